@@ -1,0 +1,88 @@
+# convgen — build, test, generate.
+# ---- settings -------------------------------------------------------------
+CUDA_HOME ?= /usr/local/cuda
+ARCHS     ?= 75,80,86,89,90,100,120
+CC        ?= cc
+SPECS     := specs/ece408-2017.yaml specs/ece408-2018sp.yaml specs/ece408-2018fa.yaml specs/example-conv.yaml
+# ---------------------------------------------------------------------------
+
+PKGS      := lua5.4 yaml-0.1
+LIBDIR     = $(shell pkg-config --variable=libdir lua5.4 2>/dev/null || echo /usr/lib/x86_64-linux-gnu)
+GOMP       = $(shell $(CC) -print-file-name=libgomp.a)
+CFLAGS    ?= -O2 -g
+CFLAGS    += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp \
+             -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
+             $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+             -I$(CUDA_HOME)/include -Igenerator -Iruntime -Ibuild
+# Lua, libyaml, zlib and OpenMP are linked statically: the GPU machine has none of them.
+LDLIBS     = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a $(GOMP) -ldl -lm -lpthread
+
+GEN_SRC   := $(wildcard generator/*.c)
+RT_SRC    := $(wildcard runtime/*.c)
+TPL       := $(sort $(wildcard templates/*.lua templates/lib/*.lua))
+OBJ       := $(patsubst %.c,build/%.o,$(GEN_SRC) $(RT_SRC)) build/templates_embed.o
+LIB_OBJ   := $(filter-out build/runtime/cli.o,$(OBJ))
+TEST_SRC  := $(wildcard tests/test_*.c)
+TEST_BIN  := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC))
+
+.PHONY: all deps test test-gpu demo generate fatbin clean format sanitize bench ptx sass
+
+all: build/convgen
+
+deps:
+	@tools/deps.sh
+
+build/%.o: %.c $(wildcard generator/*.h runtime/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+# Templates are embedded in the binary so it runs anywhere without the source tree.
+build/embed: tools/embed.c
+	@mkdir -p build
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror $< -o $@
+
+build/templates_embed.c: build/embed $(TPL)
+	build/embed $(TPL) > $@.tmp && mv $@.tmp $@
+
+build/templates_embed.o: build/templates_embed.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
+build/convgen: $(OBJ)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+
+build/tests/%: tests/%.c $(LIB_OBJ) tests/check.h
+	@mkdir -p build/tests
+	$(CC) $(CFLAGS) -Itests $< $(LIB_OBJ) $(LDLIBS) -o $@
+
+test: deps build/convgen $(TEST_BIN)
+	@tools/run-tests.sh $(TEST_BIN)
+
+test-gpu: deps build/convgen
+	@tests/gpu/run.sh
+
+generate: build/convgen
+	@for s in $(SPECS); do n=$$(basename $$s .yaml); \
+	  build/convgen generate $$s -o generated/$$n || exit 1; done
+
+fatbin: build/convgen
+	@mkdir -p build/fatbin
+	@for s in $(SPECS); do n=$$(basename $$s .yaml); \
+	  build/convgen build $$s --arch $(ARCHS) -o build/fatbin/$$n.fatbin || exit 1; done
+
+demo: deps build/convgen
+	build/convgen run specs/ece408-2017.yaml --images 1000
+
+sanitize:
+	$(MAKE) clean && $(MAKE) test CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
+
+format:
+	clang-format -i generator/*.[ch] runtime/*.[ch] tests/*.[ch] tools/*.c
+
+# make ptx SPEC=specs/x.yaml KERNEL=name   — dump PTX / SASS of one generated kernel
+ptx sass: build/convgen
+	@build/convgen generate $(SPEC) -o build/dump && \
+	  nvcc -arch=sm_90 $(if $(filter ptx,$@),-ptx,-cubin) build/dump/$(KERNEL).cu -o build/dump/$(KERNEL).$(if $(filter ptx,$@),ptx,cubin) && \
+	  $(if $(filter ptx,$@),cat build/dump/$(KERNEL).ptx,cuobjdump -sass build/dump/$(KERNEL).cubin)
+
+clean:
+	rm -rf build

@@ -1,0 +1,46 @@
+/* lua_host.h — a sandboxed Lua 5.4 state for templates.
+ *
+ * The state has only: base functions minus dofile/loadfile/load/require/
+ * collectgarbage(…) side doors, string (without string.dump), table, math,
+ * utf8, and `import(name)`, which loads another template file by name
+ * ("lib/engine" -> templates/lib/engine.lua) in text mode, in the same sandbox,
+ * once. A `load(text, chunkname)` that accepts only text chunks and runs them in
+ * the sandbox environment is provided for the template engine.
+ * Every call made through cg_lua_pcall is bounded in instructions and the state
+ * in memory; exceeding either is an error like any other. Errors read
+ * "templates/NAME.lua:LINE: message". */
+#ifndef CG_LUA_HOST_H
+#define CG_LUA_HOST_H
+#include "util.h"
+#include <lua.h>
+
+typedef struct cg_lua cg_lua;
+
+/* One template file as embedded in the binary by tools/embed.c. */
+typedef struct {
+    const char *path; /* "templates/conv2d_direct.lua" */
+    const char *data;
+    size_t len;
+} cg_embedded_file;
+extern const cg_embedded_file cg_embedded_templates[]; /* ends with {NULL,NULL,0} */
+
+/* Default limits; tests lower them. */
+#define CG_LUA_MAX_INSTRUCTIONS 200000000LL
+#define CG_LUA_MAX_BYTES (256u << 20)
+
+/* Open a sandbox. template_dir NULL: use the embedded templates; otherwise read
+ * DIR/NAME.lua from disk (development: CONVGEN_TEMPLATES=dir). */
+int cg_lua_open(cg_lua **out, const char *template_dir, cg_err *e);
+void cg_lua_close(cg_lua *h);
+lua_State *cg_lua_state(cg_lua *h);
+void cg_lua_set_limits(cg_lua *h, long long max_instructions, size_t max_bytes);
+
+/* Push the value returned by template NAME (e.g. "conv2d_direct", "lib/network"). */
+int cg_lua_import(cg_lua *h, const char *name, cg_err *e);
+/* lua_pcall with the instruction budget reset, memory bounded, and the error
+ * turned into one line in e. Pops function+args, pushes nres results on success. */
+int cg_lua_pcall(cg_lua *h, int nargs, int nres, cg_err *e);
+/* Text of template NAME as the sandbox sees it (for hashing); NULL if absent. */
+const char *cg_lua_template_text(cg_lua *h, const char *name, size_t *len);
+
+#endif

@@ -1,0 +1,85 @@
+/* spec.h — a network spec read from YAML and validated: the contract between the
+ * spec reader, the generator, and the runtime. Every field here has been checked;
+ * nothing downstream re-validates shapes. */
+#ifndef CG_SPEC_H
+#define CG_SPEC_H
+#include "util.h"
+
+#define CG_NAME_MAX 64
+#define CG_PATH_MAX 1024
+#define CG_MAX_LAYERS 64
+#define CG_MAX_PARAMS 16
+#define CG_DIM_MAX 65536            /* any single dimension */
+#define CG_ELEMS_MAX (1LL << 28)    /* elements of one tensor, per image */
+
+typedef struct {
+    int line, col; /* 1-based, as printed in FILE:LINE:COL */
+} cg_pos;
+
+typedef enum { CG_OP_CONV, CG_OP_FC, CG_OP_SOFTMAX } cg_op;
+typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU } cg_act;
+
+/* One tunable parameter as written in the spec (validated later against the
+ * template's declared ranges, which is why it keeps its position). */
+typedef struct {
+    char key[CG_NAME_MAX];
+    long long value;
+    cg_pos pos, key_pos;
+} cg_param;
+
+typedef struct {
+    char name[CG_NAME_MAX];
+    cg_op op;
+    cg_pos pos; /* position of the layer's mapping */
+    /* Input shape of this layer (conv: C,H,W as written or derived; fc/softmax:
+     * the previous layer's output, flattened as C*H*W). */
+    int C, H, W;
+    /* conv */
+    int M, K;
+    int pool; /* 0: none, 2: 2x2 max, stride 2 */
+    /* fc */
+    int out;
+    /* conv and fc */
+    int bias;
+    cg_act act;
+    /* conv: kernel strategy (template conv2d_<strategy>) and its parameters */
+    char strategy[CG_NAME_MAX];
+    cg_pos strategy_pos;
+    cg_param params[CG_MAX_PARAMS];
+    int nparams;
+    cg_pos params_pos;
+    /* Output shape (conv: after the optional pool; fc: OC=out, OH=OW=1;
+     * softmax: same as input). */
+    int OC, OH, OW;
+} cg_layer;
+
+typedef struct {
+    char path[CG_PATH_MAX]; /* as given on the command line */
+    char name[CG_NAME_MAX];
+    char description[256];
+    /* input tensor: channels, height, width; x = pixel * scale + offset */
+    int C, H, W;
+    double scale, offset;
+    char dataset[CG_NAME_MAX]; /* "fashion-mnist" */
+    int resize;                /* 0: native 28x28, else side length S */
+    /* weights file, resolved relative to the spec's directory; "" = seeded random */
+    char weights[CG_PATH_MAX];
+    cg_pos weights_pos;
+    unsigned long long seed;
+    int nlayers;
+    cg_layer layers[CG_MAX_LAYERS];
+} cg_spec;
+
+/* Read and validate a spec. On error: returns non-zero, e->msg is one line
+ * "FILE:LINE:COL: message" and *out is unspecified. */
+int cg_spec_load(const char *path, cg_spec *out, cg_err *e);
+/* Same, from a buffer (path is used only in messages and to resolve weights). */
+int cg_spec_parse(const char *path, const char *text, size_t len, cg_spec *out, cg_err *e);
+
+const char *cg_act_name(cg_act a);
+const char *cg_op_name(cg_op o);
+/* Elements of a layer's output per image. */
+long long cg_layer_out_elems(const cg_layer *l);
+long long cg_layer_in_elems(const cg_layer *l);
+
+#endif

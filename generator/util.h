@@ -1,0 +1,46 @@
+/* util.h — small shared pieces: error buffer, growable strings, hashing, files. */
+#ifndef CG_UTIL_H
+#define CG_UTIL_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+#define CG_VERSION "0.1.0"
+#define CG_ERR_MAX 2048
+
+/* Every library function reports failure by returning non-zero and writing one
+ * line (no trailing newline) into a cg_err; only main() prints and exits. */
+typedef struct {
+    char msg[CG_ERR_MAX];
+} cg_err;
+
+int cg_fail(cg_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Growable byte string, always NUL-terminated. */
+typedef struct {
+    char *data;
+    size_t len, cap;
+} cg_buf;
+
+void cg_buf_init(cg_buf *b);
+void cg_buf_free(cg_buf *b);
+int cg_buf_add(cg_buf *b, const void *p, size_t n);
+int cg_buf_puts(cg_buf *b, const char *s);
+int cg_buf_printf(cg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* 64-bit FNV-1a; good enough for cache keys and change detection (not security). */
+uint64_t cg_hash64(const void *p, size_t n, uint64_t seed);
+#define CG_HASH_SEED 0xcbf29ce484222325ULL
+void cg_hex64(uint64_t h, char out[17]);
+
+/* Whole-file read (binary, NUL-terminated for convenience). */
+int cg_read_file(const char *path, cg_buf *out, cg_err *e);
+/* Atomic write: temp file in the same directory, fsync-free rename. */
+int cg_write_file_atomic(const char *path, const void *p, size_t n, cg_err *e);
+/* mkdir -p */
+int cg_mkdirs(const char *path, cg_err *e);
+
+/* Overflow-checked size arithmetic: return 0 on success, -1 on overflow. */
+int cg_mul_size(size_t a, size_t b, size_t *out);
+
+#endif

@@ -1,0 +1,20 @@
+/* cpu.h — the CPU backend: a plain C reference of every layer, the correctness
+ * oracle. Products are accumulated in double; tensors are stored as float. */
+#ifndef CG_CPU_H
+#define CG_CPU_H
+#include "spec.h"
+#include "weights.h"
+
+/* x[i] = pixel[i] * scale + offset, for n images of C*H*W pixels. */
+void cg_cpu_input(const cg_spec *s, const unsigned char *pixels, int n, float *x);
+/* One layer over n images: in has n*cg_layer_in_elems, out n*cg_layer_out_elems. */
+int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float *out, int n,
+                 cg_err *e);
+/* The whole network. layer_out may be NULL, or an array of s->nlayers pointers
+ * (each NULL or a buffer of n*cg_layer_out_elems floats) to keep per-layer
+ * outputs. probs: n*classes (the last layer's output); pred: n argmax indices
+ * (first maximum wins). */
+int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *pixels, int n,
+                   float **layer_out, float *probs, int *pred, cg_err *e);
+
+#endif

@@ -1,0 +1,37 @@
+/* data.h — Fashion-MNIST in IDX form, and the one resize function that both
+ * inference and training use. */
+#ifndef CG_DATA_H
+#define CG_DATA_H
+#include "util.h"
+
+#define CG_DATA_DIR_DEFAULT "/usr/share/datasets/fashion-mnist"
+
+typedef struct {
+    int n, h, w;
+    unsigned char *pixels; /* n*h*w, row-major */
+    unsigned char *labels; /* n */
+} cg_dataset;
+
+/* Load an images file (idx3, uint8) and its labels file (idx1), gzip or plain
+ * (chosen by content, not name). max_images > 0 keeps only the first ones.
+ * Checks magic, dimensions, sizes against the file length, label range 0..9,
+ * and that both files hold the same count; errors name the file and offset. */
+int cg_idx_load(const char *images_path, const char *labels_path, int max_images,
+                cg_dataset *d, cg_err *e);
+/* The test (train=0) or training (train=1) set from DIR (NULL: default dir),
+ * looking for "t10k-images-idx3-ubyte" / "train-images-idx3-ubyte" with or
+ * without ".gz"; resized to side×side when side > 0 and differs. */
+int cg_data_load(const char *dir, int train, int side, int max_images, cg_dataset *d, cg_err *e);
+void cg_dataset_free(cg_dataset *d);
+
+/* Bilinear resize of one uint8 image, half-pixel centres (as PyTorch's
+ * interpolate(mode="bilinear", align_corners=False) without antialias), edges
+ * clamped, result rounded to nearest and clamped to 0..255. */
+void cg_resize_bilinear_u8(const unsigned char *src, int sh, int sw, unsigned char *dst, int dh,
+                           int dw);
+
+/* `convgen data --resize S -o DIR`: write both sets resized, as plain IDX files
+ * with the standard names, atomically. */
+int cg_data_write_resized(const char *src_dir, int side, const char *out_dir, cg_err *e);
+
+#endif
