@@ -1,0 +1,430 @@
+/* gen.c — drive the templates: spec -> Lua table -> kernels -> files + manifest.
+ *
+ * Which kernels a layer needs, their sources and launch geometry are decided by
+ * templates/lib/network.lua; this file converts between C and Lua, maps template
+ * failures back to positions in the spec, writes file headers and the manifest. */
+#include "gen.h"
+#include "lua_host.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <lauxlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Lua: template_text(name) -> the template's text, for the engine's line mapping. */
+static int l_template_text(lua_State *L)
+{
+    cg_lua *h = lua_touserdata(L, lua_upvalueindex(1));
+    const char *name = luaL_checkstring(L, 1);
+    size_t len = 0;
+    const char *t = cg_lua_template_text(h, name, &len);
+    if (t) lua_pushlstring(L, t, len);
+    else lua_pushnil(L);
+    return 1;
+}
+
+static void set_int(lua_State *L, const char *k, long long v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_str(lua_State *L, const char *k, const char *v)
+{
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+
+/* A float as a C literal's digits: shortest text that round-trips through float,
+ * always with a '.' or exponent so that appending 'f' is valid C. */
+static void float_text(double v, char out[48])
+{
+    snprintf(out, 48, "%.9g", v);
+    if (!strpbrk(out, ".eE")) strcat(out, ".0");
+}
+
+/* Push the network table network.lua expects (see its header). */
+static void push_net(lua_State *L, const cg_spec *s)
+{
+    char t[48];
+    lua_createtable(L, 0, 8);
+    set_str(L, "name", s->name);
+    set_int(L, "C", s->C);
+    set_int(L, "H", s->H);
+    set_int(L, "W", s->W);
+    float_text(s->scale, t);
+    set_str(L, "scale_text", t);
+    float_text(s->offset, t);
+    set_str(L, "offset_text", t);
+    lua_createtable(L, s->nlayers, 0);
+    for (int i = 0; i < s->nlayers; i++) {
+        const cg_layer *l = &s->layers[i];
+        lua_createtable(L, 0, 20);
+        set_int(L, "index", i + 1);
+        set_str(L, "name", l->name);
+        set_str(L, "op", cg_op_name(l->op));
+        set_int(L, "C", l->C);
+        set_int(L, "H", l->H);
+        set_int(L, "W", l->W);
+        set_int(L, "M", l->M);
+        set_int(L, "K", l->K);
+        set_int(L, "pool", l->pool);
+        set_int(L, "out", l->out);
+        lua_pushboolean(L, l->bias);
+        lua_setfield(L, -2, "bias");
+        set_str(L, "act", cg_act_name(l->act));
+        set_str(L, "strategy", l->strategy);
+        set_int(L, "OC", l->OC);
+        set_int(L, "OH", l->OH);
+        set_int(L, "OW", l->OW);
+        lua_createtable(L, 0, l->nparams);
+        for (int j = 0; j < l->nparams; j++) set_int(L, l->params[j].key, l->params[j].value);
+        lua_setfield(L, -2, "params");
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "layers");
+}
+
+/* A structured template failure ({cg_layer, cg_param, cg_where, message}) on top
+ * of the stack, reported at the most precise position the spec has. */
+static int map_failure(lua_State *L, const cg_spec *s, cg_err *e)
+{
+    lua_getfield(L, -1, "cg_layer");
+    int li = (int)lua_tointeger(L, -1) - 1;
+    lua_getfield(L, -2, "cg_param");
+    const char *param = lua_tostring(L, -1);
+    lua_getfield(L, -3, "cg_where");
+    const char *where = lua_tostring(L, -1);
+    lua_getfield(L, -4, "message");
+    const char *msg = lua_tostring(L, -1);
+    if (!msg) msg = "template failure";
+    if (li < 0 || li >= s->nlayers)
+        return cg_fail(e, "%s:1:1: %s", s->path, msg);
+    const cg_layer *l = &s->layers[li];
+    cg_pos pos = l->strategy[0] ? l->strategy_pos : l->pos;
+    if (param) {
+        int found = 0;
+        for (int j = 0; j < l->nparams; j++) {
+            if (strcmp(l->params[j].key, param) == 0) {
+                pos = (where && strcmp(where, "key") == 0) ? l->params[j].key_pos : l->params[j].pos;
+                found = 1;
+            }
+        }
+        if (!found && l->nparams) pos = l->params_pos;
+    }
+    return cg_fail(e, "%s:%d:%d: layer '%s': %s", s->path, pos.line, pos.col, l->name, msg);
+}
+
+/* Hash identifying a template's code: its file and the shared library files. */
+static void template_hash(cg_lua *h, const char *tpl, char out[17])
+{
+    static const char *libs[] = {"lib/engine", "lib/common", "lib/network"};
+    size_t len = 0;
+    const char *t = cg_lua_template_text(h, tpl, &len);
+    uint64_t x = cg_hash64(t ? t : "", t ? len : 0, CG_HASH_SEED);
+    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
+        t = cg_lua_template_text(h, libs[i], &len);
+        x = cg_hash64(t ? t : "", t ? len : 0, x);
+    }
+    cg_hex64(x, out);
+}
+
+/* field k of the table on top, as a string copied into dst (must exist). */
+static int get_str(lua_State *L, const char *k, char *dst, size_t cap, cg_err *e)
+{
+    lua_getfield(L, -1, k);
+    const char *v = lua_tostring(L, -1);
+    if (!v || strlen(v) >= cap) {
+        lua_pop(L, 1);
+        return cg_fail(e, "templates/lib/network.lua: kernel field '%s' missing or too long", k);
+    }
+    strcpy(dst, v);
+    lua_pop(L, 1);
+    return 0;
+}
+
+/* "N*a/b" or a positive integer: the forms a grid extent may take. */
+static int grid_text(lua_State *L, int idx, char out[64], cg_err *e)
+{
+    if (lua_isinteger(L, idx)) {
+        long long v = lua_tointeger(L, idx);
+        if (v < 1 || v > 0x7fffffffLL) return cg_fail(e, "templates: grid extent %lld out of range", v);
+        snprintf(out, 64, "%lld", v);
+        return 0;
+    }
+    const char *s = lua_tostring(L, idx);
+    long long a, b;
+    char tail;
+    if (!s || sscanf(s, "N*%lld/%lld%c", &a, &b, &tail) != 2 || a < 1 || b < 1)
+        return cg_fail(e, "templates: bad grid extent '%s' (expected an integer or N*a/b)",
+                       s ? s : "?");
+    snprintf(out, 64, "%s", s);
+    return 0;
+}
+
+/* Read one kernel record (table on top) into k and append its manifest line. */
+static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_kernel *k,
+                       cg_buf *man, cg_err *e)
+{
+    lua_State *L = cg_lua_state(h);
+    char in[CG_NAME_MAX + 16], out[CG_NAME_MAX + 16], weights[200], bias[200], params[512],
+        shape[512], grid[3][64], thash[17];
+    long long block[3], shared;
+    if (get_str(L, "name", k->kernel, sizeof k->kernel, e) ||
+        get_str(L, "template", k->tpl, sizeof k->tpl, e) ||
+        get_str(L, "layer", k->layer, sizeof k->layer, e) || get_str(L, "in", in, sizeof in, e) ||
+        get_str(L, "out", out, sizeof out, e) || get_str(L, "weights", weights, sizeof weights, e) ||
+        get_str(L, "bias", bias, sizeof bias, e) || get_str(L, "params", params, sizeof params, e) ||
+        get_str(L, "shape", shape, sizeof shape, e))
+        return -1;
+    snprintf(k->file, sizeof k->file, "%s.cu", k->kernel);
+    lua_getfield(L, -1, "grid");
+    lua_getfield(L, -2, "block");
+    for (int d = 0; d < 3; d++) {
+        lua_rawgeti(L, -2, d + 1);
+        int rc = grid_text(L, -1, grid[d], e);
+        lua_pop(L, 1);
+        lua_rawgeti(L, -1, d + 1);
+        block[d] = lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        if (rc) return lua_pop(L, 2), -1;
+        if (block[d] < 1 || block[d] > 1024)
+            return lua_pop(L, 2), cg_fail(e, "templates/%s.lua: block extent out of range", k->tpl);
+    }
+    lua_pop(L, 2);
+    if (block[0] * block[1] * block[2] > 1024)
+        return cg_fail(e, "templates/%s.lua: more than 1024 threads per block", k->tpl);
+    lua_getfield(L, -1, "shared");
+    shared = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (shared < 0 || shared > 48 * 1024)
+        return cg_fail(e, "templates/%s.lua: shared memory %lld out of range", k->tpl, shared);
+    lua_getfield(L, -1, "source");
+    size_t slen = 0;
+    const char *src = lua_tolstring(L, -1, &slen);
+    if (!src) return lua_pop(L, 1), cg_fail(e, "templates/%s.lua: kernel has no source", k->tpl);
+
+    template_hash(h, k->tpl, thash);
+    cg_buf b;
+    cg_buf_init(&b);
+    int bad = cg_buf_printf(&b,
+        "// Generated by convgen %s from templates; do not edit, regenerate instead.\n"
+        "// spec:       %s (network %s)\n"
+        "// layer:      %s\n"
+        "// shape:      %s\n"
+        "// template:   %s (templates/%s.lua, hash %s)\n"
+        "// params:     %s\n"
+        "// launch:     grid (%s, %s, %s) where N = images, block (%lld, %lld, %lld), "
+        "%lld B shared\n"
+        "// weights:    %s, bias %s\n"
+        "// regenerate: %s\n\n",
+        CG_VERSION, s->path, s->name, k->layer, shape, k->tpl, k->tpl, thash,
+        params[0] ? params : "(none)", grid[0], grid[1], grid[2], block[0], block[1], block[2],
+        shared, weights, bias, regen);
+    bad = bad || cg_buf_add(&b, src, slen);
+    lua_pop(L, 1);
+    bad = bad || cg_buf_printf(man,
+        "kernel %s layer=%s template=%s in=%s out=%s grid=%s,%s,%s block=%lld,%lld,%lld "
+        "shared=%lld weights=%s bias=%s\n",
+        k->kernel, k->layer, k->tpl, in, out, grid[0], grid[1], grid[2], block[0], block[1],
+        block[2], shared, weights, bias);
+    if (bad) {
+        cg_buf_free(&b);
+        return cg_fail(e, "out of memory");
+    }
+    k->source = b.data;
+    k->source_len = b.len;
+    return 0;
+}
+
+/* Emit tensors, layers and kernels of the result table on top of the stack. */
+static int take_result(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_output *o,
+                       cg_err *e)
+{
+    lua_State *L = cg_lua_state(h);
+    cg_buf man;
+    cg_buf_init(&man);
+    lua_getfield(L, -1, "max_batch");
+    long long max_batch = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    int bad = cg_buf_printf(&man, "convgen-manifest 1\nnetwork %s\ngenerator %s\nmax_batch %lld\n",
+                            s->name, CG_VERSION, max_batch);
+    lua_getfield(L, -1, "tensors");
+    for (lua_Integer i = 1; !bad && lua_rawgeti(L, -1, i) == LUA_TTABLE; i++) {
+        lua_getfield(L, -1, "name");
+        lua_getfield(L, -2, "dtype");
+        lua_getfield(L, -3, "elems");
+        bad = cg_buf_printf(&man, "tensor %s %s %lld\n", lua_tostring(L, -3), lua_tostring(L, -2),
+                            (long long)lua_tointeger(L, -1));
+        lua_pop(L, 4);
+    }
+    lua_pop(L, 2);
+    lua_getfield(L, -1, "layers");
+    for (lua_Integer i = 1; !bad && lua_rawgeti(L, -1, i) == LUA_TTABLE; i++) {
+        lua_getfield(L, -1, "name");
+        lua_getfield(L, -2, "op");
+        lua_getfield(L, -3, "out");
+        bad = cg_buf_printf(&man, "layer %s %s %s\n", lua_tostring(L, -3), lua_tostring(L, -2),
+                            lua_tostring(L, -1));
+        lua_pop(L, 4);
+    }
+    lua_pop(L, 2);
+    lua_getfield(L, -1, "kernels");
+    for (lua_Integer i = 1; !bad && lua_rawgeti(L, -1, i) == LUA_TTABLE; i++) {
+        if (o->nkernels >= CG_MAX_KERNELS) {
+            lua_pop(L, 2);
+            cg_buf_free(&man);
+            return cg_fail(e, "%s: more than %d kernels", s->path, CG_MAX_KERNELS);
+        }
+        if (take_kernel(h, s, regen, &o->k[o->nkernels], &man, e)) {
+            lua_pop(L, 2);
+            cg_buf_free(&man);
+            return -1;
+        }
+        /* a kernel used by two layers (same name, same source) is one file */
+        cg_gen_kernel *k = &o->k[o->nkernels];
+        int dup = 0;
+        for (int j = 0; j < o->nkernels && !dup; j++) {
+            if (strcmp(o->k[j].kernel, k->kernel)) continue;
+            dup = 1;
+            if (k->source_len != o->k[j].source_len ||
+                memcmp(k->source, o->k[j].source, k->source_len)) {
+                lua_pop(L, 2);
+                cg_buf_free(&man);
+                free(k->source);
+                return cg_fail(e, "%s: two different kernels are both named '%s'", s->path,
+                               k->kernel);
+            }
+        }
+        if (dup) free(k->source), k->source = NULL;
+        else o->nkernels++;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+    lua_getfield(L, -1, "input");
+    lua_getfield(L, -2, "output");
+    lua_getfield(L, -3, "predict");
+    bad = bad || cg_buf_printf(&man, "input %s\noutput %s\npredict %s\n", lua_tostring(L, -3),
+                               lua_tostring(L, -2), lua_tostring(L, -1));
+    lua_pop(L, 3);
+    if (bad) {
+        cg_buf_free(&man);
+        return cg_fail(e, "out of memory");
+    }
+    /* the hash covers the manifest body and every source: one build, one id */
+    uint64_t x = cg_hash64(man.data, man.len, CG_HASH_SEED);
+    for (int i = 0; i < o->nkernels; i++) x = cg_hash64(o->k[i].source, o->k[i].source_len, x);
+    cg_hex64(x, o->hash);
+    if (cg_buf_printf(&man, "hash %s\n", o->hash)) {
+        cg_buf_free(&man);
+        return cg_fail(e, "out of memory");
+    }
+    o->manifest = man.data;
+    o->manifest_len = man.len;
+    return 0;
+}
+
+/* Every conv's strategy names a template conv2d_<strategy>; say which exist if not. */
+static int check_strategies(cg_lua *h, const cg_spec *s, cg_err *e)
+{
+    for (int i = 0; i < s->nlayers; i++) {
+        const cg_layer *l = &s->layers[i];
+        if (l->op != CG_OP_CONV) continue;
+        char name[CG_NAME_MAX + 16];
+        snprintf(name, sizeof name, "conv2d_%s", l->strategy);
+        if (cg_lua_template_exists(h, name)) continue;
+        char known[512] = "";
+        for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {
+            const char *p = f->path + strlen("templates/");
+            if (strncmp(p, "conv2d_", 7) || strchr(p, '/')) continue;
+            size_t n = strlen(known);
+            snprintf(known + n, sizeof known - n, "%s%.*s", n ? ", " : "", (int)(strlen(p) - 11),
+                     p + 7);
+        }
+        return cg_fail(e, "%s:%d:%d: unknown strategy '%s' for layer '%s' (known: %s)", s->path,
+                       l->strategy_pos.line, l->strategy_pos.col, l->strategy, l->name, known);
+    }
+    return 0;
+}
+
+int cg_generate(const cg_spec *s, const char *regen_cmd, cg_gen_output *out, cg_err *e)
+{
+    memset(out, 0, sizeof *out);
+    cg_lua *h;
+    if (cg_lua_open(&h, NULL, e)) return -1;
+    lua_State *L = cg_lua_state(h);
+    lua_pushlightuserdata(L, h);
+    lua_pushcclosure(L, l_template_text, 1);
+    lua_setglobal(L, "template_text");
+    int rc = check_strategies(h, s, e);
+    if (!rc) rc = cg_lua_import(h, "lib/network", e);
+    if (!rc) {
+        lua_getfield(L, -1, "generate");
+        push_net(L, s);
+        rc = cg_lua_pcall(h, 1, 2, e);
+        if (!rc) {
+            if (lua_istable(L, -2)) {
+                lua_pop(L, 1);
+                rc = take_result(h, s, regen_cmd, out, e);
+            } else if (lua_istable(L, -1)) {
+                rc = map_failure(L, s, e);
+            } else {
+                rc = cg_fail(e, "templates/lib/network.lua: generate returned no result");
+            }
+        }
+    }
+    cg_lua_close(h);
+    if (rc) cg_gen_free(out);
+    return rc;
+}
+
+void cg_gen_free(cg_gen_output *o)
+{
+    for (int i = 0; i < o->nkernels; i++) free(o->k[i].source);
+    free(o->manifest);
+    memset(o, 0, sizeof *o);
+}
+
+/* True if `name` (a .cu file) is written by this output. */
+static int produced(const cg_gen_output *o, const char *name)
+{
+    for (int i = 0; i < o->nkernels; i++)
+        if (strcmp(o->k[i].file, name) == 0) return 1;
+    return 0;
+}
+
+int cg_gen_write(const cg_gen_output *o, const char *dir, cg_err *e)
+{
+    if (cg_mkdirs(dir, e)) return -1;
+    cg_buf path;
+    cg_buf_init(&path);
+    int rc = 0;
+    for (int i = 0; i < o->nkernels && !rc; i++) {
+        path.len = 0;
+        if (cg_buf_printf(&path, "%s/%s", dir, o->k[i].file)) rc = cg_fail(e, "out of memory");
+        else rc = cg_write_file_atomic(path.data, o->k[i].source, o->k[i].source_len, e);
+    }
+    if (!rc) {
+        path.len = 0;
+        if (cg_buf_printf(&path, "%s/manifest.txt", dir)) rc = cg_fail(e, "out of memory");
+        else rc = cg_write_file_atomic(path.data, o->manifest, o->manifest_len, e);
+    }
+    /* remove kernels a previous generation left behind */
+    DIR *d = rc ? NULL : opendir(dir);
+    if (!rc && !d) rc = cg_fail(e, "%s: cannot list: %s", dir, strerror(errno));
+    for (struct dirent *de; d && (de = readdir(d));) {
+        size_t n = strlen(de->d_name);
+        if (n < 4 || strcmp(de->d_name + n - 3, ".cu") || produced(o, de->d_name)) continue;
+        path.len = 0;
+        if (cg_buf_printf(&path, "%s/%s", dir, de->d_name) || unlink(path.data)) {
+            rc = cg_fail(e, "%s: cannot remove stale file", path.data ? path.data : dir);
+            break;
+        }
+    }
+    if (d) closedir(d);
+    cg_buf_free(&path);
+    return rc;
+}

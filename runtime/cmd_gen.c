@@ -1,0 +1,95 @@
+/* cmd_gen.c — the verbs that write files: generate and data. */
+#include "cli.h"
+#include "data.h"
+#include "gen.h"
+#include "options.h"
+#include "aot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* convgen generate SPEC -o DIR */
+int cg_cmd_generate(int argc, char **argv, cg_err *e)
+{
+    const char *spec_path = NULL, *dir = NULL;
+    const cg_opt opts[] = {{"-o", 1, &dir}, {"--output", 1, &dir}};
+    int rc = cg_opts_parse(argc, argv, opts, 2, &spec_path, e);
+    if (rc) return rc;
+    if (!spec_path || !dir) {
+        cg_fail(e, "generate needs SPEC and -o DIR");
+        return CG_EXIT_USAGE;
+    }
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    if (!s || !o) {
+        free(s), free(o);
+        cg_fail(e, "out of memory");
+        return CG_EXIT_IO;
+    }
+    char regen[CG_PATH_MAX + 64];
+    snprintf(regen, sizeof regen, "convgen generate %s -o DIR", spec_path);
+    rc = CG_EXIT_INPUT;
+    if (!cg_spec_load(spec_path, s, e) && !cg_generate(s, regen, o, e)) {
+        rc = cg_gen_write(o, dir, e) ? CG_EXIT_IO : 0;
+        if (!rc) printf("%s: %d kernels written to %s\n", s->name, o->nkernels, dir);
+        cg_gen_free(o);
+    }
+    free(s), free(o);
+    return rc;
+}
+
+/* convgen data --resize S -o DIR [--data SRC] */
+int cg_cmd_data(int argc, char **argv, cg_err *e)
+{
+    const char *pos = NULL, *dir = NULL, *side_text = NULL, *src = NULL;
+    const cg_opt opts[] = {{"-o", 1, &dir}, {"--resize", 1, &side_text}, {"--data", 1, &src}};
+    int rc = cg_opts_parse(argc, argv, opts, 3, &pos, e);
+    if (rc) return rc;
+    long long side = 0;
+    if (pos || !dir || !side_text) {
+        cg_fail(e, "data needs --resize S and -o DIR");
+        return CG_EXIT_USAGE;
+    }
+    if ((rc = cg_opt_int("--resize", side_text, 1, 4096, &side, e))) return rc;
+    if (cg_data_write_resized(src, (int)side, dir, e)) return CG_EXIT_INPUT;
+    printf("Fashion-MNIST resized to %lldx%lld written to %s\n", side, side, dir);
+    return 0;
+}
+
+/* convgen build SPEC --arch 75,80,... -o NET.fatbin */
+int cg_cmd_build(int argc, char **argv, cg_err *e)
+{
+    const char *spec_path = NULL, *out = NULL, *arch_text = "75,80,86,89,90,100,120";
+    const cg_opt opts[] = {{"-o", 1, &out}, {"--output", 1, &out}, {"--arch", 1, &arch_text}};
+    int rc = cg_opts_parse(argc, argv, opts, 3, &spec_path, e);
+    if (rc) return rc;
+    if (!spec_path || !out) {
+        cg_fail(e, "build needs SPEC and -o NET.fatbin");
+        return CG_EXIT_USAGE;
+    }
+    int archs[CG_AOT_MAX_ARCHS], narch = 0;
+    if (cg_aot_parse_archs(arch_text, archs, CG_AOT_MAX_ARCHS, &narch, e)) return CG_EXIT_USAGE;
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    if (!s || !o) {
+        free(s), free(o);
+        cg_fail(e, "out of memory");
+        return CG_EXIT_IO;
+    }
+    char regen[CG_PATH_MAX + 64];
+    snprintf(regen, sizeof regen, "convgen generate %s -o DIR", spec_path);
+    rc = CG_EXIT_INPUT;
+    if (!cg_spec_load(spec_path, s, e) && !cg_generate(s, regen, o, e)) {
+        cg_buf log;
+        cg_buf_init(&log);
+        rc = cg_aot_build(o, archs, narch, out, &log, e) ? CG_EXIT_IO : 0;
+        if (rc && log.len) fprintf(stderr, "%s\n", log.data);
+        if (!rc) printf("%s: %d kernels, archs %s (+ PTX of the newest) -> %s\n", s->name, o->nkernels,
+                        arch_text, out);
+        cg_buf_free(&log);
+        cg_gen_free(o);
+    }
+    free(s), free(o);
+    return rc;
+}

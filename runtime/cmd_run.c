@@ -1,0 +1,370 @@
+/* cmd_run.c — the verbs that execute a network: run and check. */
+#include "cli.h"
+#include "cpu.h"
+#include "cuda_api.h"
+#include "data.h"
+#include "gpu.h"
+#include "options.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Everything a run needs on the host: spec, weights, test images. */
+typedef struct {
+    cg_spec *s;
+    cg_weights w;
+    cg_dataset d;
+    long long n;
+} cg_job;
+
+static double wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void job_free(cg_job *j)
+{
+    free(j->s);
+    cg_weights_free(&j->w);
+    cg_dataset_free(&j->d);
+}
+
+/* Spec, data, weights, printed the way the course harness printed them. */
+static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long long images,
+                    int quiet, cg_err *e)
+{
+    memset(j, 0, sizeof *j);
+    j->s = malloc(sizeof *j->s);
+    if (!j->s) return cg_fail(e, "out of memory"), CG_EXIT_IO;
+    if (cg_spec_load(spec_path, j->s, e)) return CG_EXIT_INPUT;
+    const cg_spec *s = j->s;
+    if (!quiet) printf("Loading %s data...", s->dataset), fflush(stdout);
+    if (cg_data_load(data_dir, 0, s->resize, (int)images, &j->d, e)) {
+        if (!quiet) printf(" failed\n");
+        return CG_EXIT_INPUT;
+    }
+    if (j->d.h != s->H || j->d.w != s->W) {
+        if (!quiet) printf(" failed\n");
+        return cg_fail(e, "%s: images are %dx%d, the network's input is %dx%d", spec_path, j->d.h,
+                       j->d.w, s->H, s->W), CG_EXIT_INPUT;
+    }
+    j->n = j->d.n;
+    if (!quiet) printf(" done\nLoading model..."), fflush(stdout);
+    if (cg_weights_for_spec(s, &j->w, e)) {
+        if (!quiet) printf(" failed\n");
+        return CG_EXIT_INPUT;
+    }
+    if (!quiet) {
+        if (j->w.random) printf(" done (no weights file: seeded random weights, seed %llu)\n", s->seed);
+        else printf(" done\n");
+    }
+    const cg_layer *last = &s->layers[s->nlayers - 1];
+    if (cg_layer_out_elems(last) != 10)
+        return cg_fail(e, "%s: the network ends in %lld values; classifying %s needs 10", spec_path,
+                       cg_layer_out_elems(last), s->dataset), CG_EXIT_INPUT;
+    return 0;
+}
+
+static double accuracy(const int *pred, const unsigned char *labels, long long n)
+{
+    long long ok = 0;
+    for (long long i = 0; i < n; i++) ok += pred[i] == labels[i];
+    return n ? (double)ok / (double)n : 0.0;
+}
+
+/* The CPU backend, layer by layer in chunks so that each layer can be timed and
+ * memory stays bounded. */
+static int cpu_run(const cg_job *j, int *pred, double *layer_ms, cg_err *e)
+{
+    const cg_spec *s = j->s;
+    const long long chunk = 500;
+    long long maxe = (long long)s->C * s->H * s->W;
+    for (int l = 0; l < s->nlayers; l++)
+        if (cg_layer_out_elems(&s->layers[l]) > maxe) maxe = cg_layer_out_elems(&s->layers[l]);
+    float *a = malloc((size_t)(chunk * maxe) * sizeof *a), *b = malloc((size_t)(chunk * maxe) * sizeof *b);
+    if (!a || !b) {
+        free(a), free(b);
+        return cg_fail(e, "out of memory");
+    }
+    int rc = 0;
+    long long in_elems = (long long)s->C * s->H * s->W;
+    for (long long done = 0; done < j->n && !rc; done += chunk) {
+        int n = (int)(j->n - done < chunk ? j->n - done : chunk);
+        cg_cpu_input(s, j->d.pixels + done * in_elems, n, a);
+        for (int l = 0; l < s->nlayers && !rc; l++) {
+            double t0 = wall_ms();
+            rc = cg_cpu_layer(&s->layers[l], &j->w, a, b, n, e);
+            layer_ms[l] += wall_ms() - t0;
+            float *t = a;
+            a = b, b = t;
+        }
+        long long oc = cg_layer_out_elems(&s->layers[s->nlayers - 1]);
+        for (int i = 0; i < n && !rc; i++) {
+            int best = 0;
+            for (int c = 1; c < oc; c++)
+                if (a[i * oc + c] > a[i * oc + best]) best = c;
+            pred[done + i] = best;
+        }
+    }
+    free(a), free(b);
+    return rc;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* nvprof-style table of kernel times, then the host-side costs. */
+static void print_profile(const cg_gpu_times *t, const cg_host_costs *hc)
+{
+    double total = 0;
+    for (int i = 0; i < t->nprof; i++) total += t->prof[i].total_ms;
+    printf("==convgen-prof== GPU activities:\n");
+    printf("%8s %11s %7s %11s %11s %11s  %s\n", "Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name");
+    for (int i = 0; i < t->nprof; i++) {
+        const cg_kernel_prof *p = &t->prof[i];
+        printf("%7.2f%% %9.3fms %7d %9.3fms %9.3fms %9.3fms  %s\n", total > 0 ? 100 * p->total_ms / total : 0,
+               p->total_ms, p->calls, p->total_ms / p->calls, p->min_ms, p->max_ms, p->name);
+    }
+    printf("==convgen-prof== host:\n");
+    printf("  %-26s %9.3f ms\n", "generate (Lua templates)", hc->generate_ms);
+    printf("  %-26s %9.3f ms  (%s; %d compiled, %d cache hits)\n", "compile (NVRTC)", hc->compile_ms,
+           hc->arch, hc->compiled, hc->cache_hits);
+    printf("  %-26s %9.3f ms\n", "module load", hc->load_ms);
+    printf("  %-26s %9.3f ms\n", "weights upload", hc->weights_ms);
+    printf("  %-26s %9.3f ms\n", "device allocation", hc->alloc_ms);
+    printf("  %-26s %9.3f ms\n", "images upload (uint8)", hc->upload_ms);
+    printf("  %-26s %9.3f ms\n", "results download", hc->download_ms);
+    if (hc->cache_note[0]) printf("  cache: %s\n", hc->cache_note);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
+        else fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* The same figures as the text output, as JSON, written atomically. */
+static int write_json(const char *path, const cg_job *j, const char *backend, const char *device,
+                      double acc, const double *layer_s, double total_s, int repeat,
+                      const cg_gpu_times *t, const cg_host_costs *hc, cg_err *e)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return cg_fail(e, "%s: out of memory", path);
+    fprintf(f, "{\n  \"network\": ");
+    json_str(f, j->s->name);
+    fprintf(f, ",\n  \"spec\": ");
+    json_str(f, j->s->path);
+    fprintf(f, ",\n  \"backend\": \"%s\",\n  \"device\": ", backend);
+    json_str(f, device);
+    fprintf(f, ",\n  \"images\": %lld,\n  \"repeat\": %d,\n  \"correctness\": %.6f,\n", j->n, repeat, acc);
+    fprintf(f, "  \"random_weights\": %s,\n  \"total_s\": %.9f,\n  \"layers\": [", j->w.random ? "true" : "false",
+            total_s);
+    for (int l = 0; l < j->s->nlayers; l++) {
+        fprintf(f, "%s\n    {\"name\": ", l ? "," : "");
+        json_str(f, j->s->layers[l].name);
+        fprintf(f, ", \"op\": \"%s\", \"time_s\": %.9f}", cg_op_name(j->s->layers[l].op), layer_s[l]);
+    }
+    fprintf(f, "\n  ]");
+    if (t && hc) {
+        fprintf(f, ",\n  \"kernels\": [");
+        for (int i = 0; i < t->nprof; i++) {
+            const cg_kernel_prof *p = &t->prof[i];
+            fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+            json_str(f, p->name);
+            fprintf(f, ", \"calls\": %d, \"total_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f}", p->calls,
+                    p->total_ms, p->min_ms, p->max_ms);
+        }
+        fprintf(f, "\n  ],\n  \"host_ms\": {\"generate\": %.3f, \"compile\": %.3f, \"load\": %.3f, "
+                   "\"weights\": %.3f, \"alloc\": %.3f, \"upload\": %.3f, \"download\": %.3f},\n",
+                hc->generate_ms, hc->compile_ms, hc->load_ms, hc->weights_ms, hc->alloc_ms, hc->upload_ms,
+                hc->download_ms);
+        fprintf(f, "  \"compiled\": %d,\n  \"cache_hits\": %d,\n  \"arch\": ", hc->compiled, hc->cache_hits);
+        json_str(f, hc->arch);
+    }
+    fprintf(f, "\n}\n");
+    if (fclose(f)) return free(text), cg_fail(e, "%s: out of memory", path);
+    int rc = cg_write_file_atomic(path, text, len, e);
+    free(text);
+    return rc;
+}
+
+/* auto: the GPU when a driver and a device answer, else say why and use the CPU. */
+static int pick_backend(const char *want, int *use_gpu, cg_err *e)
+{
+    if (!strcmp(want, "cpu")) return *use_gpu = 0, 0;
+    if (strcmp(want, "cuda") && strcmp(want, "auto"))
+        return cg_fail(e, "--backend expects auto, cuda or cpu, got '%s'", want), CG_EXIT_USAGE;
+    cg_cu *cu;
+    cg_err why;
+    if (cg_cu_open(&cu, 0, &why) == 0) {
+        cg_cu_close(cu);
+        return *use_gpu = 1, 0;
+    }
+    if (!strcmp(want, "cuda")) return cg_fail(e, "--backend cuda: %s", why.msg), CG_EXIT_DEVICE;
+    fprintf(stderr, "convgen: no GPU (%s); running on the CPU backend\n", why.msg);
+    return *use_gpu = 0, 0;
+}
+
+int cg_cmd_run(int argc, char **argv, cg_err *e)
+{
+    const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend = "auto", *fatbin = NULL,
+               *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL;
+    const cg_opt opts[] = {{"--images", 1, &images_t}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend},
+                           {"--fatbin", 1, &fatbin},   {"--data", 1, &data},     {"--no-cache", 0, &no_cache},
+                           {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t}};
+    int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, e);
+    long long images = 0, batch = 0, repeat = 1;
+    if (!rc && !spec) rc = (cg_fail(e, "run needs a SPEC"), CG_EXIT_USAGE);
+    if (!rc) rc = cg_opt_int("--images", images_t, 1, 10000000, &images, e);
+    if (!rc) rc = cg_opt_int("--batch", batch_t, 1, 1LL << 31, &batch, e);
+    if (!rc) rc = cg_opt_int("--repeat", repeat_t, 1, 1000, &repeat, e);
+    int use_gpu = 0;
+    if (!rc) rc = pick_backend(backend, &use_gpu, e);
+    if (!rc && fatbin && !use_gpu) rc = (cg_fail(e, "--fatbin needs the cuda backend"), CG_EXIT_USAGE);
+    if (rc) return rc;
+    cg_job j;
+    if ((rc = job_load(&j, spec, data, images, 0, e))) return job_free(&j), rc;
+    const cg_spec *s = j.s;
+    int *pred = malloc((size_t)j.n * sizeof *pred);
+    double layer_s[CG_MAX_LAYERS] = {0}, total_s = 0;
+    double samples[CG_MAX_LAYERS + 1][1000];
+    cg_gpu *g = NULL;
+    cg_gpu_times t;
+    cg_host_costs hc;
+    memset(&t, 0, sizeof t);
+    memset(&hc, 0, sizeof hc);
+    if (!pred) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
+    if (!rc && use_gpu) {
+        cg_gpu_opts go = {fatbin, no_cache != NULL, batch, 0, profile != NULL};
+        if (cg_gpu_open(&g, s, &j.w, &go, &hc, e)) rc = CG_EXIT_DEVICE;
+        /* with repeats, one untimed warm-up run first; report medians */
+        if (!rc && repeat > 1 && cg_gpu_run(g, j.d.pixels, j.n, pred, NULL, NULL, &t, &hc, e)) rc = CG_EXIT_DEVICE;
+        for (int r = 0; !rc && r < repeat; r++) {
+            if (cg_gpu_run(g, j.d.pixels, j.n, pred, NULL, NULL, &t, &hc, e)) rc = CG_EXIT_DEVICE;
+            for (int l = 0; l < s->nlayers; l++) samples[l][r] = t.layer_ms[l] / 1e3;
+            samples[s->nlayers][r] = t.total_ms / 1e3;
+        }
+        for (int l = 0; !rc && l <= s->nlayers; l++) {
+            double m = median(samples[l], (int)repeat);
+            if (l < s->nlayers) layer_s[l] = m;
+            else total_s = m;
+        }
+    } else if (!rc) {
+        double ms[CG_MAX_LAYERS] = {0};
+        double t0 = wall_ms();
+        if (cpu_run(&j, pred, ms, e)) rc = CG_EXIT_IO;
+        total_s = (wall_ms() - t0) / 1e3;
+        for (int l = 0; l < s->nlayers; l++) layer_s[l] = ms[l] / 1e3;
+    }
+    if (!rc) {
+        printf("New Inference\n");
+        for (int l = 0; l < s->nlayers; l++)
+            if (s->layers[l].op == CG_OP_CONV) printf("Op Time: %.6f\n", layer_s[l]);
+        double acc = accuracy(pred, j.d.labels, j.n);
+        printf("Correctness: %.4f Model: %s\n", acc, s->name);
+        if (use_gpu && profile) print_profile(&t, &hc);
+        if (json && write_json(json, &j, use_gpu ? "cuda" : "cpu", use_gpu ? cg_gpu_device_name(g) : "cpu", acc,
+                               layer_s, total_s, (int)repeat, use_gpu ? &t : NULL, use_gpu ? &hc : NULL, e))
+            rc = CG_EXIT_IO;
+    }
+    cg_gpu_close(g);
+    free(pred);
+    job_free(&j);
+    return rc;
+}
+
+/* Compare one layer's GPU output with the CPU reference; returns the relative
+ * L2 error (‖gpu − cpu‖ / ‖cpu‖), NaN-safe: any non-finite value gives +inf. */
+static double compare(const float *gpu, const float *cpu, size_t n, double *max_abs, double *max_rel)
+{
+    double num = 0, den = 0, ma = 0, mr = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(cpu[i]));
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)gpu[i] - (double)cpu[i];
+        if (!isfinite(gpu[i])) return *max_abs = INFINITY, *max_rel = INFINITY, INFINITY;
+        num += d * d, den += (double)cpu[i] * cpu[i];
+        ma = fmax(ma, fabs(d));
+        mr = fmax(mr, fabs(d) / fmax(fabs(cpu[i]), 1e-6 * scale + 1e-30));
+    }
+    *max_abs = ma, *max_rel = mr;
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+int cg_cmd_check(int argc, char **argv, cg_err *e)
+{
+    const char *spec = NULL, *images_t = NULL, *fatbin = NULL, *data = NULL, *no_cache = NULL, *tol_t = NULL;
+    const cg_opt opts[] = {{"--images", 1, &images_t}, {"--fatbin", 1, &fatbin}, {"--data", 1, &data},
+                           {"--no-cache", 0, &no_cache}};
+    int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, e);
+    long long images = 200;
+    (void)tol_t;
+    if (!rc && !spec) rc = (cg_fail(e, "check needs a SPEC"), CG_EXIT_USAGE);
+    if (!rc) rc = cg_opt_int("--images", images_t, 1, 10000000, &images, e);
+    if (rc) return rc;
+    cg_job j;
+    if ((rc = job_load(&j, spec, data, images, 1, e))) return job_free(&j), rc;
+    const cg_spec *s = j.s;
+    float *gl[CG_MAX_LAYERS] = {0}, *cl[CG_MAX_LAYERS] = {0};
+    int *gp = malloc((size_t)j.n * sizeof *gp), *cp = malloc((size_t)j.n * sizeof *cp);
+    int ok = gp && cp;
+    for (int l = 0; l < s->nlayers && ok; l++) {
+        size_t n = (size_t)j.n * (size_t)cg_layer_out_elems(&s->layers[l]);
+        gl[l] = malloc(n * sizeof(float));
+        cl[l] = malloc(n * sizeof(float));
+        ok = gl[l] && cl[l];
+    }
+    cg_gpu *g = NULL;
+    cg_gpu_times t;
+    cg_host_costs hc;
+    float *probs = NULL;
+    if (!ok) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
+    cg_gpu_opts go = {fatbin, no_cache != NULL, 0, 1, 0};
+    if (!rc && cg_gpu_open(&g, s, &j.w, &go, &hc, e)) rc = CG_EXIT_DEVICE;
+    if (!rc && cg_gpu_run(g, j.d.pixels, j.n, gp, NULL, gl, &t, &hc, e)) rc = CG_EXIT_DEVICE;
+    if (!rc && cg_cpu_forward(s, &j.w, j.d.pixels, (int)j.n, cl, NULL, cp, e)) rc = CG_EXIT_IO;
+    int bad = 0;
+    if (!rc) {
+        printf("%s on %s, %lld images, %s weights (GPU: %s, %s)\n", s->name, cg_gpu_device_name(g), j.n,
+               j.w.random ? "seeded random" : "trained", fatbin ? "fat binary" : "NVRTC", hc.arch);
+        printf("%-12s %-8s %14s %14s %14s\n", "layer", "op", "max abs err", "max rel err", "rel L2 err");
+        for (int l = 0; l < s->nlayers; l++) {
+            double ma, mr;
+            size_t n = (size_t)j.n * (size_t)cg_layer_out_elems(&s->layers[l]);
+            double r = compare(gl[l], cl[l], n, &ma, &mr);
+            int fail = !(r <= 1e-5);
+            bad |= fail;
+            printf("%-12s %-8s %14.3e %14.3e %14.3e%s\n", s->layers[l].name, cg_op_name(s->layers[l].op), ma, mr,
+                   r, fail ? "  FAIL (> 1e-5)" : "");
+        }
+        long long same = 0;
+        for (long long i = 0; i < j.n; i++) same += gp[i] == cp[i];
+        printf("identical predictions: %lld of %lld (%.4f)\n", same, j.n, (double)same / (double)j.n);
+        if (bad) rc = (cg_fail(e, "%s: GPU and CPU disagree beyond 1e-5", spec), CG_EXIT_DEVICE);
+    }
+    cg_gpu_close(g);
+    for (int l = 0; l < CG_MAX_LAYERS; l++) free(gl[l]), free(cl[l]);
+    free(gp), free(cp), free(probs);
+    job_free(&j);
+    return rc;
+}

@@ -1,0 +1,410 @@
+/* gpu.c — the CUDA backend (see gpu.h). */
+#include "gpu.h"
+#include "cache.h"
+#include "cuda_api.h"
+#include "fatbin.h"
+#include "gen.h"
+#include "nvrtc.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct cg_gpu {
+    cg_cu *cu;
+    cg_manifest *m;
+    const cg_spec *s;
+    CUmodule mods[CG_MAN_KERNELS];
+    int nmods;
+    CUfunction fn[CG_MAN_KERNELS];        /* per manifest kernel */
+    CUdeviceptr wdev[CG_MAN_KERNELS];     /* weights passed as arguments, per kernel */
+    CUdeviceptr bdev[CG_MAN_KERNELS];
+    CUdeviceptr tdev[CG_MAX_TENSORS];     /* one batch of every tensor */
+    CUdeviceptr owned[2 * CG_MAN_KERNELS]; /* device weight buffers to free */
+    int nowned;
+    long long batch;
+    int poison, profile;
+    CUstream stream;
+    CUevent ev[2 * CG_MAN_KERNELS + 2];
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* JIT: every kernel of the generated output through NVRTC, cubins cached on disk. */
+static int load_jit(cg_gpu *g, const cg_gen_output *o, const cg_gpu_opts *opt, cg_host_costs *hc,
+                    cg_err *e)
+{
+    cg_nvrtc *nv;
+    if (cg_nvrtc_open(&nv, e)) return -1;
+    int arch, as_ptx, rc = 0;
+    if (cg_nvrtc_pick_arch(nv, g->cu->cc, &arch, &as_ptx)) {
+        cg_nvrtc_close(nv);
+        return cg_fail(e, "device %s is sm_%d, older than anything this NVRTC compiles for",
+                       g->cu->name, g->cu->cc);
+    }
+    if (cg_nvrtc_check_driver(nv, g->cu->driver_version, as_ptx, e)) {
+        cg_nvrtc_close(nv);
+        return -1;
+    }
+    snprintf(hc->arch, sizeof hc->arch, as_ptx ? "compute_%d (PTX)" : "sm_%d", arch);
+    char dir[CG_PATH_MAX] = "";
+    cg_err ce;
+    int use_cache = !opt->no_cache && cg_cache_dir(dir, sizeof dir, &ce) == 0;
+    if (!opt->no_cache && !use_cache) snprintf(hc->cache_note, sizeof hc->cache_note, "%.200s", ce.msg);
+    char opts[CG_NVRTC_OPTS_MAX];
+    cg_nvrtc_options(arch, as_ptx, opts, sizeof opts);
+    cg_buf bin, log;
+    cg_buf_init(&bin), cg_buf_init(&log);
+    for (int i = 0; i < o->nkernels && !rc; i++) {
+        const cg_gen_kernel *k = &o->k[i];
+        cg_cache_key key;
+        /* the source's header carries its template hash, so the source covers it */
+        cg_cache_key_make(&key, k->source, k->source_len, opts, k->tpl, cg_nvrtc_version(nv),
+                          g->cu->driver_version, g->cu->cc);
+        double t0 = now_ms();
+        int hit = 0;
+        cg_buf_free(&bin);
+        if (use_cache) {
+            char why[128] = "";
+            hit = cg_cache_get(dir, &key, &bin, why) == 1;
+            if (!hit && why[0] && strcmp(why, "no entry") && !hc->cache_note[0])
+                snprintf(hc->cache_note, sizeof hc->cache_note, "%.100s: %.120s", k->file, why);
+        }
+        if (!hit) {
+            cg_buf_free(&log);
+            rc = cg_nvrtc_compile(nv, k->source, k->file, arch, as_ptx, &bin, &log, NULL, e);
+            if (rc) {
+                if (log.len) fprintf(stderr, "%s\n", log.data);
+                break;
+            }
+            hc->compiled++;
+            if (use_cache) {
+                cg_err w;
+                int put = cg_cache_put(dir, &key, bin.data, bin.len, &w);
+                if (put < 0) {
+                    rc = cg_fail(e, "%s", w.msg);
+                    break;
+                }
+                if (put && !hc->cache_note[0]) snprintf(hc->cache_note, sizeof hc->cache_note, "%.200s", w.msg);
+                hc->cache_misses++;
+            }
+        } else {
+            hc->cache_hits++;
+        }
+        hc->compile_ms += now_ms() - t0;
+        t0 = now_ms();
+        rc = CG_CU(e, g->cu->cuModuleLoadData(&g->mods[g->nmods], bin.data));
+        if (!rc) g->nmods++;
+        hc->load_ms += now_ms() - t0;
+    }
+    cg_buf_free(&bin), cg_buf_free(&log);
+    cg_nvrtc_close(nv);
+    return rc;
+}
+
+/* AOT: one fat binary holding every kernel, checked against this build and device. */
+static int load_fatbin(cg_gpu *g, const cg_gen_output *o, const char *path, cg_host_costs *hc,
+                       cg_err *e)
+{
+    cg_buf f;
+    if (cg_read_file(path, &f, e)) return -1;
+    int sm[CG_FATBIN_MAX_ARCHS], ptx[CG_FATBIN_MAX_ARCHS], nsm = 0, nptx = 0;
+    if (cg_fatbin_list(f.data, f.len, sm, &nsm, ptx, &nptx, e)) {
+        char m[CG_ERR_MAX];
+        snprintf(m, sizeof m, "%s", e->msg);
+        cg_buf_free(&f);
+        return cg_fail(e, "%s: not a usable fat binary: %s", path, m);
+    }
+    char held[512];
+    cg_fatbin_describe(sm, nsm, ptx, nptx, held, sizeof held);
+    int cc = g->cu->cc, ok = 0, ptx_ok = 0;
+    for (int i = 0; i < nsm; i++) ok |= sm[i] == cc || (sm[i] / 10 == cc / 10 && sm[i] <= cc);
+    for (int i = 0; i < nptx; i++) ptx_ok |= ptx[i] <= cc;
+    if (!ok && !ptx_ok) {
+        cg_buf_free(&f);
+        return cg_fail(e, "%s holds %s; this device (%s) is sm_%d: rebuild with --arch including %d",
+                       path, held, g->cu->name, cc, cc);
+    }
+    snprintf(hc->arch, sizeof hc->arch, "fatbin");
+    double t0 = now_ms();
+    CUresult r = g->cu->cuModuleLoadData(&g->mods[0], f.data);
+    cg_buf_free(&f);
+    if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+        return cg_fail(e, "%s: its PTX is newer than this driver (%d.%d) supports: the driver is too old",
+                       path, g->cu->driver_version / 1000, g->cu->driver_version % 1000 / 10);
+    if (r != CUDA_SUCCESS) {
+        char t[160];
+        return cg_fail(e, "%s (holds %s) cannot be loaded on sm_%d: %s", path, held, cc,
+                       cg_cu_strerror(r, t, sizeof t));
+    }
+    g->nmods = 1;
+    hc->load_ms += now_ms() - t0;
+    /* the build id ties the file to the spec it was built from */
+    CUdeviceptr id;
+    size_t idn;
+    char buf[17] = "";
+    if (g->cu->cuModuleGetGlobal(&id, &idn, g->mods[0], "cg_build_id") != CUDA_SUCCESS || idn != 17 ||
+        CG_CU(e, g->cu->cuMemcpyDtoH(buf, id, 17)))
+        return cg_fail(e, "%s was not built by 'convgen build' (no build id)", path);
+    buf[16] = 0;
+    if (strcmp(buf, o->hash))
+        return cg_fail(e, "%s was built from a different spec or convgen (build %s, this spec %s): "
+                       "rebuild it with 'convgen build'", path, buf, o->hash);
+    return 0;
+}
+
+/* Find each manifest kernel's function in whichever module holds it. */
+static int bind_functions(cg_gpu *g, cg_err *e)
+{
+    for (int i = 0; i < g->m->nkernels; i++) {
+        CUresult r = CUDA_ERROR_NOT_FOUND;
+        for (int j = 0; j < g->nmods && r != CUDA_SUCCESS; j++)
+            r = g->cu->cuModuleGetFunction(&g->fn[i], g->mods[j], g->m->k[i].name);
+        if (r != CUDA_SUCCESS) return cg_fail(e, "kernel '%s' not found in any module", g->m->k[i].name);
+        if (g->m->k[i].shared > 48 * 1024 &&
+            CG_CU(e, g->cu->cuFuncSetAttribute(g->fn[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                               g->m->k[i].shared)))
+            return -1;
+    }
+    return 0;
+}
+
+/* Copy a tensor into a kernel's __constant__ symbol, checking the sizes agree. */
+static int to_symbol(cg_gpu *g, const char *sym, const cg_tensor *t, cg_err *e)
+{
+    CUdeviceptr p;
+    size_t n;
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    for (int j = 0; j < g->nmods && r != CUDA_SUCCESS; j++)
+        r = g->cu->cuModuleGetGlobal(&p, &n, g->mods[j], sym);
+    if (r != CUDA_SUCCESS) return cg_fail(e, "constant symbol '%s' not found", sym);
+    if (n != (size_t)t->count * 4)
+        return cg_fail(e, "constant symbol '%s' holds %zu bytes, tensor '%s' has %lld", sym, n, t->name,
+                       t->count * 4);
+    return CG_CU(e, g->cu->cuMemcpyHtoD(p, t->data, n));
+}
+
+static int to_device(cg_gpu *g, const cg_tensor *t, CUdeviceptr *out, cg_err *e)
+{
+    size_t n = (size_t)t->count * 4;
+    if (CG_CU(e, g->cu->cuMemAlloc(out, n))) return -1;
+    g->owned[g->nowned++] = *out;
+    return CG_CU(e, g->cu->cuMemcpyHtoD(*out, t->data, n));
+}
+
+/* Weights and biases where each kernel's manifest entry says they live. */
+static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
+{
+    for (int i = 0; i < g->m->nkernels; i++) {
+        const cg_mkernel *k = &g->m->k[i];
+        for (int b = 0; b < 2; b++) {
+            cg_place pl = b ? k->bplace : k->wplace;
+            if (pl == CG_PLACE_NONE) continue;
+            char name[CG_NAME_MAX + 16];
+            snprintf(name, sizeof name, "%s.%s", k->layer, b ? "bias" : "weight");
+            const cg_tensor *t = cg_weights_find(w, name);
+            if (!t) return cg_fail(e, "kernel '%s' needs tensor '%s', which the weights lack", k->name, name);
+            int rc = pl == CG_PLACE_CONST ? to_symbol(g, b ? k->bsym : k->wsym, t, e)
+                                          : to_device(g, t, b ? &g->bdev[i] : &g->wdev[i], e);
+            if (rc) return -1;
+        }
+    }
+    return 0;
+}
+
+/* Batch size: what the user asked, at most max_batch, and what fits in 80% of free memory. */
+static int alloc_tensors(cg_gpu *g, long long want, cg_err *e)
+{
+    size_t per = 0, freeb = 0, total = 0;
+    for (int i = 0; i < g->m->ntensors; i++) per += (size_t)g->m->t[i].elems * cg_dtype_size(g->m->t[i].dtype);
+    if (CG_CU(e, g->cu->cuMemGetInfo(&freeb, &total))) return -1;
+    long long fit = (long long)(freeb / 10 * 8 / per);
+    long long b = want > 0 ? want : 65536;
+    if (b > g->m->max_batch) b = g->m->max_batch;
+    if (b > fit) b = fit;
+    if (b < 1)
+        return cg_fail(e, "one image needs %zu bytes of device memory; %zu are free", per, freeb);
+    g->batch = b;
+    for (int i = 0; i < g->m->ntensors; i++) {
+        size_t n = (size_t)b * (size_t)g->m->t[i].elems * cg_dtype_size(g->m->t[i].dtype);
+        if (CG_CU(e, g->cu->cuMemAlloc(&g->tdev[i], n))) return -1;
+    }
+    return 0;
+}
+
+int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gpu_opts *o,
+                cg_host_costs *hc, cg_err *e)
+{
+    memset(hc, 0, sizeof *hc);
+    cg_gpu *g = calloc(1, sizeof *g);
+    cg_gen_output *gen = malloc(sizeof *gen);
+    if (g) g->m = malloc(sizeof *g->m);
+    if (!g || !gen || !g->m) {
+        if (g) free(g->m);
+        free(g), free(gen);
+        return cg_fail(e, "out of memory");
+    }
+    g->s = s;
+    g->poison = o->poison;
+    g->profile = o->profile;
+    *out = g;
+    if (cg_cu_open(&g->cu, 0, e)) return -1;
+    double t0 = now_ms();
+    char regen[CG_PATH_MAX + 64];
+    snprintf(regen, sizeof regen, "convgen generate %s -o DIR", s->path);
+    if (cg_generate(s, regen, gen, e)) {
+        free(gen);
+        return -1;
+    }
+    int rc = cg_manifest_parse(gen->manifest, gen->manifest_len, "generated manifest", g->m, e);
+    hc->generate_ms = now_ms() - t0;
+    if (!rc) rc = o->fatbin ? load_fatbin(g, gen, o->fatbin, hc, e) : load_jit(g, gen, o, hc, e);
+    cg_gen_free(gen);
+    free(gen);
+    if (!rc) rc = bind_functions(g, e);
+    t0 = now_ms();
+    if (!rc) rc = upload_weights(g, w, e);
+    hc->weights_ms = now_ms() - t0;
+    t0 = now_ms();
+    if (!rc) rc = alloc_tensors(g, o->batch, e);
+    if (!rc) rc = CG_CU(e, g->cu->cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING));
+    for (size_t i = 0; !rc && i < sizeof g->ev / sizeof *g->ev; i++)
+        rc = CG_CU(e, g->cu->cuEventCreate(&g->ev[i], CU_EVENT_DEFAULT));
+    hc->alloc_ms = now_ms() - t0;
+    return rc;
+}
+
+/* Launch kernel i for n images of the current batch. */
+static int launch(cg_gpu *g, int i, long long n, cg_err *e)
+{
+    const cg_mkernel *k = &g->m->k[i];
+    CUdeviceptr in = g->tdev[k->in], outp = g->tdev[k->out], w = g->wdev[i], b = g->bdev[i];
+    int nn = (int)n;
+    void *args[] = {&in, &outp, &w, &b, &nn};
+    unsigned gx = (unsigned)cg_mdim_eval(k->grid[0], n), gy = (unsigned)cg_mdim_eval(k->grid[1], n),
+             gz = (unsigned)cg_mdim_eval(k->grid[2], n);
+    char what[200];
+    snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
+    return cg_cu_check(e, g->cu->cuLaunchKernel(g->fn[i], gx, gy, gz, (unsigned)k->block[0],
+                                                (unsigned)k->block[1], (unsigned)k->block[2],
+                                                (unsigned)k->shared, g->stream, args, NULL),
+                       what);
+}
+
+static void prof_add(cg_gpu_times *t, const char *name, double ms)
+{
+    int j = 0;
+    while (j < t->nprof && strcmp(t->prof[j].name, name)) j++;
+    if (j == t->nprof) {
+        if (t->nprof >= CG_MAN_KERNELS) return;
+        memset(&t->prof[j], 0, sizeof t->prof[j]);
+        snprintf(t->prof[j].name, sizeof t->prof[j].name, "%s", name);
+        t->prof[j].min_ms = INFINITY;
+        t->nprof++;
+    }
+    cg_kernel_prof *p = &t->prof[j];
+    p->calls++;
+    p->total_ms += ms;
+    if (ms < p->min_ms) p->min_ms = ms;
+    if (ms > p->max_ms) p->max_ms = ms;
+}
+
+/* Run one batch already uploaded: every kernel in manifest order, events between
+ * them (per kernel with profiling, else at layer boundaries). */
+static int run_batch(cg_gpu *g, long long n, cg_gpu_times *t, cg_err *e)
+{
+    const cg_manifest *m = g->m;
+    cg_cu *cu = g->cu;
+    int ev = 0, rc = 0;
+    int mark[CG_MAN_KERNELS + 1]; /* event index recorded before kernel i (-1: none) */
+    for (int i = 0; i <= m->nkernels; i++) {
+        int boundary = i == 0 || i == m->nkernels || g->profile ||
+                       strcmp(m->k[i].layer, m->k[i - 1].layer);
+        mark[i] = -1;
+        if (boundary) {
+            if ((rc = CG_CU(e, cu->cuEventRecord(g->ev[ev], g->stream)))) return rc;
+            mark[i] = ev++;
+        }
+        if (i < m->nkernels && (rc = launch(g, i, n, e))) return rc;
+    }
+    if ((rc = CG_CU(e, cu->cuEventSynchronize(g->ev[ev - 1])))) return rc;
+    float ms;
+    if ((rc = CG_CU(e, cu->cuEventElapsedTime(&ms, g->ev[mark[0]], g->ev[mark[m->nkernels]])))) return rc;
+    t->total_ms += ms;
+    /* per layer: from its first kernel's mark to the next boundary's */
+    for (int i = 0; i < m->nkernels; i++) {
+        if (mark[i] < 0) continue;
+        int j = i + 1;
+        while (mark[j] < 0) j++;
+        if ((rc = CG_CU(e, cu->cuEventElapsedTime(&ms, g->ev[mark[i]], g->ev[mark[j]])))) return rc;
+        if (m->k[i].layer_index >= 0) t->layer_ms[m->k[i].layer_index] += ms;
+        if (g->profile) prof_add(t, m->k[i].name, ms);
+    }
+    return 0;
+}
+
+int cg_gpu_run(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, float *probs,
+               float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e)
+{
+    const cg_manifest *m = g->m;
+    cg_cu *cu = g->cu;
+    memset(t, 0, sizeof *t);
+    long long in_elems = m->t[m->input].elems;
+    for (long long done = 0; done < n; done += g->batch) {
+        long long b = n - done < g->batch ? n - done : g->batch;
+        if (g->poison) {
+            for (int i = 0; i < m->ntensors; i++) {
+                if (m->t[i].dtype == CG_DT_U8) continue;
+                /* a NaN pattern: anything a kernel fails to write shows up in the checks */
+                if (CG_CU(e, cu->cuMemsetD32(g->tdev[i], 0x7fbadbadu, (size_t)(b * m->t[i].elems))))
+                    return -1;
+            }
+        }
+        double t0 = now_ms();
+        if (CG_CU(e, cu->cuMemcpyHtoD(g->tdev[m->input], pixels + done * in_elems, (size_t)(b * in_elems))))
+            return -1;
+        hc->upload_ms += now_ms() - t0;
+        if (run_batch(g, b, t, e)) return -1;
+        t0 = now_ms();
+        if (CG_CU(e, cu->cuMemcpyDtoH(pred + done, g->tdev[m->predict], (size_t)b * 4))) return -1;
+        long long oc = m->t[m->output].elems;
+        if (probs && CG_CU(e, cu->cuMemcpyDtoH(probs + done * oc, g->tdev[m->output], (size_t)(b * oc) * 4)))
+            return -1;
+        for (int l = 0; layer_out && l < m->nlayers; l++) {
+            if (!layer_out[l]) continue;
+            long long el = m->t[m->l[l].out].elems;
+            if (CG_CU(e, cu->cuMemcpyDtoH(layer_out[l] + done * el, g->tdev[m->l[l].out], (size_t)(b * el) * 4)))
+                return -1;
+        }
+        hc->download_ms += now_ms() - t0;
+    }
+    return 0;
+}
+
+const char *cg_gpu_device_name(const cg_gpu *g) { return g->cu ? g->cu->name : "?"; }
+long long cg_gpu_batch(const cg_gpu *g) { return g->batch; }
+
+void cg_gpu_close(cg_gpu *g)
+{
+    if (!g) return;
+    if (g->cu) {
+        cg_cu *cu = g->cu;
+        for (size_t i = 0; i < sizeof g->ev / sizeof *g->ev; i++)
+            if (g->ev[i]) cu->cuEventDestroy(g->ev[i]);
+        if (g->stream) cu->cuStreamDestroy(g->stream);
+        for (int i = 0; i < CG_MAX_TENSORS; i++)
+            if (g->tdev[i]) cu->cuMemFree(g->tdev[i]);
+        for (int i = 0; i < g->nowned; i++) cu->cuMemFree(g->owned[i]);
+        for (int i = 0; i < g->nmods; i++) cu->cuModuleUnload(g->mods[i]);
+        cg_cu_close(cu);
+    }
+    free(g->m);
+    free(g);
+}

@@ -1,0 +1,57 @@
+/* gpu.h — the CUDA backend: run a generated network on the device.
+ *
+ * Opening does the host-side work once: generate the sources in memory, compile
+ * them through NVRTC (with the on-disk cache) or load a fat binary, upload the
+ * weights, allocate every tensor for one batch. Running streams the images
+ * through in batches, timing each layer with events. Kernel choice and launch
+ * geometry come from the manifest; this file only evaluates its grid extents. */
+#ifndef CG_GPU_H
+#define CG_GPU_H
+#include "manifest.h"
+#include "spec.h"
+#include "weights.h"
+
+typedef struct cg_gpu cg_gpu;
+
+typedef struct {
+    const char *fatbin;  /* NULL: JIT through NVRTC */
+    int no_cache;        /* JIT without the on-disk cache */
+    long long batch;     /* images per batch; 0: as many as fit */
+    int poison;          /* fill every float tensor with NaN before each batch */
+    int profile;         /* time every kernel launch */
+} cg_gpu_opts;
+
+/* Host-side costs, in milliseconds, and what the JIT cache did. */
+typedef struct {
+    double generate_ms, compile_ms, load_ms, weights_ms, alloc_ms;
+    double upload_ms, download_ms;
+    int cache_hits, cache_misses, compiled;
+    char cache_note[256]; /* e.g. why the cache was skipped or an entry rebuilt */
+    char arch[32];        /* "sm_90" or "compute_120 (PTX)" or "fatbin" */
+} cg_host_costs;
+
+/* One kernel's launches (for --profile). */
+typedef struct {
+    char name[128];
+    int calls;
+    double total_ms, min_ms, max_ms;
+} cg_kernel_prof;
+
+typedef struct {
+    double layer_ms[CG_MAX_LAYERS]; /* per spec layer, summed over batches */
+    double total_ms;                /* first kernel start to last kernel end, summed */
+    int nprof;
+    cg_kernel_prof prof[CG_MAN_KERNELS];
+} cg_gpu_times;
+
+int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gpu_opts *o,
+                cg_host_costs *hc, cg_err *e);
+/* Predictions for n images (pixels: n * C*H*W bytes). probs (n * classes) and
+ * layer_out (per spec layer, n * cg_layer_out_elems) may be NULL. */
+int cg_gpu_run(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, float *probs,
+               float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e);
+const char *cg_gpu_device_name(const cg_gpu *g);
+long long cg_gpu_batch(const cg_gpu *g);
+void cg_gpu_close(cg_gpu *g);
+
+#endif

@@ -1,0 +1,225 @@
+/* manifest.c — read the launch manifest (format in manifest.h). The runtime
+ * trusts nothing it reads: every field is checked, errors name origin:line. */
+#include "manifest.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t cg_dtype_size(cg_dtype t) { return t == CG_DT_U8 ? 1 : 4; }
+
+long long cg_mdim_eval(cg_mdim d, long long n)
+{
+    if (!d.div) return d.mul;
+    return (n * d.mul + d.div - 1) / d.div;
+}
+
+int cg_manifest_tensor(const cg_manifest *m, const char *name)
+{
+    for (int i = 0; i < m->ntensors; i++)
+        if (strcmp(m->t[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* Next whitespace-separated word of *p into w (bounded); 0 if none. */
+static int word(const char **p, char *w, size_t cap)
+{
+    const char *s = *p;
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = 0;
+    while (s[n] && s[n] != ' ' && s[n] != '\t') n++;
+    if (!n || n >= cap) return 0;
+    memcpy(w, s, n);
+    w[n] = 0;
+    *p = s + n;
+    return 1;
+}
+
+static int parse_ll(const char *s, long long lo, long long hi, long long *v)
+{
+    char *end;
+    long long x = strtoll(s, &end, 10);
+    if (end == s || *end || x < lo || x > hi) return -1;
+    *v = x;
+    return 0;
+}
+
+static int parse_dim(const char *s, cg_mdim *d)
+{
+    long long a, b;
+    char tail;
+    if (s[0] == 'N') {
+        if (sscanf(s, "N*%lld/%lld%c", &a, &b, &tail) != 2 || a < 1 || b < 1 || a > (1LL << 31) ||
+            b > (1LL << 31))
+            return -1;
+        d->mul = a, d->div = b;
+        return 0;
+    }
+    d->div = 0;
+    return parse_ll(s, 1, 0x7fffffffLL, &d->mul);
+}
+
+static int parse_place(const char *s, cg_place *p, char *sym, size_t cap)
+{
+    sym[0] = 0;
+    if (strcmp(s, "none") == 0) *p = CG_PLACE_NONE;
+    else if (strcmp(s, "arg") == 0) *p = CG_PLACE_ARG;
+    else if (strncmp(s, "const:", 6) == 0 && s[6] && strlen(s + 6) < cap) {
+        *p = CG_PLACE_CONST;
+        strcpy(sym, s + 6);
+    } else return -1;
+    return 0;
+}
+
+/* One "kernel" record: NAME then key=value fields, all required. */
+static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, int ln, cg_err *e)
+{
+    if (m->nkernels >= CG_MAN_KERNELS) return cg_fail(e, "%s:%d: too many kernels", origin, ln);
+    cg_mkernel *k = &m->k[m->nkernels];
+    memset(k, 0, sizeof *k);
+    if (!word(&rest, k->name, sizeof k->name)) return cg_fail(e, "%s:%d: kernel name", origin, ln);
+    enum { F_LAYER = 1, F_TPL = 2, F_IN = 4, F_OUT = 8, F_GRID = 16, F_BLOCK = 32, F_SHARED = 64,
+           F_W = 128, F_B = 256, F_ALL = 511 };
+    int seen = 0;
+    char w[256];
+    while (word(&rest, w, sizeof w)) {
+        char *eq = strchr(w, '=');
+        if (!eq) return cg_fail(e, "%s:%d: expected key=value, got '%s'", origin, ln, w);
+        *eq = 0;
+        const char *key = w, *val = eq + 1;
+        int bad = 0, flag = 0;
+        if (!strcmp(key, "layer")) {
+            flag = F_LAYER;
+            bad = strlen(val) >= sizeof k->layer;
+            if (!bad) strcpy(k->layer, val);
+        } else if (!strcmp(key, "template")) {
+            flag = F_TPL;
+            bad = strlen(val) >= sizeof k->tpl;
+            if (!bad) strcpy(k->tpl, val);
+        } else if (!strcmp(key, "in") || !strcmp(key, "out")) {
+            flag = key[0] == 'i' ? F_IN : F_OUT;
+            int t = cg_manifest_tensor(m, val);
+            bad = t < 0;
+            if (flag == F_IN) k->in = t;
+            else k->out = t;
+        } else if (!strcmp(key, "grid") || !strcmp(key, "block")) {
+            flag = key[0] == 'g' ? F_GRID : F_BLOCK;
+            char parts[3][64];
+            if (sscanf(val, "%63[^,],%63[^,],%63s", parts[0], parts[1], parts[2]) != 3) bad = 1;
+            for (int d = 0; d < 3 && !bad; d++) {
+                if (flag == F_GRID) bad = parse_dim(parts[d], &k->grid[d]);
+                else {
+                    long long b = 0;
+                    bad = parse_ll(parts[d], 1, 1024, &b);
+                    k->block[d] = (int)b;
+                }
+            }
+            if (!bad && flag == F_BLOCK && (long long)k->block[0] * k->block[1] * k->block[2] > 1024)
+                bad = 1;
+        } else if (!strcmp(key, "shared")) {
+            flag = F_SHARED;
+            long long v = 0;
+            bad = parse_ll(val, 0, 227 * 1024, &v);
+            k->shared = (int)v;
+        } else if (!strcmp(key, "weights")) {
+            flag = F_W;
+            bad = parse_place(val, &k->wplace, k->wsym, sizeof k->wsym);
+        } else if (!strcmp(key, "bias")) {
+            flag = F_B;
+            bad = parse_place(val, &k->bplace, k->bsym, sizeof k->bsym);
+        } else {
+            return cg_fail(e, "%s:%d: unknown kernel field '%s'", origin, ln, key);
+        }
+        if (bad) return cg_fail(e, "%s:%d: bad value for %s: '%s'", origin, ln, key, val);
+        if (seen & flag) return cg_fail(e, "%s:%d: %s given twice", origin, ln, key);
+        seen |= flag;
+    }
+    if (seen != F_ALL) return cg_fail(e, "%s:%d: kernel record incomplete", origin, ln);
+    k->layer_index = -1;
+    for (int i = 0; i < m->nlayers; i++)
+        if (!strcmp(m->l[i].name, k->layer)) k->layer_index = i;
+    m->nkernels++;
+    return 0;
+}
+
+int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manifest *m, cg_err *e)
+{
+    memset(m, 0, sizeof *m);
+    m->input = m->output = m->predict = -1;
+    if (memchr(text, 0, len)) return cg_fail(e, "%s: not a text file", origin);
+    int ln = 0;
+    const char *p = text, *end = text + len;
+    char line[4096];
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        ln++;
+        if (n >= sizeof line) return cg_fail(e, "%s:%d: line too long", origin, ln);
+        memcpy(line, p, n);
+        line[n] = 0;
+        p += n + (nl ? 1 : 0);
+        if (!line[0] || line[0] == '#') continue;
+        const char *rest = line;
+        char kw[32], a[256], b[256], c[256];
+        if (!word(&rest, kw, sizeof kw)) return cg_fail(e, "%s:%d: empty record", origin, ln);
+        if (ln == 1) {
+            if (strcmp(kw, "convgen-manifest") || !word(&rest, a, sizeof a) || strcmp(a, "1"))
+                return cg_fail(e, "%s:1: not a convgen manifest (version 1)", origin);
+            continue;
+        }
+        if (!strcmp(kw, "network")) {
+            if (!word(&rest, m->network, sizeof m->network))
+                return cg_fail(e, "%s:%d: network name", origin, ln);
+        } else if (!strcmp(kw, "generator")) {
+            continue;
+        } else if (!strcmp(kw, "max_batch")) {
+            if (!word(&rest, a, sizeof a) || parse_ll(a, 1, 0x7fffffffLL, &m->max_batch))
+                return cg_fail(e, "%s:%d: bad max_batch", origin, ln);
+        } else if (!strcmp(kw, "tensor")) {
+            long long el;
+            if (m->ntensors >= CG_MAX_TENSORS) return cg_fail(e, "%s:%d: too many tensors", origin, ln);
+            cg_mtensor *t = &m->t[m->ntensors];
+            if (!word(&rest, t->name, sizeof t->name) || !word(&rest, b, sizeof b) ||
+                !word(&rest, c, sizeof c) || parse_ll(c, 1, CG_ELEMS_MAX, &el))
+                return cg_fail(e, "%s:%d: bad tensor record", origin, ln);
+            if (!strcmp(b, "u8")) t->dtype = CG_DT_U8;
+            else if (!strcmp(b, "f32")) t->dtype = CG_DT_F32;
+            else if (!strcmp(b, "i32")) t->dtype = CG_DT_I32;
+            else return cg_fail(e, "%s:%d: unknown dtype '%s'", origin, ln, b);
+            if (cg_manifest_tensor(m, t->name) >= 0)
+                return cg_fail(e, "%s:%d: tensor '%s' declared twice", origin, ln, t->name);
+            t->elems = el;
+            m->ntensors++;
+        } else if (!strcmp(kw, "layer")) {
+            if (m->nlayers >= CG_MAX_LAYERS) return cg_fail(e, "%s:%d: too many layers", origin, ln);
+            cg_mlayer *l = &m->l[m->nlayers];
+            if (!word(&rest, l->name, sizeof l->name) || !word(&rest, l->op, sizeof l->op) ||
+                !word(&rest, a, sizeof a) || (l->out = cg_manifest_tensor(m, a)) < 0)
+                return cg_fail(e, "%s:%d: bad layer record", origin, ln);
+            m->nlayers++;
+        } else if (!strcmp(kw, "kernel")) {
+            if (parse_kernel(rest, m, origin, ln, e)) return -1;
+        } else if (!strcmp(kw, "input") || !strcmp(kw, "output") || !strcmp(kw, "predict")) {
+            int t = word(&rest, a, sizeof a) ? cg_manifest_tensor(m, a) : -1;
+            if (t < 0) return cg_fail(e, "%s:%d: %s names no tensor", origin, ln, kw);
+            if (kw[0] == 'i') m->input = t;
+            else if (kw[0] == 'o') m->output = t;
+            else m->predict = t;
+        } else if (!strcmp(kw, "hash")) {
+            if (!word(&rest, a, sizeof a) || strlen(a) != 16 || strspn(a, "0123456789abcdef") != 16)
+                return cg_fail(e, "%s:%d: bad hash", origin, ln);
+            strcpy(m->hash, a);
+        } else {
+            return cg_fail(e, "%s:%d: unknown record '%s'", origin, ln, kw);
+        }
+        if (word(&rest, a, sizeof a) && strcmp(kw, "kernel"))
+            return cg_fail(e, "%s:%d: unexpected '%s'", origin, ln, a);
+    }
+    if (ln == 0) return cg_fail(e, "%s: empty manifest", origin);
+    if (!m->nkernels || m->input < 0 || m->output < 0 || m->predict < 0 || !m->hash[0] ||
+        !m->max_batch)
+        return cg_fail(e, "%s: incomplete manifest (kernels, input, output, predict, hash)", origin);
+    if (m->t[m->input].dtype != CG_DT_U8 || m->t[m->predict].dtype != CG_DT_I32)
+        return cg_fail(e, "%s: input must be u8 and predict i32", origin);
+    return 0;
+}

@@ -1,0 +1,73 @@
+/* manifest.h — the launch manifest the generator writes and the runtime obeys.
+ *
+ * Text, one record a line, written by generator/gen.c from the templates' answers:
+ *   convgen-manifest 1
+ *   network NAME
+ *   generator VERSION
+ *   max_batch N                 images per launch so that no index passes 2^31
+ *   tensor NAME u8|f32|i32 ELEMS  elements per image
+ *   layer NAME OP OUT_TENSOR    spec layers in order (op conv|fc|softmax)
+ *   kernel NAME layer=L template=T in=TENSOR out=TENSOR grid=G,G,G block=X,Y,Z
+ *          shared=BYTES weights=none|arg|const:SYMBOL bias=none|arg|const:SYMBOL
+ *   input TENSOR / output TENSOR / predict TENSOR
+ *   hash HEX16                  identifies the build (sources + manifest)
+ * A grid extent G is an integer or "N*a/b": ceil(N*a/b) blocks for N images.
+ * Kernel arguments are always (in, out, weights, bias, int n). */
+#ifndef CG_MANIFEST_H
+#define CG_MANIFEST_H
+#include "spec.h"
+
+#define CG_MAX_TENSORS 512
+#define CG_MAN_KERNELS 256
+
+typedef enum { CG_DT_U8, CG_DT_F32, CG_DT_I32 } cg_dtype;
+typedef enum { CG_PLACE_NONE, CG_PLACE_ARG, CG_PLACE_CONST } cg_place;
+
+typedef struct {
+    char name[CG_NAME_MAX + 16];
+    cg_dtype dtype;
+    long long elems;
+} cg_mtensor;
+
+typedef struct {
+    long long mul, div; /* div == 0: the constant mul; else ceil(N*mul/div) */
+} cg_mdim;
+
+typedef struct {
+    char name[128];
+    char layer[CG_NAME_MAX];
+    char tpl[64];
+    int in, out;        /* tensor indices */
+    int layer_index;    /* index into the spec's layers, -1 for input/predict */
+    cg_mdim grid[3];
+    int block[3];
+    int shared;
+    cg_place wplace, bplace;
+    char wsym[160], bsym[160];
+} cg_mkernel;
+
+typedef struct {
+    char name[CG_NAME_MAX];
+    char op[16];
+    int out; /* tensor index */
+} cg_mlayer;
+
+typedef struct {
+    char network[CG_NAME_MAX];
+    char hash[17];
+    long long max_batch;
+    int ntensors, nkernels, nlayers;
+    cg_mtensor t[CG_MAX_TENSORS];
+    cg_mkernel k[CG_MAN_KERNELS];
+    cg_mlayer l[CG_MAX_LAYERS];
+    int input, output, predict;
+} cg_manifest;
+
+/* Parse; `origin` names the source in errors ("generated/x/manifest.txt"). */
+int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manifest *m, cg_err *e);
+/* Evaluate a grid extent for n images. */
+long long cg_mdim_eval(cg_mdim d, long long n);
+int cg_manifest_tensor(const cg_manifest *m, const char *name);
+size_t cg_dtype_size(cg_dtype t);
+
+#endif

@@ -1,0 +1,50 @@
+-- argmax.lua — the predicted class of each image: index of the first maximum.
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+T.doc = "index of the first maximum, one thread per image"
+T.params = {
+  { name = "block", doc = "threads per block", legal = function(_) return common.multiples(32, 32, 1024) end,
+    default = function(_) return 128 end },
+}
+function T.check(_, _) return nil end
+
+local source = engine.compile([[
+extern "C" __global__ void __launch_bounds__({{block}})
+{{name}}(const float* __restrict__ in, int* __restrict__ out,
+{{pad}} const float* __restrict__ w, const float* __restrict__ b, int n)
+{
+    (void)w;
+    (void)b;
+    const int img = blockIdx.x * {{block}} + threadIdx.x;
+    if (img >= n) return;
+    const float* x = in + img * {{E}};
+    float best = x[0];
+    int arg = 0;
+#pragma unroll
+    for (int i = 1; i < {{E}}; i++) {
+        const float v = x[i];
+        if (v > best) {
+            best = v;
+            arg = i;
+        }
+    }
+    out[img] = arg;
+}
+]], "argmax")
+
+-- l: { elems = scores per image }
+function T.kernel(l, p)
+  local name = string.format("argmax_e%d_b%d", l.elems, p.block)
+  return {
+    name = name,
+    source = source({ name = name, pad = string.rep(" ", #name), block = p.block, E = l.elems }),
+    grid = { common.batch_dim(1, p.block), 1, 1 },
+    block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
+    out_elems = 1,
+    shape = string.format("%d scores -> class index", l.elems),
+  }
+end
+return T

@@ -1,0 +1,139 @@
+-- fc_tiled.lua — fully connected layer as a register-tiled matrix product.
+--
+-- out[i][o] = act(sum_k x[i][k] * w[o][k] + b[o]) for the n images i of the batch:
+-- a product of the n x IN activations by the transposed OUT x IN weights. A block
+-- computes a BM x BN tile (BM images, BN outputs), staging BK-wide slices of both
+-- operands in shared memory (transposed, so the inner loop reads them with unit
+-- stride); each thread accumulates a TM x TN sub-tile in registers. IN and OUT
+-- are literals, so bounds checks on them vanish when the tiles divide them.
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+
+T.doc = "register-tiled matrix product with bias and activation"
+
+T.params = {
+  { name = "bm", doc = "images per block tile", legal = function(_) return { 16, 32, 64, 128 } end,
+    default = function(l) return l.out >= 64 and 64 or 128 end },
+  { name = "bn", doc = "outputs per block tile", legal = function(_) return { 8, 16, 32, 64, 128 } end,
+    default = function(l) return l.out >= 64 and 64 or 16 end },
+  { name = "bk", doc = "reduction slice staged in shared memory", legal = function(_) return { 8, 16, 32 } end,
+    default = function(_) return 16 end },
+  { name = "tm", doc = "images per thread", legal = function(_) return { 1, 2, 4, 8 } end,
+    default = function(_) return 4 end },
+  { name = "tn", doc = "outputs per thread", legal = function(_) return { 1, 2, 4, 8 } end,
+    default = function(l) return l.out >= 64 and 4 or 2 end },
+}
+
+function T.check(l, p)
+  if p.tm > p.bm then return "tm must not exceed bm", "tm" end
+  if p.tn > p.bn then return "tn must not exceed bn", "tn" end
+  local threads = (p.bm // p.tm) * (p.bn // p.tn)
+  if threads < 32 or threads > common.MAX_THREADS then
+    return string.format("(bm/tm)*(bn/tn) = %d threads; a block needs 32 to %d", threads,
+      common.MAX_THREADS), "bm"
+  end
+  if (p.bm * p.bk) % threads ~= 0 or (p.bn * p.bk) % threads ~= 0 then
+    return string.format("bm*bk and bn*bk must be multiples of the %d threads", threads), "bk"
+  end
+  if 4 * p.bk * (p.bm + p.bn + 2) > common.MAX_SHARED then
+    return "tiles need more than 48 KiB of shared memory", "bk"
+  end
+  return nil
+end
+
+local source = engine.compile([[
+extern "C" __global__ void __launch_bounds__({{threads}})
+{{name}}(const float* __restrict__ in, float* __restrict__ out,
+{{pad}} const float* __restrict__ w, const float* __restrict__ b, int n)
+{
+    // x: n x {{IN}} (row-major), w: {{OUT}} x {{IN}}, out: n x {{OUT}}
+    __shared__ float xs[{{BK}}][{{BM + 1}}];
+    __shared__ float ws[{{BK}}][{{BN + 1}}];
+    const int tid = threadIdx.x;
+    const int tx = tid % {{BN // TN}};   // output column group
+    const int ty = tid / {{BN // TN}};   // image row group
+    const int i0 = blockIdx.x * {{BM}};
+    const int o0 = blockIdx.y * {{BN}};
+% if not bias then
+    (void)b;
+% end
+    float acc[{{TM}}][{{TN}}];
+#pragma unroll
+    for (int i = 0; i < {{TM}}; i++)
+#pragma unroll
+        for (int j = 0; j < {{TN}}; j++) acc[i][j] = 0.0f;
+
+#pragma unroll 1
+    for (int k0 = 0; k0 < {{IN}}; k0 += {{BK}}) {
+        // stage x[i0 .. i0+{{BM - 1}}][k0 .. k0+{{BK - 1}}] and w[o0 ..][k0 ..], coalesced along k
+#pragma unroll
+        for (int e = tid; e < {{BM * BK}}; e += {{threads}}) {
+            const int r = e / {{BK}}, k = e % {{BK}};
+            const int gi = i0 + r, gk = k0 + k;
+            xs[k][r] = (gi < n && gk < {{IN}}) ? in[gi * {{IN}} + gk] : 0.0f;
+        }
+#pragma unroll
+        for (int e = tid; e < {{BN * BK}}; e += {{threads}}) {
+            const int r = e / {{BK}}, k = e % {{BK}};
+            const int go = o0 + r, gk = k0 + k;
+            ws[k][r] = (go < {{OUT}} && gk < {{IN}}) ? w[go * {{IN}} + gk] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < {{BK}}; k++) {
+            float xr[{{TM}}], wr[{{TN}}];
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i++) xr[i] = xs[k][ty + i * {{BM // TM}}];
+#pragma unroll
+            for (int j = 0; j < {{TN}}; j++) wr[j] = ws[k][tx + j * {{BN // TN}}];
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i++)
+#pragma unroll
+                for (int j = 0; j < {{TN}}; j++) acc[i][j] = fmaf(xr[i], wr[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+
+#pragma unroll
+    for (int i = 0; i < {{TM}}; i++) {
+        const int gi = i0 + ty + i * {{BM // TM}};
+        if (gi >= n) continue;
+#pragma unroll
+        for (int j = 0; j < {{TN}}; j++) {
+            const int go = o0 + tx + j * {{BN // TN}};
+            if (go < {{OUT}}) out[gi * {{OUT}} + go] = {{act(bias and "acc[i][j] + b[go]" or "acc[i][j]")}};
+        }
+    }
+}
+]], "fc_tiled")
+
+function T.kernel(l, p)
+  local IN = l.C * l.H * l.W
+  local threads = (p.bm // p.tm) * (p.bn // p.tn)
+  local name = string.format("fc_tiled_i%do%d_%s%s_m%dn%dk%d_t%dx%d", IN, l.out, l.act,
+    l.bias and "_bias" or "", p.bm, p.bn, p.bk, p.tm, p.tn)
+  local v = {
+    name = name, pad = string.rep(" ", #name), threads = threads,
+    IN = IN, OUT = l.out, BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn,
+    bias = l.bias,
+    act = function(e) return common.act(l.act, e) end,
+  }
+  return {
+    name = name,
+    source = source(v),
+    grid = { common.batch_dim(1, p.bm), common.ceil_div(l.out, p.bn), 1 },
+    block = { threads, 1, 1 },
+    shared = 0,
+    weights = "arg",
+    bias = l.bias and "arg" or "none",
+    out_elems = l.out,
+    shape = string.format("%d -> %d%s%s", IN, l.out, l.bias and ", bias" or "",
+      l.act ~= "none" and (", " .. l.act) or ""),
+    fused = true,
+  }
+end
+
+return T

@@ -1,0 +1,50 @@
+-- input_u8.lua — images arrive as bytes; x = pixel * scale + offset, on the device.
+-- Four pixels per thread (one 32-bit load, one 16-byte store) when the image
+-- size allows it, so the conversion runs at copy speed.
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+T.doc = "uint8 pixels to float32 with the spec's scaling"
+T.params = {
+  { name = "block", doc = "threads per block", legal = function(_) return common.multiples(32, 32, 1024) end,
+    default = function(_) return 256 end },
+}
+function T.check(_, _) return nil end
+
+local source = engine.compile([[
+extern "C" __global__ void __launch_bounds__({{block}})
+{{name}}(const unsigned char* __restrict__ in, float* __restrict__ out,
+{{pad}} const float* __restrict__ w, const float* __restrict__ b, int n)
+{
+    (void)w;
+    (void)b;
+    const int i = blockIdx.x * {{block}} + threadIdx.x;   // one thread per {{vec}} pixel(s)
+    if (i >= n * {{E // vec}}) return;
+% if vec == 4 then
+    const uchar4 p = reinterpret_cast<const uchar4*>(in)[i];
+    reinterpret_cast<float4*>(out)[i] = make_float4(
+        fmaf((float)p.x, {{scale}}f, {{offset}}f), fmaf((float)p.y, {{scale}}f, {{offset}}f),
+        fmaf((float)p.z, {{scale}}f, {{offset}}f), fmaf((float)p.w, {{scale}}f, {{offset}}f));
+% else
+    out[i] = fmaf((float)in[i], {{scale}}f, {{offset}}f);
+% end
+}
+]], "input_u8")
+
+-- l: { elems = C*H*W, scale = s, offset = o }
+function T.kernel(l, p)
+  local vec = l.elems % 4 == 0 and 4 or 1
+  local name = string.format("input_u8_e%d_b%d", l.elems, p.block)
+  return {
+    name = name,
+    source = source({ name = name, pad = string.rep(" ", #name), block = p.block, E = l.elems,
+                      vec = vec, scale = l.scale_text, offset = l.offset_text }),
+    grid = { common.batch_dim(l.elems // vec, p.block), 1, 1 },
+    block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
+    out_elems = l.elems,
+    shape = string.format("%d bytes -> %d floats, x = p * %s + %s", l.elems, l.elems, l.scale_text, l.offset_text),
+  }
+end
+return T

@@ -1,0 +1,47 @@
+-- maxpool2.lua — a standalone 2x2 max-pool, stride 2, floor (used when a conv's
+-- epilogue is not fused). One thread per pooled output.
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+T.doc = "2x2 max pool, stride 2"
+T.params = {
+  { name = "block", doc = "threads per block", legal = function(_) return common.multiples(32, 32, 1024) end,
+    default = function(_) return 256 end },
+}
+function T.check(_, _) return nil end
+
+local source = engine.compile([[
+extern "C" __global__ void __launch_bounds__({{block}})
+{{name}}(const float* __restrict__ in, float* __restrict__ out,
+{{pad}} const float* __restrict__ w, const float* __restrict__ b, int n)
+{
+    (void)w;
+    (void)b;
+    // in: n x {{C}} x {{H}} x {{W}}, out: n x {{C}} x {{OH}} x {{OW}}
+    const int i = blockIdx.x * {{block}} + threadIdx.x;
+    if (i >= n * {{C * OH * OW}}) return;
+    const int plane = i / {{OH * OW}};          // image * {{C}} + channel
+    const int r = i - plane * {{OH * OW}};
+    const int oh = r / {{OW}}, ow = r - oh * {{OW}};
+    const float* p = in + plane * {{H * W}} + oh * {{2 * W}} + ow * 2;
+    out[i] = fmaxf(fmaxf(p[0], p[1]), fmaxf(p[{{W}}], p[{{W + 1}}]));
+}
+]], "maxpool2")
+
+-- l: { C, H, W } of the tensor being pooled
+function T.kernel(l, p)
+  local OH, OW = l.H // 2, l.W // 2
+  local name = string.format("maxpool2_c%dh%dw%d_b%d", l.C, l.H, l.W, p.block)
+  return {
+    name = name,
+    source = source({ name = name, pad = string.rep(" ", #name), block = p.block,
+                      C = l.C, H = l.H, W = l.W, OH = OH, OW = OW }),
+    grid = { common.batch_dim(l.C * OH * OW, p.block), 1, 1 },
+    block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
+    out_elems = l.C * OH * OW,
+    shape = string.format("%dx%dx%d -> %dx%dx%d", l.C, l.H, l.W, l.C, OH, OW),
+  }
+end
+return T

@@ -1,0 +1,60 @@
+-- softmax.lua — softmax over each image's features; one thread per image, the
+-- feature loop unrolled (networks end in a handful of classes).
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+T.doc = "numerically stable softmax, one thread per image"
+T.params = {
+  { name = "block", doc = "threads per block", legal = function(_) return common.multiples(32, 32, 1024) end,
+    default = function(_) return 128 end },
+}
+function T.check(l, _)
+  if l.elems > 1024 then return "softmax over " .. l.elems .. " features is too wide for one thread", nil end
+  return nil
+end
+
+local source = engine.compile([[
+extern "C" __global__ void __launch_bounds__({{block}})
+{{name}}(const float* __restrict__ in, float* __restrict__ out,
+{{pad}} const float* __restrict__ w, const float* __restrict__ b, int n)
+{
+    (void)w;
+    (void)b;
+    const int img = blockIdx.x * {{block}} + threadIdx.x;
+    if (img >= n) return;
+    const float* x = in + img * {{E}};
+    float* y = out + img * {{E}};
+    float v[{{E}}];
+    float m = x[0];
+#pragma unroll
+    for (int i = 0; i < {{E}}; i++) {
+        v[i] = x[i];
+        m = fmaxf(m, v[i]);
+    }
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < {{E}}; i++) {
+        v[i] = expf(v[i] - m);
+        s += v[i];
+    }
+    const float inv = 1.0f / s;
+#pragma unroll
+    for (int i = 0; i < {{E}}; i++) y[i] = v[i] * inv;
+}
+]], "softmax")
+
+-- l: { elems = features per image }
+function T.kernel(l, p)
+  local name = string.format("softmax_e%d_b%d", l.elems, p.block)
+  return {
+    name = name,
+    source = source({ name = name, pad = string.rep(" ", #name), block = p.block, E = l.elems }),
+    grid = { common.batch_dim(1, p.block), 1, 1 },
+    block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
+    out_elems = l.elems,
+    shape = string.format("%d features", l.elems),
+  }
+end
+return T
