@@ -1,0 +1,196 @@
+/* spec.c — reads a network spec (YAML) into a cg_spec and checks everything
+ * above the layers: the name, the input tensor, the dataset, weights and seed.
+ * The layers are checked in spec_layers.c, the YAML itself in spec_yaml.c. */
+#include "spec_yaml.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NATIVE_SIDE 28 /* Fashion-MNIST images without resize */
+
+static const char *const top_keys[] = {"network", "description", "input", "dataset",
+                                       "weights", "seed",        "layers", NULL};
+static const char *const input_keys[] = {"channels", "height", "width", "scale", "offset", NULL};
+static const char *const dataset_keys[] = {"name", "resize", NULL};
+
+/* Bounded product, so no size arithmetic in the spec reader can overflow. */
+int cg_spec_mul(long long a, long long b, long long limit, long long *out)
+{
+    if (a < 0 || b < 0 || (b && a > limit / b)) return -1;
+    *out = a * b;
+    return 0;
+}
+
+/* Reads one required int key of the input mapping into *out. */
+static int input_dim(const cg_yctx *c, const cg_ynode *in, const char *key, int *out)
+{
+    const cg_ynode *v = cg_y_require(c, in, key, "in 'input'", NULL);
+    long long x;
+    if (!v || cg_y_int(c, v, key, "in 'input'", 1, CG_DIM_MAX, &x)) return -1;
+    *out = (int)x;
+    return 0;
+}
+
+/* The 'input' mapping: tensor shape and the pixel normalisation. */
+static int read_input(const cg_yctx *c, const cg_ynode *in, cg_spec *s)
+{
+    if (cg_y_kind(c, in, CG_Y_MAP, "input", "", "a mapping (channels, height, width)") ||
+        cg_y_check_keys(c, in, input_keys, "in 'input'") || input_dim(c, in, "channels", &s->C) ||
+        input_dim(c, in, "height", &s->H) || input_dim(c, in, "width", &s->W))
+        return -1;
+    const cg_ynode *v;
+    s->scale = 1.0, s->offset = 0.0;
+    if ((v = cg_y_get(in, "scale")) && cg_y_float(c, v, "scale", "in 'input'", &s->scale))
+        return -1;
+    if ((v = cg_y_get(in, "offset")) && cg_y_float(c, v, "offset", "in 'input'", &s->offset))
+        return -1;
+    long long hw, chw;
+    if (cg_spec_mul(s->H, s->W, CG_ELEMS_MAX, &hw) || cg_spec_mul(s->C, hw, CG_ELEMS_MAX, &chw))
+        return cg_y_fail(c, in->pos, "input %dx%dx%d has more than %lld elements per image",
+                         s->C, s->H, s->W, CG_ELEMS_MAX);
+    return 0;
+}
+
+/* The 'dataset' mapping, and the input shape it implies. */
+static int read_dataset(const cg_yctx *c, const cg_ynode *ds, const cg_ynode *in, cg_spec *s)
+{
+    if (cg_y_kind(c, ds, CG_Y_MAP, "dataset", "", "a mapping (name, resize)") ||
+        cg_y_check_keys(c, ds, dataset_keys, "in 'dataset'"))
+        return -1;
+    const cg_ynode *v = cg_y_require(c, ds, "name", "in 'dataset'", "fashion-mnist");
+    if (!v || cg_y_str(c, v, "name", "in 'dataset'", s->dataset, sizeof s->dataset)) return -1;
+    if (strcmp(s->dataset, "fashion-mnist")) {
+        char show[80];
+        return cg_y_fail(c, v->pos, "unknown dataset '%s' (the only dataset known is fashion-mnist)",
+                         cg_y_show(s->dataset, show, sizeof show));
+    }
+    long long side = NATIVE_SIDE;
+    if ((v = cg_y_get(ds, "resize"))) {
+        if (cg_y_int(c, v, "resize", "in 'dataset'", 1, 4096, &side)) return -1;
+        s->resize = (int)side;
+    }
+    if (s->C != 1)
+        return cg_y_fail(c, cg_y_get(in, "channels")->pos,
+                         "'channels' in 'input' is %d, but dataset fashion-mnist has 1 channel",
+                         s->C);
+    const char *dims[] = {"height", "width"};
+    int have[] = {s->H, s->W};
+    for (int i = 0; i < 2; i++)
+        if (have[i] != side)
+            return cg_y_fail(c, cg_y_get(in, dims[i])->pos,
+                             "'%s' in 'input' is %d, but the dataset images are %lldx%lld%s",
+                             dims[i], have[i], side, side,
+                             s->resize ? " (dataset resize)" : " (set dataset resize to change it)");
+    return 0;
+}
+
+/* 'weights': a path relative to the spec's own directory (the file need not
+ * exist yet; the runtime opens it). */
+static int read_weights(const cg_yctx *c, const cg_ynode *v, cg_spec *s)
+{
+    char w[CG_PATH_MAX];
+    if (cg_y_str(c, v, "weights", "", w, sizeof w)) return -1;
+    if (!w[0]) return cg_y_fail(c, v->pos, "'weights' is empty (expected a file path)");
+    s->weights_pos = v->pos;
+    const char *slash = strrchr(s->path, '/');
+    size_t dir = w[0] == '/' || !slash ? 0 : (size_t)(slash - s->path) + 1;
+    if (dir + strlen(w) >= sizeof s->weights)
+        return cg_y_fail(c, v->pos, "'weights' path is too long (at most %d bytes with the spec's directory)",
+                         CG_PATH_MAX - 1);
+    memcpy(s->weights, s->path, dir);
+    strcpy(s->weights + dir, w);
+    return 0;
+}
+
+/* Everything of a spec, in a fixed order so the first error is always the same. */
+static int read_spec(const cg_yctx *c, const cg_ynode *root, cg_spec *s)
+{
+    char what[128];
+    if (root->kind != CG_Y_MAP)
+        return cg_y_fail(c, root->pos,
+                         "a spec must be a mapping of keys (network, input, dataset, layers), got %s",
+                         cg_y_what(root, what, sizeof what));
+    if (cg_y_check_keys(c, root, top_keys, "at top level")) return -1;
+    const cg_ynode *v = cg_y_require(c, root, "network", "at top level", NULL);
+    if (!v || cg_y_ident(c, v, "network", "", 1, s->name, sizeof s->name)) return -1;
+    if ((v = cg_y_get(root, "description")) &&
+        cg_y_str(c, v, "description", "", s->description, sizeof s->description))
+        return -1;
+    const cg_ynode *in = cg_y_require(c, root, "input", "at top level", NULL);
+    if (!in || read_input(c, in, s)) return -1;
+    v = cg_y_require(c, root, "dataset", "at top level", "name: fashion-mnist");
+    if (!v || read_dataset(c, v, in, s)) return -1;
+    if ((v = cg_y_get(root, "weights")) && read_weights(c, v, s)) return -1;
+    s->seed = 1;
+    if ((v = cg_y_get(root, "seed")) && cg_y_u64(c, v, "seed", "", &s->seed)) return -1;
+    v = cg_y_require(c, root, "layers", "at top level", NULL);
+    return !v || cg_spec_read_layers(c, v, s) ? -1 : 0;
+}
+
+int cg_spec_parse(const char *path, const char *text, size_t len, cg_spec *out, cg_err *e)
+{
+    cg_yctx c = {path, e};
+    cg_pos one = {1, 1};
+    memset(out, 0, sizeof *out);
+    if (strlen(path) >= sizeof out->path)
+        return cg_y_fail(&c, one, "spec path is longer than %d bytes", CG_PATH_MAX - 1);
+    strcpy(out->path, path);
+    cg_ynode *root;
+    if (cg_yaml_load(&c, text, len, &root)) return -1;
+    int empty = !root || (root->kind == CG_Y_SCALAR && root->plain && root->len == 0);
+    int rc = empty ? cg_y_fail(&c, root ? root->pos : one,
+                               "spec is empty (expected a mapping with network, input, dataset and layers)")
+                   : read_spec(&c, root, out);
+    cg_yaml_free(root);
+    return rc;
+}
+
+int cg_spec_load(const char *path, cg_spec *out, cg_err *e)
+{
+    cg_yctx c = {path, e};
+    cg_pos one = {1, 1};
+    FILE *f = fopen(path, "rb");
+    if (!f) return cg_y_fail(&c, one, "cannot open spec: %s", strerror(errno));
+    /* one byte more than allowed tells a too-large file from one at the limit */
+    char *text = malloc((size_t)CG_SPEC_BYTES_MAX + 1);
+    if (!text) {
+        fclose(f);
+        return cg_y_fail(&c, one, "out of memory");
+    }
+    size_t len = fread(text, 1, (size_t)CG_SPEC_BYTES_MAX + 1, f);
+    int bad = ferror(f), err = errno;
+    fclose(f);
+    int rc;
+    if (bad) rc = cg_y_fail(&c, one, "cannot read spec: %s", err ? strerror(err) : "read error");
+    else if (len > CG_SPEC_BYTES_MAX)
+        rc = cg_y_fail(&c, one, "spec is larger than the 1 MiB limit");
+    else rc = cg_spec_parse(path, text, len, out, e);
+    free(text);
+    return rc;
+}
+
+const char *cg_act_name(cg_act a)
+{
+    switch (a) {
+    case CG_ACT_NONE: return "none";
+    case CG_ACT_TANH: return "tanh";
+    case CG_ACT_RELU: return "relu";
+    }
+    return "?";
+}
+
+const char *cg_op_name(cg_op o)
+{
+    switch (o) {
+    case CG_OP_CONV: return "conv";
+    case CG_OP_FC: return "fc";
+    case CG_OP_SOFTMAX: return "softmax";
+    }
+    return "?";
+}
+
+long long cg_layer_out_elems(const cg_layer *l) { return (long long)l->OC * l->OH * l->OW; }
+
+long long cg_layer_in_elems(const cg_layer *l) { return (long long)l->C * l->H * l->W; }

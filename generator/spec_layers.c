@@ -1,0 +1,236 @@
+/* spec_layers.c — reads the 'layers' sequence of a spec: each layer's keys and
+ * values, and the shape arithmetic that chains one layer's output to the next
+ * layer's input. Everything the generator and runtime later rely on about
+ * shapes is decided here. */
+#include "spec_yaml.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const ops[] = {"conv", "fc", "softmax", NULL}; /* cg_op order */
+static const char *const acts[] = {"none", "tanh", "relu", NULL}; /* cg_act order */
+static const char *const pools[] = {"none", "max2", NULL};
+static const char *const all_keys[] = {"name", "op",   "C",        "H",        "W",
+                                       "M",    "K",    "bias",     "activation", "pool",
+                                       "strategy", "params", "out", NULL};
+static const char *const conv_keys[] = {"name", "op",   "C",          "H",    "W",        "M",
+                                        "K",    "bias", "activation", "pool", "strategy", "params",
+                                        NULL};
+static const char *const fc_keys[] = {"name", "op", "out", "bias", "activation", NULL};
+static const char *const softmax_keys[] = {"name", "op", NULL};
+static const char *const *const op_keys[] = {conv_keys, fc_keys, softmax_keys};
+
+/* What one layer needs to know about the one before it. */
+typedef struct {
+    int C, H, W;
+    const char *who; /* "the input" or "layer 'conv1'", for messages */
+    char buf[96];
+} prev_shape;
+
+/* Refuses keys that exist but belong to another op (e.g. 'out' on a conv). */
+static int check_op_keys(const cg_yctx *c, const cg_ynode *map, cg_op op, const char *where)
+{
+    const char *const *allowed = op_keys[op];
+    for (size_t i = 0; i + 1 < map->n; i += 2) {
+        const char *k = map->kids[i]->text;
+        int ok = 0;
+        for (int j = 0; allowed[j] && !ok; j++) ok = !strcmp(k, allowed[j]);
+        if (ok) continue;
+        char words[200] = "";
+        for (int j = 0; allowed[j]; j++)
+            snprintf(words + strlen(words), sizeof words - strlen(words), "%s%s", j ? ", " : "",
+                     allowed[j]);
+        return cg_y_fail(c, map->kids[i]->pos, "key '%s' is not allowed for op %s %s (allowed: %s)",
+                         k, ops[op], where, words);
+    }
+    return 0;
+}
+
+/* Reads a required int 1..CG_DIM_MAX; hint says what it is when it is missing. */
+static int req_dim(const cg_yctx *c, const cg_ynode *map, const char *key, const char *where,
+                   const char *hint, int *out)
+{
+    const cg_ynode *v = cg_y_require(c, map, key, where, hint);
+    long long x;
+    if (!v || cg_y_int(c, v, key, where, 1, CG_DIM_MAX, &x)) return -1;
+    *out = (int)x;
+    return 0;
+}
+
+/* bias and activation, shared by conv and fc. */
+static int read_bias_act(const cg_yctx *c, const cg_ynode *map, const char *where, cg_layer *l)
+{
+    const cg_ynode *v;
+    int a = CG_ACT_NONE;
+    if ((v = cg_y_get(map, "bias")) && cg_y_bool(c, v, "bias", where, &l->bias)) return -1;
+    if ((v = cg_y_get(map, "activation")) && cg_y_enum(c, v, "activation", where, acts, &a))
+        return -1;
+    l->act = (cg_act)a;
+    return 0;
+}
+
+/* 'params': identifier -> integer 1..65536, kept with positions for the template. */
+static int read_params(const cg_yctx *c, const cg_ynode *map, const char *where, cg_layer *l)
+{
+    const cg_ynode *p = cg_y_get(map, "params");
+    l->params_pos = l->pos;
+    if (!p) return 0;
+    if (cg_y_kind(c, p, CG_Y_MAP, "params", where, "a mapping of parameter names to integers"))
+        return -1;
+    l->params_pos = p->pos;
+    char pwhere[128], show[80];
+    snprintf(pwhere, sizeof pwhere, "in 'params' of %s", where + 3); /* skip "in " */
+    for (size_t i = 0; i + 1 < p->n; i += 2) {
+        const cg_ynode *k = p->kids[i], *v = p->kids[i + 1];
+        if (l->nparams == CG_MAX_PARAMS)
+            return cg_y_fail(c, k->pos, "more than %d params %s", CG_MAX_PARAMS, where);
+        if (!cg_y_is_ident(k->text, 0) || k->len >= CG_NAME_MAX)
+            return cg_y_fail(c, k->pos,
+                             "parameter name '%s' %s must match [a-z_][a-z0-9_]* (at most %d characters)",
+                             cg_y_show(k->text, show, sizeof show), where, CG_NAME_MAX - 1);
+        cg_param *q = &l->params[l->nparams++];
+        if (cg_y_int(c, v, k->text, pwhere, 1, CG_DIM_MAX, &q->value)) return -1;
+        strcpy(q->key, k->text);
+        q->key_pos = k->pos, q->pos = v->pos;
+    }
+    return 0;
+}
+
+/* A conv layer: its written C/H/W must agree with what flows in, K must fit,
+ * and every tensor it makes must stay within CG_ELEMS_MAX per image. */
+static int read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, const prev_shape *in,
+                     cg_layer *l)
+{
+    static const char *const dims[] = {"C", "H", "W"};
+    static const char *const dim_words[] = {"channels", "height", "width"};
+    int have[] = {in->C, in->H, in->W};
+    for (int i = 0; i < 3; i++) {
+        const cg_ynode *v = cg_y_get(map, dims[i]);
+        long long x;
+        if (!v) continue;
+        if (cg_y_int(c, v, dims[i], where, 1, CG_DIM_MAX, &x)) return -1;
+        if (x != have[i])
+            return cg_y_fail(c, v->pos, "'%s' %s is %lld, but %s has %s %d (C, H, W are the layer's input)",
+                             dims[i], where, x, in->who, dim_words[i], have[i]);
+    }
+    l->C = in->C, l->H = in->H, l->W = in->W;
+    if (req_dim(c, map, "M", where, "output maps, 1..65536", &l->M) ||
+        req_dim(c, map, "K", where, "kernel side, 1..65536", &l->K)) return -1;
+    const cg_ynode *kv = cg_y_get(map, "K");
+    if (l->K > l->H || l->K > l->W)
+        return cg_y_fail(c, kv->pos, "'K' %s is %d, larger than the layer's input %s %d", where,
+                         l->K, l->K > l->H ? "height" : "width", l->K > l->H ? l->H : l->W);
+    if (read_bias_act(c, map, where, l)) return -1;
+    int oh = l->H - l->K + 1, ow = l->W - l->K + 1;
+    long long hw, elems, ck, cKK, weights;
+    if (cg_spec_mul(oh, ow, CG_ELEMS_MAX, &hw) || cg_spec_mul(l->M, hw, CG_ELEMS_MAX, &elems))
+        return cg_y_fail(c, cg_y_get(map, "M")->pos,
+                         "%s: output %dx%dx%d has more than %lld elements per image", where + 3, l->M,
+                         oh, ow, CG_ELEMS_MAX);
+    if (cg_spec_mul(l->C, l->K, CG_ELEMS_MAX, &ck) || cg_spec_mul(ck, l->K, CG_ELEMS_MAX, &cKK) ||
+        cg_spec_mul(cKK, l->M, CG_ELEMS_MAX, &weights))
+        return cg_y_fail(c, cg_y_get(map, "M")->pos,
+                         "%s: weights %dx%dx%dx%d have more than %lld elements", where + 3, l->M,
+                         l->C, l->K, l->K, CG_ELEMS_MAX);
+    const cg_ynode *v = cg_y_get(map, "pool");
+    int pool = 0;
+    if (v && cg_y_enum(c, v, "pool", where, pools, &pool)) return -1;
+    if (pool) {
+        if (oh < 2 || ow < 2)
+            return cg_y_fail(c, v->pos, "pool max2 %s needs a conv output of at least 2x2, got %dx%d",
+                             where, oh, ow);
+        l->pool = 2, oh /= 2, ow /= 2;
+    }
+    l->OC = l->M, l->OH = oh, l->OW = ow;
+    v = cg_y_require(c, map, "strategy", where, "the kernel template conv2d_<strategy>, e.g. direct");
+    if (!v || cg_y_ident(c, v, "strategy", where, 0, l->strategy, sizeof l->strategy)) return -1;
+    l->strategy_pos = v->pos;
+    return read_params(c, map, where, l);
+}
+
+/* A fully connected layer over the previous output flattened. */
+static int read_fc(const cg_yctx *c, const cg_ynode *map, const char *where, const prev_shape *in,
+                   cg_layer *l)
+{
+    l->C = in->C, l->H = in->H, l->W = in->W;
+    l->bias = 1;
+    if (req_dim(c, map, "out", where, "number of outputs, 1..65536", &l->out)) return -1;
+    long long hw, feat, weights;
+    if (cg_spec_mul(l->H, l->W, CG_ELEMS_MAX, &hw) || cg_spec_mul(l->C, hw, CG_ELEMS_MAX, &feat) ||
+        cg_spec_mul(feat, l->out, CG_ELEMS_MAX, &weights))
+        return cg_y_fail(c, cg_y_get(map, "out")->pos,
+                         "%s: weights %dx%lld (out x inputs) have more than %lld elements",
+                         where + 3, l->out, (long long)l->C * l->H * l->W, CG_ELEMS_MAX);
+    if (read_bias_act(c, map, where, l)) return -1;
+    l->OC = l->out, l->OH = 1, l->OW = 1;
+    return 0;
+}
+
+/* One layer: name and op first (messages need them), then the op's keys. */
+static int read_layer(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i, int last,
+                      prev_shape *in, cg_pos *name_pos)
+{
+    cg_layer *l = &s->layers[i];
+    char where[96], what[128];
+    snprintf(where, sizeof where, "in layer %d", i + 1);
+    if (item->kind != CG_Y_MAP)
+        return cg_y_fail(c, item->pos, "expected a mapping (name, op, ...) for layer %d, got %s",
+                         i + 1, cg_y_what(item, what, sizeof what));
+    l->pos = item->pos;
+    /* name the layer in unknown-key messages whenever its name is usable */
+    const cg_ynode *v = cg_y_get(item, "name");
+    if (v && v->kind == CG_Y_SCALAR && v->plain && v->len < CG_NAME_MAX &&
+        cg_y_is_ident(v->text, 0))
+        snprintf(where, sizeof where, "in layer '%s'", v->text);
+    if (cg_y_check_keys(c, item, all_keys, where)) return -1;
+    snprintf(where, sizeof where, "in layer %d", i + 1);
+    v = cg_y_require(c, item, "name", where, NULL);
+    if (!v || cg_y_ident(c, v, "name", where, 0, l->name, sizeof l->name)) return -1;
+    name_pos[i] = v->pos;
+    for (int j = 0; j < i; j++)
+        if (!strcmp(s->layers[j].name, l->name))
+            return cg_y_fail(c, v->pos, "duplicate layer name '%s' (first at %d:%d)", l->name,
+                             name_pos[j].line, name_pos[j].col);
+    snprintf(where, sizeof where, "in layer '%s'", l->name);
+    int op;
+    v = cg_y_require(c, item, "op", where, "conv, fc or softmax");
+    if (!v || cg_y_enum(c, v, "op", where, ops, &op)) return -1;
+    l->op = (cg_op)op;
+    if (check_op_keys(c, item, l->op, where)) return -1;
+    if (l->op == CG_OP_SOFTMAX && !last)
+        return cg_y_fail(c, v->pos, "softmax layer '%s' must be the last layer", l->name);
+    int rc = 0;
+    if (l->op == CG_OP_CONV) {
+        if (i > 0 && s->layers[i - 1].op != CG_OP_CONV)
+            return cg_y_fail(c, v->pos, "conv layer '%s' cannot follow %s layer '%s' (its output is flat)",
+                             l->name, cg_op_name(s->layers[i - 1].op), s->layers[i - 1].name);
+        rc = read_conv(c, item, where, in, l);
+    } else if (l->op == CG_OP_FC) {
+        rc = read_fc(c, item, where, in, l);
+    } else {
+        l->C = in->C, l->H = in->H, l->W = in->W;
+        l->OC = in->C, l->OH = in->H, l->OW = in->W;
+    }
+    if (rc) return -1;
+    in->C = l->OC, in->H = l->OH, in->W = l->OW;
+    snprintf(in->buf, sizeof in->buf, "layer '%s' output", l->name);
+    in->who = in->buf;
+    return 0;
+}
+
+int cg_spec_read_layers(const cg_yctx *c, const cg_ynode *seq, cg_spec *s)
+{
+    if (cg_y_kind(c, seq, CG_Y_SEQ, "layers", "", "a sequence of layers")) return -1;
+    if (seq->n == 0)
+        return cg_y_fail(c, seq->pos, "'layers' is empty (a network needs at least one layer)");
+    if (seq->n > CG_MAX_LAYERS)
+        return cg_y_fail(c, seq->kids[CG_MAX_LAYERS]->pos, "more than %d layers", CG_MAX_LAYERS);
+    prev_shape in = {s->C, s->H, s->W, "the input", ""};
+    cg_pos name_pos[CG_MAX_LAYERS];
+    for (size_t i = 0; i < seq->n; i++) {
+        if (read_layer(c, seq->kids[i], s, (int)i, i + 1 == seq->n, &in, name_pos))
+            return -1;
+        s->nlayers = (int)i + 1;
+    }
+    return 0;
+}

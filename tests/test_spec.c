@@ -1,0 +1,369 @@
+/* test_spec.c — the spec reader: every shipped spec with its derived shapes,
+ * every malformed spec in tests/specs_bad (each names its expected error on its
+ * first line), and in-memory cases for limits, overflow and odd bytes. */
+#include "check.h"
+#include "spec.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static cg_spec spec; /* large: keep it off the stack */
+static cg_err err;
+
+/* Layer by name, or NULL. */
+static const cg_layer *layer(const cg_spec *s, const char *name)
+{
+    for (int i = 0; i < s->nlayers; i++)
+        if (!strcmp(s->layers[i].name, name)) return &s->layers[i];
+    return NULL;
+}
+
+/* Value of a param, or -1. */
+static long long param(const cg_layer *l, const char *key)
+{
+    for (int i = 0; l && i < l->nparams; i++)
+        if (!strcmp(l->params[i].key, key)) return l->params[i].value;
+    return -1;
+}
+
+#define CHECK_SHAPE(l, c, h, w, oc, oh, ow)                                                  \
+    CHECK((l) && (l)->C == (c) && (l)->H == (h) && (l)->W == (w) && (l)->OC == (oc) &&        \
+              (l)->OH == (oh) && (l)->OW == (ow),                                             \
+          "%s: shape %dx%dx%d -> %dx%dx%d", (l) ? (l)->name : "?", (l) ? (l)->C : 0,         \
+          (l) ? (l)->H : 0, (l) ? (l)->W : 0, (l) ? (l)->OC : 0, (l) ? (l)->OH : 0,           \
+          (l) ? (l)->OW : 0)
+
+static void test_2017(void)
+{
+    int rc = cg_spec_load("specs/ece408-2017.yaml", &spec, &err);
+    CHECK(rc == 0, "ece408-2017: %s", err.msg);
+    if (rc) return;
+    CHECK(!strcmp(spec.name, "ece408-2017") && !strcmp(spec.path, "specs/ece408-2017.yaml"),
+          "name %s path %s", spec.name, spec.path);
+    CHECK(spec.C == 1 && spec.H == 28 && spec.W == 28 && spec.resize == 0, "input");
+    CHECK(spec.scale > 0.0039215 && spec.scale < 0.0039216 && spec.offset == 0.0, "scale");
+    CHECK(!strcmp(spec.dataset, "fashion-mnist") && spec.weights[0] == 0 && spec.seed == 1,
+          "dataset/weights/seed");
+    CHECK(spec.nlayers == 4, "nlayers %d", spec.nlayers);
+    const cg_layer *c1 = layer(&spec, "conv1"), *f1 = layer(&spec, "fc1"),
+                   *f2 = layer(&spec, "fc2"), *p = layer(&spec, "prob");
+    CHECK_SHAPE(c1, 1, 28, 28, 50, 12, 12);
+    CHECK(c1 && c1->op == CG_OP_CONV && c1->M == 50 && c1->K == 5 && c1->pool == 2 &&
+              c1->act == CG_ACT_TANH && c1->bias == 0 && !strcmp(c1->strategy, "direct"),
+          "conv1 fields");
+    CHECK(c1 && cg_layer_out_elems(c1) == 7200, "flatten 7200");
+    CHECK(c1 && c1->nparams == 2 && param(c1, "block") == 128 && param(c1, "maps_unroll") == 5,
+          "conv1 params");
+    CHECK_SHAPE(f1, 50, 12, 12, 500, 1, 1);
+    CHECK(f1 && f1->op == CG_OP_FC && f1->out == 500 && f1->bias == 1 && f1->act == CG_ACT_TANH &&
+              cg_layer_in_elems(f1) == 7200,
+          "fc1 fields");
+    CHECK(f2 && f2->out == 10 && f2->bias == 1 && f2->act == CG_ACT_NONE, "fc2 fields");
+    CHECK_SHAPE(p, 10, 1, 1, 10, 1, 1);
+    CHECK(p && p->op == CG_OP_SOFTMAX && spec.layers[3].op == CG_OP_SOFTMAX, "softmax last");
+}
+
+static void test_2018sp(void)
+{
+    int rc = cg_spec_load("specs/ece408-2018sp.yaml", &spec, &err);
+    CHECK(rc == 0, "ece408-2018sp: %s", err.msg);
+    if (rc) return;
+    CHECK(spec.resize == 64 && spec.H == 64 && spec.W == 64 && spec.nlayers == 5, "input");
+    const cg_layer *c1 = layer(&spec, "conv1"), *c2 = layer(&spec, "conv2"),
+                   *f1 = layer(&spec, "fc1");
+    CHECK_SHAPE(c1, 1, 64, 64, 6, 30, 30);
+    CHECK(c1 && param(c1, "maps_unroll") == 3, "conv1 params");
+    CHECK_SHAPE(c2, 6, 30, 30, 16, 26, 26);
+    CHECK(c2 && c2->pool == 0 && c2->act == CG_ACT_NONE && param(c2, "maps_unroll") == 4,
+          "conv2 no pool/act");
+    CHECK(c2 && cg_layer_out_elems(c2) == 10816, "flatten 10816");
+    CHECK(f1 && cg_layer_in_elems(f1) == 10816 && f1->out == 140, "fc1 in/out");
+}
+
+static void test_2018fa(void)
+{
+    int rc = cg_spec_load("specs/ece408-2018fa.yaml", &spec, &err);
+    CHECK(rc == 0, "ece408-2018fa: %s", err.msg);
+    if (rc) return;
+    CHECK(spec.resize == 72 && spec.H == 72 && spec.W == 72 && spec.nlayers == 5, "input");
+    const cg_layer *c1 = layer(&spec, "conv1"), *c2 = layer(&spec, "conv2"),
+                   *f1 = layer(&spec, "fc1"), *f2 = layer(&spec, "fc2");
+    CHECK_SHAPE(c1, 1, 72, 72, 12, 33, 33);
+    CHECK_SHAPE(c2, 12, 33, 33, 24, 27, 27);
+    CHECK(c2 && c2->K == 7 && cg_layer_out_elems(c2) == 17496, "flatten 17496");
+    CHECK(f1 && cg_layer_in_elems(f1) == 17496 && f1->out == 160 && f1->act == CG_ACT_TANH,
+          "fc1");
+    CHECK(f2 && f2->out == 10 && cg_layer_in_elems(f2) == 160, "fc2");
+}
+
+static void test_example(void)
+{
+    int rc = cg_spec_load("specs/example-conv.yaml", &spec, &err);
+    CHECK(rc == 0, "example-conv: %s", err.msg);
+    if (rc) return;
+    const cg_layer *c1 = layer(&spec, "conv1");
+    CHECK(spec.nlayers == 1, "one layer");
+    CHECK_SHAPE(c1, 1, 28, 28, 8, 12, 12);
+    CHECK(c1 && c1->bias == 1 && c1->act == CG_ACT_TANH && c1->pool == 2 &&
+              param(c1, "block") == 64 && param(c1, "maps_unroll") == 4,
+          "conv1 fields");
+    /* positions are 1-based and point at what they name */
+    CHECK(c1 && c1->pos.line == 17 && c1->pos.col == 5, "layer pos %d:%d", c1 ? c1->pos.line : 0,
+          c1 ? c1->pos.col : 0);
+    CHECK(c1 && c1->strategy_pos.line == 27 && c1->strategy_pos.col == 15, "strategy pos");
+    CHECK(c1 && c1->params_pos.line == 29 && c1->params_pos.col == 7, "params pos");
+    CHECK(c1 && c1->params[0].key_pos.line == 29 && c1->params[0].key_pos.col == 7 &&
+              c1->params[0].pos.line == 29 && c1->params[0].pos.col == 14,
+          "param pos");
+}
+
+/* One malformed spec: its first line "# expect: LINE:COL: text" says where the
+ * error must point and what it must say. */
+static void test_bad_file(const char *name)
+{
+    char path[512], line[512], want[600];
+    snprintf(path, sizeof path, "tests/specs_bad/%s", name);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "cannot open %s", path);
+    if (!f) return;
+    int got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    int l = 0, c = 0, n = 0;
+    CHECK(got && sscanf(line, "# expect: %d:%d: %n", &l, &c, &n) == 2 && n > 0,
+          "%s: first line must be '# expect: LINE:COL: text'", path);
+    if (!n) return;
+    line[strcspn(line, "\r\n")] = 0;
+    const char *text = line + n;
+    int rc = cg_spec_load(path, &spec, &err);
+    CHECK(rc != 0, "%s: accepted", path);
+    snprintf(want, sizeof want, "%s:%d:%d: ", path, l, c);
+    CHECK(!strncmp(err.msg, want, strlen(want)), "%s: error \"%s\", expected it to start \"%s\"",
+          name, err.msg, want);
+    CHECK(strstr(err.msg, text) != NULL, "%s: error \"%s\" lacks \"%s\"", name, err.msg, text);
+    CHECK(!strchr(err.msg, '\n'), "%s: error has a newline", name);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void test_bad_dir(void)
+{
+    DIR *d = opendir("tests/specs_bad");
+    CHECK(d != NULL, "cannot open tests/specs_bad");
+    if (!d) return;
+    char *names[512];
+    int n = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) && n < 512) {
+        size_t len = strlen(ent->d_name);
+        if (len > 5 && !strcmp(ent->d_name + len - 5, ".yaml")) names[n++] = strdup(ent->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_names);
+    CHECK(n >= 35, "only %d malformed specs", n);
+    for (int i = 0; i < n; i++) {
+        test_bad_file(names[i]);
+        free(names[i]);
+    }
+}
+
+static const char *good =
+    "network: mem\n"
+    "input: {channels: 1, height: 28, width: 28}\n"
+    "dataset: {name: fashion-mnist}\n"
+    "layers:\n"
+    "  - {name: conv1, op: conv, M: 4, K: 5, strategy: direct}\n";
+
+/* Parses text (with an explicit length) and checks the error position and text. */
+static void expect_mem(const char *text, size_t len, const char *where, const char *msg)
+{
+    int rc = cg_spec_parse("mem.yaml", text, len, &spec, &err);
+    CHECK(rc != 0, "accepted: %s", msg);
+    CHECK(!strncmp(err.msg, where, strlen(where)), "\"%s\" should start \"%s\"", err.msg, where);
+    CHECK_CONTAINS(err.msg, msg);
+}
+
+/* A spec built from good with one line of it replaced. */
+static void expect_edit(const char *from, const char *to, const char *where, const char *msg)
+{
+    char buf[1024];
+    const char *at = strstr(good, from);
+    CHECK(at != NULL, "bad edit %s", from);
+    if (!at) return;
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - good), good, to, at + strlen(from));
+    expect_mem(buf, strlen(buf), where, msg);
+}
+
+static void test_memory(void)
+{
+    int rc = cg_spec_parse("mem.yaml", good, strlen(good), &spec, &err);
+    CHECK(rc == 0, "good: %s", err.msg);
+    CHECK(rc == 0 && spec.layers[0].OH == 24 && spec.seed == 1 && spec.scale == 1.0,
+          "defaults");
+    /* overflow: numbers far beyond long long, and sizes whose product would overflow */
+    expect_edit("M: 4", "M: 99999999999999999999", "mem.yaml:5:32: ", "out of range");
+    expect_edit("M: 4", "M: -99999999999999999999", "mem.yaml:5:32: ", "out of range");
+    expect_edit("M: 4", "M: 9223372036854775808", "mem.yaml:5:32: ", "out of range");
+    expect_edit("network: mem\n", "network: mem\nseed: 99999999999999999999\n", "mem.yaml:2:7: ",
+                "'seed' is out of range");
+    expect_edit("network: mem\n", "network: mem\nseed: 18446744073709551616\n", "mem.yaml:2:7: ",
+                "out of range");
+    expect_mem("network: mem\ninput: {channels: 65536, height: 65536, width: 65536}\n",
+               strlen("network: mem\ninput: {channels: 65536, height: 65536, width: 65536}\n"),
+               "mem.yaml:2:8: ", "more than 268435456 elements");
+    /* 4096x4096 images: 17 maps of that size, or an fc of 17 outputs, exceed 2^28 */
+    const char *side = "network: mem\n"
+                       "input: {channels: 1, height: 4096, width: 4096}\n"
+                       "dataset: {name: fashion-mnist, resize: 4096}\n"
+                       "layers:\n";
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s  - {name: c, op: conv, M: 16, K: 1, strategy: direct}\n", side);
+    CHECK(cg_spec_parse("mem.yaml", buf, strlen(buf), &spec, &err) == 0 &&
+              cg_layer_out_elems(&spec.layers[0]) == CG_ELEMS_MAX,
+          "exactly CG_ELEMS_MAX elements: %s", err.msg);
+    snprintf(buf, sizeof buf, "%s  - {name: c, op: conv, M: 17, K: 1, strategy: direct}\n", side);
+    expect_mem(buf, strlen(buf), "mem.yaml:5:28: ", "output 17x4096x4096 has more than 268435456");
+    snprintf(buf, sizeof buf, "%s  - {name: f, op: fc, out: 17}\n", side);
+    expect_mem(buf, strlen(buf), "mem.yaml:5:28: ", "weights 17x16777216");
+    /* conv weights M*C*K*K: 65536 maps of 64x64 feed a conv with K=64 */
+    const char *wide = "network: mem\n"
+                       "input: {channels: 1, height: 127, width: 127}\n"
+                       "dataset: {name: fashion-mnist, resize: 127}\n"
+                       "layers:\n"
+                       "  - {name: c1, op: conv, M: 65536, K: 64, strategy: direct}\n";
+    snprintf(buf, sizeof buf, "%s  - {name: c2, op: conv, M: 1, K: 64, strategy: direct}\n", wide);
+    CHECK(cg_spec_parse("mem.yaml", buf, strlen(buf), &spec, &err) == 0 &&
+              spec.layers[1].C == 65536 && spec.layers[1].OH == 1,
+          "weights of exactly CG_ELEMS_MAX: %s", err.msg);
+    snprintf(buf, sizeof buf, "%s  - {name: c2, op: conv, M: 2, K: 64, strategy: direct}\n", wide);
+    expect_mem(buf, strlen(buf), "mem.yaml:6:29: ", "weights 2x65536x64x64 have more than");
+    expect_edit("height: 28", "height: 1e400", "mem.yaml:2:30: ", "expected an integer");
+    expect_edit("network: mem\n", "network: mem\ndescription: [a]\n", "mem.yaml:2:14: ",
+                "expected a string for 'description', got a sequence");
+    /* seed: the largest value is accepted */
+    snprintf(buf, sizeof buf, "seed: 18446744073709551615\n%s", good);
+    rc = cg_spec_parse("mem.yaml", buf, strlen(buf), &spec, &err);
+    CHECK(rc == 0 && spec.seed == 18446744073709551615ULL, "max seed: %s", err.msg);
+    /* bytes no text file should have */
+    expect_mem("network: mem\0\n", 14, "mem.yaml:1:13: ", "NUL byte");
+    expect_mem("network: \xc3\x28\n", 12, "mem.yaml:1:10: ", "invalid UTF-8");
+    expect_mem("network: \xed\xa0\x80\n", 13, "mem.yaml:1:10: ", "invalid UTF-8"); /* surrogate */
+    expect_mem("network: \xc0\xaf\n", 12, "mem.yaml:1:10: ", "invalid UTF-8");     /* overlong */
+    expect_mem("# caf\xc3\xa9\nnet: \x01\n", 15, "mem.yaml:2:6: ", "control character 0x01");
+    expect_mem("network: \"a\\0b\"\n", 16, "mem.yaml:1:10: ", "NUL character");
+    expect_mem("", 0, "mem.yaml:1:1: ", "spec is empty");
+    expect_mem("---\n", 4, "mem.yaml:", "spec is empty");
+    /* depth: a flow-sequence bomb stops at the ninth level, not the millionth */
+    static char deep[1 << 20];
+    memset(deep, '[', sizeof deep);
+    expect_mem(deep, sizeof deep, "mem.yaml:1:9: ", "nesting deeper than 8 levels");
+    /* size: over 1 MiB refused before parsing */
+    static char big[(1 << 20) + 1];
+    memset(big, '#', sizeof big);
+    expect_mem(big, sizeof big, "mem.yaml:1:1: ", "larger than the 1 MiB limit");
+    /* a mapping with too many entries is refused (bounds duplicate-key checking) */
+    cg_buf b;
+    cg_buf_init(&b);
+    for (int i = 0; i < 1100; i++) cg_buf_printf(&b, "k%d: 1\n", i);
+    expect_mem(b.data, b.len, "mem.yaml:1025:1: ", "more than 1024 entries");
+    cg_buf_free(&b);
+    /* yes/no/on/True are not booleans, only true/false */
+    const char *nots[] = {"no", "on", "True", "1", "\"false\""};
+    for (int i = 0; i < 5; i++) {
+        snprintf(buf, sizeof buf, "K: 5, bias: %s,", nots[i]);
+        expect_edit("K: 5,", buf, "mem.yaml:5:47: ", "expected true or false for 'bias'");
+    }
+    /* quoted words and names are strings like any other */
+    const char *quoted = "network: 'mem'\n"
+                         "input: {channels: 1, height: 28, width: 28}\n"
+                         "dataset: {name: \"fashion-mnist\"}\n"
+                         "layers:\n"
+                         "  - {name: \"c\", op: 'conv', M: 4, K: 5, pool: \"max2\", strategy: 'direct'}\n";
+    CHECK(cg_spec_parse("mem.yaml", quoted, strlen(quoted), &spec, &err) == 0 &&
+              !strcmp(spec.layers[0].strategy, "direct") && spec.layers[0].pool == 2 &&
+              !strcmp(spec.name, "mem"),
+          "quoted words: %s", err.msg);
+    snprintf(buf, sizeof buf, "%s", good);
+    memcpy(strstr(buf, "M: 4, K: 5"), "K: 5, M: 4", 10); /* key order does not matter */
+    CHECK(cg_spec_parse("mem.yaml", buf, strlen(buf), &spec, &err) == 0 && spec.layers[0].M == 4,
+          "key order: %s", err.msg);
+}
+
+/* cg_spec_load's own errors: missing files and files over the size limit. */
+static void test_files(void)
+{
+    char dir[] = "/tmp/cg_test_spec_XXXXXX", path[256];
+    CHECK(cg_spec_load("tests/specs_bad/no-such-file.yaml", &spec, &err) != 0, "missing file");
+    CHECK_CONTAINS(err.msg, "tests/specs_bad/no-such-file.yaml:1:1: cannot open spec");
+    CHECK(cg_spec_load("tests/specs_bad", &spec, &err) != 0, "directory");
+    CHECK_CONTAINS(err.msg, "tests/specs_bad:1:1: cannot read spec");
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp failed");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/big.yaml", dir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL, "create %s", path);
+    if (!f) return;
+    static char chunk[4096];
+    memset(chunk, ' ', sizeof chunk);
+    fputs("network: big\n", f);
+    for (int i = 0; i < 257; i++) fwrite(chunk, 1, sizeof chunk, f);
+    CHECK(fclose(f) == 0, "close");
+    CHECK(cg_spec_load(path, &spec, &err) != 0, "big file accepted");
+    CHECK_CONTAINS(err.msg, ":1:1: spec is larger than the 1 MiB limit");
+    /* weights are resolved against the spec's directory */
+    snprintf(path, sizeof path, "%s/w.yaml", dir);
+    f = fopen(path, "wb");
+    CHECK(f != NULL, "create %s", path);
+    if (f) {
+        fprintf(f, "weights: ../models/w.safetensors\n%s", good);
+        CHECK(fclose(f) == 0, "close");
+        char want[300];
+        snprintf(want, sizeof want, "%s/../models/w.safetensors", dir);
+        CHECK(cg_spec_load(path, &spec, &err) == 0, "weights spec: %s", err.msg);
+        CHECK(!strcmp(spec.weights, want), "weights %s", spec.weights);
+        CHECK(spec.weights_pos.line == 1 && spec.weights_pos.col == 10, "weights pos");
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/big.yaml", dir);
+    unlink(path);
+    rmdir(dir);
+    char buf[512];
+    snprintf(buf, sizeof buf, "weights: m.safetensors\n%s", good);
+    CHECK(cg_spec_parse("x.yaml", buf, strlen(buf), &spec, &err) == 0 &&
+              !strcmp(spec.weights, "m.safetensors"),
+          "weights beside a spec in the current directory: %s", spec.weights);
+    snprintf(buf, sizeof buf, "weights: /abs/m.safetensors\n%s", good);
+    CHECK(cg_spec_parse("specs/x.yaml", buf, strlen(buf), &spec, &err) == 0 &&
+              !strcmp(spec.weights, "/abs/m.safetensors"),
+          "absolute weights: %s", spec.weights);
+}
+
+static void test_names(void)
+{
+    CHECK(!strcmp(cg_act_name(CG_ACT_NONE), "none") && !strcmp(cg_act_name(CG_ACT_TANH), "tanh") &&
+              !strcmp(cg_act_name(CG_ACT_RELU), "relu"),
+          "act names");
+    CHECK(!strcmp(cg_op_name(CG_OP_CONV), "conv") && !strcmp(cg_op_name(CG_OP_FC), "fc") &&
+              !strcmp(cg_op_name(CG_OP_SOFTMAX), "softmax"),
+          "op names");
+}
+
+int main(void)
+{
+    test_2017();
+    test_2018sp();
+    test_2018fa();
+    test_example();
+    test_bad_dir();
+    test_memory();
+    test_files();
+    test_names();
+    return cg_test_done("test_spec");
+}
