@@ -1,0 +1,336 @@
+/* aot.c — fat binaries through nvcc (see aot.h). */
+#include "aot.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fatbin.h"
+
+int cg_aot_parse_archs(const char *s, int *archs, int max, int *n, cg_err *e)
+{
+    *n = 0;
+    if (!s || !*s) return cg_fail(e, "--arch: empty list (expected e.g. 75,80,90)");
+    const char *p = s;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == 0) return cg_fail(e, "--arch \"%s\": empty item", s);
+        if (strspn(p, "0123456789") < len || len > 3)
+            return cg_fail(e, "--arch \"%s\": \"%.*s\" is not an arch number like 80", s,
+                           (int)len, p);
+        int v = atoi(p);
+        if (v < CG_AOT_MIN_ARCH)
+            return cg_fail(e, "--arch \"%s\": %d is below sm_%d, the oldest supported", s, v,
+                           CG_AOT_MIN_ARCH);
+        for (int i = 0; i < *n; i++)
+            if (archs[i] == v) return cg_fail(e, "--arch \"%s\": %d given twice", s, v);
+        if (*n >= max) return cg_fail(e, "--arch \"%s\": more than %d archs", s, max);
+        int i = (*n)++;
+        while (i > 0 && archs[i - 1] > v) archs[i] = archs[i - 1], i--;
+        archs[i] = v;
+        if (!end) return 0;
+        p = end + 1;
+    }
+}
+
+/* Full path of an executable: $CUDA_HOME/bin/NAME, NAME on PATH, then
+ * /usr/local/cuda/bin/NAME. 0 when found. */
+static int find_tool(const char *name, char *out, size_t n)
+{
+    const char *home = getenv("CUDA_HOME");
+    if (home && *home) {
+        snprintf(out, n, "%s/bin/%s", home, name);
+        if (access(out, X_OK) == 0) return 0;
+    }
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        const char *end = strchr(path, ':');
+        size_t len = end ? (size_t)(end - path) : strlen(path);
+        if (len) {
+            snprintf(out, n, "%.*s/%s", (int)len, path, name);
+            if (access(out, X_OK) == 0) return 0;
+        }
+        path = end ? end + 1 : NULL;
+    }
+    snprintf(out, n, "/usr/local/cuda/bin/%s", name);
+    return access(out, X_OK) == 0 ? 0 : -1;
+}
+
+/* Run argv[0] with argv (no shell), stdout and stderr into out; *code is the
+ * exit status (or 128+signal). -1 only when the process could not be run. */
+static int run_capture(char *const argv[], cg_buf *out, int *code, cg_err *e)
+{
+    int fd[2];
+    if (pipe(fd)) return cg_fail(e, "pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]), close(fd[1]);
+        return cg_fail(e, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        if (dup2(fd[1], 1) < 0 || dup2(fd[1], 2) < 0) _exit(126);
+        close(fd[1]);
+        execv(argv[0], argv);
+        dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(fd[1]);
+    char chunk[4096];
+    int oom = 0;
+    for (;;) {
+        ssize_t r = read(fd[0], chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        if (!oom && cg_buf_add(out, chunk, (size_t)r)) oom = 1;
+    }
+    close(fd[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return cg_fail(e, "waitpid: %s", strerror(errno));
+    *code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    if (oom) return cg_fail(e, "%s: out of memory reading its output", argv[0]);
+    return 0;
+}
+
+/* First line of a compiler log that reports an error (else its first line). */
+static void first_error(const char *log, char *out, size_t n)
+{
+    const char *pick = NULL;
+    for (const char *p = log; p && *p;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *hit = strstr(p, "error");
+        if (hit && hit < p + len) {
+            pick = p;
+            break;
+        }
+        if (!pick && len) pick = p;
+        p = end ? end + 1 : NULL;
+    }
+    if (!pick) {
+        snprintf(out, n, "(no output)");
+        return;
+    }
+    size_t len = strcspn(pick, "\n");
+    snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), pick);
+}
+
+/* The combined translation unit: every kernel under a #line, then the build id. */
+static int write_unit(const cg_gen_output *o, cg_buf *tu, cg_err *e)
+{
+    int bad = cg_buf_printf(tu, "// convgen %s: %d kernels in one unit for nvcc -fatbin\n",
+                            CG_VERSION, o->nkernels);
+    for (int i = 0; i < o->nkernels && !bad; i++) {
+        const cg_gen_kernel *k = &o->k[i];
+        if (!k->source) return cg_fail(e, "kernel %s has no source", k->kernel);
+        bad |= cg_buf_puts(tu, "#line 1 \"");
+        for (const char *c = k->file; *c && !bad; c++) /* escape for a C string */
+            bad |= (*c == '"' || *c == '\\') ? cg_buf_printf(tu, "\\%c", *c)
+                                             : cg_buf_add(tu, c, 1);
+        bad |= cg_buf_puts(tu, "\"\n");
+        bad |= cg_buf_add(tu, k->source, k->source_len);
+        if (k->source_len && k->source[k->source_len - 1] != '\n') bad |= cg_buf_puts(tu, "\n");
+    }
+    bad |= cg_buf_printf(tu,
+                         "#line 1 \"convgen-build-id\"\n"
+                         "extern \"C\" __device__ const char cg_build_id[17] = \"%s\";\n",
+                         o->hash);
+    return bad ? cg_fail(e, "out of memory") : 0;
+}
+
+/* Remove the files in dir (no subfolders are made there) and dir itself. */
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *de;
+        char path[4096 + 512];
+        while ((de = readdir(d)) != NULL) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+/* Every number after "sm_" on each line of cuobjdump's listing, sorted, unique. */
+static int parse_listing(const char *text, int *a, int *n)
+{
+    *n = 0;
+    for (const char *p = strstr(text, "sm_"); p; p = strstr(p + 3, "sm_")) {
+        int v = atoi(p + 3);
+        if (v <= 0) continue;
+        int i = 0;
+        while (i < *n && a[i] < v) i++;
+        if (i < *n && a[i] == v) continue;
+        if (*n >= CG_FATBIN_MAX_ARCHS) return -1;
+        memmove(a + i + 1, a + i, (size_t)(*n - i) * sizeof *a);
+        a[i] = v, (*n)++;
+    }
+    return 0;
+}
+
+static int same_list(const int *a, int na, const int *b, int nb)
+{
+    if (na != nb) return 0;
+    for (int i = 0; i < na; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
+/* Cross-check our reader with cuobjdump, when it is installed. Appends a line
+ * to log saying what was checked. */
+static int check_with_cuobjdump(const char *file, const int *sm, int nsm, const int *ptx,
+                                int nptx, cg_buf *log, cg_err *e)
+{
+    char tool[4096];
+    if (find_tool("cuobjdump", tool, sizeof tool)) {
+        if (log) cg_buf_puts(log, "convgen: cuobjdump not found; fat binary checked by convgen's "
+                                  "own reader only\n");
+        return 0;
+    }
+    const char *what[2] = {"--list-elf", "--list-ptx"};
+    for (int w = 0; w < 2; w++) {
+        char *argv[] = {tool, (char *)what[w], (char *)file, NULL};
+        cg_buf out;
+        cg_buf_init(&out);
+        int code = 0, got[CG_FATBIN_MAX_ARCHS], ngot = 0;
+        if (run_capture(argv, &out, &code, e)) {
+            cg_buf_free(&out);
+            return -1;
+        }
+        if (code != 0) {
+            char first[256];
+            first_error(out.data ? out.data : "", first, sizeof first);
+            cg_buf_free(&out);
+            return cg_fail(e, "cuobjdump %s failed (exit %d): %s", what[w], code, first);
+        }
+        parse_listing(out.data ? out.data : "", got, &ngot);
+        cg_buf_free(&out);
+        const int *want = w ? ptx : sm;
+        int nwant = w ? nptx : nsm;
+        if (!same_list(got, ngot, want, nwant)) {
+            char a[256], b[256];
+            cg_fatbin_describe(w ? NULL : got, w ? 0 : ngot, w ? got : NULL, w ? ngot : 0, a,
+                               sizeof a);
+            cg_fatbin_describe(sm, nsm, ptx, nptx, b, sizeof b);
+            return cg_fail(e,
+                           "cuobjdump %s disagrees with convgen's fat binary reader: it lists %s, "
+                           "convgen read %s",
+                           what[w], a, b);
+        }
+    }
+    if (log) cg_buf_printf(log, "convgen: contents confirmed by %s --list-elf/--list-ptx\n", tool);
+    return 0;
+}
+
+/* The built file must hold every requested cubin and the newest arch's PTX. */
+static int verify(const cg_buf *fb, const char *tmpfile, const char *out_path, const int *archs,
+                  int narch, cg_buf *log, cg_err *e)
+{
+    int sm[CG_FATBIN_MAX_ARCHS], ptx[CG_FATBIN_MAX_ARCHS], nsm, nptx;
+    cg_err why;
+    if (cg_fatbin_list(fb->data, fb->len, sm, &nsm, ptx, &nptx, &why))
+        return cg_fail(e, "nvcc's output for %s is unreadable: %s", out_path, why.msg);
+    char have[512], missing[256] = "";
+    cg_fatbin_describe(sm, nsm, ptx, nptx, have, sizeof have);
+    for (int i = 0; i < narch; i++) {
+        int found = 0;
+        for (int j = 0; j < nsm; j++) found |= sm[j] == archs[i];
+        if (!found)
+            snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%ssm_%d",
+                     missing[0] ? ", " : "", archs[i]);
+    }
+    int newest = archs[narch - 1], found = 0;
+    for (int j = 0; j < nptx; j++) found |= ptx[j] == newest;
+    if (!found)
+        snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%sPTX compute_%d",
+                 missing[0] ? ", " : "", newest);
+    if (missing[0])
+        return cg_fail(e, "nvcc's output for %s lacks %s (it holds %s)", out_path, missing, have);
+    return check_with_cuobjdump(tmpfile, sm, nsm, ptx, nptx, log, e);
+}
+
+int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char *out_path,
+                 cg_buf *log, cg_err *e)
+{
+    if (log) cg_buf_init(log);
+    if (narch < 1 || narch > CG_AOT_MAX_ARCHS)
+        return cg_fail(e, "%s: %d archs requested (1..%d allowed)", out_path, narch,
+                       CG_AOT_MAX_ARCHS);
+    for (int i = 0; i < narch; i++)
+        if (archs[i] < CG_AOT_MIN_ARCH || archs[i] > 999 || (i && archs[i] <= archs[i - 1]))
+            return cg_fail(e, "%s: archs must be ascending, unique and >= %d (see "
+                              "cg_aot_parse_archs)", out_path, CG_AOT_MIN_ARCH);
+    if (o->nkernels < 1) return cg_fail(e, "%s: no kernels to build", out_path);
+    if (strlen(o->hash) != 16 || strspn(o->hash, "0123456789abcdef") != 16)
+        return cg_fail(e, "%s: build hash \"%s\" is not 16 hex digits", out_path, o->hash);
+
+    char nvcc[4096];
+    if (find_tool("nvcc", nvcc, sizeof nvcc))
+        return cg_fail(e, "nvcc not found ($CUDA_HOME/bin, PATH, /usr/local/cuda/bin): install "
+                          "the CUDA toolkit or set CUDA_HOME to build %s",
+                       out_path);
+
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096], unit[4200], outfile[4200];
+    snprintf(dir, sizeof dir, "%s/convgen-aot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) return cg_fail(e, "mkdtemp %s: %s", dir, strerror(errno));
+    snprintf(unit, sizeof unit, "%s/all_kernels.cu", dir);
+    snprintf(outfile, sizeof outfile, "%s/out.fatbin", dir);
+
+    int rc = -1;
+    cg_buf tu, fb, nvlog;
+    cg_buf_init(&tu), cg_buf_init(&fb), cg_buf_init(&nvlog);
+    /* nvcc -fatbin -std=c++17 -Xptxas=-v -gencode ... -o OUT UNIT */
+    char gencode[CG_AOT_MAX_ARCHS + 1][48];
+    char *argv[16 + 2 * (CG_AOT_MAX_ARCHS + 1)];
+    int na = 0;
+    argv[na++] = nvcc;
+    argv[na++] = "-fatbin";
+    argv[na++] = "-std=c++17";
+    argv[na++] = "-Xptxas=-v"; /* registers and spills per kernel, into the log */
+    for (int i = 0; i <= narch; i++) {
+        int a = archs[i < narch ? i : narch - 1];
+        snprintf(gencode[i], sizeof gencode[i], "arch=compute_%d,code=%s_%d", a,
+                 i < narch ? "sm" : "compute", a);
+        argv[na++] = "-gencode";
+        argv[na++] = gencode[i];
+    }
+    argv[na++] = "-o";
+    argv[na++] = outfile;
+    argv[na++] = unit;
+    argv[na] = NULL;
+
+    if (write_unit(o, &tu, e) || cg_write_file_atomic(unit, tu.data, tu.len, e)) goto done;
+    int code = 0;
+    if (run_capture(argv, &nvlog, &code, e)) goto done;
+    if (log && nvlog.len && cg_buf_add(log, nvlog.data, nvlog.len)) {
+        cg_fail(e, "out of memory");
+        goto done;
+    }
+    if (code != 0) {
+        char first[512];
+        first_error(nvlog.data ? nvlog.data : "", first, sizeof first);
+        cg_fail(e, "nvcc failed (exit %d) building %s: %s", code, out_path, first);
+        goto done;
+    }
+    if (cg_read_file(outfile, &fb, e)) goto done;
+    if (verify(&fb, outfile, out_path, archs, narch, log, e)) goto done;
+    if (cg_write_file_atomic(out_path, fb.data, fb.len, e)) goto done;
+    rc = 0;
+done:
+    cg_buf_free(&tu), cg_buf_free(&fb), cg_buf_free(&nvlog);
+    remove_tree(dir);
+    return rc;
+}

@@ -1,0 +1,31 @@
+/* aot.h — ahead-of-time fat binaries: every kernel of a generated network,
+ * compiled by nvcc into one file holding a cubin per requested arch plus PTX
+ * of the newest one (for GPUs newer than any of them). */
+#ifndef CG_AOT_H
+#define CG_AOT_H
+#include "gen.h"
+
+#define CG_AOT_MAX_ARCHS 32
+#define CG_AOT_MIN_ARCH 75
+
+/* "75,80,86" -> {75, 80, 86}, sorted ascending. Rejects an empty list, empty
+ * items, anything but digits and commas, archs below 75 or above 999, more
+ * than max items, and duplicates, naming the offending item. */
+int cg_aot_parse_archs(const char *s, int *archs, int max, int *n, cg_err *e);
+
+/* Build out_path from o: one translation unit with every kernel source (each
+ * under a #line naming its file, so nvcc's messages point into the kernel
+ * files) and `extern "C" __device__ const char cg_build_id[17] = "<o->hash>"`,
+ * compiled by nvcc ($CUDA_HOME/bin/nvcc, else nvcc on PATH, else
+ * /usr/local/cuda/bin/nvcc) with -fatbin -std=c++17, one
+ * -gencode arch=compute_XX,code=sm_XX per arch and
+ * arch=compute_N,code=compute_N for the newest. nvcc runs through fork/execv,
+ * no shell. Its output (and ptxas -v) goes to log (may be NULL), followed by a
+ * line saying how the result was checked: the file must hold every requested
+ * cubin and the PTX (read by fatbin.c; also by cuobjdump --list-elf/--list-ptx
+ * when cuobjdump is installed, which must agree). out_path is written
+ * atomically, only when all of that succeeded; the temp dir is removed. */
+int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char *out_path,
+                 cg_buf *log, cg_err *e);
+
+#endif

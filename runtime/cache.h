@@ -1,0 +1,53 @@
+/* cache.h — compiled kernels kept on disk, so a second run skips NVRTC.
+ *
+ * One file per entry, DIR/<32 hex digits>.cgc, named by a 128-bit key over
+ * everything that changes the compiled image: the source, the compile options,
+ * the template hash, convgen's version, NVRTC's version, the driver version
+ * and the compute capability. An entry starts with a short text header a
+ * person can read with `head`:
+ *
+ *   CGCACHE1
+ *   key <32 hex>
+ *   desc convgen 0.1.0; nvrtc 13.0; driver 13.0; cc 90; template ...; ...
+ *   len <payload bytes>
+ *   hash <16 hex: cg_hash64 of the payload>
+ *   <payload>
+ *
+ * A read checks every field; anything corrupt, truncated or not matching is a
+ * miss with a reason (the caller compiles again and overwrites), never a hit. */
+#ifndef CG_CACHE_H
+#define CG_CACHE_H
+#include "util.h"
+
+#define CG_CACHE_MAGIC "CGCACHE1"
+/* cg_cache_put's return when the entry could not be written (read-only or
+ * missing cache directory, disk full): a warning, the compile result stands. */
+#define CG_CACHE_UNWRITABLE 1
+
+typedef struct {
+    char hex[33];   /* the file name stem, 128 bits */
+    char desc[512]; /* the key's parts in words, stored in the entry */
+} cg_cache_key;
+
+/* $XDG_CACHE_HOME/convgen when XDG_CACHE_HOME is an absolute path, else
+ * $HOME/.cache/convgen. Fails only when neither variable is usable. */
+int cg_cache_dir(char *out, size_t n, cg_err *e);
+
+/* Versions as CUDA writes them (13000 = 13.0); cc = 10*major+minor; tpl_hash
+ * is the template hash the caller has (may be "" but not NULL). */
+void cg_cache_key_make(cg_cache_key *k, const void *src, size_t src_len, const char *options,
+                       const char *tpl_hash, int nvrtc_version, int driver_version, int cc);
+
+/* DIR/<hex>.cgc into out; -1 if it does not fit. */
+int cg_cache_path(const char *dir, const cg_cache_key *k, char *out, size_t n);
+
+/* 1: hit, payload filled (cg_buf_free it). 0: miss, reason says why ("no
+ * entry", "bad magic", "key mismatch", "truncated: ...", "payload hash
+ * mismatch", ...). -1: out of memory (reason says so). */
+int cg_cache_get(const char *dir, const cg_cache_key *k, cg_buf *payload, char reason[128]);
+
+/* Write the entry atomically, creating dir as needed. 0: written;
+ * CG_CACHE_UNWRITABLE: not written, e holds a warning line; -1: out of memory. */
+int cg_cache_put(const char *dir, const cg_cache_key *k, const void *p, size_t n, cg_err *e);
+
+#endif
