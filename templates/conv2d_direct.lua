@@ -7,8 +7,9 @@
 -- fully unrolled with literal offsets; with one group the weights become
 -- immediate constant-bank operands. When the patch of every channel fits in
 -- registers it is loaded once and reused by all maps. Weights (and bias) live
--- in __constant__ memory when they fit, else they are read from global memory
--- through the read-only path (every thread of a warp reads the same address).
+-- in __constant__ memory when they fit the network's constant budget; else the
+-- block stages each group's weights in shared memory (every thread of a warp
+-- then reads the same word: a broadcast).
 -- Epilogue (fuse=1): max over the window, + bias, activation, store; pooling
 -- before a monotone activation gives the same result with a quarter of the calls.
 
@@ -37,11 +38,18 @@ T.params = {
 
 -- Largest input patch (floats, all channels) kept in registers across groups.
 local HOIST_LIMIT = 72
+-- Most weights per group read straight from constant memory (see T.kernel).
+local CONST_GROUP_LIMIT = 256
 
 function T.check(l, p)
   local pk = (l.pool == 2 and p.fuse == 1) and l.K + 1 or l.K
   if p.maps_unroll * ((l.pool == 2 and p.fuse == 1) and 4 or 1) > 64 then
     return "maps_unroll=" .. p.maps_unroll .. " needs more than 64 accumulators per thread", "maps_unroll"
+  end
+  local CKK = l.C * l.K * l.K
+  if 4 * p.maps_unroll * CKK > common.MAX_SHARED then
+    return string.format("maps_unroll=%d stages %d bytes of weights in shared memory; at most %d fit",
+      p.maps_unroll, 4 * p.maps_unroll * CKK, common.MAX_SHARED), "maps_unroll"
   end
   if pk * pk > 256 then
     return "K=" .. l.K .. " is too large for the direct strategy (patch of " .. pk * pk .. " floats)", nil
@@ -56,6 +64,17 @@ __constant__ float {{wsym}}[{{M * CKK}}];
 __constant__ float {{bsym}}[{{M}}];
 %   end
 
+% end
+% if const then
+// weights of map m, channel c, row p, column q: W(((m * {{C}} + c) * {{K}} + p) * {{K}} + q)
+#define W(i) {{wsym}}[i]
+% else
+// weights of map g+m (the group staged in shared memory), channel c, row p, column q:
+// W((m * {{C}} + c) * {{K * K}} + p * {{K}} + q)
+#define W(i) ws[i]
+% end
+% if bias then
+#define B(m) {{bsrc}}[m]
 % end
 % if pooled then
 // the four conv outputs under one pooled output share each weight
@@ -74,9 +93,17 @@ extern "C" __global__ void __launch_bounds__({{block}})
 {
     // thread -> (image, output row, output column); {{P}} positions per image
     const int idx = blockIdx.x * {{block}} + threadIdx.x;
+% if const then
     if (idx >= n * {{P}}) return;
-    const int img = idx / {{P}};
-    const int pos = idx - img * {{P}};
+    const int at = idx;
+% else
+    // threads past the batch still help stage weights, then store nothing
+    const bool live = idx < n * {{P}};
+    const int at = live ? idx : 0;
+    __shared__ float ws[{{mu * CKK}}];
+% end
+    const int img = at / {{P}};
+    const int pos = at - img * {{P}};
     const int row = pos / {{TW}};
     const int col = pos - row * {{TW}};
     const float* __restrict__ x = in + img * {{C * H * W}} + row * {{S * W}} + col * {{S}};
@@ -104,6 +131,11 @@ extern "C" __global__ void __launch_bounds__({{block}})
     {
         const int g = 0;
 % end
+% if not const then
+        __syncthreads();   // every thread is done with the previous group's weights
+        for (int i = threadIdx.x; i < {{mu * CKK}}; i += {{block}}) ws[i] = w_arg[g * {{CKK}} + i];
+        __syncthreads();
+% end
 % local ind = "        "
 % for m = 0, mu - 1 do
 %   if pooled then
@@ -130,7 +162,7 @@ extern "C" __global__ void __launch_bounds__({{block}})
 %     for p = 0, K - 1 do
 %       for q = 0, K - 1 do
 %         local wi = m * CKK + c * K * K + p * K + q
-%         local wx = groups > 1 and (wsrc .. "[g * " .. CKK .. " + " .. wi .. "]") or (wsrc .. "[" .. wi .. "]")
+%         local wx = (groups > 1 and const) and ("W(g * " .. CKK .. " + " .. wi .. ")") or ("W(" .. wi .. ")")
 %         if pooled then
 {{ind}}fma4(a{{m}}, {{wx}}, {{vc}}[{{p}}][{{q}}], {{vc}}[{{p}}][{{q + 1}}], {{vc}}[{{p + 1}}][{{q}}], {{vc}}[{{p + 1}}][{{q + 1}}]);
 %         else
@@ -149,12 +181,16 @@ extern "C" __global__ void __launch_bounds__({{block}})
 % for m = 0, mu - 1 do
 %   local val = pooled and ("fmaxf(fmaxf(a" .. m .. "[0], a" .. m .. "[1]), fmaxf(a" .. m .. "[2], a" .. m .. "[3]))") or ("a" .. m)
 %   if bias then
-%     val = val .. " + " .. bsrc .. "[g + " .. m .. "]"
+%     val = val .. " + B(g + " .. m .. ")"
 %   end
-        y[(g + {{m}}) * {{P}}] = {{act(val)}};
+        {{const and "" or "if (live) "}}y[(g + {{m}}) * {{P}}] = {{act(val)}};
 % end
     }
 }
+#undef W
+% if bias then
+#undef B
+% end
 ]], "conv2d_direct")
 
 function T.kernel(l, p)
@@ -165,7 +201,10 @@ function T.kernel(l, p)
   local PK = pooled and l.K + 1 or l.K
   local CKK = l.C * l.K * l.K
   local wbytes = 4 * (l.M * CKK + (l.bias and l.M or 0))
-  local const = wbytes <= common.CONST_BUDGET
+  -- constant memory indexed by the group counter turns into loads the compiler
+  -- hoists far ahead (hundreds of live registers, then spills) once a group has
+  -- more than ~256 weights; such layers stage each group in shared memory
+  local const = wbytes <= l.const_left and p.maps_unroll * CKK <= CONST_GROUP_LIMIT
   local name = string.format("conv2d_direct_c%dm%dk%d_h%dw%d_%s%s_b%du%d",
     l.C, l.M, l.K, l.H, l.W, p.fuse == 1 and l.act or "none",
     pooled and "_pool2" or "", p.block, p.maps_unroll)
@@ -186,7 +225,8 @@ function T.kernel(l, p)
     source = source(v),
     grid = { common.batch_dim(OH * OW, p.block), 1, 1 },
     block = { p.block, 1, 1 },
-    shared = 0,
+    shared = 0,   -- dynamic shared memory; the staged weights are static
+    const_bytes = const and wbytes or 0,
     weights = const and ("const:" .. v.wsym) or "arg",
     bias = (not l.bias) and "none" or (const and ("const:" .. v.bsym) or "arg"),
     out_elems = l.M * OH * OW,

@@ -45,10 +45,10 @@ function common.contains(list, v)
   return false
 end
 
--- Constant memory a module may use for weights and bias (of the 64 KiB the
--- hardware gives, leave room for the compiler's own constants and for other
--- kernels sharing a fat binary's module).
-common.CONST_BUDGET = 32 * 1024
+-- Constant memory a network may use for weights and biases, over all its
+-- kernels (a fat binary holds them in one module, whose user constant bank
+-- is 64 KiB; leave a margin for the compiler's own constants).
+common.CONST_BUDGET = 60 * 1024
 
 -- Limits every launch must respect on every supported architecture.
 common.MAX_THREADS = 1024

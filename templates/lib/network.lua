@@ -9,6 +9,8 @@
 --         layers = { { index, name, op, C, H, W, M, K, pool, bias, act, out,
 --                      strategy, params = { key = value }, OC, OH, OW }, ... } }
 
+local common = import("lib/common")
+
 local network = {}
 
 -- A structured failure the generator maps to a position in the spec.
@@ -69,8 +71,12 @@ function network.build(net)
     return name
   end
   local seen = {}
+  -- constant memory left for weights: all kernels of a network may share one
+  -- module (a fat binary), and a module has one 64 KiB constant bank
+  local const_left = common.CONST_BUDGET
   local function add(tname, l, given, index, layer, input, output_name, dtype)
     local T = import(tname)
+    l.const_left = const_left
     local p, listed = resolve(T, tname, l, given, index)
     local k = T.kernel(l, p)
     if seen[k.name] and (k.weights:sub(1, 6) == "const:") then
@@ -79,6 +85,7 @@ function network.build(net)
         "' with weights in constant memory; change a parameter of one of them")
     end
     seen[k.name] = true
+    const_left = const_left - (k.const_bytes or 0)
     k.template = tname
     k.layer = layer
     k.params = listed

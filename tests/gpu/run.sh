@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# make test-gpu — needs an NVIDIA GPU, its driver, nvcc (for fat binaries) and
+# compute-sanitizer. CONVGEN_DATA points at the Fashion-MNIST IDX files where
+# Debian's package is not installed.
+#  1. every kernel of every shipped spec against the float64-accumulating CPU
+#     reference, on fresh random weights and random pixels, tensors poisoned
+#     with NaN before the run (an unwritten element fails the check);
+#  2. each network over all 10,000 test images, JIT and fat binary, giving the
+#     CPU backend's predictions (differences only on genuine ties);
+#  3. the JIT cache: a second run compiles nothing;
+#  4. compute-sanitizer memcheck and racecheck on a small batch.
+set -u
+cd "$(dirname "$0")/../.."
+cg=${CONVGEN:-build/convgen}
+data=()
+[ -n "${CONVGEN_DATA:-}" ] && data=(--data "$CONVGEN_DATA")
+pass=0; fail=0
+t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+export XDG_CACHE_HOME="$t/cache"
+step() { # name command...
+  local name=$1; shift
+  if "$@" >"$t/log" 2>&1; then pass=$((pass+1)); echo "ok   $name"
+  else fail=$((fail+1)); echo "FAIL $name"; sed 's/^/     /' "$t/log" | tail -n 30; fi
+}
+nets=(specs/ece408-2017.yaml specs/ece408-2018sp.yaml specs/ece408-2018fa.yaml)
+for s in specs/*.yaml; do
+  for i in 1 2; do
+    step "$s random input #$i" $cg check "$s" --images 333 --seed "$RANDOM$RANDOM" --random-input "${data[@]}"
+  done
+  step "$s real images" $cg check "$s" --images 1000 "${data[@]}"
+done
+for s in "${nets[@]}"; do
+  n=$(basename "$s" .yaml)
+  step "$n: 10000 images, JIT" $cg check "$s" --images 10000 "${data[@]}"
+  step "$n: convgen build" $cg build "$s" --arch 75,80,86,89,90,100,120 -o "$t/$n.fatbin"
+  step "$n: 10000 images, fat binary" $cg check "$s" --images 10000 --fatbin "$t/$n.fatbin" "${data[@]}"
+  rm -rf "$t/cache"
+  $cg run "$s" --images 100 --json "$t/first.json" "${data[@]}" >/dev/null 2>&1
+  $cg run "$s" --images 100 --json "$t/second.json" "${data[@]}" >/dev/null 2>&1
+  step "$n: cache miss then hit" python3 - "$t/first.json" "$t/second.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["compiled"] > 0 and a["cache_hits"] == 0, a
+assert b["compiled"] == 0 and b["cache_hits"] == a["compiled"], b
+PY
+  if command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck; do
+      step "$n: compute-sanitizer $tool" compute-sanitizer --tool $tool --error-exitcode 1 \
+        $cg run "$s" --images 64 --no-cache "${data[@]}"
+    done
+  fi
+done
+echo "test-gpu: $pass passed, $fail failed"
+[ $fail -eq 0 ]
