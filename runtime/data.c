@@ -1,0 +1,376 @@
+/* data.c — Fashion-MNIST IDX files (gzip or plain), the bilinear resize that
+ * inference and training share, and `convgen data --resize`. */
+#include "data.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#define IDX_MAGIC_U8_3D 0x00000803u /* images: uint8, 3 dimensions */
+#define IDX_MAGIC_U8_1D 0x00000801u /* labels: uint8, 1 dimension */
+#define IDX_MAX_COUNT 10000000u
+#define IDX_MAX_SIDE 4096u
+#define READ_CHUNK (1u << 30)
+
+/* ---- reading ------------------------------------------------------------ */
+
+/* zlib's message for the last error on f, without the "PATH: " zlib puts first. */
+static const char *gz_message(gzFile f, const char *path, int *zerr)
+{
+    const char *msg = gzerror(f, zerr);
+    size_t len = strlen(path);
+    if (!msg) return "unknown zlib error";
+    if (strncmp(msg, path, len) == 0 && msg[len] == ':' && msg[len + 1] == ' ') msg += len + 2;
+    return msg;
+}
+
+/* Read exactly n bytes from a gzFile (which also reads plain files as they are);
+ * a short read is reported as truncation at the byte offset where data ran out,
+ * a zlib failure (corrupt or cut-off gzip stream) with zlib's own words. */
+static int read_exact(gzFile f, const char *path, void *dst, size_t n, size_t offset,
+                      const char *what, cg_err *e)
+{
+    unsigned char *p = dst;
+    size_t got = 0;
+    while (got < n) {
+        size_t want = n - got;
+        unsigned chunk = want > READ_CHUNK ? READ_CHUNK : (unsigned)want;
+        int r = gzread(f, p + got, chunk);
+        if (r < 0) {
+            int zerr;
+            return cg_fail(e, "%s: read error at byte offset %zu (uncompressed) while reading "
+                           "%s: %s", path, offset + got, what, gz_message(f, path, &zerr));
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    if (got < n) {
+        int zerr = Z_OK;
+        const char *msg = gz_message(f, path, &zerr);
+        if (zerr != Z_OK && zerr != Z_STREAM_END)
+            return cg_fail(e, "%s: %s at byte offset %zu (uncompressed) while reading %s", path,
+                           msg, offset + got, what);
+        return cg_fail(e, "%s: truncated at byte offset %zu: expected %s (%zu bytes from byte "
+                       "offset %zu), found %zu", path, offset + got, what, n, offset, got);
+    }
+    return 0;
+}
+
+/* Big-endian 32-bit integer, as IDX stores its header fields. */
+static unsigned be32(const unsigned char *p)
+{
+    return (unsigned)p[0] << 24 | (unsigned)p[1] << 16 | (unsigned)p[2] << 8 | (unsigned)p[3];
+}
+
+/* An IDX file must end where its header says; extra bytes mean the header lies. */
+static int expect_eof(gzFile f, const char *path, size_t offset, cg_err *e)
+{
+    unsigned char extra;
+    int r = gzread(f, &extra, 1);
+    if (r < 0) {
+        int zerr;
+        return cg_fail(e, "%s: read error at byte offset %zu (uncompressed): %s", path, offset,
+                       gz_message(f, path, &zerr));
+    }
+    if (r > 0)
+        return cg_fail(e, "%s: unexpected data after byte offset %zu, where the header's "
+                       "counts say the file ends", path, offset);
+    return 0;
+}
+
+/* Open a file through zlib, keeping errno's explanation for the message. */
+static gzFile open_idx(const char *path, cg_err *e)
+{
+    errno = 0;
+    gzFile f = gzopen(path, "rb");
+    if (!f)
+        cg_fail(e, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    return f;
+}
+
+/* Read and check the images file: header, sizes; keep the first `keep` images.
+ * Reading stops after those when keep < n, so trailing truncation of a partially
+ * read file goes unnoticed (by design: loading 100 images reads 100 images). */
+static int load_images(const char *path, int max_images, unsigned *count, unsigned *h,
+                       unsigned *w, unsigned char **pixels, cg_err *e)
+{
+    gzFile f = open_idx(path, e);
+    if (!f) return -1;
+    unsigned char hdr[16];
+    int rc = -1;
+    *pixels = NULL;
+    if (read_exact(f, path, hdr, 16, 0, "the idx3 header", e)) goto done;
+    unsigned magic = be32(hdr);
+    if (magic != IDX_MAGIC_U8_3D) {
+        cg_fail(e, "%s: bad magic 0x%08x at byte offset 0, expected 0x%08x (an idx3 uint8 "
+                "images file)", path, magic, IDX_MAGIC_U8_3D);
+        goto done;
+    }
+    *count = be32(hdr + 4), *h = be32(hdr + 8), *w = be32(hdr + 12);
+    if (*count == 0 || *count > IDX_MAX_COUNT) {
+        cg_fail(e, "%s: image count %u at byte offset 4 is outside 1..%u", path, *count,
+                IDX_MAX_COUNT);
+        goto done;
+    }
+    if (*h == 0 || *h > IDX_MAX_SIDE || *w == 0 || *w > IDX_MAX_SIDE) {
+        cg_fail(e, "%s: image size %ux%u at byte offset 8 is outside 1..%u", path, *h, *w,
+                IDX_MAX_SIDE);
+        goto done;
+    }
+    unsigned keep = *count;
+    if (max_images > 0 && (unsigned)max_images < keep) keep = (unsigned)max_images;
+    size_t per = (size_t)*h * *w, bytes;
+    if (cg_mul_size(per, keep, &bytes)) {
+        cg_fail(e, "%s: %u images of %ux%u do not fit in memory", path, keep, *h, *w);
+        goto done;
+    }
+    *pixels = malloc(bytes ? bytes : 1);
+    if (!*pixels) {
+        cg_fail(e, "%s: out of memory for %zu bytes of pixels", path, bytes);
+        goto done;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%u images of %ux%u", keep, *h, *w);
+    if (read_exact(f, path, *pixels, bytes, 16, what, e)) goto done;
+    if (keep == *count && expect_eof(f, path, 16 + bytes, e)) goto done;
+    rc = 0;
+done:
+    if (rc) free(*pixels), *pixels = NULL;
+    int crc = gzclose(f);
+    if (!rc && crc != Z_OK) {
+        free(*pixels), *pixels = NULL;
+        return cg_fail(e, "%s: error closing file (zlib code %d)", path, crc);
+    }
+    return rc;
+}
+
+/* Read and check the labels file: header, every label in 0..9. */
+static int load_labels(const char *path, unsigned *count, unsigned char **labels, cg_err *e)
+{
+    gzFile f = open_idx(path, e);
+    if (!f) return -1;
+    unsigned char hdr[8];
+    int rc = -1;
+    *labels = NULL;
+    if (read_exact(f, path, hdr, 8, 0, "the idx1 header", e)) goto done;
+    unsigned magic = be32(hdr);
+    if (magic != IDX_MAGIC_U8_1D) {
+        cg_fail(e, "%s: bad magic 0x%08x at byte offset 0, expected 0x%08x (an idx1 uint8 "
+                "labels file)", path, magic, IDX_MAGIC_U8_1D);
+        goto done;
+    }
+    *count = be32(hdr + 4);
+    if (*count == 0 || *count > IDX_MAX_COUNT) {
+        cg_fail(e, "%s: label count %u at byte offset 4 is outside 1..%u", path, *count,
+                IDX_MAX_COUNT);
+        goto done;
+    }
+    *labels = malloc(*count);
+    if (!*labels) {
+        cg_fail(e, "%s: out of memory for %u labels", path, *count);
+        goto done;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "%u labels", *count);
+    if (read_exact(f, path, *labels, *count, 8, what, e)) goto done;
+    for (unsigned i = 0; i < *count; i++)
+        if ((*labels)[i] > 9) {
+            cg_fail(e, "%s: label %u of image %u at byte offset %u is outside 0..9", path,
+                    (*labels)[i], i, 8 + i);
+            goto done;
+        }
+    if (expect_eof(f, path, 8 + (size_t)*count, e)) goto done;
+    rc = 0;
+done:
+    if (rc) free(*labels), *labels = NULL;
+    int crc = gzclose(f);
+    if (!rc && crc != Z_OK) {
+        free(*labels), *labels = NULL;
+        return cg_fail(e, "%s: error closing file (zlib code %d)", path, crc);
+    }
+    return rc;
+}
+
+int cg_idx_load(const char *images_path, const char *labels_path, int max_images,
+                cg_dataset *d, cg_err *e)
+{
+    memset(d, 0, sizeof *d);
+    unsigned n_img, h, w, n_lab;
+    unsigned char *pixels, *labels;
+    if (load_images(images_path, max_images, &n_img, &h, &w, &pixels, e)) return -1;
+    if (load_labels(labels_path, &n_lab, &labels, e)) {
+        free(pixels);
+        return -1;
+    }
+    if (n_img != n_lab) {
+        free(pixels), free(labels);
+        return cg_fail(e, "%s: holds %u labels but %s holds %u images", labels_path, n_lab,
+                       images_path, n_img);
+    }
+    unsigned keep = n_img;
+    if (max_images > 0 && (unsigned)max_images < keep) keep = (unsigned)max_images;
+    d->n = (int)keep, d->h = (int)h, d->w = (int)w;
+    d->pixels = pixels, d->labels = labels;
+    return 0;
+}
+
+void cg_dataset_free(cg_dataset *d)
+{
+    free(d->pixels);
+    free(d->labels);
+    memset(d, 0, sizeof *d);
+}
+
+/* ---- resize ------------------------------------------------------------- */
+
+/* The one resize convgen uses, for inference and for the training files.
+ * Output pixel (y, x) samples the source at half-pixel centres:
+ *     sy = (y + 0.5) * sh/dh - 0.5,   sx = (x + 0.5) * sw/dw - 0.5
+ * with sy, sx clamped below at 0 (as PyTorch does for align_corners=False), then
+ *     y0 = floor(sy), y1 = min(y0 + 1, sh - 1), ly = sy - y0   (likewise x0, x1, lx)
+ *     v = (1-ly) * ((1-lx) * s[y0][x0] + lx * s[y0][x1])
+ *       +    ly  * ((1-lx) * s[y1][x0] + lx * s[y1][x1])
+ * all in double; the result is rounded half away from zero, floor(v + 0.5) since
+ * v >= 0, and clamped to 0..255. This is F.interpolate(mode="bilinear",
+ * align_corners=False, antialias=False) on float input followed by rounding; for
+ * 28->64 every weight is a multiple of 1/32, so float and double agree exactly. */
+void cg_resize_bilinear_u8(const unsigned char *src, int sh, int sw, unsigned char *dst, int dh,
+                           int dw)
+{
+    double scale_y = (double)sh / dh, scale_x = (double)sw / dw;
+    for (int y = 0; y < dh; y++) {
+        double sy = (y + 0.5) * scale_y - 0.5;
+        if (sy < 0) sy = 0;
+        int y0 = (int)sy;
+        if (y0 > sh - 1) y0 = sh - 1;
+        int y1 = y0 + 1 < sh ? y0 + 1 : sh - 1;
+        double ly = sy - y0;
+        const unsigned char *r0 = src + (size_t)y0 * sw, *r1 = src + (size_t)y1 * sw;
+        for (int x = 0; x < dw; x++) {
+            double sx = (x + 0.5) * scale_x - 0.5;
+            if (sx < 0) sx = 0;
+            int x0 = (int)sx;
+            if (x0 > sw - 1) x0 = sw - 1;
+            int x1 = x0 + 1 < sw ? x0 + 1 : sw - 1;
+            double lx = sx - x0;
+            double v = (1 - ly) * ((1 - lx) * r0[x0] + lx * r0[x1]) +
+                       ly * ((1 - lx) * r1[x0] + lx * r1[x1]);
+            v = floor(v + 0.5);
+            if (v < 0) v = 0;
+            if (v > 255) v = 255;
+            dst[(size_t)y * dw + x] = (unsigned char)v;
+        }
+    }
+}
+
+/* Resize every image of a dataset in place (replacing its pixel buffer). */
+static int resize_dataset(cg_dataset *d, int side, const char *what, cg_err *e)
+{
+    size_t out_per = (size_t)side * side, in_per = (size_t)d->h * d->w, bytes;
+    if (cg_mul_size(out_per, (size_t)d->n, &bytes))
+        return cg_fail(e, "%s: %d images of %dx%d do not fit in memory", what, d->n, side, side);
+    unsigned char *out = malloc(bytes ? bytes : 1);
+    if (!out) return cg_fail(e, "%s: out of memory resizing %d images to %dx%d", what, d->n,
+                             side, side);
+    const unsigned char *in = d->pixels;
+    int h = d->h, w = d->w;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < d->n; i++)
+        cg_resize_bilinear_u8(in + (size_t)i * in_per, h, w, out + (size_t)i * out_per, side,
+                              side);
+    free(d->pixels);
+    d->pixels = out, d->h = side, d->w = side;
+    return 0;
+}
+
+/* ---- finding the files -------------------------------------------------- */
+
+/* DIR/NAME if it exists, else DIR/NAME.gz if that exists; else an error naming both. */
+static int find_file(const char *dir, const char *name, char *out, size_t cap, cg_err *e)
+{
+    struct stat st;
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n + 4 >= cap) return cg_fail(e, "%s/%s: path too long", dir, name);
+    if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) return 0;
+    strcat(out, ".gz");
+    if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) return 0;
+    return cg_fail(e, "%s/%s: no such file (nor %s.gz)%s", dir, name, name,
+                   strcmp(dir, CG_DATA_DIR_DEFAULT) == 0
+                       ? "; install it with: apt-get install dataset-fashion-mnist"
+                       : "");
+}
+
+int cg_data_load(const char *dir, int train, int side, int max_images, cg_dataset *d, cg_err *e)
+{
+    memset(d, 0, sizeof *d);
+    if (!dir) dir = CG_DATA_DIR_DEFAULT;
+    if (side < 0 || side > (int)IDX_MAX_SIDE)
+        return cg_fail(e, "resize side %d is outside 1..%u", side, IDX_MAX_SIDE);
+    const char *set = train ? "train" : "t10k";
+    char name[64], img[4096], lab[4096];
+    snprintf(name, sizeof name, "%s-images-idx3-ubyte", set);
+    if (find_file(dir, name, img, sizeof img, e)) return -1;
+    snprintf(name, sizeof name, "%s-labels-idx1-ubyte", set);
+    if (find_file(dir, name, lab, sizeof lab, e)) return -1;
+    if (cg_idx_load(img, lab, max_images, d, e)) return -1;
+    if (side > 0 && (side != d->h || side != d->w) && resize_dataset(d, side, img, e)) {
+        cg_dataset_free(d);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+/* Store a big-endian 32-bit header field. */
+static void put_be32(unsigned char *p, unsigned v)
+{
+    p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
+}
+
+/* Write one dataset as DIR/<set>-images-idx3-ubyte and DIR/<set>-labels-idx1-ubyte. */
+static int write_set(const cg_dataset *d, const char *dir, const char *set, cg_err *e)
+{
+    char path[4096];
+    size_t bytes = (size_t)d->n * d->h * d->w;
+    unsigned char *buf = malloc(16 + (bytes > (size_t)d->n ? bytes : (size_t)d->n));
+    if (!buf) return cg_fail(e, "%s: out of memory writing the %s set", dir, set);
+    put_be32(buf, IDX_MAGIC_U8_3D);
+    put_be32(buf + 4, (unsigned)d->n);
+    put_be32(buf + 8, (unsigned)d->h);
+    put_be32(buf + 12, (unsigned)d->w);
+    memcpy(buf + 16, d->pixels, bytes);
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, set);
+    int rc = cg_write_file_atomic(path, buf, 16 + bytes, e);
+    if (!rc) {
+        put_be32(buf, IDX_MAGIC_U8_1D);
+        put_be32(buf + 4, (unsigned)d->n);
+        memcpy(buf + 8, d->labels, (size_t)d->n);
+        snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, set);
+        rc = cg_write_file_atomic(path, buf, 8 + (size_t)d->n, e);
+    }
+    free(buf);
+    return rc;
+}
+
+int cg_data_write_resized(const char *src_dir, int side, const char *out_dir, cg_err *e)
+{
+    if (side <= 0 || side > (int)IDX_MAX_SIDE)
+        return cg_fail(e, "resize side %d is outside 1..%u", side, IDX_MAX_SIDE);
+    if (strlen(out_dir) > 3000) return cg_fail(e, "%s: path too long", out_dir);
+    if (cg_mkdirs(out_dir, e)) return -1;
+    for (int train = 0; train <= 1; train++) {
+        cg_dataset d;
+        if (cg_data_load(src_dir, train, side, 0, &d, e)) return -1;
+        int rc = write_set(&d, out_dir, train ? "train" : "t10k", e);
+        cg_dataset_free(&d);
+        if (rc) return -1;
+    }
+    return 0;
+}

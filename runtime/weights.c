@@ -1,0 +1,177 @@
+/* weights.c — the tensors a spec needs: named, shaped and checked against the
+ * spec's layers, taken from a safetensors file (safetensors.c) or made up from the
+ * spec's seed. */
+#include "weights.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One tensor the spec needs: its name, shape and the fan-in its random init uses. */
+typedef struct {
+    char name[CG_NAME_MAX + 8];
+    int ndim;
+    long long shape[4];
+    long long count;
+    long long fan_in;
+} need;
+
+/* Every parameter tensor of the spec, in layer order, weight before bias:
+ * conv "<layer>.weight" [M,C,K,K] and "<layer>.bias" [M];
+ * fc "<layer>.weight" [out, C*H*W] and "<layer>.bias" [out]; biases only where
+ * the layer has bias: 1. Softmax has none. */
+static int spec_needs(const cg_spec *s, need *out, int *n)
+{
+    *n = 0;
+    for (int i = 0; i < s->nlayers; i++) {
+        const cg_layer *l = &s->layers[i];
+        long long rows, fan_in;
+        need *wt = &out[*n];
+        memset(wt, 0, sizeof *wt);
+        if (l->op == CG_OP_CONV) {
+            rows = l->M;
+            fan_in = (long long)l->C * l->K * l->K;
+            wt->ndim = 4;
+            wt->shape[0] = l->M, wt->shape[1] = l->C, wt->shape[2] = l->K, wt->shape[3] = l->K;
+        } else if (l->op == CG_OP_FC) {
+            rows = l->out;
+            fan_in = (long long)l->C * l->H * l->W;
+            wt->ndim = 2;
+            wt->shape[0] = l->out, wt->shape[1] = fan_in;
+        } else {
+            continue;
+        }
+        snprintf(wt->name, sizeof wt->name, "%s.weight", l->name);
+        wt->count = rows * fan_in;
+        wt->fan_in = fan_in;
+        (*n)++;
+        if (l->bias) {
+            need *bs = &out[(*n)++];
+            memset(bs, 0, sizeof *bs);
+            snprintf(bs->name, sizeof bs->name, "%s.bias", l->name);
+            bs->ndim = 1;
+            bs->shape[0] = rows;
+            bs->count = rows;
+            bs->fan_in = fan_in;
+        }
+    }
+    return 0;
+}
+
+/* "[a,b,c]" for messages. */
+static void shape_str(int ndim, const long long *shape, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[len++] = '[';
+    for (int k = 0; k < ndim && len + 24 < cap; k++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%lld", k ? "," : "", shape[k]);
+    snprintf(out + len, cap - len, "]");
+}
+
+/* splitmix64 (Steele, Lea, Flood 2014): a 64-bit state advanced by the golden
+ * ratio constant and mixed; plain integer arithmetic, so identical everywhere. */
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Seeded random weights. One splitmix64 stream, state = s->seed, draws every
+ * tensor of spec_needs() in order, element by element (row-major): u = top 53
+ * bits / 2^53 in [0,1), value = (float)((2u - 1) / sqrt(fan_in)) with fan_in =
+ * C*K*K (conv) or the fc input length, for weights and biases alike. */
+static int random_weights(const cg_spec *s, const need *nd, int n, cg_weights *w, cg_err *e)
+{
+    w->t = calloc((size_t)(n ? n : 1), sizeof *w->t);
+    if (!w->t) return cg_fail(e, "%s: out of memory for random weights", s->path);
+    w->n = n;
+    w->random = 1;
+    uint64_t state = s->seed;
+    for (int k = 0; k < n; k++) {
+        cg_tensor *t = &w->t[k];
+        strcpy(t->name, nd[k].name);
+        t->ndim = nd[k].ndim;
+        memcpy(t->shape, nd[k].shape, sizeof t->shape);
+        t->count = nd[k].count;
+        size_t bytes;
+        if (cg_mul_size((size_t)t->count, sizeof(float), &bytes) ||
+            !(t->data = malloc(bytes ? bytes : 1))) {
+            cg_weights_free(w);
+            return cg_fail(e, "%s: out of memory for tensor '%s'", s->path, nd[k].name);
+        }
+        double bound = 1.0 / sqrt((double)nd[k].fan_in);
+        for (long long i = 0; i < t->count; i++) {
+            double u = (double)(splitmix64(&state) >> 11) * 0x1.0p-53;
+            t->data[i] = (float)((2.0 * u - 1.0) * bound);
+        }
+    }
+    return 0;
+}
+
+int cg_weights_for_spec(const cg_spec *s, cg_weights *w, cg_err *e)
+{
+    memset(w, 0, sizeof *w);
+    need *nd = malloc(2 * CG_MAX_LAYERS * sizeof *nd);
+    if (!nd) return cg_fail(e, "%s: out of memory", s->path);
+    int n, rc = -1;
+    spec_needs(s, nd, &n);
+    if (!s->weights[0]) {
+        rc = random_weights(s, nd, n, w, e);
+        free(nd);
+        return rc;
+    }
+    if (cg_weights_load(s->weights, w, e)) {
+        free(nd);
+        return -1;
+    }
+    for (int k = 0; k < n; k++) {
+        char want[128], have[128];
+        shape_str(nd[k].ndim, nd[k].shape, want, sizeof want);
+        const cg_tensor *t = cg_weights_find(w, nd[k].name);
+        if (!t) {
+            cg_fail(e, "%s: tensor '%s' is missing; the spec needs %s", s->weights, nd[k].name,
+                    want);
+            goto done;
+        }
+        int same = t->ndim == nd[k].ndim;
+        for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == nd[k].shape[d];
+        if (!same) {
+            shape_str(t->ndim, t->shape, have, sizeof have);
+            cg_fail(e, "%s: tensor '%s' has shape %s, the spec needs %s", s->weights,
+                    nd[k].name, have, want);
+            goto done;
+        }
+    }
+    for (int j = 0; j < w->n; j++) {
+        int used = 0;
+        for (int k = 0; k < n && !used; k++) used = strcmp(w->t[j].name, nd[k].name) == 0;
+        if (!used) {
+            cg_fail(e, "%s: tensor '%s' is not a parameter of spec '%s' (its tensors are "
+                    "<layer>.weight, and <layer>.bias where bias: 1)", s->weights,
+                    w->t[j].name, s->name);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    if (rc) cg_weights_free(w);
+    free(nd);
+    return rc;
+}
+
+const cg_tensor *cg_weights_find(const cg_weights *w, const char *name)
+{
+    for (int k = 0; k < w->n; k++)
+        if (strcmp(w->t[k].name, name) == 0) return &w->t[k];
+    return NULL;
+}
+
+void cg_weights_free(cg_weights *w)
+{
+    for (int k = 0; k < w->n; k++) free(w->t[k].data);
+    free(w->t);
+    memset(w, 0, sizeof *w);
+}

@@ -1,0 +1,318 @@
+/* test_cpu.c — the CPU reference: each layer against cases computed by hand,
+ * a general conv against a naive loop, and the whole ece408-2017 network on
+ * 1000 real test images with seeded random weights. */
+#include "check.h"
+#include "cpu.h"
+#include "data.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* A layer with its output shape filled in the way the spec reader does. */
+static cg_layer conv_layer(const char *name, int C, int H, int W, int M, int K, int pool,
+                           int bias, cg_act act)
+{
+    cg_layer l;
+    memset(&l, 0, sizeof l);
+    snprintf(l.name, sizeof l.name, "%s", name);
+    l.op = CG_OP_CONV, l.C = C, l.H = H, l.W = W, l.M = M, l.K = K, l.pool = pool;
+    l.bias = bias, l.act = act;
+    l.OC = M, l.OH = H - K + 1, l.OW = W - K + 1;
+    if (pool) l.OH /= 2, l.OW /= 2;
+    return l;
+}
+
+static cg_layer fc_layer(const char *name, int C, int H, int W, int out, int bias, cg_act act)
+{
+    cg_layer l;
+    memset(&l, 0, sizeof l);
+    snprintf(l.name, sizeof l.name, "%s", name);
+    l.op = CG_OP_FC, l.C = C, l.H = H, l.W = W, l.out = out, l.bias = bias, l.act = act;
+    l.OC = out, l.OH = 1, l.OW = 1;
+    return l;
+}
+
+static cg_layer softmax_layer(const char *name, int len)
+{
+    cg_layer l;
+    memset(&l, 0, sizeof l);
+    snprintf(l.name, sizeof l.name, "%s", name);
+    l.op = CG_OP_SOFTMAX, l.C = len, l.H = 1, l.W = 1;
+    l.OC = len, l.OH = 1, l.OW = 1;
+    return l;
+}
+
+/* Weights made of the given arrays (not owned). */
+static cg_weights make_w(cg_tensor *t, int n) { return (cg_weights){n, t, 0}; }
+
+static cg_tensor tensor(const char *name, float *data, long long count)
+{
+    cg_tensor t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "%s", name);
+    t.ndim = 1, t.shape[0] = count, t.count = count, t.data = data;
+    return t;
+}
+
+static void test_conv_by_hand(void)
+{
+    cg_err e;
+    /* x = 1..9 in a 3x3 grid; channel 1 is 10 in the centre. */
+    float x[18] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 0, 10, 0, 0, 0, 0};
+    /* map 0: [[1,2],[3,4]] -> 37 47 / 67 77; map 1: [[0,1],[-1,0]] -> x[h][w+1]-x[h+1][w] = -2 */
+    float k[8] = {1, 2, 3, 4, 0, 1, -1, 0}, bias[2] = {-40, 1}, y[8];
+    cg_tensor t[2] = {tensor("c.weight", k, 8), tensor("c.bias", bias, 2)};
+    cg_weights w = make_w(t, 2);
+    cg_layer l = conv_layer("c", 1, 3, 3, 2, 2, 0, 0, CG_ACT_NONE);
+    CHECK(cg_cpu_layer(&l, &w, x, y, 1, &e) == 0, "conv: %s", e.msg);
+    const float want[8] = {37, 47, 67, 77, -2, -2, -2, -2};
+    CHECK(memcmp(y, want, sizeof want) == 0, "conv: %g %g %g %g %g", y[0], y[1], y[2], y[3], y[4]);
+
+    l.bias = 1;
+    CHECK(cg_cpu_layer(&l, &w, x, y, 1, &e) == 0, "conv+bias");
+    const float want_b[8] = {-3, 7, 27, 37, -1, -1, -1, -1};
+    CHECK(memcmp(y, want_b, sizeof want_b) == 0, "conv+bias: %g %g %g %g", y[0], y[1], y[4], y[5]);
+    l.act = CG_ACT_RELU;
+    CHECK(cg_cpu_layer(&l, &w, x, y, 1, &e) == 0, "conv+relu");
+    const float want_r[8] = {0, 7, 27, 37, 0, 0, 0, 0};
+    CHECK(memcmp(y, want_r, sizeof want_r) == 0, "relu: %g %g %g %g", y[0], y[1], y[4], y[5]);
+
+    /* two input channels, one map: k[0][1] = [[1,0],[0,0]] adds x1[h][w] (10 at (1,1)) */
+    float k2[8] = {1, 2, 3, 4, 1, 0, 0, 0};
+    cg_tensor t2 = tensor("c2.weight", k2, 8);
+    cg_weights w2 = make_w(&t2, 1);
+    cg_layer l2 = conv_layer("c2", 2, 3, 3, 1, 2, 0, 0, CG_ACT_NONE);
+    CHECK(cg_cpu_layer(&l2, &w2, x, y, 1, &e) == 0, "2-channel conv");
+    CHECK(y[0] == 37 && y[1] == 47 && y[2] == 67 && y[3] == 87, "2-channel: %g %g %g %g", y[0],
+          y[1], y[2], y[3]);
+
+    /* tanh then 2x2 max pool over a 5x5 input, K=1, weight -1: each output is
+     * max tanh(-x) = tanh(-min x) of its window; row 4 and column 4 are dropped
+     * (floor), so the -100 there (tanh(100) = 1) must not win. */
+    float xp[25] = {1,  2,  3,  4,  -100, /* */
+                    5,  6,  -7, 8,  -100, /* */
+                    0.5, 9, 10, 11, -100, /* */
+                    12, 13, 14, -0.25, -100, /* */
+                    -100, -100, -100, -100, -100};
+    float minus1 = -1, yp[4];
+    cg_tensor t3 = tensor("p.weight", &minus1, 1);
+    cg_weights w3 = make_w(&t3, 1);
+    cg_layer l3 = conv_layer("p", 1, 5, 5, 1, 1, 2, 0, CG_ACT_TANH);
+    CHECK(l3.OH == 2 && l3.OW == 2, "pool shape");
+    CHECK(cg_cpu_layer(&l3, &w3, xp, yp, 1, &e) == 0, "tanh+pool: %s", e.msg);
+    CHECK(yp[0] == (float)tanh(-1.0) && yp[1] == (float)tanh(7.0) && yp[2] == (float)tanh(-0.5) &&
+              yp[3] == (float)tanh(0.25),
+          "tanh+pool: %g %g %g %g", yp[0], yp[1], yp[2], yp[3]);
+
+    /* errors: a missing tensor, a tensor of the wrong size, an inconsistent shape */
+    cg_weights none = make_w(NULL, 0);
+    CHECK(cg_cpu_layer(&l, &none, x, y, 1, &e) != 0, "missing weight accepted");
+    CHECK_CONTAINS(e.msg, "layer 'c': no tensor 'c.weight'");
+    t[0].count = 7;
+    CHECK(cg_cpu_layer(&l, &w, x, y, 1, &e) != 0, "short weight accepted");
+    CHECK_CONTAINS(e.msg, "tensor 'c.weight' has 7 elements, the layer needs 8");
+    t[0].count = 8;
+    l.OH = 3;
+    CHECK(cg_cpu_layer(&l, &w, x, y, 1, &e) != 0, "bad output shape accepted");
+    CHECK_CONTAINS(e.msg, "output shape 2x3x2, its definition gives 2x2x2");
+}
+
+/* A general conv (C=3, M=4, K=3, odd sizes, bias, tanh, pool) against a naive loop. */
+static void test_conv_naive(void)
+{
+    enum { N = 3, C = 3, H = 9, W = 8, M = 4, K = 3 };
+    cg_layer l = conv_layer("g", C, H, W, M, K, 2, 1, CG_ACT_TANH);
+    float x[N * C * H * W], k[M * C * K * K], b[M], y[N * M * 3 * 3];
+    unsigned r = 12345;
+    for (int i = 0; i < N * C * H * W; i++) x[i] = (float)((r = r * 1103515245u + 12345u) >> 16) / 65536.f - .5f;
+    for (int i = 0; i < M * C * K * K; i++) k[i] = (float)((r = r * 1103515245u + 12345u) >> 16) / 65536.f - .5f;
+    for (int i = 0; i < M; i++) b[i] = (float)i / 10 - .15f;
+    cg_tensor t[2] = {tensor("g.weight", k, M * C * K * K), tensor("g.bias", b, M)};
+    cg_weights w = make_w(t, 2);
+    cg_err e;
+    CHECK(l.OH == 3 && l.OW == 3, "shape %d %d", l.OH, l.OW);
+    CHECK(cg_cpu_layer(&l, &w, x, y, N, &e) == 0, "general conv: %s", e.msg);
+    double worst = 0;
+    for (int n = 0; n < N; n++)
+        for (int m = 0; m < M; m++)
+            for (int oh = 0; oh < 3; oh++)
+                for (int ow = 0; ow < 3; ow++) {
+                    double best = -2;
+                    for (int dy = 0; dy < 2; dy++)
+                        for (int dx = 0; dx < 2; dx++) {
+                            double s = b[m];
+                            for (int c = 0; c < C; c++)
+                                for (int p = 0; p < K; p++)
+                                    for (int q = 0; q < K; q++)
+                                        s += (double)x[((n * C + c) * H + 2 * oh + dy + p) * W +
+                                                       2 * ow + dx + q] *
+                                             k[((m * C + c) * K + p) * K + q];
+                            if (tanh(s) > best) best = tanh(s);
+                        }
+                    double d = fabs(best - y[((n * M + m) * 3 + oh) * 3 + ow]);
+                    if (d > worst) worst = d;
+                }
+    CHECK(worst < 1e-7, "general conv differs from the naive loop by %g", worst);
+}
+
+static void test_fc_softmax(void)
+{
+    cg_err e;
+    /* W = [[1,2,3],[-1,0,1]], b = [0.5,-0.25]; x = [1,-1,2] -> 5.5, 0.75; x = 0 -> b */
+    float wt[6] = {1, 2, 3, -1, 0, 1}, b[2] = {0.5f, -0.25f}, x[6] = {1, -1, 2, 0, 0, 0}, y[4];
+    cg_tensor t[2] = {tensor("f.weight", wt, 6), tensor("f.bias", b, 2)};
+    cg_weights w = make_w(t, 2);
+    cg_layer l = fc_layer("f", 3, 1, 1, 2, 1, CG_ACT_NONE);
+    CHECK(cg_cpu_layer(&l, &w, x, y, 2, &e) == 0, "fc: %s", e.msg);
+    CHECK(y[0] == 5.5f && y[1] == 0.75f && y[2] == 0.5f && y[3] == -0.25f, "fc: %g %g %g %g",
+          y[0], y[1], y[2], y[3]);
+    l.act = CG_ACT_TANH;
+    CHECK(cg_cpu_layer(&l, &w, x, y, 2, &e) == 0, "fc+tanh");
+    CHECK(y[0] == (float)tanh(5.5) && y[1] == (float)tanh(0.75), "fc+tanh: %g %g", y[0], y[1]);
+    l.bias = 0, l.act = CG_ACT_RELU;
+    CHECK(cg_cpu_layer(&l, &w, x, y, 2, &e) == 0, "fc relu no bias");
+    CHECK(y[0] == 5.0f && y[1] == 1.0f && y[2] == 0 && y[3] == 0, "fc relu: %g %g", y[0], y[1]);
+
+    /* 37 images (a block of 32 plus a remainder) against a plain loop */
+    enum { N = 37, IN = 37, OUT = 11 };
+    static float xs[N * IN], ws[OUT * IN], bs[OUT], ys[N * OUT];
+    for (int i = 0; i < N * IN; i++) xs[i] = (float)sin(i * 0.37);
+    for (int i = 0; i < OUT * IN; i++) ws[i] = (float)cos(i * 0.11);
+    for (int i = 0; i < OUT; i++) bs[i] = (float)i;
+    cg_tensor t2[2] = {tensor("g.weight", ws, OUT * IN), tensor("g.bias", bs, OUT)};
+    cg_weights w2 = make_w(t2, 2);
+    cg_layer l2 = fc_layer("g", 1, 1, IN, OUT, 1, CG_ACT_NONE);
+    CHECK(cg_cpu_layer(&l2, &w2, xs, ys, N, &e) == 0, "fc 37 images");
+    int same = 1;
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OUT; o++) {
+            double s = 0;
+            for (int i = 0; i < IN; i++) s += (double)ws[o * IN + i] * xs[n * IN + i];
+            same &= ys[n * OUT + o] == (float)(s + bs[o]);
+        }
+    CHECK(same, "fc over 37 images equals the plain double loop");
+
+    /* softmax: sums to 1, ratios are exp of differences, no overflow at 1000 */
+    float sx[8] = {1, 2, 3, -1000, 1000, 1001, 1000, 999}, sy[8];
+    cg_layer s = softmax_layer("prob", 4);
+    CHECK(cg_cpu_layer(&s, &w, sx, sy, 2, &e) == 0, "softmax: %s", e.msg);
+    double sum0 = (double)sy[0] + sy[1] + sy[2] + sy[3], sum1 = (double)sy[4] + sy[5] + sy[6] + sy[7];
+    CHECK(fabs(sum0 - 1) < 1e-6 && fabs(sum1 - 1) < 1e-6, "sums %.9f %.9f", sum0, sum1);
+    CHECK(fabs(sy[1] / sy[0] - M_E) < 1e-5 && fabs(sy[2] / sy[1] - M_E) < 1e-5 && sy[3] == 0,
+          "ratios %g %g %g", sy[1] / sy[0], sy[2] / sy[1], sy[3]);
+    double z = 1 + M_E + 1 + exp(-1);
+    CHECK(sy[5] == (float)(M_E / z) && sy[4] == (float)(1 / z) && sy[7] == (float)(exp(-1) / z),
+          "large inputs: %g %g %g %g", sy[4], sy[5], sy[6], sy[7]);
+}
+
+/* ece408-2017: conv M=50 K=5 tanh pool, fc 7200->500 tanh, fc 10, softmax. */
+static void net_2017(cg_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    strcpy(s->path, "ece408-2017 (by hand)");
+    strcpy(s->name, "ece408-2017");
+    s->C = 1, s->H = 28, s->W = 28, s->scale = 1 / 255.0, s->offset = -0.5, s->seed = 2017;
+    s->layers[0] = conv_layer("conv1", 1, 28, 28, 50, 5, 2, 0, CG_ACT_TANH);
+    s->layers[1] = fc_layer("fc1", 50, 12, 12, 500, 1, CG_ACT_TANH);
+    s->layers[2] = fc_layer("fc2", 500, 1, 1, 10, 1, CG_ACT_NONE);
+    s->layers[3] = softmax_layer("prob", 10);
+    s->nlayers = 4;
+}
+
+static void test_network(void)
+{
+    enum { N = 1000 };
+    cg_spec s;
+    cg_weights w;
+    cg_dataset d;
+    cg_err e;
+    net_2017(&s);
+    if (cg_data_load(NULL, 0, 0, N, &d, &e)) {
+        CHECK(0, "data: %s", e.msg);
+        return;
+    }
+    CHECK(cg_weights_for_spec(&s, &w, &e) == 0, "weights: %s", e.msg);
+
+    float x[784 * 2];
+    cg_cpu_input(&s, d.pixels, 2, x);
+    CHECK(x[0] == (float)(d.pixels[0] / 255.0 - 0.5) && x[1000] == (float)(d.pixels[1000] / 255.0 - 0.5),
+          "input scale/offset");
+
+    size_t sizes[4] = {7200, 500, 10, 10};
+    float *lo[4], *probs = malloc(N * 10 * sizeof(float)), *p2 = malloc(N * 10 * sizeof(float));
+    int pred[N], pred2[N], alloc_ok = probs && p2;
+    for (int i = 0; i < 4; i++) {
+        lo[i] = malloc(N * sizes[i] * sizeof(float));
+        alloc_ok &= lo[i] != NULL;
+    }
+    if (!alloc_ok) {
+        CHECK(0, "out of memory");
+        for (int i = 0; i < 4; i++) free(lo[i]);
+        free(probs), free(p2);
+        return;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK(cg_cpu_forward(&s, &w, d.pixels, N, NULL, probs, pred, &e) == 0, "forward: %s", e.msg);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("ok forward of %d images: %.2f s\n", N,
+           (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    CHECK(cg_cpu_forward(&s, &w, d.pixels, N, lo, p2, pred2, &e) == 0, "forward 2: %s", e.msg);
+    CHECK(memcmp(probs, p2, N * 10 * sizeof(float)) == 0, "two runs give identical probs");
+    CHECK(memcmp(pred, pred2, sizeof pred) == 0, "two runs give identical preds");
+    CHECK(memcmp(lo[3], probs, N * 10 * sizeof(float)) == 0, "last layer_out is probs");
+
+    int rows_ok = 1, preds_ok = 1, classes_seen = 0, seen[10] = {0};
+    for (int n = 0; n < N; n++) {
+        double sum = 0;
+        int best = 0;
+        for (int c = 0; c < 10; c++) {
+            sum += probs[n * 10 + c];
+            if (probs[n * 10 + c] > probs[n * 10 + best]) best = c;
+        }
+        rows_ok &= fabs(sum - 1) < 1e-5;
+        preds_ok &= pred[n] == best && pred[n] >= 0 && pred[n] <= 9;
+        if (pred[n] >= 0 && pred[n] <= 9 && !seen[pred[n]]++) classes_seen++;
+    }
+    CHECK(rows_ok, "every probs row sums to 1");
+    CHECK(preds_ok, "preds are the first argmax, in 0..9");
+    CHECK(classes_seen >= 2, "random weights still separate images (%d classes predicted)",
+          classes_seen);
+
+    /* layer by layer by hand gives the same bits as the forward pass */
+    float *in = malloc(N * 784 * sizeof(float)), *out = malloc(N * 7200 * sizeof(float));
+    if (in && out) {
+        cg_cpu_input(&s, d.pixels, N, in);
+        for (int i = 0; i < 4; i++) {
+            CHECK(cg_cpu_layer(&s.layers[i], &w, in, out, N, &e) == 0, "layer %d: %s", i, e.msg);
+            CHECK(memcmp(out, lo[i], N * sizes[i] * sizeof(float)) == 0,
+                  "layer %s matches the forward pass", s.layers[i].name);
+            float *tmp = in;
+            in = out, out = tmp;
+        }
+        int bounded = 1;
+        for (size_t i = 0; i < N * sizes[0]; i++) bounded &= fabsf(lo[0][i]) <= 1;
+        CHECK(bounded, "conv1 output is tanh-bounded");
+    }
+    free(in), free(out);
+
+    /* a mismatch between the spec's input and its first layer is refused */
+    s.layers[0].H = 27;
+    CHECK(cg_cpu_forward(&s, &w, d.pixels, 4, NULL, probs, pred, &e) != 0, "bad first layer");
+    CHECK_CONTAINS(e.msg, "layer 'conv1'");
+
+    for (int i = 0; i < 4; i++) free(lo[i]);
+    free(probs), free(p2);
+    cg_weights_free(&w);
+    cg_dataset_free(&d);
+}
+
+int main(void)
+{
+    test_conv_by_hand();
+    test_conv_naive();
+    test_fc_softmax();
+    test_network();
+    return cg_test_done("cpu");
+}
