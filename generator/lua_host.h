@@ -14,6 +14,18 @@
 #include "util.h"
 #include <lua.h>
 
+/* Details (generator/lua_host.c): print, warn, collectgarbage, coroutine, io,
+ * os, package and debug are absent; setmetatable refuses metatables with __gc
+ * (finalizers run with hooks off); xpcall handlers are skipped once the
+ * instruction budget is spent; math.random has a fixed seed (same output on
+ * every run). load(text [, chunkname [, mode [, env]]]): text must be a string,
+ * mode nil or "t", binary chunks raise an error, syntax errors return nil, msg;
+ * env defaults to the sandbox globals. import caches by name like require (a
+ * template returning nothing imports as true); cycles are errors naming the
+ * chain. Run Lua code only through cg_lua_pcall (or cg_lua_import): it resets
+ * the instruction budget, and the byte limit is enforced only inside it, so C
+ * code pushing values between calls never hits the limit. Errors raised for C
+ * callers outside any template carry no position ("template 'x' not found"). */
 typedef struct cg_lua cg_lua;
 
 /* One template file as embedded in the binary by tools/embed.c. */
@@ -42,5 +54,8 @@ int cg_lua_import(cg_lua *h, const char *name, cg_err *e);
 int cg_lua_pcall(cg_lua *h, int nargs, int nres, cg_err *e);
 /* Text of template NAME as the sandbox sees it (for hashing); NULL if absent. */
 const char *cg_lua_template_text(cg_lua *h, const char *name, size_t *len);
+/* 1 if template NAME exists (embedded, or DIR/NAME.lua when opened with a
+ * directory), 0 otherwise (including names import would reject). */
+int cg_lua_template_exists(cg_lua *h, const char *name);
 
 #endif

@@ -1,0 +1,2 @@
+-- bad_syntax.lua: a syntax error on line 2.
+local x = = 1

@@ -1,0 +1,28 @@
+-- escapes.lua: each function tries one way out of the sandbox (test_sandbox.c).
+local t = {}
+t.os_execute = function() return os.execute("true") end
+t.io_open = function() return io.open("/etc/passwd") end
+t.require = function() return require("os") end
+t.dofile = function() return dofile("/etc/passwd") end
+t.loadfile = function() return loadfile("/etc/passwd") end
+t.package = function() return package.loaded end
+t.debug = function() return debug.getinfo(1) end
+t.load_binary = function() return load("\27Lua\84\0\25\147\13\10\26\10") end
+t.load_mode_b = function() return load("return 1", "=x", "b") end
+t.load_function = function() return load(function() return nil end) end
+t.string_dump = function() return string.dump(function() end) end
+t.rep_bomb = function() return string.rep("x", 1 << 30) end
+t.concat_bomb = function() local s = "x"; while true do s = s .. s end end
+t.table_bomb = function() local a = {}; for i = 1, math.maxinteger do a[i] = i end end
+t.endless = function() while true do end end
+t.endless_pcall = function() while true do pcall(function() while true do end end) end end
+t.gc_loop = function() setmetatable({}, {__gc = function() while true do end end}) end
+t.recursion = function() local function f(n) return f(n + 1) + 1 end; return f(1) end
+t.import_dotdot = function() return import("../x") end
+t.import_missing = function() return import("no_such_template") end
+t.error_table = function() error({}) end
+t.print = function() print("hello") end
+t.collectgarbage = function() return collectgarbage("count") end
+t.xpcall_loop = function() xpcall(error, function() while true do end end); return 1 end
+t.coroutine = function() return coroutine.wrap(function() end) end
+return t
