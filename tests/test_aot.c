@@ -8,7 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+
 #include "aot.h"
+#include "cuda_api.h"
 #include "check.h"
 #include "fatbin.h"
 
@@ -164,6 +167,31 @@ static int dir_entries(const char *dir)
     return n;
 }
 
+/* With a GPU: the driver loads the file and cg_build_id reads back. */
+static void check_on_gpu(const cg_buf *fb)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    cg_cu *cu = NULL;
+    cg_err e = {""};
+    if (!h || cg_cu_open(&cu, 0, &e)) return; /* test_nvrtc checks the messages */
+    if (cu->cc != 75 && cu->cc < 90) {
+        printf("note: sm_%d device, the test file holds sm_75/sm_90: load not tried\n", cu->cc);
+        cg_cu_close(cu);
+        return;
+    }
+    CUmodule mod = NULL;
+    CUdeviceptr p = 0;
+    size_t size = 0;
+    char id[17] = "";
+    int bad = CG_CU(&e, cu->cuModuleLoadData(&mod, fb->data)) ||
+              CG_CU(&e, cu->cuModuleGetGlobal(&p, &size, mod, "cg_build_id")) ||
+              CG_CU(&e, cu->cuMemcpyDtoH(id, p, sizeof id));
+    CHECK(!bad, "%s", e.msg);
+    CHECK(!bad && size == 17 && !strcmp(id, "0123456789abcdef"), "build id on the GPU: %s", id);
+    if (mod) cu->cuModuleUnload(mod);
+    cg_cu_close(cu);
+}
+
 /* A real nvcc build: sm_75 and sm_90 cubins, PTX compute_90, the build id. */
 static void test_build(const char *tmp)
 {
@@ -208,6 +236,7 @@ static void test_build(const char *tmp)
     for (size_t i = 0; i + 16 <= fb.len; i++)
         if (!memcmp(fb.data + i, "0123456789abcdef", 16)) has_id = 1;
     CHECK(has_id, "cg_build_id's text is in the cubins");
+    check_on_gpu(&fb);
     cg_buf_free(&fb);
 
     /* A compile error: the message points into the kernel's own file. */

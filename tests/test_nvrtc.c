@@ -45,6 +45,13 @@ static const char *BROKEN =
     "    x[0] = not_declared_anywhere;\n"
     "}\n";
 
+static const char *ADD =
+    "extern \"C\" __global__ void add_index(float *x, int n)\n"
+    "{\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) x[i] += 0.5f * i;\n"
+    "}\n";
+
 static CUresult fake_alloc(void **p, size_t n)
 {
     (void)p, (void)n;
@@ -66,9 +73,46 @@ static void test_cu_check(void)
     CHECK(CG_CU(&e, CUDA_SUCCESS) == 0, "success is 0");
 }
 
+/* With a GPU: NVRTC's image for this device loads and runs. */
+static void test_launch(cg_cu *cu, cg_nvrtc *nv)
+{
+    int arch = 0, ptx = 0, n = 1000;
+    cg_err e = {""};
+    CHECK(cg_nvrtc_pick_arch(nv, cu->cc, &arch, &ptx) == 0, "arch for cc %d", cu->cc);
+    CHECK(cg_nvrtc_check_driver(nv, cu->driver_version, ptx, &e) == 0, "%s", e.msg);
+    cg_buf img;
+    if (cg_nvrtc_compile(nv, ADD, "add_index.cu", arch, ptx, &img, NULL, NULL, &e)) {
+        CHECK(0, "%s", e.msg);
+        return;
+    }
+    CUmodule mod = NULL;
+    CUfunction fn = NULL;
+    CUdeviceptr d = 0;
+    float h[1000];
+    for (int i = 0; i < n; i++) h[i] = (float)i;
+    void *args[] = {&d, &n};
+    int bad = CG_CU(&e, cu->cuModuleLoadData(&mod, img.data)) ||
+              CG_CU(&e, cu->cuModuleGetFunction(&fn, mod, "add_index")) ||
+              CG_CU(&e, cu->cuMemAlloc(&d, sizeof h)) ||
+              CG_CU(&e, cu->cuMemcpyHtoD(d, h, sizeof h)) ||
+              CG_CU(&e, cu->cuLaunchKernel(fn, (n + 127) / 128, 1, 1, 128, 1, 1, 0, NULL, args,
+                                           NULL)) ||
+              CG_CU(&e, cu->cuCtxSynchronize()) || CG_CU(&e, cu->cuMemcpyDtoH(h, d, sizeof h));
+    CHECK(!bad, "%s", e.msg);
+    int wrong = 0;
+    for (int i = 0; i < n && !bad; i++) wrong += h[i] != 1.5f * i;
+    CHECK(!bad && wrong == 0, "%d wrong results from sm_%d%s", wrong, arch, ptx ? " PTX" : "");
+    CUdeviceptr big = 0;
+    CHECK(CG_CU(&e, cu->cuMemAlloc(&big, (size_t)1 << 62)) != 0, "4 EiB must fail");
+    CHECK_CONTAINS(e.msg, "cuMemAlloc(&big, (size_t)1 << 62): CUDA_ERROR_");
+    if (d) cu->cuMemFree(d);
+    if (mod) cu->cuModuleUnload(mod);
+    cg_buf_free(&img);
+}
+
 /* Without libcuda.so.1 (CI, this machine) the message says so; with one, the
  * device facts are filled in. */
-static void test_cu_open(void)
+static void test_cu_open(cg_nvrtc *nv)
 {
     cg_cu *cu = NULL;
     cg_err e = {""};
@@ -91,6 +135,7 @@ static void test_cu_open(void)
     CHECK(cu->cc >= 50 && cu->sm_count > 0 && cu->total_mem > 0 && cu->name[0],
           "device facts filled");
     CHECK(CG_CU(&e, cu->cuCtxSynchronize()) == 0, "cuCtxSynchronize: %s", e.msg);
+    if (nv) test_launch(cu, nv);
     cg_cu *bad = NULL;
     CHECK(cg_cu_open(&bad, 999, &e) != 0, "device 999 must not exist");
     CHECK_CONTAINS(e.msg, "CUDA device 999 requested");
@@ -262,7 +307,6 @@ static void test_pick_and_driver(cg_nvrtc *nv)
 int main(void)
 {
     test_cu_check();
-    test_cu_open();
     test_parse_log();
     char opts[CG_NVRTC_OPTS_MAX];
     CHECK(!strcmp(cg_nvrtc_options(90, 0, opts, sizeof opts),
@@ -274,7 +318,9 @@ int main(void)
 
     cg_nvrtc *nv = NULL;
     cg_err e = {""};
-    if (cg_nvrtc_open(&nv, &e)) {
+    int have_nvrtc = cg_nvrtc_open(&nv, &e) == 0;
+    test_cu_open(have_nvrtc ? nv : NULL);
+    if (!have_nvrtc) {
         /* No toolkit on this machine: the message must say so plainly. */
         printf("skip: NVRTC tests: %s\n", e.msg);
         CHECK_CONTAINS(e.msg, "no NVRTC (libnvrtc.so.13 not found");
