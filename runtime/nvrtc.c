@@ -168,10 +168,15 @@ int cg_nvrtc_check_driver(const cg_nvrtc *nv, int driver_version, int as_ptx, cg
 }
 
 /* Options as an argv-style list; returns how many. Both the compile and the
- * joined string (cache key) come from here, so they cannot drift apart. */
-static int make_options(int arch, int as_ptx, char archopt[64], const char *opts[8])
+ * joined string (cache key) come from here, so they cannot drift apart.
+ * no_cache adds --no-cache, which does not change the image and so stays out
+ * of the joined string: NVRTC 13 keeps its own cache in the driver's compute
+ * cache on machines with a GPU, and a hit there skips ptxas, leaving no -v
+ * numbers (registers, spills) in the log. convgen has its own cache. */
+static int make_options(int arch, int as_ptx, int no_cache, char archopt[64], const char *opts[8])
 {
     int n = 0;
+    if (no_cache) opts[n++] = "--no-cache";
     snprintf(archopt, 64, "--gpu-architecture=%s_%d", as_ptx ? "compute" : "sm", arch);
     opts[n++] = archopt;
     opts[n++] = "-std=c++17";
@@ -184,7 +189,7 @@ const char *cg_nvrtc_options(int arch, int as_ptx, char *buf, size_t n)
 {
     char archopt[64];
     const char *opts[8];
-    int k = make_options(arch, as_ptx, archopt, opts);
+    int k = make_options(arch, as_ptx, 0, archopt, opts);
     if (!n) return buf;
     buf[0] = 0;
     for (int i = 0; i < k; i++) {
@@ -248,7 +253,7 @@ int cg_nvrtc_compile(cg_nvrtc *nv, const char *src, const char *file_name, int a
 {
     char archopt[64], joined[CG_NVRTC_OPTS_MAX];
     const char *opts[8];
-    int nopts = make_options(arch, as_ptx, archopt, opts);
+    int nopts = make_options(arch, as_ptx, nv->major >= 13, archopt, opts);
     cg_nvrtc_options(arch, as_ptx, joined, sizeof joined);
     cg_buf_init(out);
     if (log) cg_buf_init(log);

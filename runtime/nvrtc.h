@@ -58,9 +58,11 @@ int cg_nvrtc_pick_arch(const cg_nvrtc *nv, int cc, int *arch, int *as_ptx);
  * be at least as new as NVRTC. Fails with a sentence saying what to install. */
 int cg_nvrtc_check_driver(const cg_nvrtc *nv, int driver_version, int as_ptx, cg_err *e);
 
-/* The exact option string cg_nvrtc_compile uses for arch/ptx, space-joined,
- * e.g. "--gpu-architecture=sm_90 -std=c++17 --ptxas-options=-v". The cache key
- * needs it before compiling. Returns buf. */
+/* The option string cg_nvrtc_compile uses for arch/ptx, space-joined, e.g.
+ * "--gpu-architecture=sm_90 -std=c++17 --ptxas-options=-v". The cache key
+ * needs it before compiling. (With NVRTC 13 or newer the compile also passes
+ * --no-cache, which leaves the image unchanged: NVRTC's own cache would skip
+ * ptxas and so its register and spill report.) Returns buf. */
 const char *cg_nvrtc_options(int arch, int as_ptx, char *buf, size_t n);
 
 /* Compile src (file_name is used in diagnostics) to a cubin for sm_<arch>, or

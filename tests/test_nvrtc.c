@@ -247,10 +247,10 @@ static void test_spills_and_errors(cg_nvrtc *nv)
     int newest = archs[n - 1], oldest = 75;
     int pick[2] = {oldest, newest};
     for (int k = 0; k < 2; k++) {
-        cg_buf out;
+        cg_buf out, log;
         cg_nvrtc_stats st;
         cg_err e = {""};
-        int rc = cg_nvrtc_compile(nv, SPILLS, "spills.cu", pick[k], 0, &out, NULL, &st, &e);
+        int rc = cg_nvrtc_compile(nv, SPILLS, "spills.cu", pick[k], 0, &out, &log, &st, &e);
         CHECK(rc == 0, "spills sm_%d: %s", pick[k], e.msg);
         const cg_nvrtc_func_stats *f = func(&st, "spills");
         CHECK(f && f->spill_stores > 0 && f->spill_loads > 0 && f->stack > 0 &&
@@ -258,7 +258,8 @@ static void test_spills_and_errors(cg_nvrtc *nv)
               "sm_%d: spill stores %ld loads %ld stack %ld regs %d", pick[k],
               f ? f->spill_stores : -1, f ? f->spill_loads : -1, f ? f->stack : -1,
               f ? f->registers : -1);
-        cg_buf_free(&out);
+        if (!f || f->spill_stores <= 0) printf("the log was:\n%s\n", log.data);
+        cg_buf_free(&out), cg_buf_free(&log);
     }
 
     cg_buf out, log;
