@@ -13,7 +13,7 @@ CFLAGS    ?= -O2 -g
 CFLAGS    += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp \
              -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-             -I$(CUDA_HOME)/include -Igenerator -Iruntime -Ibuild
+             -Igenerator -Iruntime -Ibuild -I$(CUDA_HOME)/include
 # Lua, libyaml, zlib and OpenMP are linked statically: the GPU machine has none of them.
 LDLIBS     = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a $(GOMP) -ldl -lm -lpthread
 

@@ -350,6 +350,33 @@ static int check_strategies(cg_lua *h, const cg_spec *s, cg_err *e)
     return 0;
 }
 
+/* What extract() needs; it runs under cg_lua_pcall, so a template that hands
+ * back tables with metamethods cannot run Lua code outside the sandbox limits. */
+typedef struct {
+    cg_lua *h;
+    const cg_spec *s;
+    const char *regen;
+    cg_gen_output *o;
+    cg_err *e;
+    int rc;
+} extract_ctx;
+
+/* Lua-callable: (ctx, result, failure) -> nothing; fills ctx. */
+static int extract(lua_State *L)
+{
+    extract_ctx *c = lua_touserdata(L, 1);
+    if (lua_istable(L, 2)) {
+        lua_settop(L, 2);
+        c->rc = take_result(c->h, c->s, c->regen, c->o, c->e);
+    } else if (lua_istable(L, 3)) {
+        lua_settop(L, 3);
+        c->rc = map_failure(L, c->s, c->e);
+    } else {
+        c->rc = cg_fail(c->e, "templates/lib/network.lua: generate returned no result");
+    }
+    return 0;
+}
+
 int cg_generate(const cg_spec *s, const char *regen_cmd, cg_gen_output *out, cg_err *e)
 {
     memset(out, 0, sizeof *out);
@@ -366,14 +393,12 @@ int cg_generate(const cg_spec *s, const char *regen_cmd, cg_gen_output *out, cg_
         push_net(L, s);
         rc = cg_lua_pcall(h, 1, 2, e);
         if (!rc) {
-            if (lua_istable(L, -2)) {
-                lua_pop(L, 1);
-                rc = take_result(h, s, regen_cmd, out, e);
-            } else if (lua_istable(L, -1)) {
-                rc = map_failure(L, s, e);
-            } else {
-                rc = cg_fail(e, "templates/lib/network.lua: generate returned no result");
-            }
+            extract_ctx c = {h, s, regen_cmd, out, e, 0};
+            lua_pushcfunction(L, extract);
+            lua_insert(L, -3);
+            lua_pushlightuserdata(L, &c);
+            lua_insert(L, -3);
+            rc = cg_lua_pcall(h, 3, 0, e) || c.rc;
         }
     }
     cg_lua_close(h);

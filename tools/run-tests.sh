@@ -1,30 +1,23 @@
 #!/usr/bin/env bash
-# Runs every test binary given, then the shell-level tests, and prints one closing
-# line "N passed, N failed" over all of them. Exit 1 if anything failed.
+# Runs every test binary given, then tests/test_*.sh, each under a time limit,
+# and prints one closing line "N passed, N failed" over all of them.
 set -u
+limit=${CG_TEST_TIMEOUT:-900}
 pass=0; fail=0
-for t in "$@"; do
-  echo "== $t"
-  out=$("$t" 2>&1); rc=$?
+run_one() { # name command...
+  local name=$1; shift
+  echo "== $name"
+  local out rc line p f
+  out=$(timeout "$limit" "$@" 2>&1 </dev/null); rc=$?
   printf '%s\n' "$out" | grep -v '^ok ' || true
+  [ $rc -eq 124 ] && echo "FAIL $name: still running after ${limit}s"
   line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
-  p=$(printf '%s' "$line" | sed -nE 's/.* ?([0-9]+) passed, ([0-9]+) failed.*/\1/p')
-  f=$(printf '%s' "$line" | sed -nE 's/.* ?([0-9]+) passed, ([0-9]+) failed.*/\2/p')
-  if [ -z "$p" ]; then echo "FAIL $t: no summary line (exit $rc)"; fail=$((fail+1)); continue; fi
+  read -r p f < <(printf '%s\n' "$line" | awk '{for (i = 2; i <= NF; i++) if ($i == "passed,") print $(i-1), $(i+1)}')
+  if [ -z "${p:-}" ]; then echo "FAIL $name: no summary line (exit $rc)"; fail=$((fail+1)); return; fi
   pass=$((pass+p)); fail=$((fail+f))
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then echo "FAIL $t: exit $rc"; fail=$((fail+1)); fi
-done
-for s in tests/test_*.sh; do
-  [ -e "$s" ] || continue
-  echo "== $s"
-  out=$(bash "$s" 2>&1); rc=$?
-  printf '%s\n' "$out" | grep -v '^ok ' || true
-  line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -n 1)
-  p=$(printf '%s' "$line" | sed -nE 's/.* ?([0-9]+) passed, ([0-9]+) failed.*/\1/p')
-  f=$(printf '%s' "$line" | sed -nE 's/.* ?([0-9]+) passed, ([0-9]+) failed.*/\2/p')
-  if [ -z "$p" ]; then echo "FAIL $s: no summary line (exit $rc)"; fail=$((fail+1)); continue; fi
-  pass=$((pass+p)); fail=$((fail+f))
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then echo "FAIL $s: exit $rc"; fail=$((fail+1)); fi
-done
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then echo "FAIL $name: exit $rc"; fail=$((fail+1)); fi
+}
+for t in "$@"; do run_one "$t" "$t"; done
+for s in tests/test_*.sh; do [ -e "$s" ] && run_one "$s" bash "$s"; done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
