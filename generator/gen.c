@@ -327,22 +327,25 @@ static int take_result(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ou
     return 0;
 }
 
-/* Every conv's strategy names a template conv2d_<strategy>; say which exist if not. */
+/* Every conv's and fc's strategy names a template conv2d_<strategy> / fc_<strategy>;
+ * say which exist if not. */
 static int check_strategies(cg_lua *h, const cg_spec *s, cg_err *e)
 {
     for (int i = 0; i < s->nlayers; i++) {
         const cg_layer *l = &s->layers[i];
-        if (l->op != CG_OP_CONV) continue;
+        if (l->op == CG_OP_SOFTMAX) continue;
+        const char *prefix = l->op == CG_OP_CONV ? "conv2d_" : "fc_";
+        size_t plen = strlen(prefix);
         char name[CG_NAME_MAX + 16];
-        snprintf(name, sizeof name, "conv2d_%s", l->strategy);
+        snprintf(name, sizeof name, "%s%s", prefix, l->strategy);
         if (cg_lua_template_exists(h, name)) continue;
         char known[512] = "";
         for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {
             const char *p = f->path + strlen("templates/");
-            if (strncmp(p, "conv2d_", 7) || strchr(p, '/')) continue;
+            if (strncmp(p, prefix, plen) || strchr(p, '/')) continue;
             size_t n = strlen(known);
-            snprintf(known + n, sizeof known - n, "%s%.*s", n ? ", " : "", (int)(strlen(p) - 11),
-                     p + 7);
+            snprintf(known + n, sizeof known - n, "%s%.*s", n ? ", " : "",
+                     (int)(strlen(p) - plen - 4), p + plen);
         }
         return cg_fail(e, "%s:%d:%d: unknown strategy '%s' for layer '%s' (known: %s)", s->path,
                        l->strategy_pos.line, l->strategy_pos.col, l->strategy, l->name, known);

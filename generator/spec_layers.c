@@ -16,7 +16,7 @@ static const char *const all_keys[] = {"name", "op",   "C",        "H",        "
 static const char *const conv_keys[] = {"name", "op",   "C",          "H",    "W",        "M",
                                         "K",    "bias", "activation", "pool", "strategy", "params",
                                         NULL};
-static const char *const fc_keys[] = {"name", "op", "out", "bias", "activation", NULL};
+static const char *const fc_keys[] = {"name", "op", "out", "bias", "activation", "strategy", "params", NULL};
 static const char *const softmax_keys[] = {"name", "op", NULL};
 static const char *const *const op_keys[] = {conv_keys, fc_keys, softmax_keys};
 
@@ -69,7 +69,7 @@ static int read_bias_act(const cg_yctx *c, const cg_ynode *map, const char *wher
     return 0;
 }
 
-/* 'params': identifier -> integer 1..65536, kept with positions for the template. */
+/* 'params': identifier -> integer 0..65536 (0 for off switches), kept with positions for the template. */
 static int read_params(const cg_yctx *c, const cg_ynode *map, const char *where, cg_layer *l)
 {
     const cg_ynode *p = cg_y_get(map, "params");
@@ -89,7 +89,7 @@ static int read_params(const cg_yctx *c, const cg_ynode *map, const char *where,
                              "parameter name '%s' %s must match [a-z_][a-z0-9_]* (at most %d characters)",
                              cg_y_show(k->text, show, sizeof show), where, CG_NAME_MAX - 1);
         cg_param *q = &l->params[l->nparams++];
-        if (cg_y_int(c, v, k->text, pwhere, 1, CG_DIM_MAX, &q->value)) return -1;
+        if (cg_y_int(c, v, k->text, pwhere, 0, CG_DIM_MAX, &q->value)) return -1;
         strcpy(q->key, k->text);
         q->key_pos = k->pos, q->pos = v->pos;
     }
@@ -163,7 +163,16 @@ static int read_fc(const cg_yctx *c, const cg_ynode *map, const char *where, con
                          where + 3, l->out, (long long)l->C * l->H * l->W, CG_ELEMS_MAX);
     if (read_bias_act(c, map, where, l)) return -1;
     l->OC = l->out, l->OH = 1, l->OW = 1;
-    return 0;
+    /* optional: the template fc_<strategy> (default tiled) and its parameters */
+    const cg_ynode *v = cg_y_get(map, "strategy");
+    if (v) {
+        if (cg_y_ident(c, v, "strategy", where, 0, l->strategy, sizeof l->strategy)) return -1;
+        l->strategy_pos = v->pos;
+    } else {
+        snprintf(l->strategy, sizeof l->strategy, "tiled");
+        l->strategy_pos = l->pos;
+    }
+    return read_params(c, map, where, l);
 }
 
 /* One layer: name and op first (messages need them), then the op's keys. */

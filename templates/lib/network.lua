@@ -124,7 +124,7 @@ function network.build(net)
         end
       end
     elseif l.op == "fc" then
-      add("fc_" .. (l.strategy ~= "" and l.strategy or "tiled"), l, l.params, i, l.name, cur, l.name)
+      add("fc_" .. l.strategy, l, l.params, i, l.name, cur, l.name)
     elseif l.op == "softmax" then
       add("softmax", { elems = l.C * l.H * l.W }, nil, i, l.name, cur, l.name)
     else
