@@ -55,7 +55,7 @@ static void test_2017(void)
               c1->act == CG_ACT_TANH && c1->bias == 0 && !strcmp(c1->strategy, "direct"),
           "conv1 fields");
     CHECK(c1 && cg_layer_out_elems(c1) == 7200, "flatten 7200");
-    CHECK(c1 && c1->nparams == 2 && param(c1, "block") == 128 && param(c1, "maps_unroll") == 5,
+    CHECK(c1 && c1->nparams == 3 && param(c1, "block") == 64 && param(c1, "maps_unroll") == 5 && param(c1, "cols") == 3,
           "conv1 params");
     CHECK_SHAPE(f1, 50, 12, 12, 500, 1, 1);
     CHECK(f1 && f1->op == CG_OP_FC && f1->out == 500 && f1->bias == 1 && f1->act == CG_ACT_TANH &&
