@@ -17,6 +17,7 @@ struct cg_gpu {
     cg_manifest *m;
     const cg_spec *s;
     CUmodule mods[CG_MAN_KERNELS];
+    char modkernel[CG_MAN_KERNELS][128]; /* JIT: the kernel each module holds; "" = all */
     int nmods;
     CUfunction fn[CG_MAN_KERNELS];        /* per manifest kernel */
     CUdeviceptr wdev[CG_MAN_KERNELS];     /* weights passed as arguments, per kernel */
@@ -101,7 +102,7 @@ static int load_jit(cg_gpu *g, const cg_gen_output *o, const cg_gpu_opts *opt, c
         hc->compile_ms += now_ms() - t0;
         t0 = now_ms();
         rc = CG_CU(e, g->cu->cuModuleLoadData(&g->mods[g->nmods], bin.data));
-        if (!rc) g->nmods++;
+        if (!rc) snprintf(g->modkernel[g->nmods++], sizeof g->modkernel[0], "%s", k->kernel);
         hc->load_ms += now_ms() - t0;
     }
     cg_buf_free(&bin), cg_buf_free(&log);
@@ -160,14 +161,22 @@ static int load_fatbin(cg_gpu *g, const cg_gen_output *o, const char *path, cg_h
     return 0;
 }
 
-/* Find each manifest kernel's function in whichever module holds it. */
+/* The module holding kernel `name` (and its constant symbols): with JIT one
+ * module per kernel, from a fat binary one module for all. */
+static CUmodule module_of(const cg_gpu *g, const char *name)
+{
+    for (int j = 0; j < g->nmods; j++)
+        if (!g->modkernel[j][0] || !strcmp(g->modkernel[j], name)) return g->mods[j];
+    return NULL;
+}
+
+/* Find each manifest kernel's function in the module that holds it. */
 static int bind_functions(cg_gpu *g, cg_err *e)
 {
     for (int i = 0; i < g->m->nkernels; i++) {
-        CUresult r = CUDA_ERROR_NOT_FOUND;
-        for (int j = 0; j < g->nmods && r != CUDA_SUCCESS; j++)
-            r = g->cu->cuModuleGetFunction(&g->fn[i], g->mods[j], g->m->k[i].name);
-        if (r != CUDA_SUCCESS) return cg_fail(e, "kernel '%s' not found in any module", g->m->k[i].name);
+        CUmodule mod = module_of(g, g->m->k[i].name);
+        if (!mod || g->cu->cuModuleGetFunction(&g->fn[i], mod, g->m->k[i].name) != CUDA_SUCCESS)
+            return cg_fail(e, "kernel '%s' not found in the compiled modules", g->m->k[i].name);
         if (g->m->k[i].shared > 48 * 1024 &&
             CG_CU(e, g->cu->cuFuncSetAttribute(g->fn[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                g->m->k[i].shared)))
@@ -177,14 +186,13 @@ static int bind_functions(cg_gpu *g, cg_err *e)
 }
 
 /* Copy a tensor into a kernel's __constant__ symbol, checking the sizes agree. */
-static int to_symbol(cg_gpu *g, const char *sym, const cg_tensor *t, cg_err *e)
+static int to_symbol(cg_gpu *g, const char *kernel, const char *sym, const cg_tensor *t, cg_err *e)
 {
     CUdeviceptr p;
     size_t n;
-    CUresult r = CUDA_ERROR_NOT_FOUND;
-    for (int j = 0; j < g->nmods && r != CUDA_SUCCESS; j++)
-        r = g->cu->cuModuleGetGlobal(&p, &n, g->mods[j], sym);
-    if (r != CUDA_SUCCESS) return cg_fail(e, "constant symbol '%s' not found", sym);
+    CUmodule mod = module_of(g, kernel);
+    if (!mod || g->cu->cuModuleGetGlobal(&p, &n, mod, sym) != CUDA_SUCCESS)
+        return cg_fail(e, "constant symbol '%s' of kernel '%s' not found", sym, kernel);
     if (n != (size_t)t->count * 4)
         return cg_fail(e, "constant symbol '%s' holds %zu bytes, tensor '%s' has %lld", sym, n, t->name,
                        t->count * 4);
@@ -211,7 +219,7 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
             snprintf(name, sizeof name, "%s.%s", k->layer, b ? "bias" : "weight");
             const cg_tensor *t = cg_weights_find(w, name);
             if (!t) return cg_fail(e, "kernel '%s' needs tensor '%s', which the weights lack", k->name, name);
-            int rc = pl == CG_PLACE_CONST ? to_symbol(g, b ? k->bsym : k->wsym, t, e)
+            int rc = pl == CG_PLACE_CONST ? to_symbol(g, k->name, b ? k->bsym : k->wsym, t, e)
                                           : to_device(g, t, b ? &g->bdev[i] : &g->wdev[i], e);
             if (rc) return -1;
         }
