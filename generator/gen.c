@@ -224,6 +224,7 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ke
         CG_VERSION, s->path, s->name, k->layer, shape, k->tpl, k->tpl, thash,
         params[0] ? params : "(none)", grid[0], grid[1], grid[2], block[0], block[1], block[2],
         shared, weights, bias, regen);
+    k->header_len = b.len;
     bad = bad || cg_buf_add(&b, src, slen);
     lua_pop(L, 1);
     bad = bad || cg_buf_printf(man,
@@ -314,9 +315,10 @@ static int take_result(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ou
         cg_buf_free(&man);
         return cg_fail(e, "out of memory");
     }
-    /* the hash covers the manifest body and every source: one build, one id */
+    /* the hash covers the manifest body and every kernel's code: one build, one id */
     uint64_t x = cg_hash64(man.data, man.len, CG_HASH_SEED);
-    for (int i = 0; i < o->nkernels; i++) x = cg_hash64(o->k[i].source, o->k[i].source_len, x);
+    for (int i = 0; i < o->nkernels; i++)
+        x = cg_hash64(o->k[i].source + o->k[i].header_len, o->k[i].source_len - o->k[i].header_len, x);
     cg_hex64(x, o->hash);
     if (cg_buf_printf(&man, "hash %s\n", o->hash)) {
         cg_buf_free(&man);

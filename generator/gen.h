@@ -16,6 +16,7 @@ typedef struct {
     char layer[CG_NAME_MAX];
     char *source;       /* malloc'd, full file text including header */
     size_t source_len;
+    size_t header_len;  /* the header comment: names the spec path, so not part of the build id */
 } cg_gen_kernel;
 
 typedef struct {
@@ -23,7 +24,8 @@ typedef struct {
     cg_gen_kernel k[CG_MAX_KERNELS];
     char *manifest; /* malloc'd manifest text (format: runtime/manifest.h) */
     size_t manifest_len;
-    char hash[17];  /* hash of all sources + manifest body: identifies a build */
+    char hash[17];  /* hash of the manifest body and every kernel's code (headers aside):
+                       identifies a build, however the spec's path was spelled */
 } cg_gen_output;
 
 /* regen_cmd goes into each file header ("convgen generate specs/x.yaml -o DIR"). */
