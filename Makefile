@@ -3,7 +3,7 @@
 CUDA_HOME ?= /usr/local/cuda
 ARCHS     ?= 75,80,86,89,90,100,120
 CC        ?= cc
-SPECS     := specs/ece408-2017.yaml specs/ece408-2018sp.yaml specs/ece408-2018fa.yaml specs/example-conv.yaml
+SPECS     := $(wildcard specs/*.yaml)
 # ---------------------------------------------------------------------------
 
 PKGS      := lua5.4 yaml-0.1

@@ -53,5 +53,12 @@ PY
     done
   fi
 done
+# trained models: the GPU prints the accuracy PyTorch printed (models/accuracy.txt)
+while read -r name want; do
+  case "$name" in ''|'#'*) continue ;; esac
+  [ -n "${CONVGEN_NETS:-}" ] && [[ " $CONVGEN_NETS " != *" ${name%-low} "* ]] && continue
+  step "$name: GPU Correctness $want" bash -c \
+    "$cg run specs/$name.yaml ${data[*]} | tee /dev/stderr | grep -qx 'Correctness: $want Model: $name'"
+done < models/accuracy.txt
 echo "test-gpu: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# test_models.sh — every trained model, run by convgen's CPU backend over the
+# 10,000 test images, prints the accuracy PyTorch printed when it was trained
+# (models/accuracy.txt, also the README's table), to the fourth decimal; the
+# trained ones reach 0.89, the "low" ones lie between 0.55 and 0.75.
+set -u
+cg=build/convgen
+pass=0; fail=0
+while read -r name want; do
+  case "$name" in ''|'#'*) continue ;; esac
+  got=$($cg run "specs/$name.yaml" --backend cpu 2>&1 | sed -n 's/^Correctness: \([0-9.]*\) Model: .*/\1/p')
+  if [ "$got" = "$want" ]; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL $name: convgen says '$got', PyTorch said $want"; fi
+  case "$name" in
+    *-low) lo=0.55 hi=0.75 ;;
+    *) lo=0.89 hi=1.0 ;;
+  esac
+  if awk -v a="$want" -v lo=$lo -v hi=$hi 'BEGIN { exit !(a >= lo && a <= hi) }'; then pass=$((pass+1))
+  else fail=$((fail+1)); echo "FAIL $name: accuracy $want outside [$lo, $hi]"; fi
+  if grep -q "| $name .*| $want |" README.md; then pass=$((pass+1))
+  else fail=$((fail+1)); echo "FAIL $name: README.md's model table does not show $want"; fi
+done < models/accuracy.txt
+echo "test_models: $pass passed, $fail failed"
+[ $fail -eq 0 ]
