@@ -70,7 +70,7 @@ fatbin: build/convgen
 	  build/convgen build $$s --arch $(ARCHS) -o build/fatbin/$$n.fatbin || exit 1; done
 
 demo: deps build/convgen
-	build/convgen run specs/ece408-2017.yaml --images 1000
+	build/convgen run specs/ece408-2017.yaml
 
 sanitize:
 	$(MAKE) clean && $(MAKE) test CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
