@@ -382,6 +382,11 @@ static int extract(lua_State *L)
     return 0;
 }
 
+void cg_regen_command(const char *spec_path, char *out, size_t n)
+{
+    snprintf(out, n, "convgen generate %s -o DIR", spec_path);
+}
+
 int cg_generate(const cg_spec *s, const char *regen_cmd, cg_gen_output *out, cg_err *e)
 {
     memset(out, 0, sizeof *out);

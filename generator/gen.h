@@ -28,7 +28,9 @@ typedef struct {
                        identifies a build, however the spec's path was spelled */
 } cg_gen_output;
 
-/* regen_cmd goes into each file header ("convgen generate specs/x.yaml -o DIR"). */
+/* The command that regenerates a spec's files, as file headers show it. */
+void cg_regen_command(const char *spec_path, char *out, size_t n);
+/* regen_cmd goes into each file header (see cg_regen_command). */
 int cg_generate(const cg_spec *s, const char *regen_cmd, cg_gen_output *out, cg_err *e);
 /* Write DIR/<kernel>.cu for each kernel and DIR/manifest.txt; stale .cu files in
  * DIR that this output does not contain are removed. Nothing is written on error. */

@@ -9,6 +9,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Spec and generated kernels in memory for a verb that writes them out; on
+ * failure returns the exit status with nothing allocated. */
+static int load_generate(const char *spec_path, cg_spec **s, cg_gen_output **o, cg_err *e)
+{
+    *s = malloc(sizeof **s);
+    *o = malloc(sizeof **o);
+    if (!*s || !*o) {
+        free(*s), free(*o);
+        cg_fail(e, "out of memory");
+        return CG_EXIT_IO;
+    }
+    char regen[CG_PATH_MAX + 64];
+    cg_regen_command(spec_path, regen, sizeof regen);
+    if (cg_spec_load(spec_path, *s, e) || cg_generate(*s, regen, *o, e)) {
+        free(*s), free(*o);
+        return CG_EXIT_INPUT;
+    }
+    return 0;
+}
+
+static void free_generate(cg_spec *s, cg_gen_output *o)
+{
+    cg_gen_free(o);
+    free(s), free(o);
+}
+
 /* convgen generate SPEC -o DIR */
 int cg_cmd_generate(int argc, char **argv, cg_err *e)
 {
@@ -20,22 +46,12 @@ int cg_cmd_generate(int argc, char **argv, cg_err *e)
         cg_fail(e, "generate needs SPEC and -o DIR");
         return CG_EXIT_USAGE;
     }
-    cg_spec *s = malloc(sizeof *s);
-    cg_gen_output *o = malloc(sizeof *o);
-    if (!s || !o) {
-        free(s), free(o);
-        cg_fail(e, "out of memory");
-        return CG_EXIT_IO;
-    }
-    char regen[CG_PATH_MAX + 64];
-    snprintf(regen, sizeof regen, "convgen generate %s -o DIR", spec_path);
-    rc = CG_EXIT_INPUT;
-    if (!cg_spec_load(spec_path, s, e) && !cg_generate(s, regen, o, e)) {
-        rc = cg_gen_write(o, dir, e) ? CG_EXIT_IO : 0;
-        if (!rc) printf("%s: %d kernels written to %s\n", s->name, o->nkernels, dir);
-        cg_gen_free(o);
-    }
-    free(s), free(o);
+    cg_spec *s;
+    cg_gen_output *o;
+    if ((rc = load_generate(spec_path, &s, &o, e))) return rc;
+    rc = cg_gen_write(o, dir, e) ? CG_EXIT_IO : 0;
+    if (!rc) printf("%s: %d kernels written to %s\n", s->name, o->nkernels, dir);
+    free_generate(s, o);
     return rc;
 }
 
@@ -70,26 +86,16 @@ int cg_cmd_build(int argc, char **argv, cg_err *e)
     }
     int archs[CG_AOT_MAX_ARCHS], narch = 0;
     if (cg_aot_parse_archs(arch_text, archs, CG_AOT_MAX_ARCHS, &narch, e)) return CG_EXIT_USAGE;
-    cg_spec *s = malloc(sizeof *s);
-    cg_gen_output *o = malloc(sizeof *o);
-    if (!s || !o) {
-        free(s), free(o);
-        cg_fail(e, "out of memory");
-        return CG_EXIT_IO;
-    }
-    char regen[CG_PATH_MAX + 64];
-    snprintf(regen, sizeof regen, "convgen generate %s -o DIR", spec_path);
-    rc = CG_EXIT_INPUT;
-    if (!cg_spec_load(spec_path, s, e) && !cg_generate(s, regen, o, e)) {
-        cg_buf log;
-        cg_buf_init(&log);
-        rc = cg_aot_build(o, archs, narch, out, &log, e) ? CG_EXIT_IO : 0;
-        if (rc && log.len) fprintf(stderr, "%s\n", log.data);
-        if (!rc) printf("%s: %d kernels, archs %s (+ PTX of the newest) -> %s\n", s->name, o->nkernels,
-                        arch_text, out);
-        cg_buf_free(&log);
-        cg_gen_free(o);
-    }
-    free(s), free(o);
+    cg_spec *s;
+    cg_gen_output *o;
+    if ((rc = load_generate(spec_path, &s, &o, e))) return rc;
+    cg_buf log;
+    cg_buf_init(&log);
+    rc = cg_aot_build(o, archs, narch, out, &log, e) ? CG_EXIT_IO : 0;
+    if (rc && log.len) fprintf(stderr, "%s\n", log.data);
+    if (!rc)
+        printf("%s: %d kernels, archs %s (+ PTX of the newest) -> %s\n", s->name, o->nkernels, arch_text, out);
+    cg_buf_free(&log);
+    free_generate(s, o);
     return rc;
 }

@@ -266,7 +266,7 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     if (cg_cu_open(&g->cu, 0, e)) return -1;
     double t0 = now_ms();
     char regen[CG_PATH_MAX + 64];
-    snprintf(regen, sizeof regen, "convgen generate %s -o DIR", s->path);
+    cg_regen_command(s->path, regen, sizeof regen);
     if (cg_generate(s, regen, gen, e)) {
         free(gen);
         return -1;

@@ -6,10 +6,7 @@ local common = import("lib/common")
 
 local T = {}
 T.doc = "elementwise activation"
-T.params = {
-  { name = "block", doc = "threads per block", legal = function(_) return common.multiples(32, 32, 1024) end,
-    default = function(_) return 256 end },
-}
+T.params = { common.block_param(256) }
 function T.check(_, _) return nil end
 
 local source = engine.compile([[

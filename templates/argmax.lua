@@ -5,10 +5,7 @@ local common = import("lib/common")
 
 local T = {}
 T.doc = "index of the first maximum, one thread per image"
-T.params = {
-  { name = "block", doc = "threads per block", legal = function(_) return common.multiples(32, 32, 1024) end,
-    default = function(_) return 128 end },
-}
+T.params = { common.block_param(128) }
 function T.check(_, _) return nil end
 
 local source = engine.compile([[

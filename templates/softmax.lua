@@ -6,10 +6,7 @@ local common = import("lib/common")
 
 local T = {}
 T.doc = "numerically stable softmax, one thread per image"
-T.params = {
-  { name = "block", doc = "threads per block", legal = function(_) return common.multiples(32, 32, 1024) end,
-    default = function(_) return 128 end },
-}
+T.params = { common.block_param(128) }
 function T.check(l, _)
   if l.elems > 1024 then return "softmax over " .. l.elems .. " features is too wide for one thread", nil end
   return nil

@@ -32,6 +32,13 @@ function common.multiples(step, lo, hi)
   return out
 end
 
+-- The one parameter of the simple one-thread-per-element kernels.
+function common.block_param(default)
+  return { name = "block", doc = "threads per block",
+           legal = function(_) return common.multiples(32, 32, 1024) end,
+           default = function(_) return default end }
+end
+
 -- A grid extent that grows with the batch: ceil(N * per / div) blocks.
 -- The runtime evaluates it; the template alone decides `per` and `div`.
 function common.batch_dim(per, div)
