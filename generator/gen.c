@@ -14,18 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Lua: template_text(name) -> the template's text, for the engine's line mapping. */
-static int l_template_text(lua_State *L)
-{
-    cg_lua *h = lua_touserdata(L, lua_upvalueindex(1));
-    const char *name = luaL_checkstring(L, 1);
-    size_t len = 0;
-    const char *t = cg_lua_template_text(h, name, &len);
-    if (t) lua_pushlstring(L, t, len);
-    else lua_pushnil(L);
-    return 1;
-}
-
 static void set_int(lua_State *L, const char *k, long long v)
 {
     lua_pushinteger(L, v);
@@ -393,9 +381,6 @@ int cg_generate(const cg_spec *s, const char *regen_cmd, cg_gen_output *out, cg_
     cg_lua *h;
     if (cg_lua_open(&h, NULL, e)) return -1;
     lua_State *L = cg_lua_state(h);
-    lua_pushlightuserdata(L, h);
-    lua_pushcclosure(L, l_template_text, 1);
-    lua_setglobal(L, "template_text");
     int rc = check_strategies(h, s, e);
     if (!rc) rc = cg_lua_import(h, "lib/network", e);
     if (!rc) {

@@ -442,6 +442,22 @@ static int l_xpcall(lua_State *L)
     return lua_gettop(L);
 }
 
+/* template_text(name) -> text, chunkname: a template file's text and the name
+ * its chunk carries ("@templates/NAME.lua"), so the template engine can map
+ * errors in a template's CUDA text to lines of its file. nil if absent. */
+static int l_template_text(lua_State *L)
+{
+    cg_lua *h = host(L);
+    const char *name = luaL_checkstring(L, 1);
+    if (!valid_name(name)) return luaL_error(L, "invalid template name '%s'", name);
+    size_t len = 0;
+    const char *text = cg_lua_template_text(h, name, &len);
+    if (!text) return 0;
+    lua_pushlstring(L, text, len);
+    lua_pushfstring(L, "%s%s.lua", h->chunk_prefix, name);
+    return 2;
+}
+
 /* Builds the sandbox inside a protected call (so a failed allocation is an
  * error, not a panic): opens the allowed libraries, removes the doors out. */
 static int setup(lua_State *L)
@@ -477,6 +493,7 @@ static int setup(lua_State *L)
     lua_setglobal(L, "xpcall");
     lua_register(L, "load", l_load);
     lua_register(L, "import", l_import);
+    lua_register(L, "template_text", l_template_text);
     lua_register(L, "setmetatable", l_setmetatable);
     lua_newtable(L);
     lua_setfield(L, LUA_REGISTRYINDEX, LOADED_KEY);

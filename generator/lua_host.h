@@ -6,6 +6,8 @@
  * ("lib/engine" -> templates/lib/engine.lua) in text mode, in the same sandbox,
  * once. A `load(text, chunkname)` that accepts only text chunks and runs them in
  * the sandbox environment is provided for the template engine.
+ * `template_text(name)` returns a template's text and chunk name, so the engine
+ * can point errors in a template's CUDA text at lines of its file.
  * Every call made through cg_lua_pcall is bounded in instructions and the state
  * in memory; exceeding either is an error like any other. Errors read
  * "templates/NAME.lua:LINE: message". */

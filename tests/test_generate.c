@@ -9,6 +9,7 @@
 #include "../runtime/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's */
 #include "check.h"
 #include "gen.h"
+#include "lua_host.h"
 #include "manifest.h"
 #include "spec.h"
 
@@ -34,8 +35,35 @@ static long long param(const char *src, const char *key)
     return q ? atoll(q + strlen(key) + 1) : -1;
 }
 
+/* Run tests/lua/NAME.lua's returned function; its string result or error in *out. */
+static int run_template(const char *name, char *out, size_t n)
+{
+    cg_lua *h;
+    cg_err e;
+    int rc = cg_lua_open(&h, "tests/lua", &e);
+    if (!rc) rc = cg_lua_import(h, name, &e);
+    if (!rc) rc = cg_lua_pcall(h, 0, 1, &e);
+    if (!rc) snprintf(out, n, "%s", lua_tostring(cg_lua_state(h), -1) ? lua_tostring(cg_lua_state(h), -1) : "");
+    else snprintf(out, n, "%s", e.msg);
+    cg_lua_close(h);
+    return rc;
+}
+
+/* The template engine: statements, values, and errors at the template file's lines. */
+static void test_engine(void)
+{
+    char out[CG_ERR_MAX];
+    CHECK(run_template("engine_ok", out, sizeof out) == 0, "engine_ok: %s", out);
+    CHECK(!strcmp(out, "a[0] = 0; // row\na[1] = 2; // row\na[2] = 4; // row\nx = 0.5;\n"), "engine output: %s", out);
+    CHECK(run_template("engine_bad", out, sizeof out) != 0, "undefined name fails");
+    CHECK(strstr(out, "tests/lua/engine_bad.lua:6: template uses undefined name 'missing_name'"), "got: %s", out);
+    CHECK(run_template("engine_syntax", out, sizeof out) != 0, "syntax error fails");
+    CHECK(strstr(out, "tests/lua/engine_syntax.lua:6:"), "got: %s", out);
+}
+
 int main(void)
 {
+    test_engine();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");
     cg_nvrtc *nv = NULL;

@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2017-low.yaml (network ece408-2017-low)
 // layer:      fc1
 // shape:      7200 -> 500, bias, tanh
-// template:   fc_tiled (templates/fc_tiled.lua, hash 153046b7bcae53f4)
+// template:   fc_tiled (templates/fc_tiled.lua, hash 7c0a41906c4670fa)
 // params:     bm=128 bn=64 bk=16 tm=8 tn=8
 // launch:     grid (N*1/128, 8, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    arg, bias arg

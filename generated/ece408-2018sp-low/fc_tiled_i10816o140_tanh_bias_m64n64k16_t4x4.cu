@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp-low.yaml (network ece408-2018sp-low)
 // layer:      fc1
 // shape:      10816 -> 140, bias, tanh
-// template:   fc_tiled (templates/fc_tiled.lua, hash 153046b7bcae53f4)
+// template:   fc_tiled (templates/fc_tiled.lua, hash 7c0a41906c4670fa)
 // params:     bm=64 bn=64 bk=16 tm=4 tn=4
 // launch:     grid (N*1/64, 3, 1) where N = images, block (256, 1, 1), 0 B shared
 // weights:    arg, bias arg

@@ -26,7 +26,12 @@ local function render(v)
   end
   error("template expression gave a " .. t .. ", expected a number or a string", 3)
 end
-engine.render = render
+
+-- A Lua string literal for s on one source line (%q would break lines at
+-- newlines, shifting every later line number of the chunk).
+local function quote(s)
+  return (string.format("%q", s):gsub("\\\n", "\\n"))
+end
 
 -- one template line (not a statement) as a Lua expression appending to _o
 local function emit_line(line)
@@ -36,11 +41,11 @@ local function emit_line(line)
     if not s then break end
     local close = line:find("}}", e + 1, true)
     if not close then error("unclosed '{{' in template line: " .. line, 0) end
-    if s > pos then parts[#parts + 1] = string.format("%q", line:sub(pos, s - 1)) end
+    if s > pos then parts[#parts + 1] = quote(line:sub(pos, s - 1)) end
     parts[#parts + 1] = "_r(" .. line:sub(e + 1, close - 1) .. ")"
     pos = close + 2
   end
-  parts[#parts + 1] = string.format("%q", line:sub(pos) .. "\n")
+  parts[#parts + 1] = quote(line:sub(pos) .. "\n")
   return "_o[#_o+1]=" .. table.concat(parts, "..")
 end
 
@@ -48,7 +53,7 @@ end
 -- `name` is the template name ("conv2d_direct"); the line where `text` starts
 -- inside the file is looked up so that errors point into the file.
 function engine.compile(text, name)
-  local src = template_text(name)
+  local src, chunkname = template_text(name)
   local first = 1
   local at = src and src:find(text, 1, true)
   if at then
@@ -70,7 +75,7 @@ function engine.compile(text, name)
   code[#code + 1] = "return table.concat(_o) end"
   -- statements and emitted lines are one per line, so line numbers match
   local chunk = table.concat(code, "\n")
-  local f, err = load(chunk, "@templates/" .. name .. ".lua")
+  local f, err = load(chunk, chunkname or ("@templates/" .. name .. ".lua"))
   if not f then error(err, 0) end
   return function(values)
     local env = setmetatable({}, { __index = function(_, k)
@@ -81,12 +86,6 @@ function engine.compile(text, name)
     end })
     return f(render, env)()
   end
-end
-
--- Indent every line of `s` by `n` spaces (for nesting generated blocks).
-function engine.indent(s, n)
-  local pad = string.rep(" ", n)
-  return (s:gsub("([^\n]+)", pad .. "%1"))
 end
 
 return engine

@@ -1,0 +1,1 @@
+../../../templates/lib/engine.lua
