@@ -28,7 +28,7 @@ struct cg_gpu {
     long long batch;
     int poison, profile;
     CUstream stream;
-    CUevent ev[2 * CG_MAN_KERNELS + 2];
+    CUevent ev[CG_MAN_KERNELS + 1];
 };
 
 static double now_ms(void)
@@ -283,7 +283,8 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     t0 = now_ms();
     if (!rc) rc = alloc_tensors(g, o->batch, e);
     if (!rc) rc = CG_CU(e, g->cu->cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING));
-    for (size_t i = 0; !rc && i < sizeof g->ev / sizeof *g->ev; i++)
+    /* one event before each kernel and one after the last */
+    for (int i = 0; !rc && i <= g->m->nkernels; i++)
         rc = CG_CU(e, g->cu->cuEventCreate(&g->ev[i], CU_EVENT_DEFAULT));
     hc->alloc_ms = now_ms() - t0;
     return rc;
