@@ -20,6 +20,10 @@ done
 if diff -r "$t/a/example-conv" tests/golden/example-conv >/dev/null; then ok
 else bad "templates changed the output for specs/example-conv.yaml; if intended, copy it to tests/golden/example-conv"; fi
 
+# the README's full example is a valid spec
+awk '/^```yaml$/ { on = 1; next } /^```$/ && on { exit } on' README.md > "$t/readme.yaml"
+if $cg generate "$t/readme.yaml" -o "$t/readme" >/dev/null 2>"$t/e"; then ok; else bad "README example: $(cat "$t/e")"; fi
+
 # errors: one line FILE:LINE:COL, exit 3, nothing written
 expect_err() { # spec-text expected-prefix
   printf '%s\n' "$1" > "$t/bad.yaml"
