@@ -38,13 +38,13 @@ def main():
         with os.fdopen(fd, "w") as f:
             yaml.safe_dump(spec, f, sort_keys=False)
         try:
-            chk = subprocess.run([cg, "check", path, "--images", "256", "--seed", "7", "--random-input"] + extra,
+            chk = subprocess.run([cg, "check", path, "--images", "256", "--seed", "7", "--random-input", "7"] + extra,
                                  capture_output=True, text=True)
             if chk.returncode:
                 results.append((params, None, (chk.stderr or chk.stdout).strip().splitlines()[-1]))
                 continue
             with tempfile.NamedTemporaryFile(suffix=".json") as j:
-                run = subprocess.run([cg, "run", path, "--repeat", "20", "--json", j.name] + extra,
+                run = subprocess.run([cg, "run", path, "--repeat", "20", "--json", j.name, "--random-input", "1"] + extra,
                                      capture_output=True, text=True)
                 if run.returncode:
                     results.append((params, None, run.stderr.strip().splitlines()[-1]))

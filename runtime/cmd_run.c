@@ -34,18 +34,45 @@ static void job_free(cg_job *j)
     cg_dataset_free(&j->d);
 }
 
+/* Images made up from a seed (xorshift pixels, labels 0..9): for timing and
+ * checking where the dataset is not at hand. */
+static int random_images(cg_dataset *d, const cg_spec *s, long long n, unsigned long long seed, cg_err *e)
+{
+    size_t np = (size_t)n * (size_t)s->C * (size_t)s->H * (size_t)s->W;
+    d->n = (int)n, d->h = s->H, d->w = s->W;
+    d->pixels = malloc(np ? np : 1);
+    d->labels = malloc((size_t)n);
+    if (!d->pixels || !d->labels) return cg_fail(e, "out of memory for %lld random images", n);
+    unsigned long long x = seed * 0x9e3779b97f4a7c15ULL + 1;
+    for (size_t i = 0; i < np; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        d->pixels[i] = (unsigned char)(x >> 24);
+    }
+    for (long long i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        d->labels[i] = (unsigned char)((x >> 24) % 10);
+    }
+    return 0;
+}
+
 /* Spec, data, weights, printed the way the course harness printed them (quiet:
- * silently, and any network output size is fine: check compares layers). */
+ * silently, and any network output size is fine: check compares layers).
+ * random_seed >= 0: made-up images instead of the dataset. */
 static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long long images,
-                    int quiet, cg_err *e)
+                    long long random_seed, int quiet, cg_err *e)
 {
     memset(j, 0, sizeof *j);
     j->s = malloc(sizeof *j->s);
     if (!j->s) return cg_fail(e, "out of memory"), CG_EXIT_IO;
     if (cg_spec_load(spec_path, j->s, e)) return CG_EXIT_INPUT;
     const cg_spec *s = j->s;
-    if (!quiet) printf("Loading %s data...", s->dataset), fflush(stdout);
-    if (cg_data_load(data_dir, 0, s->resize, (int)images, &j->d, e)) {
+    if (random_seed >= 0) {
+        if (!quiet) printf("Making %lld random images (seed %lld)...", images ? images : 10000, random_seed);
+        if (random_images(&j->d, s, images ? images : 10000, (unsigned long long)random_seed, e)) return CG_EXIT_IO;
+    } else if (!quiet) {
+        printf("Loading %s data...", s->dataset), fflush(stdout);
+    }
+    if (random_seed < 0 && cg_data_load(data_dir, 0, s->resize, (int)images, &j->d, e)) {
         if (!quiet) printf(" failed\n");
         return CG_EXIT_INPUT;
     }
@@ -230,22 +257,25 @@ static int pick_backend(const char *want, int *use_gpu, cg_err *e)
 int cg_cmd_run(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend = "auto", *fatbin = NULL,
-               *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL;
+               *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL,
+               *random_t = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend},
                            {"--fatbin", 1, &fatbin},   {"--data", 1, &data},     {"--no-cache", 0, &no_cache},
-                           {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t}};
+                           {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t},
+                           {"--random-input", 1, &random_t}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, e);
-    long long images = 0, batch = 0, repeat = 1;
+    long long images = 0, batch = 0, repeat = 1, random_seed = -1;
     if (!rc && !spec) rc = (cg_fail(e, "run needs a SPEC"), CG_EXIT_USAGE);
     if (!rc) rc = cg_opt_int("--images", images_t, 1, 10000000, &images, e);
     if (!rc) rc = cg_opt_int("--batch", batch_t, 1, 1LL << 31, &batch, e);
     if (!rc) rc = cg_opt_int("--repeat", repeat_t, 1, 1000, &repeat, e);
+    if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
     int use_gpu = 0;
     if (!rc) rc = pick_backend(backend, &use_gpu, e);
     if (!rc && fatbin && !use_gpu) rc = (cg_fail(e, "--fatbin needs the cuda backend"), CG_EXIT_USAGE);
     if (rc) return rc;
     cg_job j;
-    if ((rc = job_load(&j, spec, data, images, 0, e))) return job_free(&j), rc;
+    if ((rc = job_load(&j, spec, data, images, random_seed, 0, e))) return job_free(&j), rc;
     const cg_spec *s = j.s;
     int *pred = malloc((size_t)j.n * sizeof *pred);
     double layer_s[CG_MAX_LAYERS] = {0}, total_s = 0;
@@ -283,7 +313,8 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
         for (int l = 0; l < s->nlayers; l++)
             if (s->layers[l].op == CG_OP_CONV) printf("Op Time: %.6f\n", layer_s[l]);
         double acc = accuracy(pred, j.d.labels, j.n);
-        printf("Correctness: %.4f Model: %s\n", acc, s->name);
+        if (random_seed >= 0) printf("Correctness: - Model: %s (random input)\n", s->name);
+        else printf("Correctness: %.4f Model: %s\n", acc, s->name);
         if (use_gpu && profile) print_profile(&t, &hc);
         if (json && write_json(json, &j, use_gpu ? "cuda" : "cpu", use_gpu ? cg_gpu_device_name(g) : "cpu", acc,
                                layer_s, total_s, (int)repeat, use_gpu ? &t : NULL, use_gpu ? &hc : NULL, e))
@@ -317,31 +348,23 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     const char *spec = NULL, *images_t = NULL, *fatbin = NULL, *data = NULL, *no_cache = NULL,
                *seed_t = NULL, *random_t = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--fatbin", 1, &fatbin},  {"--data", 1, &data},
-                           {"--no-cache", 0, &no_cache}, {"--seed", 1, &seed_t}, {"--random-input", 0, &random_t}};
+                           {"--no-cache", 0, &no_cache}, {"--seed", 1, &seed_t}, {"--random-input", 1, &random_t}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, e);
-    long long images = 200, seed = -1;
+    long long images = 200, seed = -1, random_seed = -1;
     if (!rc && !spec) rc = (cg_fail(e, "check needs a SPEC"), CG_EXIT_USAGE);
     if (!rc) rc = cg_opt_int("--images", images_t, 1, 10000000, &images, e);
     if (!rc) rc = cg_opt_int("--seed", seed_t, 0, 1LL << 62, &seed, e);
+    if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
     if (rc) return rc;
     cg_job j;
-    if ((rc = job_load(&j, spec, data, images, 1, e))) return job_free(&j), rc;
+    if ((rc = job_load(&j, spec, data, images, random_seed, 1, e)))
+        return job_free(&j), rc;
     const cg_spec *s = j.s;
-    if (seed >= 0) {
-        /* fresh inputs: weights (when the spec has no file) and optionally pixels from this seed */
-        if (j.w.random) {
-            j.s->seed = (unsigned long long)seed;
-            cg_weights_free(&j.w);
-            if (cg_weights_for_spec(s, &j.w, e)) return job_free(&j), CG_EXIT_INPUT;
-        }
-        if (random_t) {
-            unsigned long long x = (unsigned long long)seed * 0x9e3779b97f4a7c15ULL + 1;
-            size_t np = (size_t)j.n * (size_t)s->C * (size_t)s->H * (size_t)s->W;
-            for (size_t i = 0; i < np; i++) {
-                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-                j.d.pixels[i] = (unsigned char)(x >> 24);
-            }
-        }
+    if (seed >= 0 && j.w.random) {
+        /* fresh weights too, when the spec names no file */
+        j.s->seed = (unsigned long long)seed;
+        cg_weights_free(&j.w);
+        if (cg_weights_for_spec(s, &j.w, e)) return job_free(&j), CG_EXIT_INPUT;
     }
     float *gl[CG_MAX_LAYERS] = {0}, *cl[CG_MAX_LAYERS] = {0};
     int *gp = malloc((size_t)j.n * sizeof *gp), *cp = malloc((size_t)j.n * sizeof *cp);

@@ -28,7 +28,7 @@ nets=(); for n in "${names[@]}"; do nets+=("specs/$n.yaml"); done
 specs=("${nets[@]}"); [ -z "${CONVGEN_NETS:-}" ] && specs=(specs/*.yaml)
 for s in "${specs[@]}"; do
   for i in 1 2; do
-    step "$s random input #$i" $cg check "$s" --images 333 --seed "$RANDOM$RANDOM" --random-input "${data[@]}"
+    step "$s random input #$i" $cg check "$s" --images 333 --seed "$RANDOM$RANDOM" --random-input "$RANDOM$RANDOM"
   done
   step "$s real images" $cg check "$s" --images 1000 "${data[@]}"
 done
