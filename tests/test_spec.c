@@ -78,7 +78,7 @@ static void test_2018sp(void)
     CHECK_SHAPE(c1, 1, 64, 64, 6, 30, 30);
     CHECK(c1 && param(c1, "maps_unroll") == 3, "conv1 params");
     CHECK_SHAPE(c2, 6, 30, 30, 16, 26, 26);
-    CHECK(c2 && c2->pool == 0 && c2->act == CG_ACT_NONE && param(c2, "maps_unroll") == 2,
+    CHECK(c2 && c2->pool == 0 && c2->act == CG_ACT_NONE && param(c2, "maps_unroll") == 1 && param(c2, "cols") == 2,
           "conv2 no pool/act");
     CHECK(c2 && cg_layer_out_elems(c2) == 10816, "flatten 10816");
     CHECK(f1 && cg_layer_in_elems(f1) == 10816 && f1->out == 140, "fc1 in/out");
