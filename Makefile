@@ -10,7 +10,7 @@ PKGS      := lua5.4 yaml-0.1
 LIBDIR     = $(shell pkg-config --variable=libdir lua5.4 2>/dev/null || echo /usr/lib/x86_64-linux-gnu)
 GOMP       = $(shell $(CC) -print-file-name=libgomp.a)
 CFLAGS    ?= -O2 -g
-CFLAGS    += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp \
+override CFLAGS += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp \
              -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
              -Igenerator -Iruntime -Ibuild -I$(CUDA_HOME)/include
