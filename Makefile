@@ -73,7 +73,8 @@ demo: deps build/convgen
 	build/convgen run specs/ece408-2017.yaml
 
 sanitize:
-	$(MAKE) clean && $(MAKE) test CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
+	$(MAKE) clean && LSAN_OPTIONS=suppressions=$(CURDIR)/tools/lsan.supp \
+	  $(MAKE) test CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
 
 format:
 	clang-format -i generator/*.[ch] runtime/*.[ch] tests/*.[ch] tools/*.c

@@ -123,10 +123,10 @@ fail:
     return -1;
 }
 
+/* The library stays loaded (like the driver): NVRTC keeps process-wide state,
+ * and unloading it would leave what it allocated unattributable to leak checks. */
 void cg_nvrtc_close(cg_nvrtc *nv)
 {
-    if (!nv) return;
-    dlclose(nv->lib);
     free(nv);
 }
 

@@ -28,6 +28,7 @@ static int cg_t_pass, cg_t_fail;
 static inline int cg_test_done(const char *suite)
 {
     printf("%s: %d passed, %d failed\n", suite, cg_t_pass, cg_t_fail);
+    fflush(stdout); /* a leak checker ends the process with _exit */
     return cg_t_fail ? 1 : 0;
 }
 #endif
