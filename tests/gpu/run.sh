@@ -22,7 +22,8 @@ step() { # name command...
   if "$@" >"$t/log" 2>&1; then pass=$((pass+1)); echo "ok   $name"
   else fail=$((fail+1)); echo "FAIL $name"; sed 's/^/     /' "$t/log" | tail -n 30; fi
 }
-# CONVGEN_NETS="ece408-2017 ..." narrows the run (the full one takes several minutes)
+# CONVGEN_NETS="ece408-2017 ..." narrows the run to those specs (and their models);
+# the full one takes several minutes
 read -r -a names <<< "${CONVGEN_NETS:-ece408-2017 ece408-2018sp ece408-2018fa}"
 nets=(); for n in "${names[@]}"; do nets+=("specs/$n.yaml"); done
 specs=("${nets[@]}"); [ -z "${CONVGEN_NETS:-}" ] && specs=(specs/*.yaml)
@@ -56,7 +57,7 @@ done
 # trained models: the GPU prints the accuracy PyTorch printed (models/accuracy.txt)
 while read -r name want; do
   case "$name" in ''|'#'*) continue ;; esac
-  [ -n "${CONVGEN_NETS:-}" ] && [[ " $CONVGEN_NETS " != *" ${name%-low} "* ]] && continue
+  [ -n "${CONVGEN_NETS:-}" ] && [[ " $CONVGEN_NETS " != *" $name "* ]] && continue
   step "$name: GPU Correctness $want" bash -c \
     "$cg run specs/$name.yaml ${data[*]} | tee /dev/stderr | grep -qx 'Correctness: $want Model: $name'"
 done < models/accuracy.txt
