@@ -105,44 +105,6 @@ static double accuracy(const int *pred, const unsigned char *labels, long long n
     return n ? (double)ok / (double)n : 0.0;
 }
 
-/* The CPU backend, layer by layer in chunks so that each layer can be timed and
- * memory stays bounded. */
-static int cpu_run(const cg_job *j, int *pred, double *layer_ms, cg_err *e)
-{
-    const cg_spec *s = j->s;
-    const long long chunk = 500;
-    long long maxe = (long long)s->C * s->H * s->W;
-    for (int l = 0; l < s->nlayers; l++)
-        if (cg_layer_out_elems(&s->layers[l]) > maxe) maxe = cg_layer_out_elems(&s->layers[l]);
-    float *a = malloc((size_t)(chunk * maxe) * sizeof *a), *b = malloc((size_t)(chunk * maxe) * sizeof *b);
-    if (!a || !b) {
-        free(a), free(b);
-        return cg_fail(e, "out of memory");
-    }
-    int rc = 0;
-    long long in_elems = (long long)s->C * s->H * s->W;
-    for (long long done = 0; done < j->n && !rc; done += chunk) {
-        int n = (int)(j->n - done < chunk ? j->n - done : chunk);
-        cg_cpu_input(s, j->d.pixels + done * in_elems, n, a);
-        for (int l = 0; l < s->nlayers && !rc; l++) {
-            double t0 = wall_ms();
-            rc = cg_cpu_layer(&s->layers[l], &j->w, a, b, n, e);
-            layer_ms[l] += wall_ms() - t0;
-            float *t = a;
-            a = b, b = t;
-        }
-        long long oc = cg_layer_out_elems(&s->layers[s->nlayers - 1]);
-        for (int i = 0; i < n && !rc; i++) {
-            int best = 0;
-            for (int c = 1; c < oc; c++)
-                if (a[i * oc + c] > a[i * oc + best]) best = c;
-            pred[done + i] = best;
-        }
-    }
-    free(a), free(b);
-    return rc;
-}
-
 static int cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
@@ -303,10 +265,13 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
         }
     } else if (!rc) {
         double ms[CG_MAX_LAYERS] = {0};
+        float *probs = malloc((size_t)j.n * (size_t)cg_layer_out_elems(&s->layers[s->nlayers - 1]) * sizeof *probs);
         double t0 = wall_ms();
-        if (cpu_run(&j, pred, ms, e)) rc = CG_EXIT_IO;
+        if (!probs) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
+        else if (cg_cpu_forward(s, &j.w, j.d.pixels, (int)j.n, NULL, probs, pred, ms, e)) rc = CG_EXIT_IO;
         total_s = (wall_ms() - t0) / 1e3;
         for (int l = 0; l < s->nlayers; l++) layer_s[l] = ms[l] / 1e3;
+        free(probs);
     }
     if (!rc) {
         printf("New Inference\n");
@@ -387,7 +352,7 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
         probs = malloc((size_t)j.n * (size_t)cg_layer_out_elems(&s->layers[s->nlayers - 1]) * sizeof *probs);
         if (!probs) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
     }
-    if (!rc && cg_cpu_forward(s, &j.w, j.d.pixels, (int)j.n, cl, probs, cp, e)) rc = CG_EXIT_IO;
+    if (!rc && cg_cpu_forward(s, &j.w, j.d.pixels, (int)j.n, cl, probs, cp, NULL, e)) rc = CG_EXIT_IO;
     int bad = 0;
     if (!rc) {
         printf("%s on %s, %lld images, %s weights (GPU: %s, %s)\n", s->name, cg_gpu_device_name(g), j.n,

@@ -203,7 +203,7 @@ int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float 
 }
 
 int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *pixels, int n,
-                   float **layer_out, float *probs, int *pred, cg_err *e)
+                   float **layer_out, float *probs, int *pred, double *layer_ms, cg_err *e)
 {
     if (n < 0) return cg_fail(e, "%s: negative image count %d", s->path, n);
     if (s->nlayers <= 0) return cg_fail(e, "%s: the network has no layers", s->path);
@@ -239,7 +239,9 @@ int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *p
             float *y = x == ping ? pong : ping;
             if (layer_out && layer_out[i]) y = layer_out[i] + b0 * out_elems(l);
             else if (i == s->nlayers - 1) y = probs + b0 * classes;
+            double t0 = layer_ms ? omp_get_wtime() : 0;
             rc = cg_cpu_layer(l, w, x, y, nb, e);
+            if (layer_ms) layer_ms[i] += (omp_get_wtime() - t0) * 1e3;
             x = y;
         }
         if (rc) break;

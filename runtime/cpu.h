@@ -13,8 +13,9 @@ int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float 
 /* The whole network. layer_out may be NULL, or an array of s->nlayers pointers
  * (each NULL or a buffer of n*cg_layer_out_elems floats) to keep per-layer
  * outputs. probs: n*classes (the last layer's output); pred: n argmax indices
- * (first maximum wins). */
+ * (first maximum wins). layer_ms, if not NULL, gains each layer's wall time
+ * (s->nlayers entries, added to). */
 int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *pixels, int n,
-                   float **layer_out, float *probs, int *pred, cg_err *e);
+                   float **layer_out, float *probs, int *pred, double *layer_ms, cg_err *e);
 
 #endif

@@ -254,11 +254,11 @@ static void test_network(void)
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    CHECK(cg_cpu_forward(&s, &w, d.pixels, N, NULL, probs, pred, &e) == 0, "forward: %s", e.msg);
+    CHECK(cg_cpu_forward(&s, &w, d.pixels, N, NULL, probs, pred, NULL, &e) == 0, "forward: %s", e.msg);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("ok forward of %d images: %.2f s\n", N,
            (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
-    CHECK(cg_cpu_forward(&s, &w, d.pixels, N, lo, p2, pred2, &e) == 0, "forward 2: %s", e.msg);
+    CHECK(cg_cpu_forward(&s, &w, d.pixels, N, lo, p2, pred2, NULL, &e) == 0, "forward 2: %s", e.msg);
     CHECK(memcmp(probs, p2, N * 10 * sizeof(float)) == 0, "two runs give identical probs");
     CHECK(memcmp(pred, pred2, sizeof pred) == 0, "two runs give identical preds");
     CHECK(memcmp(lo[3], probs, N * 10 * sizeof(float)) == 0, "last layer_out is probs");
@@ -299,7 +299,7 @@ static void test_network(void)
 
     /* a mismatch between the spec's input and its first layer is refused */
     s.layers[0].H = 27;
-    CHECK(cg_cpu_forward(&s, &w, d.pixels, 4, NULL, probs, pred, &e) != 0, "bad first layer");
+    CHECK(cg_cpu_forward(&s, &w, d.pixels, 4, NULL, probs, pred, NULL, &e) != 0, "bad first layer");
     CHECK_CONTAINS(e.msg, "layer 'conv1'");
 
     for (int i = 0; i < 4; i++) free(lo[i]);
