@@ -27,19 +27,12 @@ T.params = {
     default = function(l) return l.out >= 64 and 4 or 2 end },
 }
 
-function T.check(l, p)
-  if p.tm > p.bm then return "tm must not exceed bm", "tm" end
-  if p.tn > p.bn then return "tn must not exceed bn", "tn" end
-  local threads = (p.bm // p.tm) * (p.bn // p.tn)
-  if threads < 32 or threads > common.MAX_THREADS then
-    return string.format("(bm/tm)*(bn/tn) = %d threads; a block needs 32 to %d", threads,
-      common.MAX_THREADS), "bm"
-  end
+function T.check(_, p)
+  local msg, param = common.fc.check(p, p.bk * (p.bm + p.bn + 2))
+  if msg then return msg, param end
+  local threads = common.fc.threads(p)
   if (p.bm * p.bk) % threads ~= 0 or (p.bn * p.bk) % threads ~= 0 then
     return string.format("bm*bk and bn*bk must be multiples of the %d threads", threads), "bk"
-  end
-  if 4 * p.bk * (p.bm + p.bn + 2) > common.MAX_SHARED then
-    return "tiles need more than 48 KiB of shared memory", "bk"
   end
   return nil
 end
@@ -111,29 +104,7 @@ extern "C" __global__ void __launch_bounds__({{threads}})
 ]], "fc_tiled")
 
 function T.kernel(l, p)
-  local IN = l.C * l.H * l.W
-  local threads = (p.bm // p.tm) * (p.bn // p.tn)
-  local name = string.format("fc_tiled_i%do%d_%s%s_m%dn%dk%d_t%dx%d", IN, l.out, l.act,
-    l.bias and "_bias" or "", p.bm, p.bn, p.bk, p.tm, p.tn)
-  local v = {
-    name = name, pad = string.rep(" ", #name), threads = threads,
-    IN = IN, OUT = l.out, BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn,
-    bias = l.bias,
-    act = function(e) return common.act(l.act, e) end,
-  }
-  return {
-    name = name,
-    source = source(v),
-    grid = { common.batch_dim(1, p.bm), common.ceil_div(l.out, p.bn), 1 },
-    block = { threads, 1, 1 },
-    shared = 0,
-    weights = "arg",
-    bias = l.bias and "arg" or "none",
-    out_elems = l.out,
-    shape = string.format("%d -> %d%s%s", IN, l.out, l.bias and ", bias" or "",
-      l.act ~= "none" and (", " .. l.act) or ""),
-    fused = true,
-  }
+  return common.fc.kernel(l, p, "tiled", source)
 end
 
 return T

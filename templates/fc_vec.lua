@@ -32,17 +32,7 @@ T.params = {
 function T.check(l, p)
   local IN = l.C * l.H * l.W
   if IN % 4 ~= 0 then return "the vec strategy needs an input size divisible by 4 (got " .. IN .. ")", nil end
-  if p.tm > p.bm then return "tm must not exceed bm", "tm" end
-  if p.tn > p.bn then return "tn must not exceed bn", "tn" end
-  local threads = (p.bm // p.tm) * (p.bn // p.tn)
-  if threads < 32 or threads > common.MAX_THREADS then
-    return string.format("(bm/tm)*(bn/tn) = %d threads; a block needs 32 to %d", threads,
-      common.MAX_THREADS), "bm"
-  end
-  if 4 * p.bk * (p.bm + p.bn + 8) > common.MAX_SHARED then
-    return "tiles need more than 48 KiB of shared memory", "bk"
-  end
-  return nil
+  return common.fc.check(p, p.bk * (p.bm + p.bn + 8))
 end
 
 local source = engine.compile([[
@@ -142,30 +132,10 @@ extern "C" __global__ void __launch_bounds__({{threads}})
 ]], "fc_vec")
 
 function T.kernel(l, p)
-  local IN = l.C * l.H * l.W
-  local threads = (p.bm // p.tm) * (p.bn // p.tn)
-  local name = string.format("fc_vec_i%do%d_%s%s_m%dn%dk%d_t%dx%d", IN, l.out, l.act,
-    l.bias and "_bias" or "", p.bm, p.bn, p.bk, p.tm, p.tn)
-  local v = {
-    name = name, pad = string.rep(" ", #name), threads = threads,
-    IN = IN, OUT = l.out, BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn,
+  local threads = common.fc.threads(p)
+  return common.fc.kernel(l, p, "vec", source, {
     XL = common.ceil_div(p.bm * p.bk // 4, threads), WL = common.ceil_div(p.bn * p.bk // 4, threads),
-    bias = l.bias,
-    act = function(e) return common.act(l.act, e) end,
-  }
-  return {
-    name = name,
-    source = source(v),
-    grid = { common.batch_dim(1, p.bm), common.ceil_div(l.out, p.bn), 1 },
-    block = { threads, 1, 1 },
-    shared = 0,
-    weights = "arg",
-    bias = l.bias and "arg" or "none",
-    out_elems = l.out,
-    shape = string.format("%d -> %d%s%s", IN, l.out, l.bias and ", bias" or "",
-      l.act ~= "none" and (", " .. l.act) or ""),
-    fused = true,
-  }
+  })
 end
 
 return T

@@ -61,4 +61,53 @@ common.CONST_BUDGET = 60 * 1024
 common.MAX_THREADS = 1024
 common.MAX_SHARED = 48 * 1024
 
+-- Shared by the fc templates (a BM x BN block tile, TM x TN per thread).
+common.fc = {}
+
+-- Threads of a block for a tile and per-thread sub-tile.
+function common.fc.threads(p) return (p.bm // p.tm) * (p.bn // p.tn) end
+
+-- The checks every fc tiling needs; `smem_floats` is its shared-memory size.
+function common.fc.check(p, smem_floats)
+  if p.tm > p.bm then return "tm must not exceed bm", "tm" end
+  if p.tn > p.bn then return "tn must not exceed bn", "tn" end
+  local threads = common.fc.threads(p)
+  if threads < 32 or threads > common.MAX_THREADS then
+    return string.format("(bm/tm)*(bn/tn) = %d threads; a block needs 32 to %d", threads,
+      common.MAX_THREADS), "bm"
+  end
+  if 4 * smem_floats > common.MAX_SHARED then
+    return "tiles need more than 48 KiB of shared memory", "bk"
+  end
+  return nil
+end
+
+-- The kernel record of an fc template: name from the configuration, the
+-- batch along x, output tiles along y, weights and bias as arguments.
+function common.fc.kernel(l, p, strategy, source, values)
+  local IN = l.C * l.H * l.W
+  local name = string.format("fc_%s_i%do%d_%s%s_m%dn%dk%d_t%dx%d", strategy, IN, l.out, l.act,
+    l.bias and "_bias" or "", p.bm, p.bn, p.bk, p.tm, p.tn)
+  local v = {
+    name = name, pad = string.rep(" ", #name), threads = common.fc.threads(p),
+    IN = IN, OUT = l.out, BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn,
+    bias = l.bias,
+    act = function(e) return common.act(l.act, e) end,
+  }
+  for k, x in pairs(values or {}) do v[k] = x end
+  return {
+    name = name,
+    source = source(v),
+    grid = { common.batch_dim(1, p.bm), common.ceil_div(l.out, p.bn), 1 },
+    block = { v.threads, 1, 1 },
+    shared = 0,
+    weights = "arg",
+    bias = l.bias and "arg" or "none",
+    out_elems = l.out,
+    shape = string.format("%d -> %d%s%s", IN, l.out, l.bias and ", bias" or "",
+      l.act ~= "none" and (", " .. l.act) or ""),
+    fused = true,
+  }
+end
+
 return common
