@@ -25,7 +25,7 @@ LIB_OBJ   := $(filter-out build/runtime/cli.o,$(OBJ))
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC))
 
-.PHONY: all deps test test-gpu demo generate fatbin clean format sanitize bench ptx sass
+.PHONY: all deps test test-run test-gpu demo generate fatbin clean format sanitize bench ptx sass
 
 all: build/convgen
 
@@ -54,10 +54,16 @@ build/tests/%: tests/%.c $(LIB_OBJ) tests/check.h
 	@mkdir -p build/tests
 	$(CC) $(CFLAGS) -Itests $< $(LIB_OBJ) $(LDLIBS) -o $@
 
-test: deps build/convgen $(TEST_BIN)
+# deps first, then a fresh make: the flags above ask pkg-config at parse time,
+# so on a new machine they are right only once the packages are there.
+test: deps
+	@$(MAKE) --no-print-directory test-run
+
+test-run: build/convgen $(TEST_BIN)
 	@tools/run-tests.sh $(TEST_BIN)
 
-test-gpu: deps build/convgen
+test-gpu: deps
+	@$(MAKE) --no-print-directory build/convgen
 	@tests/gpu/run.sh
 
 generate: build/convgen
@@ -69,7 +75,8 @@ fatbin: build/convgen
 	@for s in $(SPECS); do n=$$(basename $$s .yaml); \
 	  build/convgen build $$s --arch $(ARCHS) -o build/fatbin/$$n.fatbin || exit 1; done
 
-demo: deps build/convgen
+demo: deps
+	@$(MAKE) --no-print-directory build/convgen
 	build/convgen run specs/ece408-2017.yaml
 
 sanitize:

@@ -101,7 +101,7 @@ __constant__ float {{bsym}}[{{M}}];
 
 // one weight into every output of the thread's {{TR}}x{{TS}} tile; p, q are literals
 template <int P, int Q>
-__device__ __forceinline__ void tile_fma(float (&a)[{{TR}}][{{TS}}], float k, const float (&v)[{{PR}}][{{PC}}])
+__device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k, const float (&v)[{{PR}}][{{PC}}])
 {
 #pragma unroll
     for (int r = 0; r < {{TR}}; r++)
@@ -176,7 +176,7 @@ extern "C" __global__ void __launch_bounds__({{block}})
 %       for q = 0, K - 1 do
 %         local wi = m * CKK + c * K * K + p * K + q
 %         local wx = (groups > 1 and const) and ("W(g * " .. CKK .. " + " .. wi .. ")") or ("W(" .. wi .. ")")
-{{ind}}tile_fma<{{p}}, {{q}}>(a{{m}}, {{wx}}, {{vc}});
+{{ind}}{{name}}_fma<{{p}}, {{q}}>(a{{m}}, {{wx}}, {{vc}});
 %       end
 %     end
 %   end

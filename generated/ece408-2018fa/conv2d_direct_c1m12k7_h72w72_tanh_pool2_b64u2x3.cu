@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa.yaml (network ece408-2018fa)
 // layer:      conv1
 // shape:      C=1 H=72 W=72 -> M=12 K=7, tanh, max-pool 2x2 -> 12x33x33
-// template:   conv2d_direct (templates/conv2d_direct.lua, hash 2415b225f02072fd)
+// template:   conv2d_direct (templates/conv2d_direct.lua, hash 60c279f82d55ca1f)
 // params:     block=64 maps_unroll=2 cols=3 unroll_groups=0 fuse=1
 // launch:     grid (N*363/64, 1, 1) where N = images, block (64, 1, 1), 0 B shared
 // weights:    const:conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_w, bias none
@@ -15,7 +15,7 @@ __constant__ float conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_w[588];
 
 // one weight into every output of the thread's 2x6 tile; p, q are literals
 template <int P, int Q>
-__device__ __forceinline__ void tile_fma(float (&a)[2][6], float k, const float (&v)[8][12])
+__device__ __forceinline__ void conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma(float (&a)[2][6], float k, const float (&v)[8][12])
 {
 #pragma unroll
     for (int r = 0; r < 2; r++)
@@ -53,105 +53,105 @@ conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3(const float* __restrict__ in, fl
                 for (int q = 0; q < 12; q++)
                     v[p][q] = x[0 + p * 72 + q];
             // map g+0, c=0
-            tile_fma<0, 0>(a0, W(g * 49 + 0), v);
-            tile_fma<0, 1>(a0, W(g * 49 + 1), v);
-            tile_fma<0, 2>(a0, W(g * 49 + 2), v);
-            tile_fma<0, 3>(a0, W(g * 49 + 3), v);
-            tile_fma<0, 4>(a0, W(g * 49 + 4), v);
-            tile_fma<0, 5>(a0, W(g * 49 + 5), v);
-            tile_fma<0, 6>(a0, W(g * 49 + 6), v);
-            tile_fma<1, 0>(a0, W(g * 49 + 7), v);
-            tile_fma<1, 1>(a0, W(g * 49 + 8), v);
-            tile_fma<1, 2>(a0, W(g * 49 + 9), v);
-            tile_fma<1, 3>(a0, W(g * 49 + 10), v);
-            tile_fma<1, 4>(a0, W(g * 49 + 11), v);
-            tile_fma<1, 5>(a0, W(g * 49 + 12), v);
-            tile_fma<1, 6>(a0, W(g * 49 + 13), v);
-            tile_fma<2, 0>(a0, W(g * 49 + 14), v);
-            tile_fma<2, 1>(a0, W(g * 49 + 15), v);
-            tile_fma<2, 2>(a0, W(g * 49 + 16), v);
-            tile_fma<2, 3>(a0, W(g * 49 + 17), v);
-            tile_fma<2, 4>(a0, W(g * 49 + 18), v);
-            tile_fma<2, 5>(a0, W(g * 49 + 19), v);
-            tile_fma<2, 6>(a0, W(g * 49 + 20), v);
-            tile_fma<3, 0>(a0, W(g * 49 + 21), v);
-            tile_fma<3, 1>(a0, W(g * 49 + 22), v);
-            tile_fma<3, 2>(a0, W(g * 49 + 23), v);
-            tile_fma<3, 3>(a0, W(g * 49 + 24), v);
-            tile_fma<3, 4>(a0, W(g * 49 + 25), v);
-            tile_fma<3, 5>(a0, W(g * 49 + 26), v);
-            tile_fma<3, 6>(a0, W(g * 49 + 27), v);
-            tile_fma<4, 0>(a0, W(g * 49 + 28), v);
-            tile_fma<4, 1>(a0, W(g * 49 + 29), v);
-            tile_fma<4, 2>(a0, W(g * 49 + 30), v);
-            tile_fma<4, 3>(a0, W(g * 49 + 31), v);
-            tile_fma<4, 4>(a0, W(g * 49 + 32), v);
-            tile_fma<4, 5>(a0, W(g * 49 + 33), v);
-            tile_fma<4, 6>(a0, W(g * 49 + 34), v);
-            tile_fma<5, 0>(a0, W(g * 49 + 35), v);
-            tile_fma<5, 1>(a0, W(g * 49 + 36), v);
-            tile_fma<5, 2>(a0, W(g * 49 + 37), v);
-            tile_fma<5, 3>(a0, W(g * 49 + 38), v);
-            tile_fma<5, 4>(a0, W(g * 49 + 39), v);
-            tile_fma<5, 5>(a0, W(g * 49 + 40), v);
-            tile_fma<5, 6>(a0, W(g * 49 + 41), v);
-            tile_fma<6, 0>(a0, W(g * 49 + 42), v);
-            tile_fma<6, 1>(a0, W(g * 49 + 43), v);
-            tile_fma<6, 2>(a0, W(g * 49 + 44), v);
-            tile_fma<6, 3>(a0, W(g * 49 + 45), v);
-            tile_fma<6, 4>(a0, W(g * 49 + 46), v);
-            tile_fma<6, 5>(a0, W(g * 49 + 47), v);
-            tile_fma<6, 6>(a0, W(g * 49 + 48), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 0>(a0, W(g * 49 + 0), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 1>(a0, W(g * 49 + 1), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 2>(a0, W(g * 49 + 2), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 3>(a0, W(g * 49 + 3), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 4>(a0, W(g * 49 + 4), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 5>(a0, W(g * 49 + 5), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 6>(a0, W(g * 49 + 6), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 0>(a0, W(g * 49 + 7), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 1>(a0, W(g * 49 + 8), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 2>(a0, W(g * 49 + 9), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 3>(a0, W(g * 49 + 10), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 4>(a0, W(g * 49 + 11), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 5>(a0, W(g * 49 + 12), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 6>(a0, W(g * 49 + 13), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 0>(a0, W(g * 49 + 14), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 1>(a0, W(g * 49 + 15), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 2>(a0, W(g * 49 + 16), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 3>(a0, W(g * 49 + 17), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 4>(a0, W(g * 49 + 18), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 5>(a0, W(g * 49 + 19), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 6>(a0, W(g * 49 + 20), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 0>(a0, W(g * 49 + 21), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 1>(a0, W(g * 49 + 22), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 2>(a0, W(g * 49 + 23), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 3>(a0, W(g * 49 + 24), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 4>(a0, W(g * 49 + 25), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 5>(a0, W(g * 49 + 26), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 6>(a0, W(g * 49 + 27), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 0>(a0, W(g * 49 + 28), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 1>(a0, W(g * 49 + 29), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 2>(a0, W(g * 49 + 30), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 3>(a0, W(g * 49 + 31), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 4>(a0, W(g * 49 + 32), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 5>(a0, W(g * 49 + 33), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 6>(a0, W(g * 49 + 34), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 0>(a0, W(g * 49 + 35), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 1>(a0, W(g * 49 + 36), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 2>(a0, W(g * 49 + 37), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 3>(a0, W(g * 49 + 38), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 4>(a0, W(g * 49 + 39), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 5>(a0, W(g * 49 + 40), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 6>(a0, W(g * 49 + 41), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 0>(a0, W(g * 49 + 42), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 1>(a0, W(g * 49 + 43), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 2>(a0, W(g * 49 + 44), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 3>(a0, W(g * 49 + 45), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 4>(a0, W(g * 49 + 46), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 5>(a0, W(g * 49 + 47), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 6>(a0, W(g * 49 + 48), v);
             // map g+1, c=0
-            tile_fma<0, 0>(a1, W(g * 49 + 49), v);
-            tile_fma<0, 1>(a1, W(g * 49 + 50), v);
-            tile_fma<0, 2>(a1, W(g * 49 + 51), v);
-            tile_fma<0, 3>(a1, W(g * 49 + 52), v);
-            tile_fma<0, 4>(a1, W(g * 49 + 53), v);
-            tile_fma<0, 5>(a1, W(g * 49 + 54), v);
-            tile_fma<0, 6>(a1, W(g * 49 + 55), v);
-            tile_fma<1, 0>(a1, W(g * 49 + 56), v);
-            tile_fma<1, 1>(a1, W(g * 49 + 57), v);
-            tile_fma<1, 2>(a1, W(g * 49 + 58), v);
-            tile_fma<1, 3>(a1, W(g * 49 + 59), v);
-            tile_fma<1, 4>(a1, W(g * 49 + 60), v);
-            tile_fma<1, 5>(a1, W(g * 49 + 61), v);
-            tile_fma<1, 6>(a1, W(g * 49 + 62), v);
-            tile_fma<2, 0>(a1, W(g * 49 + 63), v);
-            tile_fma<2, 1>(a1, W(g * 49 + 64), v);
-            tile_fma<2, 2>(a1, W(g * 49 + 65), v);
-            tile_fma<2, 3>(a1, W(g * 49 + 66), v);
-            tile_fma<2, 4>(a1, W(g * 49 + 67), v);
-            tile_fma<2, 5>(a1, W(g * 49 + 68), v);
-            tile_fma<2, 6>(a1, W(g * 49 + 69), v);
-            tile_fma<3, 0>(a1, W(g * 49 + 70), v);
-            tile_fma<3, 1>(a1, W(g * 49 + 71), v);
-            tile_fma<3, 2>(a1, W(g * 49 + 72), v);
-            tile_fma<3, 3>(a1, W(g * 49 + 73), v);
-            tile_fma<3, 4>(a1, W(g * 49 + 74), v);
-            tile_fma<3, 5>(a1, W(g * 49 + 75), v);
-            tile_fma<3, 6>(a1, W(g * 49 + 76), v);
-            tile_fma<4, 0>(a1, W(g * 49 + 77), v);
-            tile_fma<4, 1>(a1, W(g * 49 + 78), v);
-            tile_fma<4, 2>(a1, W(g * 49 + 79), v);
-            tile_fma<4, 3>(a1, W(g * 49 + 80), v);
-            tile_fma<4, 4>(a1, W(g * 49 + 81), v);
-            tile_fma<4, 5>(a1, W(g * 49 + 82), v);
-            tile_fma<4, 6>(a1, W(g * 49 + 83), v);
-            tile_fma<5, 0>(a1, W(g * 49 + 84), v);
-            tile_fma<5, 1>(a1, W(g * 49 + 85), v);
-            tile_fma<5, 2>(a1, W(g * 49 + 86), v);
-            tile_fma<5, 3>(a1, W(g * 49 + 87), v);
-            tile_fma<5, 4>(a1, W(g * 49 + 88), v);
-            tile_fma<5, 5>(a1, W(g * 49 + 89), v);
-            tile_fma<5, 6>(a1, W(g * 49 + 90), v);
-            tile_fma<6, 0>(a1, W(g * 49 + 91), v);
-            tile_fma<6, 1>(a1, W(g * 49 + 92), v);
-            tile_fma<6, 2>(a1, W(g * 49 + 93), v);
-            tile_fma<6, 3>(a1, W(g * 49 + 94), v);
-            tile_fma<6, 4>(a1, W(g * 49 + 95), v);
-            tile_fma<6, 5>(a1, W(g * 49 + 96), v);
-            tile_fma<6, 6>(a1, W(g * 49 + 97), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 0>(a1, W(g * 49 + 49), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 1>(a1, W(g * 49 + 50), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 2>(a1, W(g * 49 + 51), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 3>(a1, W(g * 49 + 52), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 4>(a1, W(g * 49 + 53), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 5>(a1, W(g * 49 + 54), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<0, 6>(a1, W(g * 49 + 55), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 0>(a1, W(g * 49 + 56), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 1>(a1, W(g * 49 + 57), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 2>(a1, W(g * 49 + 58), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 3>(a1, W(g * 49 + 59), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 4>(a1, W(g * 49 + 60), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 5>(a1, W(g * 49 + 61), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<1, 6>(a1, W(g * 49 + 62), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 0>(a1, W(g * 49 + 63), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 1>(a1, W(g * 49 + 64), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 2>(a1, W(g * 49 + 65), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 3>(a1, W(g * 49 + 66), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 4>(a1, W(g * 49 + 67), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 5>(a1, W(g * 49 + 68), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<2, 6>(a1, W(g * 49 + 69), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 0>(a1, W(g * 49 + 70), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 1>(a1, W(g * 49 + 71), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 2>(a1, W(g * 49 + 72), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 3>(a1, W(g * 49 + 73), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 4>(a1, W(g * 49 + 74), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 5>(a1, W(g * 49 + 75), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<3, 6>(a1, W(g * 49 + 76), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 0>(a1, W(g * 49 + 77), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 1>(a1, W(g * 49 + 78), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 2>(a1, W(g * 49 + 79), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 3>(a1, W(g * 49 + 80), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 4>(a1, W(g * 49 + 81), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 5>(a1, W(g * 49 + 82), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<4, 6>(a1, W(g * 49 + 83), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 0>(a1, W(g * 49 + 84), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 1>(a1, W(g * 49 + 85), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 2>(a1, W(g * 49 + 86), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 3>(a1, W(g * 49 + 87), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 4>(a1, W(g * 49 + 88), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 5>(a1, W(g * 49 + 89), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<5, 6>(a1, W(g * 49 + 90), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 0>(a1, W(g * 49 + 91), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 1>(a1, W(g * 49 + 92), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 2>(a1, W(g * 49 + 93), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 3>(a1, W(g * 49 + 94), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 4>(a1, W(g * 49 + 95), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 5>(a1, W(g * 49 + 96), v);
+            conv2d_direct_c1m12k7_h72w72_tanh_pool2_b64u2x3_fma<6, 6>(a1, W(g * 49 + 97), v);
         }
 
         // epilogue: 2x2 max, tanh, store

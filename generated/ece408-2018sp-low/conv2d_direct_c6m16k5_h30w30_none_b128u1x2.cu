@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp-low.yaml (network ece408-2018sp-low)
 // layer:      conv2
 // shape:      C=6 H=30 W=30 -> M=16 K=5 -> 16x26x26
-// template:   conv2d_direct (templates/conv2d_direct.lua, hash 2415b225f02072fd)
+// template:   conv2d_direct (templates/conv2d_direct.lua, hash 60c279f82d55ca1f)
 // params:     block=128 maps_unroll=1 cols=2 unroll_groups=0 fuse=1
 // launch:     grid (N*338/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    const:conv2d_direct_c6m16k5_h30w30_none_b128u1x2_w, bias none
@@ -15,7 +15,7 @@ __constant__ float conv2d_direct_c6m16k5_h30w30_none_b128u1x2_w[2400];
 
 // one weight into every output of the thread's 1x2 tile; p, q are literals
 template <int P, int Q>
-__device__ __forceinline__ void tile_fma(float (&a)[1][2], float k, const float (&v)[5][6])
+__device__ __forceinline__ void conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma(float (&a)[1][2], float k, const float (&v)[5][6])
 {
 #pragma unroll
     for (int r = 0; r < 1; r++)
@@ -52,31 +52,31 @@ conv2d_direct_c6m16k5_h30w30_none_b128u1x2(const float* __restrict__ in, float* 
                 for (int q = 0; q < 6; q++)
                     v[p][q] = x[0 + p * 30 + q];
             // map g+0, c=0
-            tile_fma<0, 0>(a0, W(g * 150 + 0), v);
-            tile_fma<0, 1>(a0, W(g * 150 + 1), v);
-            tile_fma<0, 2>(a0, W(g * 150 + 2), v);
-            tile_fma<0, 3>(a0, W(g * 150 + 3), v);
-            tile_fma<0, 4>(a0, W(g * 150 + 4), v);
-            tile_fma<1, 0>(a0, W(g * 150 + 5), v);
-            tile_fma<1, 1>(a0, W(g * 150 + 6), v);
-            tile_fma<1, 2>(a0, W(g * 150 + 7), v);
-            tile_fma<1, 3>(a0, W(g * 150 + 8), v);
-            tile_fma<1, 4>(a0, W(g * 150 + 9), v);
-            tile_fma<2, 0>(a0, W(g * 150 + 10), v);
-            tile_fma<2, 1>(a0, W(g * 150 + 11), v);
-            tile_fma<2, 2>(a0, W(g * 150 + 12), v);
-            tile_fma<2, 3>(a0, W(g * 150 + 13), v);
-            tile_fma<2, 4>(a0, W(g * 150 + 14), v);
-            tile_fma<3, 0>(a0, W(g * 150 + 15), v);
-            tile_fma<3, 1>(a0, W(g * 150 + 16), v);
-            tile_fma<3, 2>(a0, W(g * 150 + 17), v);
-            tile_fma<3, 3>(a0, W(g * 150 + 18), v);
-            tile_fma<3, 4>(a0, W(g * 150 + 19), v);
-            tile_fma<4, 0>(a0, W(g * 150 + 20), v);
-            tile_fma<4, 1>(a0, W(g * 150 + 21), v);
-            tile_fma<4, 2>(a0, W(g * 150 + 22), v);
-            tile_fma<4, 3>(a0, W(g * 150 + 23), v);
-            tile_fma<4, 4>(a0, W(g * 150 + 24), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 0>(a0, W(g * 150 + 0), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 1>(a0, W(g * 150 + 1), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 2>(a0, W(g * 150 + 2), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 3>(a0, W(g * 150 + 3), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 4>(a0, W(g * 150 + 4), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 0>(a0, W(g * 150 + 5), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 1>(a0, W(g * 150 + 6), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 2>(a0, W(g * 150 + 7), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 3>(a0, W(g * 150 + 8), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 4>(a0, W(g * 150 + 9), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 0>(a0, W(g * 150 + 10), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 1>(a0, W(g * 150 + 11), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 2>(a0, W(g * 150 + 12), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 3>(a0, W(g * 150 + 13), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 4>(a0, W(g * 150 + 14), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 0>(a0, W(g * 150 + 15), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 1>(a0, W(g * 150 + 16), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 2>(a0, W(g * 150 + 17), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 3>(a0, W(g * 150 + 18), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 4>(a0, W(g * 150 + 19), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 0>(a0, W(g * 150 + 20), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 1>(a0, W(g * 150 + 21), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 2>(a0, W(g * 150 + 22), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 3>(a0, W(g * 150 + 23), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 4>(a0, W(g * 150 + 24), v);
         }
         {
             // channel 1: its 5x6 patch
@@ -87,31 +87,31 @@ conv2d_direct_c6m16k5_h30w30_none_b128u1x2(const float* __restrict__ in, float* 
                 for (int q = 0; q < 6; q++)
                     v[p][q] = x[900 + p * 30 + q];
             // map g+0, c=1
-            tile_fma<0, 0>(a0, W(g * 150 + 25), v);
-            tile_fma<0, 1>(a0, W(g * 150 + 26), v);
-            tile_fma<0, 2>(a0, W(g * 150 + 27), v);
-            tile_fma<0, 3>(a0, W(g * 150 + 28), v);
-            tile_fma<0, 4>(a0, W(g * 150 + 29), v);
-            tile_fma<1, 0>(a0, W(g * 150 + 30), v);
-            tile_fma<1, 1>(a0, W(g * 150 + 31), v);
-            tile_fma<1, 2>(a0, W(g * 150 + 32), v);
-            tile_fma<1, 3>(a0, W(g * 150 + 33), v);
-            tile_fma<1, 4>(a0, W(g * 150 + 34), v);
-            tile_fma<2, 0>(a0, W(g * 150 + 35), v);
-            tile_fma<2, 1>(a0, W(g * 150 + 36), v);
-            tile_fma<2, 2>(a0, W(g * 150 + 37), v);
-            tile_fma<2, 3>(a0, W(g * 150 + 38), v);
-            tile_fma<2, 4>(a0, W(g * 150 + 39), v);
-            tile_fma<3, 0>(a0, W(g * 150 + 40), v);
-            tile_fma<3, 1>(a0, W(g * 150 + 41), v);
-            tile_fma<3, 2>(a0, W(g * 150 + 42), v);
-            tile_fma<3, 3>(a0, W(g * 150 + 43), v);
-            tile_fma<3, 4>(a0, W(g * 150 + 44), v);
-            tile_fma<4, 0>(a0, W(g * 150 + 45), v);
-            tile_fma<4, 1>(a0, W(g * 150 + 46), v);
-            tile_fma<4, 2>(a0, W(g * 150 + 47), v);
-            tile_fma<4, 3>(a0, W(g * 150 + 48), v);
-            tile_fma<4, 4>(a0, W(g * 150 + 49), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 0>(a0, W(g * 150 + 25), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 1>(a0, W(g * 150 + 26), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 2>(a0, W(g * 150 + 27), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 3>(a0, W(g * 150 + 28), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 4>(a0, W(g * 150 + 29), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 0>(a0, W(g * 150 + 30), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 1>(a0, W(g * 150 + 31), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 2>(a0, W(g * 150 + 32), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 3>(a0, W(g * 150 + 33), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 4>(a0, W(g * 150 + 34), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 0>(a0, W(g * 150 + 35), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 1>(a0, W(g * 150 + 36), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 2>(a0, W(g * 150 + 37), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 3>(a0, W(g * 150 + 38), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 4>(a0, W(g * 150 + 39), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 0>(a0, W(g * 150 + 40), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 1>(a0, W(g * 150 + 41), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 2>(a0, W(g * 150 + 42), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 3>(a0, W(g * 150 + 43), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 4>(a0, W(g * 150 + 44), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 0>(a0, W(g * 150 + 45), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 1>(a0, W(g * 150 + 46), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 2>(a0, W(g * 150 + 47), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 3>(a0, W(g * 150 + 48), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 4>(a0, W(g * 150 + 49), v);
         }
         {
             // channel 2: its 5x6 patch
@@ -122,31 +122,31 @@ conv2d_direct_c6m16k5_h30w30_none_b128u1x2(const float* __restrict__ in, float* 
                 for (int q = 0; q < 6; q++)
                     v[p][q] = x[1800 + p * 30 + q];
             // map g+0, c=2
-            tile_fma<0, 0>(a0, W(g * 150 + 50), v);
-            tile_fma<0, 1>(a0, W(g * 150 + 51), v);
-            tile_fma<0, 2>(a0, W(g * 150 + 52), v);
-            tile_fma<0, 3>(a0, W(g * 150 + 53), v);
-            tile_fma<0, 4>(a0, W(g * 150 + 54), v);
-            tile_fma<1, 0>(a0, W(g * 150 + 55), v);
-            tile_fma<1, 1>(a0, W(g * 150 + 56), v);
-            tile_fma<1, 2>(a0, W(g * 150 + 57), v);
-            tile_fma<1, 3>(a0, W(g * 150 + 58), v);
-            tile_fma<1, 4>(a0, W(g * 150 + 59), v);
-            tile_fma<2, 0>(a0, W(g * 150 + 60), v);
-            tile_fma<2, 1>(a0, W(g * 150 + 61), v);
-            tile_fma<2, 2>(a0, W(g * 150 + 62), v);
-            tile_fma<2, 3>(a0, W(g * 150 + 63), v);
-            tile_fma<2, 4>(a0, W(g * 150 + 64), v);
-            tile_fma<3, 0>(a0, W(g * 150 + 65), v);
-            tile_fma<3, 1>(a0, W(g * 150 + 66), v);
-            tile_fma<3, 2>(a0, W(g * 150 + 67), v);
-            tile_fma<3, 3>(a0, W(g * 150 + 68), v);
-            tile_fma<3, 4>(a0, W(g * 150 + 69), v);
-            tile_fma<4, 0>(a0, W(g * 150 + 70), v);
-            tile_fma<4, 1>(a0, W(g * 150 + 71), v);
-            tile_fma<4, 2>(a0, W(g * 150 + 72), v);
-            tile_fma<4, 3>(a0, W(g * 150 + 73), v);
-            tile_fma<4, 4>(a0, W(g * 150 + 74), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 0>(a0, W(g * 150 + 50), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 1>(a0, W(g * 150 + 51), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 2>(a0, W(g * 150 + 52), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 3>(a0, W(g * 150 + 53), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 4>(a0, W(g * 150 + 54), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 0>(a0, W(g * 150 + 55), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 1>(a0, W(g * 150 + 56), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 2>(a0, W(g * 150 + 57), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 3>(a0, W(g * 150 + 58), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 4>(a0, W(g * 150 + 59), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 0>(a0, W(g * 150 + 60), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 1>(a0, W(g * 150 + 61), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 2>(a0, W(g * 150 + 62), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 3>(a0, W(g * 150 + 63), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 4>(a0, W(g * 150 + 64), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 0>(a0, W(g * 150 + 65), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 1>(a0, W(g * 150 + 66), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 2>(a0, W(g * 150 + 67), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 3>(a0, W(g * 150 + 68), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 4>(a0, W(g * 150 + 69), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 0>(a0, W(g * 150 + 70), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 1>(a0, W(g * 150 + 71), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 2>(a0, W(g * 150 + 72), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 3>(a0, W(g * 150 + 73), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 4>(a0, W(g * 150 + 74), v);
         }
         {
             // channel 3: its 5x6 patch
@@ -157,31 +157,31 @@ conv2d_direct_c6m16k5_h30w30_none_b128u1x2(const float* __restrict__ in, float* 
                 for (int q = 0; q < 6; q++)
                     v[p][q] = x[2700 + p * 30 + q];
             // map g+0, c=3
-            tile_fma<0, 0>(a0, W(g * 150 + 75), v);
-            tile_fma<0, 1>(a0, W(g * 150 + 76), v);
-            tile_fma<0, 2>(a0, W(g * 150 + 77), v);
-            tile_fma<0, 3>(a0, W(g * 150 + 78), v);
-            tile_fma<0, 4>(a0, W(g * 150 + 79), v);
-            tile_fma<1, 0>(a0, W(g * 150 + 80), v);
-            tile_fma<1, 1>(a0, W(g * 150 + 81), v);
-            tile_fma<1, 2>(a0, W(g * 150 + 82), v);
-            tile_fma<1, 3>(a0, W(g * 150 + 83), v);
-            tile_fma<1, 4>(a0, W(g * 150 + 84), v);
-            tile_fma<2, 0>(a0, W(g * 150 + 85), v);
-            tile_fma<2, 1>(a0, W(g * 150 + 86), v);
-            tile_fma<2, 2>(a0, W(g * 150 + 87), v);
-            tile_fma<2, 3>(a0, W(g * 150 + 88), v);
-            tile_fma<2, 4>(a0, W(g * 150 + 89), v);
-            tile_fma<3, 0>(a0, W(g * 150 + 90), v);
-            tile_fma<3, 1>(a0, W(g * 150 + 91), v);
-            tile_fma<3, 2>(a0, W(g * 150 + 92), v);
-            tile_fma<3, 3>(a0, W(g * 150 + 93), v);
-            tile_fma<3, 4>(a0, W(g * 150 + 94), v);
-            tile_fma<4, 0>(a0, W(g * 150 + 95), v);
-            tile_fma<4, 1>(a0, W(g * 150 + 96), v);
-            tile_fma<4, 2>(a0, W(g * 150 + 97), v);
-            tile_fma<4, 3>(a0, W(g * 150 + 98), v);
-            tile_fma<4, 4>(a0, W(g * 150 + 99), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 0>(a0, W(g * 150 + 75), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 1>(a0, W(g * 150 + 76), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 2>(a0, W(g * 150 + 77), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 3>(a0, W(g * 150 + 78), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 4>(a0, W(g * 150 + 79), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 0>(a0, W(g * 150 + 80), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 1>(a0, W(g * 150 + 81), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 2>(a0, W(g * 150 + 82), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 3>(a0, W(g * 150 + 83), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 4>(a0, W(g * 150 + 84), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 0>(a0, W(g * 150 + 85), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 1>(a0, W(g * 150 + 86), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 2>(a0, W(g * 150 + 87), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 3>(a0, W(g * 150 + 88), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 4>(a0, W(g * 150 + 89), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 0>(a0, W(g * 150 + 90), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 1>(a0, W(g * 150 + 91), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 2>(a0, W(g * 150 + 92), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 3>(a0, W(g * 150 + 93), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 4>(a0, W(g * 150 + 94), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 0>(a0, W(g * 150 + 95), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 1>(a0, W(g * 150 + 96), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 2>(a0, W(g * 150 + 97), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 3>(a0, W(g * 150 + 98), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 4>(a0, W(g * 150 + 99), v);
         }
         {
             // channel 4: its 5x6 patch
@@ -192,31 +192,31 @@ conv2d_direct_c6m16k5_h30w30_none_b128u1x2(const float* __restrict__ in, float* 
                 for (int q = 0; q < 6; q++)
                     v[p][q] = x[3600 + p * 30 + q];
             // map g+0, c=4
-            tile_fma<0, 0>(a0, W(g * 150 + 100), v);
-            tile_fma<0, 1>(a0, W(g * 150 + 101), v);
-            tile_fma<0, 2>(a0, W(g * 150 + 102), v);
-            tile_fma<0, 3>(a0, W(g * 150 + 103), v);
-            tile_fma<0, 4>(a0, W(g * 150 + 104), v);
-            tile_fma<1, 0>(a0, W(g * 150 + 105), v);
-            tile_fma<1, 1>(a0, W(g * 150 + 106), v);
-            tile_fma<1, 2>(a0, W(g * 150 + 107), v);
-            tile_fma<1, 3>(a0, W(g * 150 + 108), v);
-            tile_fma<1, 4>(a0, W(g * 150 + 109), v);
-            tile_fma<2, 0>(a0, W(g * 150 + 110), v);
-            tile_fma<2, 1>(a0, W(g * 150 + 111), v);
-            tile_fma<2, 2>(a0, W(g * 150 + 112), v);
-            tile_fma<2, 3>(a0, W(g * 150 + 113), v);
-            tile_fma<2, 4>(a0, W(g * 150 + 114), v);
-            tile_fma<3, 0>(a0, W(g * 150 + 115), v);
-            tile_fma<3, 1>(a0, W(g * 150 + 116), v);
-            tile_fma<3, 2>(a0, W(g * 150 + 117), v);
-            tile_fma<3, 3>(a0, W(g * 150 + 118), v);
-            tile_fma<3, 4>(a0, W(g * 150 + 119), v);
-            tile_fma<4, 0>(a0, W(g * 150 + 120), v);
-            tile_fma<4, 1>(a0, W(g * 150 + 121), v);
-            tile_fma<4, 2>(a0, W(g * 150 + 122), v);
-            tile_fma<4, 3>(a0, W(g * 150 + 123), v);
-            tile_fma<4, 4>(a0, W(g * 150 + 124), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 0>(a0, W(g * 150 + 100), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 1>(a0, W(g * 150 + 101), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 2>(a0, W(g * 150 + 102), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 3>(a0, W(g * 150 + 103), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 4>(a0, W(g * 150 + 104), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 0>(a0, W(g * 150 + 105), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 1>(a0, W(g * 150 + 106), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 2>(a0, W(g * 150 + 107), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 3>(a0, W(g * 150 + 108), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 4>(a0, W(g * 150 + 109), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 0>(a0, W(g * 150 + 110), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 1>(a0, W(g * 150 + 111), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 2>(a0, W(g * 150 + 112), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 3>(a0, W(g * 150 + 113), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 4>(a0, W(g * 150 + 114), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 0>(a0, W(g * 150 + 115), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 1>(a0, W(g * 150 + 116), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 2>(a0, W(g * 150 + 117), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 3>(a0, W(g * 150 + 118), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 4>(a0, W(g * 150 + 119), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 0>(a0, W(g * 150 + 120), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 1>(a0, W(g * 150 + 121), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 2>(a0, W(g * 150 + 122), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 3>(a0, W(g * 150 + 123), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 4>(a0, W(g * 150 + 124), v);
         }
         {
             // channel 5: its 5x6 patch
@@ -227,31 +227,31 @@ conv2d_direct_c6m16k5_h30w30_none_b128u1x2(const float* __restrict__ in, float* 
                 for (int q = 0; q < 6; q++)
                     v[p][q] = x[4500 + p * 30 + q];
             // map g+0, c=5
-            tile_fma<0, 0>(a0, W(g * 150 + 125), v);
-            tile_fma<0, 1>(a0, W(g * 150 + 126), v);
-            tile_fma<0, 2>(a0, W(g * 150 + 127), v);
-            tile_fma<0, 3>(a0, W(g * 150 + 128), v);
-            tile_fma<0, 4>(a0, W(g * 150 + 129), v);
-            tile_fma<1, 0>(a0, W(g * 150 + 130), v);
-            tile_fma<1, 1>(a0, W(g * 150 + 131), v);
-            tile_fma<1, 2>(a0, W(g * 150 + 132), v);
-            tile_fma<1, 3>(a0, W(g * 150 + 133), v);
-            tile_fma<1, 4>(a0, W(g * 150 + 134), v);
-            tile_fma<2, 0>(a0, W(g * 150 + 135), v);
-            tile_fma<2, 1>(a0, W(g * 150 + 136), v);
-            tile_fma<2, 2>(a0, W(g * 150 + 137), v);
-            tile_fma<2, 3>(a0, W(g * 150 + 138), v);
-            tile_fma<2, 4>(a0, W(g * 150 + 139), v);
-            tile_fma<3, 0>(a0, W(g * 150 + 140), v);
-            tile_fma<3, 1>(a0, W(g * 150 + 141), v);
-            tile_fma<3, 2>(a0, W(g * 150 + 142), v);
-            tile_fma<3, 3>(a0, W(g * 150 + 143), v);
-            tile_fma<3, 4>(a0, W(g * 150 + 144), v);
-            tile_fma<4, 0>(a0, W(g * 150 + 145), v);
-            tile_fma<4, 1>(a0, W(g * 150 + 146), v);
-            tile_fma<4, 2>(a0, W(g * 150 + 147), v);
-            tile_fma<4, 3>(a0, W(g * 150 + 148), v);
-            tile_fma<4, 4>(a0, W(g * 150 + 149), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 0>(a0, W(g * 150 + 125), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 1>(a0, W(g * 150 + 126), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 2>(a0, W(g * 150 + 127), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 3>(a0, W(g * 150 + 128), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<0, 4>(a0, W(g * 150 + 129), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 0>(a0, W(g * 150 + 130), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 1>(a0, W(g * 150 + 131), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 2>(a0, W(g * 150 + 132), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 3>(a0, W(g * 150 + 133), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<1, 4>(a0, W(g * 150 + 134), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 0>(a0, W(g * 150 + 135), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 1>(a0, W(g * 150 + 136), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 2>(a0, W(g * 150 + 137), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 3>(a0, W(g * 150 + 138), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<2, 4>(a0, W(g * 150 + 139), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 0>(a0, W(g * 150 + 140), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 1>(a0, W(g * 150 + 141), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 2>(a0, W(g * 150 + 142), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 3>(a0, W(g * 150 + 143), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<3, 4>(a0, W(g * 150 + 144), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 0>(a0, W(g * 150 + 145), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 1>(a0, W(g * 150 + 146), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 2>(a0, W(g * 150 + 147), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 3>(a0, W(g * 150 + 148), v);
+            conv2d_direct_c6m16k5_h30w30_none_b128u1x2_fma<4, 4>(a0, W(g * 150 + 149), v);
         }
 
         // epilogue: none, store

@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp.yaml (network ece408-2018sp)
 // layer:      conv1
 // shape:      C=1 H=64 W=64 -> M=6 K=5, tanh, max-pool 2x2 -> 6x30x30
-// template:   conv2d_direct (templates/conv2d_direct.lua, hash 2415b225f02072fd)
+// template:   conv2d_direct (templates/conv2d_direct.lua, hash 60c279f82d55ca1f)
 // params:     block=128 maps_unroll=3 cols=3 unroll_groups=1 fuse=1
 // launch:     grid (N*300/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    const:conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_w, bias none
@@ -15,7 +15,7 @@ __constant__ float conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_w[150];
 
 // one weight into every output of the thread's 2x6 tile; p, q are literals
 template <int P, int Q>
-__device__ __forceinline__ void tile_fma(float (&a)[2][6], float k, const float (&v)[6][10])
+__device__ __forceinline__ void conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma(float (&a)[2][6], float k, const float (&v)[6][10])
 {
 #pragma unroll
     for (int r = 0; r < 2; r++)
@@ -56,83 +56,83 @@ conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g(const float* __restrict__ in, f
         float a1[2][6] = {};
         float a2[2][6] = {};
         // map g+0, c=0
-        tile_fma<0, 0>(a0, W(g * 25 + 0), v[0]);
-        tile_fma<0, 1>(a0, W(g * 25 + 1), v[0]);
-        tile_fma<0, 2>(a0, W(g * 25 + 2), v[0]);
-        tile_fma<0, 3>(a0, W(g * 25 + 3), v[0]);
-        tile_fma<0, 4>(a0, W(g * 25 + 4), v[0]);
-        tile_fma<1, 0>(a0, W(g * 25 + 5), v[0]);
-        tile_fma<1, 1>(a0, W(g * 25 + 6), v[0]);
-        tile_fma<1, 2>(a0, W(g * 25 + 7), v[0]);
-        tile_fma<1, 3>(a0, W(g * 25 + 8), v[0]);
-        tile_fma<1, 4>(a0, W(g * 25 + 9), v[0]);
-        tile_fma<2, 0>(a0, W(g * 25 + 10), v[0]);
-        tile_fma<2, 1>(a0, W(g * 25 + 11), v[0]);
-        tile_fma<2, 2>(a0, W(g * 25 + 12), v[0]);
-        tile_fma<2, 3>(a0, W(g * 25 + 13), v[0]);
-        tile_fma<2, 4>(a0, W(g * 25 + 14), v[0]);
-        tile_fma<3, 0>(a0, W(g * 25 + 15), v[0]);
-        tile_fma<3, 1>(a0, W(g * 25 + 16), v[0]);
-        tile_fma<3, 2>(a0, W(g * 25 + 17), v[0]);
-        tile_fma<3, 3>(a0, W(g * 25 + 18), v[0]);
-        tile_fma<3, 4>(a0, W(g * 25 + 19), v[0]);
-        tile_fma<4, 0>(a0, W(g * 25 + 20), v[0]);
-        tile_fma<4, 1>(a0, W(g * 25 + 21), v[0]);
-        tile_fma<4, 2>(a0, W(g * 25 + 22), v[0]);
-        tile_fma<4, 3>(a0, W(g * 25 + 23), v[0]);
-        tile_fma<4, 4>(a0, W(g * 25 + 24), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 0>(a0, W(g * 25 + 0), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 1>(a0, W(g * 25 + 1), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 2>(a0, W(g * 25 + 2), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 3>(a0, W(g * 25 + 3), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 4>(a0, W(g * 25 + 4), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 0>(a0, W(g * 25 + 5), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 1>(a0, W(g * 25 + 6), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 2>(a0, W(g * 25 + 7), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 3>(a0, W(g * 25 + 8), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 4>(a0, W(g * 25 + 9), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 0>(a0, W(g * 25 + 10), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 1>(a0, W(g * 25 + 11), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 2>(a0, W(g * 25 + 12), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 3>(a0, W(g * 25 + 13), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 4>(a0, W(g * 25 + 14), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 0>(a0, W(g * 25 + 15), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 1>(a0, W(g * 25 + 16), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 2>(a0, W(g * 25 + 17), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 3>(a0, W(g * 25 + 18), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 4>(a0, W(g * 25 + 19), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 0>(a0, W(g * 25 + 20), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 1>(a0, W(g * 25 + 21), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 2>(a0, W(g * 25 + 22), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 3>(a0, W(g * 25 + 23), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 4>(a0, W(g * 25 + 24), v[0]);
         // map g+1, c=0
-        tile_fma<0, 0>(a1, W(g * 25 + 25), v[0]);
-        tile_fma<0, 1>(a1, W(g * 25 + 26), v[0]);
-        tile_fma<0, 2>(a1, W(g * 25 + 27), v[0]);
-        tile_fma<0, 3>(a1, W(g * 25 + 28), v[0]);
-        tile_fma<0, 4>(a1, W(g * 25 + 29), v[0]);
-        tile_fma<1, 0>(a1, W(g * 25 + 30), v[0]);
-        tile_fma<1, 1>(a1, W(g * 25 + 31), v[0]);
-        tile_fma<1, 2>(a1, W(g * 25 + 32), v[0]);
-        tile_fma<1, 3>(a1, W(g * 25 + 33), v[0]);
-        tile_fma<1, 4>(a1, W(g * 25 + 34), v[0]);
-        tile_fma<2, 0>(a1, W(g * 25 + 35), v[0]);
-        tile_fma<2, 1>(a1, W(g * 25 + 36), v[0]);
-        tile_fma<2, 2>(a1, W(g * 25 + 37), v[0]);
-        tile_fma<2, 3>(a1, W(g * 25 + 38), v[0]);
-        tile_fma<2, 4>(a1, W(g * 25 + 39), v[0]);
-        tile_fma<3, 0>(a1, W(g * 25 + 40), v[0]);
-        tile_fma<3, 1>(a1, W(g * 25 + 41), v[0]);
-        tile_fma<3, 2>(a1, W(g * 25 + 42), v[0]);
-        tile_fma<3, 3>(a1, W(g * 25 + 43), v[0]);
-        tile_fma<3, 4>(a1, W(g * 25 + 44), v[0]);
-        tile_fma<4, 0>(a1, W(g * 25 + 45), v[0]);
-        tile_fma<4, 1>(a1, W(g * 25 + 46), v[0]);
-        tile_fma<4, 2>(a1, W(g * 25 + 47), v[0]);
-        tile_fma<4, 3>(a1, W(g * 25 + 48), v[0]);
-        tile_fma<4, 4>(a1, W(g * 25 + 49), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 0>(a1, W(g * 25 + 25), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 1>(a1, W(g * 25 + 26), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 2>(a1, W(g * 25 + 27), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 3>(a1, W(g * 25 + 28), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 4>(a1, W(g * 25 + 29), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 0>(a1, W(g * 25 + 30), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 1>(a1, W(g * 25 + 31), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 2>(a1, W(g * 25 + 32), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 3>(a1, W(g * 25 + 33), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 4>(a1, W(g * 25 + 34), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 0>(a1, W(g * 25 + 35), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 1>(a1, W(g * 25 + 36), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 2>(a1, W(g * 25 + 37), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 3>(a1, W(g * 25 + 38), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 4>(a1, W(g * 25 + 39), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 0>(a1, W(g * 25 + 40), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 1>(a1, W(g * 25 + 41), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 2>(a1, W(g * 25 + 42), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 3>(a1, W(g * 25 + 43), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 4>(a1, W(g * 25 + 44), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 0>(a1, W(g * 25 + 45), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 1>(a1, W(g * 25 + 46), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 2>(a1, W(g * 25 + 47), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 3>(a1, W(g * 25 + 48), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 4>(a1, W(g * 25 + 49), v[0]);
         // map g+2, c=0
-        tile_fma<0, 0>(a2, W(g * 25 + 50), v[0]);
-        tile_fma<0, 1>(a2, W(g * 25 + 51), v[0]);
-        tile_fma<0, 2>(a2, W(g * 25 + 52), v[0]);
-        tile_fma<0, 3>(a2, W(g * 25 + 53), v[0]);
-        tile_fma<0, 4>(a2, W(g * 25 + 54), v[0]);
-        tile_fma<1, 0>(a2, W(g * 25 + 55), v[0]);
-        tile_fma<1, 1>(a2, W(g * 25 + 56), v[0]);
-        tile_fma<1, 2>(a2, W(g * 25 + 57), v[0]);
-        tile_fma<1, 3>(a2, W(g * 25 + 58), v[0]);
-        tile_fma<1, 4>(a2, W(g * 25 + 59), v[0]);
-        tile_fma<2, 0>(a2, W(g * 25 + 60), v[0]);
-        tile_fma<2, 1>(a2, W(g * 25 + 61), v[0]);
-        tile_fma<2, 2>(a2, W(g * 25 + 62), v[0]);
-        tile_fma<2, 3>(a2, W(g * 25 + 63), v[0]);
-        tile_fma<2, 4>(a2, W(g * 25 + 64), v[0]);
-        tile_fma<3, 0>(a2, W(g * 25 + 65), v[0]);
-        tile_fma<3, 1>(a2, W(g * 25 + 66), v[0]);
-        tile_fma<3, 2>(a2, W(g * 25 + 67), v[0]);
-        tile_fma<3, 3>(a2, W(g * 25 + 68), v[0]);
-        tile_fma<3, 4>(a2, W(g * 25 + 69), v[0]);
-        tile_fma<4, 0>(a2, W(g * 25 + 70), v[0]);
-        tile_fma<4, 1>(a2, W(g * 25 + 71), v[0]);
-        tile_fma<4, 2>(a2, W(g * 25 + 72), v[0]);
-        tile_fma<4, 3>(a2, W(g * 25 + 73), v[0]);
-        tile_fma<4, 4>(a2, W(g * 25 + 74), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 0>(a2, W(g * 25 + 50), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 1>(a2, W(g * 25 + 51), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 2>(a2, W(g * 25 + 52), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 3>(a2, W(g * 25 + 53), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<0, 4>(a2, W(g * 25 + 54), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 0>(a2, W(g * 25 + 55), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 1>(a2, W(g * 25 + 56), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 2>(a2, W(g * 25 + 57), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 3>(a2, W(g * 25 + 58), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<1, 4>(a2, W(g * 25 + 59), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 0>(a2, W(g * 25 + 60), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 1>(a2, W(g * 25 + 61), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 2>(a2, W(g * 25 + 62), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 3>(a2, W(g * 25 + 63), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<2, 4>(a2, W(g * 25 + 64), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 0>(a2, W(g * 25 + 65), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 1>(a2, W(g * 25 + 66), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 2>(a2, W(g * 25 + 67), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 3>(a2, W(g * 25 + 68), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<3, 4>(a2, W(g * 25 + 69), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 0>(a2, W(g * 25 + 70), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 1>(a2, W(g * 25 + 71), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 2>(a2, W(g * 25 + 72), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 3>(a2, W(g * 25 + 73), v[0]);
+        conv2d_direct_c1m6k5_h64w64_tanh_pool2_b128u3x3g_fma<4, 4>(a2, W(g * 25 + 74), v[0]);
 
         // epilogue: 2x2 max, tanh, store
         y[(g + 0) * 900 + 0] = tanhf(fmaxf(fmaxf(a0[0][0], a0[0][1]), fmaxf(a0[1][0], a0[1][1])));
