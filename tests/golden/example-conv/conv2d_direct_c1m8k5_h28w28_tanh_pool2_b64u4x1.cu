@@ -2,7 +2,7 @@
 // spec:       specs/example-conv.yaml (network example-conv)
 // layer:      conv1
 // shape:      C=1 H=28 W=28 -> M=8 K=5, tanh, max-pool 2x2 -> 8x12x12
-// template:   conv2d_direct (templates/conv2d_direct.lua, hash 2415b225f02072fd)
+// template:   conv2d_direct (templates/conv2d_direct.lua, hash 60c279f82d55ca1f)
 // params:     block=64 maps_unroll=4 cols=1 unroll_groups=0 fuse=1
 // launch:     grid (N*144/64, 1, 1) where N = images, block (64, 1, 1), 0 B shared
 // weights:    const:conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_w, bias const:conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_b
@@ -17,7 +17,7 @@ __constant__ float conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_b[8];
 
 // one weight into every output of the thread's 2x2 tile; p, q are literals
 template <int P, int Q>
-__device__ __forceinline__ void tile_fma(float (&a)[2][2], float k, const float (&v)[6][6])
+__device__ __forceinline__ void conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma(float (&a)[2][2], float k, const float (&v)[6][6])
 {
 #pragma unroll
     for (int r = 0; r < 2; r++)
@@ -59,109 +59,109 @@ conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1(const float* __restrict__ in, flo
         float a2[2][2] = {};
         float a3[2][2] = {};
         // map g+0, c=0
-        tile_fma<0, 0>(a0, W(g * 25 + 0), v[0]);
-        tile_fma<0, 1>(a0, W(g * 25 + 1), v[0]);
-        tile_fma<0, 2>(a0, W(g * 25 + 2), v[0]);
-        tile_fma<0, 3>(a0, W(g * 25 + 3), v[0]);
-        tile_fma<0, 4>(a0, W(g * 25 + 4), v[0]);
-        tile_fma<1, 0>(a0, W(g * 25 + 5), v[0]);
-        tile_fma<1, 1>(a0, W(g * 25 + 6), v[0]);
-        tile_fma<1, 2>(a0, W(g * 25 + 7), v[0]);
-        tile_fma<1, 3>(a0, W(g * 25 + 8), v[0]);
-        tile_fma<1, 4>(a0, W(g * 25 + 9), v[0]);
-        tile_fma<2, 0>(a0, W(g * 25 + 10), v[0]);
-        tile_fma<2, 1>(a0, W(g * 25 + 11), v[0]);
-        tile_fma<2, 2>(a0, W(g * 25 + 12), v[0]);
-        tile_fma<2, 3>(a0, W(g * 25 + 13), v[0]);
-        tile_fma<2, 4>(a0, W(g * 25 + 14), v[0]);
-        tile_fma<3, 0>(a0, W(g * 25 + 15), v[0]);
-        tile_fma<3, 1>(a0, W(g * 25 + 16), v[0]);
-        tile_fma<3, 2>(a0, W(g * 25 + 17), v[0]);
-        tile_fma<3, 3>(a0, W(g * 25 + 18), v[0]);
-        tile_fma<3, 4>(a0, W(g * 25 + 19), v[0]);
-        tile_fma<4, 0>(a0, W(g * 25 + 20), v[0]);
-        tile_fma<4, 1>(a0, W(g * 25 + 21), v[0]);
-        tile_fma<4, 2>(a0, W(g * 25 + 22), v[0]);
-        tile_fma<4, 3>(a0, W(g * 25 + 23), v[0]);
-        tile_fma<4, 4>(a0, W(g * 25 + 24), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 0>(a0, W(g * 25 + 0), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 1>(a0, W(g * 25 + 1), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 2>(a0, W(g * 25 + 2), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 3>(a0, W(g * 25 + 3), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 4>(a0, W(g * 25 + 4), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 0>(a0, W(g * 25 + 5), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 1>(a0, W(g * 25 + 6), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 2>(a0, W(g * 25 + 7), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 3>(a0, W(g * 25 + 8), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 4>(a0, W(g * 25 + 9), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 0>(a0, W(g * 25 + 10), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 1>(a0, W(g * 25 + 11), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 2>(a0, W(g * 25 + 12), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 3>(a0, W(g * 25 + 13), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 4>(a0, W(g * 25 + 14), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 0>(a0, W(g * 25 + 15), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 1>(a0, W(g * 25 + 16), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 2>(a0, W(g * 25 + 17), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 3>(a0, W(g * 25 + 18), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 4>(a0, W(g * 25 + 19), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 0>(a0, W(g * 25 + 20), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 1>(a0, W(g * 25 + 21), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 2>(a0, W(g * 25 + 22), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 3>(a0, W(g * 25 + 23), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 4>(a0, W(g * 25 + 24), v[0]);
         // map g+1, c=0
-        tile_fma<0, 0>(a1, W(g * 25 + 25), v[0]);
-        tile_fma<0, 1>(a1, W(g * 25 + 26), v[0]);
-        tile_fma<0, 2>(a1, W(g * 25 + 27), v[0]);
-        tile_fma<0, 3>(a1, W(g * 25 + 28), v[0]);
-        tile_fma<0, 4>(a1, W(g * 25 + 29), v[0]);
-        tile_fma<1, 0>(a1, W(g * 25 + 30), v[0]);
-        tile_fma<1, 1>(a1, W(g * 25 + 31), v[0]);
-        tile_fma<1, 2>(a1, W(g * 25 + 32), v[0]);
-        tile_fma<1, 3>(a1, W(g * 25 + 33), v[0]);
-        tile_fma<1, 4>(a1, W(g * 25 + 34), v[0]);
-        tile_fma<2, 0>(a1, W(g * 25 + 35), v[0]);
-        tile_fma<2, 1>(a1, W(g * 25 + 36), v[0]);
-        tile_fma<2, 2>(a1, W(g * 25 + 37), v[0]);
-        tile_fma<2, 3>(a1, W(g * 25 + 38), v[0]);
-        tile_fma<2, 4>(a1, W(g * 25 + 39), v[0]);
-        tile_fma<3, 0>(a1, W(g * 25 + 40), v[0]);
-        tile_fma<3, 1>(a1, W(g * 25 + 41), v[0]);
-        tile_fma<3, 2>(a1, W(g * 25 + 42), v[0]);
-        tile_fma<3, 3>(a1, W(g * 25 + 43), v[0]);
-        tile_fma<3, 4>(a1, W(g * 25 + 44), v[0]);
-        tile_fma<4, 0>(a1, W(g * 25 + 45), v[0]);
-        tile_fma<4, 1>(a1, W(g * 25 + 46), v[0]);
-        tile_fma<4, 2>(a1, W(g * 25 + 47), v[0]);
-        tile_fma<4, 3>(a1, W(g * 25 + 48), v[0]);
-        tile_fma<4, 4>(a1, W(g * 25 + 49), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 0>(a1, W(g * 25 + 25), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 1>(a1, W(g * 25 + 26), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 2>(a1, W(g * 25 + 27), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 3>(a1, W(g * 25 + 28), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 4>(a1, W(g * 25 + 29), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 0>(a1, W(g * 25 + 30), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 1>(a1, W(g * 25 + 31), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 2>(a1, W(g * 25 + 32), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 3>(a1, W(g * 25 + 33), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 4>(a1, W(g * 25 + 34), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 0>(a1, W(g * 25 + 35), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 1>(a1, W(g * 25 + 36), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 2>(a1, W(g * 25 + 37), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 3>(a1, W(g * 25 + 38), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 4>(a1, W(g * 25 + 39), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 0>(a1, W(g * 25 + 40), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 1>(a1, W(g * 25 + 41), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 2>(a1, W(g * 25 + 42), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 3>(a1, W(g * 25 + 43), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 4>(a1, W(g * 25 + 44), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 0>(a1, W(g * 25 + 45), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 1>(a1, W(g * 25 + 46), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 2>(a1, W(g * 25 + 47), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 3>(a1, W(g * 25 + 48), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 4>(a1, W(g * 25 + 49), v[0]);
         // map g+2, c=0
-        tile_fma<0, 0>(a2, W(g * 25 + 50), v[0]);
-        tile_fma<0, 1>(a2, W(g * 25 + 51), v[0]);
-        tile_fma<0, 2>(a2, W(g * 25 + 52), v[0]);
-        tile_fma<0, 3>(a2, W(g * 25 + 53), v[0]);
-        tile_fma<0, 4>(a2, W(g * 25 + 54), v[0]);
-        tile_fma<1, 0>(a2, W(g * 25 + 55), v[0]);
-        tile_fma<1, 1>(a2, W(g * 25 + 56), v[0]);
-        tile_fma<1, 2>(a2, W(g * 25 + 57), v[0]);
-        tile_fma<1, 3>(a2, W(g * 25 + 58), v[0]);
-        tile_fma<1, 4>(a2, W(g * 25 + 59), v[0]);
-        tile_fma<2, 0>(a2, W(g * 25 + 60), v[0]);
-        tile_fma<2, 1>(a2, W(g * 25 + 61), v[0]);
-        tile_fma<2, 2>(a2, W(g * 25 + 62), v[0]);
-        tile_fma<2, 3>(a2, W(g * 25 + 63), v[0]);
-        tile_fma<2, 4>(a2, W(g * 25 + 64), v[0]);
-        tile_fma<3, 0>(a2, W(g * 25 + 65), v[0]);
-        tile_fma<3, 1>(a2, W(g * 25 + 66), v[0]);
-        tile_fma<3, 2>(a2, W(g * 25 + 67), v[0]);
-        tile_fma<3, 3>(a2, W(g * 25 + 68), v[0]);
-        tile_fma<3, 4>(a2, W(g * 25 + 69), v[0]);
-        tile_fma<4, 0>(a2, W(g * 25 + 70), v[0]);
-        tile_fma<4, 1>(a2, W(g * 25 + 71), v[0]);
-        tile_fma<4, 2>(a2, W(g * 25 + 72), v[0]);
-        tile_fma<4, 3>(a2, W(g * 25 + 73), v[0]);
-        tile_fma<4, 4>(a2, W(g * 25 + 74), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 0>(a2, W(g * 25 + 50), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 1>(a2, W(g * 25 + 51), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 2>(a2, W(g * 25 + 52), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 3>(a2, W(g * 25 + 53), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 4>(a2, W(g * 25 + 54), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 0>(a2, W(g * 25 + 55), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 1>(a2, W(g * 25 + 56), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 2>(a2, W(g * 25 + 57), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 3>(a2, W(g * 25 + 58), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 4>(a2, W(g * 25 + 59), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 0>(a2, W(g * 25 + 60), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 1>(a2, W(g * 25 + 61), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 2>(a2, W(g * 25 + 62), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 3>(a2, W(g * 25 + 63), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 4>(a2, W(g * 25 + 64), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 0>(a2, W(g * 25 + 65), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 1>(a2, W(g * 25 + 66), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 2>(a2, W(g * 25 + 67), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 3>(a2, W(g * 25 + 68), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 4>(a2, W(g * 25 + 69), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 0>(a2, W(g * 25 + 70), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 1>(a2, W(g * 25 + 71), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 2>(a2, W(g * 25 + 72), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 3>(a2, W(g * 25 + 73), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 4>(a2, W(g * 25 + 74), v[0]);
         // map g+3, c=0
-        tile_fma<0, 0>(a3, W(g * 25 + 75), v[0]);
-        tile_fma<0, 1>(a3, W(g * 25 + 76), v[0]);
-        tile_fma<0, 2>(a3, W(g * 25 + 77), v[0]);
-        tile_fma<0, 3>(a3, W(g * 25 + 78), v[0]);
-        tile_fma<0, 4>(a3, W(g * 25 + 79), v[0]);
-        tile_fma<1, 0>(a3, W(g * 25 + 80), v[0]);
-        tile_fma<1, 1>(a3, W(g * 25 + 81), v[0]);
-        tile_fma<1, 2>(a3, W(g * 25 + 82), v[0]);
-        tile_fma<1, 3>(a3, W(g * 25 + 83), v[0]);
-        tile_fma<1, 4>(a3, W(g * 25 + 84), v[0]);
-        tile_fma<2, 0>(a3, W(g * 25 + 85), v[0]);
-        tile_fma<2, 1>(a3, W(g * 25 + 86), v[0]);
-        tile_fma<2, 2>(a3, W(g * 25 + 87), v[0]);
-        tile_fma<2, 3>(a3, W(g * 25 + 88), v[0]);
-        tile_fma<2, 4>(a3, W(g * 25 + 89), v[0]);
-        tile_fma<3, 0>(a3, W(g * 25 + 90), v[0]);
-        tile_fma<3, 1>(a3, W(g * 25 + 91), v[0]);
-        tile_fma<3, 2>(a3, W(g * 25 + 92), v[0]);
-        tile_fma<3, 3>(a3, W(g * 25 + 93), v[0]);
-        tile_fma<3, 4>(a3, W(g * 25 + 94), v[0]);
-        tile_fma<4, 0>(a3, W(g * 25 + 95), v[0]);
-        tile_fma<4, 1>(a3, W(g * 25 + 96), v[0]);
-        tile_fma<4, 2>(a3, W(g * 25 + 97), v[0]);
-        tile_fma<4, 3>(a3, W(g * 25 + 98), v[0]);
-        tile_fma<4, 4>(a3, W(g * 25 + 99), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 0>(a3, W(g * 25 + 75), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 1>(a3, W(g * 25 + 76), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 2>(a3, W(g * 25 + 77), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 3>(a3, W(g * 25 + 78), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<0, 4>(a3, W(g * 25 + 79), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 0>(a3, W(g * 25 + 80), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 1>(a3, W(g * 25 + 81), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 2>(a3, W(g * 25 + 82), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 3>(a3, W(g * 25 + 83), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<1, 4>(a3, W(g * 25 + 84), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 0>(a3, W(g * 25 + 85), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 1>(a3, W(g * 25 + 86), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 2>(a3, W(g * 25 + 87), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 3>(a3, W(g * 25 + 88), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<2, 4>(a3, W(g * 25 + 89), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 0>(a3, W(g * 25 + 90), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 1>(a3, W(g * 25 + 91), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 2>(a3, W(g * 25 + 92), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 3>(a3, W(g * 25 + 93), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<3, 4>(a3, W(g * 25 + 94), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 0>(a3, W(g * 25 + 95), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 1>(a3, W(g * 25 + 96), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 2>(a3, W(g * 25 + 97), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 3>(a3, W(g * 25 + 98), v[0]);
+        conv2d_direct_c1m8k5_h28w28_tanh_pool2_b64u4x1_fma<4, 4>(a3, W(g * 25 + 99), v[0]);
 
         // epilogue: 2x2 max, bias, tanh, store
         y[(g + 0) * 144 + 0] = tanhf(fmaxf(fmaxf(a0[0][0], a0[0][1]), fmaxf(a0[1][0], a0[1][1])) + B(g + 0));
