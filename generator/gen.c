@@ -195,6 +195,11 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ke
     const char *src = lua_tolstring(L, -1, &slen);
     if (!src) return lua_pop(L, 1), cg_fail(e, "templates/%s.lua: kernel has no source", k->tpl);
 
+    /* optional: why `strategy: auto` chose this template */
+    char chosen[200] = "";
+    lua_getfield(L, -2, "chosen");
+    if (lua_type(L, -1) == LUA_TSTRING) snprintf(chosen, sizeof chosen, "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
     template_hash(h, k->tpl, thash);
     cg_buf b;
     cg_buf_init(&b);
@@ -203,14 +208,14 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ke
         "// spec:       %s (network %s)\n"
         "// layer:      %s\n"
         "// shape:      %s\n"
-        "// template:   %s (templates/%s.lua, hash %s)\n"
+        "// template:   %s (templates/%s.lua, hash %s)%s%s\n"
         "// params:     %s\n"
         "// launch:     grid (%s, %s, %s) where N = images, block (%lld, %lld, %lld), "
         "%lld B shared\n"
         "// weights:    %s, bias %s\n"
         "// regenerate: %s\n\n",
         CG_VERSION, s->path, s->name, k->layer, shape, k->tpl, k->tpl, thash,
-        params[0] ? params : "(none)", grid[0], grid[1], grid[2], block[0], block[1], block[2],
+        chosen[0] ? ", " : "", chosen, params[0] ? params : "(none)", grid[0], grid[1], grid[2], block[0], block[1], block[2],
         shared, weights, bias, regen);
     k->header_len = b.len;
     bad = bad || cg_buf_add(&b, src, slen);
@@ -323,7 +328,7 @@ static int check_strategies(cg_lua *h, const cg_spec *s, cg_err *e)
 {
     for (int i = 0; i < s->nlayers; i++) {
         const cg_layer *l = &s->layers[i];
-        if (l->op == CG_OP_SOFTMAX) continue;
+        if (l->op == CG_OP_SOFTMAX || (l->op == CG_OP_CONV && !strcmp(l->strategy, "auto"))) continue;
         const char *prefix = l->op == CG_OP_CONV ? "conv2d_" : "fc_";
         size_t plen = strlen(prefix);
         char name[CG_NAME_MAX + 16];

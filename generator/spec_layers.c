@@ -142,9 +142,15 @@ static int read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, c
         l->pool = 2, oh /= 2, ow /= 2;
     }
     l->OC = l->M, l->OH = oh, l->OW = ow;
-    v = cg_y_require(c, map, "strategy", where, "the kernel template conv2d_<strategy>, e.g. direct");
-    if (!v || cg_y_ident(c, v, "strategy", where, 0, l->strategy, sizeof l->strategy)) return -1;
-    l->strategy_pos = v->pos;
+    /* optional: the template conv2d_<strategy>; auto (the default) lets the templates choose */
+    v = cg_y_get(map, "strategy");
+    if (v) {
+        if (cg_y_ident(c, v, "strategy", where, 0, l->strategy, sizeof l->strategy)) return -1;
+        l->strategy_pos = v->pos;
+    } else {
+        snprintf(l->strategy, sizeof l->strategy, "auto");
+        l->strategy_pos = l->pos;
+    }
     return read_params(c, map, where, l);
 }
 

@@ -49,6 +49,10 @@ T.params = {
     default = function(_) return 1 end },
 }
 
+-- Most multiply-adds one thread's fully unrolled body may hold: code size and
+-- compile time grow with it (ece408-2018fa conv2, 2352, compiles in about 2 s).
+T.BODY_BUDGET = 2560
+
 -- Largest input patch (floats, all channels) kept in registers across groups.
 local HOIST_LIMIT = 72
 -- Most weights per group read straight from constant memory (see T.kernel).
@@ -71,6 +75,12 @@ function T.check(l, p)
       p.maps_unroll, p.cols, p.maps_unroll * TR * TS), "maps_unroll"
   end
   local CKK = l.C * l.K * l.K
+  local body = p.maps_unroll * CKK * TR * TS * (p.unroll_groups == 1 and l.M // p.maps_unroll or 1)
+  if body > T.BODY_BUDGET then
+    return string.format("the unrolled body holds %d multiply-adds (maps_unroll*C*K*K*outputs%s); " ..
+      "the budget is %d, so that it compiles in seconds: use strategy igemm for this layer",
+      body, p.unroll_groups == 1 and "*groups" or "", T.BODY_BUDGET), "maps_unroll"
+  end
   if 4 * p.maps_unroll * CKK > common.MAX_SHARED then
     return string.format("maps_unroll=%d stages %d bytes of weights in shared memory; at most %d fit",
       p.maps_unroll, 4 * p.maps_unroll * CKK, common.MAX_SHARED), "maps_unroll"

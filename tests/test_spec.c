@@ -78,8 +78,9 @@ static void test_2018sp(void)
     CHECK_SHAPE(c1, 1, 64, 64, 6, 30, 30);
     CHECK(c1 && param(c1, "maps_unroll") == 3, "conv1 params");
     CHECK_SHAPE(c2, 6, 30, 30, 16, 26, 26);
-    CHECK(c2 && c2->pool == 0 && c2->act == CG_ACT_NONE && param(c2, "maps_unroll") == 1 && param(c2, "cols") == 2,
-          "conv2 no pool/act");
+    CHECK(c2 && c2->pool == 0 && c2->act == CG_ACT_NONE && !strcmp(c2->strategy, "igemm") &&
+              param(c2, "bm") == 16 && param(c2, "bk") == 5,
+          "conv2 no pool/act, igemm");
     CHECK(c2 && cg_layer_out_elems(c2) == 10816, "flatten 10816");
     CHECK(f1 && cg_layer_in_elems(f1) == 10816 && f1->out == 140, "fc1 in/out");
 }
@@ -289,6 +290,15 @@ static void test_memory(void)
               !strcmp(spec.layers[0].strategy, "direct") && spec.layers[0].pool == 2 &&
               !strcmp(spec.name, "mem"),
           "quoted words: %s", err.msg);
+    /* a conv without `strategy` leaves the choice to the templates (auto) */
+    const char *nostrat = "network: mem\n"
+                          "input: {channels: 1, height: 28, width: 28}\n"
+                          "dataset: {name: fashion-mnist}\n"
+                          "layers:\n"
+                          "  - {name: c, op: conv, M: 4, K: 5}\n";
+    CHECK(cg_spec_parse("mem.yaml", nostrat, strlen(nostrat), &spec, &err) == 0 &&
+              !strcmp(spec.layers[0].strategy, "auto") && spec.layers[0].nparams == 0,
+          "conv without strategy is auto: %s", err.msg);
     snprintf(buf, sizeof buf, "%s", good);
     memcpy(strstr(buf, "M: 4, K: 5"), "K: 5, M: 4", 10); /* key order does not matter */
     CHECK(cg_spec_parse("mem.yaml", buf, strlen(buf), &spec, &err) == 0 && spec.layers[0].M == 4,

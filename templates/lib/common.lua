@@ -61,6 +61,12 @@ common.CONST_BUDGET = 60 * 1024
 common.MAX_THREADS = 1024
 common.MAX_SHARED = 48 * 1024
 
+-- Shared memory one block of layer `l` may use: the target's opt-in limit when
+-- the generator knows the target, else the limit every architecture grants.
+function common.max_shared(l)
+  return (l and l.target and l.target.max_shared) or common.MAX_SHARED
+end
+
 -- Shared by the fc templates (a BM x BN block tile, TM x TN per thread).
 common.fc = {}
 

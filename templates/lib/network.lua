@@ -25,29 +25,35 @@ local function join(list)
   return table.concat(s, ", ")
 end
 
+-- Combinations resolve() tries before it gives up looking for a legal one.
+local SEARCH_LIMIT = 20000
+
 -- Resolve a template's parameters for one layer: spec values checked against
--- the declared legal values, defaults for the rest, then the template's own
--- cross-checks. Returns the values and their "k=v" list in declared order.
+-- the declared legal values; every parameter the spec leaves out is searched,
+-- its declared default first, then its legal values in order, for the first
+-- combination the template's own cross-checks accept. So a layer without
+-- `params` always gets a legal kernel when one exists. Returns the values and
+-- their "k=v" list in declared order.
 local function resolve(T, tname, l, given, index)
-  local p, listed, known = {}, {}, {}
-  for _, d in ipairs(T.params) do
+  local known, choices = {}, {}
+  for i, d in ipairs(T.params) do
     known[d.name] = true
     local legal = d.legal(l)
     local v = given and given[d.name]
     if v ~= nil then
-      local ok = false
-      for _, x in ipairs(legal) do if x == v then ok = true end end
-      if not ok then
+      if not common.contains(legal, v) then
         local shown = legal
         if #legal > 16 then shown = { legal[1], legal[2], legal[3], "...", legal[#legal] } end
         fail(index, d.name, string.format("%s=%d is not legal for %s on this layer (%s); expected one of %s",
           d.name, v, tname, d.doc, join(shown)))
       end
+      choices[i] = { v }
     else
-      v = d.default(l)
+      local def = d.default(l)
+      local list = { def }
+      for _, x in ipairs(legal) do if x ~= def then list[#list + 1] = x end end
+      choices[i] = list
     end
-    p[d.name] = v
-    listed[#listed + 1] = d.name .. "=" .. v
   end
   for k, _ in pairs(given or {}) do
     if not known[k] then
@@ -57,9 +63,39 @@ local function resolve(T, tname, l, given, index)
         table.concat(names, ", ")), "key")
     end
   end
-  local msg, param = T.check(l, p)
-  if msg then fail(index, param, msg) end
+  local p, tried, first_msg, first_param = {}, 0, nil, nil
+  local function search(i)
+    if i > #T.params then
+      tried = tried + 1
+      local msg, param = T.check(l, p)
+      if not msg then return true end
+      if not first_msg then first_msg, first_param = msg, param end
+      return false
+    end
+    for _, v in ipairs(choices[i]) do
+      p[T.params[i].name] = v
+      if search(i + 1) or tried >= SEARCH_LIMIT then return tried < SEARCH_LIMIT end
+    end
+    return false
+  end
+  if not search(1) then fail(index, first_param, first_msg) end
+  local listed = {}
+  for _, d in ipairs(T.params) do listed[#listed + 1] = d.name .. "=" .. p[d.name] end
   return p, table.concat(listed, " ")
+end
+
+-- The rule `strategy: auto` follows until a tuner measures: a reduction
+-- C*K*K of at most AUTO_DIRECT_MAX is unrolled whole by `direct` (it wins on
+-- one-channel layers); anything deeper goes to `igemm`, whose code does not
+-- grow with C. Returns the template name and the reason, for the file header.
+network.AUTO_DIRECT_MAX = 64
+
+function network.auto_strategy(l)
+  local ckk = l.C * l.K * l.K
+  if ckk <= network.AUTO_DIRECT_MAX then
+    return "conv2d_direct", string.format("auto: direct, since C*K*K = %d <= %d", ckk, network.AUTO_DIRECT_MAX)
+  end
+  return "conv2d_igemm", string.format("auto: igemm, since C*K*K = %d > %d", ckk, network.AUTO_DIRECT_MAX)
 end
 
 function network.build(net)
@@ -103,8 +139,10 @@ function network.build(net)
   for _, l in ipairs(net.layers) do
     local i = l.index
     if l.op == "conv" then
-      local tname = "conv2d_" .. l.strategy
+      local tname, why = "conv2d_" .. l.strategy, nil
+      if l.strategy == "auto" then tname, why = network.auto_strategy(l) end
       local k = add(tname, l, l.params, i, l.name, cur, l.name)
+      k.chosen = why
       if not k.fused then
         -- unfused epilogue: conv (+bias) at full size, then activation, then pool
         local CH, CW = l.H - l.K + 1, l.W - l.K + 1

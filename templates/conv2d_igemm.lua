@@ -1,0 +1,454 @@
+-- conv2d_igemm.lua — convolution as an implicit matrix product, every layer constant a literal.
+--
+-- The product: out[m][col] = sum_r w[m][r] * x[r][col], where m is the output map,
+-- r = (c, p, q) runs over the C*K*K reduction and col over every output pixel of
+-- the batch. With a fused 2x2 max-pool the columns are ordered (image, pooled row,
+-- pooled column, dy, dx), so four neighbouring columns are one pooling window;
+-- else (image, row, column). Nothing is unrolled into a matrix in memory: the
+-- gather x[r][col] = in[base(col) + offset(r)] reads the input directly.
+--
+-- A block computes a BM x BN tile (maps x columns) with (BM/TM)*(BN/TN) threads,
+-- each an TM x TN register tile of outer products. The reduction advances in
+-- slices of BK: either `BK/(K*K)` whole channels or `BK/K` rows of one channel, so
+-- within a slice the offset of every reduction index is a literal and the loop
+-- over slices is the only loop that is not unrolled: the source and the unrolled
+-- body do not grow with C. Slices are double-buffered in shared memory; the next
+-- slice is fetched into registers while the current one is multiplied.
+-- Each thread gathers BN/T whole columns of a slice (coalesced along the columns)
+-- and BK*BM/T weights (coalesced along r). Epilogue: 2x2 max, bias, activation and
+-- store, in registers; float4 stores where a thread's four columns are contiguous.
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+
+T.doc = "implicit GEMM; a block computes a maps x pixels tile through shared-memory slices"
+
+-- Largest unrolled body: FMAs in one slice of one thread (BK*TM*TN), and the most
+-- registers the tile, prefetch and fragments may want (the rest is addressing).
+local BODY_BUDGET = 6144
+local REG_BUDGET = 200
+
+local function pooled(l) return l.pool == 2 end
+
+-- Reduction depths that make slices of whole kernel rows: kp rows of one channel
+-- (kp divides K) or cs whole channels (cs divides C), at most 64 deep.
+local function slice_depths(l)
+  local out, seen = {}, {}
+  local function add(v) if v <= 64 and not seen[v] then seen[v] = true; out[#out + 1] = v end end
+  for _, kp in ipairs(common.divisors(l.K)) do if kp < l.K then add(kp * l.K) end end
+  for _, cs in ipairs(common.divisors(l.C)) do add(cs * l.K * l.K) end
+  table.sort(out)
+  return out
+end
+
+-- Map tiles: M itself when it is small, and powers of two; those that cover M
+-- come first, smallest first (one block row, least waste), then the smaller ones.
+local function map_tiles(l)
+  local all = { 8, 16, 32, 64, 128 }
+  if l.M <= 128 and not common.contains(all, l.M) then all[#all + 1] = l.M end
+  table.sort(all, function(a, b)
+    local ca, cb = a >= l.M, b >= l.M
+    if ca ~= cb then return ca end
+    if ca then return a < b end
+    return a > b
+  end)
+  return all
+end
+
+-- The preferred slice depth: the deepest one up to 9 (one kernel row of a 5x5
+-- or 7x7 kernel, one channel of a 3x3, eight channels of a 1x1), else the
+-- shallowest. Measured on an H200 (bench/RESULTS.md): deeper slices lost to
+-- shallower ones on every layer tried, through fewer threads or blocks per SM.
+local function default_bk(l)
+  local d, best = slice_depths(l), nil
+  for _, v in ipairs(d) do if v <= 9 then best = v end end
+  return best or d[1]
+end
+
+T.params = {
+  { name = "bm", doc = "output maps per block tile",
+    legal = map_tiles,
+    default = function(l)
+      if l.M <= 64 then return l.M end
+      return 64
+    end },
+  { name = "bn", doc = "output pixels (columns) per block tile",
+    legal = function(_) return { 256, 128, 512, 64, 32 } end,
+    default = function(_) return 256 end },
+  { name = "bk", doc = "reduction depth of one slice: kp*K (kp | K) or cs*K*K (cs | C), at most 64",
+    legal = slice_depths,
+    default = default_bk },
+  { name = "tm", doc = "maps per thread (rows of its register tile)",
+    legal = function(_) return { 16, 12, 8, 6, 4, 3, 2, 1 } end,
+    default = function(_) return 8 end },
+  { name = "tn", doc = "pixels per thread (columns of its register tile), in groups of four",
+    legal = function(_) return { 4, 8, 12, 16 } end,
+    default = function(_) return 8 end },
+  { name = "stages", doc = "slices in shared memory (sm_80+: copied by cp.async, stages-1 in flight; older: 2, through registers)",
+    legal = function(_) return { 2, 3, 4 } end,
+    default = function(_) return 2 end },
+}
+
+-- The numbers every part of the template derives from the parameters.
+local function shape(l, p)
+  local s = {}
+  s.pooled = pooled(l)
+  s.CH, s.CW = l.H - l.K + 1, l.W - l.K + 1
+  if s.pooled then
+    s.OH, s.OW = s.CH // 2, s.CW // 2
+    s.COLS = 4 * s.OH * s.OW          -- GEMM columns per image: four per pooling window
+  else
+    s.OH, s.OW = s.CH, s.CW
+    s.COLS = s.OH * s.OW
+  end
+  s.P = s.OH * s.OW                   -- stored outputs per image and map
+  s.KK = l.K * l.K
+  s.R = l.C * s.KK
+  s.threads = (p.bm // math.max(p.tm, 1)) * (p.bn // math.max(p.tn, 1))
+  s.LC = s.threads > 0 and p.bn // s.threads or 0   -- columns each thread gathers
+  s.WL = common.ceil_div(p.bk * p.bm, math.max(s.threads, 1))  -- weights each thread loads
+  s.slices = s.R // p.bk
+  s.smem = 4 * p.stages * p.bk * (p.bn + p.bm)
+  -- registers: the tile, fragments, gather pointers and weight offsets; the
+  -- register-prefetch path (before sm_80) also holds a whole slice
+  s.async = not (l.target and l.target.cc and l.target.cc < 80)
+  s.regs = p.tm * p.tn + p.tm + p.tn + 2 * s.LC + 2 * s.WL + (s.async and 0 or (p.bk * s.LC + s.WL))
+  return s
+end
+
+function T.check(l, p)
+  if p.bm % p.tm ~= 0 then
+    return string.format("tm=%d must divide bm=%d", p.tm, p.bm), "tm"
+  end
+  if p.bn % p.tn ~= 0 then
+    return string.format("tn=%d must divide bn=%d", p.tn, p.bn), "tn"
+  end
+  if p.bm > 2 * l.M and p.bm > 8 then
+    return string.format("bm=%d is more than twice the layer's %d maps", p.bm, l.M), "bm"
+  end
+  local s = shape(l, p)
+  if s.threads < 32 or s.threads > common.MAX_THREADS or s.threads % 32 ~= 0 then
+    return string.format("(bm/tm)*(bn/tn) = %d threads; a block needs a multiple of 32 from 32 to %d",
+      s.threads, common.MAX_THREADS), "bn"
+  end
+  if (p.tm * p.tn) % p.bm ~= 0 then
+    -- bn = LC * threads: every thread gathers whole columns of a slice
+    return string.format("tm*tn = %d must be a multiple of bm=%d (each thread gathers whole columns)",
+      p.tm * p.tn, p.bm), "tm"
+  end
+  if s.R % p.bk ~= 0 then
+    return string.format("bk=%d does not divide the reduction C*K*K = %d", p.bk, s.R), "bk"
+  end
+  if p.bk * p.tm * p.tn > BODY_BUDGET then
+    return string.format("bk*tm*tn = %d unrolled multiply-adds per slice; the budget is %d",
+      p.bk * p.tm * p.tn, BODY_BUDGET), "bk"
+  end
+  if s.regs > REG_BUDGET then
+    return string.format("the tile, prefetch and fragments need about %d registers a thread; at most %d",
+      s.regs, REG_BUDGET), "tm"
+  end
+  if s.smem > common.max_shared(l) then
+    return string.format("%d slices need %d bytes of shared memory; at most %d fit",
+      p.stages, s.smem, common.max_shared(l)), "bk"
+  end
+  return nil
+end
+
+local source = engine.compile([=[
+// GEMM view: {{M}} maps x (N*{{COLS}}) columns, reduced over C*K*K = {{R}} in {{S}} slices of {{BK}}
+// ({{slice_doc}}); block tile {{BM}}x{{BN}}, thread tile {{TM}}x{{TN}}, {{NT}} threads.
+// Shared memory (dynamic, {{smem}} B): xs[{{ST}}][{{BK}}][{{BN}}] gathered input, ws[{{ST}}][{{BK}}][{{BM}}] weights.
+
+// offset of reduction index r of a slice from the slice's first input element
+#define {{name}}_OFF(r) (((r) / {{KK}}) * {{H * W}} + (((r) % {{KK}}) / {{K}}) * {{W}} + (r) % {{K}})
+
+extern "C" __global__ void __launch_bounds__({{NT}})
+{{name}}(const float* __restrict__ in, float* __restrict__ out,
+{{pad}} const float* __restrict__ w_arg, const float* __restrict__ b_arg, int n)
+{
+    extern __shared__ float4 smem4[];
+    float* const xs = reinterpret_cast<float*>(smem4);
+    float* const ws = xs + {{ST * BK * BN}};
+    const int tid = threadIdx.x;
+    const int tx = tid % {{BN // TN}};   // column group: columns tx*4 + {{4 * (BN // TN)}}*j + 0..3
+    const int ty = tid / {{BN // TN}};   // map group: maps ty*{{TM}} .. +{{TM - 1}}
+    const int col0 = blockIdx.x * {{BN}};
+    const int m0 = blockIdx.y * {{BM}};
+    const int total = n * {{COLS}};
+    (void)b_arg;
+
+    // the input element under reduction index 0 of each column this thread gathers
+    const float* xb[{{LC}}];
+#pragma unroll
+    for (int j = 0; j < {{LC}}; j++) {
+        int c = col0 + tid + j * {{NT}};
+        if (c >= total) c = 0;   // past the batch: read something valid, store nothing
+% if pooled then
+        const int win = c >> 2, d = c & 3;
+        const int img = win / {{P}}, at = win - img * {{P}};
+        const int oy = 2 * (at / {{OW}}) + (d >> 1), ox = 2 * (at % {{OW}}) + (d & 1);
+% else
+        const int img = c / {{P}}, at = c - img * {{P}};
+        const int oy = at / {{OW}}, ox = at % {{OW}};
+% end
+        xb[j] = in + img * {{C * H * W}} + oy * {{W}} + ox;
+    }
+    // the weights this thread loads: element e = tid + i*{{NT}} of the {{BM}}x{{BK}} slice, read along r
+    int wg[{{WL}}], wsx[{{WL}}];
+#pragma unroll
+    for (int i = 0; i < {{WL}}; i++) {
+        const int e = tid + i * {{NT}};
+        const int m = e / {{BK}}, r = e - m * {{BK}};
+% if wguard then
+        wg[i] = (e < {{BK * BM}} && m0 + m < {{M}}) ? (m0 + m) * {{R}} + r : -1;
+% else
+        wg[i] = (m0 + m) * {{R}} + r;
+% end
+        wsx[i] = r * {{BM}} + m;
+    }
+
+    // slice s starts at input offset xo(s) from each column's base, and at s*{{BK}} in a weight row
+    auto xo = [&](int s) {
+% if whole then
+        return s * {{BK // KK * H * W}};
+% else
+        const int ch = s / {{SPC}};
+        return ch * {{H * W}} + (s - ch * {{SPC}}) * {{BK // K * W}};
+% end
+    };
+
+    float acc[{{TM}}][{{TN}}];
+#pragma unroll
+    for (int i = 0; i < {{TM}}; i++)
+#pragma unroll
+        for (int j = 0; j < {{TN}}; j++) acc[i][j] = 0.0f;
+
+    // acc += the slice in shared-memory buffer b
+    auto multiply = [&](int b) {
+        const float* const x = xs + b * {{BK * BN}} + tx * 4;
+        const float* const w = ws + b * {{BK * BM}} + ty * {{TM}};
+#pragma unroll
+        for (int k = 0; k < {{BK}}; k++) {
+            float a[{{TM}}], v[{{TN}}];
+% if TM % 4 == 0 then
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i += 4) {
+                const float4 t = *reinterpret_cast<const float4*>(w + k * {{BM}} + i);
+                a[i] = t.x, a[i + 1] = t.y, a[i + 2] = t.z, a[i + 3] = t.w;
+            }
+% elseif TM % 2 == 0 then
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i += 2) {
+                const float2 t = *reinterpret_cast<const float2*>(w + k * {{BM}} + i);
+                a[i] = t.x, a[i + 1] = t.y;
+            }
+% else
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i++) a[i] = w[k * {{BM}} + i];
+% end
+#pragma unroll
+            for (int j = 0; j < {{TN}}; j += 4) {
+                const float4 t = *reinterpret_cast<const float4*>(x + k * {{BN}} + j * {{BN // TN}});
+                v[j] = t.x, v[j + 1] = t.y, v[j + 2] = t.z, v[j + 3] = t.w;
+            }
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i++)
+#pragma unroll
+                for (int j = 0; j < {{TN}}; j++) acc[i][j] = fmaf(a[i], v[j], acc[i][j]);
+        }
+    };
+
+#if __CUDA_ARCH__ >= 800
+    // {{ST}}-stage pipeline: slices copied global -> shared by cp.async, {{ST - 1}} in flight
+    // while one is multiplied; one barrier per slice
+    // shared-memory addresses as cp.async takes them (32-bit, in bytes)
+    unsigned sx;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(sx) : "l"(xs));
+    const unsigned sw = sx + {{4 * ST * BK * BN}};
+    auto copy4 = [](unsigned dst, const float* src, int bytes) {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+    };
+    auto issue = [&](int s, int b) {
+        const unsigned x = sx + b * {{4 * BK * BN}} + 4 * tid;
+        const unsigned w = sw + b * {{4 * BK * BM}};
+        const int o = xo(s);
+#pragma unroll
+        for (int j = 0; j < {{LC}}; j++)
+#pragma unroll
+            for (int r = 0; r < {{BK}}; r++) copy4(x + 4 * (r * {{BN}} + j * {{NT}}), xb[j] + o + {{name}}_OFF(r), 4);
+#pragma unroll
+        for (int i = 0; i < {{WL}}; i++) {
+% if wtail then
+            if (tid + i * {{NT}} >= {{BK * BM}}) break;
+% end
+% if wguard then
+            copy4(w + 4 * wsx[i], w_arg + (wg[i] >= 0 ? wg[i] + s * {{BK}} : 0), wg[i] >= 0 ? 4 : 0);   // 0: zero fill
+% else
+            copy4(w + 4 * wsx[i], w_arg + wg[i] + s * {{BK}}, 4);
+% end
+        }
+    };
+#pragma unroll
+    for (int s = 0; s < {{ST - 1}}; s++) {
+        if (s < {{S}}) issue(s, s);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+#pragma unroll 1
+    for (int s = 0; s < {{S}}; s++) {
+        asm volatile("cp.async.wait_group {{ST - 2}};" ::: "memory");
+        __syncthreads();   // slice s landed for every thread; slice s-1's buffer is free
+        if (s + {{ST - 1}} < {{S}}) issue(s + {{ST - 1}}, (s + {{ST - 1}}) % {{ST}});
+        asm volatile("cp.async.commit_group;" ::: "memory");
+        multiply(s % {{ST}});
+    }
+#else
+    // two buffers: the next slice is loaded into registers during the products
+    float xr[{{LC}}][{{BK}}], wr[{{WL}}];
+    auto fetch = [&](int s) {
+        const int o = xo(s);
+#pragma unroll
+        for (int j = 0; j < {{LC}}; j++)
+#pragma unroll
+            for (int r = 0; r < {{BK}}; r++) xr[j][r] = __ldg(xb[j] + o + {{name}}_OFF(r));
+#pragma unroll
+        for (int i = 0; i < {{WL}}; i++)
+% if wguard then
+            wr[i] = wg[i] >= 0 ? __ldg(w_arg + wg[i] + s * {{BK}}) : 0.0f;
+% else
+            wr[i] = __ldg(w_arg + wg[i] + s * {{BK}});
+% end
+    };
+    auto stash = [&](int b) {
+        float* const x = xs + b * {{BK * BN}};
+        float* const w = ws + b * {{BK * BM}};
+#pragma unroll
+        for (int j = 0; j < {{LC}}; j++)
+#pragma unroll
+            for (int r = 0; r < {{BK}}; r++) x[r * {{BN}} + tid + j * {{NT}}] = xr[j][r];
+#pragma unroll
+        for (int i = 0; i < {{WL}}; i++) {
+% if wtail then
+            if (tid + i * {{NT}} >= {{BK * BM}}) break;
+% end
+            w[wsx[i]] = wr[i];
+        }
+    };
+    fetch(0);
+    stash(0);
+    __syncthreads();
+#pragma unroll 1
+    for (int s = 0; s < {{S}}; s++) {
+        if (s + 1 < {{S}}) fetch(s + 1);   // global loads in flight during the products
+        multiply(s & 1);
+        if (s + 1 < {{S}}) stash((s & 1) ^ 1);
+        __syncthreads();
+    }
+#endif
+
+    // epilogue: {{pooled and "2x2 max, " or ""}}{{bias and "bias, " or ""}}{{actname}}, store
+#pragma unroll
+    for (int j = 0; j < {{TN}}; j += 4) {
+        const int c = col0 + tx * 4 + j * {{BN // TN}};   // first of four columns
+        if (c >= total) continue;
+% if pooled then
+        const int win = c >> 2;
+        const int img = win / {{P}}, at = win - img * {{P}};
+        float* const y = out + img * {{M * P}} + at;
+#pragma unroll
+        for (int i = 0; i < {{TM}}; i++) {
+            const int m = m0 + ty * {{TM}} + i;
+%   if mguard then
+            if (m >= {{M}}) break;
+%   end
+            float v = fmaxf(fmaxf(acc[i][j], acc[i][j + 1]), fmaxf(acc[i][j + 2], acc[i][j + 3]));
+%   if bias then
+            v += __ldg(b_arg + m);
+%   end
+            y[m * {{P}}] = {{act("v")}};
+        }
+% elseif vec then
+        const int img = c / {{P}}, at = c - img * {{P}};
+        float* const y = out + img * {{M * P}} + at;
+#pragma unroll
+        for (int i = 0; i < {{TM}}; i++) {
+            const int m = m0 + ty * {{TM}} + i;
+%   if mguard then
+            if (m >= {{M}}) break;
+%   end
+%   if bias then
+            const float bv = __ldg(b_arg + m);
+%   end
+            float4 t;
+            t.x = {{act(bias and "(acc[i][j] + bv)" or "acc[i][j]")}};
+            t.y = {{act(bias and "(acc[i][j + 1] + bv)" or "acc[i][j + 1]")}};
+            t.z = {{act(bias and "(acc[i][j + 2] + bv)" or "acc[i][j + 2]")}};
+            t.w = {{act(bias and "(acc[i][j + 3] + bv)" or "acc[i][j + 3]")}};
+            *reinterpret_cast<float4*>(y + m * {{P}}) = t;
+        }
+% else
+#pragma unroll
+        for (int d = 0; d < 4; d++) {
+            if (c + d >= total) break;
+            const int img = (c + d) / {{P}}, at = (c + d) - img * {{P}};
+            float* const y = out + img * {{M * P}} + at;
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i++) {
+                const int m = m0 + ty * {{TM}} + i;
+%   if mguard then
+                if (m >= {{M}}) break;
+%   end
+%   if bias then
+                y[m * {{P}}] = {{act("(acc[i][j + d] + __ldg(b_arg + m))")}};
+%   else
+                y[m * {{P}}] = {{act("acc[i][j + d]")}};
+%   end
+            }
+        }
+% end
+    }
+}
+#undef {{name}}_OFF
+]=], "conv2d_igemm")
+
+function T.kernel(l, p)
+  local s = shape(l, p)
+  local whole = p.bk % s.KK == 0
+  local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
+    l.C, l.M, l.K, l.H, l.W, l.act, s.pooled and "_pool2" or "", l.bias and "_bias" or "",
+    p.bm, p.bn, p.bk, p.tm, p.tn, p.stages)
+  local v = {
+    name = name, pad = string.rep(" ", #name),
+    C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
+    BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn, ST = p.stages,
+    NT = s.threads, LC = s.LC, WL = s.WL, S = s.slices, COLS = s.COLS, P = s.P, OW = s.OW,
+    smem = s.smem, pooled = s.pooled, bias = l.bias,
+    whole = whole, SPC = whole and 1 or (l.K // (p.bk // l.K)),
+    slice_doc = whole and string.format("%d whole channel%s each", p.bk // s.KK, p.bk // s.KK > 1 and "s" or "")
+      or string.format("%d kernel row%s of one channel each", p.bk // l.K, p.bk // l.K > 1 and "s" or ""),
+    mguard = l.M % p.bm ~= 0,
+    wguard = l.M % p.bm ~= 0 or (s.WL * s.threads ~= p.bk * p.bm),
+    wtail = s.WL * s.threads ~= p.bk * p.bm,
+    vec = s.P % 4 == 0,
+    actname = l.act,
+    act = function(e) return common.act(l.act, e) end,
+  }
+  return {
+    name = name,
+    source = source(v),
+    grid = { common.batch_dim(s.COLS, p.bn), common.ceil_div(l.M, p.bm), 1 },
+    block = { s.threads, 1, 1 },
+    shared = s.smem,
+    weights = "arg",
+    bias = l.bias and "arg" or "none",
+    out_elems = l.M * s.P,
+    shape = string.format("C=%d H=%d W=%d -> M=%d K=%d%s -> %dx%dx%d",
+      l.C, l.H, l.W, l.M, l.K,
+      s.pooled and (", " .. l.act .. ", max-pool 2x2") or (l.act ~= "none" and (", " .. l.act) or ""),
+      l.M, s.OH, s.OW),
+    fused = true,
+  }
+end
+
+return T
