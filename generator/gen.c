@@ -159,7 +159,7 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ke
 {
     lua_State *L = cg_lua_state(h);
     char in[CG_NAME_MAX + 16], out[CG_NAME_MAX + 16], weights[200], bias[200], params[512],
-        shape[512], grid[3][64], thash[17];
+        shape[512], grid[3][64];
     long long block[3], shared;
     if (get_str(L, "name", k->kernel, sizeof k->kernel, e) ||
         get_str(L, "template", k->tpl, sizeof k->tpl, e) ||
@@ -195,7 +195,7 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ke
     const char *src = lua_tolstring(L, -1, &slen);
     if (!src) return lua_pop(L, 1), cg_fail(e, "templates/%s.lua: kernel has no source", k->tpl);
 
-    template_hash(h, k->tpl, thash);
+    template_hash(h, k->tpl, k->tpl_hash);
     cg_buf b;
     cg_buf_init(&b);
     int bad = cg_buf_printf(&b,
@@ -209,7 +209,7 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ke
         "%lld B shared\n"
         "// weights:    %s, bias %s\n"
         "// regenerate: %s\n\n",
-        CG_VERSION, s->path, s->name, k->layer, shape, k->tpl, k->tpl, thash,
+        CG_VERSION, s->path, s->name, k->layer, shape, k->tpl, k->tpl, k->tpl_hash,
         params[0] ? params : "(none)", grid[0], grid[1], grid[2], block[0], block[1], block[2],
         shared, weights, bias, regen);
     k->header_len = b.len;

@@ -13,6 +13,7 @@ typedef struct {
     char kernel[128];   /* kernel name, built from its configuration */
     char file[160];     /* kernel + ".cu" */
     char tpl[64];       /* template name, e.g. "conv2d_direct" */
+    char tpl_hash[17];  /* hash of the template's code and its libraries (template_hash) */
     char layer[CG_NAME_MAX];
     char *source;       /* malloc'd, full file text including header */
     size_t source_len;

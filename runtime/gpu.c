@@ -66,9 +66,8 @@ static int load_jit(cg_gpu *g, const cg_gen_output *o, const cg_gpu_opts *opt, c
     for (int i = 0; i < o->nkernels && !rc; i++) {
         const cg_gen_kernel *k = &o->k[i];
         cg_cache_key key;
-        /* the source's header carries its template hash, so the source covers it */
-        cg_cache_key_make(&key, k->source, k->source_len, opts, k->tpl, cg_nvrtc_version(nv),
-                          g->cu->driver_version, g->cu->cc);
+        cg_cache_key_kernel(&key, k, opts, cg_nvrtc_version(nv), g->cu->driver_version,
+                            g->cu->cc);
         double t0 = now_ms();
         int hit = 0;
         cg_buf_free(&bin);
