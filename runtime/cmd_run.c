@@ -117,22 +117,45 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* nvprof-style table of kernel times, then the host-side costs. */
+/* Where kernel `name`'s code came from, NULL if unknown. */
+static const cg_kernel_build *build_of(const cg_host_costs *hc, const char *name)
+{
+    for (int i = 0; i < hc->nbuild; i++)
+        if (!strcmp(hc->build[i].name, name)) return &hc->build[i];
+    return NULL;
+}
+
+/* "812.345ms" (its NVRTC compile), "cache" or "fatbin": the Compile column. */
+static const char *build_text(const cg_kernel_build *b, char out[32])
+{
+    if (!b) return "-";
+    if (b->from == CG_FROM_CACHE) return "cache";
+    if (b->from == CG_FROM_FATBIN) return "fatbin";
+    snprintf(out, 32, "%.3fms", b->ms);
+    return out;
+}
+
+/* nvprof-style table of kernel times, each kernel's compile time beside it,
+ * then the host-side costs. */
 static void print_profile(const cg_gpu_times *t, const cg_host_costs *hc)
 {
     double total = 0;
+    char bt[32];
     for (int i = 0; i < t->nprof; i++) total += t->prof[i].total_ms;
     printf("==convgen-prof== GPU activities:\n");
-    printf("%8s %11s %7s %11s %11s %11s  %s\n", "Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name");
+    printf("%8s %11s %7s %11s %11s %11s %11s  %s\n", "Time(%)", "Time", "Calls", "Avg", "Min", "Max",
+           "Compile", "Name");
     for (int i = 0; i < t->nprof; i++) {
         const cg_kernel_prof *p = &t->prof[i];
-        printf("%7.2f%% %9.3fms %7d %9.3fms %9.3fms %9.3fms  %s\n", total > 0 ? 100 * p->total_ms / total : 0,
-               p->total_ms, p->calls, p->total_ms / p->calls, p->min_ms, p->max_ms, p->name);
+        printf("%7.2f%% %9.3fms %7d %9.3fms %9.3fms %9.3fms %11s  %s\n",
+               total > 0 ? 100 * p->total_ms / total : 0, p->total_ms, p->calls,
+               p->total_ms / p->calls, p->min_ms, p->max_ms, build_text(build_of(hc, p->name), bt),
+               p->name);
     }
     printf("==convgen-prof== host:\n");
     printf("  %-26s %9.3f ms\n", "generate (Lua templates)", hc->generate_ms);
-    printf("  %-26s %9.3f ms  (%s; %d compiled, %d cache hits)\n", "compile (NVRTC)", hc->compile_ms,
-           hc->arch, hc->compiled, hc->cache_hits);
+    printf("  %-26s %9.3f ms  (%s; %d compiled, %d cache hits, %d threads)\n", "compile (NVRTC)",
+           hc->compile_ms, hc->arch, hc->compiled, hc->cache_hits, hc->jit_threads);
     printf("  %-26s %9.3f ms\n", "module load", hc->load_ms);
     printf("  %-26s %9.3f ms\n", "weights upload", hc->weights_ms);
     printf("  %-26s %9.3f ms\n", "device allocation", hc->alloc_ms);
@@ -177,19 +200,28 @@ static int write_json(const char *path, const cg_job *j, const char *backend, co
     }
     fprintf(f, "\n  ]");
     if (t && hc) {
+        /* every kernel of the build, where its code came from; launch times with --profile */
         fprintf(f, ",\n  \"kernels\": [");
-        for (int i = 0; i < t->nprof; i++) {
-            const cg_kernel_prof *p = &t->prof[i];
+        for (int i = 0; i < hc->nbuild; i++) {
+            const cg_kernel_build *kb = &hc->build[i];
             fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-            json_str(f, p->name);
-            fprintf(f, ", \"calls\": %d, \"total_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f}", p->calls,
-                    p->total_ms, p->min_ms, p->max_ms);
+            json_str(f, kb->name);
+            fprintf(f, ", \"code\": \"%s\", \"compile_ms\": %.3f",
+                    kb->from == CG_FROM_CACHE ? "cache" : kb->from == CG_FROM_FATBIN ? "fatbin" : "nvrtc", kb->ms);
+            for (int k = 0; k < t->nprof; k++) {
+                const cg_kernel_prof *p = &t->prof[k];
+                if (strcmp(p->name, kb->name)) continue;
+                fprintf(f, ", \"calls\": %d, \"total_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f", p->calls,
+                        p->total_ms, p->min_ms, p->max_ms);
+            }
+            fprintf(f, "}");
         }
         fprintf(f, "\n  ],\n  \"host_ms\": {\"generate\": %.3f, \"compile\": %.3f, \"load\": %.3f, "
                    "\"weights\": %.3f, \"alloc\": %.3f, \"upload\": %.3f, \"download\": %.3f},\n",
                 hc->generate_ms, hc->compile_ms, hc->load_ms, hc->weights_ms, hc->alloc_ms, hc->upload_ms,
                 hc->download_ms);
-        fprintf(f, "  \"compiled\": %d,\n  \"cache_hits\": %d,\n  \"arch\": ", hc->compiled, hc->cache_hits);
+        fprintf(f, "  \"compiled\": %d,\n  \"cache_hits\": %d,\n  \"jit_threads\": %d,\n  \"arch\": ",
+                hc->compiled, hc->cache_hits, hc->jit_threads);
         json_str(f, hc->arch);
     }
     fprintf(f, "\n}\n");

@@ -4,6 +4,7 @@
 #include "cuda_api.h"
 #include "fatbin.h"
 #include "gen.h"
+#include "jit.h"
 #include "nvrtc.h"
 
 #include <math.h>
@@ -38,13 +39,14 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* JIT: every kernel of the generated output through NVRTC, cubins cached on disk. */
+/* JIT: every kernel of the generated output through NVRTC (several at a
+ * time, jit.c), cubins cached on disk; then each loaded as its own module. */
 static int load_jit(cg_gpu *g, const cg_gen_output *o, const cg_gpu_opts *opt, cg_host_costs *hc,
                     cg_err *e)
 {
     cg_nvrtc *nv;
     if (cg_nvrtc_open(&nv, e)) return -1;
-    int arch, as_ptx, rc = 0;
+    int arch, as_ptx;
     if (cg_nvrtc_pick_arch(nv, g->cu->cc, &arch, &as_ptx)) {
         cg_nvrtc_close(nv);
         return cg_fail(e, "device %s is sm_%d, older than anything this NVRTC compiles for",
@@ -59,53 +61,31 @@ static int load_jit(cg_gpu *g, const cg_gen_output *o, const cg_gpu_opts *opt, c
     cg_err ce;
     int use_cache = !opt->no_cache && cg_cache_dir(dir, sizeof dir, &ce) == 0;
     if (!opt->no_cache && !use_cache) snprintf(hc->cache_note, sizeof hc->cache_note, "%.200s", ce.msg);
-    char opts[CG_NVRTC_OPTS_MAX];
-    cg_nvrtc_options(arch, as_ptx, opts, sizeof opts);
-    cg_buf bin, log;
-    cg_buf_init(&bin), cg_buf_init(&log);
-    for (int i = 0; i < o->nkernels && !rc; i++) {
-        const cg_gen_kernel *k = &o->k[i];
-        cg_cache_key key;
-        cg_cache_key_kernel(&key, k, opts, cg_nvrtc_version(nv), g->cu->driver_version,
-                            g->cu->cc);
-        double t0 = now_ms();
-        int hit = 0;
-        cg_buf_free(&bin);
-        if (use_cache) {
-            char why[128] = "";
-            hit = cg_cache_get(dir, &key, &bin, why) == 1;
-            if (!hit && why[0] && strcmp(why, "no entry") && !hc->cache_note[0])
-                snprintf(hc->cache_note, sizeof hc->cache_note, "%.100s: %.120s", k->file, why);
-        }
-        if (!hit) {
-            cg_buf_free(&log);
-            rc = cg_nvrtc_compile(nv, k->source, k->file, arch, as_ptx, &bin, &log, NULL, e);
-            if (rc) {
-                if (log.len) fprintf(stderr, "%s\n", log.data);
-                break;
-            }
-            hc->compiled++;
-            if (use_cache) {
-                cg_err w;
-                int put = cg_cache_put(dir, &key, bin.data, bin.len, &w);
-                if (put < 0) {
-                    rc = cg_fail(e, "%s", w.msg);
-                    break;
-                }
-                if (put && !hc->cache_note[0]) snprintf(hc->cache_note, sizeof hc->cache_note, "%.200s", w.msg);
-                hc->cache_misses++;
-            }
-        } else {
-            hc->cache_hits++;
-        }
-        hc->compile_ms += now_ms() - t0;
-        t0 = now_ms();
-        rc = CG_CU(e, g->cu->cuModuleLoadData(&g->mods[g->nmods], bin.data));
-        if (!rc) snprintf(g->modkernel[g->nmods++], sizeof g->modkernel[0], "%s", k->kernel);
-        hc->load_ms += now_ms() - t0;
-    }
-    cg_buf_free(&bin), cg_buf_free(&log);
+    cg_jit_opts jo = {arch, as_ptx, g->cu->cc, g->cu->driver_version, use_cache ? dir : NULL, 0};
+    cg_jit_result r;
+    int rc = cg_jit_build(nv, o, &jo, &r, e);
     cg_nvrtc_close(nv);
+    hc->compile_ms = r.wall_ms;
+    hc->jit_threads = r.threads;
+    hc->compiled = r.compiled;
+    hc->cache_hits = r.hits;
+    hc->cache_misses = use_cache ? r.compiled : 0;
+    if (r.note[0] && !hc->cache_note[0]) snprintf(hc->cache_note, sizeof hc->cache_note, "%.200s", r.note);
+    for (int i = 0; i < r.n; i++) {
+        const cg_jit_kernel *k = &r.k[i];
+        if (k->failed && k->log.len) fprintf(stderr, "%s\n", k->log.data); /* NVRTC's own words */
+        cg_kernel_build *b = &hc->build[hc->nbuild++];
+        snprintf(b->name, sizeof b->name, "%s", o->k[i].kernel);
+        b->ms = k->ms;
+        b->from = k->cached ? CG_FROM_CACHE : CG_FROM_NVRTC;
+    }
+    double t0 = now_ms();
+    for (int i = 0; i < r.n && !rc; i++) {
+        rc = CG_CU(e, g->cu->cuModuleLoadData(&g->mods[g->nmods], r.k[i].image.data));
+        if (!rc) snprintf(g->modkernel[g->nmods++], sizeof g->modkernel[0], "%s", o->k[i].kernel);
+    }
+    hc->load_ms += now_ms() - t0;
+    cg_jit_free(&r);
     return rc;
 }
 
@@ -133,6 +113,11 @@ static int load_fatbin(cg_gpu *g, const cg_gen_output *o, const char *path, cg_h
                        path, held, g->cu->name, cc, cc);
     }
     snprintf(hc->arch, sizeof hc->arch, "fatbin");
+    for (int i = 0; i < o->nkernels; i++) {
+        cg_kernel_build *b = &hc->build[hc->nbuild++];
+        snprintf(b->name, sizeof b->name, "%s", o->k[i].kernel);
+        b->ms = 0, b->from = CG_FROM_FATBIN;
+    }
     double t0 = now_ms();
     CUresult r = g->cu->cuModuleLoadData(&g->mods[0], f.data);
     cg_buf_free(&f);

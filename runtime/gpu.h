@@ -21,11 +21,22 @@ typedef struct {
     int profile;         /* time every kernel launch */
 } cg_gpu_opts;
 
+/* Where one kernel's device code came from, and what it cost (--profile). */
+typedef struct {
+    char name[128];
+    double ms;  /* its NVRTC compile or cache read; 0 from a fat binary */
+    int from;   /* CG_FROM_NVRTC, CG_FROM_CACHE or CG_FROM_FATBIN */
+} cg_kernel_build;
+enum { CG_FROM_NVRTC, CG_FROM_CACHE, CG_FROM_FATBIN };
+
 /* Host-side costs, in milliseconds, and what the JIT cache did. */
 typedef struct {
     double generate_ms, compile_ms, load_ms, weights_ms, alloc_ms;
     double upload_ms, download_ms;
     int cache_hits, cache_misses, compiled;
+    int jit_threads;      /* threads that compiled (JIT) */
+    int nbuild;           /* kernels, in manifest file order */
+    cg_kernel_build build[CG_MAN_KERNELS];
     char cache_note[256]; /* e.g. why the cache was skipped or an entry rebuilt */
     char arch[32];        /* "sm_90" or "compute_120 (PTX)" or "fatbin" */
 } cg_host_costs;
