@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fatbin.h"
+#include "nvrtc.h"
 
 int cg_aot_parse_archs(const char *s, int *archs, int max, int *n, cg_err *e)
 {
@@ -98,29 +99,6 @@ static int run_capture(char *const argv[], cg_buf *out, int *code, cg_err *e)
     *code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     if (oom) return cg_fail(e, "%s: out of memory reading its output", argv[0]);
     return 0;
-}
-
-/* First line of a compiler log that reports an error (else its first line). */
-static void first_error(const char *log, char *out, size_t n)
-{
-    const char *pick = NULL;
-    for (const char *p = log; p && *p;) {
-        const char *end = strchr(p, '\n');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *hit = strstr(p, "error");
-        if (hit && hit < p + len) {
-            pick = p;
-            break;
-        }
-        if (!pick && len) pick = p;
-        p = end ? end + 1 : NULL;
-    }
-    if (!pick) {
-        snprintf(out, n, "(no output)");
-        return;
-    }
-    size_t len = strcspn(pick, "\n");
-    snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), pick);
 }
 
 /* The combined translation unit: every kernel under a #line, then the build id. */
@@ -211,7 +189,7 @@ static int check_with_cuobjdump(const char *file, const int *sm, int nsm, const 
         }
         if (code != 0) {
             char first[256];
-            first_error(out.data ? out.data : "", first, sizeof first);
+            cg_log_first_error(out.data ? out.data : "", first, sizeof first);
             cg_buf_free(&out);
             return cg_fail(e, "cuobjdump %s failed (exit %d): %s", what[w], code, first);
         }
@@ -261,6 +239,29 @@ static int verify(const cg_buf *fb, const char *tmpfile, const char *out_path, c
     return check_with_cuobjdump(tmpfile, sm, nsm, ptx, nptx, log, e);
 }
 
+void cg_aot_command(cg_aot_cmd *c, const char *nvcc, const int *archs, int narch,
+                    const char *out, const char *unit)
+{
+    int na = 0, nopt = 0;
+    const char *const *opt = cg_device_options(&nopt);
+    c->argv[na++] = (char *)nvcc;
+    c->argv[na++] = "-fatbin";
+    for (int i = 0; i < nopt; i++) c->argv[na++] = (char *)opt[i]; /* what NVRTC gets too */
+    c->argv[na++] = "--ptxas-options=-v"; /* registers and spills per kernel, into the log */
+    for (int i = 0; i <= narch; i++) {
+        int a = archs[i < narch ? i : narch - 1];
+        snprintf(c->gencode[i], sizeof c->gencode[i], "arch=compute_%d,code=%s_%d", a,
+                 i < narch ? "sm" : "compute", a);
+        c->argv[na++] = "-gencode";
+        c->argv[na++] = c->gencode[i];
+    }
+    c->argv[na++] = "-o";
+    c->argv[na++] = (char *)out;
+    c->argv[na++] = (char *)unit;
+    c->argv[na] = NULL;
+    c->argc = na;
+}
+
 int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char *out_path,
                  cg_buf *log, cg_err *e)
 {
@@ -292,36 +293,19 @@ int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char
     int rc = -1;
     cg_buf tu, fb, nvlog;
     cg_buf_init(&tu), cg_buf_init(&fb), cg_buf_init(&nvlog);
-    /* nvcc -fatbin -std=c++17 -Xptxas=-v -gencode ... -o OUT UNIT */
-    char gencode[CG_AOT_MAX_ARCHS + 1][48];
-    char *argv[16 + 2 * (CG_AOT_MAX_ARCHS + 1)];
-    int na = 0;
-    argv[na++] = nvcc;
-    argv[na++] = "-fatbin";
-    argv[na++] = "-std=c++17";
-    argv[na++] = "-Xptxas=-v"; /* registers and spills per kernel, into the log */
-    for (int i = 0; i <= narch; i++) {
-        int a = archs[i < narch ? i : narch - 1];
-        snprintf(gencode[i], sizeof gencode[i], "arch=compute_%d,code=%s_%d", a,
-                 i < narch ? "sm" : "compute", a);
-        argv[na++] = "-gencode";
-        argv[na++] = gencode[i];
-    }
-    argv[na++] = "-o";
-    argv[na++] = outfile;
-    argv[na++] = unit;
-    argv[na] = NULL;
+    cg_aot_cmd cmd;
+    cg_aot_command(&cmd, nvcc, archs, narch, outfile, unit);
 
     if (write_unit(o, &tu, e) || cg_write_file_atomic(unit, tu.data, tu.len, e)) goto done;
     int code = 0;
-    if (run_capture(argv, &nvlog, &code, e)) goto done;
+    if (run_capture(cmd.argv, &nvlog, &code, e)) goto done;
     if (log && nvlog.len && cg_buf_add(log, nvlog.data, nvlog.len)) {
         cg_fail(e, "out of memory");
         goto done;
     }
     if (code != 0) {
         char first[512];
-        first_error(nvlog.data ? nvlog.data : "", first, sizeof first);
+        cg_log_first_error(nvlog.data ? nvlog.data : "", first, sizeof first);
         cg_fail(e, "nvcc failed (exit %d) building %s: %s", code, out_path, first);
         goto done;
     }
