@@ -14,6 +14,44 @@
 #include "fatbin.h"
 #include "nvrtc.h"
 
+#define KIB 1024
+const cg_arch_info cg_aot_archs[] = {
+    {75, 64 * KIB, 64 * KIB, 64 * KIB, 1024, 1},   {80, 163 * KIB, 64 * KIB, 64 * KIB, 1024, 1},
+    {86, 99 * KIB, 64 * KIB, 64 * KIB, 1024, 1},   {87, 163 * KIB, 64 * KIB, 64 * KIB, 1024, 0},
+    {89, 99 * KIB, 64 * KIB, 64 * KIB, 1024, 1},   {90, 227 * KIB, 64 * KIB, 64 * KIB, 1024, 1},
+    {100, 227 * KIB, 64 * KIB, 64 * KIB, 1024, 1}, {103, 227 * KIB, 64 * KIB, 64 * KIB, 1024, 0},
+    {110, 227 * KIB, 64 * KIB, 64 * KIB, 1024, 0}, {120, 99 * KIB, 64 * KIB, 64 * KIB, 1024, 1},
+    {121, 99 * KIB, 64 * KIB, 64 * KIB, 1024, 0},  {0, 0, 0, 0, 0, 0},
+};
+
+const char *cg_aot_default_archs(char *out, size_t n)
+{
+    size_t used = 0;
+    if (n) out[0] = 0;
+    for (const cg_arch_info *a = cg_aot_archs; a->arch && used < n; a++) {
+        if (!a->by_default) continue;
+        int w = snprintf(out + used, n - used, "%s%d", used ? "," : "", a->arch);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return out;
+}
+
+void cg_aot_target(const int *archs, int n, cg_target *t)
+{
+    cg_target_default(t);
+    for (int i = 0; i < n; i++) {
+        const cg_arch_info *a = cg_aot_archs;
+        while (a->arch && a->arch != archs[i]) a++;
+        int smem = a->arch ? a->max_shared_optin : 48 * KIB;
+        if (i == 0 || archs[i] < t->cc) t->cc = archs[i];
+        if (i == 0 || smem < t->max_shared_optin) t->max_shared_optin = smem;
+        if (a->arch && a->regs_per_block < t->regs_per_block) t->regs_per_block = a->regs_per_block;
+        if (a->arch && a->regs_per_sm < t->regs_per_sm) t->regs_per_sm = a->regs_per_sm;
+        if (a->arch && a->max_threads < t->max_threads) t->max_threads = a->max_threads;
+    }
+}
+
 int cg_aot_parse_archs(const char *s, int *archs, int max, int *n, cg_err *e)
 {
     *n = 0;

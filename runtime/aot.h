@@ -8,6 +8,28 @@
 #define CG_AOT_MAX_ARCHS 32
 #define CG_AOT_MIN_ARCH 75
 
+/* One architecture convgen knows: the limits a kernel built for it must
+ * respect, and whether `convgen build` includes it by default. The numbers are
+ * those of NVIDIA's compute-capability tables (shared memory per block with
+ * opt-in = shared memory per SM less the 1 KiB the driver reserves per block
+ * from sm_80 on). This table is the one list of target architectures: the
+ * default --arch, the Makefile's fatbin target and test-gpu take it from here. */
+typedef struct {
+    int arch;             /* 10*major+minor */
+    int max_shared_optin; /* bytes per block */
+    int regs_per_block, regs_per_sm, max_threads;
+    int by_default;       /* part of the default --arch list */
+} cg_arch_info;
+extern const cg_arch_info cg_aot_archs[]; /* ascending; ends with arch 0 */
+
+/* The default --arch list as text into out, "75,80,86,89,90,100,120"; returns out. */
+const char *cg_aot_default_archs(char *out, size_t n);
+
+/* What code in a fat binary for archs[0..n) may assume: cc of the oldest
+ * arch, the smallest limits over all of them (an arch missing from the table
+ * counts as 48 KiB of shared memory), SMs unknown (0). */
+void cg_aot_target(const int *archs, int n, cg_target *t);
+
 /* "75,80,86" -> {75, 80, 86}, sorted ascending. Rejects an empty list, empty
  * items, anything but digits and commas, archs below 75 or above 999, more
  * than max items, and duplicates, naming the offending item. */

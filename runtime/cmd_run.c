@@ -231,18 +231,22 @@ static int write_json(const char *path, const cg_job *j, const char *backend, co
     return rc;
 }
 
-/* auto: the GPU when a driver and a device answer, else say why and use the CPU. */
-static int pick_backend(const char *want, int *use_gpu, cg_err *e)
+/* auto: the GPU when a driver and device `device` answer, else say why and
+ * use the CPU; a device asked for by --device (device_given) must answer. */
+static int pick_backend(const char *want, int device, int device_given, int *use_gpu, cg_err *e)
 {
+    if (!strcmp(want, "cpu") && device_given)
+        return cg_fail(e, "--device needs the cuda backend"), CG_EXIT_USAGE;
     if (!strcmp(want, "cpu")) return *use_gpu = 0, 0;
     if (strcmp(want, "cuda") && strcmp(want, "auto"))
         return cg_fail(e, "--backend expects auto, cuda or cpu, got '%s'", want), CG_EXIT_USAGE;
     cg_cu *cu;
     cg_err why;
-    if (cg_cu_open(&cu, 0, &why) == 0) {
+    if (cg_cu_open(&cu, device, &why) == 0) {
         cg_cu_close(cu);
         return *use_gpu = 1, 0;
     }
+    if (device_given) return cg_fail(e, "--device %d: %s", device, why.msg), CG_EXIT_DEVICE;
     if (!strcmp(want, "cuda")) return cg_fail(e, "--backend cuda: %s", why.msg), CG_EXIT_DEVICE;
     fprintf(stderr, "convgen: no GPU (%s); running on the CPU backend\n", why.msg);
     return *use_gpu = 0, 0;
@@ -252,20 +256,21 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend = "auto", *fatbin = NULL,
                *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL,
-               *random_t = NULL;
+               *random_t = NULL, *device_t = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend},
                            {"--fatbin", 1, &fatbin},   {"--data", 1, &data},     {"--no-cache", 0, &no_cache},
                            {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t},
-                           {"--random-input", 1, &random_t}};
+                           {"--random-input", 1, &random_t}, {"--device", 1, &device_t}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, e);
-    long long images = 0, batch = 0, repeat = 1, random_seed = -1;
+    long long images = 0, batch = 0, repeat = 1, random_seed = -1, device = 0;
     if (!rc && !spec) rc = (cg_fail(e, "run needs a SPEC"), CG_EXIT_USAGE);
+    if (!rc) rc = cg_opt_int("--device", device_t, 0, 1023, &device, e);
     if (!rc) rc = cg_opt_int("--images", images_t, 1, 10000000, &images, e);
     if (!rc) rc = cg_opt_int("--batch", batch_t, 1, 1LL << 31, &batch, e);
     if (!rc) rc = cg_opt_int("--repeat", repeat_t, 1, 1000, &repeat, e);
     if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
     int use_gpu = 0;
-    if (!rc) rc = pick_backend(backend, &use_gpu, e);
+    if (!rc) rc = pick_backend(backend, (int)device, device_t != NULL, &use_gpu, e);
     if (!rc && fatbin && !use_gpu) rc = (cg_fail(e, "--fatbin needs the cuda backend"), CG_EXIT_USAGE);
     if (rc) return rc;
     cg_job j;
@@ -281,7 +286,7 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     memset(&hc, 0, sizeof hc);
     if (!pred) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
     if (!rc && use_gpu) {
-        cg_gpu_opts go = {fatbin, no_cache != NULL, batch, 0, profile != NULL};
+        cg_gpu_opts go = {fatbin, no_cache != NULL, batch, 0, profile != NULL, (int)device};
         if (cg_gpu_open(&g, s, &j.w, &go, &hc, e)) rc = CG_EXIT_DEVICE;
         /* with repeats, one untimed warm-up run first; report medians */
         if (!rc && repeat > 1 && cg_gpu_run(g, j.d.pixels, j.n, pred, NULL, NULL, &t, &hc, e)) rc = CG_EXIT_DEVICE;
@@ -343,12 +348,14 @@ static double compare(const float *gpu, const float *cpu, size_t n, double *max_
 int cg_cmd_check(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *fatbin = NULL, *data = NULL, *no_cache = NULL,
-               *seed_t = NULL, *random_t = NULL;
+               *seed_t = NULL, *random_t = NULL, *device_t = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--fatbin", 1, &fatbin},  {"--data", 1, &data},
-                           {"--no-cache", 0, &no_cache}, {"--seed", 1, &seed_t}, {"--random-input", 1, &random_t}};
+                           {"--no-cache", 0, &no_cache}, {"--seed", 1, &seed_t}, {"--random-input", 1, &random_t},
+                           {"--device", 1, &device_t}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, e);
-    long long images = 200, seed = -1, random_seed = -1;
+    long long images = 200, seed = -1, random_seed = -1, device = 0;
     if (!rc && !spec) rc = (cg_fail(e, "check needs a SPEC"), CG_EXIT_USAGE);
+    if (!rc) rc = cg_opt_int("--device", device_t, 0, 1023, &device, e);
     if (!rc) rc = cg_opt_int("--images", images_t, 1, 10000000, &images, e);
     if (!rc) rc = cg_opt_int("--seed", seed_t, 0, 1LL << 62, &seed, e);
     if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
@@ -377,7 +384,7 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     cg_host_costs hc;
     float *probs = NULL;
     if (!ok) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
-    cg_gpu_opts go = {fatbin, no_cache != NULL, 0, 1, 0};
+    cg_gpu_opts go = {fatbin, no_cache != NULL, 0, 1, 0, (int)device};
     if (!rc && cg_gpu_open(&g, s, &j.w, &go, &hc, e)) rc = CG_EXIT_DEVICE;
     if (!rc && cg_gpu_run(g, j.d.pixels, j.n, gp, NULL, gl, &t, &hc, e)) rc = CG_EXIT_DEVICE;
     if (!rc) {

@@ -19,6 +19,7 @@ typedef struct {
     long long batch;     /* images per batch; 0: as many as fit */
     int poison;          /* fill every float tensor with NaN before each batch */
     int profile;         /* time every kernel launch */
+    int device;          /* CUDA device index (0-based) */
 } cg_gpu_opts;
 
 /* Where one kernel's device code came from, and what it cost (--profile). */
@@ -55,6 +56,10 @@ typedef struct {
     cg_kernel_prof prof[CG_MAN_KERNELS];
 } cg_gpu_times;
 
+/* Each call below makes g's device context current for its duration and
+ * restores the caller's (cuCtxPushCurrent/PopCurrent), so several cg_gpu on
+ * several devices can be used from one thread. cg_gpu_close is needed after
+ * a failed open too (*out is set whenever memory allowed). */
 int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gpu_opts *o,
                 cg_host_costs *hc, cg_err *e);
 /* Predictions for n images (pixels: n * C*H*W bytes). probs (n * classes) and
