@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa.yaml (network ece408-2018fa)
 // layer:      conv2
 // shape:      C=12 H=33 W=33 -> M=24 K=7 -> 24x27x27
-// template:   conv2d_direct (templates/conv2d_direct.lua, hash 60c279f82d55ca1f)
+// template:   conv2d_direct (templates/conv2d_direct.lua, hash 02ae42f8e0870600)
 // params:     block=128 maps_unroll=4 cols=1 unroll_groups=0 fuse=1
 // launch:     grid (N*729/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    arg, bias none

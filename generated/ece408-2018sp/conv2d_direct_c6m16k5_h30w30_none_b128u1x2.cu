@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp.yaml (network ece408-2018sp)
 // layer:      conv2
 // shape:      C=6 H=30 W=30 -> M=16 K=5 -> 16x26x26
-// template:   conv2d_direct (templates/conv2d_direct.lua, hash 60c279f82d55ca1f)
+// template:   conv2d_direct (templates/conv2d_direct.lua, hash 02ae42f8e0870600)
 // params:     block=128 maps_unroll=1 cols=2 unroll_groups=0 fuse=1
 // launch:     grid (N*338/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    const:conv2d_direct_c6m16k5_h30w30_none_b128u1x2_w, bias none
