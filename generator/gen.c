@@ -34,11 +34,36 @@ static void float_text(double v, char out[48])
     if (!strpbrk(out, ".eE")) strcat(out, ".0");
 }
 
-/* Push the network table network.lua expects (see its header). */
-static void push_net(lua_State *L, const cg_spec *s)
+void cg_target_default(cg_target *t)
+{
+    t->cc = 75;
+    t->max_shared_optin = 48 * 1024;
+    t->regs_per_block = 64 * 1024;
+    t->regs_per_sm = 64 * 1024;
+    t->sms = 0;
+    t->max_threads = 1024;
+}
+
+/* The target as the Lua table templates read (net.target, l.target). */
+static void push_target(lua_State *L, const cg_target *tg)
+{
+    lua_createtable(L, 0, 6);
+    set_int(L, "cc", tg->cc);
+    set_int(L, "max_shared", tg->max_shared_optin);
+    set_int(L, "regs_per_block", tg->regs_per_block);
+    set_int(L, "regs_per_sm", tg->regs_per_sm);
+    set_int(L, "sms", tg->sms);
+    set_int(L, "max_threads", tg->max_threads);
+}
+
+void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
 {
     char t[48];
-    lua_createtable(L, 0, 8);
+    cg_target def;
+    if (!tg) cg_target_default(&def), tg = &def;
+    lua_createtable(L, 0, 9);
+    push_target(L, tg);
+    lua_setfield(L, -2, "target");
     set_str(L, "name", s->name);
     set_int(L, "C", s->C);
     set_int(L, "H", s->H);
@@ -71,6 +96,8 @@ static void push_net(lua_State *L, const cg_spec *s)
         lua_createtable(L, 0, l->nparams);
         for (int j = 0; j < l->nparams; j++) set_int(L, l->params[j].key, l->params[j].value);
         lua_setfield(L, -2, "params");
+        lua_getfield(L, -3, "target"); /* every layer shares the network's table */
+        lua_setfield(L, -2, "target");
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "layers");
@@ -154,12 +181,12 @@ static int grid_text(lua_State *L, int idx, char out[64], cg_err *e)
 }
 
 /* Read one kernel record (table on top) into k and append its manifest line. */
-static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_kernel *k,
-                       cg_buf *man, cg_err *e)
+static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_target *tg,
+                       cg_gen_kernel *k, cg_buf *man, cg_err *e)
 {
     lua_State *L = cg_lua_state(h);
     char in[CG_NAME_MAX + 16], out[CG_NAME_MAX + 16], weights[200], bias[200], params[512],
-        shape[512], grid[3][64], thash[17];
+        shape[512], grid[3][64];
     long long block[3], shared;
     if (get_str(L, "name", k->kernel, sizeof k->kernel, e) ||
         get_str(L, "template", k->tpl, sizeof k->tpl, e) ||
@@ -188,8 +215,10 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ke
     lua_getfield(L, -1, "shared");
     shared = lua_tointeger(L, -1);
     lua_pop(L, 1);
-    if (shared < 0 || shared > 48 * 1024)
-        return cg_fail(e, "templates/%s.lua: shared memory %lld out of range", k->tpl, shared);
+    if (shared < 0 || shared > tg->max_shared_optin)
+        return cg_fail(e, "templates/%s.lua: kernel %s asks for %lld bytes of shared memory; the "
+                          "target (cc %d) allows 0 to %d", k->tpl, k->kernel, shared, tg->cc,
+                       tg->max_shared_optin);
     lua_getfield(L, -1, "source");
     size_t slen = 0;
     const char *src = lua_tolstring(L, -1, &slen);
@@ -200,7 +229,7 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ke
     lua_getfield(L, -2, "chosen");
     if (lua_type(L, -1) == LUA_TSTRING) snprintf(chosen, sizeof chosen, "%s", lua_tostring(L, -1));
     lua_pop(L, 1);
-    template_hash(h, k->tpl, thash);
+    template_hash(h, k->tpl, k->tpl_hash);
     cg_buf b;
     cg_buf_init(&b);
     int bad = cg_buf_printf(&b,
@@ -214,7 +243,7 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ke
         "%lld B shared\n"
         "// weights:    %s, bias %s\n"
         "// regenerate: %s\n\n",
-        CG_VERSION, s->path, s->name, k->layer, shape, k->tpl, k->tpl, thash,
+        CG_VERSION, s->path, s->name, k->layer, shape, k->tpl, k->tpl, k->tpl_hash,
         chosen[0] ? ", " : "", chosen, params[0] ? params : "(none)", grid[0], grid[1], grid[2], block[0], block[1], block[2],
         shared, weights, bias, regen);
     k->header_len = b.len;
@@ -235,8 +264,8 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ke
 }
 
 /* Emit tensors, layers and kernels of the result table on top of the stack. */
-static int take_result(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_output *o,
-                       cg_err *e)
+static int take_result(cg_lua *h, const cg_spec *s, const char *regen, const cg_target *tg,
+                       cg_gen_output *o, cg_err *e)
 {
     lua_State *L = cg_lua_state(h);
     cg_buf man;
@@ -273,7 +302,7 @@ static int take_result(cg_lua *h, const cg_spec *s, const char *regen, cg_gen_ou
             cg_buf_free(&man);
             return cg_fail(e, "%s: more than %d kernels", s->path, CG_MAX_KERNELS);
         }
-        if (take_kernel(h, s, regen, &o->k[o->nkernels], &man, e)) {
+        if (take_kernel(h, s, regen, tg, &o->k[o->nkernels], &man, e)) {
             lua_pop(L, 2);
             cg_buf_free(&man);
             return -1;
@@ -354,6 +383,7 @@ typedef struct {
     cg_lua *h;
     const cg_spec *s;
     const char *regen;
+    const cg_target *tg;
     cg_gen_output *o;
     cg_err *e;
     int rc;
@@ -365,7 +395,7 @@ static int extract(lua_State *L)
     extract_ctx *c = lua_touserdata(L, 1);
     if (lua_istable(L, 2)) {
         lua_settop(L, 2);
-        c->rc = take_result(c->h, c->s, c->regen, c->o, c->e);
+        c->rc = take_result(c->h, c->s, c->regen, c->tg, c->o, c->e);
     } else if (lua_istable(L, 3)) {
         lua_settop(L, 3);
         c->rc = map_failure(L, c->s, c->e);
@@ -382,6 +412,14 @@ void cg_regen_command(const char *spec_path, char *out, size_t n)
 
 int cg_generate(const cg_spec *s, const char *regen_cmd, cg_gen_output *out, cg_err *e)
 {
+    return cg_generate_for(s, regen_cmd, NULL, out, e);
+}
+
+int cg_generate_for(const cg_spec *s, const char *regen_cmd, const cg_target *t,
+                    cg_gen_output *out, cg_err *e)
+{
+    cg_target def;
+    if (!t) cg_target_default(&def), t = &def;
     memset(out, 0, sizeof *out);
     cg_lua *h;
     if (cg_lua_open(&h, NULL, e)) return -1;
@@ -390,10 +428,10 @@ int cg_generate(const cg_spec *s, const char *regen_cmd, cg_gen_output *out, cg_
     if (!rc) rc = cg_lua_import(h, "lib/network", e);
     if (!rc) {
         lua_getfield(L, -1, "generate");
-        push_net(L, s);
+        cg_gen_push_net(L, s, t);
         rc = cg_lua_pcall(h, 1, 2, e);
         if (!rc) {
-            extract_ctx c = {h, s, regen_cmd, out, e, 0};
+            extract_ctx c = {h, s, regen_cmd, t, out, e, 0};
             lua_pushcfunction(L, extract);
             lua_insert(L, -3);
             lua_pushlightuserdata(L, &c);

@@ -12,6 +12,45 @@
 #include <unistd.h>
 
 #include "fatbin.h"
+#include "nvrtc.h"
+
+#define KIB 1024
+const cg_arch_info cg_aot_archs[] = {
+    {75, 64 * KIB, 64 * KIB, 64 * KIB, 1024, 1},   {80, 163 * KIB, 64 * KIB, 64 * KIB, 1024, 1},
+    {86, 99 * KIB, 64 * KIB, 64 * KIB, 1024, 1},   {87, 163 * KIB, 64 * KIB, 64 * KIB, 1024, 0},
+    {89, 99 * KIB, 64 * KIB, 64 * KIB, 1024, 1},   {90, 227 * KIB, 64 * KIB, 64 * KIB, 1024, 1},
+    {100, 227 * KIB, 64 * KIB, 64 * KIB, 1024, 1}, {103, 227 * KIB, 64 * KIB, 64 * KIB, 1024, 0},
+    {110, 227 * KIB, 64 * KIB, 64 * KIB, 1024, 0}, {120, 99 * KIB, 64 * KIB, 64 * KIB, 1024, 1},
+    {121, 99 * KIB, 64 * KIB, 64 * KIB, 1024, 0},  {0, 0, 0, 0, 0, 0},
+};
+
+const char *cg_aot_default_archs(char *out, size_t n)
+{
+    size_t used = 0;
+    if (n) out[0] = 0;
+    for (const cg_arch_info *a = cg_aot_archs; a->arch && used < n; a++) {
+        if (!a->by_default) continue;
+        int w = snprintf(out + used, n - used, "%s%d", used ? "," : "", a->arch);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return out;
+}
+
+void cg_aot_target(const int *archs, int n, cg_target *t)
+{
+    cg_target_default(t);
+    for (int i = 0; i < n; i++) {
+        const cg_arch_info *a = cg_aot_archs;
+        while (a->arch && a->arch != archs[i]) a++;
+        int smem = a->arch ? a->max_shared_optin : 48 * KIB;
+        if (i == 0 || archs[i] < t->cc) t->cc = archs[i];
+        if (i == 0 || smem < t->max_shared_optin) t->max_shared_optin = smem;
+        if (a->arch && a->regs_per_block < t->regs_per_block) t->regs_per_block = a->regs_per_block;
+        if (a->arch && a->regs_per_sm < t->regs_per_sm) t->regs_per_sm = a->regs_per_sm;
+        if (a->arch && a->max_threads < t->max_threads) t->max_threads = a->max_threads;
+    }
+}
 
 int cg_aot_parse_archs(const char *s, int *archs, int max, int *n, cg_err *e)
 {
@@ -98,29 +137,6 @@ static int run_capture(char *const argv[], cg_buf *out, int *code, cg_err *e)
     *code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     if (oom) return cg_fail(e, "%s: out of memory reading its output", argv[0]);
     return 0;
-}
-
-/* First line of a compiler log that reports an error (else its first line). */
-static void first_error(const char *log, char *out, size_t n)
-{
-    const char *pick = NULL;
-    for (const char *p = log; p && *p;) {
-        const char *end = strchr(p, '\n');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *hit = strstr(p, "error");
-        if (hit && hit < p + len) {
-            pick = p;
-            break;
-        }
-        if (!pick && len) pick = p;
-        p = end ? end + 1 : NULL;
-    }
-    if (!pick) {
-        snprintf(out, n, "(no output)");
-        return;
-    }
-    size_t len = strcspn(pick, "\n");
-    snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), pick);
 }
 
 /* The combined translation unit: every kernel under a #line, then the build id. */
@@ -211,7 +227,7 @@ static int check_with_cuobjdump(const char *file, const int *sm, int nsm, const 
         }
         if (code != 0) {
             char first[256];
-            first_error(out.data ? out.data : "", first, sizeof first);
+            cg_log_first_error(out.data ? out.data : "", first, sizeof first);
             cg_buf_free(&out);
             return cg_fail(e, "cuobjdump %s failed (exit %d): %s", what[w], code, first);
         }
@@ -261,6 +277,29 @@ static int verify(const cg_buf *fb, const char *tmpfile, const char *out_path, c
     return check_with_cuobjdump(tmpfile, sm, nsm, ptx, nptx, log, e);
 }
 
+void cg_aot_command(cg_aot_cmd *c, const char *nvcc, const int *archs, int narch,
+                    const char *out, const char *unit)
+{
+    int na = 0, nopt = 0;
+    const char *const *opt = cg_device_options(&nopt);
+    c->argv[na++] = (char *)nvcc;
+    c->argv[na++] = "-fatbin";
+    for (int i = 0; i < nopt; i++) c->argv[na++] = (char *)opt[i]; /* what NVRTC gets too */
+    c->argv[na++] = "--ptxas-options=-v"; /* registers and spills per kernel, into the log */
+    for (int i = 0; i <= narch; i++) {
+        int a = archs[i < narch ? i : narch - 1];
+        snprintf(c->gencode[i], sizeof c->gencode[i], "arch=compute_%d,code=%s_%d", a,
+                 i < narch ? "sm" : "compute", a);
+        c->argv[na++] = "-gencode";
+        c->argv[na++] = c->gencode[i];
+    }
+    c->argv[na++] = "-o";
+    c->argv[na++] = (char *)out;
+    c->argv[na++] = (char *)unit;
+    c->argv[na] = NULL;
+    c->argc = na;
+}
+
 int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char *out_path,
                  cg_buf *log, cg_err *e)
 {
@@ -292,36 +331,19 @@ int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char
     int rc = -1;
     cg_buf tu, fb, nvlog;
     cg_buf_init(&tu), cg_buf_init(&fb), cg_buf_init(&nvlog);
-    /* nvcc -fatbin -std=c++17 -Xptxas=-v -gencode ... -o OUT UNIT */
-    char gencode[CG_AOT_MAX_ARCHS + 1][48];
-    char *argv[16 + 2 * (CG_AOT_MAX_ARCHS + 1)];
-    int na = 0;
-    argv[na++] = nvcc;
-    argv[na++] = "-fatbin";
-    argv[na++] = "-std=c++17";
-    argv[na++] = "-Xptxas=-v"; /* registers and spills per kernel, into the log */
-    for (int i = 0; i <= narch; i++) {
-        int a = archs[i < narch ? i : narch - 1];
-        snprintf(gencode[i], sizeof gencode[i], "arch=compute_%d,code=%s_%d", a,
-                 i < narch ? "sm" : "compute", a);
-        argv[na++] = "-gencode";
-        argv[na++] = gencode[i];
-    }
-    argv[na++] = "-o";
-    argv[na++] = outfile;
-    argv[na++] = unit;
-    argv[na] = NULL;
+    cg_aot_cmd cmd;
+    cg_aot_command(&cmd, nvcc, archs, narch, outfile, unit);
 
     if (write_unit(o, &tu, e) || cg_write_file_atomic(unit, tu.data, tu.len, e)) goto done;
     int code = 0;
-    if (run_capture(argv, &nvlog, &code, e)) goto done;
+    if (run_capture(cmd.argv, &nvlog, &code, e)) goto done;
     if (log && nvlog.len && cg_buf_add(log, nvlog.data, nvlog.len)) {
         cg_fail(e, "out of memory");
         goto done;
     }
     if (code != 0) {
         char first[512];
-        first_error(nvlog.data ? nvlog.data : "", first, sizeof first);
+        cg_log_first_error(nvlog.data ? nvlog.data : "", first, sizeof first);
         cg_fail(e, "nvcc failed (exit %d) building %s: %s", code, out_path, first);
         goto done;
     }

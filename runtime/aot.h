@@ -8,6 +8,28 @@
 #define CG_AOT_MAX_ARCHS 32
 #define CG_AOT_MIN_ARCH 75
 
+/* One architecture convgen knows: the limits a kernel built for it must
+ * respect, and whether `convgen build` includes it by default. The numbers are
+ * those of NVIDIA's compute-capability tables (shared memory per block with
+ * opt-in = shared memory per SM less the 1 KiB the driver reserves per block
+ * from sm_80 on). This table is the one list of target architectures: the
+ * default --arch, the Makefile's fatbin target and test-gpu take it from here. */
+typedef struct {
+    int arch;             /* 10*major+minor */
+    int max_shared_optin; /* bytes per block */
+    int regs_per_block, regs_per_sm, max_threads;
+    int by_default;       /* part of the default --arch list */
+} cg_arch_info;
+extern const cg_arch_info cg_aot_archs[]; /* ascending; ends with arch 0 */
+
+/* The default --arch list as text into out, "75,80,86,89,90,100,120"; returns out. */
+const char *cg_aot_default_archs(char *out, size_t n);
+
+/* What code in a fat binary for archs[0..n) may assume: cc of the oldest
+ * arch, the smallest limits over all of them (an arch missing from the table
+ * counts as 48 KiB of shared memory), SMs unknown (0). */
+void cg_aot_target(const int *archs, int n, cg_target *t);
+
 /* "75,80,86" -> {75, 80, 86}, sorted ascending. Rejects an empty list, empty
  * items, anything but digits and commas, archs below 75 or above 999, more
  * than max items, and duplicates, naming the offending item. */
@@ -17,7 +39,7 @@ int cg_aot_parse_archs(const char *s, int *archs, int max, int *n, cg_err *e);
  * under a #line naming its file, so nvcc's messages point into the kernel
  * files) and `extern "C" __device__ const char cg_build_id[17] = "<o->hash>"`,
  * compiled by nvcc ($CUDA_HOME/bin/nvcc, else nvcc on PATH, else
- * /usr/local/cuda/bin/nvcc) with -fatbin -std=c++17, one
+ * /usr/local/cuda/bin/nvcc) with -fatbin and the options of cg_aot_command, one
  * -gencode arch=compute_XX,code=sm_XX per arch and
  * arch=compute_N,code=compute_N for the newest. nvcc runs through fork/execv,
  * no shell. Its output (and ptxas -v) goes to log (may be NULL), followed by a
@@ -25,6 +47,17 @@ int cg_aot_parse_archs(const char *s, int *archs, int max, int *n, cg_err *e);
  * cubin and the PTX (read by fatbin.c; also by cuobjdump --list-elf/--list-ptx
  * when cuobjdump is installed, which must agree). out_path is written
  * atomically, only when all of that succeeded; the temp dir is removed. */
+/* The nvcc command line cg_aot_build runs: nvcc -fatbin, the device-code
+ * options NVRTC also receives (cg_device_options), --ptxas-options=-v, one
+ * -gencode per arch plus PTX of the newest, -o out unit. Exposed for tests. */
+typedef struct {
+    char *argv[32 + 2 * (CG_AOT_MAX_ARCHS + 1)]; /* NULL-terminated */
+    char gencode[CG_AOT_MAX_ARCHS + 1][48];
+    int argc;
+} cg_aot_cmd;
+void cg_aot_command(cg_aot_cmd *c, const char *nvcc, const int *archs, int narch,
+                    const char *out, const char *unit);
+
 int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char *out_path,
                  cg_buf *log, cg_err *e);
 

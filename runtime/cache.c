@@ -40,13 +40,16 @@ static void mix_int(uint64_t h[2], int v)
     mix(h, s, (size_t)snprintf(s, sizeof s, "%d", v));
 }
 
-void cg_cache_key_make(cg_cache_key *k, const void *src, size_t src_len, const char *options,
-                       const char *tpl_hash, int nvrtc_version, int driver_version, int cc)
+/* The key over every field; header_lines < 0 leaves it out (cg_cache_key_make). */
+static void key_make(cg_cache_key *k, const void *src, size_t src_len, int header_lines,
+                     const char *options, const char *tpl_hash, int nvrtc_version,
+                     int driver_version, int cc)
 {
     uint64_t h[2] = {CG_HASH_SEED, SEED2};
     mix(h, CG_CACHE_MAGIC, strlen(CG_CACHE_MAGIC));
     mix(h, CG_VERSION, strlen(CG_VERSION));
     mix(h, src, src_len);
+    if (header_lines >= 0) mix_int(h, header_lines);
     mix(h, options, strlen(options));
     mix(h, tpl_hash, strlen(tpl_hash));
     mix_int(h, nvrtc_version);
@@ -63,6 +66,22 @@ void cg_cache_key_make(cg_cache_key *k, const void *src, size_t src_len, const c
              driver_version % 1000 / 10, cc, tpl_hash[0] ? tpl_hash : "-", srch, src_len, options);
     for (char *c = k->desc; *c; c++)
         if (*c == '\n' || *c == '\r') *c = ' '; /* the header is line-based */
+}
+
+void cg_cache_key_make(cg_cache_key *k, const void *src, size_t src_len, const char *options,
+                       const char *tpl_hash, int nvrtc_version, int driver_version, int cc)
+{
+    key_make(k, src, src_len, -1, options, tpl_hash, nvrtc_version, driver_version, cc);
+}
+
+void cg_cache_key_kernel(cg_cache_key *k, const cg_gen_kernel *kern, const char *options,
+                         int nvrtc_version, int driver_version, int cc)
+{
+    size_t hl = kern->header_len <= kern->source_len ? kern->header_len : 0;
+    int lines = 0;
+    for (size_t i = 0; i < hl; i++) lines += kern->source[i] == '\n';
+    key_make(k, kern->source + hl, kern->source_len - hl, lines, options, kern->tpl_hash,
+             nvrtc_version, driver_version, cc);
 }
 
 int cg_cache_path(const char *dir, const cg_cache_key *k, char *out, size_t n)

@@ -1,9 +1,11 @@
 /* cache.h — compiled kernels kept on disk, so a second run skips NVRTC.
  *
  * One file per entry, DIR/<32 hex digits>.cgc, named by a 128-bit key over
- * everything that changes the compiled image: the source, the compile options,
- * the template hash, convgen's version, NVRTC's version, the driver version
- * and the compute capability. An entry starts with a short text header a
+ * everything that changes the compiled image: the kernel's code (its source
+ * without the provenance header, which names the spec's path and so differs
+ * between two specs holding the same layer), the compile options, the
+ * template hash, convgen's version, NVRTC's version, the driver version and
+ * the compute capability. An entry starts with a short text header a
  * person can read with `head`:
  *
  *   CGCACHE1
@@ -17,6 +19,7 @@
  * miss with a reason (the caller compiles again and overwrites), never a hit. */
 #ifndef CG_CACHE_H
 #define CG_CACHE_H
+#include "gen.h"
 #include "util.h"
 
 #define CG_CACHE_MAGIC "CGCACHE1"
@@ -37,6 +40,13 @@ int cg_cache_dir(char *out, size_t n, cg_err *e);
  * is the template hash the caller has (may be "" but not NULL). */
 void cg_cache_key_make(cg_cache_key *k, const void *src, size_t src_len, const char *options,
                        const char *tpl_hash, int nvrtc_version, int driver_version, int cc);
+
+/* The key of one generated kernel: its source after header_len (plus the
+ * header's line count, which shifts line numbers in NVRTC's output), its
+ * template hash, and the rest as for cg_cache_key_make. Two specs at different
+ * paths holding the same layer give the same key. */
+void cg_cache_key_kernel(cg_cache_key *k, const cg_gen_kernel *kern, const char *options,
+                         int nvrtc_version, int driver_version, int cc);
 
 /* DIR/<hex>.cgc into out; -1 if it does not fit. */
 int cg_cache_path(const char *dir, const cg_cache_key *k, char *out, size_t n);

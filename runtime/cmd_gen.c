@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Spec and generated kernels in memory for a verb that writes them out; on
- * failure returns the exit status with nothing allocated. */
-static int load_generate(const char *spec_path, cg_spec **s, cg_gen_output **o, cg_err *e)
+/* Spec and generated kernels (for target t, NULL: the default) in memory for
+ * a verb that writes them out; on failure returns the exit status with
+ * nothing allocated. */
+static int load_generate(const char *spec_path, const cg_target *t, cg_spec **s, cg_gen_output **o,
+                         cg_err *e)
 {
     *s = malloc(sizeof **s);
     *o = malloc(sizeof **o);
@@ -22,7 +24,7 @@ static int load_generate(const char *spec_path, cg_spec **s, cg_gen_output **o, 
     }
     char regen[CG_PATH_MAX + 64];
     cg_regen_command(spec_path, regen, sizeof regen);
-    if (cg_spec_load(spec_path, *s, e) || cg_generate(*s, regen, *o, e)) {
+    if (cg_spec_load(spec_path, *s, e) || cg_generate_for(*s, regen, t, *o, e)) {
         free(*s), free(*o);
         return CG_EXIT_INPUT;
     }
@@ -48,7 +50,7 @@ int cg_cmd_generate(int argc, char **argv, cg_err *e)
     }
     cg_spec *s;
     cg_gen_output *o;
-    if ((rc = load_generate(spec_path, &s, &o, e))) return rc;
+    if ((rc = load_generate(spec_path, NULL, &s, &o, e))) return rc;
     rc = cg_gen_write(o, dir, e) ? CG_EXIT_IO : 0;
     if (!rc) printf("%s: %d kernels written to %s\n", s->name, o->nkernels, dir);
     free_generate(s, o);
@@ -76,7 +78,9 @@ int cg_cmd_data(int argc, char **argv, cg_err *e)
 /* convgen build SPEC --arch 75,80,... -o NET.fatbin */
 int cg_cmd_build(int argc, char **argv, cg_err *e)
 {
-    const char *spec_path = NULL, *out = NULL, *arch_text = "75,80,86,89,90,100,120";
+    char default_archs[128];
+    const char *spec_path = NULL, *out = NULL,
+               *arch_text = cg_aot_default_archs(default_archs, sizeof default_archs);
     const cg_opt opts[] = {{"-o", 1, &out}, {"--output", 1, &out}, {"--arch", 1, &arch_text}};
     int rc = cg_opts_parse(argc, argv, opts, 3, &spec_path, e);
     if (rc) return rc;
@@ -88,7 +92,9 @@ int cg_cmd_build(int argc, char **argv, cg_err *e)
     if (cg_aot_parse_archs(arch_text, archs, CG_AOT_MAX_ARCHS, &narch, e)) return CG_EXIT_USAGE;
     cg_spec *s;
     cg_gen_output *o;
-    if ((rc = load_generate(spec_path, &s, &o, e))) return rc;
+    cg_target target; /* what every chosen architecture allows */
+    cg_aot_target(archs, narch, &target);
+    if ((rc = load_generate(spec_path, &target, &s, &o, e))) return rc;
     cg_buf log;
     cg_buf_init(&log);
     rc = cg_aot_build(o, archs, narch, out, &log, e) ? CG_EXIT_IO : 0;

@@ -117,22 +117,45 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* nvprof-style table of kernel times, then the host-side costs. */
+/* Where kernel `name`'s code came from, NULL if unknown. */
+static const cg_kernel_build *build_of(const cg_host_costs *hc, const char *name)
+{
+    for (int i = 0; i < hc->nbuild; i++)
+        if (!strcmp(hc->build[i].name, name)) return &hc->build[i];
+    return NULL;
+}
+
+/* "812.345ms" (its NVRTC compile), "cache" or "fatbin": the Compile column. */
+static const char *build_text(const cg_kernel_build *b, char out[32])
+{
+    if (!b) return "-";
+    if (b->from == CG_FROM_CACHE) return "cache";
+    if (b->from == CG_FROM_FATBIN) return "fatbin";
+    snprintf(out, 32, "%.3fms", b->ms);
+    return out;
+}
+
+/* nvprof-style table of kernel times, each kernel's compile time beside it,
+ * then the host-side costs. */
 static void print_profile(const cg_gpu_times *t, const cg_host_costs *hc)
 {
     double total = 0;
+    char bt[32];
     for (int i = 0; i < t->nprof; i++) total += t->prof[i].total_ms;
     printf("==convgen-prof== GPU activities:\n");
-    printf("%8s %11s %7s %11s %11s %11s  %s\n", "Time(%)", "Time", "Calls", "Avg", "Min", "Max", "Name");
+    printf("%8s %11s %7s %11s %11s %11s %11s  %s\n", "Time(%)", "Time", "Calls", "Avg", "Min", "Max",
+           "Compile", "Name");
     for (int i = 0; i < t->nprof; i++) {
         const cg_kernel_prof *p = &t->prof[i];
-        printf("%7.2f%% %9.3fms %7d %9.3fms %9.3fms %9.3fms  %s\n", total > 0 ? 100 * p->total_ms / total : 0,
-               p->total_ms, p->calls, p->total_ms / p->calls, p->min_ms, p->max_ms, p->name);
+        printf("%7.2f%% %9.3fms %7d %9.3fms %9.3fms %9.3fms %11s  %s\n",
+               total > 0 ? 100 * p->total_ms / total : 0, p->total_ms, p->calls,
+               p->total_ms / p->calls, p->min_ms, p->max_ms, build_text(build_of(hc, p->name), bt),
+               p->name);
     }
     printf("==convgen-prof== host:\n");
     printf("  %-26s %9.3f ms\n", "generate (Lua templates)", hc->generate_ms);
-    printf("  %-26s %9.3f ms  (%s; %d compiled, %d cache hits)\n", "compile (NVRTC)", hc->compile_ms,
-           hc->arch, hc->compiled, hc->cache_hits);
+    printf("  %-26s %9.3f ms  (%s; %d compiled, %d cache hits, %d threads)\n", "compile (NVRTC)",
+           hc->compile_ms, hc->arch, hc->compiled, hc->cache_hits, hc->jit_threads);
     printf("  %-26s %9.3f ms\n", "module load", hc->load_ms);
     printf("  %-26s %9.3f ms\n", "weights upload", hc->weights_ms);
     printf("  %-26s %9.3f ms\n", "device allocation", hc->alloc_ms);
@@ -177,19 +200,28 @@ static int write_json(const char *path, const cg_job *j, const char *backend, co
     }
     fprintf(f, "\n  ]");
     if (t && hc) {
+        /* every kernel of the build, where its code came from; launch times with --profile */
         fprintf(f, ",\n  \"kernels\": [");
-        for (int i = 0; i < t->nprof; i++) {
-            const cg_kernel_prof *p = &t->prof[i];
+        for (int i = 0; i < hc->nbuild; i++) {
+            const cg_kernel_build *kb = &hc->build[i];
             fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-            json_str(f, p->name);
-            fprintf(f, ", \"calls\": %d, \"total_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f}", p->calls,
-                    p->total_ms, p->min_ms, p->max_ms);
+            json_str(f, kb->name);
+            fprintf(f, ", \"code\": \"%s\", \"compile_ms\": %.3f",
+                    kb->from == CG_FROM_CACHE ? "cache" : kb->from == CG_FROM_FATBIN ? "fatbin" : "nvrtc", kb->ms);
+            for (int k = 0; k < t->nprof; k++) {
+                const cg_kernel_prof *p = &t->prof[k];
+                if (strcmp(p->name, kb->name)) continue;
+                fprintf(f, ", \"calls\": %d, \"total_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f", p->calls,
+                        p->total_ms, p->min_ms, p->max_ms);
+            }
+            fprintf(f, "}");
         }
         fprintf(f, "\n  ],\n  \"host_ms\": {\"generate\": %.3f, \"compile\": %.3f, \"load\": %.3f, "
                    "\"weights\": %.3f, \"alloc\": %.3f, \"upload\": %.3f, \"download\": %.3f},\n",
                 hc->generate_ms, hc->compile_ms, hc->load_ms, hc->weights_ms, hc->alloc_ms, hc->upload_ms,
                 hc->download_ms);
-        fprintf(f, "  \"compiled\": %d,\n  \"cache_hits\": %d,\n  \"arch\": ", hc->compiled, hc->cache_hits);
+        fprintf(f, "  \"compiled\": %d,\n  \"cache_hits\": %d,\n  \"jit_threads\": %d,\n  \"arch\": ",
+                hc->compiled, hc->cache_hits, hc->jit_threads);
         json_str(f, hc->arch);
     }
     fprintf(f, "\n}\n");
@@ -199,18 +231,22 @@ static int write_json(const char *path, const cg_job *j, const char *backend, co
     return rc;
 }
 
-/* auto: the GPU when a driver and a device answer, else say why and use the CPU. */
-static int pick_backend(const char *want, int *use_gpu, cg_err *e)
+/* auto: the GPU when a driver and device `device` answer, else say why and
+ * use the CPU; a device asked for by --device (device_given) must answer. */
+static int pick_backend(const char *want, int device, int device_given, int *use_gpu, cg_err *e)
 {
+    if (!strcmp(want, "cpu") && device_given)
+        return cg_fail(e, "--device needs the cuda backend"), CG_EXIT_USAGE;
     if (!strcmp(want, "cpu")) return *use_gpu = 0, 0;
     if (strcmp(want, "cuda") && strcmp(want, "auto"))
         return cg_fail(e, "--backend expects auto, cuda or cpu, got '%s'", want), CG_EXIT_USAGE;
     cg_cu *cu;
     cg_err why;
-    if (cg_cu_open(&cu, 0, &why) == 0) {
+    if (cg_cu_open(&cu, device, &why) == 0) {
         cg_cu_close(cu);
         return *use_gpu = 1, 0;
     }
+    if (device_given) return cg_fail(e, "--device %d: %s", device, why.msg), CG_EXIT_DEVICE;
     if (!strcmp(want, "cuda")) return cg_fail(e, "--backend cuda: %s", why.msg), CG_EXIT_DEVICE;
     fprintf(stderr, "convgen: no GPU (%s); running on the CPU backend\n", why.msg);
     return *use_gpu = 0, 0;
@@ -220,20 +256,21 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend = "auto", *fatbin = NULL,
                *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL,
-               *random_t = NULL;
+               *random_t = NULL, *device_t = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend},
                            {"--fatbin", 1, &fatbin},   {"--data", 1, &data},     {"--no-cache", 0, &no_cache},
                            {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t},
-                           {"--random-input", 1, &random_t}};
+                           {"--random-input", 1, &random_t}, {"--device", 1, &device_t}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, e);
-    long long images = 0, batch = 0, repeat = 1, random_seed = -1;
+    long long images = 0, batch = 0, repeat = 1, random_seed = -1, device = 0;
     if (!rc && !spec) rc = (cg_fail(e, "run needs a SPEC"), CG_EXIT_USAGE);
+    if (!rc) rc = cg_opt_int("--device", device_t, 0, 1023, &device, e);
     if (!rc) rc = cg_opt_int("--images", images_t, 1, 10000000, &images, e);
     if (!rc) rc = cg_opt_int("--batch", batch_t, 1, 1LL << 31, &batch, e);
     if (!rc) rc = cg_opt_int("--repeat", repeat_t, 1, 1000, &repeat, e);
     if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
     int use_gpu = 0;
-    if (!rc) rc = pick_backend(backend, &use_gpu, e);
+    if (!rc) rc = pick_backend(backend, (int)device, device_t != NULL, &use_gpu, e);
     if (!rc && fatbin && !use_gpu) rc = (cg_fail(e, "--fatbin needs the cuda backend"), CG_EXIT_USAGE);
     if (rc) return rc;
     cg_job j;
@@ -249,7 +286,7 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     memset(&hc, 0, sizeof hc);
     if (!pred) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
     if (!rc && use_gpu) {
-        cg_gpu_opts go = {fatbin, no_cache != NULL, batch, 0, profile != NULL};
+        cg_gpu_opts go = {fatbin, no_cache != NULL, batch, 0, profile != NULL, (int)device};
         if (cg_gpu_open(&g, s, &j.w, &go, &hc, e)) rc = CG_EXIT_DEVICE;
         /* with repeats, one untimed warm-up run first; report medians */
         if (!rc && repeat > 1 && cg_gpu_run(g, j.d.pixels, j.n, pred, NULL, NULL, &t, &hc, e)) rc = CG_EXIT_DEVICE;
@@ -311,12 +348,14 @@ static double compare(const float *gpu, const float *cpu, size_t n, double *max_
 int cg_cmd_check(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *fatbin = NULL, *data = NULL, *no_cache = NULL,
-               *seed_t = NULL, *random_t = NULL;
+               *seed_t = NULL, *random_t = NULL, *device_t = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--fatbin", 1, &fatbin},  {"--data", 1, &data},
-                           {"--no-cache", 0, &no_cache}, {"--seed", 1, &seed_t}, {"--random-input", 1, &random_t}};
+                           {"--no-cache", 0, &no_cache}, {"--seed", 1, &seed_t}, {"--random-input", 1, &random_t},
+                           {"--device", 1, &device_t}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, e);
-    long long images = 200, seed = -1, random_seed = -1;
+    long long images = 200, seed = -1, random_seed = -1, device = 0;
     if (!rc && !spec) rc = (cg_fail(e, "check needs a SPEC"), CG_EXIT_USAGE);
+    if (!rc) rc = cg_opt_int("--device", device_t, 0, 1023, &device, e);
     if (!rc) rc = cg_opt_int("--images", images_t, 1, 10000000, &images, e);
     if (!rc) rc = cg_opt_int("--seed", seed_t, 0, 1LL << 62, &seed, e);
     if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
@@ -345,7 +384,7 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     cg_host_costs hc;
     float *probs = NULL;
     if (!ok) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
-    cg_gpu_opts go = {fatbin, no_cache != NULL, 0, 1, 0};
+    cg_gpu_opts go = {fatbin, no_cache != NULL, 0, 1, 0, (int)device};
     if (!rc && cg_gpu_open(&g, s, &j.w, &go, &hc, e)) rc = CG_EXIT_DEVICE;
     if (!rc && cg_gpu_run(g, j.d.pixels, j.n, gp, NULL, gl, &t, &hc, e)) rc = CG_EXIT_DEVICE;
     if (!rc) {

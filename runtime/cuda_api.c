@@ -97,6 +97,7 @@ static int read_device(cg_cu *cu, cg_err *e)
         {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &cu->smem_per_block_optin},
         {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, &cu->smem_per_sm},
         {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, &cu->regs_per_block},
+        {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, &cu->regs_per_sm},
         {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &cu->l2_bytes},
     };
     for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
@@ -192,7 +193,9 @@ void cg_cu_close(cg_cu *cu)
 {
     if (!cu) return;
     if (cu->ctx) {
-        cu->cuCtxSetCurrent(NULL);
+        /* unset only our own context: another device's may be current */
+        CUcontext cur = NULL;
+        if (cu->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == cu->ctx) cu->cuCtxSetCurrent(NULL);
         cu->cuDevicePrimaryCtxRelease(cu->dev);
     }
     /* libcuda stays loaded: unloading the driver library mid-process is not

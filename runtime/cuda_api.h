@@ -31,6 +31,9 @@
     X(cuDevicePrimaryCtxRetain, 7000)                                                          \
     X(cuDevicePrimaryCtxRelease, 11000)                                                        \
     X(cuCtxSetCurrent, 4000)                                                                   \
+    X(cuCtxGetCurrent, 4000)                                                                   \
+    X(cuCtxPushCurrent, 4000)                                                                  \
+    X(cuCtxPopCurrent, 4000)                                                                   \
     X(cuCtxSynchronize, 2000)                                                                  \
     X(cuModuleLoadData, 2000)                                                                  \
     X(cuModuleLoadDataEx, 2010)                                                                \
@@ -81,6 +84,7 @@ typedef struct cg_cu {
     int smem_per_block_optin; /* with cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) */
     int smem_per_sm;
     int regs_per_block;
+    int regs_per_sm;
     int l2_bytes;
     int clock_khz; /* may be 0: some drivers no longer report it */
 } cg_cu;

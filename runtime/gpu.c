@@ -3,7 +3,9 @@
 #include "cache.h"
 #include "cuda_api.h"
 #include "fatbin.h"
+#include "aot.h"
 #include "gen.h"
+#include "jit.h"
 #include "nvrtc.h"
 
 #include <math.h>
@@ -38,105 +40,91 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* JIT: every kernel of the generated output through NVRTC, cubins cached on disk. */
-static int load_jit(cg_gpu *g, const cg_gen_output *o, const cg_gpu_opts *opt, cg_host_costs *hc,
-                    cg_err *e)
+/* The arch NVRTC compiles for on this device (its own, else PTX of the newest
+ * below it), checked against the driver. */
+static int pick_jit_arch(cg_gpu *g, cg_nvrtc *nv, int *arch, int *as_ptx, cg_err *e)
 {
-    cg_nvrtc *nv;
-    if (cg_nvrtc_open(&nv, e)) return -1;
-    int arch, as_ptx, rc = 0;
-    if (cg_nvrtc_pick_arch(nv, g->cu->cc, &arch, &as_ptx)) {
-        cg_nvrtc_close(nv);
+    if (cg_nvrtc_pick_arch(nv, g->cu->cc, arch, as_ptx))
         return cg_fail(e, "device %s is sm_%d, older than anything this NVRTC compiles for",
                        g->cu->name, g->cu->cc);
-    }
-    if (cg_nvrtc_check_driver(nv, g->cu->driver_version, as_ptx, e)) {
-        cg_nvrtc_close(nv);
-        return -1;
-    }
+    return cg_nvrtc_check_driver(nv, g->cu->driver_version, *as_ptx, e);
+}
+
+/* JIT: every kernel of the generated output through NVRTC (several at a
+ * time, jit.c), cubins cached on disk; then each loaded as its own module. */
+static int load_jit(cg_gpu *g, cg_nvrtc *nv, int arch, int as_ptx, const cg_gen_output *o,
+                    const cg_gpu_opts *opt, cg_host_costs *hc, cg_err *e)
+{
     snprintf(hc->arch, sizeof hc->arch, as_ptx ? "compute_%d (PTX)" : "sm_%d", arch);
     char dir[CG_PATH_MAX] = "";
     cg_err ce;
     int use_cache = !opt->no_cache && cg_cache_dir(dir, sizeof dir, &ce) == 0;
     if (!opt->no_cache && !use_cache) snprintf(hc->cache_note, sizeof hc->cache_note, "%.200s", ce.msg);
-    char opts[CG_NVRTC_OPTS_MAX];
-    cg_nvrtc_options(arch, as_ptx, opts, sizeof opts);
-    cg_buf bin, log;
-    cg_buf_init(&bin), cg_buf_init(&log);
-    for (int i = 0; i < o->nkernels && !rc; i++) {
-        const cg_gen_kernel *k = &o->k[i];
-        cg_cache_key key;
-        /* the source's header carries its template hash, so the source covers it */
-        cg_cache_key_make(&key, k->source, k->source_len, opts, k->tpl, cg_nvrtc_version(nv),
-                          g->cu->driver_version, g->cu->cc);
-        double t0 = now_ms();
-        int hit = 0;
-        cg_buf_free(&bin);
-        if (use_cache) {
-            char why[128] = "";
-            hit = cg_cache_get(dir, &key, &bin, why) == 1;
-            if (!hit && why[0] && strcmp(why, "no entry") && !hc->cache_note[0])
-                snprintf(hc->cache_note, sizeof hc->cache_note, "%.100s: %.120s", k->file, why);
-        }
-        if (!hit) {
-            cg_buf_free(&log);
-            rc = cg_nvrtc_compile(nv, k->source, k->file, arch, as_ptx, &bin, &log, NULL, e);
-            if (rc) {
-                if (log.len) fprintf(stderr, "%s\n", log.data);
-                break;
-            }
-            hc->compiled++;
-            if (use_cache) {
-                cg_err w;
-                int put = cg_cache_put(dir, &key, bin.data, bin.len, &w);
-                if (put < 0) {
-                    rc = cg_fail(e, "%s", w.msg);
-                    break;
-                }
-                if (put && !hc->cache_note[0]) snprintf(hc->cache_note, sizeof hc->cache_note, "%.200s", w.msg);
-                hc->cache_misses++;
-            }
-        } else {
-            hc->cache_hits++;
-        }
-        hc->compile_ms += now_ms() - t0;
-        t0 = now_ms();
-        rc = CG_CU(e, g->cu->cuModuleLoadData(&g->mods[g->nmods], bin.data));
-        if (!rc) snprintf(g->modkernel[g->nmods++], sizeof g->modkernel[0], "%s", k->kernel);
-        hc->load_ms += now_ms() - t0;
+    cg_jit_opts jo = {arch, as_ptx, g->cu->cc, g->cu->driver_version, use_cache ? dir : NULL, 0};
+    cg_jit_result r;
+    int rc = cg_jit_build(nv, o, &jo, &r, e);
+    hc->compile_ms = r.wall_ms;
+    hc->jit_threads = r.threads;
+    hc->compiled = r.compiled;
+    hc->cache_hits = r.hits;
+    hc->cache_misses = use_cache ? r.compiled : 0;
+    if (r.note[0] && !hc->cache_note[0]) snprintf(hc->cache_note, sizeof hc->cache_note, "%.200s", r.note);
+    for (int i = 0; i < r.n; i++) {
+        const cg_jit_kernel *k = &r.k[i];
+        if (k->failed && k->log.len) fprintf(stderr, "%s\n", k->log.data); /* NVRTC's own words */
+        cg_kernel_build *b = &hc->build[hc->nbuild++];
+        snprintf(b->name, sizeof b->name, "%s", o->k[i].kernel);
+        b->ms = k->ms;
+        b->from = k->cached ? CG_FROM_CACHE : CG_FROM_NVRTC;
     }
-    cg_buf_free(&bin), cg_buf_free(&log);
-    cg_nvrtc_close(nv);
+    double t0 = now_ms();
+    for (int i = 0; i < r.n && !rc; i++) {
+        rc = CG_CU(e, g->cu->cuModuleLoadData(&g->mods[g->nmods], r.k[i].image.data));
+        if (!rc) snprintf(g->modkernel[g->nmods++], sizeof g->modkernel[0], "%s", o->k[i].kernel);
+    }
+    hc->load_ms += now_ms() - t0;
+    cg_jit_free(&r);
     return rc;
 }
 
-/* AOT: one fat binary holding every kernel, checked against this build and device. */
-static int load_fatbin(cg_gpu *g, const cg_gen_output *o, const char *path, cg_host_costs *hc,
-                       cg_err *e)
+/* AOT, first half: read the fat binary and check it can serve this device;
+ * its cubin archs are the ones it was built for, so they give the target the
+ * code was generated for. f is cg_buf_free'd by the caller. */
+static int read_fatbin(cg_gpu *g, const char *path, cg_buf *f, cg_target *t, char *held,
+                       size_t nheld, cg_err *e)
 {
-    cg_buf f;
-    if (cg_read_file(path, &f, e)) return -1;
+    if (cg_read_file(path, f, e)) return -1;
     int sm[CG_FATBIN_MAX_ARCHS], ptx[CG_FATBIN_MAX_ARCHS], nsm = 0, nptx = 0;
-    if (cg_fatbin_list(f.data, f.len, sm, &nsm, ptx, &nptx, e)) {
+    if (cg_fatbin_list(f->data, f->len, sm, &nsm, ptx, &nptx, e)) {
         char m[CG_ERR_MAX];
         snprintf(m, sizeof m, "%s", e->msg);
-        cg_buf_free(&f);
         return cg_fail(e, "%s: not a usable fat binary: %s", path, m);
     }
-    char held[512];
-    cg_fatbin_describe(sm, nsm, ptx, nptx, held, sizeof held);
+    cg_fatbin_describe(sm, nsm, ptx, nptx, held, nheld);
     int cc = g->cu->cc, ok = 0, ptx_ok = 0;
     for (int i = 0; i < nsm; i++) ok |= sm[i] == cc || (sm[i] / 10 == cc / 10 && sm[i] <= cc);
     for (int i = 0; i < nptx; i++) ptx_ok |= ptx[i] <= cc;
-    if (!ok && !ptx_ok) {
-        cg_buf_free(&f);
+    if (!ok && !ptx_ok)
         return cg_fail(e, "%s holds %s; this device (%s) is sm_%d: rebuild with --arch including %d",
                        path, held, g->cu->name, cc, cc);
-    }
+    cg_aot_target(sm, nsm, t);
+    return 0;
+}
+
+/* AOT, second half: one module holding every kernel, its build id checked
+ * against the code generated here. */
+static int load_fatbin(cg_gpu *g, const cg_gen_output *o, const char *path, const cg_buf *f,
+                       const char *held, cg_host_costs *hc, cg_err *e)
+{
+    int cc = g->cu->cc;
     snprintf(hc->arch, sizeof hc->arch, "fatbin");
+    for (int i = 0; i < o->nkernels; i++) {
+        cg_kernel_build *b = &hc->build[hc->nbuild++];
+        snprintf(b->name, sizeof b->name, "%s", o->k[i].kernel);
+        b->ms = 0, b->from = CG_FROM_FATBIN;
+    }
     double t0 = now_ms();
-    CUresult r = g->cu->cuModuleLoadData(&g->mods[0], f.data);
-    cg_buf_free(&f);
+    CUresult r = g->cu->cuModuleLoadData(&g->mods[0], f->data);
     if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
         return cg_fail(e, "%s: its PTX is newer than this driver (%d.%d) supports: the driver is too old",
                        path, g->cu->driver_version / 1000, g->cu->driver_version % 1000 / 10);
@@ -170,16 +158,29 @@ static CUmodule module_of(const cg_gpu *g, const char *name)
     return NULL;
 }
 
-/* Find each manifest kernel's function in the module that holds it. */
+/* Find each manifest kernel's function in the module that holds it, and let
+ * it have its shared memory: a block gets 48 KiB (static + dynamic) unless
+ * the function opts in to more, up to the device's opt-in limit; the
+ * attribute set is the dynamic part (the manifest's `shared`). */
 static int bind_functions(cg_gpu *g, cg_err *e)
 {
+    const cg_cu *cu = g->cu;
     for (int i = 0; i < g->m->nkernels; i++) {
-        CUmodule mod = module_of(g, g->m->k[i].name);
-        if (!mod || g->cu->cuModuleGetFunction(&g->fn[i], mod, g->m->k[i].name) != CUDA_SUCCESS)
-            return cg_fail(e, "kernel '%s' not found in the compiled modules", g->m->k[i].name);
-        if (g->m->k[i].shared > 48 * 1024 &&
-            CG_CU(e, g->cu->cuFuncSetAttribute(g->fn[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                               g->m->k[i].shared)))
+        const cg_mkernel *k = &g->m->k[i];
+        CUmodule mod = module_of(g, k->name);
+        if (!mod || cu->cuModuleGetFunction(&g->fn[i], mod, k->name) != CUDA_SUCCESS)
+            return cg_fail(e, "kernel '%s' not found in the compiled modules", k->name);
+        int stat = 0;
+        if (CG_CU(e, cu->cuFuncGetAttribute(&stat, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, g->fn[i])))
+            return -1;
+        long total = (long)stat + k->shared;
+        if (total > cu->smem_per_block_optin)
+            return cg_fail(e, "kernel '%s' needs %ld bytes of shared memory (%d static + %d dynamic); "
+                              "%s allows %d per block", k->name, total, stat, k->shared, cu->name,
+                           cu->smem_per_block_optin);
+        if (total > cu->smem_per_block &&
+            CG_CU(e, cu->cuFuncSetAttribute(g->fn[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                            k->shared)))
             return -1;
     }
     return 0;
@@ -247,35 +248,57 @@ static int alloc_tensors(cg_gpu *g, long long want, cg_err *e)
     return 0;
 }
 
-int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gpu_opts *o,
-                cg_host_costs *hc, cg_err *e)
+/* What JIT code may assume: this device's limits, compiled for arch. */
+static void device_target(const cg_cu *cu, int arch, cg_target *t)
 {
-    memset(hc, 0, sizeof *hc);
-    cg_gpu *g = calloc(1, sizeof *g);
-    cg_gen_output *gen = malloc(sizeof *gen);
-    if (g) g->m = malloc(sizeof *g->m);
-    if (!g || !gen || !g->m) {
-        if (g) free(g->m);
-        free(g), free(gen);
-        return cg_fail(e, "out of memory");
+    cg_target_default(t);
+    t->cc = arch;
+    t->max_shared_optin = cu->smem_per_block_optin;
+    t->regs_per_block = cu->regs_per_block;
+    t->regs_per_sm = cu->regs_per_sm;
+    t->sms = cu->sm_count;
+    t->max_threads = cu->max_threads_per_block;
+}
+
+/* Make g's context current for one public call, and restore the caller's
+ * afterwards: two cg_gpu on two devices can be driven from one thread. */
+static int ctx_enter(cg_gpu *g, cg_err *e) { return CG_CU(e, g->cu->cuCtxPushCurrent(g->cu->ctx)); }
+static void ctx_leave(cg_gpu *g)
+{
+    CUcontext c;
+    g->cu->cuCtxPopCurrent(&c);
+}
+
+/* Everything cg_gpu_open does once the device is open and current: the
+ * target, the generated code for it, its images, weights, buffers, events. */
+static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const cg_gpu_opts *o,
+                        cg_gen_output *gen, cg_host_costs *hc, cg_err *e)
+{
+    cg_target tg;
+    cg_nvrtc *nv = NULL;
+    cg_buf fat;
+    cg_buf_init(&fat);
+    char held[512] = "";
+    int arch = 0, as_ptx = 0, rc;
+    if (o->fatbin) {
+        rc = read_fatbin(g, o->fatbin, &fat, &tg, held, sizeof held, e);
+    } else {
+        rc = cg_nvrtc_open(&nv, e);
+        if (!rc) rc = pick_jit_arch(g, nv, &arch, &as_ptx, e);
+        if (!rc) device_target(g->cu, arch, &tg);
     }
-    g->s = s;
-    g->poison = o->poison;
-    g->profile = o->profile;
-    *out = g;
-    if (cg_cu_open(&g->cu, 0, e)) return -1;
     double t0 = now_ms();
     char regen[CG_PATH_MAX + 64];
     cg_regen_command(s->path, regen, sizeof regen);
-    if (cg_generate(s, regen, gen, e)) {
-        free(gen);
-        return -1;
-    }
-    int rc = cg_manifest_parse(gen->manifest, gen->manifest_len, "generated manifest", g->m, e);
+    if (!rc) rc = cg_generate_for(s, regen, &tg, gen, e);
+    if (!rc) rc = cg_manifest_parse(gen->manifest, gen->manifest_len, "generated manifest", g->m, e);
     hc->generate_ms = now_ms() - t0;
-    if (!rc) rc = o->fatbin ? load_fatbin(g, gen, o->fatbin, hc, e) : load_jit(g, gen, o, hc, e);
+    if (!rc)
+        rc = o->fatbin ? load_fatbin(g, gen, o->fatbin, &fat, held, hc, e)
+                       : load_jit(g, nv, arch, as_ptx, gen, o, hc, e);
     cg_gen_free(gen);
-    free(gen);
+    cg_buf_free(&fat);
+    if (nv) cg_nvrtc_close(nv);
     if (!rc) rc = bind_functions(g, e);
     t0 = now_ms();
     if (!rc) rc = upload_weights(g, w, e);
@@ -287,6 +310,31 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     for (int i = 0; !rc && i <= g->m->nkernels; i++)
         rc = CG_CU(e, g->cu->cuEventCreate(&g->ev[i], CU_EVENT_DEFAULT));
     hc->alloc_ms = now_ms() - t0;
+    return rc;
+}
+
+int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gpu_opts *o,
+                cg_host_costs *hc, cg_err *e)
+{
+    memset(hc, 0, sizeof *hc);
+    cg_gpu *g = calloc(1, sizeof *g);
+    cg_gen_output *gen = calloc(1, sizeof *gen);
+    if (g) g->m = malloc(sizeof *g->m);
+    if (!g || !gen || !g->m) {
+        if (g) free(g->m);
+        free(g), free(gen);
+        return cg_fail(e, "out of memory");
+    }
+    g->s = s;
+    g->poison = o->poison;
+    g->profile = o->profile;
+    *out = g;
+    int rc = cg_cu_open(&g->cu, o->device, e);
+    if (!rc && !(rc = ctx_enter(g, e))) {
+        rc = open_current(g, s, w, o, gen, hc, e);
+        ctx_leave(g);
+    }
+    free(gen); /* what it held is freed by open_current */
     return rc;
 }
 
@@ -359,8 +407,9 @@ static int run_batch(cg_gpu *g, long long n, cg_gpu_times *t, cg_err *e)
     return 0;
 }
 
-int cg_gpu_run(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, float *probs,
-               float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e)
+/* cg_gpu_run with g's context current. */
+static int run_current(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, float *probs,
+                       float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e)
 {
     const cg_manifest *m = g->m;
     cg_cu *cu = g->cu;
@@ -397,6 +446,15 @@ int cg_gpu_run(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, f
     return 0;
 }
 
+int cg_gpu_run(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, float *probs,
+               float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e)
+{
+    if (ctx_enter(g, e)) return -1;
+    int rc = run_current(g, pixels, n, pred, probs, layer_out, t, hc, e);
+    ctx_leave(g);
+    return rc;
+}
+
 const char *cg_gpu_device_name(const cg_gpu *g) { return g->cu ? g->cu->name : "?"; }
 long long cg_gpu_batch(const cg_gpu *g) { return g->batch; }
 
@@ -405,6 +463,7 @@ void cg_gpu_close(cg_gpu *g)
     if (!g) return;
     if (g->cu) {
         cg_cu *cu = g->cu;
+        int pushed = cu->cuCtxPushCurrent(cu->ctx) == CUDA_SUCCESS;
         for (size_t i = 0; i < sizeof g->ev / sizeof *g->ev; i++)
             if (g->ev[i]) cu->cuEventDestroy(g->ev[i]);
         if (g->stream) cu->cuStreamDestroy(g->stream);
@@ -412,6 +471,7 @@ void cg_gpu_close(cg_gpu *g)
             if (g->tdev[i]) cu->cuMemFree(g->tdev[i]);
         for (int i = 0; i < g->nowned; i++) cu->cuMemFree(g->owned[i]);
         for (int i = 0; i < g->nmods; i++) cu->cuModuleUnload(g->mods[i]);
+        if (pushed) ctx_leave(g);
         cg_cu_close(cu);
     }
     free(g->m);

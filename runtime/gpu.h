@@ -19,13 +19,25 @@ typedef struct {
     long long batch;     /* images per batch; 0: as many as fit */
     int poison;          /* fill every float tensor with NaN before each batch */
     int profile;         /* time every kernel launch */
+    int device;          /* CUDA device index (0-based) */
 } cg_gpu_opts;
+
+/* Where one kernel's device code came from, and what it cost (--profile). */
+typedef struct {
+    char name[128];
+    double ms;  /* its NVRTC compile or cache read; 0 from a fat binary */
+    int from;   /* CG_FROM_NVRTC, CG_FROM_CACHE or CG_FROM_FATBIN */
+} cg_kernel_build;
+enum { CG_FROM_NVRTC, CG_FROM_CACHE, CG_FROM_FATBIN };
 
 /* Host-side costs, in milliseconds, and what the JIT cache did. */
 typedef struct {
     double generate_ms, compile_ms, load_ms, weights_ms, alloc_ms;
     double upload_ms, download_ms;
     int cache_hits, cache_misses, compiled;
+    int jit_threads;      /* threads that compiled (JIT) */
+    int nbuild;           /* kernels, in manifest file order */
+    cg_kernel_build build[CG_MAN_KERNELS];
     char cache_note[256]; /* e.g. why the cache was skipped or an entry rebuilt */
     char arch[32];        /* "sm_90" or "compute_120 (PTX)" or "fatbin" */
 } cg_host_costs;
@@ -44,6 +56,10 @@ typedef struct {
     cg_kernel_prof prof[CG_MAN_KERNELS];
 } cg_gpu_times;
 
+/* Each call below makes g's device context current for its duration and
+ * restores the caller's (cuCtxPushCurrent/PopCurrent), so several cg_gpu on
+ * several devices can be used from one thread. cg_gpu_close is needed after
+ * a failed open too (*out is set whenever memory allowed). */
 int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gpu_opts *o,
                 cg_host_costs *hc, cg_err *e);
 /* Predictions for n images (pixels: n * C*H*W bytes). probs (n * classes) and

@@ -167,20 +167,39 @@ int cg_nvrtc_check_driver(const cg_nvrtc *nv, int driver_version, int as_ptx, cg
     return 0;
 }
 
+/* Every option that shapes device code, spelled so that NVRTC and nvcc both
+ * accept it. All are those compilers' defaults today; written out so that a
+ * change of default (or a --use_fast_math slipped into one of them) cannot
+ * make a JIT kernel and its fat-binary twin differ. */
+static const char *const DEVICE_OPTIONS[] = {
+    "-std=c++17",  "--fmad=true",          "--ftz=false", "--prec-div=true",
+    "--prec-sqrt=true", "--ptxas-options=-O3",
+};
+#define NDEVICE_OPTIONS ((int)(sizeof DEVICE_OPTIONS / sizeof *DEVICE_OPTIONS))
+
+const char *const *cg_device_options(int *n)
+{
+    *n = NDEVICE_OPTIONS;
+    return DEVICE_OPTIONS;
+}
+
 /* Options as an argv-style list; returns how many. Both the compile and the
  * joined string (cache key) come from here, so they cannot drift apart.
  * no_cache adds --no-cache, which does not change the image and so stays out
  * of the joined string: NVRTC 13 keeps its own cache in the driver's compute
  * cache on machines with a GPU, and a hit there skips ptxas, leaving no -v
  * numbers (registers, spills) in the log. convgen has its own cache. */
-static int make_options(int arch, int as_ptx, int no_cache, char archopt[64], const char *opts[8])
+static int make_options(int arch, int as_ptx, int no_cache, char archopt[64],
+                        const char *opts[CG_NVRTC_MAX_OPTS])
 {
     int n = 0;
     if (no_cache) opts[n++] = "--no-cache";
     snprintf(archopt, 64, "--gpu-architecture=%s_%d", as_ptx ? "compute" : "sm", arch);
     opts[n++] = archopt;
-    opts[n++] = "-std=c++17";
-    /* ptxas runs only for cubins; -v makes it report registers and spills. */
+    /* ptxas runs only for cubins (PTX is finished by the driver); -v makes it
+     * report registers and spills. */
+    for (int i = 0; i < NDEVICE_OPTIONS; i++)
+        if (!as_ptx || strncmp(DEVICE_OPTIONS[i], "--ptxas-options=", 16)) opts[n++] = DEVICE_OPTIONS[i];
     if (!as_ptx) opts[n++] = "--ptxas-options=-v";
     return n;
 }
@@ -188,7 +207,7 @@ static int make_options(int arch, int as_ptx, int no_cache, char archopt[64], co
 const char *cg_nvrtc_options(int arch, int as_ptx, char *buf, size_t n)
 {
     char archopt[64];
-    const char *opts[8];
+    const char *opts[CG_NVRTC_MAX_OPTS];
     int k = make_options(arch, as_ptx, 0, archopt, opts);
     if (!n) return buf;
     buf[0] = 0;
@@ -199,8 +218,7 @@ const char *cg_nvrtc_options(int arch, int as_ptx, char *buf, size_t n)
     return buf;
 }
 
-/* The first line of the log that reports an error (else the first line). */
-static void first_error(const char *log, char *out, size_t n)
+void cg_log_first_error(const char *log, char *out, size_t n)
 {
     const char *line = NULL, *p = log;
     while (p && *p) {
@@ -238,7 +256,7 @@ static int fetch_log(cg_nvrtc *nv, nvrtc_prog prog, cg_buf *log, char *first, si
         return -1;
     }
     s[n] = 0;
-    first_error(s, first, nfirst);
+    cg_log_first_error(s, first, nfirst);
     int rc = log ? cg_buf_puts(log, s) : 0;
     free(s);
     return rc;
@@ -252,7 +270,7 @@ int cg_nvrtc_compile(cg_nvrtc *nv, const char *src, const char *file_name, int a
                      cg_buf *out, cg_buf *log, cg_nvrtc_stats *st, cg_err *e)
 {
     char archopt[64], joined[CG_NVRTC_OPTS_MAX];
-    const char *opts[8];
+    const char *opts[CG_NVRTC_MAX_OPTS];
     int nopts = make_options(arch, as_ptx, nv->major >= 13, archopt, opts);
     cg_nvrtc_options(arch, as_ptx, joined, sizeof joined);
     cg_buf_init(out);

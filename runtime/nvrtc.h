@@ -12,6 +12,7 @@ typedef struct cg_nvrtc cg_nvrtc;
 #define CG_NVRTC_MAX_ARCHS 64
 #define CG_NVRTC_MAX_FUNCS 32
 #define CG_NVRTC_OPTS_MAX 256
+#define CG_NVRTC_MAX_OPTS 16 /* options in one compile */
 
 /* What ptxas said about one entry function (-1: not reported). */
 typedef struct {
@@ -58,8 +59,13 @@ int cg_nvrtc_pick_arch(const cg_nvrtc *nv, int cc, int *arch, int *as_ptx);
  * be at least as new as NVRTC. Fails with a sentence saying what to install. */
 int cg_nvrtc_check_driver(const cg_nvrtc *nv, int driver_version, int as_ptx, cg_err *e);
 
+/* The options that decide device code besides the architecture (language
+ * standard, floating-point contraction and rounding, ptxas level): the one
+ * list both NVRTC (JIT) and nvcc (convgen build) receive. */
+const char *const *cg_device_options(int *n);
+
 /* The option string cg_nvrtc_compile uses for arch/ptx, space-joined, e.g.
- * "--gpu-architecture=sm_90 -std=c++17 --ptxas-options=-v". The cache key
+ * "--gpu-architecture=sm_90 -std=c++17 --fmad=true ... --ptxas-options=-v". The cache key
  * needs it before compiling. (With NVRTC 13 or newer the compile also passes
  * --no-cache, which leaves the image unchanged: NVRTC's own cache would skip
  * ptxas and so its register and spill report.) Returns buf. */
@@ -72,6 +78,11 @@ const char *cg_nvrtc_options(int arch, int as_ptx, char *buf, size_t n);
  * options and the first error. st (may be NULL) receives ptxas's numbers. */
 int cg_nvrtc_compile(cg_nvrtc *nv, const char *src, const char *file_name, int arch, int as_ptx,
                      cg_buf *out, cg_buf *log, cg_nvrtc_stats *st, cg_err *e);
+
+/* The first line of a compiler's log (NVRTC's, nvcc's, cuobjdump's) that
+ * reports an error, else its first non-empty line, else "(empty log)": the
+ * one line an error message quotes. */
+void cg_log_first_error(const char *log, char *out, size_t n);
 
 /* Fill st from a ptxas -v log (the part of cg_nvrtc_compile that needs no
  * compiler; exposed for tests). Keeps st->options. */

@@ -14,6 +14,7 @@
 #include "cuda_api.h"
 #include "check.h"
 #include "fatbin.h"
+#include "../runtime/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's */
 
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -45,6 +46,35 @@ static void test_parse_archs(void)
         CHECK_CONTAINS(e.msg, bad[i].msg);
     }
     CHECK(cg_aot_parse_archs("75,80,90", a, 2, &n, &e) != 0, "more than max");
+}
+
+/* nvcc gets every option that shapes device code that NVRTC gets, and the
+ * same spelling: JIT and fat binary compile the same way. */
+static void test_command(void)
+{
+    int archs[] = {75, 90}, n = 0;
+    cg_aot_cmd c;
+    cg_aot_command(&c, "/x/nvcc", archs, 2, "out.fatbin", "unit.cu");
+    const char *const *opt = cg_device_options(&n);
+    CHECK(n >= 5, "device options: %d", n);
+    char jit[CG_NVRTC_OPTS_MAX];
+    cg_nvrtc_options(90, 0, jit, sizeof jit);
+    for (int i = 0; i < n; i++) {
+        int found = 0;
+        for (int j = 0; j < c.argc; j++) found |= !strcmp(c.argv[j], opt[i]);
+        CHECK(found, "nvcc gets %s", opt[i]);
+        CHECK(strstr(jit, opt[i]) != NULL, "NVRTC gets %s", opt[i]);
+    }
+    CHECK(c.argv[c.argc] == NULL && !strcmp(c.argv[0], "/x/nvcc") && !strcmp(c.argv[c.argc - 1], "unit.cu"),
+          "argv shape");
+    int gencodes = 0, verbose = 0;
+    for (int j = 0; j < c.argc; j++) {
+        gencodes += !strcmp(c.argv[j], "-gencode");
+        verbose += !strcmp(c.argv[j], "--ptxas-options=-v");
+        CHECK(!strstr(c.argv[j], "fast_math") && !strstr(c.argv[j], "fast-math"), "no fast math: %s", c.argv[j]);
+    }
+    CHECK(gencodes == 3 && verbose == 1, "two cubins and the newest PTX (%d), ptxas -v", gencodes);
+    CHECK(!strcmp(c.gencode[2], "arch=compute_90,code=compute_90"), "PTX of the newest: %s", c.gencode[2]);
 }
 
 /* Little-endian writers for hand-made containers. */
@@ -272,6 +302,7 @@ int main(void)
         return 1;
     }
     test_parse_archs();
+    test_command();
     test_reader();
     test_build(tmp);
     if (nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS)) printf("note: could not remove %s\n", tmp);

@@ -9,6 +9,8 @@
 
 #include "cache.h"
 #include "check.h"
+#include "gen.h"
+#include "spec.h"
 
 static char tmp[256];
 
@@ -199,6 +201,75 @@ static void test_unwritable(void)
     cg_buf_free(&got);
 }
 
+/* Copy specs/example-conv.yaml to path; 0 on success. */
+static int copy_spec(const char *path)
+{
+    cg_buf b;
+    cg_err e;
+    if (cg_read_file("specs/example-conv.yaml", &b, &e)) return -1;
+    int rc = write_raw(path, b.data, b.len);
+    cg_buf_free(&b);
+    return rc;
+}
+
+static cg_gen_output gen_a, gen_b; /* large: off the stack */
+
+/* The same layer under two spec files at different paths: the sources differ
+ * (their headers name the path) but every kernel's key is the same, and an
+ * entry stored under one is a hit for the other. */
+static void test_same_layer_two_specs(void)
+{
+    char pa[700], pb[700], dir[512], da[600], db[600];
+    snprintf(da, sizeof da, "%s/one", tmp);
+    snprintf(db, sizeof db, "%s/two/deeper", tmp);
+    snprintf(pa, sizeof pa, "%s/a.yaml", da);
+    snprintf(pb, sizeof pb, "%s/other-name.yaml", db);
+    snprintf(dir, sizeof dir, "%s/specs-cache", tmp);
+    cg_err e = {""};
+    CHECK(cg_mkdirs(da, &e) == 0 && cg_mkdirs(db, &e) == 0, "%s", e.msg);
+    CHECK(copy_spec(pa) == 0 && copy_spec(pb) == 0, "copy the example spec");
+    cg_spec *sa = malloc(sizeof *sa), *sb = malloc(sizeof *sb);
+    if (!sa || !sb || cg_spec_load(pa, sa, &e) || cg_spec_load(pb, sb, &e) ||
+        cg_generate(sa, "regen a", &gen_a, &e) || cg_generate(sb, "regen b", &gen_b, &e)) {
+        CHECK(0, "generate: %s", e.msg);
+        free(sa), free(sb);
+        return;
+    }
+    CHECK(gen_a.nkernels == gen_b.nkernels && gen_a.nkernels > 0, "same kernels");
+    for (int i = 0; i < gen_a.nkernels && i < gen_b.nkernels; i++) {
+        const cg_gen_kernel *ka = &gen_a.k[i], *kb = &gen_b.k[i];
+        CHECK(ka->source_len != kb->source_len || memcmp(ka->source, kb->source, ka->source_len),
+              "%s: the headers differ (they name the spec path)", ka->kernel);
+        CHECK(strlen(ka->tpl_hash) == 16 && !strcmp(ka->tpl_hash, kb->tpl_hash),
+              "%s: template hash '%s'", ka->kernel, ka->tpl_hash);
+        char inhdr[64];
+        snprintf(inhdr, sizeof inhdr, "hash %s)", ka->tpl_hash);
+        CHECK(strstr(ka->source, inhdr) != NULL, "%s: the header's template hash is the one kept",
+              ka->kernel);
+        cg_cache_key x, y;
+        cg_cache_key_kernel(&x, ka, "--gpu-architecture=sm_90", 13000, 13000, 90);
+        cg_cache_key_kernel(&y, kb, "--gpu-architecture=sm_90", 13000, 13000, 90);
+        CHECK(!strcmp(x.hex, y.hex) && !strcmp(x.desc, y.desc), "%s: one key for both specs",
+              ka->kernel);
+        CHECK_CONTAINS(x.desc, ka->tpl_hash);
+        /* what the template hash stands for is part of the key */
+        cg_gen_kernel other = *ka;
+        other.tpl_hash[0] = other.tpl_hash[0] == '0' ? '1' : '0';
+        cg_cache_key_kernel(&y, &other, "--gpu-architecture=sm_90", 13000, 13000, 90);
+        CHECK(strcmp(x.hex, y.hex), "%s: another template hash, another key", ka->kernel);
+        /* stored through one spec, found through the other */
+        cg_cache_key_kernel(&y, kb, "--gpu-architecture=sm_90", 13000, 13000, 90);
+        CHECK(cg_cache_put(dir, &x, ka->kernel, strlen(ka->kernel), &e) == 0, "put: %s", e.msg);
+        cg_buf got;
+        char reason[128];
+        CHECK(cg_cache_get(dir, &y, &got, reason) == 1, "%s: hit through the other spec (%s)",
+              ka->kernel, reason);
+        cg_buf_free(&got);
+    }
+    cg_gen_free(&gen_a), cg_gen_free(&gen_b);
+    free(sa), free(sb);
+}
+
 int main(void)
 {
     snprintf(tmp, sizeof tmp, "/tmp/cg_test_cache_XXXXXX");
@@ -210,6 +281,7 @@ int main(void)
     test_key();
     test_round_trip();
     test_unwritable();
+    test_same_layer_two_specs();
     if (nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS)) printf("note: could not remove %s\n", tmp);
     return cg_test_done("cache");
 }

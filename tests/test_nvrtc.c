@@ -305,17 +305,34 @@ static void test_pick_and_driver(cg_nvrtc *nv)
     CHECK_CONTAINS(e.msg, "install an NVIDIA driver");
 }
 
+/* The one line quoted from a compiler log. */
+static void test_first_error(void)
+{
+    char out[64];
+    cg_log_first_error("\nnote: a\nk.cu(3): error: bad thing\nmore\n", out, sizeof out);
+    CHECK(!strcmp(out, "k.cu(3): error: bad thing"), "the error line: %s", out);
+    cg_log_first_error("\n\nfirst words\nsecond\n", out, sizeof out);
+    CHECK(!strcmp(out, "first words"), "else the first non-empty line: %s", out);
+    cg_log_first_error("", out, sizeof out);
+    CHECK(!strcmp(out, "(empty log)"), "empty: %s", out);
+    cg_log_first_error("error: a very long line that will not fit in the small buffer given", out, 16);
+    CHECK(strlen(out) == 15, "cut to fit: %s", out);
+}
+
 int main(void)
 {
     test_cu_check();
     test_parse_log();
     char opts[CG_NVRTC_OPTS_MAX];
     CHECK(!strcmp(cg_nvrtc_options(90, 0, opts, sizeof opts),
-                  "--gpu-architecture=sm_90 -std=c++17 --ptxas-options=-v"),
+                  "--gpu-architecture=sm_90 -std=c++17 --fmad=true --ftz=false --prec-div=true "
+                  "--prec-sqrt=true --ptxas-options=-O3 --ptxas-options=-v"),
           "options: %s", opts);
     CHECK(!strcmp(cg_nvrtc_options(120, 1, opts, sizeof opts),
-                  "--gpu-architecture=compute_120 -std=c++17"),
-          "options: %s", opts);
+                  "--gpu-architecture=compute_120 -std=c++17 --fmad=true --ftz=false "
+                  "--prec-div=true --prec-sqrt=true"),
+          "PTX options (no ptxas): %s", opts);
+    test_first_error();
 
     cg_nvrtc *nv = NULL;
     cg_err e = {""};

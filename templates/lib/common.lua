@@ -61,10 +61,11 @@ common.CONST_BUDGET = 60 * 1024
 common.MAX_THREADS = 1024
 common.MAX_SHARED = 48 * 1024
 
--- Shared memory one block of layer `l` may use: the target's opt-in limit when
--- the generator knows the target, else the limit every architecture grants.
+-- Bytes of shared memory one block of layer l may use on the target the code
+-- is generated for (the device's opt-in limit for JIT, the smallest over the
+-- chosen architectures for a fat binary); 48 KiB when no target is known.
 function common.max_shared(l)
-  return (l and l.target and l.target.max_shared) or common.MAX_SHARED
+    return l.target and l.target.max_shared or 48 * 1024
 end
 
 -- Shared by the fc templates (a BM x BN block tile, TM x TN per thread).

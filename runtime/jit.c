@@ -1,0 +1,146 @@
+/* jit.c — kernels through the cache and NVRTC on a few threads (see jit.h). */
+#include "jit.h"
+#include "cache.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* What the worker threads share: the inputs, and the next kernel to take. */
+typedef struct {
+    cg_nvrtc *nv;
+    const cg_gen_output *o;
+    const cg_jit_opts *opt;
+    char options[CG_NVRTC_OPTS_MAX]; /* the key's option string */
+    int nvrtc_version;
+    cg_jit_result *r;
+    pthread_mutex_t lock;
+    int next;
+} jit_work;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* One kernel: the cache, else NVRTC (and then the cache is written). Touches
+ * only its own result slot, so kernels run on any thread in any order. */
+static void one_kernel(jit_work *w, int i)
+{
+    const cg_gen_kernel *k = &w->o->k[i];
+    cg_jit_kernel *out = &w->r->k[i];
+    const cg_jit_opts *opt = w->opt;
+    double t0 = now_ms();
+    cg_cache_key key;
+    cg_cache_key_kernel(&key, k, w->options, w->nvrtc_version, opt->driver_version, opt->cc);
+    if (opt->cache_dir) {
+        char why[128] = "";
+        int got = cg_cache_get(opt->cache_dir, &key, &out->image, why);
+        if (got == 1) {
+            out->cached = 1;
+            out->ms = now_ms() - t0;
+            return;
+        }
+        if (got < 0) {
+            out->failed = 1;
+            cg_fail(&out->err, "%s: cache read: %s", k->file, why);
+            return;
+        }
+        if (why[0] && strcmp(why, "no entry"))
+            snprintf(out->note, sizeof out->note, "%.60s: %.90s", k->file, why);
+    }
+    if (cg_nvrtc_compile(w->nv, k->source, k->file, opt->arch, opt->as_ptx, &out->image,
+                         &out->log, NULL, &out->err)) {
+        out->failed = 1;
+        out->ms = now_ms() - t0;
+        return;
+    }
+    if (opt->cache_dir) {
+        cg_err warn;
+        int put = cg_cache_put(opt->cache_dir, &key, out->image.data, out->image.len, &warn);
+        if (put < 0) {
+            out->failed = 1;
+            cg_fail(&out->err, "%s: %s", k->file, warn.msg);
+        } else if (put && !out->note[0]) {
+            snprintf(out->note, sizeof out->note, "%.150s", warn.msg);
+        }
+    }
+    out->ms = now_ms() - t0;
+}
+
+/* Thread body: take kernels until none is left. */
+static void *worker(void *arg)
+{
+    jit_work *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        int i = w->next < w->o->nkernels ? w->next++ : -1;
+        pthread_mutex_unlock(&w->lock);
+        if (i < 0) return NULL;
+        one_kernel(w, i);
+    }
+}
+
+/* How many threads: what the caller asked, else one per online CPU, at most
+ * CG_JIT_MAX_THREADS and never more than there are kernels. */
+static int thread_count(const cg_jit_opts *opt, int nkernels)
+{
+    long n = opt->threads > 0 ? opt->threads : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (n > CG_JIT_MAX_THREADS) n = CG_JIT_MAX_THREADS;
+    if (n > nkernels) n = nkernels;
+    return (int)(n < 1 ? 1 : n);
+}
+
+int cg_jit_build(cg_nvrtc *nv, const cg_gen_output *o, const cg_jit_opts *opt, cg_jit_result *r,
+                 cg_err *e)
+{
+    double t0 = now_ms();
+    memset(r, 0, sizeof *r);
+    if (o->nkernels < 1) return 0;
+    r->k = calloc((size_t)o->nkernels, sizeof *r->k);
+    if (!r->k) return cg_fail(e, "out of memory");
+    r->n = o->nkernels;
+    jit_work w = {.nv = nv, .o = o, .opt = opt, .r = r, .next = 0};
+    cg_nvrtc_options(opt->arch, opt->as_ptx, w.options, sizeof w.options);
+    w.nvrtc_version = cg_nvrtc_version(nv);
+    if (pthread_mutex_init(&w.lock, NULL)) return cg_fail(e, "pthread_mutex_init failed");
+
+    /* The calling thread is one of the workers; the others are extra. */
+    pthread_t tid[CG_JIT_MAX_THREADS];
+    int want = thread_count(opt, o->nkernels), started = 0;
+    for (int t = 1; t < want; t++) {
+        if (pthread_create(&tid[started], NULL, worker, &w)) break; /* fewer threads, same work */
+        started++;
+    }
+    worker(&w);
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    pthread_mutex_destroy(&w.lock);
+    r->threads = started + 1;
+
+    int rc = 0;
+    for (int i = 0; i < r->n; i++) {
+        const cg_jit_kernel *k = &r->k[i];
+        if (k->failed && !rc) rc = cg_fail(e, "%s", k->err.msg);
+        if (!k->failed && k->cached) r->hits++;
+        if (!k->failed && !k->cached) r->compiled++;
+        if (k->note[0] && !r->note[0]) snprintf(r->note, sizeof r->note, "%s", k->note);
+    }
+    r->wall_ms = now_ms() - t0;
+    return rc;
+}
+
+void cg_jit_free(cg_jit_result *r)
+{
+    for (int i = 0; r->k && i < r->n; i++) {
+        cg_buf_free(&r->k[i].image);
+        cg_buf_free(&r->k[i].log);
+    }
+    free(r->k);
+    memset(r, 0, sizeof *r);
+}
