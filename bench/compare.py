@@ -485,6 +485,13 @@ class Torch:
                 except AttributeError:
                     us = getattr(e, "device_time", 0)
                 out.append((e.name, us))
+        if not out:  # older or newer profilers: the raw Kineto events
+            try:
+                for ke in prof.profiler.kineto_results.events():
+                    if str(ke.device_type()).endswith("CUDA"):
+                        out.append((ke.name(), ke.duration_ns() / 1e3))
+            except AttributeError:
+                pass
         return out
 
     def build(self, layers):
