@@ -593,7 +593,7 @@ def main():
             x = torch.rand(args.batch, layers[0]["C"], layers[0]["H"], layers[0]["W"], device="cuda")
             print(f"eager: {net}", file=sys.stderr)
             out = model(x)
-            if tuple(out.shape) != (args.batch, layers[-1]["OC"] * layers[-1]["OH"] * layers[-1]["OW"]):
+            if out.numel() != args.batch * layers[-1]["OC"] * layers[-1]["OH"] * layers[-1]["OW"]:
                 problems.append(f"{net}: PyTorch network output {tuple(out.shape)}")
             del out
             eager = T.timed(lambda: model(x))
