@@ -1,154 +1,633 @@
 #!/usr/bin/env python3
-"""compare.py — convgen beside PyTorch on the same specs and batch, one process.
+"""compare.py — every conv layer of any spec beside cuDNN's bare FP32 convolution.
 
-Run on a GPU machine with PyTorch, from the repository root, after `make` (and
-`make fatbin` for the fat-binary column):
+Run on a GPU machine with PyTorch, from the repository root, after `make`:
 
-    python3 bench/compare.py [--images 10000] [--repeat 50] [--no-compile] [--data DIR]
+    python3 bench/compare.py [SPEC...] [--batch N] [--repeat R] [--convgen build/convgen]
+                             [--compile] [--dry-run]
 
-For each network it times, with CUDA events, median after warm-up:
-  * convgen: each conv layer and the whole network (first kernel to last), JIT
-    (NVRTC) and fat binary (`convgen run --repeat R --json`);
-  * PyTorch eager FP32 through cuDNN (TF32 off, cudnn.benchmark on): each bare
-    convolution, each conv+activation+pool, and the whole network;
-  * torch.compile(mode="max-autotune") of the whole network (unless --no-compile).
-Inputs are already on the device for every contender. Prints one table.
+With no SPEC, the three course networks (specs/ece408-*.yaml without -low); the
+benchmark zoo is `python3 bench/compare.py bench/specs/zoo-*.yaml`.
+
+For every conv layer it prints the shape, the template convgen chose (from
+`convgen generate`), the direct-convolution work 2*N*M*C*K*K*OH*OW (OH, OW before
+pooling), and for convgen and for cuDNN the median time, TFLOP/s and fraction of
+the card's FP32 FMA peak (SMs x FP32 lanes x 2 x max SM clock), the algorithm
+class cuDNN used (named from its kernel names, so Winograd and FFT layers, which
+beat the direct-FLOP peak, are read for what they are) and the time ratio
+convgen/cuDNN. Then each whole network beside eager PyTorch. Two markdown tables
+come last.
+
+  * convgen: `convgen run SPEC --backend cuda --random-input 1 --images N
+    --repeat R --json F`: medians of CUDA events around each layer's kernels
+    (fused bias, activation and pool included) and around the whole network
+    (uint8 conversion to argmax); also with the fat binary
+    build/fatbin/NETWORK.fatbin when one exists (`make fatbin`).
+  * cuDNN: the bare nn.Conv2d (bias included, no activation or pool) in FP32,
+    TF32 off, cudnn.benchmark on, input already on the device, L2 flushed by
+    writing a 256 MB buffer before each timed call, CUDA events, median of R
+    after warm-up; the kernels of one further call recorded by torch.profiler.
+  * Whole network: eager nn.Sequential of the same layers on float input, and
+    torch.compile(mode="max-autotune") of it with --compile (25-60 s each).
+
+--dry-run needs neither PyTorch nor a GPU: it reads the specs, derives every
+layer's shape and prints the layer table and the PyTorch module it would build.
+The spec reader is a small YAML reader for the subset convgen specs use (PyYAML
+is not relied on); the real run checks the derived shapes against the tensor
+sizes in convgen's manifest.
+
+Exit status: 0 ok, 1 convgen failed or a check failed (the table is still
+printed when measurements exist), 2 bad usage, 3 bad spec, 4 no PyTorch or GPU.
 """
-import argparse, json, os, subprocess, sys, tempfile
-
-import torch
-import torch.nn.functional as F
-import yaml
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NETS = ["ece408-2017", "ece408-2018sp", "ece408-2018fa"]
+DEFAULT_SPECS = [os.path.join("specs", n + ".yaml") for n in ("ece408-2017", "ece408-2018sp", "ece408-2018fa")]
+FLUSH_BYTES = 256 << 20
 
 
-def timed(fn, repeat, warmup=5):
-    """Median of `repeat` CUDA-event timings of fn(), in milliseconds."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    times.sort()
-    return times[len(times) // 2]
+class SpecError(Exception):
+    """A spec this script cannot read or whose shapes do not work out (exit 3)."""
 
 
-def build_layers(spec, gen):
-    """The spec's layers as PyTorch callables with random weights (timing only)."""
-    layers = []
-    c, h, w = spec["input"]["channels"], spec["input"]["height"], spec["input"]["width"]
+class CheckError(Exception):
+    """convgen failed, or something measured does not agree with the spec (exit 1)."""
+
+
+# ---------------------------------------------------------------------------
+# A YAML reader for the subset convgen specs use: block mappings and sequences
+# by indentation, one-line flow mappings and sequences, plain and quoted
+# scalars, comments. Anything else is refused rather than guessed.
+
+def _strip_comment(line):
+    """The line without its comment: '#' at the start or after a blank, outside quotes."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'" and (i == 0 or line[i - 1] in " \t:{[,-"):
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line[:i]
+    return line
+
+
+def _split_top(text, sep):
+    """Split text at sep where it is outside quotes and brackets."""
+    parts, depth, quote, cur = [], 0, None, ""
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    parts.append(cur)
+    return parts
+
+
+def _key_split(content):
+    """(key, rest) when content is 'key: rest' or 'key:', else None."""
+    quote = None
+    for i, ch in enumerate(content):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'" and i == 0:
+            quote = ch
+        elif ch == ":" and (i + 1 == len(content) or content[i + 1] in " \t"):
+            return _scalar(content[:i].strip(), None), content[i + 1:].strip()
+        elif ch in "{[" and i == 0:
+            return None
+    return None
+
+
+def _scalar(text, where):
+    """A plain or quoted scalar, or a one-line flow mapping or sequence."""
+    if text.startswith("{") or text.startswith("["):
+        close = "}" if text[0] == "{" else "]"
+        if not text.endswith(close):
+            raise SpecError(f"{where}: flow collection not closed on its line")
+        inner = text[1:-1].strip()
+        items = [p.strip() for p in _split_top(inner, ",")] if inner else []
+        if close == "]":
+            return [_scalar(p, where) for p in items]
+        out = {}
+        for p in items:
+            kv = _key_split(p)
+            if kv is None:
+                raise SpecError(f"{where}: '{p}' is not key: value")
+            out[kv[0]] = _scalar(kv[1], where)
+        return out
+    if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
+        return re.sub(r'\\(.)', lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text[1:-1])
+    if len(text) >= 2 and text[0] == "'" and text[-1] == "'":
+        return text[1:-1].replace("''", "'")
+    if text in ("", "~", "null"):
+        return None
+    if text in ("true", "false"):
+        return text == "true"
+    if re.fullmatch(r"[-+]?[0-9]+", text):
+        return int(text)
+    if re.fullmatch(r"[-+]?([0-9]+\.[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?", text):
+        return float(text)
+    return text
+
+
+def parse_yaml(text, path):
+    """The spec file's text as nested dicts, lists and scalars."""
+    lines = []  # [indent, content, line number]
+    for no, raw in enumerate(text.splitlines(), 1):
+        if "\t" in raw[:len(raw) - len(raw.lstrip())]:
+            raise SpecError(f"{path}:{no}: tab in indentation")
+        body = _strip_comment(raw).rstrip()
+        if body.strip() in ("---", "..."):
+            raise SpecError(f"{path}:{no}: several documents are not supported")
+        if body.strip():
+            lines.append([len(body) - len(body.lstrip(" ")), body.strip(), no])
+    pos = [0]
+
+    def block(indent):
+        first = lines[pos[0]]
+        if first[1] == "-" or first[1].startswith("- "):
+            seq = []
+            while pos[0] < len(lines) and lines[pos[0]][0] == indent and (
+                    lines[pos[0]][1] == "-" or lines[pos[0]][1].startswith("- ")):
+                ln = lines[pos[0]]
+                rest = ln[1][1:].lstrip(" ")
+                if not rest:
+                    pos[0] += 1
+                    seq.append(child(indent, ln[2]))
+                elif _key_split(rest) is None:
+                    seq.append(_scalar(rest, f"{path}:{ln[2]}"))
+                    pos[0] += 1
+                else:  # "- key: v": a mapping whose keys line up with 'key'
+                    ln[0] = indent + len(ln[1]) - len(rest)
+                    ln[1] = rest
+                    seq.append(block(ln[0]))
+            return seq
+        out = {}
+        while pos[0] < len(lines) and lines[pos[0]][0] == indent:
+            ln = lines[pos[0]]
+            kv = _key_split(ln[1])
+            if kv is None:
+                raise SpecError(f"{path}:{ln[2]}: expected 'key: value', got '{ln[1]}'")
+            if kv[0] in out:
+                raise SpecError(f"{path}:{ln[2]}: duplicate key '{kv[0]}'")
+            pos[0] += 1
+            out[kv[0]] = _scalar(kv[1], f"{path}:{ln[2]}") if kv[1] else child(indent, ln[2])
+        return out
+
+    def child(indent, no):
+        """The block under a 'key:' or '-' line: deeper, or a sequence at the same indent."""
+        if pos[0] < len(lines):
+            nxt = lines[pos[0]]
+            if nxt[0] > indent or (nxt[0] == indent and (nxt[1] == "-" or nxt[1].startswith("- "))):
+                return block(nxt[0])
+        return None
+
+    if not lines:
+        raise SpecError(f"{path}: empty spec")
+    doc = block(lines[0][0])
+    if pos[0] != len(lines):
+        raise SpecError(f"{path}:{lines[pos[0]][2]}: unexpected indentation")
+    return doc
+
+
+# ---------------------------------------------------------------------------
+# Shapes, as convgen derives them (README "Spec format").
+
+def layer_table(spec, path):
+    """Each layer with its input and output shape; conv layers also get CH, CW (before pooling)."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("layers"), list):
+        raise SpecError(f"{path}: no 'layers' sequence")
+    inp = spec.get("input") or {}
+    try:
+        c, h, w = int(inp["channels"]), int(inp["height"]), int(inp["width"])
+    except (KeyError, TypeError, ValueError):
+        raise SpecError(f"{path}: input.channels, .height and .width are required integers")
+    out = []
     for l in spec["layers"]:
-        if l["op"] == "conv":
-            m, k = l["M"], l["K"]
-            wt = torch.randn(m, c, k, k, device="cuda", generator=gen) / (c * k * k) ** 0.5
-            b = torch.randn(m, device="cuda", generator=gen) if l.get("bias", False) else None
-            layers.append(dict(l, weight=wt, bias=b))
-            c, h, w = m, h - k + 1, w - k + 1
-            if l.get("pool", "none") == "max2":
-                h, w = h // 2, w // 2
-        elif l["op"] == "fc":
-            fin = c * h * w
-            wt = torch.randn(l["out"], fin, device="cuda", generator=gen) / fin ** 0.5
-            b = torch.randn(l["out"], device="cuda", generator=gen) if l.get("bias", True) else None
-            layers.append(dict(l, weight=wt, bias=b))
+        name, op = l.get("name"), l.get("op")
+        row = dict(name=name, op=op, C=c, H=h, W=w, bias=bool(l.get("bias", op == "fc")),
+                   act=l.get("activation", "none"), pool=l.get("pool", "none"))
+        if op == "conv":
+            for key, have in (("C", c), ("H", h), ("W", w)):
+                if key in l and l[key] != have:
+                    raise SpecError(f"{path}: layer '{name}': {key} is {l[key]}, the previous output gives {have}")
+            m, k = l.get("M"), l.get("K")
+            if not isinstance(m, int) or not isinstance(k, int) or m < 1 or k < 1:
+                raise SpecError(f"{path}: layer '{name}': M and K must be positive integers")
+            if k > h or k > w:
+                raise SpecError(f"{path}: layer '{name}': K={k} is larger than the input {h}x{w}")
+            ch, cw = h - k + 1, w - k + 1
+            row.update(M=m, K=k, CH=ch, CW=cw)
+            if row["pool"] == "max2":
+                if ch < 2 or cw < 2:
+                    raise SpecError(f"{path}: layer '{name}': max2 needs a conv output of at least 2x2")
+                ch, cw = ch // 2, cw // 2
+            elif row["pool"] != "none":
+                raise SpecError(f"{path}: layer '{name}': pool '{row['pool']}'")
+            c, h, w = m, ch, cw
+        elif op == "fc":
+            if not isinstance(l.get("out"), int) or l["out"] < 1:
+                raise SpecError(f"{path}: layer '{name}': 'out' must be a positive integer")
+            row["out"] = l["out"]
             c, h, w = l["out"], 1, 1
-        else:
-            layers.append(dict(l))
-    return layers
+        elif op != "softmax":
+            raise SpecError(f"{path}: layer '{name}': op '{op}'")
+        if row["act"] not in ("none", "relu", "tanh"):
+            raise SpecError(f"{path}: layer '{name}': activation '{row['act']}'")
+        row.update(OC=c, OH=h, OW=w)
+        out.append(row)
+    return out
 
 
-def act(x, name):
-    return torch.tanh(x) if name == "tanh" else torch.relu(x) if name == "relu" else x
+def load_spec(path):
+    """(spec dict, layer table) for one spec file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as ex:
+        raise SpecError(f"{path}: {ex.strerror}")
+    spec = parse_yaml(text, path)
+    return spec, layer_table(spec, path)
 
 
-def conv_block(l, x):
-    y = act(F.conv2d(x, l["weight"], l["bias"]), l.get("activation", "none"))
-    return F.max_pool2d(y, 2) if l.get("pool", "none") == "max2" else y
+def conv_gflop(l, n):
+    """Direct-convolution work of a conv layer over n images, in GFLOP (2 per FMA)."""
+    return 2.0 * n * l["M"] * l["C"] * l["K"] * l["K"] * l["CH"] * l["CW"] / 1e9
 
 
-def forward(layers, x):
+def shape_text(l):
+    """'C32 26x26 -> M32 K3 relu pool -> 32x12x12' for a conv layer."""
+    extra = "".join(f" {x}" for x in (l["act"] if l["act"] != "none" else "",
+                                        "pool" if l["pool"] == "max2" else "",
+                                        "bias" if l["bias"] else "") if x)
+    return f"C{l['C']} {l['H']}x{l['W']} -> M{l['M']} K{l['K']}{extra} -> {l['OC']}x{l['OH']}x{l['OW']}"
+
+
+def torch_plan(layers):
+    """The PyTorch modules equivalent to the spec: (layer, class in torch.nn, args, kwargs)."""
+    plan, flat = [], False
     for l in layers:
         if l["op"] == "conv":
-            x = conv_block(l, x)
+            plan.append((l["name"], "Conv2d", (l["C"], l["M"], l["K"]), {"bias": l["bias"]}))
         elif l["op"] == "fc":
-            x = act(F.linear(x.flatten(1), l["weight"], l["bias"]), l.get("activation", "none"))
+            if not flat:
+                plan.append((l["name"], "Flatten", (), {}))
+                flat = True
+            plan.append((l["name"], "Linear", (l["C"] * l["H"] * l["W"], l["out"]), {"bias": l["bias"]}))
         else:
-            x = torch.softmax(x.flatten(1), dim=1)
-    return x
+            if not flat:
+                plan.append((l["name"], "Flatten", (), {}))
+                flat = True
+            plan.append((l["name"], "Softmax", (), {"dim": 1}))
+        if l["op"] != "softmax" and l["act"] != "none":
+            plan.append((l["name"], {"relu": "ReLU", "tanh": "Tanh"}[l["act"]], (), {}))
+        if l["op"] == "conv" and l["pool"] == "max2":
+            plan.append((l["name"], "MaxPool2d", (2,), {}))
+    return plan
 
 
-def convgen(spec_path, args, fatbin=None):
-    """Median per-layer and whole-network seconds from convgen's own events."""
-    with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        cmd = [os.path.join(ROOT, "build/convgen"), "run", spec_path, "--images", str(args.images),
-               "--repeat", str(args.repeat), "--json", f.name]
+def plan_text(entry):
+    _, cls, args, kw = entry
+    return f"{cls}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kw.items()])})"
+
+
+def dry_run(specs, batch):
+    """Print what a real run would measure, without PyTorch."""
+    for path, spec, layers in specs:
+        print(f"== {spec.get('network', '?')} ({path}): input {layers[0]['C']}x{layers[0]['H']}x{layers[0]['W']}, "
+              f"batch {batch}")
+        print(f"   {'layer':12} {'op':8} {'shape':52} {'C*K*K':>7} {'GFLOP':>9}")
+        for l in layers:
+            if l["op"] == "conv":
+                print(f"   {l['name']:12} {'conv':8} {shape_text(l):52} {l['C'] * l['K'] ** 2:7d} "
+                      f"{conv_gflop(l, batch):9.2f}")
+            elif l["op"] == "fc":
+                desc = f"{l['C'] * l['H'] * l['W']} -> {l['out']}" + (" " + l["act"] if l["act"] != "none" else "")
+                print(f"   {l['name']:12} {'fc':8} {desc:52}")
+            else:
+                print(f"   {l['name']:12} {'softmax':8} {l['C'] * l['H'] * l['W']}")
+        print("   torch.nn.Sequential(")
+        for entry in torch_plan(layers):
+            print(f"       {plan_text(entry)},  # {entry[0]}")
+        print("   )")
+
+
+# ---------------------------------------------------------------------------
+# convgen's side.
+
+def run_convgen(cmd):
+    """Run one convgen command; any failure ends the comparison."""
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as ex:
+        raise CheckError(f"{cmd[0]}: {ex.strerror} (build it with make build/convgen)")
+    if r.returncode != 0:
+        raise CheckError(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr.strip() or r.stdout.strip()}")
+    return r.stdout
+
+
+def convgen_templates(convgen, path, layers):
+    """Layer name -> 'template params' from `convgen generate`; checks the tensor sizes."""
+    with tempfile.TemporaryDirectory() as d:
+        run_convgen([convgen, "generate", path, "-o", d])
+        with open(os.path.join(d, "manifest.txt")) as f:
+            manifest = f.read().splitlines()
+        tensors, chosen = {}, {}
+        for line in manifest:
+            w = line.split()
+            if w[:1] == ["tensor"]:
+                tensors[w[1]] = int(w[3])
+            elif w[:1] == ["kernel"]:
+                kv = dict(x.split("=", 1) for x in w[2:] if "=" in x)
+                if kv.get("template", "").startswith("conv2d_"):
+                    with open(os.path.join(d, w[1] + ".cu")) as f:
+                        head = f.read(4096)
+                    m = re.search(r"^// params:\s*(.*)$", head, re.M)
+                    chosen[kv["layer"]] = kv["template"] + (f" ({m.group(1)})" if m else "")
+    for l in layers:
+        want = l["OC"] * l["OH"] * l["OW"]
+        if tensors.get(l["name"]) != want:
+            raise CheckError(f"{path}: layer '{l['name']}': convgen's manifest has {tensors.get(l['name'])} "
+                             f"elements per image, this script derived {want}")
+        if l["op"] == "conv" and l["name"] not in chosen:
+            raise CheckError(f"{path}: layer '{l['name']}': no conv2d_* kernel in convgen's manifest")
+    return chosen
+
+
+def convgen_times(convgen, path, layers, args, fatbin=None):
+    """convgen's own medians: {'layers': {name: ms}, 'total': ms, 'device': ...}."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "run.json")
+        cmd = [convgen, "run", path, "--backend", "cuda", "--random-input", "1", "--images", str(args.batch),
+               "--repeat", str(args.repeat), "--json", out]
         if fatbin:
             cmd += ["--fatbin", fatbin]
-        if args.data:
-            cmd += ["--data", args.data]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        return json.load(open(f.name))
+        run_convgen(cmd)
+        with open(out) as f:
+            j = json.load(f)
+    if j.get("backend") != "cuda" or j.get("images") != args.batch:
+        raise CheckError(f"{path}: convgen ran on {j.get('backend')} with {j.get('images')} images")
+    names = [x["name"] for x in j["layers"]]
+    if names != [l["name"] for l in layers]:
+        raise CheckError(f"{path}: convgen's layers {names} are not the spec's")
+    times = {x["name"]: x["time_s"] * 1e3 for x in j["layers"]}
+    for l in layers:
+        if l["op"] == "conv" and not (times[l["name"]] > 0 and math.isfinite(times[l["name"]])):
+            raise CheckError(f"{path}: layer '{l['name']}': convgen reported {times[l['name']]} ms")
+    return {"layers": times, "total": j["total_s"] * 1e3, "device": j.get("device", "?")}
+
+
+# ---------------------------------------------------------------------------
+# PyTorch's side (imported only for a real run).
+
+def algo_class(names):
+    """cuDNN's algorithm class from the CUDA kernel names one convolution ran."""
+    low = [n.lower() for n in names]
+    if any("winograd" in n for n in low):
+        return "Winograd"
+    if any("fft" in n for n in low):
+        return "FFT"
+    if any("precomp" in n for n in low):
+        return "implicit GEMM precomputed"
+    if any(k in n for n in low for k in ("implicit_gemm", "igemm", "sgemm", "xmma_fprop", "cutlass", "gemm")):
+        return "implicit GEMM"
+    return None
+
+
+def fp32_peak(torch):
+    """(TFLOP/s, description): SMs x FP32 lanes x 2 x max SM clock of device 0."""
+    p = torch.cuda.get_device_properties(0)
+    lanes = 64 if (p.major, p.minor) in ((6, 0), (7, 0), (7, 5), (8, 0)) else 128
+    mhz, src = None, None
+    try:
+        r = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=30)
+        mhz, src = float(r.stdout.strip().splitlines()[0]), "nvidia-smi clocks.max.sm"
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+        pass
+    if mhz is None and getattr(p, "clock_rate", 0):
+        mhz, src = p.clock_rate / 1e3, "device properties clock_rate"
+    if mhz is None and ("H100" in p.name or "H200" in p.name):
+        mhz, src = 1980.0, "H100/H200 SXM boost clock 1980 MHz (documented constant)"
+    if mhz is None:
+        raise CheckError(f"{p.name}: no SM clock from nvidia-smi or the device properties")
+    peak = p.multi_processor_count * lanes * 2 * mhz * 1e6 / 1e12
+    return peak, (f"{p.name}, sm_{p.major}{p.minor}, {p.multi_processor_count} SMs x {lanes} FP32 lanes x 2 x "
+                  f"{mhz:.0f} MHz ({src}) = {peak:.1f} TFLOP/s FP32 FMA peak")
+
+
+class Torch:
+    """The PyTorch measurements, in one place so that torch is imported only here."""
+
+    def __init__(self, repeat):
+        try:
+            import torch
+        except ImportError as ex:
+            raise RuntimeError(f"no PyTorch ({ex})")
+        if not torch.cuda.is_available():
+            raise RuntimeError("PyTorch sees no GPU")
+        self.torch, self.repeat = torch, repeat
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.manual_seed(0)
+        self.flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
+
+    def timed(self, fn, warmup=5):
+        """Median CUDA-event time of fn() in ms, L2 flushed before each call."""
+        torch = self.torch
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(self.repeat):
+            self.flush.zero_()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b))
+        return statistics.median(times)
+
+    def kernels(self, fn):
+        """(name, microseconds) of every CUDA kernel one call of fn() ran."""
+        torch = self.torch
+        from torch.profiler import ProfilerActivity, profile
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        out = []
+        for e in prof.events():
+            if str(getattr(e, "device_type", "")).endswith("CUDA"):
+                try:
+                    us = e.time_range.elapsed_us()
+                except AttributeError:
+                    us = getattr(e, "device_time", 0)
+                out.append((e.name, us))
+        if not out:  # older or newer profilers: the raw Kineto events
+            try:
+                for ke in prof.profiler.kineto_results.events():
+                    if str(ke.device_type()).endswith("CUDA"):
+                        out.append((ke.name(), ke.duration_ns() / 1e3))
+            except AttributeError:
+                pass
+        return out
+
+    def build(self, layers):
+        """nn.Sequential of the spec's layers (random weights) and the module range of each layer."""
+        nn = self.torch.nn
+        mods, spans = [], {}
+        for name, cls, a, kw in torch_plan(layers):
+            s = spans.setdefault(name, [len(mods), len(mods)])
+            mods.append(getattr(nn, cls)(*a, **kw))
+            s[1] = len(mods)
+        return nn.Sequential(*mods).cuda().eval(), spans
+
+
+def fmt(x, spec):
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--images", type=int, default=10000)
-    ap.add_argument("--repeat", type=int, default=50)
-    ap.add_argument("--no-compile", action="store_true")
-    ap.add_argument("--data")
-    ap.add_argument("--nets", default=",".join(NETS))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0].split("— ", 1)[-1])
+    ap.add_argument("specs", nargs="*", metavar="SPEC", help="spec files (default: the three course networks)")
+    ap.add_argument("--batch", "--images", type=int, default=10000, help="images per run (default 10000)")
+    ap.add_argument("--repeat", type=int, default=50, help="timed repeats, median reported (default 50)")
+    ap.add_argument("--convgen", default=os.path.join(ROOT, "build", "convgen"), help="convgen binary")
+    ap.add_argument("--fatbin-dir", default=os.path.join(ROOT, "build", "fatbin"),
+                    help="also time NETWORK.fatbin from here when it exists")
+    ap.add_argument("--compile", action="store_true", help="also time torch.compile max-autotune of each network")
+    ap.add_argument("--dry-run", action="store_true", help="print the layer tables and modules; no PyTorch, no GPU")
     args = ap.parse_args()
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
-          f"cuDNN {torch.backends.cudnn.version()}, batch {args.images}, median of {args.repeat}")
-    rows = []
-    for net in args.nets.split(","):
-        spec_path = os.path.join(ROOT, "specs", net + ".yaml")
-        spec = yaml.safe_load(open(spec_path))
-        layers = build_layers(spec, gen)
-        i = spec["input"]
-        x = torch.rand(args.images, i["channels"], i["height"], i["width"], device="cuda", generator=gen)
-        jit = convgen(spec_path, args)
-        fb_path = os.path.join(ROOT, "build/fatbin", net + ".fatbin")
-        fb = convgen(spec_path, args, fb_path) if os.path.exists(fb_path) else None
-        cur = x
-        for li, l in enumerate(layers):
-            if l["op"] == "conv":
-                inp = cur
-                bare = timed(lambda: F.conv2d(inp, l["weight"], l["bias"]), args.repeat)
-                block = timed(lambda: conv_block(l, inp), args.repeat)
-                ours = jit["layers"][li]["time_s"] * 1e3
-                ours_fb = fb["layers"][li]["time_s"] * 1e3 if fb else float("nan")
-                rows.append((net, l["name"], ours, ours_fb, bare, block))
-                cur = conv_block(l, inp)
-            elif l["op"] == "fc":
-                cur = act(F.linear(cur.flatten(1), l["weight"], l["bias"]), l.get("activation", "none"))
-        eager = timed(lambda: forward(layers, x), args.repeat)
-        comp = float("nan")
-        if not args.no_compile:
-            cf = torch.compile(lambda t: forward(layers, t), mode="max-autotune")
-            comp = timed(lambda: cf(x), args.repeat)
-        rows.append((net, "whole network", jit["total_s"] * 1e3,
-                     fb["total_s"] * 1e3 if fb else float("nan"), eager, comp))
-    print()
-    print(f"{'network':15} {'layer':14} {'convgen JIT':>12} {'convgen fatbin':>15} "
-          f"{'cuDNN / eager':>14} {'eager block / compile':>22} {'speed-up':>9}")
-    for net, name, ours, ours_fb, ref, ref2 in rows:
-        print(f"{net:15} {name:14} {ours:10.3f}ms {ours_fb:13.3f}ms {ref:12.3f}ms {ref2:20.3f}ms "
-              f"{ref / ours:8.2f}x")
-    print("\nconv rows: cuDNN = bare F.conv2d, eager block = conv+activation+pool in eager PyTorch;")
-    print("whole-network rows: eager PyTorch, then torch.compile max-autotune; speed-up = reference / convgen JIT.")
+    if args.batch < 1 or args.repeat < 1:
+        ap.error("--batch and --repeat must be at least 1")
+    paths = args.specs or [os.path.join(ROOT, p) for p in DEFAULT_SPECS]
+    try:
+        specs = [(p,) + load_spec(p) for p in paths]
+    except SpecError as ex:
+        print(f"compare.py: {ex}", file=sys.stderr)
+        return 3
+    for p, spec, layers in specs:
+        if not any(l["op"] == "conv" for l in layers):
+            print(f"compare.py: {p}: no conv layer to compare", file=sys.stderr)
+            return 3
+    if args.dry_run:
+        dry_run(specs, args.batch)
+        return 0
+
+    # convgen first, before PyTorch holds device memory
+    ours = []
+    try:
+        for p, spec, layers in specs:
+            print(f"convgen: {p}", file=sys.stderr)
+            chosen = convgen_templates(args.convgen, p, layers)
+            jit = convgen_times(args.convgen, p, layers, args)
+            fb_path = os.path.join(args.fatbin_dir, spec["network"] + ".fatbin")
+            fb = convgen_times(args.convgen, p, layers, args, fb_path) if os.path.exists(fb_path) else None
+            ours.append((chosen, jit, fb))
+    except CheckError as ex:
+        print(f"compare.py: {ex}", file=sys.stderr)
+        return 1
+    try:
+        T = Torch(args.repeat)
+    except RuntimeError as ex:
+        print(f"compare.py: {ex}", file=sys.stderr)
+        return 4
+    torch = T.torch
+    peak, card = fp32_peak(torch)
+    print(f"device: {card}")
+    print(f"convgen reports device: {ours[0][1]['device']}; torch {torch.__version__}, cuDNN "
+          f"{torch.backends.cudnn.version()}, batch {args.batch}, median of {args.repeat}")
+
+    problems, conv_rows, net_rows = [], [], []
+    with torch.inference_mode():
+        for (p, spec, layers), (chosen, jit, fb) in zip(specs, ours):
+            net = spec["network"]
+            model, spans = T.build(layers)
+            for l in layers:
+                if l["op"] != "conv":
+                    continue
+                print(f"cuDNN: {net} {l['name']}", file=sys.stderr)
+                conv = model[spans[l["name"]][0]]
+                x = torch.rand(args.batch, l["C"], l["H"], l["W"], device="cuda")
+                y = conv(x)
+                if tuple(y.shape) != (args.batch, l["M"], l["CH"], l["CW"]):
+                    problems.append(f"{net} {l['name']}: PyTorch output {tuple(y.shape)}")
+                del y
+                ms = T.timed(lambda: conv(x))
+                ks = T.kernels(lambda: conv(x))
+                del x
+                if not ks:
+                    problems.append(f"{net} {l['name']}: torch.profiler recorded no CUDA kernel")
+                main_k = max(ks, key=lambda k: k[1])[0] if ks else "?"
+                algo = algo_class([k[0] for k in ks]) or main_k[:60]
+                g = conv_gflop(l, args.batch)
+                cg = jit["layers"][l["name"]]
+                goal = "–"
+                if l["C"] >= 16:
+                    goal = "met" if g / cg >= min(g / ms / 1.2, 0.75 * peak) else "missed"
+                conv_rows.append([net, l["name"], shape_text(l), chosen[l["name"]], g, cg,
+                                  fb["layers"][l["name"]] if fb else None, ms, algo, goal, main_k])
+                torch.cuda.empty_cache()
+            x = torch.rand(args.batch, layers[0]["C"], layers[0]["H"], layers[0]["W"], device="cuda")
+            print(f"eager: {net}", file=sys.stderr)
+            out = model(x)
+            if out.numel() != args.batch * layers[-1]["OC"] * layers[-1]["OH"] * layers[-1]["OW"]:
+                problems.append(f"{net}: PyTorch network output {tuple(out.shape)}")
+            del out
+            eager = T.timed(lambda: model(x))
+            comp = None
+            if args.compile:
+                cm = torch.compile(model, mode="max-autotune")
+                comp = T.timed(lambda: cm(x))
+            net_rows.append([net, jit["total"], fb["total"] if fb else None, eager, comp])
+            del x, model
+            torch.cuda.empty_cache()
+
+    print("\ncuDNN kernels (the longest of each call):")
+    for r in conv_rows:
+        print(f"  {r[0]} {r[1]}: {r[10]}")
+    print(f"\nConv layers, batch {args.batch}, FP32; GFLOP = 2*N*M*C*K*K*OH*OW (direct convolution, "
+          f"before pooling); % peak of {peak:.1f} TFLOP/s; ratio = convgen time / cuDNN time; goal (C >= 16): "
+          f"convgen reaches the lower of cuDNN/1.2 and 75% of peak.\n")
+    print("| network | layer | shape | convgen template | GFLOP | convgen ms | convgen TFLOP/s | convgen % peak "
+          "| convgen fatbin ms | cuDNN ms | cuDNN TFLOP/s | cuDNN % peak | cuDNN algorithm | convgen/cuDNN | goal |")
+    print("|" + "---|" * 15)
+    for net, name, shp, tpl, g, cg, cgfb, ms, algo, goal, _ in conv_rows:
+        print(f"| {net} | {name} | {shp} | {tpl} | {g:.2f} | {cg:.3f} | {g / cg:.1f} | {100 * g / cg / peak:.0f}% "
+              f"| {fmt(cgfb, '.3f')} | {ms:.3f} | {g / ms:.1f} | {100 * g / ms / peak:.0f}% | {algo} "
+              f"| {cg / ms:.2f} | {goal} |")
+    print(f"\nWhole networks, batch {args.batch}: convgen from its first kernel (uint8 to float) to its last "
+          f"(argmax); PyTorch eager nn.Sequential on float input (ratio = convgen JIT / eager).\n")
+    print("| network | convgen JIT ms | convgen fatbin ms | PyTorch eager ms | torch.compile ms | convgen/eager |")
+    print("|---|---|---|---|---|---|")
+    for net, t, tfb, eager, comp in net_rows:
+        print(f"| {net} | {t:.3f} | {fmt(tfb, '.3f')} | {eager:.3f} | {fmt(comp, '.3f')} | {t / eager:.2f} |")
+    if problems:
+        print("\ncompare.py: checks failed:\n  " + "\n  ".join(problems), file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
