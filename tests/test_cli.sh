@@ -24,6 +24,39 @@ else bad "templates changed the output for specs/example-conv.yaml; if intended,
 awk '/^```yaml$/ { on = 1; next } /^```$/ && on { exit } on' README.md > "$t/readme.yaml"
 if $cg generate "$t/readme.yaml" -o "$t/readme" >/dev/null 2>"$t/e"; then ok; else bad "README example: $(cat "$t/e")"; fi
 
+# generate -o DIR removes only what DIR's previous manifest names; refuses what it did not write
+d="$t/gen"; mkdir -p "$d"; echo 'user file' > "$d/mine.cu"
+$cg generate specs/ece408-2018fa.yaml -o "$d" >/dev/null 2>&1 && $cg generate specs/example-conv.yaml -o "$d" >/dev/null 2>&1 \
+  && ok || bad "generate into a directory with a user file failed"
+[ -f "$d/mine.cu" ] && ok || bad "generate removed a .cu file it never wrote"
+n=$(ls "$d"/*.cu | wc -l); [ "$n" -eq 4 ] && ok || bad "previous output not replaced: $(ls "$d")"
+diff <(ls "$d" | grep -v '^mine.cu$') <(ls tests/golden/example-conv) >/dev/null && ok || bad "generate left: $(ls -A "$d")"
+mkdir -p "$t/gen2/manifest.txt"
+$cg generate specs/example-conv.yaml -o "$t/gen2" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 5 ] && ok || bad "manifest.txt a directory: expected exit 5, got $rc"
+[ "$(ls -A "$t/gen2")" = manifest.txt ] && ok || bad "a failed generate left files: $(ls -A "$t/gen2")"
+[ "$(wc -l < "$t/e")" -eq 1 ] && grep -q "gen2/manifest.txt" "$t/e" && ok || bad "one line naming manifest.txt: $(cat "$t/e")"
+mkdir -p "$t/gen3"; echo 'my notes' > "$t/gen3/manifest.txt"
+$cg generate specs/example-conv.yaml -o "$t/gen3/sub/dir" >/dev/null 2>&1 && ok || bad "generate into a new nested directory"
+rm -rf "$t/gen3/sub"
+$cg generate specs/example-conv.yaml -o "$t/gen3" >/dev/null 2>&1; rc=$?
+[ $rc -eq 5 ] && [ "$(cat "$t/gen3/manifest.txt")" = 'my notes' ] && [ "$(ls -A "$t/gen3")" = manifest.txt ] \
+  && ok || bad "a manifest.txt convgen did not write was replaced or files were left (exit $rc)"
+$cg generate specs/example-conv.yaml -o "$t/gen4/manifest.txt/x" >/dev/null 2>&1
+rm -rf "$t/gen4"; mkdir -p "$t/gen4"; ln -s /dev/null "$t/gen4/manifest.txt"
+$cg generate specs/example-conv.yaml -o "$t/gen4" >/dev/null 2>&1; rc=$?
+[ $rc -eq 5 ] && [ -L "$t/gen4/manifest.txt" ] && ok || bad "a symlinked manifest.txt was replaced (exit $rc)"
+# concurrent runs into one DIR: the manifest always names exactly the .cu files there
+d="$t/race"; racefail=0
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+  $cg generate specs/ece408-2018fa.yaml -o "$d" >/dev/null 2>&1 & p1=$!
+  $cg generate specs/example-conv.yaml -o "$d" >/dev/null 2>&1 & p2=$!
+  $cg generate specs/ece408-2017.yaml -o "$d" >/dev/null 2>&1 & p3=$!
+  wait $p1 $p2 $p3
+  diff <(awk '$1 == "kernel" { print $2 ".cu" }' "$d/manifest.txt" | sort -u) <(cd "$d" && ls -A | grep -v '^manifest.txt$' | sort) >/dev/null || racefail=1
+done
+[ $racefail -eq 0 ] && ok || bad "concurrent generate runs left a manifest that disagrees with the directory: $(ls -A "$d")"
+
 # errors: one line FILE:LINE:COL, exit 3, nothing written
 expect_err() { # spec-text expected-prefix
   printf '%s\n' "$1" > "$t/bad.yaml"
