@@ -163,9 +163,9 @@ int cg_spec_load(const char *path, cg_spec *out, cg_err *e)
         const char *msg = why.msg;
         size_t plen = strlen(path);
         if (!strncmp(msg, path, plen) && msg[plen] == ':' && msg[plen + 1] == ' ') msg += plen + 2;
-        if (strstr(msg, "more than the"))
-            msg = "spec is larger than the 1 MiB limit";
-        return cg_y_fail(&c, one, "%s", msg);
+        if (strstr(msg, "more than the")) return cg_y_fail(&c, one, "spec is larger than the 1 MiB limit");
+        if (!strncmp(msg, "cannot open: ", 13)) return cg_y_fail(&c, one, "cannot open spec: %s", msg + 13);
+        return cg_y_fail(&c, one, "cannot read spec: %s", msg);
     }
     int rc = cg_spec_parse(path, text.data, text.len, out, e);
     cg_buf_free(&text);
