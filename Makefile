@@ -88,9 +88,11 @@ format:
 
 # make ptx SPEC=specs/x.yaml KERNEL=name   — dump PTX / SASS of one generated kernel
 ptx sass: build/convgen
+	@if [ "$@" = sass ] && ! command -v cuobjdump >/dev/null && ! [ -x $(CUDA_HOME)/bin/cuobjdump ]; then \
+	  echo "make sass: needs cuobjdump (CUDA toolkit), found neither on PATH nor in $(CUDA_HOME)/bin; install the toolkit's cuobjdump package or use make ptx" >&2; exit 1; fi
 	@build/convgen generate $(SPEC) -o build/dump && \
 	  nvcc -arch=sm_90 $(if $(filter ptx,$@),-ptx,-cubin) build/dump/$(KERNEL).cu -o build/dump/$(KERNEL).$(if $(filter ptx,$@),ptx,cubin) && \
-	  $(if $(filter ptx,$@),cat build/dump/$(KERNEL).ptx,cuobjdump -sass build/dump/$(KERNEL).cubin)
+	  $(if $(filter ptx,$@),cat build/dump/$(KERNEL).ptx,PATH="$$PATH:$(CUDA_HOME)/bin" cuobjdump -sass build/dump/$(KERNEL).cubin)
 
 clean:
 	rm -rf build

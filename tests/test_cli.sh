@@ -20,9 +20,11 @@ done
 if diff -r "$t/a/example-conv" tests/golden/example-conv >/dev/null; then ok
 else bad "templates changed the output for specs/example-conv.yaml; if intended, copy it to tests/golden/example-conv"; fi
 
-# the README's full example is a valid spec
+# the README's full example is a valid spec, and exactly the file it says it quotes
 awk '/^```yaml$/ { on = 1; next } /^```$/ && on { exit } on' README.md > "$t/readme.yaml"
 if $cg generate "$t/readme.yaml" -o "$t/readme" >/dev/null 2>"$t/e"; then ok; else bad "README example: $(cat "$t/e")"; fi
+quoted=$(grep -o '^A full example, `specs/[a-z0-9_.-]*\.yaml`' README.md | grep -o 'specs/[^`]*')
+[ -n "$quoted" ] && diff "$quoted" "$t/readme.yaml" >/dev/null && ok || bad "README's full example differs from ${quoted:-the file it names}: copy the file into README.md"
 
 # generate -o DIR removes only what DIR's previous manifest names; refuses what it did not write
 d="$t/gen"; mkdir -p "$d"; echo 'user file' > "$d/mine.cu"
@@ -130,8 +132,9 @@ done
 # --json: regular files only, checked before the run, the error naming the path given
 $cg run specs/ece408-2017.yaml --backend cpu --random-input 1 --images 3 --repeat 2 --json "$t/r.json" >/dev/null 2>&1 \
   && grep -q '"repeat": 2' "$t/r.json" && ok || bad "--json with --repeat on the CPU"
+# (never a real device here: an old convgen run as root would replace it)
 ln -s "$t/target" "$t/link.json"; mkdir "$t/jdir"; mkfifo "$t/fifo.json"
-for j in /dev/null "$t/link.json" "$t/jdir" "$t/fifo.json" "$t/nodir/r.json"; do
+for j in "$t/link.json" "$t/jdir" "$t/fifo.json" "$t/nodir/r.json"; do
   $cg run specs/ece408-2017.yaml --backend cpu --random-input 1 --images 3 --json "$j" >"$t/o" 2>"$t/e"; rc=$?
   [ $rc -eq 2 ] && grep -qF "convgen: $j: " "$t/e" && [ ! -s "$t/o" ] && ok || bad "--json $j: exit $rc, $(cat "$t/e") / $(head -1 "$t/o")"
 done
