@@ -5,7 +5,7 @@ A stand-in until `convgen tune` exists: writes a variant spec per parameter set,
 runs `convgen run --repeat R --json`, and prints the median time of the layer.
 Every variant is also checked against the CPU reference first (`convgen check`
 on random inputs); a variant that fails or does not compile is reported, not
-timed.
+timed. Exits 1 when every variant failed.
 
     python3 bench/sweep.py specs/ece408-2017.yaml conv1 'block=64,128 maps_unroll=5,10 unroll_groups=0,1'
 """
@@ -57,8 +57,10 @@ def main():
         p, t, why = results[-1]
         print(f"{p}: {t:.4f} ms" if t is not None else f"{p}: FAILED {why}", flush=True)
     ok = sorted((r for r in results if r[1] is not None), key=lambda r: r[1])
-    if ok:
-        print(f"best for {layer}: {ok[0][0]} at {ok[0][1]:.4f} ms")
+    if not ok:
+        print(f"sweep.py: every one of the {len(results)} variants failed; nothing timed", file=sys.stderr)
+        sys.exit(1)
+    print(f"best for {layer}: {ok[0][0]} at {ok[0][1]:.4f} ms")
 
 
 if __name__ == "__main__":

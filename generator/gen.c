@@ -6,12 +6,16 @@
 #include "gen.h"
 #include "lua_host.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void set_int(lua_State *L, const char *k, long long v)
@@ -180,6 +184,15 @@ static int grid_text(lua_State *L, int idx, char out[64], cg_err *e)
     return 0;
 }
 
+/* A kernel name is also a file name and a C identifier: [A-Za-z_][A-Za-z0-9_]*. */
+static int is_identifier(const char *s, size_t n)
+{
+    if (!n || (!isalpha((unsigned char)s[0]) && s[0] != '_')) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_') return 0;
+    return 1;
+}
+
 /* Read one kernel record (table on top) into k and append its manifest line. */
 static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_target *tg,
                        cg_gen_kernel *k, cg_buf *man, cg_err *e)
@@ -195,6 +208,19 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
         get_str(L, "bias", bias, sizeof bias, e) || get_str(L, "params", params, sizeof params, e) ||
         get_str(L, "shape", shape, sizeof shape, e))
         return -1;
+    if (!is_identifier(k->kernel, strlen(k->kernel)))
+        return cg_fail(e, "templates/%s.lua: kernel name '%s' is not an identifier", k->tpl,
+                       k->kernel);
+    /* these go into the file's header comment and the manifest: one line each */
+    const char *fields[][2] = {{"layer", k->layer}, {"in", in}, {"out", out}, {"weights", weights},
+                               {"bias", bias}, {"params", params}, {"shape", shape},
+                               {"template", k->tpl}, {"spec path", s->path}, {"regenerate", regen}};
+    for (size_t f = 0; f < sizeof fields / sizeof *fields; f++)
+        for (const char *c = fields[f][1]; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                return cg_fail(e, "templates/%s.lua: kernel '%s': %s contains control "
+                               "character 0x%02x", k->tpl, k->kernel, fields[f][0],
+                               (unsigned)(unsigned char)*c);
     snprintf(k->file, sizeof k->file, "%s.cu", k->kernel);
     lua_getfield(L, -1, "grid");
     lua_getfield(L, -2, "block");
@@ -459,35 +485,205 @@ static int produced(const cg_gen_output *o, const char *name)
     return 0;
 }
 
-int cg_gen_write(const cg_gen_output *o, const char *dir, cg_err *e)
+/* Largest manifest.txt read back from an output directory. */
+#define MANIFEST_MAX ((size_t)4 << 20)
+
+/* The .cu files DIR's previous manifest names (its "kernel NAME ..." lines), as
+ * "NAME.cu\0NAME.cu\0..." in *old; none when there is no manifest. A manifest.txt
+ * that is not a convgen manifest is refused: convgen would replace a file it
+ * did not write. */
+static int previous_files(int dfd, const char *dir, cg_buf *old, cg_err *e)
 {
-    if (cg_mkdirs(dir, e)) return -1;
-    cg_buf path;
-    cg_buf_init(&path);
+    cg_buf_init(old);
+    int fd = openat(dfd, "manifest.txt", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) return 0;
+    if (fd < 0) return cg_fail(e, "%s/manifest.txt: cannot open: %s", dir, strerror(errno));
+    struct stat st;
+    cg_buf text;
+    cg_buf_init(&text);
     int rc = 0;
-    for (int i = 0; i < o->nkernels && !rc; i++) {
-        path.len = 0;
-        if (cg_buf_printf(&path, "%s/%s", dir, o->k[i].file)) rc = cg_fail(e, "out of memory");
-        else rc = cg_write_file_atomic(path.data, o->k[i].source, o->k[i].source_len, e);
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+        rc = cg_fail(e, "%s/manifest.txt: not a regular file; refusing to replace it", dir);
+    else if ((size_t)st.st_size > MANIFEST_MAX)
+        rc = cg_fail(e, "%s/manifest.txt: %lld bytes, too large for a convgen manifest", dir,
+                     (long long)st.st_size);
+    for (char chunk[65536]; !rc;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) rc = cg_fail(e, "%s/manifest.txt: read error: %s", dir, strerror(errno));
+        else if (n == 0) break;
+        else if (text.len + (size_t)n > MANIFEST_MAX || cg_buf_add(&text, chunk, (size_t)n))
+            rc = cg_fail(e, "%s/manifest.txt: too large for a convgen manifest", dir);
     }
-    if (!rc) {
-        path.len = 0;
-        if (cg_buf_printf(&path, "%s/manifest.txt", dir)) rc = cg_fail(e, "out of memory");
-        else rc = cg_write_file_atomic(path.data, o->manifest, o->manifest_len, e);
+    close(fd);
+    if (!rc && (!text.data || strncmp(text.data, "convgen-manifest ", 17)))
+        rc = cg_fail(e, "%s/manifest.txt: not a convgen manifest; refusing to replace it", dir);
+    for (char *line = rc ? NULL : text.data; line && *line;) {
+        char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len > 7 && !strncmp(line, "kernel ", 7)) {
+            size_t n = strcspn(line + 7, " \n");
+            if (is_identifier(line + 7, n) && n < 120 &&
+                (cg_buf_add(old, line + 7, n) || cg_buf_add(old, ".cu", 4)))
+                rc = cg_fail(e, "out of memory");
+        }
+        line = end ? end + 1 : NULL;
     }
-    /* remove kernels a previous generation left behind */
-    DIR *d = rc ? NULL : opendir(dir);
-    if (!rc && !d) rc = cg_fail(e, "%s: cannot list: %s", dir, strerror(errno));
-    for (struct dirent *de; d && (de = readdir(d));) {
-        size_t n = strlen(de->d_name);
-        if (n < 4 || strcmp(de->d_name + n - 3, ".cu") || produced(o, de->d_name)) continue;
-        path.len = 0;
-        if (cg_buf_printf(&path, "%s/%s", dir, de->d_name) || unlink(path.data)) {
-            rc = cg_fail(e, "%s: cannot remove stale file", path.data ? path.data : dir);
+    cg_buf_free(&text);
+    if (rc) cg_buf_free(old);
+    return rc;
+}
+
+/* Write one file's bytes to a fresh temp name in the directory (O_EXCL, no links). */
+static int write_temp(int dfd, const char *dir, const char *tmp, const char *target,
+                      const char *p, size_t n, cg_err *e)
+{
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return cg_fail(e, "%s/%s: cannot create: %s", dir, target, strerror(errno));
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) {
+            int err = errno;
+            close(fd), unlinkat(dfd, tmp, 0);
+            return cg_fail(e, "%s/%s: write failed: %s", dir, target, strerror(err));
+        }
+        p += w, n -= (size_t)w;
+    }
+    if (close(fd)) {
+        int err = errno;
+        unlinkat(dfd, tmp, 0);
+        return cg_fail(e, "%s/%s: write failed: %s", dir, target, strerror(err));
+    }
+    return 0;
+}
+
+/* Temp files of generate runs are ".convgen-tmp-PID-N"; under the directory lock
+ * any left are from runs that were killed. */
+#define TMP_PREFIX ".convgen-tmp-"
+
+/* Remove temp files killed runs left (the caller holds the directory lock). */
+static void sweep_temps(int dfd)
+{
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    for (struct dirent *de; (de = readdir(d));)
+        if (!strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX))) unlinkat(dfd, de->d_name, 0);
+    closedir(d);
+}
+
+/* The directories of `dir` that do not exist yet, deepest last, "a\0a/b\0". */
+static int missing_dirs(const char *dir, cg_buf *out)
+{
+    cg_buf_init(out);
+    size_t len = strlen(dir);
+    for (size_t i = 1; i <= len; i++) {
+        if (dir[i] != '/' && dir[i] != 0) continue;
+        struct stat st;
+        char *prefix = strndup(dir, i);
+        if (!prefix) return -1;
+        int missing = stat(prefix, &st) != 0;
+        int bad = missing && cg_buf_add(out, prefix, i + 1);
+        free(prefix);
+        if (bad) return -1;
+    }
+    return 0;
+}
+
+/* Remove the directories missing_dirs() listed, deepest first, where empty. */
+static void remove_created(const cg_buf *created)
+{
+    if (!created->data) return;
+    for (size_t end = created->len; end > 0;) {
+        size_t start = end - 1;
+        while (start > 0 && created->data[start - 1]) start--;
+        rmdir(created->data + start);
+        end = start;
+    }
+}
+
+/* The files of one output, written into a locked directory; see cg_gen_write. */
+static int write_locked(const cg_gen_output *o, int dfd, const char *dir, cg_err *e)
+{
+    cg_buf old;
+    if (previous_files(dfd, dir, &old, e)) return -1;
+    int n = o->nkernels + 1, rc = 0;
+    char (*tmp)[64] = calloc((size_t)n, sizeof *tmp);
+    unsigned char *existed = calloc((size_t)n, 1);
+    if (!tmp || !existed) rc = cg_fail(e, "out of memory");
+    /* every target absent or a regular file, before anything is written */
+    for (int i = 0; i < n && !rc; i++) {
+        const char *name = i < o->nkernels ? o->k[i].file : "manifest.txt";
+        struct stat st;
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            existed[i] = 1;
+            if (!S_ISREG(st.st_mode))
+                rc = cg_fail(e, "%s/%s: not a regular file; refusing to replace it", dir, name);
+        }
+    }
+    if (!rc) sweep_temps(dfd);
+    int written = 0; /* temps tmp[0..written) exist */
+    for (; written < n && !rc; written++) {
+        int i = written;
+        const char *name = i < o->nkernels ? o->k[i].file : "manifest.txt";
+        snprintf(tmp[i], sizeof tmp[i], TMP_PREFIX "%ld-%d", (long)getpid(), i);
+        rc = i < o->nkernels ? write_temp(dfd, dir, tmp[i], name, o->k[i].source, o->k[i].source_len, e)
+                             : write_temp(dfd, dir, tmp[i], name, o->manifest, o->manifest_len, e);
+        if (rc) break; /* write_temp removed its own temp */
+    }
+    /* into place: kernels first, the manifest last, so a manifest names only files there */
+    int placed = 0; /* targets [0..placed) renamed */
+    for (; placed < n && !rc; placed++) {
+        const char *name = placed < o->nkernels ? o->k[placed].file : "manifest.txt";
+        if (renameat(dfd, tmp[placed], dfd, name)) {
+            rc = cg_fail(e, "%s/%s: cannot write: %s", dir, name, strerror(errno));
             break;
         }
     }
-    if (d) closedir(d);
-    cg_buf_free(&path);
+    if (rc) { /* nothing of this run stays: its temps, and files that were not there before */
+        for (int i = placed; i < written; i++) unlinkat(dfd, tmp[i], 0);
+        for (int i = 0; i < placed; i++)
+            if (!existed[i]) unlinkat(dfd, i < o->nkernels ? o->k[i].file : "manifest.txt", 0);
+    }
+    /* then the kernels of the previous output that this one does not have */
+    for (size_t at = 0; !rc && old.data && at < old.len; at += strlen(old.data + at) + 1) {
+        const char *name = old.data + at;
+        struct stat st;
+        if (produced(o, name) || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
+            !S_ISREG(st.st_mode))
+            continue;
+        if (unlinkat(dfd, name, 0) && errno != ENOENT)
+            rc = cg_fail(e, "%s/%s: cannot remove stale file: %s", dir, name, strerror(errno));
+    }
+    free(tmp), free(existed);
+    cg_buf_free(&old);
+    return rc;
+}
+
+int cg_gen_write(const cg_gen_output *o, const char *dir, cg_err *e)
+{
+    for (int i = 0; i < o->nkernels; i++)
+        if (!is_identifier(o->k[i].kernel, strlen(o->k[i].kernel)))
+            return cg_fail(e, "kernel name '%s' is not an identifier", o->k[i].kernel);
+    cg_buf created;
+    if (missing_dirs(dir, &created)) return cg_fail(e, "%s: out of memory", dir);
+    if (cg_mkdirs(dir, e)) {
+        remove_created(&created);
+        cg_buf_free(&created);
+        return -1;
+    }
+    int rc = 0, dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) rc = cg_fail(e, "%s: cannot open: %s", dir, strerror(errno));
+    /* one generate at a time per directory: the lock is on the directory itself */
+    while (!rc && flock(dfd, LOCK_EX))
+        if (errno != EINTR) rc = cg_fail(e, "%s: cannot lock: %s", dir, strerror(errno));
+    if (!rc) rc = write_locked(o, dfd, dir, e);
+    if (dfd >= 0) close(dfd);
+    if (rc) remove_created(&created);
+    cg_buf_free(&created);
     return rc;
 }

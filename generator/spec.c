@@ -136,6 +136,11 @@ int cg_spec_parse(const char *path, const char *text, size_t len, cg_spec *out, 
     memset(out, 0, sizeof *out);
     if (strlen(path) >= sizeof out->path)
         return cg_y_fail(&c, one, "spec path is longer than %d bytes", CG_PATH_MAX - 1);
+    /* the path is written into generated code (header comments): no line breaks there */
+    for (const char *p = path; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return cg_y_fail(&c, one, "the spec's path contains control character 0x%02x; "
+                             "rename the file", (unsigned)(unsigned char)*p);
     strcpy(out->path, path);
     cg_ynode *root;
     if (cg_yaml_load(&c, text, len, &root)) return -1;
@@ -151,23 +156,19 @@ int cg_spec_load(const char *path, cg_spec *out, cg_err *e)
 {
     cg_yctx c = {path, e};
     cg_pos one = {1, 1};
-    FILE *f = fopen(path, "rb");
-    if (!f) return cg_y_fail(&c, one, "cannot open spec: %s", strerror(errno));
-    /* one byte more than allowed tells a too-large file from one at the limit */
-    char *text = malloc((size_t)CG_SPEC_BYTES_MAX + 1);
-    if (!text) {
-        fclose(f);
-        return cg_y_fail(&c, one, "out of memory");
+    cg_buf text;
+    cg_err why;
+    /* a FIFO, directory or device is refused before anything waits on it */
+    if (cg_read_file_max(path, CG_SPEC_BYTES_MAX, &text, &why)) {
+        const char *msg = why.msg;
+        size_t plen = strlen(path);
+        if (!strncmp(msg, path, plen) && msg[plen] == ':' && msg[plen + 1] == ' ') msg += plen + 2;
+        if (strstr(msg, "more than the")) return cg_y_fail(&c, one, "spec is larger than the 1 MiB limit");
+        if (!strncmp(msg, "cannot open: ", 13)) return cg_y_fail(&c, one, "cannot open spec: %s", msg + 13);
+        return cg_y_fail(&c, one, "cannot read spec: %s", msg);
     }
-    size_t len = fread(text, 1, (size_t)CG_SPEC_BYTES_MAX + 1, f);
-    int bad = ferror(f), err = errno;
-    fclose(f);
-    int rc;
-    if (bad) rc = cg_y_fail(&c, one, "cannot read spec: %s", err ? strerror(err) : "read error");
-    else if (len > CG_SPEC_BYTES_MAX)
-        rc = cg_y_fail(&c, one, "spec is larger than the 1 MiB limit");
-    else rc = cg_spec_parse(path, text, len, out, e);
-    free(text);
+    int rc = cg_spec_parse(path, text.data, text.len, out, e);
+    cg_buf_free(&text);
     return rc;
 }
 

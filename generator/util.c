@@ -87,39 +87,122 @@ void cg_hex64(uint64_t h, char out[17])
     out[16] = 0;
 }
 
-int cg_read_file(const char *path, cg_buf *out, cg_err *e)
+/* What a path is, in words, for "not a regular file" messages. */
+static const char *file_kind(mode_t m)
+{
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO";
+    if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISLNK(m)) return "a symbolic link";
+    return "not a regular file";
+}
+
+int cg_open_regular(const char *path, size_t max, int *fd_out, size_t *size, cg_err *e)
+{
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return cg_fail(e, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st)) {
+        int err = errno;
+        close(fd);
+        return cg_fail(e, "%s: cannot stat: %s", path, strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return cg_fail(e, "%s: is %s, not a regular file", path, file_kind(st.st_mode));
+    }
+    if ((unsigned long long)st.st_size > (unsigned long long)max) {
+        close(fd);
+        return cg_fail(e, "%s: %lld bytes, more than the %zu this file may hold", path,
+                       (long long)st.st_size, max);
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    *fd_out = fd;
+    *size = (size_t)st.st_size;
+    return 0;
+}
+
+int cg_read_file_max(const char *path, size_t max, cg_buf *out, cg_err *e)
 {
     cg_buf_init(out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return cg_fail(e, "%s: cannot open: %s", path, strerror(errno));
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (cg_buf_add(out, chunk, n)) {
-            fclose(f);
-            cg_buf_free(out);
-            return cg_fail(e, "%s: out of memory", path);
+    int fd;
+    size_t size;
+    if (cg_open_regular(path, max, &fd, &size, e)) return -1;
+    /* the file may change while it is read: never past max */
+    (void)size;
+    if (cg_buf_add(out, "", 0)) goto oom;
+    for (;;) {
+        char chunk[65536];
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int err = errno;
+            close(fd), cg_buf_free(out);
+            return cg_fail(e, "%s: read error: %s", path, strerror(err));
         }
+        if (n == 0) break;
+        if (out->len + (size_t)n > max) {
+            close(fd), cg_buf_free(out);
+            return cg_fail(e, "%s: grew past the %zu bytes this file may hold while read", path,
+                           max);
+        }
+        if (cg_buf_add(out, chunk, (size_t)n)) goto oom;
     }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        cg_buf_free(out);
-        return cg_fail(e, "%s: read error", path);
-    }
-    if (!out->data && cg_buf_add(out, "", 0)) return cg_fail(e, "%s: out of memory", path);
+    close(fd);
     return 0;
+oom:
+    close(fd), cg_buf_free(out);
+    return cg_fail(e, "%s: out of memory", path);
+}
+
+int cg_read_file(const char *path, cg_buf *out, cg_err *e)
+{
+    return cg_read_file_max(path, CG_READ_MAX, out, e);
+}
+
+int cg_check_output_file(const char *path, cg_err *e)
+{
+    struct stat st;
+    if (!*path) return cg_fail(e, "empty output path");
+    if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return cg_fail(e, "%s: is %s; convgen writes regular files only", path,
+                       file_kind(st.st_mode));
+    size_t len = strlen(path);
+    char *dir = malloc(len + 2);
+    if (!dir) return cg_fail(e, "%s: out of memory", path);
+    memcpy(dir, path, len + 1);
+    char *slash = strrchr(dir, '/');
+    if (!slash) strcpy(dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    int rc = 0;
+    if (stat(dir, &st)) rc = cg_fail(e, "%s: directory %s: %s", path, dir, strerror(errno));
+    else if (!S_ISDIR(st.st_mode)) rc = cg_fail(e, "%s: %s is not a directory", path, dir);
+    else if (access(dir, W_OK | X_OK))
+        rc = cg_fail(e, "%s: cannot write in %s: %s", path, dir, strerror(errno));
+    free(dir);
+    return rc;
 }
 
 int cg_write_file_atomic(const char *path, const void *p, size_t n, cg_err *e)
 {
+    if (cg_check_output_file(path, e)) return -1;
     size_t len = strlen(path);
-    char *tmp = malloc(len + 32);
+    char *tmp = malloc(len + 48);
     if (!tmp) return cg_fail(e, "%s: out of memory", path);
-    snprintf(tmp, len + 32, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    /* a fresh temp name, never an existing file or a link planted there */
+    static unsigned counter;
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 100; tries++) {
+        snprintf(tmp, len + 48, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) break;
+    }
     if (fd < 0) {
-        cg_fail(e, "%s: cannot create: %s", tmp, strerror(errno));
+        cg_fail(e, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
         free(tmp);
         return -1;
     }
@@ -129,14 +212,17 @@ int cg_write_file_atomic(const char *path, const void *p, size_t n, cg_err *e)
         ssize_t w = write(fd, s, left);
         if (w < 0) {
             if (errno == EINTR) continue;
-            cg_fail(e, "%s: write failed: %s", tmp, strerror(errno));
+            cg_fail(e, "%s: write failed: %s", path, strerror(errno));
             close(fd), unlink(tmp), free(tmp);
             return -1;
         }
         s += w, left -= (size_t)w;
     }
-    if (close(fd) || rename(tmp, path)) {
-        cg_fail(e, "%s: cannot write: %s", path, strerror(errno));
+    /* checked again just before the rename: what appeared meanwhile is not replaced */
+    int bad = close(fd) ? cg_fail(e, "%s: cannot write: %s", path, strerror(errno))
+                        : cg_check_output_file(path, e);
+    if (!bad && rename(tmp, path)) bad = cg_fail(e, "%s: cannot write: %s", path, strerror(errno));
+    if (bad) {
         unlink(tmp), free(tmp);
         return -1;
     }

@@ -33,9 +33,20 @@ uint64_t cg_hash64(const void *p, size_t n, uint64_t seed);
 #define CG_HASH_SEED 0xcbf29ce484222325ULL
 void cg_hex64(uint64_t h, char out[17]);
 
-/* Whole-file read (binary, NUL-terminated for convenience). */
+/* Open a regular file for reading, without waiting on a FIFO: directories, FIFOs,
+ * devices and files over max bytes are refused with one line naming the file. */
+int cg_open_regular(const char *path, size_t max, int *fd, size_t *size, cg_err *e);
+/* Whole-file read (binary, NUL-terminated for convenience) of a regular file of at
+ * most max bytes; cg_read_file allows CG_READ_MAX. */
+#define CG_READ_MAX ((size_t)1 << 30)
+int cg_read_file_max(const char *path, size_t max, cg_buf *out, cg_err *e);
 int cg_read_file(const char *path, cg_buf *out, cg_err *e);
-/* Atomic write: temp file in the same directory, fsync-free rename. */
+/* An output path convgen may write: absent or a regular file (not a symbolic
+ * link, directory, FIFO or device), in an existing writable directory. Writers
+ * call it before long work so that a bad path is reported first. */
+int cg_check_output_file(const char *path, cg_err *e);
+/* Atomic write: a fresh temp file (O_EXCL, O_NOFOLLOW) in the same directory,
+ * fsync-free rename; the target must pass cg_check_output_file. */
 int cg_write_file_atomic(const char *path, const void *p, size_t n, cg_err *e);
 /* mkdir -p */
 int cg_mkdirs(const char *path, cg_err *e);

@@ -3,13 +3,14 @@
  * main() only dispatches; each verb returns an exit code and leaves its one-line
  * error in a cg_err, printed here as "convgen: message". */
 #include "cli.h"
+#include "spec_yaml.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char usage[] =
-    "usage: convgen VERB [options]\n"
+    "usage: convgen VERB [options]      (convgen VERB --help for one verb)\n"
     "\n"
     "  generate SPEC -o DIR          write one .cu per kernel and manifest.txt into DIR\n"
     "  build SPEC [--arch 75,80,...] -o NET.fatbin\n"
@@ -23,33 +24,71 @@ static const char usage[] =
     "                                GPU against the CPU reference, layer by layer\n"
     "  data --resize S -o DIR [--data DIR]\n"
     "                                write the resized IDX sets used for training\n"
-    "  help                          this text\n"
+    "  help [VERB]                   this text, or one verb's\n"
+    "  --version                     convgen's version\n"
     "\n"
+    "Options take their value as '--opt VALUE' or '--opt=VALUE'; '--' ends the options.\n"
     "exit status: 0 success, 2 bad usage, 3 bad input (spec, weights, data, fatbin),\n"
     "             4 GPU unavailable or device failure, 5 I/O or internal failure\n";
 
+typedef int (*verb_fn)(int argc, char **argv, cg_err *e);
+
+static const struct {
+    const char *name;
+    verb_fn fn;
+} verbs[] = {{"generate", cg_cmd_generate}, {"build", cg_cmd_build}, {"run", cg_cmd_run},
+             {"check", cg_cmd_check},       {"data", cg_cmd_data}};
+#define NVERBS ((int)(sizeof verbs / sizeof *verbs))
+
+/* The verb named s, or NULL. */
+static verb_fn find_verb(const char *s)
+{
+    for (int i = 0; i < NVERBS; i++)
+        if (!strcmp(verbs[i].name, s)) return verbs[i].fn;
+    return NULL;
+}
+
+/* "unknown verb" with the nearest verb when one is close. */
+static int unknown_verb(const char *verb)
+{
+    const char *names[NVERBS + 2];
+    for (int i = 0; i < NVERBS; i++) names[i] = verbs[i].name;
+    names[NVERBS] = "help", names[NVERBS + 1] = NULL;
+    const char *near = cg_y_suggest(verb, names);
+    if (near) fprintf(stderr, "convgen: unknown verb '%s' (did you mean '%s'?)\n", verb, near);
+    else fprintf(stderr, "convgen: unknown verb '%s'\n", verb);
+    fputs("run 'convgen help' for usage\n", stderr);
+    return CG_EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        fputs(usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? CG_EXIT_USAGE : 0;
-    }
-    cg_err e = {{0}};
-    int rc;
-    const char *verb = argv[1];
-    if (!strcmp(verb, "generate")) rc = cg_cmd_generate(argc - 1, argv + 1, &e);
-    else if (!strcmp(verb, "build")) rc = cg_cmd_build(argc - 1, argv + 1, &e);
-    else if (!strcmp(verb, "run")) rc = cg_cmd_run(argc - 1, argv + 1, &e);
-    else if (!strcmp(verb, "check")) rc = cg_cmd_check(argc - 1, argv + 1, &e);
-    else if (!strcmp(verb, "data")) rc = cg_cmd_data(argc - 1, argv + 1, &e);
-    else {
-        fprintf(stderr, "convgen: unknown verb '%s'\n%s", verb, usage);
+    if (argc < 2) {
+        fputs(usage, stderr);
         return CG_EXIT_USAGE;
     }
+    const char *verb = argv[1];
+    if (!strcmp(verb, "--version") || !strcmp(verb, "version")) {
+        printf("convgen %s\n", CG_VERSION);
+        return 0;
+    }
+    if (!strcmp(verb, "help") || !strcmp(verb, "--help") || !strcmp(verb, "-h")) {
+        if (argc < 3) return fputs(usage, stdout), 0;
+        /* help VERB: that verb's own --help */
+        verb_fn fn = find_verb(argv[2]);
+        if (!fn) return unknown_verb(argv[2]);
+        char *args[] = {argv[2], "--help", NULL};
+        cg_err e = {{0}};
+        return fn(2, args, &e) ? CG_EXIT_USAGE : 0;
+    }
+    verb_fn fn = find_verb(verb);
+    if (!fn) return unknown_verb(verb);
+    cg_err e = {{0}};
+    int rc = fn(argc - 1, argv + 1, &e);
     if (rc) {
         fflush(stdout);
         fprintf(stderr, "convgen: %s\n", e.msg[0] ? e.msg : "failed");
-        if (rc == CG_EXIT_USAGE) fputs("run 'convgen help' for usage\n", stderr);
+        if (rc == CG_EXIT_USAGE) fprintf(stderr, "run 'convgen %s --help' for usage\n", verb);
     }
     return rc;
 }

@@ -37,13 +37,23 @@ static void free_generate(cg_spec *s, cg_gen_output *o)
     free(s), free(o);
 }
 
+static const char generate_usage[] =
+    "usage: convgen generate SPEC -o DIR\n"
+    "\n"
+    "Write one .cu file per kernel of SPEC and manifest.txt into DIR (created if\n"
+    "missing). Kernels DIR's previous manifest named and this output lacks are\n"
+    "removed; nothing else in DIR is touched. On any error nothing is written.\n"
+    "\n"
+    "  -o, --output DIR   the output directory\n"
+    "  -h, --help         this text\n";
+
 /* convgen generate SPEC -o DIR */
 int cg_cmd_generate(int argc, char **argv, cg_err *e)
 {
     const char *spec_path = NULL, *dir = NULL;
     const cg_opt opts[] = {{"-o", 1, &dir}, {"--output", 1, &dir}};
-    int rc = cg_opts_parse(argc, argv, opts, 2, &spec_path, e);
-    if (rc) return rc;
+    int rc = cg_opts_parse(argc, argv, opts, 2, &spec_path, generate_usage, e);
+    if (rc) return rc == CG_OPTS_HELP ? 0 : rc;
     if (!spec_path || !dir) {
         cg_fail(e, "generate needs SPEC and -o DIR");
         return CG_EXIT_USAGE;
@@ -57,13 +67,25 @@ int cg_cmd_generate(int argc, char **argv, cg_err *e)
     return rc;
 }
 
+static const char data_usage[] =
+    "usage: convgen data --resize S -o DIR [--data SRC]\n"
+    "\n"
+    "Write Fashion-MNIST's training and test sets resized to SxS (the bilinear resize\n"
+    "inference uses) into DIR as plain IDX files with the standard names.\n"
+    "\n"
+    "  --resize S         the side, 1..4096\n"
+    "  -o, --output DIR   the output directory\n"
+    "  --data SRC         where the original sets are (default " CG_DATA_DIR_DEFAULT ")\n"
+    "  -h, --help         this text\n";
+
 /* convgen data --resize S -o DIR [--data SRC] */
 int cg_cmd_data(int argc, char **argv, cg_err *e)
 {
     const char *pos = NULL, *dir = NULL, *side_text = NULL, *src = NULL;
-    const cg_opt opts[] = {{"-o", 1, &dir}, {"--resize", 1, &side_text}, {"--data", 1, &src}};
-    int rc = cg_opts_parse(argc, argv, opts, 3, &pos, e);
-    if (rc) return rc;
+    const cg_opt opts[] = {{"-o", 1, &dir}, {"--output", 1, &dir}, {"--resize", 1, &side_text},
+                           {"--data", 1, &src}};
+    int rc = cg_opts_parse(argc, argv, opts, 4, &pos, data_usage, e);
+    if (rc) return rc == CG_OPTS_HELP ? 0 : rc;
     long long side = 0;
     if (pos || !dir || !side_text) {
         cg_fail(e, "data needs --resize S and -o DIR");
@@ -75,32 +97,71 @@ int cg_cmd_data(int argc, char **argv, cg_err *e)
     return 0;
 }
 
+static const char build_usage[] =
+    "usage: convgen build SPEC [--arch LIST] -o NET.fatbin\n"
+    "\n"
+    "Compile every kernel of SPEC with nvcc into one fat binary: a cubin per\n"
+    "architecture plus PTX of the newest, checked afterwards. Needs nvcc, not a GPU.\n"
+    "\n"
+    "  --arch LIST        comma-separated architectures, each 90, sm_90 or compute_90\n"
+    "                     (default 75,80,86,89,90,100,120)\n"
+    "  -o, --output FILE  the fat binary to write\n"
+    "  -h, --help         this text\n";
+
+/* --arch items as cg_aot_parse_archs reads them: "sm_90" and "compute_90" -> "90". */
+static int arch_digits(const char *text, char *out, size_t cap, cg_err *e)
+{
+    size_t len = 0;
+    for (const char *p = text;;) {
+        size_t n = strcspn(p, ",");
+        if (!strncmp(p, "sm_", 3) && n > 3) p += 3, n -= 3;
+        else if (!strncmp(p, "compute_", 8) && n > 8) p += 8, n -= 8;
+        if (len + n + 2 > cap) return cg_fail(e, "--arch \"%s\": too long", text);
+        memcpy(out + len, p, n);
+        len += n;
+        if (!p[n]) break;
+        out[len++] = ',';
+        p += n + 1;
+    }
+    out[len] = 0;
+    return 0;
+}
+
 /* convgen build SPEC --arch 75,80,... -o NET.fatbin */
 int cg_cmd_build(int argc, char **argv, cg_err *e)
 {
     char default_archs[128];
-    const char *spec_path = NULL, *out = NULL,
-               *arch_text = cg_aot_default_archs(default_archs, sizeof default_archs);
+    const char *spec_path = NULL, *out = NULL, *arch_text = NULL;
     const cg_opt opts[] = {{"-o", 1, &out}, {"--output", 1, &out}, {"--arch", 1, &arch_text}};
-    int rc = cg_opts_parse(argc, argv, opts, 3, &spec_path, e);
-    if (rc) return rc;
+    int rc = cg_opts_parse(argc, argv, opts, 3, &spec_path, build_usage, e);
+    if (rc) return rc == CG_OPTS_HELP ? 0 : rc;
     if (!spec_path || !out) {
         cg_fail(e, "build needs SPEC and -o NET.fatbin");
         return CG_EXIT_USAGE;
     }
+    char digits[256];
     int archs[CG_AOT_MAX_ARCHS], narch = 0;
-    if (cg_aot_parse_archs(arch_text, archs, CG_AOT_MAX_ARCHS, &narch, e)) return CG_EXIT_USAGE;
+    if (arch_digits(arch_text ? arch_text : cg_aot_default_archs(default_archs, sizeof default_archs),
+                    digits, sizeof digits, e) ||
+        cg_aot_parse_archs(digits, archs, CG_AOT_MAX_ARCHS, &narch, e))
+        return CG_EXIT_USAGE;
+    if (cg_check_output_file(out, e)) return CG_EXIT_USAGE;
     cg_spec *s;
     cg_gen_output *o;
     cg_target target; /* what every chosen architecture allows */
     cg_aot_target(archs, narch, &target);
     if ((rc = load_generate(spec_path, &target, &s, &o, e))) return rc;
+    char list[CG_AOT_MAX_ARCHS * 8] = "";
+    for (int i = 0; i < narch; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%ssm_%d", i ? "," : "", archs[i]);
+    printf("%s: compiling %d kernels for %s (+ PTX of the newest) with nvcc...\n", s->name,
+           o->nkernels, list);
+    fflush(stdout);
     cg_buf log;
     cg_buf_init(&log);
     rc = cg_aot_build(o, archs, narch, out, &log, e) ? CG_EXIT_IO : 0;
     if (rc && log.len) fprintf(stderr, "%s\n", log.data);
-    if (!rc)
-        printf("%s: %d kernels, archs %s (+ PTX of the newest) -> %s\n", s->name, o->nkernels, arch_text, out);
+    if (!rc) printf("%s: %d kernels, archs %s (+ PTX of the newest) -> %s\n", s->name, o->nkernels, list, out);
     cg_buf_free(&log);
     free_generate(s, o);
     return rc;

@@ -55,16 +55,24 @@ static int random_images(cg_dataset *d, const cg_spec *s, long long n, unsigned 
     return 0;
 }
 
-/* Spec, data, weights, printed the way the course harness printed them (quiet:
- * silently, and any network output size is fine: check compares layers).
- * random_seed >= 0: made-up images instead of the dataset. */
-static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long long images,
-                    long long random_seed, int quiet, cg_err *e)
+/* The spec alone: read and checked before anything probes the GPU. */
+static int job_spec(cg_job *j, const char *spec_path, cg_err *e)
 {
     memset(j, 0, sizeof *j);
     j->s = malloc(sizeof *j->s);
     if (!j->s) return cg_fail(e, "out of memory"), CG_EXIT_IO;
     if (cg_spec_load(spec_path, j->s, e)) return CG_EXIT_INPUT;
+    return 0;
+}
+
+/* Data and weights for the spec job_spec read, printed the way the course harness
+ * printed them (quiet: silently, and any network output size is fine: check
+ * compares layers). random_seed >= 0: made-up images instead of the dataset.
+ * images > 0: the first that many; when the user asked for them (given), the data
+ * set must hold them. */
+static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long long images,
+                    int given, long long random_seed, int quiet, cg_err *e)
+{
     const cg_spec *s = j->s;
     if (random_seed >= 0) {
         if (!quiet) printf("Making %lld random images (seed %lld)...", images ? images : 10000, random_seed);
@@ -75,6 +83,11 @@ static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long
     if (random_seed < 0 && cg_data_load(data_dir, 0, s->resize, (int)images, &j->d, e)) {
         if (!quiet) printf(" failed\n");
         return CG_EXIT_INPUT;
+    }
+    if (given && images > j->d.n) {
+        if (!quiet) printf(" failed\n");
+        return cg_fail(e, "--images %lld: the %s test set holds %d images", images, s->dataset,
+                       j->d.n), CG_EXIT_USAGE;
     }
     if (j->d.h != s->H || j->d.w != s->W) {
         if (!quiet) printf(" failed\n");
@@ -91,10 +104,6 @@ static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long
         if (j->w.random) printf(" done (no weights file: seeded random weights, seed %llu)\n", s->seed);
         else printf(" done\n");
     }
-    const cg_layer *last = &s->layers[s->nlayers - 1];
-    if (!quiet && cg_layer_out_elems(last) != 10)
-        return cg_fail(e, "%s: the network ends in %lld values; classifying %s needs 10", spec_path,
-                       cg_layer_out_elems(last), s->dataset), CG_EXIT_INPUT;
     return 0;
 }
 
@@ -252,16 +261,58 @@ static int pick_backend(const char *want, int device, int device_given, int *use
     return *use_gpu = 0, 0;
 }
 
+static const char run_usage[] =
+    "usage: convgen run SPEC [options]\n"
+    "\n"
+    "Run the network over the Fashion-MNIST test set and print, as the course harness\n"
+    "did, one Op Time per convolution and the accuracy.\n"
+    "\n"
+    "  --images N          the first N test images (default all; at most the set's size)\n"
+    "  --backend B         auto (default: the GPU if one answers, else the CPU), cuda, cpu\n"
+    "  --fatbin F          kernels from a fat binary (convgen build) instead of NVRTC (GPU)\n"
+    "  --batch B           images per launch (GPU)\n"
+    "  --no-cache          compile every kernel, bypassing the JIT cache (GPU)\n"
+    "  --profile           per-kernel times and host-side costs (GPU)\n"
+    "  --device N          the GPU to run on (default 0)\n"
+    "  --repeat R          R timed runs after a warm-up (none on the CPU); medians\n"
+    "  --json FILE         the figures as JSON (FILE must be absent or a regular file)\n"
+    "  --data DIR          where the IDX files are (default " CG_DATA_DIR_DEFAULT ")\n"
+    "  --random-input S    made-up images from seed S instead of the data set\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "Options marked (GPU) are refused on the CPU backend: exit 2 with --backend cpu,\n"
+    "exit 4 when auto found no GPU.\n";
+
+/* An option that only means something on the GPU, refused on the CPU backend: a
+ * usage error when the CPU was asked for; with auto, the GPU is required and its
+ * absence is "GPU unavailable" (exit 4), saying why. */
+static int gpu_only(const char *opt, const char *backend, int device, int *use_gpu, cg_err *e)
+{
+    if (!strcmp(backend, "cpu"))
+        return cg_fail(e, "%s needs the cuda backend; the CPU backend %s", opt,
+                       strcmp(opt, "--batch") ? "has no kernels" : "runs all images at once"),
+               CG_EXIT_USAGE;
+    cg_err why;
+    int rc = pick_backend("cuda", device, 0, use_gpu, &why);
+    if (rc) {
+        const char *msg = strncmp(why.msg, "--backend cuda: ", 16) ? why.msg : why.msg + 16;
+        return cg_fail(e, "%s needs a GPU: %s", opt, msg), rc;
+    }
+    return 0;
+}
+
 int cg_cmd_run(int argc, char **argv, cg_err *e)
 {
-    const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend = "auto", *fatbin = NULL,
+    const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend_t = NULL, *fatbin = NULL,
                *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL,
                *random_t = NULL, *device_t = NULL;
-    const cg_opt opts[] = {{"--images", 1, &images_t}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend},
+    const cg_opt opts[] = {{"--images", 1, &images_t}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend_t},
                            {"--fatbin", 1, &fatbin},   {"--data", 1, &data},     {"--no-cache", 0, &no_cache},
                            {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t},
                            {"--random-input", 1, &random_t}, {"--device", 1, &device_t}};
-    int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, e);
+    int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, run_usage, e);
+    if (rc == CG_OPTS_HELP) return 0;
+    const char *backend = backend_t ? backend_t : "auto";
     long long images = 0, batch = 0, repeat = 1, random_seed = -1, device = 0;
     if (!rc && !spec) rc = (cg_fail(e, "run needs a SPEC"), CG_EXIT_USAGE);
     if (!rc) rc = cg_opt_int("--device", device_t, 0, 1023, &device, e);
@@ -269,22 +320,36 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     if (!rc) rc = cg_opt_int("--batch", batch_t, 1, 1LL << 31, &batch, e);
     if (!rc) rc = cg_opt_int("--repeat", repeat_t, 1, 1000, &repeat, e);
     if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
-    int use_gpu = 0;
-    if (!rc) rc = pick_backend(backend, (int)device, device_t != NULL, &use_gpu, e);
-    if (!rc && fatbin && !use_gpu) rc = (cg_fail(e, "--fatbin needs the cuda backend"), CG_EXIT_USAGE);
+    if (!rc && strcmp(backend, "auto") && strcmp(backend, "cuda") && strcmp(backend, "cpu"))
+        rc = (cg_fail(e, "--backend expects auto, cuda or cpu, got '%s'", backend), CG_EXIT_USAGE);
+    /* a --json path convgen will not write is reported now, not after the run */
+    if (!rc && json && cg_check_output_file(json, e)) rc = CG_EXIT_USAGE;
     if (rc) return rc;
     cg_job j;
-    if ((rc = job_load(&j, spec, data, images, random_seed, 0, e))) return job_free(&j), rc;
+    if ((rc = job_spec(&j, spec, e))) return job_free(&j), rc;
     const cg_spec *s = j.s;
+    const cg_layer *last = &s->layers[s->nlayers - 1];
+    if (cg_layer_out_elems(last) != 10)
+        return cg_fail(e, "%s: the network ends in %lld values; classifying %s needs 10 (check "
+                       "and generate take any network)", spec, cg_layer_out_elems(last), s->dataset),
+               job_free(&j), CG_EXIT_INPUT;
+    int use_gpu = 0;
+    const char *gpu_opt = fatbin ? "--fatbin" : profile ? "--profile" : batch_t ? "--batch"
+                        : no_cache ? "--no-cache" : device_t ? "--device" : NULL;
+    rc = gpu_opt ? gpu_only(gpu_opt, backend, (int)device, &use_gpu, e)
+                 : pick_backend(backend, (int)device, 0, &use_gpu, e);
+    if (!rc) rc = job_load(&j, spec, data, images, 1, random_seed, 0, e);
+    if (rc) return job_free(&j), rc;
     int *pred = malloc((size_t)j.n * sizeof *pred);
     double layer_s[CG_MAX_LAYERS] = {0}, total_s = 0;
-    double samples[CG_MAX_LAYERS + 1][1000];
+    /* samples[l * repeat + r]: layer l's time in run r (l = nlayers: the whole run) */
+    double *samples = malloc((size_t)(s->nlayers + 1) * (size_t)repeat * sizeof *samples);
     cg_gpu *g = NULL;
     cg_gpu_times t;
     cg_host_costs hc;
     memset(&t, 0, sizeof t);
     memset(&hc, 0, sizeof hc);
-    if (!pred) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
+    if (!pred || !samples) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
     if (!rc && use_gpu) {
         cg_gpu_opts go = {fatbin, no_cache != NULL, batch, 0, profile != NULL, (int)device};
         if (cg_gpu_open(&g, s, &j.w, &go, &hc, e)) rc = CG_EXIT_DEVICE;
@@ -292,23 +357,25 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
         if (!rc && repeat > 1 && cg_gpu_run(g, j.d.pixels, j.n, pred, NULL, NULL, &t, &hc, e)) rc = CG_EXIT_DEVICE;
         for (int r = 0; !rc && r < repeat; r++) {
             if (cg_gpu_run(g, j.d.pixels, j.n, pred, NULL, NULL, &t, &hc, e)) rc = CG_EXIT_DEVICE;
-            for (int l = 0; l < s->nlayers; l++) samples[l][r] = t.layer_ms[l] / 1e3;
-            samples[s->nlayers][r] = t.total_ms / 1e3;
-        }
-        for (int l = 0; !rc && l <= s->nlayers; l++) {
-            double m = median(samples[l], (int)repeat);
-            if (l < s->nlayers) layer_s[l] = m;
-            else total_s = m;
+            for (int l = 0; l < s->nlayers; l++) samples[l * repeat + r] = t.layer_ms[l] / 1e3;
+            samples[s->nlayers * repeat + r] = t.total_ms / 1e3;
         }
     } else if (!rc) {
         double ms[CG_MAX_LAYERS] = {0};
-        float *probs = malloc((size_t)j.n * (size_t)cg_layer_out_elems(&s->layers[s->nlayers - 1]) * sizeof *probs);
-        double t0 = wall_ms();
+        float *probs = malloc((size_t)j.n * (size_t)cg_layer_out_elems(last) * sizeof *probs);
         if (!probs) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
-        else if (cg_cpu_forward(s, &j.w, j.d.pixels, (int)j.n, NULL, probs, pred, ms, e)) rc = CG_EXIT_IO;
-        total_s = (wall_ms() - t0) / 1e3;
-        for (int l = 0; l < s->nlayers; l++) layer_s[l] = ms[l] / 1e3;
+        for (int r = 0; !rc && r < repeat; r++) {
+            double t0 = wall_ms();
+            if (cg_cpu_forward(s, &j.w, j.d.pixels, (int)j.n, NULL, probs, pred, ms, e)) rc = CG_EXIT_IO;
+            for (int l = 0; l < s->nlayers; l++) samples[l * repeat + r] = ms[l] / 1e3;
+            samples[s->nlayers * repeat + r] = (wall_ms() - t0) / 1e3;
+        }
         free(probs);
+    }
+    for (int l = 0; !rc && l <= s->nlayers; l++) {
+        double m = median(samples + l * repeat, (int)repeat);
+        if (l < s->nlayers) layer_s[l] = m;
+        else total_s = m;
     }
     if (!rc) {
         printf("New Inference\n");
@@ -323,7 +390,7 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
             rc = CG_EXIT_IO;
     }
     cg_gpu_close(g);
-    free(pred);
+    free(pred), free(samples);
     job_free(&j);
     return rc;
 }
@@ -345,6 +412,21 @@ static double compare(const float *gpu, const float *cpu, size_t n, double *max_
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
+static const char check_usage[] =
+    "usage: convgen check SPEC [options]\n"
+    "\n"
+    "Run the network on the GPU and on the CPU reference and compare every layer\n"
+    "(max abs, max rel and relative L2 error; above 1e-5 fails), then the predictions.\n"
+    "\n"
+    "  --images N          the first N images (default 200; at most the set's size)\n"
+    "  --fatbin F          kernels from a fat binary (convgen build) instead of NVRTC\n"
+    "  --no-cache          compile every kernel, bypassing the JIT cache\n"
+    "  --device N          the GPU to check (default 0)\n"
+    "  --seed S            fresh random weights from seed S (a spec without weights file)\n"
+    "  --data DIR          where the IDX files are (default " CG_DATA_DIR_DEFAULT ")\n"
+    "  --random-input S    made-up images from seed S instead of the data set\n"
+    "  -h, --help          this text\n";
+
 int cg_cmd_check(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *fatbin = NULL, *data = NULL, *no_cache = NULL,
@@ -352,7 +434,8 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--fatbin", 1, &fatbin},  {"--data", 1, &data},
                            {"--no-cache", 0, &no_cache}, {"--seed", 1, &seed_t}, {"--random-input", 1, &random_t},
                            {"--device", 1, &device_t}};
-    int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, e);
+    int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, check_usage, e);
+    if (rc == CG_OPTS_HELP) return 0;
     long long images = 200, seed = -1, random_seed = -1, device = 0;
     if (!rc && !spec) rc = (cg_fail(e, "check needs a SPEC"), CG_EXIT_USAGE);
     if (!rc) rc = cg_opt_int("--device", device_t, 0, 1023, &device, e);
@@ -361,7 +444,8 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
     if (rc) return rc;
     cg_job j;
-    if ((rc = job_load(&j, spec, data, images, random_seed, 1, e)))
+    if ((rc = job_spec(&j, spec, e)) ||
+        (rc = job_load(&j, spec, data, images, images_t != NULL, random_seed, 1, e)))
         return job_free(&j), rc;
     const cg_spec *s = j.s;
     if (seed >= 0 && j.w.random) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define IDX_MAGIC_U8_3D 0x00000803u /* images: uint8, 3 dimensions */
@@ -19,13 +20,16 @@
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* zlib's message for the last error on f, without the "PATH: " zlib puts first. */
+/* zlib's message for the last error on f, without the "PATH: " or "<fd:N>: " zlib
+ * puts first. */
 static const char *gz_message(gzFile f, const char *path, int *zerr)
 {
     const char *msg = gzerror(f, zerr);
     size_t len = strlen(path);
     if (!msg) return "unknown zlib error";
     if (strncmp(msg, path, len) == 0 && msg[len] == ':' && msg[len + 1] == ' ') msg += len + 2;
+    const char *end = strncmp(msg, "<fd:", 4) ? NULL : strstr(msg, ">: ");
+    if (end) msg = end + 3;
     return msg;
 }
 
@@ -83,114 +87,118 @@ static int expect_eof(gzFile f, const char *path, size_t offset, cg_err *e)
     return 0;
 }
 
-/* Open a file through zlib, keeping errno's explanation for the message. */
-static gzFile open_idx(const char *path, cg_err *e)
+/* The largest ratio of uncompressed to compressed size deflate can reach is
+ * about 1032:1; a gzip file's header claims beyond that are impossible. */
+#define GZ_MAX_RATIO 1032u
+
+/* An IDX file opened through zlib: a regular file only (a FIFO or device is
+ * refused before anything waits on it); *bound gets the most uncompressed bytes
+ * it can hold (its size, or the deflate limit for a gzip file), *gz whether it
+ * is gzip. */
+typedef struct {
+    gzFile f;
+    size_t bound;
+    int gz;
+} idx_file;
+
+static int open_idx(const char *path, idx_file *x, cg_err *e)
 {
+    int fd;
+    size_t size;
+    if (cg_open_regular(path, (size_t)1 << 40, &fd, &size, e)) return -1;
+    unsigned char magic[2] = {0, 0};
+    x->gz = pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    x->bound = x->gz ? size * GZ_MAX_RATIO + 64 : size;
     errno = 0;
-    gzFile f = gzopen(path, "rb");
-    if (!f)
-        cg_fail(e, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
-    return f;
+    x->f = gzdopen(fd, "rb");
+    if (!x->f) {
+        close(fd);
+        return cg_fail(e, "%s: cannot open: %s", path, errno ? strerror(errno) : "out of memory");
+    }
+    return 0;
 }
 
-/* Read and check the images file: header, sizes; keep the first `keep` images.
- * Reading stops after those when keep < n, so trailing truncation of a partially
- * read file goes unnoticed (by design: loading 100 images reads 100 images). */
-static int load_images(const char *path, int max_images, unsigned *count, unsigned *h,
-                       unsigned *w, unsigned char **pixels, cg_err *e)
+/* Before allocating what a header claims: the file must be able to hold it. A
+ * plain file that cannot is reported as read_exact would report it. */
+static int check_claim(const idx_file *x, const char *path, size_t offset, size_t n,
+                       const char *what, cg_err *e)
 {
-    gzFile f = open_idx(path, e);
-    if (!f) return -1;
+    if (offset + n <= x->bound) return 0;
+    if (!x->gz)
+        return cg_fail(e, "%s: truncated at byte offset %zu: expected %s (%zu bytes from byte "
+                       "offset %zu), found %zu", path, x->bound, what, n, offset,
+                       x->bound > offset ? x->bound - offset : 0);
+    return cg_fail(e, "%s: the header claims %s (%zu bytes), more than this gzip file can "
+                   "hold uncompressed (at most %zu)", path, what, n, x->bound);
+}
+
+/* One kind of IDX file convgen reads: images (idx3) or labels (idx1). */
+typedef struct {
+    unsigned magic;
+    int ndims;          /* 3: count, height, width; 1: count */
+    const char *header; /* "the idx3 header" */
+    const char *kind;   /* "an idx3 uint8 images file" */
+    const char *item;   /* "image", "label" */
+} idx_kind;
+
+static const idx_kind IDX_IMAGES = {IDX_MAGIC_U8_3D, 3, "the idx3 header", "an idx3 uint8 images file", "image"};
+static const idx_kind IDX_LABELS = {IDX_MAGIC_U8_1D, 1, "the idx1 header", "an idx1 uint8 labels file", "label"};
+
+/* Read and check one IDX file: magic, count, sizes (images: h and w in dims[1],
+ * dims[2]); keep the first `keep_max` items (0: all). Reading stops after those
+ * when fewer than the count are kept, so trailing truncation of a partially read
+ * file goes unnoticed (by design: loading 100 images reads 100 images). */
+static int load_idx(const char *path, const idx_kind *k, unsigned keep_max, unsigned dims[3],
+                    unsigned char **data, cg_err *e)
+{
+    idx_file x;
+    if (open_idx(path, &x, e)) return -1;
     unsigned char hdr[16];
+    size_t hlen = 4 + 4 * (size_t)k->ndims;
     int rc = -1;
-    *pixels = NULL;
-    if (read_exact(f, path, hdr, 16, 0, "the idx3 header", e)) goto done;
+    *data = NULL;
+    dims[1] = dims[2] = 1;
+    if (read_exact(x.f, path, hdr, hlen, 0, k->header, e)) goto done;
     unsigned magic = be32(hdr);
-    if (magic != IDX_MAGIC_U8_3D) {
-        cg_fail(e, "%s: bad magic 0x%08x at byte offset 0, expected 0x%08x (an idx3 uint8 "
-                "images file)", path, magic, IDX_MAGIC_U8_3D);
+    if (magic != k->magic) {
+        cg_fail(e, "%s: bad magic 0x%08x at byte offset 0, expected 0x%08x (%s)", path, magic,
+                k->magic, k->kind);
         goto done;
     }
-    *count = be32(hdr + 4), *h = be32(hdr + 8), *w = be32(hdr + 12);
-    if (*count == 0 || *count > IDX_MAX_COUNT) {
-        cg_fail(e, "%s: image count %u at byte offset 4 is outside 1..%u", path, *count,
+    for (int d = 0; d < k->ndims; d++) dims[d] = be32(hdr + 4 + 4 * d);
+    if (dims[0] == 0 || dims[0] > IDX_MAX_COUNT) {
+        cg_fail(e, "%s: %s count %u at byte offset 4 is outside 1..%u", path, k->item, dims[0],
                 IDX_MAX_COUNT);
         goto done;
     }
-    if (*h == 0 || *h > IDX_MAX_SIDE || *w == 0 || *w > IDX_MAX_SIDE) {
-        cg_fail(e, "%s: image size %ux%u at byte offset 8 is outside 1..%u", path, *h, *w,
-                IDX_MAX_SIDE);
+    if (dims[1] == 0 || dims[1] > IDX_MAX_SIDE || dims[2] == 0 || dims[2] > IDX_MAX_SIDE) {
+        cg_fail(e, "%s: image size %ux%u at byte offset 8 is outside 1..%u", path, dims[1],
+                dims[2], IDX_MAX_SIDE);
         goto done;
     }
-    unsigned keep = *count;
-    if (max_images > 0 && (unsigned)max_images < keep) keep = (unsigned)max_images;
-    size_t per = (size_t)*h * *w, bytes;
-    if (cg_mul_size(per, keep, &bytes)) {
-        cg_fail(e, "%s: %u images of %ux%u do not fit in memory", path, keep, *h, *w);
-        goto done;
-    }
-    *pixels = malloc(bytes ? bytes : 1);
-    if (!*pixels) {
-        cg_fail(e, "%s: out of memory for %zu bytes of pixels", path, bytes);
+    unsigned keep = keep_max && keep_max < dims[0] ? keep_max : dims[0];
+    size_t bytes;
+    if (cg_mul_size((size_t)dims[1] * dims[2], keep, &bytes)) {
+        cg_fail(e, "%s: %u images of %ux%u do not fit in memory", path, keep, dims[1], dims[2]);
         goto done;
     }
     char what[96];
-    snprintf(what, sizeof what, "%u images of %ux%u", keep, *h, *w);
-    if (read_exact(f, path, *pixels, bytes, 16, what, e)) goto done;
-    if (keep == *count && expect_eof(f, path, 16 + bytes, e)) goto done;
+    if (k->ndims == 3) snprintf(what, sizeof what, "%u images of %ux%u", keep, dims[1], dims[2]);
+    else snprintf(what, sizeof what, "%u labels", keep);
+    if (check_claim(&x, path, hlen, bytes, what, e)) goto done;
+    *data = malloc(bytes ? bytes : 1);
+    if (!*data) {
+        cg_fail(e, "%s: out of memory for %s", path, what);
+        goto done;
+    }
+    if (read_exact(x.f, path, *data, bytes, hlen, what, e)) goto done;
+    if (keep == dims[0] && expect_eof(x.f, path, hlen + bytes, e)) goto done;
     rc = 0;
 done:
-    if (rc) free(*pixels), *pixels = NULL;
-    int crc = gzclose(f);
+    if (rc) free(*data), *data = NULL;
+    int crc = gzclose(x.f);
     if (!rc && crc != Z_OK) {
-        free(*pixels), *pixels = NULL;
-        return cg_fail(e, "%s: error closing file (zlib code %d)", path, crc);
-    }
-    return rc;
-}
-
-/* Read and check the labels file: header, every label in 0..9. */
-static int load_labels(const char *path, unsigned *count, unsigned char **labels, cg_err *e)
-{
-    gzFile f = open_idx(path, e);
-    if (!f) return -1;
-    unsigned char hdr[8];
-    int rc = -1;
-    *labels = NULL;
-    if (read_exact(f, path, hdr, 8, 0, "the idx1 header", e)) goto done;
-    unsigned magic = be32(hdr);
-    if (magic != IDX_MAGIC_U8_1D) {
-        cg_fail(e, "%s: bad magic 0x%08x at byte offset 0, expected 0x%08x (an idx1 uint8 "
-                "labels file)", path, magic, IDX_MAGIC_U8_1D);
-        goto done;
-    }
-    *count = be32(hdr + 4);
-    if (*count == 0 || *count > IDX_MAX_COUNT) {
-        cg_fail(e, "%s: label count %u at byte offset 4 is outside 1..%u", path, *count,
-                IDX_MAX_COUNT);
-        goto done;
-    }
-    *labels = malloc(*count);
-    if (!*labels) {
-        cg_fail(e, "%s: out of memory for %u labels", path, *count);
-        goto done;
-    }
-    char what[64];
-    snprintf(what, sizeof what, "%u labels", *count);
-    if (read_exact(f, path, *labels, *count, 8, what, e)) goto done;
-    for (unsigned i = 0; i < *count; i++)
-        if ((*labels)[i] > 9) {
-            cg_fail(e, "%s: label %u of image %u at byte offset %u is outside 0..9", path,
-                    (*labels)[i], i, 8 + i);
-            goto done;
-        }
-    if (expect_eof(f, path, 8 + (size_t)*count, e)) goto done;
-    rc = 0;
-done:
-    if (rc) free(*labels), *labels = NULL;
-    int crc = gzclose(f);
-    if (!rc && crc != Z_OK) {
-        free(*labels), *labels = NULL;
+        free(*data), *data = NULL;
         return cg_fail(e, "%s: error closing file (zlib code %d)", path, crc);
     }
     return rc;
@@ -200,21 +208,28 @@ int cg_idx_load(const char *images_path, const char *labels_path, int max_images
                 cg_dataset *d, cg_err *e)
 {
     memset(d, 0, sizeof *d);
-    unsigned n_img, h, w, n_lab;
+    unsigned img[3], lab[3];
     unsigned char *pixels, *labels;
-    if (load_images(images_path, max_images, &n_img, &h, &w, &pixels, e)) return -1;
-    if (load_labels(labels_path, &n_lab, &labels, e)) {
+    unsigned keep_max = max_images > 0 ? (unsigned)max_images : 0;
+    if (load_idx(images_path, &IDX_IMAGES, keep_max, img, &pixels, e)) return -1;
+    if (load_idx(labels_path, &IDX_LABELS, 0, lab, &labels, e)) {
         free(pixels);
         return -1;
     }
-    if (n_img != n_lab) {
+    int rc = 0;
+    for (unsigned i = 0; i < lab[0] && !rc; i++)
+        if (labels[i] > 9)
+            rc = cg_fail(e, "%s: label %u of image %u at byte offset %u is outside 0..9",
+                         labels_path, labels[i], i, 8 + i);
+    if (!rc && img[0] != lab[0])
+        rc = cg_fail(e, "%s: holds %u labels but %s holds %u images", labels_path, lab[0],
+                     images_path, img[0]);
+    if (rc) {
         free(pixels), free(labels);
-        return cg_fail(e, "%s: holds %u labels but %s holds %u images", labels_path, n_lab,
-                       images_path, n_img);
+        return -1;
     }
-    unsigned keep = n_img;
-    if (max_images > 0 && (unsigned)max_images < keep) keep = (unsigned)max_images;
-    d->n = (int)keep, d->h = (int)h, d->w = (int)w;
+    unsigned keep = keep_max && keep_max < img[0] ? keep_max : img[0];
+    d->n = (int)keep, d->h = (int)img[1], d->w = (int)img[2];
     d->pixels = pixels, d->labels = labels;
     return 0;
 }
@@ -290,15 +305,17 @@ static int resize_dataset(cg_dataset *d, int side, const char *what, cg_err *e)
 
 /* ---- finding the files -------------------------------------------------- */
 
-/* DIR/NAME if it exists, else DIR/NAME.gz if that exists; else an error naming both. */
+/* DIR/NAME if it exists, else DIR/NAME.gz if that exists; else an error naming both.
+ * Whether it is a regular file the reader checks (open_idx). */
 static int find_file(const char *dir, const char *name, char *out, size_t cap, cg_err *e)
 {
     struct stat st;
     int n = snprintf(out, cap, "%s/%s", dir, name);
     if (n < 0 || (size_t)n + 4 >= cap) return cg_fail(e, "%s/%s: path too long", dir, name);
-    if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) return 0;
+    /* something there that is not a file is named by the reader's error */
+    if (stat(out, &st) == 0) return 0;
     strcat(out, ".gz");
-    if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) return 0;
+    if (stat(out, &st) == 0) return 0;
     return cg_fail(e, "%s/%s: no such file (nor %s.gz)%s", dir, name, name,
                    strcmp(dir, CG_DATA_DIR_DEFAULT) == 0
                        ? "; install it with: apt-get install dataset-fashion-mnist"

@@ -1,5 +1,7 @@
 /* options.h — the verbs' shared command-line reading: one positional SPEC and
- * --name value / --flag options, each checked, errors naming the option. */
+ * --name value / --name=value / --flag options, "--" ending the options, -h and
+ * --help printing the verb's usage; each option at most once, errors naming it
+ * (with the nearest known option for a misspelt one). */
 #ifndef CG_OPTIONS_H
 #define CG_OPTIONS_H
 #include "util.h"
@@ -7,13 +9,18 @@
 typedef struct {
     const char *name;  /* "--images" (also "-o") */
     int takes_value;
-    const char **value; /* where the value goes (or "1" for flags) */
+    const char **value; /* where the value goes (or "1" for flags); entries sharing a
+                           value pointer are spellings of one option */
 } cg_opt;
 
-/* Parse argv[1..]; *positional gets the single positional argument (NULL if
- * none; more than one is an error). Returns CG_EXIT_USAGE on error. */
+/* cg_opts_parse's return when -h or --help was given: usage is printed, exit 0. */
+#define CG_OPTS_HELP (-1)
+
+/* Parse argv[1..] (argv[0] is the verb); *positional gets the single positional
+ * argument (NULL if none; more than one is an error). -h/--help prints usage on
+ * stdout and returns CG_OPTS_HELP. Returns CG_EXIT_USAGE on error. */
 int cg_opts_parse(int argc, char **argv, const cg_opt *opts, int nopts, const char **positional,
-                  cg_err *e);
+                  const char *usage, cg_err *e);
 /* An integer option in [lo, hi]; absent (NULL) leaves *out unchanged. */
 int cg_opt_int(const char *name, const char *text, long long lo, long long hi, long long *out,
                cg_err *e);

@@ -389,9 +389,14 @@ static int check_overlaps(const char *path, st_entry *t, int n, cg_err *e)
 
 int cg_weights_load(const char *path, cg_weights *w, cg_err *e)
 {
+    return cg_weights_load_max(path, CG_READ_MAX, w, e);
+}
+
+int cg_weights_load_max(const char *path, size_t max_bytes, cg_weights *w, cg_err *e)
+{
     memset(w, 0, sizeof *w);
     cg_buf f;
-    if (cg_read_file(path, &f, e)) return -1;
+    if (cg_read_file_max(path, max_bytes, &f, e)) return -1;
     const unsigned char *b = (const unsigned char *)f.data;
     st_entry *ent = NULL;
     int nent = 0, rc = -1;

@@ -123,7 +123,10 @@ int cg_weights_for_spec(const cg_spec *s, cg_weights *w, cg_err *e)
         free(nd);
         return rc;
     }
-    if (cg_weights_load(s->weights, w, e)) {
+    /* the file holds what the spec needs and a header: never read more than that */
+    size_t max = 8 + CG_WEIGHTS_SLACK;
+    for (int k = 0; k < n; k++) max += 4 * (size_t)nd[k].count;
+    if (cg_weights_load_max(s->weights, max, w, e)) {
         free(nd);
         return -1;
     }

@@ -20,9 +20,44 @@ done
 if diff -r "$t/a/example-conv" tests/golden/example-conv >/dev/null; then ok
 else bad "templates changed the output for specs/example-conv.yaml; if intended, copy it to tests/golden/example-conv"; fi
 
-# the README's full example is a valid spec
+# the README's full example is a valid spec, and exactly the file it says it quotes
 awk '/^```yaml$/ { on = 1; next } /^```$/ && on { exit } on' README.md > "$t/readme.yaml"
 if $cg generate "$t/readme.yaml" -o "$t/readme" >/dev/null 2>"$t/e"; then ok; else bad "README example: $(cat "$t/e")"; fi
+quoted=$(grep -o '^A full example, `specs/[a-z0-9_.-]*\.yaml`' README.md | grep -o 'specs/[^`]*')
+[ -n "$quoted" ] && diff "$quoted" "$t/readme.yaml" >/dev/null && ok || bad "README's full example differs from ${quoted:-the file it names}: copy the file into README.md"
+
+# generate -o DIR removes only what DIR's previous manifest names; refuses what it did not write
+d="$t/gen"; mkdir -p "$d"; echo 'user file' > "$d/mine.cu"
+$cg generate specs/ece408-2018fa.yaml -o "$d" >/dev/null 2>&1 && $cg generate specs/example-conv.yaml -o "$d" >/dev/null 2>&1 \
+  && ok || bad "generate into a directory with a user file failed"
+[ -f "$d/mine.cu" ] && ok || bad "generate removed a .cu file it never wrote"
+n=$(ls "$d"/*.cu | wc -l); [ "$n" -eq 4 ] && ok || bad "previous output not replaced: $(ls "$d")"
+diff <(ls "$d" | grep -v '^mine.cu$') <(ls tests/golden/example-conv) >/dev/null && ok || bad "generate left: $(ls -A "$d")"
+mkdir -p "$t/gen2/manifest.txt"
+$cg generate specs/example-conv.yaml -o "$t/gen2" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 5 ] && ok || bad "manifest.txt a directory: expected exit 5, got $rc"
+[ "$(ls -A "$t/gen2")" = manifest.txt ] && ok || bad "a failed generate left files: $(ls -A "$t/gen2")"
+[ "$(wc -l < "$t/e")" -eq 1 ] && grep -q "gen2/manifest.txt" "$t/e" && ok || bad "one line naming manifest.txt: $(cat "$t/e")"
+mkdir -p "$t/gen3"; echo 'my notes' > "$t/gen3/manifest.txt"
+$cg generate specs/example-conv.yaml -o "$t/gen3/sub/dir" >/dev/null 2>&1 && ok || bad "generate into a new nested directory"
+rm -rf "$t/gen3/sub"
+$cg generate specs/example-conv.yaml -o "$t/gen3" >/dev/null 2>&1; rc=$?
+[ $rc -eq 5 ] && [ "$(cat "$t/gen3/manifest.txt")" = 'my notes' ] && [ "$(ls -A "$t/gen3")" = manifest.txt ] \
+  && ok || bad "a manifest.txt convgen did not write was replaced or files were left (exit $rc)"
+$cg generate specs/example-conv.yaml -o "$t/gen4/manifest.txt/x" >/dev/null 2>&1
+rm -rf "$t/gen4"; mkdir -p "$t/gen4"; ln -s /dev/null "$t/gen4/manifest.txt"
+$cg generate specs/example-conv.yaml -o "$t/gen4" >/dev/null 2>&1; rc=$?
+[ $rc -eq 5 ] && [ -L "$t/gen4/manifest.txt" ] && ok || bad "a symlinked manifest.txt was replaced (exit $rc)"
+# concurrent runs into one DIR: the manifest always names exactly the .cu files there
+d="$t/race"; racefail=0
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+  $cg generate specs/ece408-2018fa.yaml -o "$d" >/dev/null 2>&1 & p1=$!
+  $cg generate specs/example-conv.yaml -o "$d" >/dev/null 2>&1 & p2=$!
+  $cg generate specs/ece408-2017.yaml -o "$d" >/dev/null 2>&1 & p3=$!
+  wait $p1 $p2 $p3
+  diff <(awk '$1 == "kernel" { print $2 ".cu" }' "$d/manifest.txt" | sort -u) <(cd "$d" && ls -A | grep -v '^manifest.txt$' | sort) >/dev/null || racefail=1
+done
+[ $racefail -eq 0 ] && ok || bad "concurrent generate runs left a manifest that disagrees with the directory: $(ls -A "$d")"
 
 # errors: one line FILE:LINE:COL, exit 3, nothing written
 expect_err() { # spec-text expected-prefix
@@ -62,6 +97,88 @@ $cg generate >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "generate without args s
 $cg frobnicate >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "unknown verb should exit 2"
 $cg run specs/ece408-2017.yaml --images zero >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bad --images should exit 2"
 $cg generate "$t/missing.yaml" -o "$t/x" >/dev/null 2>&1; [ $? -eq 3 ] && ok || bad "missing spec should exit 3"
+
+# the command line: --version, per-verb help, --opt=value, --, suggestions, repeats
+v=$($cg --version); [ $? -eq 0 ] && [[ "$v" == "convgen "[0-9]* ]] && ok || bad "--version: $v"
+for verb in generate build run check data; do
+  $cg $verb --help >"$t/o" 2>&1 && grep -q "^usage: convgen $verb" "$t/o" && ok || bad "$verb --help: $(head -1 "$t/o")"
+  $cg $verb -h >"$t/o" 2>&1 && grep -q "^usage: convgen $verb" "$t/o" && ok || bad "$verb -h"
+  $cg help $verb >"$t/o" 2>&1 && grep -q "^usage: convgen $verb" "$t/o" && ok || bad "help $verb"
+done
+$cg generate --output="$t/eq" specs/example-conv.yaml >/dev/null 2>&1 && [ -f "$t/eq/manifest.txt" ] && ok || bad "--output=DIR"
+$cg generate -o "$t/dd" -- specs/example-conv.yaml >/dev/null 2>&1 && [ -f "$t/dd/manifest.txt" ] && ok || bad "-- before SPEC"
+$cg generat specs/example-conv.yaml -o "$t/x" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown verb 'generat' (did you mean 'generate'?)" "$t/e" && ok || bad "verb suggestion: $(cat "$t/e")"
+$cg run specs/ece408-2017.yaml --imgaes 5 >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 2 ] && grep -q "unknown option '--imgaes' (did you mean '--images'?)" "$t/e" && ok || bad "option suggestion: $(cat "$t/e")"
+$cg run specs/ece408-2017.yaml --images 5 --images=6 >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 2 ] && grep -q "option --images given twice" "$t/e" && ok || bad "repeated option: $(cat "$t/e")"
+$cg generate specs/example-conv.yaml -o "$t/r1" --output "$t/r2" >/dev/null 2>&1; [ $? -eq 2 ] && [ ! -e "$t/r1" ] && ok || bad "-o and --output together"
+$cg run specs/ece408-2017.yaml --no-cache=1 >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "a flag with =value"
+$cg build specs/example-conv.yaml --arch sm_8x -o "$t/x.fatbin" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 2 ] && grep -q 'is not an arch number' "$t/e" && ok || bad "--arch sm_8x: $(cat "$t/e")"
+# the spec is read before the GPU is probed: a bad spec is exit 3 whatever the backend
+printf 'network: [\n' > "$t/broken.yaml"
+$cg run "$t/broken.yaml" --backend cuda >/dev/null 2>&1; [ $? -eq 3 ] && ok || bad "a bad spec with --backend cuda should exit 3"
+# GPU-only options: refused on the CPU backend (2), and without a GPU (4)
+for o in "--profile" "--batch 8" "--no-cache" "--fatbin $t/x.fatbin"; do
+  $cg run specs/ece408-2017.yaml --backend cpu $o --images 5 >"$t/o" 2>"$t/e"; rc=$?
+  [ $rc -eq 2 ] && grep -q "needs the cuda backend" "$t/e" && ok || bad "--backend cpu $o: exit $rc $(cat "$t/e")"
+  if ! [ -e /dev/nvidia0 ]; then
+    $cg run specs/ece408-2017.yaml $o --images 5 >"$t/o" 2>"$t/e"; rc=$?
+    [ $rc -eq 4 ] && grep -q "needs a GPU" "$t/e" && [ "$(wc -l < "$t/e")" -eq 1 ] && ok || bad "$o without a GPU: exit $rc $(cat "$t/e")"
+  fi
+done
+# --json: regular files only, checked before the run, the error naming the path given
+$cg run specs/ece408-2017.yaml --backend cpu --random-input 1 --images 3 --repeat 2 --json "$t/r.json" >/dev/null 2>&1 \
+  && grep -q '"repeat": 2' "$t/r.json" && ok || bad "--json with --repeat on the CPU"
+# (never a real device here: an old convgen run as root would replace it)
+ln -s "$t/target" "$t/link.json"; mkdir "$t/jdir"; mkfifo "$t/fifo.json"
+for j in "$t/link.json" "$t/jdir" "$t/fifo.json" "$t/nodir/r.json"; do
+  $cg run specs/ece408-2017.yaml --backend cpu --random-input 1 --images 3 --json "$j" >"$t/o" 2>"$t/e"; rc=$?
+  [ $rc -eq 2 ] && grep -qF "convgen: $j: " "$t/e" && [ ! -s "$t/o" ] && ok || bad "--json $j: exit $rc, $(cat "$t/e") / $(head -1 "$t/o")"
+done
+[ ! -e "$t/target" ] && [ -L "$t/link.json" ] && [ -d "$t/jdir" ] && [ -p "$t/fifo.json" ] && ok || bad "--json replaced or followed something"
+ls "$t" | grep -q '\.tmp\.' && bad "temp files left: $(ls "$t")" || ok
+# bounded reads: FIFO, directory or device as spec or weights refused at once, naming it
+mkfifo "$t/fifo.yaml"
+for s in "$t/fifo.yaml" "$t/jdir" /dev/zero; do
+  timeout 10 $cg generate "$s" -o "$t/x" >/dev/null 2>"$t/e"; rc=$?
+  [ $rc -eq 3 ] && grep -qF "$s:1:1: cannot read spec: is a" "$t/e" && ok || bad "spec $s: exit $rc $(cat "$t/e")"
+done
+mkfifo "$t/w.safetensors"
+printf '%s\nweights: w.safetensors\n' "$(cat specs/example-conv.yaml)" | sed 's/^network: example-conv/network: wfifo/' > "$t/wfifo.yaml"
+timeout 10 $cg check "$t/wfifo.yaml" --random-input 1 --images 2 >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 3 ] && grep -q "w.safetensors: is a FIFO, not a regular file" "$t/e" && ok || bad "a FIFO as weights: exit $rc $(cat "$t/e")"
+# control characters never reach generated code: a spec path with a newline is refused
+nl="$t/a
+b.yaml"
+cp specs/example-conv.yaml "$nl"
+$cg generate "$nl" -o "$t/nl" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 3 ] && grep -q "control character 0x0a" "$t/e" && [ ! -e "$t/nl" ] && [ "$(wc -l < "$t/e")" -eq 1 ] \
+  && ok || bad "a newline in the spec path: exit $rc $(cat "$t/e")"
+# data beyond the set is refused, not silently shortened
+if [ -e /usr/share/datasets/fashion-mnist ]; then
+  $cg run specs/ece408-2017.yaml --backend cpu --images 20000 >/dev/null 2>"$t/e"; rc=$?
+  [ $rc -eq 2 ] && grep -q "test set holds 10000 images" "$t/e" && ok || bad "--images 20000: exit $rc $(cat "$t/e")"
+fi
+# convgen build: two conv layers of the same shape and parameters share one translation unit
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  cat > "$t/lenet.yaml" <<'YAML'
+network: lenet5
+input: {channels: 1, height: 28, width: 28}
+dataset: {name: fashion-mnist}
+layers:
+  - {name: conv1, op: conv, M: 6, K: 5, activation: tanh, pool: max2, strategy: direct, params: {block: 64, maps_unroll: 2}}
+  - {name: conv2, op: conv, M: 16, K: 5, activation: tanh, pool: max2, strategy: direct, params: {block: 64, maps_unroll: 2}}
+  - {name: fc1, op: fc, out: 120, activation: tanh}
+  - {name: fc2, op: fc, out: 84, activation: tanh}
+  - {name: fc3, op: fc, out: 10}
+  - {name: prob, op: softmax}
+YAML
+  $cg build "$t/lenet.yaml" --arch sm_80 -o "$t/lenet.fatbin" >"$t/o" 2>"$t/e"; rc=$?
+  [ $rc -eq 0 ] && [ -s "$t/lenet.fatbin" ] && grep -q "compiling 8 kernels for sm_80" "$t/o" && ok || bad "build of a LeNet-5-like spec: exit $rc $(tail -3 "$t/e")"
+fi
 
 # no GPU here: --backend cuda is an error saying why; auto falls back to the CPU
 if ! [ -e /dev/nvidia0 ]; then

@@ -152,6 +152,52 @@ static void test_idx_errors(void)
     CHECK(d.pixels == NULL && d.labels == NULL, "nothing left allocated on error");
 }
 
+/* Header claims are checked against what the file can hold before anything is
+ * allocated; FIFOs, directories and devices are refused without blocking. */
+static void test_idx_bounds(void)
+{
+    unsigned char img[4096], lab[256];
+    cg_dataset d;
+    cg_err e;
+    size_t nl = make_labels(lab, 0x801, 3);
+    const char *pl = put("blab", lab, nl, 0);
+    /* 76 bytes claiming 10 million images of 4096x4096 (1.6e14 bytes) */
+    make_images(img, 0x803, 3, 4, 5);
+    be(img + 4, 10000000), be(img + 8, 4096), be(img + 12, 4096);
+    const char *big = put("claims", img, 76, 0);
+    CHECK(cg_idx_load(big, pl, 0, &d, &e) != 0, "a 76-byte file claiming 1.6e14 bytes accepted");
+    CHECK_CONTAINS(e.msg, "claims: truncated at byte offset 76: expected 10000000 images of 4096x4096");
+    big = put("claims.gz", img, 76, 1);
+    CHECK(cg_idx_load(big, pl, 0, &d, &e) != 0, "a gzip file claiming 1.6e14 bytes accepted");
+    CHECK_CONTAINS(e.msg, "claims.gz: the header claims 10000000 images of 4096x4096");
+    CHECK_CONTAINS(e.msg, "more than this gzip file can hold uncompressed");
+    /* labels: a count the file cannot hold */
+    be(lab + 4, 9000000);
+    const char *bl = put("biglab", lab, nl, 0);
+    size_t ni = make_images(img, 0x803, 3, 4, 5);
+    const char *pi = put("bimg", img, ni, 0);
+    CHECK(cg_idx_load(pi, bl, 0, &d, &e) != 0, "label count beyond the file accepted");
+    CHECK_CONTAINS(e.msg, "biglab: truncated at byte offset 11: expected 9000000 labels");
+    /* not regular files */
+    char fifo[128];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    CHECK(cg_idx_load(fifo, pl, 0, &d, &e) != 0, "a FIFO was read");
+    CHECK_CONTAINS(e.msg, "fifo: is a FIFO, not a regular file");
+    CHECK(cg_idx_load(pi, dir, 0, &d, &e) != 0, "a directory was read");
+    CHECK_CONTAINS(e.msg, ": is a directory, not a regular file");
+    CHECK(cg_idx_load("/dev/zero", pl, 0, &d, &e) != 0, "/dev/zero was read");
+    CHECK_CONTAINS(e.msg, "/dev/zero: is a device, not a regular file");
+    /* a FIFO where the data directory's file should be */
+    char sub[128], path[192];
+    snprintf(sub, sizeof sub, "%s/fifodir", dir);
+    snprintf(path, sizeof path, "%s/t10k-images-idx3-ubyte", sub);
+    CHECK(mkdir(sub, 0755) == 0 && mkfifo(path, 0600) == 0, "mkfifo in dir");
+    put("fifodir/t10k-labels-idx1-ubyte", lab, nl, 0);
+    CHECK(cg_data_load(sub, 0, 0, 0, &d, &e) != 0, "a FIFO data file was read");
+    CHECK_CONTAINS(e.msg, "t10k-images-idx3-ubyte: is a FIFO, not a regular file");
+}
+
 /* cg_data_load finds plain files, and cg_data_write_resized round-trips them. */
 static void test_dir_and_write(void)
 {
@@ -267,6 +313,7 @@ int main(void)
         return 1;
     }
     test_idx_errors();
+    test_idx_bounds();
     test_resize();
     test_dir_and_write();
     test_real();

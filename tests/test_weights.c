@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[64];
@@ -288,6 +289,44 @@ static void test_malformed(void)
                "\"data_offsets\":[0,4]}}", 4, "shape too large");
 }
 
+/* Only regular files of a bounded size are read: a FIFO must not block, a
+ * directory or /dev/zero must be refused with one line naming the file, and a
+ * spec's weights file may not be larger than its tensors plus header slack. */
+static void test_bounded(void)
+{
+    cg_weights w;
+    cg_err e;
+    const char *fifo = tmp("fifo.safetensors");
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    CHECK(cg_weights_load(fifo, &w, &e) != 0, "a FIFO was read");
+    CHECK_CONTAINS(e.msg, "fifo.safetensors: is a FIFO, not a regular file");
+    CHECK(cg_weights_load(dir, &w, &e) != 0, "a directory was read");
+    CHECK_CONTAINS(e.msg, ": is a directory, not a regular file");
+    CHECK(cg_weights_load("/dev/zero", &w, &e) != 0, "/dev/zero was read");
+    CHECK_CONTAINS(e.msg, "/dev/zero: is a device, not a regular file");
+    CHECK(strchr(e.msg, '\n') == NULL, "one line");
+
+    /* the spec's own weights, then the same file padded past what the spec allows */
+    cg_spec s;
+    tiny_spec(&s);
+    cg_weights r, v;
+    CHECK(cg_weights_for_spec(&s, &r, &e) == 0, "random: %s", e.msg);
+    snprintf(s.weights, sizeof s.weights, "%s", tmp("tiny.safetensors"));
+    CHECK(cg_weights_save(s.weights, &r, &e) == 0, "save: %s", e.msg);
+    CHECK(cg_weights_for_spec(&s, &v, &e) == 0, "the spec's own file: %s", e.msg);
+    cg_weights_free(&v);
+    FILE *f = fopen(s.weights, "ab");
+    for (size_t k = 0; f && k < CG_WEIGHTS_SLACK + 4096; k++) fputc(0, f);
+    CHECK(f && fclose(f) == 0, "pad");
+    CHECK(cg_weights_for_spec(&s, &v, &e) != 0, "a file larger than the spec needs was read");
+    CHECK_CONTAINS(e.msg, "tiny.safetensors: ");
+    CHECK_CONTAINS(e.msg, "bytes, more than the");
+    snprintf(s.weights, sizeof s.weights, "%s", fifo);
+    CHECK(cg_weights_for_spec(&s, &v, &e) != 0, "a FIFO as weights");
+    CHECK_CONTAINS(e.msg, "is a FIFO");
+    cg_weights_free(&r);
+}
+
 int main(void)
 {
     strcpy(dir, "/tmp/cg_test_weights_XXXXXX");
@@ -297,6 +336,7 @@ int main(void)
     }
     test_random();
     test_malformed();
+    test_bounded();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) printf("warning: could not remove %s\n", dir);
