@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa-low.yaml (network ece408-2018fa-low)
 // layer:      prob
 // shape:      10 features
-// template:   softmax (templates/softmax.lua, hash 47f0f8e4d31bf57a)
+// template:   softmax (templates/softmax.lua, hash 4a7cb2c8fb08794b)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none
