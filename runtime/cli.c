@@ -21,6 +21,10 @@ static const char usage[] =
     "  check SPEC [--images N] [--data DIR] [--fatbin F] [--no-cache] [--seed S]\n"
     "           [--random-input SEED]\n"
     "                                GPU against the CPU reference, layer by layer\n"
+    "  kernel SPEC --layer NAME [--strategy S] [--params k=v,...] [--batch N]\n"
+    "           [--repeat R] [--seed S] [--check-images N] [--no-cache] [--list]\n"
+    "                                one layer's kernel alone: checked against the CPU\n"
+    "                                reference, then timed; --list: its candidates\n"
     "  data --resize S -o DIR [--data DIR]\n"
     "                                write the resized IDX sets used for training\n"
     "  help                          this text\n"
@@ -41,6 +45,7 @@ int main(int argc, char **argv)
     else if (!strcmp(verb, "build")) rc = cg_cmd_build(argc - 1, argv + 1, &e);
     else if (!strcmp(verb, "run")) rc = cg_cmd_run(argc - 1, argv + 1, &e);
     else if (!strcmp(verb, "check")) rc = cg_cmd_check(argc - 1, argv + 1, &e);
+    else if (!strcmp(verb, "kernel")) rc = cg_cmd_kernel(argc - 1, argv + 1, &e);
     else if (!strcmp(verb, "data")) rc = cg_cmd_data(argc - 1, argv + 1, &e);
     else {
         fprintf(stderr, "convgen: unknown verb '%s'\n%s", verb, usage);
