@@ -9,6 +9,7 @@
 #include "check.h"
 #include "cli.h"
 #include "harness.h"
+#include "jit.h"
 
 /* Same seed, same values, however much is filled; in range; seeds differ. */
 static void test_fill(void)
@@ -164,8 +165,46 @@ static void test_cli(void)
     CHECK(parse("kernel s.yaml --layer", &c, &e) == CG_EXIT_USAGE, "--layer without a value");
 }
 
+/* One emitted kernel through NVRTC and the cache (no GPU needed to compile):
+ * compiled once, then a hit; with the cache off, compiled again. */
+static void test_jit(void)
+{
+    char dir[] = "/tmp/cg_jit_XXXXXX";
+    cg_err e;
+    cg_spec *s = malloc(sizeof *s);
+    cg_nvrtc *nv = NULL;
+    if (!s || !mkdtemp(dir) || cg_spec_load("specs/example-conv.yaml", s, &e) || cg_nvrtc_open(&nv, &e)) {
+        CHECK(0, "setup: %s", e.msg);
+        free(s);
+        return;
+    }
+    setenv("XDG_CACHE_HOME", dir, 1);
+    cg_gen_kernel k;
+    cg_kernel_launch l;
+    int rc = cg_gen_emit_one(s, 0, NULL, "fuse=0,cols=2", &k, &l, &e);
+    CHECK(rc == 0, "emit: %s", e.msg);
+    cg_buf img, log;
+    cg_buf_init(&img), cg_buf_init(&log);
+    cg_jit_info ji;
+    int drv = cg_nvrtc_version(nv);
+    for (int pass = 0; pass < 3 && !rc; pass++) {
+        rc = cg_jit_compile(nv, 90, drv, &k, pass < 2, &img, &log, &ji, &e);
+        CHECK(rc == 0, "compile %d: %s", pass, e.msg);
+        CHECK(ji.cache_hit == (pass == 1), "pass %d: cache hit %d (%s)", pass, ji.cache_hit, ji.note);
+        CHECK(img.len > 0 && !strcmp(ji.arch, "sm_90"), "a cubin for sm_90 (%s, %zu bytes)", ji.arch, img.len);
+    }
+    cg_buf_free(&img), cg_buf_free(&log);
+    if (!rc) cg_gen_kernel_free(&k);
+    cg_nvrtc_close(nv);
+    free(s);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "cleanup");
+}
+
 int main(void)
 {
+    test_jit();
     test_fill();
     test_reference();
     test_compare();
