@@ -193,9 +193,11 @@ static int is_identifier(const char *s, size_t n)
     return 1;
 }
 
-/* Read one kernel record (table on top) into k and append its manifest line. */
+/* Read one kernel record (table on top) into k and append its manifest line;
+ * launch (may be NULL) receives the launch facts. tg: the target the code is
+ * for (NULL: the conservative default). */
 static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_target *tg,
-                       cg_gen_kernel *k, cg_buf *man, cg_err *e)
+                       cg_gen_kernel *k, cg_buf *man, cg_kernel_launch *launch, cg_err *e)
 {
     lua_State *L = cg_lua_state(h);
     char in[CG_NAME_MAX + 16], out[CG_NAME_MAX + 16], weights[200], bias[200], params[512],
@@ -275,11 +277,32 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     k->header_len = b.len;
     bad = bad || cg_buf_add(&b, src, slen);
     lua_pop(L, 1);
+    size_t line_at = man->len;
     bad = bad || cg_buf_printf(man,
         "kernel %s layer=%s template=%s in=%s out=%s grid=%s,%s,%s block=%lld,%lld,%lld "
         "shared=%lld weights=%s bias=%s\n",
         k->kernel, k->layer, k->tpl, in, out, grid[0], grid[1], grid[2], block[0], block[1],
         block[2], shared, weights, bias);
+    if (!bad && launch) {
+        memset(launch, 0, sizeof *launch);
+        for (int d = 0; d < 3; d++) {
+            snprintf(launch->grid[d], sizeof launch->grid[d], "%s", grid[d]);
+            launch->block[d] = (int)block[d];
+        }
+        launch->shared = (int)shared;
+        snprintf(launch->weights, sizeof launch->weights, "%s", weights);
+        snprintf(launch->bias, sizeof launch->bias, "%s", bias);
+        snprintf(launch->params, sizeof launch->params, "%s", params);
+        snprintf(launch->record, sizeof launch->record, "%.*s", (int)(man->len - line_at - 1),
+                 man->data + line_at);
+        lua_getfield(L, -1, "in_elems");
+        lua_getfield(L, -2, "out_elems");
+        lua_getfield(L, -3, "fused");
+        launch->in_elems = lua_tointeger(L, -3);
+        launch->out_elems = lua_tointeger(L, -2);
+        launch->fused = lua_toboolean(L, -1);
+        lua_pop(L, 3);
+    }
     if (bad) {
         cg_buf_free(&b);
         return cg_fail(e, "out of memory");
@@ -328,7 +351,7 @@ static int take_result(cg_lua *h, const cg_spec *s, const char *regen, const cg_
             cg_buf_free(&man);
             return cg_fail(e, "%s: more than %d kernels", s->path, CG_MAX_KERNELS);
         }
-        if (take_kernel(h, s, regen, tg, &o->k[o->nkernels], &man, e)) {
+        if (take_kernel(h, s, regen, tg, &o->k[o->nkernels], &man, NULL, e)) {
             lua_pop(L, 2);
             cg_buf_free(&man);
             return -1;
@@ -404,13 +427,15 @@ static int check_strategies(cg_lua *h, const cg_spec *s, cg_err *e)
 }
 
 /* What extract() needs; it runs under cg_lua_pcall, so a template that hands
- * back tables with metamethods cannot run Lua code outside the sandbox limits. */
-typedef struct {
+ * back tables with metamethods cannot run Lua code outside the sandbox limits.
+ * take reads the two results (result, failure) at stack slots 2 and 3. */
+typedef struct extract_ctx {
     cg_lua *h;
     const cg_spec *s;
-    const char *regen;
-    const cg_target *tg;
-    cg_gen_output *o;
+    int (*take)(struct extract_ctx *c, lua_State *L);
+    void *out;
+    const char *arg;     /* take's own input (generate: the regenerate command) */
+    const cg_target *tg; /* the target the code is for; NULL: the default */
     cg_err *e;
     int rc;
 } extract_ctx;
@@ -419,16 +444,34 @@ typedef struct {
 static int extract(lua_State *L)
 {
     extract_ctx *c = lua_touserdata(L, 1);
+    c->rc = c->take(c, L);
+    return 0;
+}
+
+/* Run the function under the two results on top of the stack through extract. */
+static int run_extract(extract_ctx *c)
+{
+    lua_State *L = cg_lua_state(c->h);
+    lua_pushcfunction(L, extract);
+    lua_insert(L, -3);
+    lua_pushlightuserdata(L, c);
+    lua_insert(L, -3);
+    if (cg_lua_pcall(c->h, 3, 0, c->e)) return -1;
+    return c->rc;
+}
+
+/* take for cg_generate: the network's result, or its failure at a spec position. */
+static int take_network(extract_ctx *c, lua_State *L)
+{
     if (lua_istable(L, 2)) {
         lua_settop(L, 2);
-        c->rc = take_result(c->h, c->s, c->regen, c->tg, c->o, c->e);
-    } else if (lua_istable(L, 3)) {
-        lua_settop(L, 3);
-        c->rc = map_failure(L, c->s, c->e);
-    } else {
-        c->rc = cg_fail(c->e, "templates/lib/network.lua: generate returned no result");
+        return take_result(c->h, c->s, c->arg, c->tg, c->out, c->e);
     }
-    return 0;
+    if (lua_istable(L, 3)) {
+        lua_settop(L, 3);
+        return map_failure(L, c->s, c->e);
+    }
+    return cg_fail(c->e, "templates/lib/network.lua: generate returned no result");
 }
 
 void cg_regen_command(const char *spec_path, char *out, size_t n)
@@ -457,12 +500,8 @@ int cg_generate_for(const cg_spec *s, const char *regen_cmd, const cg_target *t,
         cg_gen_push_net(L, s, t);
         rc = cg_lua_pcall(h, 1, 2, e);
         if (!rc) {
-            extract_ctx c = {h, s, regen_cmd, t, out, e, 0};
-            lua_pushcfunction(L, extract);
-            lua_insert(L, -3);
-            lua_pushlightuserdata(L, &c);
-            lua_insert(L, -3);
-            rc = cg_lua_pcall(h, 3, 0, e) || c.rc;
+            extract_ctx c = {h, s, take_network, out, regen_cmd, t, e, 0};
+            rc = run_extract(&c);
         }
     }
     cg_lua_close(h);
@@ -686,4 +725,238 @@ int cg_gen_write(const cg_gen_output *o, const char *dir, cg_err *e)
     if (rc) remove_created(&created);
     cg_buf_free(&created);
     return rc;
+}
+
+/* ---- one layer at a time (gen.h) ---- */
+
+/* A failure table of network.call at stack slot idx as one line naming the
+ * spec and the layer (the parameters came from the caller, not the spec, so
+ * no spec position is claimed). */
+static int one_failure(lua_State *L, int idx, const cg_spec *s, cg_err *e)
+{
+    lua_getfield(L, idx, "cg_layer");
+    int li = (int)lua_tointeger(L, -1) - 1;
+    lua_getfield(L, idx, "message");
+    const char *msg = lua_tostring(L, -1);
+    if (!msg) msg = "template failure";
+    if (li < 0 || li >= s->nlayers) return cg_fail(e, "%s: %s", s->path, msg);
+    return cg_fail(e, "%s: layer '%s': %s", s->path, s->layers[li].name, msg);
+}
+
+/* Push "k=v k=v" (commas also separate) as a table { k = v }; NULL pushes nil. */
+static int push_params(lua_State *L, const char *text, cg_err *e)
+{
+    if (!text) {
+        lua_pushnil(L);
+        return 0;
+    }
+    lua_newtable(L);
+    for (const char *p = text; *(p += strspn(p, " ,\t"));) {
+        size_t n = strcspn(p, " ,\t");
+        char tok[128], *end = NULL;
+        long long v = 0;
+        snprintf(tok, sizeof tok, "%.*s", (int)(n < sizeof tok ? n : sizeof tok - 1), p);
+        char *eq = strchr(tok, '=');
+        if (eq) v = strtoll(eq + 1, &end, 10);
+        if (n >= sizeof tok || !eq || eq == tok || !eq[1] || *end)
+            return cg_fail(e, "bad parameter '%s' (expected key=value, the value an integer)", tok);
+        *eq = 0;
+        if (lua_getfield(L, -1, tok) != LUA_TNIL) return cg_fail(e, "parameter '%s' given twice", tok);
+        lua_pop(L, 1);
+        lua_pushinteger(L, v);
+        lua_setfield(L, -2, tok);
+        p += n;
+    }
+    return 0;
+}
+
+/* network.call(fname, net, layer + 1, tpl, extra) in a fresh sandbox, its two
+ * results handed to take. extra: the cap (candidates) or the params table. */
+static int one_call(const cg_spec *s, int layer, const char *tpl, const char *fname,
+                    const char *params, long long cap, int (*take)(extract_ctx *, lua_State *),
+                    void *out, const char *arg, cg_err *e)
+{
+    if (layer < 0 || layer >= s->nlayers)
+        return cg_fail(e, "%s: no layer %d (the network has %d)", s->path, layer + 1, s->nlayers);
+    cg_lua *h;
+    if (cg_lua_open(&h, NULL, e)) return -1;
+    lua_State *L = cg_lua_state(h);
+    int rc = 0;
+    if (tpl && !cg_lua_template_exists(h, tpl))
+        rc = cg_fail(e, "no template '%s' (templates/%s.lua)", tpl, tpl);
+    if (!rc) rc = cg_lua_import(h, "lib/network", e);
+    if (!rc) {
+        lua_getfield(L, -1, "call");
+        lua_pushstring(L, fname);
+        cg_gen_push_net(L, s, NULL);
+        lua_pushinteger(L, layer + 1);
+        if (tpl) lua_pushstring(L, tpl);
+        else lua_pushnil(L);
+        if (params) rc = push_params(L, params, e);
+        else if (cap > 0) lua_pushinteger(L, cap);
+        else lua_pushnil(L);
+        if (!rc) rc = cg_lua_pcall(h, 5, 2, e);
+        if (!rc) {
+            extract_ctx c = {h, s, take, out, arg, NULL, e, 0};
+            rc = run_extract(&c);
+        }
+    }
+    cg_lua_close(h);
+    return rc;
+}
+
+/* Copy the string field k of the table on top into dst; "" when absent. */
+static int opt_str(lua_State *L, const char *k, char *dst, size_t cap, cg_err *e)
+{
+    lua_getfield(L, -1, k);
+    size_t n = 0;
+    const char *v = lua_tolstring(L, -1, &n);
+    if (v && n >= cap) return lua_pop(L, 1), cg_fail(e, "templates/lib/network.lua: '%s' too long", k);
+    snprintf(dst, cap, "%s", v ? v : "");
+    lua_pop(L, 1);
+    return 0;
+}
+
+/* take for cg_gen_candidates: network.candidates' result table into a cg_candidates. */
+static int take_candidates(extract_ctx *c, lua_State *L)
+{
+    cg_candidates *o = c->out;
+    cg_err *e = c->e;
+    if (!lua_istable(L, 2))
+        return lua_istable(L, 3) ? one_failure(L, 3, c->s, e)
+                                 : cg_fail(e, "templates/lib/network.lua: candidates returned nothing");
+    lua_settop(L, 2);
+    if (opt_str(L, "template", o->tpl, sizeof o->tpl, e) || opt_str(L, "note", o->note, sizeof o->note, e))
+        return -1;
+    lua_getfield(L, 2, "names");
+    for (lua_Integer i = 1; lua_rawgeti(L, -1, i) == LUA_TSTRING; i++) {
+        size_t n = strlen(o->names);
+        snprintf(o->names + n, sizeof o->names - n, "%s%s", n ? " " : "", lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+    const char *counts[] = {"total", "examined", "refused"};
+    long long *dst[] = {&o->total, &o->examined, &o->refused};
+    for (int i = 0; i < 3; i++) {
+        lua_getfield(L, 2, counts[i]);
+        *dst[i] = lua_tointeger(L, -1);
+        lua_pop(L, 1);
+    }
+    lua_getfield(L, 2, "accepted");
+    size_t n = lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
+    o->c = calloc(n ? n : 1, sizeof *o->c);
+    if (!o->c) return cg_fail(e, "out of memory for %zu candidates", n);
+    for (size_t i = 0; i < n; i++, o->n++) {
+        lua_rawgeti(L, -1, (lua_Integer)i + 1);
+        if (!lua_istable(L, -1) || opt_str(L, "text", o->c[i].params, sizeof o->c[i].params, e))
+            return lua_istable(L, -1) ? -1 : cg_fail(e, "templates/lib/network.lua: bad candidate");
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, 2, "reasons");
+    for (lua_Integer i = 1; o->nreasons < CG_MAX_REASONS && lua_rawgeti(L, -1, i) == LUA_TTABLE; i++) {
+        cg_refusal *r = &o->reason[o->nreasons++];
+        if (opt_str(L, "param", r->param, sizeof r->param, e)) return -1;
+        lua_getfield(L, -1, "example");
+        snprintf(r->example, sizeof r->example, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
+        lua_getfield(L, -2, "count");
+        r->count = lua_tointeger(L, -1);
+        lua_pop(L, 3);
+    }
+    lua_pop(L, 2);
+    return 0;
+}
+
+int cg_gen_candidates(const cg_spec *s, int layer, const char *tpl, long long cap,
+                      cg_candidates *out, cg_err *e)
+{
+    memset(out, 0, sizeof *out);
+    int rc = one_call(s, layer, tpl, "candidates", NULL, cap, take_candidates, out, NULL, e);
+    if (rc) cg_candidates_free(out);
+    return rc;
+}
+
+void cg_candidates_free(cg_candidates *c)
+{
+    free(c->c);
+    memset(c, 0, sizeof *c);
+}
+
+/* What take_check fills. */
+typedef struct {
+    char *why;
+    size_t n;
+} check_out;
+
+/* take for cg_gen_check_one: (nil) accepted, (message, param) refused, (nil, failure). */
+static int take_check(extract_ctx *c, lua_State *L)
+{
+    check_out *o = c->out;
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        snprintf(o->why, o->n, "%s", lua_tostring(L, 2));
+        return 1;
+    }
+    if (lua_istable(L, 3)) return one_failure(L, 3, c->s, c->e);
+    return 0;
+}
+
+int cg_gen_check_one(const cg_spec *s, int layer, const char *tpl, const char *params, char *why,
+                     size_t why_n, cg_err *e)
+{
+    check_out o = {why, why_n};
+    if (why_n) why[0] = 0;
+    return one_call(s, layer, tpl, "check_one", params ? params : "", 0, take_check, &o, NULL, e);
+}
+
+/* What take_emit fills. */
+typedef struct {
+    cg_gen_kernel *k;
+    cg_kernel_launch *launch;
+} emit_out;
+
+/* take for cg_gen_emit_one: the kernel record through take_kernel. */
+static int take_emit(extract_ctx *c, lua_State *L)
+{
+    emit_out *o = c->out;
+    if (!lua_istable(L, 2))
+        return lua_istable(L, 3) ? one_failure(L, 3, c->s, c->e)
+                                 : cg_fail(c->e, "templates/lib/network.lua: emit_one returned nothing");
+    lua_settop(L, 2);
+    cg_buf man;
+    cg_buf_init(&man);
+    cg_kernel_launch scratch;
+    int rc = take_kernel(c->h, c->s, c->arg, c->tg, o->k, &man, o->launch ? o->launch : &scratch, c->e);
+    cg_buf_free(&man);
+    return rc;
+}
+
+int cg_gen_emit_one(const cg_spec *s, int layer, const char *tpl, const char *params,
+                    cg_gen_kernel *out, cg_kernel_launch *launch, cg_err *e)
+{
+    memset(out, 0, sizeof *out);
+    /* the header's regenerate line: this call as a command */
+    char regen[CG_PATH_MAX + 3 * CG_PARAMS_TEXT];
+    int n = snprintf(regen, sizeof regen, "convgen kernel %s --layer %s", s->path,
+                     layer >= 0 && layer < s->nlayers ? s->layers[layer].name : "?");
+    const char *strategy = tpl ? strchr(tpl, '_') : NULL;
+    if (strategy && n > 0 && (size_t)n < sizeof regen)
+        n += snprintf(regen + n, sizeof regen - (size_t)n, " --strategy %s", strategy + 1);
+    if (params && params[strspn(params, " ,\t")] && n > 0 && (size_t)n < sizeof regen) {
+        n += snprintf(regen + n, sizeof regen - (size_t)n, " --params ");
+        for (const char *p = params + strspn(params, " ,\t"); *p && (size_t)n + 1 < sizeof regen; p++)
+            if (!(strchr(" ,\t", *p) && (!p[1] || strchr(" ,\t", p[1]))))
+                regen[n++] = strchr(" \t", *p) ? ',' : *p;
+        regen[n] = 0;
+    }
+    emit_out o = {out, launch};
+    int rc = one_call(s, layer, tpl, "emit_one", params ? params : "", 0, take_emit, &o, regen, e);
+    if (rc) cg_gen_kernel_free(out);
+    return rc;
+}
+
+void cg_gen_kernel_free(cg_gen_kernel *k)
+{
+    free(k->source);
+    k->source = NULL;
+    k->source_len = k->header_len = 0;
 }

@@ -48,6 +48,68 @@ typedef struct {
  * memory, 64 Ki registers per block and per SM, 1024 threads, SMs unknown. */
 void cg_target_default(cg_target *t);
 
+/* ---- one layer at a time (templates/lib/network.lua: candidates, check_one,
+ * emit_one): what a tuner and the kernel harness call. `layer` is 0-based;
+ * `tpl` names a template ("conv2d_direct", "fc_vec"), NULL for the one the
+ * layer's strategy names. `params` is "k=v k=v" (commas also separate); a
+ * parameter it leaves out takes the spec's value when tpl is the layer's own
+ * template, else the template's default. Failures are one line naming the spec
+ * and the layer. ---- */
+
+#define CG_PARAMS_TEXT 512
+#define CG_MAX_REASONS 8
+
+/* Launch facts of one kernel, as its manifest record carries them. */
+typedef struct {
+    char grid[3][64];              /* an integer or "N*a/b": ceil(N*a/b) blocks for N images */
+    int block[3];
+    int shared;                    /* dynamic shared memory, bytes */
+    char weights[200], bias[200];  /* none | arg | const:SYMBOL */
+    char params[CG_PARAMS_TEXT];   /* "k=v k=v", the template's declared order */
+    long long in_elems, out_elems; /* per image */
+    int fused;                     /* conv: 0 when activation and pooling are left to other kernels */
+    char record[1024];             /* the manifest's kernel line, without its newline */
+} cg_kernel_launch;
+
+typedef struct {
+    char params[CG_PARAMS_TEXT]; /* "k=v k=v", the template's declared order */
+} cg_candidate;
+
+/* Refusals of the template's check that blamed one parameter. */
+typedef struct {
+    char param[CG_NAME_MAX]; /* "" when the check named none */
+    long long count;
+    char example[256];       /* the first such refusal's message */
+} cg_refusal;
+
+typedef struct {
+    char tpl[64];
+    char names[CG_PARAMS_TEXT]; /* the template's parameter names, space-separated */
+    long long total;            /* product of the legal-value counts */
+    long long examined;         /* combinations put to the check: total, or the cap */
+    long long refused;          /* examined and refused */
+    int n;                      /* accepted, in c[] (examination order) */
+    cg_candidate *c;            /* malloc'd */
+    int nreasons;               /* groups of refusals (at most CG_MAX_REASONS kept) */
+    cg_refusal reason[CG_MAX_REASONS];
+    char note[256];             /* non-empty when the cap cut the enumeration short */
+} cg_candidates;
+
+/* Every legal configuration of one layer for one template, filtered through
+ * the template's check. cap <= 0: the templates' default cap (100000). */
+int cg_gen_candidates(const cg_spec *s, int layer, const char *tpl, long long cap,
+                      cg_candidates *out, cg_err *e);
+void cg_candidates_free(cg_candidates *c);
+/* The template's verdict on one configuration: 0 accepted, 1 refused (why
+ * receives the message), -1 error (e). */
+int cg_gen_check_one(const cg_spec *s, int layer, const char *tpl, const char *params, char *why,
+                     size_t why_n, cg_err *e);
+/* Source (with header) and launch of the layer's conv or fc kernel alone under
+ * one configuration; out->source is malloc'd (cg_gen_kernel_free). */
+int cg_gen_emit_one(const cg_spec *s, int layer, const char *tpl, const char *params,
+                    cg_gen_kernel *out, cg_kernel_launch *launch, cg_err *e);
+void cg_gen_kernel_free(cg_gen_kernel *k);
+
 /* The command that regenerates a spec's files, as file headers show it. */
 void cg_regen_command(const char *spec_path, char *out, size_t n);
 /* regen_cmd goes into each file header (see cg_regen_command). Generates for

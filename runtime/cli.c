@@ -22,6 +22,9 @@ static const char usage[] =
     "  check SPEC [--images N] [--data DIR] [--fatbin F] [--no-cache] [--seed S]\n"
     "           [--random-input SEED] [--device N]\n"
     "                                GPU against the CPU reference, layer by layer\n"
+    "  kernel SPEC --layer NAME [--strategy S] [--params k=v,...] [--batch N] [--repeat R]\n"
+    "           [--seed S] [--list]\n"
+    "                                one layer's kernel alone: candidates, or checked and timed\n"
     "  data --resize S -o DIR [--data DIR]\n"
     "                                write the resized IDX sets used for training\n"
     "  help [VERB]                   this text, or one verb's\n"
@@ -37,7 +40,7 @@ static const struct {
     const char *name;
     verb_fn fn;
 } verbs[] = {{"generate", cg_cmd_generate}, {"build", cg_cmd_build}, {"run", cg_cmd_run},
-             {"check", cg_cmd_check},       {"data", cg_cmd_data}};
+             {"check", cg_cmd_check},       {"kernel", cg_cmd_kernel}, {"data", cg_cmd_data}};
 #define NVERBS ((int)(sizeof verbs / sizeof *verbs))
 
 /* The verb named s, or NULL. */

@@ -16,5 +16,17 @@ int cg_cmd_build(int argc, char **argv, cg_err *e);
 int cg_cmd_run(int argc, char **argv, cg_err *e);
 int cg_cmd_check(int argc, char **argv, cg_err *e);
 int cg_cmd_data(int argc, char **argv, cg_err *e);
+int cg_cmd_kernel(int argc, char **argv, cg_err *e);
+
+/* The kernel verb's command line (runtime/cmd_kernel.c), parsed apart from
+ * running it so tests can hold it. Pointers point into argv. */
+typedef struct {
+    const char *spec, *layer, *strategy, *params; /* strategy, params: NULL when absent */
+    long long batch, repeat, seed, check_images;  /* check_images 0: the whole batch */
+    int list, no_cache;
+    int help; /* --help was given: the usage is printed, nothing else to do */
+} cg_kernel_cli;
+/* 0, or CG_EXIT_USAGE with e naming the option at fault. */
+int cg_kernel_cli_parse(int argc, char **argv, cg_kernel_cli *c, cg_err *e);
 
 #endif

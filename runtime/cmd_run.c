@@ -4,6 +4,7 @@
 #include "cuda_api.h"
 #include "data.h"
 #include "gpu.h"
+#include "harness.h"
 #include "options.h"
 
 #include <math.h>
@@ -395,23 +396,6 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     return rc;
 }
 
-/* Compare one layer's GPU output with the CPU reference; returns the relative
- * L2 error (‖gpu − cpu‖ / ‖cpu‖), NaN-safe: any non-finite value gives +inf. */
-static double compare(const float *gpu, const float *cpu, size_t n, double *max_abs, double *max_rel)
-{
-    double num = 0, den = 0, ma = 0, mr = 0, scale = 0;
-    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(cpu[i]));
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)gpu[i] - (double)cpu[i];
-        if (!isfinite(gpu[i])) return *max_abs = INFINITY, *max_rel = INFINITY, INFINITY;
-        num += d * d, den += (double)cpu[i] * cpu[i];
-        ma = fmax(ma, fabs(d));
-        mr = fmax(mr, fabs(d) / fmax(fabs(cpu[i]), 1e-6 * scale + 1e-30));
-    }
-    *max_abs = ma, *max_rel = mr;
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 static const char check_usage[] =
     "usage: convgen check SPEC [options]\n"
     "\n"
@@ -484,8 +468,11 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
         for (int l = 0; l < s->nlayers; l++) {
             double ma, mr;
             size_t n = (size_t)j.n * (size_t)cg_layer_out_elems(&s->layers[l]);
-            double r = compare(gl[l], cl[l], n, &ma, &mr);
-            int fail = !(r <= 1e-5);
+            cg_harness_diff d;
+            cg_harness_compare(gl[l], cl[l], n, CG_HARNESS_TOL, &d);
+            double r = d.rel_l2;
+            ma = d.max_abs, mr = d.max_rel;
+            int fail = !d.ok;
             bad |= fail;
             printf("%-12s %-8s %14.3e %14.3e %14.3e%s\n", s->layers[l].name, cg_op_name(s->layers[l].op), ma, mr,
                    r, fail ? "  FAIL (> 1e-5)" : "");

@@ -144,3 +144,43 @@ void cg_jit_free(cg_jit_result *r)
     free(r->k);
     memset(r, 0, sizeof *r);
 }
+
+int cg_jit_compile(cg_nvrtc *nv, int cc, int driver_version, const cg_gen_kernel *k, int use_cache,
+                   cg_buf *image, cg_buf *log, cg_jit_info *info, cg_err *e)
+{
+    memset(info, 0, sizeof *info);
+    cg_jit_opts o = {0, 0, cc, driver_version, NULL, 1};
+    if (cg_nvrtc_pick_arch(nv, cc, &o.arch, &o.as_ptx))
+        return cg_fail(e, "the device is sm_%d, older than anything this NVRTC compiles for", cc);
+    if (cg_nvrtc_check_driver(nv, driver_version, o.as_ptx, e)) return -1;
+    snprintf(info->arch, sizeof info->arch, o.as_ptx ? "compute_%d (PTX)" : "sm_%d", o.arch);
+    char dir[CG_PATH_MAX] = "";
+    cg_err ce;
+    if (use_cache && cg_cache_dir(dir, sizeof dir, &ce)) snprintf(info->note, sizeof info->note, "%.200s", ce.msg);
+    else if (use_cache) o.cache_dir = dir;
+    /* a one-kernel output: the kernel record is borrowed, never freed here */
+    cg_gen_output *one = calloc(1, sizeof *one);
+    if (!one) return cg_fail(e, "out of memory");
+    one->nkernels = 1;
+    one->k[0] = *k;
+    cg_jit_result r;
+    int rc = cg_jit_build(nv, one, &o, &r, e);
+    free(one);
+    if (r.n == 1) {
+        info->cache_hit = r.k[0].cached;
+        info->ms = r.k[0].ms;
+        if (!info->note[0] && r.k[0].note[0]) snprintf(info->note, sizeof info->note, "%s", r.k[0].note);
+        if (log) {
+            cg_buf_free(log);
+            *log = r.k[0].log;
+            cg_buf_init(&r.k[0].log);
+        }
+        if (!rc) {
+            cg_buf_free(image);
+            *image = r.k[0].image;
+            cg_buf_init(&r.k[0].image);
+        }
+    }
+    cg_jit_free(&r);
+    return rc;
+}

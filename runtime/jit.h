@@ -52,4 +52,20 @@ int cg_jit_build(cg_nvrtc *nv, const cg_gen_output *o, const cg_jit_opts *opt, c
                  cg_err *e);
 void cg_jit_free(cg_jit_result *r);
 
+/* ---- one kernel: what the kernel harness (and a tuner) repeats per candidate ---- */
+
+typedef struct {
+    char arch[32];  /* "sm_90", or "compute_120 (PTX)" for a device newer than NVRTC */
+    int cache_hit;  /* 1: the image came from the cache, NVRTC did not run */
+    double ms;      /* compile, or cache read */
+    char note[256]; /* why the cache was skipped, an entry rebuilt or not written; "" if none */
+} cg_jit_info;
+
+/* Kernel k for a device of compute capability cc under driver driver_version,
+ * through cg_jit_build (same key, same cache entries as a network's JIT):
+ * image receives what cuModuleLoadData takes, log (may be NULL) NVRTC's log. */
+int cg_jit_compile(cg_nvrtc *nv, int cc, int driver_version, const cg_gen_kernel *k, int use_cache,
+                   cg_buf *image, cg_buf *log, cg_jit_info *info, cg_err *e);
+
+
 #endif

@@ -230,9 +230,9 @@ function T.kernel(l, p)
   -- hoists far ahead (hundreds of live registers, then spills) once a group has
   -- more than ~256 weights; such layers stage each group in shared memory
   local const = wbytes <= l.const_left and p.maps_unroll * CKK <= CONST_GROUP_LIMIT
-  local name = string.format("conv2d_direct_c%dm%dk%d_h%dw%d_%s%s_b%du%dx%d%s",
-    l.C, l.M, l.K, l.H, l.W, p.fuse == 1 and l.act or "none",
-    pooled and "_pool2" or "", p.block, p.maps_unroll, p.cols, p.unroll_groups == 1 and "g" or "")
+  local name = string.format("conv2d_direct_c%dm%dk%d_h%dw%d_%s%s%s_%s_b%du%dx%dg%df%d",
+    l.C, l.M, l.K, l.H, l.W, p.fuse == 1 and l.act or "none", pooled and "_pool2" or "",
+    l.bias and "_bias" or "", const and "wc" or "ws", p.block, p.maps_unroll, p.cols, p.unroll_groups, p.fuse)
   local act = p.fuse == 1 and l.act or "none"
   local v = {
     name = name, pad = string.rep(" ", #name),

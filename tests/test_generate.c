@@ -61,9 +61,202 @@ static void test_engine(void)
     CHECK(strstr(out, "tests/lua/engine_syntax.lua:6:"), "got: %s", out);
 }
 
+/* A spec from text (the path names it in messages). */
+static cg_spec *spec_text(const char *path, const char *text)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_err e;
+    if (s && cg_spec_parse(path, text, strlen(text), s, &e)) {
+        CHECK(0, "%s: %s", path, e.msg);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Two conv layers that differ only in bias are two kernels with two names
+ * (they used to collide: "two layers generate the same kernel"). */
+static void test_bias_names(void)
+{
+    cg_spec *s = spec_text("bias.yaml",
+        "network: t\ninput: {channels: 1, height: 28, width: 28}\ndataset: {name: fashion-mnist}\n"
+        "layers:\n"
+        "  - {name: a, op: conv, M: 1, K: 1, bias: true, strategy: direct}\n"
+        "  - {name: b, op: conv, M: 1, K: 1, strategy: direct}\n"
+        "  - {name: f, op: fc, out: 10, strategy: tiled}\n");
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e;
+    if (!s || !o) return free(s), free(o);
+    int rc = cg_generate(s, "x", o, &e);
+    CHECK(rc == 0, "layers differing only in bias generate: %s", rc ? e.msg : "");
+    if (!rc) {
+        const cg_gen_kernel *a = conv_kernel(o, "a"), *b = conv_kernel(o, "b");
+        CHECK(a && b && strcmp(a->kernel, b->kernel), "two kernel names");
+        CHECK(a && strstr(a->kernel, "_bias_wc_"), "bias and weight placement in the name: %s", a ? a->kernel : "");
+        CHECK(b && !strstr(b->kernel, "_bias") && strstr(b->kernel, "_wc_"), "no bias in the name: %s",
+              b ? b->kernel : "");
+        cg_gen_free(o);
+    }
+    free(s), free(o);
+}
+
+/* Enumerate / check / emit for example-conv's conv1 (C=1 M=8 K=5 on 28x28,
+ * pooled to 12x12). Declared legal values: block 32 (32..1024), maps_unroll 4
+ * (1 2 4 8), cols 5 (1 2 3 4 6), unroll_groups 2, fuse 2: 2560 combinations.
+ * The check refuses maps_unroll*cols > 16 when pooling is fused (4 of the 20
+ * (maps_unroll, cols) pairs: 4x6, 8x3, 8x4, 8x6 need more than 64
+ * accumulators), for every block and unroll_groups: 4*32*2 = 256 refusals. */
+static void test_one_layer(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_err e;
+    if (!s || cg_spec_load("specs/example-conv.yaml", s, &e)) {
+        CHECK(0, "example-conv: %s", s ? e.msg : "no memory");
+        free(s);
+        return;
+    }
+    cg_candidates c;
+    int rc = cg_gen_candidates(s, 0, "conv2d_direct", 0, &c, &e);
+    CHECK(rc == 0, "candidates: %s", rc ? e.msg : "");
+    if (!rc) {
+        CHECK(c.total == 2560 && c.examined == 2560, "total %lld examined %lld", c.total, c.examined);
+        CHECK(c.refused == 256 && c.n == 2304 && c.n == c.total - c.refused, "accepted %d refused %lld", c.n,
+              c.refused);
+        CHECK(c.nreasons == 1 && !strcmp(c.reason[0].param, "maps_unroll") && c.reason[0].count == 256,
+              "refusals grouped under maps_unroll: %d groups", c.nreasons);
+        CHECK(!strcmp(c.names, "block maps_unroll cols unroll_groups fuse"), "names: %s", c.names);
+        CHECK(!strcmp(c.c[0].params, "block=32 maps_unroll=1 cols=1 unroll_groups=0 fuse=0"), "first: %s",
+              c.c[0].params);
+        CHECK(!strcmp(c.c[c.n - 1].params, "block=1024 maps_unroll=8 cols=6 unroll_groups=1 fuse=0"), "last: %s",
+              c.c[c.n - 1].params);
+        CHECK(!c.note[0], "no cap note: %s", c.note);
+        /* every candidate of the first block size emits, each under its own name */
+        char names[72][128];
+        int emitted = 0;
+        for (int i = 0; i < 72 && i < c.n; i++) {
+            cg_gen_kernel k;
+            cg_kernel_launch l;
+            rc = cg_gen_emit_one(s, 0, "conv2d_direct", c.c[i].params, &k, &l, &e);
+            CHECK(rc == 0, "emit %s: %s", c.c[i].params, rc ? e.msg : "");
+            if (rc) continue;
+            CHECK(!strcmp(l.params, c.c[i].params), "launch params %s", l.params);
+            CHECK(strstr(k.source, "\n// regenerate: convgen kernel specs/example-conv.yaml --layer conv1 --strategy direct --params block=32,") != NULL,
+                  "header: how to make it again");
+            for (int j = 0; j < emitted; j++) CHECK(strcmp(names[j], k.kernel), "two configurations named %s", k.kernel);
+            snprintf(names[emitted++], sizeof names[0], "%s", k.kernel);
+            cg_gen_kernel_free(&k);
+        }
+        CHECK(emitted == 72, "72 candidates emitted (%d)", emitted);
+        cg_candidates_free(&c);
+    }
+    /* a cap cuts the enumeration short and says so */
+    rc = cg_gen_candidates(s, 0, NULL, 100, &c, &e);
+    CHECK(rc == 0 && c.examined == 100 && c.n + c.refused == 100 && strstr(c.note, "cap of 100"),
+          "capped: %s", rc ? e.msg : c.note);
+    if (!rc) cg_candidates_free(&c);
+
+    /* a refused configuration gets the template's reason, from check and emit */
+    char whybuf[256], *why = whybuf;
+    rc = cg_gen_check_one(s, 0, "conv2d_direct", "maps_unroll=8,cols=4", why, sizeof whybuf, &e);
+    CHECK(rc == 1, "refused (rc %d)", rc);
+    CHECK_CONTAINS(why, "maps_unroll=8 with cols=4 needs 128 accumulators per thread");
+    cg_gen_kernel k;
+    cg_kernel_launch l;
+    rc = cg_gen_emit_one(s, 0, "conv2d_direct", "maps_unroll=8 cols=4", &k, &l, &e);
+    CHECK(rc != 0, "a refused configuration does not emit");
+    CHECK_CONTAINS(e.msg, "specs/example-conv.yaml: layer 'conv1': maps_unroll=8 with cols=4 needs 128");
+    CHECK(cg_gen_check_one(s, 0, NULL, "cols=5", why, sizeof whybuf, &e) == 1, "illegal value refused");
+    CHECK_CONTAINS(why, "cols=5 is not legal for conv2d_direct");
+    CHECK(cg_gen_check_one(s, 0, NULL, "colz=1", why, sizeof whybuf, &e) == 1, "unknown name refused");
+    CHECK_CONTAINS(why, "unknown parameter 'colz'");
+    CHECK(cg_gen_check_one(s, 0, NULL, "", why, sizeof whybuf, &e) == 0, "the spec's own configuration passes");
+    CHECK(cg_gen_check_one(s, 0, NULL, "cols", why, sizeof whybuf, &e) == -1, "malformed parameter");
+    CHECK_CONTAINS(e.msg, "bad parameter 'cols'");
+    CHECK(cg_gen_check_one(s, 0, "conv2d_nope", "", why, sizeof whybuf, &e) == -1, "unknown template");
+    CHECK_CONTAINS(e.msg, "no template 'conv2d_nope'");
+    CHECK(cg_gen_check_one(s, 0, "fc_tiled", "", why, sizeof whybuf, &e) == -1, "fc template on a conv layer");
+    CHECK_CONTAINS(e.msg, "template fc_tiled does not serve conv layers");
+    CHECK(cg_gen_candidates(s, 1, NULL, 0, &c, &e) == -1, "no layer 2");
+    CHECK_CONTAINS(e.msg, "no layer 2 (the network has 1)");
+
+    /* without parameters: exactly the network's kernel (header aside) */
+    cg_gen_output *o = malloc(sizeof *o);
+    if (o && cg_generate(s, "x", o, &e) == 0) {
+        rc = cg_gen_emit_one(s, 0, NULL, NULL, &k, &l, &e);
+        CHECK(rc == 0, "emit the spec's configuration: %s", rc ? e.msg : "");
+        const cg_gen_kernel *n = conv_kernel(o, "conv1");
+        if (!rc && n) {
+            CHECK(!strcmp(k.kernel, n->kernel), "same name: %s, %s", k.kernel, n->kernel);
+            CHECK(k.source_len - k.header_len == n->source_len - n->header_len &&
+                      !memcmp(k.source + k.header_len, n->source + n->header_len, k.source_len - k.header_len),
+                  "same code as in the network");
+            CHECK(strstr(o->manifest, l.record) != NULL, "same manifest record apart from tensors: %s", l.record);
+            CHECK(l.fused && l.in_elems == 784 && l.out_elems == 8 * 12 * 12 && !strcmp(l.grid[0], "N*144/64") &&
+                      l.block[0] == 64 && !strncmp(l.weights, "const:", 6),
+                  "launch facts: fused %d in %lld out %lld grid %s", l.fused, l.in_elems, l.out_elems, l.grid[0]);
+        }
+        if (!rc) cg_gen_kernel_free(&k);
+        cg_gen_free(o);
+    }
+    free(o);
+    /* unfused: the kernel writes the conv (+bias) at full size */
+    rc = cg_gen_emit_one(s, 0, NULL, "fuse=0", &k, &l, &e);
+    CHECK(rc == 0 && !l.fused && l.out_elems == 8 * 24 * 24 && strstr(l.record, " out=conv1.conv "),
+          "unfused launch: %s", rc ? e.msg : l.record);
+    if (!rc) cg_gen_kernel_free(&k);
+    free(s);
+}
+
+/* fc layers: the product of fc_tiled's declared values, and every candidate of
+ * fc_vec for ece408-2017's fc2 (500 -> 10). */
+static void test_fc_candidates(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_err e;
+    if (!s || cg_spec_load("specs/ece408-2017.yaml", s, &e)) {
+        CHECK(0, "ece408-2017: %s", s ? e.msg : "no memory");
+        free(s);
+        return;
+    }
+    int fc2 = -1;
+    for (int i = 0; i < s->nlayers; i++)
+        if (!strcmp(s->layers[i].name, "fc2")) fc2 = i;
+    CHECK(fc2 >= 0, "fc2 in ece408-2017");
+    cg_candidates c;
+    if (fc2 >= 0 && cg_gen_candidates(s, fc2, "fc_tiled", 0, &c, &e) == 0) {
+        CHECK(c.total == 4 * 5 * 3 * 4 * 4 && c.n + c.refused == c.total && c.n > 0 && c.refused > 0,
+              "fc_tiled: %lld = %d + %lld", c.total, c.n, c.refused);
+        cg_candidates_free(&c);
+    } else {
+        CHECK(0, "fc_tiled candidates: %s", e.msg);
+    }
+    if (fc2 >= 0 && cg_gen_candidates(s, fc2, "fc_vec", 0, &c, &e) == 0) {
+        CHECK(c.total == 3 * 4 * 3 * 2 * 2 && c.n + c.refused == c.total, "fc_vec: %lld", c.total);
+        int ok = 0;
+        for (int i = 0; i < c.n; i++) {
+            cg_gen_kernel k;
+            cg_kernel_launch l;
+            if (cg_gen_emit_one(s, fc2, "fc_vec", c.c[i].params, &k, &l, &e) == 0) {
+                ok += l.out_elems == 10 && l.in_elems == 500;
+                cg_gen_kernel_free(&k);
+            }
+        }
+        CHECK(ok == c.n, "every fc_vec candidate emits (%d of %d)", ok, c.n);
+        cg_candidates_free(&c);
+    } else {
+        CHECK(0, "fc_vec candidates: %s", e.msg);
+    }
+    CHECK(cg_gen_candidates(s, s->nlayers - 1, NULL, 0, &c, &e) == -1, "softmax has no candidates");
+    CHECK_CONTAINS(e.msg, "is a softmax; only conv and fc layers have tunable kernels");
+    free(s);
+}
+
 int main(void)
 {
     test_engine();
+    test_bias_names();
+    test_one_layer();
+    test_fc_candidates();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");
     cg_nvrtc *nv = NULL;

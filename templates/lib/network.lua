@@ -28,14 +28,12 @@ end
 -- Combinations resolve() tries before it gives up looking for a legal one.
 local SEARCH_LIMIT = 20000
 
--- Resolve a template's parameters for one layer: spec values checked against
--- the declared legal values; every parameter the spec leaves out is searched,
--- its declared default first, then its legal values in order, for the first
--- combination the template's own cross-checks accept. So a layer without
--- `params` always gets a legal kernel when one exists. Returns the values and
--- their "k=v" list in declared order.
-local function resolve(T, tname, l, given, index)
-  local known, choices = {}, {}
+-- The legal values of each parameter of template T on layer l: the given
+-- (spec or caller) value alone when there is one, checked against the declared
+-- legal values; else the declared default first, then the legal values in order.
+-- Unknown names are refused.
+local function choices(T, tname, l, given, index)
+  local known, out = {}, {}
   for i, d in ipairs(T.params) do
     known[d.name] = true
     local legal = d.legal(l)
@@ -47,12 +45,12 @@ local function resolve(T, tname, l, given, index)
         fail(index, d.name, string.format("%s=%d is not legal for %s on this layer (%s); expected one of %s",
           d.name, v, tname, d.doc, join(shown)))
       end
-      choices[i] = { v }
+      out[i] = { v }
     else
       local def = d.default(l)
       local list = { def }
       for _, x in ipairs(legal) do if x ~= def then list[#list + 1] = x end end
-      choices[i] = list
+      out[i] = list
     end
   end
   for k, _ in pairs(given or {}) do
@@ -63,6 +61,28 @@ local function resolve(T, tname, l, given, index)
         table.concat(names, ", ")), "key")
     end
   end
+  return out
+end
+
+-- A template's parameter values for one layer: the given values, defaults for
+-- the rest. Returns the values and their "k=v" list in declared order; the
+-- template's check is not run.
+local function values(T, tname, l, given, index)
+  local c, p, listed = choices(T, tname, l, given, index), {}, {}
+  for i, d in ipairs(T.params) do
+    p[d.name] = c[i][1]
+    listed[#listed + 1] = d.name .. "=" .. p[d.name]
+  end
+  return p, table.concat(listed, " ")
+end
+
+-- Resolve a template's parameters for one layer: every parameter the caller
+-- leaves out is searched, its default first, then its legal values in order,
+-- for the first combination the template's own cross-checks accept. So a layer
+-- without `params` always gets a legal kernel when one exists. Returns the
+-- values and their "k=v" list in declared order.
+local function resolve(T, tname, l, given, index)
+  local c = choices(T, tname, l, given, index)
   local p, tried, first_msg, first_param = {}, 0, nil, nil
   local function search(i)
     if i > #T.params then
@@ -72,7 +92,7 @@ local function resolve(T, tname, l, given, index)
       if not first_msg then first_msg, first_param = msg, param end
       return false
     end
-    for _, v in ipairs(choices[i]) do
+    for _, v in ipairs(c[i]) do
       p[T.params[i].name] = v
       if search(i + 1) or tried >= SEARCH_LIMIT then return tried < SEARCH_LIMIT end
     end
@@ -176,6 +196,161 @@ function network.build(net)
   add("argmax", { elems = last.OC * last.OH * last.OW }, nil, #net.layers, "predict", cur, "predict", "i32")
   out.max_batch = 0x7fffffff // elems_max
   return out
+end
+
+-- ---- one layer, one template, one configuration (for tuning and the harness) ----
+--
+-- A tuner enumerates a layer's configurations, asks the template's check about
+-- each, and emits the survivors one at a time, without building the network.
+-- `index` is the layer's 1-based position in net.layers; `tname` a template
+-- name ("conv2d_direct", "fc_vec"), nil for the one the spec's strategy names.
+
+-- Most combinations candidates() examines unless told otherwise.
+network.CANDIDATE_CAP = 100000
+
+-- The layer at `index`, or a failure naming it.
+local function layer_at(net, index)
+  local l = net.layers[index]
+  if not l then fail(0, nil, string.format("no layer %s (the network has %d)", tostring(index), #net.layers)) end
+  if l.op ~= "conv" and l.op ~= "fc" then
+    fail(index, nil, string.format("layer '%s' is a %s; only conv and fc layers have tunable kernels", l.name, l.op))
+  end
+  return l
+end
+
+-- The template serving layer l when none is named: conv2d_<strategy> or fc_<strategy>.
+function network.layer_template(l)
+  if l.op == "conv" and l.strategy == "auto" then return (network.auto_strategy(l)) end
+  return (l.op == "conv" and "conv2d_" or "fc_") .. l.strategy
+end
+
+-- The table a conv or fc template receives for layer `index`: the spec's layer
+-- fields plus `const_left`, the constant memory its weights may take (alone, a
+-- layer has the whole budget; network.build gives it what earlier layers left).
+function network.layer_table(net, index, const_left)
+  local l = {}
+  for k, v in pairs(layer_at(net, index)) do l[k] = v end
+  l.params = nil
+  l.const_left = const_left or common.CONST_BUDGET
+  return l
+end
+
+-- Template `tname` (default: the layer's own) and the layer table for it.
+local function setup(net, index, tname)
+  local l = network.layer_table(net, index)
+  tname = tname or network.layer_template(l)
+  local prefix = l.op == "conv" and "conv2d_" or "fc_"
+  if tname:sub(1, #prefix) ~= prefix then
+    fail(index, nil, string.format("template %s does not serve %s layers", tname, l.op))
+  end
+  return import(tname), tname, l
+end
+
+-- Every legal configuration of layer `index` for template `tname`: the cartesian
+-- product of each declared parameter's legal(l) values, first parameter varying
+-- slowest, each put to the template's check. At most `cap` combinations
+-- (default network.CANDIDATE_CAP) are examined; `note` says so when the product
+-- is larger. Returns { template, names = {declared order}, total, examined,
+-- refused, note, accepted = { { params = {k = v}, text = "k=v k=v" }, ... },
+-- reasons = { { param, count, example }, ... } (refusals grouped by the
+-- parameter the check blamed, in order of first appearance) }.
+function network.candidates(net, index, tname, cap)
+  local T, name, l = setup(net, index, tname)
+  cap = cap or network.CANDIDATE_CAP
+  local names, lists, total = {}, {}, 1
+  for i, d in ipairs(T.params) do
+    names[i] = d.name
+    lists[i] = d.legal(l)
+    total = total * #lists[i]
+  end
+  local res = { template = name, names = names, total = total, examined = 0, refused = 0,
+                accepted = {}, reasons = {} }
+  if total > cap then
+    res.note = string.format("%d combinations, more than the cap of %d: only the first %d were examined",
+      total, cap, cap)
+  end
+  local at, by = {}, {}
+  for i = 1, #lists do at[i] = 1 end
+  while res.examined < math.min(total, cap) do
+    local p, listed = {}, {}
+    for i, d in ipairs(names) do
+      p[d] = lists[i][at[i]]
+      listed[i] = d .. "=" .. p[d]
+    end
+    res.examined = res.examined + 1
+    local msg, param = T.check(l, p)
+    if msg then
+      res.refused = res.refused + 1
+      local key = param or "-"
+      if not by[key] then
+        by[key] = { param = param, count = 0, example = msg }
+        res.reasons[#res.reasons + 1] = by[key]
+      end
+      by[key].count = by[key].count + 1
+    else
+      res.accepted[#res.accepted + 1] = { params = p, text = table.concat(listed, " ") }
+    end
+    -- next combination: the last parameter advances fastest
+    local i = #lists
+    while i >= 1 do
+      at[i] = at[i] + 1
+      if at[i] <= #lists[i] then break end
+      at[i] = 1
+      i = i - 1
+    end
+    if i < 1 then break end
+  end
+  return res
+end
+
+-- The parameters a caller gives for layer `index`, over the spec's own when
+-- `tname` is the layer's template (the spec's values were written for it).
+local function given(net, index, tname, params)
+  local l, out = net.layers[index], {}
+  if tname == network.layer_template(l) then
+    for k, v in pairs(l.params or {}) do out[k] = v end
+  end
+  for k, v in pairs(params or {}) do out[k] = v end
+  return out
+end
+
+-- The template's verdict on one configuration (missing parameters take the
+-- spec's values, see given(), then the defaults): nil when accepted, else (message, parameter) for an illegal value,
+-- an unknown name or a refusal of the check.
+function network.check_one(net, index, tname, params)
+  local T, name, l = setup(net, index, tname)
+  local ok, p = pcall(values, T, name, l, given(net, index, name, params), index)
+  if not ok then
+    if type(p) == "table" then return p.message, p.cg_param end
+    error(p, 0)
+  end
+  return T.check(l, p)
+end
+
+-- The kernel record of layer `index` under one configuration (missing
+-- parameters as in check_one; an illegal or refused one is a failure):
+-- what network.build lists for the layer's conv or fc kernel, with tensors
+-- "input" and the layer's output ("<layer>.conv" when the epilogue is not fused).
+function network.emit_one(net, index, tname, params)
+  local T, name, l = setup(net, index, tname)
+  local p, listed = resolve(T, name, l, given(net, index, name, params), index)
+  local k = T.kernel(l, p)
+  k.template = name
+  k.layer = l.name
+  k.params = listed
+  k["in"] = "input"
+  k.out = k.fused and l.name or (l.name .. ".conv")
+  k.in_elems = l.C * l.H * l.W
+  return k
+end
+
+-- Entry point for C callers of the functions above: network[fname](...) as
+-- (result...) or (nil, failure table).
+function network.call(fname, ...)
+  local res = table.pack(pcall(network[fname], ...))
+  if res[1] then return table.unpack(res, 2, res.n) end
+  if type(res[2]) == "table" then return nil, res[2] end
+  error(res[2], 0)
 end
 
 -- Entry point for the generator: (result) or (nil, failure table).

@@ -1,0 +1,310 @@
+/* harness.c — one kernel alone: reference, check, time (see harness.h). */
+#include "harness.h"
+#include "cpu.h"
+#include "cuda_api.h"
+#include "jit.h"
+#include "manifest.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- no GPU needed ---- */
+
+/* splitmix64: a well-mixed 64-bit value from a counter. */
+static unsigned long long mix64(unsigned long long x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+void cg_harness_fill(float *x, size_t n, unsigned long long seed, float scale)
+{
+    unsigned long long base = mix64(seed);
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        double u = (double)(mix64(base ^ (i * 0xd1b54a32d192ed03ULL)) >> 11) * 0x1.0p-53; /* [0, 1) */
+        x[i] = (float)((2 * u - 1) * scale);
+    }
+}
+
+void cg_harness_kernel_layer(const cg_layer *l, int fused, cg_layer *out)
+{
+    *out = *l;
+    if (fused || l->op != CG_OP_CONV) return;
+    out->act = CG_ACT_NONE;
+    out->pool = 0;
+    out->OC = l->M, out->OH = l->H - l->K + 1, out->OW = l->W - l->K + 1;
+}
+
+int cg_harness_reference(const cg_layer *l, int fused, const float *w, const float *b, const float *in,
+                         float *out, int n, cg_err *e)
+{
+    cg_layer kl;
+    cg_harness_kernel_layer(l, fused, &kl);
+    long long rows = l->op == CG_OP_CONV ? l->M : l->out;
+    long long fan_in = l->op == CG_OP_CONV ? (long long)l->C * l->K * l->K : cg_layer_in_elems(l);
+    /* the two tensors under the names cg_cpu_layer looks up; the data stays the caller's */
+    cg_tensor t[2];
+    memset(t, 0, sizeof t);
+    snprintf(t[0].name, sizeof t[0].name, "%s.weight", l->name);
+    snprintf(t[1].name, sizeof t[1].name, "%s.bias", l->name);
+    t[0].ndim = t[1].ndim = 1;
+    t[0].shape[0] = t[0].count = rows * fan_in;
+    t[1].shape[0] = t[1].count = rows;
+    t[0].data = (float *)w;
+    t[1].data = (float *)b;
+    cg_weights ws = {l->bias && b ? 2 : 1, t, 1};
+    return cg_cpu_layer(&kl, &ws, in, out, n, e);
+}
+
+void cg_harness_compare(const float *gpu, const float *cpu, size_t n, double tol, cg_harness_diff *d)
+{
+    memset(d, 0, sizeof *d);
+    d->n = (long long)n;
+    double num = 0, den = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(cpu[i]));
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(gpu[i])) {
+            d->nonfinite++;
+            continue;
+        }
+        double diff = fabs((double)gpu[i] - (double)cpu[i]);
+        num += diff * diff, den += (double)cpu[i] * cpu[i];
+        d->max_abs = fmax(d->max_abs, diff);
+        d->max_rel = fmax(d->max_rel, diff / fmax(fabs(cpu[i]), 1e-6 * scale + 1e-30));
+    }
+    d->rel_l2 = d->nonfinite ? INFINITY : den > 0 ? sqrt(num / den) : sqrt(num);
+    if (d->nonfinite) d->max_abs = d->max_rel = INFINITY;
+    d->ok = !d->nonfinite && d->rel_l2 <= tol;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The q-quantile of n sorted values, interpolating between neighbours. */
+static double quantile(const double *v, int n, double q)
+{
+    double at = q * (n - 1);
+    int lo = (int)at;
+    if (lo >= n - 1) return v[n - 1];
+    return v[lo] + (at - lo) * (v[lo + 1] - v[lo]);
+}
+
+void cg_harness_stats_of(double *ms, int n, cg_harness_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->n = n;
+    if (n <= 0) return;
+    qsort(ms, (size_t)n, sizeof *ms, cmp_double);
+    st->min = ms[0], st->max = ms[n - 1];
+    st->median = quantile(ms, n, 0.5);
+    st->q1 = quantile(ms, n, 0.25), st->q3 = quantile(ms, n, 0.75);
+}
+
+double cg_harness_flop(const cg_layer *l, long long n)
+{
+    if (l->op == CG_OP_CONV)
+        return 2.0 * l->M * (l->H - l->K + 1) * (l->W - l->K + 1) * l->C * l->K * l->K * (double)n;
+    if (l->op == CG_OP_FC) return 2.0 * (double)cg_layer_in_elems(l) * l->out * (double)n;
+    return 0;
+}
+
+/* ---- on the GPU ---- */
+
+/* Host and device buffers of one harness run, freed together. */
+typedef struct {
+    cg_cu *cu;
+    CUmodule mod;
+    CUfunction fn;
+    CUdeviceptr in, out, w, b, flush;
+    CUevent ev[2];
+    float *hin, *hw, *hb, *hout, *ref;
+} bench;
+
+static void bench_free(bench *b)
+{
+    if (b->cu) {
+        cg_cu *cu = b->cu;
+        for (int i = 0; i < 2; i++)
+            if (b->ev[i]) cu->cuEventDestroy(b->ev[i]);
+        CUdeviceptr p[] = {b->in, b->out, b->w, b->b, b->flush};
+        for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+            if (p[i]) cu->cuMemFree(p[i]);
+        if (b->mod) cu->cuModuleUnload(b->mod);
+        cg_cu_close(cu);
+    }
+    free(b->hin), free(b->hw), free(b->hb), free(b->hout), free(b->ref);
+}
+
+/* A grid extent as the generator wrote it ("N*a/b" or an integer) for n images. */
+static long long grid_extent(const char *text, long long n)
+{
+    cg_mdim d = {0, 0};
+    if (sscanf(text, "N*%lld/%lld", &d.mul, &d.div) != 2) d.mul = atoll(text), d.div = 0;
+    return cg_mdim_eval(d, n);
+}
+
+/* An allocation of n bytes on the device holding host data p (NULL: none). */
+static int upload(cg_cu *cu, CUdeviceptr *d, const void *p, size_t n, cg_err *e)
+{
+    if (CG_CU(e, cu->cuMemAlloc(d, n))) return -1;
+    return p ? CG_CU(e, cu->cuMemcpyHtoD(*d, p, n)) : 0;
+}
+
+/* Weights or bias where the launch says they live: a __constant__ symbol of
+ * the module or a device buffer passed as an argument. */
+static int place(bench *b, const char *where, const float *p, size_t count, CUdeviceptr *arg, cg_err *e)
+{
+    if (!strcmp(where, "none")) return 0;
+    if (!strcmp(where, "arg")) return upload(b->cu, arg, p, count * 4, e);
+    if (strncmp(where, "const:", 6)) return cg_fail(e, "unknown weight placement '%s'", where);
+    CUdeviceptr sym;
+    size_t n;
+    if (b->cu->cuModuleGetGlobal(&sym, &n, b->mod, where + 6) != CUDA_SUCCESS)
+        return cg_fail(e, "constant symbol '%s' not found in the module", where + 6);
+    if (n != count * 4) return cg_fail(e, "constant symbol '%s' holds %zu bytes, the layer has %zu", where + 6, n, count * 4);
+    return CG_CU(e, b->cu->cuMemcpyHtoD(sym, p, n));
+}
+
+/* One launch of the kernel over n images, output poisoned with NaN first;
+ * with flush, the L2 is overwritten before it and *ms receives its time. */
+static int launch(bench *b, const cg_kernel_launch *kl, long long n, long long flush_words, double *ms,
+                  cg_err *e)
+{
+    cg_cu *cu = b->cu;
+    int nn = (int)n;
+    void *args[] = {&b->in, &b->out, &b->w, &b->b, &nn};
+    unsigned g[3];
+    for (int d = 0; d < 3; d++) g[d] = (unsigned)grid_extent(kl->grid[d], n);
+    if (CG_CU(e, cu->cuMemsetD32(b->out, 0x7fbadbadu, (size_t)(n * kl->out_elems)))) return -1;
+    if (flush_words && CG_CU(e, cu->cuMemsetD32(b->flush, (unsigned)flush_words, (size_t)flush_words))) return -1;
+    if (CG_CU(e, cu->cuEventRecord(b->ev[0], NULL))) return -1;
+    if (cg_cu_check(e, cu->cuLaunchKernel(b->fn, g[0], g[1], g[2], (unsigned)kl->block[0], (unsigned)kl->block[1],
+                                          (unsigned)kl->block[2], (unsigned)kl->shared, NULL, args, NULL),
+                    "cuLaunchKernel"))
+        return -1;
+    if (CG_CU(e, cu->cuEventRecord(b->ev[1], NULL)) || CG_CU(e, cu->cuEventSynchronize(b->ev[1]))) return -1;
+    float t = 0;
+    if (CG_CU(e, cu->cuEventElapsedTime(&t, b->ev[0], b->ev[1]))) return -1;
+    if (ms) *ms = t;
+    return 0;
+}
+
+/* Host data: inputs, weights, bias for the layer, all seeded. */
+static int host_data(bench *b, const cg_layer *l, const cg_kernel_launch *kl, long long n, long long nref,
+                     unsigned long long seed, size_t *nw, cg_err *e)
+{
+    long long rows = l->op == CG_OP_CONV ? l->M : l->out;
+    long long fan_in = l->op == CG_OP_CONV ? (long long)l->C * l->K * l->K : cg_layer_in_elems(l);
+    size_t nin = (size_t)(n * kl->in_elems);
+    *nw = (size_t)(rows * fan_in);
+    b->hin = malloc(nin * sizeof *b->hin);
+    b->hw = malloc(*nw * sizeof *b->hw);
+    b->hb = malloc((size_t)rows * sizeof *b->hb);
+    b->hout = malloc((size_t)(n * kl->out_elems) * sizeof *b->hout);
+    b->ref = malloc((size_t)(nref * kl->out_elems) * sizeof *b->ref);
+    if (!b->hin || !b->hw || !b->hb || !b->hout || !b->ref) return cg_fail(e, "out of memory for %lld images", n);
+    cg_harness_fill(b->hin, nin, seed, 1.0f);
+    float ws = (float)(1.0 / sqrt((double)fan_in));
+    cg_harness_fill(b->hw, *nw, seed + 1, ws);
+    cg_harness_fill(b->hb, (size_t)rows, seed + 2, ws);
+    return 0;
+}
+
+/* Compile, load and bind the kernel; its registers and local memory. */
+static int load(bench *b, const cg_harness_opts *o, cg_harness_result *r, const cg_gen_kernel *k, cg_err *e)
+{
+    cg_nvrtc *nv;
+    if (cg_nvrtc_open(&nv, e)) return -1;
+    cg_buf img, log;
+    cg_buf_init(&img), cg_buf_init(&log);
+    cg_jit_info ji;
+    int rc = cg_jit_compile(nv, b->cu->cc, b->cu->driver_version, k, !o->no_cache, &img, &log, &ji, e);
+    cg_nvrtc_close(nv);
+    if (rc && log.len) fprintf(stderr, "%s\n", log.data);
+    if (!rc) {
+        snprintf(r->arch, sizeof r->arch, "%s", ji.arch);
+        snprintf(r->cache_note, sizeof r->cache_note, "%s", ji.note);
+        r->cache_hit = ji.cache_hit, r->compile_ms = ji.ms;
+        rc = CG_CU(e, b->cu->cuModuleLoadData(&b->mod, img.data));
+    }
+    cg_buf_free(&img), cg_buf_free(&log);
+    if (rc) return -1;
+    if (b->cu->cuModuleGetFunction(&b->fn, b->mod, k->kernel) != CUDA_SUCCESS)
+        return cg_fail(e, "kernel '%s' not found in its module", k->kernel);
+    if (r->launch.shared > 48 * 1024 &&
+        CG_CU(e, b->cu->cuFuncSetAttribute(b->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, r->launch.shared)))
+        return -1;
+    if (CG_CU(e, b->cu->cuFuncGetAttribute(&r->registers, CU_FUNC_ATTRIBUTE_NUM_REGS, b->fn)) ||
+        CG_CU(e, b->cu->cuFuncGetAttribute(&r->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, b->fn)))
+        return -1;
+    return 0;
+}
+
+int cg_harness_run(const cg_spec *s, int layer, const char *tpl, const char *params,
+                   const cg_harness_opts *o, cg_harness_result *r, cg_err *e)
+{
+    memset(r, 0, sizeof *r);
+    if (cg_gen_emit_one(s, layer, tpl, params, &r->k, &r->launch, e)) return CG_HARNESS_BAD_CONFIG;
+    const cg_layer *l = &s->layers[layer];
+    const cg_kernel_launch *kl = &r->launch;
+    long long n = o->batch > 0 ? o->batch : 1;
+    long long nref = o->check_images > 0 && o->check_images < n ? o->check_images : n;
+    r->batch = n, r->checked_images = nref;
+    if ((double)n * (double)(kl->in_elems > kl->out_elems ? kl->in_elems : kl->out_elems) > 2147483647.0) {
+        cg_gen_kernel_free(&r->k);
+        return cg_fail(e, "--batch %lld: indices of this layer would pass 2^31", n), CG_HARNESS_BAD_CONFIG;
+    }
+    bench b;
+    memset(&b, 0, sizeof b);
+    size_t nw = 0;
+    int rc = cg_cu_open(&b.cu, o->device, e);
+    if (!rc) {
+        snprintf(r->device, sizeof r->device, "%s", b.cu->name);
+        rc = load(&b, o, r, &r->k, e);
+    }
+    cg_gen_kernel_free(&r->k); /* name, template and layer stay */
+    if (!rc) rc = host_data(&b, l, kl, n, nref, o->seed, &nw, e);
+    /* reference */
+    if (!rc) rc = cg_harness_reference(l, kl->fused, b.hw, l->bias ? b.hb : NULL, b.hin, b.ref, (int)nref, e);
+    /* device buffers: input, output, weights where they live, an L2-sized scratch */
+    if (!rc) rc = upload(b.cu, &b.in, b.hin, (size_t)(n * kl->in_elems) * 4, e);
+    if (!rc) rc = upload(b.cu, &b.out, NULL, (size_t)(n * kl->out_elems) * 4, e);
+    if (!rc) rc = place(&b, kl->weights, b.hw, nw, &b.w, e);
+    if (!rc && l->bias) rc = place(&b, kl->bias, b.hb, (size_t)(l->op == CG_OP_CONV ? l->M : l->out), &b.b, e);
+    long long flush_words = 2LL * (b.cu && b.cu->l2_bytes > 0 ? b.cu->l2_bytes : 64 << 20) / 4;
+    if (!rc) rc = upload(b.cu, &b.flush, NULL, (size_t)flush_words * 4, e);
+    for (int i = 0; !rc && i < 2; i++) rc = CG_CU(e, b.cu->cuEventCreate(&b.ev[i], CU_EVENT_DEFAULT));
+    /* check */
+    if (!rc) rc = launch(&b, kl, n, 0, NULL, e);
+    if (!rc) rc = CG_CU(e, b.cu->cuMemcpyDtoH(b.hout, b.out, (size_t)(n * kl->out_elems) * 4));
+    if (!rc) {
+        cg_harness_compare(b.hout, b.ref, (size_t)(nref * kl->out_elems), CG_HARNESS_TOL, &r->diff);
+        /* the rest of the batch is not compared, but every element must be written */
+        for (size_t i = (size_t)(nref * kl->out_elems); i < (size_t)(n * kl->out_elems); i++)
+            r->diff.nonfinite += !isfinite(b.hout[i]);
+        if (r->diff.nonfinite) r->diff.ok = 0, r->diff.rel_l2 = INFINITY;
+    }
+    /* time */
+    double *ms = NULL;
+    int reps = o->repeat > 0 ? o->repeat : 1;
+    if (!rc && r->diff.ok && !(ms = malloc((size_t)reps * sizeof *ms))) rc = cg_fail(e, "out of memory");
+    for (int i = 0; !rc && r->diff.ok && i < o->warmup; i++) rc = launch(&b, kl, n, flush_words, NULL, e);
+    for (int i = 0; !rc && r->diff.ok && i < reps; i++) rc = launch(&b, kl, n, flush_words, &ms[i], e);
+    if (!rc && r->diff.ok) {
+        cg_harness_stats_of(ms, reps, &r->t);
+        r->flush_bytes = flush_words * 4;
+        r->gflop = cg_harness_flop(l, n) / 1e9;
+        r->tflops = r->t.median > 0 ? r->gflop / r->t.median : 0; /* GFLOP per ms = TFLOP/s */
+    }
+    free(ms);
+    bench_free(&b);
+    return rc ? -1 : 0;
+}

@@ -1,0 +1,92 @@
+/* harness.h — one generated kernel alone: reference, check, time.
+ *
+ * The kernel of one conv or fc layer under one configuration is generated
+ * (cg_gen_emit_one), compiled through NVRTC and the cache (cg_jit_compile) and
+ * given seeded random inputs (uniform in -1..1) and weights (uniform in
+ * ±1/sqrt(fan_in)). Its output, poisoned with NaN before every launch, is
+ * compared with the plain C reference of the same layer (runtime/cpu.c); only
+ * a kernel that passes is timed: warm-up launches, then R launches each after
+ * an L2 flush (a write of twice the device's L2), CUDA events around the kernel
+ * alone. This is what `convgen kernel` prints and what a tuner calls.
+ * The pieces that need no GPU are public so tests can hold them. */
+#ifndef CG_HARNESS_H
+#define CG_HARNESS_H
+#include "gen.h"
+#include "spec.h"
+
+#define CG_HARNESS_TOL 1e-5 /* largest ‖gpu − cpu‖ / ‖cpu‖ accepted */
+
+typedef struct {
+    int device;              /* CUDA device index */
+    long long batch;         /* images per launch */
+    long long check_images;  /* images compared with the CPU reference (0: the whole batch) */
+    int warmup, repeat;      /* untimed and timed launches */
+    unsigned long long seed; /* inputs and weights */
+    int no_cache;            /* compile without the on-disk cache */
+} cg_harness_opts;
+
+/* GPU output against the CPU reference. */
+typedef struct {
+    long long n;        /* elements compared */
+    long long nonfinite; /* GPU elements that are NaN or infinite (a poisoned element left unwritten) */
+    double rel_l2;      /* ‖gpu − cpu‖ / ‖cpu‖ (‖gpu − cpu‖ when cpu is all zero); inf with nonfinite */
+    double max_abs;     /* largest |gpu − cpu| */
+    double max_rel;     /* largest |gpu − cpu| / |cpu|, |cpu| floored at 1e-6 of the largest */
+    int ok;             /* no non-finite value and rel_l2 <= the tolerance */
+} cg_harness_diff;
+
+/* Median and spread of timed runs, milliseconds. */
+typedef struct {
+    int n;
+    double median, min, max, q1, q3; /* q1, q3: quartiles (linear interpolation) */
+} cg_harness_stats;
+
+typedef struct {
+    cg_gen_kernel k;          /* the kernel's name, template, layer (source freed) */
+    cg_kernel_launch launch;  /* its launch facts and parameters */
+    char device[256];
+    char arch[32];
+    int cache_hit;
+    double compile_ms;
+    char cache_note[256];
+    int registers, local_bytes; /* per thread, from the loaded function */
+    long long batch, checked_images;
+    cg_harness_diff diff;
+    cg_harness_stats t;       /* filled when diff.ok */
+    long long flush_bytes;    /* bytes written between timed runs */
+    double gflop;             /* per launch of the batch */
+    double tflops;            /* gflop at the median time */
+} cg_harness_result;
+
+/* ---- no GPU needed ---- */
+
+/* x[i] uniform in [-scale, scale], from seed and i alone (same values however
+ * the buffer is split). */
+void cg_harness_fill(float *x, size_t n, unsigned long long seed, float scale);
+/* The layer as one kernel computes it: the layer itself when fused; for an
+ * unfused conv kernel the convolution plus bias only, at full size. */
+void cg_harness_kernel_layer(const cg_layer *l, int fused, cg_layer *out);
+/* The CPU reference of that layer (cg_cpu_layer) over n images, from weights
+ * w (conv M*C*K*K, fc out*in) and bias b (NULL when the layer has none). */
+int cg_harness_reference(const cg_layer *l, int fused, const float *w, const float *b, const float *in,
+                         float *out, int n, cg_err *e);
+/* Compare n values of gpu with cpu, ok under tolerance tol. */
+void cg_harness_compare(const float *gpu, const float *cpu, size_t n, double tol, cg_harness_diff *d);
+/* Statistics of n times (ms is sorted in place). */
+void cg_harness_stats_of(double *ms, int n, cg_harness_stats *st);
+/* Floating-point operations of the layer's main product for n images: a
+ * multiply and an add per weight use (bias, activation, pooling not counted). */
+double cg_harness_flop(const cg_layer *l, long long n);
+
+/* ---- on the GPU ---- */
+
+/* Generate, compile, check and time layer `layer` (0-based) of s under
+ * template tpl (NULL: the layer's own) and params (gen.h's form). Returns 0
+ * with r filled (r->diff.ok says whether the kernel was right; it is timed
+ * only then), CG_HARNESS_BAD_CONFIG when the template refuses the
+ * configuration, -1 on any other failure (no GPU, compile error, CUDA error). */
+#define CG_HARNESS_BAD_CONFIG 2
+int cg_harness_run(const cg_spec *s, int layer, const char *tpl, const char *params,
+                   const cg_harness_opts *o, cg_harness_result *r, cg_err *e);
+
+#endif
