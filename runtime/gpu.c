@@ -200,12 +200,19 @@ static int to_symbol(cg_gpu *g, const char *kernel, const char *sym, const cg_te
     return CG_CU(e, g->cu->cuMemcpyHtoD(p, t->data, n));
 }
 
-static int to_device(cg_gpu *g, const cg_tensor *t, CUdeviceptr *out, cg_err *e)
+/* Upload tensor t as a kernel argument; transposed: its first dimension made
+ * the last, (d0 x rest) -> (rest x d0), for kernels that read it reduction-major. */
+static int to_device(cg_gpu *g, const cg_tensor *t, int transposed, CUdeviceptr *out, cg_err *e)
 {
     size_t n = (size_t)t->count * 4;
     if (CG_CU(e, g->cu->cuMemAlloc(out, n))) return -1;
     g->owned[g->nowned++] = *out;
-    return CG_CU(e, g->cu->cuMemcpyHtoD(*out, t->data, n));
+    if (!transposed) return CG_CU(e, g->cu->cuMemcpyHtoD(*out, t->data, n));
+    float *tr = cg_weights_transposed(t->data, t->shape[0], t->count);
+    if (!tr) return cg_fail(e, "out of memory transposing '%s'", t->name);
+    int rc = CG_CU(e, g->cu->cuMemcpyHtoD(*out, tr, n));
+    free(tr);
+    return rc;
 }
 
 /* Weights and biases where each kernel's manifest entry says they live. */
@@ -221,7 +228,7 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
             const cg_tensor *t = cg_weights_find(w, name);
             if (!t) return cg_fail(e, "kernel '%s' needs tensor '%s', which the weights lack", k->name, name);
             int rc = pl == CG_PLACE_CONST ? to_symbol(g, k->name, b ? k->bsym : k->wsym, t, e)
-                                          : to_device(g, t, b ? &g->bdev[i] : &g->wdev[i], e);
+                                          : to_device(g, t, pl == CG_PLACE_ARG_T, b ? &g->bdev[i] : &g->wdev[i], e);
             if (rc) return -1;
         }
     }

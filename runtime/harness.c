@@ -4,6 +4,7 @@
 #include "cuda_api.h"
 #include "jit.h"
 #include "manifest.h"
+#include "weights.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -159,11 +160,20 @@ static int upload(cg_cu *cu, CUdeviceptr *d, const void *p, size_t n, cg_err *e)
 }
 
 /* Weights or bias where the launch says they live: a __constant__ symbol of
- * the module or a device buffer passed as an argument. */
-static int place(bench *b, const char *where, const float *p, size_t count, CUdeviceptr *arg, cg_err *e)
+ * the module or a device buffer passed as an argument (as stored, or
+ * transposed to rest x rows for reduction-major kernels). */
+static int place(bench *b, const char *where, const float *p, size_t count, long long rows, CUdeviceptr *arg,
+                 cg_err *e)
 {
     if (!strcmp(where, "none")) return 0;
     if (!strcmp(where, "arg")) return upload(b->cu, arg, p, count * 4, e);
+    if (!strcmp(where, "arg:transposed")) {
+        float *t = cg_weights_transposed(p, rows, (long long)count);
+        if (!t) return cg_fail(e, "out of memory");
+        int rc = upload(b->cu, arg, t, count * 4, e);
+        free(t);
+        return rc;
+    }
     if (strncmp(where, "const:", 6)) return cg_fail(e, "unknown weight placement '%s'", where);
     CUdeviceptr sym;
     size_t n;
@@ -277,8 +287,9 @@ int cg_harness_run(const cg_spec *s, int layer, const char *tpl, const char *par
     /* device buffers: input, output, weights where they live, an L2-sized scratch */
     if (!rc) rc = upload(b.cu, &b.in, b.hin, (size_t)(n * kl->in_elems) * 4, e);
     if (!rc) rc = upload(b.cu, &b.out, NULL, (size_t)(n * kl->out_elems) * 4, e);
-    if (!rc) rc = place(&b, kl->weights, b.hw, nw, &b.w, e);
-    if (!rc && l->bias) rc = place(&b, kl->bias, b.hb, (size_t)(l->op == CG_OP_CONV ? l->M : l->out), &b.b, e);
+    long long rows = l->op == CG_OP_CONV ? l->M : l->out; /* the weights' first dimension */
+    if (!rc) rc = place(&b, kl->weights, b.hw, nw, rows, &b.w, e);
+    if (!rc && l->bias) rc = place(&b, kl->bias, b.hb, (size_t)rows, 1, &b.b, e);
     long long flush_words = 2LL * (b.cu && b.cu->l2_bytes > 0 ? b.cu->l2_bytes : 64 << 20) / 4;
     if (!rc) rc = upload(b.cu, &b.flush, NULL, (size_t)flush_words * 4, e);
     for (int i = 0; !rc && i < 2; i++) rc = CG_CU(e, b.cu->cuEventCreate(&b.ev[i], CU_EVENT_DEFAULT));

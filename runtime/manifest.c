@@ -64,6 +64,7 @@ static int parse_place(const char *s, cg_place *p, char *sym, size_t cap)
     sym[0] = 0;
     if (strcmp(s, "none") == 0) *p = CG_PLACE_NONE;
     else if (strcmp(s, "arg") == 0) *p = CG_PLACE_ARG;
+    else if (strcmp(s, "arg:transposed") == 0) *p = CG_PLACE_ARG_T;
     else if (strncmp(s, "const:", 6) == 0 && s[6] && strlen(s + 6) < cap) {
         *p = CG_PLACE_CONST;
         strcpy(sym, s + 6);

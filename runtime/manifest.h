@@ -8,7 +8,7 @@
  *   tensor NAME u8|f32|i32 ELEMS  elements per image
  *   layer NAME OP OUT_TENSOR    spec layers in order (op conv|fc|softmax)
  *   kernel NAME layer=L template=T in=TENSOR out=TENSOR grid=G,G,G block=X,Y,Z
- *          shared=BYTES weights=none|arg|const:SYMBOL bias=none|arg|const:SYMBOL
+ *          shared=BYTES weights=none|arg|arg:transposed|const:SYMBOL bias=none|arg|const:SYMBOL
  *   input TENSOR / output TENSOR / predict TENSOR
  *   hash HEX16                  identifies the build (sources + manifest)
  * A grid extent G is an integer or "N*a/b": ceil(N*a/b) blocks for N images.
@@ -21,7 +21,11 @@
 #define CG_MAN_KERNELS 256
 
 typedef enum { CG_DT_U8, CG_DT_F32, CG_DT_I32 } cg_dtype;
-typedef enum { CG_PLACE_NONE, CG_PLACE_ARG, CG_PLACE_CONST } cg_place;
+/* Where a kernel finds a weight tensor: not at all, as an argument (the tensor as
+ * stored, e.g. M x C x K x K), as an argument transposed to (C*K*K) x M (first
+ * dimension last: what reduction-major kernels read coalesced), or in a
+ * __constant__ symbol of its module. */
+typedef enum { CG_PLACE_NONE, CG_PLACE_ARG, CG_PLACE_CONST, CG_PLACE_ARG_T } cg_place;
 
 typedef struct {
     char name[CG_NAME_MAX + 16];

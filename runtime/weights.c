@@ -178,3 +178,13 @@ void cg_weights_free(cg_weights *w)
     free(w->t);
     memset(w, 0, sizeof *w);
 }
+
+float *cg_weights_transposed(const float *p, long long rows, long long count)
+{
+    long long cols = rows > 0 ? count / rows : 0;
+    float *t = malloc(count > 0 ? (size_t)count * sizeof *t : 1);
+    if (!t) return NULL;
+    for (long long r = 0; r < rows; r++)
+        for (long long c = 0; c < cols; c++) t[c * rows + r] = p[r * cols + c];
+    return t;
+}

@@ -35,4 +35,10 @@ const cg_tensor *cg_weights_find(const cg_weights *w, const char *name);
 int cg_weights_save(const char *path, const cg_weights *w, cg_err *e);
 void cg_weights_free(cg_weights *w);
 
+/* A malloc'd copy of the count floats at p seen as rows x (count/rows), with
+ * the first dimension made the last: (rows x rest) -> (rest x rows). What
+ * reduction-major kernels read (a conv's M x C x K x K weights as (C*K*K) x M).
+ * NULL when out of memory. */
+float *cg_weights_transposed(const float *p, long long rows, long long count);
+
 #endif

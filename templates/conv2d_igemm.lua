@@ -15,7 +15,7 @@
 -- body do not grow with C. Slices are double-buffered in shared memory; the next
 -- slice is fetched into registers while the current one is multiplied.
 -- Each thread gathers BN/T whole columns of a slice (coalesced along the columns)
--- and BK*BM/T weights (coalesced along r). Epilogue: 2x2 max, bias, activation and
+-- and BK*BM/T weights (coalesced along m: the runtime stores them transposed). Epilogue: 2x2 max, bias, activation and
 -- store, in registers; float4 stores where a thread's four columns are contiguous.
 
 local engine = import("lib/engine")
@@ -57,13 +57,13 @@ local function map_tiles(l)
   return all
 end
 
--- The preferred slice depth: the deepest one up to 9 (one kernel row of a 5x5
--- or 7x7 kernel, one channel of a 3x3, eight channels of a 1x1), else the
--- shallowest. Measured on an H200 (bench/RESULTS.md): deeper slices lost to
--- shallower ones on every layer tried, through fewer threads or blocks per SM.
+-- The preferred slice depth: the deepest one up to 18 (one kernel row of a 5x5
+-- or 7x7 kernel, two channels of a 3x3, sixteen of a 1x1), else the shallowest.
+-- Measured on an H200 (bench/RESULTS.md): 25- and 49-deep slices lost to one
+-- kernel row on 5x5 and 7x7 layers, 18 beat 9 and 36 on a 3x3 layer.
 local function default_bk(l)
   local d, best = slice_depths(l), nil
-  for _, v in ipairs(d) do if v <= 9 then best = v end end
+  for _, v in ipairs(d) do if v <= 18 then best = v end end
   return best or d[1]
 end
 
@@ -195,16 +195,17 @@ extern "C" __global__ void __launch_bounds__({{NT}})
 % end
         xb[j] = in + img * {{C * H * W}} + oy * {{W}} + ox;
     }
-    // the weights this thread loads: element e = tid + i*{{NT}} of the {{BM}}x{{BK}} slice, read along r
+    // the weights this thread loads: element e = tid + i*{{NT}} of the {{BK}}x{{BM}} slice; the
+    // weights arrive transposed, {{R}} x {{M}} (reduction-major), so lanes read and store along m
     int wg[{{WL}}], wsx[{{WL}}];
 #pragma unroll
     for (int i = 0; i < {{WL}}; i++) {
         const int e = tid + i * {{NT}};
-        const int m = e / {{BK}}, r = e - m * {{BK}};
+        const int r = e / {{BM}}, m = e - r * {{BM}};
 % if wguard then
-        wg[i] = (e < {{BK * BM}} && m0 + m < {{M}}) ? (m0 + m) * {{R}} + r : -1;
+        wg[i] = (e < {{BK * BM}} && m0 + m < {{M}}) ? r * {{M}} + m0 + m : -1;
 % else
-        wg[i] = (m0 + m) * {{R}} + r;
+        wg[i] = r * {{M}} + m0 + m;
 % end
         wsx[i] = r * {{BM}} + m;
     }
@@ -284,9 +285,9 @@ extern "C" __global__ void __launch_bounds__({{NT}})
             if (tid + i * {{NT}} >= {{BK * BM}}) break;
 % end
 % if wguard then
-            copy4(w + 4 * wsx[i], w_arg + (wg[i] >= 0 ? wg[i] + s * {{BK}} : 0), wg[i] >= 0 ? 4 : 0);   // 0: zero fill
+            copy4(w + 4 * wsx[i], w_arg + (wg[i] >= 0 ? wg[i] + s * {{BK * M}} : 0), wg[i] >= 0 ? 4 : 0);   // 0: zero fill
 % else
-            copy4(w + 4 * wsx[i], w_arg + wg[i] + s * {{BK}}, 4);
+            copy4(w + 4 * wsx[i], w_arg + wg[i] + s * {{BK * M}}, 4);
 % end
         }
     };
@@ -315,9 +316,9 @@ extern "C" __global__ void __launch_bounds__({{NT}})
 #pragma unroll
         for (int i = 0; i < {{WL}}; i++)
 % if wguard then
-            wr[i] = wg[i] >= 0 ? __ldg(w_arg + wg[i] + s * {{BK}}) : 0.0f;
+            wr[i] = wg[i] >= 0 ? __ldg(w_arg + wg[i] + s * {{BK * M}}) : 0.0f;
 % else
-            wr[i] = __ldg(w_arg + wg[i] + s * {{BK}});
+            wr[i] = __ldg(w_arg + wg[i] + s * {{BK * M}});
 % end
     };
     auto stash = [&](int b) {
@@ -440,7 +441,7 @@ function T.kernel(l, p)
     grid = { common.batch_dim(s.COLS, p.bn), common.ceil_div(l.M, p.bm), 1 },
     block = { s.threads, 1, 1 },
     shared = s.smem,
-    weights = "arg",
+    weights = "arg:transposed",
     bias = l.bias and "arg" or "none",
     out_elems = l.M * s.P,
     shape = string.format("C=%d H=%d W=%d -> M=%d K=%d%s -> %dx%dx%d",

@@ -294,6 +294,11 @@ int main(void)
             for (int l = 0; l < s->nlayers && l < m->nlayers; l++)
                 CHECK(m->t[m->l[l].out].elems == cg_layer_out_elems(&s->layers[l]), "%s: layer %s output elements",
                       path, s->layers[l].name);
+            /* igemm reads its weights reduction-major: the runtime must upload them transposed */
+            for (int i = 0; i < m->nkernels; i++)
+                if (!strcmp(m->k[i].tpl, "conv2d_igemm"))
+                    CHECK(m->k[i].wplace == CG_PLACE_ARG_T, "%s: %s takes its weights transposed", path,
+                          m->k[i].name);
         }
         /* headers: who made the file and how to make it again */
         for (int i = 0; i < a->nkernels; i++) {

@@ -327,6 +327,22 @@ static void test_bounded(void)
     cg_weights_free(&r);
 }
 
+/* cg_weights_transposed: a 2 x C x K x K tensor becomes (C*K*K) x 2. */
+static void test_transposed(void)
+{
+    float w[2 * 3 * 2 * 2];
+    for (int i = 0; i < 24; i++) w[i] = (float)i;
+    float *t = cg_weights_transposed(w, 2, 24);
+    CHECK(t != NULL, "transposed: allocated");
+    if (!t) return;
+    int ok = 1;
+    for (int m = 0; m < 2; m++)
+        for (int r = 0; r < 12; r++) ok &= t[r * 2 + m] == w[m * 12 + r];
+    CHECK(ok, "transposed: t[r][m] == w[m][r] for every m, r");
+    CHECK(t[1] == 12.0f && t[2] == 1.0f, "transposed: first entries 0, 12, 1, ...");
+    free(t);
+}
+
 int main(void)
 {
     strcpy(dir, "/tmp/cg_test_weights_XXXXXX");
@@ -337,6 +353,7 @@ int main(void)
     test_random();
     test_malformed();
     test_bounded();
+    test_transposed();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) printf("warning: could not remove %s\n", dir);

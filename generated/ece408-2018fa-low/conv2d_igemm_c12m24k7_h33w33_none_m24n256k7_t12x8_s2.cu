@@ -2,10 +2,10 @@
 // spec:       specs/ece408-2018fa-low.yaml (network ece408-2018fa-low)
 // layer:      conv2
 // shape:      C=12 H=33 W=33 -> M=24 K=7 -> 24x27x27
-// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash 35cd9d3c3d72b7d4)
+// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash 394cd25cd22d4e0f)
 // params:     bm=24 bn=256 bk=7 tm=12 tn=8 stages=2
 // launch:     grid (N*729/256, 1, 1) where N = images, block (64, 1, 1), 15680 B shared
-// weights:    arg, bias none
+// weights:    arg:transposed, bias none
 // regenerate: convgen generate specs/ece408-2018fa-low.yaml -o DIR
 
 // GEMM view: 24 maps x (N*729) columns, reduced over C*K*K = 588 in 84 slices of 7
@@ -40,13 +40,14 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2(const float* __restrict__ i
         const int oy = at / 27, ox = at % 27;
         xb[j] = in + img * 13068 + oy * 33 + ox;
     }
-    // the weights this thread loads: element e = tid + i*64 of the 24x7 slice, read along r
+    // the weights this thread loads: element e = tid + i*64 of the 7x24 slice; the
+    // weights arrive transposed, 588 x 24 (reduction-major), so lanes read and store along m
     int wg[3], wsx[3];
 #pragma unroll
     for (int i = 0; i < 3; i++) {
         const int e = tid + i * 64;
-        const int m = e / 7, r = e - m * 7;
-        wg[i] = (e < 168 && m0 + m < 24) ? (m0 + m) * 588 + r : -1;
+        const int r = e / 24, m = e - r * 24;
+        wg[i] = (e < 168 && m0 + m < 24) ? r * 24 + m0 + m : -1;
         wsx[i] = r * 24 + m;
     }
 
@@ -107,7 +108,7 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2(const float* __restrict__ i
 #pragma unroll
         for (int i = 0; i < 3; i++) {
             if (tid + i * 64 >= 168) break;
-            copy4(w + 4 * wsx[i], w_arg + (wg[i] >= 0 ? wg[i] + s * 7 : 0), wg[i] >= 0 ? 4 : 0);   // 0: zero fill
+            copy4(w + 4 * wsx[i], w_arg + (wg[i] >= 0 ? wg[i] + s * 168 : 0), wg[i] >= 0 ? 4 : 0);   // 0: zero fill
         }
     };
 #pragma unroll
@@ -134,7 +135,7 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2(const float* __restrict__ i
             for (int r = 0; r < 7; r++) xr[j][r] = __ldg(xb[j] + o + conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2_OFF(r));
 #pragma unroll
         for (int i = 0; i < 3; i++)
-            wr[i] = wg[i] >= 0 ? __ldg(w_arg + wg[i] + s * 7) : 0.0f;
+            wr[i] = wg[i] >= 0 ? __ldg(w_arg + wg[i] + s * 168) : 0.0f;
     };
     auto stash = [&](int b) {
         float* const x = xs + b * 1792;

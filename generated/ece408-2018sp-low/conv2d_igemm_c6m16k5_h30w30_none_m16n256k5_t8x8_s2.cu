@@ -2,10 +2,10 @@
 // spec:       specs/ece408-2018sp-low.yaml (network ece408-2018sp-low)
 // layer:      conv2
 // shape:      C=6 H=30 W=30 -> M=16 K=5 -> 16x26x26
-// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash 35cd9d3c3d72b7d4)
+// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash 394cd25cd22d4e0f)
 // params:     bm=16 bn=256 bk=5 tm=8 tn=8 stages=2
 // launch:     grid (N*676/256, 1, 1) where N = images, block (64, 1, 1), 10880 B shared
-// weights:    arg, bias none
+// weights:    arg:transposed, bias none
 // regenerate: convgen generate specs/ece408-2018sp-low.yaml -o DIR
 
 // GEMM view: 16 maps x (N*676) columns, reduced over C*K*K = 150 in 30 slices of 5
@@ -40,13 +40,14 @@ conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2(const float* __restrict__ in,
         const int oy = at / 26, ox = at % 26;
         xb[j] = in + img * 5400 + oy * 30 + ox;
     }
-    // the weights this thread loads: element e = tid + i*64 of the 16x5 slice, read along r
+    // the weights this thread loads: element e = tid + i*64 of the 5x16 slice; the
+    // weights arrive transposed, 150 x 16 (reduction-major), so lanes read and store along m
     int wg[2], wsx[2];
 #pragma unroll
     for (int i = 0; i < 2; i++) {
         const int e = tid + i * 64;
-        const int m = e / 5, r = e - m * 5;
-        wg[i] = (e < 80 && m0 + m < 16) ? (m0 + m) * 150 + r : -1;
+        const int r = e / 16, m = e - r * 16;
+        wg[i] = (e < 80 && m0 + m < 16) ? r * 16 + m0 + m : -1;
         wsx[i] = r * 16 + m;
     }
 
@@ -107,7 +108,7 @@ conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2(const float* __restrict__ in,
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             if (tid + i * 64 >= 80) break;
-            copy4(w + 4 * wsx[i], w_arg + (wg[i] >= 0 ? wg[i] + s * 5 : 0), wg[i] >= 0 ? 4 : 0);   // 0: zero fill
+            copy4(w + 4 * wsx[i], w_arg + (wg[i] >= 0 ? wg[i] + s * 80 : 0), wg[i] >= 0 ? 4 : 0);   // 0: zero fill
         }
     };
 #pragma unroll
@@ -134,7 +135,7 @@ conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2(const float* __restrict__ in,
             for (int r = 0; r < 5; r++) xr[j][r] = __ldg(xb[j] + o + conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_OFF(r));
 #pragma unroll
         for (int i = 0; i < 2; i++)
-            wr[i] = wg[i] >= 0 ? __ldg(w_arg + wg[i] + s * 5) : 0.0f;
+            wr[i] = wg[i] >= 0 ? __ldg(w_arg + wg[i] + s * 80) : 0.0f;
     };
     auto stash = [&](int b) {
         float* const x = xs + b * 1280;
