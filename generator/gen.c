@@ -788,7 +788,9 @@ static int one_call(const cg_spec *s, int layer, const char *tpl, const char *fn
     if (!rc) {
         lua_getfield(L, -1, "call");
         lua_pushstring(L, fname);
-        cg_gen_push_net(L, s, NULL);
+        cg_target dt;
+        cg_target_default(&dt);
+        cg_gen_push_net(L, s, &dt);
         lua_pushinteger(L, layer + 1);
         if (tpl) lua_pushstring(L, tpl);
         else lua_pushnil(L);
@@ -797,7 +799,9 @@ static int one_call(const cg_spec *s, int layer, const char *tpl, const char *fn
         else lua_pushnil(L);
         if (!rc) rc = cg_lua_pcall(h, 5, 2, e);
         if (!rc) {
-            extract_ctx c = {h, s, take, out, arg, NULL, e, 0};
+            cg_target tg; /* one layer alone: the conservative default target */
+            cg_target_default(&tg);
+            extract_ctx c = {h, s, take, out, arg, &tg, e, 0};
             rc = run_extract(&c);
         }
     }

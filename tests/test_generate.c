@@ -120,9 +120,12 @@ static void test_one_layer(void)
     CHECK(rc == 0, "candidates: %s", rc ? e.msg : "");
     if (!rc) {
         CHECK(c.total == 2560 && c.examined == 2560, "total %lld examined %lld", c.total, c.examined);
-        CHECK(c.refused == 256 && c.n == 2304 && c.n == c.total - c.refused, "accepted %d refused %lld", c.n,
+        /* refused: 256 over 64 accumulators (maps_unroll*cols > 16 when pooling: 4 pairs x 2 x 32
+         * blocks), 160 over the 2560-FMA body budget (unroll_groups=1 with cols 4 or 6: 5 pairs
+         * not already refused x 32 blocks); both blame maps_unroll */
+        CHECK(c.refused == 416 && c.n == 2144 && c.n == c.total - c.refused, "accepted %d refused %lld", c.n,
               c.refused);
-        CHECK(c.nreasons == 1 && !strcmp(c.reason[0].param, "maps_unroll") && c.reason[0].count == 256,
+        CHECK(c.nreasons == 1 && !strcmp(c.reason[0].param, "maps_unroll") && c.reason[0].count == 416,
               "refusals grouped under maps_unroll: %d groups", c.nreasons);
         CHECK(!strcmp(c.names, "block maps_unroll cols unroll_groups fuse"), "names: %s", c.names);
         CHECK(!strcmp(c.c[0].params, "block=32 maps_unroll=1 cols=1 unroll_groups=0 fuse=0"), "first: %s",
@@ -130,10 +133,10 @@ static void test_one_layer(void)
         CHECK(!strcmp(c.c[c.n - 1].params, "block=1024 maps_unroll=8 cols=6 unroll_groups=1 fuse=0"), "last: %s",
               c.c[c.n - 1].params);
         CHECK(!c.note[0], "no cap note: %s", c.note);
-        /* every candidate of the first block size emits, each under its own name */
-        char names[72][128];
+        /* every candidate of the first block size (2144 / 32 = 67) emits, each under its own name */
+        char names[67][128];
         int emitted = 0;
-        for (int i = 0; i < 72 && i < c.n; i++) {
+        for (int i = 0; i < 67 && i < c.n; i++) {
             cg_gen_kernel k;
             cg_kernel_launch l;
             rc = cg_gen_emit_one(s, 0, "conv2d_direct", c.c[i].params, &k, &l, &e);
@@ -146,7 +149,7 @@ static void test_one_layer(void)
             snprintf(names[emitted++], sizeof names[0], "%s", k.kernel);
             cg_gen_kernel_free(&k);
         }
-        CHECK(emitted == 72, "72 candidates emitted (%d)", emitted);
+        CHECK(emitted == 67, "67 candidates emitted (%d)", emitted);
         cg_candidates_free(&c);
     }
     /* a cap cuts the enumeration short and says so */

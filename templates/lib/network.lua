@@ -333,7 +333,11 @@ end
 -- "input" and the layer's output ("<layer>.conv" when the epilogue is not fused).
 function network.emit_one(net, index, tname, params)
   local T, name, l = setup(net, index, tname)
-  local p, listed = resolve(T, name, l, given(net, index, name, params), index)
+  -- exactly this configuration (defaults for what is left out), no search:
+  -- a refused one is an error, as check_one says
+  local p, listed = values(T, name, l, given(net, index, name, params), index)
+  local msg, param = T.check(l, p)
+  if msg then fail(index, param, msg) end
   local k = T.kernel(l, p)
   k.template = name
   k.layer = l.name
