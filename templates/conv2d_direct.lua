@@ -52,6 +52,8 @@ T.params = {
 -- Most multiply-adds one thread's fully unrolled body may hold: code size and
 -- compile time grow with it (ece408-2018fa conv2, 2352, compiles in about 2 s).
 T.BODY_BUDGET = 2560
+-- Most unrolled tile calls (one source line each, about 80 bytes): the source size.
+T.CALL_BUDGET = 400
 
 -- Largest input patch (floats, all channels) kept in registers across groups.
 local HOIST_LIMIT = 72
@@ -76,6 +78,12 @@ function T.check(l, p)
   end
   local CKK = l.C * l.K * l.K
   local body = p.maps_unroll * CKK * TR * TS * (p.unroll_groups == 1 and l.M // p.maps_unroll or 1)
+  local calls = p.maps_unroll * CKK * (p.unroll_groups == 1 and l.M // p.maps_unroll or 1)
+  if calls > T.CALL_BUDGET then
+    return string.format("the unrolled body makes %d tile calls (maps_unroll*C*K*K%s); the budget is %d, " ..
+      "so that the source stays under about 40 KB: use strategy igemm for this layer",
+      calls, p.unroll_groups == 1 and "*groups" or "", T.CALL_BUDGET), "maps_unroll"
+  end
   if body > T.BODY_BUDGET then
     return string.format("the unrolled body holds %d multiply-adds (maps_unroll*C*K*K*outputs%s); " ..
       "the budget is %d, so that it compiles in seconds: use strategy igemm for this layer",

@@ -104,18 +104,24 @@ local function resolve(T, tname, l, given, index)
   return p, table.concat(listed, " ")
 end
 
--- The rule `strategy: auto` follows until a tuner measures: a reduction
--- C*K*K of at most AUTO_DIRECT_MAX is unrolled whole by `direct` (it wins on
--- one-channel layers); anything deeper goes to `igemm`, whose code does not
--- grow with C. Returns the template name and the reason, for the file header.
-network.AUTO_DIRECT_MAX = 64
+-- The rule `strategy: auto` follows until a tuner measures: `direct` unrolls
+-- the whole C*K*K reduction and wins on layers with one to three input channels
+-- and a small kernel (43-52 TFLOP/s fused on the course's one-channel layers, on
+-- an H200); with more channels its per-thread unrolling falls to 8-20 TFLOP/s
+-- (a 1x1 layer with C=64: 19.7) while `igemm` holds 40-45 (bench/RESULTS.md).
+-- Returns the template name and the reason, for the file header.
+network.AUTO_DIRECT_MAX_C = 3
+network.AUTO_DIRECT_MAX_CKK = 64
 
 function network.auto_strategy(l)
   local ckk = l.C * l.K * l.K
-  if ckk <= network.AUTO_DIRECT_MAX then
-    return "conv2d_direct", string.format("auto: direct, since C*K*K = %d <= %d", ckk, network.AUTO_DIRECT_MAX)
+  if l.C <= network.AUTO_DIRECT_MAX_C and ckk <= network.AUTO_DIRECT_MAX_CKK then
+    return "conv2d_direct", string.format("auto: direct, since C = %d <= %d and C*K*K = %d <= %d",
+      l.C, network.AUTO_DIRECT_MAX_C, ckk, network.AUTO_DIRECT_MAX_CKK)
   end
-  return "conv2d_igemm", string.format("auto: igemm, since C*K*K = %d > %d", ckk, network.AUTO_DIRECT_MAX)
+  return "conv2d_igemm", string.format("auto: igemm, since %s",
+    l.C > network.AUTO_DIRECT_MAX_C and string.format("C = %d > %d", l.C, network.AUTO_DIRECT_MAX_C)
+      or string.format("C*K*K = %d > %d", ckk, network.AUTO_DIRECT_MAX_CKK))
 end
 
 function network.build(net)
