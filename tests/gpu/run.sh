@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make test-gpu — needs an NVIDIA GPU, its driver, nvcc (for fat binaries) and
+# make test-gpu — needs an NVIDIA GPU, its driver, the CUDA toolkit (fatbinary, for fat binaries) and
 # compute-sanitizer. CONVGEN_DATA points at the Fashion-MNIST IDX files where
 # Debian's package is not installed.
 #  1. every kernel of every shipped spec against the float64-accumulating CPU
