@@ -1,5 +1,6 @@
 /* test_aot.c — --arch parsing, the fat binary reader on hand-made and damaged
- * containers, and a real nvcc build of a one-kernel network for sm_75 + sm_90. */
+ * containers, and a real build (NVRTC + fatbinary) of a one-kernel network for sm_75 + sm_90, and the
+ * fat binary's code equal to the JIT's. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <dirent.h>
 #include <ftw.h>
