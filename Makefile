@@ -1,7 +1,8 @@
 # convgen — build, test, generate.
 # ---- settings -------------------------------------------------------------
 CUDA_HOME ?= /usr/local/cuda
-ARCHS     ?= 75,80,86,89,90,100,120
+# fat binary architectures: empty = convgen's default list (the table in runtime/aot.c)
+ARCHS     ?=
 CC        ?= cc
 SPECS     := $(wildcard specs/*.yaml)
 # ---------------------------------------------------------------------------
@@ -73,7 +74,7 @@ generate: build/convgen
 fatbin: build/convgen
 	@mkdir -p build/fatbin
 	@for s in $(SPECS); do n=$$(basename $$s .yaml); \
-	  build/convgen build $$s --arch $(ARCHS) -o build/fatbin/$$n.fatbin || exit 1; done
+	  build/convgen build $$s $(if $(ARCHS),--arch $(ARCHS)) -o build/fatbin/$$n.fatbin || exit 1; done
 
 demo: deps
 	@$(MAKE) --no-print-directory build/convgen

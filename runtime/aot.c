@@ -1,4 +1,4 @@
-/* aot.c — fat binaries through nvcc (see aot.h). */
+/* aot.c — fat binaries: NVRTC per arch, packed by fatbinary (see aot.h). */
 #include "aot.h"
 
 #include <dirent.h>
@@ -142,7 +142,7 @@ static int run_capture(char *const argv[], cg_buf *out, int *code, cg_err *e)
 /* The combined translation unit: every kernel under a #line, then the build id. */
 static int write_unit(const cg_gen_output *o, cg_buf *tu, cg_err *e)
 {
-    int bad = cg_buf_printf(tu, "// convgen %s: %d kernels in one unit for nvcc -fatbin\n",
+    int bad = cg_buf_printf(tu, "// convgen %s: %d kernels in one unit for a fat binary\n",
                             CG_VERSION, o->nkernels);
     for (int i = 0; i < o->nkernels && !bad; i++) {
         const cg_gen_kernel *k = &o->k[i];
@@ -257,7 +257,7 @@ static int verify(const cg_buf *fb, const char *tmpfile, const char *out_path, c
     int sm[CG_FATBIN_MAX_ARCHS], ptx[CG_FATBIN_MAX_ARCHS], nsm, nptx;
     cg_err why;
     if (cg_fatbin_list(fb->data, fb->len, sm, &nsm, ptx, &nptx, &why))
-        return cg_fail(e, "nvcc's output for %s is unreadable: %s", out_path, why.msg);
+        return cg_fail(e, "fatbinary's output for %s is unreadable: %s", out_path, why.msg);
     char have[512], missing[256] = "";
     cg_fatbin_describe(sm, nsm, ptx, nptx, have, sizeof have);
     for (int i = 0; i < narch; i++) {
@@ -273,31 +273,46 @@ static int verify(const cg_buf *fb, const char *tmpfile, const char *out_path, c
         snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%sPTX compute_%d",
                  missing[0] ? ", " : "", newest);
     if (missing[0])
-        return cg_fail(e, "nvcc's output for %s lacks %s (it holds %s)", out_path, missing, have);
+        return cg_fail(e, "fatbinary's output for %s lacks %s (it holds %s)", out_path, missing, have);
     return check_with_cuobjdump(tmpfile, sm, nsm, ptx, nptx, log, e);
 }
 
-void cg_aot_command(cg_aot_cmd *c, const char *nvcc, const int *archs, int narch,
-                    const char *out, const char *unit)
+/* One image of the fat binary: the unit through NVRTC, exactly as the JIT
+ * compiles (same library, same cg_nvrtc_options), into dir/NAME; its log
+ * (ptxas -v for cubins) appended to log. argbuf receives fatbinary's
+ * --image3 argument for it. */
+static int compile_image(cg_nvrtc *nv, const cg_buf *tu, int arch, int as_ptx, const char *dir,
+                         char argbuf[4400], cg_buf *log, cg_err *e)
 {
-    int na = 0, nopt = 0;
-    const char *const *opt = cg_device_options(&nopt);
-    c->argv[na++] = (char *)nvcc;
-    c->argv[na++] = "-fatbin";
-    for (int i = 0; i < nopt; i++) c->argv[na++] = (char *)opt[i]; /* what NVRTC gets too */
-    c->argv[na++] = "--ptxas-options=-v"; /* registers and spills per kernel, into the log */
-    for (int i = 0; i <= narch; i++) {
-        int a = archs[i < narch ? i : narch - 1];
-        snprintf(c->gencode[i], sizeof c->gencode[i], "arch=compute_%d,code=%s_%d", a,
-                 i < narch ? "sm" : "compute", a);
-        c->argv[na++] = "-gencode";
-        c->argv[na++] = c->gencode[i];
+    cg_buf img, clog;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s_%d.%s", dir, as_ptx ? "compute" : "sm", arch,
+             as_ptx ? "ptx" : "cubin");
+    int rc = cg_nvrtc_compile(nv, tu->data, "all_kernels.cu", arch, as_ptx, &img, &clog, NULL, e);
+    if (log && clog.len &&
+        (cg_buf_printf(log, "-- %s_%d (NVRTC) --\n", as_ptx ? "compute" : "sm", arch) ||
+         cg_buf_add(log, clog.data, clog.len)))
+        rc = rc ? rc : cg_fail(e, "out of memory");
+    if (!rc) rc = cg_write_file_atomic(path, img.data, img.len, e);
+    cg_buf_free(&img), cg_buf_free(&clog);
+    snprintf(argbuf, 4400, "--image3=kind=%s,sm=%d,file=%s", as_ptx ? "ptx" : "elf", arch, path);
+    return rc;
+}
+
+/* Every requested arch must be one this NVRTC compiles for. */
+static int check_archs(const cg_nvrtc *nv, const int *archs, int narch, cg_err *e)
+{
+    int n = 0;
+    const int *have = cg_nvrtc_archs(nv, &n);
+    for (int i = 0; i < narch; i++) {
+        int ok = 0;
+        for (int j = 0; j < n; j++) ok |= have[j] == archs[i];
+        if (!ok)
+            return cg_fail(e, "NVRTC %d.%d cannot compile for sm_%d (it knows sm_%d to sm_%d)",
+                           cg_nvrtc_version(nv) / 1000, cg_nvrtc_version(nv) % 1000 / 10, archs[i],
+                           have[0], have[n - 1]);
     }
-    c->argv[na++] = "-o";
-    c->argv[na++] = (char *)out;
-    c->argv[na++] = (char *)unit;
-    c->argv[na] = NULL;
-    c->argc = na;
+    return 0;
 }
 
 int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char *out_path,
@@ -315,36 +330,62 @@ int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char
     if (strlen(o->hash) != 16 || strspn(o->hash, "0123456789abcdef") != 16)
         return cg_fail(e, "%s: build hash \"%s\" is not 16 hex digits", out_path, o->hash);
 
-    char nvcc[4096];
-    if (find_tool("nvcc", nvcc, sizeof nvcc))
-        return cg_fail(e, "nvcc not found ($CUDA_HOME/bin, PATH, /usr/local/cuda/bin): install "
-                          "the CUDA toolkit or set CUDA_HOME to build %s",
+    char packer[4096];
+    if (find_tool("fatbinary", packer, sizeof packer))
+        return cg_fail(e, "fatbinary not found ($CUDA_HOME/bin, PATH, /usr/local/cuda/bin): "
+                          "install the CUDA toolkit or set CUDA_HOME to build %s",
                        out_path);
+    cg_nvrtc *nv;
+    if (cg_nvrtc_open(&nv, e)) return -1;
+    if (check_archs(nv, archs, narch, e)) {
+        cg_nvrtc_close(nv);
+        return -1;
+    }
 
     const char *tmp = getenv("TMPDIR");
-    char dir[4096], unit[4200], outfile[4200];
+    char dir[4096], outfile[4200], create[4300];
     snprintf(dir, sizeof dir, "%s/convgen-aot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) return cg_fail(e, "mkdtemp %s: %s", dir, strerror(errno));
-    snprintf(unit, sizeof unit, "%s/all_kernels.cu", dir);
+    if (!mkdtemp(dir)) {
+        cg_nvrtc_close(nv);
+        return cg_fail(e, "mkdtemp %s: %s", dir, strerror(errno));
+    }
     snprintf(outfile, sizeof outfile, "%s/out.fatbin", dir);
+    snprintf(create, sizeof create, "--create=%s", outfile);
 
     int rc = -1;
-    cg_buf tu, fb, nvlog;
-    cg_buf_init(&tu), cg_buf_init(&fb), cg_buf_init(&nvlog);
-    cg_aot_cmd cmd;
-    cg_aot_command(&cmd, nvcc, archs, narch, outfile, unit);
-
-    if (write_unit(o, &tu, e) || cg_write_file_atomic(unit, tu.data, tu.len, e)) goto done;
-    int code = 0;
-    if (run_capture(cmd.argv, &nvlog, &code, e)) goto done;
-    if (log && nvlog.len && cg_buf_add(log, nvlog.data, nvlog.len)) {
+    cg_buf tu, fb, packlog;
+    cg_buf_init(&tu), cg_buf_init(&fb), cg_buf_init(&packlog);
+    /* fatbinary --create=OUT -64 --image3=kind=elf,sm=75,file=... ... --image3=kind=ptx,... */
+    char (*image)[4400] = malloc((CG_AOT_MAX_ARCHS + 1) * sizeof *image);
+    char *argv[8 + CG_AOT_MAX_ARCHS + 1];
+    int na = 0;
+    argv[na++] = packer;
+    argv[na++] = create;
+    argv[na++] = "-64";
+    if (!image) {
         cg_fail(e, "out of memory");
         goto done;
     }
+    if (write_unit(o, &tu, e)) goto done;
+    /* a cubin per arch and PTX of the newest, each compiled the way the JIT
+     * compiles: same compiler, same options, so the same code */
+    for (int i = 0; i <= narch; i++) {
+        int a = archs[i < narch ? i : narch - 1], as_ptx = i == narch;
+        if (compile_image(nv, &tu, a, as_ptx, dir, image[i], log, e)) {
+            char m[CG_ERR_MAX];
+            snprintf(m, sizeof m, "%s", e->msg);
+            cg_fail(e, "building %s: %s", out_path, m);
+            goto done;
+        }
+        argv[na++] = image[i];
+    }
+    argv[na] = NULL;
+    int code = 0;
+    if (run_capture(argv, &packlog, &code, e)) goto done;
     if (code != 0) {
         char first[512];
-        cg_log_first_error(nvlog.data ? nvlog.data : "", first, sizeof first);
-        cg_fail(e, "nvcc failed (exit %d) building %s: %s", code, out_path, first);
+        cg_log_first_error(packlog.data ? packlog.data : "", first, sizeof first);
+        cg_fail(e, "fatbinary failed (exit %d) building %s: %s", code, out_path, first);
         goto done;
     }
     if (cg_read_file(outfile, &fb, e)) goto done;
@@ -352,7 +393,9 @@ int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char
     if (cg_write_file_atomic(out_path, fb.data, fb.len, e)) goto done;
     rc = 0;
 done:
-    cg_buf_free(&tu), cg_buf_free(&fb), cg_buf_free(&nvlog);
+    cg_buf_free(&tu), cg_buf_free(&fb), cg_buf_free(&packlog);
+    free(image);
+    cg_nvrtc_close(nv);
     remove_tree(dir);
     return rc;
 }

@@ -1,6 +1,6 @@
 /* aot.h — ahead-of-time fat binaries: every kernel of a generated network,
- * compiled by nvcc into one file holding a cubin per requested arch plus PTX
- * of the newest one (for GPUs newer than any of them). */
+ * compiled by NVRTC (as the JIT compiles) into one file holding a cubin per
+ * requested arch plus PTX of the newest one (for GPUs newer than any of them). */
 #ifndef CG_AOT_H
 #define CG_AOT_H
 #include "gen.h"
@@ -36,28 +36,18 @@ void cg_aot_target(const int *archs, int n, cg_target *t);
 int cg_aot_parse_archs(const char *s, int *archs, int max, int *n, cg_err *e);
 
 /* Build out_path from o: one translation unit with every kernel source (each
- * under a #line naming its file, so nvcc's messages point into the kernel
+ * under a #line naming its file, so compiler messages point into the kernel
  * files) and `extern "C" __device__ const char cg_build_id[17] = "<o->hash>"`,
- * compiled by nvcc ($CUDA_HOME/bin/nvcc, else nvcc on PATH, else
- * /usr/local/cuda/bin/nvcc) with -fatbin and the options of cg_aot_command, one
- * -gencode arch=compute_XX,code=sm_XX per arch and
- * arch=compute_N,code=compute_N for the newest. nvcc runs through fork/execv,
- * no shell. Its output (and ptxas -v) goes to log (may be NULL), followed by a
- * line saying how the result was checked: the file must hold every requested
- * cubin and the PTX (read by fatbin.c; also by cuobjdump --list-elf/--list-ptx
- * when cuobjdump is installed, which must agree). out_path is written
- * atomically, only when all of that succeeded; the temp dir is removed. */
-/* The nvcc command line cg_aot_build runs: nvcc -fatbin, the device-code
- * options NVRTC also receives (cg_device_options), --ptxas-options=-v, one
- * -gencode per arch plus PTX of the newest, -o out unit. Exposed for tests. */
-typedef struct {
-    char *argv[32 + 2 * (CG_AOT_MAX_ARCHS + 1)]; /* NULL-terminated */
-    char gencode[CG_AOT_MAX_ARCHS + 1][48];
-    int argc;
-} cg_aot_cmd;
-void cg_aot_command(cg_aot_cmd *c, const char *nvcc, const int *archs, int narch,
-                    const char *out, const char *unit);
-
+ * compiled by NVRTC -- the JIT's compiler with the JIT's options
+ * (cg_nvrtc_options), so a kernel from the fat binary is the kernel the JIT
+ * runs -- to a cubin per arch and PTX of the newest, then packed by CUDA's
+ * fatbinary tool ($CUDA_HOME/bin, PATH, /usr/local/cuda/bin; run through
+ * fork/execv, no shell). NVRTC's logs (ptxas -v, under a "-- sm_XX (NVRTC) --"
+ * line each) go to log (may be NULL), followed by a line saying how the result
+ * was checked: the file must hold every requested cubin and the PTX (read by
+ * fatbin.c; also by cuobjdump --list-elf/--list-ptx when cuobjdump is
+ * installed, which must agree). out_path is written atomically, only when all
+ * of that succeeded; the temp dir is removed. */
 int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char *out_path,
                  cg_buf *log, cg_err *e);
 

@@ -1,11 +1,14 @@
 /* cache.c — the on-disk cubin cache (format in cache.h). */
 #include "cache.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define SEED2 (CG_HASH_SEED ^ 0x9e3779b97f4a7c15ULL)
 
@@ -197,4 +200,34 @@ int cg_cache_put(const char *dir, const cg_cache_key *k, const void *p, size_t n
         return CG_CACHE_UNWRITABLE;
     }
     return 0;
+}
+
+/* PID of a temp file cg_write_file_atomic leaves when killed while writing an
+ * entry, "<32 hex>.cgc.tmp.<pid>"; 0 for any other name. */
+static long tmp_owner(const char *name)
+{
+    size_t n = strlen(name);
+    if (n < 32 + 9 + 1 || strspn(name, "0123456789abcdef") != 32 ||
+        strncmp(name + 32, ".cgc.tmp.", 9) || strspn(name + 41, "0123456789") != n - 41)
+        return 0;
+    errno = 0;
+    long pid = strtol(name + 41, NULL, 10);
+    return errno || pid <= 0 ? 0 : pid;
+}
+
+int cg_cache_sweep(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int removed = 0;
+    char path[4096 + 256];
+    for (struct dirent *de; (de = readdir(d));) {
+        long pid = tmp_owner(de->d_name);
+        /* ESRCH: no such process; EPERM means it exists under another user */
+        if (!pid || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (unlink(path) == 0) removed++;
+    }
+    closedir(d);
+    return removed;
 }

@@ -14,7 +14,7 @@ static const char usage[] =
     "\n"
     "  generate SPEC -o DIR          write one .cu per kernel and manifest.txt into DIR\n"
     "  build SPEC [--arch 75,80,...] -o NET.fatbin\n"
-    "                                compile every kernel with nvcc into one fat binary\n"
+    "                                compile every kernel (NVRTC) into one fat binary\n"
     "  run SPEC [--images N] [--batch B] [--backend auto|cuda|cpu] [--fatbin F]\n"
     "           [--data DIR] [--no-cache] [--profile] [--json FILE] [--repeat R]\n"
     "           [--random-input SEED] [--device N]\n"

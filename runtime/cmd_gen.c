@@ -100,8 +100,9 @@ int cg_cmd_data(int argc, char **argv, cg_err *e)
 static const char build_usage[] =
     "usage: convgen build SPEC [--arch LIST] -o NET.fatbin\n"
     "\n"
-    "Compile every kernel of SPEC with nvcc into one fat binary: a cubin per\n"
-    "architecture plus PTX of the newest, checked afterwards. Needs nvcc, not a GPU.\n"
+    "Compile every kernel of SPEC with NVRTC (the JIT's options) into one fat binary,\n"
+    "packed by CUDA's fatbinary: a cubin per architecture plus PTX of the newest,\n"
+    "checked afterwards. Needs NVRTC and fatbinary, not a GPU.\n"
     "\n"
     "  --arch LIST        comma-separated architectures, each 90, sm_90 or compute_90\n"
     "                     (default 75,80,86,89,90,100,120)\n"
@@ -154,7 +155,7 @@ int cg_cmd_build(int argc, char **argv, cg_err *e)
     char list[CG_AOT_MAX_ARCHS * 8] = "";
     for (int i = 0; i < narch; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%ssm_%d", i ? "," : "", archs[i]);
-    printf("%s: compiling %d kernels for %s (+ PTX of the newest) with nvcc...\n", s->name,
+    printf("%s: compiling %d kernels for %s (+ PTX of the newest) with NVRTC...\n", s->name,
            o->nkernels, list);
     fflush(stdout);
     cg_buf log;

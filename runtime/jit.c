@@ -106,6 +106,7 @@ int cg_jit_build(cg_nvrtc *nv, const cg_gen_output *o, const cg_jit_opts *opt, c
     r->k = calloc((size_t)o->nkernels, sizeof *r->k);
     if (!r->k) return cg_fail(e, "out of memory");
     r->n = o->nkernels;
+    if (opt->cache_dir) cg_cache_sweep(opt->cache_dir); /* what killed writers left */
     jit_work w = {.nv = nv, .o = o, .opt = opt, .r = r, .next = 0};
     cg_nvrtc_options(opt->arch, opt->as_ptx, w.options, sizeof w.options);
     w.nvrtc_version = cg_nvrtc_version(nv);

@@ -61,7 +61,8 @@ int cg_nvrtc_check_driver(const cg_nvrtc *nv, int driver_version, int as_ptx, cg
 
 /* The options that decide device code besides the architecture (language
  * standard, floating-point contraction and rounding, ptxas level): the one
- * list both NVRTC (JIT) and nvcc (convgen build) receive. */
+ * list the JIT and `convgen build` (both NVRTC) receive, spelled so that nvcc
+ * would accept it too (make ptx/sass). */
 const char *const *cg_device_options(int *n);
 
 /* The option string cg_nvrtc_compile uses for arch/ptx, space-joined, e.g.

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -270,6 +271,49 @@ static void test_same_layer_two_specs(void)
     free(sa), free(sb);
 }
 
+/* A PID that belonged to a process that has exited. */
+static long dead_pid(void)
+{
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    if (p > 0) waitpid(p, NULL, 0);
+    return (long)p;
+}
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* Temp files of killed cache writes are swept when the cache is opened for a
+ * JIT; a live writer's temp file and files convgen did not create stay. */
+static void test_sweep(void)
+{
+    char dir[512], dead[700], live[700], other[700], entry[700];
+    snprintf(dir, sizeof dir, "%s/sweep", tmp);
+    cg_err e = {""};
+    CHECK(cg_mkdirs(dir, &e) == 0, "%s", e.msg);
+    const char *hex = "0123456789abcdef0123456789abcdef";
+    long gone = dead_pid();
+    CHECK(gone > 0, "fork");
+    snprintf(dead, sizeof dead, "%s/%s.cgc.tmp.%ld", dir, hex, gone);
+    snprintf(live, sizeof live, "%s/%s.cgc.tmp.%ld", dir, hex, (long)getppid());
+    snprintf(other, sizeof other, "%s/notes.txt.tmp.%ld", dir, gone);
+    snprintf(entry, sizeof entry, "%s/%s.cgc", dir, hex);
+    CHECK(write_raw(dead, "x", 1) == 0 && write_raw(live, "x", 1) == 0 &&
+              write_raw(other, "x", 1) == 0 && write_raw(entry, "x", 1) == 0,
+          "make files");
+    CHECK(cg_cache_sweep(dir) == 1, "one file swept");
+    CHECK(!exists(dead), "a dead writer's temp file is gone");
+    CHECK(exists(live), "a live process's temp file stays");
+    CHECK(exists(other) && exists(entry), "what convgen did not leave stays");
+    CHECK(cg_cache_sweep(dir) == 0, "nothing left to sweep");
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s/none", dir);
+    CHECK(cg_cache_sweep(missing) == 0, "a missing directory is fine");
+}
+
 int main(void)
 {
     snprintf(tmp, sizeof tmp, "/tmp/cg_test_cache_XXXXXX");
@@ -282,6 +326,7 @@ int main(void)
     test_round_trip();
     test_unwritable();
     test_same_layer_two_specs();
+    test_sweep();
     if (nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS)) printf("note: could not remove %s\n", tmp);
     return cg_test_done("cache");
 }

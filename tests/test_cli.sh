@@ -163,7 +163,7 @@ if [ -e /usr/share/datasets/fashion-mnist ]; then
   [ $rc -eq 2 ] && grep -q "test set holds 10000 images" "$t/e" && ok || bad "--images 20000: exit $rc $(cat "$t/e")"
 fi
 # convgen build: two conv layers of the same shape and parameters share one translation unit
-if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+if command -v fatbinary >/dev/null || [ -x /usr/local/cuda/bin/fatbinary ]; then
   cat > "$t/lenet.yaml" <<'YAML'
 network: lenet5
 input: {channels: 1, height: 28, width: 28}

@@ -1,6 +1,6 @@
 /* test_kernels_compile.c — every kernel of every shipped spec (the YAML files
  * in specs/) compiles through NVRTC to a cubin, without a byte of spill, for
- * each arch the fat binaries ship (the Makefile's ARCHS, below) that NVRTC
+ * each arch the fat binaries ship (runtime/aot.c's table, by default) that NVRTC
  * supports; CG_TEST_ALL_ARCHS=1 takes every NVRTC arch from sm_75 up instead
  * (about twice the time: the big convolutions take seconds per arch). Needs
  * NVRTC, not a GPU; compiles run in parallel (OpenMP), one NVRTC program each. */
@@ -9,20 +9,18 @@
 #include <string.h>
 
 #include "../runtime/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's (see test_nvrtc.c) */
+#include "aot.h"
 #include "check.h"
 #include "gen.h"
 #include "spec.h"
 
-/* Keep in step with ARCHS in the Makefile. */
-static const int SHIPPED[] = {75, 80, 86, 89, 90, 100, 120};
-
-/* Is arch one this run compiles for? */
+/* Is arch one this run compiles for? (The default --arch list of aot.c.) */
 static int wanted(int arch, int all)
 {
     if (arch < 75) return 0;
     if (all) return 1;
-    for (size_t i = 0; i < sizeof SHIPPED / sizeof SHIPPED[0]; i++)
-        if (SHIPPED[i] == arch) return 1;
+    for (const cg_arch_info *a = cg_aot_archs; a->arch; a++)
+        if (a->arch == arch && a->by_default) return 1;
     return 0;
 }
 
