@@ -194,11 +194,11 @@ fi
 # --device: a device that is not there is exit 4 with one line naming it (GPU or not);
 # on the CPU backend it is refused as usage
 for verb in run check; do
-  $cg $verb specs/example-conv.yaml --device 99 --random-input 1 --images 10 >"$t/o" 2>"$t/e"; rc=$?
+  $cg $verb specs/ece408-2017.yaml --device 99 --random-input 1 --images 10 >"$t/o" 2>"$t/e"; rc=$?
   [ $rc -eq 4 ] && ok || bad "$verb --device 99 should exit 4 (got $rc): $(cat "$t/e")"
   [ "$(wc -l < "$t/e")" -eq 1 ] && grep -q "device\|driver" "$t/e" && ok || bad "$verb --device 99: one clear line: $(cat "$t/e")"
 done
-$cg run specs/example-conv.yaml --backend cpu --device 1 >/dev/null 2>"$t/e"; rc=$?
+$cg run specs/ece408-2017.yaml --backend cpu --device 1 >/dev/null 2>"$t/e"; rc=$?
 [ $rc -eq 2 ] && grep -q "^convgen: --device needs the cuda backend" "$t/e" && ok || bad "--device on the CPU backend: exit $rc: $(cat "$t/e")"
 $cg run specs/example-conv.yaml --device x >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bad --device should exit 2"
 

@@ -3,25 +3,25 @@
 // layer:      conv2
 // shape:      C=12 H=33 W=33 -> M=24 K=7 -> 24x27x27
 // template:   conv2d_igemm (templates/conv2d_igemm.lua, hash eb9049d62b4645e6)
-// params:     bm=24 bn=256 bk=7 tm=12 tn=8 stages=2
-// launch:     grid (N*729/256, 1, 1) where N = images, block (64, 1, 1), 15680 B shared
+// params:     bm=24 bn=256 bk=7 tm=12 tn=8 stages=4
+// launch:     grid (N*729/256, 1, 1) where N = images, block (64, 1, 1), 31360 B shared
 // weights:    arg:transposed, bias none
 // regenerate: convgen generate specs/ece408-2018fa.yaml -o DIR
 
 // GEMM view: 24 maps x (N*729) columns, reduced over C*K*K = 588 in 84 slices of 7
 // (1 kernel row of one channel each); block tile 24x256, thread tile 12x8, 64 threads.
-// Shared memory (dynamic, 15680 B): xs[2][7][256] gathered input, ws[2][7][24] weights.
+// Shared memory (dynamic, 31360 B): xs[4][7][256] gathered input, ws[4][7][24] weights.
 
 // offset of reduction index r of a slice from the slice's first input element
-#define conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2_OFF(r) (((r) / 49) * 1089 + (((r) % 49) / 7) * 33 + (r) % 7)
+#define conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_OFF(r) (((r) / 49) * 1089 + (((r) % 49) / 7) * 33 + (r) % 7)
 
 extern "C" __global__ void __launch_bounds__(64)
-conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2(const float* __restrict__ in, float* __restrict__ out,
+conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4(const float* __restrict__ in, float* __restrict__ out,
                                                      const float* __restrict__ w_arg, const float* __restrict__ b_arg, int n)
 {
     extern __shared__ float4 smem4[];
     float* const xs = reinterpret_cast<float*>(smem4);
-    float* const ws = xs + 3584;
+    float* const ws = xs + 7168;
     const int tid = threadIdx.x;
     const int tx = tid % 32;   // column group: columns tx*4 + 128*j + 0..3
     const int ty = tid / 32;   // map group: maps ty*12 .. +11
@@ -88,12 +88,12 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2(const float* __restrict__ i
     };
 
 #if __CUDA_ARCH__ >= 800
-    // 2-stage pipeline: slices copied global -> shared by cp.async, 1 in flight
+    // 4-stage pipeline: slices copied global -> shared by cp.async, 3 in flight
     // while one is multiplied; one barrier per slice
     // shared-memory addresses as cp.async takes them (32-bit, in bytes)
     unsigned sx;
     asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(sx) : "l"(xs));
-    const unsigned sw = sx + 14336;
+    const unsigned sw = sx + 28672;
     auto copy4 = [](unsigned dst, const float* src, int bytes) {
         asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
     };
@@ -104,7 +104,7 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2(const float* __restrict__ i
 #pragma unroll
         for (int j = 0; j < 4; j++)
 #pragma unroll
-            for (int r = 0; r < 7; r++) copy4(x + 4 * (r * 256 + j * 64), xb[j] + o + conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2_OFF(r), 4);
+            for (int r = 0; r < 7; r++) copy4(x + 4 * (r * 256 + j * 64), xb[j] + o + conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_OFF(r), 4);
 #pragma unroll
         for (int i = 0; i < 3; i++) {
             if (tid + i * 64 >= 168) break;
@@ -112,17 +112,17 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2(const float* __restrict__ i
         }
     };
 #pragma unroll
-    for (int s = 0; s < 1; s++) {
+    for (int s = 0; s < 3; s++) {
         if (s < 84) issue(s, s);
         asm volatile("cp.async.commit_group;" ::: "memory");
     }
 #pragma unroll 1
     for (int s = 0; s < 84; s++) {
-        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        asm volatile("cp.async.wait_group 2;" ::: "memory");
         __syncthreads();   // slice s landed for every thread; slice s-1's buffer is free
-        if (s + 1 < 84) issue(s + 1, (s + 1) % 2);
+        if (s + 3 < 84) issue(s + 3, (s + 3) % 4);
         asm volatile("cp.async.commit_group;" ::: "memory");
-        multiply(s % 2);
+        multiply(s % 4);
     }
 #else
     // two buffers: the next slice is loaded into registers during the products
@@ -132,7 +132,7 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2(const float* __restrict__ i
 #pragma unroll
         for (int j = 0; j < 4; j++)
 #pragma unroll
-            for (int r = 0; r < 7; r++) xr[j][r] = __ldg(xb[j] + o + conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2_OFF(r));
+            for (int r = 0; r < 7; r++) xr[j][r] = __ldg(xb[j] + o + conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_OFF(r));
 #pragma unroll
         for (int i = 0; i < 3; i++)
             wr[i] = wg[i] >= 0 ? __ldg(w_arg + wg[i] + s * 168) : 0.0f;
@@ -180,4 +180,4 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2(const float* __restrict__ i
         }
     }
 }
-#undef conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s2_OFF
+#undef conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_OFF
