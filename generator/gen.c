@@ -201,15 +201,18 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
 {
     lua_State *L = cg_lua_state(h);
     char in[CG_NAME_MAX + 16], out[CG_NAME_MAX + 16], weights[200], bias[200], params[512],
-        shape[512], grid[3][64];
+        shape[512], grid[3][64], args[64];
     long long block[3], shared;
     if (get_str(L, "name", k->kernel, sizeof k->kernel, e) ||
         get_str(L, "template", k->tpl, sizeof k->tpl, e) ||
         get_str(L, "layer", k->layer, sizeof k->layer, e) || get_str(L, "in", in, sizeof in, e) ||
         get_str(L, "out", out, sizeof out, e) || get_str(L, "weights", weights, sizeof weights, e) ||
         get_str(L, "bias", bias, sizeof bias, e) || get_str(L, "params", params, sizeof params, e) ||
-        get_str(L, "shape", shape, sizeof shape, e))
+        get_str(L, "shape", shape, sizeof shape, e) || get_str(L, "args", args, sizeof args, e))
         return -1;
+    /* the kernel's parameters by role (common.kernel_head); the runtime checks the names */
+    if (!args[0] || strspn(args, "abcdefghijklmnopqrstuvwxyz,") != strlen(args))
+        return cg_fail(e, "templates/%s.lua: kernel args '%s' are not a list of roles", k->tpl, args);
     if (!is_identifier(k->kernel, strlen(k->kernel)))
         return cg_fail(e, "templates/%s.lua: kernel name '%s' is not an identifier", k->tpl,
                        k->kernel);
@@ -280,9 +283,9 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     size_t line_at = man->len;
     bad = bad || cg_buf_printf(man,
         "kernel %s layer=%s template=%s in=%s out=%s grid=%s,%s,%s block=%lld,%lld,%lld "
-        "shared=%lld weights=%s bias=%s\n",
+        "shared=%lld weights=%s bias=%s args=%s\n",
         k->kernel, k->layer, k->tpl, in, out, grid[0], grid[1], grid[2], block[0], block[1],
-        block[2], shared, weights, bias);
+        block[2], shared, weights, bias, args);
     if (!bad && launch) {
         memset(launch, 0, sizeof *launch);
         for (int d = 0; d < 3; d++) {
@@ -292,6 +295,7 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
         launch->shared = (int)shared;
         snprintf(launch->weights, sizeof launch->weights, "%s", weights);
         snprintf(launch->bias, sizeof launch->bias, "%s", bias);
+        snprintf(launch->args, sizeof launch->args, "%s", args);
         snprintf(launch->params, sizeof launch->params, "%s", params);
         snprintf(launch->record, sizeof launch->record, "%.*s", (int)(man->len - line_at - 1),
                  man->data + line_at);

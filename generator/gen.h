@@ -64,7 +64,8 @@ typedef struct {
     char grid[3][64];              /* an integer or "N*a/b": ceil(N*a/b) blocks for N images */
     int block[3];
     int shared;                    /* dynamic shared memory, bytes */
-    char weights[200], bias[200];  /* none | arg | const:SYMBOL */
+    char weights[200], bias[200];  /* none | arg | arg:transposed | const:SYMBOL */
+    char args[64];                 /* the kernel's parameters by role: "in,out,weights,bias,n" */
     char params[CG_PARAMS_TEXT];   /* "k=v k=v", the template's declared order */
     long long in_elems, out_elems; /* per image */
     int fused;                     /* conv: 0 when activation and pooling are left to other kernels */

@@ -351,7 +351,8 @@ static int launch(cg_gpu *g, int i, long long n, cg_err *e)
     const cg_mkernel *k = &g->m->k[i];
     CUdeviceptr in = g->tdev[k->in], outp = g->tdev[k->out], w = g->wdev[i], b = g->bdev[i];
     int nn = (int)n;
-    void *args[] = {&in, &outp, &w, &b, &nn};
+    void *args[CG_MAX_ARGS];
+    cg_args_bind(k->args, k->nargs, &in, &outp, &w, &b, &nn, args);
     unsigned gx = (unsigned)cg_mdim_eval(k->grid[0], n), gy = (unsigned)cg_mdim_eval(k->grid[1], n),
              gz = (unsigned)cg_mdim_eval(k->grid[2], n);
     char what[200];

@@ -190,7 +190,12 @@ static int launch(bench *b, const cg_kernel_launch *kl, long long n, long long f
 {
     cg_cu *cu = b->cu;
     int nn = (int)n;
-    void *args[] = {&b->in, &b->out, &b->w, &b->b, &nn};
+    void *args[CG_MAX_ARGS];
+    cg_arg_role roles[CG_MAX_ARGS];
+    int nroles = 0;
+    if (cg_args_parse(kl->args, roles, &nroles))
+        return cg_fail(e, "kernel arguments '%s': not a list of roles (in, out, weights, bias, n)", kl->args);
+    cg_args_bind(roles, nroles, &b->in, &b->out, &b->w, &b->b, &nn, args);
     unsigned g[3];
     for (int d = 0; d < 3; d++) g[d] = (unsigned)grid_extent(kl->grid[d], n);
     if (CG_CU(e, cu->cuMemsetD32(b->out, 0x7fbadbadu, (size_t)(n * kl->out_elems)))) return -1;

@@ -59,6 +59,40 @@ static int parse_dim(const char *s, cg_mdim *d)
     return parse_ll(s, 1, 0x7fffffffLL, &d->mul);
 }
 
+int cg_args_parse(const char *text, cg_arg_role *roles, int *n)
+{
+    static const char *const names[] = {"in", "out", "weights", "bias", "n"};
+    *n = 0;
+    const char *p = text;
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        int r = -1;
+        for (int i = 0; i < 5; i++)
+            if (strlen(names[i]) == len && !strncmp(p, names[i], len)) r = i;
+        if (r < 0 || *n >= CG_MAX_ARGS) return -1;
+        for (int i = 0; i < *n; i++)
+            if ((int)roles[i] == r) return -1;
+        roles[(*n)++] = (cg_arg_role)r;
+        p += len;
+        if (*p == ',' && !*++p) return -1; /* a trailing comma */
+    }
+    return *n ? 0 : -1;
+}
+
+void cg_args_bind(const cg_arg_role *roles, int n, void *in, void *out, void *w, void *b, void *count,
+                  void **argv)
+{
+    for (int i = 0; i < n; i++) {
+        switch (roles[i]) {
+        case CG_ARG_IN: argv[i] = in; break;
+        case CG_ARG_OUT: argv[i] = out; break;
+        case CG_ARG_WEIGHTS: argv[i] = w; break;
+        case CG_ARG_BIAS: argv[i] = b; break;
+        case CG_ARG_N: argv[i] = count; break;
+        }
+    }
+}
+
 static int parse_place(const char *s, cg_place *p, char *sym, size_t cap)
 {
     sym[0] = 0;
@@ -80,7 +114,7 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
     memset(k, 0, sizeof *k);
     if (!word(&rest, k->name, sizeof k->name)) return cg_fail(e, "%s:%d: kernel name", origin, ln);
     enum { F_LAYER = 1, F_TPL = 2, F_IN = 4, F_OUT = 8, F_GRID = 16, F_BLOCK = 32, F_SHARED = 64,
-           F_W = 128, F_B = 256, F_ALL = 511 };
+           F_W = 128, F_B = 256, F_ARGS = 512, F_ALL = 1023 };
     int seen = 0;
     char w[256];
     while (word(&rest, w, sizeof w)) {
@@ -128,6 +162,9 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
         } else if (!strcmp(key, "bias")) {
             flag = F_B;
             bad = parse_place(val, &k->bplace, k->bsym, sizeof k->bsym);
+        } else if (!strcmp(key, "args")) {
+            flag = F_ARGS;
+            bad = cg_args_parse(val, k->args, &k->nargs) != 0;
         } else {
             return cg_fail(e, "%s:%d: unknown kernel field '%s'", origin, ln, key);
         }

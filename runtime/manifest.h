@@ -9,10 +9,13 @@
  *   layer NAME OP OUT_TENSOR    spec layers in order (op conv|fc|softmax)
  *   kernel NAME layer=L template=T in=TENSOR out=TENSOR grid=G,G,G block=X,Y,Z
  *          shared=BYTES weights=none|arg|arg:transposed|const:SYMBOL bias=none|arg|const:SYMBOL
+ *          args=ROLE,ROLE,...     the kernel's parameters in order, by role (in, out,
+ *                                 weights, bias, n): the runtime binds each by its role
  *   input TENSOR / output TENSOR / predict TENSOR
  *   hash HEX16                  identifies the build (sources + manifest)
  * A grid extent G is an integer or "N*a/b": ceil(N*a/b) blocks for N images.
- * Kernel arguments are always (in, out, weights, bias, int n). */
+ * Kernel arguments are bound by role, in the order `args` gives (the template's
+ * contract, templates/lib/common.lua common.kernel_head). */
 #ifndef CG_MANIFEST_H
 #define CG_MANIFEST_H
 #include "spec.h"
@@ -37,10 +40,16 @@ typedef struct {
     long long mul, div; /* div == 0: the constant mul; else ceil(N*mul/div) */
 } cg_mdim;
 
+/* The roles a kernel parameter may have (templates/lib/common.lua). */
+typedef enum { CG_ARG_IN, CG_ARG_OUT, CG_ARG_WEIGHTS, CG_ARG_BIAS, CG_ARG_N } cg_arg_role;
+#define CG_MAX_ARGS 8
+
 typedef struct {
     char name[128];
     char layer[CG_NAME_MAX];
     char tpl[64];
+    cg_arg_role args[CG_MAX_ARGS]; /* the kernel's parameters, in order */
+    int nargs;
     int in, out;        /* tensor indices */
     int layer_index;    /* index into the spec's layers, -1 for input/predict */
     cg_mdim grid[3];
@@ -73,5 +82,12 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
 long long cg_mdim_eval(cg_mdim d, long long n);
 int cg_manifest_tensor(const cg_manifest *m, const char *name);
 size_t cg_dtype_size(cg_dtype t);
+
+/* "in,out,weights,bias,n" into roles; -1 on an unknown or repeated role. */
+int cg_args_parse(const char *text, cg_arg_role *roles, int *n);
+/* The launch argument array for roles: each entry points at the value its role
+ * names (in, out: device pointers; w, b: device pointers; count: an int). */
+void cg_args_bind(const cg_arg_role *roles, int n, void *in, void *out, void *w, void *b, void *count,
+                  void **argv);
 
 #endif

@@ -10,9 +10,7 @@ T.params = { common.block_param(256) }
 function T.check(_, _) return nil end
 
 local source = engine.compile([[
-extern "C" __global__ void __launch_bounds__({{block}})
-{{name}}(const float* __restrict__ in, float* __restrict__ out,
-{{pad}} const float* __restrict__ w, const float* __restrict__ b, int n)
+{{head}}
 {
     (void)w;
     (void)b;
@@ -26,9 +24,11 @@ extern "C" __global__ void __launch_bounds__({{block}})
 -- l: { elems = per-image elements, act = "tanh"|"relu" }
 function T.kernel(l, p)
   local name = string.format("activation_%s_e%d_b%d", l.act, l.elems, p.block)
+  local head, args = common.kernel_head(name, p.block, common.std_args({}))
   return {
     name = name,
-    source = source({ name = name, pad = string.rep(" ", #name), block = p.block, E = l.elems,
+    args = args,
+    source = source({ name = name, head = head, block = p.block, E = l.elems,
                       act = function(e) return common.act(l.act, e) end }),
     grid = { common.batch_dim(l.elems, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",

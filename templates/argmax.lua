@@ -9,9 +9,7 @@ T.params = { common.block_param(128) }
 function T.check(_, _) return nil end
 
 local source = engine.compile([[
-extern "C" __global__ void __launch_bounds__({{block}})
-{{name}}(const float* __restrict__ in, int* __restrict__ out,
-{{pad}} const float* __restrict__ w, const float* __restrict__ b, int n)
+{{head}}
 {
     (void)w;
     (void)b;
@@ -35,9 +33,11 @@ extern "C" __global__ void __launch_bounds__({{block}})
 -- l: { elems = scores per image }
 function T.kernel(l, p)
   local name = string.format("argmax_e%d_b%d", l.elems, p.block)
+  local head, args = common.kernel_head(name, p.block, common.std_args({out_type = "int"}))
   return {
     name = name,
-    source = source({ name = name, pad = string.rep(" ", #name), block = p.block, E = l.elems }),
+    args = args,
+    source = source({ name = name, head = head, block = p.block, E = l.elems }),
     grid = { common.batch_dim(1, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
     out_elems = 1,

@@ -127,9 +127,7 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
         for (int s = 0; s < {{TS}}; s++) a[r][s] = fmaf(v[P + r][Q + s], k, a[r][s]);
 }
 
-extern "C" __global__ void __launch_bounds__({{block}})
-{{name}}(const float* __restrict__ in, float* __restrict__ out,
-{{pad}} const float* __restrict__ w_arg, const float* __restrict__ b_arg, int n)
+{{head}}
 {
     // thread -> (image, output row, first of {{cols}} output column(s)); {{P // cols}} threads per image
     const int idx = blockIdx.x * {{block}} + threadIdx.x;
@@ -242,8 +240,9 @@ function T.kernel(l, p)
     l.C, l.M, l.K, l.H, l.W, p.fuse == 1 and l.act or "none", pooled and "_pool2" or "",
     l.bias and "_bias" or "", const and "wc" or "ws", p.block, p.maps_unroll, p.cols, p.unroll_groups, p.fuse)
   local act = p.fuse == 1 and l.act or "none"
+  local head, args = common.kernel_head(name, p.block, common.std_args({ w_name = "w_arg", b_name = "b_arg" }))
   local v = {
-    name = name, pad = string.rep(" ", #name),
+    name = name, head = head,
     block = p.block, mu = p.maps_unroll, cols = p.cols, unroll_groups = p.unroll_groups == 1,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, CKK = CKK,
     TR = TR, TS = TS, PR = PR, PC = PC,
@@ -257,6 +256,7 @@ function T.kernel(l, p)
   }
   return {
     name = name,
+    args = args,
     source = source(v),
     grid = { common.batch_dim(OH * OW // p.cols, p.block), 1, 1 },
     block = { p.block, 1, 1 },

@@ -164,9 +164,7 @@ local source = engine.compile([=[
 // offset of reduction index r of a slice from the slice's first input element
 #define {{name}}_OFF(r) (((r) / {{KK}}) * {{H * W}} + (((r) % {{KK}}) / {{K}}) * {{W}} + (r) % {{K}})
 
-extern "C" __global__ void __launch_bounds__({{NT}})
-{{name}}(const float* __restrict__ in, float* __restrict__ out,
-{{pad}} const float* __restrict__ w_arg, const float* __restrict__ b_arg, int n)
+{{head}}
 {
     extern __shared__ float4 smem4[];
     float* const xs = reinterpret_cast<float*>(smem4);
@@ -419,8 +417,9 @@ function T.kernel(l, p)
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
     l.C, l.M, l.K, l.H, l.W, l.act, s.pooled and "_pool2" or "", l.bias and "_bias" or "",
     p.bm, p.bn, p.bk, p.tm, p.tn, p.stages)
+  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }))
   local v = {
-    name = name, pad = string.rep(" ", #name),
+    name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
     BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn, ST = p.stages,
     NT = s.threads, LC = s.LC, WL = s.WL, S = s.slices, COLS = s.COLS, P = s.P, OW = s.OW,
@@ -437,6 +436,7 @@ function T.kernel(l, p)
   }
   return {
     name = name,
+    args = args,
     source = source(v),
     grid = { common.batch_dim(s.COLS, p.bn), common.ceil_div(l.M, p.bm), 1 },
     block = { s.threads, 1, 1 },

@@ -38,9 +38,7 @@ function T.check(_, p)
 end
 
 local source = engine.compile([[
-extern "C" __global__ void __launch_bounds__({{threads}})
-{{name}}(const float* __restrict__ in, float* __restrict__ out,
-{{pad}} const float* __restrict__ w, const float* __restrict__ b, int n)
+{{head}}
 {
     // x: n x {{IN}} (row-major), w: {{OUT}} x {{IN}}, out: n x {{OUT}}
     __shared__ float xs[{{BK}}][{{BM + 1}}];

@@ -36,9 +36,7 @@ function T.check(l, p)
 end
 
 local source = engine.compile([[
-extern "C" __global__ void __launch_bounds__({{threads}})
-{{name}}(const float* __restrict__ in, float* __restrict__ out,
-{{pad}} const float* __restrict__ w, const float* __restrict__ b, int n)
+{{head}}
 {
     // x: n x {{IN}} (row-major), w: {{OUT}} x {{IN}}, out: n x {{OUT}}
     __shared__ __align__(16) float xs[{{BK}}][{{BM + 4}}];

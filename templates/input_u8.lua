@@ -11,9 +11,7 @@ T.params = { common.block_param(256) }
 function T.check(_, _) return nil end
 
 local source = engine.compile([[
-extern "C" __global__ void __launch_bounds__({{block}})
-{{name}}(const unsigned char* __restrict__ in, float* __restrict__ out,
-{{pad}} const float* __restrict__ w, const float* __restrict__ b, int n)
+{{head}}
 {
     (void)w;
     (void)b;
@@ -34,9 +32,11 @@ extern "C" __global__ void __launch_bounds__({{block}})
 function T.kernel(l, p)
   local vec = l.elems % 4 == 0 and 4 or 1
   local name = string.format("input_u8_e%d_b%d", l.elems, p.block)
+  local head, args = common.kernel_head(name, p.block, common.std_args({in_type = "unsigned char"}))
   return {
     name = name,
-    source = source({ name = name, pad = string.rep(" ", #name), block = p.block, E = l.elems,
+    args = args,
+    source = source({ name = name, head = head, block = p.block, E = l.elems,
                       vec = vec, scale = l.scale_text, offset = l.offset_text }),
     grid = { common.batch_dim(l.elems // vec, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",

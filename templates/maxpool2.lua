@@ -10,9 +10,7 @@ T.params = { common.block_param(256) }
 function T.check(_, _) return nil end
 
 local source = engine.compile([[
-extern "C" __global__ void __launch_bounds__({{block}})
-{{name}}(const float* __restrict__ in, float* __restrict__ out,
-{{pad}} const float* __restrict__ w, const float* __restrict__ b, int n)
+{{head}}
 {
     (void)w;
     (void)b;
@@ -31,9 +29,11 @@ extern "C" __global__ void __launch_bounds__({{block}})
 function T.kernel(l, p)
   local OH, OW = l.H // 2, l.W // 2
   local name = string.format("maxpool2_c%dh%dw%d_b%d", l.C, l.H, l.W, p.block)
+  local head, args = common.kernel_head(name, p.block, common.std_args({}))
   return {
     name = name,
-    source = source({ name = name, pad = string.rep(" ", #name), block = p.block,
+    args = args,
+    source = source({ name = name, head = head, block = p.block,
                       C = l.C, H = l.H, W = l.W, OH = OH, OW = OW }),
     grid = { common.batch_dim(l.C * OH * OW, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",

@@ -254,9 +254,30 @@ static void test_fc_candidates(void)
     free(s);
 }
 
+/* The argument roles of the kernel contract: parsed in order, unknown, repeated
+ * or empty ones refused, and bound to the value each role names. */
+static void test_arg_roles(void)
+{
+    cg_arg_role r[CG_MAX_ARGS];
+    int n = 0;
+    CHECK(cg_args_parse("in,out,weights,bias,n", r, &n) == 0 && n == 5 && r[0] == CG_ARG_IN &&
+              r[2] == CG_ARG_WEIGHTS && r[4] == CG_ARG_N,
+          "roles parsed in order");
+    CHECK(cg_args_parse("n,in,out", r, &n) == 0 && n == 3 && r[0] == CG_ARG_N, "any order, any subset");
+    CHECK(cg_args_parse("in,workspace", r, &n) != 0, "unknown role refused");
+    CHECK(cg_args_parse("in,in", r, &n) != 0, "repeated role refused");
+    CHECK(cg_args_parse("in,", r, &n) != 0 && cg_args_parse("", r, &n) != 0, "empty role refused");
+    int a = 1, b = 2, w = 3, bias = 4, count = 5;
+    void *argv[CG_MAX_ARGS];
+    cg_args_parse("n,bias,in", r, &n);
+    cg_args_bind(r, n, &a, &b, &w, &bias, &count, argv);
+    CHECK(argv[0] == &count && argv[1] == &bias && argv[2] == &a, "each argument bound by its role");
+}
+
 int main(void)
 {
     test_engine();
+    test_arg_roles();
     test_bias_names();
     test_one_layer();
     test_fc_candidates();
@@ -297,6 +318,10 @@ int main(void)
             for (int l = 0; l < s->nlayers && l < m->nlayers; l++)
                 CHECK(m->t[m->l[l].out].elems == cg_layer_out_elems(&s->layers[l]), "%s: layer %s output elements",
                       path, s->layers[l].name);
+            /* every kernel names its parameters by role, the runtime binds them by role */
+            for (int i = 0; i < m->nkernels; i++)
+                CHECK(m->k[i].nargs == 5 && m->k[i].args[0] == CG_ARG_IN && m->k[i].args[4] == CG_ARG_N,
+                      "%s: %s takes (in, out, weights, bias, n) by role", path, m->k[i].name);
             /* igemm reads its weights reduction-major: the runtime must upload them transposed */
             for (int i = 0; i < m->nkernels; i++)
                 if (!strcmp(m->k[i].tpl, "conv2d_igemm"))

@@ -68,6 +68,53 @@ function common.max_shared(l)
     return l.target and l.target.max_shared or 48 * 1024
 end
 
+-- The kernel contract. A kernel's parameters are named by role; the template
+-- lists them in order, `common.kernel_head` writes the declaration, and the
+-- kernel record's `args` (which the manifest carries) names the roles, so the
+-- runtime binds each argument by its role, never by position. Roles:
+--   in       the layer's input tensor (const, of the input's dtype)
+--   out      the output tensor
+--   weights  the layer's weights, where the record's `weights` says (arg, arg:transposed)
+--   bias     the layer's bias
+--   n        images in this launch (int)
+-- An entry is { role, C type, C name }; type and name have defaults.
+common.ROLE_DEFAULTS = {
+  ["in"] = { "float", "in" }, out = { "float", "out" }, weights = { "float", "w" },
+  bias = { "float", "b" }, n = { "int", "n" },
+}
+
+-- The standard argument list (in, out, weights, bias, n), with its C names and types.
+function common.std_args(opt)
+  opt = opt or {}
+  return {
+    { "in", opt.in_type }, { "out", opt.out_type }, { "weights", nil, opt.w_name },
+    { "bias", nil, opt.b_name }, { "n" },
+  }
+end
+
+-- The declaration of kernel `name` with `threads` per block and arguments `args`
+-- (see above), two arguments on the name's line and the rest aligned below; and
+-- the roles as the record's `args` ("in,out,weights,bias,n").
+function common.kernel_head(name, threads, args)
+  local decl, roles = {}, {}
+  for i, a in ipairs(args) do
+    local role = a[1]
+    local d = common.ROLE_DEFAULTS[role]
+    if not d then error("unknown kernel argument role '" .. tostring(role) .. "'", 2) end
+    local ctype, cname = a[2] or d[1], a[3] or d[2]
+    if role == "n" then decl[i] = ctype .. " " .. cname
+    elseif role == "out" then decl[i] = ctype .. "* __restrict__ " .. cname
+    else decl[i] = "const " .. ctype .. "* __restrict__ " .. cname end
+    roles[i] = role
+  end
+  local lines = { string.format('extern "C" __global__ void __launch_bounds__(%d)', threads) }
+  local pad = string.rep(" ", #name)
+  local first = table.concat(decl, ", ", 1, math.min(2, #decl))
+  lines[2] = name .. "(" .. first .. (#decl > 2 and "," or ")")
+  if #decl > 2 then lines[3] = pad .. " " .. table.concat(decl, ", ", 3) .. ")" end
+  return table.concat(lines, "\n"), table.concat(roles, ",")
+end
+
 -- Shared by the fc templates (a BM x BN block tile, TM x TN per thread).
 common.fc = {}
 
@@ -95,8 +142,9 @@ function common.fc.kernel(l, p, strategy, source, values)
   local IN = l.C * l.H * l.W
   local name = string.format("fc_%s_i%do%d_%s%s_m%dn%dk%d_t%dx%d", strategy, IN, l.out, l.act,
     l.bias and "_bias" or "", p.bm, p.bn, p.bk, p.tm, p.tn)
+  local head, args = common.kernel_head(name, common.fc.threads(p), common.std_args())
   local v = {
-    name = name, pad = string.rep(" ", #name), threads = common.fc.threads(p),
+    name = name, head = head, threads = common.fc.threads(p),
     IN = IN, OUT = l.out, BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn,
     bias = l.bias,
     act = function(e) return common.act(l.act, e) end,
@@ -104,6 +152,7 @@ function common.fc.kernel(l, p, strategy, source, values)
   for k, x in pairs(values or {}) do v[k] = x end
   return {
     name = name,
+    args = args,
     source = source(v),
     grid = { common.batch_dim(1, p.bm), common.ceil_div(l.out, p.bn), 1 },
     block = { v.threads, 1, 1 },
