@@ -352,60 +352,40 @@ local source = engine.compile([=[
         const int c = col0 + tx * 4 + j * {{BN // TN}};   // first of four columns
         if (c >= total) continue;
 % if pooled then
-        const int win = c >> 2;
+        const int win = c >> 2;   // the four columns are one pooling window
         const int img = win / {{P}}, at = win - img * {{P}};
-        float* const y = out + img * {{M * P}} + at;
-#pragma unroll
-        for (int i = 0; i < {{TM}}; i++) {
-            const int m = m0 + ty * {{TM}} + i;
-%   if mguard then
-            if (m >= {{M}}) break;
-%   end
-            float v = fmaxf(fmaxf(acc[i][j], acc[i][j + 1]), fmaxf(acc[i][j + 2], acc[i][j + 3]));
-%   if bias then
-            v += __ldg(b_arg + m);
-%   end
-            y[m * {{P}}] = {{act("v")}};
-        }
 % elseif vec then
-        const int img = c / {{P}}, at = c - img * {{P}};
-        float* const y = out + img * {{M * P}} + at;
+        const int img = c / {{P}}, at = c - img * {{P}};   // four neighbours in one image
+% end
 #pragma unroll
         for (int i = 0; i < {{TM}}; i++) {
             const int m = m0 + ty * {{TM}} + i;
-%   if mguard then
+% if mguard then
             if (m >= {{M}}) break;
-%   end
-%   if bias then
+% end
+% local b = bias and " + bv" or ""
+% if bias then
             const float bv = __ldg(b_arg + m);
-%   end
+% end
+% if pooled then
+            const float v = fmaxf(fmaxf(acc[i][j], acc[i][j + 1]), fmaxf(acc[i][j + 2], acc[i][j + 3])){{b}};
+            out[img * {{M * P}} + m * {{P}} + at] = {{act("v")}};
+% elseif vec then
             float4 t;
-            t.x = {{act(bias and "(acc[i][j] + bv)" or "acc[i][j]")}};
-            t.y = {{act(bias and "(acc[i][j + 1] + bv)" or "acc[i][j + 1]")}};
-            t.z = {{act(bias and "(acc[i][j + 2] + bv)" or "acc[i][j + 2]")}};
-            t.w = {{act(bias and "(acc[i][j + 3] + bv)" or "acc[i][j + 3]")}};
-            *reinterpret_cast<float4*>(y + m * {{P}}) = t;
-        }
+            t.x = {{act("acc[i][j]" .. b)}};
+            t.y = {{act("acc[i][j + 1]" .. b)}};
+            t.z = {{act("acc[i][j + 2]" .. b)}};
+            t.w = {{act("acc[i][j + 3]" .. b)}};
+            *reinterpret_cast<float4*>(out + img * {{M * P}} + m * {{P}} + at) = t;
 % else
 #pragma unroll
-        for (int d = 0; d < 4; d++) {
-            if (c + d >= total) break;
-            const int img = (c + d) / {{P}}, at = (c + d) - img * {{P}};
-            float* const y = out + img * {{M * P}} + at;
-#pragma unroll
-            for (int i = 0; i < {{TM}}; i++) {
-                const int m = m0 + ty * {{TM}} + i;
-%   if mguard then
-                if (m >= {{M}}) break;
-%   end
-%   if bias then
-                y[m * {{P}}] = {{act("(acc[i][j + d] + __ldg(b_arg + m))")}};
-%   else
-                y[m * {{P}}] = {{act("acc[i][j + d]")}};
-%   end
+            for (int d = 0; d < 4; d++) {
+                if (c + d >= total) break;
+                const int img = (c + d) / {{P}}, at = (c + d) - img * {{P}};
+                out[img * {{M * P}} + m * {{P}} + at] = {{act("acc[i][j + d]" .. b)}};
             }
-        }
 % end
+        }
     }
 }
 #undef {{name}}_OFF

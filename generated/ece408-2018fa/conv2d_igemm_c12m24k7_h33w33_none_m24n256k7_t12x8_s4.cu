@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa.yaml (network ece408-2018fa)
 // layer:      conv2
 // shape:      C=12 H=33 W=33 -> M=24 K=7 -> 24x27x27
-// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash 2b2753faeb6c8654)
+// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash e9684c8de15a9ab1)
 // params:     bm=24 bn=256 bk=7 tm=12 tn=8 stages=4
 // launch:     grid (N*729/256, 1, 1) where N = images, block (64, 1, 1), 31360 B shared
 // weights:    arg:transposed, bias none
@@ -168,14 +168,13 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4(const float* __restrict__ i
         const int c = col0 + tx * 4 + j * 32;   // first of four columns
         if (c >= total) continue;
 #pragma unroll
-        for (int d = 0; d < 4; d++) {
-            if (c + d >= total) break;
-            const int img = (c + d) / 729, at = (c + d) - img * 729;
-            float* const y = out + img * 17496 + at;
+        for (int i = 0; i < 12; i++) {
+            const int m = m0 + ty * 12 + i;
 #pragma unroll
-            for (int i = 0; i < 12; i++) {
-                const int m = m0 + ty * 12 + i;
-                y[m * 729] = acc[i][j + d];
+            for (int d = 0; d < 4; d++) {
+                if (c + d >= total) break;
+                const int img = (c + d) / 729, at = (c + d) - img * 729;
+                out[img * 17496 + m * 729 + at] = acc[i][j + d];
             }
         }
     }

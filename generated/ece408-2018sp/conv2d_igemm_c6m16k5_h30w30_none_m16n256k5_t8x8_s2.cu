@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp.yaml (network ece408-2018sp)
 // layer:      conv2
 // shape:      C=6 H=30 W=30 -> M=16 K=5 -> 16x26x26
-// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash 2b2753faeb6c8654)
+// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash e9684c8de15a9ab1)
 // params:     bm=16 bn=256 bk=5 tm=8 tn=8 stages=2
 // launch:     grid (N*676/256, 1, 1) where N = images, block (64, 1, 1), 10880 B shared
 // weights:    arg:transposed, bias none
@@ -167,8 +167,7 @@ conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2(const float* __restrict__ in,
     for (int j = 0; j < 8; j += 4) {
         const int c = col0 + tx * 4 + j * 32;   // first of four columns
         if (c >= total) continue;
-        const int img = c / 676, at = c - img * 676;
-        float* const y = out + img * 10816 + at;
+        const int img = c / 676, at = c - img * 676;   // four neighbours in one image
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             const int m = m0 + ty * 8 + i;
@@ -177,7 +176,7 @@ conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2(const float* __restrict__ in,
             t.y = acc[i][j + 1];
             t.z = acc[i][j + 2];
             t.w = acc[i][j + 3];
-            *reinterpret_cast<float4*>(y + m * 676) = t;
+            *reinterpret_cast<float4*>(out + img * 10816 + m * 676 + at) = t;
         }
     }
 }
