@@ -40,7 +40,8 @@ static const struct {
     const char *name;
     verb_fn fn;
 } verbs[] = {{"generate", cg_cmd_generate}, {"build", cg_cmd_build}, {"run", cg_cmd_run},
-             {"check", cg_cmd_check},       {"kernel", cg_cmd_kernel}, {"data", cg_cmd_data}};
+             {"check", cg_cmd_check},       {"kernel", cg_cmd_kernel}, {"tune", cg_cmd_tune},
+             {"data", cg_cmd_data}};
 #define NVERBS ((int)(sizeof verbs / sizeof *verbs))
 
 /* The verb named s, or NULL. */
