@@ -186,29 +186,32 @@ int cg_tune_write(const cg_tune_record *r, const char *path, cg_err *e)
 
 static const char *const choice_keys[] = {"template", "params", "ms", NULL};
 
-/* A template name as written: conv2d_* or fc_*, one of those tuning knows. */
-static int read_tpl(const cg_yctx *c, const cg_ynode *m, const char *where, char *out, size_t n)
+/* The value of key in map: required (an error when absent) or optional
+ * (NULL, no error); read by the typed reader that follows. */
+#define REQ(m, key, where) cg_y_require(c, (m), (key), (where), NULL)
+
+/* A template name as written: one of those tuning knows. */
+static int read_tpl(const cg_yctx *c, const cg_ynode *v, const char *where, char *out, size_t n)
 {
-    if (cg_y_ident(c, m, "template", where, 0, out, n)) return -1;
+    if (cg_y_ident(c, v, "template", where, 0, out, n)) return -1;
     static const char *const all[] = {"conv2d_direct", "conv2d_igemm", "fc_tiled", "fc_vec", NULL};
     for (int i = 0; all[i]; i++)
         if (!strcmp(all[i], out)) return 0;
     const char *near = cg_y_suggest(out, all);
     char buf[80];
-    return cg_y_fail(c, cg_y_get(m, "template")->pos, "unknown template '%s' %s%s%s%s",
-                     cg_y_show(out, buf, sizeof buf), where, near ? " (did you mean '" : "", near ? near : "",
-                     near ? "'?)" : "");
+    return cg_y_fail(c, v->pos, "unknown template '%s' %s%s%s%s", cg_y_show(out, buf, sizeof buf), where,
+                     near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
 }
 
 /* A winner or runner-up: template, params, ms. */
 static int read_choice(const cg_yctx *c, const cg_ynode *m, const char *where, cg_tune_choice *out)
 {
-    if (!cg_y_require(c, m, "template", where, NULL) || read_tpl(c, m, where, out->tpl, sizeof out->tpl)) return -1;
-    if (!cg_y_require(c, m, "params", where, NULL) ||
-        cg_y_str(c, m, "params", where, out->params, sizeof out->params))
+    const cg_ynode *v;
+    if (!(v = REQ(m, "template", where)) || read_tpl(c, v, where, out->tpl, sizeof out->tpl)) return -1;
+    if (!(v = REQ(m, "params", where)) || cg_y_str(c, v, "params", where, out->params, sizeof out->params))
         return -1;
-    if (!cg_y_require(c, m, "ms", where, NULL) || cg_y_float(c, m, "ms", where, &out->ms)) return -1;
-    if (out->ms < 0) return cg_y_fail(c, cg_y_get(m, "ms")->pos, "'ms' %s must not be negative", where);
+    if (!(v = REQ(m, "ms", where)) || cg_y_float(c, v, "ms", where, &out->ms)) return -1;
+    if (out->ms < 0) return cg_y_fail(c, v->pos, "'ms' %s must not be negative", where);
     return 0;
 }
 
@@ -220,17 +223,17 @@ static int read_entry(const cg_yctx *c, const cg_ynode *m, int i, cg_tune_entry 
     char where[64];
     snprintf(where, sizeof where, "in layers entry %d", i + 1);
     if (cg_y_kind(c, m, CG_Y_MAP, "layers", "", "a mapping") || cg_y_check_keys(c, m, keys, where)) return -1;
-    if (!cg_y_require(c, m, "signature", where, NULL) || cg_y_str(c, m, "signature", where, t->sig, sizeof t->sig))
+    const cg_ynode *v;
+    if (!(v = REQ(m, "signature", where)) || cg_y_str(c, v, "signature", where, t->sig, sizeof t->sig)) return -1;
+    if ((v = cg_y_get(m, "layer")) && cg_y_ident(c, v, "layer", where, 0, t->layer, sizeof t->layer)) return -1;
+    if (!(v = REQ(m, "template_hash", where)) ||
+        cg_y_str(c, v, "template_hash", where, t->tpl_hash, sizeof t->tpl_hash))
         return -1;
-    if (cg_y_get(m, "layer") && cg_y_ident(c, m, "layer", where, 0, t->layer, sizeof t->layer)) return -1;
-    if (!cg_y_require(c, m, "template_hash", where, NULL) ||
-        cg_y_str(c, m, "template_hash", where, t->tpl_hash, sizeof t->tpl_hash))
-        return -1;
-    if (cg_y_int(c, m, "measured", where, 0, 1LL << 40, &t->measured) ||
-        cg_y_int(c, m, "candidates", where, 0, 1LL << 40, &t->candidates))
+    if ((v = cg_y_get(m, "measured")) && cg_y_int(c, v, "measured", where, 0, 1LL << 40, &t->measured)) return -1;
+    if ((v = cg_y_get(m, "candidates")) && cg_y_int(c, v, "candidates", where, 0, 1LL << 40, &t->candidates))
         return -1;
     if (read_choice(c, m, where, &t->winner)) return -1;
-    if (cg_y_get(m, "default_ms") && cg_y_float(c, m, "default_ms", where, &t->default_ms)) return -1;
+    if ((v = cg_y_get(m, "default_ms")) && cg_y_float(c, v, "default_ms", where, &t->default_ms)) return -1;
     const cg_ynode *ru = cg_y_get(m, "runners_up");
     if (!ru) return 0;
     if (cg_y_kind(c, ru, CG_Y_SEQ, "runners_up", where, "a sequence")) return -1;
@@ -255,23 +258,20 @@ static int read_record(const cg_yctx *c, const cg_ynode *root, cg_tune_record *r
     const char *top = "";
     if (cg_y_kind(c, root, CG_Y_MAP, "record", "", "a mapping") || cg_y_check_keys(c, root, keys, "at top level"))
         return -1;
-    long long v;
-    if (!cg_y_require(c, root, "convgen", top, "the version of convgen that tuned") ||
-        cg_y_str(c, root, "convgen", top, r->version, sizeof r->version))
+    long long x = 0;
+    const cg_ynode *v;
+    if (!(v = REQ(root, "convgen", top)) || cg_y_str(c, v, "convgen", top, r->version, sizeof r->version)) return -1;
+    if (!(v = REQ(root, "device", top)) || cg_y_str(c, v, "device", top, r->device, sizeof r->device)) return -1;
+    if (!(v = REQ(root, "cc", top)) || cg_y_int(c, v, "cc", top, 10, 1000, &x)) return -1;
+    r->cc = (int)x, x = 0;
+    if ((v = cg_y_get(root, "sms")) && cg_y_int(c, v, "sms", top, 0, 100000, &x)) return -1;
+    r->sms = (int)x, x = 0;
+    if ((v = cg_y_get(root, "driver")) && cg_y_int(c, v, "driver", top, 0, 1000000, &x)) return -1;
+    r->driver = (int)x;
+    if ((v = cg_y_get(root, "network")) && cg_y_ident(c, v, "network", top, 1, r->network, sizeof r->network))
         return -1;
-    if (!cg_y_require(c, root, "device", top, NULL) || cg_y_str(c, root, "device", top, r->device, sizeof r->device))
-        return -1;
-    if (!cg_y_require(c, root, "cc", top, NULL) || cg_y_int(c, root, "cc", top, 10, 1000, &v)) return -1;
-    r->cc = (int)v;
-    v = 0;
-    if (cg_y_int(c, root, "sms", top, 0, 100000, &v)) return -1;
-    r->sms = (int)v;
-    v = 0;
-    if (cg_y_int(c, root, "driver", top, 0, 1000000, &v)) return -1;
-    r->driver = (int)v;
-    if (cg_y_get(root, "network") && cg_y_ident(c, root, "network", top, 1, r->network, sizeof r->network)) return -1;
-    if (cg_y_int(c, root, "batch", top, 0, 1LL << 30, &r->batch)) return -1;
-    const cg_ynode *ls = cg_y_require(c, root, "layers", top, NULL);
+    if ((v = cg_y_get(root, "batch")) && cg_y_int(c, v, "batch", top, 0, 1LL << 30, &r->batch)) return -1;
+    const cg_ynode *ls = REQ(root, "layers", top);
     if (!ls || cg_y_kind(c, ls, CG_Y_SEQ, "layers", top, "a sequence")) return -1;
     if (ls->n > CG_MAX_LAYERS) return cg_y_fail(c, ls->pos, "'layers' holds %zu entries, at most %d", ls->n, CG_MAX_LAYERS);
     for (size_t i = 0; i < ls->n; i++) {
