@@ -151,8 +151,9 @@ int cg_tune_format(const cg_tune_record *r, cg_buf *b, cg_err *e)
         rc = cg_buf_puts(b, "  - signature: ");
         if (!rc) rc = put_quoted(b, t->sig);
         if (!rc)
-            rc = cg_buf_printf(b, "\n    layer: %s\n    template_hash: \"%s\"\n    measured: %lld\n    candidates: %lld\n",
-                               t->layer, t->tpl_hash, t->measured, t->candidates);
+            rc = cg_buf_printf(b, "\n%s%s%s    template_hash: \"%s\"\n    measured: %lld\n    candidates: %lld\n",
+                               t->layer[0] ? "    layer: " : "", t->layer, t->layer[0] ? "\n" : "", t->tpl_hash,
+                               t->measured, t->candidates);
         if (!rc) rc = put_choice(b, "    ", "    ", &t->winner);
         if (!rc) rc = cg_buf_printf(b, "    default_ms: %.6g\n", t->default_ms);
         if (!rc && t->nrunners) rc = cg_buf_puts(b, "    runners_up:\n");
