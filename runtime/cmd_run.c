@@ -372,7 +372,8 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
                job_free(&j), CG_EXIT_INPUT;
     int use_gpu = 0;
     const char *gpu_opt = fatbin ? "--fatbin" : profile ? "--profile" : batch_t ? "--batch"
-                        : no_cache ? "--no-cache" : device_t ? "--device" : NULL;
+                        : no_cache ? "--no-cache" : device_t ? "--device" : tuning ? "--tuning"
+                        : no_tuning ? "--no-tuning" : NULL;
     rc = gpu_opt ? gpu_only(gpu_opt, backend, (int)device, &use_gpu, e)
                  : pick_backend(backend, (int)device, 0, &use_gpu, e);
     int from_record[CG_MAX_LAYERS] = {0};
