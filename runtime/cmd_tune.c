@@ -421,6 +421,37 @@ static int tune_layer(tuner *t, int li, double deadline, cg_tune_record *rec, cg
     return rc;
 }
 
+/* The entry of rec for layer l's shape, or NULL. */
+static const cg_tune_entry *entry_for(const cg_tune_record *rec, const cg_layer *l)
+{
+    char sig[CG_TUNE_SIG];
+    cg_tune_signature(l, sig, sizeof sig);
+    for (int i = 0; i < rec->n; i++)
+        if (!strcmp(rec->e[i].sig, sig)) return &rec->e[i];
+    return NULL;
+}
+
+/* With --layers, the record at path keeps its entries for the other layers'
+ * shapes when it was made on this device by this convgen (else it is
+ * replaced whole, as it would be ignored anyway). */
+static void keep_others(cg_tune_record *rec, const char *path)
+{
+    cg_tune_record *old = malloc(sizeof *old);
+    cg_err e = {{0}};
+    if (!old || access(path, F_OK) || cg_tune_read(path, old, &e) || strcmp(old->version, rec->version) ||
+        strcmp(old->device, rec->device) || old->cc != rec->cc) {
+        if (e.msg[0]) fprintf(stderr, "convgen: %s is replaced: %s\n", path, e.msg);
+        free(old);
+        return;
+    }
+    for (int i = 0; i < old->n && rec->n < CG_MAX_LAYERS; i++) {
+        int have = 0;
+        for (int j = 0; j < rec->n && !have; j++) have = !strcmp(rec->e[j].sig, old->e[i].sig);
+        if (!have) rec->e[rec->n++] = old->e[i];
+    }
+    free(old);
+}
+
 /* The summary table of what the record holds. */
 static void summary(const cg_tune_record *r)
 {
@@ -492,6 +523,13 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     for (int i = 0; i < s->nlayers; i++) left += wanted(&s->layers[i], c.layers);
     for (int i = 0; !rc && i < s->nlayers; i++) {
         if (!wanted(&s->layers[i], c.layers)) continue;
+        const cg_tune_entry *same = entry_for(rec, &s->layers[i]);
+        if (same) {
+            /* one entry per shape: a layer shaped like one tuned already takes its choice */
+            printf("%-12s the same shape as %s: its choice applies\n", s->layers[i].name, same->layer);
+            left--;
+            continue;
+        }
         double share = (start + c.budget - now_s()) / left--;
         if (tune_layer(&t, i, now_s() + (share > 0 ? share : 0), rec, e)) rc = CG_EXIT_DEVICE;
     }
@@ -500,6 +538,7 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
         printf("tuned in %.1f s\n", now_s() - start);
     }
     if (t.csv && fclose(t.csv) && !rc) rc = (cg_fail(e, "%s: write failed", c.csv), CG_EXIT_IO);
+    if (!rc && c.layers) keep_others(rec, out);
     if (!rc && cg_tune_write(rec, out, e)) rc = CG_EXIT_IO;
     if (!rc) printf("record written to %s%s\n", out, c.csv ? ", every candidate to the CSV" : "");
     free(rec);

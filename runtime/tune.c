@@ -43,17 +43,28 @@ double cg_tune_score(const cg_tune_cand *c)
     return t > 0 && isfinite(t) ? t : INFINITY;
 }
 
+/* Whether candidate a ranks before b: re-timed ones before the rest (their
+ * medians rest on more repeats, and only they were compared in the final
+ * round), then by score, then by index. */
+static int ranks_before(const cg_tune_cand *c, int a, int b)
+{
+    int ra = c[a].retime_ms > 0, rb = c[b].retime_ms > 0;
+    if (ra != rb) return ra;
+    double sa = cg_tune_score(&c[a]), sb = cg_tune_score(&c[b]);
+    return sa < sb || (sa == sb && a < b);
+}
+
 int cg_tune_best(const cg_tune_cand *c, int n, int k, int *idx)
 {
     int m = 0;
-    for (int i = 0; i < n; i++) {
-        double s = cg_tune_score(&c[i]);
-        if (!isfinite(s)) continue;
-        /* insertion into the sorted prefix: strictly better moves ahead, so ties keep index order */
-        int at = m < k ? m : k;
-        while (at > 0 && s < cg_tune_score(&c[idx[at - 1]])) at--;
+    for (int i = 0; i < n && k > 0; i++) {
+        if (!isfinite(cg_tune_score(&c[i]))) continue;
+        /* insertion into the sorted prefix idx[0..m) */
+        int at = m;
+        while (at > 0 && ranks_before(c, i, idx[at - 1])) at--;
         if (at >= k) continue;
-        for (int j = (m < k ? m : k - 1); j > at; j--) idx[j] = idx[j - 1];
+        int last = m < k ? m : k - 1;
+        for (int j = last; j > at; j--) idx[j] = idx[j - 1];
         idx[at] = i;
         if (m < k) m++;
     }

@@ -52,8 +52,9 @@ typedef struct {
 /* What a candidate scores: its re-timed median if it has one, else its
  * median; +infinity unless it is OK. Lower is better. */
 double cg_tune_score(const cg_tune_cand *c);
-/* The indices of the (at most) k best-scoring OK candidates into idx, best
- * first, ties broken by index; returns how many. */
+/* The indices of the (at most) k best OK candidates into idx, best first;
+ * returns how many. Re-timed candidates rank before all others (the choice
+ * is made among the re-timed top few), then lower score, then lower index. */
 int cg_tune_best(const cg_tune_cand *c, int n, int k, int *idx);
 
 /* ---- the search order (documented in README, "Tuning") ---- */

@@ -71,6 +71,13 @@ static void test_choice(void)
     c[2].retime_ms = 0.2; /* the re-timing decides */
     n = cg_tune_best(c, 6, 1, idx);
     CHECK(n == 1 && idx[0] == 2, "a re-timed median replaces the first one (got %d)", idx[0]);
+    c[2].retime_ms = 0.4; /* re-timed slower than c[4]'s first timing: still chosen, c[4] was not re-timed */
+    n = cg_tune_best(c, 6, 2, idx);
+    CHECK(n == 2 && idx[0] == 2 && idx[1] == 4, "the re-timed rank first (%d %d)", idx[0], idx[1]);
+    c[4].retime_ms = 0.35;
+    n = cg_tune_best(c, 6, 2, idx);
+    CHECK(n == 2 && idx[0] == 4 && idx[1] == 2, "among the re-timed, the faster (%d %d)", idx[0], idx[1]);
+    c[4].retime_ms = 0;
     c[2].status = CG_TUNE_WRONG; /* wrong on the re-check: out */
     n = cg_tune_best(c, 6, 3, idx);
     CHECK(n == 1 && idx[0] == 4, "a candidate found wrong later is out");
