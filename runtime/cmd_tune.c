@@ -207,62 +207,31 @@ static void progress(const tuner *t, const layer_run *lr, int final)
     fflush(stdout);
 }
 
-/* Measure the candidates idx[0..m) of the layer: emit, compile together,
- * then check and time each survivor; every outcome goes into its entry. */
+/* Measure the candidates idx[0..m) of the layer: compiled together
+ * (cg_tune_compile), then each survivor checked against the CPU reference and
+ * timed; every outcome goes into its entry. repeat above --repeat: the
+ * re-timing of candidates already measured. */
 static int measure(tuner *t, layer_run *lr, const int *idx, int m, int repeat, cg_err *e)
 {
-    cg_gen_output *out = calloc(1, sizeof *out);
-    cg_kernel_launch *kl = calloc((size_t)m, sizeof *kl);
-    int *slot = calloc((size_t)m, sizeof *slot);
+    int retime = repeat > t->c->repeat;
+    cg_tune_batch b;
+    memset(&b, 0, sizeof b);
     cg_harness_result *r = malloc(sizeof *r);
-    if (!out || !kl || !slot || !r) {
-        free(out), free(kl), free(slot), free(r);
-        return cg_fail(e, "out of memory");
+    if (!r || cg_tune_compile(t->s, lr->li, lr->c, idx, m, t->nv, &t->jo, &b, e)) {
+        free(r), cg_tune_batch_free(&b);
+        return e->msg[0] ? -1 : cg_fail(e, "out of memory");
     }
-    for (int j = 0; j < m; j++) {
-        cg_tune_cand *x = &lr->c[idx[j]];
-        cg_err ge = {{0}};
-        slot[j] = -1;
-        if (cg_gen_emit_one(t->s, lr->li, x->tpl, x->params, &out->k[out->nkernels], &kl[j], &ge)) {
-            x->status = CG_TUNE_COMPILE_FAILED;
-            snprintf(x->reason, sizeof x->reason, "generate: %.240s", ge.msg);
-        } else slot[j] = out->nkernels++;
-    }
-    cg_jit_result jr;
-    cg_err je = {{0}};
-    memset(&jr, 0, sizeof jr);
-    if (out->nkernels) (void)cg_jit_build(t->nv, out, &t->jo, &jr, &je); /* failures are per kernel */
     cg_harness_opts ho = {0, t->c->batch, CHECK_IMAGES, 2, repeat, 1, t->c->no_cache};
     for (int j = 0; j < m; j++) {
         cg_tune_cand *x = &lr->c[idx[j]];
-        int k = slot[j];
-        if (k < 0) goto next;
-        if (k >= jr.n) {
-            x->status = CG_TUNE_COMPILE_FAILED;
-            snprintf(x->reason, sizeof x->reason, "compile: %.240s", je.msg);
-            goto next;
-        }
-        const cg_jit_kernel *jk = &jr.k[k];
-        x->compile_ms = jk->ms;
-        if (jk->failed) {
-            x->status = CG_TUNE_COMPILE_FAILED;
-            snprintf(x->reason, sizeof x->reason, "%.250s", jk->err.msg);
-            goto next;
-        }
-        cg_nvrtc_stats st;
-        memset(&st, 0, sizeof st);
-        if (jk->log.len) cg_nvrtc_parse_log(jk->log.data, &st);
-        if (st.spill_stores || st.spill_loads) {
-            x->status = CG_TUNE_SPILLED;
-            snprintf(x->reason, sizeof x->reason, "ptxas: %ld bytes spill stores, %ld bytes spill loads",
-                     st.spill_stores, st.spill_loads);
-            goto next;
-        }
+        int k = b.slot[j];
         cg_err he = {{0}};
-        if (cg_harness_run_image(t->s, lr->li, &out->k[k], &kl[j], &jk->image, &ho, r, &he)) {
+        if (k < 0) {
+            /* dropped by cg_tune_compile; its status and reason say why */
+        } else if (cg_harness_run_image(t->s, lr->li, &b.out->k[k], &b.kl[j], &b.jr.k[k].image, &ho, r, &he)) {
             x->status = CG_TUNE_RUN_FAILED;
             snprintf(x->reason, sizeof x->reason, "%.250s", he.msg);
-        } else if (r->local_bytes > 0 && !jk->log.len) {
+        } else if (r->local_bytes > 0 && !b.jr.k[k].log.len) {
             /* a cached image carries no ptxas log: local memory is the spill's trace */
             x->status = CG_TUNE_SPILLED;
             snprintf(x->reason, sizeof x->reason, "%d bytes of local memory per thread", r->local_bytes);
@@ -270,19 +239,17 @@ static int measure(tuner *t, layer_run *lr, const int *idx, int m, int repeat, c
             x->status = CG_TUNE_WRONG;
             snprintf(x->reason, sizeof x->reason, "disagrees with the CPU reference: rel L2 %.3g, %lld unwritten",
                      r->diff.rel_l2, r->diff.nonfinite);
-        } else if (repeat > t->c->repeat) {
-            x->retime_ms = r->t.median; /* the re-timing: the first timing stays for the CSV */
+        } else if (retime) {
+            x->retime_ms = r->t.median; /* the first timing stays for the CSV */
         } else {
             x->status = CG_TUNE_OK;
             x->ms = r->t.median, x->q1 = r->t.q1, x->q3 = r->t.q3, x->tflops = r->tflops;
         }
-    next:
-        if (repeat <= t->c->repeat) lr->measured++;
+        if (!retime) lr->measured++;
         progress(t, lr, 0);
     }
-    cg_jit_free(&jr);
-    for (int k = 0; k < out->nkernels; k++) cg_gen_kernel_free(&out->k[k]);
-    free(out), free(kl), free(slot), free(r);
+    cg_tune_batch_free(&b);
+    free(r);
     return 0;
 }
 

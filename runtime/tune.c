@@ -71,6 +71,65 @@ int cg_tune_best(const cg_tune_cand *c, int n, int k, int *idx)
     return m;
 }
 
+/* ---- one compile batch ---- */
+
+int cg_tune_compile(const cg_spec *s, int li, cg_tune_cand *c, const int *idx, int m, cg_nvrtc *nv,
+                    const cg_jit_opts *jo, cg_tune_batch *b, cg_err *e)
+{
+    memset(b, 0, sizeof *b);
+    b->m = m;
+    b->out = calloc(1, sizeof *b->out);
+    b->kl = calloc((size_t)(m ? m : 1), sizeof *b->kl);
+    b->slot = calloc((size_t)(m ? m : 1), sizeof *b->slot);
+    if (!b->out || !b->kl || !b->slot || m > CG_MAX_KERNELS) return cg_fail(e, "out of memory"), -1;
+    for (int j = 0; j < m; j++) {
+        cg_tune_cand *x = &c[idx[j]];
+        cg_err ge = {{0}};
+        b->slot[j] = -1;
+        if (cg_gen_emit_one(s, li, x->tpl, x->params, &b->out->k[b->out->nkernels], &b->kl[j], &ge)) {
+            x->status = CG_TUNE_COMPILE_FAILED;
+            snprintf(x->reason, sizeof x->reason, "generate: %.240s", ge.msg);
+        } else b->slot[j] = b->out->nkernels++;
+    }
+    cg_err je = {{0}};
+    if (b->out->nkernels) (void)cg_jit_build(nv, b->out, jo, &b->jr, &je); /* failures are per kernel */
+    for (int j = 0; j < m; j++) {
+        cg_tune_cand *x = &c[idx[j]];
+        int k = b->slot[j];
+        if (k < 0) continue;
+        if (k >= b->jr.n) {
+            x->status = CG_TUNE_COMPILE_FAILED;
+            snprintf(x->reason, sizeof x->reason, "compile: %.240s", je.msg);
+            b->slot[j] = -1;
+            continue;
+        }
+        const cg_jit_kernel *jk = &b->jr.k[k];
+        x->compile_ms = jk->ms;
+        cg_nvrtc_stats st;
+        memset(&st, 0, sizeof st);
+        if (!jk->failed && jk->log.len) cg_nvrtc_parse_log(jk->log.data, &st);
+        if (jk->failed) {
+            x->status = CG_TUNE_COMPILE_FAILED;
+            snprintf(x->reason, sizeof x->reason, "%.250s", jk->err.msg);
+        } else if (st.spill_stores > 0 || st.spill_loads > 0) {
+            x->status = CG_TUNE_SPILLED;
+            snprintf(x->reason, sizeof x->reason, "ptxas: %ld bytes spill stores, %ld bytes spill loads",
+                     st.spill_stores, st.spill_loads);
+        }
+        if (x->status != CG_TUNE_PENDING) b->slot[j] = -1;
+    }
+    return 0;
+}
+
+void cg_tune_batch_free(cg_tune_batch *b)
+{
+    if (b->jr.k) cg_jit_free(&b->jr);
+    if (b->out)
+        for (int k = 0; k < b->out->nkernels; k++) cg_gen_kernel_free(&b->out->k[k]);
+    free(b->out), free(b->kl), free(b->slot);
+    memset(b, 0, sizeof *b);
+}
+
 /* ---- search order ---- */
 
 int cg_tune_spread(int n, int k, int *idx)

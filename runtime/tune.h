@@ -12,6 +12,7 @@
 #ifndef CG_TUNE_H
 #define CG_TUNE_H
 #include "gen.h"
+#include "jit.h"
 #include "spec.h"
 
 #define CG_TUNE_SIG 256
@@ -56,6 +57,25 @@ double cg_tune_score(const cg_tune_cand *c);
  * returns how many. Re-timed candidates rank before all others (the choice
  * is made among the re-timed top few), then lower score, then lower index. */
 int cg_tune_best(const cg_tune_cand *c, int n, int k, int *idx);
+
+/* ---- one compile batch (NVRTC, no GPU) ---- */
+
+typedef struct {
+    int m;                 /* candidates in the batch */
+    cg_gen_output *out;    /* their kernels (those that generated) */
+    cg_kernel_launch *kl;  /* m launches */
+    int *slot;             /* m: the kernel's index in out, -1 when it did not generate */
+    cg_jit_result jr;
+} cg_tune_batch;
+
+/* Generate candidates idx[0..m) of layer li (c: the layer's table) and
+ * compile them together through cg_jit_build (jo: arch, cache). A candidate
+ * that does not generate or compile, or that ptxas says spills, gets its
+ * status and reason here; the others stay PENDING with their image in
+ * b->jr.k[b->slot[j]].image and compile_ms set. -1 only when out of memory. */
+int cg_tune_compile(const cg_spec *s, int li, cg_tune_cand *c, const int *idx, int m, cg_nvrtc *nv,
+                    const cg_jit_opts *jo, cg_tune_batch *b, cg_err *e);
+void cg_tune_batch_free(cg_tune_batch *b);
 
 /* ---- the search order (documented in README, "Tuning") ---- */
 

@@ -324,6 +324,50 @@ static void test_use(void)
     free(s), free(r);
 }
 
+/* One compile batch through NVRTC (no GPU): candidates that generate and
+ * compile keep their image; one the template refuses is dropped with its reason. */
+static void test_compile_batch(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_err e = {{0}};
+    CHECK(cg_spec_load(spec_path, s, &e) == 0, "spec: %s", e.msg);
+    cg_nvrtc *nv;
+    if (cg_nvrtc_open(&nv, &e)) {
+        printf("note: no NVRTC (%s): compile batch not tested\n", e.msg);
+        free(s);
+        return;
+    }
+    cg_jit_opts jo = {0, 0, 90, 13000, NULL, 2};
+    CHECK(cg_nvrtc_pick_arch(nv, 90, &jo.arch, &jo.as_ptx) == 0, "NVRTC compiles for sm_90");
+    cg_candidates cs;
+    CHECK(cg_gen_candidates(s, 1, "fc_tiled", 0, &cs, &e) == 0 && cs.n >= 2, "fc1 candidates: %s", e.msg);
+    cg_tune_cand c[4];
+    memset(c, 0, sizeof c);
+    for (int i = 0; i < 4; i++) snprintf(c[i].tpl, sizeof c[i].tpl, "fc_tiled");
+    snprintf(c[0].params, sizeof c[0].params, "%s", cs.c[0].params);
+    snprintf(c[1].params, sizeof c[1].params, "bm=3 bn=8 bk=8 tm=1 tn=2"); /* not a legal value */
+    snprintf(c[2].params, sizeof c[2].params, "%s", cs.c[cs.n - 1].params);
+    snprintf(c[3].params, sizeof c[3].params, "zz=1");                      /* no such parameter */
+    cg_candidates_free(&cs);
+    int idx[4] = {0, 1, 2, 3};
+    cg_tune_batch b;
+    CHECK(cg_tune_compile(s, 1, c, idx, 4, nv, &jo, &b, &e) == 0, "compile batch: %s", e.msg);
+    for (int j = 0; j < 4; j += 2)
+        CHECK(c[j].status == CG_TUNE_PENDING && b.slot[j] >= 0 && b.jr.k[b.slot[j]].image.len > 0 &&
+                  c[j].compile_ms > 0,
+              "candidate %d compiled (%s: %s)", j, cg_tune_status_name(c[j].status), c[j].reason);
+    for (int j = 1; j < 4; j += 2) {
+        CHECK(c[j].status == CG_TUNE_COMPILE_FAILED && b.slot[j] < 0, "candidate %d dropped (%s)", j,
+              cg_tune_status_name(c[j].status));
+        CHECK(strncmp(c[j].reason, "generate: ", 10) == 0, "with its reason: %s", c[j].reason);
+        CHECK(isinf(cg_tune_score(&c[j])), "and it can never win");
+    }
+    CHECK(strstr(c[1].reason, "bm") != NULL, "the reason names the parameter: %s", c[1].reason);
+    cg_tune_batch_free(&b);
+    cg_nvrtc_close(nv);
+    free(s);
+}
+
 /* ---- --list counts against the declared legal values ---- */
 
 /* The legal values of each declared parameter of template tpl on layer li,
@@ -462,6 +506,7 @@ int main(void)
         test_apply();
         test_use();
         test_list_counts();
+        test_compile_batch();
     }
     free(s);
     char cmd[128];
