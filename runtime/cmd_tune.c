@@ -162,7 +162,10 @@ typedef struct {
     int tty;
     double t0;       /* start of the layer */
     FILE *csv;
+    int run_failures; /* consecutive candidates the device failed to run */
 } tuner;
+
+#define RUN_FAILURES_MAX 3 /* in a row: the device itself is failing (a sticky CUDA error) */
 
 /* One layer's candidate table. */
 typedef struct {
@@ -231,6 +234,12 @@ static int measure(tuner *t, layer_run *lr, const int *idx, int m, int repeat, c
         } else if (cg_harness_run_image(t->s, lr->li, &b.out->k[k], &b.kl[j], &b.jr.k[k].image, &ho, r, &he)) {
             x->status = CG_TUNE_RUN_FAILED;
             snprintf(x->reason, sizeof x->reason, "%.250s", he.msg);
+            if (++t->run_failures >= RUN_FAILURES_MAX) {
+                cg_tune_batch_free(&b);
+                free(r);
+                return cg_fail(e, "%d candidates in a row failed on the device, the last with: %s", t->run_failures,
+                               he.msg);
+            }
         } else if (r->local_bytes > 0 && !b.jr.k[k].log.len) {
             /* a cached image carries no ptxas log: local memory is the spill's trace */
             x->status = CG_TUNE_SPILLED;
@@ -245,6 +254,7 @@ static int measure(tuner *t, layer_run *lr, const int *idx, int m, int repeat, c
             x->status = CG_TUNE_OK;
             x->ms = r->t.median, x->q1 = r->t.q1, x->q3 = r->t.q3, x->tflops = r->tflops;
         }
+        if (k >= 0 && x->status != CG_TUNE_RUN_FAILED) t->run_failures = 0;
         if (!retime) lr->measured++;
         progress(t, lr, 0);
     }
@@ -272,8 +282,9 @@ static int search(tuner *t, layer_run *lr, double deadline, cg_err *e)
 {
     int *idx = malloc((size_t)(lr->n + 1) * sizeof *idx);
     if (!idx) return cg_fail(e, "out of memory");
-    int m = cg_tune_spread(lr->n, (int)t->c->sample, idx);
-    idx[m++] = lr->def;
+    int m = cg_tune_spread(lr->n, (int)t->c->sample, idx), has_def = 0;
+    for (int j = 0; j < m; j++) has_def |= idx[j] == lr->def;
+    if (!has_def) idx[m++] = lr->def;
     lr->planned = m < lr->n ? m : lr->n;
     int rc = measure_all(t, lr, idx, m, 1e300, e); /* the sample is measured whatever the budget */
     while (!rc && lr->measured < lr->n && now_s() < deadline) {

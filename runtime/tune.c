@@ -105,6 +105,7 @@ int cg_tune_compile(const cg_spec *s, int li, cg_tune_cand *c, const int *idx, i
         }
         const cg_jit_kernel *jk = &b->jr.k[k];
         x->compile_ms = jk->ms;
+        int dropped = 1;
         cg_nvrtc_stats st;
         memset(&st, 0, sizeof st);
         if (!jk->failed && jk->log.len) cg_nvrtc_parse_log(jk->log.data, &st);
@@ -115,8 +116,8 @@ int cg_tune_compile(const cg_spec *s, int li, cg_tune_cand *c, const int *idx, i
             x->status = CG_TUNE_SPILLED;
             snprintf(x->reason, sizeof x->reason, "ptxas: %ld bytes spill stores, %ld bytes spill loads",
                      st.spill_stores, st.spill_loads);
-        }
-        if (x->status != CG_TUNE_PENDING) b->slot[j] = -1;
+        } else dropped = 0; /* a candidate being re-timed keeps its status */
+        if (dropped) b->slot[j] = -1;
     }
     return 0;
 }

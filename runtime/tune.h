@@ -71,8 +71,9 @@ typedef struct {
 /* Generate candidates idx[0..m) of layer li (c: the layer's table) and
  * compile them together through cg_jit_build (jo: arch, cache). A candidate
  * that does not generate or compile, or that ptxas says spills, gets its
- * status and reason here; the others stay PENDING with their image in
- * b->jr.k[b->slot[j]].image and compile_ms set. -1 only when out of memory. */
+ * status and reason here (slot -1); the others keep their status (PENDING,
+ * or OK for a re-timing) with their image in b->jr.k[b->slot[j]].image and
+ * compile_ms set. -1 only when out of memory. */
 int cg_tune_compile(const cg_spec *s, int li, cg_tune_cand *c, const int *idx, int m, cg_nvrtc *nv,
                     const cg_jit_opts *jo, cg_tune_batch *b, cg_err *e);
 void cg_tune_batch_free(cg_tune_batch *b);

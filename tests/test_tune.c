@@ -364,6 +364,12 @@ static void test_compile_batch(void)
     }
     CHECK(strstr(c[1].reason, "bm") != NULL, "the reason names the parameter: %s", c[1].reason);
     cg_tune_batch_free(&b);
+    /* the re-timing compiles candidates already OK: they keep their status and get an image */
+    c[0].status = CG_TUNE_OK, c[0].ms = 0.5;
+    CHECK(cg_tune_compile(s, 1, c, idx, 1, nv, &jo, &b, &e) == 0, "re-timing batch: %s", e.msg);
+    CHECK(c[0].status == CG_TUNE_OK && b.slot[0] >= 0 && b.jr.k[b.slot[0]].image.len > 0,
+          "a re-timed candidate keeps its status and image (%s, slot %d)", cg_tune_status_name(c[0].status), b.slot[0]);
+    cg_tune_batch_free(&b);
     cg_nvrtc_close(nv);
     free(s);
 }
