@@ -311,9 +311,12 @@ static int search(tuner *t, layer_run *lr, double deadline, cg_err *e)
         int now;
         if (!rc && (cg_tune_best(lr->c, lr->n, 1, &now) != 1 || now == best)) break;
     }
-    /* re-time the best few with more repeats */
-    int top[CG_TUNE_RUNNERS + 1];
-    int k = rc ? 0 : cg_tune_best(lr->c, lr->n, (int)t->c->top, top);
+    /* re-time the best few with more repeats, and the default beside them so
+       that the speed-up compares like with like */
+    int top[CG_TUNE_RUNNERS + 2];
+    int k = rc ? 0 : cg_tune_best(lr->c, lr->n, (int)t->c->top, top), has = 0;
+    for (int j = 0; j < k; j++) has |= top[j] == lr->def;
+    if (k && !has && lr->c[lr->def].status == CG_TUNE_OK) top[k++] = lr->def;
     if (k && !rc) rc = measure(t, lr, top, k, 5 * (int)t->c->repeat, e);
     free(idx);
     return rc;
