@@ -17,7 +17,7 @@ static const char usage[] =
     "                                compile every kernel (NVRTC) into one fat binary\n"
     "  run SPEC [--images N] [--batch B] [--backend auto|cuda|cpu] [--fatbin F]\n"
     "           [--data DIR] [--no-cache] [--profile] [--json FILE] [--repeat R]\n"
-    "           [--random-input SEED] [--device N]\n"
+    "           [--random-input SEED] [--device N] [--tuning FILE | --no-tuning]\n"
     "                                run the network over the Fashion-MNIST test set\n"
     "  check SPEC [--images N] [--data DIR] [--fatbin F] [--no-cache] [--seed S]\n"
     "           [--random-input SEED] [--device N]\n"
@@ -25,6 +25,9 @@ static const char usage[] =
     "  kernel SPEC --layer NAME [--strategy S] [--params k=v,...] [--batch N] [--repeat R]\n"
     "           [--seed S] [--list]\n"
     "                                one layer's kernel alone: candidates, or checked and timed\n"
+    "  tune SPEC [-o FILE] [--layers a,b] [--budget S] [--batch N] [--top K] [--csv FILE]\n"
+    "           [--list]\n"
+    "                                measure every layer's candidates, write a tuning record\n"
     "  data --resize S -o DIR [--data DIR]\n"
     "                                write the resized IDX sets used for training\n"
     "  help [VERB]                   this text, or one verb's\n"
@@ -40,7 +43,8 @@ static const struct {
     const char *name;
     verb_fn fn;
 } verbs[] = {{"generate", cg_cmd_generate}, {"build", cg_cmd_build}, {"run", cg_cmd_run},
-             {"check", cg_cmd_check},       {"kernel", cg_cmd_kernel}, {"data", cg_cmd_data}};
+             {"check", cg_cmd_check},       {"kernel", cg_cmd_kernel}, {"tune", cg_cmd_tune},
+             {"data", cg_cmd_data}};
 #define NVERBS ((int)(sizeof verbs / sizeof *verbs))
 
 /* The verb named s, or NULL. */

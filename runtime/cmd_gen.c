@@ -4,16 +4,19 @@
 #include "gen.h"
 #include "options.h"
 #include "aot.h"
+#include "tune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Spec and generated kernels (for target t, NULL: the default) in memory for
- * a verb that writes them out; on failure returns the exit status with
- * nothing allocated. */
-static int load_generate(const char *spec_path, const cg_target *t, cg_spec **s, cg_gen_output **o,
-                         cg_err *e)
+ * a verb that writes them out, the tuning record applied unless no_tuning
+ * (tuning: its path, NULL for the default one beside the spec; no device
+ * check: a fat binary serves many GPUs); on failure returns the exit status
+ * with nothing allocated. */
+static int load_generate(const char *spec_path, const cg_target *t, const char *tuning, int no_tuning,
+                         cg_spec **s, cg_gen_output **o, cg_err *e)
 {
     *s = malloc(sizeof **s);
     *o = malloc(sizeof **o);
@@ -24,11 +27,13 @@ static int load_generate(const char *spec_path, const cg_target *t, cg_spec **s,
     }
     char regen[CG_PATH_MAX + 64];
     cg_regen_command(spec_path, regen, sizeof regen);
-    if (cg_spec_load(spec_path, *s, e) || cg_generate_for(*s, regen, t, *o, e)) {
-        free(*s), free(*o);
-        return CG_EXIT_INPUT;
-    }
-    return 0;
+    int from_record[CG_MAX_LAYERS];
+    const cg_tune_device any = {NULL, 0};
+    int rc = cg_spec_load(spec_path, *s, e) ? CG_EXIT_INPUT : 0;
+    if (!rc) rc = cg_tune_use(*s, tuning, no_tuning, &any, from_record, e);
+    if (!rc && cg_generate_for(*s, regen, t, *o, e)) rc = CG_EXIT_INPUT;
+    if (rc) free(*s), free(*o);
+    return rc;
 }
 
 static void free_generate(cg_spec *s, cg_gen_output *o)
@@ -60,7 +65,7 @@ int cg_cmd_generate(int argc, char **argv, cg_err *e)
     }
     cg_spec *s;
     cg_gen_output *o;
-    if ((rc = load_generate(spec_path, NULL, &s, &o, e))) return rc;
+    if ((rc = load_generate(spec_path, NULL, NULL, 1, &s, &o, e))) return rc;
     rc = cg_gen_write(o, dir, e) ? CG_EXIT_IO : 0;
     if (!rc) printf("%s: %d kernels written to %s\n", s->name, o->nkernels, dir);
     free_generate(s, o);
@@ -107,6 +112,9 @@ static const char build_usage[] =
     "  --arch LIST        comma-separated architectures, each 90, sm_90 or compute_90\n"
     "                     (default 75,80,86,89,90,100,120)\n"
     "  -o, --output FILE  the fat binary to write\n"
+    "  --tuning FILE      the tuning record to apply (default: SPEC's .tuning.yaml if present;\n"
+    "                     applied whatever device it was made on: a fat binary serves many)\n"
+    "  --no-tuning        ignore any tuning record: the spec's and the templates' defaults\n"
     "  -h, --help         this text\n";
 
 /* --arch items as cg_aot_parse_archs reads them: "sm_90" and "compute_90" -> "90". */
@@ -132,9 +140,10 @@ static int arch_digits(const char *text, char *out, size_t cap, cg_err *e)
 int cg_cmd_build(int argc, char **argv, cg_err *e)
 {
     char default_archs[128];
-    const char *spec_path = NULL, *out = NULL, *arch_text = NULL;
-    const cg_opt opts[] = {{"-o", 1, &out}, {"--output", 1, &out}, {"--arch", 1, &arch_text}};
-    int rc = cg_opts_parse(argc, argv, opts, 3, &spec_path, build_usage, e);
+    const char *spec_path = NULL, *out = NULL, *arch_text = NULL, *tuning = NULL, *no_tuning = NULL;
+    const cg_opt opts[] = {{"-o", 1, &out},            {"--output", 1, &out},       {"--arch", 1, &arch_text},
+                           {"--tuning", 1, &tuning}, {"--no-tuning", 0, &no_tuning}};
+    int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec_path, build_usage, e);
     if (rc) return rc == CG_OPTS_HELP ? 0 : rc;
     if (!spec_path || !out) {
         cg_fail(e, "build needs SPEC and -o NET.fatbin");
@@ -151,7 +160,7 @@ int cg_cmd_build(int argc, char **argv, cg_err *e)
     cg_gen_output *o;
     cg_target target; /* what every chosen architecture allows */
     cg_aot_target(archs, narch, &target);
-    if ((rc = load_generate(spec_path, &target, &s, &o, e))) return rc;
+    if ((rc = load_generate(spec_path, &target, tuning, no_tuning != NULL, &s, &o, e))) return rc;
     char list[CG_AOT_MAX_ARCHS * 8] = "";
     for (int i = 0; i < narch; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%ssm_%d", i ? "," : "", archs[i]);

@@ -6,6 +6,7 @@
 #include "gpu.h"
 #include "harness.h"
 #include "options.h"
+#include "tune.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -64,6 +65,38 @@ static int job_spec(cg_job *j, const char *spec_path, cg_err *e)
     if (!j->s) return cg_fail(e, "out of memory"), CG_EXIT_IO;
     if (cg_spec_load(spec_path, j->s, e)) return CG_EXIT_INPUT;
     return 0;
+}
+
+/* The tuning record for a GPU run of s (README, "Tuning"): checked against
+ * the device about to run (with a fat binary, whose kernels were chosen when
+ * it was built, not checked: build applied the record the same way). A device
+ * that does not open leaves the spec as it is; cg_gpu_open reports why. */
+static int job_tuning(cg_spec *s, const char *tuning, int no_tuning, int device, int fatbin,
+                      int from_record[CG_MAX_LAYERS], cg_err *e)
+{
+    memset(from_record, 0, CG_MAX_LAYERS * sizeof *from_record);
+    if (no_tuning) return 0;
+    cg_tune_device dev = {NULL, 0};
+    char name[256];
+    if (!fatbin) {
+        cg_cu *cu;
+        cg_err ce;
+        if (cg_cu_open(&cu, device, &ce)) return 0;
+        snprintf(name, sizeof name, "%s", cu->name);
+        dev.name = name, dev.cc = cu->cc;
+        cg_cu_close(cu);
+    }
+    return cg_tune_use(s, tuning, 0, &dev, from_record, e);
+}
+
+/* Which layers took the tuning record's choice, for --profile. */
+static void print_tuned(const cg_spec *s, const int from_record[CG_MAX_LAYERS])
+{
+    int n = 0;
+    printf("Tuning record: ");
+    for (int i = 0; i < s->nlayers; i++)
+        if (from_record[i]) printf("%s%s (%s)", n++ ? ", " : "", s->layers[i].name, s->layers[i].strategy);
+    printf("%s\n", n ? " from the record" : "no layer from a record");
 }
 
 /* Data and weights for the spec job_spec read, printed the way the course harness
@@ -279,6 +312,8 @@ static const char run_usage[] =
     "  --json FILE         the figures as JSON (FILE must be absent or a regular file)\n"
     "  --data DIR          where the IDX files are (default " CG_DATA_DIR_DEFAULT ")\n"
     "  --random-input S    made-up images from seed S instead of the data set\n"
+    "  --tuning FILE       the tuning record to apply (GPU; default: SPEC's .tuning.yaml if present)\n"
+    "  --no-tuning         ignore any tuning record (GPU)\n"
     "  -h, --help          this text\n"
     "\n"
     "Options marked (GPU) are refused on the CPU backend: exit 2 with --backend cpu,\n"
@@ -306,11 +341,12 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend_t = NULL, *fatbin = NULL,
                *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL,
-               *random_t = NULL, *device_t = NULL;
+               *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend_t},
                            {"--fatbin", 1, &fatbin},   {"--data", 1, &data},     {"--no-cache", 0, &no_cache},
                            {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t},
-                           {"--random-input", 1, &random_t}, {"--device", 1, &device_t}};
+                           {"--random-input", 1, &random_t}, {"--device", 1, &device_t},
+                           {"--tuning", 1, &tuning},   {"--no-tuning", 0, &no_tuning}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, run_usage, e);
     if (rc == CG_OPTS_HELP) return 0;
     const char *backend = backend_t ? backend_t : "auto";
@@ -336,9 +372,12 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
                job_free(&j), CG_EXIT_INPUT;
     int use_gpu = 0;
     const char *gpu_opt = fatbin ? "--fatbin" : profile ? "--profile" : batch_t ? "--batch"
-                        : no_cache ? "--no-cache" : device_t ? "--device" : NULL;
+                        : no_cache ? "--no-cache" : device_t ? "--device" : tuning ? "--tuning"
+                        : no_tuning ? "--no-tuning" : NULL;
     rc = gpu_opt ? gpu_only(gpu_opt, backend, (int)device, &use_gpu, e)
                  : pick_backend(backend, (int)device, 0, &use_gpu, e);
+    int from_record[CG_MAX_LAYERS] = {0};
+    if (!rc && use_gpu) rc = job_tuning(j.s, tuning, no_tuning != NULL, (int)device, fatbin != NULL, from_record, e);
     if (!rc) rc = job_load(&j, spec, data, images, 1, random_seed, 0, e);
     if (rc) return job_free(&j), rc;
     int *pred = malloc((size_t)j.n * sizeof *pred);
@@ -385,7 +424,7 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
         double acc = accuracy(pred, j.d.labels, j.n);
         if (random_seed >= 0) printf("Correctness: - Model: %s (random input)\n", s->name);
         else printf("Correctness: %.4f Model: %s\n", acc, s->name);
-        if (use_gpu && profile) print_profile(&t, &hc);
+        if (use_gpu && profile) print_profile(&t, &hc), print_tuned(s, from_record);
         if (json && write_json(json, &j, use_gpu ? "cuda" : "cpu", use_gpu ? cg_gpu_device_name(g) : "cpu", acc,
                                layer_s, total_s, (int)repeat, use_gpu ? &t : NULL, use_gpu ? &hc : NULL, e))
             rc = CG_EXIT_IO;
@@ -409,15 +448,17 @@ static const char check_usage[] =
     "  --seed S            fresh random weights from seed S (a spec without weights file)\n"
     "  --data DIR          where the IDX files are (default " CG_DATA_DIR_DEFAULT ")\n"
     "  --random-input S    made-up images from seed S instead of the data set\n"
+    "  --tuning FILE       the tuning record to apply (default: SPEC's .tuning.yaml if present)\n"
+    "  --no-tuning         ignore any tuning record\n"
     "  -h, --help          this text\n";
 
 int cg_cmd_check(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *fatbin = NULL, *data = NULL, *no_cache = NULL,
-               *seed_t = NULL, *random_t = NULL, *device_t = NULL;
+               *seed_t = NULL, *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--fatbin", 1, &fatbin},  {"--data", 1, &data},
                            {"--no-cache", 0, &no_cache}, {"--seed", 1, &seed_t}, {"--random-input", 1, &random_t},
-                           {"--device", 1, &device_t}};
+                           {"--device", 1, &device_t}, {"--tuning", 1, &tuning}, {"--no-tuning", 0, &no_tuning}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, check_usage, e);
     if (rc == CG_OPTS_HELP) return 0;
     long long images = 200, seed = -1, random_seed = -1, device = 0;
@@ -428,7 +469,9 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
     if (rc) return rc;
     cg_job j;
+    int from_record[CG_MAX_LAYERS];
     if ((rc = job_spec(&j, spec, e)) ||
+        (rc = job_tuning(j.s, tuning, no_tuning != NULL, (int)device, fatbin != NULL, from_record, e)) ||
         (rc = job_load(&j, spec, data, images, images_t != NULL, random_seed, 1, e)))
         return job_free(&j), rc;
     const cg_spec *s = j.s;

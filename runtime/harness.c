@@ -233,27 +233,12 @@ static int host_data(bench *b, const cg_layer *l, const cg_kernel_launch *kl, lo
     return 0;
 }
 
-/* Compile, load and bind the kernel; its registers and local memory. */
-static int load(bench *b, const cg_harness_opts *o, cg_harness_result *r, const cg_gen_kernel *k, cg_err *e)
+/* Load and bind an already-compiled kernel image; its registers and local memory. */
+static int load_image(bench *b, cg_harness_result *r, const char *kernel, const cg_buf *img, cg_err *e)
 {
-    cg_nvrtc *nv;
-    if (cg_nvrtc_open(&nv, e)) return -1;
-    cg_buf img, log;
-    cg_buf_init(&img), cg_buf_init(&log);
-    cg_jit_info ji;
-    int rc = cg_jit_compile(nv, b->cu->cc, b->cu->driver_version, k, !o->no_cache, &img, &log, &ji, e);
-    cg_nvrtc_close(nv);
-    if (rc && log.len) fprintf(stderr, "%s\n", log.data);
-    if (!rc) {
-        snprintf(r->arch, sizeof r->arch, "%s", ji.arch);
-        snprintf(r->cache_note, sizeof r->cache_note, "%s", ji.note);
-        r->cache_hit = ji.cache_hit, r->compile_ms = ji.ms;
-        rc = CG_CU(e, b->cu->cuModuleLoadData(&b->mod, img.data));
-    }
-    cg_buf_free(&img), cg_buf_free(&log);
-    if (rc) return -1;
-    if (b->cu->cuModuleGetFunction(&b->fn, b->mod, k->kernel) != CUDA_SUCCESS)
-        return cg_fail(e, "kernel '%s' not found in its module", k->kernel);
+    if (CG_CU(e, b->cu->cuModuleLoadData(&b->mod, img->data))) return -1;
+    if (b->cu->cuModuleGetFunction(&b->fn, b->mod, kernel) != CUDA_SUCCESS)
+        return cg_fail(e, "kernel '%s' not found in its module", kernel);
     if (r->launch.shared > 48 * 1024 &&
         CG_CU(e, b->cu->cuFuncSetAttribute(b->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, r->launch.shared)))
         return -1;
@@ -263,29 +248,72 @@ static int load(bench *b, const cg_harness_opts *o, cg_harness_result *r, const 
     return 0;
 }
 
+/* Whether n images keep every index of the kernel's tensors below 2^31. */
+static int batch_fits(const cg_kernel_launch *kl, long long n)
+{
+    if (n < 1) n = 1;
+    return (double)n * (double)(kl->in_elems > kl->out_elems ? kl->in_elems : kl->out_elems) <= 2147483647.0;
+}
+
 int cg_harness_run(const cg_spec *s, int layer, const char *tpl, const char *params,
                    const cg_harness_opts *o, cg_harness_result *r, cg_err *e)
 {
+    cg_gen_kernel k;
+    cg_kernel_launch kl;
     memset(r, 0, sizeof *r);
-    if (cg_gen_emit_one(s, layer, tpl, params, &r->k, &r->launch, e)) return CG_HARNESS_BAD_CONFIG;
+    if (cg_gen_emit_one(s, layer, tpl, params, &k, &kl, e)) return CG_HARNESS_BAD_CONFIG;
+    if (!batch_fits(&kl, o->batch)) {
+        cg_gen_kernel_free(&k);
+        return cg_fail(e, "--batch %lld: indices of this layer would pass 2^31", o->batch), CG_HARNESS_BAD_CONFIG;
+    }
+    cg_cu *cu = NULL;
+    cg_nvrtc *nv = NULL;
+    cg_buf img, log;
+    cg_buf_init(&img), cg_buf_init(&log);
+    cg_jit_info ji;
+    memset(&ji, 0, sizeof ji);
+    /* the device first: its compute capability and driver pick what NVRTC emits */
+    int rc = cg_cu_open(&cu, o->device, e);
+    if (!rc) rc = cg_nvrtc_open(&nv, e);
+    if (!rc) {
+        rc = cg_jit_compile(nv, cu->cc, cu->driver_version, &k, !o->no_cache, &img, &log, &ji, e);
+        cg_nvrtc_close(nv);
+        if (rc && log.len) fprintf(stderr, "%s\n", log.data);
+    }
+    if (cu) cg_cu_close(cu);
+    if (!rc) rc = cg_harness_run_image(s, layer, &k, &kl, &img, o, r, e);
+    if (!rc) {
+        snprintf(r->arch, sizeof r->arch, "%s", ji.arch);
+        snprintf(r->cache_note, sizeof r->cache_note, "%s", ji.note);
+        r->cache_hit = ji.cache_hit, r->compile_ms = ji.ms;
+    }
+    cg_gen_kernel_free(&k);
+    cg_buf_free(&img), cg_buf_free(&log);
+    return rc ? -1 : 0;
+}
+
+int cg_harness_run_image(const cg_spec *s, int layer, const cg_gen_kernel *k, const cg_kernel_launch *klaunch,
+                         const cg_buf *image, const cg_harness_opts *o, cg_harness_result *r, cg_err *e)
+{
+    memset(r, 0, sizeof *r);
+    r->k = *k;
+    r->k.source = NULL, r->k.source_len = 0; /* name, template and layer only */
+    r->launch = *klaunch;
     const cg_layer *l = &s->layers[layer];
     const cg_kernel_launch *kl = &r->launch;
     long long n = o->batch > 0 ? o->batch : 1;
     long long nref = o->check_images > 0 && o->check_images < n ? o->check_images : n;
     r->batch = n, r->checked_images = nref;
-    if ((double)n * (double)(kl->in_elems > kl->out_elems ? kl->in_elems : kl->out_elems) > 2147483647.0) {
-        cg_gen_kernel_free(&r->k);
-        return cg_fail(e, "--batch %lld: indices of this layer would pass 2^31", n), CG_HARNESS_BAD_CONFIG;
-    }
+    if (!batch_fits(kl, n))
+        return cg_fail(e, "--batch %lld: indices of this layer would pass 2^31", n);
     bench b;
     memset(&b, 0, sizeof b);
     size_t nw = 0;
     int rc = cg_cu_open(&b.cu, o->device, e);
     if (!rc) {
         snprintf(r->device, sizeof r->device, "%s", b.cu->name);
-        rc = load(&b, o, r, &r->k, e);
+        rc = load_image(&b, r, k->kernel, image, e);
     }
-    cg_gen_kernel_free(&r->k); /* name, template and layer stay */
     if (!rc) rc = host_data(&b, l, kl, n, nref, o->seed, &nw, e);
     /* reference */
     if (!rc) rc = cg_harness_reference(l, kl->fused, b.hw, l->bias ? b.hb : NULL, b.hin, b.ref, (int)nref, e);

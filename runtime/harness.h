@@ -88,5 +88,12 @@ double cg_harness_flop(const cg_layer *l, long long n);
 #define CG_HARNESS_BAD_CONFIG 2
 int cg_harness_run(const cg_spec *s, int layer, const char *tpl, const char *params,
                    const cg_harness_opts *o, cg_harness_result *r, cg_err *e);
+/* The same for a kernel already emitted (k, kl from cg_gen_emit_one) and
+ * compiled (image: what cuModuleLoadData takes, e.g. from cg_jit_build): what a
+ * tuner calls after compiling many candidates at once. r->arch, cache_hit,
+ * compile_ms are left for the caller. Returns 0 (r->diff.ok says whether it was
+ * right) or -1 on a CUDA failure. */
+int cg_harness_run_image(const cg_spec *s, int layer, const cg_gen_kernel *k, const cg_kernel_launch *kl,
+                         const cg_buf *image, const cg_harness_opts *o, cg_harness_result *r, cg_err *e);
 
 #endif

@@ -1,0 +1,530 @@
+/* cmd_tune.c — the tune verb: every conv and fc layer's candidates (every
+ * template that serves it x its legal parameters), compiled in batches,
+ * checked against the CPU reference, timed, the fastest correct one kept in a
+ * tuning record. The choice and the record are runtime/tune.c (no GPU); this
+ * file is the measuring loop and what a person sees. */
+#include "cli.h"
+#include "cache.h"
+#include "cuda_api.h"
+#include "harness.h"
+#include "jit.h"
+#include "options.h"
+#include "tune.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LIST_SHOWN 5   /* candidates --list prints per template */
+#define BATCH_MAX 64   /* candidates compiled by one cg_jit_build */
+#define CHECK_IMAGES 64 /* images each candidate is checked on */
+
+static const char tune_usage[] =
+    "usage: convgen tune SPEC [options]\n"
+    "\n"
+    "Measure every conv and fc layer's candidates (each template that serves the layer x its\n"
+    "legal parameters), compiled in batches, each checked against the CPU reference before\n"
+    "it is timed (L2 flushed, median); the best few are re-timed and the fastest correct one\n"
+    "is written to a tuning record that run, check and build then use (README, \"Tuning\").\n"
+    "\n"
+    "  -o, --output FILE   the record (default: SPEC with .yaml -> .tuning.yaml)\n"
+    "  --layers a,b        only these layers (default: every conv and fc layer)\n"
+    "  --budget SECONDS    wall-time budget for the whole run, shared by the layers (default 60)\n"
+    "  --batch N           images per timed launch (default 10000)\n"
+    "  --repeat R          timed launches per candidate (default 10); the top K get 5*R\n"
+    "  --top K             candidates re-timed before choosing (default 3)\n"
+    "  --sample N          candidates in the first, spread sample of a layer (default 24)\n"
+    "  --csv FILE          one row per candidate: layer, template, params, status, times\n"
+    "  --no-cache          compile, bypassing the JIT cache\n"
+    "  --list              each layer's candidates per template, counted (no GPU needed)\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "Search: a layer with at most --sample candidates is measured whole. A larger one gets\n"
+    "--sample candidates spread evenly over its list (plus the default), then, while its\n"
+    "share of the budget lasts, either the rest (when the time per candidate so far says it\n"
+    "fits) or rounds of one-parameter steps around the best so far, until a round finds\n"
+    "nothing better. Exit 4 without a GPU (except --list).\n";
+
+typedef struct {
+    const char *spec, *out, *layers, *csv;
+    long long budget, batch, repeat, top, sample;
+    int list, no_cache, help;
+} tune_cli;
+
+/* The command line into c; 0 or CG_EXIT_USAGE. */
+static int parse(int argc, char **argv, tune_cli *c, cg_err *e)
+{
+    memset(c, 0, sizeof *c);
+    const char *budget = NULL, *batch = NULL, *repeat = NULL, *top = NULL, *sample = NULL, *list = NULL,
+               *no_cache = NULL;
+    const cg_opt opts[] = {{"-o", 1, &c->out},         {"--output", 1, &c->out}, {"--layers", 1, &c->layers},
+                           {"--budget", 1, &budget},   {"--batch", 1, &batch},   {"--repeat", 1, &repeat},
+                           {"--top", 1, &top},         {"--sample", 1, &sample}, {"--csv", 1, &c->csv},
+                           {"--no-cache", 0, &no_cache}, {"--list", 0, &list}};
+    int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &c->spec, tune_usage, e);
+    c->budget = 60, c->batch = 10000, c->repeat = 10, c->top = 3, c->sample = 24;
+    if (rc == CG_OPTS_HELP) return c->help = 1, 0;
+    if (!rc && !c->spec) rc = (cg_fail(e, "tune needs SPEC"), CG_EXIT_USAGE);
+    if (!rc) rc = cg_opt_int("--budget", budget, 1, 1000000, &c->budget, e);
+    if (!rc) rc = cg_opt_int("--batch", batch, 1, 1LL << 24, &c->batch, e);
+    if (!rc) rc = cg_opt_int("--repeat", repeat, 1, 10000, &c->repeat, e);
+    if (!rc) rc = cg_opt_int("--top", top, 1, CG_TUNE_RUNNERS + 1, &c->top, e);
+    if (!rc) rc = cg_opt_int("--sample", sample, 1, 100000, &c->sample, e);
+    c->list = list != NULL, c->no_cache = no_cache != NULL;
+    return rc;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Whether layer i is to be tuned: a conv or fc layer named in --layers (all when absent). */
+static int wanted(const cg_layer *l, const char *layers)
+{
+    if (l->op == CG_OP_SOFTMAX) return 0;
+    if (!layers) return 1;
+    size_t n = strlen(l->name);
+    for (const char *p = layers; *p;) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        if (len == n && !strncmp(p, l->name, n)) return 1;
+        p = q ? q + 1 : p + len;
+    }
+    return 0;
+}
+
+/* Every name in --layers must be a conv or fc layer of the spec. */
+static int check_layers(const cg_spec *s, const char *layers, cg_err *e)
+{
+    if (!layers) return 0;
+    for (const char *p = layers; *p;) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        int found = 0;
+        for (int i = 0; i < s->nlayers && !found; i++)
+            found = strlen(s->layers[i].name) == len && !strncmp(s->layers[i].name, p, len) &&
+                    s->layers[i].op != CG_OP_SOFTMAX;
+        if (!found) return cg_fail(e, "%s: --layers: no conv or fc layer '%.*s'", s->path, (int)len, p);
+        p = q ? q + 1 : p + len;
+    }
+    return 0;
+}
+
+/* ---- --list ---- */
+
+/* Each wanted layer's candidates per template, counted; the first few shown. */
+static int list(const cg_spec *s, const tune_cli *c, cg_err *e)
+{
+    for (int i = 0; i < s->nlayers; i++) {
+        const cg_layer *l = &s->layers[i];
+        if (!wanted(l, c->layers)) continue;
+        char sig[CG_TUNE_SIG];
+        cg_tune_signature(l, sig, sizeof sig);
+        printf("layer %s (%s)\n", l->name, sig);
+        long long total = 0;
+        for (const char *const *t = cg_tune_templates(l); *t; t++) {
+            cg_candidates cs;
+            cg_err ce = {{0}};
+            if (cg_gen_candidates(s, i, *t, 0, &cs, &ce)) {
+                printf("  %s: 0 candidates (%s)\n", *t, ce.msg);
+                continue;
+            }
+            printf("  %s: %d candidates of %lld combinations (%lld refused)%s%s\n", *t, cs.n, cs.total, cs.refused,
+                   cs.note[0] ? "; " : "", cs.note);
+            for (int j = 0; j < cs.n && j < LIST_SHOWN; j++) printf("    %s\n", cs.c[j].params);
+            if (cs.n > LIST_SHOWN) printf("    ... %d more\n", cs.n - LIST_SHOWN);
+            total += cs.n;
+            cg_candidates_free(&cs);
+        }
+        printf("  total: %lld candidates\n", total);
+    }
+    (void)e;
+    return 0;
+}
+
+/* ---- measuring ---- */
+
+/* What the measuring loop holds for the whole run. */
+typedef struct {
+    const cg_spec *s;
+    const tune_cli *c;
+    cg_cu *cu;       /* kept open: the primary context lives through the run */
+    cg_nvrtc *nv;
+    cg_jit_opts jo;
+    char cache_dir[CG_PATH_MAX];
+    int tty;
+    double t0;       /* start of the layer */
+    FILE *csv;
+    int run_failures; /* consecutive candidates the device failed to run */
+} tuner;
+
+#define RUN_FAILURES_MAX 3 /* in a row: the device itself is failing (a sticky CUDA error) */
+
+/* One layer's candidate table. */
+typedef struct {
+    int li;
+    cg_tune_cand *c;
+    int n, cap;
+    int def;         /* the default configuration's index */
+    int measured;
+    int planned;     /* what the search means to measure, for the progress line */
+} layer_run;
+
+static int add_cand(layer_run *lr, const char *tpl, const char *params)
+{
+    if (lr->n == lr->cap) {
+        int cap = lr->cap ? 2 * lr->cap : 256;
+        cg_tune_cand *nc = realloc(lr->c, (size_t)cap * sizeof *nc);
+        if (!nc) return -1;
+        lr->c = nc, lr->cap = cap;
+    }
+    cg_tune_cand *x = &lr->c[lr->n++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->tpl, sizeof x->tpl, "%s", tpl);
+    snprintf(x->params, sizeof x->params, "%s", params);
+    return 0;
+}
+
+/* The progress line: in place on a terminal, a plain line otherwise (then
+ * only when final, to keep logs short). */
+static void progress(const tuner *t, const layer_run *lr, int final)
+{
+    if (!t->tty && !final) return;
+    int b;
+    double el = now_s() - t->t0;
+    char best[CG_PARAMS_TEXT + 96] = "none yet";
+    if (cg_tune_best(lr->c, lr->n, 1, &b) == 1)
+        snprintf(best, sizeof best, "%.4f ms %s %s", cg_tune_score(&lr->c[b]), lr->c[b].tpl, lr->c[b].params);
+    double eta = lr->measured ? el / lr->measured * (lr->planned - lr->measured) : 0;
+    printf("%s%-12s %4d/%-4d of %-5d best %.90s  %.1fs", t->tty ? "\r\033[K" : "", t->s->layers[lr->li].name,
+           lr->measured, lr->planned, lr->n, best, el);
+    if (!final && eta > 0) printf(" (~%.0fs left)", eta);
+    printf(final || !t->tty ? "\n" : "");
+    fflush(stdout);
+}
+
+/* Measure the candidates idx[0..m) of the layer: compiled together
+ * (cg_tune_compile), then each survivor checked against the CPU reference and
+ * timed; every outcome goes into its entry. repeat above --repeat: the
+ * re-timing of candidates already measured. */
+static int measure(tuner *t, layer_run *lr, const int *idx, int m, int repeat, cg_err *e)
+{
+    int retime = repeat > t->c->repeat;
+    cg_tune_batch b;
+    memset(&b, 0, sizeof b);
+    cg_harness_result *r = malloc(sizeof *r);
+    if (!r || cg_tune_compile(t->s, lr->li, lr->c, idx, m, t->nv, &t->jo, &b, e)) {
+        free(r), cg_tune_batch_free(&b);
+        return e->msg[0] ? -1 : cg_fail(e, "out of memory");
+    }
+    cg_harness_opts ho = {0, t->c->batch, CHECK_IMAGES, 2, repeat, 1, t->c->no_cache};
+    for (int j = 0; j < m; j++) {
+        cg_tune_cand *x = &lr->c[idx[j]];
+        int k = b.slot[j];
+        cg_err he = {{0}};
+        if (k < 0) {
+            /* dropped by cg_tune_compile; its status and reason say why */
+        } else if (cg_harness_run_image(t->s, lr->li, &b.out->k[k], &b.kl[j], &b.jr.k[k].image, &ho, r, &he)) {
+            x->status = CG_TUNE_RUN_FAILED;
+            snprintf(x->reason, sizeof x->reason, "%.250s", he.msg);
+            if (++t->run_failures >= RUN_FAILURES_MAX) {
+                cg_tune_batch_free(&b);
+                free(r);
+                return cg_fail(e, "%d candidates in a row failed on the device, the last with: %s", t->run_failures,
+                               he.msg);
+            }
+        } else if (r->local_bytes > 0 && !b.jr.k[k].log.len) {
+            /* a cached image carries no ptxas log: local memory is the spill's trace */
+            x->status = CG_TUNE_SPILLED;
+            snprintf(x->reason, sizeof x->reason, "%d bytes of local memory per thread", r->local_bytes);
+        } else if (!r->diff.ok) {
+            x->status = CG_TUNE_WRONG;
+            snprintf(x->reason, sizeof x->reason, "disagrees with the CPU reference: rel L2 %.3g, %lld unwritten",
+                     r->diff.rel_l2, r->diff.nonfinite);
+        } else if (retime) {
+            x->retime_ms = r->t.median; /* the first timing stays for the CSV */
+        } else {
+            x->status = CG_TUNE_OK;
+            x->ms = r->t.median, x->q1 = r->t.q1, x->q3 = r->t.q3, x->tflops = r->tflops;
+        }
+        if (k >= 0 && x->status != CG_TUNE_RUN_FAILED) t->run_failures = 0;
+        if (!retime) lr->measured++;
+        progress(t, lr, 0);
+    }
+    cg_tune_batch_free(&b);
+    free(r);
+    return 0;
+}
+
+/* Measure idx[0..m) in compile batches of at most BATCH_MAX, skipping those
+ * already measured; stops early once the clock passes deadline. */
+static int measure_all(tuner *t, layer_run *lr, int *idx, int m, double deadline, cg_err *e)
+{
+    int k = 0;
+    for (int j = 0; j < m; j++)
+        if (lr->c[idx[j]].status == CG_TUNE_PENDING) idx[k++] = idx[j];
+    for (int j = 0; j < k; j += BATCH_MAX) {
+        if (j > 0 && now_s() > deadline) break;
+        if (measure(t, lr, idx + j, k - j < BATCH_MAX ? k - j : BATCH_MAX, (int)t->c->repeat, e)) return -1;
+    }
+    return 0;
+}
+
+/* The search of README's "Tuning" for one layer, within its deadline. */
+static int search(tuner *t, layer_run *lr, double deadline, cg_err *e)
+{
+    int *idx = malloc((size_t)(lr->n + 1) * sizeof *idx);
+    if (!idx) return cg_fail(e, "out of memory");
+    int m = cg_tune_spread(lr->n, (int)t->c->sample, idx), has_def = 0;
+    for (int j = 0; j < m; j++) has_def |= idx[j] == lr->def;
+    if (!has_def) idx[m++] = lr->def;
+    lr->planned = m < lr->n ? m : lr->n;
+    int rc = measure_all(t, lr, idx, m, 1e300, e); /* the sample is measured whatever the budget */
+    while (!rc && lr->measured < lr->n && now_s() < deadline) {
+        double per = (now_s() - t->t0) / (lr->measured ? lr->measured : 1);
+        int rest = 0;
+        if (now_s() + per * (lr->n - lr->measured) <= deadline) {
+            /* the rest fits: measure everything */
+            for (int i = 0; i < lr->n; i++)
+                if (lr->c[i].status == CG_TUNE_PENDING) idx[rest++] = i;
+            lr->planned = lr->n;
+            rc = measure_all(t, lr, idx, rest, deadline, e);
+            break;
+        }
+        /* one-parameter steps around the best so far */
+        int best;
+        if (cg_tune_best(lr->c, lr->n, 1, &best) != 1) break;
+        for (int i = 0; i < lr->n; i++)
+            if (lr->c[i].status == CG_TUNE_PENDING && !strcmp(lr->c[i].tpl, lr->c[best].tpl) &&
+                cg_tune_one_step(lr->c[i].params, lr->c[best].params))
+                idx[rest++] = i;
+        if (!rest) break;
+        lr->planned = lr->measured + rest;
+        rc = measure_all(t, lr, idx, rest, deadline, e);
+        int now;
+        if (!rc && (cg_tune_best(lr->c, lr->n, 1, &now) != 1 || now == best)) break;
+    }
+    /* re-time the best few with more repeats, and the default beside them so
+       that the speed-up compares like with like */
+    int top[CG_TUNE_RUNNERS + 2];
+    int k = rc ? 0 : cg_tune_best(lr->c, lr->n, (int)t->c->top, top), has = 0;
+    for (int j = 0; j < k; j++) has |= top[j] == lr->def;
+    if (k && !has && lr->c[lr->def].status == CG_TUNE_OK) top[k++] = lr->def;
+    if (k && !rc) rc = measure(t, lr, top, k, 5 * (int)t->c->repeat, e);
+    free(idx);
+    return rc;
+}
+
+/* One CSV row per candidate of the layer. */
+static void csv_rows(FILE *f, const cg_layer *l, const layer_run *lr)
+{
+    for (int i = 0; i < lr->n; i++) {
+        const cg_tune_cand *x = &lr->c[i];
+        fprintf(f, "%s,%s,\"%s\",%s,%.3f,%.6g,%.6g,%.6g,%.6g,%.4g,\"", l->name, x->tpl, x->params,
+                cg_tune_status_name(x->status), x->compile_ms, x->ms, x->q3 - x->q1, x->retime_ms,
+                cg_tune_score(x), x->tflops);
+        for (const char *p = x->reason; *p; p++) fputs(*p == '"' ? "\"\"" : (char[2]){*p, 0}, f);
+        fputs(i == lr->def ? "\",default\n" : "\",\n", f);
+    }
+}
+
+/* The record's entry for a measured layer; 0 when nothing was right. */
+static int entry_of(const tuner *t, const layer_run *lr, cg_tune_entry *en, cg_err *e)
+{
+    int top[CG_TUNE_RUNNERS + 1];
+    int k = cg_tune_best(lr->c, lr->n, CG_TUNE_RUNNERS + 1, top);
+    if (!k) return 0;
+    const cg_layer *l = &t->s->layers[lr->li];
+    memset(en, 0, sizeof *en);
+    cg_tune_signature(l, en->sig, sizeof en->sig);
+    snprintf(en->layer, sizeof en->layer, "%s", l->name);
+    en->measured = lr->measured, en->candidates = lr->n;
+    for (int j = 0; j < k; j++) {
+        cg_tune_choice *ch = j ? &en->runner[en->nrunners++] : &en->winner;
+        snprintf(ch->tpl, sizeof ch->tpl, "%s", lr->c[top[j]].tpl);
+        snprintf(ch->params, sizeof ch->params, "%s", lr->c[top[j]].params);
+        ch->ms = cg_tune_score(&lr->c[top[j]]);
+    }
+    double d = cg_tune_score(&lr->c[lr->def]);
+    en->default_ms = isfinite(d) ? d : 0;
+    cg_gen_kernel kk;
+    cg_kernel_launch kl;
+    if (cg_gen_emit_one(t->s, lr->li, en->winner.tpl, en->winner.params, &kk, &kl, e)) return -1;
+    snprintf(en->tpl_hash, sizeof en->tpl_hash, "%s", kk.tpl_hash);
+    cg_gen_kernel_free(&kk);
+    return 1;
+}
+
+/* Tune one layer: its candidate table, the search, the CSV rows, the record entry. */
+static int tune_layer(tuner *t, int li, double deadline, cg_tune_record *rec, cg_err *e)
+{
+    layer_run lr;
+    memset(&lr, 0, sizeof lr);
+    lr.li = li;
+    t->t0 = now_s();
+    const cg_layer *l = &t->s->layers[li];
+    int rc = 0;
+    for (const char *const *tp = cg_tune_templates(l); !rc && *tp; tp++) {
+        cg_candidates cs;
+        cg_err ce = {{0}};
+        if (cg_gen_candidates(t->s, li, *tp, 0, &cs, &ce)) continue; /* the template serves no such layer */
+        for (int j = 0; !rc && j < cs.n; j++) rc = add_cand(&lr, *tp, cs.c[j].params);
+        cg_candidates_free(&cs);
+    }
+    /* the configuration the layer gets untuned */
+    cg_gen_kernel dk;
+    cg_kernel_launch dl;
+    if (!rc && cg_gen_emit_one(t->s, li, NULL, NULL, &dk, &dl, e)) rc = -1;
+    if (!rc) {
+        lr.def = -1;
+        for (int j = 0; j < lr.n && lr.def < 0; j++)
+            if (!strcmp(lr.c[j].tpl, dk.tpl) && !strcmp(lr.c[j].params, dl.params)) lr.def = j;
+        if (lr.def < 0) lr.def = lr.n, rc = add_cand(&lr, dk.tpl, dl.params);
+        cg_gen_kernel_free(&dk);
+    }
+    if (rc && !e->msg[0]) cg_fail(e, "out of memory");
+    if (!rc) rc = search(t, &lr, deadline, e);
+    if (!rc) progress(t, &lr, 1);
+    if (!rc && t->csv) csv_rows(t->csv, l, &lr);
+    cg_tune_entry en;
+    int got = rc ? 0 : entry_of(t, &lr, &en, e);
+    if (got < 0) rc = -1;
+    if (got > 0) rec->e[rec->n++] = en;
+    if (!rc && !got) printf("%-12s no candidate compiled and agreed with the CPU reference\n", l->name);
+    free(lr.c);
+    return rc;
+}
+
+/* The entry of rec for layer l's shape, or NULL. */
+static const cg_tune_entry *entry_for(const cg_tune_record *rec, const cg_layer *l)
+{
+    char sig[CG_TUNE_SIG];
+    cg_tune_signature(l, sig, sizeof sig);
+    for (int i = 0; i < rec->n; i++)
+        if (!strcmp(rec->e[i].sig, sig)) return &rec->e[i];
+    return NULL;
+}
+
+/* With --layers, the record at path keeps its entries for the other layers'
+ * shapes when it was made on this device by this convgen (else it is
+ * replaced whole, as it would be ignored anyway). */
+static void keep_others(cg_tune_record *rec, const char *path)
+{
+    cg_tune_record *old = malloc(sizeof *old);
+    cg_err e = {{0}};
+    if (!old || access(path, F_OK) || cg_tune_read(path, old, &e) || strcmp(old->version, rec->version) ||
+        strcmp(old->device, rec->device) || old->cc != rec->cc) {
+        if (e.msg[0]) fprintf(stderr, "convgen: %s is replaced: %s\n", path, e.msg);
+        free(old);
+        return;
+    }
+    for (int i = 0; i < old->n && rec->n < CG_MAX_LAYERS; i++) {
+        int have = 0;
+        for (int j = 0; j < rec->n && !have; j++) have = !strcmp(rec->e[j].sig, old->e[i].sig);
+        if (!have) rec->e[rec->n++] = old->e[i];
+    }
+    free(old);
+}
+
+/* The summary table of what the record holds. */
+static void summary(const cg_tune_record *r)
+{
+    printf("\n%-12s %9s  %-48s %10s %10s %8s\n", "layer", "measured", "best template and parameters", "best ms",
+           "default ms", "speed-up");
+    for (int i = 0; i < r->n; i++) {
+        const cg_tune_entry *t = &r->e[i];
+        char best[CG_PARAMS_TEXT + 70], m[40];
+        snprintf(best, sizeof best, "%s %s", t->winner.tpl, t->winner.params);
+        snprintf(m, sizeof m, "%lld/%lld", t->measured, t->candidates);
+        if (t->default_ms > 0)
+            printf("%-12s %9s  %-48s %10.4f %10.4f %7.2fx\n", t->layer, m, best, t->winner.ms, t->default_ms,
+                   t->default_ms / t->winner.ms);
+        else printf("%-12s %9s  %-48s %10.4f %10s %8s\n", t->layer, m, best, t->winner.ms, "failed", "-");
+    }
+}
+
+/* convgen tune SPEC [-o FILE] [--layers a,b] [--budget S] [--batch N] [--repeat R]
+ *              [--top K] [--sample N] [--csv FILE] [--no-cache] [--list] */
+int cg_cmd_tune(int argc, char **argv, cg_err *e)
+{
+    tune_cli c;
+    int rc = parse(argc, argv, &c, e);
+    if (rc || c.help) return rc;
+    cg_spec *s = malloc(sizeof *s);
+    if (!s) return cg_fail(e, "out of memory"), CG_EXIT_IO;
+    if (cg_spec_load(c.spec, s, e) || check_layers(s, c.layers, e)) return free(s), CG_EXIT_INPUT;
+    if (c.list) {
+        rc = list(s, &c, e) ? CG_EXIT_INPUT : 0;
+        return free(s), rc;
+    }
+    char out[CG_PATH_MAX + 32];
+    if (c.out) snprintf(out, sizeof out, "%s", c.out);
+    else cg_tune_default_path(c.spec, out, sizeof out);
+
+    tuner t;
+    memset(&t, 0, sizeof t);
+    t.s = s, t.c = &c, t.tty = isatty(STDOUT_FILENO);
+    cg_err ge = {{0}};
+    if (cg_cu_open(&t.cu, 0, &ge)) {
+        free(s);
+        return cg_fail(e, "tune measures on a GPU and found none: %s", ge.msg), CG_EXIT_DEVICE;
+    }
+    rc = cg_nvrtc_open(&t.nv, e) ? CG_EXIT_DEVICE : 0;
+    t.jo.cc = t.cu->cc, t.jo.driver_version = t.cu->driver_version;
+    if (!rc && cg_nvrtc_pick_arch(t.nv, t.cu->cc, &t.jo.arch, &t.jo.as_ptx))
+        rc = (cg_fail(e, "the device is sm_%d, older than anything this NVRTC compiles for", t.cu->cc), CG_EXIT_DEVICE);
+    if (!rc && cg_nvrtc_check_driver(t.nv, t.cu->driver_version, t.jo.as_ptx, e)) rc = CG_EXIT_DEVICE;
+    cg_err ce;
+    if (!rc && !c.no_cache && cg_cache_dir(t.cache_dir, sizeof t.cache_dir, &ce) == 0) t.jo.cache_dir = t.cache_dir;
+    if (!rc && c.csv && !(t.csv = fopen(c.csv, "w")))
+        rc = (cg_fail(e, "%s: cannot write: %s", c.csv, strerror(errno)), CG_EXIT_IO);
+    if (t.csv)
+        fputs("layer,template,params,status,compile_ms,median_ms,iqr_ms,retime_ms,score_ms,tflops,reason,default\n",
+              t.csv);
+    cg_tune_record *rec = calloc(1, sizeof *rec);
+    if (!rc && !rec) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
+    if (!rc) {
+        snprintf(rec->version, sizeof rec->version, "%s", CG_VERSION);
+        snprintf(rec->device, sizeof rec->device, "%s", t.cu->name);
+        rec->cc = t.cu->cc, rec->sms = t.cu->sm_count, rec->driver = t.cu->driver_version;
+        snprintf(rec->network, sizeof rec->network, "%s", s->name);
+        rec->batch = c.batch;
+        printf("tuning %s on %s (sm_%d, %d SMs), batch %lld, budget %llds\n", s->name, t.cu->name, t.cu->cc,
+               t.cu->sm_count, c.batch, c.budget);
+    }
+    double start = now_s();
+    int left = 0;
+    for (int i = 0; i < s->nlayers; i++) left += wanted(&s->layers[i], c.layers);
+    for (int i = 0; !rc && i < s->nlayers; i++) {
+        if (!wanted(&s->layers[i], c.layers)) continue;
+        const cg_tune_entry *same = entry_for(rec, &s->layers[i]);
+        if (same) {
+            /* one entry per shape: a layer shaped like one tuned already takes its choice */
+            printf("%-12s the same shape as %s: its choice applies\n", s->layers[i].name, same->layer);
+            left--;
+            continue;
+        }
+        double share = (start + c.budget - now_s()) / left--;
+        if (tune_layer(&t, i, now_s() + (share > 0 ? share : 0), rec, e)) rc = CG_EXIT_DEVICE;
+    }
+    if (!rc) {
+        summary(rec);
+        printf("tuned in %.1f s\n", now_s() - start);
+    }
+    if (t.csv && fclose(t.csv) && !rc) rc = (cg_fail(e, "%s: write failed", c.csv), CG_EXIT_IO);
+    if (!rc && c.layers) keep_others(rec, out);
+    if (!rc && cg_tune_write(rec, out, e)) rc = CG_EXIT_IO;
+    if (!rc) printf("record written to %s%s\n", out, c.csv ? ", every candidate to the CSV" : "");
+    free(rec);
+    if (t.nv) cg_nvrtc_close(t.nv);
+    cg_cu_close(t.cu);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,519 @@
+/* tune.c — the parts of tuning that need no GPU (see tune.h): signatures,
+ * search order, choice, the record and its application to a spec. */
+#include "tune.h"
+#include "cli.h"
+#include "spec_yaml.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- identity ---- */
+
+void cg_tune_signature(const cg_layer *l, char *out, size_t n)
+{
+    snprintf(out, n, "%s C=%d H=%d W=%d M=%d K=%d pool=%d act=%s bias=%d out=%d", cg_op_name(l->op), l->C, l->H,
+             l->W, l->op == CG_OP_CONV ? l->M : 0, l->op == CG_OP_CONV ? l->K : 0, l->pool, cg_act_name(l->act),
+             l->bias, l->op == CG_OP_FC ? l->out : 0);
+}
+
+const char *const *cg_tune_templates(const cg_layer *l)
+{
+    static const char *const conv[] = {"conv2d_direct", "conv2d_igemm", NULL};
+    static const char *const fc[] = {"fc_tiled", "fc_vec", NULL};
+    static const char *const none[] = {NULL};
+    return l->op == CG_OP_CONV ? conv : l->op == CG_OP_FC ? fc : none;
+}
+
+/* ---- outcomes and choice ---- */
+
+const char *cg_tune_status_name(cg_tune_status s)
+{
+    static const char *const names[] = {"pending", "ok", "compile-failed", "spilled", "wrong", "run-failed"};
+    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "?";
+}
+
+double cg_tune_score(const cg_tune_cand *c)
+{
+    if (c->status != CG_TUNE_OK) return INFINITY;
+    double t = c->retime_ms > 0 ? c->retime_ms : c->ms;
+    return t > 0 && isfinite(t) ? t : INFINITY;
+}
+
+/* Whether candidate a ranks before b: re-timed ones before the rest (their
+ * medians rest on more repeats, and only they were compared in the final
+ * round), then by score, then by index. */
+static int ranks_before(const cg_tune_cand *c, int a, int b)
+{
+    int ra = c[a].retime_ms > 0, rb = c[b].retime_ms > 0;
+    if (ra != rb) return ra;
+    double sa = cg_tune_score(&c[a]), sb = cg_tune_score(&c[b]);
+    return sa < sb || (sa == sb && a < b);
+}
+
+int cg_tune_best(const cg_tune_cand *c, int n, int k, int *idx)
+{
+    int m = 0;
+    for (int i = 0; i < n && k > 0; i++) {
+        if (!isfinite(cg_tune_score(&c[i]))) continue;
+        /* insertion into the sorted prefix idx[0..m) */
+        int at = m;
+        while (at > 0 && ranks_before(c, i, idx[at - 1])) at--;
+        if (at >= k) continue;
+        int last = m < k ? m : k - 1;
+        for (int j = last; j > at; j--) idx[j] = idx[j - 1];
+        idx[at] = i;
+        if (m < k) m++;
+    }
+    return m;
+}
+
+/* ---- one compile batch ---- */
+
+int cg_tune_compile(const cg_spec *s, int li, cg_tune_cand *c, const int *idx, int m, cg_nvrtc *nv,
+                    const cg_jit_opts *jo, cg_tune_batch *b, cg_err *e)
+{
+    memset(b, 0, sizeof *b);
+    b->m = m;
+    b->out = calloc(1, sizeof *b->out);
+    b->kl = calloc((size_t)(m ? m : 1), sizeof *b->kl);
+    b->slot = calloc((size_t)(m ? m : 1), sizeof *b->slot);
+    if (!b->out || !b->kl || !b->slot || m > CG_MAX_KERNELS) return cg_fail(e, "out of memory"), -1;
+    for (int j = 0; j < m; j++) {
+        cg_tune_cand *x = &c[idx[j]];
+        cg_err ge = {{0}};
+        b->slot[j] = -1;
+        if (cg_gen_emit_one(s, li, x->tpl, x->params, &b->out->k[b->out->nkernels], &b->kl[j], &ge)) {
+            x->status = CG_TUNE_COMPILE_FAILED;
+            snprintf(x->reason, sizeof x->reason, "generate: %.240s", ge.msg);
+        } else b->slot[j] = b->out->nkernels++;
+    }
+    cg_err je = {{0}};
+    if (b->out->nkernels) (void)cg_jit_build(nv, b->out, jo, &b->jr, &je); /* failures are per kernel */
+    for (int j = 0; j < m; j++) {
+        cg_tune_cand *x = &c[idx[j]];
+        int k = b->slot[j];
+        if (k < 0) continue;
+        if (k >= b->jr.n) {
+            x->status = CG_TUNE_COMPILE_FAILED;
+            snprintf(x->reason, sizeof x->reason, "compile: %.240s", je.msg);
+            b->slot[j] = -1;
+            continue;
+        }
+        const cg_jit_kernel *jk = &b->jr.k[k];
+        x->compile_ms = jk->ms;
+        int dropped = 1;
+        cg_nvrtc_stats st;
+        memset(&st, 0, sizeof st);
+        if (!jk->failed && jk->log.len) cg_nvrtc_parse_log(jk->log.data, &st);
+        if (jk->failed) {
+            x->status = CG_TUNE_COMPILE_FAILED;
+            snprintf(x->reason, sizeof x->reason, "%.250s", jk->err.msg);
+        } else if (st.spill_stores > 0 || st.spill_loads > 0) {
+            x->status = CG_TUNE_SPILLED;
+            snprintf(x->reason, sizeof x->reason, "ptxas: %ld bytes spill stores, %ld bytes spill loads",
+                     st.spill_stores, st.spill_loads);
+        } else dropped = 0; /* a candidate being re-timed keeps its status */
+        if (dropped) b->slot[j] = -1;
+    }
+    return 0;
+}
+
+void cg_tune_batch_free(cg_tune_batch *b)
+{
+    if (b->jr.k) cg_jit_free(&b->jr);
+    if (b->out)
+        for (int k = 0; k < b->out->nkernels; k++) cg_gen_kernel_free(&b->out->k[k]);
+    free(b->out), free(b->kl), free(b->slot);
+    memset(b, 0, sizeof *b);
+}
+
+/* ---- search order ---- */
+
+int cg_tune_spread(int n, int k, int *idx)
+{
+    if (n <= 0 || k <= 0) return 0;
+    if (k > n) k = n;
+    for (int i = 0; i < k; i++) idx[i] = (int)((long long)i * n / k);
+    return k;
+}
+
+/* The value of parameter key in "k=v k=v" text (commas also separate), or NULL. */
+static const char *param_value(const char *text, const char *key, size_t keylen, size_t *vlen)
+{
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ' || *p == ',') p++;
+        const char *k = p;
+        while (*p && *p != '=' && *p != ' ' && *p != ',') p++;
+        size_t kl = (size_t)(p - k);
+        if (*p != '=') continue;
+        const char *v = ++p;
+        while (*p && *p != ' ' && *p != ',') p++;
+        if (kl == keylen && !strncmp(k, key, kl)) return *vlen = (size_t)(p - v), v;
+    }
+    return NULL;
+}
+
+int cg_tune_one_step(const char *a, const char *b)
+{
+    int differ = 0, na = 0;
+    const char *p = a;
+    while (*p) {
+        while (*p == ' ' || *p == ',') p++;
+        const char *k = p;
+        while (*p && *p != '=' && *p != ' ' && *p != ',') p++;
+        size_t kl = (size_t)(p - k);
+        if (*p != '=') continue;
+        const char *v = ++p;
+        while (*p && *p != ' ' && *p != ',') p++;
+        size_t vl = (size_t)(p - v), bl = 0;
+        const char *bv = param_value(b, k, kl, &bl);
+        na++;
+        if (!bv) return 0; /* another parameter set: another template */
+        if (bl != vl || strncmp(v, bv, vl)) differ++;
+    }
+    /* the same keys on both sides */
+    int nb = 0;
+    for (p = b; *p; p++) nb += *p == '=';
+    return na == nb && differ == 1;
+}
+
+/* ---- the record: writing ---- */
+
+/* s as a double-quoted YAML scalar (backslash and quote escaped, control bytes dropped). */
+static int put_quoted(cg_buf *b, const char *s)
+{
+    int rc = cg_buf_puts(b, "\"");
+    for (; !rc && *s; s++) {
+        if ((unsigned char)*s < 0x20) continue;
+        if (*s == '"' || *s == '\\') rc = cg_buf_puts(b, "\\");
+        if (!rc) rc = cg_buf_add(b, s, 1);
+    }
+    return rc ? rc : cg_buf_puts(b, "\"");
+}
+
+/* One choice's three keys at the given indentation (the first prefixed by lead). */
+static int put_choice(cg_buf *b, const char *lead, const char *ind, const cg_tune_choice *c)
+{
+    int rc = cg_buf_printf(b, "%stemplate: %s\n%sparams: ", lead, c->tpl, ind);
+    if (!rc) rc = put_quoted(b, c->params);
+    if (!rc) rc = cg_buf_printf(b, "\n%sms: %.6g\n", ind, c->ms);
+    return rc;
+}
+
+int cg_tune_format(const cg_tune_record *r, cg_buf *b, cg_err *e)
+{
+    int rc = cg_buf_printf(b,
+                           "# convgen tuning record: written by `convgen tune`, used by run, check and build\n"
+                           "# (README, \"Tuning\"). A layer takes its entry when its shape signature matches\n"
+                           "# and neither its strategy nor its params are written in the spec.\n"
+                           "convgen: %s\ndevice: ",
+                           r->version);
+    if (!rc) rc = put_quoted(b, r->device);
+    if (!rc)
+        rc = cg_buf_printf(b, "\ncc: %d\nsms: %d\ndriver: %d\nnetwork: %s\nbatch: %lld\nlayers:\n", r->cc, r->sms,
+                           r->driver, r->network, r->batch);
+    for (int i = 0; !rc && i < r->n; i++) {
+        const cg_tune_entry *t = &r->e[i];
+        rc = cg_buf_puts(b, "  - signature: ");
+        if (!rc) rc = put_quoted(b, t->sig);
+        if (!rc)
+            rc = cg_buf_printf(b, "\n%s%s%s    template_hash: \"%s\"\n    measured: %lld\n    candidates: %lld\n",
+                               t->layer[0] ? "    layer: " : "", t->layer, t->layer[0] ? "\n" : "", t->tpl_hash,
+                               t->measured, t->candidates);
+        if (!rc) rc = put_choice(b, "    ", "    ", &t->winner);
+        if (!rc) rc = cg_buf_printf(b, "    default_ms: %.6g\n", t->default_ms);
+        if (!rc && t->nrunners) rc = cg_buf_puts(b, "    runners_up:\n");
+        for (int j = 0; !rc && j < t->nrunners; j++) rc = put_choice(b, "      - ", "        ", &t->runner[j]);
+    }
+    if (rc) return cg_fail(e, "out of memory");
+    return 0;
+}
+
+int cg_tune_write(const cg_tune_record *r, const char *path, cg_err *e)
+{
+    cg_buf b;
+    cg_buf_init(&b);
+    if (cg_tune_format(r, &b, e)) return cg_buf_free(&b), -1;
+    char tmp[CG_PATH_MAX + 16];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    int rc = 0;
+    if (!f) rc = cg_fail(e, "%s: cannot write: %s", path, strerror(errno));
+    else {
+        size_t w = fwrite(b.data, 1, b.len, f);
+        if (fclose(f) || w != b.len) rc = cg_fail(e, "%s: write failed: %s", path, strerror(errno));
+        if (!rc && rename(tmp, path)) rc = cg_fail(e, "%s: cannot rename into place: %s", path, strerror(errno));
+        if (rc) remove(tmp);
+    }
+    cg_buf_free(&b);
+    return rc;
+}
+
+/* ---- the record: reading ---- */
+
+static const char *const choice_keys[] = {"template", "params", "ms", NULL};
+
+/* The value of key in map: required (an error when absent) or optional
+ * (NULL, no error); read by the typed reader that follows. */
+#define REQ(m, key, where) cg_y_require(c, (m), (key), (where), NULL)
+
+/* A template name as written: one of those tuning knows. */
+static int read_tpl(const cg_yctx *c, const cg_ynode *v, const char *where, char *out, size_t n)
+{
+    if (cg_y_ident(c, v, "template", where, 0, out, n)) return -1;
+    static const char *const all[] = {"conv2d_direct", "conv2d_igemm", "fc_tiled", "fc_vec", NULL};
+    for (int i = 0; all[i]; i++)
+        if (!strcmp(all[i], out)) return 0;
+    const char *near = cg_y_suggest(out, all);
+    char buf[80];
+    return cg_y_fail(c, v->pos, "unknown template '%s' %s%s%s%s", cg_y_show(out, buf, sizeof buf), where,
+                     near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+}
+
+/* A winner or runner-up: template, params, ms. */
+static int read_choice(const cg_yctx *c, const cg_ynode *m, const char *where, cg_tune_choice *out)
+{
+    const cg_ynode *v;
+    if (!(v = REQ(m, "template", where)) || read_tpl(c, v, where, out->tpl, sizeof out->tpl)) return -1;
+    if (!(v = REQ(m, "params", where)) || cg_y_str(c, v, "params", where, out->params, sizeof out->params))
+        return -1;
+    if (!(v = REQ(m, "ms", where)) || cg_y_float(c, v, "ms", where, &out->ms)) return -1;
+    if (out->ms < 0) return cg_y_fail(c, v->pos, "'ms' %s must not be negative", where);
+    return 0;
+}
+
+/* One entry of 'layers'. */
+static int read_entry(const cg_yctx *c, const cg_ynode *m, int i, cg_tune_entry *t)
+{
+    static const char *const keys[] = {"signature", "layer",   "template_hash", "measured", "candidates", "template",
+                                       "params",    "ms",      "default_ms",    "runners_up", NULL};
+    char where[64];
+    snprintf(where, sizeof where, "in layers entry %d", i + 1);
+    if (cg_y_kind(c, m, CG_Y_MAP, "layers", "", "a mapping") || cg_y_check_keys(c, m, keys, where)) return -1;
+    const cg_ynode *v;
+    if (!(v = REQ(m, "signature", where)) || cg_y_str(c, v, "signature", where, t->sig, sizeof t->sig)) return -1;
+    if ((v = cg_y_get(m, "layer")) && cg_y_ident(c, v, "layer", where, 0, t->layer, sizeof t->layer)) return -1;
+    if (!(v = REQ(m, "template_hash", where)) ||
+        cg_y_str(c, v, "template_hash", where, t->tpl_hash, sizeof t->tpl_hash))
+        return -1;
+    if ((v = cg_y_get(m, "measured")) && cg_y_int(c, v, "measured", where, 0, 1LL << 40, &t->measured)) return -1;
+    if ((v = cg_y_get(m, "candidates")) && cg_y_int(c, v, "candidates", where, 0, 1LL << 40, &t->candidates))
+        return -1;
+    if (read_choice(c, m, where, &t->winner)) return -1;
+    if ((v = cg_y_get(m, "default_ms")) && cg_y_float(c, v, "default_ms", where, &t->default_ms)) return -1;
+    const cg_ynode *ru = cg_y_get(m, "runners_up");
+    if (!ru) return 0;
+    if (cg_y_kind(c, ru, CG_Y_SEQ, "runners_up", where, "a sequence")) return -1;
+    if (ru->n > CG_TUNE_RUNNERS)
+        return cg_y_fail(c, ru->pos, "'runners_up' %s holds %zu entries, at most %d are kept", where, ru->n,
+                         CG_TUNE_RUNNERS);
+    for (size_t j = 0; j < ru->n; j++) {
+        char w2[96];
+        snprintf(w2, sizeof w2, "in runner-up %zu of layers entry %d", j + 1, i + 1);
+        if (cg_y_kind(c, ru->kids[j], CG_Y_MAP, "runners_up", where, "a mapping") ||
+            cg_y_check_keys(c, ru->kids[j], choice_keys, w2) || read_choice(c, ru->kids[j], w2, &t->runner[j]))
+            return -1;
+        t->nrunners++;
+    }
+    return 0;
+}
+
+/* The top-level mapping. */
+static int read_record(const cg_yctx *c, const cg_ynode *root, cg_tune_record *r)
+{
+    static const char *const keys[] = {"convgen", "device", "cc", "sms", "driver", "network", "batch", "layers", NULL};
+    const char *top = "";
+    if (cg_y_kind(c, root, CG_Y_MAP, "record", "", "a mapping") || cg_y_check_keys(c, root, keys, "at top level"))
+        return -1;
+    long long x = 0;
+    const cg_ynode *v;
+    if (!(v = REQ(root, "convgen", top)) || cg_y_str(c, v, "convgen", top, r->version, sizeof r->version)) return -1;
+    if (!(v = REQ(root, "device", top)) || cg_y_str(c, v, "device", top, r->device, sizeof r->device)) return -1;
+    if (!(v = REQ(root, "cc", top)) || cg_y_int(c, v, "cc", top, 10, 1000, &x)) return -1;
+    r->cc = (int)x, x = 0;
+    if ((v = cg_y_get(root, "sms")) && cg_y_int(c, v, "sms", top, 0, 100000, &x)) return -1;
+    r->sms = (int)x, x = 0;
+    if ((v = cg_y_get(root, "driver")) && cg_y_int(c, v, "driver", top, 0, 1000000, &x)) return -1;
+    r->driver = (int)x;
+    if ((v = cg_y_get(root, "network")) && cg_y_ident(c, v, "network", top, 1, r->network, sizeof r->network))
+        return -1;
+    if ((v = cg_y_get(root, "batch")) && cg_y_int(c, v, "batch", top, 0, 1LL << 30, &r->batch)) return -1;
+    const cg_ynode *ls = REQ(root, "layers", top);
+    if (!ls || cg_y_kind(c, ls, CG_Y_SEQ, "layers", top, "a sequence")) return -1;
+    if (ls->n > CG_MAX_LAYERS) return cg_y_fail(c, ls->pos, "'layers' holds %zu entries, at most %d", ls->n, CG_MAX_LAYERS);
+    for (size_t i = 0; i < ls->n; i++) {
+        if (read_entry(c, ls->kids[i], (int)i, &r->e[i])) return -1;
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(r->e[j].sig, r->e[i].sig))
+                return cg_y_fail(c, cg_y_get(ls->kids[i], "signature")->pos,
+                                 "signature of layers entry %zu repeats entry %zu's", i + 1, j + 1);
+        r->n++;
+    }
+    return 0;
+}
+
+int cg_tune_parse(const char *path, const char *text, size_t len, cg_tune_record *r, cg_err *e)
+{
+    memset(r, 0, sizeof *r);
+    cg_yctx c = {path, e};
+    cg_ynode *root = NULL;
+    if (cg_yaml_load(&c, text, len, &root)) return -1;
+    int rc = root ? read_record(&c, root, r) : cg_y_fail(&c, (cg_pos){1, 1}, "empty tuning record");
+    cg_yaml_free(root);
+    return rc;
+}
+
+int cg_tune_read(const char *path, cg_tune_record *r, cg_err *e)
+{
+    cg_buf b;
+    cg_buf_init(&b);
+    if (cg_read_file_max(path, CG_SPEC_BYTES_MAX, &b, e)) return -1;
+    int rc = cg_tune_parse(path, b.data ? b.data : "", b.len, r, e);
+    cg_buf_free(&b);
+    return rc;
+}
+
+void cg_tune_default_path(const char *spec_path, char *out, size_t n)
+{
+    size_t len = strlen(spec_path);
+    size_t cut = len;
+    if (len > 5 && !strcmp(spec_path + len - 5, ".yaml")) cut = len - 5;
+    else if (len > 4 && !strcmp(spec_path + len - 4, ".yml")) cut = len - 4;
+    snprintf(out, n, "%.*s.tuning.yaml", (int)cut, spec_path);
+}
+
+/* ---- application ---- */
+
+/* Whether the spec wrote the layer's strategy (an absent one takes the
+ * layer's position; `auto` asks for no particular template). */
+static int strategy_written(const cg_layer *l)
+{
+    if (l->op == CG_OP_CONV && !strcmp(l->strategy, "auto")) return 0;
+    return l->strategy_pos.line != l->pos.line || l->strategy_pos.col != l->pos.col;
+}
+
+/* The template a written strategy names. */
+static void strategy_tpl(const cg_layer *l, char *out, size_t n)
+{
+    snprintf(out, n, "%s%s", l->op == CG_OP_CONV ? "conv2d_" : "fc_", l->strategy);
+}
+
+/* "k=v k=v" into the layer's params (positions: the layer's). */
+static int set_params(cg_layer *l, const char *text)
+{
+    l->nparams = 0;
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ' || *p == ',') p++;
+        if (!*p) break;
+        const char *k = p;
+        while (*p && *p != '=' && *p != ' ' && *p != ',') p++;
+        if (*p != '=' || p == k || (size_t)(p - k) >= CG_NAME_MAX || l->nparams >= CG_MAX_PARAMS) return -1;
+        cg_param *q = &l->params[l->nparams++];
+        memset(q, 0, sizeof *q);
+        memcpy(q->key, k, (size_t)(p - k));
+        char *end;
+        q->value = strtoll(p + 1, &end, 10);
+        if (end == p + 1 || (*end && *end != ' ' && *end != ',')) return -1;
+        q->pos = q->key_pos = l->pos;
+        p = end;
+    }
+    l->params_pos = l->pos;
+    return 0;
+}
+
+/* Append one line to notice. */
+static void note(char *notice, size_t n, const char *fmt, const char *a, const char *b)
+{
+    size_t len = strlen(notice);
+    if (len + 1 < n) snprintf(notice + len, n - len, fmt, a, b);
+}
+
+int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev, int from_record[CG_MAX_LAYERS],
+                  char *notice, size_t notice_n, cg_err *e)
+{
+    memset(from_record, 0, CG_MAX_LAYERS * sizeof *from_record);
+    notice[0] = 0;
+    if (strcmp(r->version, CG_VERSION)) {
+        snprintf(notice, notice_n, "made by convgen %s, this is %s: ignored", r->version, CG_VERSION);
+        return 1;
+    }
+    if (dev && dev->name && (strcmp(dev->name, r->device) || dev->cc != r->cc)) {
+        snprintf(notice, notice_n, "made for %s (sm_%d), this device is %s (sm_%d): ignored", r->device, r->cc,
+                 dev->name, dev->cc);
+        return 1;
+    }
+    for (int i = 0; i < s->nlayers; i++) {
+        cg_layer *l = &s->layers[i];
+        if (l->op == CG_OP_SOFTMAX || l->nparams > 0) continue;
+        char sig[CG_TUNE_SIG];
+        cg_tune_signature(l, sig, sizeof sig);
+        const cg_tune_entry *t = NULL;
+        for (int j = 0; j < r->n && !t; j++)
+            if (!strcmp(r->e[j].sig, sig)) t = &r->e[j];
+        if (!t) continue;
+        const char *pre = l->op == CG_OP_CONV ? "conv2d_" : "fc_";
+        if (strncmp(t->winner.tpl, pre, strlen(pre))) continue;
+        if (strategy_written(l)) {
+            char tpl[CG_NAME_MAX + 16];
+            strategy_tpl(l, tpl, sizeof tpl);
+            if (strcmp(tpl, t->winner.tpl)) continue;
+        }
+        cg_layer saved = *l;
+        snprintf(l->strategy, sizeof l->strategy, "%s", t->winner.tpl + strlen(pre));
+        if (set_params(l, t->winner.params)) {
+            *l = saved;
+            note(notice, notice_n, "layer %s: unreadable params '%s' in the record: skipped\n", l->name, t->winner.params);
+            continue;
+        }
+        /* the template must still be the one tuned, and still accept the choice */
+        cg_gen_kernel k;
+        cg_kernel_launch kl;
+        cg_err ke = {{0}};
+        if (cg_gen_emit_one(s, i, NULL, NULL, &k, &kl, &ke)) {
+            *l = saved;
+            note(notice, notice_n, "layer %s: the record's choice is refused now (%s): skipped\n", l->name, ke.msg);
+            continue;
+        }
+        int same = !strcmp(k.tpl_hash, t->tpl_hash);
+        cg_gen_kernel_free(&k);
+        if (!same) {
+            *l = saved;
+            note(notice, notice_n, "layer %s: template %s changed since it was tuned: skipped\n", l->name, t->winner.tpl);
+            continue;
+        }
+        from_record[i] = 1;
+    }
+    (void)e;
+    return 0;
+}
+
+int cg_tune_use(cg_spec *s, const char *explicit_path, int no_tuning, const cg_tune_device *dev,
+                int from_record[CG_MAX_LAYERS], cg_err *e)
+{
+    memset(from_record, 0, CG_MAX_LAYERS * sizeof *from_record);
+    if (no_tuning) return 0;
+    char path[CG_PATH_MAX + 32];
+    if (explicit_path) snprintf(path, sizeof path, "%s", explicit_path);
+    else {
+        cg_tune_default_path(s->path, path, sizeof path);
+        if (access(path, F_OK)) return 0;
+    }
+    cg_tune_record *r = malloc(sizeof *r);
+    if (!r) return cg_fail(e, "out of memory"), CG_EXIT_IO;
+    char notice[2048];
+    int rc = cg_tune_read(path, r, e) ? CG_EXIT_INPUT : 0;
+    if (!rc && cg_tune_apply(s, r, dev, from_record, notice, sizeof notice, e) < 0) rc = CG_EXIT_INPUT;
+    if (!rc && notice[0]) {
+        /* one line for a stale record; one per skipped layer otherwise */
+        for (char *line = strtok(notice, "\n"); line; line = strtok(NULL, "\n"))
+            fprintf(stderr, "convgen: tuning record %s: %s\n", path, line);
+    }
+    free(r);
+    return rc;
+}

@@ -1,0 +1,155 @@
+/* tune.h — `convgen tune`: every layer's candidates measured, the fastest
+ * correct one chosen and kept in a tuning record that run, check and build
+ * apply.
+ *
+ * The parts that need no GPU are here and tested alone: a layer's shape
+ * signature, the search order (a spread sample, then one-parameter steps
+ * around the best), the choice among measured candidates (a candidate that
+ * failed to compile, spilled or disagreed with the CPU reference scores
+ * +infinity), and the record (YAML written, read back with FILE:LINE:COL
+ * errors, applied to a spec under the precedence spec > record > defaults).
+ * The measuring loop itself is cg_tune_measure_layer (runtime/tune_gpu.c). */
+#ifndef CG_TUNE_H
+#define CG_TUNE_H
+#include "gen.h"
+#include "jit.h"
+#include "spec.h"
+
+#define CG_TUNE_SIG 256
+#define CG_TUNE_RUNNERS 4 /* runners-up kept per layer in the record */
+
+/* ---- the layer's identity in a record ---- */
+
+/* "conv C=1 H=28 W=28 M=8 K=5 pool=2 act=tanh bias=1 out=0": everything that
+ * decides which kernel is fastest for a layer (its name does not). */
+void cg_tune_signature(const cg_layer *l, char *out, size_t n);
+/* The templates that serve layer l, NULL-terminated (none for softmax). */
+const char *const *cg_tune_templates(const cg_layer *l);
+
+/* ---- one candidate's outcome ---- */
+
+typedef enum {
+    CG_TUNE_PENDING = 0, /* not measured (pruned, or the budget ran out) */
+    CG_TUNE_OK,          /* right and timed */
+    CG_TUNE_COMPILE_FAILED,
+    CG_TUNE_SPILLED,     /* ptxas spilled registers, or the kernel uses local memory */
+    CG_TUNE_WRONG,       /* disagreed with the CPU reference */
+    CG_TUNE_RUN_FAILED,  /* a CUDA error while loading, checking or timing it */
+} cg_tune_status;
+
+const char *cg_tune_status_name(cg_tune_status s);
+
+typedef struct {
+    char tpl[64];
+    char params[CG_PARAMS_TEXT];
+    cg_tune_status status;
+    char reason[256];       /* why it was dropped, "" when OK or pending */
+    double compile_ms;
+    double ms, q1, q3;      /* median and quartiles of the first timing */
+    double retime_ms;       /* median of the re-timing with more repeats; 0 if not re-timed */
+    double tflops;
+} cg_tune_cand;
+
+/* What a candidate scores: its re-timed median if it has one, else its
+ * median; +infinity unless it is OK. Lower is better. */
+double cg_tune_score(const cg_tune_cand *c);
+/* The indices of the (at most) k best OK candidates into idx, best first;
+ * returns how many. Re-timed candidates rank before all others (the choice
+ * is made among the re-timed top few), then lower score, then lower index. */
+int cg_tune_best(const cg_tune_cand *c, int n, int k, int *idx);
+
+/* ---- one compile batch (NVRTC, no GPU) ---- */
+
+typedef struct {
+    int m;                 /* candidates in the batch */
+    cg_gen_output *out;    /* their kernels (those that generated) */
+    cg_kernel_launch *kl;  /* m launches */
+    int *slot;             /* m: the kernel's index in out, -1 when it did not generate */
+    cg_jit_result jr;
+} cg_tune_batch;
+
+/* Generate candidates idx[0..m) of layer li (c: the layer's table) and
+ * compile them together through cg_jit_build (jo: arch, cache). A candidate
+ * that does not generate or compile, or that ptxas says spills, gets its
+ * status and reason here (slot -1); the others keep their status (PENDING,
+ * or OK for a re-timing) with their image in b->jr.k[b->slot[j]].image and
+ * compile_ms set. -1 only when out of memory. */
+int cg_tune_compile(const cg_spec *s, int li, cg_tune_cand *c, const int *idx, int m, cg_nvrtc *nv,
+                    const cg_jit_opts *jo, cg_tune_batch *b, cg_err *e);
+void cg_tune_batch_free(cg_tune_batch *b);
+
+/* ---- the search order (documented in README, "Tuning") ---- */
+
+/* A deterministic sample of k of 0..n-1 spread over the list: index
+ * floor(i*n/k) for i < k (all of them when n <= k); returns how many. */
+int cg_tune_spread(int n, int k, int *idx);
+/* Whether two "k=v k=v" texts of one template differ in exactly one parameter. */
+int cg_tune_one_step(const char *a, const char *b);
+
+/* ---- the record ---- */
+
+typedef struct {
+    char tpl[64];
+    char params[CG_PARAMS_TEXT];
+    double ms;
+} cg_tune_choice;
+
+typedef struct {
+    char sig[CG_TUNE_SIG];
+    char layer[CG_NAME_MAX];  /* the layer it was tuned on (for a reader) */
+    char tpl_hash[17];        /* the winner's template hash when tuned */
+    long long measured, candidates;
+    cg_tune_choice winner;
+    double default_ms;        /* the untuned configuration's time, 0 if unknown */
+    int nrunners;
+    cg_tune_choice runner[CG_TUNE_RUNNERS];
+} cg_tune_entry;
+
+typedef struct {
+    char version[32];   /* convgen's */
+    char device[256];
+    int cc, sms, driver;
+    char network[CG_NAME_MAX];
+    long long batch;
+    int n;
+    cg_tune_entry e[CG_MAX_LAYERS];
+} cg_tune_record;
+
+/* Write r as YAML to path (through a temporary file renamed into place:
+ * nothing half-written). */
+int cg_tune_write(const cg_tune_record *r, const char *path, cg_err *e);
+/* The same text into buf (what cg_tune_write writes). */
+int cg_tune_format(const cg_tune_record *r, cg_buf *buf, cg_err *e);
+/* Read a record; errors are "FILE:LINE:COL: message". */
+int cg_tune_read(const char *path, cg_tune_record *r, cg_err *e);
+int cg_tune_parse(const char *path, const char *text, size_t len, cg_tune_record *r, cg_err *e);
+
+/* The record a spec uses by default: the spec's path with ".yaml" (or ".yml")
+ * replaced by ".tuning.yaml" (otherwise appended). */
+void cg_tune_default_path(const char *spec_path, char *out, size_t n);
+
+/* The device a record is checked against; name NULL: no device check (build,
+ * whose fat binary serves many GPUs, checks cc against its archs instead). */
+typedef struct {
+    const char *name;
+    int cc;
+} cg_tune_device;
+
+/* Apply record r to spec s, layer by layer. Returns 0 and sets from_record[i]
+ * for each layer that took the record's choice; 1 when the whole record is
+ * stale (another device or convgen version: notice says so in one line, the
+ * spec is unchanged). A layer keeps the spec's choice when the spec writes
+ * params for it, or a strategy naming another template than the record's; an
+ * entry whose template changed since (hash) or whose parameters the template
+ * now refuses is skipped, with a line added to notice. -1 on an error (e). */
+int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev, int from_record[CG_MAX_LAYERS],
+                  char *notice, size_t notice_n, cg_err *e);
+
+/* What the verbs do: find the record (explicit: --tuning FILE, which must
+ * exist; else the default path, if present), read it (a malformed one is an
+ * error, exit 3), apply it, print notices on stderr. no_tuning: do nothing.
+ * Returns 0, or CG_EXIT_INPUT with e set. */
+int cg_tune_use(cg_spec *s, const char *explicit_path, int no_tuning, const cg_tune_device *dev,
+                int from_record[CG_MAX_LAYERS], cg_err *e);
+
+#endif

@@ -1,0 +1,522 @@
+/* test_tune.c — the parts of `convgen tune` that need no GPU: signatures,
+ * search order, the choice among measured candidates (failed and wrong ones
+ * never win), the tuning record (round trip, malformed records refused with
+ * FILE:LINE:COL), its application (spec > record > defaults; stale records
+ * ignored) and `tune --list` counts against the templates' declared legal
+ * values, computed here independently. */
+#include "check.h"
+#include "cli.h"
+#include "gen.h"
+#include "lua_host.h"
+#include "tune.h"
+
+#include <lauxlib.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A small network: every template has little to enumerate. fc2's 10 inputs
+ * are no multiple of 4, so fc_vec refuses every configuration there. */
+static const char spec_text[] =
+    "network: tune-test\n"
+    "input: {channels: 1, height: 28, width: 28, scale: 1.0, offset: 0.0}\n"
+    "dataset: {name: fashion-mnist}\n"
+    "seed: 1\n"
+    "layers:\n"
+    "  - {name: conv1, op: conv, M: 4, K: 3, bias: true, activation: relu, pool: max2}\n"
+    "  - {name: fc1, op: fc, out: 10, bias: true, activation: relu}\n"
+    "  - {name: fc2, op: fc, out: 6, bias: true, activation: none}\n";
+
+static char dir[64], spec_path[96];
+
+/* Write text to path; 0 on success. */
+static int put(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+static void test_signature(const cg_spec *s)
+{
+    char sig[CG_TUNE_SIG];
+    cg_tune_signature(&s->layers[0], sig, sizeof sig);
+    CHECK(!strcmp(sig, "conv C=1 H=28 W=28 M=4 K=3 pool=2 act=relu bias=1 out=0"), "conv signature: %s", sig);
+    cg_tune_signature(&s->layers[1], sig, sizeof sig);
+    CHECK(!strcmp(sig, "fc C=4 H=13 W=13 M=0 K=0 pool=0 act=relu bias=1 out=10"), "fc signature: %s", sig);
+    CHECK(!strcmp(cg_tune_templates(&s->layers[0])[1], "conv2d_igemm"), "conv templates");
+    CHECK(!strcmp(cg_tune_templates(&s->layers[1])[1], "fc_vec"), "fc templates");
+}
+
+/* The choice: compile failures, spills and wrong results score +infinity. */
+static void test_choice(void)
+{
+    cg_tune_cand c[6];
+    memset(c, 0, sizeof c);
+    c[0].status = CG_TUNE_COMPILE_FAILED, c[0].ms = 0.001; /* a time left over must not count */
+    c[1].status = CG_TUNE_WRONG, c[1].ms = 0.002;
+    c[2].status = CG_TUNE_OK, c[2].ms = 0.5;
+    c[3].status = CG_TUNE_SPILLED, c[3].ms = 0.003;
+    c[4].status = CG_TUNE_OK, c[4].ms = 0.3;
+    c[5].status = CG_TUNE_PENDING;
+    CHECK(isinf(cg_tune_score(&c[0])) && isinf(cg_tune_score(&c[1])) && isinf(cg_tune_score(&c[3])) &&
+              isinf(cg_tune_score(&c[5])),
+          "failed, wrong, spilled and unmeasured candidates score +inf");
+    int idx[4];
+    int n = cg_tune_best(c, 6, 4, idx);
+    CHECK(n == 2 && idx[0] == 4 && idx[1] == 2, "best: the two OK ones, fastest first (n=%d, %d)", n, idx[0]);
+    c[2].retime_ms = 0.2; /* the re-timing decides */
+    n = cg_tune_best(c, 6, 1, idx);
+    CHECK(n == 1 && idx[0] == 2, "a re-timed median replaces the first one (got %d)", idx[0]);
+    c[2].retime_ms = 0.4; /* re-timed slower than c[4]'s first timing: still chosen, c[4] was not re-timed */
+    n = cg_tune_best(c, 6, 2, idx);
+    CHECK(n == 2 && idx[0] == 2 && idx[1] == 4, "the re-timed rank first (%d %d)", idx[0], idx[1]);
+    c[4].retime_ms = 0.35;
+    n = cg_tune_best(c, 6, 2, idx);
+    CHECK(n == 2 && idx[0] == 4 && idx[1] == 2, "among the re-timed, the faster (%d %d)", idx[0], idx[1]);
+    c[4].retime_ms = 0;
+    c[2].status = CG_TUNE_WRONG; /* wrong on the re-check: out */
+    n = cg_tune_best(c, 6, 3, idx);
+    CHECK(n == 1 && idx[0] == 4, "a candidate found wrong later is out");
+    c[4].status = CG_TUNE_RUN_FAILED;
+    CHECK(cg_tune_best(c, 6, 3, idx) == 0, "nothing right: no winner");
+    /* ties keep list order */
+    cg_tune_cand t[3];
+    memset(t, 0, sizeof t);
+    for (int i = 0; i < 3; i++) t[i].status = CG_TUNE_OK, t[i].ms = i == 0 ? 2.0 : 1.0;
+    n = cg_tune_best(t, 3, 3, idx);
+    CHECK(n == 3 && idx[0] == 1 && idx[1] == 2 && idx[2] == 0, "ties in list order");
+    CHECK(!strcmp(cg_tune_status_name(CG_TUNE_WRONG), "wrong"), "status names");
+}
+
+static void test_search_order(void)
+{
+    int idx[8];
+    int n = cg_tune_spread(10, 4, idx);
+    CHECK(n == 4 && idx[0] == 0 && idx[1] == 2 && idx[2] == 5 && idx[3] == 7, "spread 4 of 10");
+    n = cg_tune_spread(3, 5, idx);
+    CHECK(n == 3 && idx[0] == 0 && idx[1] == 1 && idx[2] == 2, "spread takes all of a short list");
+    CHECK(cg_tune_spread(0, 5, idx) == 0, "spread of nothing");
+    CHECK(cg_tune_one_step("a=1 b=2 c=3", "a=1 b=4 c=3"), "one parameter apart");
+    CHECK(!cg_tune_one_step("a=1 b=2 c=3", "a=1 b=2 c=3"), "the same is no step");
+    CHECK(!cg_tune_one_step("a=1 b=2 c=3", "a=2 b=4 c=3"), "two apart is no step");
+    CHECK(!cg_tune_one_step("a=1 b=2", "a=1 b=2 c=3"), "another parameter set is no step");
+    CHECK(!cg_tune_one_step("a=1 b=2", "a=1 bb=3"), "another parameter name is no step");
+    CHECK(cg_tune_one_step("a=16 b=2", "a=1 b=2"), "values compared whole");
+}
+
+/* A record for s's conv layer whose winner is the template's first candidate
+ * other than the default (so applying it visibly changes the kernel). */
+static int make_record(const cg_spec *s, const char *device, int cc, cg_tune_record *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->version, sizeof r->version, "%s", CG_VERSION);
+    snprintf(r->device, sizeof r->device, "%s", device);
+    r->cc = cc, r->sms = 132, r->driver = 13000, r->batch = 1000;
+    snprintf(r->network, sizeof r->network, "%s", s->name);
+    cg_err e = {{0}};
+    cg_candidates cs;
+    if (cg_gen_candidates(s, 0, "conv2d_direct", 0, &cs, &e) || cs.n < 3) return -1;
+    cg_gen_kernel k;
+    cg_kernel_launch kl;
+    if (cg_gen_emit_one(s, 0, NULL, NULL, &k, &kl, &e)) return cg_candidates_free(&cs), -1;
+    cg_gen_kernel_free(&k);
+    int pick = strcmp(cs.c[1].params, kl.params) ? 1 : 2;
+    cg_tune_entry *t = &r->e[r->n++];
+    cg_tune_signature(&s->layers[0], t->sig, sizeof t->sig);
+    snprintf(t->layer, sizeof t->layer, "conv1");
+    t->measured = 40, t->candidates = cs.n;
+    snprintf(t->winner.tpl, sizeof t->winner.tpl, "conv2d_direct");
+    snprintf(t->winner.params, sizeof t->winner.params, "%s", cs.c[pick].params);
+    t->winner.ms = 0.0123;
+    t->default_ms = 0.0456;
+    t->nrunners = 2;
+    for (int j = 0; j < 2; j++) {
+        snprintf(t->runner[j].tpl, sizeof t->runner[j].tpl, "conv2d_direct");
+        snprintf(t->runner[j].params, sizeof t->runner[j].params, "%s", cs.c[pick + 1 + j].params);
+        t->runner[j].ms = 0.02 + j * 0.001;
+    }
+    if (cg_gen_emit_one(s, 0, "conv2d_direct", t->winner.params, &k, &kl, &e)) return cg_candidates_free(&cs), -1;
+    snprintf(t->tpl_hash, sizeof t->tpl_hash, "%s", k.tpl_hash);
+    cg_gen_kernel_free(&k);
+    cg_candidates_free(&cs);
+    /* an fc entry that no layer of this spec matches */
+    cg_tune_entry *u = &r->e[r->n++];
+    snprintf(u->sig, sizeof u->sig, "fc C=999 H=1 W=1 M=0 K=0 pool=0 act=none bias=1 out=3");
+    snprintf(u->winner.tpl, sizeof u->winner.tpl, "fc_vec");
+    snprintf(u->winner.params, sizeof u->winner.params, "bm=32 bn=16 bk=8 tm=4 tn=4");
+    snprintf(u->tpl_hash, sizeof u->tpl_hash, "0123456789abcdef");
+    u->winner.ms = 1.5;
+    return 0;
+}
+
+static void test_round_trip(const cg_spec *s)
+{
+    cg_tune_record *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    CHECK(make_record(s, "NVIDIA H100 80GB \"HBM3\"", 90, a) == 0, "record made");
+    char path[128];
+    snprintf(path, sizeof path, "%s/r.tuning.yaml", dir);
+    cg_err e = {{0}};
+    CHECK(cg_tune_write(a, path, &e) == 0, "write: %s", e.msg);
+    CHECK(cg_tune_read(path, b, &e) == 0, "read back: %s", e.msg);
+    CHECK(!strcmp(a->device, b->device) && a->cc == b->cc && a->sms == b->sms && a->driver == b->driver &&
+              !strcmp(a->version, b->version) && a->batch == b->batch && !strcmp(a->network, b->network),
+          "header fields survive (device '%s')", b->device);
+    CHECK(b->n == 2, "two entries read (%d)", b->n);
+    int same = 1;
+    for (int i = 0; i < a->n && i < b->n; i++) {
+        const cg_tune_entry *x = &a->e[i], *y = &b->e[i];
+        same &= !strcmp(x->sig, y->sig) && !strcmp(x->layer, y->layer) && !strcmp(x->tpl_hash, y->tpl_hash) &&
+                x->measured == y->measured && x->candidates == y->candidates &&
+                !strcmp(x->winner.tpl, y->winner.tpl) && !strcmp(x->winner.params, y->winner.params) &&
+                fabs(x->winner.ms - y->winner.ms) < 1e-9 && fabs(x->default_ms - y->default_ms) < 1e-9 &&
+                x->nrunners == y->nrunners;
+        for (int j = 0; j < x->nrunners && j < y->nrunners; j++)
+            same &= !strcmp(x->runner[j].params, y->runner[j].params) && fabs(x->runner[j].ms - y->runner[j].ms) < 1e-9;
+    }
+    CHECK(same, "entries survive the round trip");
+    cg_buf t1, t2;
+    cg_buf_init(&t1), cg_buf_init(&t2);
+    cg_tune_format(a, &t1, &e), cg_tune_format(b, &t2, &e);
+    CHECK(t1.len == t2.len && !memcmp(t1.data, t2.data, t1.len), "written again: the same text");
+    cg_buf_free(&t1), cg_buf_free(&t2);
+    free(a), free(b);
+}
+
+/* A malformed record is refused with FILE:LINE:COL and the expected words. */
+static void bad(const char *text, const char *want)
+{
+    cg_tune_record *r = malloc(sizeof *r);
+    cg_err e = {{0}};
+    int rc = cg_tune_parse("rec.yaml", text, strlen(text), r, &e);
+    CHECK(rc != 0, "refused: %s", want);
+    CHECK_CONTAINS(e.msg, want);
+    free(r);
+}
+
+static void test_malformed(void)
+{
+    const char *head = "convgen: 0.1.0\ndevice: \"X\"\ncc: 90\n";
+    char t[1024];
+    bad("", "rec.yaml:1:1: empty tuning record");
+    bad("convgen: 0.1.0\ncc: 90\nlayers: []\n", "rec.yaml:1:1: missing required key 'device'");
+    bad("convgen: 0.1.0\ndevice: X\ncc: ninety\nlayers: []\n", "rec.yaml:3:5:");
+    snprintf(t, sizeof t, "%sdevcie: Y\nlayers: []\n", head);
+    bad(t, "rec.yaml:4:1: unknown key 'devcie' at top level (did you mean 'device'?)");
+    snprintf(t, sizeof t, "%slayers:\n  - signature: s\n    template: conv2d_direkt\n    template_hash: h\n"
+                          "    params: \"block=64\"\n    ms: 1\n", head);
+    bad(t, "rec.yaml:6:15: unknown template 'conv2d_direkt' in layers entry 1 (did you mean 'conv2d_direct'?)");
+    snprintf(t, sizeof t, "%slayers:\n  - signature: s\n    template: fc_vec\n    template_hash: h\n"
+                          "    params: \"bm=32\"\n    ms: -1\n", head);
+    bad(t, "rec.yaml:9:9: 'ms' in layers entry 1 must not be negative");
+    snprintf(t, sizeof t, "%slayers:\n  - signature: s\n    template: fc_vec\n    template_hash: h\n"
+                          "    params: \"bm=32\"\n    ms: 1\n  - signature: s\n    template: fc_vec\n"
+                          "    template_hash: h\n    params: \"bm=32\"\n    ms: 2\n", head);
+    bad(t, "rec.yaml:10:16: signature of layers entry 2 repeats entry 1's");
+    snprintf(t, sizeof t, "%slayers:\n  - signature: s\n    template: fc_vec\n    params: \"bm=32\"\n    ms: 1\n", head);
+    bad(t, "rec.yaml:5:5: missing required key 'template_hash' in layers entry 1");
+    snprintf(t, sizeof t, "%slayers: {a: 1}\n", head);
+    bad(t, "rec.yaml:4:9: expected a sequence for 'layers'");
+    bad("convgen: 0.1.0\ndevice: [\n", "rec.yaml:");
+}
+
+static void test_apply(void)
+{
+    cg_spec *s = malloc(sizeof *s), *orig = malloc(sizeof *orig);
+    cg_tune_record *r = malloc(sizeof *r);
+    cg_err e = {{0}};
+    CHECK(cg_spec_load(spec_path, orig, &e) == 0, "spec: %s", e.msg);
+    CHECK(make_record(orig, "Dev A", 90, r) == 0, "record made");
+    const char *want = r->e[0].winner.params;
+    int from[CG_MAX_LAYERS];
+    char notice[1024];
+    cg_tune_device dev = {"Dev A", 90};
+
+    /* the record beats the defaults */
+    *s = *orig;
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0, "applied: %s", e.msg);
+    CHECK(from[0] == 1 && from[1] == 0 && from[2] == 0, "conv1 from the record, fc layers not (%d %d)", from[0],
+          from[1]);
+    CHECK(!strcmp(s->layers[0].strategy, "direct"), "strategy from the record: %s", s->layers[0].strategy);
+    cg_gen_kernel k;
+    cg_kernel_launch kl;
+    CHECK(cg_gen_emit_one(s, 0, NULL, NULL, &k, &kl, &e) == 0, "emit: %s", e.msg);
+    CHECK(!strcmp(kl.params, want), "the kernel takes the record's params: %s vs %s", kl.params, want);
+    cg_gen_kernel_free(&k);
+    CHECK(cg_gen_emit_one(orig, 0, NULL, NULL, &k, &kl, &e) == 0, "emit: %s", e.msg);
+    CHECK(strcmp(kl.params, want) != 0, "untuned, the defaults differ from the record: %s", kl.params);
+    cg_gen_kernel_free(&k);
+    CHECK(notice[0] == 0, "no notice: %s", notice);
+
+    /* no device check (build) */
+    *s = *orig;
+    cg_tune_device any = {NULL, 0};
+    CHECK(cg_tune_apply(s, r, &any, from, notice, sizeof notice, &e) == 0 && from[0] == 1, "applied without a device");
+
+    /* params written in the spec beat the record */
+    *s = *orig;
+    s->layers[0].nparams = 1;
+    snprintf(s->layers[0].params[0].key, CG_NAME_MAX, "block");
+    s->layers[0].params[0].value = 64;
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && from[0] == 0, "spec params win");
+    CHECK(s->layers[0].nparams == 1 && s->layers[0].params[0].value == 64 && !strcmp(s->layers[0].strategy, "auto"),
+          "the spec's layer is untouched");
+
+    /* a strategy written in the spec naming another template wins too */
+    *s = *orig;
+    snprintf(s->layers[0].strategy, CG_NAME_MAX, "igemm");
+    s->layers[0].strategy_pos.line = s->layers[0].pos.line + 1;
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && from[0] == 0, "spec strategy wins");
+    CHECK(!strcmp(s->layers[0].strategy, "igemm") && s->layers[0].nparams == 0, "igemm kept");
+    /* ... while the same template written takes the record's params */
+    snprintf(s->layers[0].strategy, CG_NAME_MAX, "direct");
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && from[0] == 1,
+          "spec strategy = record's template: the record's params");
+
+    /* stale: another device, another cc, another convgen */
+    *s = *orig;
+    cg_tune_device other = {"Dev B", 90}, other_cc = {"Dev A", 80};
+    CHECK(cg_tune_apply(s, r, &other, from, notice, sizeof notice, &e) == 1 && from[0] == 0, "other device ignored");
+    CHECK(strstr(notice, "made for Dev A (sm_90), this device is Dev B (sm_90): ignored") && !strchr(notice, '\n'),
+          "one-line notice: %s", notice);
+    CHECK(s->layers[0].nparams == 0 && !strcmp(s->layers[0].strategy, "auto"), "stale: spec unchanged");
+    CHECK(cg_tune_apply(s, r, &other_cc, from, notice, sizeof notice, &e) == 1, "other cc ignored");
+    snprintf(r->version, sizeof r->version, "0.0.1");
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 1 && strstr(notice, "convgen 0.0.1"),
+          "other convgen version ignored: %s", notice);
+    snprintf(r->version, sizeof r->version, "%s", CG_VERSION);
+
+    /* a template changed since tuning: that layer is skipped */
+    snprintf(r->e[0].tpl_hash, sizeof r->e[0].tpl_hash, "ffffffffffffffff");
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && from[0] == 0, "changed template skipped");
+    CHECK(strstr(notice, "layer conv1: template conv2d_direct changed since it was tuned") != NULL, "notice: %s", notice);
+    CHECK(s->layers[0].nparams == 0, "skipped: layer unchanged");
+    free(s), free(orig), free(r);
+}
+
+/* cg_tune_use: the default record beside the spec, --tuning, --no-tuning, malformed. */
+static void test_use(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_tune_record *r = malloc(sizeof *r);
+    cg_err e = {{0}};
+    int from[CG_MAX_LAYERS];
+    cg_tune_device dev = {"Dev A", 90};
+    char def[160], bad_path[160];
+    cg_tune_default_path(spec_path, def, sizeof def);
+    CHECK(strstr(def, "/net.tuning.yaml") != NULL, "default path: %s", def);
+    CHECK(cg_spec_load(spec_path, s, &e) == 0, "spec: %s", e.msg);
+    CHECK(cg_tune_use(s, NULL, 0, &dev, from, &e) == 0 && from[0] == 0, "no record beside the spec: nothing");
+    CHECK(make_record(s, "Dev A", 90, r) == 0 && cg_tune_write(r, def, &e) == 0, "record written: %s", e.msg);
+    CHECK(cg_tune_use(s, NULL, 1, &dev, from, &e) == 0 && from[0] == 0, "--no-tuning ignores it");
+    CHECK(cg_tune_use(s, NULL, 0, &dev, from, &e) == 0 && from[0] == 1, "the record beside the spec is used");
+    snprintf(bad_path, sizeof bad_path, "%s/bad.yaml", dir);
+    put(bad_path, "convgen: 0.1.0\ndevice: X\ncc: 90\nlayers: 5\n");
+    CHECK(cg_spec_load(spec_path, s, &e) == 0, "spec again");
+    CHECK(cg_tune_use(s, bad_path, 0, &dev, from, &e) == CG_EXIT_INPUT, "malformed --tuning: exit 3");
+    CHECK_CONTAINS(e.msg, "bad.yaml:4:9: expected a sequence for 'layers'");
+    snprintf(bad_path, sizeof bad_path, "%s/absent.yaml", dir);
+    CHECK(cg_tune_use(s, bad_path, 0, &dev, from, &e) == CG_EXIT_INPUT, "missing --tuning file: exit 3");
+    remove(def);
+    free(s), free(r);
+}
+
+/* One compile batch through NVRTC (no GPU): candidates that generate and
+ * compile keep their image; one the template refuses is dropped with its reason. */
+static void test_compile_batch(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_err e = {{0}};
+    CHECK(cg_spec_load(spec_path, s, &e) == 0, "spec: %s", e.msg);
+    cg_nvrtc *nv;
+    if (cg_nvrtc_open(&nv, &e)) {
+        printf("note: no NVRTC (%s): compile batch not tested\n", e.msg);
+        free(s);
+        return;
+    }
+    cg_jit_opts jo = {0, 0, 90, 13000, NULL, 2};
+    CHECK(cg_nvrtc_pick_arch(nv, 90, &jo.arch, &jo.as_ptx) == 0, "NVRTC compiles for sm_90");
+    cg_candidates cs;
+    CHECK(cg_gen_candidates(s, 1, "fc_tiled", 0, &cs, &e) == 0 && cs.n >= 2, "fc1 candidates: %s", e.msg);
+    cg_tune_cand c[4];
+    memset(c, 0, sizeof c);
+    for (int i = 0; i < 4; i++) snprintf(c[i].tpl, sizeof c[i].tpl, "fc_tiled");
+    snprintf(c[0].params, sizeof c[0].params, "%s", cs.c[0].params);
+    snprintf(c[1].params, sizeof c[1].params, "bm=3 bn=8 bk=8 tm=1 tn=2"); /* not a legal value */
+    snprintf(c[2].params, sizeof c[2].params, "%s", cs.c[cs.n - 1].params);
+    snprintf(c[3].params, sizeof c[3].params, "zz=1");                      /* no such parameter */
+    cg_candidates_free(&cs);
+    int idx[4] = {0, 1, 2, 3};
+    cg_tune_batch b;
+    CHECK(cg_tune_compile(s, 1, c, idx, 4, nv, &jo, &b, &e) == 0, "compile batch: %s", e.msg);
+    for (int j = 0; j < 4; j += 2)
+        CHECK(c[j].status == CG_TUNE_PENDING && b.slot[j] >= 0 && b.jr.k[b.slot[j]].image.len > 0 &&
+                  c[j].compile_ms > 0,
+              "candidate %d compiled (%s: %s)", j, cg_tune_status_name(c[j].status), c[j].reason);
+    for (int j = 1; j < 4; j += 2) {
+        CHECK(c[j].status == CG_TUNE_COMPILE_FAILED && b.slot[j] < 0, "candidate %d dropped (%s)", j,
+              cg_tune_status_name(c[j].status));
+        CHECK(strncmp(c[j].reason, "generate: ", 10) == 0, "with its reason: %s", c[j].reason);
+        CHECK(isinf(cg_tune_score(&c[j])), "and it can never win");
+    }
+    CHECK(strstr(c[1].reason, "bm") != NULL, "the reason names the parameter: %s", c[1].reason);
+    cg_tune_batch_free(&b);
+    /* the re-timing compiles candidates already OK: they keep their status and get an image */
+    c[0].status = CG_TUNE_OK, c[0].ms = 0.5;
+    CHECK(cg_tune_compile(s, 1, c, idx, 1, nv, &jo, &b, &e) == 0, "re-timing batch: %s", e.msg);
+    CHECK(c[0].status == CG_TUNE_OK && b.slot[0] >= 0 && b.jr.k[b.slot[0]].image.len > 0,
+          "a re-timed candidate keeps its status and image (%s, slot %d)", cg_tune_status_name(c[0].status), b.slot[0]);
+    cg_tune_batch_free(&b);
+    cg_nvrtc_close(nv);
+    free(s);
+}
+
+/* ---- --list counts against the declared legal values ---- */
+
+/* The legal values of each declared parameter of template tpl on layer li,
+ * read from the template itself (T.params[i].legal(l)); returns the count of
+ * parameters. names[i] and vals[i][0..nv[i]) receive them. */
+static int legal_values(const cg_spec *s, int li, const char *tpl, char names[][CG_NAME_MAX], long long vals[][64],
+                        int *nv)
+{
+    cg_lua *h;
+    cg_err e = {{0}};
+    if (cg_lua_open(&h, NULL, &e)) return -1;
+    lua_State *L = cg_lua_state(h);
+    int np = -1;
+    if (cg_lua_import(h, "lib/network", &e)) goto out;
+    lua_getfield(L, -1, "layer_table");
+    cg_gen_push_net(L, s, NULL);
+    lua_pushinteger(L, li + 1);
+    if (cg_lua_pcall(h, 2, 1, &e)) goto out; /* network, l */
+    if (cg_lua_import(h, tpl, &e)) goto out; /* network, l, T */
+    lua_getfield(L, -1, "params");           /* network, l, T, params */
+    np = (int)luaL_len(L, -1);
+    for (int i = 0; i < np; i++) {
+        lua_geti(L, -1, i + 1); /* ..., d */
+        lua_getfield(L, -1, "name");
+        snprintf(names[i], CG_NAME_MAX, "%s", lua_tostring(L, -1));
+        lua_pop(L, 1);
+        lua_getfield(L, -1, "legal");
+        lua_pushvalue(L, -5); /* l */
+        if (cg_lua_pcall(h, 1, 1, &e)) {
+            np = -1;
+            goto out;
+        }
+        nv[i] = (int)luaL_len(L, -1);
+        for (int j = 0; j < nv[i] && j < 64; j++) {
+            lua_geti(L, -1, j + 1);
+            vals[i][j] = lua_tointeger(L, -1);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 2); /* list, d */
+    }
+out:
+    if (np < 0) printf("note: %s\n", e.msg);
+    cg_lua_close(h);
+    return np;
+}
+
+/* Accepted configurations of tpl on layer li, counted by putting every
+ * combination of the legal values to cg_gen_check_one. */
+static long long count_accepted(const cg_spec *s, int li, const char *tpl, long long *total)
+{
+    char names[CG_MAX_PARAMS][CG_NAME_MAX];
+    long long vals[CG_MAX_PARAMS][64];
+    int nv[CG_MAX_PARAMS];
+    int np = legal_values(s, li, tpl, names, vals, nv);
+    if (np <= 0) return -1;
+    int at[CG_MAX_PARAMS] = {0};
+    long long accepted = 0;
+    *total = 1;
+    for (int i = 0; i < np; i++) *total *= nv[i];
+    for (long long n = 0; n < *total; n++) {
+        char text[CG_PARAMS_TEXT] = "";
+        for (int i = 0; i < np; i++)
+            snprintf(text + strlen(text), sizeof text - strlen(text), "%s%s=%lld", i ? " " : "", names[i],
+                     vals[i][at[i]]);
+        char why[256];
+        cg_err e = {{0}};
+        int rc = cg_gen_check_one(s, li, tpl, text, why, sizeof why, &e);
+        if (rc < 0) return printf("note: %s\n", e.msg), -1;
+        accepted += rc == 0;
+        for (int i = np - 1; i >= 0 && ++at[i] == nv[i]; i--) at[i] = 0; /* last parameter fastest */
+    }
+    return accepted;
+}
+
+/* The "  TEMPLATE: N candidates of T combinations" line of layer's section in list output. */
+static int listed(const char *out, const char *layer, const char *tpl, long long *n, long long *total)
+{
+    char head[96];
+    snprintf(head, sizeof head, "layer %s (", layer);
+    const char *p = strstr(out, head);
+    if (!p) return -1;
+    char key[96];
+    snprintf(key, sizeof key, "  %s: ", tpl);
+    p = strstr(p, key);
+    if (!p) return -1;
+    return sscanf(p + strlen(key), "%lld candidates of %lld", n, total) == 2 ? 0 : -1;
+}
+
+static void test_list_counts(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_err e = {{0}};
+    CHECK(cg_spec_load(spec_path, s, &e) == 0, "spec: %s", e.msg);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "build/convgen tune %s --list 2>&1", spec_path);
+    FILE *p = popen(cmd, "r");
+    char out[16384];
+    size_t len = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[len] = 0;
+    int st = p ? pclose(p) : -1;
+    CHECK(st == 0, "tune --list exits 0 without a GPU:\n%s", out);
+    static const struct {
+        int li;
+        const char *layer, *tpl;
+    } cases[] = {{1, "fc1", "fc_tiled"}, {1, "fc1", "fc_vec"}, {2, "fc2", "fc_vec"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        long long total = 0, n = -1, ltotal = -1;
+        long long want = count_accepted(s, cases[i].li, cases[i].tpl, &total);
+        CHECK(want >= 0, "%s %s: counted", cases[i].layer, cases[i].tpl);
+        CHECK(listed(out, cases[i].layer, cases[i].tpl, &n, &ltotal) == 0, "%s %s listed:\n%s", cases[i].layer,
+              cases[i].tpl, out);
+        CHECK(n == want && ltotal == total, "%s %s: --list says %lld of %lld, the legal values give %lld of %lld",
+              cases[i].layer, cases[i].tpl, n, ltotal, want, total);
+        if (i == 2) CHECK(want == 0 && total > 0, "fc_vec refuses a 10-input layer entirely (%lld)", want);
+        if (i == 0) CHECK(want > 0 && want < total, "fc_tiled: some refused (%lld of %lld)", want, total);
+    }
+    free(s);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/cg_tune_XXXXXX");
+    if (!mkdtemp(dir)) return printf("mkdtemp failed\n"), 1;
+    snprintf(spec_path, sizeof spec_path, "%s/net.yaml", dir);
+    if (put(spec_path, spec_text)) return printf("cannot write the spec\n"), 1;
+    cg_spec *s = malloc(sizeof *s);
+    cg_err e = {{0}};
+    int rc = cg_spec_load(spec_path, s, &e);
+    CHECK(rc == 0, "spec: %s", e.msg);
+    if (!rc) {
+        test_signature(s);
+        test_choice();
+        test_search_order();
+        test_round_trip(s);
+        test_malformed();
+        test_apply();
+        test_use();
+        test_list_counts();
+        test_compile_batch();
+    }
+    free(s);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) printf("note: could not remove %s\n", dir);
+    return cg_test_done("test_tune");
+}
