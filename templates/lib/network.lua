@@ -339,11 +339,18 @@ end
 -- "input" and the layer's output ("<layer>.conv" when the epilogue is not fused).
 function network.emit_one(net, index, tname, params)
   local T, name, l = setup(net, index, tname)
-  -- exactly this configuration (defaults for what is left out), no search:
-  -- a refused one is an error, as check_one says
-  local p, listed = values(T, name, l, given(net, index, name, params), index)
-  local msg, param = T.check(l, p)
-  if msg then fail(index, param, msg) end
+  -- with parameters asked for: exactly that configuration (defaults for the
+  -- rest), a refused one is an error as check_one says; with none: the kernel
+  -- the network itself would get (the search of resolve)
+  local asked = params and next(params) ~= nil
+  local p, listed
+  if asked then
+    p, listed = values(T, name, l, given(net, index, name, params), index)
+    local msg, param = T.check(l, p)
+    if msg then fail(index, param, msg) end
+  else
+    p, listed = resolve(T, name, l, given(net, index, name, params), index)
+  end
   local k = T.kernel(l, p)
   k.template = name
   k.layer = l.name
