@@ -357,35 +357,46 @@ local source = engine.compile([=[
 % elseif vec then
         const int img = c / {{P}}, at = c - img * {{P}};   // four neighbours in one image
 % end
+% if pooled or vec then
 #pragma unroll
         for (int i = 0; i < {{TM}}; i++) {
             const int m = m0 + ty * {{TM}} + i;
-% if mguard then
+%   if mguard then
             if (m >= {{M}}) break;
-% end
-% local b = bias and " + bv" or ""
-% if bias then
-            const float bv = __ldg(b_arg + m);
-% end
-% if pooled then
+%   end
+%   local b = bias and " + __ldg(b_arg + m)" or ""
+%   if pooled then
             const float v = fmaxf(fmaxf(acc[i][j], acc[i][j + 1]), fmaxf(acc[i][j + 2], acc[i][j + 3])){{b}};
             out[img * {{M * P}} + m * {{P}} + at] = {{act("v")}};
-% elseif vec then
+%   else
+%     if bias then
+            const float bv = __ldg(b_arg + m);
+%       b = " + bv"
+%     end
             float4 t;
             t.x = {{act("acc[i][j]" .. b)}};
             t.y = {{act("acc[i][j + 1]" .. b)}};
             t.z = {{act("acc[i][j + 2]" .. b)}};
             t.w = {{act("acc[i][j + 3]" .. b)}};
             *reinterpret_cast<float4*>(out + img * {{M * P}} + m * {{P}} + at) = t;
-% else
-#pragma unroll
-            for (int d = 0; d < 4; d++) {
-                if (c + d >= total) break;
-                const int img = (c + d) / {{P}}, at = (c + d) - img * {{P}};
-                out[img * {{M * P}} + m * {{P}} + at] = {{act("acc[i][j + d]" .. b)}};
-            }
-% end
+%   end
         }
+% else
+        // four columns that may straddle images: each its own place, then every map
+#pragma unroll
+        for (int d = 0; d < 4; d++) {
+            if (c + d >= total) break;
+            const int img = (c + d) / {{P}}, at = (c + d) - img * {{P}};
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i++) {
+                const int m = m0 + ty * {{TM}} + i;
+%   if mguard then
+                if (m >= {{M}}) break;
+%   end
+                out[img * {{M * P}} + m * {{P}} + at] = {{act("acc[i][j + d]" .. (bias and " + __ldg(b_arg + m)" or ""))}};
+            }
+        }
+% end
     }
 }
 #undef {{name}}_OFF

@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa.yaml (network ece408-2018fa)
 // layer:      conv2
 // shape:      C=12 H=33 W=33 -> M=24 K=7 -> 24x27x27
-// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash bc8be1567a425ab3)
+// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash 1d36b3eb128cff86)
 // params:     bm=24 bn=256 bk=7 tm=12 tn=8 stages=4
 // launch:     grid (N*729/256, 1, 1) where N = images, block (64, 1, 1), 31360 B shared
 // weights:    arg:transposed, bias none
@@ -167,13 +167,14 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4(const float* __restrict__ i
     for (int j = 0; j < 8; j += 4) {
         const int c = col0 + tx * 4 + j * 32;   // first of four columns
         if (c >= total) continue;
+        // four columns that may straddle images: each its own place, then every map
 #pragma unroll
-        for (int i = 0; i < 12; i++) {
-            const int m = m0 + ty * 12 + i;
+        for (int d = 0; d < 4; d++) {
+            if (c + d >= total) break;
+            const int img = (c + d) / 729, at = (c + d) - img * 729;
 #pragma unroll
-            for (int d = 0; d < 4; d++) {
-                if (c + d >= total) break;
-                const int img = (c + d) / 729, at = (c + d) - img * 729;
+            for (int i = 0; i < 12; i++) {
+                const int m = m0 + ty * 12 + i;
                 out[img * 17496 + m * 729 + at] = acc[i][j + d];
             }
         }
