@@ -432,6 +432,11 @@ static int run_current(cg_gpu *g, const unsigned char *pixels, long long n, int 
                 if (CG_CU(e, cu->cuMemsetD32(g->tdev[i], 0x7fbadbadu, (size_t)(b * m->t[i].elems))))
                     return -1;
             }
+            /* the memsets run on the legacy stream, the kernels on a non-blocking one that
+             * does not wait for it: finish them first, or one can poison a tensor after a
+             * kernel wrote it (seen on an H200: relu and max-pool turned the NaNs of a late
+             * memset into finite wrong values in `check`) */
+            if (CG_CU(e, cu->cuStreamSynchronize(NULL))) return -1;
         }
         double t0 = now_ms();
         if (CG_CU(e, cu->cuMemcpyHtoD(g->tdev[m->input], pixels + done * in_elems, (size_t)(b * in_elems))))
