@@ -433,13 +433,17 @@ static int run_current(cg_gpu *g, const unsigned char *pixels, long long n, int 
                     return -1;
             }
             /* the memsets run on the legacy stream, the kernels on a non-blocking one that
-             * does not wait for it: finish them first, or one can poison a tensor after a
-             * kernel wrote it (seen on an H200: relu and max-pool turned the NaNs of a late
-             * memset into finite wrong values in `check`) */
+             * does not wait for it: finish them first, or one could poison a tensor after a
+             * kernel wrote it */
             if (CG_CU(e, cu->cuStreamSynchronize(NULL))) return -1;
         }
         double t0 = now_ms();
-        if (CG_CU(e, cu->cuMemcpyHtoD(g->tdev[m->input], pixels + done * in_elems, (size_t)(b * in_elems))))
+        /* on the kernels' stream: a plain cuMemcpyHtoD from pageable memory may return while
+         * its DMA is still in flight on the legacy stream, which the non-blocking kernel stream
+         * does not wait for (seen on an H200: the last images of a 64-image check of a
+         * 128x128 network read half-copied pixels, 3 runs in 9) */
+        if (CG_CU(e, cu->cuMemcpyHtoDAsync(g->tdev[m->input], pixels + done * in_elems, (size_t)(b * in_elems),
+                                           g->stream)))
             return -1;
         hc->upload_ms += now_ms() - t0;
         if (run_batch(g, b, t, e)) return -1;
