@@ -1,7 +1,7 @@
 # convgen — build, test, generate.
 # ---- settings -------------------------------------------------------------
 CUDA_HOME ?= /usr/local/cuda
-# fat binary architectures: empty = convgen's default list (the table in runtime/aot.c)
+# fat binary architectures: empty = convgen's default list (the table in runtime/cuda/aot.c)
 ARCHS     ?=
 CC        ?= cc
 SPECS     := $(wildcard specs/*.yaml)
@@ -14,15 +14,16 @@ CFLAGS    ?= -O2 -g
 override CFLAGS += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp \
              -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-             -Igenerator -Iruntime -Ibuild -I$(CUDA_HOME)/include
+             -Igenerator $(addprefix -I,$(RT_DIRS)) -Ibuild -I$(CUDA_HOME)/include
 # Lua, libyaml, zlib and OpenMP are linked statically: the GPU machine has none of them.
 LDLIBS     = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a $(GOMP) -ldl -lm -lpthread
 
 GEN_SRC   := $(wildcard generator/*.c)
-RT_SRC    := $(wildcard runtime/*.c)
+RT_DIRS   := runtime/formats runtime/cpu runtime/cuda runtime/measure runtime/cli
+RT_SRC    := $(foreach d,$(RT_DIRS),$(wildcard $(d)/*.c))
 TPL       := $(sort $(wildcard templates/*.lua templates/lib/*.lua))
 OBJ       := $(patsubst %.c,build/%.o,$(GEN_SRC) $(RT_SRC)) build/templates_embed.o
-LIB_OBJ   := $(filter-out build/runtime/cli.o,$(OBJ))
+LIB_OBJ   := $(filter-out build/runtime/cli/cli.o,$(OBJ))
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC))
 
@@ -33,7 +34,7 @@ all: build/convgen
 deps:
 	@tools/deps.sh
 
-build/%.o: %.c $(wildcard generator/*.h runtime/*.h)
+build/%.o: %.c $(wildcard generator/*.h $(addsuffix /*.h,$(RT_DIRS)))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

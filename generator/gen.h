@@ -24,7 +24,7 @@ typedef struct {
 typedef struct {
     int nkernels;
     cg_gen_kernel k[CG_MAX_KERNELS];
-    char *manifest; /* malloc'd manifest text (format: runtime/manifest.h) */
+    char *manifest; /* malloc'd manifest text (format: runtime/formats/manifest.h) */
     size_t manifest_len;
     char hash[17];  /* hash of the manifest body and every kernel's code (headers aside):
                        identifies a build, however the spec's path was spelled */
@@ -32,7 +32,7 @@ typedef struct {
 
 /* What generated kernels may assume of the GPU that runs them. JIT fills it
  * from the device (cuDeviceGetAttribute), `convgen build` from a
- * per-architecture table (the minimum over the chosen archs, runtime/aot.c).
+ * per-architecture table (the minimum over the chosen archs, runtime/cuda/aot.c).
  * Templates see it as net.target and l.target (one table):
  * { cc=, max_shared=, regs_per_block=, regs_per_sm=, sms=, max_threads= }. */
 typedef struct {

@@ -16,7 +16,7 @@
 #include "check.h"
 #include "fatbin.h"
 #include "spec.h"
-#include "../runtime/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's */
+#include "../runtime/cuda/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's */
 
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's */
+#include "../runtime/cuda/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's */
 #include "check.h"
 #include "gen.h"
 #include "lua_host.h"

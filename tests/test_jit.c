@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../runtime/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's */
+#include "../runtime/cuda/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's */
 #include "check.h"
 #include "gen.h"
 #include "jit.h"

@@ -1,6 +1,6 @@
 /* test_kernels_compile.c — every kernel of every shipped spec (the YAML files
  * in specs/) compiles through NVRTC to a cubin, without a byte of spill, for
- * each arch the fat binaries ship (runtime/aot.c's table, by default) that NVRTC
+ * each arch the fat binaries ship (runtime/cuda/aot.c's table, by default) that NVRTC
  * supports; CG_TEST_ALL_ARCHS=1 takes every NVRTC arch from sm_75 up instead
  * (about twice the time: the big convolutions take seconds per arch). Needs
  * NVRTC, not a GPU; compiles run in parallel (OpenMP), one NVRTC program each. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's (see test_nvrtc.c) */
+#include "../runtime/cuda/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's (see test_nvrtc.c) */
 #include "aot.h"
 #include "check.h"
 #include "gen.h"

@@ -8,7 +8,7 @@
 #include "cuda_api.h"
 /* By path: with the Makefile's -I order, a bare "nvrtc.h" from tests/ finds
  * CUDA's own <nvrtc.h> (-I$(CUDA_HOME)/include comes before -Iruntime). */
-#include "../runtime/nvrtc.h"
+#include "../runtime/cuda/nvrtc.h"
 
 static const char *SIMPLE =
     "__constant__ float cg_test_w[64];\n"

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../runtime/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's (see test_nvrtc.c) */
+#include "../runtime/cuda/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's (see test_nvrtc.c) */
 #include "check.h"
 #include "gen.h"
 #include "spec.h"

@@ -36,7 +36,7 @@ done
 for s in "${nets[@]}"; do
   n=$(basename "$s" .yaml)
   step "$n: 10000 images, JIT" $cg check "$s" --images 10000 "${data[@]}"
-  step "$n: convgen build" $cg build "$s" -o "$t/$n.fatbin"  # every default arch (runtime/aot.c)
+  step "$n: convgen build" $cg build "$s" -o "$t/$n.fatbin"  # every default arch (runtime/cuda/aot.c)
   step "$n: 10000 images, fat binary" $cg check "$s" --images 10000 --fatbin "$t/$n.fatbin" "${data[@]}"
   rm -rf "$t/cache"
   $cg run "$s" --images 100 --json "$t/first.json" "${data[@]}" >/dev/null 2>&1

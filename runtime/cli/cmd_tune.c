@@ -1,7 +1,7 @@
 /* cmd_tune.c — the tune verb: every conv and fc layer's candidates (every
  * template that serves it x its legal parameters), compiled in batches,
  * checked against the CPU reference, timed, the fastest correct one kept in a
- * tuning record. The choice and the record are runtime/tune.c (no GPU); this
+ * tuning record. The choice and the record are runtime/measure/tune.c (no GPU); this
  * file is the measuring loop and what a person sees. */
 #include "cli.h"
 #include "cache.h"

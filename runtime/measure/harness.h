@@ -4,7 +4,7 @@
  * (cg_gen_emit_one), compiled through NVRTC and the cache (cg_jit_compile) and
  * given seeded random inputs (uniform in -1..1) and weights (uniform in
  * ±1/sqrt(fan_in)). Its output, poisoned with NaN before every launch, is
- * compared with the plain C reference of the same layer (runtime/cpu.c); only
+ * compared with the plain C reference of the same layer (runtime/cpu/cpu.c); only
  * a kernel that passes is timed: warm-up launches, then R launches each after
  * an L2 flush (a write of twice the device's L2), CUDA events around the kernel
  * alone. This is what `convgen kernel` prints and what a tuner calls.
