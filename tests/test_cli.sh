@@ -2,11 +2,7 @@
 # test_cli.sh — convgen as a user meets it: generate, error lines, exit codes,
 # generated/ up to date, the golden one-layer example, the CPU fallback.
 set -u
-cg=build/convgen
-pass=0; fail=0
-ok() { pass=$((pass+1)); }
-bad() { fail=$((fail+1)); echo "FAIL: $*"; }
-t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+. "$(dirname "$0")/lib.sh"
 
 # every shipped spec generates, deterministically, and generated/ holds that output
 for s in specs/*.yaml; do

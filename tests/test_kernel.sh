@@ -3,11 +3,7 @@
 # candidate list (count and entries), errors with their exit codes, and the
 # GPU path saying why it cannot run.
 set -u
-cg=build/convgen
-pass=0; fail=0
-ok() { pass=$((pass+1)); }
-bad() { fail=$((fail+1)); echo "FAIL: $*"; }
-t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+. "$(dirname "$0")/lib.sh"
 
 # --list: example-conv's conv1 has 2560 combinations of declared legal values, 256 refused
 $cg kernel specs/example-conv.yaml --layer conv1 --list >"$t/o" 2>"$t/e"; rc=$?

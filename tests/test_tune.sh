@@ -3,11 +3,7 @@
 # without a GPU: --list, usage errors, exit 4 with one line, malformed records
 # refused with FILE:LINE:COL by the verbs that read them.
 set -u
-cg=build/convgen
-pass=0; fail=0
-ok() { pass=$((pass+1)); }
-bad() { fail=$((fail+1)); echo "FAIL: $*"; }
-t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+. "$(dirname "$0")/lib.sh"
 
 expect() { # exit-code expected-stderr-text verb args...
   local want=$1 text=$2; shift 2
