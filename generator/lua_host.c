@@ -1141,14 +1141,26 @@ static int panic(lua_State *L)
     return 0;
 }
 
+/* Limits a newly opened state starts with (cg_lua_set_default_limits). */
+static long long default_instr = CG_LUA_MAX_INSTRUCTIONS;
+static size_t default_bytes = CG_LUA_MAX_BYTES;
+static double default_seconds = CG_LUA_MAX_SECONDS;
+
+void cg_lua_set_default_limits(long long max_instructions, size_t max_bytes, double seconds)
+{
+    default_instr = max_instructions > 0 ? max_instructions : CG_LUA_MAX_INSTRUCTIONS;
+    default_bytes = max_bytes > 0 ? max_bytes : CG_LUA_MAX_BYTES;
+    default_seconds = seconds > 0 ? seconds : CG_LUA_MAX_SECONDS;
+}
+
 int cg_lua_open(cg_lua **out, const char *template_dir, cg_err *e)
 {
     *out = NULL;
     cg_lua *h = calloc(1, sizeof *h);
     if (!h) return cg_fail(e, "out of memory");
-    h->max_instr = CG_LUA_MAX_INSTRUCTIONS;
-    h->max_bytes = CG_LUA_MAX_BYTES;
-    cg_lua_set_time_limit(h, 0);
+    h->max_instr = default_instr;
+    h->max_bytes = default_bytes;
+    cg_lua_set_time_limit(h, default_seconds);
     h->step = HOOK_STEP;
     const char *prefix_dir = "templates";
     if (template_dir) {

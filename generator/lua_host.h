@@ -51,6 +51,10 @@ lua_State *cg_lua_state(cg_lua *h);
 void cg_lua_set_limits(cg_lua *h, long long max_instructions, size_t max_bytes);
 /* CPU seconds one outermost call may take (0: the default). */
 void cg_lua_set_time_limit(cg_lua *h, double seconds);
+/* The limits every state opened from now on starts with, process-wide (0:
+ * the default): for callers that open states indirectly, as cg_generate does
+ * (the fuzzing harness runs the generator with small limits). */
+void cg_lua_set_default_limits(long long max_instructions, size_t max_bytes, double seconds);
 
 /* Push the value returned by template NAME (e.g. "conv2d_direct", "lib/network"). */
 int cg_lua_import(cg_lua *h, const char *name, cg_err *e);
