@@ -523,6 +523,18 @@ static double span(lua_Integer i, lua_Integer j)
     return j < i ? 0 : (double)((lua_Unsigned)j - (lua_Unsigned)i) + 1;
 }
 
+/* Argument idx as the library reads an integer (an integral float or a
+ * numeric string counts), def when absent; *ok = 0 when it is not one, and
+ * the library function then raises the error itself. */
+static lua_Integer int_arg(lua_State *L, int idx, lua_Integer def, int *ok)
+{
+    if (lua_isnoneornil(L, idx)) return def;
+    int isnum;
+    lua_Integer v = lua_tointegerx(L, idx, &isnum);
+    if (!isnum) *ok = 0;
+    return v;
+}
+
 /* #t (with __len) for the table functions below; -1 when arg 1 is not a table,
  * in which case the library function reports the error itself. */
 static lua_Integer table_len(lua_State *L)
@@ -534,32 +546,29 @@ static lua_Integer table_len(lua_State *L)
 /* table.move(a1, f, e, t [,a2]): one step per element moved. */
 static int l_table_move(lua_State *L)
 {
-    if (lua_isinteger(L, 2) && lua_isinteger(L, 3))
-        charge(L, span(lua_tointeger(L, 2), lua_tointeger(L, 3)), "table.move");
+    int ok = !lua_isnoneornil(L, 2) && !lua_isnoneornil(L, 3);
+    lua_Integer f = int_arg(L, 2, 0, &ok), e = int_arg(L, 3, 0, &ok);
+    if (ok) charge(L, span(f, e), "table.move");
     return call_original(L);
 }
 
 /* table.concat(t [, sep [, i [, j]]]): one step per element joined. */
 static int l_table_concat(lua_State *L)
 {
-    if (lua_type(L, 1) == LUA_TTABLE && (lua_isnoneornil(L, 3) || lua_isinteger(L, 3)) &&
-        (lua_isnoneornil(L, 4) || lua_isinteger(L, 4))) {
-        lua_Integer i = luaL_optinteger(L, 3, 1);
-        lua_Integer j = lua_isnoneornil(L, 4) ? table_len(L) : lua_tointeger(L, 4);
-        charge(L, span(i, j), "table.concat");
-    }
+    int ok = lua_type(L, 1) == LUA_TTABLE;
+    lua_Integer i = int_arg(L, 3, 1, &ok), j = int_arg(L, 4, 0, &ok);
+    if (ok && lua_isnoneornil(L, 4)) j = table_len(L);
+    if (ok) charge(L, span(i, j), "table.concat");
     return call_original(L);
 }
 
 /* table.unpack(t [, i [, j]]): one step per value. */
 static int l_table_unpack(lua_State *L)
 {
-    if ((lua_isnoneornil(L, 2) || lua_isinteger(L, 2)) && (lua_isnoneornil(L, 3) || lua_isinteger(L, 3))) {
-        lua_Integer i = luaL_optinteger(L, 2, 1);
-        lua_Integer j = lua_isnoneornil(L, 3) ? (lua_type(L, 1) == LUA_TTABLE ? luaL_len(L, 1) : 0)
-                                              : lua_tointeger(L, 3);
-        charge(L, span(i, j), "table.unpack");
-    }
+    int ok = 1;
+    lua_Integer i = int_arg(L, 2, 1, &ok), j = int_arg(L, 3, 0, &ok);
+    if (ok && lua_isnoneornil(L, 3)) j = lua_type(L, 1) == LUA_TTABLE ? luaL_len(L, 1) : 0;
+    if (ok) charge(L, span(i, j), "table.unpack");
     return call_original(L);
 }
 
@@ -568,12 +577,12 @@ static int l_table_unpack(lua_State *L)
 static int l_table_shift(lua_State *L)
 {
     int insert = lua_tointeger(L, lua_upvalueindex(2)) == 'i';
-    if ((insert && lua_gettop(L) == 3 && lua_isinteger(L, 2)) || (!insert && lua_gettop(L) >= 1)) {
+    int ok = insert ? lua_gettop(L) == 3 : lua_gettop(L) >= 1;
+    lua_Integer pos = int_arg(L, 2, -1, &ok);
+    if (ok) {
         lua_Integer n = table_len(L);
-        if (n >= 0) {
-            lua_Integer pos = insert ? lua_tointeger(L, 2) : (lua_isinteger(L, 2) ? lua_tointeger(L, 2) : n);
-            charge(L, span(pos, n), insert ? "table.insert" : "table.remove");
-        }
+        if (pos == -1 && lua_isnoneornil(L, 2)) pos = n;
+        if (n >= 0) charge(L, span(pos, n), insert ? "table.insert" : "table.remove");
     }
     return call_original(L);
 }

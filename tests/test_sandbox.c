@@ -222,6 +222,8 @@ static void test_bounds(void)
         {"string_setmeta", 43, "cannot change a protected metatable"},
         {"sort_huge", 44, "instruction limit of 50000000 exceeded (table.sort would take"},
         {"table_set", 46, "the table library is read-only in templates"},
+        {"move_float", 47, "instruction limit of 50000000 exceeded (table.move would take up to"},
+        {"concat_string", 48, "instruction limit of 50000000 exceeded (table.concat would take"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double t0 = now();

@@ -44,4 +44,6 @@ t.string_setmeta = function() setmetatable(string, {}) end
 t.sort_huge = function() table.sort(setmetatable({}, {__len = function() return (1 << 31) - 2 end, __index = rawlen})) end
 t.slow_c_calls = function() local s = ("x"):rep(1 << 22); for _ = 1, 1 << 40 do s:upper() end end
 t.table_set = function() table.concat = nil end
+t.move_float = function() return table.move({}, 1, 2^50, 2) end
+t.concat_string = function() return table.concat(setmetatable({}, {__index = rawlen}), "", 1, "1e15") end
 return t
