@@ -789,7 +789,7 @@ static int parse_pattern(const char *pat, size_t lp, int anchor_ok, pat_item *it
 /* Steps the matcher takes for one call on s[lo..n] (every start position from
  * lo, or only lo when anchored), charged with the table's own work. */
 static double pattern_cost(lua_State *L, const char *s, size_t n, size_t lo, const pat_item *it, int nit,
-                           int anchored, int which)
+                           int anchored, int which, double *matches)
 {
     size_t len = n - lo + 2; /* positions lo..n, plus one past the end */
     charge(L, (double)(nit + 1) * (double)len, "pattern analysis");
@@ -925,6 +925,7 @@ static double pattern_cost(lua_State *L, const char *s, size_t n, size_t lo, con
     double total = 0;
     size_t src = lo;
     long long last = -1;
+    *matches = 0;
     for (;;) {
         total += Tn[AT(src)];
         if (anchored) break;
@@ -932,6 +933,7 @@ static double pattern_cost(lua_State *L, const char *s, size_t n, size_t lo, con
             if ((Mn[AT(src)] && !backref) || src == n) break;
             src++;
         } else if (Mn[AT(src)] && !backref && En[AT(src)] != last) {
+            ++*matches;
             src = (size_t)En[AT(src)];
             last = (long long)src;
         } else if (src < n) {
@@ -940,7 +942,10 @@ static double pattern_cost(lua_State *L, const char *s, size_t n, size_t lo, con
             break;
         }
     }
-    if (backref && (which == 'g' || which == 's')) total *= 2;
+    if (backref && (which == 'g' || which == 's')) {
+        total *= 2;
+        *matches = (double)(n - lo) + 1;
+    }
 #undef AT
     lua_pop(L, 1);
     return total;
@@ -960,7 +965,8 @@ static size_t start_offset(lua_State *L, int arg, size_t n)
 /* string.find/match/gmatch/gsub: the matcher's steps, bounded as above, are
  * charged before the library function runs. Upvalue 2 says which function:
  * 'f'ind, 'm'atch, 'g'match, 's'ub; gmatch is charged for its whole walk when
- * the iterator is made. A plain find is a substring search: charged
+ * the iterator is made, gsub also for reading a string replacement once per
+ * match (it may add nothing: "%1" of an empty capture). A plain find is a substring search: charged
  * (occurrences of the needle's first byte) x (needle length). */
 static int l_pattern(lua_State *L)
 {
@@ -989,8 +995,11 @@ static int l_pattern(lua_State *L)
     int nit, anchored;
     const char *err = NULL;
     if (parse_pattern(pat, lp, which != 'g', items, &nit, &anchored, &err)) return luaL_error(L, "%s", err);
-    double steps = pattern_cost(L, s, n, lo, items, nit, anchored, which);
+    double matches;
+    double steps = pattern_cost(L, s, n, lo, items, nit, anchored, which, &matches);
     lua_pop(L, 1);
+    if (which == 's' && lua_type(L, 3) == LUA_TSTRING) /* the replacement is read once per match */
+        steps += matches * (double)lua_rawlen(L, 3);
     charge(L, steps, what);
     return call_original(L);
 }

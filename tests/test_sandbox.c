@@ -224,6 +224,7 @@ static void test_bounds(void)
         {"table_set", 46, "the table library is read-only in templates"},
         {"move_float", 47, "instruction limit of 50000000 exceeded (table.move would take up to"},
         {"concat_string", 48, "instruction limit of 50000000 exceeded (table.concat would take"},
+        {"gsub_repl", 49, "instruction limit of 50000000 exceeded (string.gsub would take"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         double t0 = now();

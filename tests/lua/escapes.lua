@@ -46,4 +46,5 @@ t.slow_c_calls = function() local s = ("x"):rep(1 << 22); for _ = 1, 1 << 40 do 
 t.table_set = function() table.concat = nil end
 t.move_float = function() return table.move({}, 1, 2^50, 2) end
 t.concat_string = function() return table.concat(setmetatable({}, {__index = rawlen}), "", 1, "1e15") end
+t.gsub_repl = function() return ("y"):rep(1 << 18):gsub("(x?)", ("%1"):rep(1 << 18)) end
 return t
