@@ -27,7 +27,7 @@ LIB_OBJ   := $(filter-out build/runtime/cli/cli.o,$(OBJ))
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC))
 
-.PHONY: all deps test test-run test-gpu demo generate fatbin clean format sanitize bench ptx sass
+.PHONY: all deps test test-run test-gpu demo generate fatbin clean format sanitize bench ptx sass fuzz fuzz-build
 
 all: build/convgen
 
@@ -98,6 +98,39 @@ ptx sass: build/convgen
 	@build/convgen generate $(SPEC) -o build/dump && \
 	  nvcc -arch=sm_90 $(if $(filter ptx,$@),-ptx,-cubin) build/dump/$(KERNEL).cu -o build/dump/$(KERNEL).$(if $(filter ptx,$@),ptx,cubin) && \
 	  $(if $(filter ptx,$@),cat build/dump/$(KERNEL).ptx,PATH="$$PATH:$(CUDA_HOME)/bin" cuobjdump -sass build/dump/$(KERNEL).cubin)
+
+# ---- fuzzing: make fuzz [FUZZ_SECONDS=N] (not part of make test; README "Fuzzing") ----
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c) over the library built again with
+# clang, ASan and UBSan into build/fuzz/obj. Each runs FUZZ_SECONDS (default
+# 30) after replaying tests/fuzz/regress/NAME; any crash, leak, timeout or
+# multi-line error fails the run and leaves the input in build/fuzz/artifacts.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern
+FUZZ_CFLAGS   = -g -O1 -std=c11 -Wall -Wextra -Wshadow -Werror -Wno-pass-failed -fopenmp \
+                -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+                -Igenerator -Iruntime -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \
+                -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_LDLIBS   = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a -ldl -lm -lpthread
+FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(GEN_SRC) $(filter-out runtime/cli.c,$(RT_SRC)) build/templates_embed.c)
+FUZZ_BIN     := $(addprefix build/fuzz/fuzz_,$(FUZZ_TARGETS))
+
+build/fuzz/obj/%.o: %.c $(wildcard generator/*.h runtime/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+build/fuzz/fuzz_idx_gz: tests/fuzz/fuzz_idx.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_GZIP -fsanitize=fuzzer $< $(FUZZ_OBJ) $(FUZZ_LDLIBS) -o $@
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) $(FUZZ_LDLIBS) -o $@
+
+fuzz:
+	@tools/deps.sh fuzz
+	@$(MAKE) --no-print-directory fuzz-build
+	@tools/run-fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-build: $(FUZZ_BIN)
 
 clean:
 	rm -rf build

@@ -41,6 +41,7 @@ extern const cg_embedded_file cg_embedded_templates[]; /* ends with {NULL,NULL,0
 /* Default limits; tests lower them. */
 #define CG_LUA_MAX_INSTRUCTIONS 200000000LL
 #define CG_LUA_MAX_BYTES (256u << 20)
+#define CG_LUA_MAX_SECONDS 60.0 /* CPU seconds per call: a backstop, see lua_host.c */
 
 /* Open a sandbox. template_dir NULL: use the embedded templates; otherwise read
  * DIR/NAME.lua from disk (development: CONVGEN_TEMPLATES=dir). */
@@ -48,6 +49,12 @@ int cg_lua_open(cg_lua **out, const char *template_dir, cg_err *e);
 void cg_lua_close(cg_lua *h);
 lua_State *cg_lua_state(cg_lua *h);
 void cg_lua_set_limits(cg_lua *h, long long max_instructions, size_t max_bytes);
+/* CPU seconds one outermost call may take (0: the default). */
+void cg_lua_set_time_limit(cg_lua *h, double seconds);
+/* The limits every state opened from now on starts with, process-wide (0:
+ * the default): for callers that open states indirectly, as cg_generate does
+ * (the fuzzing harness runs the generator with small limits). */
+void cg_lua_set_default_limits(long long max_instructions, size_t max_bytes, double seconds);
 
 /* Push the value returned by template NAME (e.g. "conv2d_direct", "lib/network"). */
 int cg_lua_import(cg_lua *h, const char *name, cg_err *e);
