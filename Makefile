@@ -109,13 +109,13 @@ FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern
 FUZZ_CFLAGS   = -g -O1 -std=c11 -Wall -Wextra -Wshadow -Werror -Wno-pass-failed -fopenmp \
                 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-                -Igenerator -Iruntime -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \
+                -Igenerator $(addprefix -I,$(RT_DIRS)) -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \
                 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_LDLIBS   = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a -ldl -lm -lpthread
-FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(GEN_SRC) $(filter-out runtime/cli.c,$(RT_SRC)) build/templates_embed.c)
+FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(GEN_SRC) $(filter-out runtime/cli/cli.c,$(RT_SRC)) build/templates_embed.c)
 FUZZ_BIN     := $(addprefix build/fuzz/fuzz_,$(FUZZ_TARGETS))
 
-build/fuzz/obj/%.o: %.c $(wildcard generator/*.h runtime/*.h)
+build/fuzz/obj/%.o: %.c $(wildcard generator/*.h $(addsuffix /*.h,$(RT_DIRS)))
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
