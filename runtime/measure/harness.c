@@ -127,6 +127,8 @@ typedef struct {
     CUdeviceptr in, out, w, b, flush;
     CUevent ev[2];
     float *hin, *hw, *hb, *hout, *ref;
+    cg_arg_role roles[CG_MAX_ARGS]; /* the kernel's parameters by role, parsed once */
+    int nroles;
 } bench;
 
 static void bench_free(bench *b)
@@ -191,11 +193,7 @@ static int launch(bench *b, const cg_kernel_launch *kl, long long n, long long f
     cg_cu *cu = b->cu;
     int nn = (int)n;
     void *args[CG_MAX_ARGS];
-    cg_arg_role roles[CG_MAX_ARGS];
-    int nroles = 0;
-    if (cg_args_parse(kl->args, roles, &nroles))
-        return cg_fail(e, "kernel arguments '%s': not a list of roles (in, out, weights, bias, n)", kl->args);
-    cg_args_bind(roles, nroles, &b->in, &b->out, &b->w, &b->b, &nn, args);
+    cg_args_bind(b->roles, b->nroles, &b->in, &b->out, &b->w, &b->b, &nn, args);
     unsigned g[3];
     for (int d = 0; d < 3; d++) g[d] = (unsigned)grid_extent(kl->grid[d], n);
     if (CG_CU(e, cu->cuMemsetD32(b->out, 0x7fbadbadu, (size_t)(n * kl->out_elems)))) return -1;
@@ -326,6 +324,8 @@ int cg_harness_run_image(const cg_spec *s, int layer, const cg_gen_kernel *k, co
     long long flush_words = 2LL * (b.cu && b.cu->l2_bytes > 0 ? b.cu->l2_bytes : 64 << 20) / 4;
     if (!rc) rc = upload(b.cu, &b.flush, NULL, (size_t)flush_words * 4, e);
     for (int i = 0; !rc && i < 2; i++) rc = CG_CU(e, b.cu->cuEventCreate(&b.ev[i], CU_EVENT_DEFAULT));
+    if (!rc && cg_args_parse(kl->args, b.roles, &b.nroles))
+        rc = cg_fail(e, "kernel arguments '%s': not a list of roles (in, out, weights, bias, n)", kl->args);
     /* check */
     if (!rc) rc = launch(&b, kl, n, 0, NULL, e);
     if (!rc) rc = CG_CU(e, b.cu->cuMemcpyDtoH(b.hout, b.out, (size_t)(n * kl->out_elems) * 4));
