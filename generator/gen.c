@@ -48,6 +48,13 @@ void cg_target_default(cg_target *t)
     t->max_threads = 1024;
 }
 
+void cg_target_widest(cg_target *t)
+{
+    cg_target_default(t);
+    t->cc = 120;
+    t->max_shared_optin = 227 * 1024;
+}
+
 /* The target as the Lua table templates read (net.target, l.target). */
 static void push_target(lua_State *L, const cg_target *tg)
 {
@@ -774,9 +781,10 @@ static int push_params(lua_State *L, const char *text, cg_err *e)
     return 0;
 }
 
-/* network.call(fname, net, layer + 1, tpl, extra) in a fresh sandbox, its two
- * results handed to take. extra: the cap (candidates) or the params table. */
-static int one_call(const cg_spec *s, int layer, const char *tpl, const char *fname,
+/* network.call(fname, net, layer + 1, tpl, extra) in a fresh sandbox, for
+ * target tg (NULL: the conservative default), its two results handed to take.
+ * extra: the cap (candidates) or the params table. */
+static int one_call(const cg_spec *s, const cg_target *tg, int layer, const char *tpl, const char *fname,
                     const char *params, long long cap, int (*take)(extract_ctx *, lua_State *),
                     void *out, const char *arg, cg_err *e)
 {
@@ -794,7 +802,8 @@ static int one_call(const cg_spec *s, int layer, const char *tpl, const char *fn
         lua_pushstring(L, fname);
         cg_target dt;
         cg_target_default(&dt);
-        cg_gen_push_net(L, s, &dt);
+        if (!tg) tg = &dt;
+        cg_gen_push_net(L, s, tg);
         lua_pushinteger(L, layer + 1);
         if (tpl) lua_pushstring(L, tpl);
         else lua_pushnil(L);
@@ -803,9 +812,7 @@ static int one_call(const cg_spec *s, int layer, const char *tpl, const char *fn
         else lua_pushnil(L);
         if (!rc) rc = cg_lua_pcall(h, 5, 2, e);
         if (!rc) {
-            cg_target tg; /* one layer alone: the conservative default target */
-            cg_target_default(&tg);
-            extract_ctx c = {h, s, take, out, arg, &tg, e, 0};
+            extract_ctx c = {h, s, take, out, arg, tg, e, 0};
             rc = run_extract(&c);
         }
     }
@@ -875,13 +882,19 @@ static int take_candidates(extract_ctx *c, lua_State *L)
     return 0;
 }
 
+int cg_gen_candidates_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
+                          long long cap, cg_candidates *out, cg_err *e)
+{
+    memset(out, 0, sizeof *out);
+    int rc = one_call(s, tg, layer, tpl, "candidates", NULL, cap, take_candidates, out, NULL, e);
+    if (rc) cg_candidates_free(out);
+    return rc;
+}
+
 int cg_gen_candidates(const cg_spec *s, int layer, const char *tpl, long long cap,
                       cg_candidates *out, cg_err *e)
 {
-    memset(out, 0, sizeof *out);
-    int rc = one_call(s, layer, tpl, "candidates", NULL, cap, take_candidates, out, NULL, e);
-    if (rc) cg_candidates_free(out);
-    return rc;
+    return cg_gen_candidates_for(s, NULL, layer, tpl, cap, out, e);
 }
 
 void cg_candidates_free(cg_candidates *c)
@@ -908,12 +921,18 @@ static int take_check(extract_ctx *c, lua_State *L)
     return 0;
 }
 
-int cg_gen_check_one(const cg_spec *s, int layer, const char *tpl, const char *params, char *why,
-                     size_t why_n, cg_err *e)
+int cg_gen_check_one_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
+                         const char *params, char *why, size_t why_n, cg_err *e)
 {
     check_out o = {why, why_n};
     if (why_n) why[0] = 0;
-    return one_call(s, layer, tpl, "check_one", params ? params : "", 0, take_check, &o, NULL, e);
+    return one_call(s, tg, layer, tpl, "check_one", params ? params : "", 0, take_check, &o, NULL, e);
+}
+
+int cg_gen_check_one(const cg_spec *s, int layer, const char *tpl, const char *params, char *why,
+                     size_t why_n, cg_err *e)
+{
+    return cg_gen_check_one_for(s, NULL, layer, tpl, params, why, why_n, e);
 }
 
 /* What take_emit fills. */
@@ -941,6 +960,12 @@ static int take_emit(extract_ctx *c, lua_State *L)
 int cg_gen_emit_one(const cg_spec *s, int layer, const char *tpl, const char *params,
                     cg_gen_kernel *out, cg_kernel_launch *launch, cg_err *e)
 {
+    return cg_gen_emit_one_for(s, NULL, layer, tpl, params, out, launch, e);
+}
+
+int cg_gen_emit_one_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
+                        const char *params, cg_gen_kernel *out, cg_kernel_launch *launch, cg_err *e)
+{
     memset(out, 0, sizeof *out);
     /* the header's regenerate line: this call as a command */
     char regen[CG_PATH_MAX + 3 * CG_PARAMS_TEXT];
@@ -957,7 +982,7 @@ int cg_gen_emit_one(const cg_spec *s, int layer, const char *tpl, const char *pa
         regen[n] = 0;
     }
     emit_out o = {out, launch};
-    int rc = one_call(s, layer, tpl, "emit_one", params ? params : "", 0, take_emit, &o, regen, e);
+    int rc = one_call(s, tg, layer, tpl, "emit_one", params ? params : "", 0, take_emit, &o, regen, e);
     if (rc) cg_gen_kernel_free(out);
     return rc;
 }

@@ -47,6 +47,10 @@ typedef struct {
 /* The conservative default a NULL target means: cc 75, 48 KiB of shared
  * memory, 64 Ki registers per block and per SM, 1024 threads, SMs unknown. */
 void cg_target_default(cg_target *t);
+/* The most any supported architecture allows (the newest cc, 227 KiB of shared
+ * memory): a configuration this refuses is refused everywhere, so it can be
+ * reported as bad input before any device is asked. */
+void cg_target_widest(cg_target *t);
 
 /* ---- one layer at a time (templates/lib/network.lua: candidates, check_one,
  * emit_one): what a tuner and the kernel harness call. `layer` is 0-based;
@@ -109,6 +113,15 @@ int cg_gen_check_one(const cg_spec *s, int layer, const char *tpl, const char *p
  * one configuration; out->source is malloc'd (cg_gen_kernel_free). */
 int cg_gen_emit_one(const cg_spec *s, int layer, const char *tpl, const char *params,
                     cg_gen_kernel *out, cg_kernel_launch *launch, cg_err *e);
+/* The three calls above for target tg (the device a kernel will run on, or the
+ * architectures of a fat binary); the plain ones use the conservative default
+ * (cg_target_default), where shared memory, clusters and the like are smallest. */
+int cg_gen_candidates_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
+                          long long cap, cg_candidates *out, cg_err *e);
+int cg_gen_check_one_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
+                         const char *params, char *why, size_t why_n, cg_err *e);
+int cg_gen_emit_one_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
+                        const char *params, cg_gen_kernel *out, cg_kernel_launch *launch, cg_err *e);
 void cg_gen_kernel_free(cg_gen_kernel *k);
 
 /* The command that regenerates a spec's files, as file headers show it. */

@@ -8,6 +8,14 @@
 -- into registers while the current one is multiplied, so the loads' latency
 -- hides behind the arithmetic. Shared rows are padded by 4 floats: float4
 -- reads stay aligned and the transposing stores spread over the banks.
+--
+-- split > 1 (sm_90 and later): the reduction is cut into `split` ranges of whole
+-- slices, one per block of a thread-block cluster (grid z). Each block leaves
+-- its partial tile in its shared memory; block 0 of the cluster adds the
+-- others' tiles through distributed shared memory, always in rank order (the
+-- sums do not depend on scheduling), then applies bias and activation. Tall,
+-- narrow products (10,000 images x 140 outputs, 10,816 deep) otherwise fill
+-- the card with too few tiles, or leave most of a last wave idle.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -27,12 +35,28 @@ T.params = {
     default = function(_) return 8 end },
   { name = "tn", doc = "outputs per thread", legal = function(_) return { 4, 8 } end,
     default = function(l) return l.out >= 64 and 8 or 4 end },
+  { name = "split", doc = "blocks of a cluster sharing one tile's reduction (sm_90+)",
+    legal = function(l)
+      if l.target and l.target.cc and l.target.cc >= 90 then return { 1, 2, 4, 8 } end
+      return { 1 }
+    end,
+    default = function(_) return 1 end },
 }
+
+-- Floats of shared memory a block needs: the staged slices, and with a split
+-- the partial tile the cluster's first block reads.
+local function smem_floats(p)
+  return p.bk * (p.bm + p.bn + 8) + (p.split > 1 and p.bm * p.bn or 0)
+end
 
 function T.check(l, p)
   local IN = l.C * l.H * l.W
   if IN % 4 ~= 0 then return "the vec strategy needs an input size divisible by 4 (got " .. IN .. ")", nil end
-  return common.fc.check(p, p.bk * (p.bm + p.bn + 8))
+  if p.split > 1 and common.ceil_div(IN, p.bk) < 2 * p.split then
+    return string.format("split=%d leaves fewer than two %d-deep slices per block of %d inputs",
+      p.split, p.bk, IN), "split"
+  end
+  return common.fc.check(p, smem_floats(p))
 end
 
 local source = engine.compile([[
@@ -46,6 +70,14 @@ local source = engine.compile([[
     const int ty = tid / {{BN // TN}};   // this thread's images: ty*{{TM}} ..
     const int i0 = blockIdx.x * {{BM}};
     const int o0 = blockIdx.y * {{BN}};
+% if SPLIT > 1 then
+    // this block's share of the reduction: slices [rank*{{SPR}}, rank*{{SPR}} + {{SPR}})
+    const int rank = blockIdx.z;          // == its rank in the (1, 1, {{SPLIT}}) cluster
+    const int kbeg = rank * {{SPR * BK}};
+    const int kend = min(kbeg + {{SPR * BK}}, {{IN}});
+% else
+    const int kbeg = 0, kend = {{IN}};
+% end
 % if not bias then
     (void)b;
 % end
@@ -91,13 +123,13 @@ local source = engine.compile([[
 #pragma unroll
         for (int j = 0; j < {{TN}}; j++) acc[i][j] = 0.0f;
 
-    FETCH(0);
+    FETCH(kbeg);
 #pragma unroll 1
-    for (int k0 = 0; k0 < {{IN}}; k0 += {{BK}}) {
+    for (int k0 = kbeg; k0 < kend; k0 += {{BK}}) {
         __syncthreads();                  // the previous slice is no longer read
         STAGE();
         __syncthreads();
-        if (k0 + {{BK}} < {{IN}}) FETCH(k0 + {{BK}});   // next slice in flight during the products
+        if (k0 + {{BK}} < kend) FETCH(k0 + {{BK}});   // next slice in flight during the products
 #pragma unroll
         for (int k = 0; k < {{BK}}; k++) {
             float a[{{TM}}], c[{{TN}}];
@@ -115,6 +147,38 @@ local source = engine.compile([[
     }
 #undef FETCH
 #undef STAGE
+% if SPLIT > 1 then
+
+    // the cluster's reduction: ranks 1.. publish their tiles, rank 0 adds them in order
+    __shared__ __align__(16) float part[{{TM * TN}}][{{threads}}];
+    if (rank != 0) {
+#pragma unroll
+        for (int i = 0; i < {{TM}}; i++)
+#pragma unroll
+            for (int j = 0; j < {{TN}}; j++) part[i * {{TN}} + j][tid] = acc[i][j];
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (rank == 0) {
+        const unsigned mine = (unsigned)__cvta_generic_to_shared(&part[0][tid]);
+#pragma unroll 1
+        for (int r = 1; r < {{SPLIT}}; r++) {
+            unsigned theirs;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(theirs) : "r"(mine), "r"(r));
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i++)
+#pragma unroll
+                for (int j = 0; j < {{TN}}; j++) {
+                    float v;
+                    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v)
+                                 : "r"(theirs + (unsigned)((i * {{TN}} + j) * {{threads}} * 4)) : "memory");
+                    acc[i][j] += v;
+                }
+        }
+    }
+    // no block may leave while rank 0 still reads its shared memory
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (rank != 0) return;
+% end
 
 #pragma unroll
     for (int i = 0; i < {{TM}}; i++) {
@@ -133,6 +197,7 @@ function T.kernel(l, p)
   local threads = common.fc.threads(p)
   return common.fc.kernel(l, p, "vec", source, {
     XL = common.ceil_div(p.bm * p.bk // 4, threads), WL = common.ceil_div(p.bn * p.bk // 4, threads),
+    SPLIT = p.split, SPR = common.ceil_div(common.ceil_div(l.C * l.H * l.W, p.bk), p.split),
   })
 end
 

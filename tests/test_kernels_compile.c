@@ -30,6 +30,53 @@ typedef struct {
     int arch;
 } job;
 
+/* The fc_vec cluster split exists only for targets of cc 9.0 and later: the
+ * default target refuses it, an sm_90 target lists split 2, 4, 8 among the
+ * candidates, and the emitted kernel declares its cluster, puts the split on
+ * grid z and compiles for sm_90 without spills. */
+static void test_fc_split(cg_nvrtc *nv)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_err e = {""};
+    if (!s || cg_spec_load("specs/ece408-2018sp.yaml", s, &e)) {
+        CHECK(0, "ece408-2018sp: %s", s ? e.msg : "no memory");
+        free(s);
+        return;
+    }
+    int fc1 = -1;
+    for (int i = 0; i < s->nlayers; i++)
+        if (!strcmp(s->layers[i].name, "fc1")) fc1 = i;
+    char why[256];
+    int verdict = cg_gen_check_one(s, fc1, "fc_vec", "split=2", why, sizeof why, &e);
+    CHECK(verdict == 1, "split refused on the default target (%d: %s)", verdict, e.msg);
+    CHECK_CONTAINS(why, "split=2 is not legal for fc_vec");
+    cg_target t90;
+    int arch90 = 90;
+    cg_aot_target(&arch90, 1, &t90);
+    cg_candidates c;
+    int splits = 0;
+    if (cg_gen_candidates_for(s, &t90, fc1, "fc_vec", 0, &c, &e) == 0) {
+        for (int i = 0; i < c.n; i++) splits |= strstr(c.c[i].params, "split=2") ? 1 : strstr(c.c[i].params, "split=8") ? 2 : 0;
+        cg_candidates_free(&c);
+    }
+    CHECK(splits == 3, "sm_90 candidates include split=2 and split=8 (%s)", e.msg);
+    cg_gen_kernel k;
+    cg_kernel_launch l;
+    int rc = cg_gen_emit_one_for(s, &t90, fc1, "fc_vec", "bm=128 bn=32 bk=16 tm=8 tn=4 split=4", &k, &l, &e);
+    CHECK(rc == 0, "emit split=4: %s", e.msg);
+    if (!rc) {
+        CHECK_CONTAINS(k.source, "__cluster_dims__(1, 1, 4) __launch_bounds__(128)");
+        CHECK(!strcmp(l.grid[2], "4") && strstr(k.kernel, "_s4"), "grid z %s, name %s", l.grid[2], k.kernel);
+        cg_buf img, log;
+        cg_nvrtc_stats st;
+        rc = cg_nvrtc_compile(nv, k.source, k.file, 90, 0, &img, &log, &st, &e);
+        CHECK(rc == 0 && st.known && !st.spill_stores && !st.spill_loads, "split kernel for sm_90: %s", rc ? e.msg : "spills");
+        cg_buf_free(&img), cg_buf_free(&log);
+        cg_gen_kernel_free(&k);
+    }
+    free(s);
+}
+
 int main(void)
 {
     cg_nvrtc *nv = NULL;
@@ -41,6 +88,7 @@ int main(void)
     }
     int narch = 0;
     const int *archs = cg_nvrtc_archs(nv, &narch);
+    test_fc_split(nv);
     const char *all_env = getenv("CG_TEST_ALL_ARCHS");
     int all = all_env && !strcmp(all_env, "1");
 

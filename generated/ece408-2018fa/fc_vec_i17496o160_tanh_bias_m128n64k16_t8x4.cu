@@ -2,8 +2,8 @@
 // spec:       specs/ece408-2018fa.yaml (network ece408-2018fa)
 // layer:      fc1
 // shape:      17496 -> 160, bias, tanh
-// template:   fc_vec (templates/fc_vec.lua, hash 99424dc3f94cc2fc)
-// params:     bm=128 bn=64 bk=16 tm=8 tn=4
+// template:   fc_vec (templates/fc_vec.lua, hash 60f5e724d22b39dc)
+// params:     bm=128 bn=64 bk=16 tm=8 tn=4 split=1
 // launch:     grid (N*1/128, 3, 1) where N = images, block (256, 1, 1), 0 B shared
 // weights:    arg, bias arg
 // regenerate: convgen generate specs/ece408-2018fa.yaml -o DIR
@@ -20,6 +20,7 @@ fc_vec_i17496o160_tanh_bias_m128n64k16_t8x4(const float* __restrict__ in, float*
     const int ty = tid / 16;   // this thread's images: ty*8 ..
     const int i0 = blockIdx.x * 128;
     const int o0 = blockIdx.y * 64;
+    const int kbeg = 0, kend = 17496;
     // one float4 of x per (row, k/4) slot: 2 slot(s) per thread, 1 of w
     float4 xr[2], wr[1];
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -62,13 +63,13 @@ fc_vec_i17496o160_tanh_bias_m128n64k16_t8x4(const float* __restrict__ in, float*
 #pragma unroll
         for (int j = 0; j < 4; j++) acc[i][j] = 0.0f;
 
-    FETCH(0);
+    FETCH(kbeg);
 #pragma unroll 1
-    for (int k0 = 0; k0 < 17496; k0 += 16) {
+    for (int k0 = kbeg; k0 < kend; k0 += 16) {
         __syncthreads();                  // the previous slice is no longer read
         STAGE();
         __syncthreads();
-        if (k0 + 16 < 17496) FETCH(k0 + 16);   // next slice in flight during the products
+        if (k0 + 16 < kend) FETCH(k0 + 16);   // next slice in flight during the products
 #pragma unroll
         for (int k = 0; k < 16; k++) {
             float a[8], c[4];

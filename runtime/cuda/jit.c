@@ -185,3 +185,18 @@ int cg_jit_compile(cg_nvrtc *nv, int cc, int driver_version, const cg_gen_kernel
     cg_jit_free(&r);
     return rc;
 }
+
+int cg_jit_target(const cg_nvrtc *nv, const cg_cu *cu, int *arch, int *as_ptx, cg_target *t, cg_err *e)
+{
+    if (cg_nvrtc_pick_arch(nv, cu->cc, arch, as_ptx))
+        return cg_fail(e, "device %s is sm_%d, older than anything this NVRTC compiles for", cu->name, cu->cc);
+    if (cg_nvrtc_check_driver(nv, cu->driver_version, *as_ptx, e)) return -1;
+    cg_target_default(t);
+    t->cc = *arch;
+    t->max_shared_optin = cu->smem_per_block_optin;
+    t->regs_per_block = cu->regs_per_block;
+    t->regs_per_sm = cu->regs_per_sm;
+    t->sms = cu->sm_count;
+    t->max_threads = cu->max_threads_per_block;
+    return 0;
+}

@@ -12,6 +12,7 @@
  * which is how it is tested). */
 #ifndef CG_JIT_H
 #define CG_JIT_H
+#include "cuda_api.h"
 #include "gen.h"
 #include "nvrtc.h"
 
@@ -51,6 +52,12 @@ typedef struct {
 int cg_jit_build(cg_nvrtc *nv, const cg_gen_output *o, const cg_jit_opts *opt, cg_jit_result *r,
                  cg_err *e);
 void cg_jit_free(cg_jit_result *r);
+
+/* What JIT code for device cu may assume: the architecture NVRTC emits for it
+ * (*arch, *as_ptx: PTX for a device newer than NVRTC knows), checked against
+ * the driver, and the device's limits (shared memory with opt-in, registers,
+ * SMs, threads) as templates see them. */
+int cg_jit_target(const cg_nvrtc *nv, const cg_cu *cu, int *arch, int *as_ptx, cg_target *t, cg_err *e);
 
 /* ---- one kernel: what the kernel harness (and a tuner) repeats per candidate ---- */
 

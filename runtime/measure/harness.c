@@ -259,25 +259,33 @@ int cg_harness_run(const cg_spec *s, int layer, const char *tpl, const char *par
     cg_gen_kernel k;
     cg_kernel_launch kl;
     memset(r, 0, sizeof *r);
-    if (cg_gen_emit_one(s, layer, tpl, params, &k, &kl, e)) return CG_HARNESS_BAD_CONFIG;
-    if (!batch_fits(&kl, o->batch)) {
-        cg_gen_kernel_free(&k);
-        return cg_fail(e, "--batch %lld: indices of this layer would pass 2^31", o->batch), CG_HARNESS_BAD_CONFIG;
-    }
+    memset(&k, 0, sizeof k);
     cg_cu *cu = NULL;
     cg_nvrtc *nv = NULL;
     cg_buf img, log;
     cg_buf_init(&img), cg_buf_init(&log);
     cg_jit_info ji;
     memset(&ji, 0, sizeof ji);
-    /* the device first: its compute capability and driver pick what NVRTC emits */
+    /* the device first: the kernel is generated for its limits, and its compute
+     * capability and driver pick what NVRTC emits */
+    int arch = 0, as_ptx = 0, bad_config = 0;
+    cg_target tg;
+    cg_target_widest(&tg); /* a configuration no GPU allows is bad input, GPU or not */
+    char why[512];
+    int verdict = cg_gen_check_one_for(s, &tg, layer, tpl, params, why, sizeof why, e);
+    if (verdict == 1) cg_fail(e, "%s: layer '%s': %s", s->path, s->layers[layer].name, why);
+    if (verdict) return CG_HARNESS_BAD_CONFIG;
     int rc = cg_cu_open(&cu, o->device, e);
     if (!rc) rc = cg_nvrtc_open(&nv, e);
+    if (!rc) rc = cg_jit_target(nv, cu, &arch, &as_ptx, &tg, e);
+    if (!rc && cg_gen_emit_one_for(s, &tg, layer, tpl, params, &k, &kl, e)) rc = -1, bad_config = 1;
+    if (!rc && !batch_fits(&kl, o->batch))
+        rc = cg_fail(e, "--batch %lld: indices of this layer would pass 2^31", o->batch), bad_config = 1;
     if (!rc) {
         rc = cg_jit_compile(nv, cu->cc, cu->driver_version, &k, !o->no_cache, &img, &log, &ji, e);
-        cg_nvrtc_close(nv);
         if (rc && log.len) fprintf(stderr, "%s\n", log.data);
     }
+    if (nv) cg_nvrtc_close(nv);
     if (cu) cg_cu_close(cu);
     if (!rc) rc = cg_harness_run_image(s, layer, &k, &kl, &img, o, r, e);
     if (!rc) {
@@ -287,7 +295,7 @@ int cg_harness_run(const cg_spec *s, int layer, const char *tpl, const char *par
     }
     cg_gen_kernel_free(&k);
     cg_buf_free(&img), cg_buf_free(&log);
-    return rc ? -1 : 0;
+    return bad_config ? CG_HARNESS_BAD_CONFIG : rc ? -1 : 0;
 }
 
 int cg_harness_run_image(const cg_spec *s, int layer, const cg_gen_kernel *k, const cg_kernel_launch *klaunch,

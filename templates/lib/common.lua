@@ -94,8 +94,9 @@ end
 
 -- The declaration of kernel `name` with `threads` per block and arguments `args`
 -- (see above), two arguments on the name's line and the rest aligned below; and
--- the roles as the record's `args` ("in,out,weights,bias,n").
-function common.kernel_head(name, threads, args)
+-- the roles as the record's `args` ("in,out,weights,bias,n"). `attrs`, if
+-- given, is written before __launch_bounds__ (e.g. "__cluster_dims__(1, 1, 2)").
+function common.kernel_head(name, threads, args, attrs)
   local decl, roles = {}, {}
   for i, a in ipairs(args) do
     local role = a[1]
@@ -107,7 +108,8 @@ function common.kernel_head(name, threads, args)
     else decl[i] = "const " .. ctype .. "* __restrict__ " .. cname end
     roles[i] = role
   end
-  local lines = { string.format('extern "C" __global__ void __launch_bounds__(%d)', threads) }
+  local lines = { string.format('extern "C" __global__ void %s__launch_bounds__(%d)',
+    attrs and (attrs .. " ") or "", threads) }
   local pad = string.rep(" ", #name)
   local first = table.concat(decl, ", ", 1, math.min(2, #decl))
   lines[2] = name .. "(" .. first .. (#decl > 2 and "," or ")")
@@ -137,12 +139,16 @@ function common.fc.check(p, smem_floats)
 end
 
 -- The kernel record of an fc template: name from the configuration, the
--- batch along x, output tiles along y, weights and bias as arguments.
+-- batch along x, output tiles along y, weights and bias as arguments. A
+-- template splitting the reduction over a cluster of blocks gives `split` > 1
+-- in `values`: the blocks of one tile lie along z, the name ends in _sS.
 function common.fc.kernel(l, p, strategy, source, values)
   local IN = l.C * l.H * l.W
-  local name = string.format("fc_%s_i%do%d_%s%s_m%dn%dk%d_t%dx%d", strategy, IN, l.out, l.act,
-    l.bias and "_bias" or "", p.bm, p.bn, p.bk, p.tm, p.tn)
-  local head, args = common.kernel_head(name, common.fc.threads(p), common.std_args())
+  local split = values and values.SPLIT or 1
+  local name = string.format("fc_%s_i%do%d_%s%s_m%dn%dk%d_t%dx%d%s", strategy, IN, l.out, l.act,
+    l.bias and "_bias" or "", p.bm, p.bn, p.bk, p.tm, p.tn, split > 1 and ("_s" .. split) or "")
+  local head, args = common.kernel_head(name, common.fc.threads(p), common.std_args(),
+    split > 1 and string.format("__cluster_dims__(1, 1, %d)", split) or nil)
   local v = {
     name = name, head = head, threads = common.fc.threads(p),
     IN = IN, OUT = l.out, BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn,
@@ -154,7 +160,7 @@ function common.fc.kernel(l, p, strategy, source, values)
     name = name,
     args = args,
     source = source(v),
-    grid = { common.batch_dim(1, p.bm), common.ceil_div(l.out, p.bn), 1 },
+    grid = { common.batch_dim(1, p.bm), common.ceil_div(l.out, p.bn), split },
     block = { v.threads, 1, 1 },
     shared = 0,
     weights = "arg",
