@@ -43,10 +43,19 @@ T.params = {
     default = function(_) return 1 end },
 }
 
+-- Phases of a split's exchange: the partial tile (bm*bn floats) goes through
+-- shared memory in as few equal parts as fit beside the staged slices.
+local function phases(p)
+  local left = common.MAX_SHARED // 4 - p.bk * (p.bm + p.bn + 8)
+  local ph = 1
+  while ph < p.tm * p.tn and p.bm * p.bn // ph > left do ph = ph * 2 end
+  return ph
+end
+
 -- Floats of shared memory a block needs: the staged slices, and with a split
--- the partial tile the cluster's first block reads.
+-- the part of the partial tile one exchange phase moves.
 local function smem_floats(p)
-  return p.bk * (p.bm + p.bn + 8) + (p.split > 1 and p.bm * p.bn or 0)
+  return p.bk * (p.bm + p.bn + 8) + (p.split > 1 and p.bm * p.bn // phases(p) or 0)
 end
 
 function T.check(l, p)
@@ -66,8 +75,13 @@ local source = engine.compile([[
     __shared__ __align__(16) float xs[{{BK}}][{{BM + 4}}];
     __shared__ __align__(16) float ws[{{BK}}][{{BN + 4}}];
     const int tid = threadIdx.x;
-    const int tx = tid % {{BN // TN}};   // this thread's outputs: tx*{{TN}} ..
-    const int ty = tid / {{BN // TN}};   // this thread's images: ty*{{TM}} ..
+    const int tx = tid % {{BN // TN}};   // this thread's outputs: COL(0..{{TN - 1}})
+    const int ty = tid / {{BN // TN}};   // this thread's images: ROW(0..{{TM - 1}})
+    // a thread's rows (columns) come in groups of four, one group in each
+    // {{BM // (TM // 4)}}-row ({{BN // (TN // 4)}}-column) band of the tile: a warp's float4
+    // reads of one k then cover adjacent words, without bank conflicts
+#define ROW(i) (((i) / 4) * {{BM // (TM // 4)}} + ty * 4 + (i) % 4)
+#define COL(j) (((j) / 4) * {{BN // (TN // 4)}} + tx * 4 + (j) % 4)
     const int i0 = blockIdx.x * {{BM}};
     const int o0 = blockIdx.y * {{BN}};
 % if SPLIT > 1 then
@@ -135,10 +149,10 @@ local source = engine.compile([[
             float a[{{TM}}], c[{{TN}}];
 #pragma unroll
             for (int i = 0; i < {{TM}}; i += 4)
-                *reinterpret_cast<float4*>(&a[i]) = *reinterpret_cast<const float4*>(&xs[k][ty * {{TM}} + i]);
+                *reinterpret_cast<float4*>(&a[i]) = *reinterpret_cast<const float4*>(&xs[k][ROW(i)]);
 #pragma unroll
             for (int j = 0; j < {{TN}}; j += 4)
-                *reinterpret_cast<float4*>(&c[j]) = *reinterpret_cast<const float4*>(&ws[k][tx * {{TN}} + j]);
+                *reinterpret_cast<float4*>(&c[j]) = *reinterpret_cast<const float4*>(&ws[k][COL(j)]);
 #pragma unroll
             for (int i = 0; i < {{TM}}; i++)
 #pragma unroll
@@ -149,47 +163,49 @@ local source = engine.compile([[
 #undef STAGE
 % if SPLIT > 1 then
 
-    // the cluster's reduction: ranks 1.. publish their tiles, rank 0 adds them in order
-    __shared__ __align__(16) float part[{{TM * TN}}][{{threads}}];
-    if (rank != 0) {
+    // the cluster's reduction, in {{PH}} phase(s) of {{VP}} values per thread: ranks 1..
+    // publish, rank 0 adds them in rank order, and no block moves on (or leaves)
+    // while rank 0 still reads its shared memory
+    __shared__ __align__(16) float part[{{VP}}][{{threads}}];
+    const unsigned mine = (unsigned)__cvta_generic_to_shared(&part[0][tid]);
 #pragma unroll
-        for (int i = 0; i < {{TM}}; i++)
+    for (int ph = 0; ph < {{PH}}; ph++) {
+        if (rank != 0) {
 #pragma unroll
-            for (int j = 0; j < {{TN}}; j++) part[i * {{TN}} + j][tid] = acc[i][j];
-    }
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-    if (rank == 0) {
-        const unsigned mine = (unsigned)__cvta_generic_to_shared(&part[0][tid]);
-#pragma unroll 1
-        for (int r = 1; r < {{SPLIT}}; r++) {
-            unsigned theirs;
-            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(theirs) : "r"(mine), "r"(r));
-#pragma unroll
-            for (int i = 0; i < {{TM}}; i++)
-#pragma unroll
-                for (int j = 0; j < {{TN}}; j++) {
-                    float v;
-                    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v)
-                                 : "r"(theirs + (unsigned)((i * {{TN}} + j) * {{threads}} * 4)) : "memory");
-                    acc[i][j] += v;
-                }
+            for (int v = 0; v < {{VP}}; v++) part[v][tid] = acc[(ph * {{VP}} + v) / {{TN}}][(ph * {{VP}} + v) % {{TN}}];
         }
+        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        if (rank == 0) {
+#pragma unroll 1
+            for (int r = 1; r < {{SPLIT}}; r++) {
+                unsigned theirs;
+                asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(theirs) : "r"(mine), "r"(r));
+#pragma unroll
+                for (int v = 0; v < {{VP}}; v++) {
+                    float x;
+                    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(x)
+                                 : "r"(theirs + (unsigned)(v * {{threads}} * 4)) : "memory");
+                    acc[(ph * {{VP}} + v) / {{TN}}][(ph * {{VP}} + v) % {{TN}}] += x;
+                }
+            }
+        }
+        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
     }
-    // no block may leave while rank 0 still reads its shared memory
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
     if (rank != 0) return;
 % end
 
 #pragma unroll
     for (int i = 0; i < {{TM}}; i++) {
-        const int gi = i0 + ty * {{TM}} + i;
+        const int gi = i0 + ROW(i);
         if (gi >= n) continue;
 #pragma unroll
         for (int j = 0; j < {{TN}}; j++) {
-            const int go = o0 + tx * {{TN}} + j;
+            const int go = o0 + COL(j);
             if (go < {{OUT}}) out[gi * {{OUT}} + go] = {{act(bias and "acc[i][j] + b[go]" or "acc[i][j]")}};
         }
     }
+#undef ROW
+#undef COL
 }
 ]], "fc_vec")
 
@@ -198,6 +214,7 @@ function T.kernel(l, p)
   return common.fc.kernel(l, p, "vec", source, {
     XL = common.ceil_div(p.bm * p.bk // 4, threads), WL = common.ceil_div(p.bn * p.bk // 4, threads),
     SPLIT = p.split, SPR = common.ceil_div(common.ceil_div(l.C * l.H * l.W, p.bk), p.split),
+    PH = phases(p), VP = p.tm * p.tn // phases(p),
   })
 end
 

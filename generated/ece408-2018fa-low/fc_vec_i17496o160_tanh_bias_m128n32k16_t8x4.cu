@@ -2,55 +2,60 @@
 // spec:       specs/ece408-2018fa-low.yaml (network ece408-2018fa-low)
 // layer:      fc1
 // shape:      17496 -> 160, bias, tanh
-// template:   fc_vec (templates/fc_vec.lua, hash 60f5e724d22b39dc)
-// params:     bm=128 bn=64 bk=16 tm=8 tn=4 split=1
-// launch:     grid (N*1/128, 3, 1) where N = images, block (256, 1, 1), 0 B shared
+// template:   fc_vec (templates/fc_vec.lua, hash 4d80340f8dfa93ad)
+// params:     bm=128 bn=32 bk=16 tm=8 tn=4 split=1
+// launch:     grid (N*1/128, 5, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    arg, bias arg
 // regenerate: convgen generate specs/ece408-2018fa-low.yaml -o DIR
 
-extern "C" __global__ void __launch_bounds__(256)
-fc_vec_i17496o160_tanh_bias_m128n64k16_t8x4(const float* __restrict__ in, float* __restrict__ out,
+extern "C" __global__ void __launch_bounds__(128)
+fc_vec_i17496o160_tanh_bias_m128n32k16_t8x4(const float* __restrict__ in, float* __restrict__ out,
                                             const float* __restrict__ w, const float* __restrict__ b, int n)
 {
     // x: n x 17496 (row-major), w: 160 x 17496, out: n x 160
     __shared__ __align__(16) float xs[16][132];
-    __shared__ __align__(16) float ws[16][68];
+    __shared__ __align__(16) float ws[16][36];
     const int tid = threadIdx.x;
-    const int tx = tid % 16;   // this thread's outputs: tx*4 ..
-    const int ty = tid / 16;   // this thread's images: ty*8 ..
+    const int tx = tid % 8;   // this thread's outputs: COL(0..3)
+    const int ty = tid / 8;   // this thread's images: ROW(0..7)
+    // a thread's rows (columns) come in groups of four, one group in each
+    // 64-row (32-column) band of the tile: a warp's float4
+    // reads of one k then cover adjacent words, without bank conflicts
+#define ROW(i) (((i) / 4) * 64 + ty * 4 + (i) % 4)
+#define COL(j) (((j) / 4) * 32 + tx * 4 + (j) % 4)
     const int i0 = blockIdx.x * 128;
-    const int o0 = blockIdx.y * 64;
+    const int o0 = blockIdx.y * 32;
     const int kbeg = 0, kend = 17496;
-    // one float4 of x per (row, k/4) slot: 2 slot(s) per thread, 1 of w
-    float4 xr[2], wr[1];
+    // one float4 of x per (row, k/4) slot: 4 slot(s) per thread, 1 of w
+    float4 xr[4], wr[1];
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #define FETCH(k0)                                                                  \
     do {                                                                           \
-        _Pragma("unroll") for (int s = 0; s < 2; s++) {                       \
-            const int e = tid + s * 256, r = e / 4, k = (e % 4) * 4; \
+        _Pragma("unroll") for (int s = 0; s < 4; s++) {                       \
+            const int e = tid + s * 128, r = e / 4, k = (e % 4) * 4; \
             const int gi = i0 + r, gk = (k0) + k;                                  \
             xr[s] = (e < 512 && gi < n && gk < 17496)                 \
                         ? *reinterpret_cast<const float4*>(in + gi * 17496 + gk) : zero; \
         }                                                                          \
         _Pragma("unroll") for (int s = 0; s < 1; s++) {                       \
-            const int e = tid + s * 256, r = e / 4, k = (e % 4) * 4; \
+            const int e = tid + s * 128, r = e / 4, k = (e % 4) * 4; \
             const int go = o0 + r, gk = (k0) + k;                                  \
-            wr[s] = (e < 256 && go < 160 && gk < 17496)           \
+            wr[s] = (e < 128 && go < 160 && gk < 17496)           \
                         ? *reinterpret_cast<const float4*>(w + go * 17496 + gk) : zero; \
         }                                                                          \
     } while (0)
 #define STAGE()                                                                    \
     do {                                                                           \
-        _Pragma("unroll") for (int s = 0; s < 2; s++) {                       \
-            const int e = tid + s * 256, r = e / 4, k = (e % 4) * 4; \
+        _Pragma("unroll") for (int s = 0; s < 4; s++) {                       \
+            const int e = tid + s * 128, r = e / 4, k = (e % 4) * 4; \
             if (e < 512) {                                             \
                 xs[k][r] = xr[s].x; xs[k + 1][r] = xr[s].y;                        \
                 xs[k + 2][r] = xr[s].z; xs[k + 3][r] = xr[s].w;                    \
             }                                                                      \
         }                                                                          \
         _Pragma("unroll") for (int s = 0; s < 1; s++) {                       \
-            const int e = tid + s * 256, r = e / 4, k = (e % 4) * 4; \
-            if (e < 256) {                                             \
+            const int e = tid + s * 128, r = e / 4, k = (e % 4) * 4; \
+            if (e < 128) {                                             \
                 ws[k][r] = wr[s].x; ws[k + 1][r] = wr[s].y;                        \
                 ws[k + 2][r] = wr[s].z; ws[k + 3][r] = wr[s].w;                    \
             }                                                                      \
@@ -75,10 +80,10 @@ fc_vec_i17496o160_tanh_bias_m128n64k16_t8x4(const float* __restrict__ in, float*
             float a[8], c[4];
 #pragma unroll
             for (int i = 0; i < 8; i += 4)
-                *reinterpret_cast<float4*>(&a[i]) = *reinterpret_cast<const float4*>(&xs[k][ty * 8 + i]);
+                *reinterpret_cast<float4*>(&a[i]) = *reinterpret_cast<const float4*>(&xs[k][ROW(i)]);
 #pragma unroll
             for (int j = 0; j < 4; j += 4)
-                *reinterpret_cast<float4*>(&c[j]) = *reinterpret_cast<const float4*>(&ws[k][tx * 4 + j]);
+                *reinterpret_cast<float4*>(&c[j]) = *reinterpret_cast<const float4*>(&ws[k][COL(j)]);
 #pragma unroll
             for (int i = 0; i < 8; i++)
 #pragma unroll
@@ -90,12 +95,14 @@ fc_vec_i17496o160_tanh_bias_m128n64k16_t8x4(const float* __restrict__ in, float*
 
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-        const int gi = i0 + ty * 8 + i;
+        const int gi = i0 + ROW(i);
         if (gi >= n) continue;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            const int go = o0 + tx * 4 + j;
+            const int go = o0 + COL(j);
             if (go < 160) out[gi * 160 + go] = tanhf(acc[i][j] + b[go]);
         }
     }
+#undef ROW
+#undef COL
 }
