@@ -11,15 +11,15 @@ PKGS      := lua5.4 yaml-0.1
 LIBDIR     = $(shell pkg-config --variable=libdir lua5.4 2>/dev/null || echo /usr/lib/x86_64-linux-gnu)
 GOMP       = $(shell $(CC) -print-file-name=libgomp.a)
 CFLAGS    ?= -O2 -g
-override CFLAGS += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp \
+override CFLAGS += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp -fPIC \
              -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-             -Igenerator $(addprefix -I,$(RT_DIRS)) -Ibuild -I$(CUDA_HOME)/include
+             -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -I$(CUDA_HOME)/include
 # Lua, libyaml, zlib and OpenMP are linked statically: the GPU machine has none of them.
 LDLIBS     = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a $(GOMP) -ldl -lm -lpthread
 
 GEN_SRC   := $(wildcard generator/*.c)
-RT_DIRS   := runtime/formats runtime/cpu runtime/cuda runtime/measure runtime/cli
+RT_DIRS   := runtime/formats runtime/cpu runtime/cuda runtime/measure runtime/api runtime/cli
 RT_SRC    := $(foreach d,$(RT_DIRS),$(wildcard $(d)/*.c))
 TPL       := $(sort $(wildcard templates/*.lua templates/lib/*.lua))
 OBJ       := $(patsubst %.c,build/%.o,$(GEN_SRC) $(RT_SRC)) build/templates_embed.o
@@ -34,7 +34,7 @@ all: build/convgen
 deps:
 	@tools/deps.sh
 
-build/%.o: %.c $(wildcard generator/*.h $(addsuffix /*.h,$(RT_DIRS)))
+build/%.o: %.c $(wildcard generator/*.h runtime/*.h $(addsuffix /*.h,$(RT_DIRS)))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
