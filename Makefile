@@ -4,6 +4,7 @@ CUDA_HOME ?= /usr/local/cuda
 # fat binary architectures: empty = convgen's default list (the table in runtime/cuda/aot.c)
 ARCHS     ?=
 CC        ?= cc
+PREFIX    ?= /usr/local
 SPECS     := $(wildcard specs/*.yaml)
 # ---------------------------------------------------------------------------
 
@@ -27,9 +28,41 @@ LIB_OBJ   := $(filter-out build/runtime/cli/cli.o,$(OBJ))
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC))
 
-.PHONY: all deps test test-run test-gpu demo generate fatbin clean format sanitize bench ptx sass fuzz fuzz-build
+.PHONY: all lib install deps test test-run test-gpu demo generate fatbin clean format sanitize bench ptx sass fuzz fuzz-build
 
-all: build/convgen
+all: build/convgen lib
+
+# ---- the library (README "Using convgen as a library") ----------------------
+# libconvgen: everything but the command line. The static archive carries our
+# objects only (pkg-config --static adds Lua, libyaml, zlib, OpenMP); the shared
+# one links those dynamically (their static archives are not position
+# independent) and exports exactly the functions of runtime/convgen.h.
+VERSION   := $(shell sed -n 's/^\#define CG_VERSION "\(.*\)"/\1/p' generator/util.h)
+SOMAJOR   := $(firstword $(subst ., ,$(VERSION)))
+CGLIB_OBJ := $(filter-out build/runtime/cli/%,$(OBJ))
+SO_LIBS    = -llua5.4 -lyaml -lz -ldl -lm -lpthread
+
+lib: build/libconvgen.a build/libconvgen.so.$(VERSION)
+
+build/libconvgen.a: $(CGLIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+build/libconvgen.so.$(VERSION): $(CGLIB_OBJ) tools/libconvgen.map
+	$(CC) -shared -fopenmp -Wl,-soname,libconvgen.so.$(SOMAJOR) -Wl,--version-script=tools/libconvgen.map \
+	  -Wl,--no-undefined $(CGLIB_OBJ) $(SO_LIBS) -o $@
+
+# make install PREFIX=DIR: bin/convgen, lib/libconvgen.{a,so*}, include/convgen.h,
+# lib/pkgconfig/convgen.pc (DESTDIR is prepended to every path, as packagers expect)
+install: build/convgen lib
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 build/convgen $(DESTDIR)$(PREFIX)/bin/convgen
+	install -m 644 build/libconvgen.a $(DESTDIR)$(PREFIX)/lib/libconvgen.a
+	install -m 755 build/libconvgen.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libconvgen.so.$(VERSION)
+	ln -sf libconvgen.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libconvgen.so.$(SOMAJOR)
+	ln -sf libconvgen.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libconvgen.so
+	install -m 644 runtime/convgen.h $(DESTDIR)$(PREFIX)/include/convgen.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/convgen.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/convgen.pc
 
 deps:
 	@tools/deps.sh
@@ -61,7 +94,7 @@ build/tests/%: tests/%.c $(LIB_OBJ) tests/check.h
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: build/convgen $(TEST_BIN)
+test-run: build/convgen lib $(TEST_BIN)
 	@tools/run-tests.sh $(TEST_BIN)
 
 test-gpu: deps

@@ -107,6 +107,9 @@ const char *cg_net_log(const cg_net *net);
 
 /* The shape of one input image: channels, height, width (pointers may be NULL). */
 cg_status cg_net_input_shape(cg_net *net, int *c, int *h, int *w);
+/* How the network scales uint8 pixels: x = pixel * scale + offset (computed in
+ * double, rounded to float). What CG_INPUT_F32 input must already be. */
+cg_status cg_net_input_scaling(cg_net *net, double *scale, double *offset);
 /* The number of scores per image (the last layer's outputs: classes). */
 cg_status cg_net_classes(cg_net *net, int *classes);
 /* "cpu" or "cuda", and the device's name ("cpu" on the CPU). */

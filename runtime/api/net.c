@@ -155,6 +155,15 @@ cg_status cg_net_input_shape(cg_net *net, int *c, int *h, int *w)
     return CG_STATUS_OK;
 }
 
+cg_status cg_net_input_scaling(cg_net *net, double *scale, double *offset)
+{
+    cg_status st = begin(net);
+    if (st) return st;
+    if (scale) *scale = net->s->scale;
+    if (offset) *offset = net->s->offset;
+    return CG_STATUS_OK;
+}
+
 cg_status cg_net_classes(cg_net *net, int *classes)
 {
     cg_status st = begin(net);
