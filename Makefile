@@ -48,7 +48,7 @@ build/libconvgen.a: $(CGLIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 build/libconvgen.so.$(VERSION): $(CGLIB_OBJ) tools/libconvgen.map
-	$(CC) -shared -fopenmp -Wl,-soname,libconvgen.so.$(SOMAJOR) -Wl,--version-script=tools/libconvgen.map \
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libconvgen.so.$(SOMAJOR) -Wl,--version-script=tools/libconvgen.map \
 	  -Wl,--no-undefined $(CGLIB_OBJ) $(SO_LIBS) -o $@
 
 # make install PREFIX=DIR: bin/convgen, lib/libconvgen.{a,so*}, include/convgen.h,
@@ -89,6 +89,11 @@ build/tests/%: tests/%.c $(LIB_OBJ) tests/check.h
 	@mkdir -p build/tests
 	$(CC) $(CFLAGS) -Itests $< $(LIB_OBJ) $(LDLIBS) -o $@
 
+# GPU-only test programs (tests/gpu/*.c), run by tests/gpu/run.sh
+build/tests/gpu/%: tests/gpu/%.c $(LIB_OBJ) tests/check.h
+	@mkdir -p build/tests/gpu
+	$(CC) $(CFLAGS) -Itests $< $(LIB_OBJ) $(LDLIBS) -o $@
+
 # deps first, then a fresh make: the flags above ask pkg-config at parse time,
 # so on a new machine they are right only once the packages are there.
 test: deps
@@ -98,7 +103,7 @@ test-run: build/convgen lib $(TEST_BIN)
 	@tools/run-tests.sh $(TEST_BIN)
 
 test-gpu: deps
-	@$(MAKE) --no-print-directory build/convgen
+	@$(MAKE) --no-print-directory build/convgen build/tests/gpu/api_gpu
 	@tests/gpu/run.sh
 
 generate: build/convgen
@@ -142,7 +147,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern
 FUZZ_CFLAGS   = -g -O1 -std=c11 -Wall -Wextra -Wshadow -Werror -Wno-pass-failed -fopenmp \
                 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-                -Igenerator $(addprefix -I,$(RT_DIRS)) -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \
+                -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \
                 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_LDLIBS   = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a -ldl -lm -lpthread
 FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(GEN_SRC) $(filter-out runtime/cli/cli.c,$(RT_SRC)) build/templates_embed.c)

@@ -23,10 +23,12 @@ cc -std=c99 -pedantic -Wall -Wextra -Werror -I"$p/include" -c "$t/h.c" -o "$t/h.
 if command -v c++ >/dev/null; then
   c++ -x c++ -Wall -Werror -I"$p/include" -c "$t/h.c" -o "$t/h2.o" 2>"$t/e" && ok || bad "convgen.h in C++: $(cat "$t/e")"
 fi
+# a library built by make sanitize needs its sanitizers in the program too
+san=; nm -D "$p/lib/libconvgen.so" | grep -q ' U __asan_init' && san="-fsanitize=address,undefined"
 export PKG_CONFIG_PATH="$p/lib/pkgconfig"
 flags=$(pkg-config --cflags --libs convgen) && ok || bad "pkg-config convgen failed"
-cc -std=c11 -Wall -Wextra -Werror tests/api_client.c $flags -o "$t/client" 2>"$t/e" && ok || bad "client (shared): $(cat "$t/e")"
-cc -std=c11 -Wall -Wextra -Werror tests/api_client.c $(pkg-config --cflags convgen) "$p/lib/libconvgen.a" \
+cc $san -std=c11 -Wall -Wextra -Werror tests/api_client.c $flags -o "$t/client" 2>"$t/e" && ok || bad "client (shared): $(cat "$t/e")"
+cc $san -std=c11 -Wall -Wextra -Werror tests/api_client.c $(pkg-config --cflags convgen) "$p/lib/libconvgen.a" \
   $(pkg-config --static --libs-only-other --libs-only-l convgen | sed 's/-lconvgen//') -o "$t/client_static" 2>"$t/e" \
   && ok || bad "client (static): $(cat "$t/e")"
 # the client's error path: a missing spec is the API's input status (3) with its message
