@@ -5,6 +5,7 @@
  * called directly, uint8 and float input giving the same scores, nothing
  * written to stderr. (Leaks after failed opens: make sanitize, LeakSanitizer.) */
 #include <fcntl.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,45 @@ static void test_run(void)
     cg_net_close(a), cg_net_close(b);
 }
 
+/* One thread's work for test_threads: its own network, opened, run, closed. */
+typedef struct {
+    const unsigned char *px;
+    int pred[N];
+    float scores[N * 10];
+    cg_status st;
+} job;
+
+static void *thread_run(void *arg)
+{
+    job *j = arg;
+    cg_net *net = NULL;
+    cg_input in = {CG_INPUT_U8, N, 1, 28, 28, j->px};
+    j->st = cg_net_open(SPEC, NULL, &net);
+    if (!j->st) j->st = cg_net_run(net, &in, j->pred, j->scores);
+    cg_net_close(net);
+    return NULL;
+}
+
+/* Distinct networks in concurrent threads (the header's promise) give the
+ * answers one network gives alone. */
+static void test_threads(void)
+{
+    static unsigned char px[N * 784];
+    static job jobs[3], alone;
+    fill(px, sizeof px, 11);
+    alone.px = px;
+    thread_run(&alone);
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) jobs[i].px = px, pthread_create(&th[i], NULL, thread_run, &jobs[i]);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(jobs[i].st == CG_STATUS_OK && alone.st == CG_STATUS_OK, "thread %d: status %d", i, (int)jobs[i].st);
+        CHECK(!memcmp(jobs[i].pred, alone.pred, sizeof alone.pred) &&
+                  !memcmp(jobs[i].scores, alone.scores, sizeof alone.scores),
+              "thread %d: the same answers as alone", i);
+    }
+}
+
 int main(void)
 {
     /* the library prints nothing: stderr goes to a file for the calls */
@@ -191,6 +231,7 @@ int main(void)
     if (fd >= 0) dup2(fd, 2);
     test_open_errors();
     test_run();
+    test_threads();
     if (fd >= 0) {
         dup2(saved, 2);
         off_t n = lseek(fd, 0, SEEK_END);
