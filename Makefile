@@ -4,6 +4,7 @@ CUDA_HOME ?= /usr/local/cuda
 # fat binary architectures: empty = convgen's default list (the table in runtime/cuda/aot.c)
 ARCHS     ?=
 CC        ?= cc
+PREFIX    ?= /usr/local
 SPECS     := $(wildcard specs/*.yaml)
 # ---------------------------------------------------------------------------
 
@@ -11,15 +12,15 @@ PKGS      := lua5.4 yaml-0.1
 LIBDIR     = $(shell pkg-config --variable=libdir lua5.4 2>/dev/null || echo /usr/lib/x86_64-linux-gnu)
 GOMP       = $(shell $(CC) -print-file-name=libgomp.a)
 CFLAGS    ?= -O2 -g
-override CFLAGS += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp \
+override CFLAGS += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp -fPIC \
              -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-             -Igenerator $(addprefix -I,$(RT_DIRS)) -Ibuild -I$(CUDA_HOME)/include
+             -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -I$(CUDA_HOME)/include
 # Lua, libyaml, zlib and OpenMP are linked statically: the GPU machine has none of them.
 LDLIBS     = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a $(GOMP) -ldl -lm -lpthread
 
 GEN_SRC   := $(wildcard generator/*.c)
-RT_DIRS   := runtime/formats runtime/cpu runtime/cuda runtime/measure runtime/cli
+RT_DIRS   := runtime/formats runtime/cpu runtime/cuda runtime/measure runtime/api runtime/cli
 RT_SRC    := $(foreach d,$(RT_DIRS),$(wildcard $(d)/*.c))
 TPL       := $(sort $(wildcard templates/*.lua templates/lib/*.lua))
 OBJ       := $(patsubst %.c,build/%.o,$(GEN_SRC) $(RT_SRC)) build/templates_embed.o
@@ -27,14 +28,46 @@ LIB_OBJ   := $(filter-out build/runtime/cli/cli.o,$(OBJ))
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC))
 
-.PHONY: all deps test test-run test-gpu demo generate fatbin clean format sanitize bench ptx sass fuzz fuzz-build
+.PHONY: all lib install deps test test-run test-gpu demo generate fatbin clean format sanitize bench ptx sass fuzz fuzz-build
 
-all: build/convgen
+all: build/convgen lib
+
+# ---- the library (README "Using convgen as a library") ----------------------
+# libconvgen: everything but the command line. The static archive carries our
+# objects only (pkg-config --static adds Lua, libyaml, zlib, OpenMP); the shared
+# one links those dynamically (their static archives are not position
+# independent) and exports exactly the functions of runtime/convgen.h.
+VERSION   := $(shell sed -n 's/^\#define CG_VERSION "\(.*\)"/\1/p' generator/util.h)
+SOMAJOR   := $(firstword $(subst ., ,$(VERSION)))
+CGLIB_OBJ := $(filter-out build/runtime/cli/%,$(OBJ))
+SO_LIBS    = -llua5.4 -lyaml -lz -ldl -lm -lpthread
+
+lib: build/libconvgen.a build/libconvgen.so.$(VERSION)
+
+build/libconvgen.a: $(CGLIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+build/libconvgen.so.$(VERSION): $(CGLIB_OBJ) tools/libconvgen.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libconvgen.so.$(SOMAJOR) -Wl,--version-script=tools/libconvgen.map \
+	  -Wl,--no-undefined $(CGLIB_OBJ) $(SO_LIBS) -o $@
+
+# make install PREFIX=DIR: bin/convgen, lib/libconvgen.{a,so*}, include/convgen.h,
+# lib/pkgconfig/convgen.pc (DESTDIR is prepended to every path, as packagers expect)
+install: build/convgen lib
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 build/convgen $(DESTDIR)$(PREFIX)/bin/convgen
+	install -m 644 build/libconvgen.a $(DESTDIR)$(PREFIX)/lib/libconvgen.a
+	install -m 755 build/libconvgen.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libconvgen.so.$(VERSION)
+	ln -sf libconvgen.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libconvgen.so.$(SOMAJOR)
+	ln -sf libconvgen.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libconvgen.so
+	install -m 644 runtime/convgen.h $(DESTDIR)$(PREFIX)/include/convgen.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/convgen.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/convgen.pc
 
 deps:
 	@tools/deps.sh
 
-build/%.o: %.c $(wildcard generator/*.h $(addsuffix /*.h,$(RT_DIRS)))
+build/%.o: %.c $(wildcard generator/*.h runtime/*.h $(addsuffix /*.h,$(RT_DIRS)))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -56,16 +89,21 @@ build/tests/%: tests/%.c $(LIB_OBJ) tests/check.h
 	@mkdir -p build/tests
 	$(CC) $(CFLAGS) -Itests $< $(LIB_OBJ) $(LDLIBS) -o $@
 
+# GPU-only test programs (tests/gpu/*.c), run by tests/gpu/run.sh
+build/tests/gpu/%: tests/gpu/%.c $(LIB_OBJ) tests/check.h
+	@mkdir -p build/tests/gpu
+	$(CC) $(CFLAGS) -Itests $< $(LIB_OBJ) $(LDLIBS) -o $@
+
 # deps first, then a fresh make: the flags above ask pkg-config at parse time,
 # so on a new machine they are right only once the packages are there.
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: build/convgen $(TEST_BIN)
+test-run: build/convgen lib $(TEST_BIN)
 	@tools/run-tests.sh $(TEST_BIN)
 
 test-gpu: deps
-	@$(MAKE) --no-print-directory build/convgen
+	@$(MAKE) --no-print-directory build/convgen build/tests/gpu/api_gpu
 	@tests/gpu/run.sh
 
 generate: build/convgen
@@ -111,7 +149,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern
 FUZZ_CFLAGS   = -g -O1 -std=c11 -Wall -Wextra -Wshadow -Werror -Wno-pass-failed -fopenmp \
                 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-                -Igenerator $(addprefix -I,$(RT_DIRS)) -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \
+                -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \
                 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_LDLIBS   = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a -ldl -lm -lpthread
 FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(GEN_SRC) $(filter-out runtime/cli/cli.c,$(RT_SRC)) build/templates_embed.c)

@@ -1,12 +1,10 @@
 /* cmd_run.c — the verbs that execute a network: run and check. */
 #include "cli.h"
-#include "cpu.h"
-#include "cuda_api.h"
+#include "convgen.h"
 #include "data.h"
-#include "gpu.h"
 #include "harness.h"
+#include "net_internal.h"
 #include "options.h"
-#include "tune.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,13 +19,6 @@ typedef struct {
     cg_dataset d;
     long long n;
 } cg_job;
-
-static double wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void job_free(cg_job *j)
 {
@@ -65,28 +56,6 @@ static int job_spec(cg_job *j, const char *spec_path, cg_err *e)
     if (!j->s) return cg_fail(e, "out of memory"), CG_EXIT_IO;
     if (cg_spec_load(spec_path, j->s, e)) return CG_EXIT_INPUT;
     return 0;
-}
-
-/* The tuning record for a GPU run of s (README, "Tuning"): checked against
- * the device about to run (with a fat binary, whose kernels were chosen when
- * it was built, not checked: build applied the record the same way). A device
- * that does not open leaves the spec as it is; cg_gpu_open reports why. */
-static int job_tuning(cg_spec *s, const char *tuning, int no_tuning, int device, int fatbin,
-                      int from_record[CG_MAX_LAYERS], cg_err *e)
-{
-    memset(from_record, 0, CG_MAX_LAYERS * sizeof *from_record);
-    if (no_tuning) return 0;
-    cg_tune_device dev = {NULL, 0};
-    char name[256];
-    if (!fatbin) {
-        cg_cu *cu;
-        cg_err ce;
-        if (cg_cu_open(&cu, device, &ce)) return 0;
-        snprintf(name, sizeof name, "%s", cu->name);
-        dev.name = name, dev.cc = cu->cc;
-        cg_cu_close(cu);
-    }
-    return cg_tune_use(s, tuning, 0, &dev, from_record, e);
 }
 
 /* Which layers took the tuning record's choice, for --profile. */
@@ -283,12 +252,8 @@ static int pick_backend(const char *want, int device, int device_given, int *use
     if (!strcmp(want, "cpu")) return *use_gpu = 0, 0;
     if (strcmp(want, "cuda") && strcmp(want, "auto"))
         return cg_fail(e, "--backend expects auto, cuda or cpu, got '%s'", want), CG_EXIT_USAGE;
-    cg_cu *cu;
     cg_err why;
-    if (cg_cu_open(&cu, device, &why) == 0) {
-        cg_cu_close(cu);
-        return *use_gpu = 1, 0;
-    }
+    if (cg_cuda_probe(device, why.msg, sizeof why.msg) == CG_STATUS_OK) return *use_gpu = 1, 0;
     if (device_given) return cg_fail(e, "--device %d: %s", device, why.msg), CG_EXIT_DEVICE;
     if (!strcmp(want, "cuda")) return cg_fail(e, "--backend cuda: %s", why.msg), CG_EXIT_DEVICE;
     fprintf(stderr, "convgen: no GPU (%s); running on the CPU backend\n", why.msg);
@@ -337,6 +302,23 @@ static int gpu_only(const char *opt, const char *backend, int device, int *use_g
     return 0;
 }
 
+/* A failed API call's message into e; its status is the exit code. */
+static int net_status(const cg_net *net, cg_status st, cg_err *e)
+{
+    if (st) cg_fail(e, "%s", cg_net_error(net));
+    return (int)st;
+}
+
+/* Open the job's network through the API (runtime/convgen.h) on the spec and
+ * weights already loaded; a failed open shows NVRTC's messages first, as
+ * they always were. */
+static int job_open(const cg_job *j, const cg_net_options *o, cg_net **net, cg_err *e)
+{
+    cg_status st = cg_net_open_with(j->s, &j->w, o, net);
+    if (st && cg_net_log(*net)[0]) fputs(cg_net_log(*net), stderr);
+    return net_status(*net, st, e);
+}
+
 int cg_cmd_run(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend_t = NULL, *fatbin = NULL,
@@ -376,41 +358,31 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
                         : no_tuning ? "--no-tuning" : NULL;
     rc = gpu_opt ? gpu_only(gpu_opt, backend, (int)device, &use_gpu, e)
                  : pick_backend(backend, (int)device, 0, &use_gpu, e);
+    cg_net_options no;
+    cg_net_options_init(&no);
+    no.backend = use_gpu ? CG_BACKEND_CUDA : CG_BACKEND_CPU;
+    no.device = (int)device, no.fatbin = fatbin, no.no_cache = no_cache != NULL, no.batch = batch;
+    no.profile = profile != NULL, no.tuning = tuning, no.no_tuning = no_tuning != NULL;
     int from_record[CG_MAX_LAYERS] = {0};
-    if (!rc && use_gpu) rc = job_tuning(j.s, tuning, no_tuning != NULL, (int)device, fatbin != NULL, from_record, e);
+    if (!rc && use_gpu) rc = cg_net_tune(j.s, &no, from_record, NULL, e);
     if (!rc) rc = job_load(&j, spec, data, images, 1, random_seed, 0, e);
     if (rc) return job_free(&j), rc;
     int *pred = malloc((size_t)j.n * sizeof *pred);
     double layer_s[CG_MAX_LAYERS] = {0}, total_s = 0;
     /* samples[l * repeat + r]: layer l's time in run r (l = nlayers: the whole run) */
     double *samples = malloc((size_t)(s->nlayers + 1) * (size_t)repeat * sizeof *samples);
-    cg_gpu *g = NULL;
-    cg_gpu_times t;
-    cg_host_costs hc;
-    memset(&t, 0, sizeof t);
-    memset(&hc, 0, sizeof hc);
+    cg_net *net = NULL;
     if (!pred || !samples) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
-    if (!rc && use_gpu) {
-        cg_gpu_opts go = {fatbin, no_cache != NULL, batch, 0, profile != NULL, (int)device};
-        if (cg_gpu_open(&g, s, &j.w, &go, &hc, e)) rc = CG_EXIT_DEVICE;
-        /* with repeats, one untimed warm-up run first; report medians */
-        if (!rc && repeat > 1 && cg_gpu_run(g, j.d.pixels, j.n, pred, NULL, NULL, &t, &hc, e)) rc = CG_EXIT_DEVICE;
-        for (int r = 0; !rc && r < repeat; r++) {
-            if (cg_gpu_run(g, j.d.pixels, j.n, pred, NULL, NULL, &t, &hc, e)) rc = CG_EXIT_DEVICE;
-            for (int l = 0; l < s->nlayers; l++) samples[l * repeat + r] = t.layer_ms[l] / 1e3;
-            samples[s->nlayers * repeat + r] = t.total_ms / 1e3;
-        }
-    } else if (!rc) {
-        double ms[CG_MAX_LAYERS] = {0};
-        float *probs = malloc((size_t)j.n * (size_t)cg_layer_out_elems(last) * sizeof *probs);
-        if (!probs) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
-        for (int r = 0; !rc && r < repeat; r++) {
-            double t0 = wall_ms();
-            if (cg_cpu_forward(s, &j.w, j.d.pixels, (int)j.n, NULL, probs, pred, ms, e)) rc = CG_EXIT_IO;
-            for (int l = 0; l < s->nlayers; l++) samples[l * repeat + r] = ms[l] / 1e3;
-            samples[s->nlayers * repeat + r] = (wall_ms() - t0) / 1e3;
-        }
-        free(probs);
+    if (!rc) rc = job_open(&j, &no, &net, e);
+    cg_input in = {CG_INPUT_U8, j.n, s->C, s->H, s->W, j.d.pixels};
+    /* with repeats on the GPU, one untimed warm-up run first; report medians */
+    if (!rc && use_gpu && repeat > 1) rc = net_status(net, cg_net_run(net, &in, pred, NULL), e);
+    for (int r = 0; !rc && r < repeat; r++) {
+        double ms[CG_MAX_LAYERS], total = 0;
+        if ((rc = net_status(net, cg_net_run(net, &in, pred, NULL), e))) break;
+        cg_net_times(net, &total, ms);
+        for (int l = 0; l < s->nlayers; l++) samples[l * repeat + r] = ms[l] / 1e3;
+        samples[s->nlayers * repeat + r] = total / 1e3;
     }
     for (int l = 0; !rc && l <= s->nlayers; l++) {
         double m = median(samples + l * repeat, (int)repeat);
@@ -424,12 +396,14 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
         double acc = accuracy(pred, j.d.labels, j.n);
         if (random_seed >= 0) printf("Correctness: - Model: %s (random input)\n", s->name);
         else printf("Correctness: %.4f Model: %s\n", acc, s->name);
-        if (use_gpu && profile) print_profile(&t, &hc), print_tuned(s, from_record);
-        if (json && write_json(json, &j, use_gpu ? "cuda" : "cpu", use_gpu ? cg_gpu_device_name(g) : "cpu", acc,
-                               layer_s, total_s, (int)repeat, use_gpu ? &t : NULL, use_gpu ? &hc : NULL, e))
+        const cg_gpu_times *t = cg_net_gpu_times(net);
+        const cg_host_costs *hc = cg_net_host_costs(net);
+        if (t && profile) print_profile(t, hc), print_tuned(s, from_record);
+        if (json && write_json(json, &j, cg_net_backend(net), cg_net_device_name(net), acc, layer_s, total_s,
+                               (int)repeat, t, hc, e))
             rc = CG_EXIT_IO;
     }
-    cg_gpu_close(g);
+    cg_net_close(net);
     free(pred), free(samples);
     job_free(&j);
     return rc;
@@ -468,10 +442,14 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     if (!rc) rc = cg_opt_int("--seed", seed_t, 0, 1LL << 62, &seed, e);
     if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
     if (rc) return rc;
+    cg_net_options go, co;
+    cg_net_options_init(&go);
+    cg_net_options_init(&co);
+    go.backend = CG_BACKEND_CUDA, go.device = (int)device, go.fatbin = fatbin, go.no_cache = no_cache != NULL;
+    go.poison = 1, go.tuning = tuning, go.no_tuning = no_tuning != NULL;
     cg_job j;
     int from_record[CG_MAX_LAYERS];
-    if ((rc = job_spec(&j, spec, e)) ||
-        (rc = job_tuning(j.s, tuning, no_tuning != NULL, (int)device, fatbin != NULL, from_record, e)) ||
+    if ((rc = job_spec(&j, spec, e)) || (rc = cg_net_tune(j.s, &go, from_record, NULL, e)) ||
         (rc = job_load(&j, spec, data, images, images_t != NULL, random_seed, 1, e)))
         return job_free(&j), rc;
     const cg_spec *s = j.s;
@@ -490,23 +468,17 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
         cl[l] = malloc(n * sizeof(float));
         ok = gl[l] && cl[l];
     }
-    cg_gpu *g = NULL;
-    cg_gpu_times t;
-    cg_host_costs hc;
-    float *probs = NULL;
+    cg_net *gnet = NULL, *cnet = NULL;
+    cg_input in = {CG_INPUT_U8, j.n, s->C, s->H, s->W, j.d.pixels};
     if (!ok) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
-    cg_gpu_opts go = {fatbin, no_cache != NULL, 0, 1, 0, (int)device};
-    if (!rc && cg_gpu_open(&g, s, &j.w, &go, &hc, e)) rc = CG_EXIT_DEVICE;
-    if (!rc && cg_gpu_run(g, j.d.pixels, j.n, gp, NULL, gl, &t, &hc, e)) rc = CG_EXIT_DEVICE;
-    if (!rc) {
-        probs = malloc((size_t)j.n * (size_t)cg_layer_out_elems(&s->layers[s->nlayers - 1]) * sizeof *probs);
-        if (!probs) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
-    }
-    if (!rc && cg_cpu_forward(s, &j.w, j.d.pixels, (int)j.n, cl, probs, cp, NULL, e)) rc = CG_EXIT_IO;
+    if (!rc) rc = job_open(&j, &go, &gnet, e);
+    if (!rc) rc = net_status(gnet, cg_net_run_layers(gnet, &in, gp, NULL, gl), e);
+    if (!rc) rc = job_open(&j, &co, &cnet, e);
+    if (!rc) rc = net_status(cnet, cg_net_run_layers(cnet, &in, cp, NULL, cl), e);
     int bad = 0;
     if (!rc) {
-        printf("%s on %s, %lld images, %s weights (GPU: %s, %s)\n", s->name, cg_gpu_device_name(g), j.n,
-               j.w.random ? "seeded random" : "trained", fatbin ? "fat binary" : "NVRTC", hc.arch);
+        printf("%s on %s, %lld images, %s weights (GPU: %s, %s)\n", s->name, cg_net_device_name(gnet), j.n,
+               j.w.random ? "seeded random" : "trained", fatbin ? "fat binary" : "NVRTC", cg_net_host_costs(gnet)->arch);
         printf("%-12s %-8s %14s %14s %14s\n", "layer", "op", "max abs err", "max rel err", "rel L2 err");
         for (int l = 0; l < s->nlayers; l++) {
             double ma, mr;
@@ -540,9 +512,9 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
                ties ? " (the rest are ties)" : "");
         if (bad) rc = (cg_fail(e, "%s: GPU and CPU disagree beyond 1e-5", spec), CG_EXIT_DEVICE);
     }
-    cg_gpu_close(g);
+    cg_net_close(gnet), cg_net_close(cnet);
     for (int l = 0; l < CG_MAX_LAYERS; l++) free(gl[l]), free(cl[l]);
-    free(gp), free(cp), free(probs);
+    free(gp), free(cp);
     job_free(&j);
     return rc;
 }

@@ -50,6 +50,7 @@
     X(cuMemcpyDtoH, 3020)                                                                      \
     X(cuMemcpyHtoDAsync, 3020)                                                                 \
     X(cuMemcpyDtoHAsync, 3020)                                                                 \
+    X(cuMemcpyDtoDAsync, 3020)                                                                 \
     X(cuMemsetD32, 3020)                                                                       \
     X(cuMemsetD8, 3020)                                                                        \
     X(cuMemGetInfo, 3020)                                                                      \

@@ -71,7 +71,10 @@ static int load_jit(cg_gpu *g, cg_nvrtc *nv, int arch, int as_ptx, const cg_gen_
     if (r.note[0] && !hc->cache_note[0]) snprintf(hc->cache_note, sizeof hc->cache_note, "%.200s", r.note);
     for (int i = 0; i < r.n; i++) {
         const cg_jit_kernel *k = &r.k[i];
-        if (k->failed && k->log.len) fprintf(stderr, "%s\n", k->log.data); /* NVRTC's own words */
+        if (k->failed && k->log.len) { /* NVRTC's own words */
+            if (!opt->log) fprintf(stderr, "%s\n", k->log.data);
+            else if (cg_buf_puts(opt->log, k->log.data) || cg_buf_puts(opt->log, "\n")) rc = cg_fail(e, "out of memory");
+        }
         cg_kernel_build *b = &hc->build[hc->nbuild++];
         snprintf(b->name, sizeof b->name, "%s", o->k[i].kernel);
         b->ms = k->ms;
@@ -346,7 +349,7 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
 }
 
 /* Launch kernel i for n images of the current batch. */
-static int launch(cg_gpu *g, int i, long long n, cg_err *e)
+static int launch(cg_gpu *g, int i, long long n, CUstream st, cg_err *e)
 {
     const cg_mkernel *k = &g->m->k[i];
     CUdeviceptr in = g->tdev[k->in], outp = g->tdev[k->out], w = g->wdev[i], b = g->bdev[i];
@@ -359,7 +362,7 @@ static int launch(cg_gpu *g, int i, long long n, cg_err *e)
     snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
     return cg_cu_check(e, g->cu->cuLaunchKernel(g->fn[i], gx, gy, gz, (unsigned)k->block[0],
                                                 (unsigned)k->block[1], (unsigned)k->block[2],
-                                                (unsigned)k->shared, g->stream, args, NULL),
+                                                (unsigned)k->shared, st, args, NULL),
                        what);
 }
 
@@ -381,9 +384,22 @@ static void prof_add(cg_gpu_times *t, const char *name, double ms)
     if (ms > p->max_ms) p->max_ms = ms;
 }
 
-/* Run one batch already uploaded: every kernel in manifest order, events between
- * them (per kernel with profiling, else at layer boundaries). */
-static int run_batch(cg_gpu *g, long long n, cg_gpu_times *t, cg_err *e)
+/* The kernel a float input replaces: the one reading the uint8 input tensor,
+ * when it is the input_u8 template's (its output is the network's float input). */
+static int input_kernel(const cg_gpu *g)
+{
+    for (int i = 0; i < g->m->nkernels; i++)
+        if (g->m->k[i].in == g->m->input) return strcmp(g->m->k[i].tpl, "input_u8") ? -1 : i;
+    return -1;
+}
+
+int cg_gpu_takes_f32(const cg_gpu *g) { return input_kernel(g) >= 0; }
+
+/* Run one batch already uploaded: every kernel in manifest order but `skip`
+ * (-1: none), on stream st. timed: events between them (per kernel with
+ * profiling, else at layer boundaries), waited for and added to t; untimed:
+ * queued, nothing waited for. */
+static int run_batch(cg_gpu *g, long long n, int skip, CUstream st, int timed, cg_gpu_times *t, cg_err *e)
 {
     const cg_manifest *m = g->m;
     cg_cu *cu = g->cu;
@@ -393,12 +409,13 @@ static int run_batch(cg_gpu *g, long long n, cg_gpu_times *t, cg_err *e)
         int boundary = i == 0 || i == m->nkernels || g->profile ||
                        strcmp(m->k[i].layer, m->k[i - 1].layer);
         mark[i] = -1;
-        if (boundary) {
-            if ((rc = CG_CU(e, cu->cuEventRecord(g->ev[ev], g->stream)))) return rc;
+        if (boundary && timed) {
+            if ((rc = CG_CU(e, cu->cuEventRecord(g->ev[ev], st)))) return rc;
             mark[i] = ev++;
         }
-        if (i < m->nkernels && (rc = launch(g, i, n, e))) return rc;
+        if (i < m->nkernels && i != skip && (rc = launch(g, i, n, st, e))) return rc;
     }
+    if (!timed) return 0;
     if ((rc = CG_CU(e, cu->cuEventSynchronize(g->ev[ev - 1])))) return rc;
     float ms;
     if ((rc = CG_CU(e, cu->cuEventElapsedTime(&ms, g->ev[mark[0]], g->ev[mark[m->nkernels]])))) return rc;
@@ -410,24 +427,46 @@ static int run_batch(cg_gpu *g, long long n, cg_gpu_times *t, cg_err *e)
         while (mark[j] < 0) j++;
         if ((rc = CG_CU(e, cu->cuEventElapsedTime(&ms, g->ev[mark[i]], g->ev[mark[j]])))) return rc;
         if (m->k[i].layer_index >= 0) t->layer_ms[m->k[i].layer_index] += ms;
-        if (g->profile) prof_add(t, m->k[i].name, ms);
+        if (g->profile && i != skip) prof_add(t, m->k[i].name, ms);
     }
     return 0;
 }
 
-/* cg_gpu_run with g's context current. */
-static int run_current(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, float *probs,
+/* Copy n bytes to or from the device: a device pointer (on_device) on stream
+ * st, queued; host memory through the kernels' stream too (see run_current),
+ * so that a download follows the kernels. dir: 0 upload, 1 download. */
+static int copy(cg_gpu *g, int dir, int on_device, CUdeviceptr dev, void *host, CUdeviceptr other, size_t n,
+                CUstream st, cg_err *e)
+{
+    cg_cu *cu = g->cu;
+    if (on_device)
+        return dir ? CG_CU(e, cu->cuMemcpyDtoDAsync(other, dev, n, st)) : CG_CU(e, cu->cuMemcpyDtoDAsync(dev, other, n, st));
+    if (dir) return CG_CU(e, cu->cuMemcpyDtoH(host, dev, n));
+    return CG_CU(e, cu->cuMemcpyHtoDAsync(dev, host, n, st));
+}
+
+/* cg_gpu_run_input with g's context current. */
+static int run_current(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred, float *probs,
                        float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e)
 {
     const cg_manifest *m = g->m;
     cg_cu *cu = g->cu;
     memset(t, 0, sizeof *t);
-    long long in_elems = m->t[m->input].elems;
+    int skip = in->f32 ? input_kernel(g) : -1;
+    if (in->f32 && skip < 0)
+        return cg_fail(e, "%s: this network's first kernel reads uint8 pixels itself; give it uint8 input",
+                       g->s->path);
+    /* a float input goes where the input kernel would have written it */
+    int tin = in->f32 ? m->k[skip].out : m->input;
+    size_t in_bytes = (size_t)m->t[tin].elems * cg_dtype_size(m->t[tin].dtype);
+    CUstream st = in->on_device ? (CUstream)in->stream : g->stream;
+    uintptr_t dev_in = (uintptr_t)in->input, dev_pred = (uintptr_t)pred, dev_probs = (uintptr_t)probs;
+    long long oc = m->t[m->output].elems;
     for (long long done = 0; done < n; done += g->batch) {
         long long b = n - done < g->batch ? n - done : g->batch;
         if (g->poison) {
             for (int i = 0; i < m->ntensors; i++) {
-                if (m->t[i].dtype == CG_DT_U8) continue;
+                if (m->t[i].dtype == CG_DT_U8 || (in->f32 && i == tin)) continue;
                 /* a NaN pattern: anything a kernel fails to write shows up in the checks */
                 if (CG_CU(e, cu->cuMemsetD32(g->tdev[i], 0x7fbadbadu, (size_t)(b * m->t[i].elems))))
                     return -1;
@@ -442,17 +481,19 @@ static int run_current(cg_gpu *g, const unsigned char *pixels, long long n, int 
          * its DMA is still in flight on the legacy stream, which the non-blocking kernel stream
          * does not wait for (seen on an H200: the last images of a 64-image check of a
          * 128x128 network read half-copied pixels, 3 runs in 9) */
-        if (CG_CU(e, cu->cuMemcpyHtoDAsync(g->tdev[m->input], pixels + done * in_elems, (size_t)(b * in_elems),
-                                           g->stream)))
+        if (copy(g, 0, in->on_device, g->tdev[tin], (char *)in->input + (size_t)done * in_bytes,
+                 (CUdeviceptr)(dev_in + (size_t)done * in_bytes), (size_t)b * in_bytes, st, e))
             return -1;
         hc->upload_ms += now_ms() - t0;
-        if (run_batch(g, b, t, e)) return -1;
+        if (run_batch(g, b, skip, st, !in->on_device, t, e)) return -1;
         t0 = now_ms();
-        if (CG_CU(e, cu->cuMemcpyDtoH(pred + done, g->tdev[m->predict], (size_t)b * 4))) return -1;
-        long long oc = m->t[m->output].elems;
-        if (probs && CG_CU(e, cu->cuMemcpyDtoH(probs + done * oc, g->tdev[m->output], (size_t)(b * oc) * 4)))
+        if (copy(g, 1, in->on_device, g->tdev[m->predict], pred + done, (CUdeviceptr)(dev_pred + (size_t)done * 4),
+                 (size_t)b * 4, st, e))
             return -1;
-        for (int l = 0; layer_out && l < m->nlayers; l++) {
+        if (probs && copy(g, 1, in->on_device, g->tdev[m->output], probs + done * oc,
+                          (CUdeviceptr)(dev_probs + (size_t)(done * oc) * 4), (size_t)(b * oc) * 4, st, e))
+            return -1;
+        for (int l = 0; layer_out && !in->on_device && l < m->nlayers; l++) {
             if (!layer_out[l]) continue;
             long long el = m->t[m->l[l].out].elems;
             if (CG_CU(e, cu->cuMemcpyDtoH(layer_out[l] + done * el, g->tdev[m->l[l].out], (size_t)(b * el) * 4)))
@@ -463,13 +504,20 @@ static int run_current(cg_gpu *g, const unsigned char *pixels, long long n, int 
     return 0;
 }
 
+int cg_gpu_run_input(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred, float *probs,
+                     float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e)
+{
+    if (ctx_enter(g, e)) return -1;
+    int rc = run_current(g, in, n, pred, probs, layer_out, t, hc, e);
+    ctx_leave(g);
+    return rc;
+}
+
 int cg_gpu_run(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, float *probs,
                float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e)
 {
-    if (ctx_enter(g, e)) return -1;
-    int rc = run_current(g, pixels, n, pred, probs, layer_out, t, hc, e);
-    ctx_leave(g);
-    return rc;
+    cg_gpu_input in = {pixels, 0, 0, NULL};
+    return cg_gpu_run_input(g, &in, n, pred, probs, layer_out, t, hc, e);
 }
 
 const char *cg_gpu_device_name(const cg_gpu *g) { return g->cu ? g->cu->name : "?"; }

@@ -20,6 +20,8 @@ typedef struct {
     int poison;          /* fill every float tensor with NaN before each batch */
     int profile;         /* time every kernel launch */
     int device;          /* CUDA device index (0-based) */
+    cg_buf *log;         /* NVRTC's messages for kernels that fail to compile are
+                            appended here; NULL: written to standard error */
 } cg_gpu_opts;
 
 /* Where one kernel's device code came from, and what it cost (--profile). */
@@ -66,6 +68,23 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
  * layer_out (per spec layer, n * cg_layer_out_elems) may be NULL. */
 int cg_gpu_run(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, float *probs,
                float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e);
+/* What cg_gpu_run_input reads. f32: floats already scaled (the input kernel's
+ * output, C*H*W per image; the input kernel is skipped), else uint8 pixels.
+ * on_device: input, pred and probs are device pointers (CUdeviceptr values) in
+ * g's context; the copies and launches are queued on `stream` (a CUstream, NULL
+ * for the legacy stream) and nothing waits for them: no timings, no layer_out.
+ * g's buffers are in use until that stream has done the work. */
+typedef struct {
+    const void *input;
+    int f32;
+    int on_device;
+    void *stream;
+} cg_gpu_input;
+int cg_gpu_run_input(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred, float *probs,
+                     float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e);
+/* Whether the network's input can be given as floats (its first kernel is the
+ * uint8-to-float input kernel, which a float input skips). */
+int cg_gpu_takes_f32(const cg_gpu *g);
 const char *cg_gpu_device_name(const cg_gpu *g);
 long long cg_gpu_batch(const cg_gpu *g);
 void cg_gpu_close(cg_gpu *g);

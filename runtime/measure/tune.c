@@ -496,6 +496,12 @@ int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev
 int cg_tune_use(cg_spec *s, const char *explicit_path, int no_tuning, const cg_tune_device *dev,
                 int from_record[CG_MAX_LAYERS], cg_err *e)
 {
+    return cg_tune_use_to(s, explicit_path, no_tuning, dev, from_record, NULL, e);
+}
+
+int cg_tune_use_to(cg_spec *s, const char *explicit_path, int no_tuning, const cg_tune_device *dev,
+                   int from_record[CG_MAX_LAYERS], cg_buf *notices, cg_err *e)
+{
     memset(from_record, 0, CG_MAX_LAYERS * sizeof *from_record);
     if (no_tuning) return 0;
     char path[CG_PATH_MAX + 32];
@@ -511,8 +517,11 @@ int cg_tune_use(cg_spec *s, const char *explicit_path, int no_tuning, const cg_t
     if (!rc && cg_tune_apply(s, r, dev, from_record, notice, sizeof notice, e) < 0) rc = CG_EXIT_INPUT;
     if (!rc && notice[0]) {
         /* one line for a stale record; one per skipped layer otherwise */
-        for (char *line = strtok(notice, "\n"); line; line = strtok(NULL, "\n"))
-            fprintf(stderr, "convgen: tuning record %s: %s\n", path, line);
+        char *save = NULL;
+        for (char *line = strtok_r(notice, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+            if (!notices) fprintf(stderr, "convgen: tuning record %s: %s\n", path, line);
+            else if (cg_buf_printf(notices, "tuning record %s: %s\n", path, line)) rc = CG_EXIT_IO;
+        }
     }
     free(r);
     return rc;

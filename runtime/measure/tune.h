@@ -151,5 +151,9 @@ int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev
  * Returns 0, or CG_EXIT_INPUT with e set. */
 int cg_tune_use(cg_spec *s, const char *explicit_path, int no_tuning, const cg_tune_device *dev,
                 int from_record[CG_MAX_LAYERS], cg_err *e);
+/* The same with the notices appended to *notices (one line each, "tuning record
+ * PATH: ...") instead of printed: what the library (runtime/api) uses. */
+int cg_tune_use_to(cg_spec *s, const char *explicit_path, int no_tuning, const cg_tune_device *dev,
+                   int from_record[CG_MAX_LAYERS], cg_buf *notices, cg_err *e);
 
 #endif

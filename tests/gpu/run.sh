@@ -8,7 +8,8 @@
 #  2. each network over all 10,000 test images, JIT and fat binary, giving the
 #     CPU backend's predictions (differences only on genuine ties);
 #  3. the JIT cache: a second run compiles nothing;
-#  4. compute-sanitizer memcheck and racecheck on a small batch.
+#  4. compute-sanitizer memcheck and racecheck on a small batch;
+#  5. the C API (tests/gpu/api_gpu.c): host, float and device-pointer input.
 set -u
 cd "$(dirname "$0")/../.."
 cg=${CONVGEN:-build/convgen}
@@ -53,6 +54,10 @@ PY
         $cg run "$s" --images 64 --no-cache "${data[@]}"
     done
   fi
+done
+# the library: CUDA = CPU, float input, device pointers on a caller's stream, overlap
+for s in "${nets[@]}"; do
+  step "$(basename "$s" .yaml): the C API on the GPU" bash -c "build/tests/gpu/api_gpu $s 1000 | tee /dev/stderr | grep -q ' 0 failed'"
 done
 # trained models: the GPU prints the accuracy PyTorch printed (models/accuracy.txt)
 while read -r name want; do

@@ -1,0 +1,115 @@
+/* backend_cpu.c — the CPU reference (runtime/cpu/cpu.c) behind the backend
+ * interface (backend.h). Uint8 pixels go through cg_cpu_forward as they always
+ * did; float input, which cg_cpu_forward does not take, runs the same layer
+ * functions (cg_cpu_layer) one chunk of images at a time. */
+#include "backend.h"
+#include "cpu.h"
+
+#include <limits.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define F32_CHUNK 512 /* images per pass with float input: bounds the activations kept */
+
+typedef struct {
+    const cg_spec *s;
+    const cg_weights *w;
+} cpu_state;
+
+/* Nothing to prepare: the reference reads the spec and weights as they are. */
+static int cpu_open(void **state, const cg_spec *s, const cg_weights *w, const cg_backend_opts *o, cg_err *e)
+{
+    (void)o;
+    cpu_state *c = calloc(1, sizeof *c);
+    if (!c) return cg_fail(e, "out of memory"), CG_STATUS_IO;
+    c->s = s, c->w = w;
+    *state = c;
+    return 0;
+}
+
+/* Index of each row's first maximum: the prediction, as cg_cpu_forward makes it. */
+static void argmax_rows(const float *scores, long long n, long long classes, int *pred)
+{
+    for (long long i = 0; i < n; i++) {
+        const float *row = scores + i * classes;
+        long long best = 0;
+        for (long long c = 1; c < classes; c++)
+            if (row[c] > row[best]) best = c;
+        pred[i] = (int)best;
+    }
+}
+
+/* Float input: every layer over chunks of images, outputs into layer_out where
+ * asked, else into two scratch buffers sized for the widest layer. */
+static int forward_f32(const cg_spec *s, const cg_weights *w, cg_backend_run *r, float *scores, cg_err *e)
+{
+    long long widest = (long long)s->C * s->H * s->W;
+    for (int i = 0; i < s->nlayers; i++)
+        if (cg_layer_out_elems(&s->layers[i]) > widest) widest = cg_layer_out_elems(&s->layers[i]);
+    long long chunk = r->n < F32_CHUNK ? r->n : F32_CHUNK;
+    float *tmp = malloc((size_t)(2 * widest * (chunk ? chunk : 1)) * sizeof *tmp);
+    if (!tmp) return cg_fail(e, "%s: out of memory for activations", s->path);
+    const long long img = (long long)s->C * s->H * s->W;
+    const long long classes = cg_layer_out_elems(&s->layers[s->nlayers - 1]);
+    int rc = 0;
+    for (long long b0 = 0; b0 < r->n && !rc; b0 += chunk) {
+        int nb = (int)(r->n - b0 < chunk ? r->n - b0 : chunk);
+        const float *x = (const float *)r->input + b0 * img;
+        for (int i = 0; i < s->nlayers && !rc; i++) {
+            long long el = cg_layer_out_elems(&s->layers[i]);
+            float *y = r->layer_out && r->layer_out[i] ? r->layer_out[i] + b0 * el
+                       : i == s->nlayers - 1          ? scores + b0 * classes
+                                                      : tmp + (i % 2) * widest * chunk;
+            double t0 = omp_get_wtime();
+            rc = cg_cpu_layer(&s->layers[i], w, x, y, nb, e);
+            r->layer_ms[i] += (omp_get_wtime() - t0) * 1e3;
+            x = y;
+        }
+        if (!rc && x != scores + b0 * classes) memcpy(scores + b0 * classes, x, (size_t)(nb * classes) * sizeof *x);
+    }
+    free(tmp);
+    if (!rc) argmax_rows(scores, r->n, classes, r->pred);
+    return rc;
+}
+
+/* One run on the host; the scores go to a scratch buffer when the caller wants none. */
+static int cpu_run(void *state, cg_backend_run *r, cg_err *e)
+{
+    cpu_state *c = state;
+    const cg_spec *s = c->s;
+    if (r->on_device)
+        return cg_fail(e, "%s: device pointers need the cuda backend; the CPU backend reads host memory",
+                       s->path), CG_STATUS_USAGE;
+    if (r->n > INT_MAX)
+        return cg_fail(e, "%s: %lld images: the CPU backend runs at most %d at once", s->path, r->n, INT_MAX),
+               CG_STATUS_USAGE;
+    long long classes = cg_layer_out_elems(&s->layers[s->nlayers - 1]);
+    float *scores = r->scores;
+    if (!scores && !(scores = malloc((size_t)((r->n ? r->n : 1) * classes) * sizeof *scores)))
+        return cg_fail(e, "out of memory for %lld images' scores", r->n), CG_STATUS_IO;
+    memset(r->layer_ms, 0, sizeof r->layer_ms);
+    double t0 = omp_get_wtime();
+    int rc = r->type == CG_INPUT_F32
+                 ? forward_f32(s, c->w, r, scores, e)
+                 : cg_cpu_forward(s, c->w, r->input, (int)r->n, r->layer_out, scores, r->pred, r->layer_ms, e);
+    r->total_ms = (omp_get_wtime() - t0) * 1e3;
+    if (scores != r->scores) free(scores);
+    return rc ? CG_STATUS_IO : 0;
+}
+
+static const char *cpu_device_name(const void *state)
+{
+    (void)state;
+    return "cpu";
+}
+
+static int cpu_takes_f32(const void *state)
+{
+    (void)state;
+    return 1;
+}
+
+static void cpu_close(void *state) { free(state); }
+
+const cg_backend cg_backend_cpu = {"cpu", cpu_open, cpu_run, cpu_device_name, cpu_takes_f32, cpu_close};

@@ -1,0 +1,56 @@
+/* backend_cuda.c — the CUDA backend (runtime/cuda/gpu.c) behind the backend
+ * interface (backend.h). gpu.c already makes its device context current around
+ * each call; this file only translates arguments and keeps the figures of the
+ * last open and run for the command's --profile. */
+#include "backend.h"
+
+#include <stdlib.h>
+
+typedef struct {
+    cg_gpu *g;
+    cg_gpu_times t;
+    cg_host_costs hc; /* the open's costs; uploads and downloads add up over runs */
+} cuda_state;
+
+/* Open device o->device, build or load the kernels, upload the weights. */
+static int cuda_open(void **state, const cg_spec *s, const cg_weights *w, const cg_backend_opts *o, cg_err *e)
+{
+    cuda_state *c = calloc(1, sizeof *c);
+    if (!c) return cg_fail(e, "out of memory"), CG_STATUS_IO;
+    *state = c;
+    cg_gpu_opts go = {o->fatbin, o->no_cache, o->batch, o->poison, o->profile, o->device, o->log};
+    return cg_gpu_open(&c->g, s, w, &go, &c->hc, e) ? CG_STATUS_DEVICE : 0;
+}
+
+/* One run, from host or device memory; host runs report the kernels' times. */
+static int cuda_run(void *state, cg_backend_run *r, cg_err *e)
+{
+    cuda_state *c = state;
+    cg_gpu_input in = {r->input, r->type == CG_INPUT_F32, r->on_device, r->stream};
+    if (cg_gpu_run_input(c->g, &in, r->n, r->pred, r->scores, r->layer_out, &c->t, &c->hc, e))
+        return CG_STATUS_DEVICE;
+    for (int l = 0; l < CG_MAX_LAYERS; l++) r->layer_ms[l] = c->t.layer_ms[l];
+    r->total_ms = c->t.total_ms;
+    return 0;
+}
+
+static const char *cuda_device_name(const void *state)
+{
+    const cuda_state *c = state;
+    return c->g ? cg_gpu_device_name(c->g) : "?";
+}
+
+static int cuda_takes_f32(const void *state) { return cg_gpu_takes_f32(((const cuda_state *)state)->g); }
+
+static void cuda_close(void *state)
+{
+    cuda_state *c = state;
+    if (!c) return;
+    cg_gpu_close(c->g);
+    free(c);
+}
+
+const cg_gpu_times *cg_backend_cuda_times(const void *state) { return &((const cuda_state *)state)->t; }
+const cg_host_costs *cg_backend_cuda_costs(const void *state) { return &((const cuda_state *)state)->hc; }
+
+const cg_backend cg_backend_cuda = {"cuda", cuda_open, cuda_run, cuda_device_name, cuda_takes_f32, cuda_close};

@@ -1,0 +1,29 @@
+/* net_internal.h — what the command line needs of a cg_net beyond the public
+ * API (runtime/convgen.h): opening from a spec it has already read (it prints
+ * the data and weights it loads before the backend opens, and keeps them for
+ * --json), applying a tuning record with its notices on stderr, and the CUDA
+ * backend's profile figures. Not installed; programs use convgen.h. */
+#ifndef CG_NET_INTERNAL_H
+#define CG_NET_INTERNAL_H
+#include "convgen.h"
+#include "gpu.h"
+#include "spec.h"
+#include "weights.h"
+
+/* cg_net_open on a spec and weights the caller has loaded (and tuned: no
+ * tuning record is read here) and which must outlive the network. */
+cg_status cg_net_open_with(const cg_spec *s, const cg_weights *w, const cg_net_options *o, cg_net **out);
+
+/* Apply the tuning record for a CUDA run of s on device `device` (README,
+ * "Tuning"): o->tuning, else the spec's NAME.tuning.yaml if present; nothing
+ * with o->no_tuning. Checked against the device when it answers (not with a
+ * fat binary, whose kernels were chosen when it was built). from_record[i]: 1
+ * where layer i took the record's choice. notices: NULL, printed on stderr
+ * (the command), else appended there. */
+int cg_net_tune(cg_spec *s, const cg_net_options *o, int from_record[CG_MAX_LAYERS], cg_buf *notices, cg_err *e);
+
+/* The CUDA backend's figures of the last open and host run; NULL on the CPU. */
+const cg_gpu_times *cg_net_gpu_times(const cg_net *net);
+const cg_host_costs *cg_net_host_costs(const cg_net *net);
+
+#endif

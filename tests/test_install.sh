@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# test_install.sh — make install PREFIX=tmp places the four kinds of files; a
+# program using only convgen.h builds against them through pkg-config alone
+# (shared, and static with --static) and, on the CPU backend, gets the same
+# accuracy as `convgen run` for the same images; the shared library's soname
+# carries the major version and it exports exactly what convgen.h declares.
+set -u
+. tests/lib.sh
+p="$t/prefix"
+make --no-print-directory install PREFIX="$p" >"$t/make.log" 2>&1 && ok || { bad "make install: $(tail -3 "$t/make.log")"; }
+for f in bin/convgen lib/libconvgen.a lib/libconvgen.so lib/libconvgen.so.0 include/convgen.h lib/pkgconfig/convgen.pc; do
+  [ -e "$p/$f" ] && ok || bad "make install did not place $f"
+done
+soname=$(objdump -p "$p/lib/libconvgen.so" 2>/dev/null | awk '$1 == "SONAME" {print $2}')
+[ "$soname" = libconvgen.so.0 ] && ok || bad "soname '$soname', expected libconvgen.so.0"
+# exported = declared: every function in the header, and nothing else
+grep -oE '\bcg_[a-z_0-9]+\(' "$p/include/convgen.h" | tr -d '(' | sort -u > "$t/declared"
+nm -D --defined-only "$p/lib/libconvgen.so" | awk '$2 == "T" {sub(/@.*/, "", $3); print $3}' | sort -u > "$t/exported"
+diff "$t/declared" "$t/exported" >"$t/d" && ok || bad "exported symbols differ from convgen.h: $(cat "$t/d")"
+# the header stands alone, in strict C99 and in C++
+printf '#include <convgen.h>\nint main(void) { return cg_net_error(0)[0] == 0; }\n' > "$t/h.c"
+cc -std=c99 -pedantic -Wall -Wextra -Werror -I"$p/include" -c "$t/h.c" -o "$t/h.o" 2>"$t/e" && ok || bad "convgen.h in C99: $(cat "$t/e")"
+if command -v c++ >/dev/null; then
+  c++ -x c++ -Wall -Werror -I"$p/include" -c "$t/h.c" -o "$t/h2.o" 2>"$t/e" && ok || bad "convgen.h in C++: $(cat "$t/e")"
+fi
+# a library built by make sanitize needs its sanitizers in the program too
+san=; nm -D "$p/lib/libconvgen.so" | grep -q ' U __asan_init' && san="-fsanitize=address,undefined"
+export PKG_CONFIG_PATH="$p/lib/pkgconfig"
+flags=$(pkg-config --cflags --libs convgen) && ok || bad "pkg-config convgen failed"
+cc $san -std=c11 -Wall -Wextra -Werror tests/api_client.c $flags -o "$t/client" 2>"$t/e" && ok || bad "client (shared): $(cat "$t/e")"
+cc $san -std=c11 -Wall -Wextra -Werror tests/api_client.c $(pkg-config --cflags convgen) "$p/lib/libconvgen.a" \
+  $(pkg-config --static --libs-only-other --libs-only-l convgen | sed 's/-lconvgen//') -o "$t/client_static" 2>"$t/e" \
+  && ok || bad "client (static): $(cat "$t/e")"
+# the client's error path: a missing spec is the API's input status (3) with its message
+LD_LIBRARY_PATH="$p/lib" "$t/client" "$t/none.yaml" x y 1 >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 3 ] && grep -qF "$t/none.yaml" "$t/e" && ok || bad "client on a missing spec: exit $rc $(cat "$t/e")"
+d=/usr/share/datasets/fashion-mnist
+if [ -e "$d/t10k-images-idx3-ubyte.gz" ]; then
+  gzip -dc "$d/t10k-images-idx3-ubyte.gz" > "$t/img"; gzip -dc "$d/t10k-labels-idx1-ubyte.gz" > "$t/lab"
+  want=$("$p/bin/convgen" run specs/ece408-2017.yaml --backend cpu --images 1000 2>/dev/null | sed -n 's/^Correctness: \([0-9.]*\) .*/\1/p')
+  for c in client client_static; do
+    out=$(LD_LIBRARY_PATH="$p/lib" "$t/$c" specs/ece408-2017.yaml "$t/img" "$t/lab" 1000 2>&1)
+    got=$(printf '%s\n' "$out" | sed -n 's/^Correctness: \([0-9.]*\) .*/\1/p')
+    [ -n "$want" ] && [ "$got" = "$want" ] && ok || bad "$c: accuracy '$got', convgen run says '$want': $out"
+    printf '%s\n' "$out" | grep -q "^float input: 1000 of 1000 predictions the same$" && ok || bad "$c float input: $out"
+  done
+fi
+echo "test_install: $pass passed, $fail failed"
+[ $fail -eq 0 ]
