@@ -49,7 +49,8 @@ static void test_fc_split(cg_nvrtc *nv)
     char why[256];
     int verdict = cg_gen_check_one(s, fc1, "fc_vec", "split=2", why, sizeof why, &e);
     CHECK(verdict == 1, "split refused on the default target (%d: %s)", verdict, e.msg);
-    CHECK_CONTAINS(why, "split=2 is not legal for fc_vec");
+    const char *said = why;
+    CHECK_CONTAINS(said, "split=2 is not legal for fc_vec");
     cg_target t90;
     int arch90 = 90;
     cg_aot_target(&arch90, 1, &t90);
