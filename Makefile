@@ -52,6 +52,11 @@ build/templates_embed.o: build/templates_embed.c
 build/convgen: $(OBJ)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
+# tools/weights_dtype.c: a safetensors file rewritten as F16, BF16 or F32 (models/ are F16)
+build/tools/weights_dtype: tools/weights_dtype.c $(LIB_OBJ)
+	@mkdir -p build/tools
+	$(CC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@
+
 build/tests/%: tests/%.c $(LIB_OBJ) tests/check.h
 	@mkdir -p build/tests
 	$(CC) $(CFLAGS) -Itests $< $(LIB_OBJ) $(LDLIBS) -o $@
