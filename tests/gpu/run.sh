@@ -54,7 +54,7 @@ PY
     done
   fi
 done
-# trained models: the GPU prints the accuracy PyTorch printed (models/accuracy.txt)
+# trained models: the GPU prints the accuracy the CPU backend printed (models/accuracy.txt)
 while read -r name want; do
   case "$name" in ''|'#'*) continue ;; esac
   [ -n "${CONVGEN_NETS:-}" ] && [[ " $CONVGEN_NETS " != *" $name "* ]] && continue
