@@ -521,12 +521,32 @@ static void test_half_spec(void)
     }
     CHECK(same, "F16 weights are the rounded random weights");
     cg_weights_free(&v);
+    /* the same bytes from memory (a bundle's section), the spec's path ignored */
+    cg_buf raw;
+    CHECK(cg_read_file(s.weights, &raw, &e) == 0, "read back");
+    char keep[sizeof s.weights];
+    snprintf(keep, sizeof keep, "%s", s.weights);
+    snprintf(s.weights, sizeof s.weights, "/nonexistent.safetensors");
+    CHECK(cg_weights_for_spec_bytes(&s, "net.cgb:weights", raw.data, raw.len, &v, &e) == 0,
+          "from memory: %s", e.msg);
+    CHECK(v.n == r.n, "from memory: %d tensors", v.n);
+    cg_weights_free(&v);
+    CHECK(cg_weights_for_spec_bytes(&s, "net.cgb:weights", raw.data, raw.len - 1, &v, &e) != 0,
+          "short bytes accepted");
+    CHECK_CONTAINS(e.msg, "net.cgb:weights: ");
+    cg_buf_free(&raw);
+    snprintf(s.weights, sizeof s.weights, "%s", keep);
     r.t[0].shape[0] = 2; /* conv1.weight 3x1x3x3 becomes 2x1x3x3 */
     r.t[0].count = 18;
     CHECK(cg_weights_save_as(s.weights, &r, CG_W_BF16, &e) == 0, "save: %s", e.msg);
     CHECK(cg_weights_for_spec(&s, &v, &e) != 0, "misshaped BF16 tensor accepted");
-    CHECK_CONTAINS(e.msg, "tiny16.safetensors: tensor '");
-    CHECK_CONTAINS(e.msg, "the spec needs");
+    CHECK_CONTAINS(e.msg, "tiny16.safetensors: tensor 'conv1.weight' has shape [2,1,3,3], the "
+                          "spec needs [3,1,3,3]");
+    CHECK(cg_read_file(s.weights, &raw, &e) == 0, "read back");
+    CHECK(cg_weights_for_spec_bytes(&s, "net.cgb:weights", raw.data, raw.len, &v, &e) != 0,
+          "misshaped BF16 tensor accepted from memory");
+    CHECK_CONTAINS(e.msg, "net.cgb:weights: tensor 'conv1.weight' has shape [2,1,3,3]");
+    cg_buf_free(&raw);
     cg_weights_free(&r);
 }
 

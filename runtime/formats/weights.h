@@ -42,6 +42,10 @@ int cg_weights_load_max(const char *path, size_t max_bytes, cg_weights *w, cg_er
  * (uniform in ±1/sqrt(fan_in), from s->seed) when the spec names no file. The file
  * may be no larger than those tensors' data plus CG_WEIGHTS_SLACK. */
 int cg_weights_for_spec(const cg_spec *s, cg_weights *w, cg_err *e);
+/* The same checks on a safetensors image in memory (a bundle's weights
+ * section), whatever s->weights says; name labels the bytes in messages. */
+int cg_weights_for_spec_bytes(const cg_spec *s, const char *name, const void *bytes, size_t len,
+                              cg_weights *w, cg_err *e);
 const cg_tensor *cg_weights_find(const cg_weights *w, const char *name);
 /* Write every tensor as F32 (cg_weights_save) or as the given dtype, rounded to
  * nearest, ties to even (overflow to inf, NaN kept a NaN); tensors sorted by
