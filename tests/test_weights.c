@@ -473,8 +473,13 @@ static void test_half_files(void)
     const char *p16 = tmp("x16.safetensors"), *pb = tmp("xb.safetensors");
     CHECK(cg_weights_save_as(p16, &src, CG_W_F16, &e) == 0, "save F16: %s", e.msg);
     CHECK(cg_weights_save_as(pb, &src, CG_W_BF16, &e) == 0, "save BF16: %s", e.msg);
-    cg_buf raw;
+    cg_buf raw, enc;
+    cg_buf_init(&enc);
+    CHECK(cg_weights_encode("mem", &src, CG_W_F16, &enc, &e) == 0, "encode: %s", e.msg);
     CHECK(cg_read_file(p16, &raw, &e) == 0, "read back");
+    CHECK(enc.len == raw.len && memcmp(enc.data, raw.data, raw.len) == 0,
+          "cg_weights_encode gives the file's bytes");
+    cg_buf_free(&enc);
     CHECK_CONTAINS(raw.data + 8, "\"x\":{\"dtype\":\"F16\",\"shape\":[5],\"data_offsets\":[0,10]}");
     unsigned long long hlen = 0;
     for (int k = 7; k >= 0; k--) hlen = hlen << 8 | (unsigned char)raw.data[k];

@@ -593,6 +593,17 @@ int cg_weights_save(const char *path, const cg_weights *w, cg_err *e)
 
 int cg_weights_save_as(const char *path, const cg_weights *w, cg_wdtype dtype, cg_err *e)
 {
+    cg_buf out;
+    cg_buf_init(&out);
+    int rc = cg_weights_encode(path, w, dtype, &out, e) ||
+             cg_write_file_atomic(path, out.data, out.len, e);
+    cg_buf_free(&out);
+    return rc ? -1 : 0;
+}
+
+int cg_weights_encode(const char *path, const cg_weights *w, cg_wdtype dtype, cg_buf *out,
+                      cg_err *e)
+{
     static const char *names[] = {"F32", "F16", "BF16"};
     if ((int)dtype < 0 || (int)dtype > CG_W_BF16)
         return cg_fail(e, "%s: unknown dtype %d", path, (int)dtype);
@@ -617,8 +628,8 @@ int cg_weights_save_as(const char *path, const cg_weights *w, cg_wdtype dtype, c
             free(order);
             return -1;
         }
-    cg_buf h, out;
-    cg_buf_init(&h), cg_buf_init(&out);
+    cg_buf h;
+    cg_buf_init(&h);
     int bad = cg_buf_printf(&h, "{\"__metadata__\":{\"format\":\"pt\",\"producer\":\"convgen %s\"}",
                             CG_VERSION);
     unsigned long long off = 0;
@@ -636,23 +647,22 @@ int cg_weights_save_as(const char *path, const cg_weights *w, cg_wdtype dtype, c
     while (!bad && (8 + h.len) % 8) bad |= cg_buf_puts(&h, " ");
     unsigned char len8[8];
     for (int k = 0; k < 8; k++) len8[k] = (unsigned char)((unsigned long long)h.len >> (8 * k));
-    bad |= cg_buf_add(&out, len8, 8) || cg_buf_add(&out, h.data, h.len);
+    bad |= cg_buf_add(out, len8, 8) || cg_buf_add(out, h.data, h.len);
     for (int k = 0; k < w->n && !bad; k++) {
         const cg_tensor *t = order[k];
         if (dtype == CG_W_F32) {
-            bad |= cg_buf_add(&out, t->data, 4 * (size_t)t->count);
+            bad |= cg_buf_add(out, t->data, 4 * (size_t)t->count);
             continue;
         }
         for (long long i = 0; i < t->count && !bad; i++) {
             uint16_t h16 = dtype == CG_W_F16 ? cg_f32_to_f16(t->data[i])
                                                  : cg_f32_to_bf16(t->data[i]);
             unsigned char le[2] = {(unsigned char)(h16 & 0xff), (unsigned char)(h16 >> 8)};
-            bad |= cg_buf_add(&out, le, 2);
+            bad |= cg_buf_add(out, le, 2);
         }
     }
-    int rc = bad ? cg_fail(e, "%s: out of memory", path)
-                 : cg_write_file_atomic(path, out.data, out.len, e);
-    cg_buf_free(&h), cg_buf_free(&out);
+    int rc = bad ? cg_fail(e, "%s: out of memory", path) : 0;
+    cg_buf_free(&h);
     free(order);
     return rc;
 }

@@ -52,6 +52,10 @@ const cg_tensor *cg_weights_find(const cg_weights *w, const char *name);
  * name, header padded to 8 bytes, written atomically. */
 int cg_weights_save(const char *path, const cg_weights *w, cg_err *e);
 int cg_weights_save_as(const char *path, const cg_weights *w, cg_wdtype dtype, cg_err *e);
+/* The same file's bytes appended to out (initialised by the caller), for a
+ * bundle's weights section; path only names them in messages. */
+int cg_weights_encode(const char *path, const cg_weights *w, cg_wdtype dtype, cg_buf *out,
+                      cg_err *e);
 
 /* One element converted: half (IEEE binary16) and bfloat16 to float are exact
  * (subnormals, signed zeros, inf and NaN payloads kept); float to half or
