@@ -85,6 +85,11 @@ build/templates_embed.o: build/templates_embed.c
 build/convgen: $(OBJ)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
+# tools/weights_dtype.c: a safetensors file rewritten as F16, BF16 or F32 (models/ are F16)
+build/tools/weights_dtype: tools/weights_dtype.c $(LIB_OBJ)
+	@mkdir -p build/tools
+	$(CC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@
+
 build/tests/%: tests/%.c $(LIB_OBJ) tests/check.h
 	@mkdir -p build/tests
 	$(CC) $(CFLAGS) -Itests $< $(LIB_OBJ) $(LDLIBS) -o $@
@@ -146,7 +151,7 @@ ptx sass: build/convgen
 # multi-line error fails the run and leaves the input in build/fuzz/artifacts.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern
+FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern bundle npy
 FUZZ_CFLAGS   = -g -O1 -std=c11 -Wall -Wextra -Wshadow -Werror -Wno-pass-failed -fopenmp \
                 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
                 -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \

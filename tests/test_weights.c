@@ -270,8 +270,20 @@ static void test_malformed(void)
                4, "integer too large");
 
     /* semantic checks */
-    bad_header("{\"h\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
-               "bad.safetensors: tensor 'h' has dtype F16; convgen reads F32 only");
+    bad_header("{\"h\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}", 16,
+               "bad.safetensors: tensor 'h' has dtype F64; convgen reads F32, F16 and BF16");
+    bad_header("{\"h\":{\"dtype\":\"I8\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2,
+               "bad.safetensors: tensor 'h' has dtype I8; convgen reads F32, F16 and BF16");
+    bad_header("{\"h\":{\"dtype\":\"f16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
+               "tensor 'h' has dtype f16;");
+    /* an F16 tensor whose offsets hold F32-sized data, and the reverse */
+    bad_header("{\"h\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
+               "bad.safetensors: tensor 'h': data_offsets [0,8] hold 8 bytes, its shape needs 4 "
+               "(2 x 2 elements of F16)");
+    bad_header("{\"h\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[0,4]}}", 4,
+               "its shape needs 6 (2 x 3 elements of BF16)");
+    bad_header("{\"h\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
+               "its shape needs 8 (4 x 2 elements of F32)");
     bad_header("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
                "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12,
                "tensors 'a' [0,8] and 'b' [4,12] overlap");
@@ -327,6 +339,222 @@ static void test_bounded(void)
     cg_weights_free(&r);
 }
 
+/* Bits of a float, and a float from bits. */
+static uint32_t fbits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float bitsf(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Element conversions, bit for bit: half and bfloat16 to float exactly
+ * (subnormals, signed zero, inf, NaN payloads), float to half and bfloat16
+ * rounded to nearest, ties to even, at every boundary that matters. */
+static void test_conversions(void)
+{
+    static const struct { uint16_t h; uint32_t f; } up[] = {
+        {0x0000, 0x00000000}, {0x8000, 0x80000000}, {0x0001, 0x33800000}, /* 2^-24 */
+        {0x8001, 0xb3800000}, {0x0002, 0x34000000}, {0x0003, 0x34400000},
+        {0x03ff, 0x387fc000}, /* largest subnormal */ {0x0200, 0x38000000},
+        {0x0400, 0x38800000}, /* 2^-14 */ {0x3c00, 0x3f800000}, {0xc000, 0xc0000000},
+        {0x3555, 0x3eaaa000}, {0x7bff, 0x477fe000}, /* 65504 */ {0x7c00, 0x7f800000},
+        {0xfc00, 0xff800000}, {0x7e00, 0x7fc00000}, {0x7d01, 0x7fa02000}, /* sNaN payload */
+        {0xfe01, 0xffc02000}};
+    for (size_t k = 0; k < sizeof up / sizeof *up; k++) {
+        uint32_t got = fbits(cg_f16_to_f32(up[k].h));
+        CHECK(got == up[k].f, "f16 %04x -> f32 %08x, want %08x", up[k].h, got, up[k].f);
+    }
+    static const struct { uint32_t f; uint16_t h; } down[] = {
+        {0x3f800000, 0x3c00}, {0x80000000, 0x8000}, {0x00000000, 0x0000},
+        {0x477fe000, 0x7bff}, /* 65504 */ {0x477fefff, 0x7bff}, /* just below 65520 */
+        {0x477ff000, 0x7c00}, /* 65520: the tie goes to the even neighbour, inf */
+        {0x49742400, 0x7c00}, /* 1e6 */ {0xc9742400, 0xfc00}, {0x7f7fffff, 0x7c00},
+        {0x7f800000, 0x7c00}, {0xff800000, 0xfc00}, {0x7fc00000, 0x7e00},
+        {0x7f800001, 0x7e00}, /* signalling NaN stays a NaN */ {0xffc02000, 0xfe01},
+        {0x3f801000, 0x3c00}, /* 1 + 2^-11: tie, to even */ {0x3f803000, 0x3c02},
+        {0x3f801001, 0x3c01}, /* just above the tie */ {0x3f800fff, 0x3c00},
+        {0x38800000, 0x0400}, /* 2^-14 */ {0x387fc000, 0x03ff}, /* largest subnormal */
+        {0x387fe000, 0x0400}, /* its tie with 2^-14 goes to the even one */
+        {0x387fdfff, 0x03ff}, {0x33800000, 0x0001}, /* 2^-24 */
+        {0x33000000, 0x0000}, /* 2^-25: tie with 0, to even */ {0x33000001, 0x0001},
+        {0xb3000000, 0x8000}, {0x33c00000, 0x0002}, /* 1.5 x 2^-24: tie, to 2 */
+        {0x34200000, 0x0002}, /* 2.5 x 2^-24: tie, to 2 */ {0x34300000, 0x0003},
+        {0x32ffffff, 0x0000}, {0x00000001, 0x0000}, /* float subnormal */ {0x80000001, 0x8000},
+        {0x3eaaaaab, 0x3555}, /* 1/3 */ {0x38000000, 0x0200}};
+    for (size_t k = 0; k < sizeof down / sizeof *down; k++) {
+        uint16_t got = cg_f32_to_f16(bitsf(down[k].f));
+        CHECK(got == down[k].h, "f32 %08x -> f16 %04x, want %04x", down[k].f, got, down[k].h);
+    }
+    /* every half and bfloat16 survives the trip through float unchanged */
+    int same16 = 1, sameb = 1;
+    for (uint32_t h = 0; h < 65536; h++) {
+        int nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+        uint16_t back = cg_f32_to_f16(cg_f16_to_f32((uint16_t)h));
+        if (nan ? !((back & 0x7c00) == 0x7c00 && (back & 0x3ff) && (back & 0x8000) == (h & 0x8000))
+                : back != h) {
+            if (same16) printf("FAIL f16 %04x came back as %04x\n", h, back);
+            same16 = 0;
+        }
+        int bnan = (h & 0x7f80) == 0x7f80 && (h & 0x7f);
+        uint16_t bback = cg_f32_to_bf16(cg_bf16_to_f32((uint16_t)h));
+        float bf = cg_bf16_to_f32((uint16_t)h);
+        if ((bnan ? !(bf != bf && (bback & 0x7f80) == 0x7f80 && (bback & 0x7f)) : bback != h) ||
+            fbits(bf) != h << 16) {
+            if (sameb) printf("FAIL bf16 %04x came back as %04x\n", h, bback);
+            sameb = 0;
+        }
+    }
+    CHECK(same16, "every half survives half -> float -> half");
+    CHECK(sameb, "every bfloat16 survives bfloat16 -> float -> bfloat16");
+    static const struct { uint32_t f; uint16_t b; } bdown[] = {
+        {0x3f800000, 0x3f80}, {0x3f808000, 0x3f80}, /* tie, to even */ {0x3f818000, 0x3f82},
+        {0x3f808001, 0x3f81}, {0x3f807fff, 0x3f80}, {0x7f7fffff, 0x7f80}, /* FLT_MAX -> inf */
+        {0xff7fffff, 0xff80}, {0x7f800000, 0x7f80}, {0x7f800001, 0x7fc0}, /* sNaN stays NaN */
+        {0xffc00000, 0xffc0}, {0x00008000, 0x0000}, {0x00018000, 0x0002}, {0x80000000, 0x8000}};
+    for (size_t k = 0; k < sizeof bdown / sizeof *bdown; k++) {
+        uint16_t got = cg_f32_to_bf16(bitsf(bdown[k].f));
+        CHECK(got == bdown[k].b, "f32 %08x -> bf16 %04x, want %04x", bdown[k].f, got, bdown[k].b);
+    }
+}
+
+/* Hand-made F16 and BF16 files, loaded to exact float bits; then a file
+ * written as F16 and BF16 reads back as the rounded values, with the dtype
+ * named in its header and two bytes an element. */
+static void test_half_files(void)
+{
+    const char *hdr = "{\"h\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[0,12]},"
+                      "\"b\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[12,18]},"
+                      "\"f\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[20,24]}}";
+    static const unsigned char data[24] = {
+        0x00, 0x3c, 0x01, 0x00, 0x00, 0xfc, 0x01, 0x7d, 0xff, 0x7b, 0x00, 0x80, /* h */
+        0x80, 0x3f, 0x01, 0x00, 0xc0, 0xff,                                     /* b */
+        0xaa, 0xbb,                                                             /* gap */
+        0x00, 0x00, 0x20, 0xc1};                                                /* f: -10 */
+    const char *path = tmp("half.safetensors");
+    FILE *f = fopen(path, "wb");
+    unsigned char len8[8] = {0};
+    size_t hl = strlen(hdr);
+    for (int k = 0; k < 8; k++) len8[k] = (unsigned char)(hl >> (8 * k));
+    int ok = f && fwrite(len8, 1, 8, f) == 8 && fwrite(hdr, 1, hl, f) == hl &&
+             fwrite(data, 1, sizeof data, f) == sizeof data;
+    CHECK(f && fclose(f) == 0 && ok, "write %s", path);
+    cg_weights w;
+    cg_err e;
+    CHECK(cg_weights_load(path, &w, &e) == 0, "F16/BF16 file: %s", e.msg);
+    if (w.n != 3) return;
+    const cg_tensor *h = cg_weights_find(&w, "h"), *b = cg_weights_find(&w, "b"),
+                    *g = cg_weights_find(&w, "f");
+    CHECK(h && h->dtype == CG_W_F16 && h->count == 6 && h->ndim == 2 && h->shape[1] == 3,
+          "h: F16 2x3");
+    static const uint32_t hwant[6] = {0x3f800000, 0x33800000, 0xff800000,
+                                      0x7fa02000, 0x477fe000, 0x80000000};
+    for (int k = 0; h && k < 6; k++)
+        CHECK(fbits(h->data[k]) == hwant[k], "h[%d] = %08x, want %08x", k, fbits(h->data[k]),
+              hwant[k]);
+    CHECK(b && b->dtype == CG_W_BF16 && b->count == 3, "b: BF16 3");
+    static const uint32_t bwant[3] = {0x3f800000, 0x00010000, 0xffc00000};
+    for (int k = 0; b && k < 3; k++)
+        CHECK(fbits(b->data[k]) == bwant[k], "b[%d] = %08x, want %08x", k, fbits(b->data[k]),
+              bwant[k]);
+    CHECK(g && g->dtype == CG_W_F32 && g->data[0] == -10.0f, "f: F32 -10");
+    cg_weights_free(&w);
+
+    /* writing: values that round, one that overflows, one subnormal */
+    float vals[5] = {1.0f, bitsf(0x3f801001), 70000.0f, bitsf(0x33c00000), -0.1f};
+    cg_tensor t = {.name = "x", .ndim = 1, .shape = {5}, .count = 5, .data = vals};
+    cg_weights src = {.n = 1, .t = &t};
+    const char *p16 = tmp("x16.safetensors"), *pb = tmp("xb.safetensors");
+    CHECK(cg_weights_save_as(p16, &src, CG_W_F16, &e) == 0, "save F16: %s", e.msg);
+    CHECK(cg_weights_save_as(pb, &src, CG_W_BF16, &e) == 0, "save BF16: %s", e.msg);
+    cg_buf raw, enc;
+    cg_buf_init(&enc);
+    CHECK(cg_weights_encode("mem", &src, CG_W_F16, &enc, &e) == 0, "encode: %s", e.msg);
+    CHECK(cg_read_file(p16, &raw, &e) == 0, "read back");
+    CHECK(enc.len == raw.len && memcmp(enc.data, raw.data, raw.len) == 0,
+          "cg_weights_encode gives the file's bytes");
+    cg_buf_free(&enc);
+    CHECK_CONTAINS(raw.data + 8, "\"x\":{\"dtype\":\"F16\",\"shape\":[5],\"data_offsets\":[0,10]}");
+    unsigned long long hlen = 0;
+    for (int k = 7; k >= 0; k--) hlen = hlen << 8 | (unsigned char)raw.data[k];
+    CHECK(raw.len == 8 + hlen + 10, "F16 file: %zu bytes, header %llu + 10 of data", raw.len,
+          hlen);
+    const unsigned char *d = (const unsigned char *)raw.data + 8 + hlen;
+    static const uint16_t want16[5] = {0x3c00, 0x3c01, 0x7c00, 0x0002, 0xae66};
+    for (int k = 0; k < 5 && raw.len == 8 + hlen + 10; k++)
+        CHECK((d[2 * k] | d[2 * k + 1] << 8) == want16[k], "F16 element %d: %04x, want %04x", k,
+              d[2 * k] | d[2 * k + 1] << 8, want16[k]);
+    cg_buf_free(&raw);
+    CHECK(cg_weights_load(p16, &w, &e) == 0, "load F16: %s", e.msg);
+    for (int k = 0; k < 5 && w.n == 1; k++)
+        CHECK(fbits(w.t[0].data[k]) == fbits(cg_f16_to_f32(want16[k])), "F16 value %d", k);
+    cg_weights_free(&w);
+    CHECK(cg_weights_load(pb, &w, &e) == 0, "load BF16: %s", e.msg);
+    static const uint32_t wantb[5] = {0x3f800000, 0x3f800000, 0x47890000, 0x33c00000, 0xbdcd0000};
+    for (int k = 0; k < 5 && w.n == 1; k++)
+        CHECK(fbits(w.t[0].data[k]) == wantb[k], "BF16 value %d: %08x, want %08x", k,
+              fbits(w.t[0].data[k]), wantb[k]);
+    CHECK(w.n == 1 && w.t[0].dtype == CG_W_BF16, "BF16 dtype kept");
+    cg_weights_free(&w);
+    CHECK(cg_weights_save_as(p16, &src, (cg_wdtype)7, &e) != 0, "unknown dtype written");
+    CHECK_CONTAINS(e.msg, "x16.safetensors: unknown dtype 7");
+}
+
+/* A spec's weights stored as F16: accepted, shapes checked as for F32. */
+static void test_half_spec(void)
+{
+    cg_spec s;
+    tiny_spec(&s);
+    cg_weights r, v;
+    cg_err e;
+    CHECK(cg_weights_for_spec(&s, &r, &e) == 0, "random: %s", e.msg);
+    snprintf(s.weights, sizeof s.weights, "%s", tmp("tiny16.safetensors"));
+    CHECK(cg_weights_save_as(s.weights, &r, CG_W_F16, &e) == 0, "save: %s", e.msg);
+    CHECK(cg_weights_for_spec(&s, &v, &e) == 0, "the spec's own F16 file: %s", e.msg);
+    int same = v.n == r.n;
+    for (int k = 0; same && k < r.n; k++) {
+        const cg_tensor *a = &r.t[k], *b = cg_weights_find(&v, a->name);
+        same = b && b->count == a->count && b->dtype == CG_W_F16;
+        for (long long i = 0; same && i < a->count; i++)
+            same = fbits(b->data[i]) == fbits(cg_f16_to_f32(cg_f32_to_f16(a->data[i])));
+    }
+    CHECK(same, "F16 weights are the rounded random weights");
+    cg_weights_free(&v);
+    /* the same bytes from memory (a bundle's section), the spec's path ignored */
+    cg_buf raw;
+    CHECK(cg_read_file(s.weights, &raw, &e) == 0, "read back");
+    char keep[sizeof s.weights];
+    snprintf(keep, sizeof keep, "%s", s.weights);
+    snprintf(s.weights, sizeof s.weights, "/nonexistent.safetensors");
+    CHECK(cg_weights_for_spec_bytes(&s, "net.cgb:weights", raw.data, raw.len, &v, &e) == 0,
+          "from memory: %s", e.msg);
+    CHECK(v.n == r.n, "from memory: %d tensors", v.n);
+    cg_weights_free(&v);
+    CHECK(cg_weights_for_spec_bytes(&s, "net.cgb:weights", raw.data, raw.len - 1, &v, &e) != 0,
+          "short bytes accepted");
+    CHECK_CONTAINS(e.msg, "net.cgb:weights: ");
+    cg_buf_free(&raw);
+    snprintf(s.weights, sizeof s.weights, "%s", keep);
+    r.t[0].shape[0] = 2; /* conv1.weight 3x1x3x3 becomes 2x1x3x3 */
+    r.t[0].count = 18;
+    CHECK(cg_weights_save_as(s.weights, &r, CG_W_BF16, &e) == 0, "save: %s", e.msg);
+    CHECK(cg_weights_for_spec(&s, &v, &e) != 0, "misshaped BF16 tensor accepted");
+    CHECK_CONTAINS(e.msg, "tiny16.safetensors: tensor 'conv1.weight' has shape [2,1,3,3], the "
+                          "spec needs [3,1,3,3]");
+    CHECK(cg_read_file(s.weights, &raw, &e) == 0, "read back");
+    CHECK(cg_weights_for_spec_bytes(&s, "net.cgb:weights", raw.data, raw.len, &v, &e) != 0,
+          "misshaped BF16 tensor accepted from memory");
+    CHECK_CONTAINS(e.msg, "net.cgb:weights: tensor 'conv1.weight' has shape [2,1,3,3]");
+    cg_buf_free(&raw);
+    cg_weights_free(&r);
+}
+
 /* cg_weights_transposed: a 2 x C x K x K tensor becomes (C*K*K) x 2. */
 static void test_transposed(void)
 {
@@ -354,6 +582,9 @@ int main(void)
     test_malformed();
     test_bounded();
     test_transposed();
+    test_conversions();
+    test_half_files();
+    test_half_spec();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) printf("warning: could not remove %s\n", dir);

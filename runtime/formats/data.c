@@ -234,6 +234,25 @@ int cg_idx_load(const char *images_path, const char *labels_path, int max_images
     return 0;
 }
 
+int cg_idx_load_images(const char *path, int max_images, cg_dataset *d, cg_err *e)
+{
+    memset(d, 0, sizeof *d);
+    unsigned img[3];
+    unsigned keep_max = max_images > 0 ? (unsigned)max_images : 0;
+    if (load_idx(path, &IDX_IMAGES, keep_max, img, &d->pixels, e)) return -1;
+    d->n = (int)(keep_max && keep_max < img[0] ? keep_max : img[0]);
+    d->h = (int)img[1], d->w = (int)img[2];
+    return 0;
+}
+
+int cg_idx_load_labels(const char *path, unsigned char **labels, int *n, cg_err *e)
+{
+    unsigned lab[3];
+    if (load_idx(path, &IDX_LABELS, 0, lab, labels, e)) return -1;
+    *n = (int)lab[0];
+    return 0;
+}
+
 void cg_dataset_free(cg_dataset *d)
 {
     free(d->pixels);

@@ -22,6 +22,11 @@ int cg_idx_load(const char *images_path, const char *labels_path, int max_images
  * looking for "t10k-images-idx3-ubyte" / "train-images-idx3-ubyte" with or
  * without ".gz"; resized to side×side when side > 0 and differs. */
 int cg_data_load(const char *dir, int train, int side, int max_images, cg_dataset *d, cg_err *e);
+/* One IDX file alone, checked as cg_idx_load checks it: images (labels NULL;
+ * max_images > 0 keeps the first ones), or labels (their count in *n, values
+ * not range-checked). For the user's own files (input.h). */
+int cg_idx_load_images(const char *path, int max_images, cg_dataset *d, cg_err *e);
+int cg_idx_load_labels(const char *path, unsigned char **labels, int *n, cg_err *e);
 void cg_dataset_free(cg_dataset *d);
 
 /* Bilinear resize of one uint8 image, half-pixel centres (as PyTorch's

@@ -1,7 +1,8 @@
-/* safetensors.c — reading and writing the safetensors format (float32 only):
+/* safetensors.c — reading and writing the safetensors format (F32, F16 and BF16
+ * tensors, held as float32 in memory):
  *
  *   bytes 0..7   N, the header length, unsigned 64-bit little-endian
- *   bytes 8..    N bytes of JSON: {"NAME": {"dtype": "F32", "shape": [d0, ...],
+ *   bytes 8..    N bytes of JSON: {"NAME": {"dtype": "F16", "shape": [d0, ...],
  *                "data_offsets": [begin, end]}, ..., "__metadata__": {"k": "v"}}
  *   then         the data; offsets are relative to its start (byte 8+N)
  *
@@ -333,13 +334,28 @@ static int jheader(jp *p, st_entry **out, int *count)
 
 /* ---- reading ------------------------------------------------------------ */
 
-/* Check one entry against the data section: F32, size = 4 * prod(shape), in range. */
-static int check_entry(const char *path, const st_entry *t, unsigned long long data_len,
-                       long long *count, cg_err *e)
+/* Bytes per element of a dtype the reader knows, 0 for any other. */
+static int dtype_size(const char *dtype, cg_wdtype *out)
 {
-    if (strcmp(t->dtype, "F32") != 0)
-        return cg_fail(e, "%s: tensor '%s' has dtype %s; convgen reads F32 only", path, t->name,
-                       t->dtype);
+    static const struct { const char *name; cg_wdtype d; int size; } known[] = {
+        {"F32", CG_W_F32, 4}, {"F16", CG_W_F16, 2}, {"BF16", CG_W_BF16, 2}};
+    for (size_t k = 0; k < sizeof known / sizeof *known; k++)
+        if (strcmp(dtype, known[k].name) == 0) {
+            *out = known[k].d;
+            return known[k].size;
+        }
+    return 0;
+}
+
+/* Check one entry against the data section: F32, F16 or BF16, size = element
+ * size * prod(shape), in range. */
+static int check_entry(const char *path, const st_entry *t, unsigned long long data_len,
+                       long long *count, cg_wdtype *dtype, cg_err *e)
+{
+    int size = dtype_size(t->dtype, dtype);
+    if (!size)
+        return cg_fail(e, "%s: tensor '%s' has dtype %s; convgen reads F32, F16 and BF16", path,
+                       t->name, t->dtype);
     unsigned long long c = 1;
     for (int k = 0; k < t->ndim; k++) {
         unsigned long long d = (unsigned long long)t->shape[k];
@@ -350,10 +366,10 @@ static int check_entry(const char *path, const st_entry *t, unsigned long long d
     if (t->begin > t->end || t->end > data_len)
         return cg_fail(e, "%s: tensor '%s': data_offsets [%llu,%llu] outside the data section "
                        "of %llu bytes", path, t->name, t->begin, t->end, data_len);
-    if (t->end - t->begin != 4 * c)
+    if (t->end - t->begin != (unsigned long long)size * c)
         return cg_fail(e, "%s: tensor '%s': data_offsets [%llu,%llu] hold %llu bytes, its shape "
-                       "needs %llu (4 x %llu elements)", path, t->name, t->begin, t->end,
-                       t->end - t->begin, 4 * c, c);
+                       "needs %llu (%d x %llu elements of %s)", path, t->name, t->begin, t->end,
+                       t->end - t->begin, (unsigned long long)size * c, size, c, t->dtype);
     *count = (long long)c;
     return 0;
 }
@@ -387,6 +403,75 @@ static int check_overlaps(const char *path, st_entry *t, int n, cg_err *e)
     return rc;
 }
 
+/* ---- element conversions ------------------------------------------------ */
+
+/* Bits of a float and back, without aliasing trouble. */
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+float cg_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = h >> 10 & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f) return bits_f32(sign | 0x7f800000u | man << 13); /* inf, NaN (payload kept) */
+    if (exp) return bits_f32(sign | (exp + 112) << 23 | man << 13);
+    if (!man) return bits_f32(sign); /* signed zero */
+    /* subnormal: man x 2^-24, normalised so that its leading 1 becomes implicit */
+    uint32_t e32 = 113;
+    while (!(man & 0x400)) man <<= 1, e32--;
+    return bits_f32(sign | e32 << 23 | (man & 0x3ff) << 13);
+}
+
+float cg_bf16_to_f32(uint16_t b)
+{
+    return bits_f32((uint32_t)b << 16);
+}
+
+uint16_t cg_f32_to_f16(float f)
+{
+    uint32_t x = f32_bits(f);
+    uint16_t sign = (uint16_t)(x >> 16 & 0x8000);
+    uint32_t exp = x >> 23 & 0xff, man = x & 0x7fffff;
+    if (exp == 0xff) /* inf stays inf; NaN stays a (quiet) NaN with its top payload bits */
+        return (uint16_t)(sign | 0x7c00 | (man ? 0x200 | man >> 13 : 0));
+    int e = (int)exp - 127;
+    if (e > 15) return (uint16_t)(sign | 0x7c00);
+    uint32_t m, shift;
+    if (e >= -14) { /* normal range: drop 13 mantissa bits; a carry may reach inf */
+        m = (uint32_t)(e + 15) << 10 | man >> 13;
+        uint32_t rem = man & 0x1fff, half = 0x1000;
+        if (rem > half || (rem == half && (m & 1))) m++;
+        return (uint16_t)(sign | m);
+    }
+    if (exp == 0 || e < -25) return sign; /* below half the smallest subnormal */
+    /* subnormal: the value is (man | 2^23) x 2^(e-23), in units of 2^-24 that is
+     * (man | 2^23) >> (-e-1), rounded to nearest, ties to even */
+    m = man | 0x800000;
+    shift = (uint32_t)(-e - 1);
+    uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1))) q++;
+    return (uint16_t)(sign | q);
+}
+
+uint16_t cg_f32_to_bf16(float f)
+{
+    uint32_t x = f32_bits(f);
+    if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)(x >> 16 | 0x40); /* quiet NaN */
+    return (uint16_t)((x + 0x7fff + (x >> 16 & 1)) >> 16);
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
 int cg_weights_load(const char *path, cg_weights *w, cg_err *e)
 {
     return cg_weights_load_max(path, CG_READ_MAX, w, e);
@@ -397,13 +482,23 @@ int cg_weights_load_max(const char *path, size_t max_bytes, cg_weights *w, cg_er
     memset(w, 0, sizeof *w);
     cg_buf f;
     if (cg_read_file_max(path, max_bytes, &f, e)) return -1;
-    const unsigned char *b = (const unsigned char *)f.data;
+    int rc = cg_weights_parse(path, f.data, f.len, w, e);
+    cg_buf_free(&f);
+    return rc;
+}
+
+int cg_weights_parse(const char *path, const void *file, size_t len, cg_weights *w, cg_err *e)
+{
+    memset(w, 0, sizeof *w);
+    const unsigned char *b = file;
     st_entry *ent = NULL;
+    long long *counts = NULL;
+    cg_wdtype *dtypes = NULL;
     int nent = 0, rc = -1;
     unsigned long long hlen = 0;
-    if (f.len < 8) {
+    if (len < 8) {
         cg_fail(e, "%s: %zu bytes, too short for a safetensors file (8-byte header length)",
-                path, f.len);
+                path, len);
         goto done;
     }
     for (int k = 7; k >= 0; k--) hlen = hlen << 8 | b[k];
@@ -412,31 +507,25 @@ int cg_weights_load_max(const char *path, size_t max_bytes, cg_weights *w, cg_er
                 hlen);
         goto done;
     }
-    if (hlen > f.len - 8) {
+    if (hlen > len - 8) {
         cg_fail(e, "%s: header length %llu at byte offset 0 runs past the end of the file "
-                "(%zu bytes)", path, hlen, f.len);
+                "(%zu bytes)", path, hlen, len);
         goto done;
     }
     jp p = {path, b + 8, (size_t)hlen, 0, e};
     if (jheader(&p, &ent, &nent)) goto done;
-    unsigned long long data_len = f.len - 8 - hlen;
-    long long *counts = malloc((size_t)(nent ? nent : 1) * sizeof *counts);
-    if (!counts) {
+    unsigned long long data_len = len - 8 - hlen;
+    counts = malloc((size_t)(nent ? nent : 1) * sizeof *counts);
+    dtypes = malloc((size_t)(nent ? nent : 1) * sizeof *dtypes);
+    if (!counts || !dtypes) {
         cg_fail(e, "%s: out of memory", path);
         goto done;
     }
     for (int k = 0; k < nent; k++)
-        if (check_entry(path, &ent[k], data_len, &counts[k], e)) {
-            free(counts);
-            goto done;
-        }
-    if (check_overlaps(path, ent, nent, e)) {
-        free(counts);
-        goto done;
-    }
+        if (check_entry(path, &ent[k], data_len, &counts[k], &dtypes[k], e)) goto done;
+    if (check_overlaps(path, ent, nent, e)) goto done;
     w->t = calloc((size_t)(nent ? nent : 1), sizeof *w->t);
     if (!w->t) {
-        free(counts);
         cg_fail(e, "%s: out of memory", path);
         goto done;
     }
@@ -448,21 +537,29 @@ int cg_weights_load_max(const char *path, size_t max_bytes, cg_weights *w, cg_er
         t->ndim = ent[k].ndim;
         memcpy(t->shape, ent[k].shape, sizeof t->shape);
         t->count = counts[k];
-        size_t bytes = (size_t)(ent[k].end - ent[k].begin);
+        t->dtype = dtypes[k];
+        size_t bytes = (size_t)counts[k] * sizeof(float); /* <= 2x the file's bytes */
         t->data = malloc(bytes ? bytes : 1);
         if (!t->data) {
-            free(counts);
             cg_fail(e, "%s: out of memory for tensor '%s'", path, t->name);
             goto done;
         }
-        memcpy(t->data, data + ent[k].begin, bytes); /* little-endian host, checked above */
+        const unsigned char *src = data + ent[k].begin;
+        if (dtypes[k] == CG_W_F32) {
+            memcpy(t->data, src, bytes); /* little-endian host, checked above */
+        } else {
+            for (long long i = 0; i < t->count; i++) {
+                uint16_t h = (uint16_t)(src[2 * i] | src[2 * i + 1] << 8);
+                t->data[i] = dtypes[k] == CG_W_F16 ? cg_f16_to_f32(h) : cg_bf16_to_f32(h);
+            }
+        }
     }
-    free(counts);
     rc = 0;
 done:
     if (rc) cg_weights_free(w);
+    free(counts);
+    free(dtypes);
     free(ent);
-    cg_buf_free(&f);
     return rc;
 }
 
@@ -491,6 +588,26 @@ static int by_name(const void *a, const void *b)
 
 int cg_weights_save(const char *path, const cg_weights *w, cg_err *e)
 {
+    return cg_weights_save_as(path, w, CG_W_F32, e);
+}
+
+int cg_weights_save_as(const char *path, const cg_weights *w, cg_wdtype dtype, cg_err *e)
+{
+    cg_buf out;
+    cg_buf_init(&out);
+    int rc = cg_weights_encode(path, w, dtype, &out, e) ||
+             cg_write_file_atomic(path, out.data, out.len, e);
+    cg_buf_free(&out);
+    return rc ? -1 : 0;
+}
+
+int cg_weights_encode(const char *path, const cg_weights *w, cg_wdtype dtype, cg_buf *out,
+                      cg_err *e)
+{
+    static const char *names[] = {"F32", "F16", "BF16"};
+    if ((int)dtype < 0 || (int)dtype > CG_W_BF16)
+        return cg_fail(e, "%s: unknown dtype %d", path, (int)dtype);
+    size_t esize = dtype == CG_W_F32 ? 4 : 2;
     const cg_tensor **order = malloc((size_t)(w->n ? w->n : 1) * sizeof *order);
     if (!order) return cg_fail(e, "%s: out of memory", path);
     for (int k = 0; k < w->n; k++) {
@@ -511,18 +628,18 @@ int cg_weights_save(const char *path, const cg_weights *w, cg_err *e)
             free(order);
             return -1;
         }
-    cg_buf h, out;
-    cg_buf_init(&h), cg_buf_init(&out);
+    cg_buf h;
+    cg_buf_init(&h);
     int bad = cg_buf_printf(&h, "{\"__metadata__\":{\"format\":\"pt\",\"producer\":\"convgen %s\"}",
                             CG_VERSION);
     unsigned long long off = 0;
     for (int k = 0; k < w->n && !bad; k++) {
         const cg_tensor *t = order[k];
         bad |= cg_buf_puts(&h, ",") || put_json_string(&h, t->name) ||
-               cg_buf_puts(&h, ":{\"dtype\":\"F32\",\"shape\":[");
+               cg_buf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", names[dtype]);
         for (int d = 0; d < t->ndim && !bad; d++)
             bad |= cg_buf_printf(&h, "%s%lld", d ? "," : "", t->shape[d]);
-        unsigned long long bytes = 4ull * (unsigned long long)t->count;
+        unsigned long long bytes = esize * (unsigned long long)t->count;
         bad |= cg_buf_printf(&h, "],\"data_offsets\":[%llu,%llu]}", off, off + bytes);
         off += bytes;
     }
@@ -530,12 +647,22 @@ int cg_weights_save(const char *path, const cg_weights *w, cg_err *e)
     while (!bad && (8 + h.len) % 8) bad |= cg_buf_puts(&h, " ");
     unsigned char len8[8];
     for (int k = 0; k < 8; k++) len8[k] = (unsigned char)((unsigned long long)h.len >> (8 * k));
-    bad |= cg_buf_add(&out, len8, 8) || cg_buf_add(&out, h.data, h.len);
-    for (int k = 0; k < w->n && !bad; k++)
-        bad |= cg_buf_add(&out, order[k]->data, 4 * (size_t)order[k]->count);
-    int rc = bad ? cg_fail(e, "%s: out of memory", path)
-                 : cg_write_file_atomic(path, out.data, out.len, e);
-    cg_buf_free(&h), cg_buf_free(&out);
+    bad |= cg_buf_add(out, len8, 8) || cg_buf_add(out, h.data, h.len);
+    for (int k = 0; k < w->n && !bad; k++) {
+        const cg_tensor *t = order[k];
+        if (dtype == CG_W_F32) {
+            bad |= cg_buf_add(out, t->data, 4 * (size_t)t->count);
+            continue;
+        }
+        for (long long i = 0; i < t->count && !bad; i++) {
+            uint16_t h16 = dtype == CG_W_F16 ? cg_f32_to_f16(t->data[i])
+                                                 : cg_f32_to_bf16(t->data[i]);
+            unsigned char le[2] = {(unsigned char)(h16 & 0xff), (unsigned char)(h16 >> 8)};
+            bad |= cg_buf_add(out, le, 2);
+        }
+    }
+    int rc = bad ? cg_fail(e, "%s: out of memory", path) : 0;
+    cg_buf_free(&h);
     free(order);
     return rc;
 }

@@ -111,6 +111,37 @@ static int random_weights(const cg_spec *s, const need *nd, int n, cg_weights *w
     return 0;
 }
 
+/* The loaded tensors w against the spec's needs nd: each present with its
+ * shape, nothing else; errors name `name` (the file, or the bundle section). */
+static int check_against_spec(const cg_spec *s, const char *name, const need *nd, int n,
+                              const cg_weights *w, cg_err *e)
+{
+    for (int k = 0; k < n; k++) {
+        char want[128], have[128];
+        shape_str(nd[k].ndim, nd[k].shape, want, sizeof want);
+        const cg_tensor *t = cg_weights_find(w, nd[k].name);
+        if (!t)
+            return cg_fail(e, "%s: tensor '%s' is missing; the spec needs %s", name, nd[k].name,
+                           want);
+        int same = t->ndim == nd[k].ndim;
+        for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == nd[k].shape[d];
+        if (!same) {
+            shape_str(t->ndim, t->shape, have, sizeof have);
+            return cg_fail(e, "%s: tensor '%s' has shape %s, the spec needs %s", name,
+                           nd[k].name, have, want);
+        }
+    }
+    for (int j = 0; j < w->n; j++) {
+        int used = 0;
+        for (int k = 0; k < n && !used; k++) used = strcmp(w->t[j].name, nd[k].name) == 0;
+        if (!used)
+            return cg_fail(e, "%s: tensor '%s' is not a parameter of spec '%s' (its tensors are "
+                           "<layer>.weight, and <layer>.bias where bias: 1)", name,
+                           w->t[j].name, s->name);
+    }
+    return 0;
+}
+
 int cg_weights_for_spec(const cg_spec *s, cg_weights *w, cg_err *e)
 {
     memset(w, 0, sizeof *w);
@@ -126,40 +157,23 @@ int cg_weights_for_spec(const cg_spec *s, cg_weights *w, cg_err *e)
     /* the file holds what the spec needs and a header: never read more than that */
     size_t max = 8 + CG_WEIGHTS_SLACK;
     for (int k = 0; k < n; k++) max += 4 * (size_t)nd[k].count;
-    if (cg_weights_load_max(s->weights, max, w, e)) {
-        free(nd);
-        return -1;
-    }
-    for (int k = 0; k < n; k++) {
-        char want[128], have[128];
-        shape_str(nd[k].ndim, nd[k].shape, want, sizeof want);
-        const cg_tensor *t = cg_weights_find(w, nd[k].name);
-        if (!t) {
-            cg_fail(e, "%s: tensor '%s' is missing; the spec needs %s", s->weights, nd[k].name,
-                    want);
-            goto done;
-        }
-        int same = t->ndim == nd[k].ndim;
-        for (int d = 0; same && d < t->ndim; d++) same = t->shape[d] == nd[k].shape[d];
-        if (!same) {
-            shape_str(t->ndim, t->shape, have, sizeof have);
-            cg_fail(e, "%s: tensor '%s' has shape %s, the spec needs %s", s->weights,
-                    nd[k].name, have, want);
-            goto done;
-        }
-    }
-    for (int j = 0; j < w->n; j++) {
-        int used = 0;
-        for (int k = 0; k < n && !used; k++) used = strcmp(w->t[j].name, nd[k].name) == 0;
-        if (!used) {
-            cg_fail(e, "%s: tensor '%s' is not a parameter of spec '%s' (its tensors are "
-                    "<layer>.weight, and <layer>.bias where bias: 1)", s->weights,
-                    w->t[j].name, s->name);
-            goto done;
-        }
-    }
-    rc = 0;
-done:
+    rc = cg_weights_load_max(s->weights, max, w, e) ? -1
+         : check_against_spec(s, s->weights, nd, n, w, e);
+    if (rc) cg_weights_free(w);
+    free(nd);
+    return rc;
+}
+
+int cg_weights_for_spec_bytes(const cg_spec *s, const char *name, const void *bytes, size_t len,
+                              cg_weights *w, cg_err *e)
+{
+    memset(w, 0, sizeof *w);
+    need *nd = malloc(2 * CG_MAX_LAYERS * sizeof *nd);
+    if (!nd) return cg_fail(e, "%s: out of memory", name);
+    int n;
+    spec_needs(s, nd, &n);
+    int rc = cg_weights_parse(name, bytes, len, w, e) ? -1
+             : check_against_spec(s, name, nd, n, w, e);
     if (rc) cg_weights_free(w);
     free(nd);
     return rc;

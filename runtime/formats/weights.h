@@ -1,8 +1,14 @@
 /* weights.h — float32 tensors from safetensors files, named after the layers:
- * "<layer>.weight" (conv: M×C×K×K, fc: out×in) and "<layer>.bias" (M or out). */
+ * "<layer>.weight" (conv: M×C×K×K, fc: out×in) and "<layer>.bias" (M or out).
+ * Files may hold F32, F16 or BF16 tensors; all are float32 once loaded. */
 #ifndef CG_WEIGHTS_H
 #define CG_WEIGHTS_H
 #include "spec.h"
+
+#include <stdint.h>
+
+/* The element types of a safetensors file convgen reads and writes. */
+typedef enum { CG_W_F32, CG_W_F16, CG_W_BF16 } cg_wdtype;
 
 typedef struct {
     char name[CG_NAME_MAX + 8];
@@ -10,6 +16,7 @@ typedef struct {
     long long shape[4];
     long long count;
     float *data;
+    cg_wdtype dtype; /* as stored in the file (F32 for random weights) */
 } cg_tensor;
 
 typedef struct {
@@ -18,9 +25,13 @@ typedef struct {
     int random; /* 1 when made up from the spec's seed */
 } cg_weights;
 
-/* Parse a safetensors file: F32 tensors only, little-endian; header JSON checked
- * (offsets in range, non-overlapping, sizes = product of shape × 4). */
+/* Parse a safetensors file: F32, F16 or BF16 tensors, little-endian, converted
+ * to float32 exactly; header JSON checked (offsets in range, non-overlapping,
+ * sizes = product of shape × element size). */
 int cg_weights_load(const char *path, cg_weights *w, cg_err *e);
+/* The same on len bytes already in memory (a bundle's section); path only
+ * names them in messages. */
+int cg_weights_parse(const char *path, const void *bytes, size_t len, cg_weights *w, cg_err *e);
 /* The same, refusing (before reading) anything but a regular file of at most
  * max_bytes: a directory, FIFO or device, or a file larger than its tensors. */
 int cg_weights_load_max(const char *path, size_t max_bytes, cg_weights *w, cg_err *e);
@@ -31,8 +42,28 @@ int cg_weights_load_max(const char *path, size_t max_bytes, cg_weights *w, cg_er
  * (uniform in ±1/sqrt(fan_in), from s->seed) when the spec names no file. The file
  * may be no larger than those tensors' data plus CG_WEIGHTS_SLACK. */
 int cg_weights_for_spec(const cg_spec *s, cg_weights *w, cg_err *e);
+/* The same checks on a safetensors image in memory (a bundle's weights
+ * section), whatever s->weights says; name labels the bytes in messages. */
+int cg_weights_for_spec_bytes(const cg_spec *s, const char *name, const void *bytes, size_t len,
+                              cg_weights *w, cg_err *e);
 const cg_tensor *cg_weights_find(const cg_weights *w, const char *name);
+/* Write every tensor as F32 (cg_weights_save) or as the given dtype, rounded to
+ * nearest, ties to even (overflow to inf, NaN kept a NaN); tensors sorted by
+ * name, header padded to 8 bytes, written atomically. */
 int cg_weights_save(const char *path, const cg_weights *w, cg_err *e);
+int cg_weights_save_as(const char *path, const cg_weights *w, cg_wdtype dtype, cg_err *e);
+/* The same file's bytes appended to out (initialised by the caller), for a
+ * bundle's weights section; path only names them in messages. */
+int cg_weights_encode(const char *path, const cg_weights *w, cg_wdtype dtype, cg_buf *out,
+                      cg_err *e);
+
+/* One element converted: half (IEEE binary16) and bfloat16 to float are exact
+ * (subnormals, signed zeros, inf and NaN payloads kept); float to half or
+ * bfloat16 rounds to nearest, ties to even. */
+float cg_f16_to_f32(uint16_t h);
+float cg_bf16_to_f32(uint16_t b);
+uint16_t cg_f32_to_f16(float f);
+uint16_t cg_f32_to_bf16(float f);
 void cg_weights_free(cg_weights *w);
 
 /* A malloc'd copy of the count floats at p seen as rows x (count/rows), with

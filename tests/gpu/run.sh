@@ -59,7 +59,7 @@ done
 for s in "${nets[@]}"; do
   step "$(basename "$s" .yaml): the C API on the GPU" bash -c "build/tests/gpu/api_gpu $s 1000 | tee /dev/stderr | grep -q ' 0 failed'"
 done
-# trained models: the GPU prints the accuracy PyTorch printed (models/accuracy.txt)
+# trained models: the GPU prints the accuracy the CPU backend printed (models/accuracy.txt)
 while read -r name want; do
   case "$name" in ''|'#'*) continue ;; esac
   [ -n "${CONVGEN_NETS:-}" ] && [[ " $CONVGEN_NETS " != *" $name "* ]] && continue

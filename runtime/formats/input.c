@@ -1,0 +1,189 @@
+/* input.c — the user's images and labels: which format a file is (by its
+ * first bytes), loading it through data.c (IDX) or npy.c, the channel check,
+ * the resize to the spec's input, and the labels checked against the images. */
+#include "input.h"
+
+#include "data.h"
+#include "npy.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The file formats an input file may be in. */
+typedef enum { KIND_NPY, KIND_IDX } input_kind;
+
+/* Tell a .npy array from an IDX file (plain, or gzip, which only IDX may be)
+ * by its first bytes; anything else is refused naming both. */
+static int sniff(const char *path, const char *what, input_kind *kind, cg_err *e)
+{
+    int fd;
+    size_t size;
+    if (cg_open_regular(path, CG_READ_MAX, &fd, &size, e)) return -1;
+    unsigned char b[6] = {0};
+    ssize_t got = pread(fd, b, sizeof b, 0);
+    close(fd);
+    if (got >= 6 && memcmp(b, "\x93NUMPY", 6) == 0) *kind = KIND_NPY;
+    else if (got >= 2 && b[0] == 0x1f && b[1] == 0x8b) *kind = KIND_IDX;
+    else if (got >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0x08) *kind = KIND_IDX;
+    else
+        return cg_fail(e, "%s: neither an IDX %s file (plain or gzip) nor a NumPy .npy array",
+                       path, what);
+    return 0;
+}
+
+void cg_resize_bilinear_f32(const float *src, int sh, int sw, float *dst, int dh, int dw)
+{
+    double scale_y = (double)sh / dh, scale_x = (double)sw / dw;
+    for (int y = 0; y < dh; y++) {
+        double sy = (y + 0.5) * scale_y - 0.5;
+        if (sy < 0) sy = 0;
+        int y0 = (int)sy;
+        if (y0 > sh - 1) y0 = sh - 1;
+        int y1 = y0 + 1 < sh ? y0 + 1 : sh - 1;
+        double ly = sy - y0;
+        const float *r0 = src + (size_t)y0 * sw, *r1 = src + (size_t)y1 * sw;
+        for (int x = 0; x < dw; x++) {
+            double sx = (x + 0.5) * scale_x - 0.5;
+            if (sx < 0) sx = 0;
+            int x0 = (int)sx;
+            if (x0 > sw - 1) x0 = sw - 1;
+            int x1 = x0 + 1 < sw ? x0 + 1 : sw - 1;
+            double lx = sx - x0;
+            dst[(size_t)y * dw + x] = (float)((1 - ly) * ((1 - lx) * r0[x0] + lx * r0[x1]) +
+                                              ly * ((1 - lx) * r1[x0] + lx * r1[x1]));
+        }
+    }
+}
+
+/* Keep the first n of the images, every plane resized from sh×sw to the
+ * input's h×w (copied as they are where the size already matches). */
+static int fit_images(const char *path, cg_input *in, const void *src, int is_float, int sh,
+                      int sw, cg_err *e)
+{
+    size_t planes = (size_t)in->n * (size_t)in->c, per = (size_t)in->h * (size_t)in->w, total;
+    size_t esize = is_float ? sizeof(float) : 1, bytes;
+    if (cg_mul_size(planes, per, &total) || cg_mul_size(total, esize, &bytes))
+        return cg_fail(e, "%s: %d images of %dx%dx%d do not fit in memory", path, in->n, in->c,
+                       in->h, in->w);
+    void *out = malloc(bytes ? bytes : 1);
+    if (!out)
+        return cg_fail(e, "%s: out of memory for %d images of %dx%dx%d", path, in->n, in->c,
+                       in->h, in->w);
+    size_t sper = (size_t)sh * (size_t)sw;
+    long long np = (long long)planes;
+    if (sh == in->h && sw == in->w) {
+        memcpy(out, src, bytes);
+    } else if (is_float) {
+#pragma omp parallel for schedule(static)
+        for (long long p = 0; p < np; p++)
+            cg_resize_bilinear_f32((const float *)src + (size_t)p * sper, sh, sw,
+                                   (float *)out + (size_t)p * per, in->h, in->w);
+    } else {
+#pragma omp parallel for schedule(static)
+        for (long long p = 0; p < np; p++)
+            cg_resize_bilinear_u8((const unsigned char *)src + (size_t)p * sper, sh, sw,
+                                  (unsigned char *)out + (size_t)p * per, in->h, in->w);
+    }
+    if (is_float) in->values = out;
+    else in->pixels = out;
+    return 0;
+}
+
+/* The labels file: idx1 or a 1-d .npy of integers, count and range checked. */
+static int load_labels(const char *path, int count, int classes, int keep, cg_input *in,
+                       cg_err *e)
+{
+    input_kind kind;
+    if (sniff(path, "labels", &kind, e)) return -1;
+    long long *vals = malloc((size_t)(count ? count : 1) * sizeof *vals);
+    if (!vals) return cg_fail(e, "%s: out of memory", path);
+    int n = 0, rc = -1;
+    if (kind == KIND_IDX) {
+        unsigned char *lab;
+        if (cg_idx_load_labels(path, &lab, &n, e)) goto done;
+        for (int i = 0; i < n && i < count; i++) vals[i] = lab[i];
+        free(lab);
+    } else {
+        cg_npy a;
+        unsigned types = CG_NPY_MASK(CG_NPY_U8) | CG_NPY_MASK(CG_NPY_I32) |
+                         CG_NPY_MASK(CG_NPY_I64);
+        if (cg_npy_read(path, types, 1, 1, CG_READ_MAX, &a, e)) goto done;
+        n = a.count > INT_MAX ? INT_MAX : (int)a.count;
+        for (int i = 0; i < n && i < count; i++)
+            vals[i] = a.type == CG_NPY_U8 ? ((unsigned char *)a.data)[i]
+                    : a.type == CG_NPY_I32 ? ((int32_t *)a.data)[i] : ((int64_t *)a.data)[i];
+        cg_npy_free(&a);
+    }
+    if (n != count) {
+        cg_fail(e, "%s: holds %d labels, the images file holds %d images", path, n, count);
+        goto done;
+    }
+    for (int i = 0; i < count; i++)
+        if (vals[i] < 0 || vals[i] >= classes) {
+            cg_fail(e, "%s: label %lld of image %d is outside 0..%d (the network has %d "
+                    "outputs)", path, vals[i], i, classes - 1, classes);
+            goto done;
+        }
+    in->labels = malloc((size_t)(keep ? keep : 1));
+    if (!in->labels) {
+        cg_fail(e, "%s: out of memory", path);
+        goto done;
+    }
+    for (int i = 0; i < keep; i++) in->labels[i] = (unsigned char)vals[i];
+    rc = 0;
+done:
+    free(vals);
+    return rc;
+}
+
+int cg_input_load(const char *images_path, const char *labels_path, int c, int h, int w,
+                  int classes, int max_images, cg_input *in, cg_err *e)
+{
+    memset(in, 0, sizeof *in);
+    if (c < 1 || h < 1 || w < 1 || classes < 1 || classes > 256)
+        return cg_fail(e, "%s: bad input shape %dx%dx%d or %d classes", images_path, c, h, w,
+                       classes);
+    input_kind kind;
+    if (sniff(images_path, "images", &kind, e)) return -1;
+    int total, fc = 1, sh, sw, is_float = 0, rc = -1;
+    cg_dataset d;
+    cg_npy a;
+    memset(&d, 0, sizeof d), memset(&a, 0, sizeof a);
+    const void *src;
+    if (kind == KIND_IDX) {
+        /* all of them: the labels are checked against the whole file */
+        if (cg_idx_load_images(images_path, 0, &d, e)) return -1;
+        total = d.n, sh = d.h, sw = d.w, src = d.pixels;
+    } else {
+        if (cg_npy_read_images(images_path, CG_READ_MAX, &a, &total, &fc, &sh, &sw, e)) return -1;
+        is_float = a.type == CG_NPY_F32;
+        src = a.data;
+    }
+    if (fc != c) {
+        cg_fail(e, "%s: images of %d channels (%dx%dx%d); the spec's input has %d (expected "
+                "%sN×%d×H×W)", images_path, fc, fc, sh, sw, c, c == 1 ? "N×H×W or " : "", c);
+        goto done;
+    }
+    in->n = max_images > 0 && max_images < total ? max_images : total;
+    in->c = c, in->h = h, in->w = w;
+    if (fit_images(images_path, in, src, is_float, sh, sw, e)) goto done;
+    if (labels_path && load_labels(labels_path, total, classes, in->n, in, e)) goto done;
+    rc = 0;
+done:
+    if (rc) cg_input_free(in);
+    cg_dataset_free(&d);
+    cg_npy_free(&a);
+    return rc;
+}
+
+void cg_input_free(cg_input *in)
+{
+    free(in->pixels);
+    free(in->values);
+    free(in->labels);
+    memset(in, 0, sizeof *in);
+}
