@@ -19,7 +19,7 @@ override CFLAGS += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp \
 LDLIBS     = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a $(GOMP) -ldl -lm -lpthread
 
 GEN_SRC   := $(wildcard generator/*.c)
-RT_DIRS   := runtime/formats runtime/cpu runtime/cuda runtime/measure runtime/cli
+RT_DIRS   := runtime/formats runtime/cpu runtime/dist runtime/cuda runtime/measure runtime/cli
 RT_SRC    := $(foreach d,$(RT_DIRS),$(wildcard $(d)/*.c))
 TPL       := $(sort $(wildcard templates/*.lua templates/lib/*.lua))
 OBJ       := $(patsubst %.c,build/%.o,$(GEN_SRC) $(RT_SRC)) build/templates_embed.o

@@ -14,6 +14,18 @@
 #include <string.h>
 #include <time.h>
 
+/* One stream set: what one batch in flight needs. While one set's kernels
+ * run, another's copies do, so each has its own tensors and staging. */
+typedef struct {
+    CUstream stream;
+    CUdeviceptr tdev[CG_MAX_TENSORS]; /* one batch of every tensor */
+    CUevent ev[CG_MAN_KERNELS + 1];   /* at the kernel marks (cg_gpu.mark) */
+    CUevent up0, up1, dn1;            /* upload start and end, download end */
+    unsigned char *hin;               /* pinned: one batch of input pixels */
+    unsigned char *hout;              /* pinned: one batch of every result downloaded */
+    size_t hout_cap;
+} cg_gpu_set;
+
 struct cg_gpu {
     cg_cu *cu;
     cg_manifest *m;
@@ -24,13 +36,17 @@ struct cg_gpu {
     CUfunction fn[CG_MAN_KERNELS];        /* per manifest kernel */
     CUdeviceptr wdev[CG_MAN_KERNELS];     /* weights passed as arguments, per kernel */
     CUdeviceptr bdev[CG_MAN_KERNELS];
-    CUdeviceptr tdev[CG_MAX_TENSORS];     /* one batch of every tensor */
     CUdeviceptr owned[2 * CG_MAN_KERNELS]; /* device weight buffers to free */
     int nowned;
-    long long batch;
+    long long batch;                      /* images per batch, per set */
     int poison, profile;
-    CUstream stream;
-    CUevent ev[CG_MAN_KERNELS + 1];
+    int nsets;
+    cg_gpu_set set[CG_PIPE_MAX_SETS];
+    /* event index recorded before kernel i (i = nkernels: after the last), -1
+     * for none: per kernel with --profile, else at layer boundaries */
+    int mark[CG_MAN_KERNELS + 1];
+    int nev;
+    CUevent first; /* the run's first upload starts */
 };
 
 static double now_ms(void)
@@ -235,24 +251,58 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
     return 0;
 }
 
-/* Batch size: what the user asked, at most max_batch, and what fits in 80% of free memory. */
-static int alloc_tensors(cg_gpu *g, long long want, cg_err *e)
+/* Batch size: what the user asked, at most max_batch, and what fits in 80% of
+ * free memory with every stream set holding a batch of every tensor. Then
+ * each set's tensors, stream, events and pinned staging for the input and the
+ * predictions (larger downloads grow it on first use, in cg_gpu_run). */
+static int alloc_sets(cg_gpu *g, long long want, cg_err *e)
 {
+    const cg_manifest *m = g->m;
+    cg_cu *cu = g->cu;
     size_t per = 0, freeb = 0, total = 0;
-    for (int i = 0; i < g->m->ntensors; i++) per += (size_t)g->m->t[i].elems * cg_dtype_size(g->m->t[i].dtype);
-    if (CG_CU(e, g->cu->cuMemGetInfo(&freeb, &total))) return -1;
-    long long fit = (long long)(freeb / 10 * 8 / per);
+    for (int i = 0; i < m->ntensors; i++) per += (size_t)m->t[i].elems * cg_dtype_size(m->t[i].dtype);
+    if (CG_CU(e, cu->cuMemGetInfo(&freeb, &total))) return -1;
+    long long fit = (long long)(freeb / 10 * 8 / (per * (size_t)g->nsets));
     long long b = want > 0 ? want : 65536;
-    if (b > g->m->max_batch) b = g->m->max_batch;
+    if (b > m->max_batch) b = m->max_batch;
     if (b > fit) b = fit;
     if (b < 1)
-        return cg_fail(e, "one image needs %zu bytes of device memory; %zu are free", per, freeb);
+        return cg_fail(e, "one image needs %zu bytes of device memory in each of %d stream sets; %zu are free",
+                       per, g->nsets, freeb);
     g->batch = b;
-    for (int i = 0; i < g->m->ntensors; i++) {
-        size_t n = (size_t)b * (size_t)g->m->t[i].elems * cg_dtype_size(g->m->t[i].dtype);
-        if (CG_CU(e, g->cu->cuMemAlloc(&g->tdev[i], n))) return -1;
+    size_t in_bytes = (size_t)b * (size_t)m->t[m->input].elems;
+    for (int k = 0; k < g->nsets; k++) {
+        cg_gpu_set *st = &g->set[k];
+        for (int i = 0; i < m->ntensors; i++) {
+            size_t n = (size_t)b * (size_t)m->t[i].elems * cg_dtype_size(m->t[i].dtype);
+            if (CG_CU(e, cu->cuMemAlloc(&st->tdev[i], n))) return -1;
+        }
+        if (CG_CU(e, cu->cuStreamCreate(&st->stream, CU_STREAM_NON_BLOCKING))) return -1;
+        for (int i = 0; i < g->nev; i++)
+            if (CG_CU(e, cu->cuEventCreate(&st->ev[i], CU_EVENT_DEFAULT))) return -1;
+        if (CG_CU(e, cu->cuEventCreate(&st->up0, CU_EVENT_DEFAULT)) ||
+            CG_CU(e, cu->cuEventCreate(&st->up1, CU_EVENT_DEFAULT)) ||
+            CG_CU(e, cu->cuEventCreate(&st->dn1, CU_EVENT_DEFAULT)))
+            return -1;
+        void *p;
+        if (CG_CU(e, cu->cuMemAllocHost(&p, in_bytes))) return -1;
+        st->hin = p;
+        if (CG_CU(e, cu->cuMemAllocHost(&p, (size_t)b * 4))) return -1;
+        st->hout = p, st->hout_cap = (size_t)b * 4;
     }
-    return 0;
+    return CG_CU(e, cu->cuEventCreate(&g->first, CU_EVENT_DEFAULT));
+}
+
+/* Where the events go: before kernel i when it starts a layer (or before every
+ * kernel with --profile), and after the last. */
+static void set_marks(cg_gpu *g)
+{
+    const cg_manifest *m = g->m;
+    g->nev = 0;
+    for (int i = 0; i <= m->nkernels; i++) {
+        int boundary = i == 0 || i == m->nkernels || g->profile || strcmp(m->k[i].layer, m->k[i - 1].layer);
+        g->mark[i] = boundary ? g->nev++ : -1;
+    }
 }
 
 /* What JIT code may assume: this device's limits, compiled for arch. */
@@ -311,11 +361,8 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
     if (!rc) rc = upload_weights(g, w, e);
     hc->weights_ms = now_ms() - t0;
     t0 = now_ms();
-    if (!rc) rc = alloc_tensors(g, o->batch, e);
-    if (!rc) rc = CG_CU(e, g->cu->cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING));
-    /* one event before each kernel and one after the last */
-    for (int i = 0; !rc && i <= g->m->nkernels; i++)
-        rc = CG_CU(e, g->cu->cuEventCreate(&g->ev[i], CU_EVENT_DEFAULT));
+    if (!rc) set_marks(g);
+    if (!rc) rc = alloc_sets(g, o->batch, e);
     hc->alloc_ms = now_ms() - t0;
     return rc;
 }
@@ -335,7 +382,13 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     g->s = s;
     g->poison = o->poison;
     g->profile = o->profile;
+    g->nsets = o->streams ? o->streams : 2;
     *out = g;
+    if (g->nsets < 1 || g->nsets > CG_PIPE_MAX_SETS) {
+        cg_fail(e, "%d stream sets asked for: from 1 to %d", o->streams, CG_PIPE_MAX_SETS);
+        free(gen);
+        return -1;
+    }
     int rc = cg_cu_open(&g->cu, o->device, e);
     if (!rc && !(rc = ctx_enter(g, e))) {
         rc = open_current(g, s, w, o, gen, hc, e);
@@ -345,11 +398,11 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     return rc;
 }
 
-/* Launch kernel i for n images of the current batch. */
-static int launch(cg_gpu *g, int i, long long n, cg_err *e)
+/* Launch kernel i on set st for n images of its batch. */
+static int launch(cg_gpu *g, cg_gpu_set *st, int i, long long n, cg_err *e)
 {
     const cg_mkernel *k = &g->m->k[i];
-    CUdeviceptr in = g->tdev[k->in], outp = g->tdev[k->out], w = g->wdev[i], b = g->bdev[i];
+    CUdeviceptr in = st->tdev[k->in], outp = st->tdev[k->out], w = g->wdev[i], b = g->bdev[i];
     int nn = (int)n;
     void *args[CG_MAX_ARGS];
     cg_args_bind(k->args, k->nargs, &in, &outp, &w, &b, &nn, args);
@@ -359,7 +412,7 @@ static int launch(cg_gpu *g, int i, long long n, cg_err *e)
     snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
     return cg_cu_check(e, g->cu->cuLaunchKernel(g->fn[i], gx, gy, gz, (unsigned)k->block[0],
                                                 (unsigned)k->block[1], (unsigned)k->block[2],
-                                                (unsigned)k->shared, g->stream, args, NULL),
+                                                (unsigned)k->shared, st->stream, args, NULL),
                        what);
 }
 
@@ -381,85 +434,168 @@ static void prof_add(cg_gpu_times *t, const char *name, double ms)
     if (ms > p->max_ms) p->max_ms = ms;
 }
 
-/* Run one batch already uploaded: every kernel in manifest order, events between
- * them (per kernel with profiling, else at layer boundaries). */
-static int run_batch(cg_gpu *g, long long n, cg_gpu_times *t, cg_err *e)
+/* One result copied back per batch: a tensor, bytes per image, where the
+ * caller wants it, and its place in the set's pinned staging. */
+typedef struct {
+    int tensor;
+    size_t per;
+    unsigned char *dst;
+    size_t at; /* offset in hout: batch * (bytes per image of the downloads before it) */
+} cg_download;
+
+/* One cg_gpu_run: what the pipeline's callbacks share. */
+typedef struct {
+    cg_gpu *g;
+    const unsigned char *pixels;
+    cg_gpu_times *t;
+    int ndl;
+    cg_download dl[CG_MAX_LAYERS + 2];
+    int prev; /* the set of the batch submitted last, -1 before the first */
+} cg_gpu_runctx;
+
+/* Pipeline submit: stage the pixels in pinned memory, then on the set's stream
+ * poison (if asked), upload, wait for the previous batch's kernels (so that
+ * kernels never share the device and each layer's events time it alone), run
+ * every kernel with events at the marks, and download into pinned memory. */
+static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e)
 {
+    cg_gpu_runctx *r = ctx;
+    cg_gpu *g = r->g;
     const cg_manifest *m = g->m;
     cg_cu *cu = g->cu;
-    int ev = 0, rc = 0;
-    int mark[CG_MAN_KERNELS + 1]; /* event index recorded before kernel i (-1: none) */
+    cg_gpu_set *st = &g->set[si];
+    size_t in_bytes = (size_t)n * (size_t)m->t[m->input].elems;
+    memcpy(st->hin, r->pixels + (size_t)off * (size_t)m->t[m->input].elems, in_bytes);
+    for (int i = 0; g->poison && i < m->ntensors; i++) {
+        if (m->t[i].dtype == CG_DT_U8) continue;
+        /* a NaN pattern: anything a kernel fails to write shows up in the checks */
+        if (CG_CU(e, cu->cuMemsetD32Async(st->tdev[i], 0x7fbadbadu, (size_t)n * (size_t)m->t[i].elems, st->stream)))
+            return -1;
+    }
+    if (off == 0 && CG_CU(e, cu->cuEventRecord(g->first, st->stream))) return -1;
+    if (CG_CU(e, cu->cuEventRecord(st->up0, st->stream)) ||
+        CG_CU(e, cu->cuMemcpyHtoDAsync(st->tdev[m->input], st->hin, in_bytes, st->stream)) ||
+        CG_CU(e, cu->cuEventRecord(st->up1, st->stream)))
+        return -1;
+    if (r->prev >= 0 && r->prev != si &&
+        CG_CU(e, cu->cuStreamWaitEvent(st->stream, g->set[r->prev].ev[g->nev - 1], 0)))
+        return -1;
     for (int i = 0; i <= m->nkernels; i++) {
-        int boundary = i == 0 || i == m->nkernels || g->profile ||
-                       strcmp(m->k[i].layer, m->k[i - 1].layer);
-        mark[i] = -1;
-        if (boundary) {
-            if ((rc = CG_CU(e, cu->cuEventRecord(g->ev[ev], g->stream)))) return rc;
-            mark[i] = ev++;
-        }
-        if (i < m->nkernels && (rc = launch(g, i, n, e))) return rc;
+        if (g->mark[i] >= 0 && CG_CU(e, cu->cuEventRecord(st->ev[g->mark[i]], st->stream))) return -1;
+        if (i < m->nkernels && launch(g, st, i, n, e)) return -1;
     }
-    if ((rc = CG_CU(e, cu->cuEventSynchronize(g->ev[ev - 1])))) return rc;
-    float ms;
-    if ((rc = CG_CU(e, cu->cuEventElapsedTime(&ms, g->ev[mark[0]], g->ev[mark[m->nkernels]])))) return rc;
-    t->total_ms += ms;
-    /* per layer: from its first kernel's mark to the next boundary's */
-    for (int i = 0; i < m->nkernels; i++) {
-        if (mark[i] < 0) continue;
-        int j = i + 1;
-        while (mark[j] < 0) j++;
-        if ((rc = CG_CU(e, cu->cuEventElapsedTime(&ms, g->ev[mark[i]], g->ev[mark[j]])))) return rc;
-        if (m->k[i].layer_index >= 0) t->layer_ms[m->k[i].layer_index] += ms;
-        if (g->profile) prof_add(t, m->k[i].name, ms);
+    for (int d = 0; d < r->ndl; d++) {
+        const cg_download *dl = &r->dl[d];
+        if (CG_CU(e, cu->cuMemcpyDtoHAsync(st->hout + dl->at, st->tdev[dl->tensor], (size_t)n * dl->per, st->stream)))
+            return -1;
     }
+    if (CG_CU(e, cu->cuEventRecord(st->dn1, st->stream))) return -1;
+    r->prev = si;
     return 0;
 }
 
-/* cg_gpu_run with g's context current. */
+/* Pipeline finish: wait for the set's download, add its events' times (per
+ * layer from its first kernel's mark to the next mark, per kernel with
+ * --profile), and copy its results out of pinned memory to the caller's. */
+static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e)
+{
+    cg_gpu_runctx *r = ctx;
+    cg_gpu *g = r->g;
+    const cg_manifest *m = g->m;
+    cg_cu *cu = g->cu;
+    cg_gpu_set *st = &g->set[si];
+    cg_gpu_times *t = r->t;
+    float ms;
+    if (CG_CU(e, cu->cuEventSynchronize(st->dn1))) return -1;
+    if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[0], st->ev[g->nev - 1]))) return -1;
+    t->total_ms += ms;
+    for (int i = 0; i < m->nkernels; i++) {
+        if (g->mark[i] < 0) continue;
+        int j = i + 1;
+        while (g->mark[j] < 0) j++;
+        if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[g->mark[i]], st->ev[g->mark[j]]))) return -1;
+        if (m->k[i].layer_index >= 0) t->layer_ms[m->k[i].layer_index] += ms;
+        if (g->profile) prof_add(t, m->k[i].name, ms);
+    }
+    if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->up0, st->up1))) return -1;
+    t->upload_ms += ms;
+    if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[g->nev - 1], st->dn1))) return -1;
+    t->download_ms += ms;
+    for (int d = 0; d < r->ndl; d++) {
+        const cg_download *dl = &r->dl[d];
+        memcpy(dl->dst + (size_t)off * dl->per, st->hout + dl->at, (size_t)n * dl->per);
+    }
+    t->batches++;
+    return 0;
+}
+
+/* After a failure: let every set's stream finish before the caller's buffers
+ * (or ours, on close) go; errors here add nothing to the first one. */
+static void drain_sets(void *ctx)
+{
+    cg_gpu *g = ((cg_gpu_runctx *)ctx)->g;
+    for (int k = 0; k < g->nsets; k++)
+        if (g->set[k].stream) g->cu->cuStreamSynchronize(g->set[k].stream);
+}
+
+/* Add one download to the run's plan: tensor `tensor` of every batch into
+ * dst, staged after the downloads already planned (*at bytes). */
+static void add_download(const cg_gpu *g, cg_gpu_runctx *r, int tensor, void *dst, size_t *at)
+{
+    cg_download *d = &r->dl[r->ndl++];
+    d->tensor = tensor;
+    d->per = (size_t)g->m->t[tensor].elems * cg_dtype_size(g->m->t[tensor].dtype);
+    d->dst = dst;
+    d->at = *at;
+    *at += (size_t)g->batch * d->per;
+}
+
+/* The downloads a run asks for (predictions always, probabilities and layer
+ * outputs when given), laid out in the staging; grows each set's pinned
+ * staging when a run wants more than the last. */
+static int plan_downloads(cg_gpu *g, cg_gpu_runctx *r, int *pred, float *probs, float **layer_out,
+                          cg_host_costs *hc, cg_err *e)
+{
+    const cg_manifest *m = g->m;
+    size_t at = 0;
+    r->ndl = 0;
+    add_download(g, r, m->predict, pred, &at);
+    if (probs) add_download(g, r, m->output, probs, &at);
+    for (int l = 0; layer_out && l < m->nlayers; l++)
+        if (layer_out[l]) add_download(g, r, m->l[l].out, layer_out[l], &at);
+    double t0 = now_ms();
+    for (int k = 0; k < g->nsets; k++) {
+        cg_gpu_set *st = &g->set[k];
+        if (st->hout_cap >= at) continue;
+        if (CG_CU(e, g->cu->cuMemFreeHost(st->hout))) return -1;
+        st->hout = NULL, st->hout_cap = 0;
+        void *p;
+        if (CG_CU(e, g->cu->cuMemAllocHost(&p, at))) return -1;
+        st->hout = p, st->hout_cap = at;
+    }
+    hc->alloc_ms += now_ms() - t0;
+    return 0;
+}
+
+/* cg_gpu_run with g's context current: the batches through the pipeline. */
 static int run_current(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, float *probs,
                        float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e)
 {
-    const cg_manifest *m = g->m;
-    cg_cu *cu = g->cu;
     memset(t, 0, sizeof *t);
-    long long in_elems = m->t[m->input].elems;
-    for (long long done = 0; done < n; done += g->batch) {
-        long long b = n - done < g->batch ? n - done : g->batch;
-        if (g->poison) {
-            for (int i = 0; i < m->ntensors; i++) {
-                if (m->t[i].dtype == CG_DT_U8) continue;
-                /* a NaN pattern: anything a kernel fails to write shows up in the checks */
-                if (CG_CU(e, cu->cuMemsetD32(g->tdev[i], 0x7fbadbadu, (size_t)(b * m->t[i].elems))))
-                    return -1;
-            }
-            /* the memsets run on the legacy stream, the kernels on a non-blocking one that
-             * does not wait for it: finish them first, or one could poison a tensor after a
-             * kernel wrote it */
-            if (CG_CU(e, cu->cuStreamSynchronize(NULL))) return -1;
-        }
-        double t0 = now_ms();
-        /* on the kernels' stream: a plain cuMemcpyHtoD from pageable memory may return while
-         * its DMA is still in flight on the legacy stream, which the non-blocking kernel stream
-         * does not wait for (seen on an H200: the last images of a 64-image check of a
-         * 128x128 network read half-copied pixels, 3 runs in 9) */
-        if (CG_CU(e, cu->cuMemcpyHtoDAsync(g->tdev[m->input], pixels + done * in_elems, (size_t)(b * in_elems),
-                                           g->stream)))
-            return -1;
-        hc->upload_ms += now_ms() - t0;
-        if (run_batch(g, b, t, e)) return -1;
-        t0 = now_ms();
-        if (CG_CU(e, cu->cuMemcpyDtoH(pred + done, g->tdev[m->predict], (size_t)b * 4))) return -1;
-        long long oc = m->t[m->output].elems;
-        if (probs && CG_CU(e, cu->cuMemcpyDtoH(probs + done * oc, g->tdev[m->output], (size_t)(b * oc) * 4)))
-            return -1;
-        for (int l = 0; layer_out && l < m->nlayers; l++) {
-            if (!layer_out[l]) continue;
-            long long el = m->t[m->l[l].out].elems;
-            if (CG_CU(e, cu->cuMemcpyDtoH(layer_out[l] + done * el, g->tdev[m->l[l].out], (size_t)(b * el) * 4)))
-                return -1;
-        }
-        hc->download_ms += now_ms() - t0;
-    }
+    cg_gpu_runctx r = {.g = g, .pixels = pixels, .t = t, .prev = -1};
+    if (plan_downloads(g, &r, pred, probs, layer_out, hc, e)) return -1;
+    long long nb = (n + g->batch - 1) / g->batch;
+    t->images = n;
+    t->streams = nb < g->nsets ? (int)nb : g->nsets;
+    double t0 = now_ms();
+    cg_pipe_ops ops = {submit_batch, finish_batch, drain_sets};
+    if (cg_pipe_run(n, g->batch, g->nsets, &ops, &r, e)) return -1;
+    float ms = 0;
+    if (n > 0 && CG_CU(e, g->cu->cuEventElapsedTime(&ms, g->first, g->set[(nb - 1) % g->nsets].dn1))) return -1;
+    t->span_ms = ms;
+    t->wall_ms = now_ms() - t0;
+    hc->upload_ms += t->upload_ms;
+    hc->download_ms += t->download_ms;
     return 0;
 }
 
@@ -472,6 +608,31 @@ int cg_gpu_run(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, f
     return rc;
 }
 
+double cg_gpu_overlap(const cg_gpu_times *t)
+{
+    double copies = t->upload_ms + t->download_ms;
+    if (copies <= 0) return 0;
+    double hidden = (copies + t->total_ms - t->span_ms) / copies;
+    return hidden < 0 ? 0 : hidden > 1 ? 1 : hidden;
+}
+
+void cg_gpu_stream_summary(const cg_gpu_times *t, char *buf, size_t n)
+{
+    double ips = t->wall_ms > 0 ? (double)t->images / (t->wall_ms / 1e3) : 0;
+    double share = t->wall_ms > 0 ? t->total_ms / t->wall_ms : 0;
+    snprintf(buf, n,
+             "==convgen-prof== streamed: %lld images in %d batch%s over %d stream set%s\n"
+             "  %-26s %9.3f ms  (%.0f images/s end to end)\n"
+             "  %-26s %9.3f ms  (%.1f%% of the wall time; alone they would allow %.0f images/s)\n"
+             "  %-26s %9.3f ms  (uploads %.3f ms, downloads %.3f ms; %.1f%% hidden behind kernels)\n"
+             "  %-26s %9.3f ms\n",
+             t->images, t->batches, t->batches == 1 ? "" : "es", t->streams, t->streams == 1 ? "" : "s",
+             "wall (host clock)", t->wall_ms, ips, "kernels (events)", t->total_ms, 100 * share,
+             t->total_ms > 0 ? (double)t->images / (t->total_ms / 1e3) : 0, "copies (events)",
+             t->upload_ms + t->download_ms, t->upload_ms, t->download_ms, 100 * cg_gpu_overlap(t),
+             "device span (events)", t->span_ms);
+}
+
 const char *cg_gpu_device_name(const cg_gpu *g) { return g->cu ? g->cu->name : "?"; }
 long long cg_gpu_batch(const cg_gpu *g) { return g->batch; }
 
@@ -481,11 +642,21 @@ void cg_gpu_close(cg_gpu *g)
     if (g->cu) {
         cg_cu *cu = g->cu;
         int pushed = cu->cuCtxPushCurrent(cu->ctx) == CUDA_SUCCESS;
-        for (size_t i = 0; i < sizeof g->ev / sizeof *g->ev; i++)
-            if (g->ev[i]) cu->cuEventDestroy(g->ev[i]);
-        if (g->stream) cu->cuStreamDestroy(g->stream);
-        for (int i = 0; i < CG_MAX_TENSORS; i++)
-            if (g->tdev[i]) cu->cuMemFree(g->tdev[i]);
+        for (int k = 0; k < CG_PIPE_MAX_SETS; k++) {
+            cg_gpu_set *st = &g->set[k];
+            if (st->stream) cu->cuStreamSynchronize(st->stream);
+            for (size_t i = 0; i < sizeof st->ev / sizeof *st->ev; i++)
+                if (st->ev[i]) cu->cuEventDestroy(st->ev[i]);
+            CUevent more[] = {st->up0, st->up1, st->dn1};
+            for (int i = 0; i < 3; i++)
+                if (more[i]) cu->cuEventDestroy(more[i]);
+            if (st->stream) cu->cuStreamDestroy(st->stream);
+            for (int i = 0; i < CG_MAX_TENSORS; i++)
+                if (st->tdev[i]) cu->cuMemFree(st->tdev[i]);
+            if (st->hin) cu->cuMemFreeHost(st->hin);
+            if (st->hout) cu->cuMemFreeHost(st->hout);
+        }
+        if (g->first) cu->cuEventDestroy(g->first);
         for (int i = 0; i < g->nowned; i++) cu->cuMemFree(g->owned[i]);
         for (int i = 0; i < g->nmods; i++) cu->cuModuleUnload(g->mods[i]);
         if (pushed) ctx_leave(g);

@@ -241,6 +241,28 @@ void cg_dataset_free(cg_dataset *d)
     memset(d, 0, sizeof *d);
 }
 
+int cg_data_repeat(cg_dataset *d, size_t image_bytes, long long k, cg_err *e)
+{
+    if (k < 1) return cg_fail(e, "repeating the data set %lld times: must be at least once", k);
+    if (k == 1) return 0;
+    if ((long long)d->n * k > 0x7fffffffLL)
+        return cg_fail(e, "%d images repeated %lld times is %lld images; at most %d fit", d->n, k,
+                       (long long)d->n * k, 0x7fffffff);
+    size_t n = (size_t)d->n, all = n * (size_t)k, bytes = all * image_bytes;
+    unsigned char *px = malloc(bytes > 0 ? bytes : 1), *lb = malloc(all > 0 ? all : 1);
+    if (!px || !lb) {
+        free(px), free(lb);
+        return cg_fail(e, "out of memory for %zu images (%zu bytes)", all, bytes);
+    }
+    for (long long c = 0; c < k; c++) {
+        memcpy(px + (size_t)c * n * image_bytes, d->pixels, n * image_bytes);
+        memcpy(lb + (size_t)c * n, d->labels, n);
+    }
+    free(d->pixels), free(d->labels);
+    d->pixels = px, d->labels = lb, d->n = (int)all;
+    return 0;
+}
+
 /* ---- resize ------------------------------------------------------------- */
 
 /* The one resize convgen uses, for inference and for the training files.

@@ -23,6 +23,11 @@ int cg_idx_load(const char *images_path, const char *labels_path, int max_images
  * without ".gz"; resized to side×side when side > 0 and differs. */
 int cg_data_load(const char *dir, int train, int side, int max_images, cg_dataset *d, cg_err *e);
 void cg_dataset_free(cg_dataset *d);
+/* The set k times over, in order (image i of copy c is image c*n + i), labels
+ * with it: a large input for measuring throughput (--repeat-dataset) without
+ * new files. image_bytes: one image's pixels (C*H*W). The result must stay
+ * under 2^31 images; on failure d is unchanged. */
+int cg_data_repeat(cg_dataset *d, size_t image_bytes, long long k, cg_err *e);
 
 /* Bilinear resize of one uint8 image, half-pixel centres (as PyTorch's
  * interpolate(mode="bilinear", align_corners=False) without antialias), edges
