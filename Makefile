@@ -4,6 +4,8 @@ CUDA_HOME ?= /usr/local/cuda
 # fat binary architectures: empty = convgen's default list (the table in runtime/cuda/aot.c)
 ARCHS     ?=
 CC        ?= cc
+# MPI compiler wrapper: build/convgen-mpi is built (and tested) only where it is found
+MPICC     ?= mpicc
 SPECS     := $(wildcard specs/*.yaml)
 # ---------------------------------------------------------------------------
 
@@ -26,10 +28,12 @@ OBJ       := $(patsubst %.c,build/%.o,$(GEN_SRC) $(RT_SRC)) build/templates_embe
 LIB_OBJ   := $(filter-out build/runtime/cli/cli.o,$(OBJ))
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC))
+HAVE_MPI  := $(shell command -v $(MPICC) 2>/dev/null)
+MPI_BIN   := $(if $(HAVE_MPI),build/convgen-mpi)
 
 .PHONY: all deps test test-run test-gpu demo generate fatbin clean format sanitize bench ptx sass fuzz fuzz-build
 
-all: build/convgen
+all: build/convgen $(MPI_BIN)
 
 deps:
 	@tools/deps.sh
@@ -52,6 +56,11 @@ build/templates_embed.o: build/templates_embed.c
 build/convgen: $(OBJ)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
+# the MPI driver (README "Throughput at scale"): the library plus one main, through
+# mpicc with the same compiler and flags (OMPI_CC picks Open MPI's underlying compiler)
+build/convgen-mpi: runtime/mpi/convgen_mpi.c $(LIB_OBJ)
+	OMPI_CC=$(CC) $(MPICC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@
+
 build/tests/%: tests/%.c $(LIB_OBJ) tests/check.h
 	@mkdir -p build/tests
 	$(CC) $(CFLAGS) -Itests $< $(LIB_OBJ) $(LDLIBS) -o $@
@@ -61,7 +70,7 @@ build/tests/%: tests/%.c $(LIB_OBJ) tests/check.h
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: build/convgen $(TEST_BIN)
+test-run: build/convgen $(MPI_BIN) $(TEST_BIN)
 	@tools/run-tests.sh $(TEST_BIN)
 
 test-gpu: deps

@@ -23,7 +23,7 @@ typedef struct {
     CUevent up0, up1, dn1;            /* upload start and end, download end */
     unsigned char *hin;               /* pinned: one batch of input pixels */
     unsigned char *hout;              /* pinned: one batch of every result downloaded */
-    size_t hout_cap;
+    size_t hin_cap, hout_cap;         /* their bytes */
 } cg_gpu_set;
 
 struct cg_gpu {
@@ -253,8 +253,8 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
 
 /* Batch size: what the user asked, at most max_batch, and what fits in 80% of
  * free memory with every stream set holding a batch of every tensor. Then
- * each set's tensors, stream, events and pinned staging for the input and the
- * predictions (larger downloads grow it on first use, in cg_gpu_run). */
+ * each set's tensors, stream and events; its pinned staging waits for the
+ * first run, which knows how many images a batch will really hold. */
 static int alloc_sets(cg_gpu *g, long long want, cg_err *e)
 {
     const cg_manifest *m = g->m;
@@ -270,7 +270,6 @@ static int alloc_sets(cg_gpu *g, long long want, cg_err *e)
         return cg_fail(e, "one image needs %zu bytes of device memory in each of %d stream sets; %zu are free",
                        per, g->nsets, freeb);
     g->batch = b;
-    size_t in_bytes = (size_t)b * (size_t)m->t[m->input].elems;
     for (int k = 0; k < g->nsets; k++) {
         cg_gpu_set *st = &g->set[k];
         for (int i = 0; i < m->ntensors; i++) {
@@ -284,11 +283,6 @@ static int alloc_sets(cg_gpu *g, long long want, cg_err *e)
             CG_CU(e, cu->cuEventCreate(&st->up1, CU_EVENT_DEFAULT)) ||
             CG_CU(e, cu->cuEventCreate(&st->dn1, CU_EVENT_DEFAULT)))
             return -1;
-        void *p;
-        if (CG_CU(e, cu->cuMemAllocHost(&p, in_bytes))) return -1;
-        st->hin = p;
-        if (CG_CU(e, cu->cuMemAllocHost(&p, (size_t)b * 4))) return -1;
-        st->hout = p, st->hout_cap = (size_t)b * 4;
     }
     return CG_CU(e, cu->cuEventCreate(&g->first, CU_EVENT_DEFAULT));
 }
@@ -538,40 +532,53 @@ static void drain_sets(void *ctx)
         if (g->set[k].stream) g->cu->cuStreamSynchronize(g->set[k].stream);
 }
 
-/* Add one download to the run's plan: tensor `tensor` of every batch into
- * dst, staged after the downloads already planned (*at bytes). */
-static void add_download(const cg_gpu *g, cg_gpu_runctx *r, int tensor, void *dst, size_t *at)
+/* Add one download to the run's plan: tensor `tensor` of every batch (at most
+ * rows images) into dst, staged after the downloads already planned (*at bytes). */
+static void add_download(const cg_gpu *g, cg_gpu_runctx *r, int tensor, void *dst, long long rows, size_t *at)
 {
     cg_download *d = &r->dl[r->ndl++];
     d->tensor = tensor;
     d->per = (size_t)g->m->t[tensor].elems * cg_dtype_size(g->m->t[tensor].dtype);
     d->dst = dst;
     d->at = *at;
-    *at += (size_t)g->batch * d->per;
+    *at += (size_t)rows * d->per;
+}
+
+/* Pinned buffer *p of at least `want` bytes (*cap: its size), replaced by a
+ * larger one when it is smaller. */
+static int grow_pinned(cg_cu *cu, unsigned char **p, size_t *cap, size_t want, cg_err *e)
+{
+    if (*cap >= want) return 0;
+    if (*p && CG_CU(e, cu->cuMemFreeHost(*p))) return -1;
+    *p = NULL, *cap = 0;
+    void *q;
+    if (CG_CU(e, cu->cuMemAllocHost(&q, want))) return -1;
+    *p = q, *cap = want;
+    return 0;
 }
 
 /* The downloads a run asks for (predictions always, probabilities and layer
- * outputs when given), laid out in the staging; grows each set's pinned
- * staging when a run wants more than the last. */
-static int plan_downloads(cg_gpu *g, cg_gpu_runctx *r, int *pred, float *probs, float **layer_out,
-                          cg_host_costs *hc, cg_err *e)
+ * outputs when given), laid out in the staging, and each set's pinned staging
+ * made large enough for a batch of this run: min(batch, n) images, so that a
+ * small run on a large-batch cg_gpu pins no more than it needs. */
+static int plan_staging(cg_gpu *g, cg_gpu_runctx *r, long long n, int *pred, float *probs, float **layer_out,
+                        cg_host_costs *hc, cg_err *e)
 {
     const cg_manifest *m = g->m;
+    long long rows = n < g->batch ? n : g->batch;
     size_t at = 0;
     r->ndl = 0;
-    add_download(g, r, m->predict, pred, &at);
-    if (probs) add_download(g, r, m->output, probs, &at);
+    add_download(g, r, m->predict, pred, rows, &at);
+    if (probs) add_download(g, r, m->output, probs, rows, &at);
     for (int l = 0; layer_out && l < m->nlayers; l++)
-        if (layer_out[l]) add_download(g, r, m->l[l].out, layer_out[l], &at);
+        if (layer_out[l]) add_download(g, r, m->l[l].out, layer_out[l], rows, &at);
+    size_t in = (size_t)rows * (size_t)m->t[m->input].elems;
     double t0 = now_ms();
-    for (int k = 0; k < g->nsets; k++) {
+    for (int k = 0; k < g->nsets && rows > 0; k++) {
         cg_gpu_set *st = &g->set[k];
-        if (st->hout_cap >= at) continue;
-        if (CG_CU(e, g->cu->cuMemFreeHost(st->hout))) return -1;
-        st->hout = NULL, st->hout_cap = 0;
-        void *p;
-        if (CG_CU(e, g->cu->cuMemAllocHost(&p, at))) return -1;
-        st->hout = p, st->hout_cap = at;
+        if (grow_pinned(g->cu, &st->hin, &st->hin_cap, in, e) ||
+            grow_pinned(g->cu, &st->hout, &st->hout_cap, at, e))
+            return -1;
     }
     hc->alloc_ms += now_ms() - t0;
     return 0;
@@ -583,7 +590,7 @@ static int run_current(cg_gpu *g, const unsigned char *pixels, long long n, int 
 {
     memset(t, 0, sizeof *t);
     cg_gpu_runctx r = {.g = g, .pixels = pixels, .t = t, .prev = -1};
-    if (plan_downloads(g, &r, pred, probs, layer_out, hc, e)) return -1;
+    if (plan_staging(g, &r, n, pred, probs, layer_out, hc, e)) return -1;
     long long nb = (n + g->batch - 1) / g->batch;
     t->images = n;
     t->streams = nb < g->nsets ? (int)nb : g->nsets;

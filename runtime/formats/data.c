@@ -241,6 +241,31 @@ void cg_dataset_free(cg_dataset *d)
     memset(d, 0, sizeof *d);
 }
 
+int cg_data_random(cg_dataset *d, long long n, size_t image_bytes, int h, int w, unsigned long long seed,
+                   cg_err *e)
+{
+    memset(d, 0, sizeof *d);
+    if (n < 0 || n > 0x7fffffffLL) return cg_fail(e, "%lld random images: from 0 to %d", n, 0x7fffffff);
+    size_t np = (size_t)n * image_bytes;
+    d->n = (int)n, d->h = h, d->w = w;
+    d->pixels = malloc(np ? np : 1);
+    d->labels = malloc(n ? (size_t)n : 1);
+    if (!d->pixels || !d->labels) {
+        cg_dataset_free(d);
+        return cg_fail(e, "out of memory for %lld random images", n);
+    }
+    unsigned long long x = seed * 0x9e3779b97f4a7c15ULL + 1;
+    for (size_t i = 0; i < np; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        d->pixels[i] = (unsigned char)(x >> 24);
+    }
+    for (long long i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        d->labels[i] = (unsigned char)((x >> 24) % 10);
+    }
+    return 0;
+}
+
 int cg_data_repeat(cg_dataset *d, size_t image_bytes, long long k, cg_err *e)
 {
     if (k < 1) return cg_fail(e, "repeating the data set %lld times: must be at least once", k);

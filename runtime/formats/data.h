@@ -23,6 +23,11 @@ int cg_idx_load(const char *images_path, const char *labels_path, int max_images
  * without ".gz"; resized to side×side when side > 0 and differs. */
 int cg_data_load(const char *dir, int train, int side, int max_images, cg_dataset *d, cg_err *e);
 void cg_dataset_free(cg_dataset *d);
+/* n made-up images of image_bytes pixels each, h x w, from a seed (xorshift
+ * pixels, labels 0..9): the same images `run --random-input SEED` makes, so
+ * that every process of a distributed run makes the same set. */
+int cg_data_random(cg_dataset *d, long long n, size_t image_bytes, int h, int w, unsigned long long seed,
+                   cg_err *e);
 /* The set k times over, in order (image i of copy c is image c*n + i), labels
  * with it: a large input for measuring throughput (--repeat-dataset) without
  * new files. image_bytes: one image's pixels (C*H*W). The result must stay
