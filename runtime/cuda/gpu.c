@@ -447,6 +447,24 @@ typedef struct {
     int prev; /* the set of the batch submitted last, -1 before the first */
 } cg_gpu_runctx;
 
+/* memcpy with every core for large buffers: staging a batch of pixels into
+ * pinned memory on one thread (5-10 GB/s) can take longer than the batch's
+ * kernels, and the pipeline runs no faster than its slowest stage. */
+static void copy_wide(unsigned char *dst, const unsigned char *src, size_t n)
+{
+    const size_t chunk = (size_t)1 << 20;
+    if (n < 4 * chunk) {
+        memcpy(dst, src, n);
+        return;
+    }
+    long long nchunks = (long long)((n + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+    for (long long c = 0; c < nchunks; c++) {
+        size_t at = (size_t)c * chunk;
+        memcpy(dst + at, src + at, n - at < chunk ? n - at : chunk);
+    }
+}
+
 /* Pipeline submit: stage the pixels in pinned memory, then on the set's stream
  * poison (if asked), upload, wait for the previous batch's kernels (so that
  * kernels never share the device and each layer's events time it alone), run
@@ -459,7 +477,9 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
     cg_cu *cu = g->cu;
     cg_gpu_set *st = &g->set[si];
     size_t in_bytes = (size_t)n * (size_t)m->t[m->input].elems;
-    memcpy(st->hin, r->pixels + (size_t)off * (size_t)m->t[m->input].elems, in_bytes);
+    double t0 = now_ms();
+    copy_wide(st->hin, r->pixels + (size_t)off * (size_t)m->t[m->input].elems, in_bytes);
+    r->t->stage_ms += now_ms() - t0;
     for (int i = 0; g->poison && i < m->ntensors; i++) {
         if (m->t[i].dtype == CG_DT_U8) continue;
         /* a NaN pattern: anything a kernel fails to write shows up in the checks */
@@ -500,7 +520,9 @@ static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e
     cg_gpu_set *st = &g->set[si];
     cg_gpu_times *t = r->t;
     float ms;
+    double t0 = now_ms();
     if (CG_CU(e, cu->cuEventSynchronize(st->dn1))) return -1;
+    t->wait_ms += now_ms() - t0;
     if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[0], st->ev[g->nev - 1]))) return -1;
     t->total_ms += ms;
     for (int i = 0; i < m->nkernels; i++) {
@@ -515,10 +537,12 @@ static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e
     t->upload_ms += ms;
     if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[g->nev - 1], st->dn1))) return -1;
     t->download_ms += ms;
+    t0 = now_ms();
     for (int d = 0; d < r->ndl; d++) {
         const cg_download *dl = &r->dl[d];
-        memcpy(dl->dst + (size_t)off * dl->per, st->hout + dl->at, (size_t)n * dl->per);
+        copy_wide(dl->dst + (size_t)off * dl->per, st->hout + dl->at, (size_t)n * dl->per);
     }
+    t->stage_ms += now_ms() - t0;
     t->batches++;
     return 0;
 }
@@ -632,12 +656,13 @@ void cg_gpu_stream_summary(const cg_gpu_times *t, char *buf, size_t n)
              "  %-26s %9.3f ms  (%.0f images/s end to end)\n"
              "  %-26s %9.3f ms  (%.1f%% of the wall time; alone they would allow %.0f images/s)\n"
              "  %-26s %9.3f ms  (uploads %.3f ms, downloads %.3f ms; %.1f%% hidden behind kernels)\n"
-             "  %-26s %9.3f ms\n",
+             "  %-26s %9.3f ms\n"
+             "  %-26s %9.3f ms  (pinned staging in and out; waiting for the device %.3f ms)\n",
              t->images, t->batches, t->batches == 1 ? "" : "es", t->streams, t->streams == 1 ? "" : "s",
              "wall (host clock)", t->wall_ms, ips, "kernels (events)", t->total_ms, 100 * share,
              t->total_ms > 0 ? (double)t->images / (t->total_ms / 1e3) : 0, "copies (events)",
              t->upload_ms + t->download_ms, t->upload_ms, t->download_ms, 100 * cg_gpu_overlap(t),
-             "device span (events)", t->span_ms);
+             "device span (events)", t->span_ms, "host copies", t->stage_ms, t->wait_ms);
 }
 
 const char *cg_gpu_device_name(const cg_gpu *g) { return g->cu ? g->cu->name : "?"; }

@@ -67,6 +67,8 @@ typedef struct {
     double wall_ms;                 /* host clock, cg_gpu_run's call to its return */
     double span_ms;                 /* device: first upload's start to last download's end */
     double upload_ms, download_ms;  /* device time of the copies, summed over batches */
+    double stage_ms;                /* host: pixels into pinned memory, results out of it */
+    double wait_ms;                 /* host: blocked waiting for a batch to come back */
 } cg_gpu_times;
 
 /* The share of the copies' time hidden behind kernels, 0..1: (upload +

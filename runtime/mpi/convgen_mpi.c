@@ -43,7 +43,8 @@ static const char usage[] =
     "                      CPU), cuda, cpu\n"
     "  --batch B           images per batch (GPU default: as many as fit; CPU: 1024)\n"
     "  --streams S         batches in flight on each GPU, 1 to 4 (default 2)\n"
-    "  --device-base D     rank with local rank L uses GPU D+L (default 0)\n"
+    "  --device-base D     the rank of local rank L uses GPU D+L (default 0); more ranks on\n"
+    "                      a host than GPUs share them round robin\n"
     "  --fatbin F          kernels from a fat binary instead of NVRTC (GPU)\n"
     "  --data DIR          where the IDX files are (default " CG_DATA_DIR_DEFAULT ")\n"
     "  --random-input S    made-up images from seed S instead of the data set\n"
@@ -193,15 +194,24 @@ static int load_images(mpi_job *j, const mpi_opts *o, cg_err *e)
     return 0;
 }
 
-/* Which backend this rank uses: the GPU of its local rank when asked or when
- * auto finds it answering; with it, the tuning record for that device. */
+/* Which backend this rank uses: a GPU when asked or when auto finds one
+ * answering, the one of its local rank (GPU D + L; with more ranks on a host
+ * than GPUs from D on, they share them round robin); with it, the tuning
+ * record for that device. */
 static int pick_device(mpi_job *j, const mpi_opts *o, cg_err *e)
 {
-    j->device = (int)o->device_base + local_rank();
+    int base = (int)o->device_base;
+    j->device = base + local_rank();
     if (!strcmp(o->backend, "cpu")) return 0;
     cg_cu *cu;
     cg_err why;
-    if (cg_cu_open(&cu, j->device, &why)) {
+    int count = 0;
+    if (cg_cu_open(&cu, base, &why) == 0) {
+        if (CG_CU(&why, cu->cuDeviceGetCount(&count))) count = 0;
+        cg_cu_close(cu);
+        if (count > base) j->device = base + local_rank() % (count - base);
+    }
+    if (count <= base || cg_cu_open(&cu, j->device, &why)) {
         if (!strcmp(o->backend, "cuda") || o->fatbin)
             return cg_fail(e, "GPU %d: %s", j->device, why.msg), CG_EXIT_DEVICE;
         return 0; /* auto: this rank runs on the CPU */
