@@ -279,6 +279,12 @@ static int write_json(const char *path, const cg_job *j, const char *backend, co
                    "\"weights\": %.3f, \"alloc\": %.3f, \"upload\": %.3f, \"download\": %.3f},\n",
                 hc->generate_ms, hc->compile_ms, hc->load_ms, hc->weights_ms, hc->alloc_ms, hc->upload_ms,
                 hc->download_ms);
+        /* the last timed run, end to end (README "Throughput at scale") */
+        fprintf(f, "  \"streamed\": {\"images\": %lld, \"batches\": %d, \"streams\": %d, \"wall_ms\": %.3f, "
+                   "\"kernels_ms\": %.3f, \"span_ms\": %.3f, \"upload_ms\": %.3f, \"download_ms\": %.3f, "
+                   "\"overlap\": %.4f},\n",
+                t->images, t->batches, t->streams, t->wall_ms, t->total_ms, t->span_ms, t->upload_ms, t->download_ms,
+                cg_gpu_overlap(t));
         fprintf(f, "  \"compiled\": %d,\n  \"cache_hits\": %d,\n  \"jit_threads\": %d,\n  \"arch\": ",
                 hc->compiled, hc->cache_hits, hc->jit_threads);
         json_str(f, hc->arch);
