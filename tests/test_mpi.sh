@@ -20,6 +20,11 @@ fi
 # CI runs as root, which Open MPI refuses unless told; one OpenMP thread per rank
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 export OMP_NUM_THREADS=1
+# make sanitize: Open MPI's dlopen'ed components leak at exit in frames LSan cannot
+# name (so no suppression can match them); leak checking is off for this script,
+# the rest of ASan and UBSan stays on (convgen-mpi's CPU path, cg_cpu_run_batched
+# and cg_share, is leak-checked in tests/test_pipeline.c)
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 spec=specs/ece408-2017.yaml
 src=(); images=${CG_TEST_IMAGES:-}
 if [ ! -e /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz ] && [ ! -e /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte ]; then

@@ -235,7 +235,7 @@ static int run_share(mpi_job *j, const mpi_opts *o, cg_err *e)
     int len = 0;
     char host[MPI_MAX_PROCESSOR_NAME] = "?";
     MPI_Get_processor_name(host, &len);
-    snprintf(r->host, sizeof r->host, "%s", host);
+    snprintf(r->host, sizeof r->host, "%.63s", host);
     r->off = j->off, r->n = j->n;
     double t0 = now_ms();
     if (!j->use_gpu) {
@@ -253,7 +253,7 @@ static int run_share(mpi_job *j, const mpi_opts *o, cg_err *e)
     memset(&t, 0, sizeof t);
     int rc = 0;
     if (cg_gpu_open(&g, j->s, &j->w, &go, &hc, e)) rc = CG_EXIT_DEVICE;
-    if (!rc) snprintf(r->device, sizeof r->device, "GPU %d: %s", j->device, cg_gpu_device_name(g));
+    if (!rc) snprintf(r->device, sizeof r->device, "GPU %d: %.80s", j->device, cg_gpu_device_name(g));
     t0 = now_ms();
     if (!rc && cg_gpu_run(g, px, j->n, pred, NULL, NULL, &t, &hc, e)) rc = CG_EXIT_DEVICE;
     r->wall_ms = now_ms() - t0;
