@@ -37,24 +37,10 @@ static void job_free(cg_job *j)
 }
 
 /* Images made up from a seed (xorshift pixels, labels 0..9): for timing and
- * checking where the dataset is not at hand. */
+ * checking where the dataset is not at hand; the same set convgen-mpi makes. */
 static int random_images(cg_dataset *d, const cg_spec *s, long long n, unsigned long long seed, cg_err *e)
 {
-    size_t np = (size_t)n * (size_t)s->C * (size_t)s->H * (size_t)s->W;
-    d->n = (int)n, d->h = s->H, d->w = s->W;
-    d->pixels = malloc(np ? np : 1);
-    d->labels = malloc((size_t)n);
-    if (!d->pixels || !d->labels) return cg_fail(e, "out of memory for %lld random images", n);
-    unsigned long long x = seed * 0x9e3779b97f4a7c15ULL + 1;
-    for (size_t i = 0; i < np; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        d->pixels[i] = (unsigned char)(x >> 24);
-    }
-    for (long long i = 0; i < n; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        d->labels[i] = (unsigned char)((x >> 24) % 10);
-    }
-    return 0;
+    return cg_data_random(d, n, (size_t)s->C * (size_t)s->H * (size_t)s->W, s->H, s->W, seed, e);
 }
 
 /* The spec alone: read and checked before anything probes the GPU. */
