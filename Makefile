@@ -5,6 +5,8 @@ CUDA_HOME ?= /usr/local/cuda
 ARCHS     ?=
 CC        ?= cc
 PREFIX    ?= /usr/local
+# MPI compiler wrapper: build/convgen-mpi is built (and tested) only where it is found
+MPICC     ?= mpicc
 SPECS     := $(wildcard specs/*.yaml)
 # ---------------------------------------------------------------------------
 
@@ -20,17 +22,19 @@ override CFLAGS += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp -fPIC \
 LDLIBS     = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a $(GOMP) -ldl -lm -lpthread
 
 GEN_SRC   := $(wildcard generator/*.c)
-RT_DIRS   := runtime/formats runtime/cpu runtime/cuda runtime/measure runtime/api runtime/cli
+RT_DIRS   := runtime/formats runtime/cpu runtime/dist runtime/cuda runtime/measure runtime/api runtime/cli
 RT_SRC    := $(foreach d,$(RT_DIRS),$(wildcard $(d)/*.c))
 TPL       := $(sort $(wildcard templates/*.lua templates/lib/*.lua))
 OBJ       := $(patsubst %.c,build/%.o,$(GEN_SRC) $(RT_SRC)) build/templates_embed.o
 LIB_OBJ   := $(filter-out build/runtime/cli/cli.o,$(OBJ))
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC))
+HAVE_MPI  := $(shell command -v $(MPICC) 2>/dev/null)
+MPI_BIN   := $(if $(HAVE_MPI),build/convgen-mpi)
 
 .PHONY: all lib install deps test test-run test-gpu demo generate fatbin clean format sanitize bench ptx sass fuzz fuzz-build
 
-all: build/convgen lib
+all: build/convgen lib $(MPI_BIN)
 
 # ---- the library (README "Using convgen as a library") ----------------------
 # libconvgen: everything but the command line. The static archive carries our
@@ -90,6 +94,11 @@ build/tools/weights_dtype: tools/weights_dtype.c $(LIB_OBJ)
 	@mkdir -p build/tools
 	$(CC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@
 
+# the MPI driver (README "Throughput at scale"): the library plus one main, through
+# mpicc with the same compiler and flags (OMPI_CC picks Open MPI's underlying compiler)
+build/convgen-mpi: runtime/mpi/convgen_mpi.c $(LIB_OBJ)
+	OMPI_CC=$(CC) $(MPICC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@
+
 build/tests/%: tests/%.c $(LIB_OBJ) tests/check.h
 	@mkdir -p build/tests
 	$(CC) $(CFLAGS) -Itests $< $(LIB_OBJ) $(LDLIBS) -o $@
@@ -104,7 +113,7 @@ build/tests/gpu/%: tests/gpu/%.c $(LIB_OBJ) tests/check.h
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: build/convgen lib $(TEST_BIN)
+test-run: build/convgen lib $(MPI_BIN) $(TEST_BIN)
 	@tools/run-tests.sh $(TEST_BIN)
 
 test-gpu: deps

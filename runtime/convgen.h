@@ -68,6 +68,7 @@ typedef struct {
                                 NAME.tuning.yaml beside it, if present */
     int no_tuning;           /* CUDA: apply no tuning record */
     int no_cache;            /* CUDA: compile every kernel, bypassing the on-disk cache */
+    int streams;             /* CUDA: batches in flight (stream sets), 1 (no overlap) to 4; 0: 2 */
     long long batch;         /* CUDA: images per launch; 0: as many as fit in memory */
     int profile;             /* CUDA: time every kernel launch (the command's --profile) */
     int poison;              /* CUDA: fill every float tensor with NaN before each batch,

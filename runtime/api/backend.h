@@ -20,6 +20,7 @@ typedef struct {
     int poison;          /* CUDA: NaN-fill every float tensor before each batch */
     int profile;         /* CUDA: time every kernel launch */
     cg_buf *log;         /* compiler messages of a failed open are appended here */
+    int streams;         /* CUDA: stream sets (batches in flight); 0: 2 */
 } cg_backend_opts;
 
 /* One run: n images in, predictions (and optionally scores and per-layer outputs) out. */

@@ -80,7 +80,7 @@ static cg_status open_backend(cg_net *net, const cg_spec *s, const cg_weights *w
 {
     net->s = s, net->w = w;
     net->be = backend_of(o->backend);
-    cg_backend_opts bo = {o->device, o->fatbin, o->no_cache, o->batch, o->poison, o->profile, &net->log};
+    cg_backend_opts bo = {o->device, o->fatbin, o->no_cache, o->batch, o->poison, o->profile, &net->log, o->streams};
     int rc = net->be->open(&net->state, s, w, &bo, &net->err);
     if (rc) return (cg_status)rc;
     net->opened = 1;

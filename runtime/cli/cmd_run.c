@@ -28,24 +28,10 @@ static void job_free(cg_job *j)
 }
 
 /* Images made up from a seed (xorshift pixels, labels 0..9): for timing and
- * checking where the dataset is not at hand. */
+ * checking where the dataset is not at hand; the same set convgen-mpi makes. */
 static int random_images(cg_dataset *d, const cg_spec *s, long long n, unsigned long long seed, cg_err *e)
 {
-    size_t np = (size_t)n * (size_t)s->C * (size_t)s->H * (size_t)s->W;
-    d->n = (int)n, d->h = s->H, d->w = s->W;
-    d->pixels = malloc(np ? np : 1);
-    d->labels = malloc((size_t)n);
-    if (!d->pixels || !d->labels) return cg_fail(e, "out of memory for %lld random images", n);
-    unsigned long long x = seed * 0x9e3779b97f4a7c15ULL + 1;
-    for (size_t i = 0; i < np; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        d->pixels[i] = (unsigned char)(x >> 24);
-    }
-    for (long long i = 0; i < n; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        d->labels[i] = (unsigned char)((x >> 24) % 10);
-    }
-    return 0;
+    return cg_data_random(d, n, (size_t)s->C * (size_t)s->H * (size_t)s->W, s->H, s->W, seed, e);
 }
 
 /* The spec alone: read and checked before anything probes the GPU. */
@@ -107,6 +93,19 @@ static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long
         if (j->w.random) printf(" done (no weights file: seeded random weights, seed %llu)\n", s->seed);
         else printf(" done\n");
     }
+    return 0;
+}
+
+/* --repeat-dataset K: the loaded images K times over, for measuring
+ * throughput on a large input (README "Throughput at scale"). */
+static int job_repeat(cg_job *j, long long k, cg_err *e)
+{
+    if (k <= 1) return 0;
+    if ((long long)j->d.n * k > 0x7fffffffLL)
+        return cg_fail(e, "--repeat-dataset %lld: %d images that many times is more than %d", k, j->d.n,
+                       0x7fffffff), CG_EXIT_USAGE;
+    if (cg_data_repeat(&j->d, (size_t)j->s->C * (size_t)j->s->H * (size_t)j->s->W, k, e)) return CG_EXIT_IO;
+    j->n = j->d.n;
     return 0;
 }
 
@@ -174,6 +173,9 @@ static void print_profile(const cg_gpu_times *t, const cg_host_costs *hc)
     printf("  %-26s %9.3f ms\n", "images upload (uint8)", hc->upload_ms);
     printf("  %-26s %9.3f ms\n", "results download", hc->download_ms);
     if (hc->cache_note[0]) printf("  cache: %s\n", hc->cache_note);
+    char streamed[1024];
+    cg_gpu_stream_summary(t, streamed, sizeof streamed);
+    fputs(streamed, stdout);
 }
 
 static void json_str(FILE *f, const char *s)
@@ -232,6 +234,12 @@ static int write_json(const char *path, const cg_job *j, const char *backend, co
                    "\"weights\": %.3f, \"alloc\": %.3f, \"upload\": %.3f, \"download\": %.3f},\n",
                 hc->generate_ms, hc->compile_ms, hc->load_ms, hc->weights_ms, hc->alloc_ms, hc->upload_ms,
                 hc->download_ms);
+        /* the last timed run, end to end (README "Throughput at scale") */
+        fprintf(f, "  \"streamed\": {\"images\": %lld, \"batches\": %d, \"streams\": %d, \"wall_ms\": %.3f, "
+                   "\"kernels_ms\": %.3f, \"span_ms\": %.3f, \"upload_ms\": %.3f, \"download_ms\": %.3f, "
+                   "\"overlap\": %.4f},\n",
+                t->images, t->batches, t->streams, t->wall_ms, t->total_ms, t->span_ms, t->upload_ms, t->download_ms,
+                cg_gpu_overlap(t));
         fprintf(f, "  \"compiled\": %d,\n  \"cache_hits\": %d,\n  \"jit_threads\": %d,\n  \"arch\": ",
                 hc->compiled, hc->cache_hits, hc->jit_threads);
         json_str(f, hc->arch);
@@ -277,6 +285,8 @@ static const char run_usage[] =
     "  --json FILE         the figures as JSON (FILE must be absent or a regular file)\n"
     "  --data DIR          where the IDX files are (default " CG_DATA_DIR_DEFAULT ")\n"
     "  --random-input S    made-up images from seed S instead of the data set\n"
+    "  --repeat-dataset K  the images K times over (a large input for measuring throughput)\n"
+    "  --streams S         batches in flight on the GPU, 1 (no overlap) to 4 (default 2) (GPU)\n"
     "  --tuning FILE       the tuning record to apply (GPU; default: SPEC's .tuning.yaml if present)\n"
     "  --no-tuning         ignore any tuning record (GPU)\n"
     "  -h, --help          this text\n"
@@ -323,8 +333,10 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend_t = NULL, *fatbin = NULL,
                *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL,
-               *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL;
+               *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL, *repeat_ds_t = NULL,
+               *streams_t = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend_t},
+                           {"--repeat-dataset", 1, &repeat_ds_t}, {"--streams", 1, &streams_t},
                            {"--fatbin", 1, &fatbin},   {"--data", 1, &data},     {"--no-cache", 0, &no_cache},
                            {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t},
                            {"--random-input", 1, &random_t}, {"--device", 1, &device_t},
@@ -332,8 +344,10 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, run_usage, e);
     if (rc == CG_OPTS_HELP) return 0;
     const char *backend = backend_t ? backend_t : "auto";
-    long long images = 0, batch = 0, repeat = 1, random_seed = -1, device = 0;
+    long long images = 0, batch = 0, repeat = 1, random_seed = -1, device = 0, repeat_ds = 1, streams = 0;
     if (!rc && !spec) rc = (cg_fail(e, "run needs a SPEC"), CG_EXIT_USAGE);
+    if (!rc) rc = cg_opt_int("--repeat-dataset", repeat_ds_t, 1, 100000, &repeat_ds, e);
+    if (!rc) rc = cg_opt_int("--streams", streams_t, 1, CG_PIPE_MAX_SETS, &streams, e);
     if (!rc) rc = cg_opt_int("--device", device_t, 0, 1023, &device, e);
     if (!rc) rc = cg_opt_int("--images", images_t, 1, 10000000, &images, e);
     if (!rc) rc = cg_opt_int("--batch", batch_t, 1, 1LL << 31, &batch, e);
@@ -355,17 +369,19 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     int use_gpu = 0;
     const char *gpu_opt = fatbin ? "--fatbin" : profile ? "--profile" : batch_t ? "--batch"
                         : no_cache ? "--no-cache" : device_t ? "--device" : tuning ? "--tuning"
-                        : no_tuning ? "--no-tuning" : NULL;
+                        : no_tuning ? "--no-tuning" : streams_t ? "--streams" : NULL;
     rc = gpu_opt ? gpu_only(gpu_opt, backend, (int)device, &use_gpu, e)
                  : pick_backend(backend, (int)device, 0, &use_gpu, e);
     cg_net_options no;
     cg_net_options_init(&no);
     no.backend = use_gpu ? CG_BACKEND_CUDA : CG_BACKEND_CPU;
     no.device = (int)device, no.fatbin = fatbin, no.no_cache = no_cache != NULL, no.batch = batch;
+    no.streams = (int)streams;
     no.profile = profile != NULL, no.tuning = tuning, no.no_tuning = no_tuning != NULL;
     int from_record[CG_MAX_LAYERS] = {0};
     if (!rc && use_gpu) rc = cg_net_tune(j.s, &no, from_record, NULL, e);
     if (!rc) rc = job_load(&j, spec, data, images, 1, random_seed, 0, e);
+    if (!rc) rc = job_repeat(&j, repeat_ds, e);
     if (rc) return job_free(&j), rc;
     int *pred = malloc((size_t)j.n * sizeof *pred);
     double layer_s[CG_MAX_LAYERS] = {0}, total_s = 0;
@@ -422,6 +438,8 @@ static const char check_usage[] =
     "  --seed S            fresh random weights from seed S (a spec without weights file)\n"
     "  --data DIR          where the IDX files are (default " CG_DATA_DIR_DEFAULT ")\n"
     "  --random-input S    made-up images from seed S instead of the data set\n"
+    "  --repeat-dataset K  the images K times over\n"
+    "  --batch B           images per batch on the GPU (default: as many as fit)\n"
     "  --tuning FILE       the tuning record to apply (default: SPEC's .tuning.yaml if present)\n"
     "  --no-tuning         ignore any tuning record\n"
     "  -h, --help          this text\n";
@@ -429,14 +447,18 @@ static const char check_usage[] =
 int cg_cmd_check(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *fatbin = NULL, *data = NULL, *no_cache = NULL,
-               *seed_t = NULL, *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL;
+               *seed_t = NULL, *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL,
+               *repeat_ds_t = NULL, *batch_t = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--fatbin", 1, &fatbin},  {"--data", 1, &data},
+                           {"--repeat-dataset", 1, &repeat_ds_t}, {"--batch", 1, &batch_t},
                            {"--no-cache", 0, &no_cache}, {"--seed", 1, &seed_t}, {"--random-input", 1, &random_t},
                            {"--device", 1, &device_t}, {"--tuning", 1, &tuning}, {"--no-tuning", 0, &no_tuning}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, check_usage, e);
     if (rc == CG_OPTS_HELP) return 0;
-    long long images = 200, seed = -1, random_seed = -1, device = 0;
+    long long images = 200, seed = -1, random_seed = -1, device = 0, repeat_ds = 1, batch = 0;
     if (!rc && !spec) rc = (cg_fail(e, "check needs a SPEC"), CG_EXIT_USAGE);
+    if (!rc) rc = cg_opt_int("--repeat-dataset", repeat_ds_t, 1, 100000, &repeat_ds, e);
+    if (!rc) rc = cg_opt_int("--batch", batch_t, 1, 1LL << 31, &batch, e);
     if (!rc) rc = cg_opt_int("--device", device_t, 0, 1023, &device, e);
     if (!rc) rc = cg_opt_int("--images", images_t, 1, 10000000, &images, e);
     if (!rc) rc = cg_opt_int("--seed", seed_t, 0, 1LL << 62, &seed, e);
@@ -446,11 +468,12 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     cg_net_options_init(&go);
     cg_net_options_init(&co);
     go.backend = CG_BACKEND_CUDA, go.device = (int)device, go.fatbin = fatbin, go.no_cache = no_cache != NULL;
-    go.poison = 1, go.tuning = tuning, go.no_tuning = no_tuning != NULL;
+    go.poison = 1, go.tuning = tuning, go.no_tuning = no_tuning != NULL, go.batch = batch;
     cg_job j;
     int from_record[CG_MAX_LAYERS];
     if ((rc = job_spec(&j, spec, e)) || (rc = cg_net_tune(j.s, &go, from_record, NULL, e)) ||
-        (rc = job_load(&j, spec, data, images, images_t != NULL, random_seed, 1, e)))
+        (rc = job_load(&j, spec, data, images, images_t != NULL, random_seed, 1, e)) ||
+        (rc = job_repeat(&j, repeat_ds, e)))
         return job_free(&j), rc;
     const cg_spec *s = j.s;
     if (seed >= 0 && j.w.random) {

@@ -52,12 +52,14 @@
     X(cuMemcpyDtoHAsync, 3020)                                                                 \
     X(cuMemcpyDtoDAsync, 3020)                                                                 \
     X(cuMemsetD32, 3020)                                                                       \
+    X(cuMemsetD32Async, 3020)                                                                  \
     X(cuMemsetD8, 3020)                                                                        \
     X(cuMemGetInfo, 3020)                                                                      \
     X(cuLaunchKernel, 4000)                                                                    \
     X(cuStreamCreate, 2000)                                                                    \
     X(cuStreamDestroy, 4000)                                                                   \
     X(cuStreamSynchronize, 2000)                                                               \
+    X(cuStreamWaitEvent, 3020)                                                                 \
     X(cuEventCreate, 2000)                                                                     \
     X(cuEventDestroy, 4000)                                                                    \
     X(cuEventRecord, 2000)                                                                     \

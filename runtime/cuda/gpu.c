@@ -14,6 +14,18 @@
 #include <string.h>
 #include <time.h>
 
+/* One stream set: what one batch in flight needs. While one set's kernels
+ * run, another's copies do, so each has its own tensors and staging. */
+typedef struct {
+    CUstream stream;
+    CUdeviceptr tdev[CG_MAX_TENSORS]; /* one batch of every tensor */
+    CUevent ev[CG_MAN_KERNELS + 1];   /* at the kernel marks (cg_gpu.mark) */
+    CUevent up0, up1, dn1;            /* upload start and end, download end */
+    unsigned char *hin;               /* pinned: one batch of input pixels */
+    unsigned char *hout;              /* pinned: one batch of every result downloaded */
+    size_t hin_cap, hout_cap;         /* their bytes */
+} cg_gpu_set;
+
 struct cg_gpu {
     cg_cu *cu;
     cg_manifest *m;
@@ -24,13 +36,17 @@ struct cg_gpu {
     CUfunction fn[CG_MAN_KERNELS];        /* per manifest kernel */
     CUdeviceptr wdev[CG_MAN_KERNELS];     /* weights passed as arguments, per kernel */
     CUdeviceptr bdev[CG_MAN_KERNELS];
-    CUdeviceptr tdev[CG_MAX_TENSORS];     /* one batch of every tensor */
     CUdeviceptr owned[2 * CG_MAN_KERNELS]; /* device weight buffers to free */
     int nowned;
-    long long batch;
+    long long batch;                      /* images per batch, per set */
     int poison, profile;
-    CUstream stream;
-    CUevent ev[CG_MAN_KERNELS + 1];
+    int nsets;
+    cg_gpu_set set[CG_PIPE_MAX_SETS];
+    /* event index recorded before kernel i (i = nkernels: after the last), -1
+     * for none: per kernel with --profile, else at layer boundaries */
+    int mark[CG_MAN_KERNELS + 1];
+    int nev;
+    CUevent first; /* the run's first upload starts */
 };
 
 static double now_ms(void)
@@ -238,24 +254,52 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
     return 0;
 }
 
-/* Batch size: what the user asked, at most max_batch, and what fits in 80% of free memory. */
-static int alloc_tensors(cg_gpu *g, long long want, cg_err *e)
+/* Batch size: what the user asked, at most max_batch, and what fits in 80% of
+ * free memory with every stream set holding a batch of every tensor. Then
+ * each set's tensors, stream and events; its pinned staging waits for the
+ * first run, which knows how many images a batch will really hold. */
+static int alloc_sets(cg_gpu *g, long long want, cg_err *e)
 {
+    const cg_manifest *m = g->m;
+    cg_cu *cu = g->cu;
     size_t per = 0, freeb = 0, total = 0;
-    for (int i = 0; i < g->m->ntensors; i++) per += (size_t)g->m->t[i].elems * cg_dtype_size(g->m->t[i].dtype);
-    if (CG_CU(e, g->cu->cuMemGetInfo(&freeb, &total))) return -1;
-    long long fit = (long long)(freeb / 10 * 8 / per);
+    for (int i = 0; i < m->ntensors; i++) per += (size_t)m->t[i].elems * cg_dtype_size(m->t[i].dtype);
+    if (CG_CU(e, cu->cuMemGetInfo(&freeb, &total))) return -1;
+    long long fit = (long long)(freeb / 10 * 8 / (per * (size_t)g->nsets));
     long long b = want > 0 ? want : 65536;
-    if (b > g->m->max_batch) b = g->m->max_batch;
+    if (b > m->max_batch) b = m->max_batch;
     if (b > fit) b = fit;
     if (b < 1)
-        return cg_fail(e, "one image needs %zu bytes of device memory; %zu are free", per, freeb);
+        return cg_fail(e, "one image needs %zu bytes of device memory in each of %d stream sets; %zu are free",
+                       per, g->nsets, freeb);
     g->batch = b;
-    for (int i = 0; i < g->m->ntensors; i++) {
-        size_t n = (size_t)b * (size_t)g->m->t[i].elems * cg_dtype_size(g->m->t[i].dtype);
-        if (CG_CU(e, g->cu->cuMemAlloc(&g->tdev[i], n))) return -1;
+    for (int k = 0; k < g->nsets; k++) {
+        cg_gpu_set *st = &g->set[k];
+        for (int i = 0; i < m->ntensors; i++) {
+            size_t n = (size_t)b * (size_t)m->t[i].elems * cg_dtype_size(m->t[i].dtype);
+            if (CG_CU(e, cu->cuMemAlloc(&st->tdev[i], n))) return -1;
+        }
+        if (CG_CU(e, cu->cuStreamCreate(&st->stream, CU_STREAM_NON_BLOCKING))) return -1;
+        for (int i = 0; i < g->nev; i++)
+            if (CG_CU(e, cu->cuEventCreate(&st->ev[i], CU_EVENT_DEFAULT))) return -1;
+        if (CG_CU(e, cu->cuEventCreate(&st->up0, CU_EVENT_DEFAULT)) ||
+            CG_CU(e, cu->cuEventCreate(&st->up1, CU_EVENT_DEFAULT)) ||
+            CG_CU(e, cu->cuEventCreate(&st->dn1, CU_EVENT_DEFAULT)))
+            return -1;
     }
-    return 0;
+    return CG_CU(e, cu->cuEventCreate(&g->first, CU_EVENT_DEFAULT));
+}
+
+/* Where the events go: before kernel i when it starts a layer (or before every
+ * kernel with --profile), and after the last. */
+static void set_marks(cg_gpu *g)
+{
+    const cg_manifest *m = g->m;
+    g->nev = 0;
+    for (int i = 0; i <= m->nkernels; i++) {
+        int boundary = i == 0 || i == m->nkernels || g->profile || strcmp(m->k[i].layer, m->k[i - 1].layer);
+        g->mark[i] = boundary ? g->nev++ : -1;
+    }
 }
 
 /* What JIT code may assume: this device's limits, compiled for arch. */
@@ -314,11 +358,8 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
     if (!rc) rc = upload_weights(g, w, e);
     hc->weights_ms = now_ms() - t0;
     t0 = now_ms();
-    if (!rc) rc = alloc_tensors(g, o->batch, e);
-    if (!rc) rc = CG_CU(e, g->cu->cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING));
-    /* one event before each kernel and one after the last */
-    for (int i = 0; !rc && i <= g->m->nkernels; i++)
-        rc = CG_CU(e, g->cu->cuEventCreate(&g->ev[i], CU_EVENT_DEFAULT));
+    if (!rc) set_marks(g);
+    if (!rc) rc = alloc_sets(g, o->batch, e);
     hc->alloc_ms = now_ms() - t0;
     return rc;
 }
@@ -338,7 +379,13 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     g->s = s;
     g->poison = o->poison;
     g->profile = o->profile;
+    g->nsets = o->streams ? o->streams : 2;
     *out = g;
+    if (g->nsets < 1 || g->nsets > CG_PIPE_MAX_SETS) {
+        cg_fail(e, "%d stream sets asked for: from 1 to %d", o->streams, CG_PIPE_MAX_SETS);
+        free(gen);
+        return -1;
+    }
     int rc = cg_cu_open(&g->cu, o->device, e);
     if (!rc && !(rc = ctx_enter(g, e))) {
         rc = open_current(g, s, w, o, gen, hc, e);
@@ -348,11 +395,12 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     return rc;
 }
 
-/* Launch kernel i for n images of the current batch. */
-static int launch(cg_gpu *g, int i, long long n, CUstream st, cg_err *e)
+/* Launch kernel i for n images of a batch held in set st's tensors, on stream s
+ * (the set's own, or a caller's). */
+static int launch(cg_gpu *g, cg_gpu_set *st, int i, long long n, CUstream s, cg_err *e)
 {
     const cg_mkernel *k = &g->m->k[i];
-    CUdeviceptr in = g->tdev[k->in], outp = g->tdev[k->out], w = g->wdev[i], b = g->bdev[i];
+    CUdeviceptr in = st->tdev[k->in], outp = st->tdev[k->out], w = g->wdev[i], b = g->bdev[i];
     int nn = (int)n;
     void *args[CG_MAX_ARGS];
     cg_args_bind(k->args, k->nargs, &in, &outp, &w, &b, &nn, args);
@@ -362,7 +410,7 @@ static int launch(cg_gpu *g, int i, long long n, CUstream st, cg_err *e)
     snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
     return cg_cu_check(e, g->cu->cuLaunchKernel(g->fn[i], gx, gy, gz, (unsigned)k->block[0],
                                                 (unsigned)k->block[1], (unsigned)k->block[2],
-                                                (unsigned)k->shared, st, args, NULL),
+                                                (unsigned)k->shared, s, args, NULL),
                        what);
 }
 
@@ -395,112 +443,248 @@ static int input_kernel(const cg_gpu *g)
 
 int cg_gpu_takes_f32(const cg_gpu *g) { return input_kernel(g) >= 0; }
 
-/* Run one batch already uploaded: every kernel in manifest order but `skip`
- * (-1: none), on stream st. timed: events between them (per kernel with
- * profiling, else at layer boundaries), waited for and added to t; untimed:
- * queued, nothing waited for. */
-static int run_batch(cg_gpu *g, long long n, int skip, CUstream st, int timed, cg_gpu_times *t, cg_err *e)
+/* One result copied back per batch: a tensor, bytes per image, where the
+ * caller wants it, and its place in the set's pinned staging. */
+typedef struct {
+    int tensor;
+    size_t per;
+    unsigned char *dst;
+    size_t at; /* offset in hout: batch * (bytes per image of the downloads before it) */
+} cg_download;
+
+/* One cg_gpu_run: what the pipeline's callbacks share. */
+typedef struct {
+    cg_gpu *g;
+    const unsigned char *src; /* host input: uint8 pixels, or floats when skip >= 0 */
+    int tin;                  /* the tensor the input goes to */
+    size_t in_per;            /* its bytes per image */
+    int skip;                 /* the kernel a float input replaces, -1: none */
+    cg_gpu_times *t;
+    int ndl;
+    cg_download dl[CG_MAX_LAYERS + 2];
+    int prev; /* the set of the batch submitted last, -1 before the first */
+} cg_gpu_runctx;
+
+/* memcpy with every core for large buffers: staging a batch of pixels into
+ * pinned memory on one thread (5-10 GB/s) can take longer than the batch's
+ * kernels, and the pipeline runs no faster than its slowest stage. */
+static void copy_wide(unsigned char *dst, const unsigned char *src, size_t n)
+{
+    const size_t chunk = (size_t)1 << 20;
+    if (n < 4 * chunk) {
+        memcpy(dst, src, n);
+        return;
+    }
+    long long nchunks = (long long)((n + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+    for (long long c = 0; c < nchunks; c++) {
+        size_t at = (size_t)c * chunk;
+        memcpy(dst + at, src + at, n - at < chunk ? n - at : chunk);
+    }
+}
+
+/* Pipeline submit: stage the pixels in pinned memory, then on the set's stream
+ * poison (if asked), upload, wait for the previous batch's kernels (so that
+ * kernels never share the device and each layer's events time it alone), run
+ * every kernel with events at the marks, and download into pinned memory. */
+static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e)
+{
+    cg_gpu_runctx *r = ctx;
+    cg_gpu *g = r->g;
+    const cg_manifest *m = g->m;
+    cg_cu *cu = g->cu;
+    cg_gpu_set *st = &g->set[si];
+    size_t in_bytes = (size_t)n * r->in_per;
+    double t0 = now_ms();
+    copy_wide(st->hin, r->src + (size_t)off * r->in_per, in_bytes);
+    r->t->stage_ms += now_ms() - t0;
+    for (int i = 0; g->poison && i < m->ntensors; i++) {
+        if (m->t[i].dtype == CG_DT_U8) continue;
+        /* a NaN pattern: anything a kernel fails to write shows up in the checks */
+        if (CG_CU(e, cu->cuMemsetD32Async(st->tdev[i], 0x7fbadbadu, (size_t)n * (size_t)m->t[i].elems, st->stream)))
+            return -1;
+    }
+    if (off == 0 && CG_CU(e, cu->cuEventRecord(g->first, st->stream))) return -1;
+    if (CG_CU(e, cu->cuEventRecord(st->up0, st->stream)) ||
+        CG_CU(e, cu->cuMemcpyHtoDAsync(st->tdev[r->tin], st->hin, in_bytes, st->stream)) ||
+        CG_CU(e, cu->cuEventRecord(st->up1, st->stream)))
+        return -1;
+    if (r->prev >= 0 && r->prev != si &&
+        CG_CU(e, cu->cuStreamWaitEvent(st->stream, g->set[r->prev].ev[g->nev - 1], 0)))
+        return -1;
+    for (int i = 0; i <= m->nkernels; i++) {
+        if (g->mark[i] >= 0 && CG_CU(e, cu->cuEventRecord(st->ev[g->mark[i]], st->stream))) return -1;
+        if (i < m->nkernels && i != r->skip && launch(g, st, i, n, st->stream, e)) return -1;
+    }
+    for (int d = 0; d < r->ndl; d++) {
+        const cg_download *dl = &r->dl[d];
+        if (CG_CU(e, cu->cuMemcpyDtoHAsync(st->hout + dl->at, st->tdev[dl->tensor], (size_t)n * dl->per, st->stream)))
+            return -1;
+    }
+    if (CG_CU(e, cu->cuEventRecord(st->dn1, st->stream))) return -1;
+    r->prev = si;
+    return 0;
+}
+
+/* Pipeline finish: wait for the set's download, add its events' times (per
+ * layer from its first kernel's mark to the next mark, per kernel with
+ * --profile), and copy its results out of pinned memory to the caller's. */
+static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e)
+{
+    cg_gpu_runctx *r = ctx;
+    cg_gpu *g = r->g;
+    const cg_manifest *m = g->m;
+    cg_cu *cu = g->cu;
+    cg_gpu_set *st = &g->set[si];
+    cg_gpu_times *t = r->t;
+    float ms;
+    double t0 = now_ms();
+    if (CG_CU(e, cu->cuEventSynchronize(st->dn1))) return -1;
+    t->wait_ms += now_ms() - t0;
+    if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[0], st->ev[g->nev - 1]))) return -1;
+    t->total_ms += ms;
+    for (int i = 0; i < m->nkernels; i++) {
+        if (g->mark[i] < 0) continue;
+        int j = i + 1;
+        while (g->mark[j] < 0) j++;
+        if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[g->mark[i]], st->ev[g->mark[j]]))) return -1;
+        if (m->k[i].layer_index >= 0) t->layer_ms[m->k[i].layer_index] += ms;
+        if (g->profile) prof_add(t, m->k[i].name, ms);
+    }
+    if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->up0, st->up1))) return -1;
+    t->upload_ms += ms;
+    if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[g->nev - 1], st->dn1))) return -1;
+    t->download_ms += ms;
+    t0 = now_ms();
+    for (int d = 0; d < r->ndl; d++) {
+        const cg_download *dl = &r->dl[d];
+        copy_wide(dl->dst + (size_t)off * dl->per, st->hout + dl->at, (size_t)n * dl->per);
+    }
+    t->stage_ms += now_ms() - t0;
+    t->batches++;
+    return 0;
+}
+
+/* After a failure: let every set's stream finish before the caller's buffers
+ * (or ours, on close) go; errors here add nothing to the first one. */
+static void drain_sets(void *ctx)
+{
+    cg_gpu *g = ((cg_gpu_runctx *)ctx)->g;
+    for (int k = 0; k < g->nsets; k++)
+        if (g->set[k].stream) g->cu->cuStreamSynchronize(g->set[k].stream);
+}
+
+/* Add one download to the run's plan: tensor `tensor` of every batch (at most
+ * rows images) into dst, staged after the downloads already planned (*at bytes). */
+static void add_download(const cg_gpu *g, cg_gpu_runctx *r, int tensor, void *dst, long long rows, size_t *at)
+{
+    cg_download *d = &r->dl[r->ndl++];
+    d->tensor = tensor;
+    d->per = (size_t)g->m->t[tensor].elems * cg_dtype_size(g->m->t[tensor].dtype);
+    d->dst = dst;
+    d->at = *at;
+    *at += (size_t)rows * d->per;
+}
+
+/* Pinned buffer *p of at least `want` bytes (*cap: its size), replaced by a
+ * larger one when it is smaller. */
+static int grow_pinned(cg_cu *cu, unsigned char **p, size_t *cap, size_t want, cg_err *e)
+{
+    if (*cap >= want) return 0;
+    if (*p && CG_CU(e, cu->cuMemFreeHost(*p))) return -1;
+    *p = NULL, *cap = 0;
+    void *q;
+    if (CG_CU(e, cu->cuMemAllocHost(&q, want))) return -1;
+    *p = q, *cap = want;
+    return 0;
+}
+
+/* The downloads a run asks for (predictions always, probabilities and layer
+ * outputs when given), laid out in the staging, and each set's pinned staging
+ * made large enough for a batch of this run: min(batch, n) images, so that a
+ * small run on a large-batch cg_gpu pins no more than it needs. */
+static int plan_staging(cg_gpu *g, cg_gpu_runctx *r, long long n, int *pred, float *probs, float **layer_out,
+                        cg_host_costs *hc, cg_err *e)
+{
+    const cg_manifest *m = g->m;
+    long long rows = n < g->batch ? n : g->batch;
+    size_t at = 0;
+    r->ndl = 0;
+    add_download(g, r, m->predict, pred, rows, &at);
+    if (probs) add_download(g, r, m->output, probs, rows, &at);
+    for (int l = 0; layer_out && l < m->nlayers; l++)
+        if (layer_out[l]) add_download(g, r, m->l[l].out, layer_out[l], rows, &at);
+    size_t in = (size_t)rows * r->in_per;
+    double t0 = now_ms();
+    for (int k = 0; k < g->nsets && rows > 0; k++) {
+        cg_gpu_set *st = &g->set[k];
+        if (grow_pinned(g->cu, &st->hin, &st->hin_cap, in, e) ||
+            grow_pinned(g->cu, &st->hout, &st->hout_cap, at, e))
+            return -1;
+    }
+    hc->alloc_ms += now_ms() - t0;
+    return 0;
+}
+
+/* A run on device pointers (cg_gpu_input.on_device): batch after batch through
+ * the first set's tensors, every copy and launch queued on the caller's stream,
+ * nothing waited for or timed. */
+static int run_on_device(cg_gpu *g, const cg_gpu_input *in, int tin, int skip, long long n, int *pred,
+                         float *probs, cg_err *e)
 {
     const cg_manifest *m = g->m;
     cg_cu *cu = g->cu;
-    int ev = 0, rc = 0;
-    int mark[CG_MAN_KERNELS + 1]; /* event index recorded before kernel i (-1: none) */
-    for (int i = 0; i <= m->nkernels; i++) {
-        int boundary = i == 0 || i == m->nkernels || g->profile ||
-                       strcmp(m->k[i].layer, m->k[i - 1].layer);
-        mark[i] = -1;
-        if (boundary && timed) {
-            if ((rc = CG_CU(e, cu->cuEventRecord(g->ev[ev], st)))) return rc;
-            mark[i] = ev++;
-        }
-        if (i < m->nkernels && i != skip && (rc = launch(g, i, n, st, e))) return rc;
-    }
-    if (!timed) return 0;
-    if ((rc = CG_CU(e, cu->cuEventSynchronize(g->ev[ev - 1])))) return rc;
-    float ms;
-    if ((rc = CG_CU(e, cu->cuEventElapsedTime(&ms, g->ev[mark[0]], g->ev[mark[m->nkernels]])))) return rc;
-    t->total_ms += ms;
-    /* per layer: from its first kernel's mark to the next boundary's */
-    for (int i = 0; i < m->nkernels; i++) {
-        if (mark[i] < 0) continue;
-        int j = i + 1;
-        while (mark[j] < 0) j++;
-        if ((rc = CG_CU(e, cu->cuEventElapsedTime(&ms, g->ev[mark[i]], g->ev[mark[j]])))) return rc;
-        if (m->k[i].layer_index >= 0) t->layer_ms[m->k[i].layer_index] += ms;
-        if (g->profile && i != skip) prof_add(t, m->k[i].name, ms);
+    cg_gpu_set *st = &g->set[0];
+    CUstream s = (CUstream)in->stream;
+    size_t in_per = (size_t)m->t[tin].elems * cg_dtype_size(m->t[tin].dtype);
+    size_t oc = (size_t)m->t[m->output].elems;
+    CUdeviceptr src = (CUdeviceptr)(uintptr_t)in->input, dpred = (CUdeviceptr)(uintptr_t)pred,
+                dprobs = (CUdeviceptr)(uintptr_t)probs;
+    for (long long done = 0; done < n; done += g->batch) {
+        long long b = n - done < g->batch ? n - done : g->batch;
+        if (CG_CU(e, cu->cuMemcpyDtoDAsync(st->tdev[tin], src + (size_t)done * in_per, (size_t)b * in_per, s)))
+            return -1;
+        for (int i = 0; i < m->nkernels; i++)
+            if (i != skip && launch(g, st, i, b, s, e)) return -1;
+        if (CG_CU(e, cu->cuMemcpyDtoDAsync(dpred + (size_t)done * 4, st->tdev[m->predict], (size_t)b * 4, s)))
+            return -1;
+        if (probs && CG_CU(e, cu->cuMemcpyDtoDAsync(dprobs + (size_t)done * oc * 4, st->tdev[m->output],
+                                                    (size_t)b * oc * 4, s)))
+            return -1;
     }
     return 0;
 }
 
-/* Copy n bytes to or from the device: a device pointer (on_device) on stream
- * st, queued; host memory through the kernels' stream too (see run_current),
- * so that a download follows the kernels. dir: 0 upload, 1 download. */
-static int copy(cg_gpu *g, int dir, int on_device, CUdeviceptr dev, void *host, CUdeviceptr other, size_t n,
-                CUstream st, cg_err *e)
-{
-    cg_cu *cu = g->cu;
-    if (on_device)
-        return dir ? CG_CU(e, cu->cuMemcpyDtoDAsync(other, dev, n, st)) : CG_CU(e, cu->cuMemcpyDtoDAsync(dev, other, n, st));
-    if (dir) return CG_CU(e, cu->cuMemcpyDtoH(host, dev, n));
-    return CG_CU(e, cu->cuMemcpyHtoDAsync(dev, host, n, st));
-}
-
-/* cg_gpu_run_input with g's context current. */
+/* cg_gpu_run_input with g's context current: host input through the pipeline
+ * of stream sets, device input on the caller's stream. */
 static int run_current(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred, float *probs,
                        float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e)
 {
-    const cg_manifest *m = g->m;
-    cg_cu *cu = g->cu;
     memset(t, 0, sizeof *t);
+    memset(t, 0, sizeof *t);
+    const cg_manifest *m = g->m;
     int skip = in->f32 ? input_kernel(g) : -1;
     if (in->f32 && skip < 0)
         return cg_fail(e, "%s: this network's first kernel reads uint8 pixels itself; give it uint8 input",
                        g->s->path);
     /* a float input goes where the input kernel would have written it */
     int tin = in->f32 ? m->k[skip].out : m->input;
-    size_t in_bytes = (size_t)m->t[tin].elems * cg_dtype_size(m->t[tin].dtype);
-    CUstream st = in->on_device ? (CUstream)in->stream : g->stream;
-    uintptr_t dev_in = (uintptr_t)in->input, dev_pred = (uintptr_t)pred, dev_probs = (uintptr_t)probs;
-    long long oc = m->t[m->output].elems;
-    for (long long done = 0; done < n; done += g->batch) {
-        long long b = n - done < g->batch ? n - done : g->batch;
-        if (g->poison) {
-            for (int i = 0; i < m->ntensors; i++) {
-                if (m->t[i].dtype == CG_DT_U8 || (in->f32 && i == tin)) continue;
-                /* a NaN pattern: anything a kernel fails to write shows up in the checks */
-                if (CG_CU(e, cu->cuMemsetD32(g->tdev[i], 0x7fbadbadu, (size_t)(b * m->t[i].elems))))
-                    return -1;
-            }
-            /* the memsets run on the legacy stream, the kernels on a non-blocking one that
-             * does not wait for it: finish them first, or one could poison a tensor after a
-             * kernel wrote it */
-            if (CG_CU(e, cu->cuStreamSynchronize(NULL))) return -1;
-        }
-        double t0 = now_ms();
-        /* on the kernels' stream: a plain cuMemcpyHtoD from pageable memory may return while
-         * its DMA is still in flight on the legacy stream, which the non-blocking kernel stream
-         * does not wait for (seen on an H200: the last images of a 64-image check of a
-         * 128x128 network read half-copied pixels, 3 runs in 9) */
-        if (copy(g, 0, in->on_device, g->tdev[tin], (char *)in->input + (size_t)done * in_bytes,
-                 (CUdeviceptr)(dev_in + (size_t)done * in_bytes), (size_t)b * in_bytes, st, e))
-            return -1;
-        hc->upload_ms += now_ms() - t0;
-        if (run_batch(g, b, skip, st, !in->on_device, t, e)) return -1;
-        t0 = now_ms();
-        if (copy(g, 1, in->on_device, g->tdev[m->predict], pred + done, (CUdeviceptr)(dev_pred + (size_t)done * 4),
-                 (size_t)b * 4, st, e))
-            return -1;
-        if (probs && copy(g, 1, in->on_device, g->tdev[m->output], probs + done * oc,
-                          (CUdeviceptr)(dev_probs + (size_t)(done * oc) * 4), (size_t)(b * oc) * 4, st, e))
-            return -1;
-        for (int l = 0; layer_out && !in->on_device && l < m->nlayers; l++) {
-            if (!layer_out[l]) continue;
-            long long el = m->t[m->l[l].out].elems;
-            if (CG_CU(e, cu->cuMemcpyDtoH(layer_out[l] + done * el, g->tdev[m->l[l].out], (size_t)(b * el) * 4)))
-                return -1;
-        }
-        hc->download_ms += now_ms() - t0;
-    }
+    if (in->on_device) return run_on_device(g, in, tin, skip, n, pred, probs, e);
+    cg_gpu_runctx r = {.g = g, .src = in->input, .tin = tin, .skip = skip, .t = t, .prev = -1};
+    r.in_per = (size_t)m->t[tin].elems * cg_dtype_size(m->t[tin].dtype);
+    if (plan_staging(g, &r, n, pred, probs, layer_out, hc, e)) return -1;
+    long long nb = (n + g->batch - 1) / g->batch;
+    t->images = n;
+    t->streams = nb < g->nsets ? (int)nb : g->nsets;
+    double t0 = now_ms();
+    cg_pipe_ops ops = {submit_batch, finish_batch, drain_sets};
+    if (cg_pipe_run(n, g->batch, g->nsets, &ops, &r, e)) return -1;
+    float ms = 0;
+    if (n > 0 && CG_CU(e, g->cu->cuEventElapsedTime(&ms, g->first, g->set[(nb - 1) % g->nsets].dn1))) return -1;
+    t->span_ms = ms;
+    t->wall_ms = now_ms() - t0;
+    hc->upload_ms += t->upload_ms;
+    hc->download_ms += t->download_ms;
     return 0;
 }
 
@@ -520,6 +704,32 @@ int cg_gpu_run(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, f
     return cg_gpu_run_input(g, &in, n, pred, probs, layer_out, t, hc, e);
 }
 
+double cg_gpu_overlap(const cg_gpu_times *t)
+{
+    double copies = t->upload_ms + t->download_ms;
+    if (copies <= 0) return 0;
+    double hidden = (copies + t->total_ms - t->span_ms) / copies;
+    return hidden < 0 ? 0 : hidden > 1 ? 1 : hidden;
+}
+
+void cg_gpu_stream_summary(const cg_gpu_times *t, char *buf, size_t n)
+{
+    double ips = t->wall_ms > 0 ? (double)t->images / (t->wall_ms / 1e3) : 0;
+    double share = t->wall_ms > 0 ? t->total_ms / t->wall_ms : 0;
+    snprintf(buf, n,
+             "==convgen-prof== streamed: %lld images in %d batch%s over %d stream set%s\n"
+             "  %-26s %9.3f ms  (%.0f images/s end to end)\n"
+             "  %-26s %9.3f ms  (%.1f%% of the wall time; alone they would allow %.0f images/s)\n"
+             "  %-26s %9.3f ms  (uploads %.3f ms, downloads %.3f ms; %.1f%% hidden behind kernels)\n"
+             "  %-26s %9.3f ms\n"
+             "  %-26s %9.3f ms  (pinned staging in and out; waiting for the device %.3f ms)\n",
+             t->images, t->batches, t->batches == 1 ? "" : "es", t->streams, t->streams == 1 ? "" : "s",
+             "wall (host clock)", t->wall_ms, ips, "kernels (events)", t->total_ms, 100 * share,
+             t->total_ms > 0 ? (double)t->images / (t->total_ms / 1e3) : 0, "copies (events)",
+             t->upload_ms + t->download_ms, t->upload_ms, t->download_ms, 100 * cg_gpu_overlap(t),
+             "device span (events)", t->span_ms, "host copies", t->stage_ms, t->wait_ms);
+}
+
 const char *cg_gpu_device_name(const cg_gpu *g) { return g->cu ? g->cu->name : "?"; }
 long long cg_gpu_batch(const cg_gpu *g) { return g->batch; }
 
@@ -529,11 +739,21 @@ void cg_gpu_close(cg_gpu *g)
     if (g->cu) {
         cg_cu *cu = g->cu;
         int pushed = cu->cuCtxPushCurrent(cu->ctx) == CUDA_SUCCESS;
-        for (size_t i = 0; i < sizeof g->ev / sizeof *g->ev; i++)
-            if (g->ev[i]) cu->cuEventDestroy(g->ev[i]);
-        if (g->stream) cu->cuStreamDestroy(g->stream);
-        for (int i = 0; i < CG_MAX_TENSORS; i++)
-            if (g->tdev[i]) cu->cuMemFree(g->tdev[i]);
+        for (int k = 0; k < CG_PIPE_MAX_SETS; k++) {
+            cg_gpu_set *st = &g->set[k];
+            if (st->stream) cu->cuStreamSynchronize(st->stream);
+            for (size_t i = 0; i < sizeof st->ev / sizeof *st->ev; i++)
+                if (st->ev[i]) cu->cuEventDestroy(st->ev[i]);
+            CUevent more[] = {st->up0, st->up1, st->dn1};
+            for (int i = 0; i < 3; i++)
+                if (more[i]) cu->cuEventDestroy(more[i]);
+            if (st->stream) cu->cuStreamDestroy(st->stream);
+            for (int i = 0; i < CG_MAX_TENSORS; i++)
+                if (st->tdev[i]) cu->cuMemFree(st->tdev[i]);
+            if (st->hin) cu->cuMemFreeHost(st->hin);
+            if (st->hout) cu->cuMemFreeHost(st->hout);
+        }
+        if (g->first) cu->cuEventDestroy(g->first);
         for (int i = 0; i < g->nowned; i++) cu->cuMemFree(g->owned[i]);
         for (int i = 0; i < g->nmods; i++) cu->cuModuleUnload(g->mods[i]);
         if (pushed) ctx_leave(g);

@@ -2,12 +2,17 @@
  *
  * Opening does the host-side work once: generate the sources in memory, compile
  * them through NVRTC (with the on-disk cache) or load a fat binary, upload the
- * weights, allocate every tensor for one batch. Running streams the images
- * through in batches, timing each layer with events. Kernel choice and launch
+ * weights, allocate every tensor for one batch in each of its stream sets.
+ * Running streams the images through in batches (runtime/dist/pipeline.h):
+ * each set has its own stream, device tensors and pinned host staging, so the
+ * upload of batch i+1 and the download of batch i-1 overlap the kernels of
+ * batch i; kernels of successive batches still run one batch after another,
+ * so each layer's time, taken with events, is its own. Kernel choice and launch
  * geometry come from the manifest; this file only evaluates its grid extents. */
 #ifndef CG_GPU_H
 #define CG_GPU_H
 #include "manifest.h"
+#include "pipeline.h"
 #include "spec.h"
 #include "weights.h"
 
@@ -22,6 +27,8 @@ typedef struct {
     int device;          /* CUDA device index (0-based) */
     cg_buf *log;         /* NVRTC's messages for kernels that fail to compile are
                             appended here; NULL: written to standard error */
+    int streams;         /* stream sets, each holding one batch: 1 (no overlap)
+                            to CG_PIPE_MAX_SETS; 0: 2 */
 } cg_gpu_opts;
 
 /* Where one kernel's device code came from, and what it cost (--profile). */
@@ -35,7 +42,7 @@ enum { CG_FROM_NVRTC, CG_FROM_CACHE, CG_FROM_FATBIN };
 /* Host-side costs, in milliseconds, and what the JIT cache did. */
 typedef struct {
     double generate_ms, compile_ms, load_ms, weights_ms, alloc_ms;
-    double upload_ms, download_ms;
+    double upload_ms, download_ms; /* the copies' device time (events), over all runs */
     int cache_hits, cache_misses, compiled;
     int jit_threads;      /* threads that compiled (JIT) */
     int nbuild;           /* kernels, in manifest file order */
@@ -56,7 +63,23 @@ typedef struct {
     double total_ms;                /* first kernel start to last kernel end, summed */
     int nprof;
     cg_kernel_prof prof[CG_MAN_KERNELS];
+    /* the run end to end (streamed execution) */
+    long long images;
+    int batches, streams;           /* batches run; stream sets used */
+    double wall_ms;                 /* host clock, cg_gpu_run's call to its return */
+    double span_ms;                 /* device: first upload's start to last download's end */
+    double upload_ms, download_ms;  /* device time of the copies, summed over batches */
+    double stage_ms;                /* host: pixels into pinned memory, results out of it */
+    double wait_ms;                 /* host: blocked waiting for a batch to come back */
 } cg_gpu_times;
+
+/* The share of the copies' time hidden behind kernels, 0..1: (upload +
+ * kernels + download, one after another) minus the device span, over the
+ * copies' time. 0 when nothing was copied. */
+double cg_gpu_overlap(const cg_gpu_times *t);
+/* The --profile lines about streaming: images/s end to end, the kernels'
+ * share of the wall time (what the kernels alone would allow), the overlap. */
+void cg_gpu_stream_summary(const cg_gpu_times *t, char *buf, size_t n);
 
 /* Each call below makes g's device context current for its duration and
  * restores the caller's (cuCtxPushCurrent/PopCurrent), so several cg_gpu on

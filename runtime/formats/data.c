@@ -260,6 +260,53 @@ void cg_dataset_free(cg_dataset *d)
     memset(d, 0, sizeof *d);
 }
 
+int cg_data_random(cg_dataset *d, long long n, size_t image_bytes, int h, int w, unsigned long long seed,
+                   cg_err *e)
+{
+    memset(d, 0, sizeof *d);
+    if (n < 0 || n > 0x7fffffffLL) return cg_fail(e, "%lld random images: from 0 to %d", n, 0x7fffffff);
+    size_t np = (size_t)n * image_bytes;
+    d->n = (int)n, d->h = h, d->w = w;
+    d->pixels = malloc(np ? np : 1);
+    d->labels = malloc(n ? (size_t)n : 1);
+    if (!d->pixels || !d->labels) {
+        cg_dataset_free(d);
+        return cg_fail(e, "out of memory for %lld random images", n);
+    }
+    unsigned long long x = seed * 0x9e3779b97f4a7c15ULL + 1;
+    for (size_t i = 0; i < np; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        d->pixels[i] = (unsigned char)(x >> 24);
+    }
+    for (long long i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        d->labels[i] = (unsigned char)((x >> 24) % 10);
+    }
+    return 0;
+}
+
+int cg_data_repeat(cg_dataset *d, size_t image_bytes, long long k, cg_err *e)
+{
+    if (k < 1) return cg_fail(e, "repeating the data set %lld times: must be at least once", k);
+    if (k == 1) return 0;
+    if ((long long)d->n * k > 0x7fffffffLL)
+        return cg_fail(e, "%d images repeated %lld times is %lld images; at most %d fit", d->n, k,
+                       (long long)d->n * k, 0x7fffffff);
+    size_t n = (size_t)d->n, all = n * (size_t)k, bytes = all * image_bytes;
+    unsigned char *px = malloc(bytes > 0 ? bytes : 1), *lb = malloc(all > 0 ? all : 1);
+    if (!px || !lb) {
+        free(px), free(lb);
+        return cg_fail(e, "out of memory for %zu images (%zu bytes)", all, bytes);
+    }
+    for (long long c = 0; c < k; c++) {
+        memcpy(px + (size_t)c * n * image_bytes, d->pixels, n * image_bytes);
+        memcpy(lb + (size_t)c * n, d->labels, n);
+    }
+    free(d->pixels), free(d->labels);
+    d->pixels = px, d->labels = lb, d->n = (int)all;
+    return 0;
+}
+
 /* ---- resize ------------------------------------------------------------- */
 
 /* The one resize convgen uses, for inference and for the training files.

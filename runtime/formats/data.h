@@ -28,6 +28,16 @@ int cg_data_load(const char *dir, int train, int side, int max_images, cg_datase
 int cg_idx_load_images(const char *path, int max_images, cg_dataset *d, cg_err *e);
 int cg_idx_load_labels(const char *path, unsigned char **labels, int *n, cg_err *e);
 void cg_dataset_free(cg_dataset *d);
+/* n made-up images of image_bytes pixels each, h x w, from a seed (xorshift
+ * pixels, labels 0..9): the same images `run --random-input SEED` makes, so
+ * that every process of a distributed run makes the same set. */
+int cg_data_random(cg_dataset *d, long long n, size_t image_bytes, int h, int w, unsigned long long seed,
+                   cg_err *e);
+/* The set k times over, in order (image i of copy c is image c*n + i), labels
+ * with it: a large input for measuring throughput (--repeat-dataset) without
+ * new files. image_bytes: one image's pixels (C*H*W). The result must stay
+ * under 2^31 images; on failure d is unchanged. */
+int cg_data_repeat(cg_dataset *d, size_t image_bytes, long long k, cg_err *e);
 
 /* Bilinear resize of one uint8 image, half-pixel centres (as PyTorch's
  * interpolate(mode="bilinear", align_corners=False) without antialias), edges

@@ -66,5 +66,25 @@ while read -r name want; do
   step "$name: GPU Correctness $want" bash -c \
     "$cg run specs/$name.yaml ${data[*]} | tee /dev/stderr | grep -qx 'Correctness: $want Model: $name'"
 done < models/accuracy.txt
+# streamed execution (README "Throughput at scale"): several batches in flight,
+# poisoned, against the CPU; the same predictions with 1, 2 and 4 stream sets;
+# the MPI driver on the GPU where it was built
+for s in "${nets[@]}"; do
+  n=$(basename "$s" .yaml)
+  step "$n: check in batches of 97 over 2 stream sets" $cg check "$s" --images 1000 --batch 97 "${data[@]}"
+  for k in 1 2 4; do
+    $cg run "$s" --images 10000 --batch 999 --streams $k "${data[@]}" 2>&1 | grep '^Correctness' >"$t/streams$k"
+  done
+  step "$n: --streams 1, 2, 4 agree" bash -c "[ -s '$t/streams1' ] && cmp '$t/streams1' '$t/streams2' && cmp '$t/streams1' '$t/streams4'"
+  if command -v compute-sanitizer >/dev/null; then
+    step "$n: compute-sanitizer memcheck, 3 batches in flight" compute-sanitizer --tool memcheck --error-exitcode 1 \
+      $cg run "$s" --images 100 --batch 16 --streams 3 "${data[@]}"
+  fi
+  if [ -x build/convgen-mpi ] && command -v mpirun >/dev/null; then
+    $cg run "$s" --images 2000 "${data[@]}" 2>&1 | grep '^Correctness' >"$t/one"
+    step "$n: mpirun -np 2 on the GPU gives run's accuracy" bash -c \
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 build/convgen-mpi run '$s' --backend cuda --images 2000 ${data[*]} | grep '^Correctness' | cmp - '$t/one'"
+  fi
+done
 echo "test-gpu: $pass passed, $fail failed"
 [ $fail -eq 0 ]
