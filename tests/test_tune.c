@@ -377,7 +377,8 @@ static void test_compile_batch(void)
 /* ---- --list counts against the declared legal values ---- */
 
 /* The legal values of each declared parameter of template tpl on layer li,
- * read from the template itself (T.params[i].legal(l)); returns the count of
+ * read from the template itself (T.params[i].legal(l), or default(l) alone for
+ * a parameter declared `tune = false`); returns the count of
  * parameters. names[i] and vals[i][0..nv[i]) receive them. */
 static int legal_values(const cg_spec *s, int li, const char *tpl, char names[][CG_NAME_MAX], long long vals[][64],
                         int *nv)
@@ -400,17 +401,24 @@ static int legal_values(const cg_spec *s, int li, const char *tpl, char names[][
         lua_getfield(L, -1, "name");
         snprintf(names[i], CG_NAME_MAX, "%s", lua_tostring(L, -1));
         lua_pop(L, 1);
-        lua_getfield(L, -1, "legal");
+        lua_getfield(L, -1, "tune"); /* tune = false: no tuning choice, the default only */
+        int fixed = lua_isboolean(L, -1) && !lua_toboolean(L, -1);
+        lua_pop(L, 1);
+        lua_getfield(L, -1, fixed ? "default" : "legal");
         lua_pushvalue(L, -5); /* l */
         if (cg_lua_pcall(h, 1, 1, &e)) {
             np = -1;
             goto out;
         }
-        nv[i] = (int)luaL_len(L, -1);
-        for (int j = 0; j < nv[i] && j < 64; j++) {
-            lua_geti(L, -1, j + 1);
-            vals[i][j] = lua_tointeger(L, -1);
-            lua_pop(L, 1);
+        if (fixed) {
+            nv[i] = 1, vals[i][0] = lua_tointeger(L, -1);
+        } else {
+            nv[i] = (int)luaL_len(L, -1);
+            for (int j = 0; j < nv[i] && j < 64; j++) {
+                lua_geti(L, -1, j + 1);
+                vals[i][j] = lua_tointeger(L, -1);
+                lua_pop(L, 1);
+            }
         }
         lua_pop(L, 2); /* list, d */
     }
@@ -478,7 +486,7 @@ static void test_list_counts(void)
     static const struct {
         int li;
         const char *layer, *tpl;
-    } cases[] = {{1, "fc1", "fc_tiled"}, {1, "fc1", "fc_vec"}, {2, "fc2", "fc_vec"}};
+    } cases[] = {{1, "fc1", "fc_tiled"}, {1, "fc1", "fc_vec"}, {2, "fc2", "fc_vec"}, {0, "conv1", "conv2d_direct"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         long long total = 0, n = -1, ltotal = -1;
         long long want = count_accepted(s, cases[i].li, cases[i].tpl, &total);
@@ -490,6 +498,14 @@ static void test_list_counts(void)
         if (i == 2) CHECK(want == 0 && total > 0, "fc_vec refuses a 10-input layer entirely (%lld)", want);
         if (i == 0) CHECK(want > 0 && want < total, "fc_tiled: some refused (%lld of %lld)", want, total);
     }
+    /* conv2d_direct's fuse is declared `tune = false`: every candidate fuses (an unfused
+     * kernel leaves its activation and pool to kernels the harness does not time) */
+    cg_candidates cs;
+    CHECK(cg_gen_candidates(s, 0, "conv2d_direct", 0, &cs, &e) == 0 && cs.n > 0, "conv1 candidates: %s", e.msg);
+    int unfused = 0;
+    for (int j = 0; j < cs.n; j++) unfused += strstr(cs.c[j].params, "fuse=1") == NULL;
+    CHECK(unfused == 0, "%d of %d conv2d_direct candidates do not fuse", unfused, cs.n);
+    cg_candidates_free(&cs);
     free(s);
 }
 

@@ -375,11 +375,9 @@ static int tune_layer(tuner *t, int li, double deadline, cg_tune_record *rec, cg
         cg_candidates cs;
         cg_err ce = {{0}};
         if (cg_gen_candidates(t->s, li, *tp, 0, &cs, &ce)) continue; /* the template serves no such layer */
-        /* an unfused conv (fuse=0) leaves its activation and pool to separate kernels that
-         * the harness does not time: its time is not the layer's, so it does not compete
-         * (on the H200 such a winner made a layer 1.9x slower in the network) */
-        for (int j = 0; !rc && j < cs.n; j++)
-            if (!strstr(cs.c[j].params, "fuse=0")) rc = add_cand(&lr, *tp, cs.c[j].params);
+        /* parameters the template declares `tune = false` (conv2d_direct's fuse) come
+         * at their default only: the enumerator already leaves the others out */
+        for (int j = 0; !rc && j < cs.n; j++) rc = add_cand(&lr, *tp, cs.c[j].params);
         cg_candidates_free(&cs);
     }
     /* the configuration the layer gets untuned */
