@@ -298,8 +298,17 @@ static int search(tuner *t, layer_run *lr, double deadline, cg_err *e)
     return cg_tune_search(&lr->t, &p, &ops, &t->cost, deadline, e);
 }
 
+/* The device's FP32 FMA peak in TFLOP/s (SMs x FP32 lanes x 2 x SM clock, as
+ * bench/compare.py counts it), for tools/plot_tune.py's floor; 0 when the
+ * driver reports no clock. */
+static double fp32_peak(const cg_cu *cu)
+{
+    int lanes = cu->cc == 60 || cu->cc == 70 || cu->cc == 75 || cu->cc == 80 ? 64 : 128;
+    return (double)cu->sm_count * lanes * 2 * cu->clock_khz * 1e3 / 1e12;
+}
+
 /* One CSV row per candidate of the layer. */
-static void csv_rows(FILE *f, const cg_layer *l, const layer_run *lr)
+static void csv_rows(FILE *f, const cg_layer *l, const layer_run *lr, double peak)
 {
     for (int i = 0; i < lr->t.n; i++) {
         const cg_tune_cand *x = &lr->t.c[i];
@@ -307,7 +316,7 @@ static void csv_rows(FILE *f, const cg_layer *l, const layer_run *lr)
                 cg_tune_status_name(x->status), x->compile_ms, x->ms, x->q3 - x->q1, x->retime_ms,
                 cg_tune_score(x), x->tflops);
         for (const char *p = x->reason; *p; p++) fputs(*p == '"' ? "\"\"" : (char[2]){*p, 0}, f);
-        fputs(i == lr->t.def ? "\",default\n" : "\",\n", f);
+        fprintf(f, "\",%s,%.4g\n", i == lr->t.def ? "default" : "", peak);
     }
 }
 
@@ -370,7 +379,7 @@ static int tune_layer(tuner *t, int li, double deadline, cg_tune_record *rec, cg
     if (rc && !e->msg[0]) cg_fail(e, "out of memory");
     if (!rc) rc = search(t, &lr, deadline, e);
     if (!rc) progress(t, &lr.t, 1);
-    if (!rc && t->csv) csv_rows(t->csv, l, &lr);
+    if (!rc && t->csv) csv_rows(t->csv, l, &lr, fp32_peak(t->cu));
     cg_tune_entry en;
     int got = rc ? 0 : entry_of(t, &lr, &en, e);
     if (got < 0) rc = -1;
@@ -472,7 +481,8 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     if (!rc && c.csv && !(t.csv = fopen(c.csv, "w")))
         rc = (cg_fail(e, "%s: cannot write: %s", c.csv, strerror(errno)), CG_EXIT_IO);
     if (t.csv)
-        fputs("layer,template,params,status,compile_ms,median_ms,iqr_ms,retime_ms,score_ms,tflops,reason,default\n",
+        fputs("layer,template,params,status,compile_ms,median_ms,iqr_ms,retime_ms,score_ms,tflops,reason,default,"
+              "peak_tflops\n",
               t.csv);
     cg_tune_record *rec = calloc(1, sizeof *rec);
     if (!rc && !rec) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
