@@ -1,6 +1,8 @@
 /* test_tune.c — the parts of `convgen tune` that need no GPU: signatures,
  * search order, the choice among measured candidates (failed and wrong ones
- * never win), the tuning record (round trip, malformed records refused with
+ * never win), the budget (cg_tune_search on a fake clock stops by its
+ * deadline with the best it measured), a compile batch through NVRTC (what
+ * does not generate or compile is dropped with its reason), the tuning record (round trip, malformed records refused with
  * FILE:LINE:COL), its application (spec > record > defaults; stale records
  * ignored) and `tune --list` counts against the templates' declared legal
  * values, computed here independently. */
@@ -369,6 +371,17 @@ static void test_compile_batch(void)
     CHECK(cg_tune_compile(s, 1, c, idx, 1, nv, &jo, &b, &e) == 0, "re-timing batch: %s", e.msg);
     CHECK(c[0].status == CG_TUNE_OK && b.slot[0] >= 0 && b.jr.k[b.slot[0]].image.len > 0,
           "a re-timed candidate keeps its status and image (%s, slot %d)", cg_tune_status_name(c[0].status), b.slot[0]);
+    cg_tune_batch_free(&b);
+    /* one that generates but NVRTC refuses (here: an architecture it does not know) is
+     * dropped with the compiler's reason, and the search goes on */
+    c[2].status = CG_TUNE_PENDING;
+    cg_jit_opts bad_arch = jo;
+    bad_arch.arch = 12;
+    idx[0] = 2;
+    CHECK(cg_tune_compile(s, 1, c, idx, 1, nv, &bad_arch, &b, &e) == 0, "a failing compile is no error: %s", e.msg);
+    CHECK(c[2].status == CG_TUNE_COMPILE_FAILED && b.slot[0] < 0 && c[2].reason[0] &&
+              strncmp(c[2].reason, "generate: ", 10) != 0 && !strchr(c[2].reason, '\n'),
+          "NVRTC's failure dropped with its one-line reason (%s: %s)", cg_tune_status_name(c[2].status), c[2].reason);
     cg_tune_batch_free(&b);
     cg_nvrtc_close(nv);
     free(s);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_tune.sh — `convgen tune` and the tuning options as a user meets them
 # without a GPU: --list, usage errors, exit 4 with one line, malformed records
-# refused with FILE:LINE:COL by the verbs that read them.
+# refused with FILE:LINE:COL by the verbs that read them, a stale record
+# ignored with one line, and tools/plot_tune.py's pictures of a tune CSV.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -54,6 +55,13 @@ cp specs/example-conv.yaml "$t/net.yaml"; cp "$t/bad.yaml" "$t/net.tuning.yaml"
 expect 3 "$t/net.tuning.yaml:6:15:" build "$t/net.yaml" -o "$t/x.fatbin"
 $cg build "$t/net.yaml" --no-tuning --arch 90 -o "$t/x.fatbin" >/dev/null 2>"$t/e"; rc=$?
 [ $rc -ne 3 ] && ok || bad "--no-tuning should not read the record: $(cat "$t/e")"
+
+# a record from another convgen version: one line on stderr, ignored, the build goes on
+sed 's/^convgen: 0.1.0$/convgen: 0.0.1/; s/conv2d_direkt/conv2d_direct/' "$t/bad.yaml" >"$t/stale.yaml"
+$cg build specs/example-conv.yaml --tuning "$t/stale.yaml" --arch 90 -o "$t/y.fatbin" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 0 ] && [ -s "$t/y.fatbin" ] && ok || bad "a stale record stops nothing: exit $rc ($(cat "$t/e"))"
+[ "$(wc -l <"$t/e")" -eq 1 ] && grep -qx "convgen: tuning record $t/stale.yaml: made by convgen 0.0.1, this is [0-9.]*: ignored" "$t/e" \
+  && ok || bad "stale record: one line expected: $(cat "$t/e")"
 
 # tools/plot_tune.py: one valid PNG per layer of a CSV as `tune --csv` writes it
 cat >"$t/c.csv" <<'CSV'
