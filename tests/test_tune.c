@@ -401,22 +401,26 @@ typedef struct {
     double max_cost;      /* the dearest single step taken */
 } fake;
 
+/* Candidate i's true time in ms: a fixed landscape from 1 to about 11. */
 static double fake_ms(int i)
 {
     return 1.0 + (double)((i * 7919) % 1009) / 100.0;
 }
 
+/* cg_tune_ops.now: the fake clock. */
 static double fake_now(void *ctx)
 {
     return ((fake *)ctx)->clock;
 }
 
+/* Moves the fake clock on by s, noting the dearest step. */
 static void fake_spend(fake *f, double s)
 {
     f->clock += s;
     if (s > f->max_cost) f->max_cost = s;
 }
 
+/* cg_tune_ops.compile: rounds of `threads` kernels; every 17th fails. */
 static int fake_compile(void *ctx, cg_tune_layer *L, const int *idx, int m, cg_err *e)
 {
     fake *f = ctx;
@@ -434,6 +438,7 @@ static int fake_compile(void *ctx, cg_tune_layer *L, const int *idx, int m, cg_e
     return 0;
 }
 
+/* cg_tune_ops.run: a check and timing (or re-timing); every 19th is wrong. */
 static int fake_run(void *ctx, cg_tune_layer *L, int j, int i, int retime, cg_err *e)
 {
     fake *f = ctx;
@@ -456,6 +461,7 @@ static int fake_run(void *ctx, cg_tune_layer *L, int j, int i, int retime, cg_er
     return 1;
 }
 
+/* cg_tune_ops.release: the batch is gone. */
 static void fake_release(void *ctx)
 {
     ((fake *)ctx)->m = 0;
@@ -495,6 +501,7 @@ static int best_measured(const cg_tune_layer *L)
     return b;
 }
 
+/* The budget as a ceiling, and the best measured winning within it. */
 static void test_budget(void)
 {
     int rc;

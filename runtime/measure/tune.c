@@ -201,6 +201,7 @@ static double mean_add(double m, int n, double x)
     return (m * n + x) / (n + 1);
 }
 
+/* The time on the search's clock (ops->now). */
 static double clock_now(const searcher *s)
 {
     return s->o->now(s->o->ctx);
@@ -213,6 +214,8 @@ static double est_run(const searcher *s)
     return s->runs ? s->run_sum / s->runs : s->cost->run_s;
 }
 
+/* The expected cost of re-timing one candidate: a first timing's, times the
+ * ratio seen so far (before any, the plan's guess). */
 static double est_retime(const searcher *s)
 {
     return est_run(s) * (s->cost->retimes ? s->cost->retime_ratio : s->p->retime_factor);
