@@ -44,7 +44,7 @@ T.params = {
   { name = "unroll_groups", doc = "1: unroll the loop over map groups too (weights become immediate operands)",
     legal = function(_) return { 0, 1 } end,
     default = function(_) return 0 end },
-  { name = "fuse", doc = "1: bias+activation+pool in this kernel; 0: bias only, then separate kernels",
+  { name = "fuse", tune = false, doc = "1: bias+activation+pool in this kernel; 0: bias only, then separate kernels",
     legal = function(_) return { 0, 1 } end,
     default = function(_) return 1 end },
 }

@@ -1,6 +1,8 @@
 /* test_tune.c — the parts of `convgen tune` that need no GPU: signatures,
  * search order, the choice among measured candidates (failed and wrong ones
- * never win), the tuning record (round trip, malformed records refused with
+ * never win), the budget (cg_tune_search on a fake clock stops by its
+ * deadline with the best it measured), a compile batch through NVRTC (what
+ * does not generate or compile is dropped with its reason), the tuning record (round trip, malformed records refused with
  * FILE:LINE:COL), its application (spec > record > defaults; stale records
  * ignored) and `tune --list` counts against the templates' declared legal
  * values, computed here independently. */
@@ -370,14 +372,222 @@ static void test_compile_batch(void)
     CHECK(c[0].status == CG_TUNE_OK && b.slot[0] >= 0 && b.jr.k[b.slot[0]].image.len > 0,
           "a re-timed candidate keeps its status and image (%s, slot %d)", cg_tune_status_name(c[0].status), b.slot[0]);
     cg_tune_batch_free(&b);
+    /* one that generates but NVRTC refuses (here: an architecture it does not know) is
+     * dropped with the compiler's reason, and the search goes on */
+    c[2].status = CG_TUNE_PENDING;
+    cg_jit_opts bad_arch = jo;
+    bad_arch.arch = 12;
+    idx[0] = 2;
+    CHECK(cg_tune_compile(s, 1, c, idx, 1, nv, &bad_arch, &b, &e) == 0, "a failing compile is no error: %s", e.msg);
+    CHECK(c[2].status == CG_TUNE_COMPILE_FAILED && b.slot[0] < 0 && c[2].reason[0] &&
+              strncmp(c[2].reason, "generate: ", 10) != 0 && !strchr(c[2].reason, '\n'),
+          "NVRTC's failure dropped with its one-line reason (%s: %s)", cg_tune_status_name(c[2].status), c[2].reason);
+    cg_tune_batch_free(&b);
     cg_nvrtc_close(nv);
     free(s);
+}
+
+/* ---- the budget: cg_tune_search on a fake clock ---- */
+
+/* A fake GPU: compiling a batch costs `round` seconds per compile round,
+ * checking and timing a candidate `run` seconds (`slow` for every 50th), a
+ * re-timing `retime_x` times that. Candidate i's true time is a fixed
+ * pseudo-random landscape; every 17th does not compile, every 19th is wrong. */
+typedef struct {
+    double clock, round, run, slow, retime_x;
+    int threads;
+    int batch[64], m;     /* the batch compiled last */
+    int compiles, runs, retimes;
+    double max_cost;      /* the dearest single step taken */
+} fake;
+
+/* Candidate i's true time in ms: a fixed landscape from 1 to about 11. */
+static double fake_ms(int i)
+{
+    return 1.0 + (double)((i * 7919) % 1009) / 100.0;
+}
+
+/* cg_tune_ops.now: the fake clock. */
+static double fake_now(void *ctx)
+{
+    return ((fake *)ctx)->clock;
+}
+
+/* Moves the fake clock on by s, noting the dearest step. */
+static void fake_spend(fake *f, double s)
+{
+    f->clock += s;
+    if (s > f->max_cost) f->max_cost = s;
+}
+
+/* cg_tune_ops.compile: rounds of `threads` kernels; every 17th fails. */
+static int fake_compile(void *ctx, cg_tune_layer *L, const int *idx, int m, cg_err *e)
+{
+    fake *f = ctx;
+    (void)e;
+    f->compiles++;
+    fake_spend(f, (m + f->threads - 1) / f->threads * f->round);
+    f->m = m;
+    for (int j = 0; j < m; j++) {
+        f->batch[j] = idx[j];
+        if (idx[j] % 17 == 3) {
+            L->c[idx[j]].status = CG_TUNE_COMPILE_FAILED;
+            snprintf(L->c[idx[j]].reason, sizeof L->c[idx[j]].reason, "compile: fake error");
+        }
+    }
+    return 0;
+}
+
+/* cg_tune_ops.run: a check and timing (or re-timing); every 19th is wrong. */
+static int fake_run(void *ctx, cg_tune_layer *L, int j, int i, int retime, cg_err *e)
+{
+    fake *f = ctx;
+    (void)e;
+    if (j < 0 || j >= f->m || f->batch[j] != i) return -1; /* the scheduler must pass the batch's own position */
+    cg_tune_cand *x = &L->c[i];
+    if (x->status == CG_TUNE_COMPILE_FAILED) return 0;
+    double cost = i % 50 == 7 ? f->slow : f->run;
+    fake_spend(f, retime ? cost * f->retime_x : cost);
+    if (retime) {
+        f->retimes++;
+        x->retime_ms = fake_ms(i);
+        return 1;
+    }
+    f->runs++;
+    if (i % 19 == 5) {
+        x->status = CG_TUNE_WRONG;
+        snprintf(x->reason, sizeof x->reason, "disagrees with the CPU reference");
+    } else x->status = CG_TUNE_OK, x->ms = fake_ms(i) * 1.01;
+    return 1;
+}
+
+/* cg_tune_ops.release: the batch is gone. */
+static void fake_release(void *ctx)
+{
+    ((fake *)ctx)->m = 0;
+}
+
+/* A layer of n candidates, all pending, the default at index def. */
+static cg_tune_layer fake_layer(int n, int def)
+{
+    cg_tune_layer L;
+    memset(&L, 0, sizeof L);
+    L.c = calloc((size_t)n, sizeof *L.c);
+    L.n = n, L.def = def;
+    for (int i = 0; i < n; i++) {
+        snprintf(L.c[i].tpl, sizeof L.c[i].tpl, "conv2d_direct");
+        snprintf(L.c[i].params, sizeof L.c[i].params, "a=%d b=%d c=%d", i / 100, i / 10 % 10, i % 10);
+    }
+    return L;
+}
+
+/* Search one fake layer from the fake's clock to deadline; returns its winner (-1: none). */
+static int fake_search(fake *f, cg_tune_layer *L, cg_tune_costs *cost, double deadline, int *rc)
+{
+    cg_tune_plan p = {24, 3, f->threads, 64, 5.0};
+    cg_tune_ops ops = {f, fake_now, fake_compile, fake_run, fake_release, NULL};
+    cg_err e = {{0}};
+    *rc = cg_tune_search(L, &p, &ops, cost, deadline, &e);
+    int w;
+    return cg_tune_best(L->c, L->n, 1, &w) == 1 ? w : -1;
+}
+
+/* The index of the fastest candidate among those measured OK (by true time). */
+static int best_measured(const cg_tune_layer *L)
+{
+    int b = -1;
+    for (int i = 0; i < L->n; i++)
+        if (L->c[i].status == CG_TUNE_OK && (b < 0 || fake_ms(i) < fake_ms(b))) b = i;
+    return b;
+}
+
+/* The budget as a ceiling, and the best measured winning within it. */
+static void test_budget(void)
+{
+    int rc;
+    /* a large space on a tight budget: stops in time, with the best it measured */
+    fake f = {.round = 1.0, .run = 0.1, .slow = 0.1, .retime_x = 4, .threads = 4};
+    cg_tune_costs cost;
+    memset(&cost, 0, sizeof cost);
+    cg_tune_layer L = fake_layer(3000, 1234);
+    int w = fake_search(&f, &L, &cost, 20.0, &rc);
+    CHECK(rc == 0, "search ran");
+    CHECK(f.clock <= 20.0, "the budget is a ceiling: ended at %.2f s of 20", f.clock);
+    CHECK(L.cut == 1 && L.measured < L.n && L.measured >= 24, "cut by the budget after the sample (%d of %d)",
+          L.measured, L.n);
+    int pend = 0;
+    for (int i = 0; i < L.n; i++) pend += L.c[i].status == CG_TUNE_PENDING;
+    CHECK(pend == L.n - L.measured, "measured counts every outcome known (%d pending, %d measured)", pend, L.measured);
+    CHECK(L.c[L.def].status == CG_TUNE_OK, "the default is measured first");
+    CHECK(w >= 0 && w == best_measured(&L), "the winner is the best measured (%d vs %d)", w, best_measured(&L));
+    CHECK(L.retimed >= 1 && L.c[w].retime_ms > 0, "the winner was re-timed (%d re-timed)", L.retimed);
+    CHECK(cost.rounds > 0 && cost.runs > 0 && fabs(cost.run_s - 0.1) < 1e-9, "costs learnt: run %.3f", cost.run_s);
+    free(L.c);
+
+    /* the next layer, planned with what the first taught: a share smaller than one
+     * compile round measures nothing and costs nothing */
+    double before = f.clock;
+    L = fake_layer(500, 0);
+    w = fake_search(&f, &L, &cost, f.clock + 0.5, &rc);
+    CHECK(rc == 0 && w == -1 && L.measured == 0 && L.cut == 1 && f.clock == before,
+          "no room for a compile round: nothing measured (%d, %.2f s spent)", L.measured, f.clock - before);
+    free(L.c);
+    /* a deadline already past: the same */
+    L = fake_layer(500, 0);
+    w = fake_search(&f, &L, &cost, f.clock - 1, &rc);
+    CHECK(rc == 0 && L.measured == 0 && f.clock == before, "a spent budget measures nothing");
+    free(L.c);
+
+    /* a generous budget: everything measured, the true best wins, compile failures and
+     * wrong results among them never do */
+    fake g = {.round = 1.0, .run = 0.1, .slow = 0.1, .retime_x = 4, .threads = 4};
+    memset(&cost, 0, sizeof cost);
+    L = fake_layer(300, 10);
+    w = fake_search(&g, &L, &cost, 1e6, &rc);
+    int truth = -1, failed = 0, wrong = 0;
+    for (int i = 0; i < L.n; i++)
+        if (i % 17 != 3 && i % 19 != 5 && (truth < 0 || fake_ms(i) < fake_ms(truth))) truth = i;
+    for (int i = 0; i < L.n; i++) failed += L.c[i].status == CG_TUNE_COMPILE_FAILED, wrong += L.c[i].status == CG_TUNE_WRONG;
+    CHECK(rc == 0 && L.measured == L.n && !L.cut, "all %d measured (%d), not cut", L.n, L.measured);
+    CHECK(w == truth, "the true best wins (%d, want %d)", w, truth);
+    CHECK(failed > 0 && wrong > 0 && w % 17 != 3 && w % 19 != 5, "failed (%d) and wrong (%d) are skipped", failed,
+          wrong);
+    CHECK(!strcmp(L.c[3].reason, "compile: fake error") && L.c[5].status == CG_TUNE_WRONG, "each with its reason");
+    free(L.c);
+
+    /* dear outliers (every 50th candidate takes 3 s to time): the overrun is at most
+     * one step, and only because an estimate was beaten */
+    fake h = {.round = 1.0, .run = 0.1, .slow = 3.0, .retime_x = 4, .threads = 8};
+    memset(&cost, 0, sizeof cost);
+    L = fake_layer(2000, 7);
+    fake_search(&h, &L, &cost, 30.0, &rc);
+    CHECK(rc == 0 && h.clock <= 30.0 + h.max_cost, "at most one step past the deadline: %.2f s (step %.2f)", h.clock,
+          h.max_cost);
+    CHECK(L.measured < L.n, "cut (%d of %d)", L.measured, L.n);
+    free(L.c);
+
+    /* budgets from 2 to 60 s: never past the deadline with steady costs, and more time
+       never measures fewer candidates */
+    int last = -1, mono = 1, within = 1;
+    for (double b = 2; b <= 60; b += 2) {
+        fake k = {.round = 0.7, .run = 0.05, .slow = 0.05, .retime_x = 3, .threads = 8};
+        memset(&cost, 0, sizeof cost);
+        L = fake_layer(2400, 100);
+        fake_search(&k, &L, &cost, b, &rc);
+        if (k.clock > b + (b < 1.5 ? 1.0 : 0)) within = 0, printf("budget %.0f: ended at %.2f\n", b, k.clock);
+        if (L.measured < last) mono = 0;
+        last = L.measured;
+        free(L.c);
+    }
+    CHECK(within, "every budget held");
+    CHECK(mono, "a larger budget measures at least as many");
 }
 
 /* ---- --list counts against the declared legal values ---- */
 
 /* The legal values of each declared parameter of template tpl on layer li,
- * read from the template itself (T.params[i].legal(l)); returns the count of
+ * read from the template itself (T.params[i].legal(l), or default(l) alone for
+ * a parameter declared `tune = false`); returns the count of
  * parameters. names[i] and vals[i][0..nv[i]) receive them. */
 static int legal_values(const cg_spec *s, int li, const char *tpl, char names[][CG_NAME_MAX], long long vals[][64],
                         int *nv)
@@ -400,17 +610,24 @@ static int legal_values(const cg_spec *s, int li, const char *tpl, char names[][
         lua_getfield(L, -1, "name");
         snprintf(names[i], CG_NAME_MAX, "%s", lua_tostring(L, -1));
         lua_pop(L, 1);
-        lua_getfield(L, -1, "legal");
+        lua_getfield(L, -1, "tune"); /* tune = false: no tuning choice, the default only */
+        int fixed = lua_isboolean(L, -1) && !lua_toboolean(L, -1);
+        lua_pop(L, 1);
+        lua_getfield(L, -1, fixed ? "default" : "legal");
         lua_pushvalue(L, -5); /* l */
         if (cg_lua_pcall(h, 1, 1, &e)) {
             np = -1;
             goto out;
         }
-        nv[i] = (int)luaL_len(L, -1);
-        for (int j = 0; j < nv[i] && j < 64; j++) {
-            lua_geti(L, -1, j + 1);
-            vals[i][j] = lua_tointeger(L, -1);
-            lua_pop(L, 1);
+        if (fixed) {
+            nv[i] = 1, vals[i][0] = lua_tointeger(L, -1);
+        } else {
+            nv[i] = (int)luaL_len(L, -1);
+            for (int j = 0; j < nv[i] && j < 64; j++) {
+                lua_geti(L, -1, j + 1);
+                vals[i][j] = lua_tointeger(L, -1);
+                lua_pop(L, 1);
+            }
         }
         lua_pop(L, 2); /* list, d */
     }
@@ -478,7 +695,7 @@ static void test_list_counts(void)
     static const struct {
         int li;
         const char *layer, *tpl;
-    } cases[] = {{1, "fc1", "fc_tiled"}, {1, "fc1", "fc_vec"}, {2, "fc2", "fc_vec"}};
+    } cases[] = {{1, "fc1", "fc_tiled"}, {1, "fc1", "fc_vec"}, {2, "fc2", "fc_vec"}, {0, "conv1", "conv2d_direct"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         long long total = 0, n = -1, ltotal = -1;
         long long want = count_accepted(s, cases[i].li, cases[i].tpl, &total);
@@ -490,6 +707,14 @@ static void test_list_counts(void)
         if (i == 2) CHECK(want == 0 && total > 0, "fc_vec refuses a 10-input layer entirely (%lld)", want);
         if (i == 0) CHECK(want > 0 && want < total, "fc_tiled: some refused (%lld of %lld)", want, total);
     }
+    /* conv2d_direct's fuse is declared `tune = false`: every candidate fuses (an unfused
+     * kernel leaves its activation and pool to kernels the harness does not time) */
+    cg_candidates cs;
+    CHECK(cg_gen_candidates(s, 0, "conv2d_direct", 0, &cs, &e) == 0 && cs.n > 0, "conv1 candidates: %s", e.msg);
+    int unfused = 0;
+    for (int j = 0; j < cs.n; j++) unfused += strstr(cs.c[j].params, "fuse=1") == NULL;
+    CHECK(unfused == 0, "%d of %d conv2d_direct candidates do not fuse", unfused, cs.n);
+    cg_candidates_free(&cs);
     free(s);
 }
 
@@ -507,6 +732,7 @@ int main(void)
         test_signature(s);
         test_choice();
         test_search_order();
+        test_budget();
         test_round_trip(s);
         test_malformed();
         test_apply();

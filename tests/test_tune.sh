@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_tune.sh — `convgen tune` and the tuning options as a user meets them
 # without a GPU: --list, usage errors, exit 4 with one line, malformed records
-# refused with FILE:LINE:COL by the verbs that read them.
+# refused with FILE:LINE:COL by the verbs that read them, a stale record
+# ignored with one line, and tools/plot_tune.py's pictures of a tune CSV.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -54,6 +55,81 @@ cp specs/example-conv.yaml "$t/net.yaml"; cp "$t/bad.yaml" "$t/net.tuning.yaml"
 expect 3 "$t/net.tuning.yaml:6:15:" build "$t/net.yaml" -o "$t/x.fatbin"
 $cg build "$t/net.yaml" --no-tuning --arch 90 -o "$t/x.fatbin" >/dev/null 2>"$t/e"; rc=$?
 [ $rc -ne 3 ] && ok || bad "--no-tuning should not read the record: $(cat "$t/e")"
+
+# a record from another convgen version: one line on stderr, ignored, the build goes on
+sed 's/^convgen: 0.1.0$/convgen: 0.0.1/; s/conv2d_direkt/conv2d_direct/' "$t/bad.yaml" >"$t/stale.yaml"
+$cg build specs/example-conv.yaml --tuning "$t/stale.yaml" --arch 90 -o "$t/y.fatbin" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 0 ] && [ -s "$t/y.fatbin" ] && ok || bad "a stale record stops nothing: exit $rc ($(cat "$t/e"))"
+[ "$(wc -l <"$t/e")" -eq 1 ] && grep -qx "convgen: tuning record $t/stale.yaml: made by convgen 0.0.1, this is [0-9.]*: ignored" "$t/e" \
+  && ok || bad "stale record: one line expected: $(cat "$t/e")"
+
+# tools/plot_tune.py: one valid PNG per layer of a CSV as `tune --csv` writes it
+cat >"$t/c.csv" <<'CSV'
+layer,template,params,status,compile_ms,median_ms,iqr_ms,retime_ms,score_ms,tflops,reason,default,peak_tflops
+conv1,conv2d_direct,"block=64 maps_unroll=5 cols=3 unroll_groups=0 fuse=1",ok,310.2,0.412,0.003,0.405,0.405,12.5,"",default,67.6
+conv1,conv2d_direct,"block=128 maps_unroll=5 cols=3 unroll_groups=0 fuse=1",ok,300.2,0.52,0.003,0,0.52,9.7,"",,67.6
+conv1,conv2d_igemm,"bm=64 bn=256 bk=5 tm=8 tn=8 stages=2",ok,500.1,0.21,0.002,0.2,0.2,24.1,"",,67.6
+conv1,conv2d_igemm,"bm=64 bn=128 bk=5 tm=8 tn=8 stages=2",wrong,500.1,0,0,0,inf,0,"disagrees with the CPU reference",,67.6
+conv1,conv2d_igemm,"bm=32 bn=128 bk=5 tm=8 tn=8 stages=2",pending,0,0,0,0,inf,0,"",,67.6
+fc1,fc_tiled,"bm=64 bn=64 bk=16 tm=4 tn=4",ok,200,0.05,0.001,0.049,0.049,3.1,"",default,67.6
+fc1,fc_vec,"bm=64 bn=64 bk=16 tm=4 tn=4",compile-failed,0,0,0,0,inf,0,"compile: x",,67.6
+CSV
+# png_check FILE W H [colour...]: a whole PNG of that size (signature, chunk CRCs, IDAT
+# inflating to H rows of W RGB pixels) holding each colour given as r,g,b
+png_check() {
+  python3 - "$@" <<'PY'
+import struct, sys, zlib
+path, w, h = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+d = open(path, "rb").read()
+assert d[:8] == b"\x89PNG\r\n\x1a\n", "signature"
+at, idat, kinds = 8, b"", []
+while at < len(d):
+    n, = struct.unpack(">I", d[at:at + 4]); kind = d[at + 4:at + 8]; body = d[at + 8:at + 8 + n]
+    crc, = struct.unpack(">I", d[at + 8 + n:at + 12 + n])
+    assert zlib.crc32(kind + body) & 0xFFFFFFFF == crc, "CRC of " + kind.decode()
+    kinds.append(kind); idat += body if kind == b"IDAT" else b""
+    if kind == b"IHDR": W, H, depth, ctype = struct.unpack(">IIBB", body[:10])
+    at += 12 + n
+assert kinds[0] == b"IHDR" and kinds[-1] == b"IEND", kinds
+if w:
+    assert (W, H, depth, ctype) == (w, h, 8, 2), (W, H, depth, ctype)
+    raw = zlib.decompress(idat)
+    assert len(raw) == h * (1 + 3 * w), len(raw)
+    rows = [raw[y * (1 + 3 * w) + 1:(y + 1) * (1 + 3 * w)] for y in range(h)]
+    for c in sys.argv[4:]:
+        rgb = bytes(int(v) for v in c.split(","))
+        assert any(any(r[i:i + 3] == rgb for i in range(0, len(r), 3)) for r in rows), "no pixel " + c
+PY
+}
+# the CSV above has the header convgen writes
+strings $cg | grep -qx "$(head -1 "$t/c.csv")" && ok || bad "tune --csv's header differs from the test's"
+python3 tools/plot_tune.py "$t/c.csv" -o "$t/plots" --plain >"$t/o" 2>"$t/e" && ok || bad "plot_tune.py: $(cat "$t/e")"
+[ "$(ls "$t/plots")" = "$(printf 'conv1.png\nfc1.png')" ] && ok || bad "one PNG per layer: $(ls "$t/plots")"
+grep -q "conv1.png: 3 timed of 5" "$t/o" && ok || bad "plot_tune.py counts: $(cat "$t/o")"
+# conv1: grey candidates, the red default, the green winner, the blue floor (12.5*0.412/67.6 ms)
+png_check "$t/plots/conv1.png" 800 500 110,110,110 220,30,30 0,160,60 30,80,230 && ok || bad "conv1.png"
+png_check "$t/plots/fc1.png" 800 500 0,160,60 30,80,230 && ok || bad "fc1.png"
+python3 tools/plot_tune.py "$t/c.csv" -o "$t/p2" --plain --size 400x300 >/dev/null && png_check "$t/p2/fc1.png" 400 300 \
+  && ok || bad "--size 400x300"
+# without a peak (none in the CSV, none given) there is no floor line
+cut -d, -f1-12 "$t/c.csv" >"$t/nopeak.csv"
+python3 tools/plot_tune.py "$t/nopeak.csv" -o "$t/p3" --plain >"$t/o" 2>&1 && grep -q "no FP32-peak floor" "$t/o" \
+  && ! png_check "$t/p3/fc1.png" 800 500 30,80,230 2>/dev/null && ok || bad "no peak, no floor: $(cat "$t/o")"
+python3 tools/plot_tune.py "$t/nopeak.csv" -o "$t/p4" --plain --peak 67.6 >/dev/null && png_check "$t/p4/fc1.png" 800 500 30,80,230 \
+  && ok || bad "--peak draws the floor"
+# with matplotlib, when installed, the same files (its own size)
+python3 tools/plot_tune.py "$t/c.csv" -o "$t/p5" >/dev/null 2>&1 && png_check "$t/p5/conv1.png" 0 0 && ok || bad "default drawing"
+# errors: one line, FILE:LINE, exit 3; usage exit 2
+printf 'layer,template\nconv1,x\n' >"$t/bad.csv"
+python3 tools/plot_tune.py "$t/bad.csv" -o "$t/p6" 2>"$t/e"; rc=$?
+[ $rc -eq 3 ] && [ "$(wc -l <"$t/e")" -eq 1 ] && grep -q "^plot_tune.py: $t/bad.csv:1: no column 'params'" "$t/e" && ok \
+  || bad "bad CSV: exit $rc: $(cat "$t/e")"
+sed '3s/,0.52,/,fast,/' "$t/c.csv" >"$t/bad2.csv"
+python3 tools/plot_tune.py "$t/bad2.csv" -o "$t/p6" 2>"$t/e"; rc=$?
+[ $rc -eq 3 ] && grep -q "bad2.csv:3: column 'median_ms' holds 'fast'" "$t/e" && [ ! -e "$t/p6" ] && ok \
+  || bad "bad number: exit $rc: $(cat "$t/e")"
+python3 tools/plot_tune.py "$t/c.csv" --size 10 2>"$t/e"; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$t/e")" -eq 1 ] && ok || bad "usage error: exit $rc: $(cat "$t/e")"
 
 echo "test_tune.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -22,6 +22,7 @@ for t in "$@"; do
     spec) cp specs/*.yaml bench/specs/*.yaml tests/specs_bad/* "$corpus/" ;;
     gen) cp specs/*.yaml "$corpus/" ;;
     manifest) for m in generated/*/manifest.txt; do cp "$m" "$corpus/$(basename "$(dirname "$m")").txt"; done ;;
+    tuning) git ls-files -z '*.tuning.yaml' | xargs -0 -r cp -t "$corpus/" ;; # and the harness's own
   esac
   if ! CG_FUZZ_SEEDS=$corpus "$bin"; then
     echo "fuzz $t: writing seeds failed" >&2

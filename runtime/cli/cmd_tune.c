@@ -33,7 +33,7 @@ static const char tune_usage[] =
     "\n"
     "  -o, --output FILE   the record (default: SPEC with .yaml -> .tuning.yaml)\n"
     "  --layers a,b        only these layers (default: every conv and fc layer)\n"
-    "  --budget SECONDS    wall-time budget for the whole run, shared by the layers (default 60)\n"
+    "  --budget SECONDS    wall-time ceiling for the whole run, compiles included (default 60)\n"
     "  --batch N           images per timed launch (default 10000)\n"
     "  --repeat R          timed launches per candidate (default 10); the top K get 5*R\n"
     "  --top K             candidates re-timed before choosing (default 3)\n"
@@ -43,11 +43,13 @@ static const char tune_usage[] =
     "  --list              each layer's candidates per template, counted (no GPU needed)\n"
     "  -h, --help          this text\n"
     "\n"
-    "Search: a layer with at most --sample candidates is measured whole. A larger one gets\n"
-    "--sample candidates spread evenly over its list (plus the default), then, while its\n"
-    "share of the budget lasts, either the rest (when the time per candidate so far says it\n"
-    "fits) or rounds of one-parameter steps around the best so far, until a round finds\n"
-    "nothing better. Exit 4 without a GPU (except --list).\n";
+    "Search: each layer gets an equal share of the budget left. It measures the default,\n"
+    "then --sample candidates spread evenly over its list, then either the rest (when the\n"
+    "costs so far say it fits) or rounds of one-parameter steps around the best so far, until\n"
+    "a round finds nothing better; then the best few are re-timed. No compile batch or timing\n"
+    "starts that the costs measured so far say would end past the layer's share, so the\n"
+    "budget is a ceiling (compiles included); the summary says how many candidates were\n"
+    "measured of how many. Exit 4 without a GPU (except --list).\n";
 
 typedef struct {
     const char *spec, *out, *layers, *csv;
@@ -163,29 +165,32 @@ typedef struct {
     double t0;       /* start of the layer */
     FILE *csv;
     int run_failures; /* consecutive candidates the device failed to run */
+    int li;           /* the layer being tuned */
+    cg_tune_batch b;  /* the batch compiled last */
+    cg_harness_result *r;
+    cg_tune_costs cost; /* carried from layer to layer */
+    int cut[CG_MAX_LAYERS]; /* per record entry: the budget ended its search */
 } tuner;
 
 #define RUN_FAILURES_MAX 3 /* in a row: the device itself is failing (a sticky CUDA error) */
 
-/* One layer's candidate table. */
+/* One layer's candidate table (the search's view first). */
 typedef struct {
+    cg_tune_layer t;
     int li;
-    cg_tune_cand *c;
-    int n, cap;
-    int def;         /* the default configuration's index */
-    int measured;
-    int planned;     /* what the search means to measure, for the progress line */
+    int cap;
 } layer_run;
 
 static int add_cand(layer_run *lr, const char *tpl, const char *params)
 {
-    if (lr->n == lr->cap) {
+    cg_tune_layer *L = &lr->t;
+    if (L->n == lr->cap) {
         int cap = lr->cap ? 2 * lr->cap : 256;
-        cg_tune_cand *nc = realloc(lr->c, (size_t)cap * sizeof *nc);
+        cg_tune_cand *nc = realloc(L->c, (size_t)cap * sizeof *nc);
         if (!nc) return -1;
-        lr->c = nc, lr->cap = cap;
+        L->c = nc, lr->cap = cap;
     }
-    cg_tune_cand *x = &lr->c[lr->n++];
+    cg_tune_cand *x = &L->c[L->n++];
     memset(x, 0, sizeof *x);
     snprintf(x->tpl, sizeof x->tpl, "%s", tpl);
     snprintf(x->params, sizeof x->params, "%s", params);
@@ -194,144 +199,124 @@ static int add_cand(layer_run *lr, const char *tpl, const char *params)
 
 /* The progress line: in place on a terminal, a plain line otherwise (then
  * only when final, to keep logs short). */
-static void progress(const tuner *t, const layer_run *lr, int final)
+static void progress(const tuner *t, const cg_tune_layer *L, int final)
 {
     if (!t->tty && !final) return;
     int b;
     double el = now_s() - t->t0;
     char best[CG_PARAMS_TEXT + 96] = "none yet";
-    if (cg_tune_best(lr->c, lr->n, 1, &b) == 1)
-        snprintf(best, sizeof best, "%.4f ms %s %s", cg_tune_score(&lr->c[b]), lr->c[b].tpl, lr->c[b].params);
-    double eta = lr->measured ? el / lr->measured * (lr->planned - lr->measured) : 0;
-    printf("%s%-12s %4d/%-4d of %-5d best %.90s  %.1fs", t->tty ? "\r\033[K" : "", t->s->layers[lr->li].name,
-           lr->measured, lr->planned, lr->n, best, el);
+    if (cg_tune_best(L->c, L->n, 1, &b) == 1)
+        snprintf(best, sizeof best, "%.4f ms %s %s", cg_tune_score(&L->c[b]), L->c[b].tpl, L->c[b].params);
+    double eta = L->measured ? el / L->measured * (L->planned - L->measured) : 0;
+    printf("%s%-12s %4d/%-4d of %-5d best %.90s  %.1fs", t->tty ? "\r\033[K" : "", t->s->layers[t->li].name,
+           L->measured, L->planned, L->n, best, el);
     if (!final && eta > 0) printf(" (~%.0fs left)", eta);
+    if (final && L->cut) printf(" (budget spent)");
     printf(final || !t->tty ? "\n" : "");
     fflush(stdout);
 }
 
-/* Measure the candidates idx[0..m) of the layer: compiled together
- * (cg_tune_compile), then each survivor checked against the CPU reference and
- * timed; every outcome goes into its entry. repeat above --repeat: the
- * re-timing of candidates already measured. */
-static int measure(tuner *t, layer_run *lr, const int *idx, int m, int repeat, cg_err *e)
+/* The search's clock (cg_tune_ops.now). */
+static double op_now(void *ctx)
 {
-    int retime = repeat > t->c->repeat;
-    cg_tune_batch b;
-    memset(&b, 0, sizeof b);
-    cg_harness_result *r = malloc(sizeof *r);
-    if (!r || cg_tune_compile(t->s, lr->li, lr->c, idx, m, t->nv, &t->jo, &b, e)) {
-        free(r), cg_tune_batch_free(&b);
+    (void)ctx;
+    return now_s();
+}
+
+/* cg_tune_ops.compile: the candidates through cg_tune_compile, kept in t->b. */
+static int op_compile(void *ctx, cg_tune_layer *L, const int *idx, int m, cg_err *e)
+{
+    tuner *t = ctx;
+    if (cg_tune_compile(t->s, t->li, L->c, idx, m, t->nv, &t->jo, &t->b, e)) {
+        cg_tune_batch_free(&t->b);
         return e->msg[0] ? -1 : cg_fail(e, "out of memory");
     }
-    cg_harness_opts ho = {0, t->c->batch, CHECK_IMAGES, 2, repeat, 1, t->c->no_cache};
-    for (int j = 0; j < m; j++) {
-        cg_tune_cand *x = &lr->c[idx[j]];
-        int k = b.slot[j];
-        cg_err he = {{0}};
-        if (k < 0) {
-            /* dropped by cg_tune_compile; its status and reason say why */
-        } else if (cg_harness_run_image(t->s, lr->li, &b.out->k[k], &b.kl[j], &b.jr.k[k].image, &ho, r, &he)) {
-            x->status = CG_TUNE_RUN_FAILED;
-            snprintf(x->reason, sizeof x->reason, "%.250s", he.msg);
-            if (++t->run_failures >= RUN_FAILURES_MAX) {
-                cg_tune_batch_free(&b);
-                free(r);
-                return cg_fail(e, "%d candidates in a row failed on the device, the last with: %s", t->run_failures,
-                               he.msg);
-            }
-        } else if (r->local_bytes > 0 && !b.jr.k[k].log.len) {
-            /* a cached image carries no ptxas log: local memory is the spill's trace */
-            x->status = CG_TUNE_SPILLED;
-            snprintf(x->reason, sizeof x->reason, "%d bytes of local memory per thread", r->local_bytes);
-        } else if (!r->diff.ok) {
-            x->status = CG_TUNE_WRONG;
-            snprintf(x->reason, sizeof x->reason, "disagrees with the CPU reference: rel L2 %.3g, %lld unwritten",
-                     r->diff.rel_l2, r->diff.nonfinite);
-        } else if (retime) {
-            x->retime_ms = r->t.median; /* the first timing stays for the CSV */
-        } else {
-            x->status = CG_TUNE_OK;
-            x->ms = r->t.median, x->q1 = r->t.q1, x->q3 = r->t.q3, x->tflops = r->tflops;
-        }
-        if (k >= 0 && x->status != CG_TUNE_RUN_FAILED) t->run_failures = 0;
-        if (!retime) lr->measured++;
-        progress(t, lr, 0);
-    }
-    cg_tune_batch_free(&b);
-    free(r);
     return 0;
 }
 
-/* Measure idx[0..m) in compile batches of at most BATCH_MAX, skipping those
- * already measured; stops early once the clock passes deadline. */
-static int measure_all(tuner *t, layer_run *lr, int *idx, int m, double deadline, cg_err *e)
+/* cg_tune_ops.release */
+static void op_release(void *ctx)
 {
-    int k = 0;
-    for (int j = 0; j < m; j++)
-        if (lr->c[idx[j]].status == CG_TUNE_PENDING) idx[k++] = idx[j];
-    for (int j = 0; j < k; j += BATCH_MAX) {
-        if (j > 0 && now_s() > deadline) break;
-        if (measure(t, lr, idx + j, k - j < BATCH_MAX ? k - j : BATCH_MAX, (int)t->c->repeat, e)) return -1;
-    }
-    return 0;
+    cg_tune_batch_free(&((tuner *)ctx)->b);
 }
 
-/* The search of README's "Tuning" for one layer, within its deadline. */
+/* cg_tune_ops.progress */
+static void op_progress(void *ctx, const cg_tune_layer *L)
+{
+    progress(ctx, L, 0);
+}
+
+/* cg_tune_ops.run: candidate i, the j-th of the batch, checked against the CPU
+ * reference by the kernel harness and timed (retime: 5x --repeat launches);
+ * its outcome into its entry. */
+static int op_run(void *ctx, cg_tune_layer *L, int j, int i, int retime, cg_err *e)
+{
+    tuner *t = ctx;
+    cg_tune_batch *b = &t->b;
+    cg_tune_cand *x = &L->c[i];
+    int k = b->slot[j];
+    if (k < 0) return 0; /* dropped by cg_tune_compile; its status and reason say why */
+    cg_harness_opts ho = {0, t->c->batch, CHECK_IMAGES, 2, (int)(retime ? 5 * t->c->repeat : t->c->repeat), 1,
+                          t->c->no_cache};
+    cg_harness_result *r = t->r;
+    cg_err he = {{0}};
+    if (cg_harness_run_image(t->s, t->li, &b->out->k[k], &b->kl[j], &b->jr.k[k].image, &ho, r, &he)) {
+        x->status = CG_TUNE_RUN_FAILED;
+        snprintf(x->reason, sizeof x->reason, "%.250s", he.msg);
+        if (++t->run_failures >= RUN_FAILURES_MAX)
+            return cg_fail(e, "%d candidates in a row failed on the device, the last with: %s", t->run_failures,
+                           he.msg);
+        return 1;
+    }
+    t->run_failures = 0;
+    if (r->local_bytes > 0 && !b->jr.k[k].log.len) {
+        /* a cached image carries no ptxas log: local memory is the spill's trace */
+        x->status = CG_TUNE_SPILLED;
+        snprintf(x->reason, sizeof x->reason, "%d bytes of local memory per thread", r->local_bytes);
+    } else if (!r->diff.ok) {
+        x->status = CG_TUNE_WRONG;
+        snprintf(x->reason, sizeof x->reason, "disagrees with the CPU reference: rel L2 %.3g, %lld unwritten",
+                 r->diff.rel_l2, r->diff.nonfinite);
+    } else if (retime) {
+        x->retime_ms = r->t.median; /* the first timing stays for the CSV */
+    } else {
+        x->status = CG_TUNE_OK;
+        x->ms = r->t.median, x->q1 = r->t.q1, x->q3 = r->t.q3, x->tflops = r->tflops;
+    }
+    return 1;
+}
+
+/* The search of README's "Tuning" for one layer (cg_tune_search), within its deadline. */
 static int search(tuner *t, layer_run *lr, double deadline, cg_err *e)
 {
-    int *idx = malloc((size_t)(lr->n + 1) * sizeof *idx);
-    if (!idx) return cg_fail(e, "out of memory");
-    int m = cg_tune_spread(lr->n, (int)t->c->sample, idx), has_def = 0;
-    for (int j = 0; j < m; j++) has_def |= idx[j] == lr->def;
-    if (!has_def) idx[m++] = lr->def;
-    lr->planned = m < lr->n ? m : lr->n;
-    int rc = measure_all(t, lr, idx, m, 1e300, e); /* the sample is measured whatever the budget */
-    while (!rc && lr->measured < lr->n && now_s() < deadline) {
-        double per = (now_s() - t->t0) / (lr->measured ? lr->measured : 1);
-        int rest = 0;
-        if (now_s() + per * (lr->n - lr->measured) <= deadline) {
-            /* the rest fits: measure everything */
-            for (int i = 0; i < lr->n; i++)
-                if (lr->c[i].status == CG_TUNE_PENDING) idx[rest++] = i;
-            lr->planned = lr->n;
-            rc = measure_all(t, lr, idx, rest, deadline, e);
-            break;
-        }
-        /* one-parameter steps around the best so far */
-        int best;
-        if (cg_tune_best(lr->c, lr->n, 1, &best) != 1) break;
-        for (int i = 0; i < lr->n; i++)
-            if (lr->c[i].status == CG_TUNE_PENDING && !strcmp(lr->c[i].tpl, lr->c[best].tpl) &&
-                cg_tune_one_step(lr->c[i].params, lr->c[best].params))
-                idx[rest++] = i;
-        if (!rest) break;
-        lr->planned = lr->measured + rest;
-        rc = measure_all(t, lr, idx, rest, deadline, e);
-        int now;
-        if (!rc && (cg_tune_best(lr->c, lr->n, 1, &now) != 1 || now == best)) break;
-    }
-    /* re-time the best few with more repeats, and the default beside them so
-       that the speed-up compares like with like */
-    int top[CG_TUNE_RUNNERS + 2];
-    int k = rc ? 0 : cg_tune_best(lr->c, lr->n, (int)t->c->top, top), has = 0;
-    for (int j = 0; j < k; j++) has |= top[j] == lr->def;
-    if (k && !has && lr->c[lr->def].status == CG_TUNE_OK) top[k++] = lr->def;
-    if (k && !rc) rc = measure(t, lr, top, k, 5 * (int)t->c->repeat, e);
-    free(idx);
-    return rc;
+    long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = nproc < 1 ? 1 : nproc > CG_JIT_MAX_THREADS ? CG_JIT_MAX_THREADS : (int)nproc;
+    cg_tune_plan p = {(int)t->c->sample, (int)t->c->top, threads, BATCH_MAX, 5.0};
+    cg_tune_ops ops = {t, op_now, op_compile, op_run, op_release, op_progress};
+    t->li = lr->li;
+    if (!t->r && !(t->r = malloc(sizeof *t->r))) return cg_fail(e, "out of memory"), -1;
+    return cg_tune_search(&lr->t, &p, &ops, &t->cost, deadline, e);
+}
+
+/* The device's FP32 FMA peak in TFLOP/s (SMs x FP32 lanes x 2 x SM clock, as
+ * bench/compare.py counts it), for tools/plot_tune.py's floor; 0 when the
+ * driver reports no clock. */
+static double fp32_peak(const cg_cu *cu)
+{
+    int lanes = cu->cc == 60 || cu->cc == 70 || cu->cc == 75 || cu->cc == 80 ? 64 : 128;
+    return (double)cu->sm_count * lanes * 2 * cu->clock_khz * 1e3 / 1e12;
 }
 
 /* One CSV row per candidate of the layer. */
-static void csv_rows(FILE *f, const cg_layer *l, const layer_run *lr)
+static void csv_rows(FILE *f, const cg_layer *l, const layer_run *lr, double peak)
 {
-    for (int i = 0; i < lr->n; i++) {
-        const cg_tune_cand *x = &lr->c[i];
+    for (int i = 0; i < lr->t.n; i++) {
+        const cg_tune_cand *x = &lr->t.c[i];
         fprintf(f, "%s,%s,\"%s\",%s,%.3f,%.6g,%.6g,%.6g,%.6g,%.4g,\"", l->name, x->tpl, x->params,
                 cg_tune_status_name(x->status), x->compile_ms, x->ms, x->q3 - x->q1, x->retime_ms,
                 cg_tune_score(x), x->tflops);
         for (const char *p = x->reason; *p; p++) fputs(*p == '"' ? "\"\"" : (char[2]){*p, 0}, f);
-        fputs(i == lr->def ? "\",default\n" : "\",\n", f);
+        fprintf(f, "\",%s,%.4g\n", i == lr->t.def ? "default" : "", peak);
     }
 }
 
@@ -339,20 +324,20 @@ static void csv_rows(FILE *f, const cg_layer *l, const layer_run *lr)
 static int entry_of(const tuner *t, const layer_run *lr, cg_tune_entry *en, cg_err *e)
 {
     int top[CG_TUNE_RUNNERS + 1];
-    int k = cg_tune_best(lr->c, lr->n, CG_TUNE_RUNNERS + 1, top);
+    int k = cg_tune_best(lr->t.c, lr->t.n, CG_TUNE_RUNNERS + 1, top);
     if (!k) return 0;
     const cg_layer *l = &t->s->layers[lr->li];
     memset(en, 0, sizeof *en);
     cg_tune_signature(l, en->sig, sizeof en->sig);
     snprintf(en->layer, sizeof en->layer, "%s", l->name);
-    en->measured = lr->measured, en->candidates = lr->n;
+    en->measured = lr->t.measured, en->candidates = lr->t.n;
     for (int j = 0; j < k; j++) {
         cg_tune_choice *ch = j ? &en->runner[en->nrunners++] : &en->winner;
-        snprintf(ch->tpl, sizeof ch->tpl, "%s", lr->c[top[j]].tpl);
-        snprintf(ch->params, sizeof ch->params, "%s", lr->c[top[j]].params);
-        ch->ms = cg_tune_score(&lr->c[top[j]]);
+        snprintf(ch->tpl, sizeof ch->tpl, "%s", lr->t.c[top[j]].tpl);
+        snprintf(ch->params, sizeof ch->params, "%s", lr->t.c[top[j]].params);
+        ch->ms = cg_tune_score(&lr->t.c[top[j]]);
     }
-    double d = cg_tune_score(&lr->c[lr->def]);
+    double d = cg_tune_score(&lr->t.c[lr->t.def]);
     en->default_ms = isfinite(d) ? d : 0;
     cg_gen_kernel kk;
     cg_kernel_launch kl;
@@ -375,11 +360,9 @@ static int tune_layer(tuner *t, int li, double deadline, cg_tune_record *rec, cg
         cg_candidates cs;
         cg_err ce = {{0}};
         if (cg_gen_candidates(t->s, li, *tp, 0, &cs, &ce)) continue; /* the template serves no such layer */
-        /* an unfused conv (fuse=0) leaves its activation and pool to separate kernels that
-         * the harness does not time: its time is not the layer's, so it does not compete
-         * (on the H200 such a winner made a layer 1.9x slower in the network) */
-        for (int j = 0; !rc && j < cs.n; j++)
-            if (!strstr(cs.c[j].params, "fuse=0")) rc = add_cand(&lr, *tp, cs.c[j].params);
+        /* parameters the template declares `tune = false` (conv2d_direct's fuse) come
+         * at their default only: the enumerator already leaves the others out */
+        for (int j = 0; !rc && j < cs.n; j++) rc = add_cand(&lr, *tp, cs.c[j].params);
         cg_candidates_free(&cs);
     }
     /* the configuration the layer gets untuned */
@@ -387,22 +370,23 @@ static int tune_layer(tuner *t, int li, double deadline, cg_tune_record *rec, cg
     cg_kernel_launch dl;
     if (!rc && cg_gen_emit_one(t->s, li, NULL, NULL, &dk, &dl, e)) rc = -1;
     if (!rc) {
-        lr.def = -1;
-        for (int j = 0; j < lr.n && lr.def < 0; j++)
-            if (!strcmp(lr.c[j].tpl, dk.tpl) && !strcmp(lr.c[j].params, dl.params)) lr.def = j;
-        if (lr.def < 0) lr.def = lr.n, rc = add_cand(&lr, dk.tpl, dl.params);
+        lr.t.def = -1;
+        for (int j = 0; j < lr.t.n && lr.t.def < 0; j++)
+            if (!strcmp(lr.t.c[j].tpl, dk.tpl) && !strcmp(lr.t.c[j].params, dl.params)) lr.t.def = j;
+        if (lr.t.def < 0) lr.t.def = lr.t.n, rc = add_cand(&lr, dk.tpl, dl.params);
         cg_gen_kernel_free(&dk);
     }
     if (rc && !e->msg[0]) cg_fail(e, "out of memory");
     if (!rc) rc = search(t, &lr, deadline, e);
-    if (!rc) progress(t, &lr, 1);
-    if (!rc && t->csv) csv_rows(t->csv, l, &lr);
+    if (!rc) progress(t, &lr.t, 1);
+    if (!rc && t->csv) csv_rows(t->csv, l, &lr, fp32_peak(t->cu));
     cg_tune_entry en;
     int got = rc ? 0 : entry_of(t, &lr, &en, e);
     if (got < 0) rc = -1;
-    if (got > 0) rec->e[rec->n++] = en;
-    if (!rc && !got) printf("%-12s no candidate compiled and agreed with the CPU reference\n", l->name);
-    free(lr.c);
+    if (got > 0) t->cut[rec->n] = lr.t.cut, rec->e[rec->n++] = en;
+    if (!rc && !got && !lr.t.measured) printf("%-12s the budget was spent before any candidate: untuned\n", l->name);
+    else if (!rc && !got) printf("%-12s no candidate compiled and agreed with the CPU reference\n", l->name);
+    free(lr.t.c);
     return rc;
 }
 
@@ -437,21 +421,27 @@ static void keep_others(cg_tune_record *rec, const char *path)
     free(old);
 }
 
-/* The summary table of what the record holds. */
-static void summary(const cg_tune_record *r)
+/* The summary table of what the record holds, and how much was measured. */
+static void summary(const cg_tune_record *r, const int *cut)
 {
+    long long measured = 0, total = 0;
+    int ncut = 0;
     printf("\n%-12s %9s  %-48s %10s %10s %8s\n", "layer", "measured", "best template and parameters", "best ms",
            "default ms", "speed-up");
     for (int i = 0; i < r->n; i++) {
         const cg_tune_entry *t = &r->e[i];
         char best[CG_PARAMS_TEXT + 70], m[40];
         snprintf(best, sizeof best, "%s %s", t->winner.tpl, t->winner.params);
-        snprintf(m, sizeof m, "%lld/%lld", t->measured, t->candidates);
+        snprintf(m, sizeof m, "%lld/%lld%s", t->measured, t->candidates, cut[i] ? "*" : "");
+        measured += t->measured, total += t->candidates, ncut += cut[i];
         if (t->default_ms > 0)
             printf("%-12s %9s  %-48s %10.4f %10.4f %7.2fx\n", t->layer, m, best, t->winner.ms, t->default_ms,
                    t->default_ms / t->winner.ms);
         else printf("%-12s %9s  %-48s %10.4f %10s %8s\n", t->layer, m, best, t->winner.ms, "failed", "-");
     }
+    printf("measured %lld of %lld candidates", measured, total);
+    if (ncut) printf("; * the budget ended the search of %d layer%s (README, \"Tuning\")", ncut, ncut > 1 ? "s" : "");
+    printf("\n");
 }
 
 /* convgen tune SPEC [-o FILE] [--layers a,b] [--budget S] [--batch N] [--repeat R]
@@ -475,6 +465,7 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     tuner t;
     memset(&t, 0, sizeof t);
     t.s = s, t.c = &c, t.tty = isatty(STDOUT_FILENO);
+    double start = now_s(); /* the budget counts from here: device and NVRTC start-up included */
     cg_err ge = {{0}};
     if (cg_cu_open(&t.cu, 0, &ge)) {
         free(s);
@@ -490,7 +481,8 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     if (!rc && c.csv && !(t.csv = fopen(c.csv, "w")))
         rc = (cg_fail(e, "%s: cannot write: %s", c.csv, strerror(errno)), CG_EXIT_IO);
     if (t.csv)
-        fputs("layer,template,params,status,compile_ms,median_ms,iqr_ms,retime_ms,score_ms,tflops,reason,default\n",
+        fputs("layer,template,params,status,compile_ms,median_ms,iqr_ms,retime_ms,score_ms,tflops,reason,default,"
+              "peak_tflops\n",
               t.csv);
     cg_tune_record *rec = calloc(1, sizeof *rec);
     if (!rc && !rec) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
@@ -503,7 +495,6 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
         printf("tuning %s on %s (sm_%d, %d SMs), batch %lld, budget %llds\n", s->name, t.cu->name, t.cu->cc,
                t.cu->sm_count, c.batch, c.budget);
     }
-    double start = now_s();
     int left = 0;
     for (int i = 0; i < s->nlayers; i++) left += wanted(&s->layers[i], c.layers);
     for (int i = 0; !rc && i < s->nlayers; i++) {
@@ -519,7 +510,7 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
         if (tune_layer(&t, i, now_s() + (share > 0 ? share : 0), rec, e)) rc = CG_EXIT_DEVICE;
     }
     if (!rc) {
-        summary(rec);
+        summary(rec, t.cut);
         printf("tuned in %.1f s\n", now_s() - start);
     }
     if (t.csv && fclose(t.csv) && !rc) rc = (cg_fail(e, "%s: write failed", c.csv), CG_EXIT_IO);
@@ -527,6 +518,7 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     if (!rc && cg_tune_write(rec, out, e)) rc = CG_EXIT_IO;
     if (!rc) printf("record written to %s%s\n", out, c.csv ? ", every candidate to the CSV" : "");
     free(rec);
+    free(t.r);
     if (t.nv) cg_nvrtc_close(t.nv);
     cg_cu_close(t.cu);
     free(s);

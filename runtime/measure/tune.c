@@ -182,6 +182,205 @@ int cg_tune_one_step(const char *a, const char *b)
     return na == nb && differ == 1;
 }
 
+/* ---- the search of one layer within its budget ---- */
+
+/* One layer's search: what it plans with and what it has learnt. */
+typedef struct {
+    cg_tune_layer *lr;
+    const cg_tune_plan *p;
+    const cg_tune_ops *o;
+    cg_tune_costs *cost;
+    double deadline;
+    double run_sum; /* this layer's first timings, for its own mean */
+    int runs;
+} searcher;
+
+/* The running mean after adding x to n values whose mean was m. */
+static double mean_add(double m, int n, double x)
+{
+    return (m * n + x) / (n + 1);
+}
+
+/* The time on the search's clock (ops->now). */
+static double clock_now(const searcher *s)
+{
+    return s->o->now(s->o->ctx);
+}
+
+/* The expected cost of one candidate's check and first timing: this layer's
+ * mean once it has one, else the last layer's. */
+static double est_run(const searcher *s)
+{
+    return s->runs ? s->run_sum / s->runs : s->cost->run_s;
+}
+
+/* The expected cost of re-timing one candidate: a first timing's, times the
+ * ratio seen so far (before any, the plan's guess). */
+static double est_retime(const searcher *s)
+{
+    return est_run(s) * (s->cost->retimes ? s->cost->retime_ratio : s->p->retime_factor);
+}
+
+/* Seconds kept for the re-timing that ends the search: a compile round (a
+ * cache hit, unless the cache is off) and the top few plus the default. */
+static double reserve(const searcher *s)
+{
+    return s->cost->round_s + (s->p->top + 1) * est_retime(s);
+}
+
+/* Whether nothing at all is known of the costs yet (the run's first layer,
+ * before its first compile round or timing): then work starts unplanned. */
+static int calibrating(const searcher *s)
+{
+    return !s->cost->rounds;
+}
+
+/* How many of the next `left` candidates one batch takes: the most whose
+ * compile rounds and timings fit before the deadline less the reserve; 0 when
+ * not one fits. Calibrating, one compile round. */
+static int batch_size(const searcher *s, int left)
+{
+    int th = s->p->threads > 0 ? s->p->threads : 1;
+    int max = left < s->p->batch_max ? left : s->p->batch_max;
+    if (clock_now(s) >= s->deadline) return 0;
+    if (calibrating(s)) return max < th ? max : th;
+    double room = s->deadline - clock_now(s) - reserve(s);
+    for (int b = max; b > 0; b--)
+        if ((b + th - 1) / th * s->cost->round_s + b * est_run(s) <= room) return b;
+    return 0;
+}
+
+/* Measure those of idx[0..m) still pending, in budgeted batches: each batch
+ * compiled, then its candidates checked and timed one by one while the next
+ * timing fits. Sets lr->cut and returns 0 when the budget stops it. */
+static int measure_list(searcher *s, int *idx, int m, cg_err *e)
+{
+    cg_tune_layer *lr = s->lr;
+    const cg_tune_ops *o = s->o;
+    int th = s->p->threads > 0 ? s->p->threads : 1, k = 0;
+    for (int j = 0; j < m; j++)
+        if (lr->c[idx[j]].status == CG_TUNE_PENDING) idx[k++] = idx[j];
+    for (int pos = 0; pos < k;) {
+        int b = batch_size(s, k - pos);
+        if (!b) return lr->cut = 1, 0;
+        double t = clock_now(s);
+        if (o->compile(o->ctx, lr, idx + pos, b, e)) return -1;
+        s->cost->round_s = mean_add(s->cost->round_s, s->cost->rounds, (clock_now(s) - t) / ((b + th - 1) / th));
+        s->cost->rounds++;
+        int rc = 0;
+        for (int j = 0; j < b && !rc; j++) {
+            cg_tune_cand *x = &lr->c[idx[pos + j]];
+            if (x->status == CG_TUNE_PENDING) {
+                t = clock_now(s);
+                if (lr->cut || (s->cost->runs && t + est_run(s) > s->deadline - reserve(s))) {
+                    lr->cut = 1; /* left pending: not measured (those the compiler dropped still count) */
+                    continue;
+                }
+                int r = o->run(o->ctx, lr, j, idx[pos + j], 0, e);
+                if (r < 0) rc = -1;
+                if (r > 0) {
+                    s->run_sum += clock_now(s) - t, s->runs++;
+                    s->cost->run_s = s->run_sum / s->runs, s->cost->runs++;
+                }
+            }
+            if (!rc) lr->measured++;
+            if (o->progress) o->progress(o->ctx, lr);
+        }
+        o->release(o->ctx);
+        if (rc) return -1;
+        if (lr->cut) return 0;
+        pos += b;
+    }
+    return 0;
+}
+
+/* Re-time idx[0..k) (OK candidates) with more repeats, as many as the budget
+ * lets: the first ones first. */
+static int retime(searcher *s, int *idx, int k, cg_err *e)
+{
+    cg_tune_layer *lr = s->lr;
+    const cg_tune_ops *o = s->o;
+    while (k > 0 && clock_now(s) + s->cost->round_s + k * est_retime(s) > s->deadline) k--, lr->cut = 1;
+    if (!k) return 0;
+    if (o->compile(o->ctx, lr, idx, k, e)) return -1;
+    int rc = 0;
+    for (int j = 0; j < k && !rc; j++) {
+        if (lr->c[idx[j]].status != CG_TUNE_OK) continue; /* dropped by this compile */
+        double t = clock_now(s);
+        if (t + est_retime(s) > s->deadline) {
+            lr->cut = 1;
+            break;
+        }
+        int r = o->run(o->ctx, lr, j, idx[j], 1, e);
+        if (r < 0) rc = -1;
+        if (r > 0) {
+            lr->retimed++;
+            double first = est_run(s);
+            if (first > 0) {
+                s->cost->retime_ratio = mean_add(s->cost->retime_ratio, s->cost->retimes, (clock_now(s) - t) / first);
+                s->cost->retimes++;
+            }
+        }
+        if (o->progress) o->progress(o->ctx, lr);
+    }
+    o->release(o->ctx);
+    return rc;
+}
+
+int cg_tune_search(cg_tune_layer *lr, const cg_tune_plan *p, const cg_tune_ops *o, cg_tune_costs *cost,
+                   double deadline, cg_err *e)
+{
+    searcher s = {lr, p, o, cost, deadline, 0, 0};
+    lr->measured = lr->planned = lr->retimed = lr->cut = 0;
+    if (lr->n <= 0) return 0;
+    int *idx = malloc((size_t)(lr->n + 1) * sizeof *idx);
+    if (!idx) return cg_fail(e, "out of memory"), -1;
+    /* the default first (the speed-up is measured against it), then the sample */
+    int m = 0;
+    idx[m++] = lr->def;
+    int k = cg_tune_spread(lr->n, p->sample, idx + 1);
+    for (int j = 0; j < k; j++)
+        if (idx[1 + j] != lr->def) idx[m++] = idx[1 + j];
+    lr->planned = m;
+    int rc = measure_list(&s, idx, m, e);
+    while (!rc && !lr->cut && lr->measured < lr->n) {
+        int rest = 0, th = p->threads > 0 ? p->threads : 1;
+        for (int i = 0; i < lr->n; i++)
+            if (lr->c[i].status == CG_TUNE_PENDING) idx[rest++] = i;
+        if (!rest) break;
+        double need = (double)((rest + th - 1) / th) * cost->round_s + rest * est_run(&s);
+        if (clock_now(&s) + need <= deadline - reserve(&s)) {
+            /* the rest fits: measure everything */
+            lr->planned = lr->measured + rest;
+            rc = measure_list(&s, idx, rest, e);
+            break;
+        }
+        /* one-parameter steps around the best so far, while they find something faster */
+        int best, now;
+        if (cg_tune_best(lr->c, lr->n, 1, &best) != 1) break;
+        rest = 0;
+        for (int i = 0; i < lr->n; i++)
+            if (lr->c[i].status == CG_TUNE_PENDING && !strcmp(lr->c[i].tpl, lr->c[best].tpl) &&
+                cg_tune_one_step(lr->c[i].params, lr->c[best].params))
+                idx[rest++] = i;
+        if (!rest) break;
+        lr->planned = lr->measured + rest;
+        rc = measure_list(&s, idx, rest, e);
+        if (!rc && (cg_tune_best(lr->c, lr->n, 1, &now) != 1 || now == best)) break;
+    }
+    /* re-time the best few with more repeats, and the default beside them so
+       that the speed-up compares like with like */
+    int top[CG_TUNE_RUNNERS + 2];
+    int t = p->top < CG_TUNE_RUNNERS + 1 ? p->top : CG_TUNE_RUNNERS + 1;
+    k = rc ? 0 : cg_tune_best(lr->c, lr->n, t, top);
+    int has = 0;
+    for (int j = 0; j < k; j++) has |= top[j] == lr->def;
+    if (k && !has && lr->c[lr->def].status == CG_TUNE_OK) top[k++] = lr->def;
+    if (k) rc = retime(&s, top, k, e);
+    free(idx);
+    return rc;
+}
+
 /* ---- the record: writing ---- */
 
 /* s as a double-quoted YAML scalar (backslash and quote escaped, control bytes dropped). */

@@ -8,7 +8,8 @@
  * failed to compile, spilled or disagreed with the CPU reference scores
  * +infinity), and the record (YAML written, read back with FILE:LINE:COL
  * errors, applied to a spec under the precedence spec > record > defaults).
- * The measuring loop itself is cg_tune_measure_layer (runtime/tune_gpu.c). */
+ * The measuring itself (NVRTC, the GPU) is runtime/cli/cmd_tune.c, behind
+ * cg_tune_ops, so that the search can be tested on a fake clock. */
 #ifndef CG_TUNE_H
 #define CG_TUNE_H
 #include "gen.h"
@@ -85,6 +86,61 @@ void cg_tune_batch_free(cg_tune_batch *b);
 int cg_tune_spread(int n, int k, int *idx);
 /* Whether two "k=v k=v" texts of one template differ in exactly one parameter. */
 int cg_tune_one_step(const char *a, const char *b);
+
+/* ---- the search of one layer within its share of the budget ---- */
+
+/* A layer's candidates while it is tuned. */
+typedef struct {
+    cg_tune_cand *c;
+    int n;
+    int def;      /* the default configuration's index */
+    int measured; /* candidates whose outcome is known (timed, or dropped with a reason) */
+    int planned;  /* what the search means to measure, for the progress line */
+    int retimed;  /* candidates re-timed before the choice */
+    int cut;      /* 1 when the budget ended the search before its plan was done */
+} cg_tune_layer;
+
+/* What measuring has cost so far. The search plans with these, learns them as
+ * it goes, and the caller carries them from one layer to the next. */
+typedef struct {
+    double round_s;      /* one compile round (one kernel per compile thread), mean */
+    double run_s;        /* checking and first timing one candidate, the last layer's mean */
+    double retime_ratio; /* a re-timing's cost over a first timing's, mean */
+    int rounds, runs, retimes;
+} cg_tune_costs;
+
+typedef struct {
+    int sample;    /* candidates in a layer's spread sample (--sample) */
+    int top;       /* candidates re-timed before choosing (--top) */
+    int threads;   /* kernels compiled at once */
+    int batch_max; /* candidates compiled together at most */
+    double retime_factor; /* a re-timing's cost over a first timing's before one is seen */
+} cg_tune_plan;
+
+/* The measuring, behind a clock: cmd_tune.c's NVRTC and GPU, or a test's fakes. */
+typedef struct {
+    void *ctx;
+    double (*now)(void *ctx); /* seconds, monotonic */
+    /* Compile candidates idx[0..m) together. One that does not generate, compile
+     * or fit gets its status and reason here. -1: an error that ends the run (e). */
+    int (*compile)(void *ctx, cg_tune_layer *lr, const int *idx, int m, cg_err *e);
+    /* Check and time candidate i, the j-th of the batch compiled last (retime:
+     * with more repeats, into retime_ms). 1 when it ran, 0 when there was
+     * nothing to run (dropped when compiled), -1 an error that ends the run. */
+    int (*run)(void *ctx, cg_tune_layer *lr, int j, int i, int retime, cg_err *e);
+    void (*release)(void *ctx);                           /* the batch compiled last is done with */
+    void (*progress)(void *ctx, const cg_tune_layer *lr); /* NULL: none */
+} cg_tune_ops;
+
+/* The search of README's "Tuning" for one layer, ending by deadline (seconds
+ * on ops->now's clock): the default and a spread sample, then the rest or
+ * one-parameter steps around the best, then the best few re-timed. No batch
+ * is compiled and no candidate timed that the costs so far say would end past
+ * the deadline (less what the re-timing needs); the one exception is the very
+ * first compile round and timing of a run, when nothing is known yet. Leaves
+ * every outcome in lr->c; 0, or -1 with e set when a callback failed. */
+int cg_tune_search(cg_tune_layer *lr, const cg_tune_plan *p, const cg_tune_ops *ops, cg_tune_costs *cost,
+                   double deadline, cg_err *e);
 
 /* ---- the record ---- */
 

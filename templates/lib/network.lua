@@ -253,7 +253,9 @@ local function setup(net, index, tname)
 end
 
 -- Every legal configuration of layer `index` for template `tname`: the cartesian
--- product of each declared parameter's legal(l) values, first parameter varying
+-- product of each declared parameter's legal(l) values (only default(l) for one
+-- declared with `tune = false`: a choice of what is computed, not how fast,
+-- e.g. conv2d_direct's `fuse`), first parameter varying
 -- slowest, each put to the template's check. At most `cap` combinations
 -- (default network.CANDIDATE_CAP) are examined; `note` says so when the product
 -- is larger. Returns { template, names = {declared order}, total, examined,
@@ -266,7 +268,8 @@ function network.candidates(net, index, tname, cap)
   local names, lists, total = {}, {}, 1
   for i, d in ipairs(T.params) do
     names[i] = d.name
-    lists[i] = d.legal(l)
+    -- a parameter declared `tune = false` is no tuning choice: its default only
+    if d.tune == false then lists[i] = { d.default(l) } else lists[i] = d.legal(l) end
     total = total * #lists[i]
   end
   local res = { template = name, names = names, total = total, examined = 0, refused = 0,
