@@ -353,7 +353,7 @@ static void test_compile_batch(void)
     cg_candidates_free(&cs);
     int idx[4] = {0, 1, 2, 3};
     cg_tune_batch b;
-    CHECK(cg_tune_compile(s, 1, c, idx, 4, nv, &jo, &b, &e) == 0, "compile batch: %s", e.msg);
+    CHECK(cg_tune_compile(s, NULL, 1, c, idx, 4, nv, &jo, &b, &e) == 0, "compile batch: %s", e.msg);
     for (int j = 0; j < 4; j += 2)
         CHECK(c[j].status == CG_TUNE_PENDING && b.slot[j] >= 0 && b.jr.k[b.slot[j]].image.len > 0 &&
                   c[j].compile_ms > 0,
@@ -368,7 +368,7 @@ static void test_compile_batch(void)
     cg_tune_batch_free(&b);
     /* the re-timing compiles candidates already OK: they keep their status and get an image */
     c[0].status = CG_TUNE_OK, c[0].ms = 0.5;
-    CHECK(cg_tune_compile(s, 1, c, idx, 1, nv, &jo, &b, &e) == 0, "re-timing batch: %s", e.msg);
+    CHECK(cg_tune_compile(s, NULL, 1, c, idx, 1, nv, &jo, &b, &e) == 0, "re-timing batch: %s", e.msg);
     CHECK(c[0].status == CG_TUNE_OK && b.slot[0] >= 0 && b.jr.k[b.slot[0]].image.len > 0,
           "a re-timed candidate keeps its status and image (%s, slot %d)", cg_tune_status_name(c[0].status), b.slot[0]);
     cg_tune_batch_free(&b);
@@ -378,7 +378,7 @@ static void test_compile_batch(void)
     cg_jit_opts bad_arch = jo;
     bad_arch.arch = 12;
     idx[0] = 2;
-    CHECK(cg_tune_compile(s, 1, c, idx, 1, nv, &bad_arch, &b, &e) == 0, "a failing compile is no error: %s", e.msg);
+    CHECK(cg_tune_compile(s, NULL, 1, c, idx, 1, nv, &bad_arch, &b, &e) == 0, "a failing compile is no error: %s", e.msg);
     CHECK(c[2].status == CG_TUNE_COMPILE_FAILED && b.slot[0] < 0 && c[2].reason[0] &&
               strncmp(c[2].reason, "generate: ", 10) != 0 && !strchr(c[2].reason, '\n'),
           "NVRTC's failure dropped with its one-line reason (%s: %s)", cg_tune_status_name(c[2].status), c[2].reason);

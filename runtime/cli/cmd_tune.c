@@ -159,6 +159,7 @@ typedef struct {
     const tune_cli *c;
     cg_cu *cu;       /* kept open: the primary context lives through the run */
     cg_nvrtc *nv;
+    cg_target tg;    /* what the device allows: candidates are generated for it */
     cg_jit_opts jo;
     char cache_dir[CG_PATH_MAX];
     int tty;
@@ -227,7 +228,7 @@ static double op_now(void *ctx)
 static int op_compile(void *ctx, cg_tune_layer *L, const int *idx, int m, cg_err *e)
 {
     tuner *t = ctx;
-    if (cg_tune_compile(t->s, t->li, L->c, idx, m, t->nv, &t->jo, &t->b, e)) {
+    if (cg_tune_compile(t->s, &t->tg, t->li, L->c, idx, m, t->nv, &t->jo, &t->b, e)) {
         cg_tune_batch_free(&t->b);
         return e->msg[0] ? -1 : cg_fail(e, "out of memory");
     }
@@ -341,7 +342,7 @@ static int entry_of(const tuner *t, const layer_run *lr, cg_tune_entry *en, cg_e
     en->default_ms = isfinite(d) ? d : 0;
     cg_gen_kernel kk;
     cg_kernel_launch kl;
-    if (cg_gen_emit_one(t->s, lr->li, en->winner.tpl, en->winner.params, &kk, &kl, e)) return -1;
+    if (cg_gen_emit_one_for(t->s, &t->tg, lr->li, en->winner.tpl, en->winner.params, &kk, &kl, e)) return -1;
     snprintf(en->tpl_hash, sizeof en->tpl_hash, "%s", kk.tpl_hash);
     cg_gen_kernel_free(&kk);
     return 1;
@@ -359,7 +360,7 @@ static int tune_layer(tuner *t, int li, double deadline, cg_tune_record *rec, cg
     for (const char *const *tp = cg_tune_templates(l); !rc && *tp; tp++) {
         cg_candidates cs;
         cg_err ce = {{0}};
-        if (cg_gen_candidates(t->s, li, *tp, 0, &cs, &ce)) continue; /* the template serves no such layer */
+        if (cg_gen_candidates_for(t->s, &t->tg, li, *tp, 0, &cs, &ce)) continue; /* the template serves no such layer */
         /* parameters the template declares `tune = false` (conv2d_direct's fuse) come
          * at their default only: the enumerator already leaves the others out */
         for (int j = 0; !rc && j < cs.n; j++) rc = add_cand(&lr, *tp, cs.c[j].params);
@@ -368,7 +369,7 @@ static int tune_layer(tuner *t, int li, double deadline, cg_tune_record *rec, cg
     /* the configuration the layer gets untuned */
     cg_gen_kernel dk;
     cg_kernel_launch dl;
-    if (!rc && cg_gen_emit_one(t->s, li, NULL, NULL, &dk, &dl, e)) rc = -1;
+    if (!rc && cg_gen_emit_one_for(t->s, &t->tg, li, NULL, NULL, &dk, &dl, e)) rc = -1;
     if (!rc) {
         lr.t.def = -1;
         for (int j = 0; j < lr.t.n && lr.t.def < 0; j++)
@@ -473,9 +474,8 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     }
     rc = cg_nvrtc_open(&t.nv, e) ? CG_EXIT_DEVICE : 0;
     t.jo.cc = t.cu->cc, t.jo.driver_version = t.cu->driver_version;
-    if (!rc && cg_nvrtc_pick_arch(t.nv, t.cu->cc, &t.jo.arch, &t.jo.as_ptx))
-        rc = (cg_fail(e, "the device is sm_%d, older than anything this NVRTC compiles for", t.cu->cc), CG_EXIT_DEVICE);
-    if (!rc && cg_nvrtc_check_driver(t.nv, t.cu->driver_version, t.jo.as_ptx, e)) rc = CG_EXIT_DEVICE;
+    /* candidates are enumerated, checked and generated for this device's limits */
+    if (!rc && cg_jit_target(t.nv, t.cu, &t.jo.arch, &t.jo.as_ptx, &t.tg, e)) rc = CG_EXIT_DEVICE;
     cg_err ce;
     if (!rc && !c.no_cache && cg_cache_dir(t.cache_dir, sizeof t.cache_dir, &ce) == 0) t.jo.cache_dir = t.cache_dir;
     if (!rc && c.csv && !(t.csv = fopen(c.csv, "w")))

@@ -1,6 +1,7 @@
 /* tune.c — the parts of tuning that need no GPU (see tune.h): signatures,
  * search order, choice, the record and its application to a spec. */
 #include "tune.h"
+#include "aot.h"
 #include "cli.h"
 #include "spec_yaml.h"
 
@@ -73,7 +74,7 @@ int cg_tune_best(const cg_tune_cand *c, int n, int k, int *idx)
 
 /* ---- one compile batch ---- */
 
-int cg_tune_compile(const cg_spec *s, int li, cg_tune_cand *c, const int *idx, int m, cg_nvrtc *nv,
+int cg_tune_compile(const cg_spec *s, const cg_target *tg, int li, cg_tune_cand *c, const int *idx, int m, cg_nvrtc *nv,
                     const cg_jit_opts *jo, cg_tune_batch *b, cg_err *e)
 {
     memset(b, 0, sizeof *b);
@@ -86,7 +87,7 @@ int cg_tune_compile(const cg_spec *s, int li, cg_tune_cand *c, const int *idx, i
         cg_tune_cand *x = &c[idx[j]];
         cg_err ge = {{0}};
         b->slot[j] = -1;
-        if (cg_gen_emit_one(s, li, x->tpl, x->params, &b->out->k[b->out->nkernels], &b->kl[j], &ge)) {
+        if (cg_gen_emit_one_for(s, tg, li, x->tpl, x->params, &b->out->k[b->out->nkernels], &b->kl[j], &ge)) {
             x->status = CG_TUNE_COMPILE_FAILED;
             snprintf(x->reason, sizeof x->reason, "generate: %.240s", ge.msg);
         } else b->slot[j] = b->out->nkernels++;
@@ -647,6 +648,14 @@ int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev
                  dev->name, dev->cc);
         return 1;
     }
+    /* a choice is checked against what the device about to run allows (its
+     * architecture's limits); without one (a fat binary), the conservative default */
+    cg_target tg, *dev_tg = NULL;
+    if (dev && dev->cc > 0) {
+        int cc = dev->cc;
+        cg_aot_target(&cc, 1, &tg);
+        dev_tg = &tg;
+    }
     for (int i = 0; i < s->nlayers; i++) {
         cg_layer *l = &s->layers[i];
         if (l->op == CG_OP_SOFTMAX || l->nparams > 0) continue;
@@ -674,7 +683,7 @@ int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev
         cg_gen_kernel k;
         cg_kernel_launch kl;
         cg_err ke = {{0}};
-        if (cg_gen_emit_one(s, i, NULL, NULL, &k, &kl, &ke)) {
+        if (cg_gen_emit_one_for(s, dev_tg, i, NULL, NULL, &k, &kl, &ke)) {
             *l = saved;
             note(notice, notice_n, "layer %s: the record's choice is refused now (%s): skipped\n", l->name, ke.msg);
             continue;

@@ -75,7 +75,7 @@ typedef struct {
  * status and reason here (slot -1); the others keep their status (PENDING,
  * or OK for a re-timing) with their image in b->jr.k[b->slot[j]].image and
  * compile_ms set. -1 only when out of memory. */
-int cg_tune_compile(const cg_spec *s, int li, cg_tune_cand *c, const int *idx, int m, cg_nvrtc *nv,
+int cg_tune_compile(const cg_spec *s, const cg_target *tg, int li, cg_tune_cand *c, const int *idx, int m, cg_nvrtc *nv,
                     const cg_jit_opts *jo, cg_tune_batch *b, cg_err *e);
 void cg_tune_batch_free(cg_tune_batch *b);
 
