@@ -56,16 +56,6 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* The arch NVRTC compiles for on this device (its own, else PTX of the newest
- * below it), checked against the driver. */
-static int pick_jit_arch(cg_gpu *g, cg_nvrtc *nv, int *arch, int *as_ptx, cg_err *e)
-{
-    if (cg_nvrtc_pick_arch(nv, g->cu->cc, arch, as_ptx))
-        return cg_fail(e, "device %s is sm_%d, older than anything this NVRTC compiles for",
-                       g->cu->name, g->cu->cc);
-    return cg_nvrtc_check_driver(nv, g->cu->driver_version, *as_ptx, e);
-}
-
 /* JIT: every kernel of the generated output through NVRTC (several at a
  * time, jit.c), cubins cached on disk; then each loaded as its own module. */
 static int load_jit(cg_gpu *g, cg_nvrtc *nv, int arch, int as_ptx, const cg_gen_output *o,
@@ -302,18 +292,6 @@ static void set_marks(cg_gpu *g)
     }
 }
 
-/* What JIT code may assume: this device's limits, compiled for arch. */
-static void device_target(const cg_cu *cu, int arch, cg_target *t)
-{
-    cg_target_default(t);
-    t->cc = arch;
-    t->max_shared_optin = cu->smem_per_block_optin;
-    t->regs_per_block = cu->regs_per_block;
-    t->regs_per_sm = cu->regs_per_sm;
-    t->sms = cu->sm_count;
-    t->max_threads = cu->max_threads_per_block;
-}
-
 /* Make g's context current for one public call, and restore the caller's
  * afterwards: two cg_gpu on two devices can be driven from one thread. */
 static int ctx_enter(cg_gpu *g, cg_err *e) { return CG_CU(e, g->cu->cuCtxPushCurrent(g->cu->ctx)); }
@@ -338,8 +316,7 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
         rc = read_fatbin(g, o->fatbin, &fat, &tg, held, sizeof held, e);
     } else {
         rc = cg_nvrtc_open(&nv, e);
-        if (!rc) rc = pick_jit_arch(g, nv, &arch, &as_ptx, e);
-        if (!rc) device_target(g->cu, arch, &tg);
+        if (!rc) rc = cg_jit_target(nv, g->cu, &arch, &as_ptx, &tg, e);
     }
     double t0 = now_ms();
     char regen[CG_PATH_MAX + 64];
