@@ -160,6 +160,8 @@ typedef struct {
     cg_cu *cu;       /* kept open: the primary context lives through the run */
     cg_nvrtc *nv;
     cg_target tg;    /* what the device allows: candidates are generated for it */
+    cg_harness_layer *hl; /* the layer being tuned: its inputs, reference, buffers */
+    int hl_layer;         /* its index, -1 for none */
     cg_jit_opts jo;
     char cache_dir[CG_PATH_MAX];
     int tty;
@@ -257,11 +259,18 @@ static int op_run(void *ctx, cg_tune_layer *L, int j, int i, int retime, cg_err 
     cg_tune_cand *x = &L->c[i];
     int k = b->slot[j];
     if (k < 0) return 0; /* dropped by cg_tune_compile; its status and reason say why */
-    cg_harness_opts ho = {0, t->c->batch, CHECK_IMAGES, 2, (int)(retime ? 5 * t->c->repeat : t->c->repeat), 1,
-                          t->c->no_cache};
+    cg_harness_opts ho = {0, t->c->batch, CHECK_IMAGES, 2, (int)t->c->repeat, 1, t->c->no_cache};
     cg_harness_result *r = t->r;
     cg_err he = {{0}};
-    if (cg_harness_run_image(t->s, t->li, &b->out->k[k], &b->kl[j], &b->jr.k[k].image, &ho, r, &he)) {
+    /* the layer's inputs, reference and buffers once, for all its candidates */
+    if (t->hl_layer != t->li) {
+        cg_harness_layer_close(t->hl);
+        t->hl = NULL, t->hl_layer = -1;
+        if (cg_harness_layer_open(&t->hl, t->s, t->li, &ho, e)) return -1;
+        t->hl_layer = t->li;
+    }
+    if (cg_harness_layer_run(t->hl, &b->out->k[k], &b->kl[j], &b->jr.k[k].image,
+                             (int)(retime ? 5 * t->c->repeat : t->c->repeat), r, &he)) {
         x->status = CG_TUNE_RUN_FAILED;
         snprintf(x->reason, sizeof x->reason, "%.250s", he.msg);
         if (++t->run_failures >= RUN_FAILURES_MAX)
@@ -466,6 +475,7 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     tuner t;
     memset(&t, 0, sizeof t);
     t.s = s, t.c = &c, t.tty = isatty(STDOUT_FILENO);
+    t.hl_layer = -1;
     double start = now_s(); /* the budget counts from here: device and NVRTC start-up included */
     cg_err ge = {{0}};
     if (cg_cu_open(&t.cu, 0, &ge)) {
@@ -518,6 +528,7 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     if (!rc && cg_tune_write(rec, out, e)) rc = CG_EXIT_IO;
     if (!rc) printf("record written to %s%s\n", out, c.csv ? ", every candidate to the CSV" : "");
     free(rec);
+    cg_harness_layer_close(t.hl);
     free(t.r);
     if (t.nv) cg_nvrtc_close(t.nv);
     cg_cu_close(t.cu);

@@ -119,32 +119,18 @@ double cg_harness_flop(const cg_layer *l, long long n)
 
 /* ---- on the GPU ---- */
 
-/* Host and device buffers of one harness run, freed together. */
+/* One candidate's module, buffers and events (the layer's input and scratch
+ * are the cg_harness_layer's). */
 typedef struct {
     cg_cu *cu;
     CUmodule mod;
     CUfunction fn;
     CUdeviceptr in, out, w, b, flush;
     CUevent ev[2];
-    float *hin, *hw, *hb, *hout, *ref;
+    float *hout;
     cg_arg_role roles[CG_MAX_ARGS]; /* the kernel's parameters by role, parsed once */
     int nroles;
 } bench;
-
-static void bench_free(bench *b)
-{
-    if (b->cu) {
-        cg_cu *cu = b->cu;
-        for (int i = 0; i < 2; i++)
-            if (b->ev[i]) cu->cuEventDestroy(b->ev[i]);
-        CUdeviceptr p[] = {b->in, b->out, b->w, b->b, b->flush};
-        for (size_t i = 0; i < sizeof p / sizeof *p; i++)
-            if (p[i]) cu->cuMemFree(p[i]);
-        if (b->mod) cu->cuModuleUnload(b->mod);
-        cg_cu_close(cu);
-    }
-    free(b->hin), free(b->hw), free(b->hb), free(b->hout), free(b->ref);
-}
 
 /* A grid extent as the generator wrote it ("N*a/b" or an integer) for n images. */
 static long long grid_extent(const char *text, long long n)
@@ -207,27 +193,6 @@ static int launch(bench *b, const cg_kernel_launch *kl, long long n, long long f
     float t = 0;
     if (CG_CU(e, cu->cuEventElapsedTime(&t, b->ev[0], b->ev[1]))) return -1;
     if (ms) *ms = t;
-    return 0;
-}
-
-/* Host data: inputs, weights, bias for the layer, all seeded. */
-static int host_data(bench *b, const cg_layer *l, const cg_kernel_launch *kl, long long n, long long nref,
-                     unsigned long long seed, size_t *nw, cg_err *e)
-{
-    long long rows = l->op == CG_OP_CONV ? l->M : l->out;
-    long long fan_in = l->op == CG_OP_CONV ? (long long)l->C * l->K * l->K : cg_layer_in_elems(l);
-    size_t nin = (size_t)(n * kl->in_elems);
-    *nw = (size_t)(rows * fan_in);
-    b->hin = malloc(nin * sizeof *b->hin);
-    b->hw = malloc(*nw * sizeof *b->hw);
-    b->hb = malloc((size_t)rows * sizeof *b->hb);
-    b->hout = malloc((size_t)(n * kl->out_elems) * sizeof *b->hout);
-    b->ref = malloc((size_t)(nref * kl->out_elems) * sizeof *b->ref);
-    if (!b->hin || !b->hw || !b->hb || !b->hout || !b->ref) return cg_fail(e, "out of memory for %lld images", n);
-    cg_harness_fill(b->hin, nin, seed, 1.0f);
-    float ws = (float)(1.0 / sqrt((double)fan_in));
-    cg_harness_fill(b->hw, *nw, seed + 1, ws);
-    cg_harness_fill(b->hb, (size_t)rows, seed + 2, ws);
     return 0;
 }
 
@@ -298,39 +263,111 @@ int cg_harness_run(const cg_spec *s, int layer, const char *tpl, const char *par
     return bad_config ? CG_HARNESS_BAD_CONFIG : rc ? -1 : 0;
 }
 
-int cg_harness_run_image(const cg_spec *s, int layer, const cg_gen_kernel *k, const cg_kernel_launch *klaunch,
-                         const cg_buf *image, const cg_harness_opts *o, cg_harness_result *r, cg_err *e)
+/* What stays the same for every candidate of one layer: the device, the seeded
+ * inputs, weights and bias on the host, the input and the L2 scratch on the
+ * device, and the CPU reference (one for a fused epilogue, one for an unfused
+ * conv, made when first needed). A tuner opens one per layer, so a candidate
+ * costs its own launches and no more. */
+struct cg_harness_layer {
+    const cg_spec *s;
+    int layer;
+    cg_harness_opts o;
+    long long n, nref;
+    cg_cu *cu;
+    float *hin, *hw, *hb;
+    size_t nw;
+    float *ref[2];        /* [fused]: nref images of the layer's (or the bare conv's) output */
+    long long ref_elems[2];
+    CUdeviceptr in, flush;
+    long long flush_words;
+};
+
+int cg_harness_layer_open(cg_harness_layer **out, const cg_spec *s, int layer, const cg_harness_opts *o, cg_err *e)
+{
+    cg_harness_layer *h = calloc(1, sizeof *h);
+    *out = h;
+    if (!h) return cg_fail(e, "out of memory");
+    h->s = s, h->layer = layer, h->o = *o;
+    h->n = o->batch > 0 ? o->batch : 1;
+    h->nref = o->check_images > 0 && o->check_images < h->n ? o->check_images : h->n;
+    const cg_layer *l = &s->layers[layer];
+    long long rows = l->op == CG_OP_CONV ? l->M : l->out;
+    long long fan_in = l->op == CG_OP_CONV ? (long long)l->C * l->K * l->K : cg_layer_in_elems(l);
+    long long in_elems = cg_layer_in_elems(l);
+    if ((double)h->n * (double)in_elems > 2147483647.0)
+        return cg_fail(e, "--batch %lld: indices of this layer would pass 2^31", h->n);
+    size_t nin = (size_t)(h->n * in_elems);
+    h->nw = (size_t)(rows * fan_in);
+    h->hin = malloc(nin * sizeof *h->hin);
+    h->hw = malloc(h->nw * sizeof *h->hw);
+    h->hb = malloc((size_t)rows * sizeof *h->hb);
+    if (!h->hin || !h->hw || !h->hb) return cg_fail(e, "out of memory for %lld images", h->n);
+    cg_harness_fill(h->hin, nin, o->seed, 1.0f);
+    float ws = (float)(1.0 / sqrt((double)fan_in));
+    cg_harness_fill(h->hw, h->nw, o->seed + 1, ws);
+    cg_harness_fill(h->hb, (size_t)rows, o->seed + 2, ws);
+    if (cg_cu_open(&h->cu, o->device, e)) return -1;
+    if (upload(h->cu, &h->in, h->hin, nin * 4, e)) return -1;
+    h->flush_words = 2LL * (h->cu->l2_bytes > 0 ? h->cu->l2_bytes : 64 << 20) / 4;
+    return upload(h->cu, &h->flush, NULL, (size_t)h->flush_words * 4, e);
+}
+
+void cg_harness_layer_close(cg_harness_layer *h)
+{
+    if (!h) return;
+    if (h->cu) {
+        if (h->in) h->cu->cuMemFree(h->in);
+        if (h->flush) h->cu->cuMemFree(h->flush);
+        cg_cu_close(h->cu);
+    }
+    free(h->hin), free(h->hw), free(h->hb), free(h->ref[0]), free(h->ref[1]);
+    free(h);
+}
+
+/* The reference for a kernel whose epilogue is (fused) or is not fused, made once. */
+static const float *layer_reference(cg_harness_layer *h, int fused, long long out_elems, cg_err *e)
+{
+    fused = !!fused;
+    if (h->ref[fused]) return h->ref_elems[fused] == out_elems ? h->ref[fused] : NULL;
+    const cg_layer *l = &h->s->layers[h->layer];
+    if (!(h->ref[fused] = malloc((size_t)(h->nref * out_elems) * sizeof(float))))
+        return cg_fail(e, "out of memory"), NULL;
+    h->ref_elems[fused] = out_elems;
+    if (cg_harness_reference(l, fused, h->hw, l->bias ? h->hb : NULL, h->hin, h->ref[fused], (int)h->nref, e)) {
+        free(h->ref[fused]), h->ref[fused] = NULL;
+        return NULL;
+    }
+    return h->ref[fused];
+}
+
+int cg_harness_layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kernel_launch *klaunch,
+                         const cg_buf *image, int repeat, cg_harness_result *r, cg_err *e)
 {
     memset(r, 0, sizeof *r);
     r->k = *k;
     r->k.source = NULL, r->k.source_len = 0; /* name, template and layer only */
     r->launch = *klaunch;
-    const cg_layer *l = &s->layers[layer];
+    const cg_layer *l = &h->s->layers[h->layer];
     const cg_kernel_launch *kl = &r->launch;
-    long long n = o->batch > 0 ? o->batch : 1;
-    long long nref = o->check_images > 0 && o->check_images < n ? o->check_images : n;
+    long long n = h->n, nref = h->nref;
     r->batch = n, r->checked_images = nref;
-    if (!batch_fits(kl, n))
-        return cg_fail(e, "--batch %lld: indices of this layer would pass 2^31", n);
+    if (!batch_fits(kl, n)) return cg_fail(e, "--batch %lld: indices of this layer would pass 2^31", n);
+    if (kl->in_elems != cg_layer_in_elems(l))
+        return cg_fail(e, "kernel %s reads %lld values per image, layer %s has %lld", k->kernel, kl->in_elems, l->name,
+                       cg_layer_in_elems(l));
     bench b;
     memset(&b, 0, sizeof b);
-    size_t nw = 0;
-    int rc = cg_cu_open(&b.cu, o->device, e);
-    if (!rc) {
-        snprintf(r->device, sizeof r->device, "%s", b.cu->name);
-        rc = load_image(&b, r, k->kernel, image, e);
-    }
-    if (!rc) rc = host_data(&b, l, kl, n, nref, o->seed, &nw, e);
-    /* reference */
-    if (!rc) rc = cg_harness_reference(l, kl->fused, b.hw, l->bias ? b.hb : NULL, b.hin, b.ref, (int)nref, e);
-    /* device buffers: input, output, weights where they live, an L2-sized scratch */
-    if (!rc) rc = upload(b.cu, &b.in, b.hin, (size_t)(n * kl->in_elems) * 4, e);
+    b.cu = h->cu;
+    b.in = h->in, b.flush = h->flush;
+    snprintf(r->device, sizeof r->device, "%s", h->cu->name);
+    int rc = load_image(&b, r, k->kernel, image, e);
+    const float *ref = rc ? NULL : layer_reference(h, kl->fused, kl->out_elems, e);
+    if (!rc && !ref) rc = e->msg[0] ? -1 : cg_fail(e, "kernel %s: unexpected output size", k->kernel);
+    if (!rc && !(b.hout = malloc((size_t)(n * kl->out_elems) * sizeof *b.hout))) rc = cg_fail(e, "out of memory");
     if (!rc) rc = upload(b.cu, &b.out, NULL, (size_t)(n * kl->out_elems) * 4, e);
     long long rows = l->op == CG_OP_CONV ? l->M : l->out; /* the weights' first dimension */
-    if (!rc) rc = place(&b, kl->weights, b.hw, nw, rows, &b.w, e);
-    if (!rc && l->bias) rc = place(&b, kl->bias, b.hb, (size_t)rows, 1, &b.b, e);
-    long long flush_words = 2LL * (b.cu && b.cu->l2_bytes > 0 ? b.cu->l2_bytes : 64 << 20) / 4;
-    if (!rc) rc = upload(b.cu, &b.flush, NULL, (size_t)flush_words * 4, e);
+    if (!rc) rc = place(&b, kl->weights, h->hw, h->nw, rows, &b.w, e);
+    if (!rc && l->bias) rc = place(&b, kl->bias, h->hb, (size_t)rows, 1, &b.b, e);
     for (int i = 0; !rc && i < 2; i++) rc = CG_CU(e, b.cu->cuEventCreate(&b.ev[i], CU_EVENT_DEFAULT));
     if (!rc && cg_args_parse(kl->args, b.roles, &b.nroles))
         rc = cg_fail(e, "kernel arguments '%s': not a list of roles (in, out, weights, bias, n)", kl->args);
@@ -338,7 +375,7 @@ int cg_harness_run_image(const cg_spec *s, int layer, const cg_gen_kernel *k, co
     if (!rc) rc = launch(&b, kl, n, 0, NULL, e);
     if (!rc) rc = CG_CU(e, b.cu->cuMemcpyDtoH(b.hout, b.out, (size_t)(n * kl->out_elems) * 4));
     if (!rc) {
-        cg_harness_compare(b.hout, b.ref, (size_t)(nref * kl->out_elems), CG_HARNESS_TOL, &r->diff);
+        cg_harness_compare(b.hout, ref, (size_t)(nref * kl->out_elems), CG_HARNESS_TOL, &r->diff);
         /* the rest of the batch is not compared, but every element must be written */
         for (size_t i = (size_t)(nref * kl->out_elems); i < (size_t)(n * kl->out_elems); i++)
             r->diff.nonfinite += !isfinite(b.hout[i]);
@@ -346,17 +383,37 @@ int cg_harness_run_image(const cg_spec *s, int layer, const cg_gen_kernel *k, co
     }
     /* time */
     double *ms = NULL;
-    int reps = o->repeat > 0 ? o->repeat : 1;
+    int reps = repeat > 0 ? repeat : h->o.repeat > 0 ? h->o.repeat : 1;
     if (!rc && r->diff.ok && !(ms = malloc((size_t)reps * sizeof *ms))) rc = cg_fail(e, "out of memory");
-    for (int i = 0; !rc && r->diff.ok && i < o->warmup; i++) rc = launch(&b, kl, n, flush_words, NULL, e);
-    for (int i = 0; !rc && r->diff.ok && i < reps; i++) rc = launch(&b, kl, n, flush_words, &ms[i], e);
+    for (int i = 0; !rc && r->diff.ok && i < h->o.warmup; i++) rc = launch(&b, kl, n, h->flush_words, NULL, e);
+    for (int i = 0; !rc && r->diff.ok && i < reps; i++) rc = launch(&b, kl, n, h->flush_words, &ms[i], e);
     if (!rc && r->diff.ok) {
         cg_harness_stats_of(ms, reps, &r->t);
-        r->flush_bytes = flush_words * 4;
+        r->flush_bytes = h->flush_words * 4;
         r->gflop = cg_harness_flop(l, n) / 1e9;
         r->tflops = r->t.median > 0 ? r->gflop / r->t.median : 0; /* GFLOP per ms = TFLOP/s */
     }
     free(ms);
-    bench_free(&b);
+    /* what belongs to this candidate; the layer's buffers and the device stay */
+    b.in = b.flush = 0;
+    b.cu = NULL;
+    if (b.out) h->cu->cuMemFree(b.out);
+    if (b.w) h->cu->cuMemFree(b.w);
+    if (b.b) h->cu->cuMemFree(b.b);
+    for (int i = 0; i < 2; i++)
+        if (b.ev[i]) h->cu->cuEventDestroy(b.ev[i]);
+    if (b.mod) h->cu->cuModuleUnload(b.mod);
+    free(b.hout);
+    return rc ? -1 : 0;
+}
+
+int cg_harness_run_image(const cg_spec *s, int layer, const cg_gen_kernel *k, const cg_kernel_launch *klaunch,
+                         const cg_buf *image, const cg_harness_opts *o, cg_harness_result *r, cg_err *e)
+{
+    cg_harness_layer *h = NULL;
+    memset(r, 0, sizeof *r);
+    int rc = cg_harness_layer_open(&h, s, layer, o, e);
+    if (!rc) rc = cg_harness_layer_run(h, k, klaunch, image, 0, r, e);
+    cg_harness_layer_close(h);
     return rc ? -1 : 0;
 }

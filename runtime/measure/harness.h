@@ -96,4 +96,15 @@ int cg_harness_run(const cg_spec *s, int layer, const char *tpl, const char *par
 int cg_harness_run_image(const cg_spec *s, int layer, const cg_gen_kernel *k, const cg_kernel_launch *kl,
                          const cg_buf *image, const cg_harness_opts *o, cg_harness_result *r, cg_err *e);
 
+/* The same, split for a tuner: one layer's inputs, weights, CPU reference and
+ * device buffers made once (open), then any number of its candidates checked
+ * and timed on them (run), with results identical to cg_harness_run_image's. */
+typedef struct cg_harness_layer cg_harness_layer;
+/* *out is set whenever memory allowed; close it after a failure too. */
+int cg_harness_layer_open(cg_harness_layer **out, const cg_spec *s, int layer, const cg_harness_opts *o, cg_err *e);
+/* repeat: timed launches (0: the options' repeat). */
+int cg_harness_layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kernel_launch *kl,
+                         const cg_buf *image, int repeat, cg_harness_result *r, cg_err *e);
+void cg_harness_layer_close(cg_harness_layer *h);
+
 #endif
