@@ -249,6 +249,20 @@ static void op_progress(void *ctx, const cg_tune_layer *L)
     progress(ctx, L, 0);
 }
 
+/* The harness of the layer being tuned (t->li): its inputs, weights, CPU
+ * reference and device buffers made once for all its candidates, so that a
+ * candidate's cost, which plans the budget, is its own launches. */
+static int layer_harness(tuner *t, cg_err *e)
+{
+    if (t->hl_layer == t->li) return 0;
+    cg_harness_layer_close(t->hl);
+    t->hl = NULL, t->hl_layer = -1;
+    cg_harness_opts ho = {0, t->c->batch, CHECK_IMAGES, 2, (int)t->c->repeat, 1, t->c->no_cache};
+    if (cg_harness_layer_open(&t->hl, t->s, t->li, &ho, e)) return -1;
+    t->hl_layer = t->li;
+    return 0;
+}
+
 /* cg_tune_ops.run: candidate i, the j-th of the batch, checked against the CPU
  * reference by the kernel harness and timed (retime: 5x --repeat launches);
  * its outcome into its entry. */
@@ -259,16 +273,9 @@ static int op_run(void *ctx, cg_tune_layer *L, int j, int i, int retime, cg_err 
     cg_tune_cand *x = &L->c[i];
     int k = b->slot[j];
     if (k < 0) return 0; /* dropped by cg_tune_compile; its status and reason say why */
-    cg_harness_opts ho = {0, t->c->batch, CHECK_IMAGES, 2, (int)t->c->repeat, 1, t->c->no_cache};
     cg_harness_result *r = t->r;
     cg_err he = {{0}};
-    /* the layer's inputs, reference and buffers once, for all its candidates */
-    if (t->hl_layer != t->li) {
-        cg_harness_layer_close(t->hl);
-        t->hl = NULL, t->hl_layer = -1;
-        if (cg_harness_layer_open(&t->hl, t->s, t->li, &ho, e)) return -1;
-        t->hl_layer = t->li;
-    }
+    if (layer_harness(t, e)) return -1;
     if (cg_harness_layer_run(t->hl, &b->out->k[k], &b->kl[j], &b->jr.k[k].image,
                              (int)(retime ? 5 * t->c->repeat : t->c->repeat), r, &he)) {
         x->status = CG_TUNE_RUN_FAILED;
@@ -305,6 +312,7 @@ static int search(tuner *t, layer_run *lr, double deadline, cg_err *e)
     cg_tune_ops ops = {t, op_now, op_compile, op_run, op_release, op_progress};
     t->li = lr->li;
     if (!t->r && !(t->r = malloc(sizeof *t->r))) return cg_fail(e, "out of memory"), -1;
+    if (layer_harness(t, e)) return -1;
     return cg_tune_search(&lr->t, &p, &ops, &t->cost, deadline, e);
 }
 

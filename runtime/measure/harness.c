@@ -282,6 +282,22 @@ struct cg_harness_layer {
     long long flush_words;
 };
 
+/* The reference for a kernel whose epilogue is (fused) or is not fused, made once. */
+static const float *layer_reference(cg_harness_layer *h, int fused, long long out_elems, cg_err *e)
+{
+    fused = !!fused;
+    if (h->ref[fused]) return h->ref_elems[fused] == out_elems ? h->ref[fused] : NULL;
+    const cg_layer *l = &h->s->layers[h->layer];
+    if (!(h->ref[fused] = malloc((size_t)(h->nref * out_elems) * sizeof(float))))
+        return cg_fail(e, "out of memory"), NULL;
+    h->ref_elems[fused] = out_elems;
+    if (cg_harness_reference(l, fused, h->hw, l->bias ? h->hb : NULL, h->hin, h->ref[fused], (int)h->nref, e)) {
+        free(h->ref[fused]), h->ref[fused] = NULL;
+        return NULL;
+    }
+    return h->ref[fused];
+}
+
 int cg_harness_layer_open(cg_harness_layer **out, const cg_spec *s, int layer, const cg_harness_opts *o, cg_err *e)
 {
     cg_harness_layer *h = calloc(1, sizeof *h);
@@ -306,6 +322,9 @@ int cg_harness_layer_open(cg_harness_layer **out, const cg_spec *s, int layer, c
     float ws = (float)(1.0 / sqrt((double)fan_in));
     cg_harness_fill(h->hw, h->nw, o->seed + 1, ws);
     cg_harness_fill(h->hb, (size_t)rows, o->seed + 2, ws);
+    /* the reference of the layer as it is (a fused epilogue) now: every
+     * candidate of a tuner's search is compared with it */
+    if (!layer_reference(h, 1, cg_layer_out_elems(l), e)) return -1;
     if (cg_cu_open(&h->cu, o->device, e)) return -1;
     if (upload(h->cu, &h->in, h->hin, nin * 4, e)) return -1;
     h->flush_words = 2LL * (h->cu->l2_bytes > 0 ? h->cu->l2_bytes : 64 << 20) / 4;
@@ -322,22 +341,6 @@ void cg_harness_layer_close(cg_harness_layer *h)
     }
     free(h->hin), free(h->hw), free(h->hb), free(h->ref[0]), free(h->ref[1]);
     free(h);
-}
-
-/* The reference for a kernel whose epilogue is (fused) or is not fused, made once. */
-static const float *layer_reference(cg_harness_layer *h, int fused, long long out_elems, cg_err *e)
-{
-    fused = !!fused;
-    if (h->ref[fused]) return h->ref_elems[fused] == out_elems ? h->ref[fused] : NULL;
-    const cg_layer *l = &h->s->layers[h->layer];
-    if (!(h->ref[fused] = malloc((size_t)(h->nref * out_elems) * sizeof(float))))
-        return cg_fail(e, "out of memory"), NULL;
-    h->ref_elems[fused] = out_elems;
-    if (cg_harness_reference(l, fused, h->hw, l->bias ? h->hb : NULL, h->hin, h->ref[fused], (int)h->nref, e)) {
-        free(h->ref[fused]), h->ref[fused] = NULL;
-        return NULL;
-    }
-    return h->ref[fused];
 }
 
 int cg_harness_layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kernel_launch *klaunch,
