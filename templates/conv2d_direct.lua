@@ -47,8 +47,13 @@ T.params = {
   { name = "maps_unroll", doc = "output maps accumulated together in registers; divides M",
     legal = function(l) return common.divisors(l.M, 32) end,
     default = function(l)
-      local d = common.divisors(l.M, 8)
-      return d[#d]
+      -- the largest divisor up to 8 whose unrolled calls (about 100 bytes of
+      -- source each) stay within the source budget (see T.check)
+      local d, ckk = common.divisors(l.M, 8), l.C * l.K * l.K
+      for i = #d, 2, -1 do
+        if d[i] * ckk * 100 + 4096 <= 40 * 1024 then return d[i] end
+      end
+      return d[1]
     end },
   { name = "cols", doc = "outputs (pooled outputs when pooling) per thread along a row; divides the row",
     legal = function(l) return common.divisors(row_len(l, 1), 8) end,
@@ -81,6 +86,25 @@ local function tile(l, p)
   return pooled, TR, TS, (TR - 1) * g.S + l.K, (TS - 1) * g.S + l.K
 end
 
+-- The kernel's name, whether its weights go to constant memory, and their bytes.
+local function naming(l, p)
+  local g, fused, pooled = geom(l, p.fuse)
+  local CKK = l.C * l.K * l.K
+  local wbytes = 4 * (l.M * CKK + (l.bias and l.M or 0))
+  -- constant memory indexed by the group counter turns into loads the compiler
+  -- hoists far ahead (hundreds of live registers, then spills) once a group has
+  -- more than ~256 weights; such layers stage each group in shared memory
+  local const = wbytes <= (l.const_left or common.CONST_BUDGET) and p.maps_unroll * CKK <= CONST_GROUP_LIMIT
+  local name = string.format("conv2d_direct_c%dm%dk%d_h%dw%d%s_%s%s%s_%s_b%du%dx%dg%df%d",
+    l.C, l.M, l.K, l.H, l.W, g.tag, fused and l.act or "none", pooled and g.pool_tag or "",
+    l.bias and "_bias" or "", const and "wc" or "ws", p.block, p.maps_unroll, p.cols, p.unroll_groups, p.fuse)
+  return name, const, wbytes
+end
+
+-- Most bytes of source: one unrolled tile call is a line of the kernel's name and
+-- about 40 bytes more, the rest of the kernel about 4 KB and the epilogue's lines.
+T.SOURCE_BUDGET = 40 * 1024
+
 function T.check(l, p)
   local pooled, TR, TS, PR, PC = tile(l, p)
   if row_len(l, p.fuse) % p.cols ~= 0 then
@@ -97,6 +121,11 @@ function T.check(l, p)
     return string.format("the unrolled body makes %d tile calls (maps_unroll*C*K*K%s); the budget is %d, " ..
       "so that the source stays under about 40 KB: use strategy igemm for this layer",
       calls, p.unroll_groups == 1 and "*groups" or "", T.CALL_BUDGET), "maps_unroll"
+  end
+  local source = calls * (#naming(l, p) + 40) + 4096 + p.maps_unroll * p.cols * (60 + 24 * TR * TR)
+  if source > T.SOURCE_BUDGET then
+    return string.format("the unrolled body makes about %d bytes of source (%d tile calls of the kernel's name); " ..
+      "the budget is %d: use strategy igemm for this layer", source, calls, T.SOURCE_BUDGET), "maps_unroll"
   end
   if body > T.BODY_BUDGET then
     return string.format("the unrolled body holds %d multiply-adds (maps_unroll*C*K*K*outputs%s); " ..
@@ -293,14 +322,7 @@ function T.kernel(l, p)
     if #conds > 0 then incond = table.concat(conds, " && ") end
   end
   local CKK = l.C * l.K * l.K
-  local wbytes = 4 * (l.M * CKK + (l.bias and l.M or 0))
-  -- constant memory indexed by the group counter turns into loads the compiler
-  -- hoists far ahead (hundreds of live registers, then spills) once a group has
-  -- more than ~256 weights; such layers stage each group in shared memory
-  local const = wbytes <= l.const_left and p.maps_unroll * CKK <= CONST_GROUP_LIMIT
-  local name = string.format("conv2d_direct_c%dm%dk%d_h%dw%d%s_%s%s%s_%s_b%du%dx%dg%df%d",
-    l.C, l.M, l.K, l.H, l.W, g.tag, fused and l.act or "none", pooled and g.pool_tag or "",
-    l.bias and "_bias" or "", const and "wc" or "ws", p.block, p.maps_unroll, p.cols, p.unroll_groups, p.fuse)
+  local name, const, wbytes = naming(l, p)
   local act = fused and l.act or "none"
   local head, args = common.kernel_head(name, p.block, common.std_args({ w_name = "w_arg", b_name = "b_arg" }))
   local v = {

@@ -216,7 +216,7 @@ local source = engine.compile([=[
 % if padded then
         // the input origin of the column, in the padding when negative or past the edge;
         // rm/cm: the kernel rows/columns inside the input (only those are read)
-        const int iy = oy * {{S}} - {{pt}}, ix = ox * {{S}} - {{pl}};
+        const int iy = oy * {{STR}} - {{pt}}, ix = ox * {{STR}} - {{pl}};
         xb[j] = in + img * {{C * H * W}} + iy * {{W}} + ix;
         rm[j] = 0, cm[j] = 0;
 #pragma unroll
@@ -224,8 +224,8 @@ local source = engine.compile([=[
             if ((unsigned)(iy + p) < {{H}}u) rm[j] |= {{one}} << p;
             if ((unsigned)(ix + p) < {{W}}u) cm[j] |= {{one}} << p;
         }
-% elseif S > 1 then
-        xb[j] = in + img * {{C * H * W}} + oy * {{S * W}} + ox * {{S}};
+% elseif STR > 1 then
+        xb[j] = in + img * {{C * H * W}} + oy * {{STR * W}} + ox * {{STR}};
 % else
         xb[j] = in + img * {{C * H * W}} + oy * {{W}} + ox;
 % end
@@ -511,7 +511,7 @@ function T.kernel(l, p)
     vec = s.P % 4 == 0,
     actname = act,
     act = function(e) return common.act(act, e) end,
-    S = g.S, pt = g.pt, pl = g.pl, padded = g.padded,
+    STR = g.S, pt = g.pt, pl = g.pl, padded = g.padded,
     mtype = l.K > 32 and "unsigned long long" or "unsigned", one = l.K > 32 and "1ull" or "1u",
     rowok = rowok, colok = colok,
     pool_kind = g.kind,
