@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa.yaml (network ece408-2018fa)
 // layer:      fc1
 // shape:      17496 -> 160, bias, tanh
-// template:   fc_vec (templates/fc_vec.lua, hash 99424dc3f94cc2fc)
+// template:   fc_vec (templates/fc_vec.lua, hash d511fcfd9a32cd72)
 // params:     bm=128 bn=64 bk=16 tm=8 tn=4
 // launch:     grid (N*1/128, 3, 1) where N = images, block (256, 1, 1), 0 B shared
 // weights:    arg, bias arg

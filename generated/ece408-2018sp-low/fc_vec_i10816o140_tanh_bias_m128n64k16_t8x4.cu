@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp-low.yaml (network ece408-2018sp-low)
 // layer:      fc1
 // shape:      10816 -> 140, bias, tanh
-// template:   fc_vec (templates/fc_vec.lua, hash 99424dc3f94cc2fc)
+// template:   fc_vec (templates/fc_vec.lua, hash d511fcfd9a32cd72)
 // params:     bm=128 bn=64 bk=16 tm=8 tn=4
 // launch:     grid (N*1/128, 3, 1) where N = images, block (256, 1, 1), 0 B shared
 // weights:    arg, bias arg
