@@ -49,9 +49,13 @@ T.params = {
     default = function(l)
       -- the largest divisor up to 8 whose unrolled calls (about 100 bytes of
       -- source each) stay within the source budget (see T.check)
+      -- and whose accumulators fit a fused pool's F x F tile (else the search
+      -- would find fuse=0 before a smaller maps_unroll)
       local d, ckk = common.divisors(l.M, 8), l.C * l.K * l.K
+      local _, _, pooled = geom(l, 1)
+      local F = pooled and common.conv_geom(l).PK or 1
       for i = #d, 2, -1 do
-        if d[i] * ckk * 100 + 4096 <= 40 * 1024 then return d[i] end
+        if d[i] * ckk * 100 + 4096 <= 40 * 1024 and d[i] * F * F <= 64 then return d[i] end
       end
       return d[1]
     end },
