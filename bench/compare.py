@@ -23,7 +23,8 @@ come last.
     (fused bias, activation and pool included) and around the whole network
     (uint8 conversion to argmax); also with the fat binary
     build/fatbin/NETWORK.fatbin when one exists (`make fatbin`).
-  * cuDNN: the bare convolution, F.conv2d with the layer's weights and no bias
+  * cuDNN: the bare convolution, F.conv2d with the layer's weights, stride and
+    padding (uneven padding added to the input beforehand) and no bias
     (PyTorch adds a bias in a kernel of its own, ~1 ms at batch 10,000), in FP32,
     TF32 off, cudnn.benchmark on, input already on the device, L2 flushed by
     writing a 256 MB buffer before each timed call, CUDA events, median of R
@@ -234,16 +235,23 @@ def layer_table(spec, path):
             m, k = l.get("M"), l.get("K")
             if not isinstance(m, int) or not isinstance(k, int) or m < 1 or k < 1:
                 raise SpecError(f"{path}: layer '{name}': M and K must be positive integers")
-            if k > h or k > w:
-                raise SpecError(f"{path}: layer '{name}': K={k} is larger than the input {h}x{w}")
-            ch, cw = h - k + 1, w - k + 1
-            row.update(M=m, K=k, CH=ch, CW=cw)
-            if row["pool"] == "max2":
-                if ch < 2 or cw < 2:
-                    raise SpecError(f"{path}: layer '{name}': max2 needs a conv output of at least 2x2")
-                ch, cw = ch // 2, cw // 2
-            elif row["pool"] != "none":
-                raise SpecError(f"{path}: layer '{name}': pool '{row['pool']}'")
+            pad, stride = conv_padding(l, k, path, name), l.get("stride", 1)
+            if not isinstance(stride, int) or stride < 1:
+                raise SpecError(f"{path}: layer '{name}': stride must be a positive integer")
+            ph, pw = h + pad[0] + pad[2], w + pad[1] + pad[3]
+            if k > ph or k > pw:
+                raise SpecError(f"{path}: layer '{name}': K={k} is larger than the input {ph}x{pw}"
+                                + (" with its padding" if any(pad) else ""))
+            ch, cw = (ph - k) // stride + 1, (pw - k) // stride + 1
+            row.update(M=m, K=k, CH=ch, CW=cw, pad=pad, stride=stride)
+            kind, pk, ps = conv_pool(l, path, name)
+            row.update(pool_kind=kind, PK=pk, PS=ps)
+            if kind == "global_avg":
+                ch, cw = 1, 1
+            elif kind != "none":
+                if ch < pk or cw < pk:
+                    raise SpecError(f"{path}: layer '{name}': {row['pool']} needs a conv output of at least {pk}x{pk}")
+                ch, cw = (ch - pk) // ps + 1, (cw - pk) // ps + 1
             c, h, w = m, ch, cw
         elif op == "fc":
             if not isinstance(l.get("out"), int) or l["out"] < 1:
@@ -257,6 +265,40 @@ def layer_table(spec, path):
         row.update(OC=c, OH=h, OW=w)
         out.append(row)
     return out
+
+
+def conv_padding(l, k, path, name):
+    """[top, left, bottom, right] from a conv's 'padding' (an integer, four, same or valid)."""
+    p = l.get("padding", 0)
+    if p == "valid":
+        return [0, 0, 0, 0]
+    if p == "same":
+        if k % 2 == 0 or l.get("stride", 1) != 1:
+            raise SpecError(f"{path}: layer '{name}': padding same needs an odd K and stride 1")
+        return [(k - 1) // 2] * 4
+    pad = [p] * 4 if isinstance(p, int) else p
+    if not isinstance(pad, list) or len(pad) != 4 or not all(isinstance(x, int) and 0 <= x < k for x in pad):
+        raise SpecError(f"{path}: layer '{name}': padding {p!r}")
+    return pad
+
+
+def conv_pool(l, path, name):
+    """(kind, window, stride) of a conv's pool: none, max or avg K with pool_stride, global_avg."""
+    pool = l.get("pool", "none")
+    if pool in ("none", "global_avg"):
+        return pool, 0, 0
+    mt = re.fullmatch(r"(max|avg)([1-9][0-9]*)", str(pool))
+    if not mt or int(mt.group(2)) < 2:
+        raise SpecError(f"{path}: layer '{name}': pool '{pool}'")
+    k = int(mt.group(2))
+    return mt.group(1), k, l.get("pool_stride", k)
+
+
+def torch_padding(l):
+    """Conv2d's padding argument when the padding is the same top and bottom, left and
+    right (cuDNN pads itself); None when it is not (the input is padded beforehand)."""
+    t, lf, b, r = l["pad"]
+    return (t, lf) if t == b and lf == r else None
 
 
 def load_spec(path):
@@ -277,8 +319,17 @@ def conv_gflop(l, n):
 
 def shape_text(l):
     """'C32 26x26 -> M32 K3 relu pool -> 32x12x12' for a conv layer."""
-    extra = "".join(f" {x}" for x in (l["act"] if l["act"] != "none" else "",
-                                        "pool" if l["pool"] == "max2" else "",
+    t, lf, b, r = l["pad"]
+    pad = "" if not any(l["pad"]) else f"p{t}" if t == lf == b == r else f"p{t},{lf},{b},{r}"
+    kind, pool = l["pool_kind"], ""
+    if kind == "global_avg":
+        pool = "gavg"
+    elif kind == "max" and l["PK"] == 2 and l["PS"] == 2:
+        pool = "pool"
+    elif kind != "none":
+        pool = f"{kind}{l['PK']}" + (f"/{l['PS']}" if l["PS"] != l["PK"] else "")
+    extra = "".join(f" {x}" for x in (pad, f"s{l['stride']}" if l["stride"] > 1 else "",
+                                        l["act"] if l["act"] != "none" else "", pool,
                                         "bias" if l["bias"] else "") if x)
     return f"C{l['C']} {l['H']}x{l['W']} -> M{l['M']} K{l['K']}{extra} -> {l['OC']}x{l['OH']}x{l['OW']}"
 
@@ -288,7 +339,17 @@ def torch_plan(layers):
     plan, flat = [], False
     for l in layers:
         if l["op"] == "conv":
-            plan.append((l["name"], "Conv2d", (l["C"], l["M"], l["K"]), {"bias": l["bias"]}))
+            kw = {"bias": l["bias"]}
+            if l["stride"] > 1:
+                kw["stride"] = l["stride"]
+            if any(l["pad"]):
+                sym = torch_padding(l)
+                if sym:
+                    kw["padding"] = sym
+                else:
+                    t, lf, b, r = l["pad"]
+                    plan.append((l["name"], "ZeroPad2d", ((lf, r, t, b),), {}))
+            plan.append((l["name"], "Conv2d", (l["C"], l["M"], l["K"]), kw))
         elif l["op"] == "fc":
             if not flat:
                 plan.append((l["name"], "Flatten", (), {}))
@@ -301,8 +362,11 @@ def torch_plan(layers):
             plan.append((l["name"], "Softmax", (), {"dim": 1}))
         if l["op"] != "softmax" and l["act"] != "none":
             plan.append((l["name"], {"relu": "ReLU", "tanh": "Tanh"}[l["act"]], (), {}))
-        if l["op"] == "conv" and l["pool"] == "max2":
-            plan.append((l["name"], "MaxPool2d", (2,), {}))
+        if l["op"] == "conv" and l["pool_kind"] == "global_avg":
+            plan.append((l["name"], "AdaptiveAvgPool2d", (1,), {}))
+        elif l["op"] == "conv" and l["pool_kind"] != "none":
+            kw = {} if l["PS"] == l["PK"] else {"stride": l["PS"]}
+            plan.append((l["name"], "MaxPool2d" if l["pool_kind"] == "max" else "AvgPool2d", (l["PK"],), kw))
     return plan
 
 
@@ -570,9 +634,16 @@ def main():
                 if l["op"] != "conv":
                     continue
                 print(f"cuDNN: {net} {l['name']}", file=sys.stderr)
-                weight = model[spans[l["name"]][0]].weight
-                conv = lambda t: torch.nn.functional.conv2d(t, weight)  # noqa: E731
-                x = torch.rand(args.batch, l["C"], l["H"], l["W"], device="cuda")
+                first, last = spans[l["name"]]
+                weight = next(m for m in model[first:last] if hasattr(m, "weight")).weight
+                # the bare convolution with the layer's stride and padding; uneven
+                # padding is added to the input beforehand (same work for cuDNN)
+                sym = torch_padding(l)
+                conv = lambda t: torch.nn.functional.conv2d(t, weight, stride=l["stride"],  # noqa: E731
+                                                            padding=sym or 0)
+                t, lf, b, r = l["pad"]
+                xh, xw = (l["H"], l["W"]) if sym else (l["H"] + t + b, l["W"] + lf + r)
+                x = torch.rand(args.batch, l["C"], xh, xw, device="cuda")
                 y = conv(x)
                 if tuple(y.shape) != (args.batch, l["M"], l["CH"], l["CW"]):
                     problems.append(f"{net} {l['name']}: PyTorch output {tuple(y.shape)}")

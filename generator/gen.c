@@ -96,6 +96,15 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
         set_int(L, "M", l->M);
         set_int(L, "K", l->K);
         set_int(L, "pool", l->pool);
+        if (l->op == CG_OP_CONV) {
+            set_int(L, "pad_t", l->pad[0]);
+            set_int(L, "pad_l", l->pad[1]);
+            set_int(L, "pad_b", l->pad[2]);
+            set_int(L, "pad_r", l->pad[3]);
+            set_int(L, "stride", l->stride > 0 ? l->stride : 1);
+            set_int(L, "pool_stride", l->pool_stride > 0 ? l->pool_stride : l->pool);
+            set_str(L, "pool_op", cg_pool_name(l));
+        }
         set_int(L, "out", l->out);
         lua_pushboolean(L, l->bias);
         lua_setfield(L, -2, "bias");

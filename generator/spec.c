@@ -120,8 +120,8 @@ static int read_spec(const cg_yctx *c, const cg_ynode *root, cg_spec *s)
         return -1;
     const cg_ynode *in = cg_y_require(c, root, "input", "at top level", NULL);
     if (!in || read_input(c, in, s)) return -1;
-    v = cg_y_require(c, root, "dataset", "at top level", "name: fashion-mnist");
-    if (!v || read_dataset(c, v, in, s)) return -1;
+    /* no dataset: the images come from --random-input (any channel count) */
+    if ((v = cg_y_get(root, "dataset")) && read_dataset(c, v, in, s)) return -1;
     if ((v = cg_y_get(root, "weights")) && read_weights(c, v, s)) return -1;
     s->seed = 1;
     if ((v = cg_y_get(root, "seed")) && cg_y_u64(c, v, "seed", "", &s->seed)) return -1;
@@ -190,6 +190,50 @@ const char *cg_op_name(cg_op o)
     case CG_OP_SOFTMAX: return "softmax";
     }
     return "?";
+}
+
+const char *cg_pool_name(const cg_layer *l)
+{
+    if (!l->pool) return "none";
+    switch (l->pool_op) {
+    case CG_POOL_MAX: return "max";
+    case CG_POOL_AVG: return "avg";
+    case CG_POOL_GLOBAL_AVG: return "global_avg";
+    }
+    return "?";
+}
+
+int cg_conv_dims(const cg_layer *l, int *ch, int *cw, int *oh, int *ow)
+{
+    long long s = l->stride > 0 ? l->stride : 1;
+    long long ph = (long long)l->H + l->pad[0] + l->pad[2], pw = (long long)l->W + l->pad[1] + l->pad[3];
+    if (l->K <= 0 || l->H <= 0 || l->W <= 0 || l->stride < 0 || ph < l->K || pw < l->K) return -1;
+    for (int i = 0; i < 4; i++)
+        if (l->pad[i] < 0 || l->pad[i] >= l->K) return -1;
+    *ch = (int)((ph - l->K) / s + 1), *cw = (int)((pw - l->K) / s + 1);
+    *oh = *ch, *ow = *cw;
+    if (!l->pool) return 0;
+    if (l->pool_op == CG_POOL_GLOBAL_AVG) {
+        *oh = *ow = 1;
+        return 0;
+    }
+    int k = l->pool, ps = l->pool_stride > 0 ? l->pool_stride : l->pool;
+    if (k < 1 || l->pool_stride < 0 || *ch < k || *cw < k) return -1;
+    *oh = (*ch - k) / ps + 1, *ow = (*cw - k) / ps + 1;
+    return 0;
+}
+
+void cg_conv_tag(const cg_layer *l, char *out, size_t n)
+{
+    size_t at = 0;
+    out[0] = 0;
+    if (l->pad[0] || l->pad[1] || l->pad[2] || l->pad[3])
+        at += (size_t)snprintf(out + at, n - at, " pad=%d,%d,%d,%d", l->pad[0], l->pad[1], l->pad[2], l->pad[3]);
+    if (at < n && l->stride > 1) at += (size_t)snprintf(out + at, n - at, " stride=%d", l->stride);
+    int ps = l->pool_stride > 0 ? l->pool_stride : l->pool;
+    if (at >= n || !l->pool || (l->pool_op == CG_POOL_MAX && l->pool == 2 && ps == 2)) return;
+    if (l->pool_op == CG_POOL_GLOBAL_AVG) snprintf(out + at, n - at, " pool=global_avg");
+    else snprintf(out + at, n - at, " pool=%s%d/%d", cg_pool_name(l), l->pool, ps);
 }
 
 long long cg_layer_out_elems(const cg_layer *l) { return (long long)l->OC * l->OH * l->OW; }

@@ -18,6 +18,8 @@ typedef struct {
 
 typedef enum { CG_OP_CONV, CG_OP_FC, CG_OP_SOFTMAX } cg_op;
 typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU } cg_act;
+/* What a conv's pool computes over each window (after the activation). */
+typedef enum { CG_POOL_MAX, CG_POOL_AVG, CG_POOL_GLOBAL_AVG } cg_pool_op;
 
 /* One tunable parameter as written in the spec (validated later against the
  * template's declared ranges, which is why it keeps its position). */
@@ -36,7 +38,14 @@ typedef struct {
     int C, H, W;
     /* conv */
     int M, K;
-    int pool; /* 0: none, 2: 2x2 max, stride 2 */
+    int pad[4]; /* zeros around the input: top, left, bottom, right */
+    int stride; /* >= 1; 0 (a hand-built layer) counts as 1 */
+    /* pool: window side (0: none; 2 with pool_op max and pool_stride 0 or 2 is
+     * the 2x2 max of max2). Global average: pool_op CG_POOL_GLOBAL_AVG, pool 1,
+     * the window is the whole conv output. */
+    int pool;
+    int pool_stride; /* 0 (a hand-built layer) counts as pool */
+    cg_pool_op pool_op;
     /* fc */
     int out;
     /* conv and fc */
@@ -77,6 +86,15 @@ int cg_spec_load(const char *path, cg_spec *out, cg_err *e);
 int cg_spec_parse(const char *path, const char *text, size_t len, cg_spec *out, cg_err *e);
 
 const char *cg_act_name(cg_act a);
+/* "none", "max", "avg" or "global_avg". */
+const char *cg_pool_name(const cg_layer *l);
+/* A conv layer's output before its pool (*ch x *cw) and after (*oh x *ow), from
+ * H, W, K, pad, stride and the pool: -1 when any of them is not positive (the
+ * spec reader refuses such layers; hand-built ones are checked with this too). */
+int cg_conv_dims(const cg_layer *l, int *ch, int *cw, int *oh, int *ow);
+/* What sets a conv apart from a valid, stride-1 conv with no pool or max2, for
+ * signatures (tuning records): "" for those, else e.g. " pad=1,1,1,1 stride=2 pool=avg3/2". */
+void cg_conv_tag(const cg_layer *l, char *out, size_t n);
 const char *cg_op_name(cg_op o);
 /* Elements of a layer's output per image. */
 long long cg_layer_out_elems(const cg_layer *l);

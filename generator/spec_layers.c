@@ -5,17 +5,20 @@
 #include "spec_yaml.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const ops[] = {"conv", "fc", "softmax", NULL}; /* cg_op order */
 static const char *const acts[] = {"none", "tanh", "relu", NULL}; /* cg_act order */
-static const char *const pools[] = {"none", "max2", NULL};
+/* the words an unknown pool is compared with (maxK and avgK stand for any window side K) */
+static const char *const pools[] = {"none", "max2", "avg2", "maxK", "avgK", "global_avg", NULL};
 static const char *const all_keys[] = {"name", "op",   "C",        "H",        "W",
-                                       "M",    "K",    "bias",     "activation", "pool",
+                                       "M",    "K",    "padding",  "stride",   "bias",
+                                       "activation", "pool", "pool_stride",
                                        "strategy", "params", "out", NULL};
-static const char *const conv_keys[] = {"name", "op",   "C",          "H",    "W",        "M",
-                                        "K",    "bias", "activation", "pool", "strategy", "params",
-                                        NULL};
+static const char *const conv_keys[] = {"name", "op",   "C",          "H",    "W",           "M",
+                                        "K",    "padding", "stride",  "bias", "activation",
+                                        "pool", "pool_stride", "strategy", "params", NULL};
 static const char *const fc_keys[] = {"name", "op", "out", "bias", "activation", "strategy", "params", NULL};
 static const char *const softmax_keys[] = {"name", "op", NULL};
 static const char *const *const op_keys[] = {conv_keys, fc_keys, softmax_keys};
@@ -96,6 +99,101 @@ static int read_params(const cg_yctx *c, const cg_ynode *map, const char *where,
     return 0;
 }
 
+/* 'stride' (default 1) and 'padding' (default 0): one integer for every side,
+ * [top, left, bottom, right], or same (odd K, stride 1: (K-1)/2 on every side).
+ * Each side is below K, so every conv output sees at least one input pixel. */
+static int read_pad_stride(const cg_yctx *c, const cg_ynode *map, const char *where, cg_layer *l)
+{
+    const cg_ynode *v = cg_y_get(map, "stride");
+    long long x;
+    l->stride = 1;
+    if (v) {
+        if (v->kind == CG_Y_SCALAR && v->plain && !strcmp(v->text, "0"))
+            return cg_y_fail(c, v->pos, "'stride' %s is 0; a stride is at least 1", where);
+        if (cg_y_int(c, v, "stride", where, 1, CG_DIM_MAX, &x)) return -1;
+        l->stride = (int)x;
+    }
+    v = cg_y_get(map, "padding");
+    if (!v) return 0;
+    if (v->kind == CG_Y_SCALAR && (!strcmp(v->text, "same") || !strcmp(v->text, "valid"))) {
+        if (!strcmp(v->text, "valid")) return 0;
+        if (l->K % 2 == 0)
+            return cg_y_fail(c, v->pos, "padding 'same' %s needs an odd K, and K is %d "
+                             "(write the four sides: [top, left, bottom, right])", where, l->K);
+        if (l->stride != 1)
+            return cg_y_fail(c, v->pos, "padding 'same' %s needs stride 1, and stride is %d "
+                             "(write the padding as a number)", where, l->stride);
+        for (int i = 0; i < 4; i++) l->pad[i] = (l->K - 1) / 2;
+        return 0;
+    }
+    static const char *const sides[] = {"top", "left", "bottom", "right"};
+    const cg_ynode *items[4] = {v, v, v, v};
+    if (v->kind == CG_Y_SEQ) {
+        if (v->n != 4)
+            return cg_y_fail(c, v->pos, "'padding' %s has %zu numbers; expected one, or four: "
+                             "[top, left, bottom, right]", where, v->n);
+        for (int i = 0; i < 4; i++) items[i] = v->kids[i];
+    } else if (v->kind != CG_Y_SCALAR) {
+        return cg_y_kind(c, v, CG_Y_SCALAR, "padding", where,
+                         "an integer, [top, left, bottom, right], same or valid");
+    } else if (!v->plain || !(v->text[0] == '-' || (v->text[0] >= '0' && v->text[0] <= '9'))) {
+        char show[80];
+        return cg_y_fail(c, v->pos, "unknown padding '%s' %s (expected an integer, "
+                         "[top, left, bottom, right], same or valid)",
+                         cg_y_show(v->text, show, sizeof show), where);
+    }
+    for (int i = 0; i < 4; i++) {
+        if (cg_y_int(c, items[i], "padding", where, 0, CG_DIM_MAX, &x)) return -1;
+        if (x >= l->K)
+            return cg_y_fail(c, items[i]->pos, "padding%s%s %s is %lld, not below K = %d "
+                             "(an output would see only zeros)", v->kind == CG_Y_SEQ ? " " : "",
+                             v->kind == CG_Y_SEQ ? sides[i] : "", where, x, l->K);
+        l->pad[i] = (int)x;
+    }
+    return 0;
+}
+
+/* 'pool' (none, maxK, avgK, global_avg; max2 is the 2x2 max of old) and, for maxK
+ * and avgK, 'pool_stride' (default K). The pooled output of h x w must not be empty. */
+static int read_pool(const cg_yctx *c, const cg_ynode *map, const char *where, int ch, int cw,
+                     cg_layer *l)
+{
+    const cg_ynode *v = cg_y_get(map, "pool"), *sv = cg_y_get(map, "pool_stride");
+    l->pool = 0, l->pool_stride = 0, l->pool_op = CG_POOL_MAX;
+    int side = 0, op = -1;
+    if (v && v->kind == CG_Y_SCALAR && (!strncmp(v->text, "max", 3) || !strncmp(v->text, "avg", 3)) &&
+        v->text[3] >= '1' && v->text[3] <= '9' && strspn(v->text + 3, "0123456789") == v->len - 3 &&
+        v->len <= 8) {
+        op = v->text[0] == 'm' ? CG_POOL_MAX : CG_POOL_AVG;
+        side = atoi(v->text + 3);
+    } else if (v) {
+        int which;
+        if (cg_y_enum(c, v, "pool", where, pools, &which)) return -1;
+        if (which == 3 || which == 4)
+            return cg_y_fail(c, v->pos, "pool '%s' %s: write the window side for K (max2, avg3, ...)",
+                             v->text, where);
+        if (which == 5) op = CG_POOL_GLOBAL_AVG;
+    }
+    if (sv && (op < 0 || op == CG_POOL_GLOBAL_AVG))
+        return cg_y_fail(c, sv->pos, "'pool_stride' %s needs pool maxK or avgK (the pool is %s)", where,
+                         v ? v->text : "none");
+    if (op < 0) return 0;
+    if (op == CG_POOL_GLOBAL_AVG) {
+        l->pool = 1, l->pool_op = CG_POOL_GLOBAL_AVG;
+        return 0;
+    }
+    if (side < 2)
+        return cg_y_fail(c, v->pos, "pool %s %s has a window of 1 (it would change nothing); "
+                         "the window side is at least 2", v->text, where);
+    long long ps = side;
+    if (sv && cg_y_int(c, sv, "pool_stride", where, 1, CG_DIM_MAX, &ps)) return -1;
+    if (ch < side || cw < side)
+        return cg_y_fail(c, v->pos, "pool %s %s needs a conv output of at least %dx%d, got %dx%d",
+                         v->text, where, side, side, ch, cw);
+    l->pool = side, l->pool_stride = (int)ps, l->pool_op = (cg_pool_op)op;
+    return 0;
+}
+
 /* A conv layer: its written C/H/W must agree with what flows in, K must fit,
  * and every tensor it makes must stay within CG_ELEMS_MAX per image. */
 static int read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, const prev_shape *in,
@@ -117,11 +215,15 @@ static int read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, c
     if (req_dim(c, map, "M", where, "output maps, 1..65536", &l->M) ||
         req_dim(c, map, "K", where, "kernel side, 1..65536", &l->K)) return -1;
     const cg_ynode *kv = cg_y_get(map, "K");
-    if (l->K > l->H || l->K > l->W)
-        return cg_y_fail(c, kv->pos, "'K' %s is %d, larger than the layer's input %s %d", where,
-                         l->K, l->K > l->H ? "height" : "width", l->K > l->H ? l->H : l->W);
+    if (read_pad_stride(c, map, where, l)) return -1;
+    int ph = l->H + l->pad[0] + l->pad[2], pw = l->W + l->pad[1] + l->pad[3];
+    int padded = l->pad[0] || l->pad[1] || l->pad[2] || l->pad[3];
+    if (l->K > ph || l->K > pw)
+        return cg_y_fail(c, kv->pos, "'K' %s is %d, larger than the layer's input %s %d%s", where,
+                         l->K, l->K > ph ? "height" : "width", l->K > ph ? ph : pw,
+                         padded ? " with its padding" : "");
     if (read_bias_act(c, map, where, l)) return -1;
-    int oh = l->H - l->K + 1, ow = l->W - l->K + 1;
+    int oh = (ph - l->K) / l->stride + 1, ow = (pw - l->K) / l->stride + 1;
     long long hw, elems, ck, cKK, weights;
     if (cg_spec_mul(oh, ow, CG_ELEMS_MAX, &hw) || cg_spec_mul(l->M, hw, CG_ELEMS_MAX, &elems))
         return cg_y_fail(c, cg_y_get(map, "M")->pos,
@@ -132,16 +234,12 @@ static int read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, c
         return cg_y_fail(c, cg_y_get(map, "M")->pos,
                          "%s: weights %dx%dx%dx%d have more than %lld elements", where + 3, l->M,
                          l->C, l->K, l->K, CG_ELEMS_MAX);
-    const cg_ynode *v = cg_y_get(map, "pool");
-    int pool = 0;
-    if (v && cg_y_enum(c, v, "pool", where, pools, &pool)) return -1;
-    if (pool) {
-        if (oh < 2 || ow < 2)
-            return cg_y_fail(c, v->pos, "pool max2 %s needs a conv output of at least 2x2, got %dx%d",
-                             where, oh, ow);
-        l->pool = 2, oh /= 2, ow /= 2;
-    }
+    if (read_pool(c, map, where, oh, ow, l)) return -1;
+    int ch, cw;
+    if (cg_conv_dims(l, &ch, &cw, &oh, &ow)) /* unreachable: every size was checked above */
+        return cg_y_fail(c, l->pos, "%s: no output shape", where + 3);
     l->OC = l->M, l->OH = oh, l->OW = ow;
+    const cg_ynode *v;
     /* optional: the template conv2d_<strategy>; auto (the default) lets the templates choose */
     v = cg_y_get(map, "strategy");
     if (v) {

@@ -1,17 +1,23 @@
 -- conv2d_direct.lua — direct convolution, every layer constant a literal.
 --
 -- One thread computes a small tile of outputs of one image for every output
--- map: `cols` outputs along a row (with a fused 2x2 max-pool, `cols` pooled
--- outputs, i.e. a 2 x 2*cols tile of conv outputs), reading the input patch
--- under that tile. Maps are produced `maps_unroll` at a time; each group's
+-- map: `cols` outputs along a row (with a fused F x F pool of stride F, max or
+-- average, `cols` pooled outputs, i.e. an F x F*cols tile of conv outputs),
+-- reading the input patch under that tile: ((rows-1)*stride + K) x ((cols-1)*stride + K).
+-- Padding: the patch's rows and columns that may fall outside the input are
+-- known from the layer alone; only those get a bound check, a comparison of the
+-- tile's origin with a literal, and read 0 outside. Maps are produced `maps_unroll` at a time; each group's
 -- C x K x K products are fully unrolled with literal offsets, one weight
 -- feeding every output of the tile. When the patch of every channel fits in
 -- registers it is loaded once and reused by all maps. Weights (and bias) live
 -- in __constant__ memory when they fit the network's constant budget and a
 -- group is small; else the block stages each group's weights in shared memory
 -- (every thread of a warp then reads the same word: a broadcast).
--- Epilogue (fuse=1): max over the window, + bias, activation, store; pooling
--- before a monotone activation gives the same result with a quarter of the calls.
+-- Epilogue (fuse=1): max over the window, + bias, activation, store (pooling
+-- before a monotone activation gives the same result with fewer calls); or the
+-- average of the activated values. Pools a tile cannot cover (overlapping
+-- windows, the global average) leave the kernel unfused: conv + bias, then the
+-- pool template applies the activation and pools.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -20,11 +26,17 @@ local T = {}
 
 T.doc = "direct convolution; one thread per output tile and all maps"
 
--- Output positions per row a thread can take: divisors of the row, up to 8.
+-- The layer's geometry, and whether this kernel applies the activation and pool.
+local function geom(l, fuse)
+  local g = common.conv_geom(l)
+  local fused = fuse ~= 0 and (g.kind == "none" or g.tiled_pool)
+  return g, fused, fused and g.kind ~= "none"
+end
+
+-- The outputs per row of the kernel (pooled ones when it pools).
 local function row_len(l, fuse)
-  local ow = l.W - l.K + 1
-  if l.pool == 2 and fuse ~= 0 then ow = ow // 2 end
-  return ow
+  local g, _, pooled = geom(l, fuse)
+  return pooled and g.OW or g.CW
 end
 
 -- Tunable parameters: the autotuner enumerates exactly `legal(layer)`.
@@ -35,8 +47,17 @@ T.params = {
   { name = "maps_unroll", doc = "output maps accumulated together in registers; divides M",
     legal = function(l) return common.divisors(l.M, 32) end,
     default = function(l)
-      local d = common.divisors(l.M, 8)
-      return d[#d]
+      -- the largest divisor up to 8 whose unrolled calls (about 100 bytes of
+      -- source each) stay within the source budget (see T.check)
+      -- and whose accumulators fit a fused pool's F x F tile (else the search
+      -- would find fuse=0 before a smaller maps_unroll)
+      local d, ckk = common.divisors(l.M, 8), l.C * l.K * l.K
+      local _, _, pooled = geom(l, 1)
+      local F = pooled and common.conv_geom(l).PK or 1
+      for i = #d, 2, -1 do
+        if d[i] * ckk * 100 + 4096 <= 40 * 1024 and d[i] * F * F <= 64 then return d[i] end
+      end
+      return d[1]
     end },
   { name = "cols", doc = "outputs (pooled outputs when pooling) per thread along a row; divides the row",
     legal = function(l) return common.divisors(row_len(l, 1), 8) end,
@@ -57,15 +78,36 @@ T.CALL_BUDGET = 400
 
 -- Largest input patch (floats, all channels) kept in registers across groups.
 local HOIST_LIMIT = 72
+local HOIST_LIMIT_PADDED = 64
 -- Most weights per group read straight from constant memory (see T.kernel).
 local CONST_GROUP_LIMIT = 256
 
 -- The tile a thread computes: TR x TS conv outputs, from a PR x PC patch.
 local function tile(l, p)
-  local pooled = l.pool == 2 and p.fuse == 1
-  local TR, TS = pooled and 2 or 1, (pooled and 2 or 1) * p.cols
-  return pooled, TR, TS, TR + l.K - 1, TS + l.K - 1
+  local g, _, pooled = geom(l, p.fuse)
+  local F = pooled and g.PK or 1
+  local TR, TS = F, F * p.cols
+  return pooled, TR, TS, (TR - 1) * g.S + l.K, (TS - 1) * g.S + l.K
 end
+
+-- The kernel's name, whether its weights go to constant memory, and their bytes.
+local function naming(l, p)
+  local g, fused, pooled = geom(l, p.fuse)
+  local CKK = l.C * l.K * l.K
+  local wbytes = 4 * (l.M * CKK + (l.bias and l.M or 0))
+  -- constant memory indexed by the group counter turns into loads the compiler
+  -- hoists far ahead (hundreds of live registers, then spills) once a group has
+  -- more than ~256 weights; such layers stage each group in shared memory
+  local const = wbytes <= (l.const_left or common.CONST_BUDGET) and p.maps_unroll * CKK <= CONST_GROUP_LIMIT
+  local name = string.format("conv2d_direct_c%dm%dk%d_h%dw%d%s_%s%s%s_%s_b%du%dx%dg%df%d",
+    l.C, l.M, l.K, l.H, l.W, g.tag, fused and l.act or "none", pooled and g.pool_tag or "",
+    l.bias and "_bias" or "", const and "wc" or "ws", p.block, p.maps_unroll, p.cols, p.unroll_groups, p.fuse)
+  return name, const, wbytes
+end
+
+-- Most bytes of source: one unrolled tile call is a line of the kernel's name and
+-- about 40 bytes more, the rest of the kernel about 4 KB and the epilogue's lines.
+T.SOURCE_BUDGET = 40 * 1024
 
 function T.check(l, p)
   local pooled, TR, TS, PR, PC = tile(l, p)
@@ -83,6 +125,11 @@ function T.check(l, p)
     return string.format("the unrolled body makes %d tile calls (maps_unroll*C*K*K%s); the budget is %d, " ..
       "so that the source stays under about 40 KB: use strategy igemm for this layer",
       calls, p.unroll_groups == 1 and "*groups" or "", T.CALL_BUDGET), "maps_unroll"
+  end
+  local source = calls * (#naming(l, p) + 40) + 4096 + p.maps_unroll * p.cols * (60 + 24 * TR * TR)
+  if source > T.SOURCE_BUDGET then
+    return string.format("the unrolled body makes about %d bytes of source (%d tile calls of the kernel's name); " ..
+      "the budget is %d: use strategy igemm for this layer", source, calls, T.SOURCE_BUDGET), "maps_unroll"
   end
   if body > T.BODY_BUDGET then
     return string.format("the unrolled body holds %d multiply-adds (maps_unroll*C*K*K*outputs%s); " ..
@@ -124,7 +171,11 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
 #pragma unroll
     for (int r = 0; r < {{TR}}; r++)
 #pragma unroll
+% if S == 1 then
         for (int s = 0; s < {{TS}}; s++) a[r][s] = fmaf(v[P + r][Q + s], k, a[r][s]);
+% else
+        for (int s = 0; s < {{TS}}; s++) a[r][s] = fmaf(v[P + r * {{S}}][Q + s * {{S}}], k, a[r][s]);
+% end
 }
 
 {{head}}
@@ -144,7 +195,17 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
     const int t = at - img * {{P // cols}};
     const int row = t / {{TW // cols}};
     const int col = (t - row * {{TW // cols}}) * {{cols}};
-    const float* __restrict__ x = in + img * {{C * H * W}} + row * {{TR * W}} + col * {{TR}};
+% if padded then
+    // the patch's first input row and column (negative in the padding); rows p and
+    // columns q that may fall outside are known here, and only they are checked
+    const int iy0 = row * {{TR * S}} - {{pt}}, ix0 = col * {{TR * S}} - {{pl}};
+    const float* __restrict__ x = in + img * {{C * H * W}};
+    const int o = iy0 * {{W}} + ix0;
+#define {{name}}_IN(p, q) ({{incond}})
+#define {{name}}_X(c, p, q) ({{name}}_IN(p, q) ? x[o + (c) * {{H * W}} + (p) * {{W}} + (q)] : 0.0f)
+% else
+    const float* __restrict__ x = in + img * {{C * H * W}} + row * {{TR * S * W}} + col * {{TR * S}};
+% end
     float* __restrict__ y = out + img * {{M * P}} + row * {{TW}} + col;
     (void)w_arg;
     (void)b_arg;
@@ -158,7 +219,11 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
         for (int p = 0; p < {{PR}}; p++)
 #pragma unroll
             for (int q = 0; q < {{PC}}; q++)
+% if padded then
+                v[c][p][q] = {{name}}_X(c, p, q);
+% else
                 v[c][p][q] = x[c * {{H * W}} + p * {{W}} + q];
+% end
 % end
 % local groups = M // mu
 
@@ -183,7 +248,11 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
             for (int p = 0; p < {{PR}}; p++)
 #pragma unroll
                 for (int q = 0; q < {{PC}}; q++)
+%     if padded then
+                    v[p][q] = {{name}}_X({{c}}, p, q);
+%     else
                     v[p][q] = x[{{c * H * W}} + p * {{W}} + q];
+%     end
 %     ind = "            "
 %   end
 %   for m = 0, mu - 1 do
@@ -202,24 +271,37 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
 %   end
 % end
 
-        // epilogue: {{pooled and "2x2 max, " or ""}}{{bias and "bias, " or ""}}{{actname}}, store
+        // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store
 % local guard = const and "" or "if (live) "
 % for m = 0, mu - 1 do
 %   for s = 0, cols - 1 do
 %     local val
-%     if pooled then
-%       local a, b = 2 * s, 2 * s + 1
-%       val = string.format("fmaxf(fmaxf(a%d[0][%d], a%d[0][%d]), fmaxf(a%d[1][%d], a%d[1][%d]))", m, a, m, b, m, a, m, b)
+%     local b = bias and (" + B(g + " .. m .. ")") or ""
+%     if pooled and pool_kind == "max" then
+%       local terms = {}
+%       for r = 0, TR - 1 do
+%         for d = 0, TR - 1 do terms[#terms + 1] = string.format("a%d[%d][%d]", m, r, s * TR + d) end
+%       end
+%       val = act(maxtree(terms) .. b)
+%     elseif pooled then
+%       local terms = {}
+%       for r = 0, TR - 1 do
+%         for d = 0, TR - 1 do terms[#terms + 1] = act(string.format("a%d[%d][%d]", m, r, s * TR + d) .. b) end
+%       end
+%       val = "(" .. table.concat(terms, " + ") .. ") * " .. inv
 %     else
-%       val = string.format("a%d[0][%d]", m, s)
+%       val = act(string.format("a%d[0][%d]", m, s) .. b)
 %     end
-%     if bias then val = val .. " + B(g + " .. m .. ")" end
-        {{guard}}y[(g + {{m}}) * {{P}} + {{s}}] = {{act(val)}};
+        {{guard}}y[(g + {{m}}) * {{P}} + {{s}}] = {{val}};
 %   end
 % end
     }
 }
 #undef W
+% if padded then
+#undef {{name}}_X
+#undef {{name}}_IN
+% end
 % if bias then
 #undef B
 % end
@@ -227,19 +309,25 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
 
 function T.kernel(l, p)
   local pooled, TR, TS, PR, PC = tile(l, p)
-  local CH, CW = l.H - l.K + 1, l.W - l.K + 1
-  local OH, OW = CH, CW
-  if pooled then OH, OW = CH // 2, CW // 2 end
+  local g, fused = geom(l, p.fuse)
+  local OH, OW = g.CH, g.CW
+  if pooled then OH, OW = g.OH, g.OW end
+  -- padding: the patch rows p that may lie above the input (p < pt) or below it
+  -- (the last tile row's origin + p >= H), likewise for columns
+  local incond = "1"
+  if g.padded then
+    local conds = {}
+    local maxy = (OH - 1) * TR * g.S - g.pt
+    local maxx = (OW - p.cols) * TR * g.S - g.pl
+    if g.pt > 0 then conds[#conds + 1] = string.format("((p) >= %d || iy0 + (p) >= 0)", g.pt) end
+    if maxy + PR - 1 >= l.H then conds[#conds + 1] = string.format("((p) < %d || iy0 + (p) < %d)", l.H - maxy, l.H) end
+    if g.pl > 0 then conds[#conds + 1] = string.format("((q) >= %d || ix0 + (q) >= 0)", g.pl) end
+    if maxx + PC - 1 >= l.W then conds[#conds + 1] = string.format("((q) < %d || ix0 + (q) < %d)", l.W - maxx, l.W) end
+    if #conds > 0 then incond = table.concat(conds, " && ") end
+  end
   local CKK = l.C * l.K * l.K
-  local wbytes = 4 * (l.M * CKK + (l.bias and l.M or 0))
-  -- constant memory indexed by the group counter turns into loads the compiler
-  -- hoists far ahead (hundreds of live registers, then spills) once a group has
-  -- more than ~256 weights; such layers stage each group in shared memory
-  local const = wbytes <= l.const_left and p.maps_unroll * CKK <= CONST_GROUP_LIMIT
-  local name = string.format("conv2d_direct_c%dm%dk%d_h%dw%d_%s%s%s_%s_b%du%dx%dg%df%d",
-    l.C, l.M, l.K, l.H, l.W, p.fuse == 1 and l.act or "none", pooled and "_pool2" or "",
-    l.bias and "_bias" or "", const and "wc" or "ws", p.block, p.maps_unroll, p.cols, p.unroll_groups, p.fuse)
-  local act = p.fuse == 1 and l.act or "none"
+  local name, const, wbytes = naming(l, p)
+  local act = fused and l.act or "none"
   local head, args = common.kernel_head(name, p.block, common.std_args({ w_name = "w_arg", b_name = "b_arg" }))
   local v = {
     name = name, head = head,
@@ -247,7 +335,12 @@ function T.kernel(l, p)
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, CKK = CKK,
     TR = TR, TS = TS, PR = PR, PC = PC,
     P = OH * OW, TW = OW,
-    pooled = pooled, hoist = l.C * PR * PC <= HOIST_LIMIT,
+    -- a padded patch also keeps its bounds' predicates live: a smaller one is hoisted
+    pooled = pooled, hoist = l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT),
+    S = g.S, pt = g.pt, pl = g.pl, padded = g.padded, incond = incond,
+    pool_doc = not pooled and "" or g.max2 and "2x2 max, " or (g.kind .. " over " .. TR .. "x" .. TR .. ", "),
+    maxtree = common.max_tree,
+    pool_kind = g.kind, inv = string.format("%.9ef", 1.0 / (TR * TR)),
     const = const, bias = l.bias,
     wsym = name .. "_w", bsym = name .. "_b",
     bsrc = const and (name .. "_b") or "b_arg",
@@ -265,11 +358,8 @@ function T.kernel(l, p)
     weights = const and ("const:" .. v.wsym) or "arg",
     bias = (not l.bias) and "none" or (const and ("const:" .. v.bsym) or "arg"),
     out_elems = l.M * OH * OW,
-    shape = string.format("C=%d H=%d W=%d -> M=%d K=%d%s -> %dx%dx%d",
-      l.C, l.H, l.W, l.M, l.K,
-      pooled and (", " .. l.act .. ", max-pool 2x2") or (act ~= "none" and (", " .. act) or ""),
-      l.M, OH, OW),
-    fused = p.fuse == 1,
+    shape = common.conv_shape(l, g, act, pooled, l.M, OH, OW),
+    fused = fused,
   }
 end
 

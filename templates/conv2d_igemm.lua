@@ -2,7 +2,7 @@
 --
 -- The product: out[m][col] = sum_r w[m][r] * x[r][col], where m is the output map,
 -- r = (c, p, q) runs over the C*K*K reduction and col over every output pixel of
--- the batch. With a fused 2x2 max-pool the columns are ordered (image, pooled row,
+-- the batch. With a fused 2x2 pool (max or average, stride 2) the columns are ordered (image, pooled row,
 -- pooled column, dy, dx), so four neighbouring columns are one pooling window;
 -- else (image, row, column). Nothing is unrolled into a matrix in memory: the
 -- gather x[r][col] = in[base(col) + offset(r)] reads the input directly.
@@ -17,6 +17,13 @@
 -- Each thread gathers BN/T whole columns of a slice (coalesced along the columns)
 -- and BK*BM/T weights (coalesced along m: the runtime stores them transposed). Epilogue: 2x2 max, bias, activation and
 -- store, in registers; float4 stores where a thread's four columns are contiguous.
+-- Other pools (other windows, overlapping ones, the global average) leave the
+-- kernel unfused: conv + bias, then the pool template.
+-- Stride: a column's input origin is (row*stride - pad_top, col*stride - pad_left).
+-- Padding: each gathered column keeps two bit masks, the kernel rows and columns
+-- that fall inside the input; a reduction index reads its element where both bits
+-- are set, else 0 (cp.async of 0 bytes: zero fill). Rows and columns that cannot
+-- fall outside, known from literals, skip the test (the compiler folds it away).
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -30,7 +37,8 @@ T.doc = "implicit GEMM; a block computes a maps x pixels tile through shared-mem
 local BODY_BUDGET = 6144
 local REG_BUDGET = 200
 
-local function pooled(l) return l.pool == 2 end
+-- The 2x2 pools (max or average, stride 2) the epilogue takes: four columns of a thread.
+local function pooled(g) return g.tiled_pool and g.PK == 2 end
 
 -- Reduction depths that make slices of whole kernel rows: kp rows of one channel
 -- (kp divides K) or cs whole channels (cs divides C), at most 64 deep.
@@ -94,10 +102,13 @@ T.params = {
 -- The numbers every part of the template derives from the parameters.
 local function shape(l, p)
   local s = {}
-  s.pooled = pooled(l)
-  s.CH, s.CW = l.H - l.K + 1, l.W - l.K + 1
+  local g = common.conv_geom(l)
+  s.g = g
+  s.pooled = pooled(g)
+  s.fused = g.kind == "none" or s.pooled
+  s.CH, s.CW = g.CH, g.CW
   if s.pooled then
-    s.OH, s.OW = s.CH // 2, s.CW // 2
+    s.OH, s.OW = g.OH, g.OW
     s.COLS = 4 * s.OH * s.OW          -- GEMM columns per image: four per pooling window
   else
     s.OH, s.OW = s.CH, s.CW
@@ -115,6 +126,7 @@ local function shape(l, p)
   -- register-prefetch path (before sm_80) also holds a whole slice
   s.async = not (l.target and l.target.cc and l.target.cc < 80)
   s.regs = p.tm * p.tn + p.tm + p.tn + 2 * s.LC + 2 * s.WL + (s.async and 0 or (p.bk * s.LC + s.WL))
+    + (g.padded and 2 * s.LC or 0)
   return s
 end
 
@@ -179,6 +191,16 @@ local source = engine.compile([=[
 
     // the input element under reduction index 0 of each column this thread gathers
     const float* xb[{{LC}}];
+% if padded then
+    {{mtype}} rm[{{LC}}], cm[{{LC}}];
+%   if whole then
+    // whether reduction index r (a literal) of column j reads inside the input
+#define {{name}}_OK(j, r) ({{rowok}} && {{colok}})
+%   else
+    // whether reduction index r (a literal) of column j reads inside the input; kp0: the slice's first kernel row
+#define {{name}}_OK(j, r) (((rm[j] >> (kp0 + (r) / {{K}})) & 1) && {{colok}})
+%   end
+% end
 #pragma unroll
     for (int j = 0; j < {{LC}}; j++) {
         int c = col0 + tid + j * {{NT}};
@@ -191,7 +213,22 @@ local source = engine.compile([=[
         const int img = c / {{P}}, at = c - img * {{P}};
         const int oy = at / {{OW}}, ox = at % {{OW}};
 % end
+% if padded then
+        // the input origin of the column, in the padding when negative or past the edge;
+        // rm/cm: the kernel rows/columns inside the input (only those are read)
+        const int iy = oy * {{STR}} - {{pt}}, ix = ox * {{STR}} - {{pl}};
+        xb[j] = in + img * {{C * H * W}} + iy * {{W}} + ix;
+        rm[j] = 0, cm[j] = 0;
+#pragma unroll
+        for (int p = 0; p < {{K}}; p++) {
+            if ((unsigned)(iy + p) < {{H}}u) rm[j] |= {{one}} << p;
+            if ((unsigned)(ix + p) < {{W}}u) cm[j] |= {{one}} << p;
+        }
+% elseif STR > 1 then
+        xb[j] = in + img * {{C * H * W}} + oy * {{STR * W}} + ox * {{STR}};
+% else
         xb[j] = in + img * {{C * H * W}} + oy * {{W}} + ox;
+% end
     }
     // the weights this thread loads: element e = tid + i*{{NT}} of the {{BK}}x{{BM}} slice; the
     // weights arrive transposed, {{R}} x {{M}} (reduction-major), so lanes read and store along m
@@ -273,10 +310,23 @@ local source = engine.compile([=[
         const unsigned x = sx + b * {{4 * BK * BN}} + 4 * tid;
         const unsigned w = sw + b * {{4 * BK * BM}};
         const int o = xo(s);
+% if padded then
+%   if not whole then
+        const int kp0 = (s % {{SPC}}) * {{BK // K}};
+%   end
+#pragma unroll
+        for (int j = 0; j < {{LC}}; j++)
+#pragma unroll
+            for (int r = 0; r < {{BK}}; r++) {
+                const bool ok = {{name}}_OK(j, r);
+                copy4(x + 4 * (r * {{BN}} + j * {{NT}}), ok ? xb[j] + o + {{name}}_OFF(r) : in, ok ? 4 : 0);
+            }
+% else
 #pragma unroll
         for (int j = 0; j < {{LC}}; j++)
 #pragma unroll
             for (int r = 0; r < {{BK}}; r++) copy4(x + 4 * (r * {{BN}} + j * {{NT}}), xb[j] + o + {{name}}_OFF(r), 4);
+% end
 #pragma unroll
         for (int i = 0; i < {{WL}}; i++) {
 % if wtail then
@@ -307,10 +357,20 @@ local source = engine.compile([=[
     float xr[{{LC}}][{{BK}}], wr[{{WL}}];
     auto fetch = [&](int s) {
         const int o = xo(s);
+% if padded then
+%   if not whole then
+        const int kp0 = (s % {{SPC}}) * {{BK // K}};
+%   end
+#pragma unroll
+        for (int j = 0; j < {{LC}}; j++)
+#pragma unroll
+            for (int r = 0; r < {{BK}}; r++) xr[j][r] = {{name}}_OK(j, r) ? __ldg(xb[j] + o + {{name}}_OFF(r)) : 0.0f;
+% else
 #pragma unroll
         for (int j = 0; j < {{LC}}; j++)
 #pragma unroll
             for (int r = 0; r < {{BK}}; r++) xr[j][r] = __ldg(xb[j] + o + {{name}}_OFF(r));
+% end
 #pragma unroll
         for (int i = 0; i < {{WL}}; i++)
 % if wguard then
@@ -346,7 +406,7 @@ local source = engine.compile([=[
     }
 #endif
 
-    // epilogue: {{pooled and "2x2 max, " or ""}}{{bias and "bias, " or ""}}{{actname}}, store
+    // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store
 #pragma unroll
     for (int j = 0; j < {{TN}}; j += 4) {
         const int c = col0 + tx * 4 + j * {{BN // TN}};   // first of four columns
@@ -365,7 +425,14 @@ local source = engine.compile([=[
             if (m >= {{M}}) break;
 %   end
 %   local b = bias and " + __ldg(b_arg + m)" or ""
-%   if pooled then
+%   if pooled and pool_kind == "avg" then
+%     if bias then
+            const float bv = __ldg(b_arg + m);
+%       b = " + bv"
+%     end
+            out[img * {{M * P}} + m * {{P}} + at] = ({{act("acc[i][j]" .. b)}} + {{act("acc[i][j + 1]" .. b)}} +
+                {{act("acc[i][j + 2]" .. b)}} + {{act("acc[i][j + 3]" .. b)}}) * 0.25f;
+%   elseif pooled then
             const float v = fmaxf(fmaxf(acc[i][j], acc[i][j + 1]), fmaxf(acc[i][j + 2], acc[i][j + 3])){{b}};
             out[img * {{M * P}} + m * {{P}} + at] = {{act("v")}};
 %   else
@@ -400,15 +467,35 @@ local source = engine.compile([=[
     }
 }
 #undef {{name}}_OFF
+% if padded then
+#undef {{name}}_OK
+% end
 ]=], "conv2d_igemm")
 
 function T.kernel(l, p)
   local s = shape(l, p)
+  local g = s.g
   local whole = p.bk % s.KK == 0
-  local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
-    l.C, l.M, l.K, l.H, l.W, l.act, s.pooled and "_pool2" or "", l.bias and "_bias" or "",
+  local act = s.fused and l.act or "none"
+  local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
+    l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.bm, p.bn, p.bk, p.tm, p.tn, p.stages)
   local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }))
+  -- padding: kernel rows p in [pt, ylim) and columns q in [pl, xlim) are inside the
+  -- input for every column of the product; only the others test their mask bit
+  local rowok, colok = "1", "1"
+  if g.padded then
+    local ylim = l.H - ((s.CH - 1) * g.S - g.pt)
+    local xlim = l.W - ((s.CW - 1) * g.S - g.pl)
+    local pr = string.format("(((r) %% %d) / %d)", s.KK, l.K)
+    if g.pt > 0 or ylim < l.K then
+      rowok = string.format("((%s >= %d && %s < %d) || ((rm[j] >> %s) & 1))", pr, g.pt, pr, ylim, pr)
+    end
+    if g.pl > 0 or xlim < l.K then
+      colok = string.format("(((r) %% %d >= %d && (r) %% %d < %d) || ((cm[j] >> ((r) %% %d)) & 1))",
+        l.K, g.pl, l.K, xlim, l.K)
+    end
+  end
   local v = {
     name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
@@ -422,8 +509,13 @@ function T.kernel(l, p)
     wguard = l.M % p.bm ~= 0 or (s.WL * s.threads ~= p.bk * p.bm),
     wtail = s.WL * s.threads ~= p.bk * p.bm,
     vec = s.P % 4 == 0,
-    actname = l.act,
-    act = function(e) return common.act(l.act, e) end,
+    actname = act,
+    act = function(e) return common.act(act, e) end,
+    STR = g.S, pt = g.pt, pl = g.pl, padded = g.padded,
+    mtype = l.K > 32 and "unsigned long long" or "unsigned", one = l.K > 32 and "1ull" or "1u",
+    rowok = rowok, colok = colok,
+    pool_kind = g.kind,
+    pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
   return {
     name = name,
@@ -435,11 +527,8 @@ function T.kernel(l, p)
     weights = "arg:transposed",
     bias = l.bias and "arg" or "none",
     out_elems = l.M * s.P,
-    shape = string.format("C=%d H=%d W=%d -> M=%d K=%d%s -> %dx%dx%d",
-      l.C, l.H, l.W, l.M, l.K,
-      s.pooled and (", " .. l.act .. ", max-pool 2x2") or (l.act ~= "none" and (", " .. l.act) or ""),
-      l.M, s.OH, s.OW),
-    fused = true,
+    shape = common.conv_shape(l, g, act, s.pooled, l.M, s.OH, s.OW),
+    fused = s.fused,
   }
 end
 

@@ -118,6 +118,205 @@ static void test_conv_by_hand(void)
     CHECK_CONTAINS(e.msg, "output shape 2x3x2, its definition gives 2x2x2");
 }
 
+/* A conv layer of issue 12: padding (top, left, bottom, right), stride, and a pool
+ * (op, window, stride), with the output shape derived by cg_conv_dims. */
+static cg_layer conv_ext(const char *name, int C, int H, int W, int M, int K, const int pad[4],
+                         int stride, cg_pool_op op, int pool, int pool_stride, int bias, cg_act act)
+{
+    cg_layer l = conv_layer(name, C, H, W, M, K, 0, bias, act);
+    memcpy(l.pad, pad, sizeof l.pad);
+    l.stride = stride, l.pool = pool, l.pool_stride = pool_stride, l.pool_op = op;
+    int ch, cw;
+    if (cg_conv_dims(&l, &ch, &cw, &l.OH, &l.OW)) l.OH = l.OW = -1;
+    return l;
+}
+
+/* Padding, stride, average, overlapping max and global average pools, and
+ * several input channels, each on inputs small enough to work out by hand. */
+static void test_layers_by_hand(void)
+{
+    cg_err e;
+    static const int p0[4] = {0, 0, 0, 0}, p1[4] = {1, 1, 1, 1}, p1001[4] = {1, 0, 0, 1};
+    float x9[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, ones[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, y[32];
+    float x25[25], x16[16], one = 1, minus1 = -1;
+    for (int i = 0; i < 25; i++) x25[i] = (float)i;
+    for (int i = 0; i < 16; i++) x16[i] = (float)i;
+
+    /* padding 1, 3x3 of ones over 1..9: each output sums its neighbourhood inside the grid */
+    cg_tensor t = tensor("a.weight", ones, 9);
+    cg_weights w = make_w(&t, 1);
+    cg_layer l = conv_ext("a", 1, 3, 3, 1, 3, p1, 1, CG_POOL_MAX, 0, 0, 0, CG_ACT_NONE);
+    CHECK(l.OH == 3 && l.OW == 3, "same shape %dx%d", l.OH, l.OW);
+    CHECK(cg_cpu_layer(&l, &w, x9, y, 1, &e) == 0, "padding: %s", e.msg);
+    const float want_pad[9] = {12, 21, 16, 27, 45, 33, 24, 39, 28};
+    CHECK(memcmp(y, want_pad, sizeof want_pad) == 0, "padding: %g %g %g %g %g %g %g %g %g", y[0], y[1],
+          y[2], y[3], y[4], y[5], y[6], y[7], y[8]);
+
+    /* stride 2, K=1 over 0..24 (5x5): every other pixel of every other row */
+    t = tensor("b.weight", &one, 1);
+    l = conv_ext("b", 1, 5, 5, 1, 1, p0, 2, CG_POOL_MAX, 0, 0, 0, CG_ACT_NONE);
+    CHECK(l.OH == 3 && l.OW == 3, "stride shape %dx%d", l.OH, l.OW);
+    CHECK(cg_cpu_layer(&l, &w, x25, y, 1, &e) == 0, "stride: %s", e.msg);
+    const float want_s[9] = {0, 2, 4, 10, 12, 14, 20, 22, 24};
+    CHECK(memcmp(y, want_s, sizeof want_s) == 0, "stride: %g %g %g %g", y[0], y[1], y[3], y[8]);
+
+    /* stride 2 with padding top 1, right 1, a 2x2 of ones over 1..9: windows at
+     * rows -1..0 and 1..2, columns 0..1 and 2..3 (column 3 is padding) */
+    t = tensor("c.weight", ones, 4);
+    l = conv_ext("c", 1, 3, 3, 1, 2, p1001, 2, CG_POOL_MAX, 0, 0, 0, CG_ACT_NONE);
+    CHECK(l.OH == 2 && l.OW == 2, "stride+pad shape %dx%d", l.OH, l.OW);
+    CHECK(cg_cpu_layer(&l, &w, x9, y, 1, &e) == 0, "stride+pad: %s", e.msg);
+    CHECK(y[0] == 3 && y[1] == 3 && y[2] == 24 && y[3] == 15, "stride+pad: %g %g %g %g", y[0], y[1],
+          y[2], y[3]);
+
+    /* avg2 after relu, bias -5, over 0..15 (4x4): the activation comes first,
+     * so (2,3,6,7) - 5 -> 0 0 1 2 averages to 0.75 (not relu(4.5 - 5) = 0) */
+    float bias5 = -5;
+    cg_tensor tb[2] = {tensor("d.weight", &one, 1), tensor("d.bias", &bias5, 1)};
+    w = make_w(tb, 2);
+    l = conv_ext("d", 1, 4, 4, 1, 1, p0, 1, CG_POOL_AVG, 2, 2, 1, CG_ACT_RELU);
+    CHECK(l.OH == 2 && l.OW == 2, "avg2 shape");
+    CHECK(cg_cpu_layer(&l, &w, x16, y, 1, &e) == 0, "avg2: %s", e.msg);
+    CHECK(y[0] == 0 && y[1] == 0.75f && y[2] == 5.5f && y[3] == 7.5f, "avg2: %g %g %g %g", y[0], y[1],
+          y[2], y[3]);
+
+    /* max3, stride 2 (overlapping windows) over -(0..24): max of -x is -min x */
+    t = tensor("e.weight", &minus1, 1);
+    w = make_w(&t, 1);
+    l = conv_ext("e", 1, 5, 5, 1, 1, p0, 1, CG_POOL_MAX, 3, 2, 0, CG_ACT_NONE);
+    CHECK(l.OH == 2 && l.OW == 2, "max3/2 shape %dx%d", l.OH, l.OW);
+    CHECK(cg_cpu_layer(&l, &w, x25, y, 1, &e) == 0, "max3/2: %s", e.msg);
+    CHECK(y[0] == 0 && y[1] == -2 && y[2] == -10 && y[3] == -12, "max3/2: %g %g %g %g", y[0], y[1],
+          y[2], y[3]);
+    /* avg3 of the same, stride 1: 3x3 windows of 0..24 average to their centre */
+    l = conv_ext("e", 1, 5, 5, 1, 1, p0, 1, CG_POOL_AVG, 3, 1, 0, CG_ACT_NONE);
+    CHECK(l.OH == 3 && l.OW == 3, "avg3/1 shape");
+    CHECK(cg_cpu_layer(&l, &w, x25, y, 1, &e) == 0 && y[0] == -6 && y[4] == -12 && y[8] == -18,
+          "avg3/1: %g %g %g", y[0], y[4], y[8]);
+
+    /* global average of tanh over a 2x3 map, two maps (weights 1 and -1): tanh(0.5) and
+     * tanh(-0.5), tanh(1) and tanh(-1) cancel, leaving tanh(2)/6 and -tanh(2)/6 */
+    float xg[6] = {0, 0.5f, 1, -1, 2, -0.5f}, kg[2] = {1, -1};
+    t = tensor("g.weight", kg, 2);
+    w = make_w(&t, 1);
+    l = conv_ext("g", 1, 2, 3, 2, 1, p0, 1, CG_POOL_GLOBAL_AVG, 1, 0, 0, CG_ACT_TANH);
+    CHECK(l.OH == 1 && l.OW == 1, "global shape");
+    CHECK(cg_cpu_layer(&l, &w, xg, y, 1, &e) == 0, "global avg: %s", e.msg);
+    float g = (float)((double)(float)tanh(2.0) / 6);
+    CHECK(y[0] == g && y[1] == -g, "global avg: %.9g %.9g want %.9g", y[0], y[1], g);
+
+    /* three input channels: y = x0 + 10 x1 + 100 x2 */
+    float x3[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, k3[3] = {1, 10, 100};
+    t = tensor("h.weight", k3, 3);
+    w = make_w(&t, 1);
+    l = conv_ext("h", 3, 2, 2, 1, 1, p0, 1, CG_POOL_MAX, 0, 0, 0, CG_ACT_NONE);
+    CHECK(cg_cpu_layer(&l, &w, x3, y, 1, &e) == 0 && y[0] == 951 && y[1] == 1062 && y[3] == 1284,
+          "3 channels: %g %g %g", y[0], y[1], y[3]);
+
+    /* refused: padding not below K, a pool larger than the conv output */
+    l = conv_ext("a", 1, 3, 3, 1, 1, p1, 1, CG_POOL_MAX, 0, 0, 0, CG_ACT_NONE);
+    l.OH = l.OW = 5;
+    CHECK(cg_cpu_layer(&l, &w, x9, y, 1, &e) != 0, "padding 1 with K=1 accepted");
+    CHECK_CONTAINS(e.msg, "bad conv parameters");
+    l = conv_ext("a", 1, 3, 3, 1, 1, p0, 1, CG_POOL_AVG, 4, 4, 0, CG_ACT_NONE);
+    l.OH = l.OW = 1;
+    CHECK(cg_cpu_layer(&l, &w, x9, y, 1, &e) != 0, "avg4 over 3x3 accepted");
+}
+
+/* Random layers with padding, stride and each pool against a naive loop that
+ * pads the input with zeros first. */
+static void test_layers_naive(void)
+{
+    static const struct {
+        int C, H, W, M, K, pad[4], S;
+        cg_pool_op op;
+        int pool, ps;
+        cg_act act;
+    } cases[] = {
+        {3, 9, 8, 4, 3, {1, 1, 1, 1}, 1, CG_POOL_AVG, 2, 2, CG_ACT_RELU},
+        {2, 11, 10, 3, 5, {2, 0, 1, 3}, 2, CG_POOL_MAX, 3, 2, CG_ACT_TANH},
+        {3, 13, 12, 5, 7, {3, 3, 3, 3}, 2, CG_POOL_GLOBAL_AVG, 1, 0, CG_ACT_RELU},
+        {4, 7, 9, 2, 2, {0, 1, 1, 0}, 3, CG_POOL_AVG, 2, 1, CG_ACT_NONE},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int C = cases[ci].C, H = cases[ci].H, W = cases[ci].W, M = cases[ci].M, K = cases[ci].K;
+        const int *pd = cases[ci].pad;
+        int S = cases[ci].S, N = 2;
+        cg_layer l = conv_ext("n", C, H, W, M, K, pd, S, cases[ci].op, cases[ci].pool, cases[ci].ps, 1,
+                              cases[ci].act);
+        int ch, cw, oh, ow;
+        CHECK(cg_conv_dims(&l, &ch, &cw, &oh, &ow) == 0, "case %zu dims", ci);
+        float *x = malloc(sizeof(float) * N * C * H * W), *k = malloc(sizeof(float) * M * C * K * K);
+        float *y = malloc(sizeof(float) * N * M * oh * ow), b[8];
+        double *z = malloc(sizeof(double) * ch * cw);
+        unsigned r = 777 + (unsigned)ci;
+        for (int i = 0; i < N * C * H * W; i++) x[i] = (float)((r = r * 1103515245u + 12345u) >> 16) / 65536.f - .5f;
+        for (int i = 0; i < M * C * K * K; i++) k[i] = (float)((r = r * 1103515245u + 12345u) >> 16) / 65536.f - .5f;
+        for (int i = 0; i < M; i++) b[i] = (float)i / 10 - .15f;
+        cg_tensor t[2] = {tensor("n.weight", k, M * C * K * K), tensor("n.bias", b, M)};
+        cg_weights w = make_w(t, 2);
+        cg_err e;
+        CHECK(cg_cpu_layer(&l, &w, x, y, N, &e) == 0, "case %zu: %s", ci, e.msg);
+        double worst = 0;
+        for (int n = 0; n < N; n++)
+            for (int m = 0; m < M; m++) {
+                for (int i = 0; i < ch; i++)
+                    for (int j = 0; j < cw; j++) {
+                        double s = b[m];
+                        for (int c = 0; c < C; c++)
+                            for (int p = 0; p < K; p++)
+                                for (int q = 0; q < K; q++) {
+                                    int iy = i * S + p - pd[0], ix = j * S + q - pd[1];
+                                    double v = iy < 0 || iy >= H || ix < 0 || ix >= W
+                                                   ? 0 : x[((n * C + c) * H + iy) * W + ix];
+                                    s += v * k[((m * C + c) * K + p) * K + q];
+                                }
+                        z[i * cw + j] = cases[ci].act == CG_ACT_TANH ? tanh(s) : cases[ci].act == CG_ACT_RELU ? (s > 0 ? s : 0) : s;
+                    }
+                for (int i = 0; i < oh; i++)
+                    for (int j = 0; j < ow; j++) {
+                        double v = 0, best = -1e30;
+                        int y0 = cases[ci].op == CG_POOL_GLOBAL_AVG ? 0 : i * cases[ci].ps;
+                        int x0 = cases[ci].op == CG_POOL_GLOBAL_AVG ? 0 : j * cases[ci].ps;
+                        int ph = cases[ci].op == CG_POOL_GLOBAL_AVG ? ch : cases[ci].pool;
+                        int pw = cases[ci].op == CG_POOL_GLOBAL_AVG ? cw : cases[ci].pool;
+                        for (int a = 0; a < ph; a++)
+                            for (int c2 = 0; c2 < pw; c2++) {
+                                double u = z[(y0 + a) * cw + x0 + c2];
+                                v += u;
+                                if (u > best) best = u;
+                            }
+                        double want = cases[ci].op == CG_POOL_MAX ? best : v / (ph * pw);
+                        double d = fabs(want - y[((n * M + m) * oh + i) * ow + j]);
+                        if (d > worst) worst = d;
+                    }
+            }
+        CHECK(worst < 1e-6, "case %zu differs from the naive loop by %g", ci, worst);
+        free(x), free(k), free(y), free(z);
+    }
+}
+
+/* The whole forward pass on a 3-channel input: conv 1x1 (weights 1, 10, 100) and
+ * a global average: pixels c+1 in channel c give 1 + 20 + 300 = 321. */
+static void test_forward_channels(void)
+{
+    static const char text[] = "network: rgb\ninput: {channels: 3, height: 4, width: 5}\nlayers:\n"
+                               "  - {name: c, op: conv, M: 1, K: 1, pool: global_avg}\n";
+    cg_spec s;
+    cg_err e;
+    int rc = cg_spec_parse("rgb.yaml", text, strlen(text), &s, &e);
+    CHECK(rc == 0, "rgb spec: %s", e.msg);
+    if (rc) return;
+    unsigned char px[2 * 60];
+    for (int i = 0; i < 120; i++) px[i] = (unsigned char)((i % 60) / 20 + 1 + (i >= 60));
+    float k[3] = {1, 10, 100}, probs[2];
+    int pred[2];
+    cg_tensor t = tensor("c.weight", k, 3);
+    cg_weights w = make_w(&t, 1);
+    CHECK(cg_cpu_forward(&s, &w, px, 2, NULL, probs, pred, NULL, &e) == 0, "rgb forward: %s", e.msg);
+    CHECK(probs[0] == 321 && probs[1] == 432 && pred[0] == 0, "rgb forward: %g %g", probs[0], probs[1]);
+}
+
 /* A general conv (C=3, M=4, K=3, odd sizes, bias, tanh, pool) against a naive loop. */
 static void test_conv_naive(void)
 {
@@ -312,6 +511,9 @@ int main(void)
 {
     test_conv_by_hand();
     test_conv_naive();
+    test_layers_by_hand();
+    test_layers_naive();
+    test_forward_channels();
     test_fc_softmax();
     test_network();
     return cg_test_done("cpu");

@@ -74,6 +74,15 @@ static void test_reference(void)
     cg_harness_kernel_layer(&lp, 1, &kl);
     CHECK(kl.act == CG_ACT_TANH && kl.pool == 2 && kl.OH == 1, "fused kernel layer is the layer");
 
+    /* padding 1, stride 2, global average, unfused: the kernel's output is the conv
+     * (4+2-2)/2+1 = 3 x 3 + bias; its work counts those 9 outputs */
+    cg_layer lg = conv_layer(CG_ACT_RELU, 1);
+    lg.pad[0] = lg.pad[1] = lg.pad[2] = lg.pad[3] = 1, lg.stride = 2, lg.pool_op = CG_POOL_GLOBAL_AVG;
+    cg_harness_kernel_layer(&lg, 0, &kl);
+    CHECK(kl.pool == 0 && kl.act == CG_ACT_NONE && kl.OH == 3 && kl.OW == 3 && kl.stride == 2 && kl.pad[2] == 1,
+          "unfused padded kernel layer: pool %d %dx%d", kl.pool, kl.OH, kl.OW);
+    CHECK(cg_harness_flop(&lg, 1) == 2.0 * 9 * 4, "padded conv flop %g", cg_harness_flop(&lg, 1));
+
     /* fc: 3 -> 2 without bias */
     cg_layer fc;
     memset(&fc, 0, sizeof fc);

@@ -1,5 +1,5 @@
 /* test_kernels_compile.c — every kernel of every shipped spec (the YAML files
- * in specs/) compiles through NVRTC to a cubin, without a byte of spill, for
+ * in specs/, and make test-gpu's in tests/gpu/) compiles through NVRTC to a cubin, without a byte of spill, for
  * each arch the fat binaries ship (runtime/cuda/aot.c's table, by default) that NVRTC
  * supports; CG_TEST_ALL_ARCHS=1 takes every NVRTC arch from sm_75 up instead
  * (about twice the time: the big convolutions take seconds per arch). Needs
@@ -97,6 +97,10 @@ int main(void)
     int grc = glob("specs/*.yaml", 0, NULL, &g);
     CHECK(grc == 0 && g.gl_pathc >= 1, "shipped specs found under specs/");
     if (grc) return cg_test_done("kernels_compile");
+    /* and make test-gpu's networks of padding, stride and the pools (issue 12) */
+    size_t shipped = g.gl_pathc;
+    CHECK(glob("tests/gpu/*.yaml", GLOB_APPEND, NULL, &g) == 0 && g.gl_pathc >= shipped + 3,
+          "the layer networks under tests/gpu/");
 
     cg_gen_output *outs = calloc(g.gl_pathc, sizeof *outs);
     job *jobs = NULL;

@@ -1,7 +1,9 @@
 /* test_shapes.c — a legal, bounded kernel for every conv layer shape (issue 8):
  * 100 random shapes drawn with a fixed seed (C 1..256, M 1..256, K 1..11, H and
  * W 1..128 with K <= H, W; 2x2 pool when the conv output allows it, or not;
- * tanh, relu or none; bias or not) plus three fixed ones, each a one-conv
+ * tanh, relu or none; bias or not) plus three fixed ones, plus NLAYERS shapes
+ * with padding, stride 1..3 and every pool (issue 12) from a seed of their own
+ * (their pool kernels are compiled too), each a one-conv
  * network (conv, fc 10, softmax) with NO strategy key and no params, so the
  * generator's default for the layer is what is tested. Every shape must
  * generate; each kernel of the conv layer must stay within SOURCE_MAX bytes,
@@ -38,10 +40,16 @@
 #define ARCH 90
 #define NRANDOM 100
 #define SEED 0x5eed08ULL
+#define NLAYERS 30              /* shapes with padding, stride and the new pools */
+#define SEED_LAYERS 0x1a4e125ULL
 
 typedef struct {
     int C, H, W, M, K, pool, bias;
     cg_act act;
+    /* issue 12 (zero in the first NFIXED + NRANDOM shapes): padding, stride, and
+     * the pool as op, window and stride (pool 2, op max, stride 0 is max2) */
+    int pad[4], stride, pool_stride;
+    cg_pool_op pool_op;
 } shape;
 
 typedef struct {
@@ -80,6 +88,7 @@ static int log_uniform(uint64_t *s, int hi)
 static shape draw(uint64_t *s)
 {
     shape x;
+    memset(&x, 0, sizeof x);
     x.C = log_uniform(s, 256);
     x.M = log_uniform(s, 256);
     x.H = uniform(s, 1, 128);
@@ -93,10 +102,49 @@ static shape draw(uint64_t *s)
     return x;
 }
 
+/* A layer of issue 12: padding (each side 0..K-1, or none), stride 1..3 and any
+ * pool (max or average K x K with a stride, or global average) that fits. */
+static shape draw_layers(uint64_t *s)
+{
+    for (;;) {
+        shape x;
+        memset(&x, 0, sizeof x);
+        x.C = log_uniform(s, 256);
+        x.M = log_uniform(s, 256);
+        x.H = uniform(s, 1, 96);
+        x.W = uniform(s, 1, 96);
+        x.K = uniform(s, 1, 11);
+        int padded = uniform(s, 0, 2);
+        for (int i = 0; i < 4; i++)
+            x.pad[i] = padded == 0 ? 0 : padded == 1 ? (x.K - 1) / 2 : uniform(s, 0, x.K - 1);
+        x.stride = uniform(s, 0, 1) ? 1 : uniform(s, 2, 3);
+        x.act = (cg_act)uniform(s, 0, 2);
+        x.bias = uniform(s, 0, 1);
+        int kind = uniform(s, 0, 4); /* none, max2, avg2, max/avg K with a stride, global */
+        x.pool = kind == 0 ? 0 : kind == 4 ? 1 : kind <= 2 ? 2 : uniform(s, 2, 4);
+        x.pool_op = kind == 4 ? CG_POOL_GLOBAL_AVG : kind == 2 || (kind == 3 && uniform(s, 0, 1)) ? CG_POOL_AVG
+                                                                                                  : CG_POOL_MAX;
+        x.pool_stride = kind == 3 ? uniform(s, 1, x.pool) : kind == 4 ? 0 : x.pool;
+        cg_layer l;
+        memset(&l, 0, sizeof l);
+        l.H = x.H, l.W = x.W, l.K = x.K, l.stride = x.stride, l.pool = x.pool;
+        l.pool_stride = x.pool_stride, l.pool_op = x.pool_op;
+        memcpy(l.pad, x.pad, sizeof l.pad);
+        int ch, cw, oh, ow;
+        if (!cg_conv_dims(&l, &ch, &cw, &oh, &ow)) return x;
+    }
+}
+
 static void describe(const shape *x, char *out, size_t n)
 {
-    snprintf(out, n, "C=%d H=%d W=%d -> M=%d K=%d %s%s%s", x->C, x->H, x->W, x->M, x->K,
-             cg_act_name(x->act), x->pool ? " pool" : "", x->bias ? " bias" : "");
+    char extra[96] = "";
+    cg_layer l;
+    memset(&l, 0, sizeof l);
+    memcpy(l.pad, x->pad, sizeof l.pad);
+    l.stride = x->stride, l.pool = x->pool, l.pool_stride = x->pool_stride, l.pool_op = x->pool_op;
+    cg_conv_tag(&l, extra, sizeof extra);
+    snprintf(out, n, "C=%d H=%d W=%d -> M=%d K=%d %s%s%s%s", x->C, x->H, x->W, x->M, x->K,
+             cg_act_name(x->act), x->pool ? " pool" : "", x->bias ? " bias" : "", extra);
 }
 
 /* The one-conv network for shape x in *s: read from YAML, then reshaped. */
@@ -118,9 +166,12 @@ static int build_spec(const shape *x, const char *strategy, cg_spec *s, cg_err *
     cg_layer *c = &s->layers[0], *f = &s->layers[1];
     c->C = x->C, c->H = x->H, c->W = x->W, c->M = x->M, c->K = x->K;
     c->pool = x->pool, c->act = x->act, c->bias = x->bias;
+    memcpy(c->pad, x->pad, sizeof c->pad);
+    c->stride = x->stride ? x->stride : 1;
+    c->pool_op = x->pool_op, c->pool_stride = x->pool ? (x->pool_stride ? x->pool_stride : x->pool) : 0;
     c->OC = x->M;
-    c->OH = (x->H - x->K + 1) / (x->pool ? 2 : 1);
-    c->OW = (x->W - x->K + 1) / (x->pool ? 2 : 1);
+    int ch, cw;
+    if (cg_conv_dims(c, &ch, &cw, &c->OH, &c->OW)) return cg_fail(e, "shape has no output");
     f->C = c->OC, f->H = c->OH, f->W = c->OW;
     return 0;
 }
@@ -146,14 +197,17 @@ int main(void)
     if (strategy && !*strategy) strategy = NULL;
 
     /* the issue's 5x5 C=64 -> M=128 layer, the largest shape and the smallest */
-    enum { NFIXED = 3, NSHAPES = NFIXED + NRANDOM };
+    enum { NFIXED = 3, NSHAPES = NFIXED + NRANDOM + NLAYERS };
     shape shapes[NSHAPES] = {
-        {64, 26, 26, 128, 5, 2, 1, CG_ACT_RELU},
-        {256, 128, 128, 256, 11, 2, 1, CG_ACT_TANH},
-        {1, 1, 1, 1, 1, 0, 0, CG_ACT_NONE},
+        {64, 26, 26, 128, 5, 2, 1, CG_ACT_RELU, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX},
+        {256, 128, 128, 256, 11, 2, 1, CG_ACT_TANH, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX},
+        {1, 1, 1, 1, 1, 0, 0, CG_ACT_NONE, {0, 0, 0, 0}, 1, 0, CG_POOL_MAX},
     };
     uint64_t rng = SEED;
-    for (int i = NFIXED; i < NSHAPES; i++) shapes[i] = draw(&rng);
+    for (int i = NFIXED; i < NFIXED + NRANDOM; i++) shapes[i] = draw(&rng);
+    /* then padding, stride and the pools of issue 12, from a sequence of their own */
+    uint64_t rng_layers = SEED_LAYERS;
+    for (int i = NFIXED + NRANDOM; i < NSHAPES; i++) shapes[i] = draw_layers(&rng_layers);
 
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);

@@ -356,6 +356,85 @@ static void test_files(void)
           "absolute weights: %s", spec.weights);
 }
 
+/* Padding, stride, the pools and any channel count (issue 12): every key's value
+ * in the fields and the shapes derived from it, on in-memory specs and on the
+ * shipped networks that use them. */
+static void test_layers(void)
+{
+    static const char head[] = "network: t\ninput: {channels: 3, height: 20, width: 17}\nlayers:\n";
+    char buf[1024];
+    /* no dataset: any channel count; 'same' pads (K-1)/2 on every side */
+    snprintf(buf, sizeof buf, "%s%s", head,
+             "  - {name: a, op: conv, M: 4, K: 5, padding: same, pool: avg2}\n"
+             "  - {name: b, op: conv, M: 6, K: 3, padding: [2, 0, 1, 2], stride: 3, pool: max3, pool_stride: 1}\n"
+             "  - {name: c, op: conv, M: 8, K: 2, padding: 1, pool: global_avg}\n"
+             "  - {name: d, op: conv, M: 2, K: 1, padding: valid, stride: 1, pool: max2}\n");
+    /* d's input is 8x1x1: max2 cannot pool it, so test d separately below */
+    char *d = strstr(buf, "  - {name: d");
+    *d = 0;
+    int rc = cg_spec_parse("mem.yaml", buf, strlen(buf), &spec, &err);
+    CHECK(rc == 0, "layers spec: %s", err.msg);
+    if (rc) return;
+    const cg_layer *a = &spec.layers[0], *b = &spec.layers[1], *c = &spec.layers[2];
+    CHECK(spec.C == 3 && spec.dataset[0] == 0, "3 channels, no dataset");
+    CHECK(a->pad[0] == 2 && a->pad[1] == 2 && a->pad[2] == 2 && a->pad[3] == 2 && a->stride == 1,
+          "same: %d %d %d %d", a->pad[0], a->pad[1], a->pad[2], a->pad[3]);
+    CHECK(a->pool == 2 && a->pool_stride == 2 && a->pool_op == CG_POOL_AVG, "avg2");
+    CHECK_SHAPE(a, 3, 20, 17, 4, 10, 8);                    /* 20x17 conv, pooled floor */
+    CHECK(b->pad[0] == 2 && b->pad[1] == 0 && b->pad[2] == 1 && b->pad[3] == 2 && b->stride == 3,
+          "b pad/stride");
+    /* (10+3-3)/3+1 = 4, (8+2-3)/3+1 = 3; max3 stride 1 -> 2x1 */
+    CHECK(b->pool == 3 && b->pool_stride == 1 && b->pool_op == CG_POOL_MAX, "max3 stride 1");
+    CHECK_SHAPE(b, 4, 10, 8, 6, 2, 1);
+    int ch, cw, oh, ow;
+    CHECK(cg_conv_dims(b, &ch, &cw, &oh, &ow) == 0 && ch == 4 && cw == 3 && oh == 2 && ow == 1,
+          "conv dims %dx%d -> %dx%d", ch, cw, oh, ow);
+    CHECK(c->pool_op == CG_POOL_GLOBAL_AVG && !strcmp(cg_pool_name(c), "global_avg"), "global avg");
+    CHECK_SHAPE(c, 6, 2, 1, 8, 1, 1);                       /* conv 3x2, then the mean */
+    char tag[96];
+    cg_conv_tag(b, tag, sizeof tag);
+    CHECK(!strcmp(tag, " pad=2,0,1,2 stride=3 pool=max3/1"), "tag '%s'", tag);
+    cg_conv_tag(c, tag, sizeof tag);
+    CHECK(!strcmp(tag, " pad=1,1,1,1 pool=global_avg"), "tag '%s'", tag);
+    /* valid padding and stride 1 written out are the defaults; max2 has no tag */
+    snprintf(buf, sizeof buf, "%s%s", head,
+             "  - {name: d, op: conv, M: 2, K: 1, padding: valid, stride: 1, pool: max2, pool_stride: 2}\n");
+    rc = cg_spec_parse("mem.yaml", buf, strlen(buf), &spec, &err);
+    CHECK(rc == 0, "valid: %s", err.msg);
+    if (!rc) {
+        cg_conv_tag(&spec.layers[0], tag, sizeof tag);
+        CHECK(!spec.layers[0].pad[0] && !spec.layers[0].pad[3] && !tag[0] && spec.layers[0].pool == 2 &&
+                  spec.layers[0].pool_op == CG_POOL_MAX,
+              "valid, max2: tag '%s'", tag);
+        CHECK_SHAPE(&spec.layers[0], 3, 20, 17, 2, 10, 8);
+    }
+    /* the shipped networks that use them */
+    rc = cg_spec_load("bench/specs/zoo-resnet-stem.yaml", &spec, &err);
+    CHECK(rc == 0, "zoo-resnet-stem: %s", err.msg);
+    if (!rc) {
+        CHECK_SHAPE(layer(&spec, "stem"), 3, 64, 64, 64, 15, 15);
+        CHECK_SHAPE(layer(&spec, "conv2"), 64, 15, 15, 128, 8, 8);
+        CHECK_SHAPE(layer(&spec, "conv3"), 128, 8, 8, 256, 1, 1);
+    }
+    rc = cg_spec_load("bench/specs/zoo-vgg-same.yaml", &spec, &err);
+    CHECK(rc == 0, "zoo-vgg-same: %s", err.msg);
+    if (!rc) {
+        CHECK_SHAPE(layer(&spec, "conv1_1"), 3, 32, 32, 64, 32, 32);
+        CHECK_SHAPE(layer(&spec, "conv3_2"), 256, 8, 8, 256, 4, 4);
+    }
+    const char *gpu[] = {"tests/gpu/layers-direct.yaml", "tests/gpu/layers-igemm.yaml"};
+    for (int i = 0; i < 2; i++) {
+        rc = cg_spec_load(gpu[i], &spec, &err);
+        CHECK(rc == 0 && spec.C == 3 && cg_layer_out_elems(&spec.layers[spec.nlayers - 1]) == 10,
+              "%s: %s", gpu[i], err.msg);
+    }
+    /* fashion-mnist still has one channel */
+    snprintf(buf, sizeof buf, "network: t\ninput: {channels: 3, height: 28, width: 28}\n"
+             "dataset: {name: fashion-mnist}\nlayers:\n  - {name: p, op: softmax}\n");
+    CHECK(cg_spec_parse("mem.yaml", buf, strlen(buf), &spec, &err) != 0, "3 channels of fashion-mnist");
+    CHECK_CONTAINS(err.msg, "mem.yaml:2:19: 'channels' in 'input' is 3, but dataset fashion-mnist has 1 channel");
+}
+
 static void test_names(void)
 {
     CHECK(!strcmp(cg_act_name(CG_ACT_NONE), "none") && !strcmp(cg_act_name(CG_ACT_TANH), "tanh") &&
@@ -376,5 +455,6 @@ int main(void)
     test_memory();
     test_files();
     test_names();
+    test_layers();
     return cg_test_done("test_spec");
 }

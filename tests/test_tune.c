@@ -49,6 +49,18 @@ static void test_signature(const cg_spec *s)
     CHECK(!strcmp(sig, "conv C=1 H=28 W=28 M=4 K=3 pool=2 act=relu bias=1 out=0"), "conv signature: %s", sig);
     cg_tune_signature(&s->layers[1], sig, sizeof sig);
     CHECK(!strcmp(sig, "fc C=4 H=13 W=13 M=0 K=0 pool=0 act=relu bias=1 out=10"), "fc signature: %s", sig);
+    /* padding, stride and the other pools set a layer apart from the same layer without them */
+    cg_layer l = s->layers[0];
+    l.pad[0] = l.pad[1] = l.pad[2] = l.pad[3] = 1, l.stride = 2, l.pool = 3, l.pool_stride = 2;
+    l.pool_op = CG_POOL_AVG;
+    cg_tune_signature(&l, sig, sizeof sig);
+    CHECK(!strcmp(sig, "conv C=1 H=28 W=28 M=4 K=3 pool=1 act=relu bias=1 out=0 pad=1,1,1,1 stride=2 pool=avg3/2"),
+          "padded conv signature: %s", sig);
+    l = s->layers[0];
+    l.pool_op = CG_POOL_GLOBAL_AVG, l.pool = 1;
+    cg_tune_signature(&l, sig, sizeof sig);
+    CHECK(!strcmp(sig, "conv C=1 H=28 W=28 M=4 K=3 pool=1 act=relu bias=1 out=0 pool=global_avg"),
+          "global average signature: %s", sig);
     CHECK(!strcmp(cg_tune_templates(&s->layers[0])[1], "conv2d_igemm"), "conv templates");
     CHECK(!strcmp(cg_tune_templates(&s->layers[1])[1], "fc_vec"), "fc templates");
 }

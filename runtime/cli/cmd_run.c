@@ -63,6 +63,8 @@ static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long
                     int given, long long random_seed, int quiet, cg_err *e)
 {
     const cg_spec *s = j->s;
+    if (random_seed < 0 && !s->dataset[0])
+        return cg_fail(e, "%s: the spec names no dataset; give --random-input SEED", spec_path), CG_EXIT_USAGE;
     if (random_seed >= 0) {
         if (!quiet) printf("Making %lld random images (seed %lld)...", images ? images : 10000, random_seed);
         if (random_images(&j->d, s, images ? images : 10000, (unsigned long long)random_seed, e)) return CG_EXIT_IO;

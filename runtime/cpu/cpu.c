@@ -1,7 +1,8 @@
 /* cpu.c — the CPU backend: the literal definition of every layer, in plain C,
  * used as the oracle the GPU kernels are checked against. Sums are accumulated
  * in double in the order the definition writes them; activations are applied
- * in double before rounding to float; pooling comes after the activation.
+ * in double before rounding to float; pooling (max, average, global average)
+ * comes after the activation, on the float values.
  * Images are independent, so every layer is parallel over images (OpenMP). */
 #include "cpu.h"
 
@@ -50,49 +51,70 @@ void cg_cpu_input(const cg_spec *s, const unsigned char *pixels, int n, float *x
     for (size_t i = 0; i < total; i++) x[i] = (float)(pixels[i] * scale + offset);
 }
 
-/* conv: y[m][h][w] = act(sum_c sum_p sum_q x[c][h+p][w+q] * k[m][c][p][q] + bias[m]),
- * then, when pool == 2, the max of each 2x2 window (stride 2, odd edge dropped).
- * Each output row is accumulated as a whole (acc[w]) so the per-output order of
- * summation stays c, p, q while the loop over w vectorises. */
+/* conv: z[m][i][j] = act(sum_c sum_p sum_q xp[c][i*S+p][j*S+q] * k[m][c][p][q] + bias[m]),
+ * where xp is the input with pad[] zeros around it (top, left, bottom, right) and S
+ * the stride; z is rounded to float. Then the pool: y[m][oh][ow] = max or mean of
+ * z over the window of side pool at (oh*pool_stride, ow*pool_stride) (the windows
+ * that do not fit are dropped), or the mean of the whole map (global average);
+ * y = z without a pool. plane: CH*CW doubles of scratch, one map's z.
+ * Each conv row is accumulated as a whole so the per-output order of summation
+ * stays c, p, q (zeros of the padding skipped) while the loop over columns vectorises. */
 static void conv_image(const cg_layer *l, const float *k, const float *bias, const float *x,
-                       float *y, double *acc)
+                       float *y, double *plane)
 {
-    const size_t C = (size_t)l->C, H = (size_t)l->H, W = (size_t)l->W, K = (size_t)l->K;
-    const size_t CW = W - K + 1, pool = l->pool == 2;
-    const size_t OH = (size_t)l->OH, OW = (size_t)l->OW;
-    for (size_t m = 0; m < (size_t)l->M; m++) {
+    int chi, cwi, ohi, owi;
+    (void)cg_conv_dims(l, &chi, &cwi, &ohi, &owi); /* checked by check_shape */
+    const long C = l->C, H = l->H, W = l->W, K = l->K, S = l->stride > 0 ? l->stride : 1;
+    const long pt = l->pad[0], pl = l->pad[1], CH = chi, CW = cwi, OH = ohi, OW = owi;
+    const long PK = l->pool, PS = l->pool_stride > 0 ? l->pool_stride : l->pool;
+    for (long m = 0; m < l->M; m++) {
         const float *km = k + m * C * K * K;
-        for (size_t oh = 0; oh < OH; oh++) {
-            /* conv rows h0 .. h0+rows-1 feed output row oh */
-            size_t rows = pool ? 2 : 1, h0 = pool ? 2 * oh : oh;
-            for (size_t r = 0; r < rows; r++) {
-                double *a = acc + r * CW;
-                for (size_t ow = 0; ow < CW; ow++) a[ow] = 0;
-                for (size_t c = 0; c < C; c++)
-                    for (size_t p = 0; p < K; p++) {
-                        const float *xr = x + (c * H + h0 + r + p) * W;
-                        for (size_t q = 0; q < K; q++) {
-                            double kv = km[(c * K + p) * K + q];
-                            const float *xq = xr + q;
+        for (long i = 0; i < CH; i++) {
+            double *a = plane + i * CW;
+            for (long j = 0; j < CW; j++) a[j] = 0;
+            for (long c = 0; c < C; c++)
+                for (long p = 0; p < K; p++) {
+                    long iy = i * S - pt + p;
+                    if (iy < 0 || iy >= H) continue; /* a row of padding */
+                    const float *xr = x + (c * H + iy) * W;
+                    for (long q = 0; q < K; q++) {
+                        double kv = km[(c * K + p) * K + q];
+                        /* the columns j whose input column j*S - pl + q lies in 0..W-1 */
+                        long lo = q >= pl ? 0 : (pl - q + S - 1) / S;
+                        long hi = (W - 1 + pl - q) < 0 ? 0 : (W - 1 + pl - q) / S + 1;
+                        if (hi > CW) hi = CW;
+                        const long off = q - pl;
+                        if (S == 1) {
 #pragma omp simd
-                            for (size_t ow = 0; ow < CW; ow++) a[ow] += (double)xq[ow] * kv;
+                            for (long j = lo; j < hi; j++) a[j] += (double)xr[j + off] * kv;
+                        } else {
+                            for (long j = lo; j < hi; j++) a[j] += (double)xr[j * S + off] * kv;
                         }
                     }
-                for (size_t ow = 0; ow < CW; ow++)
-                    a[ow] = (float)activate(l->act, bias ? a[ow] + bias[m] : a[ow]);
-            }
-            float *yr = y + (m * OH + oh) * OW;
-            for (size_t ow = 0; ow < OW; ow++) {
-                if (!pool) {
-                    yr[ow] = (float)acc[ow];
-                    continue;
                 }
-                double v = acc[2 * ow];
-                if (acc[2 * ow + 1] > v) v = acc[2 * ow + 1];
-                if (acc[CW + 2 * ow] > v) v = acc[CW + 2 * ow];
-                if (acc[CW + 2 * ow + 1] > v) v = acc[CW + 2 * ow + 1];
-                yr[ow] = (float)v;
-            }
+            for (long j = 0; j < CW; j++)
+                a[j] = (float)activate(l->act, bias ? a[j] + bias[m] : a[j]);
+        }
+        float *ym = y + m * OH * OW;
+        if (!l->pool) {
+            for (long i = 0; i < CH * CW; i++) ym[i] = (float)plane[i];
+        } else if (l->pool_op == CG_POOL_GLOBAL_AVG) {
+            double sum = 0;
+            for (long i = 0; i < CH * CW; i++) sum += plane[i];
+            ym[0] = (float)(sum / (double)(CH * CW));
+        } else {
+            for (long oh = 0; oh < OH; oh++)
+                for (long ow = 0; ow < OW; ow++) {
+                    const double *w0 = plane + oh * PS * CW + ow * PS;
+                    double v = w0[0], sum = 0;
+                    for (long r = 0; r < PK; r++)
+                        for (long s = 0; s < PK; s++) {
+                            double z = w0[r * CW + s];
+                            sum += z;
+                            if (z > v) v = z;
+                        }
+                    ym[oh * OW + ow] = (float)(l->pool_op == CG_POOL_AVG ? sum / (double)(PK * PK) : v);
+                }
         }
     }
 }
@@ -137,13 +159,14 @@ static int check_shape(const cg_layer *l, cg_err *e)
 {
     if (l->C <= 0 || l->H <= 0 || l->W <= 0)
         return cg_fail(e, "layer '%s': bad input shape %dx%dx%d", l->name, l->C, l->H, l->W);
-    int oc, oh, ow;
+    int oc, oh, ow, ch, cw;
     if (l->op == CG_OP_CONV) {
-        if (l->M <= 0 || l->K <= 0 || l->K > l->H || l->K > l->W || (l->pool != 0 && l->pool != 2))
-            return cg_fail(e, "layer '%s': bad conv parameters M=%d K=%d pool=%d", l->name, l->M,
-                           l->K, l->pool);
-        oc = l->M, oh = l->H - l->K + 1, ow = l->W - l->K + 1;
-        if (l->pool) oh /= 2, ow /= 2;
+        if (l->M <= 0 || l->pool < 0 || (unsigned)l->pool_op > CG_POOL_GLOBAL_AVG ||
+            cg_conv_dims(l, &ch, &cw, &oh, &ow))
+            return cg_fail(e, "layer '%s': bad conv parameters M=%d K=%d pad=%d,%d,%d,%d stride=%d "
+                           "pool=%d/%d", l->name, l->M, l->K, l->pad[0], l->pad[1], l->pad[2],
+                           l->pad[3], l->stride, l->pool, l->pool_stride);
+        oc = l->M;
     } else if (l->op == CG_OP_FC) {
         if (l->out <= 0) return cg_fail(e, "layer '%s': bad fc out=%d", l->name, l->out);
         oc = l->out, oh = 1, ow = 1;
@@ -190,14 +213,18 @@ int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float 
         free(xt);
         return 0;
     }
-    /* conv: one row buffer of 2 conv rows per thread, allocated once */
-    size_t cw = (size_t)(l->W - l->K + 1);
-    double *acc = malloc((size_t)nt * 2 * cw * sizeof *acc);
+    /* conv: one map's conv output (before the pool) per thread, allocated once */
+    int ch, cw, oh, ow;
+    (void)cg_conv_dims(l, &ch, &cw, &oh, &ow);
+    size_t plane = (size_t)ch * (size_t)cw, bytes;
+    if (cg_mul_size(plane, (size_t)nt * sizeof(double), &bytes))
+        return cg_fail(e, "layer '%s': out of memory", l->name);
+    double *acc = malloc(bytes);
     if (!acc) return cg_fail(e, "layer '%s': out of memory", l->name);
 #pragma omp parallel for schedule(dynamic) num_threads(nt)
     for (int b = 0; b < n; b++)
         conv_image(l, wt, bias, in + (size_t)b * ie, out + (size_t)b * oe,
-                   acc + (size_t)omp_get_thread_num() * 2 * cw);
+                   acc + (size_t)omp_get_thread_num() * plane);
     free(acc);
     return 0;
 }

@@ -37,8 +37,10 @@ void cg_harness_kernel_layer(const cg_layer *l, int fused, cg_layer *out)
     *out = *l;
     if (fused || l->op != CG_OP_CONV) return;
     out->act = CG_ACT_NONE;
-    out->pool = 0;
-    out->OC = l->M, out->OH = l->H - l->K + 1, out->OW = l->W - l->K + 1;
+    out->pool = 0, out->pool_stride = 0, out->pool_op = CG_POOL_MAX;
+    int ch = 0, cw = 0, oh, ow;
+    (void)cg_conv_dims(l, &ch, &cw, &oh, &ow); /* a bad layer: 0x0, refused later */
+    out->OC = l->M, out->OH = ch, out->OW = cw;
 }
 
 int cg_harness_reference(const cg_layer *l, int fused, const float *w, const float *b, const float *in,
@@ -111,8 +113,10 @@ void cg_harness_stats_of(double *ms, int n, cg_harness_stats *st)
 
 double cg_harness_flop(const cg_layer *l, long long n)
 {
-    if (l->op == CG_OP_CONV)
-        return 2.0 * l->M * (l->H - l->K + 1) * (l->W - l->K + 1) * l->C * l->K * l->K * (double)n;
+    int ch = 0, cw = 0, oh, ow;
+    if (l->op == CG_OP_CONV && !cg_conv_dims(l, &ch, &cw, &oh, &ow))
+        return 2.0 * l->M * ch * cw * l->C * l->K * l->K * (double)n;
+    if (l->op == CG_OP_CONV) return 0;
     if (l->op == CG_OP_FC) return 2.0 * (double)cg_layer_in_elems(l) * l->out * (double)n;
     return 0;
 }

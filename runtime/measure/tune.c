@@ -16,9 +16,14 @@
 
 void cg_tune_signature(const cg_layer *l, char *out, size_t n)
 {
-    snprintf(out, n, "%s C=%d H=%d W=%d M=%d K=%d pool=%d act=%s bias=%d out=%d", cg_op_name(l->op), l->C, l->H,
-             l->W, l->op == CG_OP_CONV ? l->M : 0, l->op == CG_OP_CONV ? l->K : 0, l->pool, cg_act_name(l->act),
-             l->bias, l->op == CG_OP_FC ? l->out : 0);
+    /* padding, stride and pools other than max2 follow only where a layer has them,
+     * so the records of valid stride-1 layers keep their signatures */
+    char tag[96] = "";
+    if (l->op == CG_OP_CONV) cg_conv_tag(l, tag, sizeof tag);
+    int pool = l->op == CG_OP_CONV && l->pool ? (l->pool_op == CG_POOL_MAX && l->pool == 2 ? 2 : 1) : 0;
+    snprintf(out, n, "%s C=%d H=%d W=%d M=%d K=%d pool=%d act=%s bias=%d out=%d%s", cg_op_name(l->op), l->C, l->H,
+             l->W, l->op == CG_OP_CONV ? l->M : 0, l->op == CG_OP_CONV ? l->K : 0, pool, cg_act_name(l->act),
+             l->bias, l->op == CG_OP_FC ? l->out : 0, tag);
 }
 
 const char *const *cg_tune_templates(const cg_layer *l)

@@ -9,6 +9,80 @@ function common.act(act, v)
   error("unknown activation '" .. tostring(act) .. "'", 2)
 end
 
+-- The geometry of a conv layer table l (fields C H W M K, and where the spec has
+-- them pad_t pad_l pad_b pad_r stride pool pool_stride pool_op): the conv output
+-- before the pool CH x CW, after it OH x OW, the padding and stride with their
+-- defaults filled in, and the pool as
+--   kind  "none" | "max" | "avg" | "global_avg"
+--   PK, PS  window side and stride (global: the whole CH x CW map).
+-- `tag` is what names add for all this: "" for a valid stride-1 conv with no pool
+-- or max2 (whose names say "_pool2", as before), else e.g. "_p1_s2_avg3s2".
+function common.conv_geom(l)
+  local g = { pt = l.pad_t or 0, pl = l.pad_l or 0, pb = l.pad_b or 0, pr = l.pad_r or 0 }
+  g.S = (l.stride and l.stride > 0) and l.stride or 1
+  g.CH = (l.H + g.pt + g.pb - l.K) // g.S + 1
+  g.CW = (l.W + g.pl + g.pr - l.K) // g.S + 1
+  g.kind = "none"
+  if (l.pool or 0) > 0 then g.kind = l.pool_op or "max" end
+  g.OH, g.OW = g.CH, g.CW
+  if g.kind == "global_avg" then
+    g.PK, g.PS, g.OH, g.OW = 0, 0, 1, 1
+  elseif g.kind ~= "none" then
+    g.PK = l.pool
+    g.PS = (l.pool_stride and l.pool_stride > 0) and l.pool_stride or l.pool
+    g.OH, g.OW = (g.CH - g.PK) // g.PS + 1, (g.CW - g.PK) // g.PS + 1
+  end
+  g.padded = g.pt + g.pl + g.pb + g.pr > 0
+  -- the 2x2 max of old, and the non-overlapping windows a thread tile can cover
+  g.max2 = g.kind == "max" and g.PK == 2 and g.PS == 2
+  g.tiled_pool = (g.kind == "max" or g.kind == "avg") and g.PK == g.PS
+  local t = ""
+  if g.padded then
+    if g.pt == g.pl and g.pt == g.pb and g.pt == g.pr then t = t .. "_p" .. g.pt
+    else t = t .. string.format("_p%d_%d_%d_%d", g.pt, g.pl, g.pb, g.pr) end
+  end
+  if g.S > 1 then t = t .. "_s" .. g.S end
+  g.tag = t
+  if g.kind == "global_avg" then g.pool_tag = "_gavg"
+  elseif g.kind == "none" then g.pool_tag = ""
+  elseif g.max2 then g.pool_tag = "_pool2"
+  else g.pool_tag = "_" .. g.kind .. g.PK .. (g.PS ~= g.PK and ("s" .. g.PS) or "") end
+  -- the shape line's words: "padding 1, stride 2" and "max-pool 2x2" ...
+  local words = {}
+  if g.padded then words[#words + 1] = string.format("padding %d,%d,%d,%d", g.pt, g.pl, g.pb, g.pr) end
+  if g.S > 1 then words[#words + 1] = "stride " .. g.S end
+  g.conv_words = #words > 0 and (" " .. table.concat(words, " ")) or ""
+  if g.kind == "global_avg" then g.pool_words = "global average pool"
+  elseif g.kind ~= "none" then
+    g.pool_words = string.format("%s-pool %dx%d%s", g.kind, g.PK, g.PK, g.PS ~= g.PK and (" stride " .. g.PS) or "")
+  end
+  return g
+end
+
+-- fmaxf over a list of float expressions, as a balanced tree of pairs
+-- (fmaxf(fmaxf(a, b), fmaxf(c, d)) for four).
+function common.max_tree(terms)
+  while #terms > 1 do
+    local next = {}
+    for i = 1, #terms, 2 do
+      next[#next + 1] = terms[i + 1] and string.format("fmaxf(%s, %s)", terms[i], terms[i + 1]) or terms[i]
+    end
+    terms = next
+  end
+  return terms[1]
+end
+
+-- The `shape` line of a conv kernel: input, conv, epilogue, output.
+-- `done` names what the kernel applies ("act" and/or "pool" true).
+function common.conv_shape(l, g, act, pooled, M, OH, OW)
+  local tail
+  if pooled then tail = ", " .. l.act .. ", " .. g.pool_words
+  elseif act ~= "none" then tail = ", " .. act
+  else tail = "" end
+  return string.format("C=%d H=%d W=%d -> M=%d K=%d%s%s -> %dx%dx%d",
+    l.C, l.H, l.W, l.M, l.K, g.conv_words, tail, M, OH, OW)
+end
+
 -- All divisors of n that are at most `max`, ascending.
 function common.divisors(n, max)
   local out = {}

@@ -7,6 +7,7 @@
 --
 -- net = { name, C, H, W, scale_text, offset_text,
 --         layers = { { index, name, op, C, H, W, M, K, pool, bias, act, out,
+--                      (conv:) pad_t, pad_l, pad_b, pad_r, stride, pool_stride, pool_op,
 --                      strategy, params = { key = value }, OC, OH, OW }, ... } }
 
 local common = import("lib/common")
@@ -170,19 +171,17 @@ function network.build(net)
       local k = add(tname, l, l.params, i, l.name, cur, l.name)
       k.chosen = why
       if not k.fused then
-        -- unfused epilogue: conv (+bias) at full size, then activation, then pool
-        local CH, CW = l.H - l.K + 1, l.W - l.K + 1
+        -- unfused epilogue: conv (+bias) at full size, then the pool (which applies
+        -- the activation to what it reads), or the activation alone
+        local g = common.conv_geom(l)
         out.tensors[#out.tensors].name = l.name .. ".conv"
         k.out = l.name .. ".conv"
-        local last = k.out
-        if l.act ~= "none" then
-          local a = add("activation", { elems = l.M * CH * CW, act = l.act }, nil, i, l.name, last,
-            l.pool == 2 and (l.name .. ".act") or l.name)
-          last = a.out
-        end
-        if l.pool == 2 then
-          add("maxpool2", { C = l.M, H = CH, W = CW }, nil, i, l.name, last, l.name)
-        elseif l.act == "none" then
+        if g.kind ~= "none" then
+          add("pool", { C = l.M, H = g.CH, W = g.CW, kind = g.kind, PK = g.PK, PS = g.PS, act = l.act },
+            nil, i, l.name, k.out, l.name)
+        elseif l.act ~= "none" then
+          add("activation", { elems = l.M * g.CH * g.CW, act = l.act }, nil, i, l.name, k.out, l.name)
+        else
           out.tensors[#out.tensors].name = l.name
           k.out = l.name
         end

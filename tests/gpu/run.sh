@@ -10,6 +10,8 @@
 #  3. the JIT cache: a second run compiles nothing;
 #  4. compute-sanitizer memcheck and racecheck on a small batch;
 #  5. the C API (tests/gpu/api_gpu.c): host, float and device-pointer input.
+#  6. the networks of padding, stride and the pools (tests/gpu/layers-*.yaml and
+#     two of bench/specs/) as in 1, on random pixels, and memcheck.
 set -u
 cd "$(dirname "$0")/../.."
 cg=${CONVGEN:-build/convgen}
@@ -34,6 +36,20 @@ for s in "${specs[@]}"; do
   done
   step "$s real images" $cg check "$s" --images 1000 "${data[@]}"
 done
+# padding, stride, the pools and 3-channel input (issue 12): the layer networks of
+# tests/gpu/ and the benchmark networks that use them, on random pixels (they
+# name no dataset), then memcheck over their padded gathers
+if [ -z "${CONVGEN_NETS:-}" ]; then
+  for s in tests/gpu/layers-*.yaml bench/specs/zoo-vgg-same.yaml bench/specs/zoo-resnet-stem.yaml; do
+    for i in 1 2; do
+      step "$s random input #$i" $cg check "$s" --images 333 --seed "$RANDOM$RANDOM" --random-input "$RANDOM$RANDOM"
+    done
+    if command -v compute-sanitizer >/dev/null; then
+      step "$s: compute-sanitizer memcheck" compute-sanitizer --tool memcheck --error-exitcode 1 \
+        $cg run "$s" --random-input 5 --images 64 --no-cache
+    fi
+  done
+fi
 for s in "${nets[@]}"; do
   n=$(basename "$s" .yaml)
   step "$n: 10000 images, JIT" $cg check "$s" --images 10000 "${data[@]}"

@@ -1,0 +1,95 @@
+-- pool.lua — a standalone pool over a conv's output (used when a conv's epilogue
+-- does not pool): max or average over K x K windows with a stride (windows that
+-- do not fit are dropped), or the global average of each map. The conv's
+-- activation is applied here, to each value read: act(max) = max(act) for the
+-- monotone activations, and an average must average activated values.
+-- Window pools: one thread per pooled output. Global average: one warp per map,
+-- its lanes summing strided values, then a shuffle reduction.
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+T.doc = "max or average pool (K x K, stride S) or global average, with the conv's activation"
+T.params = { common.block_param(256) }
+function T.check(_, _) return nil end
+
+local source = engine.compile([[
+{{head}}
+{
+    (void)w;
+    (void)b;
+% if global then
+    // in: n x {{C}} x {{H}} x {{W}}, out: n x {{C}}: the mean of {{act_name}}(x) over each map, one warp per map
+    const int i = (blockIdx.x * {{block}} + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (i >= n * {{C}}) return;
+    const float* p = in + i * {{H * W}};
+    float s = 0.0f;
+    for (int j = lane; j < {{H * W}}; j += 32) s += {{act("p[j]")}};
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) out[i] = s * {{inv}};
+% else
+    // in: n x {{C}} x {{H}} x {{W}}, out: n x {{C}} x {{OH}} x {{OW}}: {{kind}} of {{act_name}}(x) over
+    // {{PK}}x{{PK}} windows, stride {{PS}}
+    const int i = blockIdx.x * {{block}} + threadIdx.x;
+    if (i >= n * {{C * OH * OW}}) return;
+    const int plane = i / {{OH * OW}};          // image * {{C}} + channel
+    const int r = i - plane * {{OH * OW}};
+    const int oh = r / {{OW}}, ow = r - oh * {{OW}};
+    const float* p = in + plane * {{H * W}} + oh * {{PS * W}} + ow * {{PS}};
+%   if kind == "max" then
+    float v = p[0];
+%     for r = 0, PK - 1 do
+%       for s = 0, PK - 1 do
+%         if r + s > 0 then
+    v = fmaxf(v, p[{{r * W + s}}]);
+%         end
+%       end
+%     end
+    out[i] = {{act("v")}};
+%   else
+    float v = 0.0f;
+%     for r = 0, PK - 1 do
+%       for s = 0, PK - 1 do
+    v += {{act("p[" .. (r * W + s) .. "]")}};
+%       end
+%     end
+    out[i] = v * {{inv}};
+%   end
+% end
+}
+]], "pool")
+
+-- l: { C, H, W } of the tensor being pooled (a conv's output before its pool),
+-- kind "max" | "avg" | "global_avg", PK, PS (window pools), act (of the conv)
+function T.kernel(l, p)
+  local global = l.kind == "global_avg"
+  local act = l.act or "none"
+  local OH, OW, name
+  if global then
+    OH, OW = 1, 1
+    name = string.format("pool_gavg_%s_c%dh%dw%d_b%d", act, l.C, l.H, l.W, p.block)
+  else
+    OH, OW = (l.H - l.PK) // l.PS + 1, (l.W - l.PK) // l.PS + 1
+    name = string.format("pool_%s%ds%d_%s_c%dh%dw%d_b%d", l.kind, l.PK, l.PS, act, l.C, l.H, l.W, p.block)
+  end
+  local head, args = common.kernel_head(name, p.block, common.std_args({}))
+  local count = global and l.H * l.W or l.PK * l.PK
+  return {
+    name = name,
+    args = args,
+    source = source({ name = name, head = head, block = p.block, global = global, kind = l.kind,
+                      C = l.C, H = l.H, W = l.W, OH = OH, OW = OW, PK = l.PK, PS = l.PS,
+                      inv = string.format("%.9ef", 1.0 / count), act_name = act,
+                      act = function(e) return common.act(act, e) end }),
+    grid = { global and common.batch_dim(l.C * 32, p.block) or common.batch_dim(l.C * OH * OW, p.block), 1, 1 },
+    block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
+    out_elems = l.C * OH * OW,
+    shape = global and string.format("%dx%dx%d -> %s, global average -> %dx1x1", l.C, l.H, l.W, act, l.C)
+      or string.format("%dx%dx%d -> %s, %s-pool %dx%d stride %d -> %dx%dx%d", l.C, l.H, l.W, act, l.kind,
+        l.PK, l.PK, l.PS, l.C, OH, OW),
+  }
+end
+return T

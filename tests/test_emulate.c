@@ -1,0 +1,306 @@
+/* test_emulate.c — generated kernels run without a GPU: each kernel's CUDA source
+ * is compiled as C++ (g++) against a small emulation of the CUDA execution model
+ * (one host thread per CUDA thread, a barrier per block for __syncthreads and per
+ * warp for shuffles, __shared__ as memory every thread of the block sees; the
+ * pre-sm_80 paths of the templates, since __CUDA_ARCH__ is not defined), then the
+ * network runs kernel by kernel as the manifest says, from random pixels and the
+ * spec's seeded random weights, outputs poisoned with NaN first. Every layer's
+ * output must match the CPU reference (relative L2 error at most 1e-5, nothing
+ * left unwritten). Specs: example-conv (the emulation against kernels the GPU
+ * already passed) and the networks of padding, stride and the pools (issue 12).
+ * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
+#include "check.h"
+#include "cpu.h"
+#include "gen.h"
+#include "manifest.h"
+#include "weights.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define IMAGES 3
+#define MAX_REL_L2 1e-5
+
+/* The emulation every kernel is compiled with (-include). */
+static const char shim[] =
+    "#include <math.h>\n#include <string.h>\n#include <barrier>\n#include <thread>\n#include <vector>\n"
+    "struct emu_dim3 { unsigned x, y, z; };\n"
+    "struct float4 { float x, y, z, w; };\n"
+    "struct float2 { float x, y; };\n"
+    "struct uchar4 { unsigned char x, y, z, w; };\n"
+    "static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }\n"
+    "static thread_local emu_dim3 threadIdx, blockIdx;\n"
+    "static emu_dim3 blockDim, gridDim;\n"
+    "static std::barrier<> *emu_block;\n"
+    "static std::barrier<> *emu_warp[32];\n"
+    "static float emu_xch[1024];\n"
+    "float4 smem4[1 << 15];\n" /* dynamic shared memory (extern __shared__ float4 smem4[]) */
+    "static inline void __syncthreads() { emu_block->arrive_and_wait(); }\n"
+    "static inline float __shfl_xor_sync(unsigned, float v, int o) {\n"
+    "  unsigned t = threadIdx.x, w = t / 32;\n"
+    "  emu_xch[t] = v; emu_warp[w]->arrive_and_wait();\n"
+    "  float r = emu_xch[w * 32 + ((t % 32) ^ (unsigned)o)]; emu_warp[w]->arrive_and_wait(); return r; }\n"
+    "template <class T> static inline T __ldg(const T *p) { return *p; }\n"
+    "#define __global__\n#define __device__\n#define __forceinline__ inline\n"
+    "#define __launch_bounds__(x)\n#define __restrict__ __restrict\n#define __constant__\n"
+    "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n"
+    "typedef void (*emu_kernel)(void *, void *, void *, void *, int);\n"
+    "extern \"C\" void emu_launch(emu_kernel k, unsigned gx, unsigned gy, unsigned bx, void *a0, void *a1,\n"
+    "                           void *a2, void *a3, int n) {\n"
+    "  blockDim = {bx, 1, 1}; gridDim = {gx, gy, 1};\n"
+    "  for (unsigned y = 0; y < gy; y++) for (unsigned x = 0; x < gx; x++) {\n"
+    "    std::barrier<> block(bx); emu_block = &block;\n"
+    "    std::vector<std::barrier<> *> warps;\n"
+    "    for (unsigned w = 0; w * 32 < bx; w++) emu_warp[w] = new std::barrier<>(bx - w * 32 < 32 ? bx - w * 32 : 32);\n"
+    "    std::vector<std::thread> ts;\n"
+    "    for (unsigned t = 0; t < bx; t++) ts.emplace_back([=] {\n"
+    "      threadIdx = {t, 0, 0}; blockIdx = {x, y, 0};\n"
+    "      k(a0, a1, a2, a3, n);\n"
+    "      emu_block->arrive_and_drop(); emu_warp[t / 32]->arrive_and_drop(); });\n"
+    "    for (auto &t : ts) t.join();\n"
+    "    for (unsigned w = 0; w * 32 < bx; w++) delete emu_warp[w];\n"
+    "  }\n"
+    "}\n";
+
+typedef void (*emu_kernel)(void *, void *, void *, void *, int);
+typedef void (*emu_launch_fn)(emu_kernel, unsigned, unsigned, unsigned, void *, void *, void *, void *, int);
+
+/* Runs argv (NULL-terminated) and waits: 0 when it exited 0. */
+static int run_cmd(char *const argv[])
+{
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    if (waitpid(pid, &st, 0) < 0) return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Writes text to path. */
+static int write_text(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(text, 1, len, f);
+    return fclose(f) || w != len ? -1 : 0;
+}
+
+/* The kernel's source as g++ takes it: the dynamic shared array declared extern. */
+static char *host_source(const char *src)
+{
+    const char *from = "extern __shared__", *to = "extern";
+    size_t n = strlen(src), cap = n + 1;
+    char *out = malloc(cap), *o = out;
+    if (!out) return NULL;
+    for (const char *p = src; *p;) {
+        if (!strncmp(p, from, strlen(from))) {
+            memcpy(o, to, strlen(to)), o += strlen(to), p += strlen(from);
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+/* Places a weight tensor where the kernel finds it: in its __constant__ symbol,
+ * as an argument, or as an argument transposed to (rest x rows). */
+static float *place(void *so, cg_place where, const char *sym, const cg_tensor *t, long long rows, int *ok)
+{
+    *ok = 1;
+    if (where == CG_PLACE_NONE || !t) return NULL;
+    if (where == CG_PLACE_ARG) return t->data;
+    if (where == CG_PLACE_CONST) {
+        float *dst = dlsym(so, sym);
+        if (!dst) return *ok = 0, NULL;
+        memcpy(dst, t->data, (size_t)t->count * sizeof(float));
+        return NULL;
+    }
+    long long rest = t->count / rows;
+    float *tr = malloc((size_t)t->count * sizeof(float));
+    if (!tr) return *ok = 0, NULL;
+    for (long long m = 0; m < rows; m++)
+        for (long long r = 0; r < rest; r++) tr[r * rows + m] = t->data[m * rest + r];
+    return tr;
+}
+
+/* One spec through the emulated GPU, every layer against the CPU reference. */
+static void emulate(const char *spec_path, const char *dir)
+{
+    static cg_spec s;
+    static cg_gen_output o;
+    static cg_manifest m;
+    cg_err e = {""};
+    if (cg_spec_load(spec_path, &s, &e) || cg_generate(&s, "test", &o, &e) ||
+        cg_manifest_parse(o.manifest, o.manifest_len, spec_path, &m, &e)) {
+        CHECK(0, "%s: %s", spec_path, e.msg);
+        return;
+    }
+    cg_weights w;
+    if (cg_weights_for_spec(&s, &w, &e)) {
+        CHECK(0, "%s: weights: %s", spec_path, e.msg);
+        cg_gen_free(&o);
+        return;
+    }
+    /* every tensor on the host, poisoned; random pixels */
+    void *buf[CG_MAX_TENSORS] = {0};
+    for (int i = 0; i < m.ntensors; i++) {
+        size_t bytes = (size_t)m.t[i].elems * IMAGES * cg_dtype_size(m.t[i].dtype);
+        buf[i] = malloc(bytes);
+        if (m.t[i].dtype == CG_DT_F32)
+            for (size_t j = 0; j < bytes / 4; j++) ((float *)buf[i])[j] = NAN;
+        else
+            memset(buf[i], 0xff, bytes);
+    }
+    unsigned char *px = buf[m.input];
+    unsigned r = 4242;
+    for (long long j = 0; j < m.t[m.input].elems * IMAGES; j++) px[j] = (unsigned char)((r = r * 1103515245u + 12345u) >> 24);
+    /* compile every kernel first, two g++ at a time */
+    int ok_all = 1, running = 0;
+    pid_t pid[CG_MAN_KERNELS];
+    int built[CG_MAN_KERNELS] = {0};
+    char shim_path[1024];
+    snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
+    for (int k = 0; k <= m.nkernels; k++) {
+        /* wait for one when two run, and for all at the end */
+        while (running > 0 && (running >= 2 || k == m.nkernels)) {
+            int st;
+            pid_t done = wait(&st);
+            if (done < 0) break;
+            for (int j = 0; j < k; j++)
+                if (pid[j] == done) built[j] = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+            running--;
+        }
+        if (k == m.nkernels) break;
+        const cg_gen_kernel *gk = NULL;
+        for (int j = 0; j < o.nkernels; j++)
+            if (!strcmp(o.k[j].kernel, m.k[k].name)) gk = &o.k[j];
+        char cu[1024], so_path[1024];
+        snprintf(cu, sizeof cu, "%s/%s.cu", dir, m.k[k].name);
+        snprintf(so_path, sizeof so_path, "%s/%s.so", dir, m.k[k].name);
+        char *src = gk ? host_source(gk->source) : NULL;
+        int written = src && !write_text(cu, src, strlen(src));
+        free(src);
+        char *argv[] = {"g++", "-std=c++20", "-O0", "-w", "-shared", "-fPIC", "-pthread", "-include", shim_path,
+                        "-x", "c++", cu, "-o", so_path, NULL};
+        pid[k] = written ? fork() : -1;
+        if (pid[k] == 0) {
+            execvp(argv[0], argv);
+            _exit(127);
+        }
+        if (pid[k] > 0) running++;
+    }
+    for (int k = 0; k < m.nkernels && ok_all; k++) {
+        const cg_mkernel *mk = &m.k[k];
+        char so_path[1024];
+        snprintf(so_path, sizeof so_path, "%s/%s.so", dir, mk->name);
+        if (!built[k]) {
+            CHECK(0, "%s: kernel %s does not compile as C++", spec_path, mk->name);
+            ok_all = 0;
+            break;
+        }
+        void *so = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+        emu_launch_fn launch = so ? (emu_launch_fn)dlsym(so, "emu_launch") : NULL;
+        emu_kernel fn = so ? (emu_kernel)dlsym(so, mk->name) : NULL;
+        CHECK(launch && fn, "%s: %s: %s", spec_path, mk->name, so ? "no symbol" : dlerror());
+        if (!launch || !fn) {
+            if (so) dlclose(so);
+            ok_all = 0;
+            break;
+        }
+        /* weights of the kernel's layer */
+        const cg_tensor *tw = NULL, *tb = NULL;
+        long long rows = 1;
+        if (mk->layer_index >= 0) {
+            const cg_layer *l = &s.layers[mk->layer_index];
+            char name[CG_NAME_MAX + 8];
+            snprintf(name, sizeof name, "%s.weight", l->name);
+            tw = cg_weights_find(&w, name);
+            snprintf(name, sizeof name, "%s.bias", l->name);
+            tb = cg_weights_find(&w, name);
+            rows = l->op == CG_OP_CONV ? l->M : l->out;
+        }
+        int okw, okb;
+        float *wa = place(so, mk->wplace, mk->wsym, tw, rows, &okw);
+        float *ba = place(so, mk->bplace, mk->bsym, tb, rows, &okb);
+        CHECK(okw && okb, "%s: %s: weights not placed", spec_path, mk->name);
+        /* arguments by role: the templates' standard order, n last */
+        void *a[4] = {0};
+        int std = mk->nargs == 5 && mk->args[4] == CG_ARG_N;
+        for (int i = 0; std && i < 4; i++) {
+            cg_arg_role role = mk->args[i];
+            a[i] = role == CG_ARG_IN ? buf[mk->in] : role == CG_ARG_OUT ? buf[mk->out]
+                 : role == CG_ARG_WEIGHTS ? (void *)wa : (void *)ba;
+        }
+        CHECK(std, "%s: %s: arguments other than (4 pointers, n)", spec_path, mk->name);
+        long long gx = cg_mdim_eval(mk->grid[0], IMAGES), gy = cg_mdim_eval(mk->grid[1], IMAGES);
+        CHECK(mk->grid[2].mul == 1 && mk->grid[2].div == 0 && mk->block[1] == 1 && mk->block[2] == 1 &&
+                  mk->shared <= (int)sizeof(float) * 4 * (1 << 15),
+              "%s: %s: a launch the emulation does not take", spec_path, mk->name);
+        if (std && okw && okb) launch(fn, (unsigned)gx, (unsigned)gy, (unsigned)mk->block[0], a[0], a[1], a[2], a[3], IMAGES);
+        if (mk->wplace == CG_PLACE_ARG_T) free(wa);
+        if (mk->bplace == CG_PLACE_ARG_T) free(ba);
+        dlclose(so);
+    }
+    /* every layer against the CPU reference */
+    float *lo[CG_MAX_LAYERS] = {0};
+    for (int i = 0; i < s.nlayers; i++) lo[i] = malloc((size_t)cg_layer_out_elems(&s.layers[i]) * IMAGES * sizeof(float));
+    size_t classes = (size_t)cg_layer_out_elems(&s.layers[s.nlayers - 1]);
+    float *probs = malloc(classes * IMAGES * sizeof(float));
+    int pred[IMAGES];
+    int rc = cg_cpu_forward(&s, &w, px, IMAGES, lo, probs, pred, NULL, &e);
+    CHECK(rc == 0, "%s: CPU forward: %s", spec_path, e.msg);
+    for (int i = 0; ok_all && !rc && i < s.nlayers; i++) {
+        int t = m.l[i].out;
+        size_t count = (size_t)cg_layer_out_elems(&s.layers[i]) * IMAGES;
+        CHECK(m.t[t].elems * IMAGES == (long long)count, "%s: layer %s: %lld elements, the CPU has %zu", spec_path,
+              s.layers[i].name, m.t[t].elems * IMAGES, count);
+        if (m.t[t].elems * IMAGES != (long long)count) continue;
+        const float *g = buf[t];
+        double num = 0, den = 0;
+        size_t nan = 0;
+        for (size_t j = 0; j < count; j++) {
+            if (isnan(g[j])) nan++;
+            double d = (double)g[j] - lo[i][j];
+            num += d * d, den += (double)lo[i][j] * lo[i][j];
+        }
+        double rel = sqrt(num / (den > 0 ? den : 1));
+        CHECK(nan == 0 && rel <= MAX_REL_L2, "%s: layer %s: %zu unwritten, relative L2 error %.3g", spec_path,
+              s.layers[i].name, nan, rel);
+        printf("ok %s: layer %s: relative L2 error %.2g\n", spec_path, s.layers[i].name, rel);
+    }
+    for (int i = 0; i < s.nlayers; i++) free(lo[i]);
+    free(probs);
+    for (int i = 0; i < m.ntensors; i++) free(buf[i]);
+    cg_weights_free(&w);
+    cg_gen_free(&o);
+}
+
+int main(void)
+{
+    char *probe[] = {"sh", "-c", "command -v g++ >/dev/null", NULL};
+    int have = run_cmd(probe) == 0;
+    if (!have) {
+        printf("skip: emulated kernels: no g++\n");
+        CHECK(1, "skipped");
+        return cg_test_done("emulate");
+    }
+    char dir[] = "/tmp/cg_test_emulate_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char shim_path[1024];
+    snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
+    CHECK(write_text(shim_path, shim, strlen(shim)) == 0, "shim");
+    const char *specs[] = {"specs/example-conv.yaml", "tests/gpu/layers-direct.yaml", "tests/gpu/layers-igemm.yaml",
+                           "tests/gpu/layers-more.yaml"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) emulate(specs[i], dir);
+    char *rm[] = {"rm", "-rf", dir, NULL};
+    run_cmd(rm);
+    return cg_test_done("emulate");
+}
