@@ -308,7 +308,10 @@ static int search(tuner *t, layer_run *lr, double deadline, cg_err *e)
 {
     long nproc = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = nproc < 1 ? 1 : nproc > CG_JIT_MAX_THREADS ? CG_JIT_MAX_THREADS : (int)nproc;
-    cg_tune_plan p = {(int)t->c->sample, (int)t->c->top, threads, BATCH_MAX, 5.0};
+    /* a re-timing launches 5x as often as a first timing, but a candidate's cost is
+     * mostly fixed (module load, the check, copying the output back): guess 2x
+     * until one is seen */
+    cg_tune_plan p = {(int)t->c->sample, (int)t->c->top, threads, BATCH_MAX, 2.0};
     cg_tune_ops ops = {t, op_now, op_compile, op_run, op_release, op_progress};
     t->li = lr->li;
     if (!t->r && !(t->r = malloc(sizeof *t->r))) return cg_fail(e, "out of memory"), -1;

@@ -284,6 +284,8 @@ struct cg_harness_layer {
     long long ref_elems[2];
     CUdeviceptr in, flush;
     long long flush_words;
+    float *hout;          /* the output copied back, kept for the next candidate */
+    size_t hout_n;
 };
 
 /* The reference for a kernel whose epilogue is (fused) or is not fused, made once. */
@@ -343,7 +345,7 @@ void cg_harness_layer_close(cg_harness_layer *h)
         if (h->flush) h->cu->cuMemFree(h->flush);
         cg_cu_close(h->cu);
     }
-    free(h->hin), free(h->hw), free(h->hb), free(h->ref[0]), free(h->ref[1]);
+    free(h->hin), free(h->hw), free(h->hb), free(h->ref[0]), free(h->ref[1]), free(h->hout);
     free(h);
 }
 
@@ -370,7 +372,14 @@ int cg_harness_layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_k
     int rc = load_image(&b, r, k->kernel, image, e);
     const float *ref = rc ? NULL : layer_reference(h, kl->fused, kl->out_elems, e);
     if (!rc && !ref) rc = e->msg[0] ? -1 : cg_fail(e, "kernel %s: unexpected output size", k->kernel);
-    if (!rc && !(b.hout = malloc((size_t)(n * kl->out_elems) * sizeof *b.hout))) rc = cg_fail(e, "out of memory");
+    size_t nout = (size_t)(n * kl->out_elems);
+    if (!rc && h->hout_n < nout) {
+        free(h->hout);
+        h->hout_n = 0;
+        if (!(h->hout = malloc(nout * sizeof *h->hout))) rc = cg_fail(e, "out of memory");
+        else h->hout_n = nout;
+    }
+    b.hout = h->hout;
     if (!rc) rc = upload(b.cu, &b.out, NULL, (size_t)(n * kl->out_elems) * 4, e);
     long long rows = l->op == CG_OP_CONV ? l->M : l->out; /* the weights' first dimension */
     if (!rc) rc = place(&b, kl->weights, h->hw, h->nw, rows, &b.w, e);
@@ -410,7 +419,6 @@ int cg_harness_layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_k
     for (int i = 0; i < 2; i++)
         if (b.ev[i]) h->cu->cuEventDestroy(b.ev[i]);
     if (b.mod) h->cu->cuModuleUnload(b.mod);
-    free(b.hout);
     return rc ? -1 : 0;
 }
 
