@@ -22,6 +22,13 @@ typedef struct {
     int device;          /* CUDA device index (0-based) */
     cg_buf *log;         /* NVRTC's messages for kernels that fail to compile are
                             appended here; NULL: written to standard error */
+    /* A bundle's sections (borrowed): with manifest set, the kernels are the
+     * fat binary's bytes and the launches the manifest's; nothing is
+     * generated (no Lua) or compiled. The build id must be the manifest's. */
+    const char *manifest;
+    size_t manifest_len;
+    const void *fatbin_data;
+    size_t fatbin_len;
 } cg_gpu_opts;
 
 /* Where one kernel's device code came from, and what it cost (--profile). */
