@@ -154,7 +154,8 @@ static int job_load_user(cg_job *j, const char *input, const char *labels, long 
 {
     const cg_spec *s = j->s;
     printf("Loading %s...", input), fflush(stdout);
-    if (cg_input_load(input, labels, s->C, s->H, s->W, classes, (int)images, &j->ui, e)) {
+    /* labels are bytes: a network of more outputs than 256 takes any of 0..255 */
+    if (cg_input_load(input, labels, s->C, s->H, s->W, classes < 256 ? classes : 256, (int)images, &j->ui, e)) {
         printf(" failed\n");
         return CG_EXIT_INPUT;
     }
