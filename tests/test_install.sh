@@ -45,5 +45,25 @@ if [ -e "$d/t10k-images-idx3-ubyte.gz" ]; then
     printf '%s\n' "$out" | grep -q "^float input: 1000 of 1000 predictions the same$" && ok || bad "$c float input: $out"
   done
 fi
+# examples/classify.c: built through pkg-config alone, it classifies an .npy
+# with a bundle and prints `convgen run`'s predictions for the same images
+cc -std=c11 -Wall -Wextra -Wshadow -Werror $san examples/classify.c $flags -o "$t/classify" 2>"$t/e" && ok \
+  || bad "examples/classify.c: $(cat "$t/e")"
+if [ -e "$d/t10k-images-idx3-ubyte.gz" ] && "$p/bin/convgen" build specs/ece408-2017.yaml --arch 75 -o "$t/net.cgb" >"$t/e" 2>&1; then
+  n=500 h="{'descr': '|u1', 'fortran_order': False, 'shape': (500, 28, 28), }"
+  pad=$(( (64 - (${#h} + 11) % 64) % 64 ))
+  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $(( ${#h} + pad + 1 )))\\x00"; printf '%s' "$h"
+    printf "%${pad}s" ''; printf '\n'; tail -c +17 "$t/img" | head -c $((n * 784)); } > "$t/im.npy"
+  "$p/bin/convgen" run "$t/net.cgb" --backend cpu --input "$t/im.npy" --output "$t/run.csv" >/dev/null 2>"$t/e" \
+    && ok || bad "convgen run net.cgb --input: $(cat "$t/e")"
+  LD_LIBRARY_PATH="$p/lib" "$t/classify" "$t/net.cgb" "$t/im.npy" cpu > "$t/classify.csv" 2>"$t/e" && ok \
+    || bad "classify: $(cat "$t/e")"
+  [ "$(wc -l < "$t/classify.csv")" -eq $((n + 1)) ] && cut -d, -f1,2 "$t/run.csv" | cmp -s - "$t/classify.csv" && ok \
+    || bad "classify's predictions differ from convgen run's: $(head -3 "$t/classify.csv")"
+  LD_LIBRARY_PATH="$p/lib" "$t/classify" "$t/none.cgb" "$t/im.npy" cpu >/dev/null 2>"$t/e"; rc=$?
+  [ $rc -eq 3 ] && grep -qF "$t/none.cgb" "$t/e" && ok || bad "classify on a missing bundle: exit $rc $(cat "$t/e")"
+else
+  [ -e "$d/t10k-images-idx3-ubyte.gz" ] && bad "convgen build net.cgb: $(cat "$t/e")"
+fi
 echo "test_install: $pass passed, $fail failed"
 [ $fail -eq 0 ]
