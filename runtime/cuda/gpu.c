@@ -309,7 +309,9 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
         /* a bundle: the fat binary's bytes are borrowed, never freed here */
         fat.data = (char *)o->fatbin_data, fat.len = o->fatbin_len;
         rc = check_fatbin(g, fat_name, &fat, &tg, held, sizeof held, e);
-        if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, s->path, g->m, e);
+        char origin[CG_PATH_MAX + 16];
+        snprintf(origin, sizeof origin, "%s (manifest)", s->path);
+        if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, origin, g->m, e);
         if (!rc) rc = check_bundle_manifest(g->m, s, e);
         if (!rc) rc = load_fatbin(g, g->m->hash, fat_name, &fat, held, hc, e);
         fat.data = NULL, fat.len = 0;

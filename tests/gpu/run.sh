@@ -67,7 +67,7 @@ for s in "${nets[@]}"; do
   n=$(basename "$s" .yaml)
   mkdir -p "$t/only-$n"
   step "$n: convgen build -o $n.cgb" $cg build "$s" -o "$t/only-$n/$n.cgb"
-  step "$n: check $n.cgb, 10000 images" bash -c "cd '$t/only-$n' && '$PWD/$cg' check $n.cgb --images 10000 ${data[*]}"
+  step "$n: check $n.cgb, 10000 images" bash -c "cd '$t/only-$n' && '$(realpath "$cg")' check $n.cgb --images 10000 ${data[*]}"
   if python3 -c 'import torch, numpy' 2>/dev/null; then
     step "$n: python/convgen.py on a CUDA tensor" env PYTHONPATH=python python3 tests/gpu/python_torch.py \
       "$t/only-$n/$n.cgb" "$img" 10000
