@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct cg_net {
     cg_net_bundle own_b;  /* what cg_net_open_bundle loaded */
@@ -145,11 +146,14 @@ int cg_is_bundle_path(const char *path)
 {
     size_t n = strlen(path);
     if (n >= 4 && !strcmp(path + n - 4, ".cgb")) return 1;
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
+    /* a FIFO, directory or device is not waited on: the spec reader refuses it */
+    int fd;
+    size_t size;
+    cg_err ignored;
+    if (cg_open_regular(path, CG_BUNDLE_MAX, &fd, &size, &ignored)) return 0;
     char head[8];
-    int is = fread(head, 1, 8, f) == 8 && !memcmp(head, CG_BUNDLE_MAGIC, 8);
-    fclose(f);
+    int is = size >= 8 && read(fd, head, 8) == 8 && !memcmp(head, CG_BUNDLE_MAGIC, 8);
+    close(fd);
     return is;
 }
 
