@@ -121,7 +121,6 @@ static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long
                     int given, long long random_seed, int quiet, cg_err *e)
 {
     const cg_spec *s = j->s;
-    j->xt = CG_INPUT_U8;
     if (random_seed >= 0) {
         if (!quiet) printf("Making %lld random images (seed %lld)...", images ? images : 10000, random_seed);
         if (random_images(&j->d, s, images ? images : 10000, (unsigned long long)random_seed, e)) return CG_EXIT_IO;
@@ -143,7 +142,6 @@ static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long
                        j->d.w, s->H, s->W), CG_EXIT_INPUT;
     }
     j->n = j->d.n;
-    j->x = j->d.pixels, j->labels = j->d.labels;
     return job_weights(j, quiet, e);
 }
 
@@ -164,10 +162,20 @@ static int job_load_user(cg_job *j, const char *input, const char *labels, long 
         return cg_fail(e, "--images %lld: %s holds %d images", images, input, j->ui.n), CG_EXIT_USAGE;
     }
     j->n = j->ui.n;
-    j->x = j->ui.pixels ? (const void *)j->ui.pixels : (const void *)j->ui.values;
-    j->xt = j->ui.pixels ? CG_INPUT_U8 : CG_INPUT_F32;
-    j->labels = j->ui.labels;
     return job_weights(j, 0, e);
+}
+
+/* Point x, xt and labels at the images loaded, the user's or the data set's:
+ * called once loading is over (whatever rewrote the buffers before). */
+static void job_images(cg_job *j)
+{
+    if (j->ui.pixels || j->ui.values) {
+        j->x = j->ui.pixels ? (const void *)j->ui.pixels : (const void *)j->ui.values;
+        j->xt = j->ui.pixels ? CG_INPUT_U8 : CG_INPUT_F32;
+        j->labels = j->ui.labels;
+    } else {
+        j->x = j->d.pixels, j->xt = CG_INPUT_U8, j->labels = j->d.labels;
+    }
 }
 
 /* The spec's weights (a bundle's are loaded already), saying where they came from. */
@@ -468,6 +476,7 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     if (!rc) rc = input ? job_load_user(&j, input, labels, images, images_t != NULL, classes, e)
                         : job_load(&j, spec, data, images, 1, random_seed, 0, e);
     if (rc) return job_free(&j), rc;
+    job_images(&j);
     int *pred = malloc((size_t)(j.n ? j.n : 1) * sizeof *pred);
     float *scores = output ? malloc((size_t)(j.n ? j.n : 1) * (size_t)classes * sizeof *scores) : NULL;
     double layer_s[CG_MAX_LAYERS] = {0}, total_s = 0;
