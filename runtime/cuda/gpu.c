@@ -121,6 +121,9 @@ static int load_fatbin(cg_gpu *g, const char *hash, const char *path, const cg_b
     int cc = g->cu->cc;
     snprintf(hc->arch, sizeof hc->arch, "fatbin");
     for (int i = 0; i < g->m->nkernels; i++) {
+        int seen = 0; /* a kernel two launches share is listed once */
+        for (int j = 0; j < hc->nbuild && !seen; j++) seen = !strcmp(hc->build[j].name, g->m->k[i].name);
+        if (seen) continue;
         cg_kernel_build *b = &hc->build[hc->nbuild++];
         snprintf(b->name, sizeof b->name, "%s", g->m->k[i].name);
         b->ms = 0, b->from = CG_FROM_FATBIN;
