@@ -46,7 +46,7 @@ SOMAJOR   := $(firstword $(subst ., ,$(VERSION)))
 CGLIB_OBJ := $(filter-out build/runtime/cli/%,$(OBJ))
 SO_LIBS    = -llua5.4 -lyaml -lz -ldl -lm -lpthread
 
-lib: build/libconvgen.a build/libconvgen.so.$(VERSION)
+lib: build/libconvgen.a build/libconvgen.so.$(VERSION) build/libconvgen-rt.a build/libconvgen-rt.so.$(VERSION)
 
 build/libconvgen.a: $(CGLIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -55,8 +55,24 @@ build/libconvgen.so.$(VERSION): $(CGLIB_OBJ) tools/libconvgen.map
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libconvgen.so.$(SOMAJOR) -Wl,--version-script=tools/libconvgen.map \
 	  -Wl,--no-undefined $(CGLIB_OBJ) $(SO_LIBS) -o $@
 
-# make install PREFIX=DIR: bin/convgen, lib/libconvgen.{a,so*}, include/convgen.h,
-# lib/pkgconfig/convgen.pc (DESTDIR is prepended to every path, as packagers expect)
+# libconvgen-rt: the runtime-only library, for programs that open bundles
+# (README "What the library links"): no generator, Lua or embedded templates,
+# no tuning records (runtime/rt_only.c answers in their place); libyaml (the
+# spec inside a bundle is YAML) is linked into it statically, so the shared
+# one needs neither liblua nor libyaml at run time. Same header, same exports.
+RTLIB_OBJ := $(filter-out build/generator/gen.o build/generator/lua_host.o build/templates_embed.o \
+               build/runtime/measure/%,$(CGLIB_OBJ)) build/runtime/rt_only.o
+RT_SO_LIBS = $(LIBDIR)/libyaml.a -lz -ldl -lm -lpthread
+
+build/libconvgen-rt.a: $(RTLIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+build/libconvgen-rt.so.$(VERSION): $(RTLIB_OBJ) tools/libconvgen.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libconvgen-rt.so.$(SOMAJOR) -Wl,--version-script=tools/libconvgen.map \
+	  -Wl,--no-undefined $(RTLIB_OBJ) $(RT_SO_LIBS) -o $@
+
+# make install PREFIX=DIR: bin/convgen, lib/libconvgen{,-rt}.{a,so*}, include/convgen.h,
+# lib/pkgconfig/convgen{,-rt}.pc (DESTDIR is prepended to every path, as packagers expect)
 install: build/convgen lib
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 build/convgen $(DESTDIR)$(PREFIX)/bin/convgen
@@ -64,9 +80,15 @@ install: build/convgen lib
 	install -m 755 build/libconvgen.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libconvgen.so.$(VERSION)
 	ln -sf libconvgen.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libconvgen.so.$(SOMAJOR)
 	ln -sf libconvgen.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libconvgen.so
+	install -m 644 build/libconvgen-rt.a $(DESTDIR)$(PREFIX)/lib/libconvgen-rt.a
+	install -m 755 build/libconvgen-rt.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libconvgen-rt.so.$(VERSION)
+	ln -sf libconvgen-rt.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libconvgen-rt.so.$(SOMAJOR)
+	ln -sf libconvgen-rt.so.$(SOMAJOR) $(DESTDIR)$(PREFIX)/lib/libconvgen-rt.so
 	install -m 644 runtime/convgen.h $(DESTDIR)$(PREFIX)/include/convgen.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/convgen.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/convgen.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/convgen-rt.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/convgen-rt.pc
 
 deps:
 	@tools/deps.sh

@@ -38,23 +38,6 @@ static void float_text(double v, char out[48])
     if (!strpbrk(out, ".eE")) strcat(out, ".0");
 }
 
-void cg_target_default(cg_target *t)
-{
-    t->cc = 75;
-    t->max_shared_optin = 48 * 1024;
-    t->regs_per_block = 64 * 1024;
-    t->regs_per_sm = 64 * 1024;
-    t->sms = 0;
-    t->max_threads = 1024;
-}
-
-void cg_target_widest(cg_target *t)
-{
-    cg_target_default(t);
-    t->cc = 120;
-    t->max_shared_optin = 227 * 1024;
-}
-
 /* The target as the Lua table templates read (net.target, l.target). */
 static void push_target(lua_State *L, const cg_target *tg)
 {
@@ -492,11 +475,6 @@ static int take_network(extract_ctx *c, lua_State *L)
         return map_failure(L, c->s, c->e);
     }
     return cg_fail(c->e, "templates/lib/network.lua: generate returned no result");
-}
-
-void cg_regen_command(const char *spec_path, char *out, size_t n)
-{
-    snprintf(out, n, "convgen generate %s -o DIR", spec_path);
 }
 
 int cg_generate(const cg_spec *s, const char *regen_cmd, cg_gen_output *out, cg_err *e)

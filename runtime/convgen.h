@@ -41,10 +41,10 @@ typedef enum {
     CG_STATUS_USAGE = 2,      /* a bad argument: NULL where something is needed, a shape or
                                  type that does not match the network, a call the backend
                                  does not offer (device pointers on the CPU) */
-    CG_STATUS_INPUT = 3,      /* a bad spec, weights file, fat binary or tuning record */
+    CG_STATUS_INPUT = 3,      /* a bad spec, weights file, fat binary, bundle or tuning record */
     CG_STATUS_DEVICE = 4,     /* no CUDA driver or device, or a CUDA/NVRTC failure */
     CG_STATUS_IO = 5,         /* an I/O failure, out of memory, an internal error */
-    CG_STATUS_UNSUPPORTED = 6 /* not in this version of the library (bundles) */
+    CG_STATUS_UNSUPPORTED = 6 /* not in this version of the library */
 } cg_status;
 
 typedef enum {
@@ -93,9 +93,14 @@ typedef struct cg_net cg_net;
 cg_status cg_net_open(const char *spec, const cg_net_options *o, cg_net **out);
 
 /* Open a one-file bundle (`convgen build SPEC -o NET.cgb`: manifest, fat binary,
- * weights). Not in this version: always CG_STATUS_UNSUPPORTED, *out set as for
- * cg_net_open with the reason. The entry point is here so that programs can be
- * written against it; the format lands in runtime/formats/bundle.c. */
+ * weights and the spec's text, with a format version and CRC-32s). Nothing but
+ * that file is read: the spec and weights come from it, and on CUDA the kernels
+ * from its fat binary and their launches from its manifest, so no generator,
+ * template or compiler runs. A damaged, truncated or foreign file is
+ * CG_STATUS_INPUT with one line naming it. o->fatbin and o->tuning are refused
+ * (CG_STATUS_USAGE: the bundle's kernels were built and tuned when it was
+ * made); o->no_cache, o->no_tuning and o->weights_seed mean nothing here.
+ * *out is set as for cg_net_open. */
 cg_status cg_net_open_bundle(const char *path, const cg_net_options *o, cg_net **out);
 
 /* One line about the last call's failure; "" after a success. net NULL: a

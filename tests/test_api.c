@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bundle.h"
 #include "check.h"
 #include "convgen.h"
 #include "cpu.h"
@@ -71,8 +72,13 @@ static void test_open_errors(void)
     CHECK(cg_net_error(net)[0] && !strchr(cg_net_error(net), '\n'), "one line: %s", cg_net_error(net));
     cg_net_close(net);
 
-    CHECK(cg_net_open_bundle("net.cgb", NULL, &net) == CG_STATUS_UNSUPPORTED, "bundles: not yet");
-    CHECK_CONTAINS(cg_net_error(net), "net.cgb: bundles are not supported");
+    CHECK(cg_net_open_bundle("tests/no/net.cgb", NULL, &net) == CG_STATUS_INPUT, "missing bundle: input");
+    CHECK_CONTAINS(cg_net_error(net), "tests/no/net.cgb");
+    cg_net_close(net);
+    CHECK(cg_net_open_bundle(SPEC, NULL, &net) == CG_STATUS_INPUT, "a spec is not a bundle");
+    CHECK_CONTAINS(cg_net_error(net), "not a convgen bundle");
+    cg_net_close(net);
+    CHECK(cg_net_open_bundle(NULL, NULL, &net) == CG_STATUS_USAGE, "bundle NULL");
     cg_net_close(net);
 
     char why[256] = "x";
@@ -222,6 +228,62 @@ static void test_threads(void)
     }
 }
 
+/* A bundle (spec text, its weights re-encoded, stand-in manifest and fat
+ * binary, which the CPU does not read) opens on the CPU without the spec file
+ * and answers as the spec does; a damaged copy, or kernel options, refused. */
+static void test_bundle(void)
+{
+    char path[] = "/tmp/cg_test_api_bundle_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "temp file");
+    if (fd < 0) return;
+    close(fd);
+    cg_spec *s = malloc(sizeof *s);
+    cg_weights wt = {0};
+    cg_buf text, wb;
+    cg_buf_init(&text), cg_buf_init(&wb);
+    cg_err e = {{0}};
+    int ok = s && !cg_spec_load(SPEC, s, &e) && !cg_weights_for_spec(s, &wt, &e) &&
+             !cg_weights_encode(path, &wt, CG_W_F16, &wb, &e) && !cg_read_file(SPEC, &text, &e);
+    cg_blob sec[CG_BUNDLE_NSECTIONS] = {{"convgen-manifest 1\n", 19}, {"fatbin", 6}, {wb.data, wb.len},
+                                        {text.data, text.len}};
+    ok = ok && !cg_bundle_write(path, sec, &e);
+    CHECK(ok, "bundle setup: %s", e.msg);
+    static unsigned char px[N * 784];
+    static float sb[N * 10], ss[N * 10];
+    int pb[N], ps[N];
+    fill(px, sizeof px, 11);
+    cg_input in = {CG_INPUT_U8, N, 1, 28, 28, px};
+    cg_net *bn = NULL, *sn = NULL;
+    CHECK(cg_net_open_bundle(path, NULL, &bn) == CG_STATUS_OK, "open bundle: %s", cg_net_error(bn));
+    CHECK(cg_net_open(SPEC, NULL, &sn) == CG_STATUS_OK, "open spec: %s", cg_net_error(sn));
+    CHECK(cg_net_run(bn, &in, pb, sb) == CG_STATUS_OK, "bundle run: %s", cg_net_error(bn));
+    CHECK(cg_net_run(sn, &in, ps, ss) == CG_STATUS_OK, "spec run: %s", cg_net_error(sn));
+    CHECK(!memcmp(pb, ps, sizeof pb) && !memcmp(sb, ss, sizeof sb), "bundle = spec, predictions and scores");
+    cg_net_close(bn), cg_net_close(sn);
+    cg_net_options o;
+    cg_net_options_init(&o);
+    o.backend = CG_BACKEND_CUDA, o.fatbin = "x.fatbin";
+    CHECK(cg_net_open_bundle(path, &o, &bn) == CG_STATUS_USAGE, "a bundle with a fatbin option");
+    CHECK_CONTAINS(cg_net_error(bn), "a bundle carries its kernels");
+    cg_net_close(bn);
+    /* one flipped byte in the weights section: damaged, one line naming the file */
+    cg_buf f;
+    cg_buf_init(&f);
+    if (!cg_read_file(path, &f, &e) && f.len > 200) {
+        f.data[f.len - text.len - 100] ^= 0x40;
+        CHECK(!cg_write_file_atomic(path, f.data, f.len, &e), "rewrite");
+        CHECK(cg_net_open_bundle(path, NULL, &bn) == CG_STATUS_INPUT, "damaged bundle: input");
+        CHECK_CONTAINS(cg_net_error(bn), path);
+        CHECK(!strchr(cg_net_error(bn), '\n'), "one line");
+        cg_net_close(bn);
+    }
+    cg_buf_free(&f), cg_buf_free(&text), cg_buf_free(&wb);
+    cg_weights_free(&wt);
+    free(s);
+    unlink(path);
+}
+
 int main(void)
 {
     /* the library prints nothing: stderr goes to a file for the calls */
@@ -231,6 +293,7 @@ int main(void)
     if (fd >= 0) dup2(fd, 2);
     test_open_errors();
     test_run();
+    test_bundle();
     test_threads();
     if (fd >= 0) {
         dup2(saved, 2);

@@ -75,7 +75,7 @@ static void test_same_pixels(void)
     unsigned char want8[N * 64];
     for (int i = 0; i < N; i++) cg_resize_bilinear_u8(px + i * H * W, H, W, want8 + i * 64, 8, 8);
     for (int f = 0; f < 4; f++) {
-        cg_input in;
+        cg_images in;
         CHECK(cg_input_load(files[f], NULL, 1, H, W, 10, 0, &in, &e) == 0, "%s: %s", files[f],
               e.msg);
         CHECK(in.n == N && in.c == 1 && in.h == H && in.w == W && in.pixels && !in.values &&
@@ -98,7 +98,7 @@ static void test_float(void)
     const char *p = tmp("f.npy");
     cg_err e;
     CHECK(cg_npy_write(p, CG_NPY_F32, 3, s, v, &e) == 0, "%s", e.msg);
-    cg_input in;
+    cg_images in;
     CHECK(cg_input_load(p, NULL, 1, 1, 2, 10, 0, &in, &e) == 0, "%s", e.msg);
     CHECK(in.values && !in.pixels && memcmp(in.values, v, sizeof v) == 0, "values as they are");
     cg_input_free(&in);
@@ -121,7 +121,7 @@ static void test_channels(void)
     const char *p = tmp("rgb.npy");
     cg_err e;
     CHECK(cg_npy_write(p, CG_NPY_U8, 4, s, b, &e) == 0, "%s", e.msg);
-    cg_input in;
+    cg_images in;
     CHECK(cg_input_load(p, NULL, 3, 2, 2, 10, 0, &in, &e) == 0, "3 channels: %s", e.msg);
     CHECK(in.c == 3 && in.pixels && memcmp(in.pixels, b, 24) == 0, "3 channels kept");
     cg_input_free(&in);
@@ -140,7 +140,7 @@ static void test_channels(void)
 static void test_labels(void)
 {
     cg_err e;
-    cg_input in;
+    cg_images in;
     const char *img = tmp("img3.npy");
     const char *lab[3] = {idx("lab.idx", 0, 0), idx("lab.idx.gz", 0, 1), tmp("lab.npy")};
     long long l64[N] = {9, 0, 4}, s1[1] = {N};
@@ -200,7 +200,7 @@ static void test_labels(void)
 static void test_foreign(void)
 {
     cg_err e;
-    cg_input in;
+    cg_images in;
     const char *p = put("spec.yaml", "name: x\n", 8, 0);
     CHECK(cg_input_load(p, NULL, 1, 4, 4, 10, 0, &in, &e) != 0, "text as images");
     CHECK_CONTAINS(e.msg, "spec.yaml: neither an IDX images file (plain or gzip) nor a NumPy "

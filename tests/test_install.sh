@@ -8,7 +8,8 @@ set -u
 . tests/lib.sh
 p="$t/prefix"
 make --no-print-directory install PREFIX="$p" >"$t/make.log" 2>&1 && ok || { bad "make install: $(tail -3 "$t/make.log")"; }
-for f in bin/convgen lib/libconvgen.a lib/libconvgen.so lib/libconvgen.so.0 include/convgen.h lib/pkgconfig/convgen.pc; do
+for f in bin/convgen lib/libconvgen.a lib/libconvgen.so lib/libconvgen.so.0 include/convgen.h lib/pkgconfig/convgen.pc \
+         lib/libconvgen-rt.a lib/libconvgen-rt.so lib/libconvgen-rt.so.0 lib/pkgconfig/convgen-rt.pc; do
   [ -e "$p/$f" ] && ok || bad "make install did not place $f"
 done
 soname=$(objdump -p "$p/lib/libconvgen.so" 2>/dev/null | awk '$1 == "SONAME" {print $2}')
@@ -17,6 +18,11 @@ soname=$(objdump -p "$p/lib/libconvgen.so" 2>/dev/null | awk '$1 == "SONAME" {pr
 grep -oE '\bcg_[a-z_0-9]+\(' "$p/include/convgen.h" | tr -d '(' | sort -u > "$t/declared"
 nm -D --defined-only "$p/lib/libconvgen.so" | awk '$2 == "T" {sub(/@.*/, "", $3); print $3}' | sort -u > "$t/exported"
 diff "$t/declared" "$t/exported" >"$t/d" && ok || bad "exported symbols differ from convgen.h: $(cat "$t/d")"
+# the runtime-only library: the same exports, and neither Lua nor libyaml needed at run time
+nm -D --defined-only "$p/lib/libconvgen-rt.so" | awk '$2 == "T" {sub(/@.*/, "", $3); print $3}' | sort -u > "$t/exported_rt"
+diff "$t/declared" "$t/exported_rt" >"$t/d" && ok || bad "libconvgen-rt exports differ from convgen.h: $(cat "$t/d")"
+objdump -p "$p/lib/libconvgen-rt.so" | awk '$1 == "NEEDED" {print $2}' > "$t/needed"
+grep -qE 'lua|yaml' "$t/needed" && bad "libconvgen-rt.so needs $(tr '\n' ' ' < "$t/needed")" || ok
 # the header stands alone, in strict C99 and in C++
 printf '#include <convgen.h>\nint main(void) { return cg_net_error(0)[0] == 0; }\n' > "$t/h.c"
 cc -std=c99 -pedantic -Wall -Wextra -Werror -I"$p/include" -c "$t/h.c" -o "$t/h.o" 2>"$t/e" && ok || bad "convgen.h in C99: $(cat "$t/e")"
@@ -44,6 +50,31 @@ if [ -e "$d/t10k-images-idx3-ubyte.gz" ]; then
     [ -n "$want" ] && [ "$got" = "$want" ] && ok || bad "$c: accuracy '$got', convgen run says '$want': $out"
     printf '%s\n' "$out" | grep -q "^float input: 1000 of 1000 predictions the same$" && ok || bad "$c float input: $out"
   done
+fi
+# examples/classify.c: built through pkg-config alone, it classifies an .npy
+# with a bundle and prints `convgen run`'s predictions for the same images
+cc -std=c11 -Wall -Wextra -Wshadow -Werror $san examples/classify.c $flags -o "$t/classify" 2>"$t/e" && ok \
+  || bad "examples/classify.c: $(cat "$t/e")"
+if [ -e "$d/t10k-images-idx3-ubyte.gz" ] && "$p/bin/convgen" build specs/ece408-2017.yaml --arch 75 -o "$t/net.cgb" >"$t/e" 2>&1; then
+  n=500 h="{'descr': '|u1', 'fortran_order': False, 'shape': (500, 28, 28), }"
+  pad=$(( (64 - (${#h} + 11) % 64) % 64 ))
+  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $(( ${#h} + pad + 1 )))\\x00"; printf '%s' "$h"
+    printf "%${pad}s" ''; printf '\n'; tail -c +17 "$t/img" | head -c $((n * 784)); } > "$t/im.npy"
+  "$p/bin/convgen" run "$t/net.cgb" --backend cpu --input "$t/im.npy" --output "$t/run.csv" >/dev/null 2>"$t/e" \
+    && ok || bad "convgen run net.cgb --input: $(cat "$t/e")"
+  LD_LIBRARY_PATH="$p/lib" "$t/classify" "$t/net.cgb" "$t/im.npy" cpu > "$t/classify.csv" 2>"$t/e" && ok \
+    || bad "classify: $(cat "$t/e")"
+  [ "$(wc -l < "$t/classify.csv")" -eq $((n + 1)) ] && cut -d, -f1,2 "$t/run.csv" | cmp -s - "$t/classify.csv" && ok \
+    || bad "classify's predictions differ from convgen run's: $(head -3 "$t/classify.csv")"
+  # the same against libconvgen-rt (pkg-config convgen-rt): bundles need no generator
+  cc -std=c11 -Wall -Wextra -Werror $san examples/classify.c $(pkg-config --cflags --libs convgen-rt) -o "$t/classify_rt" \
+    2>"$t/e" && ok || bad "examples/classify.c against convgen-rt: $(cat "$t/e")"
+  LD_LIBRARY_PATH="$p/lib" "$t/classify_rt" "$t/net.cgb" "$t/im.npy" cpu > "$t/classify_rt.csv" 2>"$t/e" \
+    && cmp -s "$t/classify.csv" "$t/classify_rt.csv" && ok || bad "classify on libconvgen-rt: $(cat "$t/e")"
+  LD_LIBRARY_PATH="$p/lib" "$t/classify" "$t/none.cgb" "$t/im.npy" cpu >/dev/null 2>"$t/e"; rc=$?
+  [ $rc -eq 3 ] && grep -qF "$t/none.cgb" "$t/e" && ok || bad "classify on a missing bundle: exit $rc $(cat "$t/e")"
+else
+  [ -e "$d/t10k-images-idx3-ubyte.gz" ] && bad "convgen build net.cgb: $(cat "$t/e")"
 fi
 echo "test_install: $pass passed, $fail failed"
 [ $fail -eq 0 ]

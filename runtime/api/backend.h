@@ -21,6 +21,10 @@ typedef struct {
     int profile;         /* CUDA: time every kernel launch */
     cg_buf *log;         /* compiler messages of a failed open are appended here */
     int streams;         /* CUDA: stream sets (batches in flight); 0: 2 */
+    const char *manifest; /* CUDA, a bundle: its manifest and fat binary (borrowed); */
+    size_t manifest_len;  /* nothing is generated or compiled */
+    const void *fatbin_data;
+    size_t fatbin_len;
 } cg_backend_opts;
 
 /* One run: n images in, predictions (and optionally scores and per-layer outputs) out. */

@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct cg_net {
+    cg_net_bundle own_b;  /* what cg_net_open_bundle loaded */
     cg_spec *own_spec;    /* what cg_net_open loaded (NULL with cg_net_open_with) */
     cg_weights own_w;
     const cg_spec *s;
@@ -75,12 +77,19 @@ static int check_options(const cg_net_options *o, cg_err *e)
     return 0;
 }
 
-/* Open the backend on a loaded spec and weights (both borrowed). */
-static cg_status open_backend(cg_net *net, const cg_spec *s, const cg_weights *w, const cg_net_options *o)
+/* Open the backend on a loaded spec and weights (both borrowed), and a
+ * bundle's sections where b is not NULL. */
+static cg_status open_backend(cg_net *net, const cg_spec *s, const cg_weights *w, const cg_bundle *b,
+                              const cg_net_options *o)
 {
     net->s = s, net->w = w;
     net->be = backend_of(o->backend);
-    cg_backend_opts bo = {o->device, o->fatbin, o->no_cache, o->batch, o->poison, o->profile, &net->log, o->streams};
+    cg_backend_opts bo = {o->device, o->fatbin, o->no_cache, o->batch, o->poison, o->profile, &net->log,
+                          o->streams, NULL, 0, NULL, 0};
+    if (b) {
+        bo.manifest = b->sec[CG_BUNDLE_MANIFEST].data, bo.manifest_len = b->sec[CG_BUNDLE_MANIFEST].len;
+        bo.fatbin_data = b->sec[CG_BUNDLE_FATBIN].data, bo.fatbin_len = b->sec[CG_BUNDLE_FATBIN].len;
+    }
     int rc = net->be->open(&net->state, s, w, &bo, &net->err);
     if (rc) return (cg_status)rc;
     net->opened = 1;
@@ -122,7 +131,7 @@ cg_status cg_net_open(const char *spec, const cg_net_options *opt, cg_net **out)
         return (cg_status)rc;
     if (o->weights_seed >= 0 && !net->own_spec->weights[0]) net->own_spec->seed = (unsigned long long)o->weights_seed;
     if (cg_weights_for_spec(net->own_spec, &net->own_w, &net->err)) return CG_STATUS_INPUT;
-    return open_backend(net, net->own_spec, &net->own_w, o);
+    return open_backend(net, net->own_spec, &net->own_w, NULL, o);
 }
 
 cg_status cg_net_open_with(const cg_spec *s, const cg_weights *w, const cg_net_options *o, cg_net **out)
@@ -130,16 +139,75 @@ cg_status cg_net_open_with(const cg_spec *s, const cg_weights *w, const cg_net_o
     cg_status st = new_net(out);
     if (st) return st;
     int rc = check_options(o, &(*out)->err);
-    return rc ? (cg_status)rc : open_backend(*out, s, w, o);
+    return rc ? (cg_status)rc : open_backend(*out, s, w, NULL, o);
 }
 
-cg_status cg_net_open_bundle(const char *path, const cg_net_options *o, cg_net **out)
+int cg_is_bundle_path(const char *path)
 {
-    (void)o;
+    size_t n = strlen(path);
+    if (n >= 4 && !strcmp(path + n - 4, ".cgb")) return 1;
+    /* a FIFO, directory or device is not waited on: the spec reader refuses it */
+    int fd;
+    size_t size;
+    cg_err ignored;
+    if (cg_open_regular(path, CG_BUNDLE_MAX, &fd, &size, &ignored)) return 0;
+    char head[8];
+    int is = size >= 8 && read(fd, head, 8) == 8 && !memcmp(head, CG_BUNDLE_MAGIC, 8);
+    close(fd);
+    return is;
+}
+
+int cg_net_bundle_load(const char *path, cg_net_bundle *nb, cg_err *e)
+{
+    memset(nb, 0, sizeof *nb);
+    cg_buf_init(&nb->b.file);
+    if (cg_bundle_read(path, &nb->b, e)) return CG_STATUS_INPUT;
+    if (!(nb->s = malloc(sizeof *nb->s))) return cg_fail(e, "out of memory"), CG_STATUS_IO;
+    const cg_blob *sp = &nb->b.sec[CG_BUNDLE_SPEC], *wt = &nb->b.sec[CG_BUNDLE_WEIGHTS];
+    if (cg_spec_parse(path, sp->data, sp->len, nb->s, e)) return CG_STATUS_INPUT;
+    char name[CG_PATH_MAX + 16];
+    snprintf(name, sizeof name, "%s (weights)", path);
+    if (cg_weights_for_spec_bytes(nb->s, name, wt->data, wt->len, &nb->w, e)) return CG_STATUS_INPUT;
+    return 0;
+}
+
+void cg_net_bundle_free(cg_net_bundle *nb)
+{
+    cg_weights_free(&nb->w);
+    free(nb->s);
+    nb->s = NULL;
+    cg_bundle_free(&nb->b);
+}
+
+cg_status cg_net_open_bundle_with(const cg_net_bundle *nb, const cg_net_options *o, cg_net **out)
+{
     cg_status st = new_net(out);
     if (st) return st;
-    return cg_fail(&(*out)->err, "%s: bundles are not supported by this version of libconvgen (%s)",
-                   path ? path : "(NULL)", CG_VERSION), CG_STATUS_UNSUPPORTED;
+    cg_net *net = *out;
+    int rc = check_options(o, &net->err);
+    if (rc) return (cg_status)rc;
+    if (o->fatbin || o->tuning)
+        return cg_fail(&net->err, "%s: option %s: a bundle carries its kernels, built and tuned by 'convgen build'",
+                       nb->s->path, o->fatbin ? "fatbin" : "tuning"), CG_STATUS_USAGE;
+    return open_backend(net, nb->s, &nb->w, &nb->b, o);
+}
+
+cg_status cg_net_open_bundle(const char *path, const cg_net_options *opt, cg_net **out)
+{
+    cg_status st = new_net(out);
+    if (st) return st;
+    cg_net *net = *out;
+    cg_net_options defaults;
+    cg_net_options_init(&defaults);
+    const cg_net_options *o = opt ? opt : &defaults;
+    if (!path) return cg_fail(&net->err, "no bundle path (NULL)"), CG_STATUS_USAGE;
+    int rc = check_options(o, &net->err);
+    if (rc) return (cg_status)rc;
+    if (o->fatbin || o->tuning)
+        return cg_fail(&net->err, "%s: option %s: a bundle carries its kernels, built and tuned by 'convgen build'",
+                       path, o->fatbin ? "fatbin" : "tuning"), CG_STATUS_USAGE;
+    if ((rc = cg_net_bundle_load(path, &net->own_b, &net->err))) return (cg_status)rc;
+    return open_backend(net, net->own_b.s, &net->own_b.w, &net->own_b.b, o);
 }
 
 const char *cg_net_error(const cg_net *net) { return net ? net->err.msg : "no network (NULL)"; }
@@ -274,6 +342,7 @@ void cg_net_close(cg_net *net)
     if (net->be) net->be->close(net->state);
     cg_weights_free(&net->own_w);
     free(net->own_spec);
+    cg_net_bundle_free(&net->own_b);
     cg_buf_free(&net->log);
     free(net);
 }

@@ -5,6 +5,7 @@
  * backend's profile figures. Not installed; programs use convgen.h. */
 #ifndef CG_NET_INTERNAL_H
 #define CG_NET_INTERNAL_H
+#include "bundle.h"
 #include "convgen.h"
 #include "gpu.h"
 #include "spec.h"
@@ -13,6 +14,27 @@
 /* cg_net_open on a spec and weights the caller has loaded (and tuned: no
  * tuning record is read here) and which must outlive the network. */
 cg_status cg_net_open_with(const cg_spec *s, const cg_weights *w, const cg_net_options *o, cg_net **out);
+
+/* A bundle read on the host (runtime/formats/bundle.h): its bytes, its spec
+ * parsed from the spec section (s->path is the bundle's path, so messages
+ * name it) and its weights from the weights section, checked against the
+ * spec. No file but the bundle is read, and nothing is generated. */
+typedef struct {
+    cg_bundle b;
+    cg_spec *s;
+    cg_weights w;
+} cg_net_bundle;
+
+/* Load path as above; a CG_STATUS_* (INPUT for anything wrong with the file). */
+int cg_net_bundle_load(const char *path, cg_net_bundle *nb, cg_err *e);
+void cg_net_bundle_free(cg_net_bundle *nb);
+/* Whether path is to be read as a bundle: its name ends in .cgb, or its
+ * first bytes are the bundle magic (a renamed bundle is still one). */
+int cg_is_bundle_path(const char *path);
+/* cg_net_open_bundle on a bundle the caller has loaded (it must outlive the
+ * network): CPU from its spec and weights, CUDA from its manifest and fat
+ * binary too. */
+cg_status cg_net_open_bundle_with(const cg_net_bundle *nb, const cg_net_options *o, cg_net **out);
 
 /* Apply the tuning record for a CUDA run of s on device `device` (README,
  * "Tuning"): o->tuning, else the spec's NAME.tuning.yaml if present; nothing

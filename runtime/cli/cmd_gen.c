@@ -4,7 +4,9 @@
 #include "gen.h"
 #include "options.h"
 #include "aot.h"
+#include "bundle.h"
 #include "tune.h"
+#include "weights.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,15 +105,18 @@ int cg_cmd_data(int argc, char **argv, cg_err *e)
 }
 
 static const char build_usage[] =
-    "usage: convgen build SPEC [--arch LIST] -o NET.fatbin\n"
+    "usage: convgen build SPEC [--arch LIST] -o NET.fatbin|NET.cgb\n"
     "\n"
     "Compile every kernel of SPEC with NVRTC (the JIT's options) into one fat binary,\n"
     "packed by CUDA's fatbinary: a cubin per architecture plus PTX of the newest,\n"
     "checked afterwards. Needs NVRTC and fatbinary, not a GPU.\n"
+    "With -o NET.cgb, one bundle file instead: the launch manifest, that fat binary,\n"
+    "the weights (the spec's file, checked, or its seeded random weights) and the\n"
+    "spec's text; `convgen run NET.cgb` and cg_net_open_bundle need nothing else.\n"
     "\n"
     "  --arch LIST        comma-separated architectures, each 90, sm_90 or compute_90\n"
     "                     (default 75,80,86,89,90,100,120)\n"
-    "  -o, --output FILE  the fat binary to write\n"
+    "  -o, --output FILE  the fat binary or (ending in .cgb) the bundle to write\n"
     "  --tuning FILE      the tuning record to apply (default: SPEC's .tuning.yaml if present;\n"
     "                     applied whatever device it was made on: a fat binary serves many)\n"
     "  --no-tuning        ignore any tuning record: the spec's and the templates' defaults\n"
@@ -136,7 +141,41 @@ static int arch_digits(const char *text, char *out, size_t cap, cg_err *e)
     return 0;
 }
 
-/* convgen build SPEC --arch 75,80,... -o NET.fatbin */
+/* Whether an output path names a bundle (-o NET.cgb). */
+static int is_cgb(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 4 && !strcmp(path + n - 4, ".cgb");
+}
+
+/* The bundle's four sections from the generated output and the compiled fat
+ * binary: the weights are the spec's file (checked against the spec) or its
+ * seeded random ones, stored as the file stores them (random ones as F32, so
+ * the bundle runs exactly what the spec runs); the spec's text as read. */
+static int write_bundle(const cg_spec *s, const char *spec_path, const cg_gen_output *o, const cg_buf *fat,
+                        const char *out, cg_err *e)
+{
+    cg_weights w;
+    cg_buf wbytes, spec_text;
+    cg_buf_init(&wbytes), cg_buf_init(&spec_text);
+    memset(&w, 0, sizeof w);
+    int rc = cg_weights_for_spec(s, &w, e) ? CG_EXIT_INPUT : 0;
+    cg_wdtype dt = CG_W_F32;
+    for (int i = 0; i < w.n; i++)
+        if (i == 0 || w.t[i].dtype != CG_W_F32) dt = w.t[i].dtype; /* F16 models stay F16 */
+    if (!rc && cg_weights_encode(out, &w, dt, &wbytes, e)) rc = CG_EXIT_IO;
+    if (!rc && cg_read_file(spec_path, &spec_text, e)) rc = CG_EXIT_INPUT;
+    if (!rc) {
+        cg_blob sec[CG_BUNDLE_NSECTIONS] = {{o->manifest, o->manifest_len}, {fat->data, fat->len},
+                                            {wbytes.data, wbytes.len}, {spec_text.data, spec_text.len}};
+        if (cg_bundle_write(out, sec, e)) rc = CG_EXIT_IO;
+    }
+    cg_weights_free(&w);
+    cg_buf_free(&wbytes), cg_buf_free(&spec_text);
+    return rc;
+}
+
+/* convgen build SPEC --arch 75,80,... -o NET.fatbin|NET.cgb */
 int cg_cmd_build(int argc, char **argv, cg_err *e)
 {
     char default_archs[128];
@@ -146,7 +185,7 @@ int cg_cmd_build(int argc, char **argv, cg_err *e)
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec_path, build_usage, e);
     if (rc) return rc == CG_OPTS_HELP ? 0 : rc;
     if (!spec_path || !out) {
-        cg_fail(e, "build needs SPEC and -o NET.fatbin");
+        cg_fail(e, "build needs SPEC and -o NET.fatbin or -o NET.cgb");
         return CG_EXIT_USAGE;
     }
     char digits[256];
@@ -169,10 +208,18 @@ int cg_cmd_build(int argc, char **argv, cg_err *e)
     fflush(stdout);
     cg_buf log;
     cg_buf_init(&log);
-    rc = cg_aot_build(o, archs, narch, out, &log, e) ? CG_EXIT_IO : 0;
+    cg_buf fat;
+    cg_buf_init(&fat);
+    if (is_cgb(out)) {
+        rc = cg_aot_build_buf(o, archs, narch, out, &fat, &log, e) ? CG_EXIT_IO : 0;
+        if (!rc) rc = write_bundle(s, spec_path, o, &fat, out, e);
+    } else {
+        rc = cg_aot_build(o, archs, narch, out, &log, e) ? CG_EXIT_IO : 0;
+    }
     if (rc && log.len) fprintf(stderr, "%s\n", log.data);
-    if (!rc) printf("%s: %d kernels, archs %s (+ PTX of the newest) -> %s\n", s->name, o->nkernels, list, out);
-    cg_buf_free(&log);
+    if (!rc) printf("%s: %d kernels, archs %s (+ PTX of the newest) -> %s%s\n", s->name, o->nkernels, list, out,
+                    is_cgb(out) ? " (bundle: manifest, fat binary, weights, spec)" : "");
+    cg_buf_free(&log), cg_buf_free(&fat);
     free_generate(s, o);
     return rc;
 }

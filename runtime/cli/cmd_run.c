@@ -3,7 +3,9 @@
 #include "convgen.h"
 #include "data.h"
 #include "harness.h"
+#include "input.h"
 #include "net_internal.h"
+#include "npy.h"
 #include "options.h"
 
 #include <math.h>
@@ -12,19 +14,33 @@
 #include <string.h>
 #include <time.h>
 
-/* Everything a run needs on the host: spec, weights, test images. */
+/* Everything a run needs on the host: spec, weights, images. From a bundle
+ * (is_bundle), s and w are the bundle's (nb owns them). The images are the
+ * data set's (d) or the user's (--input: ui); x, xt and labels point at
+ * whichever was loaded (labels NULL: none given). */
 typedef struct {
     cg_spec *s;
     cg_weights w;
     cg_dataset d;
     long long n;
+    int is_bundle;
+    cg_net_bundle nb;
+    cg_images ui;
+    const void *x;
+    cg_input_type xt;
+    const unsigned char *labels;
 } cg_job;
 
 static void job_free(cg_job *j)
 {
-    free(j->s);
-    cg_weights_free(&j->w);
+    if (j->is_bundle) {
+        cg_net_bundle_free(&j->nb);
+    } else {
+        free(j->s);
+        cg_weights_free(&j->w);
+    }
     cg_dataset_free(&j->d);
+    cg_input_free(&j->ui);
 }
 
 /* Images made up from a seed (xorshift pixels, labels 0..9): for timing and
@@ -34,14 +50,33 @@ static int random_images(cg_dataset *d, const cg_spec *s, long long n, unsigned 
     return cg_data_random(d, n, (size_t)s->C * (size_t)s->H * (size_t)s->W, s->H, s->W, seed, e);
 }
 
-/* The spec alone: read and checked before anything probes the GPU. */
+/* The spec alone: read and checked before anything probes the GPU. A
+ * bundle (NET.cgb) is read whole here: its spec, and its weights checked. */
 static int job_spec(cg_job *j, const char *spec_path, cg_err *e)
 {
     memset(j, 0, sizeof *j);
+    if (cg_is_bundle_path(spec_path)) {
+        j->is_bundle = 1;
+        int rc = cg_net_bundle_load(spec_path, &j->nb, e);
+        j->s = j->nb.s, j->w = j->nb.w;
+        return rc;
+    }
     j->s = malloc(sizeof *j->s);
     if (!j->s) return cg_fail(e, "out of memory"), CG_EXIT_IO;
     if (cg_spec_load(spec_path, j->s, e)) return CG_EXIT_INPUT;
     return 0;
+}
+
+/* Options that choose or tune kernels, which a bundle has fixed: a usage
+ * error naming the first one given. */
+static int bundle_refuses(const cg_job *j, const char *fatbin, const char *tuning, const char *no_tuning,
+                          const char *no_cache, cg_err *e)
+{
+    const char *opt = fatbin ? "--fatbin" : tuning ? "--tuning" : no_tuning ? "--no-tuning"
+                    : no_cache ? "--no-cache" : NULL;
+    if (!j->is_bundle || !opt) return 0;
+    return cg_fail(e, "%s: %s: a bundle carries its kernels, compiled and tuned by 'convgen build'", j->s->path,
+                   opt), CG_EXIT_USAGE;
 }
 
 /* Which layers took the tuning record's choice, for --profile. */
@@ -52,6 +87,15 @@ static void print_tuned(const cg_spec *s, const int from_record[CG_MAX_LAYERS])
     for (int i = 0; i < s->nlayers; i++)
         if (from_record[i]) printf("%s%s (%s)", n++ ? ", " : "", s->layers[i].name, s->layers[i].strategy);
     printf("%s\n", n ? " from the record" : "no layer from a record");
+}
+
+static int job_weights(cg_job *j, int quiet, cg_err *e);
+
+/* Whether text ends with suffix (an --output file's kind). */
+static int ends_with(const char *text, const char *suffix)
+{
+    size_t n = strlen(text), k = strlen(suffix);
+    return n >= k && !strcmp(text + n - k, suffix);
 }
 
 /* Data and weights for the spec job_spec read, printed the way the course harness
@@ -86,7 +130,51 @@ static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long
                        j->d.w, s->H, s->W), CG_EXIT_INPUT;
     }
     j->n = j->d.n;
+    return job_weights(j, quiet, e);
+}
+
+/* The user's images (--input) and labels (--labels, may be NULL) in place of
+ * the data set, then the weights. */
+static int job_load_user(cg_job *j, const char *input, const char *labels, long long images, int given,
+                         int classes, cg_err *e)
+{
+    const cg_spec *s = j->s;
+    printf("Loading %s...", input), fflush(stdout);
+    /* labels are bytes: a network of more outputs than 256 takes any of 0..255 */
+    if (cg_input_load(input, labels, s->C, s->H, s->W, classes < 256 ? classes : 256, (int)images, &j->ui, e)) {
+        printf(" failed\n");
+        return CG_EXIT_INPUT;
+    }
+    if (given && images > j->ui.n) {
+        printf(" failed\n");
+        return cg_fail(e, "--images %lld: %s holds %d images", images, input, j->ui.n), CG_EXIT_USAGE;
+    }
+    j->n = j->ui.n;
+    return job_weights(j, 0, e);
+}
+
+/* Point x, xt and labels at the images loaded, the user's or the data set's:
+ * called once loading is over (whatever rewrote the buffers before). */
+static void job_images(cg_job *j)
+{
+    if (j->ui.pixels || j->ui.values) {
+        j->x = j->ui.pixels ? (const void *)j->ui.pixels : (const void *)j->ui.values;
+        j->xt = j->ui.pixels ? CG_INPUT_U8 : CG_INPUT_F32;
+        j->labels = j->ui.labels;
+    } else {
+        j->x = j->d.pixels, j->xt = CG_INPUT_U8, j->labels = j->d.labels;
+    }
+}
+
+/* The spec's weights (a bundle's are loaded already), saying where they came from. */
+static int job_weights(cg_job *j, int quiet, cg_err *e)
+{
+    const cg_spec *s = j->s;
     if (!quiet) printf(" done\nLoading model..."), fflush(stdout);
+    if (j->is_bundle) {
+        if (!quiet) printf(" done (from the bundle)\n");
+        return 0;
+    }
     if (cg_weights_for_spec(s, &j->w, e)) {
         if (!quiet) printf(" failed\n");
         return CG_EXIT_INPUT;
@@ -193,7 +281,7 @@ static void json_str(FILE *f, const char *s)
 
 /* The same figures as the text output, as JSON, written atomically. */
 static int write_json(const char *path, const cg_job *j, const char *backend, const char *device,
-                      double acc, const double *layer_s, double total_s, int repeat,
+                      const double *acc, const double *layer_s, double total_s, int repeat,
                       const cg_gpu_times *t, const cg_host_costs *hc, cg_err *e)
 {
     char *text = NULL;
@@ -206,7 +294,9 @@ static int write_json(const char *path, const cg_job *j, const char *backend, co
     json_str(f, j->s->path);
     fprintf(f, ",\n  \"backend\": \"%s\",\n  \"device\": ", backend);
     json_str(f, device);
-    fprintf(f, ",\n  \"images\": %lld,\n  \"repeat\": %d,\n  \"correctness\": %.6f,\n", j->n, repeat, acc);
+    fprintf(f, ",\n  \"images\": %lld,\n  \"repeat\": %d,\n  \"correctness\": ", j->n, repeat);
+    if (acc) fprintf(f, "%.6f,\n", *acc);
+    else fprintf(f, "null,\n");
     fprintf(f, "  \"random_weights\": %s,\n  \"total_s\": %.9f,\n  \"layers\": [", j->w.random ? "true" : "false",
             total_s);
     for (int l = 0; l < j->s->nlayers; l++) {
@@ -271,11 +361,18 @@ static int pick_backend(const char *want, int device, int device_given, int *use
 }
 
 static const char run_usage[] =
-    "usage: convgen run SPEC [options]\n"
+    "usage: convgen run SPEC|NET.cgb [options]\n"
     "\n"
-    "Run the network over the Fashion-MNIST test set and print, as the course harness\n"
-    "did, one Op Time per convolution and the accuracy.\n"
+    "Run the network over the Fashion-MNIST test set (or the images of --input) and\n"
+    "print, as the course harness did, one Op Time per convolution and the accuracy.\n"
+    "NET.cgb: a bundle from 'convgen build SPEC -o NET.cgb'; nothing else is read.\n"
     "\n"
+    "  --input FILE        the images to classify: IDX (plain or gzip) or .npy, uint8\n"
+    "                      (scaled as the data set is) or float32 (the network's input\n"
+    "                      as it is), N x H x W or N x C x H x W; resized as the data set\n"
+    "  --labels FILE       their labels (idx1 or 1-d integer .npy); without, no accuracy\n"
+    "  --output FILE       predictions and scores: FILE.csv (index,prediction,score_0..)\n"
+    "                      or FILE.npy (float32 N x classes scores)\n"
     "  --images N          the first N test images (default all; at most the set's size)\n"
     "  --backend B         auto (default: the GPU if one answers, else the CPU), cuda, cpu\n"
     "  --fatbin F          kernels from a fat binary (convgen build) instead of NVRTC (GPU)\n"
@@ -326,7 +423,7 @@ static int net_status(const cg_net *net, cg_status st, cg_err *e)
  * they always were. */
 static int job_open(const cg_job *j, const cg_net_options *o, cg_net **net, cg_err *e)
 {
-    cg_status st = cg_net_open_with(j->s, &j->w, o, net);
+    cg_status st = j->is_bundle ? cg_net_open_bundle_with(&j->nb, o, net) : cg_net_open_with(j->s, &j->w, o, net);
     if (st && cg_net_log(*net)[0]) fputs(cg_net_log(*net), stderr);
     return net_status(*net, st, e);
 }
@@ -336,13 +433,14 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend_t = NULL, *fatbin = NULL,
                *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL,
                *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL, *repeat_ds_t = NULL,
-               *streams_t = NULL;
+               *streams_t = NULL, *input = NULL, *labels = NULL, *output = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend_t},
                            {"--repeat-dataset", 1, &repeat_ds_t}, {"--streams", 1, &streams_t},
                            {"--fatbin", 1, &fatbin},   {"--data", 1, &data},     {"--no-cache", 0, &no_cache},
                            {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t},
                            {"--random-input", 1, &random_t}, {"--device", 1, &device_t},
-                           {"--tuning", 1, &tuning},   {"--no-tuning", 0, &no_tuning}};
+                           {"--tuning", 1, &tuning},   {"--no-tuning", 0, &no_tuning},
+                           {"--input", 1, &input},     {"--labels", 1, &labels}, {"--output", 1, &output}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, run_usage, e);
     if (rc == CG_OPTS_HELP) return 0;
     const char *backend = backend_t ? backend_t : "auto";
@@ -357,14 +455,26 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
     if (!rc && strcmp(backend, "auto") && strcmp(backend, "cuda") && strcmp(backend, "cpu"))
         rc = (cg_fail(e, "--backend expects auto, cuda or cpu, got '%s'", backend), CG_EXIT_USAGE);
-    /* a --json path convgen will not write is reported now, not after the run */
+    if (!rc && !input && (labels || output))
+        rc = (cg_fail(e, "%s needs --input FILE", labels ? "--labels" : "--output"), CG_EXIT_USAGE);
+    if (!rc && input && (data || random_t))
+        rc = (cg_fail(e, "--input and %s both name the images", data ? "--data" : "--random-input"), CG_EXIT_USAGE);
+    if (!rc && input && repeat_ds_t)
+        rc = (cg_fail(e, "--repeat-dataset repeats the data set; with --input, repeat the images in FILE"),
+              CG_EXIT_USAGE);
+    if (!rc && output && !ends_with(output, ".csv") && !ends_with(output, ".npy"))
+        rc = (cg_fail(e, "--output %s: FILE.csv or FILE.npy expected", output), CG_EXIT_USAGE);
+    /* a --json or --output path convgen will not write is reported now, not after the run */
     if (!rc && json && cg_check_output_file(json, e)) rc = CG_EXIT_USAGE;
+    if (!rc && output && cg_check_output_file(output, e)) rc = CG_EXIT_USAGE;
     if (rc) return rc;
     cg_job j;
-    if ((rc = job_spec(&j, spec, e))) return job_free(&j), rc;
+    if ((rc = job_spec(&j, spec, e)) || (rc = bundle_refuses(&j, fatbin, tuning, no_tuning, no_cache, e)))
+        return job_free(&j), rc;
     const cg_spec *s = j.s;
     const cg_layer *last = &s->layers[s->nlayers - 1];
-    if (cg_layer_out_elems(last) != 10)
+    const int classes = (int)cg_layer_out_elems(last);
+    if (!input && classes != 10)
         return cg_fail(e, "%s: the network ends in %lld values; classifying %s needs 10 (check "
                        "and generate take any network)", spec, cg_layer_out_elems(last), s->dataset),
                job_free(&j), CG_EXIT_INPUT;
@@ -381,23 +491,26 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     no.streams = (int)streams;
     no.profile = profile != NULL, no.tuning = tuning, no.no_tuning = no_tuning != NULL;
     int from_record[CG_MAX_LAYERS] = {0};
-    if (!rc && use_gpu) rc = cg_net_tune(j.s, &no, from_record, NULL, e);
-    if (!rc) rc = job_load(&j, spec, data, images, 1, random_seed, 0, e);
+    if (!rc && use_gpu && !j.is_bundle) rc = cg_net_tune(j.s, &no, from_record, NULL, e);
+    if (!rc) rc = input ? job_load_user(&j, input, labels, images, images_t != NULL, classes, e)
+                        : job_load(&j, spec, data, images, 1, random_seed, 0, e);
     if (!rc) rc = job_repeat(&j, repeat_ds, e);
     if (rc) return job_free(&j), rc;
-    int *pred = malloc((size_t)j.n * sizeof *pred);
+    job_images(&j);
+    int *pred = malloc((size_t)(j.n ? j.n : 1) * sizeof *pred);
+    float *scores = output ? malloc((size_t)(j.n ? j.n : 1) * (size_t)classes * sizeof *scores) : NULL;
     double layer_s[CG_MAX_LAYERS] = {0}, total_s = 0;
     /* samples[l * repeat + r]: layer l's time in run r (l = nlayers: the whole run) */
     double *samples = malloc((size_t)(s->nlayers + 1) * (size_t)repeat * sizeof *samples);
     cg_net *net = NULL;
-    if (!pred || !samples) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
+    if (!pred || !samples || (output && !scores)) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
     if (!rc) rc = job_open(&j, &no, &net, e);
-    cg_input in = {CG_INPUT_U8, j.n, s->C, s->H, s->W, j.d.pixels};
+    cg_input in = {j.xt, j.n, s->C, s->H, s->W, j.x};
     /* with repeats on the GPU, one untimed warm-up run first; report medians */
-    if (!rc && use_gpu && repeat > 1) rc = net_status(net, cg_net_run(net, &in, pred, NULL), e);
+    if (!rc && use_gpu && repeat > 1) rc = net_status(net, cg_net_run(net, &in, pred, scores), e);
     for (int r = 0; !rc && r < repeat; r++) {
         double ms[CG_MAX_LAYERS], total = 0;
-        if ((rc = net_status(net, cg_net_run(net, &in, pred, NULL), e))) break;
+        if ((rc = net_status(net, cg_net_run(net, &in, pred, scores), e))) break;
         cg_net_times(net, &total, ms);
         for (int l = 0; l < s->nlayers; l++) samples[l * repeat + r] = ms[l] / 1e3;
         samples[s->nlayers * repeat + r] = total / 1e3;
@@ -411,24 +524,34 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
         printf("New Inference\n");
         for (int l = 0; l < s->nlayers; l++)
             if (s->layers[l].op == CG_OP_CONV) printf("Op Time: %.6f\n", layer_s[l]);
-        double acc = accuracy(pred, j.d.labels, j.n);
+        double acc = j.labels ? accuracy(pred, j.labels, j.n) : 0;
         if (random_seed >= 0) printf("Correctness: - Model: %s (random input)\n", s->name);
-        else printf("Correctness: %.4f Model: %s\n", acc, s->name);
+        else if (j.labels) printf("Correctness: %.4f Model: %s\n", acc, s->name);
+        else printf("Predictions: %lld images (no labels) Model: %s\n", j.n, s->name);
+        if (output) {
+            long long shape[2] = {j.n, classes};
+            int bad = ends_with(output, ".csv")
+                          ? cg_csv_write_predictions(output, (int)j.n, pred, classes, scores, e)
+                          : cg_npy_write(output, CG_NPY_F32, 2, shape, scores, e);
+            if (bad) rc = CG_EXIT_IO;
+            else printf("Output: %lld predictions and scores -> %s\n", j.n, output);
+        }
         const cg_gpu_times *t = cg_net_gpu_times(net);
         const cg_host_costs *hc = cg_net_host_costs(net);
         if (t && profile) print_profile(t, hc), print_tuned(s, from_record);
-        if (json && write_json(json, &j, cg_net_backend(net), cg_net_device_name(net), acc, layer_s, total_s,
-                               (int)repeat, t, hc, e))
+        if (!rc && json &&
+            write_json(json, &j, cg_net_backend(net), cg_net_device_name(net),
+                       j.labels && random_seed < 0 ? &acc : NULL, layer_s, total_s, (int)repeat, t, hc, e))
             rc = CG_EXIT_IO;
     }
     cg_net_close(net);
-    free(pred), free(samples);
+    free(pred), free(samples), free(scores);
     job_free(&j);
     return rc;
 }
 
 static const char check_usage[] =
-    "usage: convgen check SPEC [options]\n"
+    "usage: convgen check SPEC|NET.cgb [options]\n"
     "\n"
     "Run the network on the GPU and on the CPU reference and compare every layer\n"
     "(max abs, max rel and relative L2 error; above 1e-5 fails), then the predictions.\n"
@@ -473,12 +596,13 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     go.poison = 1, go.tuning = tuning, go.no_tuning = no_tuning != NULL, go.batch = batch;
     cg_job j;
     int from_record[CG_MAX_LAYERS];
-    if ((rc = job_spec(&j, spec, e)) || (rc = cg_net_tune(j.s, &go, from_record, NULL, e)) ||
+    if ((rc = job_spec(&j, spec, e)) || (rc = bundle_refuses(&j, fatbin, tuning, no_tuning, no_cache, e)) ||
+        (!j.is_bundle && (rc = cg_net_tune(j.s, &go, from_record, NULL, e))) ||
         (rc = job_load(&j, spec, data, images, images_t != NULL, random_seed, 1, e)) ||
         (rc = job_repeat(&j, repeat_ds, e)))
         return job_free(&j), rc;
     const cg_spec *s = j.s;
-    if (seed >= 0 && j.w.random) {
+    if (seed >= 0 && j.w.random && !j.is_bundle) {
         /* fresh weights too, when the spec names no file */
         j.s->seed = (unsigned long long)seed;
         cg_weights_free(&j.w);
@@ -503,7 +627,8 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     int bad = 0;
     if (!rc) {
         printf("%s on %s, %lld images, %s weights (GPU: %s, %s)\n", s->name, cg_net_device_name(gnet), j.n,
-               j.w.random ? "seeded random" : "trained", fatbin ? "fat binary" : "NVRTC", cg_net_host_costs(gnet)->arch);
+               j.is_bundle ? "the bundle's" : j.w.random ? "seeded random" : "trained",
+               j.is_bundle ? "bundle" : fatbin ? "fat binary" : "NVRTC", cg_net_host_costs(gnet)->arch);
         printf("%-12s %-8s %14s %14s %14s\n", "layer", "op", "max abs err", "max rel err", "rel L2 err");
         for (int l = 0; l < s->nlayers; l++) {
             double ma, mr;

@@ -318,6 +318,17 @@ static int check_archs(const cg_nvrtc *nv, const int *archs, int narch, cg_err *
 int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char *out_path,
                  cg_buf *log, cg_err *e)
 {
+    cg_buf fb;
+    cg_buf_init(&fb);
+    int rc = cg_aot_build_buf(o, archs, narch, out_path, &fb, log, e);
+    if (!rc) rc = cg_write_file_atomic(out_path, fb.data, fb.len, e);
+    cg_buf_free(&fb);
+    return rc;
+}
+
+int cg_aot_build_buf(const cg_gen_output *o, const int *archs, int narch, const char *out_path,
+                     cg_buf *out, cg_buf *log, cg_err *e)
+{
     if (log) cg_buf_init(log);
     if (narch < 1 || narch > CG_AOT_MAX_ARCHS)
         return cg_fail(e, "%s: %d archs requested (1..%d allowed)", out_path, narch,
@@ -390,7 +401,10 @@ int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char
     }
     if (cg_read_file(outfile, &fb, e)) goto done;
     if (verify(&fb, outfile, out_path, archs, narch, log, e)) goto done;
-    if (cg_write_file_atomic(out_path, fb.data, fb.len, e)) goto done;
+    if (cg_buf_add(out, fb.data, fb.len)) {
+        cg_fail(e, "%s: out of memory", out_path);
+        goto done;
+    }
     rc = 0;
 done:
     cg_buf_free(&tu), cg_buf_free(&fb), cg_buf_free(&packlog);

@@ -50,5 +50,9 @@ int cg_aot_parse_archs(const char *s, int *archs, int max, int *n, cg_err *e);
  * of that succeeded; the temp dir is removed. */
 int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char *out_path,
                  cg_buf *log, cg_err *e);
+/* The same fat binary appended to out (initialised by the caller) instead of
+ * written: what a bundle's fatbin section holds. out_path only names it. */
+int cg_aot_build_buf(const cg_gen_output *o, const int *archs, int narch, const char *out_path,
+                     cg_buf *out, cg_buf *log, cg_err *e);
 
 #endif

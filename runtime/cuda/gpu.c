@@ -96,13 +96,12 @@ static int load_jit(cg_gpu *g, cg_nvrtc *nv, int arch, int as_ptx, const cg_gen_
     return rc;
 }
 
-/* AOT, first half: read the fat binary and check it can serve this device;
- * its cubin archs are the ones it was built for, so they give the target the
- * code was generated for. f is cg_buf_free'd by the caller. */
-static int read_fatbin(cg_gpu *g, const char *path, cg_buf *f, cg_target *t, char *held,
-                       size_t nheld, cg_err *e)
+/* AOT, first half: check a fat binary's bytes (read from o->fatbin, or a
+ * bundle's section) can serve this device; its cubin archs are the ones it
+ * was built for, so they give the target the code was generated for. */
+static int check_fatbin(cg_gpu *g, const char *path, const cg_buf *f, cg_target *t, char *held, size_t nheld,
+                        cg_err *e)
 {
-    if (cg_read_file(path, f, e)) return -1;
     int sm[CG_FATBIN_MAX_ARCHS], ptx[CG_FATBIN_MAX_ARCHS], nsm = 0, nptx = 0;
     if (cg_fatbin_list(f->data, f->len, sm, &nsm, ptx, &nptx, e)) {
         char m[CG_ERR_MAX];
@@ -122,14 +121,17 @@ static int read_fatbin(cg_gpu *g, const char *path, cg_buf *f, cg_target *t, cha
 
 /* AOT, second half: one module holding every kernel, its build id checked
  * against the code generated here. */
-static int load_fatbin(cg_gpu *g, const cg_gen_output *o, const char *path, const cg_buf *f,
+static int load_fatbin(cg_gpu *g, const char *hash, const char *path, const cg_buf *f,
                        const char *held, cg_host_costs *hc, cg_err *e)
 {
     int cc = g->cu->cc;
     snprintf(hc->arch, sizeof hc->arch, "fatbin");
-    for (int i = 0; i < o->nkernels; i++) {
+    for (int i = 0; i < g->m->nkernels; i++) {
+        int seen = 0; /* a kernel two launches share is listed once */
+        for (int j = 0; j < hc->nbuild && !seen; j++) seen = !strcmp(hc->build[j].name, g->m->k[i].name);
+        if (seen) continue;
         cg_kernel_build *b = &hc->build[hc->nbuild++];
-        snprintf(b->name, sizeof b->name, "%s", o->k[i].kernel);
+        snprintf(b->name, sizeof b->name, "%s", g->m->k[i].name);
         b->ms = 0, b->from = CG_FROM_FATBIN;
     }
     double t0 = now_ms();
@@ -152,9 +154,9 @@ static int load_fatbin(cg_gpu *g, const cg_gen_output *o, const char *path, cons
         CG_CU(e, g->cu->cuMemcpyDtoH(buf, id, 17)))
         return cg_fail(e, "%s was not built by 'convgen build' (no build id)", path);
     buf[16] = 0;
-    if (strcmp(buf, o->hash))
+    if (strcmp(buf, hash))
         return cg_fail(e, "%s was built from a different spec or convgen (build %s, this spec %s): "
-                       "rebuild it with 'convgen build'", path, buf, o->hash);
+                       "rebuild it with 'convgen build'", path, buf, hash);
     return 0;
 }
 
@@ -301,8 +303,23 @@ static void ctx_leave(cg_gpu *g)
     g->cu->cuCtxPopCurrent(&c);
 }
 
+/* A bundle's manifest against its spec: the same network and layers (the
+ * CRCs already vouch for the bytes; this catches sections from two builds). */
+static int check_bundle_manifest(const cg_manifest *m, const cg_spec *s, cg_err *e)
+{
+    if (strcmp(m->network, s->name) || m->nlayers != s->nlayers)
+        return cg_fail(e, "%s: its manifest (network %s, %d layers) is not its spec's (%s, %d layers)", s->path,
+                       m->network, m->nlayers, s->name, s->nlayers);
+    for (int i = 0; i < s->nlayers; i++)
+        if (strcmp(m->l[i].name, s->layers[i].name))
+            return cg_fail(e, "%s: its manifest's layer %d is %s, its spec's %s", s->path, i + 1, m->l[i].name,
+                           s->layers[i].name);
+    return 0;
+}
+
 /* Everything cg_gpu_open does once the device is open and current: the
- * target, the generated code for it, its images, weights, buffers, events. */
+ * target, the generated code for it (or a bundle's manifest, with no
+ * generator run), its images, weights, buffers, events. */
 static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const cg_gpu_opts *o,
                         cg_gen_output *gen, cg_host_costs *hc, cg_err *e)
 {
@@ -312,26 +329,40 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
     cg_buf_init(&fat);
     char held[512] = "";
     int arch = 0, as_ptx = 0, rc;
-    if (o->fatbin) {
-        rc = read_fatbin(g, o->fatbin, &fat, &tg, held, sizeof held, e);
+    const char *fat_name = o->fatbin ? o->fatbin : s->path;
+    if (o->manifest) {
+        /* a bundle: the fat binary's bytes are borrowed, never freed here */
+        fat.data = (char *)o->fatbin_data, fat.len = o->fatbin_len;
+        rc = check_fatbin(g, fat_name, &fat, &tg, held, sizeof held, e);
+        char origin[CG_PATH_MAX + 16];
+        snprintf(origin, sizeof origin, "%s (manifest)", s->path);
+        if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, origin, g->m, e);
+        if (!rc) rc = check_bundle_manifest(g->m, s, e);
+        if (!rc) rc = load_fatbin(g, g->m->hash, fat_name, &fat, held, hc, e);
+        fat.data = NULL, fat.len = 0;
     } else {
-        rc = cg_nvrtc_open(&nv, e);
-        if (!rc) rc = cg_jit_target(nv, g->cu, &arch, &as_ptx, &tg, e);
+        if (o->fatbin) {
+            rc = cg_read_file(o->fatbin, &fat, e);
+            if (!rc) rc = check_fatbin(g, o->fatbin, &fat, &tg, held, sizeof held, e);
+        } else {
+            rc = cg_nvrtc_open(&nv, e);
+            if (!rc) rc = cg_jit_target(nv, g->cu, &arch, &as_ptx, &tg, e);
+        }
+        double t0 = now_ms();
+        char regen[CG_PATH_MAX + 64];
+        cg_regen_command(s->path, regen, sizeof regen);
+        if (!rc) rc = cg_generate_for(s, regen, &tg, gen, e);
+        if (!rc) rc = cg_manifest_parse(gen->manifest, gen->manifest_len, "generated manifest", g->m, e);
+        hc->generate_ms = now_ms() - t0;
+        if (!rc)
+            rc = o->fatbin ? load_fatbin(g, gen->hash, o->fatbin, &fat, held, hc, e)
+                           : load_jit(g, nv, arch, as_ptx, gen, o, hc, e);
+        cg_gen_free(gen);
     }
-    double t0 = now_ms();
-    char regen[CG_PATH_MAX + 64];
-    cg_regen_command(s->path, regen, sizeof regen);
-    if (!rc) rc = cg_generate_for(s, regen, &tg, gen, e);
-    if (!rc) rc = cg_manifest_parse(gen->manifest, gen->manifest_len, "generated manifest", g->m, e);
-    hc->generate_ms = now_ms() - t0;
-    if (!rc)
-        rc = o->fatbin ? load_fatbin(g, gen, o->fatbin, &fat, held, hc, e)
-                       : load_jit(g, nv, arch, as_ptx, gen, o, hc, e);
-    cg_gen_free(gen);
     cg_buf_free(&fat);
     if (nv) cg_nvrtc_close(nv);
     if (!rc) rc = bind_functions(g, e);
-    t0 = now_ms();
+    double t0 = now_ms();
     if (!rc) rc = upload_weights(g, w, e);
     hc->weights_ms = now_ms() - t0;
     t0 = now_ms();

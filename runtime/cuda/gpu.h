@@ -29,6 +29,13 @@ typedef struct {
                             appended here; NULL: written to standard error */
     int streams;         /* stream sets, each holding one batch: 1 (no overlap)
                             to CG_PIPE_MAX_SETS; 0: 2 */
+    /* A bundle's sections (borrowed): with manifest set, the kernels are the
+     * fat binary's bytes and the launches the manifest's; nothing is
+     * generated (no Lua) or compiled. The build id must be the manifest's. */
+    const char *manifest;
+    size_t manifest_len;
+    const void *fatbin_data;
+    size_t fatbin_len;
 } cg_gpu_opts;
 
 /* Where one kernel's device code came from, and what it cost (--profile). */

@@ -61,7 +61,7 @@ void cg_resize_bilinear_f32(const float *src, int sh, int sw, float *dst, int dh
 
 /* Keep the first n of the images, every plane resized from sh×sw to the
  * input's h×w (copied as they are where the size already matches). */
-static int fit_images(const char *path, cg_input *in, const void *src, int is_float, int sh,
+static int fit_images(const char *path, cg_images *in, const void *src, int is_float, int sh,
                       int sw, cg_err *e)
 {
     size_t planes = (size_t)in->n * (size_t)in->c, per = (size_t)in->h * (size_t)in->w, total;
@@ -94,7 +94,7 @@ static int fit_images(const char *path, cg_input *in, const void *src, int is_fl
 }
 
 /* The labels file: idx1 or a 1-d .npy of integers, count and range checked. */
-static int load_labels(const char *path, int count, int classes, int keep, cg_input *in,
+static int load_labels(const char *path, int count, int classes, int keep, cg_images *in,
                        cg_err *e)
 {
     input_kind kind;
@@ -141,7 +141,7 @@ done:
 }
 
 int cg_input_load(const char *images_path, const char *labels_path, int c, int h, int w,
-                  int classes, int max_images, cg_input *in, cg_err *e)
+                  int classes, int max_images, cg_images *in, cg_err *e)
 {
     memset(in, 0, sizeof *in);
     if (c < 1 || h < 1 || w < 1 || classes < 1 || classes > 256)
@@ -180,7 +180,7 @@ done:
     return rc;
 }
 
-void cg_input_free(cg_input *in)
+void cg_input_free(cg_images *in)
 {
     free(in->pixels);
     free(in->values);

@@ -13,7 +13,7 @@ typedef struct {
     float *values;          /* float32 .npy: n*c*h*w values that are the network's
                                input as they are (no scale or offset); else NULL */
     unsigned char *labels;  /* n labels in 0..classes-1, or NULL without a labels file */
-} cg_input;
+} cg_images;
 
 /* Load images (and labels, where labels_path is not NULL) for a network whose
  * input is c×h×w with `classes` outputs. The file's channel count must be c
@@ -22,8 +22,8 @@ typedef struct {
  * images file holds, each in 0..classes-1. max_images > 0 keeps the first
  * ones. Refusals are one line naming the file and what was expected. */
 int cg_input_load(const char *images_path, const char *labels_path, int c, int h, int w,
-                  int classes, int max_images, cg_input *in, cg_err *e);
-void cg_input_free(cg_input *in);
+                  int classes, int max_images, cg_images *in, cg_err *e);
+void cg_input_free(cg_images *in);
 
 /* cg_resize_bilinear_u8's arithmetic on float values, without its rounding
  * and clamping: the resize float32 inputs get. */

@@ -75,6 +75,22 @@ done
 for s in "${nets[@]}"; do
   step "$(basename "$s" .yaml): the C API on the GPU" bash -c "build/tests/gpu/api_gpu $s 1000 | tee /dev/stderr | grep -q ' 0 failed'"
 done
+# bundles: built here, run and checked from a directory holding nothing else
+# (no spec, weights, templates or cache: the kernels are the bundle's); the
+# Python module on a PyTorch CUDA tensor where torch and numpy import
+img=${CONVGEN_DATA:-/usr/share/datasets/fashion-mnist}/t10k-images-idx3-ubyte.gz
+for s in "${nets[@]}"; do
+  n=$(basename "$s" .yaml)
+  mkdir -p "$t/only-$n"
+  step "$n: convgen build -o $n.cgb" $cg build "$s" -o "$t/only-$n/$n.cgb"
+  step "$n: check $n.cgb, 10000 images" bash -c "cd '$t/only-$n' && '$(realpath "$cg")' check $n.cgb --images 10000 ${data[*]}"
+  if python3 -c 'import torch, numpy' 2>/dev/null; then
+    step "$n: python/convgen.py on a CUDA tensor" env PYTHONPATH=python python3 tests/gpu/python_torch.py \
+      "$t/only-$n/$n.cgb" "$img" 10000
+  else
+    echo "skip $n: python/convgen.py on a CUDA tensor (python3 cannot import torch and numpy)"
+  fi
+done
 # trained models: the GPU prints the accuracy the CPU backend printed (models/accuracy.txt)
 while read -r name want; do
   case "$name" in ''|'#'*) continue ;; esac
