@@ -247,7 +247,7 @@ static int run_share(mpi_job *j, const mpi_opts *o, cg_err *e)
         return 0;
     }
     cg_gpu *g = NULL;
-    cg_gpu_opts go = {o->fatbin, 0, o->batch, 0, 0, j->device, NULL, (int)o->streams};
+    cg_gpu_opts go = {.fatbin = o->fatbin, .batch = o->batch, .device = j->device, .streams = (int)o->streams};
     cg_host_costs hc;
     cg_gpu_times t;
     memset(&t, 0, sizeof t);
