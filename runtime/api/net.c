@@ -113,17 +113,27 @@ int cg_net_tune(cg_spec *s, const cg_net_options *o, int from_record[CG_MAX_LAYE
     return cg_tune_use_to(s, o->tuning, 0, &dev, from_record, notices, e);
 }
 
-cg_status cg_net_open(const char *spec, const cg_net_options *opt, cg_net **out)
+/* What both opens do first: the handle (*out, also on failure), the options
+ * (opt, or the defaults in *defaults) checked, a path given. */
+static cg_status open_begin(cg_net **out, const cg_net_options *opt, cg_net_options *defaults, const char *path,
+                            const char *what, const cg_net_options **o)
 {
     cg_status st = new_net(out);
     if (st) return st;
-    cg_net *net = *out;
+    cg_net_options_init(defaults);
+    *o = opt ? opt : defaults;
+    if (!path) return cg_fail(&(*out)->err, "no %s path (NULL)", what), CG_STATUS_USAGE;
+    return (cg_status)check_options(*o, &(*out)->err);
+}
+
+cg_status cg_net_open(const char *spec, const cg_net_options *opt, cg_net **out)
+{
     cg_net_options defaults;
-    cg_net_options_init(&defaults);
-    const cg_net_options *o = opt ? opt : &defaults;
-    if (!spec) return cg_fail(&net->err, "no spec path (NULL)"), CG_STATUS_USAGE;
-    int rc = check_options(o, &net->err);
-    if (rc) return (cg_status)rc;
+    const cg_net_options *o;
+    cg_status st = open_begin(out, opt, &defaults, spec, "spec", &o);
+    if (st) return st;
+    cg_net *net = *out;
+    int rc;
     if (!(net->own_spec = malloc(sizeof *net->own_spec))) return cg_fail(&net->err, "out of memory"), CG_STATUS_IO;
     if (cg_spec_load(spec, net->own_spec, &net->err)) return CG_STATUS_INPUT;
     int from_record[CG_MAX_LAYERS];
@@ -194,15 +204,12 @@ cg_status cg_net_open_bundle_with(const cg_net_bundle *nb, const cg_net_options 
 
 cg_status cg_net_open_bundle(const char *path, const cg_net_options *opt, cg_net **out)
 {
-    cg_status st = new_net(out);
+    cg_net_options defaults;
+    const cg_net_options *o;
+    cg_status st = open_begin(out, opt, &defaults, path, "bundle", &o);
     if (st) return st;
     cg_net *net = *out;
-    cg_net_options defaults;
-    cg_net_options_init(&defaults);
-    const cg_net_options *o = opt ? opt : &defaults;
-    if (!path) return cg_fail(&net->err, "no bundle path (NULL)"), CG_STATUS_USAGE;
-    int rc = check_options(o, &net->err);
-    if (rc) return (cg_status)rc;
+    int rc;
     if (o->fatbin || o->tuning)
         return cg_fail(&net->err, "%s: option %s: a bundle carries its kernels, built and tuned by 'convgen build'",
                        path, o->fatbin ? "fatbin" : "tuning"), CG_STATUS_USAGE;

@@ -309,6 +309,16 @@ int cg_data_repeat(cg_dataset *d, size_t image_bytes, long long k, cg_err *e)
 
 /* ---- resize ------------------------------------------------------------- */
 
+void cg_resize_tap(int o, double scale, int n, int *i0, int *i1, double *l)
+{
+    double at = (o + 0.5) * scale - 0.5;
+    if (at < 0) at = 0;
+    *i0 = (int)at;
+    if (*i0 > n - 1) *i0 = n - 1;
+    *i1 = *i0 + 1 < n ? *i0 + 1 : n - 1;
+    *l = at - *i0;
+}
+
 /* The one resize convgen uses, for inference and for the training files.
  * Output pixel (y, x) samples the source at half-pixel centres:
  *     sy = (y + 0.5) * sh/dh - 0.5,   sx = (x + 0.5) * sw/dw - 0.5
@@ -325,20 +335,12 @@ void cg_resize_bilinear_u8(const unsigned char *src, int sh, int sw, unsigned ch
 {
     double scale_y = (double)sh / dh, scale_x = (double)sw / dw;
     for (int y = 0; y < dh; y++) {
-        double sy = (y + 0.5) * scale_y - 0.5;
-        if (sy < 0) sy = 0;
-        int y0 = (int)sy;
-        if (y0 > sh - 1) y0 = sh - 1;
-        int y1 = y0 + 1 < sh ? y0 + 1 : sh - 1;
-        double ly = sy - y0;
+        int y0, y1, x0, x1;
+        double ly, lx;
+        cg_resize_tap(y, scale_y, sh, &y0, &y1, &ly);
         const unsigned char *r0 = src + (size_t)y0 * sw, *r1 = src + (size_t)y1 * sw;
         for (int x = 0; x < dw; x++) {
-            double sx = (x + 0.5) * scale_x - 0.5;
-            if (sx < 0) sx = 0;
-            int x0 = (int)sx;
-            if (x0 > sw - 1) x0 = sw - 1;
-            int x1 = x0 + 1 < sw ? x0 + 1 : sw - 1;
-            double lx = sx - x0;
+            cg_resize_tap(x, scale_x, sw, &x0, &x1, &lx);
             double v = (1 - ly) * ((1 - lx) * r0[x0] + lx * r0[x1]) +
                        ly * ((1 - lx) * r1[x0] + lx * r1[x1]);
             v = floor(v + 0.5);

@@ -39,6 +39,10 @@ int cg_data_random(cg_dataset *d, long long n, size_t image_bytes, int h, int w,
  * under 2^31 images; on failure d is unchanged. */
 int cg_data_repeat(cg_dataset *d, size_t image_bytes, long long k, cg_err *e);
 
+/* The two source samples (*i0, *i1) and the weight of the second (*l) for
+ * output index o when n source samples are resized by scale = n / outputs
+ * (half-pixel centres, clamped at the edges): what both resizes share. */
+void cg_resize_tap(int o, double scale, int n, int *i0, int *i1, double *l);
 /* Bilinear resize of one uint8 image, half-pixel centres (as PyTorch's
  * interpolate(mode="bilinear", align_corners=False) without antialias), edges
  * clamped, result rounded to nearest and clamped to 0..255. */
