@@ -420,8 +420,9 @@ int cg_tune_format(const cg_tune_record *r, cg_buf *b, cg_err *e)
                            r->version);
     if (!rc) rc = put_quoted(b, r->device);
     if (!rc)
-        rc = cg_buf_printf(b, "\ncc: %d\nsms: %d\ndriver: %d\nnetwork: %s\nbatch: %lld\nlayers:\n", r->cc, r->sms,
-                           r->driver, r->network, r->batch);
+        rc = cg_buf_printf(b, "\ncc: %d\nsms: %d\ndriver: %d\n%s%s%sbatch: %lld\nlayers:\n", r->cc, r->sms, r->driver,
+                           /* optional when read: a record without one is written without one */
+                           r->network[0] ? "network: " : "", r->network, r->network[0] ? "\n" : "", r->batch);
     for (int i = 0; !rc && i < r->n; i++) {
         const cg_tune_entry *t = &r->e[i];
         rc = cg_buf_puts(b, "  - signature: ");
