@@ -220,6 +220,10 @@ static void bad(const char *text, const char *want)
 
 static void test_malformed(void)
 {
+    /* make fuzz: a hash with a quote in it was read, then written back unreadable */
+    bad("convgen: 0.1.0\ndevice: d\ncc: 90\nsms: 1\ndriver: 1\nbatch: 1\nlayers:\n  - signature: s\n"
+        "    template_hash: 'ab\"c'\n    template: fc_vec\n    params: \"bm=32\"\n    ms: 1\n",
+        "rec.yaml:9:20: template_hash in layers entry 1: expected hexadecimal digits");
     const char *head = "convgen: 0.1.0\ndevice: \"X\"\ncc: 90\n";
     char t[1024];
     bad("", "rec.yaml:1:1: empty tuning record");
@@ -227,15 +231,15 @@ static void test_malformed(void)
     bad("convgen: 0.1.0\ndevice: X\ncc: ninety\nlayers: []\n", "rec.yaml:3:5:");
     snprintf(t, sizeof t, "%sdevcie: Y\nlayers: []\n", head);
     bad(t, "rec.yaml:4:1: unknown key 'devcie' at top level (did you mean 'device'?)");
-    snprintf(t, sizeof t, "%slayers:\n  - signature: s\n    template: conv2d_direkt\n    template_hash: h\n"
+    snprintf(t, sizeof t, "%slayers:\n  - signature: s\n    template: conv2d_direkt\n    template_hash: ab\n"
                           "    params: \"block=64\"\n    ms: 1\n", head);
     bad(t, "rec.yaml:6:15: unknown template 'conv2d_direkt' in layers entry 1 (did you mean 'conv2d_direct'?)");
-    snprintf(t, sizeof t, "%slayers:\n  - signature: s\n    template: fc_vec\n    template_hash: h\n"
+    snprintf(t, sizeof t, "%slayers:\n  - signature: s\n    template: fc_vec\n    template_hash: ab\n"
                           "    params: \"bm=32\"\n    ms: -1\n", head);
     bad(t, "rec.yaml:9:9: 'ms' in layers entry 1 must not be negative");
-    snprintf(t, sizeof t, "%slayers:\n  - signature: s\n    template: fc_vec\n    template_hash: h\n"
+    snprintf(t, sizeof t, "%slayers:\n  - signature: s\n    template: fc_vec\n    template_hash: ab\n"
                           "    params: \"bm=32\"\n    ms: 1\n  - signature: s\n    template: fc_vec\n"
-                          "    template_hash: h\n    params: \"bm=32\"\n    ms: 2\n", head);
+                          "    template_hash: ab\n    params: \"bm=32\"\n    ms: 2\n", head);
     bad(t, "rec.yaml:10:16: signature of layers entry 2 repeats entry 1's");
     snprintf(t, sizeof t, "%slayers:\n  - signature: s\n    template: fc_vec\n    params: \"bm=32\"\n    ms: 1\n", head);
     bad(t, "rec.yaml:5:5: missing required key 'template_hash' in layers entry 1");

@@ -507,6 +507,9 @@ static int read_entry(const cg_yctx *c, const cg_ynode *m, int i, cg_tune_entry 
     if (!(v = REQ(m, "template_hash", where)) ||
         cg_y_str(c, v, "template_hash", where, t->tpl_hash, sizeof t->tpl_hash))
         return -1;
+    /* hexadecimal, as convgen writes it (and so safe to write back between quotes) */
+    if (!t->tpl_hash[0] || strspn(t->tpl_hash, "0123456789abcdef") != strlen(t->tpl_hash))
+        return cg_y_fail(c, v->pos, "template_hash %s: expected hexadecimal digits, got '%s'", where, t->tpl_hash);
     if ((v = cg_y_get(m, "measured")) && cg_y_int(c, v, "measured", where, 0, 1LL << 40, &t->measured)) return -1;
     if ((v = cg_y_get(m, "candidates")) && cg_y_int(c, v, "candidates", where, 0, 1LL << 40, &t->candidates))
         return -1;
