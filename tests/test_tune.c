@@ -220,6 +220,10 @@ static void bad(const char *text, const char *want)
 
 static void test_malformed(void)
 {
+    /* make fuzz: params holding a newline made a notice two lines long */
+    bad("convgen: 0.1.0\ndevice: d\ncc: 90\nsms: 1\ndriver: 1\nbatch: 1\nlayers:\n  - signature: s\n"
+        "    template_hash: ab\n    template: fc_vec\n    params: \"bm=32\\ntm=4\"\n    ms: 1\n",
+        "params in layers entry 1: a control character (byte 0x0a)");
     /* make fuzz: a hash with a quote in it was read, then written back unreadable */
     bad("convgen: 0.1.0\ndevice: d\ncc: 90\nsms: 1\ndriver: 1\nbatch: 1\nlayers:\n  - signature: s\n"
         "    template_hash: 'ab\"c'\n    template: fc_vec\n    params: \"bm=32\"\n    ms: 1\n",

@@ -462,6 +462,18 @@ int cg_tune_write(const cg_tune_record *r, const char *path, cg_err *e)
 
 /* ---- the record: reading ---- */
 
+/* A string value without control characters: what the record is written
+ * back with, and what notices quote on one line. */
+static int read_text(const cg_yctx *c, const cg_ynode *v, const char *key, const char *where, char *out, size_t n)
+{
+    if (cg_y_str(c, v, key, where, out, n)) return -1;
+    for (const char *p = out; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return cg_y_fail(c, v->pos, "%s %s: a control character (byte 0x%02x) in '%.60s'", key, where,
+                             (unsigned char)*p, out);
+    return 0;
+}
+
 static const char *const choice_keys[] = {"template", "params", "ms", NULL};
 
 /* The value of key in map: required (an error when absent) or optional
@@ -486,7 +498,7 @@ static int read_choice(const cg_yctx *c, const cg_ynode *m, const char *where, c
 {
     const cg_ynode *v;
     if (!(v = REQ(m, "template", where)) || read_tpl(c, v, where, out->tpl, sizeof out->tpl)) return -1;
-    if (!(v = REQ(m, "params", where)) || cg_y_str(c, v, "params", where, out->params, sizeof out->params))
+    if (!(v = REQ(m, "params", where)) || read_text(c, v, "params", where, out->params, sizeof out->params))
         return -1;
     if (!(v = REQ(m, "ms", where)) || cg_y_float(c, v, "ms", where, &out->ms)) return -1;
     if (out->ms < 0) return cg_y_fail(c, v->pos, "'ms' %s must not be negative", where);
@@ -502,7 +514,7 @@ static int read_entry(const cg_yctx *c, const cg_ynode *m, int i, cg_tune_entry 
     snprintf(where, sizeof where, "in layers entry %d", i + 1);
     if (cg_y_kind(c, m, CG_Y_MAP, "layers", "", "a mapping") || cg_y_check_keys(c, m, keys, where)) return -1;
     const cg_ynode *v;
-    if (!(v = REQ(m, "signature", where)) || cg_y_str(c, v, "signature", where, t->sig, sizeof t->sig)) return -1;
+    if (!(v = REQ(m, "signature", where)) || read_text(c, v, "signature", where, t->sig, sizeof t->sig)) return -1;
     if ((v = cg_y_get(m, "layer")) && cg_y_ident(c, v, "layer", where, 0, t->layer, sizeof t->layer)) return -1;
     if (!(v = REQ(m, "template_hash", where)) ||
         cg_y_str(c, v, "template_hash", where, t->tpl_hash, sizeof t->tpl_hash))
@@ -542,7 +554,7 @@ static int read_record(const cg_yctx *c, const cg_ynode *root, cg_tune_record *r
     long long x = 0;
     const cg_ynode *v;
     if (!(v = REQ(root, "convgen", top)) || cg_y_str(c, v, "convgen", top, r->version, sizeof r->version)) return -1;
-    if (!(v = REQ(root, "device", top)) || cg_y_str(c, v, "device", top, r->device, sizeof r->device)) return -1;
+    if (!(v = REQ(root, "device", top)) || read_text(c, v, "device", top, r->device, sizeof r->device)) return -1;
     if (!(v = REQ(root, "cc", top)) || cg_y_int(c, v, "cc", top, 10, 1000, &x)) return -1;
     r->cc = (int)x, x = 0;
     if ((v = cg_y_get(root, "sms")) && cg_y_int(c, v, "sms", top, 0, 100000, &x)) return -1;
