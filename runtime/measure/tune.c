@@ -147,36 +147,44 @@ int cg_tune_spread(int n, int k, int *idx)
     return k;
 }
 
-/* The value of parameter key in "k=v k=v" text (commas also separate), or NULL. */
+/* The next "key=value" of "k=v k=v" text (commas also separate) at *p: its
+ * key and value as pointers and lengths, *p moved past it; 0 at the end.
+ * A word without '=' is skipped. */
+static int next_param(const char **p, const char **k, size_t *kl, const char **v, size_t *vl)
+{
+    const char *q = *p;
+    for (;;) {
+        while (*q == ' ' || *q == ',') q++;
+        if (!*q) return *p = q, 0;
+        *k = q;
+        while (*q && *q != '=' && *q != ' ' && *q != ',') q++;
+        *kl = (size_t)(q - *k);
+        if (*q != '=') continue;
+        *v = ++q;
+        while (*q && *q != ' ' && *q != ',') q++;
+        *vl = (size_t)(q - *v);
+        *p = q;
+        return 1;
+    }
+}
+
+/* The value of parameter key in "k=v k=v" text, or NULL. */
 static const char *param_value(const char *text, const char *key, size_t keylen, size_t *vlen)
 {
-    const char *p = text;
-    while (*p) {
-        while (*p == ' ' || *p == ',') p++;
-        const char *k = p;
-        while (*p && *p != '=' && *p != ' ' && *p != ',') p++;
-        size_t kl = (size_t)(p - k);
-        if (*p != '=') continue;
-        const char *v = ++p;
-        while (*p && *p != ' ' && *p != ',') p++;
-        if (kl == keylen && !strncmp(k, key, kl)) return *vlen = (size_t)(p - v), v;
-    }
+    const char *p = text, *k, *v;
+    size_t kl, vl;
+    while (next_param(&p, &k, &kl, &v, &vl))
+        if (kl == keylen && !strncmp(k, key, kl)) return *vlen = vl, v;
     return NULL;
 }
 
 int cg_tune_one_step(const char *a, const char *b)
 {
     int differ = 0, na = 0;
-    const char *p = a;
-    while (*p) {
-        while (*p == ' ' || *p == ',') p++;
-        const char *k = p;
-        while (*p && *p != '=' && *p != ' ' && *p != ',') p++;
-        size_t kl = (size_t)(p - k);
-        if (*p != '=') continue;
-        const char *v = ++p;
-        while (*p && *p != ' ' && *p != ',') p++;
-        size_t vl = (size_t)(p - v), bl = 0;
+    const char *p = a, *k, *v;
+    size_t kl, vl;
+    while (next_param(&p, &k, &kl, &v, &vl)) {
+        size_t bl = 0;
         const char *bv = param_value(b, k, kl, &bl);
         na++;
         if (!bv) return 0; /* another parameter set: another template */
@@ -184,7 +192,7 @@ int cg_tune_one_step(const char *a, const char *b)
     }
     /* the same keys on both sides */
     int nb = 0;
-    for (p = b; *p; p++) nb += *p == '=';
+    for (const char *q = b; *q; q++) nb += *q == '=';
     return na == nb && differ == 1;
 }
 
