@@ -139,7 +139,7 @@ test-run: build/convgen lib $(MPI_BIN) $(TEST_BIN)
 	@tools/run-tests.sh $(TEST_BIN)
 
 test-gpu: deps
-	@$(MAKE) --no-print-directory build/convgen build/tests/gpu/api_gpu
+	@$(MAKE) --no-print-directory build/convgen build/tests/gpu/api_gpu build/libconvgen-rt.so.$(VERSION)
 	@tests/gpu/run.sh
 
 generate: build/convgen

@@ -63,8 +63,11 @@ def _load():
     if _lib is not None:
         return _lib
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    tries = [os.environ.get("CONVGEN_LIB"), "libconvgen.so.0"]
-    tries += sorted(glob.glob(os.path.join(here, "build", "libconvgen.so.*")))
+    # the full library first, then the runtime-only one (bundles alone, no
+    # liblua or libyaml needed at run time): installed, then built in the tree
+    tries = [os.environ.get("CONVGEN_LIB"), "libconvgen.so.0", "libconvgen-rt.so.0"]
+    for stem in ("libconvgen.so.", "libconvgen-rt.so."):
+        tries += sorted(glob.glob(os.path.join(here, "build", stem + "*")))
     errors = []
     for name in [t for t in tries if t]:
         try:

@@ -25,11 +25,13 @@ step() { # name command...
   if "$@" >"$t/log" 2>&1; then pass=$((pass+1)); echo "ok   $name"
   else fail=$((fail+1)); echo "FAIL $name"; sed 's/^/     /' "$t/log" | tail -n 30; fi
 }
-# CONVGEN_NETS="ece408-2017 ..." narrows the run to those specs (and their models);
-# the full one takes several minutes
+# CONVGEN_NETS="ece408-2017 ..." narrows the run to those specs (and their models)
+# and skips step 6; CONVGEN_NETS=layers runs step 6 alone. The full run takes
+# several minutes; these parts may run side by side (each has its own cache).
 read -r -a names <<< "${CONVGEN_NETS:-ece408-2017 ece408-2018sp ece408-2018fa}"
-nets=(); for n in "${names[@]}"; do nets+=("specs/$n.yaml"); done
+nets=(); for n in "${names[@]}"; do [ "$n" = layers ] || nets+=("specs/$n.yaml"); done
 specs=("${nets[@]}"); [ -z "${CONVGEN_NETS:-}" ] && specs=(specs/*.yaml)
+layers=0; [ -z "${CONVGEN_NETS:-}" ] || [[ " $CONVGEN_NETS " == *" layers "* ]] && layers=1
 for s in "${specs[@]}"; do
   for i in 1 2; do
     step "$s random input #$i" $cg check "$s" --images 333 --seed "$RANDOM$RANDOM" --random-input "$RANDOM$RANDOM"
@@ -39,7 +41,7 @@ done
 # padding, stride, the pools and 3-channel input (issue 12): the layer networks of
 # tests/gpu/ and the benchmark networks that use them, on random pixels (they
 # name no dataset), then memcheck over their padded gathers
-if [ -z "${CONVGEN_NETS:-}" ]; then
+if [ $layers = 1 ]; then
   for s in tests/gpu/layers-*.yaml bench/specs/zoo-vgg-same.yaml bench/specs/zoo-resnet-stem.yaml; do
     for i in 1 2; do
       step "$s random input #$i" $cg check "$s" --images 333 --seed "$RANDOM$RANDOM" --random-input "$RANDOM$RANDOM"
