@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """python_torch.py NET IMAGES-IDX[.gz] [N] — python/convgen.py on a PyTorch
-CUDA tensor: the first N (default 10,000) images of an IDX file classified in
+CUDA tensor: the first N (default 10,000) images of an IDX file (resized on the
+GPU to the network's input where it differs, as uint8 pixels) classified in
 place on the GPU (Net.run_torch, PyTorch's current stream) give the CPU
 backend's predictions (Net.run on the same NumPy array); scores within 1e-5.
 Differences are allowed only where the CPU's top two scores are within 1e-5
@@ -21,9 +22,15 @@ def main():
     raw = (gzip.open if idx.endswith(".gz") else open)(idx, "rb").read()
     x = np.frombuffer(raw, dtype=np.uint8, offset=16).reshape(-1, 28, 28)[:n].copy()
     with convgen.Net(net_path, backend="cpu") as cpu:
+        c, h, w = cpu.input_shape
+        xt = torch.from_numpy(x).cuda()
+        if (h, w) != (28, 28):  # the module resizes nothing: bilinear on the GPU, back to uint8 pixels
+            big = torch.nn.functional.interpolate(xt[:, None].float(), size=(h, w), mode="bilinear",
+                                                  align_corners=False)
+            xt = big.round().clamp(0, 255).to(torch.uint8).expand(-1, c, -1, -1).contiguous()
+            x = xt.cpu().numpy()
         p_cpu, s_cpu = cpu.run(x)
     with convgen.Net(net_path, backend="cuda") as gpu:
-        xt = torch.from_numpy(x).cuda()
         side = torch.cuda.Stream()
         with torch.cuda.stream(side):  # a non-default stream: the library must use the caller's
             pred, scores = gpu.run_torch(xt)
