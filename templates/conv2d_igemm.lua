@@ -15,7 +15,11 @@
 -- body do not grow with C. Slices are double-buffered in shared memory; the next
 -- slice is fetched into registers while the current one is multiplied.
 -- Each thread gathers BN/T whole columns of a slice (coalesced along the columns)
--- and BK*BM/T weights (coalesced along m: the runtime stores them transposed). Epilogue: 2x2 max, bias, activation and
+-- and BK*BM/T weights (coalesced along m: the runtime stores them transposed; in
+-- 16-byte quads of four maps where M and BM allow). `occ` is __launch_bounds__'s
+-- blocks per SM: measured on an H100 (bench/RESULTS.md), 256-thread tiles ran
+-- 10 % faster capped at 128 registers (occ=2) than at 137 (occ=1), and 128-column
+-- tiles (occ=1) faster still, so bn=128 is the default. Epilogue: 2x2 max, bias, activation and
 -- store, in registers; float4 stores where a thread's four columns are contiguous.
 -- Other pools (other windows, overlapping ones, the global average) leave the
 -- kernel unfused: conv + bias, then the pool template.
@@ -83,8 +87,8 @@ T.params = {
       return 64
     end },
   { name = "bn", doc = "output pixels (columns) per block tile",
-    legal = function(_) return { 256, 128, 512, 64, 32 } end,
-    default = function(_) return 256 end },
+    legal = function(_) return { 128, 256, 512, 64, 32 } end,
+    default = function(_) return 128 end },
   { name = "bk", doc = "reduction depth of one slice: kp*K (kp | K) or cs*K*K (cs | C), at most 64",
     legal = slice_depths,
     default = default_bk },
@@ -94,6 +98,9 @@ T.params = {
   { name = "tn", doc = "pixels per thread (columns of its register tile), in groups of four",
     legal = function(_) return { 4, 8, 12, 16 } end,
     default = function(_) return 8 end },
+  { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
+    legal = function(_) return { 1, 2, 3, 4 } end,
+    default = function(_) return 1 end },
   { name = "stages", doc = "slices in shared memory (sm_80+: copied by cp.async, stages-1 in flight; older: 2, through registers)",
     legal = function(_) return { 2, 3, 4 } end,
     default = function(_) return 2 end },
@@ -125,7 +132,7 @@ local function shape(l, p)
   -- registers: the tile, fragments, gather pointers and weight offsets; the
   -- register-prefetch path (before sm_80) also holds a whole slice
   s.async = not (l.target and l.target.cc and l.target.cc < 80)
-  s.regs = p.tm * p.tn + p.tm + p.tn + 2 * s.LC + 2 * s.WL + (s.async and 0 or (p.bk * s.LC + s.WL))
+  s.regs = p.tm * p.tn + p.tm + p.tn + 2 * s.LC + (s.threads > 0 and s.threads % p.bm == 0 and 2 or 2 * s.WL) + (s.async and 0 or (p.bk * s.LC + s.WL))
     + (g.padded and 2 * s.LC or 0)
   return s
 end
@@ -160,6 +167,22 @@ function T.check(l, p)
   if s.regs > REG_BUDGET then
     return string.format("the tile, prefetch and fragments need about %d registers a thread; at most %d",
       s.regs, REG_BUDGET), "tm"
+  end
+  if p.occ > 1 then
+    local t = l.target or {}
+    local rps = t.regs_per_sm or 65536
+    local cap = (rps // (p.occ * s.threads)) // 8 * 8
+    if cap >= 255 or p.occ * s.threads > common.MAX_THREADS * 2 then
+      return string.format("occ=%d with %d threads changes nothing (a cap of %d registers) or cannot be resident",
+        p.occ, s.threads, cap), "occ"
+    end
+    if s.regs > cap then
+      return string.format("occ=%d leaves %d registers a thread; the tile, prefetch and fragments need about %d",
+        p.occ, cap, s.regs), "occ"
+    end
+    if p.occ * (s.smem + 1024) > common.max_shared(l) + 1024 then
+      return string.format("occ=%d blocks need %d bytes of shared memory on one SM", p.occ, p.occ * s.smem), "occ"
+    end
   end
   if s.smem > common.max_shared(l) then
     return string.format("%d slices need %d bytes of shared memory; at most %d fit",
@@ -232,18 +255,35 @@ local source = engine.compile([=[
     }
     // the weights this thread loads: element e = tid + i*{{NT}} of the {{BK}}x{{BM}} slice; the
     // weights arrive transposed, {{R}} x {{M}} (reduction-major), so lanes read and store along m
+% if wstep then
+    // {{NT}} threads are whole rows of the slice: every i has this thread's map, {{NT // BM}} rows on
+    const int wm = tid % {{BM}};
+    const int wg0 = (tid / {{BM}}) * {{M}} + m0 + wm;
+%   if mguard then
+    const bool wok = m0 + wm < {{M}};
+%   end
+#define {{name}}_WG(i) (wg0 + (i) * {{NT // BM * M}})
+#define {{name}}_WX(i) (tid + (i) * {{NT}})
+% else
     int wg[{{WL}}], wsx[{{WL}}];
 #pragma unroll
     for (int i = 0; i < {{WL}}; i++) {
         const int e = tid + i * {{NT}};
         const int r = e / {{BM}}, m = e - r * {{BM}};
-% if wguard then
+%   if wguard then
         wg[i] = (e < {{BK * BM}} && m0 + m < {{M}}) ? r * {{M}} + m0 + m : -1;
-% else
+%   else
         wg[i] = r * {{M}} + m0 + m;
-% end
+%   end
         wsx[i] = r * {{BM}} + m;
     }
+#define {{name}}_WG(i) wg[i]
+#define {{name}}_WX(i) wsx[i]
+% end
+% if wguard then
+    // whether weight i of a slice is inside the layer (else it is zero-filled)
+#define {{name}}_WOK(i) ({{wok}})
+% end
 
     // slice s starts at input offset xo(s) from each column's base, and at s*{{BK}} in a weight row
     auto xo = [&](int s) {
@@ -306,6 +346,26 @@ local source = engine.compile([=[
     auto copy4 = [](unsigned dst, const float* src, int bytes) {
         asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
     };
+% if wvec then
+    // the weights in quads: 16-byte copies of four maps; quad e = tid + i*{{NT}} of the
+    // slice's {{BK * BM // 4}}, every i of this thread on the same four maps, {{NT // (BM // 4)}} rows on
+    auto copy16 = [](unsigned dst, const float* src, int bytes) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+    };
+    const int wq = tid % {{BM // 4}};
+    const int wq0 = (tid / {{BM // 4}}) * {{M}} + m0 + 4 * wq;
+%   if mguard then
+    const bool wqok = m0 + 4 * wq < {{M}};   // M % 4 == 0: a quad is wholly in or out
+%   end
+%   if wstep then
+    (void)wg0;   // the register path's
+%     if mguard then
+    (void)wok;
+%     end
+%   else
+    (void)wg, (void)wsx;
+%   end
+% end
     auto issue = [&](int s, int b) {
         const unsigned x = sx + b * {{4 * BK * BN}} + 4 * tid;
         const unsigned w = sw + b * {{4 * BK * BM}};
@@ -327,17 +387,33 @@ local source = engine.compile([=[
 #pragma unroll
             for (int r = 0; r < {{BK}}; r++) copy4(x + 4 * (r * {{BN}} + j * {{NT}}), xb[j] + o + {{name}}_OFF(r), 4);
 % end
+% if wvec then
+#pragma unroll
+        for (int i = 0; i < {{WQ}}; i++) {
+%   if wqtail then
+            if (tid + i * {{NT}} >= {{BK * BM // 4}}) break;
+%   end
+%   if mguard then
+            copy16(w + 16 * (tid + i * {{NT}}), w_arg + (wqok ? wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}} : 0),
+                   wqok ? 16 : 0);   // 0: zero fill
+%   else
+            copy16(w + 16 * (tid + i * {{NT}}), w_arg + wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}}, 16);
+%   end
+        }
+% else
 #pragma unroll
         for (int i = 0; i < {{WL}}; i++) {
 % if wtail then
             if (tid + i * {{NT}} >= {{BK * BM}}) break;
 % end
 % if wguard then
-            copy4(w + 4 * wsx[i], w_arg + (wg[i] >= 0 ? wg[i] + s * {{BK * M}} : 0), wg[i] >= 0 ? 4 : 0);   // 0: zero fill
+            const bool ok = {{name}}_WOK(i);
+            copy4(w + 4 * {{name}}_WX(i), w_arg + (ok ? {{name}}_WG(i) + s * {{BK * M}} : 0), ok ? 4 : 0);   // 0: zero fill
 % else
-            copy4(w + 4 * wsx[i], w_arg + wg[i] + s * {{BK * M}}, 4);
+            copy4(w + 4 * {{name}}_WX(i), w_arg + {{name}}_WG(i) + s * {{BK * M}}, 4);
 % end
         }
+% end
     };
 #pragma unroll
     for (int s = 0; s < {{ST - 1}}; s++) {
@@ -374,9 +450,9 @@ local source = engine.compile([=[
 #pragma unroll
         for (int i = 0; i < {{WL}}; i++)
 % if wguard then
-            wr[i] = wg[i] >= 0 ? __ldg(w_arg + wg[i] + s * {{BK * M}}) : 0.0f;
+            wr[i] = {{name}}_WOK(i) ? __ldg(w_arg + {{name}}_WG(i) + s * {{BK * M}}) : 0.0f;
 % else
-            wr[i] = __ldg(w_arg + wg[i] + s * {{BK * M}});
+            wr[i] = __ldg(w_arg + {{name}}_WG(i) + s * {{BK * M}});
 % end
     };
     auto stash = [&](int b) {
@@ -391,7 +467,7 @@ local source = engine.compile([=[
 % if wtail then
             if (tid + i * {{NT}} >= {{BK * BM}}) break;
 % end
-            w[wsx[i]] = wr[i];
+            w[{{name}}_WX(i)] = wr[i];
         }
     };
     fetch(0);
@@ -467,10 +543,26 @@ local source = engine.compile([=[
     }
 }
 #undef {{name}}_OFF
+#undef {{name}}_WG
+#undef {{name}}_WX
+% if wguard then
+#undef {{name}}_WOK
+% end
 % if padded then
 #undef {{name}}_OK
 % end
 ]=], "conv2d_igemm")
+
+-- The test that weight i of a slice is inside the layer: in the general layout
+-- its index is -1 outside; with whole rows per thread (threads % bm == 0), the
+-- thread's map (wok) and, in a last partial round, the element index.
+local function wok_expr(l, p, s)
+  if s.threads % p.bm ~= 0 then return "wg[i] >= 0" end
+  local t = {}
+  if l.M % p.bm ~= 0 then t[#t + 1] = "wok" end
+  if s.WL * s.threads ~= p.bk * p.bm then t[#t + 1] = string.format("tid + (i) * %d < %d", s.threads, p.bk * p.bm) end
+  return #t > 0 and table.concat(t, " && ") or "true"
+end
 
 function T.kernel(l, p)
   local s = shape(l, p)
@@ -479,8 +571,9 @@ function T.kernel(l, p)
   local act = s.fused and l.act or "none"
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
-    p.bm, p.bn, p.bk, p.tm, p.tn, p.stages)
-  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }))
+    p.bm, p.bn, p.bk, p.tm, p.tn, p.stages) .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
+  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }),
+    nil, p.occ)
   -- padding: kernel rows p in [pt, ylim) and columns q in [pl, xlim) are inside the
   -- input for every column of the product; only the others test their mask bit
   local rowok, colok = "1", "1"
@@ -508,6 +601,12 @@ function T.kernel(l, p)
     mguard = l.M % p.bm ~= 0,
     wguard = l.M % p.bm ~= 0 or (s.WL * s.threads ~= p.bk * p.bm),
     wtail = s.WL * s.threads ~= p.bk * p.bm,
+    wstep = s.threads % p.bm == 0,
+    -- quads of weights (16-byte cp.async) where four maps stay together and aligned
+    wvec = s.async and l.M % 4 == 0 and p.bm % 4 == 0 and s.threads % (p.bm // 4) == 0,
+    WQ = common.ceil_div(p.bk * p.bm // 4, s.threads),
+    wqtail = common.ceil_div(p.bk * p.bm // 4, s.threads) * s.threads ~= p.bk * p.bm // 4,
+    wok = wok_expr(l, p, s),
     vec = s.P % 4 == 0,
     actname = act,
     act = function(e) return common.act(act, e) end,

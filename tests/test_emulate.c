@@ -46,7 +46,7 @@ static const char shim[] =
     "  float r = emu_xch[w * 32 + ((t % 32) ^ (unsigned)o)]; emu_warp[w]->arrive_and_wait(); return r; }\n"
     "template <class T> static inline T __ldg(const T *p) { return *p; }\n"
     "#define __global__\n#define __device__\n#define __forceinline__ inline\n"
-    "#define __launch_bounds__(x)\n#define __restrict__ __restrict\n#define __constant__\n"
+    "#define __launch_bounds__(...)\n#define __restrict__ __restrict\n#define __constant__\n"
     "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n"
     "typedef void (*emu_kernel)(void *, void *, void *, void *, int);\n"
     "extern \"C\" void emu_launch(emu_kernel k, unsigned gx, unsigned gy, unsigned bx, void *a0, void *a1,\n"

@@ -2,8 +2,8 @@
 // spec:       specs/ece408-2018fa.yaml (network ece408-2018fa)
 // layer:      conv2
 // shape:      C=12 H=33 W=33 -> M=24 K=7 -> 24x27x27
-// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash c21acb49d16c10fc)
-// params:     bm=24 bn=256 bk=7 tm=12 tn=8 stages=4
+// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash 132c9e5deb8c831d)
+// params:     bm=24 bn=256 bk=7 tm=12 tn=8 occ=1 stages=4
 // launch:     grid (N*729/256, 1, 1) where N = images, block (64, 1, 1), 31360 B shared
 // weights:    arg:transposed, bias none
 // regenerate: convgen generate specs/ece408-2018fa.yaml -o DIR
@@ -15,7 +15,7 @@
 // offset of reduction index r of a slice from the slice's first input element
 #define conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_OFF(r) (((r) / 49) * 1089 + (((r) % 49) / 7) * 33 + (r) % 7)
 
-extern "C" __global__ void __launch_bounds__(64)
+extern "C" __global__ void __launch_bounds__(64, 1)
 conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4(const float* __restrict__ in, float* __restrict__ out,
                                                      const float* __restrict__ w_arg, const float* __restrict__ b_arg, int n)
 {
@@ -50,6 +50,10 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4(const float* __restrict__ i
         wg[i] = (e < 168 && m0 + m < 24) ? r * 24 + m0 + m : -1;
         wsx[i] = r * 24 + m;
     }
+#define conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_WG(i) wg[i]
+#define conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_WX(i) wsx[i]
+    // whether weight i of a slice is inside the layer (else it is zero-filled)
+#define conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_WOK(i) (wg[i] >= 0)
 
     // slice s starts at input offset xo(s) from each column's base, and at s*7 in a weight row
     auto xo = [&](int s) {
@@ -108,7 +112,8 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4(const float* __restrict__ i
 #pragma unroll
         for (int i = 0; i < 3; i++) {
             if (tid + i * 64 >= 168) break;
-            copy4(w + 4 * wsx[i], w_arg + (wg[i] >= 0 ? wg[i] + s * 168 : 0), wg[i] >= 0 ? 4 : 0);   // 0: zero fill
+            const bool ok = conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_WOK(i);
+            copy4(w + 4 * conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_WX(i), w_arg + (ok ? conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_WG(i) + s * 168 : 0), ok ? 4 : 0);   // 0: zero fill
         }
     };
 #pragma unroll
@@ -135,7 +140,7 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4(const float* __restrict__ i
             for (int r = 0; r < 7; r++) xr[j][r] = __ldg(xb[j] + o + conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_OFF(r));
 #pragma unroll
         for (int i = 0; i < 3; i++)
-            wr[i] = wg[i] >= 0 ? __ldg(w_arg + wg[i] + s * 168) : 0.0f;
+            wr[i] = conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_WOK(i) ? __ldg(w_arg + conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_WG(i) + s * 168) : 0.0f;
     };
     auto stash = [&](int b) {
         float* const x = xs + b * 1792;
@@ -147,7 +152,7 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4(const float* __restrict__ i
 #pragma unroll
         for (int i = 0; i < 3; i++) {
             if (tid + i * 64 >= 168) break;
-            w[wsx[i]] = wr[i];
+            w[conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_WX(i)] = wr[i];
         }
     };
     fetch(0);
@@ -181,3 +186,6 @@ conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4(const float* __restrict__ i
     }
 }
 #undef conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_OFF
+#undef conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_WG
+#undef conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_WX
+#undef conv2d_igemm_c12m24k7_h33w33_none_m24n256k7_t12x8_s4_WOK

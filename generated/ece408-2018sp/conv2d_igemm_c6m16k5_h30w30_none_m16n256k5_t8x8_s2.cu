@@ -2,8 +2,8 @@
 // spec:       specs/ece408-2018sp.yaml (network ece408-2018sp)
 // layer:      conv2
 // shape:      C=6 H=30 W=30 -> M=16 K=5 -> 16x26x26
-// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash c21acb49d16c10fc)
-// params:     bm=16 bn=256 bk=5 tm=8 tn=8 stages=2
+// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash 132c9e5deb8c831d)
+// params:     bm=16 bn=256 bk=5 tm=8 tn=8 occ=1 stages=2
 // launch:     grid (N*676/256, 1, 1) where N = images, block (64, 1, 1), 10880 B shared
 // weights:    arg:transposed, bias none
 // regenerate: convgen generate specs/ece408-2018sp.yaml -o DIR
@@ -15,7 +15,7 @@
 // offset of reduction index r of a slice from the slice's first input element
 #define conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_OFF(r) (((r) / 25) * 900 + (((r) % 25) / 5) * 30 + (r) % 5)
 
-extern "C" __global__ void __launch_bounds__(64)
+extern "C" __global__ void __launch_bounds__(64, 1)
 conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2(const float* __restrict__ in, float* __restrict__ out,
                                                    const float* __restrict__ w_arg, const float* __restrict__ b_arg, int n)
 {
@@ -42,14 +42,13 @@ conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2(const float* __restrict__ in,
     }
     // the weights this thread loads: element e = tid + i*64 of the 5x16 slice; the
     // weights arrive transposed, 150 x 16 (reduction-major), so lanes read and store along m
-    int wg[2], wsx[2];
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const int e = tid + i * 64;
-        const int r = e / 16, m = e - r * 16;
-        wg[i] = (e < 80 && m0 + m < 16) ? r * 16 + m0 + m : -1;
-        wsx[i] = r * 16 + m;
-    }
+    // 64 threads are whole rows of the slice: every i has this thread's map, 4 rows on
+    const int wm = tid % 16;
+    const int wg0 = (tid / 16) * 16 + m0 + wm;
+#define conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_WG(i) (wg0 + (i) * 64)
+#define conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_WX(i) (tid + (i) * 64)
+    // whether weight i of a slice is inside the layer (else it is zero-filled)
+#define conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_WOK(i) (tid + (i) * 64 < 80)
 
     // slice s starts at input offset xo(s) from each column's base, and at s*5 in a weight row
     auto xo = [&](int s) {
@@ -108,7 +107,8 @@ conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2(const float* __restrict__ in,
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             if (tid + i * 64 >= 80) break;
-            copy4(w + 4 * wsx[i], w_arg + (wg[i] >= 0 ? wg[i] + s * 80 : 0), wg[i] >= 0 ? 4 : 0);   // 0: zero fill
+            const bool ok = conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_WOK(i);
+            copy4(w + 4 * conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_WX(i), w_arg + (ok ? conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_WG(i) + s * 80 : 0), ok ? 4 : 0);   // 0: zero fill
         }
     };
 #pragma unroll
@@ -135,7 +135,7 @@ conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2(const float* __restrict__ in,
             for (int r = 0; r < 5; r++) xr[j][r] = __ldg(xb[j] + o + conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_OFF(r));
 #pragma unroll
         for (int i = 0; i < 2; i++)
-            wr[i] = wg[i] >= 0 ? __ldg(w_arg + wg[i] + s * 80) : 0.0f;
+            wr[i] = conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_WOK(i) ? __ldg(w_arg + conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_WG(i) + s * 80) : 0.0f;
     };
     auto stash = [&](int b) {
         float* const x = xs + b * 1280;
@@ -147,7 +147,7 @@ conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2(const float* __restrict__ in,
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             if (tid + i * 64 >= 80) break;
-            w[wsx[i]] = wr[i];
+            w[conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_WX(i)] = wr[i];
         }
     };
     fetch(0);
@@ -181,3 +181,6 @@ conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2(const float* __restrict__ in,
     }
 }
 #undef conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_OFF
+#undef conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_WG
+#undef conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_WX
+#undef conv2d_igemm_c6m16k5_h30w30_none_m16n256k5_t8x8_s2_WOK

@@ -169,8 +169,11 @@ end
 -- The declaration of kernel `name` with `threads` per block and arguments `args`
 -- (see above), two arguments on the name's line and the rest aligned below; and
 -- the roles as the record's `args` ("in,out,weights,bias,n"). `attrs`, if
--- given, is written before __launch_bounds__ (e.g. "__cluster_dims__(1, 1, 2)").
-function common.kernel_head(name, threads, args, attrs)
+-- given, is written before __launch_bounds__ (e.g. "__cluster_dims__(1, 1, 2)");
+-- `min_blocks`, if given, is __launch_bounds__'s second operand: the compiler
+-- keeps registers low enough for that many blocks on one SM (1: as many as the
+-- thread count allows; without it ptxas picks its own cap, and may spill under it).
+function common.kernel_head(name, threads, args, attrs, min_blocks)
   local decl, roles = {}, {}
   for i, a in ipairs(args) do
     local role = a[1]
@@ -182,8 +185,9 @@ function common.kernel_head(name, threads, args, attrs)
     else decl[i] = "const " .. ctype .. "* __restrict__ " .. cname end
     roles[i] = role
   end
-  local lines = { string.format('extern "C" __global__ void %s__launch_bounds__(%d)',
-    attrs and (attrs .. " ") or "", threads) }
+  local bounds = min_blocks and string.format("%d, %d", threads, min_blocks) or tostring(threads)
+  local lines = { string.format('extern "C" __global__ void %s__launch_bounds__(%s)',
+    attrs and (attrs .. " ") or "", bounds) }
   local pad = string.rep(" ", #name)
   local first = table.concat(decl, ", ", 1, math.min(2, #decl))
   lines[2] = name .. "(" .. first .. (#decl > 2 and "," or ")")
