@@ -378,8 +378,9 @@ local source = engine.compile([=[
         for (int j = 0; j < {{LC}}; j++)
 #pragma unroll
             for (int r = 0; r < {{BK}}; r++) {
-                const bool ok = {{name}}_OK(j, r);
-                copy4(x + 4 * (r * {{BN}} + j * {{NT}}), ok ? xb[j] + o + {{name}}_OFF(r) : in, ok ? 4 : 0);
+                // outside the input: 0 bytes copied, zeros filled, nothing read; the address
+                // stays base + literal so that the literal folds into the copy instruction
+                copy4(x + 4 * (r * {{BN}} + j * {{NT}}), xb[j] + o + {{name}}_OFF(r), {{name}}_OK(j, r) ? 4 : 0);
             }
 % else
 #pragma unroll
