@@ -4,9 +4,12 @@
  * predictions, scores and layer outputs one network gives for all the images,
  * in order, for N a multiple of K or not, N < K, N = 1 and N = 0; float input
  * shards by its own element size; a network that fails is named, with its
- * status and message, and networks of another network are refused. */
+ * status and message, and networks of another network are refused. The
+ * command's side: its --devices lists, and the figures it writes of each
+ * network's shard for --profile and --json. */
 #include "check.h"
 #include "convgen.h"
+#include "devices.h"
 #include "shards.h"
 
 #include <stdlib.h>
@@ -167,6 +170,58 @@ static void test_failures(cg_net **nets)
     CHECK_CONTAINS(e.msg, "unknown input type 9");
 }
 
+/* --devices lists as the command reads them. */
+static void test_device_lists(void)
+{
+    cg_devices d;
+    cg_err e = {""};
+    CHECK(cg_devices_parse("0,1", &d, &e) == 0 && d.k == 2 && d.id[0] == 0 && d.id[1] == 1 && !d.all, "0,1");
+    CHECK(cg_devices_parse("3,1,2", &d, &e) == 0 && d.k == 3 && d.id[0] == 3 && d.id[2] == 2, "in the order given");
+    CHECK(cg_devices_parse("all", &d, &e) == 0 && d.all && d.k == 0, "all: resolved by the probe");
+    CHECK(cg_devices_parse("1023", &d, &e) == 0 && d.id[0] == 1023, "the largest index");
+    const char *bad[] = {"", ",", "1,", ",1", "1,,2", "a", "1a", "-1", "+1", "1024", "99999", "0,0", "ALL", "0 ,1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        e.msg[0] = 0;
+        CHECK(cg_devices_parse(bad[i], &d, &e) == 2 && strstr(e.msg, "--devices") && !strchr(e.msg, '\n'),
+              "'%s' refused in one line: %s", bad[i], e.msg);
+    }
+}
+
+/* What --profile and --json say of each network's shard, and a failure naming
+ * its GPU, here with CPU networks standing in (no streamed figures). */
+static void test_device_figures(cg_net **nets)
+{
+    cg_devices d = {2, {4, 7}, 0};
+    cg_shard sh[2];
+    int pred[N], failed;
+    cg_input in = {CG_INPUT_U8, N, 1, 28, 28, px};
+    cg_err e = {""};
+    CHECK(cg_shards_run(nets, 2, &in, pred, NULL, NULL, sh, &failed, &e) == CG_STATUS_OK, "run: %s", e.msg);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cg_devices_json(f, &d, nets, sh, N, 2.5);
+    fclose(f);
+    CHECK_CONTAINS(text, "\"devices\": [\n    {\"index\": 4, \"name\": \"cpu\", \"first_image\": 0, \"images\": 19,");
+    CHECK_CONTAINS(text, "{\"index\": 7, \"name\": \"cpu\", \"first_image\": 19, \"images\": 18,");
+    CHECK_CONTAINS(text, "\"sharded\": {\"devices\": 2, \"images\": 37, \"wall_ms\": 2.500, \"images_per_s\": 14800.0},\n");
+    CHECK(text && !strstr(text, "streamed"), "no streamed figures from a CPU network");
+    free(text);
+    f = open_memstream(&text, &len);
+    cg_devices_print(f, &d, nets, sh, N, 2.5);
+    fclose(f);
+    CHECK_CONTAINS(text, "2 GPUs, one network each");
+    CHECK_CONTAINS(text, "all GPUs: 37 images in 2.500 ms (host clock, the whole run): 14800 images/s");
+    free(text);
+    cg_net *mixed[2] = {nets[0], NULL};
+    cg_net_open("specs/ece408-2018fa.yaml", NULL, &mixed[1]);
+    CHECK(cg_shards_run(mixed, 2, &in, pred, NULL, NULL, sh, &failed, &e) == CG_STATUS_USAGE && failed == 1,
+          "the second fails");
+    cg_devices_fail(&d, mixed, failed, &e);
+    CHECK_CONTAINS(e.msg, "GPU 7 (cpu): cg_net_run: input images are 1x28x28");
+    cg_net_close(mixed[1]);
+}
+
 int main(void)
 {
     fill(px, sizeof px, 42);
@@ -182,6 +237,8 @@ int main(void)
     test_layers(nets);
     test_float_input(nets);
     test_failures(nets);
+    test_device_lists();
+    test_device_figures(nets);
     close_nets(nets, K);
     return cg_test_done("shards");
 }
