@@ -206,7 +206,8 @@ static void test_device_figures(cg_net **nets)
     fclose(f);
     CHECK_CONTAINS(text, "\"devices\": [\n    {\"index\": 4, \"name\": \"cpu\", \"first_image\": 0, \"images\": 19,");
     CHECK_CONTAINS(text, "{\"index\": 7, \"name\": \"cpu\", \"first_image\": 19, \"images\": 18,");
-    CHECK_CONTAINS(text, "\"sharded\": {\"devices\": 2, \"images\": 37, \"wall_ms\": 2.500, \"images_per_s\": 14800.0},\n");
+    CHECK_CONTAINS(text, "\"sharded\": {\"devices\": 2, \"images\": 37, \"wall_ms\": 2.500, "
+                         "\"images_per_s\": 14800.0},\n");
     CHECK(text && !strstr(text, "streamed"), "no streamed figures from a CPU network");
     free(text);
     f = open_memstream(&text, &len);

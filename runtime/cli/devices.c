@@ -126,6 +126,7 @@ void cg_devices_json(FILE *f, const cg_devices *d, cg_net *const *nets, const cg
         }
         fprintf(f, "}");
     }
-    fprintf(f, "\n  ],\n  \"sharded\": {\"devices\": %d, \"images\": %lld, \"wall_ms\": %.3f, \"images_per_s\": %.1f},\n",
+    fprintf(f, "\n  ],\n  \"sharded\": {\"devices\": %d, \"images\": %lld, \"wall_ms\": %.3f, "
+               "\"images_per_s\": %.1f},\n",
             d->k, n, wall_ms, rate(n, wall_ms));
 }

@@ -80,7 +80,8 @@ static cg_status check_nets(cg_net *const *nets, int k, int layers, int *classes
                                         *classes), CG_STATUS_USAGE;
         *classes = c;
         int nl = cg_net_layer_count(nets[i]), same = nl == cg_net_layer_count(nets[0]);
-        for (int l = 0; layers && same && l < nl; l++) same = cg_net_layer_size(nets[i], l) == cg_net_layer_size(nets[0], l);
+        for (int l = 0; layers && same && l < nl; l++)
+            same = cg_net_layer_size(nets[i], l) == cg_net_layer_size(nets[0], l);
         if (layers && !same)
             return *failed = i, cg_fail(e, "network %d's layers are not network 0's: not one network", i),
                    CG_STATUS_USAGE;
