@@ -366,3 +366,18 @@ cg_status cg_cuda_probe(int device, char *why, size_t n)
     if (why && n) why[0] = 0;
     return CG_STATUS_OK;
 }
+
+cg_status cg_cuda_device_count(int *count, char *why, size_t n)
+{
+    cg_cu *cu;
+    cg_err e;
+    *count = 0;
+    if (cg_cu_open(&cu, 0, &e) || CG_CU(&e, cu->cuDeviceGetCount(count))) {
+        if (cu) cg_cu_close(cu);
+        if (why && n) snprintf(why, n, "%s", e.msg);
+        return CG_STATUS_DEVICE;
+    }
+    cg_cu_close(cu);
+    if (why && n) why[0] = 0;
+    return CG_STATUS_OK;
+}

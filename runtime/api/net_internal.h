@@ -48,4 +48,8 @@ int cg_net_tune(cg_spec *s, const cg_net_options *o, int from_record[CG_MAX_LAYE
 const cg_gpu_times *cg_net_gpu_times(const cg_net *net);
 const cg_host_costs *cg_net_host_costs(const cg_net *net);
 
+/* How many CUDA devices the driver sees (`run --devices all`): CG_STATUS_OK,
+ * or CG_STATUS_DEVICE with why (one line, at most n bytes) saying why none. */
+cg_status cg_cuda_device_count(int *count, char *why, size_t n);
+
 #endif

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "convgen.h"
 #include "data.h"
+#include "devices.h"
 #include "harness.h"
 #include "input.h"
 #include "net_internal.h"
@@ -268,32 +269,36 @@ static void print_profile(const cg_gpu_times *t, const cg_host_costs *hc)
     fputs(streamed, stdout);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
-        else fputc(*s, f);
-    }
-    fputc('"', f);
-}
+/* What a run measured, for --profile and --json: its networks (one, or one
+ * per GPU of --devices: dev not NULL), each one's shard of the last timed run
+ * and that run's wall time (host clock). */
+typedef struct {
+    cg_net *nets[CG_SHARDS_MAX];
+    int k;
+    const cg_devices *dev;
+    cg_shard sh[CG_SHARDS_MAX];
+    double wall_ms;
+} cg_run_nets;
 
 /* The same figures as the text output, as JSON, written atomically. */
-static int write_json(const char *path, const cg_job *j, const char *backend, const char *device,
-                      const double *acc, const double *layer_s, double total_s, int repeat,
-                      const cg_gpu_times *t, const cg_host_costs *hc, cg_err *e)
+static int write_json(const char *path, const cg_job *j, const cg_run_nets *rn, const double *acc,
+                      const double *layer_s, double total_s, int repeat, cg_err *e)
 {
+    /* the kernels and host costs are the first network's (with --devices the
+     * one that compiled them); its streamed figures, or every GPU's */
+    const cg_gpu_times *t = cg_net_gpu_times(rn->nets[0]);
+    const cg_host_costs *hc = cg_net_host_costs(rn->nets[0]);
+    const char *backend = cg_net_backend(rn->nets[0]), *device = cg_net_device_name(rn->nets[0]);
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (!f) return cg_fail(e, "%s: out of memory", path);
     fprintf(f, "{\n  \"network\": ");
-    json_str(f, j->s->name);
+    cg_json_str(f, j->s->name);
     fprintf(f, ",\n  \"spec\": ");
-    json_str(f, j->s->path);
+    cg_json_str(f, j->s->path);
     fprintf(f, ",\n  \"backend\": \"%s\",\n  \"device\": ", backend);
-    json_str(f, device);
+    cg_json_str(f, device);
     fprintf(f, ",\n  \"images\": %lld,\n  \"repeat\": %d,\n  \"correctness\": ", j->n, repeat);
     if (acc) fprintf(f, "%.6f,\n", *acc);
     else fprintf(f, "null,\n");
@@ -301,7 +306,7 @@ static int write_json(const char *path, const cg_job *j, const char *backend, co
             total_s);
     for (int l = 0; l < j->s->nlayers; l++) {
         fprintf(f, "%s\n    {\"name\": ", l ? "," : "");
-        json_str(f, j->s->layers[l].name);
+        cg_json_str(f, j->s->layers[l].name);
         fprintf(f, ", \"op\": \"%s\", \"time_s\": %.9f}", cg_op_name(j->s->layers[l].op), layer_s[l]);
     }
     fprintf(f, "\n  ]");
@@ -311,7 +316,7 @@ static int write_json(const char *path, const cg_job *j, const char *backend, co
         for (int i = 0; i < hc->nbuild; i++) {
             const cg_kernel_build *kb = &hc->build[i];
             fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-            json_str(f, kb->name);
+            cg_json_str(f, kb->name);
             fprintf(f, ", \"code\": \"%s\", \"compile_ms\": %.3f",
                     kb->from == CG_FROM_CACHE ? "cache" : kb->from == CG_FROM_FATBIN ? "fatbin" : "nvrtc", kb->ms);
             for (int k = 0; k < t->nprof; k++) {
@@ -327,14 +332,16 @@ static int write_json(const char *path, const cg_job *j, const char *backend, co
                 hc->generate_ms, hc->compile_ms, hc->load_ms, hc->weights_ms, hc->alloc_ms, hc->upload_ms,
                 hc->download_ms);
         /* the last timed run, end to end (README "Throughput at scale") */
-        fprintf(f, "  \"streamed\": {\"images\": %lld, \"batches\": %d, \"streams\": %d, \"wall_ms\": %.3f, "
-                   "\"kernels_ms\": %.3f, \"span_ms\": %.3f, \"upload_ms\": %.3f, \"download_ms\": %.3f, "
-                   "\"overlap\": %.4f},\n",
-                t->images, t->batches, t->streams, t->wall_ms, t->total_ms, t->span_ms, t->upload_ms, t->download_ms,
-                cg_gpu_overlap(t));
+        if (rn->dev) {
+            cg_devices_json(f, rn->dev, rn->nets, rn->sh, j->n, rn->wall_ms);
+        } else {
+            fprintf(f, "  \"streamed\": {");
+            cg_json_streamed(f, t);
+            fprintf(f, "},\n");
+        }
         fprintf(f, "  \"compiled\": %d,\n  \"cache_hits\": %d,\n  \"jit_threads\": %d,\n  \"arch\": ",
                 hc->compiled, hc->cache_hits, hc->jit_threads);
-        json_str(f, hc->arch);
+        cg_json_str(f, hc->arch);
     }
     fprintf(f, "\n}\n");
     if (fclose(f)) return free(text), cg_fail(e, "%s: out of memory", path);
@@ -380,6 +387,9 @@ static const char run_usage[] =
     "  --no-cache          compile every kernel, bypassing the JIT cache (GPU)\n"
     "  --profile           per-kernel times and host-side costs (GPU)\n"
     "  --device N          the GPU to run on (default 0)\n"
+    "  --devices L         several GPUs at once: L is 0,1,... or all; each GPU runs one\n"
+    "                      contiguous shard of the images (streamed as on one GPU), the\n"
+    "                      answers in input order; not with --device (GPU)\n"
     "  --repeat R          R timed runs after a warm-up (none on the CPU); medians\n"
     "  --json FILE         the figures as JSON (FILE must be absent or a regular file)\n"
     "  --data DIR          where the IDX files are (default " CG_DATA_DIR_DEFAULT ")\n"
@@ -428,19 +438,89 @@ static int job_open(const cg_job *j, const cg_net_options *o, cg_net **net, cg_e
     return net_status(*net, st, e);
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* --devices LIST read, and refused beside --device (both choose the GPU). */
+static int devices_option(const char *text, const char *device_t, cg_devices *dev, cg_err *e)
+{
+    if (device_t) return cg_fail(e, "--devices and --device both choose the GPU: give one"), CG_EXIT_USAGE;
+    return cg_devices_parse(text, dev, e);
+}
+
+/* The run's networks: one on --device, or one per GPU of --devices, opened
+ * one after another (the first compiles the kernels; the others find them
+ * in the JIT cache). A failure names its GPU. */
+static int open_nets(const cg_job *j, cg_net_options *o, cg_run_nets *rn, cg_err *e)
+{
+    for (int i = 0; i < rn->k; i++) {
+        if (rn->dev) o->device = rn->dev->id[i];
+        int rc = job_open(j, o, &rn->nets[i], e);
+        if (rc && rn->dev) cg_devices_fail(rn->dev, rn->nets, i, e);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* One run of every image over the networks, each its shard (one network: all
+ * of them, on this thread), timed by the host clock; each layer's time (and
+ * the total) is the slowest network's, as convgen-mpi reports its ranks'.
+ * layer_out: NULL, or every layer's output (check). */
+static int run_nets(cg_run_nets *rn, const cg_input *in, int *pred, float *scores, float **layer_out, int nlayers,
+                    double *layer_ms, double *total_ms, cg_err *e)
+{
+    int failed;
+    double t0 = now_ms();
+    cg_status st = cg_shards_run(rn->nets, rn->k, in, pred, scores, layer_out, rn->sh, &failed, e);
+    rn->wall_ms = now_ms() - t0;
+    if (st && rn->dev) cg_devices_fail(rn->dev, rn->nets, failed, e);
+    else if (st && failed >= 0) cg_fail(e, "%s", cg_net_error(rn->nets[failed]));
+    if (st) return (int)st;
+    memset(layer_ms, 0, (size_t)nlayers * sizeof *layer_ms);
+    *total_ms = 0;
+    for (int i = 0; i < rn->k; i++) {
+        double ms[CG_MAX_LAYERS], total = 0;
+        if (!rn->sh[i].n) continue;
+        cg_net_times(rn->nets[i], &total, ms);
+        for (int l = 0; l < nlayers; l++) layer_ms[l] = ms[l] > layer_ms[l] ? ms[l] : layer_ms[l];
+        *total_ms = total > *total_ms ? total : *total_ms;
+    }
+    return 0;
+}
+
+/* --profile on the GPU: the network's table; with --devices every GPU's
+ * (the shard it ran) and then the GPUs side by side. */
+static void print_profiles(const cg_run_nets *rn)
+{
+    for (int i = 0; i < rn->k; i++) {
+        if (rn->dev && !rn->sh[i].n) continue;
+        if (rn->dev)
+            printf("==convgen-prof== GPU %d (%s): images %lld to %lld\n", rn->dev->id[i],
+                   cg_net_device_name(rn->nets[i]), rn->sh[i].off, rn->sh[i].off + rn->sh[i].n - 1);
+        print_profile(cg_net_gpu_times(rn->nets[i]), cg_net_host_costs(rn->nets[i]));
+    }
+    if (rn->dev) cg_devices_print(stdout, rn->dev, rn->nets, rn->sh, rn->sh[rn->k - 1].off + rn->sh[rn->k - 1].n,
+                                  rn->wall_ms);
+}
+
 int cg_cmd_run(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend_t = NULL, *fatbin = NULL,
                *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL,
                *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL, *repeat_ds_t = NULL,
-               *streams_t = NULL, *input = NULL, *labels = NULL, *output = NULL;
+               *streams_t = NULL, *input = NULL, *labels = NULL, *output = NULL, *devices_t = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend_t},
                            {"--repeat-dataset", 1, &repeat_ds_t}, {"--streams", 1, &streams_t},
                            {"--fatbin", 1, &fatbin},   {"--data", 1, &data},     {"--no-cache", 0, &no_cache},
                            {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t},
                            {"--random-input", 1, &random_t}, {"--device", 1, &device_t},
                            {"--tuning", 1, &tuning},   {"--no-tuning", 0, &no_tuning},
-                           {"--input", 1, &input},     {"--labels", 1, &labels}, {"--output", 1, &output}};
+                           {"--input", 1, &input},     {"--labels", 1, &labels}, {"--output", 1, &output},
+                           {"--devices", 1, &devices_t}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, run_usage, e);
     if (rc == CG_OPTS_HELP) return 0;
     const char *backend = backend_t ? backend_t : "auto";
@@ -453,6 +533,8 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     if (!rc) rc = cg_opt_int("--batch", batch_t, 1, 1LL << 31, &batch, e);
     if (!rc) rc = cg_opt_int("--repeat", repeat_t, 1, 1000, &repeat, e);
     if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
+    cg_devices dev;
+    if (!rc && devices_t) rc = devices_option(devices_t, device_t, &dev, e);
     if (!rc && strcmp(backend, "auto") && strcmp(backend, "cuda") && strcmp(backend, "cpu"))
         rc = (cg_fail(e, "--backend expects auto, cuda or cpu, got '%s'", backend), CG_EXIT_USAGE);
     if (!rc && !input && (labels || output))
@@ -479,11 +561,13 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
                        "and generate take any network)", spec, cg_layer_out_elems(last), s->dataset),
                job_free(&j), CG_EXIT_INPUT;
     int use_gpu = 0;
-    const char *gpu_opt = fatbin ? "--fatbin" : profile ? "--profile" : batch_t ? "--batch"
+    const char *gpu_opt = devices_t ? "--devices" : fatbin ? "--fatbin" : profile ? "--profile" : batch_t ? "--batch"
                         : no_cache ? "--no-cache" : device_t ? "--device" : tuning ? "--tuning"
                         : no_tuning ? "--no-tuning" : streams_t ? "--streams" : NULL;
+    if (devices_t && dev.k) device = dev.id[0]; /* the one the tuning record is checked against */
     rc = gpu_opt ? gpu_only(gpu_opt, backend, (int)device, &use_gpu, e)
                  : pick_backend(backend, (int)device, 0, &use_gpu, e);
+    if (!rc && devices_t && !(rc = cg_devices_probe(&dev, e))) device = dev.id[0];
     cg_net_options no;
     cg_net_options_init(&no);
     no.backend = use_gpu ? CG_BACKEND_CUDA : CG_BACKEND_CPU;
@@ -502,16 +586,17 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     double layer_s[CG_MAX_LAYERS] = {0}, total_s = 0;
     /* samples[l * repeat + r]: layer l's time in run r (l = nlayers: the whole run) */
     double *samples = malloc((size_t)(s->nlayers + 1) * (size_t)repeat * sizeof *samples);
-    cg_net *net = NULL;
+    cg_run_nets rn;
+    memset(&rn, 0, sizeof rn);
+    rn.k = devices_t ? dev.k : 1, rn.dev = devices_t ? &dev : NULL;
     if (!pred || !samples || (output && !scores)) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
-    if (!rc) rc = job_open(&j, &no, &net, e);
+    if (!rc) rc = open_nets(&j, &no, &rn, e);
     cg_input in = {j.xt, j.n, s->C, s->H, s->W, j.x};
+    double ms[CG_MAX_LAYERS], total = 0;
     /* with repeats on the GPU, one untimed warm-up run first; report medians */
-    if (!rc && use_gpu && repeat > 1) rc = net_status(net, cg_net_run(net, &in, pred, scores), e);
+    if (!rc && use_gpu && repeat > 1) rc = run_nets(&rn, &in, pred, scores, NULL, s->nlayers, ms, &total, e);
     for (int r = 0; !rc && r < repeat; r++) {
-        double ms[CG_MAX_LAYERS], total = 0;
-        if ((rc = net_status(net, cg_net_run(net, &in, pred, scores), e))) break;
-        cg_net_times(net, &total, ms);
+        if ((rc = run_nets(&rn, &in, pred, scores, NULL, s->nlayers, ms, &total, e))) break;
         for (int l = 0; l < s->nlayers; l++) samples[l * repeat + r] = ms[l] / 1e3;
         samples[s->nlayers * repeat + r] = total / 1e3;
     }
@@ -536,15 +621,12 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
             if (bad) rc = CG_EXIT_IO;
             else printf("Output: %lld predictions and scores -> %s\n", j.n, output);
         }
-        const cg_gpu_times *t = cg_net_gpu_times(net);
-        const cg_host_costs *hc = cg_net_host_costs(net);
-        if (t && profile) print_profile(t, hc), print_tuned(s, from_record);
+        if (use_gpu && profile) print_profiles(&rn), print_tuned(s, from_record);
         if (!rc && json &&
-            write_json(json, &j, cg_net_backend(net), cg_net_device_name(net),
-                       j.labels && random_seed < 0 ? &acc : NULL, layer_s, total_s, (int)repeat, t, hc, e))
+            write_json(json, &j, &rn, j.labels && random_seed < 0 ? &acc : NULL, layer_s, total_s, (int)repeat, e))
             rc = CG_EXIT_IO;
     }
-    cg_net_close(net);
+    for (int i = 0; i < rn.k; i++) cg_net_close(rn.nets[i]);
     free(pred), free(samples), free(scores);
     job_free(&j);
     return rc;
@@ -560,6 +642,8 @@ static const char check_usage[] =
     "  --fatbin F          kernels from a fat binary (convgen build) instead of NVRTC\n"
     "  --no-cache          compile every kernel, bypassing the JIT cache\n"
     "  --device N          the GPU to check (default 0)\n"
+    "  --devices L         several GPUs (0,1,... or all), each checking its contiguous\n"
+    "                      shard of the images; not with --device\n"
     "  --seed S            fresh random weights from seed S (a spec without weights file)\n"
     "  --data DIR          where the IDX files are (default " CG_DATA_DIR_DEFAULT ")\n"
     "  --random-input S    made-up images from seed S instead of the data set\n"
@@ -569,15 +653,39 @@ static const char check_usage[] =
     "  --no-tuning         ignore any tuning record\n"
     "  -h, --help          this text\n";
 
+/* check --devices: every GPU answers; the first is the one the tuning record
+ * is checked against. */
+static int probe_devices(cg_devices *dev, cg_net_options *go, cg_err *e)
+{
+    int rc = cg_devices_probe(dev, e);
+    if (!rc) go->device = dev->id[0];
+    return rc;
+}
+
+/* check's "on ...": the device's name, or with --devices each GPU and the
+ * images it checked. */
+static void gpu_names(const cg_run_nets *gn, char *buf, size_t n)
+{
+    if (!gn->dev) {
+        snprintf(buf, n, "%s", cg_net_device_name(gn->nets[0]));
+        return;
+    }
+    size_t at = 0;
+    for (int i = 0; i < gn->k && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, "%sGPU %d (%s, %lld images)", i ? ", " : "", gn->dev->id[i],
+                               cg_net_device_name(gn->nets[i]), gn->sh[i].n);
+}
+
 int cg_cmd_check(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *fatbin = NULL, *data = NULL, *no_cache = NULL,
                *seed_t = NULL, *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL,
-               *repeat_ds_t = NULL, *batch_t = NULL;
+               *repeat_ds_t = NULL, *batch_t = NULL, *devices_t = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--fatbin", 1, &fatbin},  {"--data", 1, &data},
                            {"--repeat-dataset", 1, &repeat_ds_t}, {"--batch", 1, &batch_t},
                            {"--no-cache", 0, &no_cache}, {"--seed", 1, &seed_t}, {"--random-input", 1, &random_t},
-                           {"--device", 1, &device_t}, {"--tuning", 1, &tuning}, {"--no-tuning", 0, &no_tuning}};
+                           {"--device", 1, &device_t}, {"--tuning", 1, &tuning}, {"--no-tuning", 0, &no_tuning},
+                           {"--devices", 1, &devices_t}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, check_usage, e);
     if (rc == CG_OPTS_HELP) return 0;
     long long images = 200, seed = -1, random_seed = -1, device = 0, repeat_ds = 1, batch = 0;
@@ -588,6 +696,8 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     if (!rc) rc = cg_opt_int("--images", images_t, 1, 10000000, &images, e);
     if (!rc) rc = cg_opt_int("--seed", seed_t, 0, 1LL << 62, &seed, e);
     if (!rc) rc = cg_opt_int("--random-input", random_t, 0, 1LL << 62, &random_seed, e);
+    cg_devices dev;
+    if (!rc && devices_t) rc = devices_option(devices_t, device_t, &dev, e);
     if (rc) return rc;
     cg_net_options go, co;
     cg_net_options_init(&go);
@@ -597,6 +707,7 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     cg_job j;
     int from_record[CG_MAX_LAYERS];
     if ((rc = job_spec(&j, spec, e)) || (rc = bundle_refuses(&j, fatbin, tuning, no_tuning, no_cache, e)) ||
+        (devices_t && (rc = probe_devices(&dev, &go, e))) ||
         (!j.is_bundle && (rc = cg_net_tune(j.s, &go, from_record, NULL, e))) ||
         (rc = job_load(&j, spec, data, images, images_t != NULL, random_seed, 1, e)) ||
         (rc = job_repeat(&j, repeat_ds, e)))
@@ -617,18 +728,24 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
         cl[l] = malloc(n * sizeof(float));
         ok = gl[l] && cl[l];
     }
-    cg_net *gnet = NULL, *cnet = NULL;
+    cg_net *cnet = NULL;
+    cg_run_nets gn; /* the GPU's network, or one per GPU of --devices */
+    memset(&gn, 0, sizeof gn);
+    gn.k = devices_t ? dev.k : 1, gn.dev = devices_t ? &dev : NULL;
     cg_input in = {CG_INPUT_U8, j.n, s->C, s->H, s->W, j.d.pixels};
+    double ms[CG_MAX_LAYERS], total;
     if (!ok) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
-    if (!rc) rc = job_open(&j, &go, &gnet, e);
-    if (!rc) rc = net_status(gnet, cg_net_run_layers(gnet, &in, gp, NULL, gl), e);
+    if (!rc) rc = open_nets(&j, &go, &gn, e);
+    if (!rc) rc = run_nets(&gn, &in, gp, NULL, gl, s->nlayers, ms, &total, e);
     if (!rc) rc = job_open(&j, &co, &cnet, e);
     if (!rc) rc = net_status(cnet, cg_net_run_layers(cnet, &in, cp, NULL, cl), e);
     int bad = 0;
     if (!rc) {
-        printf("%s on %s, %lld images, %s weights (GPU: %s, %s)\n", s->name, cg_net_device_name(gnet), j.n,
+        char where[1024];
+        gpu_names(&gn, where, sizeof where);
+        printf("%s on %s, %lld images, %s weights (GPU: %s, %s)\n", s->name, where, j.n,
                j.is_bundle ? "the bundle's" : j.w.random ? "seeded random" : "trained",
-               j.is_bundle ? "bundle" : fatbin ? "fat binary" : "NVRTC", cg_net_host_costs(gnet)->arch);
+               j.is_bundle ? "bundle" : fatbin ? "fat binary" : "NVRTC", cg_net_host_costs(gn.nets[0])->arch);
         printf("%-12s %-8s %14s %14s %14s\n", "layer", "op", "max abs err", "max rel err", "rel L2 err");
         for (int l = 0; l < s->nlayers; l++) {
             double ma, mr;
@@ -662,7 +779,8 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
                ties ? " (the rest are ties)" : "");
         if (bad) rc = (cg_fail(e, "%s: GPU and CPU disagree beyond 1e-5", spec), CG_EXIT_DEVICE);
     }
-    cg_net_close(gnet), cg_net_close(cnet);
+    for (int i = 0; i < gn.k; i++) cg_net_close(gn.nets[i]);
+    cg_net_close(cnet);
     for (int l = 0; l < CG_MAX_LAYERS; l++) free(gl[l]), free(cl[l]);
     free(gp), free(cp);
     job_free(&j);

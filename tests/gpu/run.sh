@@ -120,5 +120,24 @@ for s in "${nets[@]}"; do
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 build/convgen-mpi run '$s' --backend cuda --images 2000 ${data[*]} | grep '^Correctness' | cmp - '$t/one'"
   fi
 done
+# every GPU of the host in one process (--devices all; one GPU is a shard of
+# all images): predictions and scores byte for byte those of --device 0, over
+# made-up images in batches of 1000 and uneven shards; check on every GPU
+mknpy() { # FILE N H W: N random uint8 images as a .npy (format 1.0)
+  local hdr="{'descr': '|u1', 'fortran_order': False, 'shape': ($2, $3, $4), }"
+  local pad=$(( (64 - (10 + ${#hdr} + 1) % 64) % 64 ))
+  hdr="$hdr$(printf '%*s' $pad '')"
+  local len=$(( ${#hdr} + 1 ))
+  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $((len & 255)))\\x$(printf %02x $((len >> 8)))"
+    printf '%s\n' "$hdr"; head -c $(( $2 * $3 * $4 )) /dev/urandom; } >"$1"
+}
+mknpy "$t/x.npy" 10001 28 28
+for s in "${nets[@]}"; do
+  n=$(basename "$s" .yaml)
+  $cg run "$s" --input "$t/x.npy" --batch 1000 --device 0 --output "$t/one.csv" >/dev/null 2>&1
+  $cg run "$s" --input "$t/x.npy" --batch 1000 --devices all --output "$t/all.csv" --profile >"$t/all.log" 2>&1
+  step "$n: --devices all gives --device 0's answers" bash -c "[ -s '$t/one.csv' ] && cmp '$t/one.csv' '$t/all.csv'"
+  step "$n: check --devices all" $cg check "$s" --devices all --images 2000 --batch 97 "${data[@]}"
+done
 echo "test-gpu: $pass passed, $fail failed"
 [ $fail -eq 0 ]
