@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa-low.yaml (network ece408-2018fa-low)
 // layer:      prob
 // shape:      10 features
-// template:   softmax (templates/softmax.lua, hash 74e0122b15e07d89)
+// template:   softmax (templates/softmax.lua, hash 55c08da24b68a22d)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none
