@@ -175,12 +175,13 @@ static int by_group_cost(const void *a, const void *b)
     return (x->at > y->at) - (x->at < y->at);
 }
 
-/* Each template's cheapest first, then the rest by cost; equal costs by
- * template, then the list's order. */
+/* Each template's cheapest first, in template order; then the rest by cost,
+ * equal costs by template, then the list's order. */
 static int by_cost(const void *a, const void *b)
 {
     const order_key *x = a, *y = b;
     if ((x->rank > 0) != (y->rank > 0)) return x->rank > 0 ? 1 : -1;
+    if (x->rank == 0 && x->group != y->group) return x->group < y->group ? -1 : 1;
     if (x->cost != y->cost) return x->cost < y->cost ? -1 : 1;
     if (x->group != y->group) return x->group < y->group ? -1 : 1;
     return (x->at > y->at) - (x->at < y->at);
@@ -281,6 +282,7 @@ typedef struct {
     double deadline;
     double run_sum; /* this layer's first timings, for its own mean */
     int runs;
+    unsigned char *seen; /* per candidate: compiled before in this search (a cache hit now) */
 } searcher;
 
 /* The running mean after adding x to n values whose mean was m. */
@@ -319,24 +321,43 @@ static double est_pass(const searcher *s)
     return est_run(s) * (s->cost->passes ? s->cost->pass_ratio : s->p->pass_factor);
 }
 
-/* The expected cost of compiling the candidates to re-time once more (cache
- * hits, unless the cache is off): as seen, else a compile round. */
+/* The expected cost of compiling one candidate compiled before (a cache hit,
+ * unless the cache is off): as seen, else a compile round. */
 static double est_hit(const searcher *s)
 {
     return s->cost->hits ? s->cost->hit_s : s->cost->round_s;
 }
 
-/* Whether re-timing k candidates in np passes fits before the deadline. */
+/* The expected cost of compiling m candidates, `fresh` of them new to this
+ * search: rounds for those, cache hits for the others (no more than rounds:
+ * without the cache a hit is a compile). */
+static double est_compile_n(const searcher *s, int fresh, int m)
+{
+    int th = threads_of(s);
+    double hits = (m - fresh) * est_hit(s), rounds = (double)((m - fresh + th - 1) / th) * s->cost->round_s;
+    return (fresh + th - 1) / th * s->cost->round_s + (hits < rounds ? hits : rounds);
+}
+
+/* The expected cost of compiling idx[0..m). */
+static double est_compile(const searcher *s, const int *idx, int m)
+{
+    int fresh = 0;
+    for (int j = 0; j < m; j++) fresh += !s->seen[idx[j]];
+    return est_compile_n(s, fresh, m);
+}
+
+/* Whether re-timing k candidates (compiled before) in np passes fits before the deadline. */
 static int retime_fits(const searcher *s, int k, int np)
 {
-    return clock_now(s) + est_hit(s) + (double)k * np * est_pass(s) <= s->deadline;
+    return clock_now(s) + est_compile_n(s, 0, k) + (double)k * np * est_pass(s) <= s->deadline;
 }
 
 /* Seconds kept for the re-timing that ends the search: its compile and every
  * pass of the top few plus the default. */
 static double reserve(const searcher *s)
 {
-    return est_hit(s) + (double)(s->p->top + 1) * passes_of(s) * est_pass(s);
+    int k = s->p->top + 1;
+    return est_compile_n(s, 0, k) + (double)k * passes_of(s) * est_pass(s);
 }
 
 /* Whether nothing at all is known of the costs yet (the run's first layer,
@@ -346,26 +367,35 @@ static int calibrating(const searcher *s)
     return !s->cost->rounds;
 }
 
-/* The costs learnt from one measurement of dt seconds: a compile of m
- * candidates (rounds of one kernel per thread), a check and first timing, a
- * re-timing's compile, a re-timing pass. */
-static void learn_round(searcher *s, double dt, int m)
+/* The costs learnt from one measurement of dt seconds: a compile (rounds of
+ * one kernel per thread for those new to the search, cache hits for the
+ * others), a check and first timing, a re-timing pass. */
+static void learn_hit(searcher *s, double dt, int m)
 {
-    int th = threads_of(s);
-    s->cost->round_s = mean_add(s->cost->round_s, s->cost->rounds, dt / ((m + th - 1) / th));
+    s->cost->hit_s = mean_add(s->cost->hit_s, s->cost->hits, dt / m);
+    s->cost->hits++;
+}
+
+/* Compile idx[0..m) through the ops, learning what it cost. */
+static int compile(searcher *s, const int *idx, int m, cg_err *e)
+{
+    int fresh = 0, th = threads_of(s);
+    for (int j = 0; j < m; j++) fresh += !s->seen[idx[j]];
+    double t = clock_now(s);
+    if (s->o->compile(s->o->ctx, s->lr, idx, m, e)) return -1;
+    double dt = clock_now(s) - t;
+    for (int j = 0; j < m; j++) s->seen[idx[j]] = 1;
+    if (!fresh) return learn_hit(s, dt, m), 0;
+    if (s->cost->hits) dt -= (m - fresh) * s->cost->hit_s;
+    s->cost->round_s = mean_add(s->cost->round_s, s->cost->rounds, (dt > 0 ? dt : 0) / ((fresh + th - 1) / th));
     s->cost->rounds++;
+    return 0;
 }
 
 static void learn_run(searcher *s, double dt)
 {
     s->run_sum += dt, s->runs++;
     s->cost->run_s = s->run_sum / s->runs, s->cost->runs++;
-}
-
-static void learn_hit(searcher *s, double dt)
-{
-    s->cost->hit_s = mean_add(s->cost->hit_s, s->cost->hits, dt);
-    s->cost->hits++;
 }
 
 static void learn_pass(searcher *s, double dt)
@@ -376,10 +406,10 @@ static void learn_pass(searcher *s, double dt)
     s->cost->passes++;
 }
 
-/* How many of the next `left` candidates one batch takes: the most whose
- * compile rounds and timings fit before the deadline less the reserve; 0 when
- * not one fits. Calibrating (no cost known), one compile round. */
-static int batch_size(const searcher *s, int left)
+/* How many of idx[0..left) one batch takes: the most whose compile and
+ * timings fit before the deadline less the reserve; 0 when not one fits.
+ * Calibrating (no cost known), one compile round. */
+static int batch_size(const searcher *s, const int *idx, int left)
 {
     int th = threads_of(s);
     int max = left < s->p->batch_max ? left : s->p->batch_max;
@@ -387,7 +417,7 @@ static int batch_size(const searcher *s, int left)
     if (calibrating(s)) return max < th ? max : th;
     double room = s->deadline - clock_now(s) - reserve(s);
     for (int b = max; b > 0; b--)
-        if ((b + th - 1) / th * s->cost->round_s + b * est_run(s) <= room) return b;
+        if (est_compile(s, idx, b) + b * est_run(s) <= room) return b;
     return 0;
 }
 
@@ -402,16 +432,14 @@ static int measure_list(searcher *s, int *idx, int m, cg_err *e)
     for (int j = 0; j < m; j++)
         if (lr->c[idx[j]].status == CG_TUNE_PENDING) idx[k++] = idx[j];
     for (int pos = 0; pos < k;) {
-        int b = batch_size(s, k - pos);
+        int b = batch_size(s, idx + pos, k - pos);
         if (!b) return lr->cut = 1, 0;
-        double t = clock_now(s);
-        if (o->compile(o->ctx, lr, idx + pos, b, e)) return -1;
-        learn_round(s, clock_now(s) - t, b);
+        if (compile(s, idx + pos, b, e)) return -1;
         int rc = 0;
         for (int j = 0; j < b && !rc; j++) {
             cg_tune_cand *x = &lr->c[idx[pos + j]];
             if (x->status == CG_TUNE_PENDING) {
-                t = clock_now(s);
+                double t = clock_now(s);
                 if (lr->cut || (s->cost->runs && t + est_run(s) > s->deadline - reserve(s))) {
                     lr->cut = 1; /* left pending: not measured (those the compiler dropped still count) */
                     continue;
@@ -431,23 +459,26 @@ static int measure_list(searcher *s, int *idx, int m, cg_err *e)
     return 0;
 }
 
-/* The run's first measurement, when no cost is known yet: the default alone,
- * compiled (a compile round), checked and timed, then compiled once more (as
- * the re-timing will be, from the cache) and timed in one re-timing pass, so
- * that every cost is known before anything is planned and the first layer is
- * not left with a guess. Its first timing counts; the pass only teaches. */
-static int calibrate(searcher *s, cg_err *e)
+/* The run's first measurement, when no cost is known yet: one compile round
+ * of the default and the candidates that lead the order (they are measured
+ * next, from the cache), the default checked and timed, then compiled once
+ * more (a cache hit, as the re-timing's will be) and timed in one re-timing
+ * pass. So every cost is known before anything is planned, and the first
+ * layer is not planned with guesses. The default's first timing counts; the
+ * pass only teaches. */
+static int calibrate(searcher *s, int *idx, cg_err *e)
 {
     cg_tune_layer *lr = s->lr;
     const cg_tune_ops *o = s->o;
     cg_tune_cand *x = &lr->c[lr->def];
-    int d = lr->def, r = 0;
+    int d = lr->def, m = 0, r = 0;
+    idx[m++] = d;
+    for (int i = 0; i < lr->n && m < threads_of(s); i++)
+        if (i != d) idx[m++] = i;
     lr->planned = 1;
-    double t = clock_now(s);
-    if (o->compile(o->ctx, lr, &d, 1, e)) return -1;
-    learn_round(s, clock_now(s) - t, 1);
+    if (compile(s, idx, m, e)) return -1;
     if (x->status == CG_TUNE_PENDING) {
-        t = clock_now(s);
+        double t = clock_now(s);
         r = o->run(o->ctx, lr, 0, d, 0, e);
         if (r > 0) learn_run(s, clock_now(s) - t);
     }
@@ -455,11 +486,9 @@ static int calibrate(searcher *s, cg_err *e)
     if (r >= 0 && o->progress) o->progress(o->ctx, lr);
     o->release(o->ctx);
     if (r < 0 || x->status != CG_TUNE_OK) return r < 0 ? -1 : 0;
-    t = clock_now(s);
-    if (o->compile(o->ctx, lr, &d, 1, e)) return -1;
-    learn_hit(s, clock_now(s) - t);
+    if (compile(s, &d, 1, e)) return -1;
     if (x->status == CG_TUNE_OK) {
-        t = clock_now(s);
+        double t = clock_now(s);
         r = o->run(o->ctx, lr, 0, d, 1, e);
         if (r > 0) learn_pass(s, clock_now(s) - t);
         x->retime_ms = 0; /* not part of the interleaved re-timing */
@@ -501,13 +530,15 @@ static double median_of(double *x, int n)
     return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
 }
 
-/* One interleaved re-timing pass over idx[0..k): each OK candidate timed once,
- * in turn; its median appended to ms[j*np ..] (got[j] of them so far). */
-static int retime_pass(searcher *s, const int *idx, int k, int np, double *ms, int *got, cg_err *e)
+/* Re-timing pass `pass` over idx[0..k): each OK candidate timed once, in turn,
+ * starting from the pass-th (rotated, so that no candidate is always timed
+ * first); its median appended to ms[j*np ..] (got[j] of them so far). */
+static int retime_pass(searcher *s, const int *idx, int k, int pass, int np, double *ms, int *got, cg_err *e)
 {
     cg_tune_layer *lr = s->lr;
     const cg_tune_ops *o = s->o;
-    for (int j = 0; j < k; j++) {
+    for (int jj = 0; jj < k; jj++) {
+        int j = (pass + jj) % k;
         cg_tune_cand *x = &lr->c[idx[j]];
         if (x->status != CG_TUNE_OK) continue;
         x->retime_ms = 0;
@@ -522,8 +553,8 @@ static int retime_pass(searcher *s, const int *idx, int k, int np, double *ms, i
 }
 
 /* Re-time idx[0..k) (OK candidates, best first) in interleaved passes, A B C,
- * A B C, ..., so that a drift of the device (clocks, temperature) hits them
- * all alike; each candidate's re-timed median is the median of its passes.
+ * B C A, C A B, ..., so that a drift of the device (clocks, temperature) hits
+ * them all alike; each candidate's re-timed median is the median of its passes.
  * As many candidates (the last dropped first) and passes as the budget lets;
  * a pass starts only when all of it fits. */
 static int retime(searcher *s, int *idx, int k, cg_err *e)
@@ -534,9 +565,7 @@ static int retime(searcher *s, int *idx, int k, cg_err *e)
     while (k > 1 && !retime_fits(s, k, np)) k--, lr->cut = 1;
     while (np > 1 && !retime_fits(s, k, np)) np--, lr->cut = 1;
     if (!k || !retime_fits(s, k, np)) return lr->cut = 1, 0;
-    double t = clock_now(s);
-    if (o->compile(o->ctx, lr, idx, k, e)) return -1;
-    learn_hit(s, clock_now(s) - t);
+    if (compile(s, idx, k, e)) return -1;
     double *ms = calloc((size_t)k * np, sizeof *ms);
     int *got = calloc((size_t)k, sizeof *got);
     int rc = ms && got ? 0 : cg_fail(e, "out of memory");
@@ -548,7 +577,7 @@ static int retime(searcher *s, int *idx, int k, cg_err *e)
             lr->cut = 1;
             break;
         }
-        rc = retime_pass(s, idx, k, np, ms, got, e);
+        rc = retime_pass(s, idx, k, pass, np, ms, got, e);
     }
     o->release(o->ctx);
     for (int j = 0; !rc && j < k; j++) {
@@ -562,12 +591,13 @@ static int retime(searcher *s, int *idx, int k, cg_err *e)
 int cg_tune_search(cg_tune_layer *lr, const cg_tune_plan *p, const cg_tune_ops *o, cg_tune_costs *cost,
                    double deadline, cg_err *e)
 {
-    searcher s = {lr, p, o, cost, deadline, 0, 0};
+    searcher s = {lr, p, o, cost, deadline, 0, 0, NULL};
     lr->measured = lr->planned = lr->retimed = lr->cut = 0;
     if (lr->n <= 0) return 0;
     int *idx = malloc((size_t)(lr->n + 1) * sizeof *idx);
-    if (!idx) return cg_fail(e, "out of memory"), -1;
-    int rc = calibrating(&s) && clock_now(&s) < deadline ? calibrate(&s, e) : 0;
+    s.seen = calloc((size_t)lr->n, 1);
+    if (!idx || !s.seen) return free(idx), free(s.seen), cg_fail(e, "out of memory"), -1;
+    int rc = calibrating(&s) && clock_now(&s) < deadline ? calibrate(&s, idx, e) : 0;
     /* the default first (the speed-up is measured against it), then the model's
        order p->sample at a time, each step followed by steps around the best */
     int pos = 0, center = -1, step = p->sample > 0 ? p->sample : 1;
@@ -590,7 +620,7 @@ int cg_tune_search(cg_tune_layer *lr, const cg_tune_plan *p, const cg_tune_ops *
     for (int j = 0; j < k; j++) has |= top[j] == lr->def;
     if (k && !has && lr->c[lr->def].status == CG_TUNE_OK) top[k++] = lr->def;
     if (k) rc = retime(&s, top, k, e);
-    free(idx);
+    free(idx), free(s.seen);
     return rc;
 }
 

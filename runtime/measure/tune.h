@@ -119,7 +119,7 @@ typedef struct {
  * first search measures each once before it plans (calibration). */
 typedef struct {
     double round_s;    /* one compile round (one kernel per compile thread), mean */
-    double hit_s;      /* compiling the candidates to re-time once more (cache hits), mean */
+    double hit_s;      /* compiling one candidate compiled before (a cache hit), mean */
     double run_s;      /* checking and first timing one candidate, the last layer's mean */
     double pass_ratio; /* one re-timing pass's cost over a first timing's, mean */
     int rounds, hits, runs, passes;
@@ -153,8 +153,10 @@ typedef struct {
 
 /* The search of README's "Tuning" for one layer, ending by deadline (seconds
  * on ops->now's clock); lr->c in the model's order (cg_tune_order). When no
- * cost is known yet (the run's first layer), the default is measured alone
- * first and re-timed once, to learn every cost before anything is planned.
+ * cost is known yet (the run's first layer), one compile round of the default
+ * and the candidates leading the order comes first, then the default is timed,
+ * compiled again (a cache hit) and re-timed once: every cost is learnt before
+ * anything is planned.
  * Then: the default and the next p->sample candidates of the order, one-
  * parameter steps around the best while they find a better one (beyond
  * CG_TUNE_MARGIN), the next p->sample, ..., until all are measured or the
