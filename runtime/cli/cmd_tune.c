@@ -45,10 +45,11 @@ static const char tune_usage[] =
     "  --list              each layer's candidates per template, counted (no GPU needed)\n"
     "  -h, --help          this text\n"
     "\n"
-    "Search: the templates' cost model orders each layer's candidates (cheapest first, the\n"
-    "templates in turn). Each layer gets an equal share of the budget left; the run's first\n"
-    "layer first measures its default alone to learn what compiling and timing cost. A layer\n"
-    "measures its default and the next --sample candidates of the order, then one-parameter\n"
+    "Search: the templates' cost model orders each layer's candidates (each template's\n"
+    "cheapest first, then all by estimate; --list shows it). Each layer gets an equal share\n"
+    "of the budget left; the run's first layer first compiles one round, then times and\n"
+    "re-times its default, to learn what compiling and timing cost. A layer measures its\n"
+    "default and the next --sample candidates of the order, then one-parameter\n"
     "steps around the best while they find a better one (by more than 1 %), then the next\n"
     "--sample, ... Then the best few and the default are re-timed in 3 interleaved passes;\n"
     "times within 1 % are a tie, won by the candidate earlier in the order, so two runs\n"
@@ -180,12 +181,11 @@ static int add_cand(layer_run *lr, const char *tpl, const cg_candidate *cand)
 /* Candidates --list shows of the search's order (all templates). */
 #define ORDER_SHOWN 8
 
-/* The first ORDER_SHOWN of layer li's candidates in the search's order (cg_tune_order). */
-static int list_order(const cg_spec *s, int li, layer_run *lr)
+/* The first ORDER_SHOWN of a layer's candidates in the search's order (cg_tune_order). */
+static int list_order(layer_run *lr)
 {
     if (cg_tune_order(lr->t.c, lr->t.n)) return -1;
-    (void)s, (void)li;
-    printf("  measured first (cost model, templates in turn):\n");
+    printf("  measured first (each template's cheapest, then by the cost model):\n");
     for (int j = 0; j < lr->t.n && j < ORDER_SHOWN; j++)
         printf("    %-14s %-48s model %.4g\n", lr->t.c[j].tpl, lr->t.c[j].params, lr->t.c[j].cost);
     return 0;
@@ -224,7 +224,7 @@ static int list(const cg_spec *s, const tune_cli *c, cg_err *e)
             cg_candidates_free(&cs);
         }
         printf("  total: %lld candidates\n", total);
-        if (!rc && lr.t.n) rc = list_order(s, i, &lr);
+        if (!rc && lr.t.n) rc = list_order(&lr);
         free(lr.t.c);
     }
     return rc ? cg_fail(e, "out of memory"), -1 : 0;
