@@ -1,7 +1,10 @@
 /* test_tune.c — the parts of `convgen tune` that need no GPU: signatures,
- * search order, the choice among measured candidates (failed and wrong ones
- * never win), the budget (cg_tune_search on a fake clock stops by its
- * deadline with the best it measured), a compile batch through NVRTC (what
+ * the cost model and the search order it gives, the choice among measured
+ * candidates (failed and wrong ones never win; within 1 % the earlier in the
+ * order), the budget (cg_tune_search on a fake clock stops by its deadline
+ * with the best it measured; the first layer measures beyond its default),
+ * the interleaved re-timing under drift, repeatability (the same choice, or
+ * one within the noise, under differently seeded noisy timings), a compile batch through NVRTC (what
  * does not generate or compile is dropped with its reason), the tuning record (round trip, malformed records refused with
  * FILE:LINE:COL), its application (spec > record > defaults; stale records
  * ignored) and `tune --list` counts against the templates' declared legal

@@ -297,11 +297,13 @@ static double clock_now(const searcher *s)
     return s->o->now(s->o->ctx);
 }
 
+/* Kernels compiled at once (at least one). */
 static int threads_of(const searcher *s)
 {
     return s->p->threads > 0 ? s->p->threads : 1;
 }
 
+/* Re-timing passes planned (at least one). */
 static int passes_of(const searcher *s)
 {
     return s->p->passes > 0 ? s->p->passes : 1;
@@ -367,16 +369,16 @@ static int calibrating(const searcher *s)
     return !s->cost->rounds;
 }
 
-/* The costs learnt from one measurement of dt seconds: a compile (rounds of
- * one kernel per thread for those new to the search, cache hits for the
- * others), a check and first timing, a re-timing pass. */
+/* A compile of m candidates, all compiled before in this search (cache hits),
+ * that took dt. */
 static void learn_hit(searcher *s, double dt, int m)
 {
     s->cost->hit_s = mean_add(s->cost->hit_s, s->cost->hits, dt / m);
     s->cost->hits++;
 }
 
-/* Compile idx[0..m) through the ops, learning what it cost. */
+/* Compile idx[0..m) through the ops, learning what it cost: rounds of one
+ * kernel per thread for those new to this search, cache hits for the others. */
 static int compile(searcher *s, const int *idx, int m, cg_err *e)
 {
     int fresh = 0, th = threads_of(s);
@@ -392,12 +394,14 @@ static int compile(searcher *s, const int *idx, int m, cg_err *e)
     return 0;
 }
 
+/* A check and first timing that took dt: this layer's mean, and the carried one. */
 static void learn_run(searcher *s, double dt)
 {
     s->run_sum += dt, s->runs++;
     s->cost->run_s = s->run_sum / s->runs, s->cost->runs++;
 }
 
+/* A re-timing pass that took dt, over a first timing's expected cost. */
 static void learn_pass(searcher *s, double dt)
 {
     double first = est_run(s);
