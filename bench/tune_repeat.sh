@@ -30,6 +30,7 @@ for s in "${specs[@]}"; do
       continue 2
     fi
     echo "== $n, run $r: $(grep -E '^measured|^tuned in' "$out/$n.$r.log" | tr '\n' ' ')"
+    sed -n '/^layer .*measured .*best template/,/^measured /p' "$out/$n.$r.log" | sed '$d'   # the summary table
   done
   python3 tools/tune_repeat.py "$out/$n.a.tuning.yaml" "$out/$n.b.tuning.yaml" --spec "$s" --convgen "$cg" \
     >"$out/$n.compare.txt" 2>&1 || rc=1
