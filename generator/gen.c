@@ -852,7 +852,9 @@ static int take_candidates(extract_ctx *c, lua_State *L)
         lua_rawgeti(L, -1, (lua_Integer)i + 1);
         if (!lua_istable(L, -1) || opt_str(L, "text", o->c[i].params, sizeof o->c[i].params, e))
             return lua_istable(L, -1) ? -1 : cg_fail(e, "templates/lib/network.lua: bad candidate");
-        lua_pop(L, 1);
+        lua_getfield(L, -1, "cost"); /* a number >= 0 (network.lua checks it) or nil */
+        o->c[i].cost = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
+        lua_pop(L, 2);
     }
     lua_pop(L, 1);
     lua_getfield(L, 2, "reasons");

@@ -78,6 +78,8 @@ typedef struct {
 
 typedef struct {
     char params[CG_PARAMS_TEXT]; /* "k=v k=v", the template's declared order */
+    double cost; /* the template's cost model (T.cost): an estimate comparable among one
+                    template's candidates on one layer, lower first; -1 without one */
 } cg_candidate;
 
 /* Refusals of the template's check that blamed one parameter. */

@@ -146,6 +146,27 @@ function T.check(l, p)
   return nil
 end
 
+-- The cost model (common.cost): a thread issues its FMAs, its loads (the
+-- input patch once, or once per map group when the patch is not kept in
+-- registers; each weight too, unless weights are immediate operands: in
+-- constant memory with one group or the group loop unrolled), a store per
+-- output and about 40 instructions per map group, one chain of work per warp.
+function T.cost(l, p)
+  local pooled, TR, TS, PR, PC = tile(l, p)
+  local g = common.conv_geom(l)
+  local OH, OW = g.CH, g.CW
+  if pooled then OH, OW = g.OH, g.OW end
+  local CKK, groups = l.C * l.K * l.K, l.M // p.maps_unroll
+  local hoist = l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT)
+  local _, const = naming(l, p)
+  local loads = l.C * PR * PC * (hoist and 1 or groups)
+  if not (const and (groups == 1 or p.unroll_groups == 1)) then loads = loads + l.M * CKK end
+  local instr = l.M * CKK * TR * TS + loads + l.M * p.cols + 40 * (p.unroll_groups == 1 and 1 or groups)
+  local regs = p.maps_unroll * TR * TS + (hoist and l.C * PR * PC or PR * PC)
+  local blocks = common.ceil_div(common.ceil_div(common.cost.BATCH * OH * OW, p.cols), p.block)
+  return common.cost.issue(l, blocks, p.block, regs, 0, instr, 1)
+end
+
 local source = engine.compile([[
 % if const then
 __constant__ float {{wsym}}[{{M * CKK}}];

@@ -191,6 +191,24 @@ function T.check(l, p)
   return nil
 end
 
+-- The cost model (common.cost): the FMAs of the tiles the busiest SM computes
+-- (padding of a partial tile included) at the rate its shared-memory reads
+-- allow (tm + tn reads feed tm*tn FMAs; four FMAs a read keep the lanes busy),
+-- its global loads allow (bm + bn words a slice row feed bm*bn FMAs; twelve a
+-- word keep up with L2) and its resident warps allow (a thread tile is two
+-- chains of work); or, when longer, the slices' round trips to memory,
+-- stages-1 of them in flight.
+function T.cost(l, p)
+  local s = shape(l, p)
+  local blocks = common.ceil_div(common.cost.BATCH * s.COLS, p.bn) * common.ceil_div(l.M, p.bm)
+  local seq, conc = common.cost.spread(l, blocks, s.threads, s.regs, s.smem)
+  if conc == 0 then return math.huge end
+  local reuse = math.min(1, p.tm * p.tn / (p.tm + p.tn) / 4) * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
+  local compute = seq * p.bm * p.bn * s.R / (common.cost.FMA_PER_CLOCK * reuse * common.cost.busy(conc, s.threads, 2))
+  local memory = common.ceil_div(seq, conc) * s.slices * common.cost.LATENCY / math.max(p.stages - 1, 1)
+  return math.max(compute, memory)
+end
+
 local source = engine.compile([=[
 // GEMM view: {{M}} maps x (N*{{COLS}}) columns, reduced over C*K*K = {{R}} in {{S}} slices of {{BK}}
 // ({{slice_doc}}); block tile {{BM}}x{{BN}}, thread tile {{TM}}x{{TN}}, {{NT}} threads.

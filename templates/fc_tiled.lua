@@ -37,6 +37,11 @@ function T.check(_, p)
   return nil
 end
 
+-- The cost model: common.fc.cost, scalar loads; shared memory as the kernel declares it.
+function T.cost(l, p)
+  return common.fc.cost(l, p, p.bk * (p.bm + p.bn + 2), 1, 1)
+end
+
 local source = engine.compile([[
 {{head}}
 {

@@ -68,6 +68,11 @@ function T.check(l, p)
   return common.fc.check(p, smem_floats(p))
 end
 
+-- The cost model: common.fc.cost, float4 loads, the next slice prefetched.
+function T.cost(l, p)
+  return common.fc.cost(l, p, smem_floats(p), 4, 2)
+end
+
 local source = engine.compile([[
 {{head}}
 {

@@ -22,6 +22,11 @@ grep -qE '^  fc_vec: [0-9]+ candidates' "$t/o" && ok || bad "--list fc_vec line"
 # the counts add up to the total
 awk '/^layer /{s=0} /^  total: /{if ($2 != s) b=1; next} /^  [a-z0-9_]+: [0-9]+ candidates/{s+=$2} END{exit b}' "$t/o" \
   && ok || bad "--list totals do not add up"
+# the search's order: each layer's first eight candidates with the cost model's estimates, ascending
+# after the templates' cheapest (the first of each template)
+awk '/^layer /{n=0; on=0} /^  measured first/{on=1; next} on && /^    /{n++; if ($NF+0 <= 0) b=1}
+     /^  total:/{t++} END{exit b || NR == 0}' "$t/o" && ok || bad "--list order: $(grep -A2 'measured first' "$t/o")"
+[ "$(grep -c '^  measured first' "$t/o")" -eq 3 ] && ok || bad "--list: an order per layer expected"
 $cg tune specs/ece408-2017.yaml --list --layers fc2 >"$t/o" 2>"$t/e" && ok || bad "--list --layers"
 [ "$(grep -c '^layer ' "$t/o")" -eq 1 ] && grep -q '^layer fc2 ' "$t/o" && ok || bad "--layers fc2: $(grep '^layer' "$t/o")"
 
@@ -65,14 +70,14 @@ $cg build specs/example-conv.yaml --tuning "$t/stale.yaml" --arch 90 -o "$t/y.fa
 
 # tools/plot_tune.py: one valid PNG per layer of a CSV as `tune --csv` writes it
 cat >"$t/c.csv" <<'CSV'
-layer,template,params,status,compile_ms,median_ms,iqr_ms,retime_ms,score_ms,tflops,reason,default,peak_tflops
-conv1,conv2d_direct,"block=64 maps_unroll=5 cols=3 unroll_groups=0 fuse=1",ok,310.2,0.412,0.003,0.405,0.405,12.5,"",default,67.6
-conv1,conv2d_direct,"block=128 maps_unroll=5 cols=3 unroll_groups=0 fuse=1",ok,300.2,0.52,0.003,0,0.52,9.7,"",,67.6
-conv1,conv2d_igemm,"bm=64 bn=256 bk=5 tm=8 tn=8 stages=2",ok,500.1,0.21,0.002,0.2,0.2,24.1,"",,67.6
-conv1,conv2d_igemm,"bm=64 bn=128 bk=5 tm=8 tn=8 stages=2",wrong,500.1,0,0,0,inf,0,"disagrees with the CPU reference",,67.6
-conv1,conv2d_igemm,"bm=32 bn=128 bk=5 tm=8 tn=8 stages=2",pending,0,0,0,0,inf,0,"",,67.6
-fc1,fc_tiled,"bm=64 bn=64 bk=16 tm=4 tn=4",ok,200,0.05,0.001,0.049,0.049,3.1,"",default,67.6
-fc1,fc_vec,"bm=64 bn=64 bk=16 tm=4 tn=4",compile-failed,0,0,0,0,inf,0,"compile: x",,67.6
+layer,template,params,status,compile_ms,median_ms,iqr_ms,retime_ms,score_ms,tflops,reason,default,peak_tflops,model
+conv1,conv2d_direct,"block=64 maps_unroll=5 cols=3 unroll_groups=0 fuse=1",ok,310.2,0.412,0.003,0.405,0.405,12.5,"",default,67.6,2000
+conv1,conv2d_direct,"block=128 maps_unroll=5 cols=3 unroll_groups=0 fuse=1",ok,300.2,0.52,0.003,0,0.52,9.7,"",,67.6,3000
+conv1,conv2d_igemm,"bm=64 bn=256 bk=5 tm=8 tn=8 stages=2",ok,500.1,0.21,0.002,0.2,0.2,24.1,"",,67.6,4000
+conv1,conv2d_igemm,"bm=64 bn=128 bk=5 tm=8 tn=8 stages=2",wrong,500.1,0,0,0,inf,0,"disagrees with the CPU reference",,67.6,5000
+conv1,conv2d_igemm,"bm=32 bn=128 bk=5 tm=8 tn=8 stages=2",pending,0,0,0,0,inf,0,"",,67.6,6000
+fc1,fc_tiled,"bm=64 bn=64 bk=16 tm=4 tn=4",ok,200,0.05,0.001,0.049,0.049,3.1,"",default,67.6,7000
+fc1,fc_vec,"bm=64 bn=64 bk=16 tm=4 tn=4",compile-failed,0,0,0,0,inf,0,"compile: x",,67.6,8000
 CSV
 # png_check FILE W H [colour...]: a whole PNG of that size (signature, chunk CRCs, IDAT
 # inflating to H rows of W RGB pixels) holding each colour given as r,g,b
@@ -130,6 +135,27 @@ python3 tools/plot_tune.py "$t/bad2.csv" -o "$t/p6" 2>"$t/e"; rc=$?
   || bad "bad number: exit $rc: $(cat "$t/e")"
 python3 tools/plot_tune.py "$t/c.csv" --size 10 2>"$t/e"; rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l <"$t/e")" -eq 1 ] && ok || bad "usage error: exit $rc: $(cat "$t/e")"
+
+# tools/tune_repeat.py: two records of one network, the same kernel or within 3 %
+rec() { # FILE conv1-params conv1-ms fc1-params fc1-ms
+  printf 'convgen: 0.1.0\ndevice: "X"\ncc: 90\nsms: 132\ndriver: 1\nbatch: 10000\nlayers:\n' >"$1"
+  printf '  - signature: "conv C=1"\n    layer: conv1\n    template_hash: "ab"\n    measured: 9\n    candidates: 99\n' >>"$1"
+  printf '    template: conv2d_igemm\n    params: "%s"\n    ms: %s\n    default_ms: 2\n' "$2" "$3" >>"$1"
+  printf '    runners_up:\n      - template: conv2d_direct\n        params: "block=64"\n        ms: 9\n' >>"$1"
+  printf '  - signature: "fc C=4"\n    layer: fc1\n    template_hash: "ab"\n    template: fc_vec\n' >>"$1"
+  printf '    params: "%s"\n    ms: %s\n' "$4" "$5" >>"$1"
+}
+rec "$t/ra.yaml" "bm=32 bn=256" 1.000 "bm=128 bn=32" 0.5
+rec "$t/rb.yaml" "bm=32 bn=128" 1.020 "bm=128 bn=32" 0.51
+python3 tools/tune_repeat.py "$t/ra.yaml" "$t/rb.yaml" >"$t/o" 2>"$t/e" && ok || bad "tune_repeat: alike expected: $(cat "$t/o" "$t/e")"
+grep -qE '^conv1 +no .*bm=32 bn=256 \(1\.0000\).*bm=32 bn=128 \(1\.0200\) +1\.0200' "$t/o" && grep -qE '^fc1 +yes ' "$t/o" \
+  && grep -q "^alike: .*largest difference 2.00 %" "$t/o" && ok || bad "tune_repeat rows: $(cat "$t/o")"
+rec "$t/rc.yaml" "bm=64 bn=128" 1.050 "bm=128 bn=32" 0.5
+python3 tools/tune_repeat.py "$t/ra.yaml" "$t/rc.yaml" >"$t/o" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "^NOT alike: largest difference 5.00 %" "$t/o" && ok || bad "tune_repeat: 5 % apart: exit $rc: $(cat "$t/o")"
+sed 's/ms: 1.000/ms: fast/' "$t/ra.yaml" >"$t/rbad.yaml"
+python3 tools/tune_repeat.py "$t/rbad.yaml" "$t/rb.yaml" 2>"$t/e" >/dev/null; rc=$?
+[ $rc -eq 3 ] && grep -q "^tune_repeat.py: $t/rbad.yaml:15: ms: not a number" "$t/e" && ok || bad "tune_repeat bad record: exit $rc: $(cat "$t/e")"
 
 echo "test_tune.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -22,6 +22,7 @@
 #define LIST_SHOWN 5   /* candidates --list prints per template */
 #define BATCH_MAX 64   /* candidates compiled by one cg_jit_build */
 #define CHECK_IMAGES 64 /* images each candidate is checked on */
+#define RETIME_PASSES 3 /* interleaved re-timing passes of the best few, --repeat launches each */
 
 static const char tune_usage[] =
     "usage: convgen tune SPEC [options]\n"
@@ -35,21 +36,27 @@ static const char tune_usage[] =
     "  --layers a,b        only these layers (default: every conv and fc layer)\n"
     "  --budget SECONDS    wall-time ceiling for the whole run, compiles included (default 60)\n"
     "  --batch N           images per timed launch (default 10000)\n"
-    "  --repeat R          timed launches per candidate (default 10); the top K get 5*R\n"
+    "  --repeat R          timed launches per candidate (default 10); the top K get 3 more\n"
+    "                      passes of R, interleaved\n"
     "  --top K             candidates re-timed before choosing (default 3)\n"
-    "  --sample N          candidates in the first, spread sample of a layer (default 24)\n"
+    "  --sample N          candidates taken down the cost model's order at a time (default 24)\n"
     "  --csv FILE          one row per candidate: layer, template, params, status, times\n"
     "  --no-cache          compile, bypassing the JIT cache\n"
     "  --list              each layer's candidates per template, counted (no GPU needed)\n"
     "  -h, --help          this text\n"
     "\n"
-    "Search: each layer gets an equal share of the budget left. It measures the default,\n"
-    "then --sample candidates spread evenly over its list, then either the rest (when the\n"
-    "costs so far say it fits) or rounds of one-parameter steps around the best so far, until\n"
-    "a round finds nothing better; then the best few are re-timed. No compile batch or timing\n"
-    "starts that the costs measured so far say would end past the layer's share, so the\n"
-    "budget is a ceiling (compiles included); the summary says how many candidates were\n"
-    "measured of how many. Exit 4 without a GPU (except --list).\n";
+    "Search: the templates' cost model orders each layer's candidates (each template's\n"
+    "cheapest first, then all by estimate; --list shows it). Each layer gets an equal share\n"
+    "of the budget left; the run's first layer first compiles one round, then times and\n"
+    "re-times its default, to learn what compiling and timing cost. A layer measures its\n"
+    "default and the next --sample candidates of the order, then one-parameter\n"
+    "steps around the best while they find a better one (by more than 1 %), then the next\n"
+    "--sample, ... Then the best few and the default are re-timed in 3 interleaved passes;\n"
+    "times within 1 % are a tie, won by the candidate earlier in the order, so two runs\n"
+    "choose alike. No compile batch, timing or pass starts that the costs measured so far\n"
+    "say would end past the layer's share, so the budget is a ceiling (compiles included);\n"
+    "the summary says how many candidates were measured of how many. Exit 4 without a GPU\n"
+    "(except --list).\n";
 
 typedef struct {
     const char *spec, *out, *layers, *csv;
@@ -119,38 +126,6 @@ static int check_layers(const cg_spec *s, const char *layers, cg_err *e)
     return 0;
 }
 
-/* ---- --list ---- */
-
-/* Each wanted layer's candidates per template, counted; the first few shown. */
-static int list(const cg_spec *s, const tune_cli *c, cg_err *e)
-{
-    for (int i = 0; i < s->nlayers; i++) {
-        const cg_layer *l = &s->layers[i];
-        if (!wanted(l, c->layers)) continue;
-        char sig[CG_TUNE_SIG];
-        cg_tune_signature(l, sig, sizeof sig);
-        printf("layer %s (%s)\n", l->name, sig);
-        long long total = 0;
-        for (const char *const *t = cg_tune_templates(l); *t; t++) {
-            cg_candidates cs;
-            cg_err ce = {{0}};
-            if (cg_gen_candidates(s, i, *t, 0, &cs, &ce)) {
-                printf("  %s: 0 candidates (%s)\n", *t, ce.msg);
-                continue;
-            }
-            printf("  %s: %d candidates of %lld combinations (%lld refused)%s%s\n", *t, cs.n, cs.total, cs.refused,
-                   cs.note[0] ? "; " : "", cs.note);
-            for (int j = 0; j < cs.n && j < LIST_SHOWN; j++) printf("    %s\n", cs.c[j].params);
-            if (cs.n > LIST_SHOWN) printf("    ... %d more\n", cs.n - LIST_SHOWN);
-            total += cs.n;
-            cg_candidates_free(&cs);
-        }
-        printf("  total: %lld candidates\n", total);
-    }
-    (void)e;
-    return 0;
-}
-
 /* ---- measuring ---- */
 
 /* What the measuring loop holds for the whole run. */
@@ -184,7 +159,7 @@ typedef struct {
     int cap;
 } layer_run;
 
-static int add_cand(layer_run *lr, const char *tpl, const char *params)
+static int add_cand(layer_run *lr, const char *tpl, const cg_candidate *cand)
 {
     cg_tune_layer *L = &lr->t;
     if (L->n == lr->cap) {
@@ -196,8 +171,63 @@ static int add_cand(layer_run *lr, const char *tpl, const char *params)
     cg_tune_cand *x = &L->c[L->n++];
     memset(x, 0, sizeof *x);
     snprintf(x->tpl, sizeof x->tpl, "%s", tpl);
-    snprintf(x->params, sizeof x->params, "%s", params);
+    snprintf(x->params, sizeof x->params, "%s", cand->params);
+    x->cost = cand->cost;
     return 0;
+}
+
+/* ---- --list ---- */
+
+/* Candidates --list shows of the search's order (all templates). */
+#define ORDER_SHOWN 8
+
+/* The first ORDER_SHOWN of a layer's candidates in the search's order (cg_tune_order). */
+static int list_order(layer_run *lr)
+{
+    if (cg_tune_order(lr->t.c, lr->t.n)) return -1;
+    printf("  measured first (each template's cheapest, then by the cost model):\n");
+    for (int j = 0; j < lr->t.n && j < ORDER_SHOWN; j++)
+        printf("    %-14s %-48s model %.4g\n", lr->t.c[j].tpl, lr->t.c[j].params, lr->t.c[j].cost);
+    return 0;
+}
+
+/* Each wanted layer's candidates per template, counted; the first few of each
+ * in the cost model's order, and the first few of the search's order. */
+static int list(const cg_spec *s, const tune_cli *c, cg_err *e)
+{
+    int rc = 0;
+    for (int i = 0; !rc && i < s->nlayers; i++) {
+        const cg_layer *l = &s->layers[i];
+        if (!wanted(l, c->layers)) continue;
+        char sig[CG_TUNE_SIG];
+        cg_tune_signature(l, sig, sizeof sig);
+        printf("layer %s (%s)\n", l->name, sig);
+        long long total = 0;
+        layer_run lr;
+        memset(&lr, 0, sizeof lr);
+        for (const char *const *t = cg_tune_templates(l); !rc && *t; t++) {
+            cg_candidates cs;
+            cg_err ce = {{0}};
+            if (cg_gen_candidates(s, i, *t, 0, &cs, &ce)) {
+                printf("  %s: 0 candidates (%s)\n", *t, ce.msg);
+                continue;
+            }
+            printf("  %s: %d candidates of %lld combinations (%lld refused)%s%s\n", *t, cs.n, cs.total, cs.refused,
+                   cs.note[0] ? "; " : "", cs.note);
+            int first = lr.t.n;
+            for (int j = 0; !rc && j < cs.n; j++) rc = add_cand(&lr, *t, &cs.c[j]);
+            /* this template's own list in the model's order */
+            if (!rc) rc = cg_tune_order(lr.t.c + first, cs.n);
+            for (int j = 0; !rc && j < cs.n && j < LIST_SHOWN; j++) printf("    %s\n", lr.t.c[first + j].params);
+            if (cs.n > LIST_SHOWN) printf("    ... %d more\n", cs.n - LIST_SHOWN);
+            total += cs.n;
+            cg_candidates_free(&cs);
+        }
+        printf("  total: %lld candidates\n", total);
+        if (!rc && lr.t.n) rc = list_order(&lr);
+        free(lr.t.c);
+    }
+    return rc ? cg_fail(e, "out of memory"), -1 : 0;
 }
 
 /* The progress line: in place on a terminal, a plain line otherwise (then
@@ -264,8 +294,8 @@ static int layer_harness(tuner *t, cg_err *e)
 }
 
 /* cg_tune_ops.run: candidate i, the j-th of the batch, checked against the CPU
- * reference by the kernel harness and timed (retime: 5x --repeat launches);
- * its outcome into its entry. */
+ * reference by the kernel harness and timed (retime: one re-timing pass,
+ * timed only); its outcome into its entry. */
 static int op_run(void *ctx, cg_tune_layer *L, int j, int i, int retime, cg_err *e)
 {
     tuner *t = ctx;
@@ -276,8 +306,10 @@ static int op_run(void *ctx, cg_tune_layer *L, int j, int i, int retime, cg_err 
     cg_harness_result *r = t->r;
     cg_err he = {{0}};
     if (layer_harness(t, e)) return -1;
-    if (cg_harness_layer_run(t->hl, &b->out->k[k], &b->kl[j], &b->jr.k[k].image,
-                             (int)(retime ? 5 * t->c->repeat : t->c->repeat), r, &he)) {
+    /* a re-timing pass times a candidate checked before, and only times it */
+    int (*measure)(cg_harness_layer *, const cg_gen_kernel *, const cg_kernel_launch *, const cg_buf *, int,
+                   cg_harness_result *, cg_err *) = retime ? cg_harness_layer_time : cg_harness_layer_run;
+    if (measure(t->hl, &b->out->k[k], &b->kl[j], &b->jr.k[k].image, (int)t->c->repeat, r, &he)) {
         x->status = CG_TUNE_RUN_FAILED;
         snprintf(x->reason, sizeof x->reason, "%.250s", he.msg);
         if (++t->run_failures >= RUN_FAILURES_MAX)
@@ -308,10 +340,9 @@ static int search(tuner *t, layer_run *lr, double deadline, cg_err *e)
 {
     long nproc = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = nproc < 1 ? 1 : nproc > CG_JIT_MAX_THREADS ? CG_JIT_MAX_THREADS : (int)nproc;
-    /* a re-timing launches 5x as often as a first timing, but a candidate's cost is
-     * mostly fixed (module load, the check, copying the output back): guess 2x
-     * until one is seen */
-    cg_tune_plan p = {(int)t->c->sample, (int)t->c->top, threads, BATCH_MAX, 2.0};
+    /* a re-timing pass launches as often as a first timing, without the check:
+     * guess it costs as much until one is seen */
+    cg_tune_plan p = {(int)t->c->sample, (int)t->c->top, RETIME_PASSES, threads, BATCH_MAX, 1.0};
     cg_tune_ops ops = {t, op_now, op_compile, op_run, op_release, op_progress};
     t->li = lr->li;
     if (!t->r && !(t->r = malloc(sizeof *t->r))) return cg_fail(e, "out of memory"), -1;
@@ -328,7 +359,7 @@ static double fp32_peak(const cg_cu *cu)
     return (double)cu->sm_count * lanes * 2 * cu->clock_khz * 1e3 / 1e12;
 }
 
-/* One CSV row per candidate of the layer. */
+/* One CSV row per candidate of the layer, in the search's order. */
 static void csv_rows(FILE *f, const cg_layer *l, const layer_run *lr, double peak)
 {
     for (int i = 0; i < lr->t.n; i++) {
@@ -337,7 +368,7 @@ static void csv_rows(FILE *f, const cg_layer *l, const layer_run *lr, double pea
                 cg_tune_status_name(x->status), x->compile_ms, x->ms, x->q3 - x->q1, x->retime_ms,
                 cg_tune_score(x), x->tflops);
         for (const char *p = x->reason; *p; p++) fputs(*p == '"' ? "\"\"" : (char[2]){*p, 0}, f);
-        fprintf(f, "\",%s,%.4g\n", i == lr->t.def ? "default" : "", peak);
+        fprintf(f, "\",%s,%.4g,%.6g\n", i == lr->t.def ? "default" : "", peak, x->cost);
     }
 }
 
@@ -383,9 +414,11 @@ static int tune_layer(tuner *t, int li, double deadline, cg_tune_record *rec, cg
         if (cg_gen_candidates_for(t->s, &t->tg, li, *tp, 0, &cs, &ce)) continue; /* the template serves no such layer */
         /* parameters the template declares `tune = false` (conv2d_direct's fuse) come
          * at their default only: the enumerator already leaves the others out */
-        for (int j = 0; !rc && j < cs.n; j++) rc = add_cand(&lr, *tp, cs.c[j].params);
+        for (int j = 0; !rc && j < cs.n; j++) rc = add_cand(&lr, *tp, &cs.c[j]);
         cg_candidates_free(&cs);
     }
+    /* the order the search measures them in: the templates' cost model */
+    if (!rc) rc = cg_tune_order(lr.t.c, lr.t.n);
     /* the configuration the layer gets untuned */
     cg_gen_kernel dk;
     cg_kernel_launch dl;
@@ -394,7 +427,9 @@ static int tune_layer(tuner *t, int li, double deadline, cg_tune_record *rec, cg
         lr.t.def = -1;
         for (int j = 0; j < lr.t.n && lr.t.def < 0; j++)
             if (!strcmp(lr.t.c[j].tpl, dk.tpl) && !strcmp(lr.t.c[j].params, dl.params)) lr.t.def = j;
-        if (lr.t.def < 0) lr.t.def = lr.t.n, rc = add_cand(&lr, dk.tpl, dl.params);
+        cg_candidate dc = {{0}, -1};
+        snprintf(dc.params, sizeof dc.params, "%s", dl.params);
+        if (lr.t.def < 0) lr.t.def = lr.t.n, rc = add_cand(&lr, dk.tpl, &dc);
         cg_gen_kernel_free(&dk);
     }
     if (rc && !e->msg[0]) cg_fail(e, "out of memory");
@@ -503,7 +538,7 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
         rc = (cg_fail(e, "%s: cannot write: %s", c.csv, strerror(errno)), CG_EXIT_IO);
     if (t.csv)
         fputs("layer,template,params,status,compile_ms,median_ms,iqr_ms,retime_ms,score_ms,tflops,reason,default,"
-              "peak_tflops\n",
+              "peak_tflops,model\n",
               t.csv);
     cg_tune_record *rec = calloc(1, sizeof *rec);
     if (!rc && !rec) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);

@@ -105,6 +105,11 @@ int cg_harness_layer_open(cg_harness_layer **out, const cg_spec *s, int layer, c
 /* repeat: timed launches (0: the options' repeat). */
 int cg_harness_layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kernel_launch *kl,
                          const cg_buf *image, int repeat, cg_harness_result *r, cg_err *e);
+/* The timing alone, for a candidate that passed its check before (a tuner's
+ * re-timing passes): warm-up and `repeat` timed launches, nothing compared
+ * (r->diff.ok is 1, r->checked_images 0). */
+int cg_harness_layer_time(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kernel_launch *kl,
+                          const cg_buf *image, int repeat, cg_harness_result *r, cg_err *e);
 void cg_harness_layer_close(cg_harness_layer *h);
 
 #endif

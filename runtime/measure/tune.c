@@ -60,14 +60,33 @@ static int ranks_before(const cg_tune_cand *c, int a, int b)
     return sa < sb || (sa == sb && a < b);
 }
 
+/* The winner among c[0..n): of the candidates of the best one's kind
+ * (re-timed or not) that score within CG_TUNE_MARGIN of it, the one with the
+ * lowest index (the earliest in the model's order); -1 when none is OK. */
+static int winner(const cg_tune_cand *c, int n)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (isfinite(cg_tune_score(&c[i])) && (best < 0 || ranks_before(c, i, best))) best = i;
+    if (best < 0) return -1;
+    double lim = cg_tune_score(&c[best]) * (1 + CG_TUNE_MARGIN);
+    int kind = c[best].retime_ms > 0;
+    for (int i = 0; i < best; i++)
+        if ((c[i].retime_ms > 0) == kind && cg_tune_score(&c[i]) <= lim) return i;
+    return best;
+}
+
 int cg_tune_best(const cg_tune_cand *c, int n, int k, int *idx)
 {
-    int m = 0;
-    for (int i = 0; i < n && k > 0; i++) {
-        if (!isfinite(cg_tune_score(&c[i]))) continue;
-        /* insertion into the sorted prefix idx[0..m) */
+    int w = k > 0 ? winner(c, n) : -1;
+    if (w < 0) return 0;
+    idx[0] = w;
+    int m = 1;
+    for (int i = 0; i < n; i++) {
+        if (i == w || !isfinite(cg_tune_score(&c[i]))) continue;
+        /* insertion into the sorted idx[1..m) */
         int at = m;
-        while (at > 0 && ranks_before(c, i, idx[at - 1])) at--;
+        while (at > 1 && ranks_before(c, i, idx[at - 1])) at--;
         if (at >= k) continue;
         int last = m < k ? m : k - 1;
         for (int j = last; j > at; j--) idx[j] = idx[j - 1];
@@ -139,12 +158,68 @@ void cg_tune_batch_free(cg_tune_batch *b)
 
 /* ---- search order ---- */
 
-int cg_tune_spread(int n, int k, int *idx)
+/* A candidate's place in the search order: its template (the index of the
+ * template's first candidate), its rank in that template's list by the cost
+ * model, its place in the list as given. */
+typedef struct {
+    int group, rank, at;
+    double cost;
+} order_key;
+
+/* By template, then cost (-1 for no model: all equal), then the list's order. */
+static int by_group_cost(const void *a, const void *b)
 {
-    if (n <= 0 || k <= 0) return 0;
-    if (k > n) k = n;
-    for (int i = 0; i < k; i++) idx[i] = (int)((long long)i * n / k);
-    return k;
+    const order_key *x = a, *y = b;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    if (x->cost != y->cost) return x->cost < y->cost ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* Each template's cheapest first, in template order; then the rest by cost,
+ * equal costs by template, then the list's order. */
+static int by_cost(const void *a, const void *b)
+{
+    const order_key *x = a, *y = b;
+    if ((x->rank > 0) != (y->rank > 0)) return x->rank > 0 ? 1 : -1;
+    if (x->rank == 0 && x->group != y->group) return x->group < y->group ? -1 : 1;
+    if (x->cost != y->cost) return x->cost < y->cost ? -1 : 1;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* By rank in its template's list, then template: the templates in turn (for a
+ * layer where some template has no cost model, whose costs cannot be compared). */
+static int by_rank(const void *a, const void *b)
+{
+    const order_key *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+int cg_tune_order(cg_tune_cand *c, int n)
+{
+    if (n <= 1) return 0;
+    order_key *k = malloc((size_t)n * sizeof *k);
+    int *first = malloc((size_t)n * sizeof *first); /* each template's first candidate */
+    cg_tune_cand *tmp = malloc((size_t)n * sizeof *tmp);
+    int groups = 0, modelled = 1, rc = k && first && tmp ? 0 : -1;
+    for (int i = 0; !rc && i < n; i++) {
+        int g = 0;
+        while (g < groups && strcmp(c[first[g]].tpl, c[i].tpl)) g++;
+        if (g == groups) first[groups++] = i;
+        k[i] = (order_key){first[g], 0, i, c[i].cost};
+        modelled &= c[i].cost >= 0;
+    }
+    if (!rc) {
+        qsort(k, (size_t)n, sizeof *k, by_group_cost);
+        for (int i = 1; i < n; i++) k[i].rank = k[i].group == k[i - 1].group ? k[i - 1].rank + 1 : 0;
+        qsort(k, (size_t)n, sizeof *k, modelled ? by_cost : by_rank);
+        for (int i = 0; i < n; i++) tmp[i] = c[k[i].at];
+        memcpy(c, tmp, (size_t)n * sizeof *c);
+    }
+    free(k), free(first), free(tmp);
+    return rc;
 }
 
 /* The next "key=value" of "k=v k=v" text (commas also separate) at *p: its
@@ -207,6 +282,7 @@ typedef struct {
     double deadline;
     double run_sum; /* this layer's first timings, for its own mean */
     int runs;
+    unsigned char *seen; /* per candidate: compiled before in this search (a cache hit now) */
 } searcher;
 
 /* The running mean after adding x to n values whose mean was m. */
@@ -221,6 +297,18 @@ static double clock_now(const searcher *s)
     return s->o->now(s->o->ctx);
 }
 
+/* Kernels compiled at once (at least one). */
+static int threads_of(const searcher *s)
+{
+    return s->p->threads > 0 ? s->p->threads : 1;
+}
+
+/* Re-timing passes planned (at least one). */
+static int passes_of(const searcher *s)
+{
+    return s->p->passes > 0 ? s->p->passes : 1;
+}
+
 /* The expected cost of one candidate's check and first timing: this layer's
  * mean once it has one, else the last layer's. */
 static double est_run(const searcher *s)
@@ -228,39 +316,112 @@ static double est_run(const searcher *s)
     return s->runs ? s->run_sum / s->runs : s->cost->run_s;
 }
 
-/* The expected cost of re-timing one candidate: a first timing's, times the
- * ratio seen so far (before any, the plan's guess). */
-static double est_retime(const searcher *s)
+/* The expected cost of one re-timing pass of one candidate: a first timing's,
+ * times the ratio seen so far (before any, the plan's guess). */
+static double est_pass(const searcher *s)
 {
-    return est_run(s) * (s->cost->retimes ? s->cost->retime_ratio : s->p->retime_factor);
+    return est_run(s) * (s->cost->passes ? s->cost->pass_ratio : s->p->pass_factor);
 }
 
-/* Seconds kept for the re-timing that ends the search: a compile round (a
- * cache hit, unless the cache is off) and the top few plus the default. */
+/* The expected cost of compiling one candidate compiled before (a cache hit,
+ * unless the cache is off): as seen, else a compile round. */
+static double est_hit(const searcher *s)
+{
+    return s->cost->hits ? s->cost->hit_s : s->cost->round_s;
+}
+
+/* The expected cost of compiling m candidates, `fresh` of them new to this
+ * search: rounds for those, cache hits for the others (no more than rounds:
+ * without the cache a hit is a compile). */
+static double est_compile_n(const searcher *s, int fresh, int m)
+{
+    int th = threads_of(s);
+    double hits = (m - fresh) * est_hit(s), rounds = (double)((m - fresh + th - 1) / th) * s->cost->round_s;
+    return (fresh + th - 1) / th * s->cost->round_s + (hits < rounds ? hits : rounds);
+}
+
+/* The expected cost of compiling idx[0..m). */
+static double est_compile(const searcher *s, const int *idx, int m)
+{
+    int fresh = 0;
+    for (int j = 0; j < m; j++) fresh += !s->seen[idx[j]];
+    return est_compile_n(s, fresh, m);
+}
+
+/* Whether re-timing k candidates (compiled before) in np passes fits before the deadline. */
+static int retime_fits(const searcher *s, int k, int np)
+{
+    return clock_now(s) + est_compile_n(s, 0, k) + (double)k * np * est_pass(s) <= s->deadline;
+}
+
+/* Seconds kept for the re-timing that ends the search: its compile and every
+ * pass of the top few plus the default. */
 static double reserve(const searcher *s)
 {
-    return s->cost->round_s + (s->p->top + 1) * est_retime(s);
+    int k = s->p->top + 1;
+    return est_compile_n(s, 0, k) + (double)k * passes_of(s) * est_pass(s);
 }
 
 /* Whether nothing at all is known of the costs yet (the run's first layer,
- * before its first compile round or timing): then work starts unplanned. */
+ * before its calibration). */
 static int calibrating(const searcher *s)
 {
     return !s->cost->rounds;
 }
 
-/* How many of the next `left` candidates one batch takes: the most whose
- * compile rounds and timings fit before the deadline less the reserve; 0 when
- * not one fits. Calibrating, one compile round. */
-static int batch_size(const searcher *s, int left)
+/* A compile of m candidates, all compiled before in this search (cache hits),
+ * that took dt. */
+static void learn_hit(searcher *s, double dt, int m)
 {
-    int th = s->p->threads > 0 ? s->p->threads : 1;
+    s->cost->hit_s = mean_add(s->cost->hit_s, s->cost->hits, dt / m);
+    s->cost->hits++;
+}
+
+/* Compile idx[0..m) through the ops, learning what it cost: rounds of one
+ * kernel per thread for those new to this search, cache hits for the others. */
+static int compile(searcher *s, const int *idx, int m, cg_err *e)
+{
+    int fresh = 0, th = threads_of(s);
+    for (int j = 0; j < m; j++) fresh += !s->seen[idx[j]];
+    double t = clock_now(s);
+    if (s->o->compile(s->o->ctx, s->lr, idx, m, e)) return -1;
+    double dt = clock_now(s) - t;
+    for (int j = 0; j < m; j++) s->seen[idx[j]] = 1;
+    if (!fresh) return learn_hit(s, dt, m), 0;
+    if (s->cost->hits) dt -= (m - fresh) * s->cost->hit_s;
+    s->cost->round_s = mean_add(s->cost->round_s, s->cost->rounds, (dt > 0 ? dt : 0) / ((fresh + th - 1) / th));
+    s->cost->rounds++;
+    return 0;
+}
+
+/* A check and first timing that took dt: this layer's mean, and the carried one. */
+static void learn_run(searcher *s, double dt)
+{
+    s->run_sum += dt, s->runs++;
+    s->cost->run_s = s->run_sum / s->runs, s->cost->runs++;
+}
+
+/* A re-timing pass that took dt, over a first timing's expected cost. */
+static void learn_pass(searcher *s, double dt)
+{
+    double first = est_run(s);
+    if (first <= 0) return;
+    s->cost->pass_ratio = mean_add(s->cost->pass_ratio, s->cost->passes, dt / first);
+    s->cost->passes++;
+}
+
+/* How many of idx[0..left) one batch takes: the most whose compile and
+ * timings fit before the deadline less the reserve; 0 when not one fits.
+ * Calibrating (no cost known), one compile round. */
+static int batch_size(const searcher *s, const int *idx, int left)
+{
+    int th = threads_of(s);
     int max = left < s->p->batch_max ? left : s->p->batch_max;
     if (clock_now(s) >= s->deadline) return 0;
     if (calibrating(s)) return max < th ? max : th;
     double room = s->deadline - clock_now(s) - reserve(s);
     for (int b = max; b > 0; b--)
-        if ((b + th - 1) / th * s->cost->round_s + b * est_run(s) <= room) return b;
+        if (est_compile(s, idx, b) + b * est_run(s) <= room) return b;
     return 0;
 }
 
@@ -271,31 +432,25 @@ static int measure_list(searcher *s, int *idx, int m, cg_err *e)
 {
     cg_tune_layer *lr = s->lr;
     const cg_tune_ops *o = s->o;
-    int th = s->p->threads > 0 ? s->p->threads : 1, k = 0;
+    int k = 0;
     for (int j = 0; j < m; j++)
         if (lr->c[idx[j]].status == CG_TUNE_PENDING) idx[k++] = idx[j];
     for (int pos = 0; pos < k;) {
-        int b = batch_size(s, k - pos);
+        int b = batch_size(s, idx + pos, k - pos);
         if (!b) return lr->cut = 1, 0;
-        double t = clock_now(s);
-        if (o->compile(o->ctx, lr, idx + pos, b, e)) return -1;
-        s->cost->round_s = mean_add(s->cost->round_s, s->cost->rounds, (clock_now(s) - t) / ((b + th - 1) / th));
-        s->cost->rounds++;
+        if (compile(s, idx + pos, b, e)) return -1;
         int rc = 0;
         for (int j = 0; j < b && !rc; j++) {
             cg_tune_cand *x = &lr->c[idx[pos + j]];
             if (x->status == CG_TUNE_PENDING) {
-                t = clock_now(s);
+                double t = clock_now(s);
                 if (lr->cut || (s->cost->runs && t + est_run(s) > s->deadline - reserve(s))) {
                     lr->cut = 1; /* left pending: not measured (those the compiler dropped still count) */
                     continue;
                 }
                 int r = o->run(o->ctx, lr, j, idx[pos + j], 0, e);
                 if (r < 0) rc = -1;
-                if (r > 0) {
-                    s->run_sum += clock_now(s) - t, s->runs++;
-                    s->cost->run_s = s->run_sum / s->runs, s->cost->runs++;
-                }
+                if (r > 0) learn_run(s, clock_now(s) - t);
             }
             if (!rc) lr->measured++;
             if (o->progress) o->progress(o->ctx, lr);
@@ -308,90 +463,168 @@ static int measure_list(searcher *s, int *idx, int m, cg_err *e)
     return 0;
 }
 
-/* Re-time idx[0..k) (OK candidates) with more repeats, as many as the budget
- * lets: the first ones first. */
+/* The run's first measurement, when no cost is known yet: one compile round
+ * of the default and the candidates that lead the order (they are measured
+ * next, from the cache), the default checked and timed, then compiled once
+ * more (a cache hit, as the re-timing's will be) and timed in one re-timing
+ * pass. So every cost is known before anything is planned, and the first
+ * layer is not planned with guesses. The default's first timing counts; the
+ * pass only teaches. */
+static int calibrate(searcher *s, int *idx, cg_err *e)
+{
+    cg_tune_layer *lr = s->lr;
+    const cg_tune_ops *o = s->o;
+    cg_tune_cand *x = &lr->c[lr->def];
+    int d = lr->def, m = 0, r = 0;
+    idx[m++] = d;
+    for (int i = 0; i < lr->n && m < threads_of(s); i++)
+        if (i != d) idx[m++] = i;
+    lr->planned = 1;
+    if (compile(s, idx, m, e)) return -1;
+    if (x->status == CG_TUNE_PENDING) {
+        double t = clock_now(s);
+        r = o->run(o->ctx, lr, 0, d, 0, e);
+        if (r > 0) learn_run(s, clock_now(s) - t);
+    }
+    if (r >= 0) lr->measured++;
+    if (r >= 0 && o->progress) o->progress(o->ctx, lr);
+    o->release(o->ctx);
+    if (r < 0 || x->status != CG_TUNE_OK) return r < 0 ? -1 : 0;
+    if (compile(s, &d, 1, e)) return -1;
+    if (x->status == CG_TUNE_OK) {
+        double t = clock_now(s);
+        r = o->run(o->ctx, lr, 0, d, 1, e);
+        if (r > 0) learn_pass(s, clock_now(s) - t);
+        x->retime_ms = 0; /* not part of the interleaved re-timing */
+    }
+    o->release(o->ctx);
+    return r < 0 ? -1 : 0;
+}
+
+/* Rounds of one-parameter steps around the best so far: every pending
+ * candidate of its template one parameter apart, in the model's order, while a
+ * round moves the best (by more than CG_TUNE_MARGIN: cg_tune_best's winner).
+ * *center: the candidate the last round stepped around, -1 for none. */
+static int steps(searcher *s, int *center, int *idx, cg_err *e)
+{
+    cg_tune_layer *lr = s->lr;
+    for (;;) {
+        int best, m = 0;
+        if (cg_tune_best(lr->c, lr->n, 1, &best) != 1 || best == *center) return 0;
+        *center = best;
+        for (int i = 0; i < lr->n; i++)
+            if (lr->c[i].status == CG_TUNE_PENDING && !strcmp(lr->c[i].tpl, lr->c[best].tpl) &&
+                cg_tune_one_step(lr->c[i].params, lr->c[best].params))
+                idx[m++] = i;
+        if (!m) return 0;
+        lr->planned = lr->measured + m;
+        if (measure_list(s, idx, m, e)) return -1;
+        if (lr->cut) return 0;
+    }
+}
+
+/* The median of x[0..n) (n > 0; x is sorted in place). */
+static double median_of(double *x, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && x[j] < x[j - 1]; j--) {
+            double t = x[j];
+            x[j] = x[j - 1], x[j - 1] = t;
+        }
+    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+/* Re-timing pass `pass` over idx[0..k): each OK candidate timed once, in turn,
+ * starting from the pass-th (rotated, so that no candidate is always timed
+ * first); its median appended to ms[j*np ..] (got[j] of them so far). */
+static int retime_pass(searcher *s, const int *idx, int k, int pass, int np, double *ms, int *got, cg_err *e)
+{
+    cg_tune_layer *lr = s->lr;
+    const cg_tune_ops *o = s->o;
+    for (int jj = 0; jj < k; jj++) {
+        int j = (pass + jj) % k;
+        cg_tune_cand *x = &lr->c[idx[j]];
+        if (x->status != CG_TUNE_OK) continue;
+        x->retime_ms = 0;
+        double t = clock_now(s);
+        int r = o->run(o->ctx, lr, j, idx[j], 1, e);
+        if (r < 0) return -1;
+        if (r > 0) learn_pass(s, clock_now(s) - t);
+        if (r > 0 && x->status == CG_TUNE_OK && x->retime_ms > 0) ms[j * np + got[j]++] = x->retime_ms;
+        if (o->progress) o->progress(o->ctx, lr);
+    }
+    return 0;
+}
+
+/* Re-time idx[0..k) (OK candidates, best first) in interleaved passes, A B C,
+ * B C A, C A B, ..., so that a drift of the device (clocks, temperature) hits
+ * them all alike; each candidate's re-timed median is the median of its passes.
+ * As many candidates (the last dropped first) and passes as the budget lets;
+ * a pass starts only when all of it fits. */
 static int retime(searcher *s, int *idx, int k, cg_err *e)
 {
     cg_tune_layer *lr = s->lr;
     const cg_tune_ops *o = s->o;
-    while (k > 0 && clock_now(s) + s->cost->round_s + k * est_retime(s) > s->deadline) k--, lr->cut = 1;
-    if (!k) return 0;
-    if (o->compile(o->ctx, lr, idx, k, e)) return -1;
-    int rc = 0;
-    for (int j = 0; j < k && !rc; j++) {
-        if (lr->c[idx[j]].status != CG_TUNE_OK) continue; /* dropped by this compile */
-        double t = clock_now(s);
-        if (t + est_retime(s) > s->deadline) {
+    int np = passes_of(s);
+    while (k > 1 && !retime_fits(s, k, np)) k--, lr->cut = 1;
+    while (np > 1 && !retime_fits(s, k, np)) np--, lr->cut = 1;
+    if (!k || !retime_fits(s, k, np)) return lr->cut = 1, 0;
+    if (compile(s, idx, k, e)) return -1;
+    double *ms = calloc((size_t)k * np, sizeof *ms);
+    int *got = calloc((size_t)k, sizeof *got);
+    int rc = ms && got ? 0 : cg_fail(e, "out of memory");
+    for (int pass = 0; !rc && pass < np; pass++) {
+        int live = 0;
+        for (int j = 0; j < k; j++) live += lr->c[idx[j]].status == CG_TUNE_OK;
+        if (!live) break;
+        if (pass > 0 && clock_now(s) + live * est_pass(s) > s->deadline) {
             lr->cut = 1;
             break;
         }
-        int r = o->run(o->ctx, lr, j, idx[j], 1, e);
-        if (r < 0) rc = -1;
-        if (r > 0) {
-            lr->retimed++;
-            double first = est_run(s);
-            if (first > 0) {
-                s->cost->retime_ratio = mean_add(s->cost->retime_ratio, s->cost->retimes, (clock_now(s) - t) / first);
-                s->cost->retimes++;
-            }
-        }
-        if (o->progress) o->progress(o->ctx, lr);
+        rc = retime_pass(s, idx, k, pass, np, ms, got, e);
     }
     o->release(o->ctx);
+    for (int j = 0; !rc && j < k; j++) {
+        lr->c[idx[j]].retime_ms = got[j] ? median_of(ms + (size_t)j * np, got[j]) : 0;
+        lr->retimed += got[j] > 0;
+    }
+    free(ms), free(got);
     return rc;
 }
 
 int cg_tune_search(cg_tune_layer *lr, const cg_tune_plan *p, const cg_tune_ops *o, cg_tune_costs *cost,
                    double deadline, cg_err *e)
 {
-    searcher s = {lr, p, o, cost, deadline, 0, 0};
+    searcher s = {lr, p, o, cost, deadline, 0, 0, NULL};
     lr->measured = lr->planned = lr->retimed = lr->cut = 0;
     if (lr->n <= 0) return 0;
     int *idx = malloc((size_t)(lr->n + 1) * sizeof *idx);
-    if (!idx) return cg_fail(e, "out of memory"), -1;
-    /* the default first (the speed-up is measured against it), then the sample */
-    int m = 0;
-    idx[m++] = lr->def;
-    int k = cg_tune_spread(lr->n, p->sample, idx + 1);
-    for (int j = 0; j < k; j++)
-        if (idx[1 + j] != lr->def) idx[m++] = idx[1 + j];
-    lr->planned = m;
-    int rc = measure_list(&s, idx, m, e);
-    while (!rc && !lr->cut && lr->measured < lr->n) {
-        int rest = 0, th = p->threads > 0 ? p->threads : 1;
-        for (int i = 0; i < lr->n; i++)
-            if (lr->c[i].status == CG_TUNE_PENDING) idx[rest++] = i;
-        if (!rest) break;
-        double need = (double)((rest + th - 1) / th) * cost->round_s + rest * est_run(&s);
-        if (clock_now(&s) + need <= deadline - reserve(&s)) {
-            /* the rest fits: measure everything */
-            lr->planned = lr->measured + rest;
-            rc = measure_list(&s, idx, rest, e);
-            break;
-        }
-        /* one-parameter steps around the best so far, while they find something faster */
-        int best, now;
-        if (cg_tune_best(lr->c, lr->n, 1, &best) != 1) break;
-        rest = 0;
-        for (int i = 0; i < lr->n; i++)
-            if (lr->c[i].status == CG_TUNE_PENDING && !strcmp(lr->c[i].tpl, lr->c[best].tpl) &&
-                cg_tune_one_step(lr->c[i].params, lr->c[best].params))
-                idx[rest++] = i;
-        if (!rest) break;
-        lr->planned = lr->measured + rest;
-        rc = measure_list(&s, idx, rest, e);
-        if (!rc && (cg_tune_best(lr->c, lr->n, 1, &now) != 1 || now == best)) break;
+    s.seen = calloc((size_t)lr->n, 1);
+    if (!idx || !s.seen) return free(idx), free(s.seen), cg_fail(e, "out of memory"), -1;
+    int rc = calibrating(&s) && clock_now(&s) < deadline ? calibrate(&s, idx, e) : 0;
+    /* the default first (the speed-up is measured against it), then the model's
+       order p->sample at a time, each step followed by steps around the best */
+    int pos = 0, center = -1, step = p->sample > 0 ? p->sample : 1;
+    while (!rc && !lr->cut) {
+        int m = 0;
+        if (lr->c[lr->def].status == CG_TUNE_PENDING) idx[m++] = lr->def;
+        for (int want = m + step; pos < lr->n && m < want; pos++)
+            if (pos != lr->def && lr->c[pos].status == CG_TUNE_PENDING) idx[m++] = pos;
+        if (!m) break;
+        lr->planned = lr->measured + m;
+        rc = measure_list(&s, idx, m, e);
+        if (!rc && !lr->cut) rc = steps(&s, &center, idx, e);
     }
-    /* re-time the best few with more repeats, and the default beside them so
-       that the speed-up compares like with like */
+    /* re-time the best few, and the default beside them so that the speed-up
+       compares like with like */
     int top[CG_TUNE_RUNNERS + 2];
     int t = p->top < CG_TUNE_RUNNERS + 1 ? p->top : CG_TUNE_RUNNERS + 1;
-    k = rc ? 0 : cg_tune_best(lr->c, lr->n, t, top);
+    int k = rc ? 0 : cg_tune_best(lr->c, lr->n, t, top);
     int has = 0;
     for (int j = 0; j < k; j++) has |= top[j] == lr->def;
     if (k && !has && lr->c[lr->def].status == CG_TUNE_OK) top[k++] = lr->def;
     if (k) rc = retime(&s, top, k, e);
-    free(idx);
+    free(idx), free(s.seen);
     return rc;
 }
 

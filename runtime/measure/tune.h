@@ -3,10 +3,11 @@
  * apply.
  *
  * The parts that need no GPU are here and tested alone: a layer's shape
- * signature, the search order (a spread sample, then one-parameter steps
- * around the best), the choice among measured candidates (a candidate that
- * failed to compile, spilled or disagreed with the CPU reference scores
- * +infinity), and the record (YAML written, read back with FILE:LINE:COL
+ * signature, the search order (the templates' cost model, then one-parameter
+ * steps around the best), the choice among measured candidates (a candidate
+ * that failed to compile, spilled or disagreed with the CPU reference scores
+ * +infinity; times within CG_TUNE_MARGIN are a tie, won by the candidate
+ * earlier in the model's order), and the record (YAML written, read back with FILE:LINE:COL
  * errors, applied to a spec under the precedence spec > record > defaults).
  * The measuring itself (NVRTC, the GPU) is runtime/cli/cmd_tune.c, behind
  * cg_tune_ops, so that the search can be tested on a fake clock. */
@@ -18,6 +19,7 @@
 
 #define CG_TUNE_SIG 256
 #define CG_TUNE_RUNNERS 4 /* runners-up kept per layer in the record */
+#define CG_TUNE_MARGIN 0.01 /* times closer than this (relative) are a tie: the noise of one timing */
 
 /* ---- the layer's identity in a record ---- */
 
@@ -47,8 +49,9 @@ typedef struct {
     char reason[256];       /* why it was dropped, "" when OK or pending */
     double compile_ms;
     double ms, q1, q3;      /* median and quartiles of the first timing */
-    double retime_ms;       /* median of the re-timing with more repeats; 0 if not re-timed */
+    double retime_ms;       /* median of the re-timing passes' medians; 0 if not re-timed */
     double tflops;
+    double cost;            /* the template's cost model (cg_candidate.cost), -1: none */
 } cg_tune_cand;
 
 /* What a candidate scores: its re-timed median if it has one, else its
@@ -56,7 +59,11 @@ typedef struct {
 double cg_tune_score(const cg_tune_cand *c);
 /* The indices of the (at most) k best OK candidates into idx, best first;
  * returns how many. Re-timed candidates rank before all others (the choice
- * is made among the re-timed top few), then lower score, then lower index. */
+ * is made among the re-timed top few), then lower score, then lower index.
+ * The first is the winner: of the candidates of the first one's kind
+ * (re-timed or not) that score within CG_TUNE_MARGIN of it, the one with the
+ * lowest index, i.e. the earliest in the model's order (cg_tune_order), so
+ * that noise between near-equal candidates does not decide. */
 int cg_tune_best(const cg_tune_cand *c, int n, int k, int *idx);
 
 /* ---- one compile batch (NVRTC, no GPU) ---- */
@@ -81,9 +88,16 @@ void cg_tune_batch_free(cg_tune_batch *b);
 
 /* ---- the search order (documented in README, "Tuning") ---- */
 
-/* A deterministic sample of k of 0..n-1 spread over the list: index
- * floor(i*n/k) for i < k (all of them when n <= k); returns how many. */
-int cg_tune_spread(int n, int k, int *idx);
+/* Put a layer's candidates c[0..n) in the order the search measures them,
+ * by the templates' cost model (cost: estimated clocks, lowest first): each
+ * template's cheapest first (templates in the order they appear in c), then
+ * all the others by cost; equal costs keep the templates' order, then the
+ * list's. Where some candidate has no estimate (cost < 0), each template's
+ * list is ordered alone (no estimate: the list's order) and the lists are
+ * taken in turn: the first of each, then the second of each, ...
+ * Deterministic: the same list gives the same order. -1 only when out of
+ * memory. */
+int cg_tune_order(cg_tune_cand *c, int n);
 /* Whether two "k=v k=v" texts of one template differ in exactly one parameter. */
 int cg_tune_one_step(const char *a, const char *b);
 
@@ -101,20 +115,23 @@ typedef struct {
 } cg_tune_layer;
 
 /* What measuring has cost so far. The search plans with these, learns them as
- * it goes, and the caller carries them from one layer to the next. */
+ * it goes, and the caller carries them from one layer to the next; the run's
+ * first search measures each once before it plans (calibration). */
 typedef struct {
-    double round_s;      /* one compile round (one kernel per compile thread), mean */
-    double run_s;        /* checking and first timing one candidate, the last layer's mean */
-    double retime_ratio; /* a re-timing's cost over a first timing's, mean */
-    int rounds, runs, retimes;
+    double round_s;    /* one compile round (one kernel per compile thread), mean */
+    double hit_s;      /* compiling one candidate compiled before (a cache hit), mean */
+    double run_s;      /* checking and first timing one candidate, the last layer's mean */
+    double pass_ratio; /* one re-timing pass's cost over a first timing's, mean */
+    int rounds, hits, runs, passes;
 } cg_tune_costs;
 
 typedef struct {
-    int sample;    /* candidates in a layer's spread sample (--sample) */
+    int sample;    /* candidates taken down the model's order at a time (--sample) */
     int top;       /* candidates re-timed before choosing (--top) */
+    int passes;    /* interleaved re-timing passes */
     int threads;   /* kernels compiled at once */
     int batch_max; /* candidates compiled together at most */
-    double retime_factor; /* a re-timing's cost over a first timing's before one is seen */
+    double pass_factor; /* a re-timing pass's cost over a first timing's before one is seen */
 } cg_tune_plan;
 
 /* The measuring, behind a clock: cmd_tune.c's NVRTC and GPU, or a test's fakes. */
@@ -124,21 +141,33 @@ typedef struct {
     /* Compile candidates idx[0..m) together. One that does not generate, compile
      * or fit gets its status and reason here. -1: an error that ends the run (e). */
     int (*compile)(void *ctx, cg_tune_layer *lr, const int *idx, int m, cg_err *e);
-    /* Check and time candidate i, the j-th of the batch compiled last (retime:
-     * with more repeats, into retime_ms). 1 when it ran, 0 when there was
-     * nothing to run (dropped when compiled), -1 an error that ends the run. */
+    /* Check and time candidate i, the j-th of the batch compiled last, into its
+     * status, ms, q1, q3; or (retime) one re-timing pass: time it again, with no
+     * check (it passed one), its median into retime_ms (a failure sets its
+     * status). 1 when it ran, 0 when there was nothing to run (dropped when
+     * compiled), -1 an error that ends the run. */
     int (*run)(void *ctx, cg_tune_layer *lr, int j, int i, int retime, cg_err *e);
     void (*release)(void *ctx);                           /* the batch compiled last is done with */
     void (*progress)(void *ctx, const cg_tune_layer *lr); /* NULL: none */
 } cg_tune_ops;
 
 /* The search of README's "Tuning" for one layer, ending by deadline (seconds
- * on ops->now's clock): the default and a spread sample, then the rest or
- * one-parameter steps around the best, then the best few re-timed. No batch
- * is compiled and no candidate timed that the costs so far say would end past
- * the deadline (less what the re-timing needs); the one exception is the very
- * first compile round and timing of a run, when nothing is known yet. Leaves
- * every outcome in lr->c; 0, or -1 with e set when a callback failed. */
+ * on ops->now's clock); lr->c in the model's order (cg_tune_order). When no
+ * cost is known yet (the run's first layer), one compile round of the default
+ * and the candidates leading the order comes first, then the default is timed,
+ * compiled again (a cache hit) and re-timed once: every cost is learnt before
+ * anything is planned.
+ * Then: the default and the next p->sample candidates of the order, one-
+ * parameter steps around the best while they find a better one (beyond
+ * CG_TUNE_MARGIN), the next p->sample, ..., until all are measured or the
+ * budget ends it; then the best p->top and the default re-timed in
+ * p->passes interleaved passes (A B C, A B C, ...), each candidate's time the
+ * median of its passes. No batch is compiled, no candidate timed and no pass
+ * started that the costs so far say would end past the deadline (less what
+ * the re-timing needs); the exception is the calibration, which nothing can
+ * plan. Given the same measurements, the same candidates are measured and
+ * the same one chosen. Leaves every outcome in lr->c; 0, or -1 with e set when
+ * a callback failed. */
 int cg_tune_search(cg_tune_layer *lr, const cg_tune_plan *p, const cg_tune_ops *ops, cg_tune_costs *cost,
                    double deadline, cg_err *e);
 

@@ -195,6 +195,63 @@ function common.kernel_head(name, threads, args, attrs, min_blocks)
   return table.concat(lines, "\n"), table.concat(roles, ",")
 end
 
+-- ---- the cost model: a template's optional T.cost(l, p) ----
+--
+-- A tuner measures a layer's candidates in the order of T.cost, cheapest first,
+-- so that those most likely to win are measured whatever its budget allows
+-- (README, "Tuning"). T.cost estimates a launch's time for BATCH images in SM
+-- clock cycles from its shape alone: the instructions the busiest SM issues
+-- (four warp instructions a clock), slowed where its resident warps cannot
+-- hide latency. Rough by design: it orders candidates, measuring decides.
+common.cost = {
+  BATCH = 10000,      -- images the estimate is for (tune's default --batch)
+  FMA_PER_CLOCK = 128, -- FP32 lanes of an SM: four warp instructions a clock
+  LATENCY = 800,      -- clocks of a round trip to memory
+  WARPS_BUSY = 16,    -- resident warps (times their independent work) that keep an SM issuing
+}
+
+-- What one SM of l's target holds at once, and how many SMs there are (100
+-- when unknown: a fat binary's target).
+local function sm_limits(l)
+  local t = l.target or {}
+  local cc = t.cc or 75
+  local small = cc < 80 or cc == 86 or cc == 89
+  return {
+    threads = cc < 80 and 1024 or small and 1536 or 2048,
+    blocks = small and 16 or 32,
+    regs = t.regs_per_sm or 65536,
+    shared = (t.max_shared or 48 * 1024) + 1024,
+    sms = (t.sms and t.sms > 0) and t.sms or 100,
+  }
+end
+
+-- How `blocks` blocks of `threads` threads, each thread wanting about `regs`
+-- registers (16 more for addressing) and each block `smem` bytes of shared
+-- memory, spread over the SMs: the blocks the busiest SM runs in all (seq) and
+-- at once (conc, 0 when one block does not fit).
+function common.cost.spread(l, blocks, threads, regs, smem)
+  local s = sm_limits(l)
+  local per = math.min(s.threads // threads, s.regs // (threads * math.max(regs + 16, 32)), s.blocks)
+  if smem > 0 then per = math.min(per, s.shared // (smem + 1024)) end
+  local seq = common.ceil_div(blocks, s.sms)
+  return seq, math.min(per, seq)
+end
+
+-- The share of an SM's issue slots that `conc` resident blocks of `threads`
+-- threads keep busy, each warp with `ilp` independent chains of work.
+function common.cost.busy(conc, threads, ilp)
+  return math.min(1, conc * common.ceil_div(threads, 32) * ilp / common.cost.WARPS_BUSY)
+end
+
+-- Clocks for `blocks` blocks of `threads` threads issuing `instr` instructions
+-- each (registers and shared memory as for spread); math.huge when a block
+-- does not fit.
+function common.cost.issue(l, blocks, threads, regs, smem, instr, ilp)
+  local seq, conc = common.cost.spread(l, blocks, threads, regs, smem)
+  if conc == 0 then return math.huge end
+  return seq * common.ceil_div(threads, 32) * instr / 4 / common.cost.busy(conc, threads, ilp)
+end
+
 -- Shared by the fc templates (a BM x BN block tile, TM x TN per thread).
 common.fc = {}
 
@@ -214,6 +271,22 @@ function common.fc.check(p, smem_floats)
     return "tiles need more than 48 KiB of shared memory", "bk"
   end
   return nil
+end
+
+-- The cost model of an fc template (common.cost): per slice a thread issues
+-- its bk*tm*tn FMAs, its shared-memory reads, its share of the slice's global
+-- loads (`width` floats to a load) and about 20 more for the loop and
+-- barriers; one chain of work per warp (ilp 2 where the next slice is
+-- prefetched). A reduction split over a cluster pays 10 % per extra block for
+-- the exchange of partial tiles.
+function common.fc.cost(l, p, smem_floats, width, ilp)
+  local IN, split = l.C * l.H * l.W, p.split or 1
+  local threads = common.fc.threads(p)
+  local blocks = common.ceil_div(common.cost.BATCH, p.bm) * common.ceil_div(l.out, p.bn) * split
+  local slices = common.ceil_div(common.ceil_div(IN, split), p.bk)
+  local per_slice = p.bk * p.tm * p.tn + p.bk * (p.tm + p.tn) / width + p.bk * (p.bm + p.bn) / threads / width + 20
+  local regs = p.tm * p.tn + p.tm + p.tn + (ilp > 1 and 8 or 0)
+  return common.cost.issue(l, blocks, threads, regs, 4 * smem_floats, slices * per_slice, ilp) * (1 + 0.1 * (split - 1))
 end
 
 -- The kernel record of an fc template: name from the configuration, the

@@ -251,6 +251,17 @@ local function setup(net, index, tname)
   return import(tname), tname, l
 end
 
+-- The template's cost estimate for one accepted configuration (T.cost, optional:
+-- nil without one); a number >= 0 (math.huge for "cannot run well"), else an error.
+local function cost_of(T, tname, l, p)
+  if not T.cost then return nil end
+  local c = T.cost(l, p)
+  if type(c) ~= "number" or c ~= c or c < 0 then
+    error(string.format("%s: T.cost returned %s; expected a number >= 0", tname, tostring(c)), 0)
+  end
+  return c
+end
+
 -- Every legal configuration of layer `index` for template `tname`: the cartesian
 -- product of each declared parameter's legal(l) values (only default(l) for one
 -- declared with `tune = false`: a choice of what is computed, not how fast,
@@ -258,7 +269,8 @@ end
 -- slowest, each put to the template's check. At most `cap` combinations
 -- (default network.CANDIDATE_CAP) are examined; `note` says so when the product
 -- is larger. Returns { template, names = {declared order}, total, examined,
--- refused, note, accepted = { { params = {k = v}, text = "k=v k=v" }, ... },
+-- refused, note, accepted = { { params = {k = v}, text = "k=v k=v", cost = T.cost(l, p)
+-- or nil when the template declares no cost model }, ... },
 -- reasons = { { param, count, example }, ... } (refusals grouped by the
 -- parameter the check blamed, in order of first appearance) }.
 function network.candidates(net, index, tname, cap)
@@ -296,7 +308,7 @@ function network.candidates(net, index, tname, cap)
       end
       by[key].count = by[key].count + 1
     else
-      res.accepted[#res.accepted + 1] = { params = p, text = table.concat(listed, " ") }
+      res.accepted[#res.accepted + 1] = { params = p, text = table.concat(listed, " "), cost = cost_of(T, name, l, p) }
     end
     -- next combination: the last parameter advances fastest
     local i = #lists
