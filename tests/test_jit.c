@@ -59,7 +59,7 @@ static void test_compiles_once(cg_nvrtc *nv, int arch)
         return;
     char cache[512];
     snprintf(cache, sizeof cache, "%s/cache", tmp);
-    cg_jit_opts jo = {arch, 0, arch, 13000, cache, 0};
+    cg_jit_opts jo = {arch, 0, arch, 13000, cache, 0, 0};
     cg_jit_result r;
     cg_err e = {""};
     CHECK(cg_jit_build(nv, &gen_a, &jo, &r, &e) == 0, "first build: %s", e.msg);
@@ -80,7 +80,7 @@ static void test_compiles_once(cg_nvrtc *nv, int arch)
 
     /* without the cache: everything compiled again, on one thread or on four,
      * with the same images */
-    cg_jit_opts one = {arch, 0, arch, 13000, NULL, 1}, four = {arch, 0, arch, 13000, NULL, 4};
+    cg_jit_opts one = {arch, 0, arch, 13000, NULL, 1, 0}, four = {arch, 0, arch, 13000, NULL, 4, 0};
     cg_jit_result s1, s4;
     CHECK(cg_jit_build(nv, &gen_a, &one, &s1, &e) == 0 && s1.threads == 1, "one thread: %s", e.msg);
     CHECK(cg_jit_build(nv, &gen_a, &four, &s4, &e) == 0, "four threads: %s", e.msg);
@@ -126,7 +126,7 @@ static void test_errors(cg_nvrtc *nv, int arch)
     make_fake(6, 3);
     char cache[512];
     snprintf(cache, sizeof cache, "%s/cache-err", tmp);
-    cg_jit_opts jo = {arch, 0, arch, 13000, cache, 3};
+    cg_jit_opts jo = {arch, 0, arch, 13000, cache, 3, 0};
     cg_jit_result r;
     cg_err e = {""};
     CHECK(cg_jit_build(nv, &fake, &jo, &r, &e) != 0, "a broken kernel fails the build");
@@ -146,6 +146,15 @@ static void test_errors(cg_nvrtc *nv, int arch)
     /* again: the five come from the cache, the broken one fails again */
     CHECK(cg_jit_build(nv, &fake, &jo, &r, &e) != 0 && r.hits == 5 && r.compiled == 0,
           "second try: %d hits", r.hits);
+    cg_jit_free(&r);
+    /* refresh (the tuner's first compile of a candidate): NVRTC runs for every
+     * kernel although the cache holds five, and the entries still serve later */
+    jo.refresh = 1;
+    CHECK(cg_jit_build(nv, &fake, &jo, &r, &e) != 0 && r.hits == 0 && r.compiled == 5,
+          "refresh: %d hits, %d compiled", r.hits, r.compiled);
+    cg_jit_free(&r);
+    jo.refresh = 0;
+    CHECK(cg_jit_build(nv, &fake, &jo, &r, &e) != 0 && r.hits == 5, "after refresh: %d hits", r.hits);
     cg_jit_free(&r);
     cg_gen_free(&fake);
 }

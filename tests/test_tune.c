@@ -363,7 +363,7 @@ static void test_compile_batch(void)
         free(s);
         return;
     }
-    cg_jit_opts jo = {0, 0, 90, 13000, NULL, 2};
+    cg_jit_opts jo = {0, 0, 90, 13000, NULL, 2, 0};
     CHECK(cg_nvrtc_pick_arch(nv, 90, &jo.arch, &jo.as_ptx) == 0, "NVRTC compiles for sm_90");
     cg_candidates cs;
     CHECK(cg_gen_candidates(s, 1, "fc_tiled", 0, &cs, &e) == 0 && cs.n >= 2, "fc1 candidates: %s", e.msg);
@@ -432,6 +432,7 @@ typedef struct {
     double noise, jitter, drift;
     unsigned char seen[4096]; /* compiled before */
     int rlog[256], nrlog;     /* the re-timing passes' candidates, in call order */
+    int fresh_on, fresh_off, fresh_bad; /* batches with L->fresh set, clear, and set wrongly */
 } fake;
 
 /* Candidate i's true time in ms: a fixed landscape from 1 to about 11. */
@@ -471,8 +472,13 @@ static int fake_compile(void *ctx, cg_tune_layer *L, const int *idx, int m, cg_e
     fake *f = ctx;
     (void)e;
     f->compiles++;
-    int fresh = 0;
+    int fresh = 0, news = 0;
     for (int j = 0; j < m; j++) fresh += f->hit <= 0 || !f->seen[idx[j]];
+    for (int j = 0; j < m; j++) news += !f->seen[idx[j]];
+    /* the search asks for a real compile exactly when a candidate is new to it */
+    f->fresh_bad += L->fresh != (news > 0);
+    if (L->fresh) f->fresh_on++;
+    else f->fresh_off++;
     fake_spend(f, (fresh + f->threads - 1) / f->threads * f->round + (m - fresh) * f->hit);
     f->m = m;
     for (int j = 0; j < m; j++) {
@@ -677,6 +683,9 @@ static void test_first_layer(void)
     CHECK(w >= 0 && L.retimed >= 2, "and re-timed its best (%d re-timed)", L.retimed);
     CHECK(cost.hits >= 1 && cost.hit_s < 0.5 && cost.passes >= 1, "calibration learnt the cache hit (%.3f s) and a pass",
           cost.hit_s);
+    CHECK(f.fresh_bad == 0 && f.fresh_on > 0 && f.fresh_off > 0,
+          "first compiles refresh the cache, re-timing's read it (%d on, %d off, %d wrong)", f.fresh_on, f.fresh_off,
+          f.fresh_bad);
     free(L.c);
 }
 

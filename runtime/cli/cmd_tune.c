@@ -260,6 +260,7 @@ static double op_now(void *ctx)
 static int op_compile(void *ctx, cg_tune_layer *L, const int *idx, int m, cg_err *e)
 {
     tuner *t = ctx;
+    t->jo.refresh = L->fresh; /* a candidate's first compile is a compile, cache or not */
     if (cg_tune_compile(t->s, &t->tg, t->li, L->c, idx, m, t->nv, &t->jo, &t->b, e)) {
         cg_tune_batch_free(&t->b);
         return e->msg[0] ? -1 : cg_fail(e, "out of memory");

@@ -66,7 +66,7 @@ static int load_jit(cg_gpu *g, cg_nvrtc *nv, int arch, int as_ptx, const cg_gen_
     cg_err ce;
     int use_cache = !opt->no_cache && cg_cache_dir(dir, sizeof dir, &ce) == 0;
     if (!opt->no_cache && !use_cache) snprintf(hc->cache_note, sizeof hc->cache_note, "%.200s", ce.msg);
-    cg_jit_opts jo = {arch, as_ptx, g->cu->cc, g->cu->driver_version, use_cache ? dir : NULL, 0};
+    cg_jit_opts jo = {arch, as_ptx, g->cu->cc, g->cu->driver_version, use_cache ? dir : NULL, 0, 0};
     cg_jit_result r;
     int rc = cg_jit_build(nv, o, &jo, &r, e);
     hc->compile_ms = r.wall_ms;

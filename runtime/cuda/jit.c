@@ -38,7 +38,7 @@ static void one_kernel(jit_work *w, int i)
     double t0 = now_ms();
     cg_cache_key key;
     cg_cache_key_kernel(&key, k, w->options, w->nvrtc_version, opt->driver_version, opt->cc);
-    if (opt->cache_dir) {
+    if (opt->cache_dir && !opt->refresh) {
         char why[128] = "";
         int got = cg_cache_get(opt->cache_dir, &key, &out->image, why);
         if (got == 1) {
@@ -150,7 +150,7 @@ int cg_jit_compile(cg_nvrtc *nv, int cc, int driver_version, const cg_gen_kernel
                    cg_buf *image, cg_buf *log, cg_jit_info *info, cg_err *e)
 {
     memset(info, 0, sizeof *info);
-    cg_jit_opts o = {0, 0, cc, driver_version, NULL, 1};
+    cg_jit_opts o = {0, 0, cc, driver_version, NULL, 1, 0};
     if (cg_nvrtc_pick_arch(nv, cc, &o.arch, &o.as_ptx))
         return cg_fail(e, "the device is sm_%d, older than anything this NVRTC compiles for", cc);
     if (cg_nvrtc_check_driver(nv, driver_version, o.as_ptx, e)) return -1;

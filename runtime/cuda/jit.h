@@ -24,6 +24,9 @@ typedef struct {
     int driver_version;     /* likewise */
     const char *cache_dir;  /* NULL: no cache */
     int threads;            /* 0: min(kernels, online CPUs, CG_JIT_MAX_THREADS) */
+    int refresh;            /* 1: compile even where the cache holds a kernel (and rewrite
+                               its entry): the tuner's first compile of a candidate costs the
+                               same whatever an earlier run left in the cache */
 } cg_jit_opts;
 
 /* One kernel's outcome, in the order of cg_gen_output.k. */

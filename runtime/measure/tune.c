@@ -384,6 +384,7 @@ static int compile(searcher *s, const int *idx, int m, cg_err *e)
     int fresh = 0, th = threads_of(s);
     for (int j = 0; j < m; j++) fresh += !s->seen[idx[j]];
     double t = clock_now(s);
+    s->lr->fresh = fresh > 0;
     if (s->o->compile(s->o->ctx, s->lr, idx, m, e)) return -1;
     double dt = clock_now(s) - t;
     for (int j = 0; j < m; j++) s->seen[idx[j]] = 1;

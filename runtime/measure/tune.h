@@ -112,6 +112,9 @@ typedef struct {
     int planned;  /* what the search means to measure, for the progress line */
     int retimed;  /* candidates re-timed before the choice */
     int cut;      /* 1 when the budget ended the search before its plan was done */
+    int fresh;    /* set by the search before ops->compile: 1 when a candidate of the batch
+                     is new to this search, so the batch is compiled, not read from the
+                     cache (cg_jit_opts.refresh); 0 for re-timing's recompiles */
 } cg_tune_layer;
 
 /* What measuring has cost so far. The search plans with these, learns them as
