@@ -3,8 +3,10 @@
 -- do not fit are dropped), or the global average of each map. The conv's
 -- activation is applied here, to each value read: act(max) = max(act) for the
 -- monotone activations, and an average must average activated values.
--- Window pools: one thread per pooled output. Global average: one warp per map,
--- its lanes summing strided values, then a shuffle reduction.
+-- Window pools: one thread per pooled output. Global average: G lanes per map
+-- (a power of two, about one lane per eight values, at most a warp), each summing
+-- every G-th value, then a shuffle reduction within the G: a 4x4 map takes two
+-- lanes, not a warp of which half would idle.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -20,16 +22,21 @@ local source = engine.compile([[
     (void)w;
     (void)b;
 % if global then
-    // in: n x {{C}} x {{H}} x {{W}}, out: n x {{C}}: the mean of {{act_name}}(x) over each map, one warp per map
-    const int i = (blockIdx.x * {{block}} + threadIdx.x) / 32;
-    const int lane = threadIdx.x % 32;
-    if (i >= n * {{C}}) return;
-    const float* p = in + i * {{H * W}};
+    // in: n x {{C}} x {{H}} x {{W}}, out: n x {{C}}: the mean of {{act_name}}(x) over each map,
+    // {{G}} lane{{G > 1 and "s" or ""}} per map; every lane of a warp takes part in the shuffles
+    const int t = blockIdx.x * {{block}} + threadIdx.x;
+    const int i = t / {{G}};
+    const bool live = i < n * {{C}};
     float s = 0.0f;
-    for (int j = lane; j < {{H * W}}; j += 32) s += {{act("p[j]")}};
+    if (live) {
+        const float* p = in + i * {{H * W}};
+        for (int j = t % {{G}}; j < {{H * W}}; j += {{G}}) s += {{act("p[j]")}};
+    }
+%   if G > 1 then
 #pragma unroll
-    for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (lane == 0) out[i] = s * {{inv}};
+    for (int o = {{G // 2}}; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+%   end
+    if (live && t % {{G}} == 0) out[i] = s * {{inv}};
 % else
     // in: n x {{C}} x {{H}} x {{W}}, out: n x {{C}} x {{OH}} x {{OW}}: {{kind}} of {{act_name}}(x) over
     // {{PK}}x{{PK}} windows, stride {{PS}}
@@ -77,14 +84,17 @@ function T.kernel(l, p)
   end
   local head, args = common.kernel_head(name, p.block, common.std_args({}))
   local count = global and l.H * l.W or l.PK * l.PK
+  -- lanes per map of the global average: a power of two near count/8, 1 to 32
+  local G = 1
+  while G < 32 and G * 8 < count do G = G * 2 end
   return {
     name = name,
     args = args,
-    source = source({ name = name, head = head, block = p.block, global = global, kind = l.kind,
+    source = source({ name = name, head = head, block = p.block, global = global, kind = l.kind, G = G,
                       C = l.C, H = l.H, W = l.W, OH = OH, OW = OW, PK = l.PK, PS = l.PS,
                       inv = string.format("%.9ef", 1.0 / count), act_name = act,
                       act = function(e) return common.act(act, e) end }),
-    grid = { global and common.batch_dim(l.C * 32, p.block) or common.batch_dim(l.C * OH * OW, p.block), 1, 1 },
+    grid = { global and common.batch_dim(l.C * G, p.block) or common.batch_dim(l.C * OH * OW, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
     out_elems = l.C * OH * OW,
     shape = global and string.format("%dx%dx%d -> %s, global average -> %dx1x1", l.C, l.H, l.W, act, l.C)

@@ -298,7 +298,7 @@ int main(void)
     snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
     CHECK(write_text(shim_path, shim, strlen(shim)) == 0, "shim");
     const char *specs[] = {"specs/example-conv.yaml", "tests/gpu/layers-direct.yaml", "tests/gpu/layers-igemm.yaml",
-                           "tests/gpu/layers-more.yaml"};
+                           "tests/gpu/layers-more.yaml", "tests/gpu/layers-gavg.yaml", "tests/gpu/layers-gavg-wide.yaml"};
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) emulate(specs[i], dir);
     char *rm[] = {"rm", "-rf", dir, NULL};
     run_cmd(rm);
