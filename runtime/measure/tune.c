@@ -28,7 +28,7 @@ void cg_tune_signature(const cg_layer *l, char *out, size_t n)
 
 const char *const *cg_tune_templates(const cg_layer *l)
 {
-    static const char *const conv[] = {"conv2d_direct", "conv2d_igemm", NULL};
+    static const char *const conv[] = {"conv2d_direct", "conv2d_igemm", "conv2d_winograd", NULL};
     static const char *const fc[] = {"fc_tiled", "fc_vec", NULL};
     static const char *const none[] = {NULL};
     return l->op == CG_OP_CONV ? conv : l->op == CG_OP_FC ? fc : none;
@@ -726,7 +726,7 @@ static const char *const choice_keys[] = {"template", "params", "ms", NULL};
 static int read_tpl(const cg_yctx *c, const cg_ynode *v, const char *where, char *out, size_t n)
 {
     if (cg_y_ident(c, v, "template", where, 0, out, n)) return -1;
-    static const char *const all[] = {"conv2d_direct", "conv2d_igemm", "fc_tiled", "fc_vec", NULL};
+    static const char *const all[] = {"conv2d_direct", "conv2d_igemm", "conv2d_winograd", "fc_tiled", "fc_vec", NULL};
     for (int i = 0; all[i]; i++)
         if (!strcmp(all[i], out)) return 0;
     const char *near = cg_y_suggest(out, all);
