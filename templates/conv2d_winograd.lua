@@ -39,9 +39,10 @@ T.doc = "Winograd F(2x2,3x3); a block computes 16 maps x tiles products through 
 -- Largest unrolled body: the FMAs of one slice of one thread (16*CS*TM*TN).
 local BODY_BUDGET = 4096
 -- Most registers the accumulators, prefetched tiles and filters may want (the
--- rest is addressing, about 24 more), and never more than __launch_bounds__ leaves.
+-- rest is addressing and the transforms' temporaries, about 48 more: measured 104-112
+-- more on sm_90 for 2x2 to 4x2 thread tiles), and never more than __launch_bounds__ leaves.
 local REG_BUDGET = 200
-local REG_ADDRESSING = 24
+local REG_ADDRESSING = 48
 
 local function pooled(g) return g.tiled_pool and g.PK == 2 end
 
@@ -198,8 +199,8 @@ local source = engine.compile([=[
     float* const vs = reinterpret_cast<float*>(smem4);
     float* const us = vs + {{2 * 16 * CS * BN}};
     const int tid = threadIdx.x;
-    const int tx = tid % {{BN // TN}};   // tiles tx + {{BN // TN}}*j
-    const int ty = tid / {{BN // TN}};   // maps ty + {{BM // TM}}*i
+    const int tx = tid % {{BN // TN}};   // tiles tx*{{TN}} .. +{{TN - 1}}
+    const int ty = tid / {{BN // TN}};   // maps ty*{{TM}} .. +{{TM - 1}}
     const int col0 = blockIdx.x * {{BN}};
     const int m0 = blockIdx.y * {{BM}};
     const int total = n * {{PT}};
@@ -328,19 +329,18 @@ local source = engine.compile([=[
             }
         }
     };
-    // acc += the 16 products of the slice in buffer b
+    // acc += the 16 products of the slice in buffer b; a thread's maps and tiles are
+    // contiguous, read as one {{vec(TM)}} and one {{vec(TN)}}
     auto multiply = [&](int b) {
-        const float* const v = vs + b * {{16 * CS * BN}} + tx;
-        const float* const u = us + b * {{16 * CS * BM}} + ty;
+        const float* const v = vs + b * {{16 * CS * BN}} + tx * {{TN}};
+        const float* const u = us + b * {{16 * CS * BM}} + ty * {{TM}};
 #pragma unroll
         for (int x = 0; x < 16; x++)
 #pragma unroll
             for (int k = 0; k < {{CS}}; k++) {
                 float a[{{TM}}], y[{{TN}}];
-#pragma unroll
-                for (int i = 0; i < {{TM}}; i++) a[i] = u[(x * {{CS}} + k) * {{BM}} + i * {{BM // TM}}];
-#pragma unroll
-                for (int j = 0; j < {{TN}}; j++) y[j] = v[(x * {{CS}} + k) * {{BN}} + j * {{BN // TN}}];
+                {{read("a", "u", TM, "(x * " .. CS .. " + k) * " .. BM)}}
+                {{read("y", "v", TN, "(x * " .. CS .. " + k) * " .. BN)}}
 #pragma unroll
                 for (int i = 0; i < {{TM}}; i++)
 #pragma unroll
@@ -363,7 +363,7 @@ local source = engine.compile([=[
     // epilogue: Y = A^T M A, {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store
 #pragma unroll
     for (int j = 0; j < {{TN}}; j++) {
-        const int c = col0 + tx + j * {{BN // TN}};
+        const int c = col0 + tx * {{TN}} + j;
         if (c >= total) continue;
         const int img = c / {{PT}}, at = c - img * {{PT}};
 % if not pooled then
@@ -371,7 +371,7 @@ local source = engine.compile([=[
 % end
 #pragma unroll
         for (int i = 0; i < {{TM}}; i++) {
-            const int m = m0 + ty + i * {{BM // TM}};
+            const int m = m0 + ty * {{TM}} + i;
 % if mguard then
             if (m >= {{M}}) break;
 % end
@@ -442,6 +442,18 @@ local function load_expr(s, W)
   end
 end
 
+-- The float vector type of n floats (1, 2 or 4).
+local function vec(n) return n == 1 and "float" or ("float" .. n) end
+
+-- C statements reading n floats at src + off into dst[0..n-1], as one vector load.
+local function read(dst, src, n, off)
+  if n == 1 then return string.format("%s[0] = %s[%s];", dst, src, off) end
+  local f = { "x", "y", "z", "w" }
+  local t = { string.format("const %s %s_ = *reinterpret_cast<const %s*>(%s + %s);", vec(n), dst, vec(n), src, off) }
+  for i = 1, n do t[#t + 1] = string.format("%s[%d] = %s_.%s;", dst, i - 1, dst, f[i]) end
+  return table.concat(t, " ")
+end
+
 function T.kernel(l, p)
   local s = shape(l, p)
   local g = s.g
@@ -466,6 +478,7 @@ function T.kernel(l, p)
     wtail = s.LW * s.threads ~= p.cs * p.bm,
     actname = act,
     act = function(e) return common.act(act, e) end,
+    vec = vec, read = read,
     pool_kind = g.kind,
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
