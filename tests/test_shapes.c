@@ -274,6 +274,8 @@ int main(void)
             const cg_gen_kernel *gk = &o->k[k];
             if (strcmp(gk->layer, "conv")) continue;
             convs += !strncmp(gk->tpl, "conv2d_", 7);
+            if (x->strategy && !strncmp(gk->tpl, "conv2d_", 7))
+                CHECK(!strcmp(gk->tpl + 7, x->strategy), "shape %d (%s): template %s", i, d, gk->tpl);
             if (gk->source_len > largest) {
                 largest = gk->source_len;
                 snprintf(largest_name, sizeof largest_name, "%s", gk->kernel);
