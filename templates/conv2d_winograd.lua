@@ -10,8 +10,12 @@
 -- channel for four outputs instead of 36.
 --
 -- One kernel per layer: a block owns BN tiles (columns: image, tile row, tile
--- column) x BM maps, with (BM/TM)*(BN/TN) threads, each TM maps x TN tiles of
--- all 16 products in registers (16*TM*TN accumulators). The reduction over C
+-- column) x BM maps in (BM/TM)*(BN/TN) thread tiles of TM maps x TN tiles (their
+-- maps and tiles contiguous: one float2/float4 shared-memory read each). A
+-- thread tile's 16 products are split over 16/XG threads of one warp, 8 lanes
+-- apart, each XG products (XG*TM*TN accumulators in registers); in the epilogue
+-- each applies the inverse transform to the rows of m it holds and the partial
+-- outputs are summed by xor shuffles (none when XG = 16). The reduction over C
 -- runs in slices of CS channels, a loop that is not unrolled (the source does
 -- not grow with C). Per slice every thread reads the raw 4x4 input tiles and
 -- 3x3 filters it transforms (the filters are transformed in the kernel, from
@@ -20,6 +24,7 @@
 -- stores them into the other of two shared-memory buffers: vs[16][CS][BN],
 -- us[16][CS][BM]. The same code runs on every architecture (no cp.async: the
 -- transform needs the raw values in registers anyway).
+-- `occ` is __launch_bounds__'s blocks per SM, as in conv2d_igemm.
 -- Epilogue: the inverse transform, then with a fused 2x2 pool (max or average,
 -- stride 2) the tile is the pooling window (tiles are laid on even rows and
 -- columns, so a pooled layer has exactly one tile per pooled output); else bias,
@@ -36,7 +41,7 @@ local T = {}
 
 T.doc = "Winograd F(2x2,3x3); a block computes 16 maps x tiles products through shared-memory slices"
 
--- Largest unrolled body: the FMAs of one slice of one thread (16*CS*TM*TN).
+-- Largest unrolled body: the FMAs of one slice of one thread (XG*CS*TM*TN).
 local BODY_BUDGET = 4096
 -- Most registers the accumulators, prefetched tiles and filters may want (the
 -- rest is addressing and the transforms' temporaries, about 48 more: measured 104-112
@@ -85,11 +90,17 @@ T.params = {
       return 1
     end },
   { name = "tm", doc = "maps per thread",
-    legal = function(_) return { 2, 1, 4 } end,
-    default = function(_) return 2 end },
+    legal = function(_) return { 4, 2, 1 } end,
+    default = function(_) return 4 end },
   { name = "tn", doc = "tiles per thread",
-    legal = function(_) return { 2, 1, 4 } end,
-    default = function(_) return 2 end },
+    legal = function(_) return { 4, 2, 1 } end,
+    default = function(_) return 4 end },
+  { name = "xg", doc = "of the 16 products, those one thread computes (16/xg threads of one warp share a tile, their partial outputs summed by shuffles)",
+    legal = function(_) return { 4, 8, 16 } end,
+    default = function(_) return 4 end },
+  { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
+    legal = function(_) return { 1, 2 } end,
+    default = function(_) return 1 end },
 }
 
 -- The numbers every part of the template derives from the parameters.
@@ -109,7 +120,9 @@ local function shape(l, p)
   end
   s.PT = s.TH * s.TW                  -- tiles per image
   s.P = s.OH * s.OW                   -- stored outputs per image and map
-  s.threads = (p.bm // math.max(p.tm, 1)) * (p.bn // math.max(p.tn, 1))
+  s.G = 16 // p.xg                    -- threads sharing a thread tile, one per group of xg products
+  s.TT = (p.bm // math.max(p.tm, 1)) * (p.bn // math.max(p.tn, 1))   -- thread tiles of a block
+  s.threads = s.G * s.TT
   local nt = math.max(s.threads, 1)
   s.LI = common.ceil_div(p.cs * p.bn, nt)   -- input tiles each thread transforms a slice
   s.LW = common.ceil_div(p.cs * p.bm, nt)   -- filters each thread transforms a slice
@@ -121,7 +134,7 @@ local function shape(l, p)
   s.rowtest = g.pt > 0 or s.ylim < 4
   s.coltest = g.pl > 0 or s.xlim < 4
   -- registers: accumulators, fragments, the prefetched raw tiles and filters, their offsets and masks
-  s.regs = 16 * p.tm * p.tn + p.tm + p.tn + s.LI * (16 + 1) + s.LW * (9 + 1)
+  s.regs = p.xg * p.tm * p.tn + p.tm + p.tn + s.LI * (16 + 1) + s.LW * (9 + 1)
     + ((s.rowtest or s.coltest) and 2 * s.LI or 0)
   return s
 end
@@ -145,19 +158,37 @@ function T.check(l, p)
     return string.format("bm=%d is more than twice the layer's %d maps", p.bm, l.M), "bm"
   end
   local s = shape(l, p)
+  if s.G > 1 and s.TT % 8 ~= 0 then
+    return string.format("(bm/tm)*(bn/tn) = %d thread tiles; with xg=%d they must be a multiple of 8 " ..
+      "(the %d threads of a tile lie 8 lanes apart in one warp)", s.TT, p.xg, s.G), "xg"
+  end
   if s.threads < 32 or s.threads > common.MAX_THREADS or s.threads % 32 ~= 0 then
-    return string.format("(bm/tm)*(bn/tn) = %d threads; a block needs a multiple of 32 from 32 to %d",
+    return string.format("(16/xg)*(bm/tm)*(bn/tn) = %d threads; a block needs a multiple of 32 from 32 to %d",
       s.threads, common.MAX_THREADS), "bn"
   end
-  if 16 * p.cs * p.tm * p.tn > BODY_BUDGET then
-    return string.format("16*cs*tm*tn = %d unrolled multiply-adds per slice; the budget is %d",
-      16 * p.cs * p.tm * p.tn, BODY_BUDGET), "cs"
+  if p.xg * p.cs * p.tm * p.tn > BODY_BUDGET then
+    return string.format("xg*cs*tm*tn = %d unrolled multiply-adds per slice; the budget is %d",
+      p.xg * p.cs * p.tm * p.tn, BODY_BUDGET), "cs"
   end
   local rps = (l.target and l.target.regs_per_sm) or 65536
   local cap = math.min(255, (rps // s.threads) // 8 * 8) - REG_ADDRESSING
   if s.regs > math.min(REG_BUDGET, cap) then
     return string.format("the accumulators, prefetched tiles and filters need about %d registers a thread; " ..
       "at most %d with %d threads", s.regs, math.min(REG_BUDGET, cap), s.threads), "tm"
+  end
+  if p.occ > 1 then
+    local ocap = (rps // (p.occ * s.threads)) // 8 * 8
+    if ocap >= 255 or p.occ * s.threads > 2 * common.MAX_THREADS then
+      return string.format("occ=%d with %d threads changes nothing (a cap of %d registers) or cannot be resident",
+        p.occ, s.threads, ocap), "occ"
+    end
+    if s.regs > ocap - REG_ADDRESSING then
+      return string.format("occ=%d leaves %d registers a thread; the accumulators, prefetched tiles and filters " ..
+        "need about %d more than %d", p.occ, ocap, s.regs, REG_ADDRESSING), "occ"
+    end
+    if p.occ * (s.smem + 1024) > common.max_shared(l) + 1024 then
+      return string.format("occ=%d blocks need %d bytes of shared memory on one SM", p.occ, p.occ * s.smem), "occ"
+    end
   end
   if s.smem > common.max_shared(l) then
     return string.format("two slices of %d channels need %d bytes of shared memory; at most %d fit",
@@ -166,7 +197,8 @@ function T.check(l, p)
   return nil
 end
 
--- The cost model (common.cost), in conv2d_igemm's terms: the multiply-adds of the
+-- The cost model (common.cost), in conv2d_igemm's terms (the registers a thread
+-- occupies with the addressing margin counted): the multiply-adds of the
 -- 16 products of the tiles the busiest SM computes (16 per channel for a tile of
 -- four outputs, where igemm does 36), plus the transforms (about 32 adds an input
 -- tile and 28 a filter per channel and block, 24 an output), at the rate the
@@ -177,7 +209,7 @@ end
 function T.cost(l, p)
   local s = shape(l, p)
   local blocks = common.ceil_div(common.cost.BATCH * s.PT, p.bn) * common.ceil_div(l.M, p.bm)
-  local seq, conc = common.cost.spread(l, blocks, s.threads, s.regs, s.smem)
+  local seq, conc = common.cost.spread(l, blocks, s.threads, s.regs + REG_ADDRESSING - 16, s.smem)
   if conc == 0 then return math.huge end
   local reuse = math.min(1, p.tm * p.tn / (p.tm + p.tn) / 4)
     * math.min(1, 16 * p.bm * p.bn / (16 * p.bn + 9 * p.bm) / 12)
@@ -190,7 +222,8 @@ end
 local source = engine.compile([=[
 // Winograd F(2x2,3x3): {{M}} maps of {{CH}}x{{CW}} from {{C}} channels of {{H}}x{{W}}; {{PT}} tiles of 2x2
 // outputs an image ({{TH}}x{{TW}}{{pooled and ", one per pooling window" or ""}}). Products: 16 of {{M}} maps x (N*{{PT}}) tiles,
-// reduced over C = {{C}} in {{S}} slices of {{CS}} channels; block tile {{BM}}x{{BN}}, thread tile {{TM}}x{{TN}} (x16), {{NT}} threads.
+// reduced over C = {{C}} in {{S}} slices of {{CS}} channels; block tile {{BM}}x{{BN}}, thread tile {{TM}}x{{TN}} of {{XG}} products
+// (products g*{{XG}} .. +{{XG - 1}} in lanes of group g = (tid / 8) % {{G}}), {{NT}} threads.
 // Shared memory (dynamic, {{smem}} B): vs[2][16][{{CS}}][{{BN}}] transformed input, us[2][16][{{CS}}][{{BM}}] transformed filters.
 
 {{head}}
@@ -199,8 +232,14 @@ local source = engine.compile([=[
     float* const vs = reinterpret_cast<float*>(smem4);
     float* const us = vs + {{2 * 16 * CS * BN}};
     const int tid = threadIdx.x;
-    const int tx = tid % {{BN // TN}};   // tiles tx*{{TN}} .. +{{TN - 1}}
-    const int ty = tid / {{BN // TN}};   // maps ty*{{TM}} .. +{{TM - 1}}
+% if G > 1 then
+    const int grp = (tid / 8) % {{G}};                  // products grp*{{XG}} .. +{{XG - 1}}
+    const int tt = tid % 8 + 8 * (tid / {{8 * G}});   // the thread tile
+% else
+    const int grp = 0, tt = tid;                      // every product, one thread a tile
+% end
+    const int tx = tt % {{BN // TN}};   // tiles tx*{{TN}} .. +{{TN - 1}}
+    const int ty = tt / {{BN // TN}};   // maps ty*{{TM}} .. +{{TM - 1}}
     const int col0 = blockIdx.x * {{BN}};
     const int m0 = blockIdx.y * {{BM}};
     const int total = n * {{PT}};
@@ -251,9 +290,9 @@ local source = engine.compile([=[
 % end
     }
 
-    float acc[16][{{TM}}][{{TN}}];
+    float acc[{{XG}}][{{TM}}][{{TN}}];
 #pragma unroll
-    for (int x = 0; x < 16; x++)
+    for (int x = 0; x < {{XG}}; x++)
 #pragma unroll
         for (int i = 0; i < {{TM}}; i++)
 #pragma unroll
@@ -329,13 +368,13 @@ local source = engine.compile([=[
             }
         }
     };
-    // acc += the 16 products of the slice in buffer b; a thread's maps and tiles are
+    // acc += this thread's {{XG}} products of the slice in buffer b; its maps and tiles are
     // contiguous, read as one {{vec(TM)}} and one {{vec(TN)}}
     auto multiply = [&](int b) {
-        const float* const v = vs + b * {{16 * CS * BN}} + tx * {{TN}};
-        const float* const u = us + b * {{16 * CS * BM}} + ty * {{TM}};
+        const float* const v = vs + b * {{16 * CS * BN}} + grp * {{XG * CS * BN}} + tx * {{TN}};
+        const float* const u = us + b * {{16 * CS * BM}} + grp * {{XG * CS * BM}} + ty * {{TM}};
 #pragma unroll
-        for (int x = 0; x < 16; x++)
+        for (int x = 0; x < {{XG}}; x++)
 #pragma unroll
             for (int k = 0; k < {{CS}}; k++) {
                 float a[{{TM}}], y[{{TN}}];
@@ -360,11 +399,12 @@ local source = engine.compile([=[
         __syncthreads();
     }
 
-    // epilogue: Y = A^T M A, {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store
+    // epilogue: Y = A^T M A, {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store. This thread holds
+    // rows {{XG // 4}}*grp .. of the 4x4 product m: its part of Y[a][b] (y[2a+b]) is
+    // sum over its rows r of At[a][r] * (m[r] A)[b], At = (1 1 1 0; 0 1 -1 -1)
 #pragma unroll
     for (int j = 0; j < {{TN}}; j++) {
         const int c = col0 + tx * {{TN}} + j;
-        if (c >= total) continue;
         const int img = c / {{PT}}, at = c - img * {{PT}};
 % if not pooled then
         const int oy = 2 * (at / {{TW}}), ox = 2 * (at % {{TW}});
@@ -372,21 +412,21 @@ local source = engine.compile([=[
 #pragma unroll
         for (int i = 0; i < {{TM}}; i++) {
             const int m = m0 + ty * {{TM}} + i;
-% if mguard then
-            if (m >= {{M}}) break;
+            float y[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int h = 0; h < {{XG // 4}}; h++) {
+                const int r = {{XG // 4}} * grp + h;
+                const float s0 = acc[4 * h][i][j] + acc[4 * h + 1][i][j] + acc[4 * h + 2][i][j];
+                const float s1 = acc[4 * h + 1][i][j] - acc[4 * h + 2][i][j] - acc[4 * h + 3][i][j];
+                const float w0 = r < 3 ? 1.0f : 0.0f, w1 = r == 0 ? 0.0f : r == 1 ? 1.0f : -1.0f;
+                y[0] += w0 * s0, y[1] += w0 * s1, y[2] += w1 * s0, y[3] += w1 * s1;
+            }
+% for _, off in ipairs(shuffles) do
+            // the rows of the lanes {{off}} apart (every lane takes part: no exit before)
+#pragma unroll
+            for (int a = 0; a < 4; a++) y[a] += __shfl_xor_sync(0xffffffffu, y[a], {{off}});
 % end
-            float t[2][4];
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                t[0][q] = acc[q][i][j] + acc[4 + q][i][j] + acc[8 + q][i][j];
-                t[1][q] = acc[4 + q][i][j] - acc[8 + q][i][j] - acc[12 + q][i][j];
-            }
-            float y[4];
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                y[2 * r] = t[r][0] + t[r][1] + t[r][2];
-                y[2 * r + 1] = t[r][1] - t[r][2] - t[r][3];
-            }
+            if (grp != 0 || c >= total{{mguard and (" || m >= " .. M) or ""}}) continue;
 % local b = bias and " + bv" or ""
 % if bias then
             const float bv = __ldg(b_arg + m);
@@ -458,11 +498,13 @@ function T.kernel(l, p)
   local s = shape(l, p)
   local g = s.g
   local act = s.fused and l.act or "none"
-  local name = string.format("conv2d_winograd_c%dm%dk3_h%dw%d%s_%s%s%s_m%dn%dc%d_t%dx%d",
+  local name = string.format("conv2d_winograd_c%dm%dk3_h%dw%d%s_%s%s%s_m%dn%dc%d_t%dx%d_x%d",
     l.C, l.M, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
-    p.bm, p.bn, p.cs, p.tm, p.tn)
+    p.bm, p.bn, p.cs, p.tm, p.tn, p.xg) .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
+  local shuffles = {}
+  for off = 8, 8 * s.G // 2, 8 do if off & (off - 1) == 0 then shuffles[#shuffles + 1] = off end end
   local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }),
-    nil, 1)
+    nil, p.occ)
   local wt = {}
   if l.M % p.bm ~= 0 then wt[#wt + 1] = string.format("m0 + m < %d", l.M) end
   if s.LW * s.threads ~= p.cs * p.bm then wt[#wt + 1] = string.format("e < %d", p.cs * p.bm) end
@@ -478,7 +520,7 @@ function T.kernel(l, p)
     wtail = s.LW * s.threads ~= p.cs * p.bm,
     actname = act,
     act = function(e) return common.act(act, e) end,
-    vec = vec, read = read,
+    vec = vec, read = read, XG = p.xg, G = s.G, shuffles = shuffles,
     pool_kind = g.kind,
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
