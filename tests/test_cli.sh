@@ -77,7 +77,9 @@ expect_err "$base
     activaton: tanh
     strategy: direct" "bad.yaml:9:5: unknown key 'activaton'"
 expect_err "$base
-    strategy: winograd" "bad.yaml:9:15: unknown strategy 'winograd'"
+    strategy: fft" "bad.yaml:9:15: unknown strategy 'fft'"
+expect_err "$base
+    strategy: winograd" "bad.yaml:9:15: layer 'conv1': Winograd F(2x2,3x3) serves 3x3 kernels only; this layer's is 5x5"
 expect_err "$base
     strategy: direct
     params: {maps_unroll: 3}" "bad.yaml:10:27: layer 'conv1': maps_unroll=3 is not legal"

@@ -7,7 +7,9 @@
  * spec's seeded random weights, outputs poisoned with NaN first. Every layer's
  * output must match the CPU reference (relative L2 error at most 1e-5, nothing
  * left unwritten). Specs: example-conv (the emulation against kernels the GPU
- * already passed) and the networks of padding, stride and the pools (issue 12).
+ * already passed), the networks of padding, stride and the pools (issue 12) and
+ * layers-winograd (conv2d_winograd on every layer shape it serves). For local
+ * runs: CG_EMULATE_SPEC=PATH emulates that spec alone.
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
 #include "check.h"
 #include "cpu.h"
@@ -298,8 +300,13 @@ int main(void)
     snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
     CHECK(write_text(shim_path, shim, strlen(shim)) == 0, "shim");
     const char *specs[] = {"specs/example-conv.yaml", "tests/gpu/layers-direct.yaml", "tests/gpu/layers-igemm.yaml",
-                           "tests/gpu/layers-more.yaml", "tests/gpu/layers-gavg.yaml", "tests/gpu/layers-gavg-wide.yaml"};
-    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) emulate(specs[i], dir);
+                           "tests/gpu/layers-more.yaml", "tests/gpu/layers-gavg.yaml", "tests/gpu/layers-gavg-wide.yaml",
+                           "tests/gpu/layers-winograd.yaml"};
+    const char *one = getenv("CG_EMULATE_SPEC");
+    if (one && *one)
+        emulate(one, dir);
+    else
+        for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) emulate(specs[i], dir);
     char *rm[] = {"rm", "-rf", dir, NULL};
     run_cmd(rm);
     return cg_test_done("emulate");

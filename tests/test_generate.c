@@ -274,6 +274,80 @@ static void test_arg_roles(void)
     CHECK(argv[0] == &count && argv[1] == &bias && argv[2] == &a, "each argument bound by its role");
 }
 
+/* conv2d_winograd: the layers it serves (3x3, stride 1) and the reasons it gives
+ * for the others; on tests/gpu/layers-winograd.yaml every conv is its kernel,
+ * weights transposed, the loop over channel slices a loop, the pool fused or not
+ * as the layer's pool allows; its cost model ranks every candidate. */
+static void test_winograd(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_manifest *m = malloc(sizeof *m);
+    cg_err e = {""};
+    char whybuf[256], *why = whybuf;
+    if (!s || !o || !m || cg_spec_load("specs/example-conv.yaml", s, &e)) {
+        CHECK(0, "example-conv: %s", e.msg);
+        free(s), free(o), free(m);
+        return;
+    }
+    /* a 5x5 layer: refused with the reason, every candidate refused */
+    CHECK(cg_gen_check_one(s, 0, "conv2d_winograd", "", why, sizeof whybuf, &e) == 1, "5x5 refused");
+    CHECK_CONTAINS(why, "Winograd F(2x2,3x3) serves 3x3 kernels only; this layer's is 5x5");
+    cg_candidates c;
+    int rc = cg_gen_candidates(s, 0, "conv2d_winograd", 0, &c, &e);
+    CHECK(rc != 0 || c.n == 0, "no winograd candidate for a 5x5 layer (%d)", rc ? -1 : c.n);
+    if (!rc) cg_candidates_free(&c);
+    /* a 3x3 layer of stride 2 */
+    if (!cg_spec_load("tests/gpu/layers-igemm.yaml", s, &e)) {
+        CHECK(cg_gen_check_one(s, 2, "conv2d_winograd", "", why, sizeof whybuf, &e) == 1, "stride 2 refused");
+        CHECK_CONTAINS(why, "Winograd F(2x2,3x3) serves stride 1 only; this layer's is 2");
+    } else {
+        CHECK(0, "layers-igemm: %s", e.msg);
+    }
+    const char *path = "tests/gpu/layers-winograd.yaml";
+    if (cg_spec_load(path, s, &e) || cg_generate(s, "x", o, &e) || cg_manifest_parse(o->manifest, o->manifest_len, path, m, &e)) {
+        CHECK(0, "%s: %s", path, e.msg);
+        free(s), free(o), free(m);
+        return;
+    }
+    int convs = 0;
+    for (int i = 0; i < m->nkernels; i++) {
+        if (strncmp(m->k[i].tpl, "conv2d_", 7)) continue;
+        convs++;
+        CHECK(!strcmp(m->k[i].tpl, "conv2d_winograd") && m->k[i].wplace == CG_PLACE_ARG_T &&
+                  m->k[i].shared > 0 && m->k[i].shared <= 48 * 1024,
+              "%s: %s is winograd, weights transposed, %d B shared", path, m->k[i].name, m->k[i].shared);
+    }
+    CHECK(convs == 5, "%s: five conv kernels (%d)", path, convs);
+    /* w4 (C=40, cs=5 by default): eight slices in a loop; its overlapping max pool is not fused */
+    const cg_gen_kernel *k = conv_kernel(o, "w4");
+    CHECK(k && param(k->source, "cs") == 5 && strstr(k->source, "#pragma unroll 1\n    for (int s = 0; s < 8; s++)") &&
+              strstr(k->kernel, "_none_bias_"),
+          "w4: a loop over 8 slices of 5 channels, unfused: %s", k ? k->kernel : "none");
+    /* w2: same padding and a fused max2, one tile per pooled output (14x14 of them) */
+    k = conv_kernel(o, "w2");
+    CHECK(k && strstr(k->kernel, "_p1_tanh_pool2_bias_") && strstr(k->source, "const int total = n * 196;") &&
+              strstr(k->source, "fmaxf(fmaxf(y[0], y[1]), fmaxf(y[2], y[3]))"),
+          "w2: fused max2 over 14x14 tiles: %s", k ? k->kernel : "none");
+    /* every candidate of w2 has a finite cost; the cheapest uses a thread tile of at
+     * least 2x2 (one shared-memory read a multiply-add, or fewer) */
+    rc = cg_gen_candidates(s, 1, "conv2d_winograd", 0, &c, &e);
+    CHECK(rc == 0 && c.n > 100, "w2 candidates: %s", rc ? e.msg : "");
+    if (!rc) {
+        int finite = 1, best = 0;
+        for (int i = 0; i < c.n; i++) {
+            if (!(c.c[i].cost >= 0 && c.c[i].cost < 1e30)) finite = 0;
+            if (c.c[i].cost < c.c[best].cost) best = i;
+        }
+        CHECK(finite, "every w2 candidate has a finite cost");
+        const char *tm = strstr(c.c[best].params, "tm="), *tn = strstr(c.c[best].params, "tn=");
+        CHECK(tm && tn && atoi(tm + 3) * atoi(tn + 3) >= 4, "cheapest: %s", c.c[best].params);
+        cg_candidates_free(&c);
+    }
+    cg_gen_free(o);
+    free(s), free(o), free(m);
+}
+
 int main(void)
 {
     test_engine();
@@ -281,6 +355,7 @@ int main(void)
     test_bias_names();
     test_one_layer();
     test_fc_candidates();
+    test_winograd();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");
     cg_nvrtc *nv = NULL;

@@ -3,8 +3,9 @@
  * W 1..128 with K <= H, W; 2x2 pool when the conv output allows it, or not;
  * tanh, relu or none; bias or not) plus three fixed ones, plus NLAYERS shapes
  * with padding, stride 1..3 and every pool (issue 12) from a seed of their own
- * (their pool kernels are compiled too), each a one-conv
- * network (conv, fc 10, softmax) with NO strategy key and no params, so the
+ * (their pool kernels are compiled too), plus NWINO 3x3 stride-1 shapes forced
+ * to `strategy: winograd` (its default configuration), each a one-conv
+ * network (conv, fc 10, softmax) with NO strategy key (but the winograd ones) and no params, so the
  * generator's default for the layer is what is tested. Every shape must
  * generate; each kernel of the conv layer must stay within SOURCE_MAX bytes,
  * compile through NVRTC to an sm_90 cubin without a byte of spill, in at most
@@ -42,6 +43,8 @@
 #define SEED 0x5eed08ULL
 #define NLAYERS 30              /* shapes with padding, stride and the new pools */
 #define SEED_LAYERS 0x1a4e125ULL
+#define NWINO 12                /* 3x3 stride-1 shapes through strategy winograd */
+#define SEED_WINO 0x3a3b0ULL
 
 typedef struct {
     int C, H, W, M, K, pool, bias;
@@ -50,6 +53,7 @@ typedef struct {
      * the pool as op, window and stride (pool 2, op max, stride 0 is max2) */
     int pad[4], stride, pool_stride;
     cg_pool_op pool_op;
+    const char *strategy; /* the template forced for this shape (NULL: the default) */
 } shape;
 
 typedef struct {
@@ -135,6 +139,38 @@ static shape draw_layers(uint64_t *s)
     }
 }
 
+/* A layer conv2d_winograd serves (3x3, stride 1): padding none, same or drawn
+ * 0..2 a side, and the pools (none, max2, avg2, max3 stride 2, global). */
+static shape draw_wino(uint64_t *s)
+{
+    for (;;) {
+        shape x;
+        memset(&x, 0, sizeof x);
+        x.C = log_uniform(s, 256);
+        x.M = log_uniform(s, 256);
+        x.H = uniform(s, 3, 96);
+        x.W = uniform(s, 3, 96);
+        x.K = 3;
+        x.stride = 1;
+        int padded = uniform(s, 0, 2);
+        for (int i = 0; i < 4; i++) x.pad[i] = padded == 0 ? 0 : padded == 1 ? 1 : uniform(s, 0, 2);
+        x.act = (cg_act)uniform(s, 0, 2);
+        x.bias = uniform(s, 0, 1);
+        int kind = uniform(s, 0, 4);
+        x.pool = kind == 0 ? 0 : kind == 4 ? 1 : kind <= 2 ? 2 : 3;
+        x.pool_op = kind == 4 ? CG_POOL_GLOBAL_AVG : kind == 2 ? CG_POOL_AVG : CG_POOL_MAX;
+        x.pool_stride = kind == 3 ? 2 : kind == 4 ? 0 : x.pool;
+        x.strategy = "winograd";
+        cg_layer l;
+        memset(&l, 0, sizeof l);
+        l.H = x.H, l.W = x.W, l.K = x.K, l.stride = x.stride, l.pool = x.pool;
+        l.pool_stride = x.pool_stride, l.pool_op = x.pool_op;
+        memcpy(l.pad, x.pad, sizeof l.pad);
+        int ch, cw, oh, ow;
+        if (!cg_conv_dims(&l, &ch, &cw, &oh, &ow)) return x;
+    }
+}
+
 static void describe(const shape *x, char *out, size_t n)
 {
     char extra[96] = "";
@@ -143,8 +179,9 @@ static void describe(const shape *x, char *out, size_t n)
     memcpy(l.pad, x->pad, sizeof l.pad);
     l.stride = x->stride, l.pool = x->pool, l.pool_stride = x->pool_stride, l.pool_op = x->pool_op;
     cg_conv_tag(&l, extra, sizeof extra);
-    snprintf(out, n, "C=%d H=%d W=%d -> M=%d K=%d %s%s%s%s", x->C, x->H, x->W, x->M, x->K,
-             cg_act_name(x->act), x->pool ? " pool" : "", x->bias ? " bias" : "", extra);
+    snprintf(out, n, "C=%d H=%d W=%d -> M=%d K=%d %s%s%s%s%s%s", x->C, x->H, x->W, x->M, x->K,
+             cg_act_name(x->act), x->pool ? " pool" : "", x->bias ? " bias" : "", extra,
+             x->strategy ? " strategy " : "", x->strategy ? x->strategy : "");
 }
 
 /* The one-conv network for shape x in *s: read from YAML, then reshaped. */
@@ -197,17 +234,20 @@ int main(void)
     if (strategy && !*strategy) strategy = NULL;
 
     /* the issue's 5x5 C=64 -> M=128 layer, the largest shape and the smallest */
-    enum { NFIXED = 3, NSHAPES = NFIXED + NRANDOM + NLAYERS };
+    enum { NFIXED = 3, NSHAPES = NFIXED + NRANDOM + NLAYERS + NWINO };
     shape shapes[NSHAPES] = {
-        {64, 26, 26, 128, 5, 2, 1, CG_ACT_RELU, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX},
-        {256, 128, 128, 256, 11, 2, 1, CG_ACT_TANH, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX},
-        {1, 1, 1, 1, 1, 0, 0, CG_ACT_NONE, {0, 0, 0, 0}, 1, 0, CG_POOL_MAX},
+        {64, 26, 26, 128, 5, 2, 1, CG_ACT_RELU, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL},
+        {256, 128, 128, 256, 11, 2, 1, CG_ACT_TANH, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL},
+        {1, 1, 1, 1, 1, 0, 0, CG_ACT_NONE, {0, 0, 0, 0}, 1, 0, CG_POOL_MAX, NULL},
     };
     uint64_t rng = SEED;
     for (int i = NFIXED; i < NFIXED + NRANDOM; i++) shapes[i] = draw(&rng);
     /* then padding, stride and the pools of issue 12, from a sequence of their own */
     uint64_t rng_layers = SEED_LAYERS;
-    for (int i = NFIXED + NRANDOM; i < NSHAPES; i++) shapes[i] = draw_layers(&rng_layers);
+    for (int i = NFIXED + NRANDOM; i < NFIXED + NRANDOM + NLAYERS; i++) shapes[i] = draw_layers(&rng_layers);
+    /* then conv2d_winograd's layers, each forced to it */
+    uint64_t rng_wino = SEED_WINO;
+    for (int i = NFIXED + NRANDOM + NLAYERS; i < NSHAPES; i++) shapes[i] = draw_wino(&rng_wino);
 
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);
@@ -224,7 +264,7 @@ int main(void)
         describe(x, d, sizeof d);
         if (maxckk > 0 && (long)x->C * x->K * x->K > maxckk) continue;
         tested++;
-        if (build_spec(x, strategy, s, &e) || cg_generate(s, "tests/test_shapes", o, &e)) {
+        if (build_spec(x, x->strategy ? x->strategy : strategy, s, &e) || cg_generate(s, "tests/test_shapes", o, &e)) {
             CHECK(0, "shape %d (%s): %s", i, d, e.msg);
             gen_failed++;
             continue;
@@ -234,6 +274,8 @@ int main(void)
             const cg_gen_kernel *gk = &o->k[k];
             if (strcmp(gk->layer, "conv")) continue;
             convs += !strncmp(gk->tpl, "conv2d_", 7);
+            if (x->strategy && !strncmp(gk->tpl, "conv2d_", 7))
+                CHECK(!strcmp(gk->tpl + 7, x->strategy), "shape %d (%s): template %s", i, d, gk->tpl);
             if (gk->source_len > largest) {
                 largest = gk->source_len;
                 snprintf(largest_name, sizeof largest_name, "%s", gk->kernel);

@@ -422,8 +422,8 @@ static void test_layers(void)
         CHECK_SHAPE(layer(&spec, "conv1_1"), 3, 32, 32, 64, 32, 32);
         CHECK_SHAPE(layer(&spec, "conv3_2"), 256, 8, 8, 256, 4, 4);
     }
-    const char *gpu[] = {"tests/gpu/layers-direct.yaml", "tests/gpu/layers-igemm.yaml"};
-    for (int i = 0; i < 2; i++) {
+    const char *gpu[] = {"tests/gpu/layers-direct.yaml", "tests/gpu/layers-igemm.yaml", "tests/gpu/layers-winograd.yaml"};
+    for (int i = 0; i < 3; i++) {
         rc = cg_spec_load(gpu[i], &spec, &err);
         CHECK(rc == 0 && spec.C == 3 && cg_layer_out_elems(&spec.layers[spec.nlayers - 1]) == 10,
               "%s: %s", gpu[i], err.msg);

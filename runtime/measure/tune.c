@@ -28,6 +28,9 @@ void cg_tune_signature(const cg_layer *l, char *out, size_t n)
 
 const char *const *cg_tune_templates(const cg_layer *l)
 {
+    /* conv2d_winograd joins once it has run on a GPU: until then only a spec's
+       `strategy: winograd` (or `convgen kernel --strategy winograd`) uses it, so
+       that an unchecked kernel cannot fault a tuning run (bench/RESULTS.md) */
     static const char *const conv[] = {"conv2d_direct", "conv2d_igemm", NULL};
     static const char *const fc[] = {"fc_tiled", "fc_vec", NULL};
     static const char *const none[] = {NULL};
@@ -726,7 +729,7 @@ static const char *const choice_keys[] = {"template", "params", "ms", NULL};
 static int read_tpl(const cg_yctx *c, const cg_ynode *v, const char *where, char *out, size_t n)
 {
     if (cg_y_ident(c, v, "template", where, 0, out, n)) return -1;
-    static const char *const all[] = {"conv2d_direct", "conv2d_igemm", "fc_tiled", "fc_vec", NULL};
+    static const char *const all[] = {"conv2d_direct", "conv2d_igemm", "conv2d_winograd", "fc_tiled", "fc_vec", NULL};
     for (int i = 0; all[i]; i++)
         if (!strcmp(all[i], out)) return 0;
     const char *near = cg_y_suggest(out, all);
