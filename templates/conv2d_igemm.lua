@@ -98,9 +98,7 @@ T.params = {
   { name = "tn", doc = "pixels per thread (columns of its register tile), in groups of four",
     legal = function(_) return { 4, 8, 12, 16 } end,
     default = function(_) return 8 end },
-  { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
-    legal = function(_) return { 1, 2, 3, 4 } end,
-    default = function(_) return 1 end },
+  common.occ_param({ 1, 2, 3, 4 }),
   { name = "stages", doc = "slices in shared memory (sm_80+: copied by cp.async, stages-1 in flight; older: 2, through registers)",
     legal = function(_) return { 2, 3, 4 } end,
     default = function(_) return 2 end },
@@ -168,22 +166,8 @@ function T.check(l, p)
     return string.format("the tile, prefetch and fragments need about %d registers a thread; at most %d",
       s.regs, REG_BUDGET), "tm"
   end
-  if p.occ > 1 then
-    local t = l.target or {}
-    local rps = t.regs_per_sm or 65536
-    local cap = (rps // (p.occ * s.threads)) // 8 * 8
-    if cap >= 255 or p.occ * s.threads > common.MAX_THREADS * 2 then
-      return string.format("occ=%d with %d threads changes nothing (a cap of %d registers) or cannot be resident",
-        p.occ, s.threads, cap), "occ"
-    end
-    if s.regs > cap then
-      return string.format("occ=%d leaves %d registers a thread; the tile, prefetch and fragments need about %d",
-        p.occ, cap, s.regs), "occ"
-    end
-    if p.occ * (s.smem + 1024) > common.max_shared(l) + 1024 then
-      return string.format("occ=%d blocks need %d bytes of shared memory on one SM", p.occ, p.occ * s.smem), "occ"
-    end
-  end
+  local why, blame = common.check_occ(l, p.occ, s.threads, s.regs, s.smem, "the tile, prefetch and fragments")
+  if why then return why, blame end
   if s.smem > common.max_shared(l) then
     return string.format("%d slices need %d bytes of shared memory; at most %d fit",
       p.stages, s.smem, common.max_shared(l)), "bk"

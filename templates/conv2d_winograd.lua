@@ -98,9 +98,7 @@ T.params = {
   { name = "xg", doc = "of the 16 products, those one thread computes (16/xg threads of one warp share a tile, their partial outputs summed by shuffles)",
     legal = function(_) return { 4, 8, 16 } end,
     default = function(_) return 4 end },
-  { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
-    legal = function(_) return { 1, 2 } end,
-    default = function(_) return 1 end },
+  common.occ_param({ 1, 2 }),
 }
 
 -- The numbers every part of the template derives from the parameters.
@@ -176,20 +174,9 @@ function T.check(l, p)
     return string.format("the accumulators, prefetched tiles and filters need about %d registers a thread; " ..
       "at most %d with %d threads", s.regs, math.min(REG_BUDGET, cap), s.threads), "tm"
   end
-  if p.occ > 1 then
-    local ocap = (rps // (p.occ * s.threads)) // 8 * 8
-    if ocap >= 255 or p.occ * s.threads > 2 * common.MAX_THREADS then
-      return string.format("occ=%d with %d threads changes nothing (a cap of %d registers) or cannot be resident",
-        p.occ, s.threads, ocap), "occ"
-    end
-    if s.regs > ocap - REG_ADDRESSING then
-      return string.format("occ=%d leaves %d registers a thread; the accumulators, prefetched tiles and filters " ..
-        "need about %d more than %d", p.occ, ocap, s.regs, REG_ADDRESSING), "occ"
-    end
-    if p.occ * (s.smem + 1024) > common.max_shared(l) + 1024 then
-      return string.format("occ=%d blocks need %d bytes of shared memory on one SM", p.occ, p.occ * s.smem), "occ"
-    end
-  end
+  local why, blame = common.check_occ(l, p.occ, s.threads, s.regs + REG_ADDRESSING, s.smem,
+    "the accumulators, prefetched tiles, filters and addressing")
+  if why then return why, blame end
   if s.smem > common.max_shared(l) then
     return string.format("two slices of %d channels need %d bytes of shared memory; at most %d fit",
       p.cs, s.smem, common.max_shared(l)), "cs"

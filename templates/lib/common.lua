@@ -252,6 +252,34 @@ function common.cost.issue(l, blocks, threads, regs, smem, instr, ilp)
   return seq * common.ceil_div(threads, 32) * instr / 4 / common.cost.busy(conc, threads, ilp)
 end
 
+-- `occ`, the blocks per SM a tiled conv template asks __launch_bounds__ for
+-- (registers capped at the SM's over occ*threads); `legal`: its legal values.
+function common.occ_param(legal)
+  return { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
+    legal = function(_) return legal end,
+    default = function(_) return 1 end }
+end
+
+-- nil, or why `occ` blocks of `threads` threads, each thread needing about
+-- `regs` registers (`what` needs them) and each block `smem` bytes, cannot or
+-- need not share one SM of l's target; the blamed parameter is occ.
+function common.check_occ(l, occ, threads, regs, smem, what)
+  if occ <= 1 then return nil end
+  local rps = (l.target and l.target.regs_per_sm) or 65536
+  local cap = (rps // (occ * threads)) // 8 * 8
+  if cap >= 255 or occ * threads > 2 * common.MAX_THREADS then
+    return string.format("occ=%d with %d threads changes nothing (a cap of %d registers) or cannot be resident",
+      occ, threads, cap), "occ"
+  end
+  if regs > cap then
+    return string.format("occ=%d leaves %d registers a thread; %s need about %d", occ, cap, what, regs), "occ"
+  end
+  if occ * (smem + 1024) > common.max_shared(l) + 1024 then
+    return string.format("occ=%d blocks need %d bytes of shared memory on one SM", occ, occ * smem), "occ"
+  end
+  return nil
+end
+
 -- Shared by the fc templates (a BM x BN block tile, TM x TN per thread).
 common.fc = {}
 
