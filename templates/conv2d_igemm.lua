@@ -372,24 +372,17 @@ local source = engine.compile([=[
         const unsigned x = sx + b * {{4 * BK * BN}} + 4 * tid;
         const unsigned w = sw + b * {{4 * BK * BM}};
         const int o = xo(s);
-% if padded then
-%   if not whole then
+% if padded and not whole then
         const int kp0 = (s % {{SPC}}) * {{BK // K}};
-%   end
-#pragma unroll
-        for (int j = 0; j < {{LC}}; j++)
-#pragma unroll
-            for (int r = 0; r < {{BK}}; r++) {
-                // outside the input: 0 bytes copied, zeros filled, nothing read; the address
-                // stays base + literal so that the literal folds into the copy instruction
-                copy4(x + 4 * (r * {{BN}} + j * {{NT}}), xb[j] + o + {{name}}_OFF(r), {{name}}_OK(j, r) ? 4 : 0);
-            }
-% else
-#pragma unroll
-        for (int j = 0; j < {{LC}}; j++)
-#pragma unroll
-            for (int r = 0; r < {{BK}}; r++) copy4(x + 4 * (r * {{BN}} + j * {{NT}}), xb[j] + o + {{name}}_OFF(r), 4);
 % end
+% if padded then
+        // outside the input: 0 bytes copied, zeros filled, nothing read; the address
+        // stays base + literal so that the literal folds into the copy instruction
+% end
+#pragma unroll
+        for (int j = 0; j < {{LC}}; j++)
+#pragma unroll
+            for (int r = 0; r < {{BK}}; r++) copy4(x + 4 * (r * {{BN}} + j * {{NT}}), xb[j] + o + {{name}}_OFF(r), {{xbytes}});
 % if wvec then
 #pragma unroll
         for (int i = 0; i < {{WQ}}; i++) {
@@ -436,20 +429,13 @@ local source = engine.compile([=[
     float xr[{{LC}}][{{BK}}], wr[{{WL}}];
     auto fetch = [&](int s) {
         const int o = xo(s);
-% if padded then
-%   if not whole then
+% if padded and not whole then
         const int kp0 = (s % {{SPC}}) * {{BK // K}};
-%   end
-#pragma unroll
-        for (int j = 0; j < {{LC}}; j++)
-#pragma unroll
-            for (int r = 0; r < {{BK}}; r++) xr[j][r] = {{name}}_OK(j, r) ? __ldg(xb[j] + o + {{name}}_OFF(r)) : 0.0f;
-% else
-#pragma unroll
-        for (int j = 0; j < {{LC}}; j++)
-#pragma unroll
-            for (int r = 0; r < {{BK}}; r++) xr[j][r] = __ldg(xb[j] + o + {{name}}_OFF(r));
 % end
+#pragma unroll
+        for (int j = 0; j < {{LC}}; j++)
+#pragma unroll
+            for (int r = 0; r < {{BK}}; r++) xr[j][r] = {{xload}};
 #pragma unroll
         for (int i = 0; i < {{WL}}; i++)
 % if wguard then
@@ -616,6 +602,11 @@ function T.kernel(l, p)
     STR = g.S, pt = g.pt, pl = g.pl, padded = g.padded,
     mtype = l.K > 32 and "unsigned long long" or "unsigned", one = l.K > 32 and "1ull" or "1u",
     rowok = rowok, colok = colok,
+    -- one gathered element: its bytes to copy (sm_80+) and its register load (older);
+    -- in the padding, 0 bytes and 0.0f
+    xbytes = g.padded and (name .. "_OK(j, r) ? 4 : 0") or "4",
+    xload = g.padded and string.format("%s_OK(j, r) ? __ldg(xb[j] + o + %s_OFF(r)) : 0.0f", name, name)
+      or string.format("__ldg(xb[j] + o + %s_OFF(r))", name),
     pool_kind = g.kind,
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
