@@ -41,9 +41,6 @@ T.doc = "implicit GEMM; a block computes a maps x pixels tile through shared-mem
 local BODY_BUDGET = 6144
 local REG_BUDGET = 200
 
--- The 2x2 pools (max or average, stride 2) the epilogue takes: four columns of a thread.
-local function pooled(g) return g.tiled_pool and g.PK == 2 end
-
 -- Reduction depths that make slices of whole kernel rows: kp rows of one channel
 -- (kp divides K) or cs whole channels (cs divides C), at most 64 deep.
 local function slice_depths(l)
@@ -53,20 +50,6 @@ local function slice_depths(l)
   for _, cs in ipairs(common.divisors(l.C)) do add(cs * l.K * l.K) end
   table.sort(out)
   return out
-end
-
--- Map tiles: M itself when it is small, and powers of two; those that cover M
--- come first, smallest first (one block row, least waste), then the smaller ones.
-local function map_tiles(l)
-  local all = { 8, 16, 32, 64, 128 }
-  if l.M <= 128 and not common.contains(all, l.M) then all[#all + 1] = l.M end
-  table.sort(all, function(a, b)
-    local ca, cb = a >= l.M, b >= l.M
-    if ca ~= cb then return ca end
-    if ca then return a < b end
-    return a > b
-  end)
-  return all
 end
 
 -- The preferred slice depth: the deepest one up to 18 (one kernel row of a 5x5
@@ -81,7 +64,7 @@ end
 
 T.params = {
   { name = "bm", doc = "output maps per block tile",
-    legal = map_tiles,
+    legal = function(l) return common.map_tiles(l, 128) end,
     default = function(l)
       if l.M <= 64 then return l.M end
       return 64
@@ -109,7 +92,7 @@ local function shape(l, p)
   local s = {}
   local g = common.conv_geom(l)
   s.g = g
-  s.pooled = pooled(g)
+  s.pooled = common.fused_pool2(g)   -- the epilogue's 2x2 pool: four columns of a thread
   s.fused = g.kind == "none" or s.pooled
   s.CH, s.CW = g.CH, g.CW
   if s.pooled then
@@ -136,15 +119,8 @@ local function shape(l, p)
 end
 
 function T.check(l, p)
-  if p.bm % p.tm ~= 0 then
-    return string.format("tm=%d must divide bm=%d", p.tm, p.bm), "tm"
-  end
-  if p.bn % p.tn ~= 0 then
-    return string.format("tn=%d must divide bn=%d", p.tn, p.bn), "tn"
-  end
-  if p.bm > 2 * l.M and p.bm > 8 then
-    return string.format("bm=%d is more than twice the layer's %d maps", p.bm, l.M), "bm"
-  end
+  local why, blame = common.check_thread_tile(l, p)
+  if why then return why, blame end
   local s = shape(l, p)
   if s.threads < 32 or s.threads > common.MAX_THREADS or s.threads % 32 ~= 0 then
     return string.format("(bm/tm)*(bn/tn) = %d threads; a block needs a multiple of 32 from 32 to %d",

@@ -49,7 +49,6 @@ local BODY_BUDGET = 4096
 local REG_BUDGET = 200
 local REG_ADDRESSING = 48
 
-local function pooled(g) return g.tiled_pool and g.PK == 2 end
 
 -- Channels a slice may hold: the divisors of C up to 16, largest first (a
 -- search that refuses the default tries the deepest slice that fits next).
@@ -59,23 +58,9 @@ local function slice_channels(l)
   return out
 end
 
--- Map tiles: M itself when it is small, and powers of two; those that cover M
--- first, smallest first, then the smaller ones (as conv2d_igemm).
-local function map_tiles(l)
-  local all = { 8, 16, 32, 64 }
-  if l.M <= 64 and not common.contains(all, l.M) then all[#all + 1] = l.M end
-  table.sort(all, function(a, b)
-    local ca, cb = a >= l.M, b >= l.M
-    if ca ~= cb then return ca end
-    if ca then return a < b end
-    return a > b
-  end)
-  return all
-end
-
 T.params = {
   { name = "bm", doc = "output maps per block tile",
-    legal = map_tiles,
+    legal = function(l) return common.map_tiles(l, 64) end,
     default = function(l)
       if l.M <= 32 then return l.M end
       return 32
@@ -106,7 +91,7 @@ local function shape(l, p)
   local s = {}
   local g = common.conv_geom(l)
   s.g = g
-  s.pooled = pooled(g)
+  s.pooled = common.fused_pool2(g)
   s.fused = g.kind == "none" or s.pooled
   s.CH, s.CW = g.CH, g.CW
   if s.pooled then
@@ -146,15 +131,8 @@ function T.check(l, p)
     return string.format("Winograd F(2x2,3x3) serves stride 1 only; this layer's is %d", g.S)
   end
   if g.CH < 1 or g.CW < 1 then return "the conv output is empty" end
-  if p.bm % p.tm ~= 0 then
-    return string.format("tm=%d must divide bm=%d", p.tm, p.bm), "tm"
-  end
-  if p.bn % p.tn ~= 0 then
-    return string.format("tn=%d must divide bn=%d", p.tn, p.bn), "tn"
-  end
-  if p.bm > 2 * l.M and p.bm > 8 then
-    return string.format("bm=%d is more than twice the layer's %d maps", p.bm, l.M), "bm"
-  end
+  local why, blame = common.check_thread_tile(l, p)
+  if why then return why, blame end
   local s = shape(l, p)
   if s.G > 1 and s.TT % 8 ~= 0 then
     return string.format("(bm/tm)*(bn/tn) = %d thread tiles; with xg=%d they must be a multiple of 8 " ..

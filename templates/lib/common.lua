@@ -252,6 +252,41 @@ function common.cost.issue(l, blocks, threads, regs, smem, instr, ilp)
   return seq * common.ceil_div(threads, 32) * instr / 4 / common.cost.busy(conc, threads, ilp)
 end
 
+-- The tiled conv templates (conv2d_igemm, conv2d_winograd): the 2x2 pools
+-- (max or average, stride 2) their epilogue takes, of conv geometry g.
+function common.fused_pool2(g) return g.tiled_pool and g.PK == 2 end
+
+-- Their map tiles: M itself when it is no more than `largest`, and the powers of
+-- two from 8 to `largest`; those that cover M come first, smallest first (one
+-- block row, least waste), then the smaller ones, largest first.
+function common.map_tiles(l, largest)
+  local all, t = {}, 8
+  while t <= largest do all[#all + 1], t = t, t * 2 end
+  if l.M <= largest and not common.contains(all, l.M) then all[#all + 1] = l.M end
+  table.sort(all, function(a, b)
+    local ca, cb = a >= l.M, b >= l.M
+    if ca ~= cb then return ca end
+    if ca then return a < b end
+    return a > b
+  end)
+  return all
+end
+
+-- Their thread-tile checks: tm divides bm, tn divides bn, bm at most twice M
+-- (above 8); nil or the reason and the blamed parameter.
+function common.check_thread_tile(l, p)
+  if p.bm % p.tm ~= 0 then
+    return string.format("tm=%d must divide bm=%d", p.tm, p.bm), "tm"
+  end
+  if p.bn % p.tn ~= 0 then
+    return string.format("tn=%d must divide bn=%d", p.tn, p.bn), "tn"
+  end
+  if p.bm > 2 * l.M and p.bm > 8 then
+    return string.format("bm=%d is more than twice the layer's %d maps", p.bm, l.M), "bm"
+  end
+  return nil
+end
+
 -- `occ`, the blocks per SM a tiled conv template asks __launch_bounds__ for
 -- (registers capped at the SM's over occ*threads); `legal`: its legal values.
 function common.occ_param(legal)
