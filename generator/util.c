@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Format one error line; always returns -1 so callers can `return cg_fail(...)`. */
@@ -256,4 +257,11 @@ int cg_mul_size(size_t a, size_t b, size_t *out)
     if (a && b > SIZE_MAX / a) return -1;
     *out = a * b;
     return 0;
+}
+
+double cg_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }

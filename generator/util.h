@@ -54,4 +54,7 @@ int cg_mkdirs(const char *path, cg_err *e);
 /* Overflow-checked size arithmetic: return 0 on success, -1 on overflow. */
 int cg_mul_size(size_t a, size_t b, size_t *out);
 
+/* Milliseconds on the monotonic clock (for differences only). */
+double cg_now_ms(void);
+
 #endif

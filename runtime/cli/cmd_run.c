@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Everything a run needs on the host: spec, weights, images. From a bundle
  * (is_bundle), s and w are the bundle's (nb owns them). The images are the
@@ -438,13 +437,6 @@ static int job_open(const cg_job *j, const cg_net_options *o, cg_net **net, cg_e
     return net_status(*net, st, e);
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* --devices LIST read, and refused beside --device (both choose the GPU). */
 static int devices_option(const char *text, const char *device_t, cg_devices *dev, cg_err *e)
 {
@@ -474,9 +466,9 @@ static int run_nets(cg_run_nets *rn, const cg_input *in, int *pred, float *score
                     double *layer_ms, double *total_ms, cg_err *e)
 {
     int failed;
-    double t0 = now_ms();
+    double t0 = cg_now_ms();
     cg_status st = cg_shards_run(rn->nets, rn->k, in, pred, scores, layer_out, rn->sh, &failed, e);
-    rn->wall_ms = now_ms() - t0;
+    rn->wall_ms = cg_now_ms() - t0;
     if (st && rn->dev) cg_devices_fail(rn->dev, rn->nets, failed, e);
     else if (st && failed >= 0) cg_fail(e, "%s", cg_net_error(rn->nets[failed]));
     if (st) return (int)st;

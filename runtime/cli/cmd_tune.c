@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define LIST_SHOWN 5   /* candidates --list prints per template */
@@ -89,9 +88,7 @@ static int parse(int argc, char **argv, tune_cli *c, cg_err *e)
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
+    return cg_now_ms() / 1e3;
 }
 
 /* Whether layer i is to be tuned: a conv or fc layer named in --layers (all when absent). */

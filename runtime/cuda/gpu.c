@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* One stream set: what one batch in flight needs. While one set's kernels
  * run, another's copies do, so each has its own tensors and staging. */
@@ -49,13 +48,6 @@ struct cg_gpu {
     CUevent first; /* the run's first upload starts */
 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* JIT: every kernel of the generated output through NVRTC (several at a
  * time, jit.c), cubins cached on disk; then each loaded as its own module. */
 static int load_jit(cg_gpu *g, cg_nvrtc *nv, int arch, int as_ptx, const cg_gen_output *o,
@@ -86,12 +78,12 @@ static int load_jit(cg_gpu *g, cg_nvrtc *nv, int arch, int as_ptx, const cg_gen_
         b->ms = k->ms;
         b->from = k->cached ? CG_FROM_CACHE : CG_FROM_NVRTC;
     }
-    double t0 = now_ms();
+    double t0 = cg_now_ms();
     for (int i = 0; i < r.n && !rc; i++) {
         rc = CG_CU(e, g->cu->cuModuleLoadData(&g->mods[g->nmods], r.k[i].image.data));
         if (!rc) snprintf(g->modkernel[g->nmods++], sizeof g->modkernel[0], "%s", o->k[i].kernel);
     }
-    hc->load_ms += now_ms() - t0;
+    hc->load_ms += cg_now_ms() - t0;
     cg_jit_free(&r);
     return rc;
 }
@@ -134,7 +126,7 @@ static int load_fatbin(cg_gpu *g, const char *hash, const char *path, const cg_b
         snprintf(b->name, sizeof b->name, "%s", g->m->k[i].name);
         b->ms = 0, b->from = CG_FROM_FATBIN;
     }
-    double t0 = now_ms();
+    double t0 = cg_now_ms();
     CUresult r = g->cu->cuModuleLoadData(&g->mods[0], f->data);
     if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
         return cg_fail(e, "%s: its PTX is newer than this driver (%d.%d) supports: the driver is too old",
@@ -145,7 +137,7 @@ static int load_fatbin(cg_gpu *g, const char *hash, const char *path, const cg_b
                        cg_cu_strerror(r, t, sizeof t));
     }
     g->nmods = 1;
-    hc->load_ms += now_ms() - t0;
+    hc->load_ms += cg_now_ms() - t0;
     /* the build id ties the file to the spec it was built from */
     CUdeviceptr id;
     size_t idn;
@@ -348,12 +340,12 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
             rc = cg_nvrtc_open(&nv, e);
             if (!rc) rc = cg_jit_target(nv, g->cu, &arch, &as_ptx, &tg, e);
         }
-        double t0 = now_ms();
+        double t0 = cg_now_ms();
         char regen[CG_PATH_MAX + 64];
         cg_regen_command(s->path, regen, sizeof regen);
         if (!rc) rc = cg_generate_for(s, regen, &tg, gen, e);
         if (!rc) rc = cg_manifest_parse(gen->manifest, gen->manifest_len, "generated manifest", g->m, e);
-        hc->generate_ms = now_ms() - t0;
+        hc->generate_ms = cg_now_ms() - t0;
         if (!rc)
             rc = o->fatbin ? load_fatbin(g, gen->hash, o->fatbin, &fat, held, hc, e)
                            : load_jit(g, nv, arch, as_ptx, gen, o, hc, e);
@@ -362,13 +354,13 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
     cg_buf_free(&fat);
     if (nv) cg_nvrtc_close(nv);
     if (!rc) rc = bind_functions(g, e);
-    double t0 = now_ms();
+    double t0 = cg_now_ms();
     if (!rc) rc = upload_weights(g, w, e);
-    hc->weights_ms = now_ms() - t0;
-    t0 = now_ms();
+    hc->weights_ms = cg_now_ms() - t0;
+    t0 = cg_now_ms();
     if (!rc) set_marks(g);
     if (!rc) rc = alloc_sets(g, o->batch, e);
-    hc->alloc_ms = now_ms() - t0;
+    hc->alloc_ms = cg_now_ms() - t0;
     return rc;
 }
 
@@ -503,9 +495,9 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
     cg_cu *cu = g->cu;
     cg_gpu_set *st = &g->set[si];
     size_t in_bytes = (size_t)n * r->in_per;
-    double t0 = now_ms();
+    double t0 = cg_now_ms();
     copy_wide(st->hin, r->src + (size_t)off * r->in_per, in_bytes);
-    r->t->stage_ms += now_ms() - t0;
+    r->t->stage_ms += cg_now_ms() - t0;
     for (int i = 0; g->poison && i < m->ntensors; i++) {
         if (m->t[i].dtype == CG_DT_U8) continue;
         /* a NaN pattern: anything a kernel fails to write shows up in the checks */
@@ -546,9 +538,9 @@ static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e
     cg_gpu_set *st = &g->set[si];
     cg_gpu_times *t = r->t;
     float ms;
-    double t0 = now_ms();
+    double t0 = cg_now_ms();
     if (CG_CU(e, cu->cuEventSynchronize(st->dn1))) return -1;
-    t->wait_ms += now_ms() - t0;
+    t->wait_ms += cg_now_ms() - t0;
     if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[0], st->ev[g->nev - 1]))) return -1;
     t->total_ms += ms;
     for (int i = 0; i < m->nkernels; i++) {
@@ -563,12 +555,12 @@ static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e
     t->upload_ms += ms;
     if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[g->nev - 1], st->dn1))) return -1;
     t->download_ms += ms;
-    t0 = now_ms();
+    t0 = cg_now_ms();
     for (int d = 0; d < r->ndl; d++) {
         const cg_download *dl = &r->dl[d];
         copy_wide(dl->dst + (size_t)off * dl->per, st->hout + dl->at, (size_t)n * dl->per);
     }
-    t->stage_ms += now_ms() - t0;
+    t->stage_ms += cg_now_ms() - t0;
     t->batches++;
     return 0;
 }
@@ -623,14 +615,14 @@ static int plan_staging(cg_gpu *g, cg_gpu_runctx *r, long long n, int *pred, flo
     for (int l = 0; layer_out && l < m->nlayers; l++)
         if (layer_out[l]) add_download(g, r, m->l[l].out, layer_out[l], rows, &at);
     size_t in = (size_t)rows * r->in_per;
-    double t0 = now_ms();
+    double t0 = cg_now_ms();
     for (int k = 0; k < g->nsets && rows > 0; k++) {
         cg_gpu_set *st = &g->set[k];
         if (grow_pinned(g->cu, &st->hin, &st->hin_cap, in, e) ||
             grow_pinned(g->cu, &st->hout, &st->hout_cap, at, e))
             return -1;
     }
-    hc->alloc_ms += now_ms() - t0;
+    hc->alloc_ms += cg_now_ms() - t0;
     return 0;
 }
 
@@ -684,13 +676,13 @@ static int run_current(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred
     long long nb = (n + g->batch - 1) / g->batch;
     t->images = n;
     t->streams = nb < g->nsets ? (int)nb : g->nsets;
-    double t0 = now_ms();
+    double t0 = cg_now_ms();
     cg_pipe_ops ops = {submit_batch, finish_batch, drain_sets};
     if (cg_pipe_run(n, g->batch, g->nsets, &ops, &r, e)) return -1;
     float ms = 0;
     if (n > 0 && CG_CU(e, g->cu->cuEventElapsedTime(&ms, g->first, g->set[(nb - 1) % g->nsets].dn1))) return -1;
     t->span_ms = ms;
-    t->wall_ms = now_ms() - t0;
+    t->wall_ms = cg_now_ms() - t0;
     hc->upload_ms += t->upload_ms;
     hc->download_ms += t->download_ms;
     return 0;

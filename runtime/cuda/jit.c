@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* What the worker threads share: the inputs, and the next kernel to take. */
@@ -21,13 +20,6 @@ typedef struct {
     int next;
 } jit_work;
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* One kernel: the cache, else NVRTC (and then the cache is written). Touches
  * only its own result slot, so kernels run on any thread in any order. */
 static void one_kernel(jit_work *w, int i)
@@ -35,7 +27,7 @@ static void one_kernel(jit_work *w, int i)
     const cg_gen_kernel *k = &w->o->k[i];
     cg_jit_kernel *out = &w->r->k[i];
     const cg_jit_opts *opt = w->opt;
-    double t0 = now_ms();
+    double t0 = cg_now_ms();
     cg_cache_key key;
     cg_cache_key_kernel(&key, k, w->options, w->nvrtc_version, opt->driver_version, opt->cc);
     if (opt->cache_dir && !opt->refresh) {
@@ -43,7 +35,7 @@ static void one_kernel(jit_work *w, int i)
         int got = cg_cache_get(opt->cache_dir, &key, &out->image, why);
         if (got == 1) {
             out->cached = 1;
-            out->ms = now_ms() - t0;
+            out->ms = cg_now_ms() - t0;
             return;
         }
         if (got < 0) {
@@ -57,7 +49,7 @@ static void one_kernel(jit_work *w, int i)
     if (cg_nvrtc_compile(w->nv, k->source, k->file, opt->arch, opt->as_ptx, &out->image,
                          &out->log, NULL, &out->err)) {
         out->failed = 1;
-        out->ms = now_ms() - t0;
+        out->ms = cg_now_ms() - t0;
         return;
     }
     if (opt->cache_dir) {
@@ -70,7 +62,7 @@ static void one_kernel(jit_work *w, int i)
             snprintf(out->note, sizeof out->note, "%.150s", warn.msg);
         }
     }
-    out->ms = now_ms() - t0;
+    out->ms = cg_now_ms() - t0;
 }
 
 /* Thread body: take kernels until none is left. */
@@ -100,7 +92,7 @@ static int thread_count(const cg_jit_opts *opt, int nkernels)
 int cg_jit_build(cg_nvrtc *nv, const cg_gen_output *o, const cg_jit_opts *opt, cg_jit_result *r,
                  cg_err *e)
 {
-    double t0 = now_ms();
+    double t0 = cg_now_ms();
     memset(r, 0, sizeof *r);
     if (o->nkernels < 1) return 0;
     r->k = calloc((size_t)o->nkernels, sizeof *r->k);
@@ -132,7 +124,7 @@ int cg_jit_build(cg_nvrtc *nv, const cg_gen_output *o, const cg_jit_opts *opt, c
         if (!k->failed && !k->cached) r->compiled++;
         if (k->note[0] && !r->note[0]) snprintf(r->note, sizeof r->note, "%s", k->note);
     }
-    r->wall_ms = now_ms() - t0;
+    r->wall_ms = cg_now_ms() - t0;
     return rc;
 }
 

@@ -6,7 +6,6 @@
 #include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 /* What the threads share: which network failed first. */
 typedef struct {
@@ -28,21 +27,14 @@ typedef struct {
     cg_shard *out;
 } shard_job;
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* Run one shard and note its status; the first failure in time is kept. */
 static void run_shard(shard_job *j)
 {
     if (j->out->n == 0) return; /* nothing to do: not run, status OK */
-    double t0 = now_ms();
+    double t0 = cg_now_ms();
     cg_status st = j->layer_out ? cg_net_run_layers(j->net, &j->in, j->pred, j->scores, j->layer_out)
                                 : cg_net_run(j->net, &j->in, j->pred, j->scores);
-    j->out->wall_ms = now_ms() - t0;
+    j->out->wall_ms = cg_now_ms() - t0;
     j->out->status = st;
     if (!st) return;
     pthread_mutex_lock(&j->c->lock);

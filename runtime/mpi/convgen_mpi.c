@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const char usage[] =
     "usage: mpirun -np R convgen-mpi run SPEC [options]\n"
@@ -69,13 +68,6 @@ typedef struct {
 } rank_report;
 
 static int g_rank, g_ranks;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* The worst exit code over all ranks: every rank learns whether any failed,
  * so all stop together instead of waiting for a message that never comes. */
@@ -237,12 +229,12 @@ static int run_share(mpi_job *j, const mpi_opts *o, cg_err *e)
     MPI_Get_processor_name(host, &len);
     snprintf(r->host, sizeof r->host, "%.63s", host);
     r->off = j->off, r->n = j->n;
-    double t0 = now_ms();
+    double t0 = cg_now_ms();
     if (!j->use_gpu) {
         snprintf(r->device, sizeof r->device, "cpu");
         if (cg_cpu_run_batched(j->s, &j->w, px, j->n, o->batch ? o->batch : 1024, pred, NULL, j->layer_ms, e))
             return CG_EXIT_IO;
-        r->wall_ms = now_ms() - t0;
+        r->wall_ms = cg_now_ms() - t0;
         for (int l = 0; l < j->s->nlayers; l++) r->kernel_ms += j->layer_ms[l];
         return 0;
     }
@@ -254,9 +246,9 @@ static int run_share(mpi_job *j, const mpi_opts *o, cg_err *e)
     int rc = 0;
     if (cg_gpu_open(&g, j->s, &j->w, &go, &hc, e)) rc = CG_EXIT_DEVICE;
     if (!rc) snprintf(r->device, sizeof r->device, "GPU %d: %.80s", j->device, cg_gpu_device_name(g));
-    t0 = now_ms();
+    t0 = cg_now_ms();
     if (!rc && cg_gpu_run(g, px, j->n, pred, NULL, NULL, &t, &hc, e)) rc = CG_EXIT_DEVICE;
-    r->wall_ms = now_ms() - t0;
+    r->wall_ms = cg_now_ms() - t0;
     cg_gpu_close(g);
     if (rc) return rc;
     memcpy(j->layer_ms, t.layer_ms, sizeof t.layer_ms);
