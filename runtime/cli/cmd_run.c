@@ -206,16 +206,11 @@ static double accuracy(const int *pred, const unsigned char *labels, long long n
     return n ? (double)ok / (double)n : 0.0;
 }
 
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    cg_harness_stats st;
+    cg_harness_stats_of(v, n, &st);
+    return st.median;
 }
 
 /* Where kernel `name`'s code came from, NULL if unknown. */

@@ -3,6 +3,7 @@
 #include "tune.h"
 #include "aot.h"
 #include "cli.h"
+#include "harness.h"
 #include "spec_yaml.h"
 
 #include <errno.h>
@@ -527,17 +528,6 @@ static int steps(searcher *s, int *center, int *idx, cg_err *e)
     }
 }
 
-/* The median of x[0..n) (n > 0; x is sorted in place). */
-static double median_of(double *x, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && x[j] < x[j - 1]; j--) {
-            double t = x[j];
-            x[j] = x[j - 1], x[j - 1] = t;
-        }
-    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
-}
-
 /* Re-timing pass `pass` over idx[0..k): each OK candidate timed once, in turn,
  * starting from the pass-th (rotated, so that no candidate is always timed
  * first); its median appended to ms[j*np ..] (got[j] of them so far). */
@@ -589,7 +579,9 @@ static int retime(searcher *s, int *idx, int k, cg_err *e)
     }
     o->release(o->ctx);
     for (int j = 0; !rc && j < k; j++) {
-        lr->c[idx[j]].retime_ms = got[j] ? median_of(ms + (size_t)j * np, got[j]) : 0;
+        cg_harness_stats st;
+        cg_harness_stats_of(ms + (size_t)j * np, got[j], &st);
+        lr->c[idx[j]].retime_ms = st.median; /* 0 when no pass timed it */
         lr->retimed += got[j] > 0;
     }
     free(ms), free(got);
