@@ -518,15 +518,33 @@ local source = engine.compile([=[
 % end
 ]=], "conv2d_igemm")
 
--- The test that weight i of a slice is inside the layer: in the general layout
--- its index is -1 outside; with whole rows per thread (threads % bm == 0), the
--- thread's map (wok) and, in a last partial round, the element index.
-local function wok_expr(l, p, s)
-  if s.threads % p.bm ~= 0 then return "wg[i] >= 0" end
+-- The test that weight i of a slice is inside the layer (w: the weight
+-- layout's flags): in the general layout its index is -1 outside; with whole
+-- rows per thread, the thread's map (wok) and, in a last partial round, the
+-- element index.
+local function wok_expr(w, p, s)
+  if not w.wstep then return "wg[i] >= 0" end
   local t = {}
-  if l.M % p.bm ~= 0 then t[#t + 1] = "wok" end
-  if s.WL * s.threads ~= p.bk * p.bm then t[#t + 1] = string.format("tid + (i) * %d < %d", s.threads, p.bk * p.bm) end
+  if w.mguard then t[#t + 1] = "wok" end
+  if w.wtail then t[#t + 1] = string.format("tid + (i) * %d < %d", s.threads, p.bk * p.bm) end
   return #t > 0 and table.concat(t, " && ") or "true"
+end
+
+-- How a slice's weights are loaded: partial map tile (mguard), a last partial
+-- round of loads (wtail), either (wguard), whole rows per thread (wstep), 16-byte
+-- quads (wvec: M and bm multiples of 4, sm_80+) in WQ rounds, the last partial (wqtail).
+local function weight_layout(l, p, s)
+  local w = {
+    mguard = l.M % p.bm ~= 0,
+    wtail = s.WL * s.threads ~= p.bk * p.bm,
+    wstep = s.threads % p.bm == 0,
+    wvec = s.async and l.M % 4 == 0 and p.bm % 4 == 0 and s.threads % (p.bm // 4) == 0,
+    WQ = common.ceil_div(p.bk * p.bm // 4, s.threads),
+  }
+  w.wguard = w.mguard or w.wtail
+  w.wqtail = w.WQ * s.threads ~= p.bk * p.bm // 4
+  w.wok = wok_expr(w, p, s)
+  return w
 end
 
 function T.kernel(l, p)
@@ -563,15 +581,6 @@ function T.kernel(l, p)
     whole = whole, SPC = whole and 1 or (l.K // (p.bk // l.K)),
     slice_doc = whole and string.format("%d whole channel%s each", p.bk // s.KK, p.bk // s.KK > 1 and "s" or "")
       or string.format("%d kernel row%s of one channel each", p.bk // l.K, p.bk // l.K > 1 and "s" or ""),
-    mguard = l.M % p.bm ~= 0,
-    wguard = l.M % p.bm ~= 0 or (s.WL * s.threads ~= p.bk * p.bm),
-    wtail = s.WL * s.threads ~= p.bk * p.bm,
-    wstep = s.threads % p.bm == 0,
-    -- quads of weights (16-byte cp.async) where four maps stay together and aligned
-    wvec = s.async and l.M % 4 == 0 and p.bm % 4 == 0 and s.threads % (p.bm // 4) == 0,
-    WQ = common.ceil_div(p.bk * p.bm // 4, s.threads),
-    wqtail = common.ceil_div(p.bk * p.bm // 4, s.threads) * s.threads ~= p.bk * p.bm // 4,
-    wok = wok_expr(l, p, s),
     vec = s.P % 4 == 0,
     actname = act,
     act = function(e) return common.act(act, e) end,
@@ -586,6 +595,7 @@ function T.kernel(l, p)
     pool_kind = g.kind,
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
+  for k, x in pairs(weight_layout(l, p, s)) do v[k] = x end
   return {
     name = name,
     args = args,
