@@ -79,7 +79,8 @@ expect_err "$base
 expect_err "$base
     strategy: fft" "bad.yaml:9:15: unknown strategy 'fft'"
 expect_err "$base
-    strategy: winograd" "bad.yaml:9:15: layer 'conv1': Winograd F(2x2,3x3) serves 3x3 kernels only; this layer's is 5x5"
+    stride: 2
+    strategy: winograd" "bad.yaml:10:15: layer 'conv1': Winograd serves stride 1 only; this layer's is 2"
 expect_err "$base
     strategy: direct
     params: {maps_unroll: 3}" "bad.yaml:10:27: layer 'conv1': maps_unroll=3 is not legal"

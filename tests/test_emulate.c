@@ -8,7 +8,8 @@
  * output must match the CPU reference (relative L2 error at most 1e-5, nothing
  * left unwritten). Specs: example-conv (the emulation against kernels the GPU
  * already passed), the networks of padding, stride and the pools (issue 12) and
- * layers-winograd (conv2d_winograd on every layer shape it serves). For local
+ * layers-winograd and layers-winograd-f (conv2d_winograd on the layer shapes and
+ * tile sizes it serves). For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone.
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
 #include "check.h"
@@ -301,7 +302,7 @@ int main(void)
     CHECK(write_text(shim_path, shim, strlen(shim)) == 0, "shim");
     const char *specs[] = {"specs/example-conv.yaml", "tests/gpu/layers-direct.yaml", "tests/gpu/layers-igemm.yaml",
                            "tests/gpu/layers-more.yaml", "tests/gpu/layers-gavg.yaml", "tests/gpu/layers-gavg-wide.yaml",
-                           "tests/gpu/layers-winograd.yaml"};
+                           "tests/gpu/layers-winograd.yaml", "tests/gpu/layers-winograd-f.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");
     if (one && *one)
         emulate(one, dir);

@@ -274,10 +274,11 @@ static void test_arg_roles(void)
     CHECK(argv[0] == &count && argv[1] == &bias && argv[2] == &a, "each argument bound by its role");
 }
 
-/* conv2d_winograd: the layers it serves (3x3, stride 1) and the reasons it gives
- * for the others; on tests/gpu/layers-winograd.yaml every conv is its kernel,
- * weights transposed, the loop over channel slices a loop, the pool fused or not
- * as the layer's pool allows; its cost model ranks every candidate. */
+/* conv2d_winograd: the layers it serves (kernels up to 7x7, stride 1) and the
+ * reasons it gives for the others; on tests/gpu/layers-winograd.yaml every conv is
+ * its kernel, weights transposed, the loop over channel slices a loop, the pool
+ * fused or not as the layer's pool allows; its cost model ranks every candidate;
+ * layers-winograd-f's tiles F(m x m, r x r) are the ones asked for. */
 static void test_winograd(void)
 {
     cg_spec *s = malloc(sizeof *s);
@@ -285,24 +286,49 @@ static void test_winograd(void)
     cg_manifest *m = malloc(sizeof *m);
     cg_err e = {""};
     char whybuf[256], *why = whybuf;
-    if (!s || !o || !m || cg_spec_load("specs/example-conv.yaml", s, &e)) {
-        CHECK(0, "example-conv: %s", e.msg);
+    if (!s || !o || !m || cg_spec_load("bench/specs/zoo-bigk.yaml", s, &e)) {
+        CHECK(0, "zoo-bigk: %s", e.msg);
         free(s), free(o), free(m);
         return;
     }
-    /* a 5x5 layer: refused with the reason, every candidate refused */
-    CHECK(cg_gen_check_one(s, 0, "conv2d_winograd", "", why, sizeof whybuf, &e) == 1, "5x5 refused");
-    CHECK_CONTAINS(why, "Winograd F(2x2,3x3) serves 3x3 kernels only; this layer's is 5x5");
+    /* a 9x9 layer (F(2x2, 9x9) would need 10 points): refused with the reason, every candidate refused */
+    CHECK(cg_gen_check_one(s, 1, "conv2d_winograd", "", why, sizeof whybuf, &e) == 1, "9x9 refused");
+    CHECK_CONTAINS(why, "Winograd serves kernels up to 7x7; this layer's is 9x9");
     cg_candidates c;
-    int rc = cg_gen_candidates(s, 0, "conv2d_winograd", 0, &c, &e);
-    CHECK(rc != 0 || c.n == 0, "no winograd candidate for a 5x5 layer (%d)", rc ? -1 : c.n);
+    int rc = cg_gen_candidates(s, 1, "conv2d_winograd", 0, &c, &e);
+    CHECK(rc != 0 || c.n == 0, "no winograd candidate for a 9x9 layer (%d)", rc ? -1 : c.n);
     if (!rc) cg_candidates_free(&c);
+    /* its 6x6 layer (zoo-bigk conv3): F(2x2, 6x6) needs 7 points, F(4x4, 6x6) 9 */
+    rc = cg_gen_candidates(s, 2, "conv2d_winograd", 0, &c, &e);
+    CHECK(rc == 0 && c.n > 0, "6x6 served: %s", rc ? e.msg : "");
+    if (!rc) {
+        for (int i = 0; i < c.n; i++) CHECK(strstr(c.c[i].params, "mt=2 "), "6x6: %s", c.c[i].params);
+        cg_candidates_free(&c);
+    }
+    CHECK(cg_gen_check_one(s, 2, "conv2d_winograd", "mt=4", why, sizeof whybuf, &e) == 1, "mt=4 refused for 6x6");
+    CHECK_CONTAINS(why, "mt=4 is not legal");
     /* a 3x3 layer of stride 2 */
     if (!cg_spec_load("tests/gpu/layers-igemm.yaml", s, &e)) {
         CHECK(cg_gen_check_one(s, 2, "conv2d_winograd", "", why, sizeof whybuf, &e) == 1, "stride 2 refused");
-        CHECK_CONTAINS(why, "Winograd F(2x2,3x3) serves stride 1 only; this layer's is 2");
+        CHECK_CONTAINS(why, "Winograd serves stride 1 only; this layer's is 2");
     } else {
         CHECK(0, "layers-igemm: %s", e.msg);
+    }
+    /* the tile sizes of layers-winograd-f, each as its layer asks (or by default m = 2) */
+    const char *fpath = "tests/gpu/layers-winograd-f.yaml";
+    if (cg_spec_load(fpath, s, &e) || cg_generate(s, "x", o, &e)) {
+        CHECK(0, "%s: %s", fpath, e.msg);
+    } else {
+        static const char *const want[][2] = {{"a1", "k5_"}, {"a2", "k3_"}, {"a3", "k3_"},
+                                              {"a4", "k7_"}, {"a5", "k5_"}, {"a6", "k2_"}};
+        static const int mt[] = {2, 4, 6, 2, 4, 2};
+        for (int i = 0; i < 6; i++) {
+            const cg_gen_kernel *k = conv_kernel(o, want[i][0]);
+            char f[16];
+            snprintf(f, sizeof f, "_f%d_", mt[i]);
+            CHECK(k && strstr(k->kernel, want[i][1]) && strstr(k->kernel, f) && param(k->source, "mt") == mt[i],
+                  "%s: F(%dx%d) kernel: %s", want[i][0], mt[i], mt[i], k ? k->kernel : "none");
+        }
     }
     const char *path = "tests/gpu/layers-winograd.yaml";
     if (cg_spec_load(path, s, &e) || cg_generate(s, "x", o, &e) || cg_manifest_parse(o->manifest, o->manifest_len, path, m, &e)) {

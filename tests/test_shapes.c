@@ -3,7 +3,7 @@
  * W 1..128 with K <= H, W; 2x2 pool when the conv output allows it, or not;
  * tanh, relu or none; bias or not) plus three fixed ones, plus NLAYERS shapes
  * with padding, stride 1..3 and every pool (issue 12) from a seed of their own
- * (their pool kernels are compiled too), plus NWINO 3x3 stride-1 shapes forced
+ * (their pool kernels are compiled too), plus NWINO stride-1 shapes (K 2..7) forced
  * to `strategy: winograd` (its default configuration), each a one-conv
  * network (conv, fc 10, softmax) with NO strategy key (but the winograd ones) and no params, so the
  * generator's default for the layer is what is tested. Every shape must
@@ -43,7 +43,7 @@
 #define SEED 0x5eed08ULL
 #define NLAYERS 30              /* shapes with padding, stride and the new pools */
 #define SEED_LAYERS 0x1a4e125ULL
-#define NWINO 12                /* 3x3 stride-1 shapes through strategy winograd */
+#define NWINO 16                /* stride-1 shapes, K 2..7, through strategy winograd */
 #define SEED_WINO 0x3a3b0ULL
 
 typedef struct {
@@ -139,8 +139,8 @@ static shape draw_layers(uint64_t *s)
     }
 }
 
-/* A layer conv2d_winograd serves (3x3, stride 1): padding none, same or drawn
- * 0..2 a side, and the pools (none, max2, avg2, max3 stride 2, global). */
+/* A layer conv2d_winograd serves (kernels 2x2 to 7x7, stride 1): padding none,
+ * 1 or drawn 0..2 a side, and the pools (none, max2, avg2, max3 stride 2, global). */
 static shape draw_wino(uint64_t *s)
 {
     for (;;) {
@@ -150,7 +150,7 @@ static shape draw_wino(uint64_t *s)
         x.M = log_uniform(s, 256);
         x.H = uniform(s, 3, 96);
         x.W = uniform(s, 3, 96);
-        x.K = 3;
+        x.K = uniform(s, 2, 7);
         x.stride = 1;
         int padded = uniform(s, 0, 2);
         for (int i = 0; i < 4; i++) x.pad[i] = padded == 0 ? 0 : padded == 1 ? 1 : uniform(s, 0, 2);
