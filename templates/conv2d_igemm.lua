@@ -160,7 +160,7 @@ end
 -- stages-1 of them in flight.
 function T.cost(l, p)
   local s = shape(l, p)
-  local blocks = common.ceil_div(common.cost.BATCH * s.COLS, p.bn) * common.ceil_div(l.M, p.bm)
+  local blocks = common.ceil_div(common.cost.images(l) * s.COLS, p.bn) * common.ceil_div(l.M, p.bm)
   local seq, conc = common.cost.spread(l, blocks, s.threads, s.regs, s.smem)
   if conc == 0 then return math.huge end
   local reuse = math.min(1, p.tm * p.tn / (p.tm + p.tn) / 4) * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)

@@ -173,7 +173,7 @@ end
 -- warps allow; or, when longer, the slices' round trips to memory, one in flight.
 function T.cost(l, p)
   local s = shape(l, p)
-  local blocks = common.ceil_div(common.cost.BATCH * s.PT, p.bn) * common.ceil_div(l.M, p.bm)
+  local blocks = common.ceil_div(common.cost.images(l) * s.PT, p.bn) * common.ceil_div(l.M, p.bm)
   local seq, conc = common.cost.spread(l, blocks, s.threads, s.regs + REG_ADDRESSING - 16, s.smem)
   if conc == 0 then return math.huge end
   local reuse = math.min(1, p.tm * p.tn / (p.tm + p.tn) / 4)

@@ -199,16 +199,23 @@ end
 --
 -- A tuner measures a layer's candidates in the order of T.cost, cheapest first,
 -- so that those most likely to win are measured whatever its budget allows
--- (README, "Tuning"). T.cost estimates a launch's time for BATCH images in SM
--- clock cycles from its shape alone: the instructions the busiest SM issues
--- (four warp instructions a clock), slowed where its resident warps cannot
--- hide latency. Rough by design: it orders candidates, measuring decides.
+-- (README, "Tuning"). T.cost estimates a launch's time for common.cost.images(l)
+-- images (tune's --batch) in SM clock cycles from its shape alone: the
+-- instructions the busiest SM issues (four warp instructions a clock), slowed
+-- where its resident warps cannot hide latency. Rough by design: it orders
+-- candidates, measuring decides.
 common.cost = {
-  BATCH = 10000,      -- images the estimate is for (tune's default --batch)
+  BATCH = 10000,      -- images the estimate is for when the layer table has no `batch` (tune's default)
   FMA_PER_CLOCK = 128, -- FP32 lanes of an SM: four warp instructions a clock
   LATENCY = 800,      -- clocks of a round trip to memory
   WARPS_BUSY = 16,    -- resident warps (times their independent work) that keep an SM issuing
 }
+
+-- The images one launch of layer l is estimated for: l.batch where the caller
+-- gave one (tune --batch, through network.layer_table), else BATCH.
+function common.cost.images(l)
+  return (l.batch and l.batch > 0) and l.batch or common.cost.BATCH
+end
 
 -- What one SM of l's target holds at once, and how many SMs there are (100
 -- when unknown: a fat binary's target).
@@ -345,7 +352,7 @@ end
 function common.fc.cost(l, p, smem_floats, width, ilp)
   local IN, split = l.C * l.H * l.W, p.split or 1
   local threads = common.fc.threads(p)
-  local blocks = common.ceil_div(common.cost.BATCH, p.bm) * common.ceil_div(l.out, p.bn) * split
+  local blocks = common.ceil_div(common.cost.images(l), p.bm) * common.ceil_div(l.out, p.bn) * split
   local slices = common.ceil_div(common.ceil_div(IN, split), p.bk)
   local per_slice = p.bk * p.tm * p.tn + p.bk * (p.tm + p.tn) / width + p.bk * (p.bm + p.bn) / threads / width + 20
   local regs = p.tm * p.tn + p.tm + p.tn + (ilp > 1 and 8 or 0)

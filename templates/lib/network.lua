@@ -5,7 +5,7 @@
 -- renders the sources, and names the tensors each kernel reads and writes.
 -- The returned table is all the generator writes into files and the manifest.
 --
--- net = { name, C, H, W, scale_text, offset_text,
+-- net = { name, C, H, W, scale_text, offset_text, target, (one layer's calls:) batch,
 --         layers = { { index, name, op, C, H, W, M, K, pool, bias, act, out,
 --                      (conv:) pad_t, pad_l, pad_b, pad_r, stride, pool_stride, pool_op,
 --                      strategy, params = { key = value }, OC, OH, OW }, ... } }
@@ -231,12 +231,15 @@ end
 
 -- The table a conv or fc template receives for layer `index`: the spec's layer
 -- fields plus `const_left`, the constant memory its weights may take (alone, a
--- layer has the whole budget; network.build gives it what earlier layers left).
+-- layer has the whole budget; network.build gives it what earlier layers left),
+-- and `batch`, the images a launch is estimated for (net.batch: the caller's,
+-- e.g. tune --batch; nil for common.cost's default), which only T.cost reads.
 function network.layer_table(net, index, const_left)
   local l = {}
   for k, v in pairs(layer_at(net, index)) do l[k] = v end
   l.params = nil
   l.const_left = const_left or common.CONST_BUDGET
+  l.batch = net.batch
   return l
 end
 
