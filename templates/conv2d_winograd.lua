@@ -171,17 +171,19 @@ end
 -- the lanes busy), the global loads allow (16 words a tile and 9 a filter per
 -- channel feed 16*bm*bn FMAs; twelve a word keep up with L2) and the resident
 -- warps allow; or, when longer, the slices' round trips to memory, one in flight.
+-- `occ` as in conv2d_igemm (common.cost.spread, common.cost.spills); since the
+-- check refuses an occ whose cap is below the estimate, it changes nothing here yet.
 function T.cost(l, p)
   local s = shape(l, p)
   local blocks = common.ceil_div(common.cost.images(l) * s.PT, p.bn) * common.ceil_div(l.M, p.bm)
-  local seq, conc = common.cost.spread(l, blocks, s.threads, s.regs + REG_ADDRESSING - 16, s.smem)
+  local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs + REG_ADDRESSING - 16, s.smem, p.occ)
   if conc == 0 then return math.huge end
   local reuse = math.min(1, p.tm * p.tn / (p.tm + p.tn) / 4)
     * math.min(1, 16 * p.bm * p.bn / (16 * p.bn + 9 * p.bm) / 12)
   local work = 16 * p.bm * p.bn * l.C + l.C * (32 * p.bn + 28 * p.bm) + 24 * p.bm * p.bn
   local compute = seq * work / (common.cost.FMA_PER_CLOCK * reuse * common.cost.busy(conc, s.threads, 2))
   local memory = common.ceil_div(seq, conc) * s.slices * common.cost.LATENCY
-  return math.max(compute, memory)
+  return math.max(compute, memory) * common.cost.spills(squeezed)
 end
 
 local source = engine.compile([=[

@@ -209,7 +209,15 @@ common.cost = {
   FMA_PER_CLOCK = 128, -- FP32 lanes of an SM: four warp instructions a clock
   LATENCY = 800,      -- clocks of a round trip to memory
   WARPS_BUSY = 16,    -- resident warps (times their independent work) that keep an SM issuing
+  SPILL = 0.02,       -- slowdown per register a __launch_bounds__ cap takes from a thread's estimate
 }
+
+-- The registers a thread may use under __launch_bounds__(threads, occ): the
+-- SM's registers over occ*threads, in steps of 8, at most 255.
+function common.reg_cap(l, threads, occ)
+  local rps = (l.target and l.target.regs_per_sm) or 65536
+  return math.min(255, (rps // (occ * threads)) // 8 * 8)
+end
 
 -- The images one launch of layer l is estimated for: l.batch where the caller
 -- gave one (tune --batch, through network.layer_table), else BATCH.
@@ -235,13 +243,32 @@ end
 -- How `blocks` blocks of `threads` threads, each thread wanting about `regs`
 -- registers (16 more for addressing) and each block `smem` bytes of shared
 -- memory, spread over the SMs: the blocks the busiest SM runs in all (seq) and
--- at once (conc, 0 when one block does not fit).
-function common.cost.spread(l, blocks, threads, regs, smem)
+-- at once (conc, 0 when one block does not fit). With `occ` (a kernel declaring
+-- __launch_bounds__(threads, occ): conv2d_igemm's and conv2d_winograd's `occ`) a
+-- thread gets no more than common.reg_cap(l, threads, occ): where the estimate
+-- is above that cap, the compiler keeps to the cap, so more blocks fit at once,
+-- and the registers it takes away come back third (squeezed, 0 when none) for
+-- common.cost.spills.
+function common.cost.spread(l, blocks, threads, regs, smem, occ)
   local s = sm_limits(l)
-  local per = math.min(s.threads // threads, s.regs // (threads * math.max(regs + 16, 32)), s.blocks)
+  local want, squeezed = math.max(regs + 16, 32), 0
+  if occ then
+    squeezed = math.max(0, want - common.reg_cap(l, threads, occ))
+    want = want - squeezed
+  end
+  local per = math.min(s.threads // threads, s.regs // (threads * want), s.blocks)
   if smem > 0 then per = math.min(per, s.shared // (smem + 1024)) end
   local seq = common.ceil_div(blocks, s.sms)
-  return seq, math.min(per, seq)
+  return seq, math.min(per, seq), squeezed
+end
+
+-- What spills cost: each register a cap squeezed out of a thread's estimate
+-- (spread's third result) is a value the compiler keeps in local memory and
+-- reloads inside the loop, counted as SPILL (2 %) of the time. A guess, like
+-- the other constants: it makes a squeezed configuration pay for the blocks
+-- it gains, and measuring decides.
+function common.cost.spills(squeezed)
+  return 1 + common.cost.SPILL * squeezed
 end
 
 -- The share of an SM's issue slots that `conc` resident blocks of `threads`
@@ -307,8 +334,7 @@ end
 -- need not share one SM of l's target; the blamed parameter is occ.
 function common.check_occ(l, occ, threads, regs, smem, what)
   if occ <= 1 then return nil end
-  local rps = (l.target and l.target.regs_per_sm) or 65536
-  local cap = (rps // (occ * threads)) // 8 * 8
+  local cap = common.reg_cap(l, threads, occ)
   if cap >= 255 or occ * threads > 2 * common.MAX_THREADS then
     return string.format("occ=%d with %d threads changes nothing (a cap of %d registers) or cannot be resident",
       occ, threads, cap), "occ"
