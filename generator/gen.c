@@ -770,9 +770,10 @@ static int push_params(lua_State *L, const char *text, cg_err *e)
 
 /* network.call(fname, net, layer + 1, tpl, extra) in a fresh sandbox, for
  * target tg (NULL: the conservative default), its two results handed to take.
- * extra: the cap (candidates) or the params table. */
+ * extra: the cap (candidates) or the params table. batch > 0 becomes net.batch
+ * (the images the cost model estimates for). */
 static int one_call(const cg_spec *s, const cg_target *tg, int layer, const char *tpl, const char *fname,
-                    const char *params, long long cap, int (*take)(extract_ctx *, lua_State *),
+                    const char *params, long long cap, long long batch, int (*take)(extract_ctx *, lua_State *),
                     void *out, const char *arg, cg_err *e)
 {
     if (layer < 0 || layer >= s->nlayers)
@@ -791,6 +792,7 @@ static int one_call(const cg_spec *s, const cg_target *tg, int layer, const char
         cg_target_default(&dt);
         if (!tg) tg = &dt;
         cg_gen_push_net(L, s, tg);
+        if (batch > 0) set_int(L, "batch", batch);
         lua_pushinteger(L, layer + 1);
         if (tpl) lua_pushstring(L, tpl);
         else lua_pushnil(L);
@@ -872,10 +874,10 @@ static int take_candidates(extract_ctx *c, lua_State *L)
 }
 
 int cg_gen_candidates_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
-                          long long cap, cg_candidates *out, cg_err *e)
+                          long long cap, long long batch, cg_candidates *out, cg_err *e)
 {
     memset(out, 0, sizeof *out);
-    int rc = one_call(s, tg, layer, tpl, "candidates", NULL, cap, take_candidates, out, NULL, e);
+    int rc = one_call(s, tg, layer, tpl, "candidates", NULL, cap, batch, take_candidates, out, NULL, e);
     if (rc) cg_candidates_free(out);
     return rc;
 }
@@ -883,7 +885,7 @@ int cg_gen_candidates_for(const cg_spec *s, const cg_target *tg, int layer, cons
 int cg_gen_candidates(const cg_spec *s, int layer, const char *tpl, long long cap,
                       cg_candidates *out, cg_err *e)
 {
-    return cg_gen_candidates_for(s, NULL, layer, tpl, cap, out, e);
+    return cg_gen_candidates_for(s, NULL, layer, tpl, cap, 0, out, e);
 }
 
 void cg_candidates_free(cg_candidates *c)
@@ -915,7 +917,7 @@ int cg_gen_check_one_for(const cg_spec *s, const cg_target *tg, int layer, const
 {
     check_out o = {why, why_n};
     if (why_n) why[0] = 0;
-    return one_call(s, tg, layer, tpl, "check_one", params ? params : "", 0, take_check, &o, NULL, e);
+    return one_call(s, tg, layer, tpl, "check_one", params ? params : "", 0, 0, take_check, &o, NULL, e);
 }
 
 int cg_gen_check_one(const cg_spec *s, int layer, const char *tpl, const char *params, char *why,
@@ -971,7 +973,7 @@ int cg_gen_emit_one_for(const cg_spec *s, const cg_target *tg, int layer, const 
         regen[n] = 0;
     }
     emit_out o = {out, launch};
-    int rc = one_call(s, tg, layer, tpl, "emit_one", params ? params : "", 0, take_emit, &o, regen, e);
+    int rc = one_call(s, tg, layer, tpl, "emit_one", params ? params : "", 0, 0, take_emit, &o, regen, e);
     if (rc) cg_gen_kernel_free(out);
     return rc;
 }

@@ -103,7 +103,9 @@ typedef struct {
 } cg_candidates;
 
 /* Every legal configuration of one layer for one template, filtered through
- * the template's check. cap <= 0: the templates' default cap (100000). */
+ * the template's check. cap <= 0: the templates' default cap (100000). The
+ * costs are estimates for 10000 images (common.cost.BATCH); the _for form
+ * below takes the batch. */
 int cg_gen_candidates(const cg_spec *s, int layer, const char *tpl, long long cap,
                       cg_candidates *out, cg_err *e);
 void cg_candidates_free(cg_candidates *c);
@@ -117,9 +119,11 @@ int cg_gen_emit_one(const cg_spec *s, int layer, const char *tpl, const char *pa
                     cg_gen_kernel *out, cg_kernel_launch *launch, cg_err *e);
 /* The three calls above for target tg (the device a kernel will run on, or the
  * architectures of a fat binary); the plain ones use the conservative default
- * (cg_target_default), where shared memory, clusters and the like are smallest. */
+ * (cg_target_default), where shared memory, clusters and the like are smallest.
+ * batch: the images per launch the candidates' costs are estimated for (tune's
+ * --batch; <= 0: the cost model's default, 10000). */
 int cg_gen_candidates_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
-                          long long cap, cg_candidates *out, cg_err *e);
+                          long long cap, long long batch, cg_candidates *out, cg_err *e);
 int cg_gen_check_one_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
                          const char *params, char *why, size_t why_n, cg_err *e);
 int cg_gen_emit_one_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,

@@ -163,7 +163,7 @@ function T.cost(l, p)
   if not (const and (groups == 1 or p.unroll_groups == 1)) then loads = loads + l.M * CKK end
   local instr = l.M * CKK * TR * TS + loads + l.M * p.cols + 40 * (p.unroll_groups == 1 and 1 or groups)
   local regs = p.maps_unroll * TR * TS + (hoist and l.C * PR * PC or PR * PC)
-  local blocks = common.ceil_div(common.ceil_div(common.cost.BATCH * OH * OW, p.cols), p.block)
+  local blocks = common.ceil_div(common.ceil_div(common.cost.images(l) * OH * OW, p.cols), p.block)
   return common.cost.issue(l, blocks, p.block, regs, 0, instr, 1)
 end
 

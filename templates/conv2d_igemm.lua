@@ -157,16 +157,18 @@ end
 -- its global loads allow (bm + bn words a slice row feed bm*bn FMAs; twelve a
 -- word keep up with L2) and its resident warps allow (a thread tile is two
 -- chains of work); or, when longer, the slices' round trips to memory,
--- stages-1 of them in flight.
+-- stages-1 of them in flight. `occ` caps the registers (common.cost.spread):
+-- where the estimate is above its cap, more blocks are resident and the
+-- registers squeezed out are paid for as spills (common.cost.spills).
 function T.cost(l, p)
   local s = shape(l, p)
-  local blocks = common.ceil_div(common.cost.BATCH * s.COLS, p.bn) * common.ceil_div(l.M, p.bm)
-  local seq, conc = common.cost.spread(l, blocks, s.threads, s.regs, s.smem)
+  local blocks = common.ceil_div(common.cost.images(l) * s.COLS, p.bn) * common.ceil_div(l.M, p.bm)
+  local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
   if conc == 0 then return math.huge end
   local reuse = math.min(1, p.tm * p.tn / (p.tm + p.tn) / 4) * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
   local compute = seq * p.bm * p.bn * s.R / (common.cost.FMA_PER_CLOCK * reuse * common.cost.busy(conc, s.threads, 2))
   local memory = common.ceil_div(seq, conc) * s.slices * common.cost.LATENCY / math.max(p.stages - 1, 1)
-  return math.max(compute, memory)
+  return math.max(compute, memory) * common.cost.spills(squeezed)
 end
 
 local source = engine.compile([=[

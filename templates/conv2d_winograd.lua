@@ -203,12 +203,14 @@ end
 -- and block, an output per map and tile), at the rate the shared-memory reads
 -- allow (tm + tn reads feed tm*tn FMAs; four FMAs a read keep the lanes busy)
 -- and the resident warps allow; or, when longer, the slices' round trips to
--- memory, one in flight.
+-- memory, one in flight. `occ` as in conv2d_igemm (common.cost.spread,
+-- common.cost.spills); since the check refuses an occ whose cap is below the
+-- estimate, it changes nothing here yet.
 function T.cost(l, p)
   local s = shape(l, p)
   local f = wino.matrices(p.mt, l.K)
-  local blocks = common.ceil_div(common.cost.BATCH * s.PT, p.bn) * common.ceil_div(l.M, p.bm)
-  local seq, conc = common.cost.spread(l, blocks, s.threads, s.regs + REG_ADDRESSING - 16, s.smem)
+  local blocks = common.ceil_div(common.cost.images(l) * s.PT, p.bn) * common.ceil_div(l.M, p.bm)
+  local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs + REG_ADDRESSING - 16, s.smem, p.occ)
   if conc == 0 then return math.huge end
   local reuse = math.min(1, p.tm * p.tn / (p.tm + p.tn) / 4)
   local work = s.NN * p.bm * p.bn * l.C / reuse
@@ -216,7 +218,7 @@ function T.cost(l, p)
     + (wino.sandwich_ops(f.AT, f.AT) + s.NN) * p.bm * p.bn
   local compute = seq * work / (common.cost.FMA_PER_CLOCK * common.cost.busy(conc, s.threads, 2))
   local memory = common.ceil_div(seq, conc) * s.slices * common.cost.LATENCY
-  return math.max(compute, memory)
+  return math.max(compute, memory) * common.cost.spills(squeezed)
 end
 
 local source = engine.compile([=[

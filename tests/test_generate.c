@@ -210,6 +210,46 @@ static void test_one_layer(void)
     free(s);
 }
 
+/* Without parameters, check and emit mean the configuration generate would
+ * give the layer under that template, not the template's raw defaults: zoo-odd's
+ * conv2 (M = 30) under conv2d_igemm, whose default tm=8 does not divide a legal bm
+ * of 30; spec params written for another template (ece408-2018fa's conv1 has
+ * direct's) are not applied. */
+static void test_no_params_default(void)
+{
+    cg_err e;
+    cg_spec *s = malloc(sizeof *s);
+    if (!s || cg_spec_load("bench/specs/zoo-odd.yaml", s, &e)) {
+        CHECK(0, "load zoo-odd: %s", s ? e.msg : "out of memory");
+        free(s);
+        return;
+    }
+    char why[256] = "";
+    cg_gen_kernel k;
+    cg_kernel_launch l;
+    CHECK(cg_gen_check_one(s, 1, "conv2d_igemm", NULL, why, sizeof why, &e) == 0, "conv2 igemm accepted: %s", why);
+    int rc = cg_gen_emit_one(s, 1, "conv2d_igemm", "", &k, &l, &e);
+    cg_gen_output *o = malloc(sizeof *o);
+    if (!rc && o && cg_generate(s, "x", o, &e) == 0) {
+        const cg_gen_kernel *n = conv_kernel(o, "conv2");
+        CHECK(n && !strcmp(k.kernel, n->kernel), "generate's kernel: %s, %s", k.kernel, n ? n->kernel : "none");
+        cg_gen_free(o);
+    } else {
+        CHECK(0, "emit or generate: %s", e.msg);
+    }
+    free(o);
+    if (!rc) cg_gen_kernel_free(&k);
+    if (cg_spec_load("specs/ece408-2018fa.yaml", s, &e) == 0) {
+        CHECK(cg_gen_check_one(s, 0, "conv2d_igemm", "", why, sizeof why, &e) == 0, "conv1 igemm: %s", why);
+        rc = cg_gen_emit_one(s, 0, "conv2d_igemm", NULL, &k, &l, &e);
+        CHECK(rc == 0, "conv1 igemm emitted: %s", rc ? e.msg : "");
+        if (!rc) cg_gen_kernel_free(&k);
+    } else {
+        CHECK(0, "load ece408-2018fa: %s", e.msg);
+    }
+    free(s);
+}
+
 /* fc layers: the product of fc_tiled's declared values, and every candidate of
  * fc_vec for ece408-2017's fc2 (500 -> 10). */
 static void test_fc_candidates(void)
@@ -380,6 +420,7 @@ int main(void)
     test_arg_roles();
     test_bias_names();
     test_one_layer();
+    test_no_params_default();
     test_fc_candidates();
     test_winograd();
     glob_t g;

@@ -36,6 +36,15 @@ expect 3 "unknown parameter 'blok'" specs/example-conv.yaml --layer conv1 --para
 # no GPU here: the harness says why, exit 4
 if ! [ -e /dev/nvidia0 ]; then
   expect 4 "no CUDA driver" specs/example-conv.yaml --layer conv1 --batch 64
+  # no --params: the configuration generate would pick, not the template's raw defaults (igemm's
+  # tm=8 does not divide zoo-odd conv2's M=30; generate picks bm=32), so no refusal (exit 3) but
+  # the missing GPU (exit 4)
+  expect 4 "no CUDA driver" bench/specs/zoo-odd.yaml --layer conv2 --strategy igemm --batch 64
+  # the spec's params belong to its own strategy (conv1: direct, block=64 ...), not to igemm
+  expect 4 "no CUDA driver" specs/ece408-2018fa.yaml --layer conv1 --strategy igemm --batch 64
+  expect 4 "no CUDA driver" specs/ece408-2018fa.yaml --layer fc1 --strategy tiled --batch 64
 fi
+# a layer no configuration of the template suits is still refused, with the template's reason
+expect 3 "layer 'conv2': the unrolled body makes 588 tile calls" specs/ece408-2018fa.yaml --layer conv2 --strategy direct
 echo "test_kernel: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -56,7 +56,7 @@ static void test_fc_split(cg_nvrtc *nv)
     cg_aot_target(&arch90, 1, &t90);
     cg_candidates c;
     int splits = 0;
-    if (cg_gen_candidates_for(s, &t90, fc1, "fc_vec", 0, &c, &e) == 0) {
+    if (cg_gen_candidates_for(s, &t90, fc1, "fc_vec", 0, 0, &c, &e) == 0) {
         for (int i = 0; i < c.n; i++) splits |= strstr(c.c[i].params, "split=2") ? 1 : strstr(c.c[i].params, "split=8") ? 2 : 0;
         cg_candidates_free(&c);
     }

@@ -852,17 +852,25 @@ static void test_order(void)
     CHECK(ok, "without a model, the templates in turn: %s(want 0 2 1 4 3 5 6 7)", got);
 }
 
-/* The cost of one configuration of layer li of s on target tg (-2: refused or error). */
-static double cost_of(const cg_spec *s, const cg_target *tg, int li, const char *tpl, const char *params)
+/* The cost of one configuration of layer li of s on target tg for `batch`
+ * images (0: the model's default) (-2: refused or error). */
+static double cost_at(const cg_spec *s, const cg_target *tg, int li, const char *tpl, const char *params,
+                      long long batch)
 {
     cg_candidates cs;
     cg_err e = {{0}};
-    if (cg_gen_candidates_for(s, tg, li, tpl, 0, &cs, &e)) return printf("note: %s\n", e.msg), -2;
+    if (cg_gen_candidates_for(s, tg, li, tpl, 0, batch, &cs, &e)) return printf("note: %s\n", e.msg), -2;
     double c = -2;
     for (int j = 0; j < cs.n; j++)
         if (!strcmp(cs.c[j].params, params)) c = cs.c[j].cost;
     cg_candidates_free(&cs);
     return c;
+}
+
+/* The same for the model's default batch (10000 images). */
+static double cost_of(const cg_spec *s, const cg_target *tg, int li, const char *tpl, const char *params)
+{
+    return cost_at(s, tg, li, tpl, params, 0);
 }
 
 /* The templates' cost model on hand-made layers: a value worked out by hand,
@@ -893,6 +901,32 @@ static void test_model(void)
      * more than 15 rounds of 32 slices' round trips (384,000) */
     double c = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=8 tn=8 occ=1 stages=2");
     CHECK(c == 1105920, "igemm cost by hand: %.0f, want 1105920", c);
+    /* the batch the caller gives (tune --batch): 10000 is the default; 20000 images make
+     * 15,625 blocks, 119 on the busiest SM: 119 * 64*128*288 / 128 = 2,193,408 clocks; 64
+     * images make 50 blocks, one an SM, 4 warps (busy 0.5): 64*128*288 / 64 = 36,864 clocks,
+     * more than 32 round trips (25,600) */
+    const char *cfg = "bm=64 bn=128 bk=9 tm=8 tn=8 occ=1 stages=2";
+    double c1 = cost_at(s, &tg, 1, "conv2d_igemm", cfg, 10000), c2 = cost_at(s, &tg, 1, "conv2d_igemm", cfg, 20000);
+    double c64 = cost_at(s, &tg, 1, "conv2d_igemm", cfg, 64);
+    CHECK(c1 == c && c2 == 2193408 && c64 == 36864, "igemm cost for 10000, 20000, 64 images: %.0f %.0f %.0f", c1, c2,
+          c64);
+    /* occ caps the registers: on c0 (1 channel, 12x12 out) bm=32 bn=512 bk=3 tm=16 tn=8 stages=3 has
+     * 128 threads wanting about 162 + 16 registers: 2 blocks an SM at occ=1 (cap 255); 2,813 blocks,
+     * 22 on the busiest SM: 22 * 32*512*9 / 128 = 25,344 clocks (over 11 rounds of 3 round trips,
+     * two in flight: 13,200). occ=3 caps at 168: 3 blocks an SM (8 rounds, 9,600), the same FMAs,
+     * and 10 registers squeezed out paid as spills, 2 % each: 25,344 * 1.2 = 30,412.8 */
+    const char *o1 = "bm=32 bn=512 bk=3 tm=16 tn=8 occ=1 stages=3", *o3 = "bm=32 bn=512 bk=3 tm=16 tn=8 occ=3 stages=3";
+    double r1 = cost_of(s, &tg, 0, "conv2d_igemm", o1), r3 = cost_of(s, &tg, 0, "conv2d_igemm", o3);
+    CHECK(r1 == 25344 && fabs(r3 - 30412.8) < 0.01, "occ=1 vs occ=3 by hand: %.1f %.1f, want 25344 30412.8", r1, r3);
+    /* with stages=2 occ=1 waits on memory (11 rounds of 3 round trips: 26,400); at occ=3 the third
+     * block brings that under the FMAs, the spills cost more */
+    o1 = "bm=32 bn=512 bk=3 tm=16 tn=8 occ=1 stages=2", o3 = "bm=32 bn=512 bk=3 tm=16 tn=8 occ=3 stages=2";
+    r1 = cost_of(s, &tg, 0, "conv2d_igemm", o1), r3 = cost_of(s, &tg, 0, "conv2d_igemm", o3);
+    CHECK(r1 == 26400 && fabs(r3 - 30412.8) < 0.01, "occ, stages=2: %.1f %.1f, want 26400 30412.8", r1, r3);
+    /* where the cap is above the estimate (92 + 16 registers, occ=3 caps at 168), occ changes nothing */
+    r1 = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=8 tn=8 occ=1 stages=2");
+    r3 = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=8 tn=8 occ=3 stages=2");
+    CHECK(r1 == c && r3 == c, "a cap that does not bind: %.0f %.0f, want %.0f", r1, r3, c);
     /* a 16x4 thread tile reads 20 words for its 64 FMAs (reuse 0.8), the rest alike */
     double thin = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=16 tn=4 occ=1 stages=2");
     CHECK(thin == 1382400, "a 16x4 thread tile costs 1.25x the 8x8: %.0f, want 1382400", thin);
@@ -907,8 +941,8 @@ static void test_model(void)
     CHECK(s1 > 0 && s8 > 0 && s8 < s1, "a split fills the SMs of a narrow layer (%.0f < %.0f)", s8, s1);
     /* the order is deterministic: the same list twice */
     cg_candidates a, b;
-    CHECK(cg_gen_candidates_for(s, &tg, 1, "conv2d_igemm", 0, &a, &e) == 0 &&
-              cg_gen_candidates_for(s, &tg, 1, "conv2d_igemm", 0, &b, &e) == 0 && a.n == b.n && a.n > 10,
+    CHECK(cg_gen_candidates_for(s, &tg, 1, "conv2d_igemm", 0, 0, &a, &e) == 0 &&
+              cg_gen_candidates_for(s, &tg, 1, "conv2d_igemm", 0, 0, &b, &e) == 0 && a.n == b.n && a.n > 10,
           "igemm candidates: %s", e.msg);
     int same = 1, modelled = 1;
     for (int j = 0; j < a.n; j++) same &= a.c[j].cost == b.c[j].cost, modelled &= a.c[j].cost > 0;

@@ -28,6 +28,16 @@ awk '/^layer /{n=0; on=0} /^  measured first/{on=1; next} on && /^    /{n++; if 
      /^  total:/{t++} END{exit b || NR == 0}' "$t/o" && ok || bad "--list order: $(grep -A2 'measured first' "$t/o")"
 [ "$(grep -c '^  measured first' "$t/o")" -eq 3 ] && ok || bad "--list: an order per layer expected"
 $cg tune specs/ece408-2017.yaml --list --layers fc2 >"$t/o" 2>"$t/e" && ok || bad "--list --layers"
+# --batch reaches the cost model: for 64 images conv1's estimates are smaller and its direct candidates
+# come in another order than for the default 10000 (the search's first candidate differs)
+$cg tune specs/ece408-2017.yaml --list --layers conv1 >"$t/d" 2>"$t/e" && ok || bad "--list conv1: $(cat "$t/e")"
+$cg tune specs/ece408-2017.yaml --list --layers conv1 --batch 64 >"$t/b" 2>"$t/e" && ok || bad "--list --batch 64: $(cat "$t/e")"
+first() { grep -A1 '^  measured first' "$1" | tail -n 1; }
+[ "$(first "$t/d" | awk '{print $NF}')" != "$(first "$t/b" | awk '{print $NF}')" ] && \
+  awk -v d="$(first "$t/d" | awk '{print $NF}')" -v b="$(first "$t/b" | awk '{print $NF}')" 'BEGIN{exit !(b * 10 < d)}' \
+  && ok || bad "--batch 64 estimates: $(first "$t/b") vs $(first "$t/d")"
+[ "$(first "$t/d" | awk '{$NF=""; print}')" != "$(first "$t/b" | awk '{$NF=""; print}')" ] && ok \
+  || bad "--batch 64 should change conv1's first candidate: $(first "$t/b")"
 [ "$(grep -c '^layer ' "$t/o")" -eq 1 ] && grep -q '^layer fc2 ' "$t/o" && ok || bad "--layers fc2: $(grep '^layer' "$t/o")"
 
 # errors

@@ -34,7 +34,8 @@ static const char tune_usage[] =
     "  -o, --output FILE   the record (default: SPEC with .yaml -> .tuning.yaml)\n"
     "  --layers a,b        only these layers (default: every conv and fc layer)\n"
     "  --budget SECONDS    wall-time ceiling for the whole run, compiles included (default 60)\n"
-    "  --batch N           images per timed launch (default 10000)\n"
+    "  --batch N           images per timed launch (default 10000); the cost model\n"
+    "                      estimates for as many (--list too)\n"
     "  --repeat R          timed launches per candidate (default 10); the top K get 3 more\n"
     "                      passes of R, interleaved\n"
     "  --top K             candidates re-timed before choosing (default 3)\n"
@@ -205,7 +206,7 @@ static int list(const cg_spec *s, const tune_cli *c, cg_err *e)
         for (const char *const *t = cg_tune_templates(l); !rc && *t; t++) {
             cg_candidates cs;
             cg_err ce = {{0}};
-            if (cg_gen_candidates(s, i, *t, 0, &cs, &ce)) {
+            if (cg_gen_candidates_for(s, NULL, i, *t, 0, c->batch, &cs, &ce)) {
                 printf("  %s: 0 candidates (%s)\n", *t, ce.msg);
                 continue;
             }
@@ -409,7 +410,7 @@ static int tune_layer(tuner *t, int li, double deadline, cg_tune_record *rec, cg
     for (const char *const *tp = cg_tune_templates(l); !rc && *tp; tp++) {
         cg_candidates cs;
         cg_err ce = {{0}};
-        if (cg_gen_candidates_for(t->s, &t->tg, li, *tp, 0, &cs, &ce)) continue; /* the template serves no such layer */
+        if (cg_gen_candidates_for(t->s, &t->tg, li, *tp, 0, t->c->batch, &cs, &ce)) continue; /* the template serves no such layer */
         /* parameters the template declares `tune = false` (conv2d_direct's fuse) come
          * at their default only: the enumerator already leaves the others out */
         for (int j = 0; !rc && j < cs.n; j++) rc = add_cand(&lr, *tp, &cs.c[j]);

@@ -199,16 +199,31 @@ end
 --
 -- A tuner measures a layer's candidates in the order of T.cost, cheapest first,
 -- so that those most likely to win are measured whatever its budget allows
--- (README, "Tuning"). T.cost estimates a launch's time for BATCH images in SM
--- clock cycles from its shape alone: the instructions the busiest SM issues
--- (four warp instructions a clock), slowed where its resident warps cannot
--- hide latency. Rough by design: it orders candidates, measuring decides.
+-- (README, "Tuning"). T.cost estimates a launch's time for common.cost.images(l)
+-- images (tune's --batch) in SM clock cycles from its shape alone: the
+-- instructions the busiest SM issues (four warp instructions a clock), slowed
+-- where its resident warps cannot hide latency. Rough by design: it orders
+-- candidates, measuring decides.
 common.cost = {
-  BATCH = 10000,      -- images the estimate is for (tune's default --batch)
+  BATCH = 10000,      -- images the estimate is for when the layer table has no `batch` (tune's default)
   FMA_PER_CLOCK = 128, -- FP32 lanes of an SM: four warp instructions a clock
   LATENCY = 800,      -- clocks of a round trip to memory
   WARPS_BUSY = 16,    -- resident warps (times their independent work) that keep an SM issuing
+  SPILL = 0.02,       -- slowdown per register a __launch_bounds__ cap takes from a thread's estimate
 }
+
+-- The registers a thread may use under __launch_bounds__(threads, occ): the
+-- SM's registers over occ*threads, in steps of 8, at most 255.
+function common.reg_cap(l, threads, occ)
+  local rps = (l.target and l.target.regs_per_sm) or 65536
+  return math.min(255, (rps // (occ * threads)) // 8 * 8)
+end
+
+-- The images one launch of layer l is estimated for: l.batch where the caller
+-- gave one (tune --batch, through network.layer_table), else BATCH.
+function common.cost.images(l)
+  return (l.batch and l.batch > 0) and l.batch or common.cost.BATCH
+end
 
 -- What one SM of l's target holds at once, and how many SMs there are (100
 -- when unknown: a fat binary's target).
@@ -228,13 +243,32 @@ end
 -- How `blocks` blocks of `threads` threads, each thread wanting about `regs`
 -- registers (16 more for addressing) and each block `smem` bytes of shared
 -- memory, spread over the SMs: the blocks the busiest SM runs in all (seq) and
--- at once (conc, 0 when one block does not fit).
-function common.cost.spread(l, blocks, threads, regs, smem)
+-- at once (conc, 0 when one block does not fit). With `occ` (a kernel declaring
+-- __launch_bounds__(threads, occ): conv2d_igemm's and conv2d_winograd's `occ`) a
+-- thread gets no more than common.reg_cap(l, threads, occ): where the estimate
+-- is above that cap, the compiler keeps to the cap, so more blocks fit at once,
+-- and the registers it takes away come back third (squeezed, 0 when none) for
+-- common.cost.spills.
+function common.cost.spread(l, blocks, threads, regs, smem, occ)
   local s = sm_limits(l)
-  local per = math.min(s.threads // threads, s.regs // (threads * math.max(regs + 16, 32)), s.blocks)
+  local want, squeezed = math.max(regs + 16, 32), 0
+  if occ then
+    squeezed = math.max(0, want - common.reg_cap(l, threads, occ))
+    want = want - squeezed
+  end
+  local per = math.min(s.threads // threads, s.regs // (threads * want), s.blocks)
   if smem > 0 then per = math.min(per, s.shared // (smem + 1024)) end
   local seq = common.ceil_div(blocks, s.sms)
-  return seq, math.min(per, seq)
+  return seq, math.min(per, seq), squeezed
+end
+
+-- What spills cost: each register a cap squeezed out of a thread's estimate
+-- (spread's third result) is a value the compiler keeps in local memory and
+-- reloads inside the loop, counted as SPILL (2 %) of the time. A guess, like
+-- the other constants: it makes a squeezed configuration pay for the blocks
+-- it gains, and measuring decides.
+function common.cost.spills(squeezed)
+  return 1 + common.cost.SPILL * squeezed
 end
 
 -- The share of an SM's issue slots that `conc` resident blocks of `threads`
@@ -300,8 +334,7 @@ end
 -- need not share one SM of l's target; the blamed parameter is occ.
 function common.check_occ(l, occ, threads, regs, smem, what)
   if occ <= 1 then return nil end
-  local rps = (l.target and l.target.regs_per_sm) or 65536
-  local cap = (rps // (occ * threads)) // 8 * 8
+  local cap = common.reg_cap(l, threads, occ)
   if cap >= 255 or occ * threads > 2 * common.MAX_THREADS then
     return string.format("occ=%d with %d threads changes nothing (a cap of %d registers) or cannot be resident",
       occ, threads, cap), "occ"
@@ -345,7 +378,7 @@ end
 function common.fc.cost(l, p, smem_floats, width, ilp)
   local IN, split = l.C * l.H * l.W, p.split or 1
   local threads = common.fc.threads(p)
-  local blocks = common.ceil_div(common.cost.BATCH, p.bm) * common.ceil_div(l.out, p.bn) * split
+  local blocks = common.ceil_div(common.cost.images(l), p.bm) * common.ceil_div(l.out, p.bn) * split
   local slices = common.ceil_div(common.ceil_div(IN, split), p.bk)
   local per_slice = p.bk * p.tm * p.tn + p.bk * (p.tm + p.tn) / width + p.bk * (p.bm + p.bn) / threads / width + 20
   local regs = p.tm * p.tn + p.tm + p.tn + (ilp > 1 and 8 or 0)

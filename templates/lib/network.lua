@@ -5,7 +5,7 @@
 -- renders the sources, and names the tensors each kernel reads and writes.
 -- The returned table is all the generator writes into files and the manifest.
 --
--- net = { name, C, H, W, scale_text, offset_text,
+-- net = { name, C, H, W, scale_text, offset_text, target, (one layer's calls:) batch,
 --         layers = { { index, name, op, C, H, W, M, K, pool, bias, act, out,
 --                      (conv:) pad_t, pad_l, pad_b, pad_r, stride, pool_stride, pool_op,
 --                      strategy, params = { key = value }, OC, OH, OW }, ... } }
@@ -231,12 +231,15 @@ end
 
 -- The table a conv or fc template receives for layer `index`: the spec's layer
 -- fields plus `const_left`, the constant memory its weights may take (alone, a
--- layer has the whole budget; network.build gives it what earlier layers left).
+-- layer has the whole budget; network.build gives it what earlier layers left),
+-- and `batch`, the images a launch is estimated for (net.batch: the caller's,
+-- e.g. tune --batch; nil for common.cost's default), which only T.cost reads.
 function network.layer_table(net, index, const_left)
   local l = {}
   for k, v in pairs(layer_at(net, index)) do l[k] = v end
   l.params = nil
   l.const_left = const_left or common.CONST_BUDGET
+  l.batch = net.batch
   return l
 end
 
@@ -334,37 +337,42 @@ local function given(net, index, tname, params)
   return out
 end
 
--- The template's verdict on one configuration (missing parameters take the
--- spec's values, see given(), then the defaults): nil when accepted, else (message, parameter) for an illegal value,
--- an unknown name or a refusal of the check.
-function network.check_one(net, index, tname, params)
-  local T, name, l = setup(net, index, tname)
-  local ok, p = pcall(values, T, name, l, given(net, index, name, params), index)
-  if not ok then
-    if type(p) == "table" then return p.message, p.cg_param end
-    error(p, 0)
+-- The configuration of layer `index` for template T a caller means: with
+-- parameters asked for, exactly those (the spec's, see given(), then the
+-- defaults for the rest), put to the template's check; with none, the one the
+-- network itself would get (the search of resolve), so a layer without params
+-- never meets a default that is illegal for it. Returns the values and their
+-- "k=v" list; an illegal, unknown or refused value is a failure.
+local function configure(T, name, l, net, index, params)
+  if params and next(params) ~= nil then
+    local p, listed = values(T, name, l, given(net, index, name, params), index)
+    local msg, param = T.check(l, p)
+    if msg then fail(index, param, msg) end
+    return p, listed
   end
-  return T.check(l, p)
+  return resolve(T, name, l, given(net, index, name, params), index)
 end
 
--- The kernel record of layer `index` under one configuration (missing
--- parameters as in check_one; an illegal or refused one is a failure):
--- what network.build lists for the layer's conv or fc kernel, with tensors
+-- The template's verdict on one configuration (chosen as configure() does):
+-- nil when accepted, else (message, parameter) for an illegal value, an unknown
+-- name, a refusal of the check, or a layer no configuration suits.
+function network.check_one(net, index, tname, params)
+  local T, name, l = setup(net, index, tname)
+  local ok, res = pcall(configure, T, name, l, net, index, params)
+  if not ok then
+    if type(res) == "table" then return res.message, res.cg_param end
+    error(res, 0)
+  end
+  return nil
+end
+
+-- The kernel record of layer `index` under one configuration (chosen as
+-- configure() does; an illegal or refused one is a failure): what
+-- network.build lists for the layer's conv or fc kernel, with tensors
 -- "input" and the layer's output ("<layer>.conv" when the epilogue is not fused).
 function network.emit_one(net, index, tname, params)
   local T, name, l = setup(net, index, tname)
-  -- with parameters asked for: exactly that configuration (defaults for the
-  -- rest), a refused one is an error as check_one says; with none: the kernel
-  -- the network itself would get (the search of resolve)
-  local asked = params and next(params) ~= nil
-  local p, listed
-  if asked then
-    p, listed = values(T, name, l, given(net, index, name, params), index)
-    local msg, param = T.check(l, p)
-    if msg then fail(index, param, msg) end
-  else
-    p, listed = resolve(T, name, l, given(net, index, name, params), index)
-  end
+  local p, listed = configure(T, name, l, net, index, params)
   local k = T.kernel(l, p)
   k.template = name
   k.layer = l.name
