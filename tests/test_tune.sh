@@ -27,6 +27,11 @@ awk '/^layer /{s=0} /^  total: /{if ($2 != s) b=1; next} /^  [a-z0-9_]+: [0-9]+ 
 awk '/^layer /{n=0; on=0} /^  measured first/{on=1; next} on && /^    /{n++; if ($NF+0 <= 0) b=1}
      /^  total:/{t++} END{exit b || NR == 0}' "$t/o" && ok || bad "--list order: $(grep -A2 'measured first' "$t/o")"
 [ "$(grep -c '^  measured first' "$t/o")" -eq 3 ] && ok || bad "--list: an order per layer expected"
+# a 3x3 layer: conv2d_winograd among the candidates; a 9x9 one: refused (n = 10 points)
+$cg tune bench/specs/zoo-wide3x3.yaml --list --layers conv3 >"$t/o" 2>"$t/e" && ok || bad "--list wide3x3: $(cat "$t/e")"
+grep -qE '^  conv2d_winograd: [1-9][0-9]* candidates of ' "$t/o" && ok || bad "--list: winograd candidates for a 3x3 layer"
+$cg tune bench/specs/zoo-bigk.yaml --list --layers conv2 >"$t/o" 2>"$t/e" && ok || bad "--list bigk: $(cat "$t/e")"
+grep -qE '^  conv2d_winograd: 0 candidates of ' "$t/o" && ok || bad "--list: no winograd candidate for a 9x9 layer"
 $cg tune specs/ece408-2017.yaml --list --layers fc2 >"$t/o" 2>"$t/e" && ok || bad "--list --layers"
 # --batch reaches the cost model: for 64 images conv1's estimates are smaller and its direct candidates
 # come in another order than for the default 10000 (the search's first candidate differs)

@@ -29,10 +29,7 @@ void cg_tune_signature(const cg_layer *l, char *out, size_t n)
 
 const char *const *cg_tune_templates(const cg_layer *l)
 {
-    /* conv2d_winograd joins once it has run on a GPU: until then only a spec's
-       `strategy: winograd` (or `convgen kernel --strategy winograd`) uses it, so
-       that an unchecked kernel cannot fault a tuning run (bench/RESULTS.md) */
-    static const char *const conv[] = {"conv2d_direct", "conv2d_igemm", NULL};
+    static const char *const conv[] = {"conv2d_direct", "conv2d_igemm", "conv2d_winograd", NULL};
     static const char *const fc[] = {"fc_tiled", "fc_vec", NULL};
     static const char *const none[] = {NULL};
     return l->op == CG_OP_CONV ? conv : l->op == CG_OP_FC ? fc : none;
