@@ -4,13 +4,14 @@
 Run on a GPU machine with PyTorch, from the repository root, after `make`:
 
     python3 bench/compare.py [SPEC...] [--batch N] [--repeat R] [--convgen build/convgen]
-                             [--compile] [--dry-run]
+                             [--tuning-dir DIR] [--compile] [--dry-run]
 
 With no SPEC, the three course networks (specs/ece408-*.yaml without -low); the
 benchmark zoo is `python3 bench/compare.py bench/specs/zoo-*.yaml`.
 
 For every conv layer it prints the shape, the template convgen chose (from
-`convgen generate`), the direct-convolution work 2*N*M*C*K*K*OH*OW (OH, OW before
+`convgen generate`, or the spec's tuning record where `convgen run` applied it:
+"tuned"), the direct-convolution work 2*N*M*C*K*K*OH*OW (OH, OW before
 pooling), and for convgen and for cuDNN the median time, TFLOP/s and fraction of
 the card's FP32 FMA peak (SMs x FP32 lanes x 2 x max SM clock), the algorithm
 class cuDNN used (named from its kernel names, so Winograd and FFT layers, which
@@ -19,7 +20,7 @@ convgen/cuDNN. Then each whole network beside eager PyTorch. Two markdown tables
 come last.
 
   * convgen: `convgen run SPEC --backend cuda --random-input 1 --images N
-    --repeat R --json F`: medians of CUDA events around each layer's kernels
+    --repeat R --json F [--tuning DIR/NAME.tuning.yaml]`: medians of CUDA events around each layer's kernels
     (fused bias, activation and pool included) and around the whole network
     (uint8 conversion to argmax); also with the fat binary
     build/fatbin/NETWORK.fatbin when one exists (`make fatbin`).
@@ -446,6 +447,10 @@ def convgen_times(convgen, path, layers, args, fatbin=None):
                "--repeat", str(args.repeat), "--json", out]
         if fatbin:
             cmd += ["--fatbin", fatbin]
+        record = os.path.join(args.tuning_dir, os.path.basename(path)[:-len(".yaml")] + ".tuning.yaml") \
+            if args.tuning_dir else None
+        if record and os.path.exists(record):
+            cmd += ["--tuning", record]
         run_convgen(cmd)
         with open(out) as f:
             j = json.load(f)
@@ -458,7 +463,10 @@ def convgen_times(convgen, path, layers, args, fatbin=None):
     for l in layers:
         if l["op"] == "conv" and not (times[l["name"]] > 0 and math.isfinite(times[l["name"]])):
             raise CheckError(f"{path}: layer '{l['name']}': convgen reported {times[l['name']]} ms")
-    return {"layers": times, "total": j["total_s"] * 1e3, "device": j.get("device", "?")}
+    # layers whose kernel came from the spec's tuning record (run applies it; generate does not)
+    tuned = {x["name"]: f"conv2d_{x['tuned']['strategy']} ({x['tuned']['params']}), tuned"
+             for x in j["layers"] if x.get("tuned") and x["op"] == "conv"}
+    return {"layers": times, "total": j["total_s"] * 1e3, "device": j.get("device", "?"), "tuned": tuned}
 
 
 # ---------------------------------------------------------------------------
@@ -582,6 +590,9 @@ def main():
     ap.add_argument("--convgen", default=os.path.join(ROOT, "build", "convgen"), help="convgen binary")
     ap.add_argument("--fatbin-dir", default=os.path.join(ROOT, "build", "fatbin"),
                     help="also time NETWORK.fatbin from here when it exists")
+    ap.add_argument("--tuning-dir", metavar="DIR",
+                    help="run each SPEC with DIR/SPEC-NAME.tuning.yaml where it exists (else SPEC's own record, "
+                         "as convgen run does), e.g. bench/tune/h100")
     ap.add_argument("--compile", action="store_true", help="also time torch.compile max-autotune of each network")
     ap.add_argument("--dry-run", action="store_true", help="print the layer tables and modules; no PyTorch, no GPU")
     args = ap.parse_args()
@@ -608,6 +619,7 @@ def main():
             print(f"convgen: {p}", file=sys.stderr)
             chosen = convgen_templates(args.convgen, p, layers)
             jit = convgen_times(args.convgen, p, layers, args)
+            chosen.update(jit["tuned"])
             fb_path = os.path.join(args.fatbin_dir, spec["network"] + ".fatbin")
             fb = convgen_times(args.convgen, p, layers, args, fb_path) if os.path.exists(fb_path) else None
             ours.append((chosen, jit, fb))

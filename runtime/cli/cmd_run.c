@@ -276,7 +276,7 @@ typedef struct {
 
 /* The same figures as the text output, as JSON, written atomically. */
 static int write_json(const char *path, const cg_job *j, const cg_run_nets *rn, const double *acc,
-                      const double *layer_s, double total_s, int repeat, cg_err *e)
+                      const double *layer_s, double total_s, int repeat, const int *from_record, cg_err *e)
 {
     /* the kernels and host costs are the first network's (with --devices the
      * one that compiled them); its streamed figures, or every GPU's */
@@ -301,7 +301,18 @@ static int write_json(const char *path, const cg_job *j, const cg_run_nets *rn, 
     for (int l = 0; l < j->s->nlayers; l++) {
         fprintf(f, "%s\n    {\"name\": ", l ? "," : "");
         cg_json_str(f, j->s->layers[l].name);
-        fprintf(f, ", \"op\": \"%s\", \"time_s\": %.9f}", cg_op_name(j->s->layers[l].op), layer_s[l]);
+        fprintf(f, ", \"op\": \"%s\", \"time_s\": %.9f", cg_op_name(j->s->layers[l].op), layer_s[l]);
+        if (from_record && from_record[l]) {
+            /* the tuning record's choice: strategy and every parameter */
+            const cg_layer *L = &j->s->layers[l];
+            fprintf(f, ", \"tuned\": {\"strategy\": ");
+            cg_json_str(f, L->strategy);
+            fprintf(f, ", \"params\": \"");
+            for (int i = 0; i < L->nparams; i++)
+                fprintf(f, "%s%s=%lld", i ? " " : "", L->params[i].key, L->params[i].value);
+            fprintf(f, "\"}");
+        }
+        fprintf(f, "}");
     }
     fprintf(f, "\n  ]");
     if (t && hc) {
@@ -610,7 +621,8 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
         }
         if (use_gpu && profile) print_profiles(&rn), print_tuned(s, from_record);
         if (!rc && json &&
-            write_json(json, &j, &rn, j.labels && random_seed < 0 ? &acc : NULL, layer_s, total_s, (int)repeat, e))
+            write_json(json, &j, &rn, j.labels && random_seed < 0 ? &acc : NULL, layer_s, total_s, (int)repeat,
+                       use_gpu ? from_record : NULL, e))
             rc = CG_EXIT_IO;
     }
     for (int i = 0; i < rn.k; i++) cg_net_close(rn.nets[i]);
