@@ -136,15 +136,23 @@ static int map_failure(lua_State *L, const cg_spec *s, cg_err *e)
     return cg_fail(e, "%s:%d:%d: layer '%s': %s", s->path, pos.line, pos.col, l->name, msg);
 }
 
-/* Hash identifying a template's code: its file and the shared library files. */
+/* Hash identifying a template's code: its file and the shared library files
+ * (every templates/lib/ file convgen embeds: a template's output may depend on
+ * any of them), each read as the generator reads it (embedded, or from the
+ * template directory that replaces them). */
 static void template_hash(cg_lua *h, const char *tpl, char out[17])
 {
-    static const char *libs[] = {"lib/engine", "lib/common", "lib/network"};
+    static const char lib[] = "templates/lib/";
     size_t len = 0;
     const char *t = cg_lua_template_text(h, tpl, &len);
     uint64_t x = cg_hash64(t ? t : "", t ? len : 0, CG_HASH_SEED);
-    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
-        t = cg_lua_template_text(h, libs[i], &len);
+    for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {
+        size_t n = strlen(f->path);
+        if (strncmp(f->path, lib, sizeof lib - 1) || n < sizeof lib + 4 || strcmp(f->path + n - 4, ".lua")) continue;
+        const char *rel = f->path + strlen("templates/"); /* "lib/NAME.lua" -> "lib/NAME" */
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(strlen(rel) - 4), rel);
+        t = cg_lua_template_text(h, name, &len);
         x = cg_hash64(t ? t : "", t ? len : 0, x);
     }
     cg_hex64(x, out);

@@ -102,7 +102,7 @@ T.params = {
     default = function(_) return 8 end },
   { name = "xg", doc = "of the n*n products, those one thread computes",
     legal = function(_) return { 1, 2, 4, 8, 16 } end,
-    default = function(_) return 1 end },
+    default = function(l) return default_n(l) <= 4 and 2 or 1 end },
   common.occ_param({ 1, 2 }),
 }
 
@@ -143,9 +143,12 @@ local function shape(l, p)
   s.xlim = l.W - p.mt * (s.TW - 1) + g.pl
   s.rowtest = g.pt > 0 or s.ylim < s.n
   s.coltest = g.pl > 0 or s.xlim < s.n
-  -- registers: accumulators, fragments, the prefetched raw tiles and filters, their offsets and masks
+  -- registers: accumulators, fragments, the prefetched raw tiles and filters, their offsets and
+  -- masks, and the transforms' temporaries in flight (about two rows of n). An estimate: ptxas
+  -- may still need more (an F(2x2,7x7) tile with padding masks spilled 8-24 bytes on sm_90
+  -- where this says 193-213); the tuner refuses a candidate that spills
   s.regs = p.xg * p.tm * p.tn + p.tm + p.tn + s.LI * (s.NN + 1) + s.LW * (l.K * l.K + 1)
-    + ((s.rowtest or s.coltest) and 2 * s.LI or 0)
+    + ((s.rowtest or s.coltest) and 2 * s.LI or 0) + 2 * s.n
   return s
 end
 

@@ -414,6 +414,38 @@ static void test_winograd(void)
     free(s), free(o), free(m);
 }
 
+/* `strategy: auto` (a conv without strategy): direct for one to three channels
+ * and a small kernel, winograd for 3x3 stride-1 layers with C a multiple of 8 from
+ * 32 and M a multiple of 32, igemm otherwise; the header says why. */
+static void test_auto_rule(void)
+{
+    static const struct {
+        const char *spec, *layer, *tpl, *why;
+    } want[] = {
+        {"bench/specs/zoo-vgg-same.yaml", "conv1_1", "conv2d_direct", "auto: direct, since C = 3 <= 3"},
+        {"bench/specs/zoo-vgg-same.yaml", "conv1_2", "conv2d_winograd",
+         "auto: winograd, since K = 3, stride 1, C = 64 (a multiple of 8, at least 32) and M = 64"},
+        {"bench/specs/zoo-linear.yaml", "conv2", "conv2d_igemm", "auto: igemm, since C = 16 > 3"},
+        {"bench/specs/zoo-odd.yaml", "conv2", "conv2d_igemm", "auto: igemm"},
+        {"bench/specs/zoo-resnet-stem.yaml", "conv2", "conv2d_igemm", "auto: igemm"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", "conv2d_igemm", "auto: igemm"},
+    };
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    CHECK(s && o, "out of memory");
+    for (size_t i = 0; s && o && i < sizeof want / sizeof *want; i++) {
+        if (cg_spec_load(want[i].spec, s, &e) || cg_generate(s, "x", o, &e)) {
+            CHECK(0, "%s: %s", want[i].spec, e.msg);
+            continue;
+        }
+        const cg_gen_kernel *k = conv_kernel(o, want[i].layer);
+        CHECK(k && !strcmp(k->tpl, want[i].tpl) && strstr(k->source, want[i].why), "%s %s: %s, '%s'", want[i].spec,
+              want[i].layer, k ? k->tpl : "none", want[i].why);
+    }
+    free(s), free(o);
+}
+
 int main(void)
 {
     test_engine();
@@ -423,6 +455,7 @@ int main(void)
     test_no_params_default();
     test_fc_candidates();
     test_winograd();
+    test_auto_rule();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");
     cg_nvrtc *nv = NULL;

@@ -110,15 +110,25 @@ end
 -- and a small kernel (43-52 TFLOP/s fused on the course's one-channel layers, on
 -- an H200); with more channels its per-thread unrolling falls to 8-20 TFLOP/s
 -- (a 1x1 layer with C=64: 19.7) while `igemm` holds 40-45 (bench/RESULTS.md).
+-- `winograd`'s default, F(2x2,3x3) in 32x32 tiles over slices of 8 channels,
+-- beat igemm's default on every 3x3 stride-1 layer of the zoo with C a multiple
+-- of 8 from 32 and M a multiple of 32 (11 layers, 1.10-1.42x on an H100) and lost
+-- or tied on the others (C = 16 or 20, M = 30 or 40).
 -- Returns the template name and the reason, for the file header.
 network.AUTO_DIRECT_MAX_C = 3
 network.AUTO_DIRECT_MAX_CKK = 64
+network.AUTO_WINOGRAD_MIN_C = 32
 
 function network.auto_strategy(l)
   local ckk = l.C * l.K * l.K
   if l.C <= network.AUTO_DIRECT_MAX_C and ckk <= network.AUTO_DIRECT_MAX_CKK then
     return "conv2d_direct", string.format("auto: direct, since C = %d <= %d and C*K*K = %d <= %d",
       l.C, network.AUTO_DIRECT_MAX_C, ckk, network.AUTO_DIRECT_MAX_CKK)
+  end
+  if l.K == 3 and (l.stride or 1) <= 1 and l.C >= network.AUTO_WINOGRAD_MIN_C and l.C % 8 == 0
+      and l.M % 32 == 0 then
+    return "conv2d_winograd", string.format("auto: winograd, since K = 3, stride 1, C = %d (a multiple of 8, " ..
+      "at least %d) and M = %d (a multiple of 32)", l.C, network.AUTO_WINOGRAD_MIN_C, l.M)
   end
   return "conv2d_igemm", string.format("auto: igemm, since %s",
     l.C > network.AUTO_DIRECT_MAX_C and string.format("C = %d > %d", l.C, network.AUTO_DIRECT_MAX_C)
