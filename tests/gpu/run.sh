@@ -11,7 +11,8 @@
 #  4. compute-sanitizer memcheck and racecheck on a small batch;
 #  5. the C API (tests/gpu/api_gpu.c): host, float and device-pointer input.
 #  6. the networks of padding, stride and the pools (tests/gpu/layers-*.yaml and
-#     two of bench/specs/) as in 1, on random pixels, and memcheck.
+#     two of bench/specs/) as in 1, on random pixels, and memcheck; a tuning
+#     record made and applied (run --json names the tuned layer).
 set -u
 cd "$(dirname "$0")/../.."
 cg=${CONVGEN:-build/convgen}
@@ -51,6 +52,18 @@ if [ $layers = 1 ]; then
         $cg run "$s" --random-input 5 --images 64 --no-cache
     fi
   done
+  # a tuning record made here is applied by run, whose --json names the tuned layer
+  step "zoo-issue3x3 conv3: convgen tune" $cg tune bench/specs/zoo-issue3x3.yaml --layers conv3 --budget 10 \
+    --batch 1000 -o "$t/issue3x3.tuning.yaml"
+  $cg run bench/specs/zoo-issue3x3.yaml --tuning "$t/issue3x3.tuning.yaml" --random-input 1 --images 64 \
+    --json "$t/tuned.json" >/dev/null 2>&1
+  step "zoo-issue3x3: run --json names the tuned layer" python3 - "$t/tuned.json" <<'PY'
+import json, sys
+j = {l["name"]: l for l in json.load(open(sys.argv[1]))["layers"]}
+t = j["conv3"].get("tuned")
+assert t and t["strategy"] in ("direct", "igemm", "winograd") and "=" in t["params"], j["conv3"]
+assert all("tuned" not in j[n] for n in j if n != "conv3"), j
+PY
 fi
 for s in "${nets[@]}"; do
   n=$(basename "$s" .yaml)
