@@ -10,8 +10,8 @@ With no SPEC, the three course networks (specs/ece408-*.yaml without -low); the
 benchmark zoo is `python3 bench/compare.py bench/specs/zoo-*.yaml`.
 
 For every conv layer it prints the shape, the template convgen chose (from
-`convgen generate`, or the spec's tuning record where `convgen run` applied it:
-"tuned"), the direct-convolution work 2*N*M*C*K*K*OH*OW (OH, OW before
+`convgen generate --arch` for the architecture the run's JIT compiled for, or the
+spec's tuning record where `convgen run` applied it: "tuned"), the direct-convolution work 2*N*M*C*K*K*OH*OW (OH, OW before
 pooling), and for convgen and for cuDNN the median time, TFLOP/s and fraction of
 the card's FP32 FMA peak (SMs x FP32 lanes x 2 x max SM clock), the algorithm
 class cuDNN used (named from its kernel names, so Winograd and FFT layers, which
@@ -411,10 +411,11 @@ def run_convgen(cmd):
     return r.stdout
 
 
-def convgen_templates(convgen, path, layers):
-    """Layer name -> 'template params' from `convgen generate`; checks the tensor sizes."""
+def convgen_templates(convgen, path, layers, arch=None):
+    """Layer name -> 'template params' from `convgen generate` (for the architecture the
+    JIT compiled for, so the choice is the one the run made); checks the tensor sizes."""
     with tempfile.TemporaryDirectory() as d:
-        run_convgen([convgen, "generate", path, "-o", d])
+        run_convgen([convgen, "generate", path, "-o", d] + (["--arch", arch] if arch else []))
         with open(os.path.join(d, "manifest.txt")) as f:
             manifest = f.read().splitlines()
         tensors, chosen = {}, {}
@@ -466,7 +467,10 @@ def convgen_times(convgen, path, layers, args, fatbin=None):
     # layers whose kernel came from the spec's tuning record (run applies it; generate does not)
     tuned = {x["name"]: f"conv2d_{x['tuned']['strategy']} ({x['tuned']['params']}), tuned"
              for x in j["layers"] if x.get("tuned") and x["op"] == "conv"}
-    return {"layers": times, "total": j["total_s"] * 1e3, "device": j.get("device", "?"), "tuned": tuned}
+    # the architecture the JIT compiled for ("sm_90", "compute_120 (PTX)"; "fatbin": none)
+    arch = re.match(r"(?:sm|compute)_(\d+)", j.get("arch") or "")
+    return {"layers": times, "total": j["total_s"] * 1e3, "device": j.get("device", "?"), "tuned": tuned,
+            "arch": arch.group(1) if arch else None}
 
 
 # ---------------------------------------------------------------------------
@@ -617,8 +621,8 @@ def main():
     try:
         for p, spec, layers in specs:
             print(f"convgen: {p}", file=sys.stderr)
-            chosen = convgen_templates(args.convgen, p, layers)
             jit = convgen_times(args.convgen, p, layers, args)
+            chosen = convgen_templates(args.convgen, p, layers, jit["arch"])
             chosen.update(jit["tuned"])
             fb_path = os.path.join(args.fatbin_dir, spec["network"] + ".fatbin")
             fb = convgen_times(args.convgen, p, layers, args, fb_path) if os.path.exists(fb_path) else None

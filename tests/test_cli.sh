@@ -44,6 +44,13 @@ $cg generate specs/example-conv.yaml -o "$t/gen4/manifest.txt/x" >/dev/null 2>&1
 rm -rf "$t/gen4"; mkdir -p "$t/gen4"; ln -s /dev/null "$t/gen4/manifest.txt"
 $cg generate specs/example-conv.yaml -o "$t/gen4" >/dev/null 2>&1; rc=$?
 [ $rc -eq 5 ] && [ -L "$t/gen4/manifest.txt" ] && ok || bad "a symlinked manifest.txt was replaced (exit $rc)"
+# --arch: generate for what that GPU allows (a JIT there generates the same); a bad list is exit 2
+$cg generate bench/specs/zoo-vgg-same.yaml -o "$t/arch90" --arch sm_90 >/dev/null 2>"$t/e" && ok || bad "generate --arch sm_90: $(cat "$t/e")"
+[ "$(ls "$t/arch90" | grep -c '^conv2d_winograd_.*_m32n32c8_t8x8_x2\.cu$')" -eq 5 ] && ok || bad "--arch 90: five winograd 32x32 kernels expected: $(ls "$t/arch90")"
+$cg generate bench/specs/zoo-vgg-same.yaml -o "$t/arch0" >/dev/null 2>&1 && ! ls "$t/arch0" | grep -q winograd \
+  && ok || bad "the default target (48 KiB) holds no winograd default tile: $(ls "$t/arch0")"
+$cg generate specs/example-conv.yaml -o "$t/arch60" --arch 60 >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 2 ] && grep -q "60 is below sm_75" "$t/e" && [ ! -e "$t/arch60" ] && ok || bad "--arch 60: exit $rc, $(cat "$t/e")"
 # concurrent runs into one DIR: the manifest always names exactly the .cu files there
 d="$t/race"; racefail=0
 for i in 1 2 3 4 5 6 7 8 9 10 11 12; do

@@ -8,6 +8,7 @@
 
 #include "../runtime/cuda/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's */
 #include "check.h"
+#include "aot.h"
 #include "gen.h"
 #include "lua_host.h"
 #include "manifest.h"
@@ -416,32 +417,42 @@ static void test_winograd(void)
 
 /* `strategy: auto` (a conv without strategy): direct for one to three channels
  * and a small kernel, winograd for 3x3 stride-1 layers with C a multiple of 8 from
- * 32 and M a multiple of 32, igemm otherwise; the header says why. */
+ * 32 and M a multiple of 32 where the target holds its default tile (sm_90: yes;
+ * the 48 KiB default target: no, igemm with the reason), igemm otherwise; the
+ * header says why. */
 static void test_auto_rule(void)
 {
     static const struct {
-        const char *spec, *layer, *tpl, *why;
+        const char *spec, *layer;
+        int arch; /* 0: the default target */
+        const char *tpl, *why;
     } want[] = {
-        {"bench/specs/zoo-vgg-same.yaml", "conv1_1", "conv2d_direct", "auto: direct, since C = 3 <= 3"},
-        {"bench/specs/zoo-vgg-same.yaml", "conv1_2", "conv2d_winograd",
-         "auto: winograd, since K = 3, stride 1, C = 64 (a multiple of 8, at least 32) and M = 64"},
-        {"bench/specs/zoo-linear.yaml", "conv2", "conv2d_igemm", "auto: igemm, since C = 16 > 3"},
-        {"bench/specs/zoo-odd.yaml", "conv2", "conv2d_igemm", "auto: igemm"},
-        {"bench/specs/zoo-resnet-stem.yaml", "conv2", "conv2d_igemm", "auto: igemm"},
-        {"bench/specs/zoo-5x5-c64.yaml", "conv2", "conv2d_igemm", "auto: igemm"},
+        {"bench/specs/zoo-vgg-same.yaml", "conv1_1", 90, "conv2d_direct", "auto: direct, since C = 3 <= 3"},
+        {"bench/specs/zoo-vgg-same.yaml", "conv1_2", 90, "conv2d_winograd",
+         "auto: winograd, since K = 3, stride 1, C = 64 (a multiple of 8, at least 32), M = 64"},
+        {"bench/specs/zoo-vgg-same.yaml", "conv1_2", 0, "conv2d_igemm",
+         "auto: igemm, since winograd's default tile does not fit the target: "},
+        {"bench/specs/zoo-vgg-same.yaml", "conv1_2", 75, "conv2d_igemm", "shared memory"},
+        {"bench/specs/zoo-linear.yaml", "conv2", 90, "conv2d_igemm", "auto: igemm, since C = 16 > 3"},
+        {"bench/specs/zoo-odd.yaml", "conv2", 90, "conv2d_igemm", "auto: igemm"},
+        {"bench/specs/zoo-resnet-stem.yaml", "conv2", 90, "conv2d_igemm", "auto: igemm"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 90, "conv2d_igemm", "auto: igemm"},
     };
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);
     cg_err e = {""};
     CHECK(s && o, "out of memory");
     for (size_t i = 0; s && o && i < sizeof want / sizeof *want; i++) {
-        if (cg_spec_load(want[i].spec, s, &e) || cg_generate(s, "x", o, &e)) {
+        cg_target tg;
+        if (want[i].arch) cg_aot_target(&want[i].arch, 1, &tg);
+        if (cg_spec_load(want[i].spec, s, &e) || cg_generate_for(s, "x", want[i].arch ? &tg : NULL, o, &e)) {
             CHECK(0, "%s: %s", want[i].spec, e.msg);
             continue;
         }
         const cg_gen_kernel *k = conv_kernel(o, want[i].layer);
-        CHECK(k && !strcmp(k->tpl, want[i].tpl) && strstr(k->source, want[i].why), "%s %s: %s, '%s'", want[i].spec,
-              want[i].layer, k ? k->tpl : "none", want[i].why);
+        CHECK(k && !strcmp(k->tpl, want[i].tpl) && strstr(k->source, want[i].why), "%s %s sm_%d: %s, '%s'",
+              want[i].spec, want[i].layer, want[i].arch, k ? k->tpl : "none", want[i].why);
+        cg_gen_free(o);
     }
     free(s), free(o);
 }

@@ -259,7 +259,7 @@ static void test_apply(void)
     const char *want = r->e[0].winner.params;
     int from[CG_MAX_LAYERS];
     char notice[1024];
-    cg_tune_device dev = {"Dev A", 90};
+    cg_tune_device dev = {"Dev A", 90, NULL};
 
     /* the record beats the defaults */
     *s = *orig;
@@ -279,7 +279,7 @@ static void test_apply(void)
 
     /* no device check (build) */
     *s = *orig;
-    cg_tune_device any = {NULL, 0};
+    cg_tune_device any = {NULL, 0, NULL};
     CHECK(cg_tune_apply(s, r, &any, from, notice, sizeof notice, &e) == 0 && from[0] == 1, "applied without a device");
 
     /* params written in the spec beat the record */
@@ -304,7 +304,7 @@ static void test_apply(void)
 
     /* stale: another device, another cc, another convgen */
     *s = *orig;
-    cg_tune_device other = {"Dev B", 90}, other_cc = {"Dev A", 80};
+    cg_tune_device other = {"Dev B", 90, NULL}, other_cc = {"Dev A", 80, NULL};
     CHECK(cg_tune_apply(s, r, &other, from, notice, sizeof notice, &e) == 1 && from[0] == 0, "other device ignored");
     CHECK(strstr(notice, "made for Dev A (sm_90), this device is Dev B (sm_90): ignored") && !strchr(notice, '\n'),
           "one-line notice: %s", notice);
@@ -330,7 +330,7 @@ static void test_use(void)
     cg_tune_record *r = malloc(sizeof *r);
     cg_err e = {{0}};
     int from[CG_MAX_LAYERS];
-    cg_tune_device dev = {"Dev A", 90};
+    cg_tune_device dev = {"Dev A", 90, NULL};
     char def[160], bad_path[160];
     cg_tune_default_path(spec_path, def, sizeof def);
     CHECK(strstr(def, "/net.tuning.yaml") != NULL, "default path: %s", def);

@@ -100,7 +100,7 @@ int cg_net_tune(cg_spec *s, const cg_net_options *o, int from_record[CG_MAX_LAYE
 {
     memset(from_record, 0, CG_MAX_LAYERS * sizeof *from_record);
     if (o->no_tuning) return 0;
-    cg_tune_device dev = {NULL, 0};
+    cg_tune_device dev = {NULL, 0, NULL};
     char name[256];
     if (!o->fatbin) {
         cg_cu *cu;

@@ -30,7 +30,7 @@ static int load_generate(const char *spec_path, const cg_target *t, const char *
     char regen[CG_PATH_MAX + 64];
     cg_regen_command(spec_path, regen, sizeof regen);
     int from_record[CG_MAX_LAYERS];
-    const cg_tune_device any = {NULL, 0};
+    const cg_tune_device any = {NULL, 0, t}; /* every device; choices checked against t */
     int rc = cg_spec_load(spec_path, *s, e) ? CG_EXIT_INPUT : 0;
     if (!rc) rc = cg_tune_use(*s, tuning, no_tuning, &any, from_record, e);
     if (!rc && cg_generate_for(*s, regen, t, *o, e)) rc = CG_EXIT_INPUT;
@@ -44,30 +44,69 @@ static void free_generate(cg_spec *s, cg_gen_output *o)
     free(s), free(o);
 }
 
+/* --arch items as cg_aot_parse_archs reads them: "sm_90" and "compute_90" -> "90". */
+static int arch_digits(const char *text, char *out, size_t cap, cg_err *e)
+{
+    size_t len = 0;
+    for (const char *p = text;;) {
+        size_t n = strcspn(p, ",");
+        if (!strncmp(p, "sm_", 3) && n > 3) p += 3, n -= 3;
+        else if (!strncmp(p, "compute_", 8) && n > 8) p += 8, n -= 8;
+        if (len + n + 2 > cap) return cg_fail(e, "--arch \"%s\": too long", text);
+        memcpy(out + len, p, n);
+        len += n;
+        if (!p[n]) break;
+        out[len++] = ',';
+        p += n + 1;
+    }
+    out[len] = 0;
+    return 0;
+}
+
+
+/* The architectures of --arch LIST (NULL: the default list) and the target
+ * every one of them allows; a bad list is a usage error. */
+static int arch_target(const char *arch_text, int archs[CG_AOT_MAX_ARCHS], int *narch, cg_target *t, cg_err *e)
+{
+    char default_archs[128], digits[256];
+    if (arch_digits(arch_text ? arch_text : cg_aot_default_archs(default_archs, sizeof default_archs), digits,
+                    sizeof digits, e) ||
+        cg_aot_parse_archs(digits, archs, CG_AOT_MAX_ARCHS, narch, e))
+        return CG_EXIT_USAGE;
+    cg_aot_target(archs, *narch, t);
+    return 0;
+}
+
 static const char generate_usage[] =
-    "usage: convgen generate SPEC -o DIR\n"
+    "usage: convgen generate SPEC -o DIR [--arch LIST]\n"
     "\n"
     "Write one .cu file per kernel of SPEC and manifest.txt into DIR (created if\n"
     "missing). Kernels DIR's previous manifest named and this output lacks are\n"
     "removed; nothing else in DIR is touched. On any error nothing is written.\n"
     "\n"
     "  -o, --output DIR   the output directory\n"
+    "  --arch LIST        generate for what these architectures allow (as build: 90, sm_90\n"
+    "                     or compute_90, comma-separated), e.g. the shared memory a JIT\n"
+    "                     run on that GPU has; default: a conservative target (48 KiB)\n"
     "  -h, --help         this text\n";
 
 /* convgen generate SPEC -o DIR */
 int cg_cmd_generate(int argc, char **argv, cg_err *e)
 {
-    const char *spec_path = NULL, *dir = NULL;
-    const cg_opt opts[] = {{"-o", 1, &dir}, {"--output", 1, &dir}};
-    int rc = cg_opts_parse(argc, argv, opts, 2, &spec_path, generate_usage, e);
+    const char *spec_path = NULL, *dir = NULL, *arch_text = NULL;
+    const cg_opt opts[] = {{"-o", 1, &dir}, {"--output", 1, &dir}, {"--arch", 1, &arch_text}};
+    int rc = cg_opts_parse(argc, argv, opts, 3, &spec_path, generate_usage, e);
     if (rc) return rc == CG_OPTS_HELP ? 0 : rc;
     if (!spec_path || !dir) {
         cg_fail(e, "generate needs SPEC and -o DIR");
         return CG_EXIT_USAGE;
     }
+    int archs[CG_AOT_MAX_ARCHS], narch = 0;
+    cg_target target;
+    if (arch_text && (rc = arch_target(arch_text, archs, &narch, &target, e))) return rc;
     cg_spec *s;
     cg_gen_output *o;
-    if ((rc = load_generate(spec_path, NULL, NULL, 1, &s, &o, e))) return rc;
+    if ((rc = load_generate(spec_path, arch_text ? &target : NULL, NULL, 1, &s, &o, e))) return rc;
     rc = cg_gen_write(o, dir, e) ? CG_EXIT_IO : 0;
     if (!rc) printf("%s: %d kernels written to %s\n", s->name, o->nkernels, dir);
     free_generate(s, o);
@@ -122,25 +161,6 @@ static const char build_usage[] =
     "  --no-tuning        ignore any tuning record: the spec's and the templates' defaults\n"
     "  -h, --help         this text\n";
 
-/* --arch items as cg_aot_parse_archs reads them: "sm_90" and "compute_90" -> "90". */
-static int arch_digits(const char *text, char *out, size_t cap, cg_err *e)
-{
-    size_t len = 0;
-    for (const char *p = text;;) {
-        size_t n = strcspn(p, ",");
-        if (!strncmp(p, "sm_", 3) && n > 3) p += 3, n -= 3;
-        else if (!strncmp(p, "compute_", 8) && n > 8) p += 8, n -= 8;
-        if (len + n + 2 > cap) return cg_fail(e, "--arch \"%s\": too long", text);
-        memcpy(out + len, p, n);
-        len += n;
-        if (!p[n]) break;
-        out[len++] = ',';
-        p += n + 1;
-    }
-    out[len] = 0;
-    return 0;
-}
-
 /* Whether an output path names a bundle (-o NET.cgb). */
 static int is_cgb(const char *path)
 {
@@ -178,7 +198,6 @@ static int write_bundle(const cg_spec *s, const char *spec_path, const cg_gen_ou
 /* convgen build SPEC --arch 75,80,... -o NET.fatbin|NET.cgb */
 int cg_cmd_build(int argc, char **argv, cg_err *e)
 {
-    char default_archs[128];
     const char *spec_path = NULL, *out = NULL, *arch_text = NULL, *tuning = NULL, *no_tuning = NULL;
     const cg_opt opts[] = {{"-o", 1, &out},            {"--output", 1, &out},       {"--arch", 1, &arch_text},
                            {"--tuning", 1, &tuning}, {"--no-tuning", 0, &no_tuning}};
@@ -188,17 +207,12 @@ int cg_cmd_build(int argc, char **argv, cg_err *e)
         cg_fail(e, "build needs SPEC and -o NET.fatbin or -o NET.cgb");
         return CG_EXIT_USAGE;
     }
-    char digits[256];
     int archs[CG_AOT_MAX_ARCHS], narch = 0;
-    if (arch_digits(arch_text ? arch_text : cg_aot_default_archs(default_archs, sizeof default_archs),
-                    digits, sizeof digits, e) ||
-        cg_aot_parse_archs(digits, archs, CG_AOT_MAX_ARCHS, &narch, e))
-        return CG_EXIT_USAGE;
+    cg_target target; /* what every chosen architecture allows */
+    if ((rc = arch_target(arch_text, archs, &narch, &target, e))) return rc;
     if (cg_check_output_file(out, e)) return CG_EXIT_USAGE;
     cg_spec *s;
     cg_gen_output *o;
-    cg_target target; /* what every chosen architecture allows */
-    cg_aot_target(archs, narch, &target);
     if ((rc = load_generate(spec_path, &target, tuning, no_tuning != NULL, &s, &o, e))) return rc;
     char list[CG_AOT_MAX_ARCHS * 8] = "";
     for (int i = 0; i < narch; i++)

@@ -903,10 +903,14 @@ int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev
                  dev->name, dev->cc);
         return 1;
     }
-    /* a choice is checked against what the device about to run allows (its
-     * architecture's limits); without one (a fat binary), the conservative default */
-    cg_target tg, *dev_tg = NULL;
-    if (dev && dev->cc > 0) {
+    /* a choice is checked against what the code is generated for: the caller's
+     * target (a fat binary's architectures), else what the device about to run
+     * allows (its architecture's limits), else the conservative default */
+    cg_target tg;
+    const cg_target *dev_tg = NULL;
+    if (dev && dev->target) {
+        dev_tg = dev->target;
+    } else if (dev && dev->cc > 0) {
         int cc = dev->cc;
         cg_aot_target(&cc, 1, &tg);
         dev_tg = &tg;

@@ -217,10 +217,14 @@ int cg_tune_parse(const char *path, const char *text, size_t len, cg_tune_record
 void cg_tune_default_path(const char *spec_path, char *out, size_t n);
 
 /* The device a record is checked against; name NULL: no device check (build,
- * whose fat binary serves many GPUs, checks cc against its archs instead). */
+ * whose fat binary serves many GPUs, checks cc against its archs instead).
+ * Each choice is checked against target (what the code is generated for: build
+ * passes its architectures' limits), else cc's architecture, else the
+ * conservative default. */
 typedef struct {
     const char *name;
     int cc;
+    const cg_target *target;
 } cg_tune_device;
 
 /* Apply record r to spec s, layer by layer. Returns 0 and sets from_record[i]

@@ -210,11 +210,11 @@ static int pick_device(mpi_job *j, const mpi_opts *o, cg_err *e)
     }
     char name[256];
     snprintf(name, sizeof name, "%s", cu->name);
-    cg_tune_device dev = {name, cu->cc};
+    cg_tune_device dev = {name, cu->cc, NULL};
     cg_cu_close(cu);
     j->use_gpu = 1;
     int from_record[CG_MAX_LAYERS];
-    return cg_tune_use(j->s, o->tuning, o->no_tuning, o->fatbin ? &(cg_tune_device){NULL, 0} : &dev,
+    return cg_tune_use(j->s, o->tuning, o->no_tuning, o->fatbin ? &(cg_tune_device){NULL, 0, NULL} : &dev,
                        from_record, e);
 }
 

@@ -112,8 +112,11 @@ end
 -- (a 1x1 layer with C=64: 19.7) while `igemm` holds 40-45 (bench/RESULTS.md).
 -- `winograd`'s default, F(2x2,3x3) in 32x32 tiles over slices of 8 channels,
 -- beat igemm's default on every 3x3 stride-1 layer of the zoo with C a multiple
--- of 8 from 32 and M a multiple of 32 (11 layers, 1.10-1.42x on an H100) and lost
--- or tied on the others (C = 16 or 20, M = 30 or 40).
+-- of 8 from 32 and M a multiple of 32 (12 layers, 1.11-1.42x on an H100) and lost
+-- or tied on the others (C = 16 or 20, M = 30 or 40). Only that tile was
+-- measured to win, so `auto` takes winograd only where the target can hold it
+-- (66,560 bytes of shared memory: a JIT on the device, a fat binary whose oldest
+-- architecture is sm_80 or newer); elsewhere igemm.
 -- Returns the template name and the reason, for the file header.
 network.AUTO_DIRECT_MAX_C = 3
 network.AUTO_DIRECT_MAX_CKK = 64
@@ -127,8 +130,15 @@ function network.auto_strategy(l)
   end
   if l.K == 3 and (l.stride or 1) <= 1 and l.C >= network.AUTO_WINOGRAD_MIN_C and l.C % 8 == 0
       and l.M % 32 == 0 then
-    return "conv2d_winograd", string.format("auto: winograd, since K = 3, stride 1, C = %d (a multiple of 8, " ..
-      "at least %d) and M = %d (a multiple of 32)", l.C, network.AUTO_WINOGRAD_MIN_C, l.M)
+    local W, p = import("conv2d_winograd"), {}
+    for _, d in ipairs(W.params) do p[d.name] = d.default(l) end
+    local why = W.check(l, p)
+    if not why then
+      return "conv2d_winograd", string.format("auto: winograd, since K = 3, stride 1, C = %d (a multiple of 8, " ..
+        "at least %d), M = %d (a multiple of 32) and its default tile fits the target", l.C,
+        network.AUTO_WINOGRAD_MIN_C, l.M)
+    end
+    return "conv2d_igemm", "auto: igemm, since winograd's default tile does not fit the target: " .. why
   end
   return "conv2d_igemm", string.format("auto: igemm, since %s",
     l.C > network.AUTO_DIRECT_MAX_C and string.format("C = %d > %d", l.C, network.AUTO_DIRECT_MAX_C)

@@ -22,7 +22,7 @@ static const char spec_text[] = "network: fuzz-tune\n"
                                 "  - {name: fc1, op: fc, out: 10, bias: true, activation: none}\n";
 
 static cg_spec spec; /* parsed once; each input applies its record to a copy */
-static const cg_tune_device device = {"Fuzz GPU", 90};
+static const cg_tune_device device = {"Fuzz GPU", 90, NULL};
 
 /* A record for spec's layers as `convgen tune` would write it, winners taken
  * from each layer's candidates (index pick), into buf. */
