@@ -152,6 +152,7 @@ static int make_record(const cg_spec *s, const char *device, int cc, cg_tune_rec
     }
     if (cg_gen_emit_one(s, 0, "conv2d_direct", t->winner.params, &k, &kl, &e)) return cg_candidates_free(&cs), -1;
     snprintf(t->tpl_hash, sizeof t->tpl_hash, "%s", k.tpl_hash);
+    cg_tune_kernel_hash(k.source, t->kernel_hash);
     cg_gen_kernel_free(&k);
     cg_candidates_free(&cs);
     /* an fc entry that no layer of this spec matches */
@@ -181,6 +182,7 @@ static void test_round_trip(const cg_spec *s)
     for (int i = 0; i < a->n && i < b->n; i++) {
         const cg_tune_entry *x = &a->e[i], *y = &b->e[i];
         same &= !strcmp(x->sig, y->sig) && !strcmp(x->layer, y->layer) && !strcmp(x->tpl_hash, y->tpl_hash) &&
+                !strcmp(x->kernel_hash, y->kernel_hash) &&
                 x->measured == y->measured && x->candidates == y->candidates &&
                 !strcmp(x->winner.tpl, y->winner.tpl) && !strcmp(x->winner.params, y->winner.params) &&
                 fabs(x->winner.ms - y->winner.ms) < 1e-9 && fabs(x->default_ms - y->default_ms) < 1e-9 &&
@@ -225,6 +227,9 @@ static void test_malformed(void)
     bad("convgen: 0.1.0\ndevice: d\ncc: 90\nsms: 1\ndriver: 1\nbatch: 1\nlayers:\n  - signature: s\n"
         "    template_hash: 'ab\"c'\n    template: fc_vec\n    params: \"bm=32\"\n    ms: 1\n",
         "rec.yaml:9:20: template_hash in layers entry 1: expected hexadecimal digits");
+    bad("convgen: 0.1.0\ndevice: d\ncc: 90\nsms: 1\ndriver: 1\nbatch: 1\nlayers:\n  - signature: s\n"
+        "    template_hash: ab\n    kernel_hash: xyz\n    template: fc_vec\n    params: \"bm=32\"\n    ms: 1\n",
+        "rec.yaml:10:18: kernel_hash in layers entry 1: expected hexadecimal digits, got 'xyz'");
     const char *head = "convgen: 0.1.0\ndevice: \"X\"\ncc: 90\n";
     char t[1024];
     bad("", "rec.yaml:1:1: empty tuning record");
@@ -315,8 +320,17 @@ static void test_apply(void)
           "other convgen version ignored: %s", notice);
     snprintf(r->version, sizeof r->version, "%s", CG_VERSION);
 
-    /* a template changed since tuning: that layer is skipped */
+    /* a template edited since tuning that still generates the same kernel: applied */
     snprintf(r->e[0].tpl_hash, sizeof r->e[0].tpl_hash, "ffffffffffffffff");
+    CHECK(r->e[0].kernel_hash[0] && cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && from[0] == 1 &&
+              notice[0] == 0,
+          "edited template, same kernel: applied (%s)", notice);
+    CHECK(cg_gen_emit_one(s, 0, NULL, NULL, &k, &kl, &e) == 0 && !strcmp(kl.params, want), "its params: %s",
+          kl.params);
+    cg_gen_kernel_free(&k);
+    /* a template changed since tuning, its kernel too (or no kernel hash): that layer is skipped */
+    *s = *orig;
+    snprintf(r->e[0].kernel_hash, sizeof r->e[0].kernel_hash, "fffffffffffffffe");
     CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && from[0] == 0, "changed template skipped");
     CHECK(strstr(notice, "layer conv1: template conv2d_direct changed since it was tuned") != NULL, "notice: %s", notice);
     CHECK(s->layers[0].nparams == 0, "skipped: layer unchanged");

@@ -394,6 +394,7 @@ static int entry_of(const tuner *t, const layer_run *lr, cg_tune_entry *en, cg_e
     cg_kernel_launch kl;
     if (cg_gen_emit_one_for(t->s, &t->tg, lr->li, en->winner.tpl, en->winner.params, &kk, &kl, e)) return -1;
     snprintf(en->tpl_hash, sizeof en->tpl_hash, "%s", kk.tpl_hash);
+    cg_tune_kernel_hash(kk.source, en->kernel_hash);
     cg_gen_kernel_free(&kk);
     return 1;
 }

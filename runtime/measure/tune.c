@@ -662,9 +662,10 @@ int cg_tune_format(const cg_tune_record *r, cg_buf *b, cg_err *e)
         rc = cg_buf_puts(b, "  - signature: ");
         if (!rc) rc = put_quoted(b, t->sig);
         if (!rc)
-            rc = cg_buf_printf(b, "\n%s%s%s    template_hash: \"%s\"\n    measured: %lld\n    candidates: %lld\n",
+            rc = cg_buf_printf(b, "\n%s%s%s    template_hash: \"%s\"\n%s%s%s    measured: %lld\n    candidates: %lld\n",
                                t->layer[0] ? "    layer: " : "", t->layer, t->layer[0] ? "\n" : "", t->tpl_hash,
-                               t->measured, t->candidates);
+                               t->kernel_hash[0] ? "    kernel_hash: \"" : "", t->kernel_hash,
+                               t->kernel_hash[0] ? "\"\n" : "", t->measured, t->candidates);
         if (!rc) rc = put_choice(b, "    ", "    ", &t->winner);
         if (!rc) rc = cg_buf_printf(b, "    default_ms: %.6g\n", t->default_ms);
         if (!rc && t->nrunners) rc = cg_buf_puts(b, "    runners_up:\n");
@@ -742,8 +743,8 @@ static int read_choice(const cg_yctx *c, const cg_ynode *m, const char *where, c
 /* One entry of 'layers'. */
 static int read_entry(const cg_yctx *c, const cg_ynode *m, int i, cg_tune_entry *t)
 {
-    static const char *const keys[] = {"signature", "layer",   "template_hash", "measured", "candidates", "template",
-                                       "params",    "ms",      "default_ms",    "runners_up", NULL};
+    static const char *const keys[] = {"signature", "layer", "template_hash", "kernel_hash", "measured",
+                                       "candidates", "template", "params", "ms", "default_ms", "runners_up", NULL};
     char where[64];
     snprintf(where, sizeof where, "in layers entry %d", i + 1);
     if (cg_y_kind(c, m, CG_Y_MAP, "layers", "", "a mapping") || cg_y_check_keys(c, m, keys, where)) return -1;
@@ -756,6 +757,12 @@ static int read_entry(const cg_yctx *c, const cg_ynode *m, int i, cg_tune_entry 
     /* hexadecimal, as convgen writes it (and so safe to write back between quotes) */
     if (!t->tpl_hash[0] || strspn(t->tpl_hash, "0123456789abcdef") != strlen(t->tpl_hash))
         return cg_y_fail(c, v->pos, "template_hash %s: expected hexadecimal digits, got '%s'", where, t->tpl_hash);
+    if ((v = cg_y_get(m, "kernel_hash"))) {
+        if (cg_y_str(c, v, "kernel_hash", where, t->kernel_hash, sizeof t->kernel_hash)) return -1;
+        if (!t->kernel_hash[0] || strspn(t->kernel_hash, "0123456789abcdef") != strlen(t->kernel_hash))
+            return cg_y_fail(c, v->pos, "kernel_hash %s: expected hexadecimal digits, got '%s'", where,
+                             t->kernel_hash);
+    }
     if ((v = cg_y_get(m, "measured")) && cg_y_int(c, v, "measured", where, 0, 1LL << 40, &t->measured)) return -1;
     if ((v = cg_y_get(m, "candidates")) && cg_y_int(c, v, "candidates", where, 0, 1LL << 40, &t->candidates))
         return -1;
@@ -831,6 +838,17 @@ int cg_tune_read(const char *path, cg_tune_record *r, cg_err *e)
     int rc = cg_tune_parse(path, b.data ? b.data : "", b.len, r, e);
     cg_buf_free(&b);
     return rc;
+}
+
+void cg_tune_kernel_hash(const char *source, char out[17])
+{
+    const char *p = source;
+    while (p[0] == '/' && p[1] == '/') { /* the header: comment lines, then the code */
+        const char *nl = strchr(p, '\n');
+        if (!nl) break;
+        p = nl + 1;
+    }
+    cg_hex64(cg_hash64(p, strlen(p), CG_HASH_SEED), out);
 }
 
 void cg_tune_default_path(const char *spec_path, char *out, size_t n)
@@ -947,7 +965,13 @@ int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev
             note(notice, notice_n, "layer %s: the record's choice is refused now (%s): skipped\n", l->name, ke.msg);
             continue;
         }
+        /* the same template, or (a template edited since) the same kernel code */
         int same = !strcmp(k.tpl_hash, t->tpl_hash);
+        if (!same && t->kernel_hash[0]) {
+            char kh[17];
+            cg_tune_kernel_hash(k.source, kh);
+            same = !strcmp(kh, t->kernel_hash);
+        }
         cg_gen_kernel_free(&k);
         if (!same) {
             *l = saved;

@@ -186,6 +186,7 @@ typedef struct {
     char sig[CG_TUNE_SIG];
     char layer[CG_NAME_MAX];  /* the layer it was tuned on (for a reader) */
     char tpl_hash[17];        /* the winner's template hash when tuned */
+    char kernel_hash[17];     /* its kernel's code (cg_tune_kernel_hash) as tuned; "" when unknown */
     long long measured, candidates;
     cg_tune_choice winner;
     double default_ms;        /* the untuned configuration's time, 0 if unknown */
@@ -211,6 +212,11 @@ int cg_tune_format(const cg_tune_record *r, cg_buf *buf, cg_err *e);
 /* Read a record; errors are "FILE:LINE:COL: message". */
 int cg_tune_read(const char *path, cg_tune_record *r, cg_err *e);
 int cg_tune_parse(const char *path, const char *text, size_t len, cg_tune_record *r, cg_err *e);
+
+/* The hash a record keeps of a kernel's code: its source after the header's
+ * comment lines (which name the spec's path and the template's hash), so an
+ * entry stays valid while its template generates the same kernel for it. */
+void cg_tune_kernel_hash(const char *source, char out[17]);
 
 /* The record a spec uses by default: the spec's path with ".yaml" (or ".yml")
  * replaced by ".tuning.yaml" (otherwise appended). */
