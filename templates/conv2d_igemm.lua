@@ -598,19 +598,7 @@ function T.kernel(l, p)
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
   for k, x in pairs(weight_layout(l, p, s)) do v[k] = x end
-  return {
-    name = name,
-    args = args,
-    source = source(v),
-    grid = { common.batch_dim(s.COLS, p.bn), common.ceil_div(l.M, p.bm), 1 },
-    block = { s.threads, 1, 1 },
-    shared = s.smem,
-    weights = "arg:transposed",
-    bias = l.bias and "arg" or "none",
-    out_elems = l.M * s.P,
-    shape = common.conv_shape(l, g, act, s.pooled, l.M, s.OH, s.OW),
-    fused = s.fused,
-  }
+  return common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
 end
 
 return T

@@ -448,7 +448,7 @@ end
 -- The statements storing a tile's outputs y[a*m + b] through pointer o: m x m conv
 -- outputs, or (m/2)x(m/2) pooled ones; an output past the edge (possible only in
 -- the last tile row or column, known from literals) under a test.
-local function store_lines(l, s, p, act, bias)
+local function store_lines(s, p, act, bias)
   local lines, b = {}, bias and " + bv" or ""
   local function guard(a, bcol, side, rows, cols)
     local tests = {}
@@ -519,22 +519,10 @@ function T.kernel(l, p)
     wtail = s.LW * s.threads ~= p.cs * p.bm,
     actname = act, read = read, XG = p.xg,
     vtrans = vtrans, utrans = utrans, ytrans = ytrans,
-    stores = store_lines(l, s, p, act, l.bias),
+    stores = store_lines(s, p, act, l.bias),
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
-  return {
-    name = name,
-    args = args,
-    source = source(v),
-    grid = { common.batch_dim(s.PT, p.bn), common.ceil_div(l.M, p.bm), 1 },
-    block = { s.threads, 1, 1 },
-    shared = s.smem,
-    weights = "arg:transposed",
-    bias = l.bias and "arg" or "none",
-    out_elems = l.M * s.P,
-    shape = common.conv_shape(l, g, act, s.pooled, l.M, s.OH, s.OW),
-    fused = s.fused,
-  }
+  return common.tiled_conv_record(l, p, s, act, name, args, source(v), s.PT)
 end
 
 return T

@@ -306,6 +306,25 @@ function common.map_tiles(l, largest)
   return all
 end
 
+-- Their kernel record: a grid of `per` columns an image in blocks of p.bn by
+-- M in blocks of p.bm, s.threads a block (s from the template's shape: threads,
+-- smem, P, g, pooled, fused, OH, OW), weights uploaded transposed.
+function common.tiled_conv_record(l, p, s, act, name, args, source, per)
+  return {
+    name = name,
+    args = args,
+    source = source,
+    grid = { common.batch_dim(per, p.bn), common.ceil_div(l.M, p.bm), 1 },
+    block = { s.threads, 1, 1 },
+    shared = s.smem,
+    weights = "arg:transposed",
+    bias = l.bias and "arg" or "none",
+    out_elems = l.M * s.P,
+    shape = common.conv_shape(l, s.g, act, s.pooled, l.M, s.OH, s.OW),
+    fused = s.fused,
+  }
+end
+
 -- Their thread-tile checks: tm divides bm, tn divides bn, bm at most twice M
 -- (above 8); nil or the reason and the blamed parameter.
 function common.check_thread_tile(l, p)
