@@ -106,6 +106,19 @@ static shape draw(uint64_t *s)
     return x;
 }
 
+/* Whether a drawn layer's padding, stride and pool leave a conv output and a
+ * pooled output of at least one element. */
+static int fits(const shape *x)
+{
+    cg_layer l;
+    memset(&l, 0, sizeof l);
+    l.H = x->H, l.W = x->W, l.K = x->K, l.stride = x->stride, l.pool = x->pool;
+    l.pool_stride = x->pool_stride, l.pool_op = x->pool_op;
+    memcpy(l.pad, x->pad, sizeof l.pad);
+    int ch, cw, oh, ow;
+    return !cg_conv_dims(&l, &ch, &cw, &oh, &ow);
+}
+
 /* A layer of issue 12: padding (each side 0..K-1, or none), stride 1..3 and any
  * pool (max or average K x K with a stride, or global average) that fits. */
 static shape draw_layers(uint64_t *s)
@@ -129,13 +142,7 @@ static shape draw_layers(uint64_t *s)
         x.pool_op = kind == 4 ? CG_POOL_GLOBAL_AVG : kind == 2 || (kind == 3 && uniform(s, 0, 1)) ? CG_POOL_AVG
                                                                                                   : CG_POOL_MAX;
         x.pool_stride = kind == 3 ? uniform(s, 1, x.pool) : kind == 4 ? 0 : x.pool;
-        cg_layer l;
-        memset(&l, 0, sizeof l);
-        l.H = x.H, l.W = x.W, l.K = x.K, l.stride = x.stride, l.pool = x.pool;
-        l.pool_stride = x.pool_stride, l.pool_op = x.pool_op;
-        memcpy(l.pad, x.pad, sizeof l.pad);
-        int ch, cw, oh, ow;
-        if (!cg_conv_dims(&l, &ch, &cw, &oh, &ow)) return x;
+        if (fits(&x)) return x;
     }
 }
 
@@ -161,13 +168,7 @@ static shape draw_wino(uint64_t *s)
         x.pool_op = kind == 4 ? CG_POOL_GLOBAL_AVG : kind == 2 ? CG_POOL_AVG : CG_POOL_MAX;
         x.pool_stride = kind == 3 ? 2 : kind == 4 ? 0 : x.pool;
         x.strategy = "winograd";
-        cg_layer l;
-        memset(&l, 0, sizeof l);
-        l.H = x.H, l.W = x.W, l.K = x.K, l.stride = x.stride, l.pool = x.pool;
-        l.pool_stride = x.pool_stride, l.pool_op = x.pool_op;
-        memcpy(l.pad, x.pad, sizeof l.pad);
-        int ch, cw, oh, ow;
-        if (!cg_conv_dims(&l, &ch, &cw, &oh, &ow)) return x;
+        if (fits(&x)) return x;
     }
 }
 
