@@ -130,9 +130,8 @@ function network.auto_strategy(l)
   end
   if l.K == 3 and (l.stride or 1) <= 1 and l.C >= network.AUTO_WINOGRAD_MIN_C and l.C % 8 == 0
       and l.M % 32 == 0 then
-    local W, p = import("conv2d_winograd"), {}
-    for _, d in ipairs(W.params) do p[d.name] = d.default(l) end
-    local why = W.check(l, p)
+    local W = import("conv2d_winograd")
+    local why = W.check(l, (values(W, "conv2d_winograd", l)))
     if not why then
       return "conv2d_winograd", string.format("auto: winograd, since K = 3, stride 1, C = %d (a multiple of 8, " ..
         "at least %d), M = %d (a multiple of 32) and its default tile fits the target", l.C,
