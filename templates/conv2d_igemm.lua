@@ -76,7 +76,7 @@ T.params = {
     legal = slice_depths,
     default = default_bk },
   { name = "tm", doc = "maps per thread (rows of its register tile)",
-    legal = function(_) return { 16, 12, 8, 6, 4, 3, 2, 1 } end,
+    legal = function(_) return { 16, 12, 8, 6, 4, 3, 2, 1, 24, 32 } end,
     default = function(_) return 8 end },
   { name = "tn", doc = "pixels per thread (columns of its register tile), in groups of four",
     legal = function(_) return { 4, 8, 12, 16 } end,
@@ -85,7 +85,22 @@ T.params = {
   { name = "stages", doc = "slices in shared memory (sm_80+: copied by cp.async, stages-1 in flight; older: 2, through registers)",
     legal = function(_) return { 2, 3, 4 } end,
     default = function(_) return 2 end },
+  { name = "mma", doc = "the products: 0 FFMA in thread tiles; 1 tensor cores (sm_80+), each product split in " ..
+      "two TF32 halves, three mma.sync (FP32 accuracy); a warp then owns tm maps x 8*tn columns",
+    legal = function(_) return { 0, 1 } end,
+    default = function(_) return 0 end },
 }
+
+-- mma=1: warps of 32 threads, each a tm x 8*tn tile of maps x columns made of
+-- m16n8k8 tiles with the columns as the 16 rows (so maps go by eight: M = 24
+-- takes three, not two sixteens); slices padded with zero rows to a multiple
+-- of 8; row strides of the slices padded (columns by 8, maps to 8 or 24 modulo
+-- 32 words) so that the fragment reads of a warp meet 32 banks.
+local function pad_maps(bm)
+  local v = bm
+  while v % 4 ~= 0 or (v % 32 ~= 8 and v % 32 ~= 24) do v = v + 1 end
+  return v
+end
 
 -- The numbers every part of the template derives from the parameters.
 local function shape(l, p)
@@ -105,15 +120,30 @@ local function shape(l, p)
   s.P = s.OH * s.OW                   -- stored outputs per image and map
   s.KK = l.K * l.K
   s.R = l.C * s.KK
-  s.threads = (p.bm // math.max(p.tm, 1)) * (p.bn // math.max(p.tn, 1))
+  s.mma = p.mma == 1
+  if s.mma then
+    s.threads = 32 * (p.bm // math.max(p.tm, 1)) * (p.bn // (8 * p.tn))
+    s.KP = common.ceil_div(p.bk, 8) * 8          -- slice rows, zero-padded
+    s.XR, s.WR = p.bn + 8, pad_maps(p.bm)        -- row strides of the slices
+    s.ER = p.bn + 4                              -- row stride of the staged tile
+    s.FP, s.FM = p.tn // 2, p.tm // 8            -- m16 column tiles, n8 map tiles of a warp
+    s.ETM = p.tm * p.tn // 16                    -- the epilogue's thread tile: ETM maps x 4 columns
+    s.ETN = 4
+  else
+    s.threads = (p.bm // math.max(p.tm, 1)) * (p.bn // math.max(p.tn, 1))
+    s.KP, s.XR, s.WR = p.bk, p.bn, p.bm
+    s.ETM, s.ETN = p.tm, p.tn
+  end
   s.LC = s.threads > 0 and p.bn // s.threads or 0   -- columns each thread gathers
   s.WL = common.ceil_div(p.bk * p.bm, math.max(s.threads, 1))  -- weights each thread loads
   s.slices = s.R // p.bk
-  s.smem = 4 * p.stages * p.bk * (p.bn + p.bm)
+  s.smem = 4 * p.stages * s.KP * (s.XR + s.WR)
+  if s.mma then s.smem = math.max(s.smem, 4 * p.bm * s.ER) end
   -- registers: the tile, fragments, gather pointers and weight offsets; the
   -- register-prefetch path (before sm_80) also holds a whole slice
   s.async = not (l.target and l.target.cc and l.target.cc < 80)
-  s.regs = p.tm * p.tn + p.tm + p.tn + 2 * s.LC + (s.threads > 0 and s.threads % p.bm == 0 and 2 or 2 * s.WL) + (s.async and 0 or (p.bk * s.LC + s.WL))
+  local tile = s.mma and (p.tm * p.tn // 2 + 4 * p.tn + p.tm // 2) or (p.tm * p.tn + p.tm + p.tn)
+  s.regs = tile + 2 * s.LC + (s.threads > 0 and s.threads % p.bm == 0 and 2 or 2 * s.WL) + (s.async and 0 or (p.bk * s.LC + s.WL))
     + (g.padded and 2 * s.LC or 0)
   return s
 end
@@ -122,11 +152,25 @@ function T.check(l, p)
   local why, blame = common.check_thread_tile(l, p)
   if why then return why, blame end
   local s = shape(l, p)
+  if s.mma then
+    local cc = l.target and l.target.cc or 75
+    if cc < 80 then
+      return string.format("mma=1 needs tensor cores with TF32 (sm_80 or newer); the target is sm_%d", cc), "mma"
+    end
+    if p.tm % 8 ~= 0 then return string.format("mma=1 takes maps by eight: tm=%d", p.tm), "tm" end
+    if p.bn % (8 * p.tn) ~= 0 then
+      return string.format("mma=1: a warp's 8*tn = %d columns must divide bn=%d", 8 * p.tn, p.bn), "tn"
+    end
+    if s.threads > 0 and (p.bn % s.threads ~= 0 or p.bm % s.ETM ~= 0) then
+      return string.format("mma=1: %d threads must divide bn=%d and tm*tn/16 = %d divide bm=%d",
+        s.threads, p.bn, s.ETM, p.bm), "tm"
+    end
+  end
   if s.threads < 32 or s.threads > common.MAX_THREADS or s.threads % 32 ~= 0 then
     return string.format("(bm/tm)*(bn/tn) = %d threads; a block needs a multiple of 32 from 32 to %d",
       s.threads, common.MAX_THREADS), "bn"
   end
-  if (p.tm * p.tn) % p.bm ~= 0 then
+  if not s.mma and (p.tm * p.tn) % p.bm ~= 0 then
     -- bn = LC * threads: every thread gathers whole columns of a slice
     return string.format("tm*tn = %d must be a multiple of bm=%d (each thread gathers whole columns)",
       p.tm * p.tn, p.bm), "tm"
@@ -134,7 +178,7 @@ function T.check(l, p)
   if s.R % p.bk ~= 0 then
     return string.format("bk=%d does not divide the reduction C*K*K = %d", p.bk, s.R), "bk"
   end
-  if p.bk * p.tm * p.tn > BODY_BUDGET then
+  if not s.mma and p.bk * p.tm * p.tn > BODY_BUDGET then
     return string.format("bk*tm*tn = %d unrolled multiply-adds per slice; the budget is %d",
       p.bk * p.tm * p.tn, BODY_BUDGET), "bk"
   end
@@ -145,8 +189,8 @@ function T.check(l, p)
   local why, blame = common.check_occ(l, p.occ, s.threads, s.regs, s.smem, "the tile, prefetch and fragments")
   if why then return why, blame end
   if s.smem > common.max_shared(l) then
-    return string.format("%d slices need %d bytes of shared memory; at most %d fit",
-      p.stages, s.smem, common.max_shared(l)), "bk"
+    return string.format("%d slices%s need %d bytes of shared memory; at most %d fit",
+      p.stages, s.mma and " (or the staged tile)" or "", s.smem, common.max_shared(l)), "bk"
   end
   return nil
 end
@@ -166,7 +210,13 @@ function T.cost(l, p)
   local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
   if conc == 0 then return math.huge end
   local reuse = math.min(1, p.tm * p.tn / (p.tm + p.tn) / 4) * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
-  local compute = seq * p.bm * p.bn * s.R / (common.cost.FMA_PER_CLOCK * reuse * common.cost.busy(conc, s.threads, 2))
+  local depth = s.R
+  if s.mma then
+    -- three mma.sync a product, the padded rows included: taken as twice the FFMA rate
+    reuse = 2 * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
+    depth = s.R * s.KP // p.bk
+  end
+  local compute = seq * p.bm * p.bn * depth / (common.cost.FMA_PER_CLOCK * reuse * common.cost.busy(conc, s.threads, 2))
   local memory = common.ceil_div(seq, conc) * s.slices * common.cost.LATENCY / math.max(p.stages - 1, 1)
   return math.max(compute, memory) * common.cost.spills(squeezed)
 end
@@ -174,7 +224,13 @@ end
 local source = engine.compile([=[
 // GEMM view: {{M}} maps x (N*{{COLS}}) columns, reduced over C*K*K = {{R}} in {{S}} slices of {{BK}}
 // ({{slice_doc}}); block tile {{BM}}x{{BN}}, thread tile {{TM}}x{{TN}}, {{NT}} threads.
-// Shared memory (dynamic, {{smem}} B): xs[{{ST}}][{{BK}}][{{BN}}] gathered input, ws[{{ST}}][{{BK}}][{{BM}}] weights.
+// Shared memory (dynamic, {{smem}} B): xs[{{ST}}][{{KP}}][{{XR}}] gathered input, ws[{{ST}}][{{KP}}][{{WR}}] weights.
+% if mma then
+// Products on tensor cores: warps of {{TM}} maps x {{8 * TN}} columns, m16n8k8 TF32 tiles with the columns as
+// rows; each operand split in a TF32 value and its TF32 remainder, three mma.sync a tile (big*big, big*small,
+// small*big), FP32 accumulation. Slices padded from {{BK}} to {{KP}} rows with zeros; the block's tile is
+// staged in shared memory (es[{{BM}}][{{ER}}]) for the epilogue.
+% end
 
 // offset of reduction index r of a slice from the slice's first input element
 #define {{name}}_OFF(r) (((r) / {{KK}}) * {{H * W}} + (((r) % {{KK}}) / {{K}}) * {{W}} + (r) % {{K}})
@@ -183,10 +239,17 @@ local source = engine.compile([=[
 {
     extern __shared__ float4 smem4[];
     float* const xs = reinterpret_cast<float*>(smem4);
-    float* const ws = xs + {{ST * BK * BN}};
+    float* const ws = xs + {{ST * KP * XR}};
     const int tid = threadIdx.x;
+% if mma then
+    const int lane = tid & 31, warp = tid >> 5;
+    const int g8 = lane >> 2, t4 = lane & 3;   // the fragments' groupID and thread in group
+    const int wp0 = (warp % {{BN // (8 * TN)}}) * {{8 * TN}};   // the warp's first column of the block tile
+    const int wm0 = (warp / {{BN // (8 * TN)}}) * {{TM}};       // and first map
+% else
     const int tx = tid % {{BN // TN}};   // column group: columns tx*4 + {{4 * (BN // TN)}}*j + 0..3
     const int ty = tid / {{BN // TN}};   // map group: maps ty*{{TM}} .. +{{TM - 1}}
+% end
     const int col0 = blockIdx.x * {{BN}};
     const int m0 = blockIdx.y * {{BM}};
     const int total = n * {{COLS}};
@@ -243,7 +306,12 @@ local source = engine.compile([=[
     const bool wok = m0 + wm < {{M}};
 %   end
 #define {{name}}_WG(i) (wg0 + (i) * {{NT // BM * M}})
+%   if WR == BM then
 #define {{name}}_WX(i) (tid + (i) * {{NT}})
+%   else
+    const int wx0 = (tid / {{BM}}) * {{WR}} + wm;
+#define {{name}}_WX(i) (wx0 + (i) * {{NT // BM * WR}})
+%   end
 % else
     int wg[{{WL}}], wsx[{{WL}}];
 #pragma unroll
@@ -255,7 +323,7 @@ local source = engine.compile([=[
 %   else
         wg[i] = r * {{M}} + m0 + m;
 %   end
-        wsx[i] = r * {{BM}} + m;
+        wsx[i] = r * {{WR}} + m;
     }
 #define {{name}}_WG(i) wg[i]
 #define {{name}}_WX(i) wsx[i]
@@ -275,6 +343,78 @@ local source = engine.compile([=[
 % end
     };
 
+% if mma then
+    // cf[i][j]: the m16n8 tile of columns wp0 + 16i .., maps wm0 + 8j ..; element r at column
+    // wp0 + 16i + g8 + 8*(r >> 1), map wm0 + 8j + 2*t4 + (r & 1)
+    float cf[{{FP}}][{{FM}}][4];
+#pragma unroll
+    for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+        for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) cf[i][j][r] = 0.0f;
+%   if KP > BK then
+    // the slices' pad rows {{BK}} .. {{KP - 1}}: zeros, never copied over
+    for (int e = tid; e < {{ST * (KP - BK) * XR}}; e += {{NT}}) {
+        const int b = e / {{(KP - BK) * XR}}, o = e - b * {{(KP - BK) * XR}};
+        xs[b * {{KP * XR}} + {{BK * XR}} + o] = 0.0f;
+    }
+    for (int e = tid; e < {{ST * (KP - BK) * WR}}; e += {{NT}}) {
+        const int b = e / {{(KP - BK) * WR}}, o = e - b * {{(KP - BK) * WR}};
+        ws[b * {{KP * WR}} + {{BK * WR}} + o] = 0.0f;
+    }
+%   end
+
+    // cf += the slice in shared-memory buffer b
+    auto multiply = [&](int b) {
+        const float* const x = xs + b * {{KP * XR}} + wp0 + g8;
+        const float* const w = ws + b * {{KP * WR}} + wm0 + g8;
+#if __CUDA_ARCH__ >= 800
+        // 3xTF32 (lib/common.lua): the A fragments from the columns, B from the weights; the
+        // slice summed apart (the tensor cores' own additions lose low bits), then added to cf
+        {{split}}
+        float sl[{{FP}}][{{FM}}][4];
+#pragma unroll
+        for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+            for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) sl[i][j][r] = 0.0f;
+#pragma unroll
+        for (int k = 0; k < {{KP}}; k += 8) {
+            unsigned ah[{{FP}}][4], al[{{FP}}][4], bh[{{FM}}][2], bl[{{FM}}][2];
+#pragma unroll
+            for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    split(x[(k + t4 + 4 * (r >> 1)) * {{XR}} + 16 * i + 8 * (r & 1)], ah[i][r], al[i][r]);
+#pragma unroll
+            for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) split(w[(k + t4 + 4 * r) * {{WR}} + 8 * j], bh[j][r], bl[j][r]);
+            {{mma3}}
+        }
+#pragma unroll
+        for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+            for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) cf[i][j][r] += sl[i][j][r];
+#else
+        // without tensor cores (and in emulation): each fragment element as its own dot product
+        const float* const xw = x - g8, * const ww = w - g8;
+#pragma unroll
+        for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+            for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    for (int k = 0; k < {{BK}}; k++)
+                        cf[i][j][r] = fmaf(xw[k * {{XR}} + 16 * i + g8 + 8 * (r >> 1)],
+                                           ww[k * {{WR}} + 8 * j + 2 * t4 + (r & 1)], cf[i][j][r]);
+#endif
+    };
+% else
     float acc[{{TM}}][{{TN}}];
 #pragma unroll
     for (int i = 0; i < {{TM}}; i++)
@@ -315,6 +455,7 @@ local source = engine.compile([=[
                 for (int j = 0; j < {{TN}}; j++) acc[i][j] = fmaf(a[i], v[j], acc[i][j]);
         }
     };
+% end
 
 #if __CUDA_ARCH__ >= 800
     // {{ST}}-stage pipeline: slices copied global -> shared by cp.async, {{ST - 1}} in flight
@@ -322,7 +463,7 @@ local source = engine.compile([=[
     // shared-memory addresses as cp.async takes them (32-bit, in bytes)
     unsigned sx;
     asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(sx) : "l"(xs));
-    const unsigned sw = sx + {{4 * ST * BK * BN}};
+    const unsigned sw = sx + {{4 * ST * KP * XR}};
     auto copy4 = [](unsigned dst, const float* src, int bytes) {
         asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
     };
@@ -334,6 +475,9 @@ local source = engine.compile([=[
     };
     const int wq = tid % {{BM // 4}};
     const int wq0 = (tid / {{BM // 4}}) * {{M}} + m0 + 4 * wq;
+%   if WR ~= BM then
+    const int wqx = 4 * ((tid / {{BM // 4}}) * {{WR}} + 4 * wq);   // byte offset of quad 0 in a slice
+%   end
 %   if mguard then
     const bool wqok = m0 + 4 * wq < {{M}};   // M % 4 == 0: a quad is wholly in or out
 %   end
@@ -347,8 +491,8 @@ local source = engine.compile([=[
 %   end
 % end
     auto issue = [&](int s, int b) {
-        const unsigned x = sx + b * {{4 * BK * BN}} + 4 * tid;
-        const unsigned w = sw + b * {{4 * BK * BM}};
+        const unsigned x = sx + b * {{4 * KP * XR}} + 4 * tid;
+        const unsigned w = sw + b * {{4 * KP * WR}};
         const int o = xo(s);
 % if padded and not whole then
         const int kp0 = (s % {{SPC}}) * {{BK // K}};
@@ -360,7 +504,7 @@ local source = engine.compile([=[
 #pragma unroll
         for (int j = 0; j < {{LC}}; j++)
 #pragma unroll
-            for (int r = 0; r < {{BK}}; r++) copy4(x + 4 * (r * {{BN}} + j * {{NT}}), xb[j] + o + {{name}}_OFF(r), {{xbytes}});
+            for (int r = 0; r < {{BK}}; r++) copy4(x + 4 * (r * {{XR}} + j * {{NT}}), xb[j] + o + {{name}}_OFF(r), {{xbytes}});
 % if wvec then
 #pragma unroll
         for (int i = 0; i < {{WQ}}; i++) {
@@ -368,10 +512,10 @@ local source = engine.compile([=[
             if (tid + i * {{NT}} >= {{BK * BM // 4}}) break;
 %   end
 %   if mguard then
-            copy16(w + 16 * (tid + i * {{NT}}), w_arg + (wqok ? wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}} : 0),
+            copy16(w + {{wqdst}}, w_arg + (wqok ? wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}} : 0),
                    wqok ? 16 : 0);   // 0: zero fill
 %   else
-            copy16(w + 16 * (tid + i * {{NT}}), w_arg + wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}}, 16);
+            copy16(w + {{wqdst}}, w_arg + wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}}, 16);
 %   end
         }
 % else
@@ -423,12 +567,12 @@ local source = engine.compile([=[
 % end
     };
     auto stash = [&](int b) {
-        float* const x = xs + b * {{BK * BN}};
-        float* const w = ws + b * {{BK * BM}};
+        float* const x = xs + b * {{KP * XR}};
+        float* const w = ws + b * {{KP * WR}};
 #pragma unroll
         for (int j = 0; j < {{LC}}; j++)
 #pragma unroll
-            for (int r = 0; r < {{BK}}; r++) x[r * {{BN}} + tid + j * {{NT}}] = xr[j][r];
+            for (int r = 0; r < {{BK}}; r++) x[r * {{XR}} + tid + j * {{NT}}] = xr[j][r];
 #pragma unroll
         for (int i = 0; i < {{WL}}; i++) {
 % if wtail then
@@ -449,10 +593,35 @@ local source = engine.compile([=[
     }
 #endif
 
+% if mma then
+    // the block's tile through shared memory (over the slices' buffers, read by now):
+    // es[map][column], then each thread takes {{ETM}} maps x 4 columns of it
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+    __syncthreads();
+    float* const es = xs;
+#pragma unroll
+    for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+        for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+                es[(wm0 + 8 * j + 2 * t4 + (r & 1)) * {{ER}} + wp0 + 16 * i + g8 + 8 * (r >> 1)] = cf[i][j][r];
+    __syncthreads();
+    const int tx = tid % {{BN // 4}}, ty = tid / {{BN // 4}};
+    float acc[{{ETM}}][4];
+#pragma unroll
+    for (int i = 0; i < {{ETM}}; i++) {
+        const float4 t = *reinterpret_cast<const float4*>(es + (ty * {{ETM}} + i) * {{ER}} + tx * 4);
+        acc[i][0] = t.x, acc[i][1] = t.y, acc[i][2] = t.z, acc[i][3] = t.w;
+    }
+
+% end
     // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store
 #pragma unroll
-    for (int j = 0; j < {{TN}}; j += 4) {
-        const int c = col0 + tx * 4 + j * {{BN // TN}};   // first of four columns
+    for (int j = 0; j < {{ETN}}; j += 4) {
+        const int c = col0 + tx * 4 + j * {{BN // ETN}};   // first of four columns
         if (c >= total) continue;
 % if pooled then
         const int win = c >> 2;   // the four columns are one pooling window
@@ -462,8 +631,8 @@ local source = engine.compile([=[
 % end
 % if pooled or vec then
 #pragma unroll
-        for (int i = 0; i < {{TM}}; i++) {
-            const int m = m0 + ty * {{TM}} + i;
+        for (int i = 0; i < {{ETM}}; i++) {
+            const int m = m0 + ty * {{ETM}} + i;
 %   if mguard then
             if (m >= {{M}}) break;
 %   end
@@ -498,8 +667,8 @@ local source = engine.compile([=[
             if (c + d >= total) break;
             const int img = (c + d) / {{P}}, at = (c + d) - img * {{P}};
 #pragma unroll
-            for (int i = 0; i < {{TM}}; i++) {
-                const int m = m0 + ty * {{TM}} + i;
+            for (int i = 0; i < {{ETM}}; i++) {
+                const int m = m0 + ty * {{ETM}} + i;
 %   if mguard then
                 if (m >= {{M}}) break;
 %   end
@@ -557,6 +726,7 @@ function T.kernel(l, p)
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.bm, p.bn, p.bk, p.tm, p.tn, p.stages) .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
+    .. (s.mma and "_tc" or "")
   local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }),
     nil, p.occ)
   -- padding: kernel rows p in [pt, ylim) and columns q in [pl, xlim) are inside the
@@ -578,6 +748,7 @@ function T.kernel(l, p)
     name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
     BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn, ST = p.stages,
+    mma = s.mma, split = common.tf32x3_split(), mma3 = s.mma and common.tf32x3_mma("sl", s.FP, s.FM) or "", KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
     NT = s.threads, LC = s.LC, WL = s.WL, S = s.slices, COLS = s.COLS, P = s.P, OW = s.OW,
     smem = s.smem, pooled = s.pooled, bias = l.bias,
     whole = whole, SPC = whole and 1 or (l.K // (p.bk // l.K)),
@@ -598,6 +769,9 @@ function T.kernel(l, p)
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
   for k, x in pairs(weight_layout(l, p, s)) do v[k] = x end
+  -- the byte offset in a slice of this thread's quad i of weights
+  v.wqdst = s.WR == p.bm and string.format("16 * (tid + i * %d)", s.threads)
+    or string.format("wqx + i * %d", 4 * (s.threads // (p.bm // 4)) * s.WR)
   return common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
 end
 

@@ -9,7 +9,8 @@
  * left unwritten). Specs: example-conv (the emulation against kernels the GPU
  * already passed), the networks of padding, stride and the pools (issue 12) and
  * layers-winograd and layers-winograd-f (conv2d_winograd on the layer shapes and
- * tile sizes it serves). For local
+ * tile sizes it serves), layers-igemm-tc (conv2d_igemm's mma=1 tiling, staging and
+ * epilogue, its products without tensor cores). For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone.
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
 #include "check.h"
@@ -134,14 +135,19 @@ static float *place(void *so, cg_place where, const char *sym, const cg_tensor *
     return tr;
 }
 
-/* One spec through the emulated GPU, every layer against the CPU reference. */
+/* One spec through the emulated GPU, every layer against the CPU reference;
+ * generated for the default target, or for sm_80 where the spec's kernels need
+ * it (conv2d_igemm's mma=1: the emulation runs its path without tensor cores). */
 static void emulate(const char *spec_path, const char *dir)
 {
     static cg_spec s;
     static cg_gen_output o;
     static cg_manifest m;
     cg_err e = {""};
-    if (cg_spec_load(spec_path, &s, &e) || cg_generate(&s, "test", &o, &e) ||
+    cg_target tg;
+    cg_target_default(&tg);
+    if (strstr(spec_path, "-tc")) tg.cc = 80;
+    if (cg_spec_load(spec_path, &s, &e) || cg_generate_for(&s, "test", &tg, &o, &e) ||
         cg_manifest_parse(o.manifest, o.manifest_len, spec_path, &m, &e)) {
         CHECK(0, "%s: %s", spec_path, e.msg);
         return;
@@ -302,7 +308,8 @@ int main(void)
     CHECK(write_text(shim_path, shim, strlen(shim)) == 0, "shim");
     const char *specs[] = {"specs/example-conv.yaml", "tests/gpu/layers-direct.yaml", "tests/gpu/layers-igemm.yaml",
                            "tests/gpu/layers-more.yaml", "tests/gpu/layers-gavg.yaml", "tests/gpu/layers-gavg-wide.yaml",
-                           "tests/gpu/layers-winograd.yaml", "tests/gpu/layers-winograd-f.yaml"};
+                           "tests/gpu/layers-winograd.yaml", "tests/gpu/layers-winograd-f.yaml",
+                           "tests/gpu/layers-igemm-tc.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");
     if (one && *one)
         emulate(one, dir);

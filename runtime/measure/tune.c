@@ -27,12 +27,14 @@ void cg_tune_signature(const cg_layer *l, char *out, size_t n)
              l->bias, l->op == CG_OP_FC ? l->out : 0, tag);
 }
 
+/* The templates tuning measures, by the kind of layer; a record names one of them. */
+static const char *const tpl_conv[] = {"conv2d_direct", "conv2d_igemm", "conv2d_mma", "conv2d_winograd", NULL};
+static const char *const tpl_fc[] = {"fc_tiled", "fc_vec", NULL};
+
 const char *const *cg_tune_templates(const cg_layer *l)
 {
-    static const char *const conv[] = {"conv2d_direct", "conv2d_igemm", "conv2d_winograd", NULL};
-    static const char *const fc[] = {"fc_tiled", "fc_vec", NULL};
     static const char *const none[] = {NULL};
-    return l->op == CG_OP_CONV ? conv : l->op == CG_OP_FC ? fc : none;
+    return l->op == CG_OP_CONV ? tpl_conv : l->op == CG_OP_FC ? tpl_fc : none;
 }
 
 /* ---- outcomes and choice ---- */
@@ -719,10 +721,12 @@ static const char *const choice_keys[] = {"template", "params", "ms", NULL};
 static int read_tpl(const cg_yctx *c, const cg_ynode *v, const char *where, char *out, size_t n)
 {
     if (cg_y_ident(c, v, "template", where, 0, out, n)) return -1;
-    static const char *const all[] = {"conv2d_direct", "conv2d_igemm", "conv2d_winograd", "fc_tiled", "fc_vec", NULL};
-    for (int i = 0; all[i]; i++)
-        if (!strcmp(all[i], out)) return 0;
-    const char *near = cg_y_suggest(out, all);
+    for (int i = 0; tpl_conv[i]; i++)
+        if (!strcmp(tpl_conv[i], out)) return 0;
+    for (int i = 0; tpl_fc[i]; i++)
+        if (!strcmp(tpl_fc[i], out)) return 0;
+    const char *near = cg_y_suggest(out, tpl_conv);
+    if (!near) near = cg_y_suggest(out, tpl_fc);
     char buf[80];
     return cg_y_fail(c, v->pos, "unknown template '%s' %s%s%s%s", cg_y_show(out, buf, sizeof buf), where,
                      near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
