@@ -139,12 +139,13 @@ local function shape(l, p)
   s.IMG = s.TR * s.TWp                        -- one image's staged rows, one channel
   s.XC = p.ni * s.IMG                         -- one channel's
   s.XT = common.ceil_div(p.cs * s.XC, 4) * 4  -- a slice's input, rounded to float4
-  s.stage = s.XT + s.KP * s.WR
+  s.stage = s.XT + 2 * s.KP * s.WR           -- floats: the input, then the weights as (TF32, remainder) pairs
+  s.WL = common.ceil_div(s.BK * p.bm, s.threads)   -- weights each thread loads a slice
   s.smem = 4 * math.max(2 * s.stage, p.bm * s.ER)
   s.slices = l.C // p.cs
   s.PR = s.pooled and p.rows // 2 or p.rows   -- stored rows of a band
   -- registers: accumulators and a slice's, fragments, pixel bases, row offsets
-  s.regs = 8 * s.FP * s.FM + 8 * s.FP + 4 * s.FM + 2 * s.FP + s.KP // 4 + 16
+  s.regs = 8 * s.FP * s.FM + 8 * s.FP + 4 * s.FM + 2 * s.FP + s.KP // 4 + s.WL + 24
   s.body = (s.KP // 8) * (3 * s.FP * s.FM + 12 * s.FP + 6 * s.FM)
   return s
 end
@@ -210,7 +211,8 @@ local source = engine.compile([=[
 // reduced over C*K*K = {{C * KK}} in {{SL}} slices of {{CS}} channel{{CS > 1 and "s" or ""}} ({{BK}} rows, {{KP}} with the zero pad);
 // {{WARPS}} warps of {{16 * FP}} pixels x {{BM}} maps ({{FP}}x{{FM}} m16n8k8 tiles, 3xTF32).
 // Shared memory (dynamic, {{smem}} B): two stages of xs[{{CS}}][{{NI}}][{{TR}}][{{TWp}}] (staged input, padding as
-// zeros) and ws[{{KP}}][{{WR}}] (weights); then es[{{BM}}][{{ER}}], the block's tile.
+// zeros) and ws[{{KP}}][{{WR}}] (weights, each as its TF32 value and remainder: uint2); then es[{{BM}}][{{ER}}],
+// the block's tile.
 
 {{head}}
 {
@@ -260,15 +262,16 @@ local source = engine.compile([=[
     }
 % end
 % if KP > BK then
-    for (int e = tid; e < {{2 * (KP - BK) * WR}}; e += {{NT}}) {
-        const int b = e / {{(KP - BK) * WR}};
-        sm[b * {{STAGE}} + {{XT + BK * WR}} + e - b * {{(KP - BK) * WR}}] = 0.0f;
+    for (int e = tid; e < {{4 * (KP - BK) * WR}}; e += {{NT}}) {
+        const int b = e / {{2 * (KP - BK) * WR}};
+        sm[b * {{STAGE}} + {{XT + 2 * BK * WR}} + e - b * {{2 * (KP - BK) * WR}}] = 0.0f;
     }
 % end
 
     // slice s into stage b: cs channels of the staged rows (rows outside the input, and
-    // images past the batch, as zeros) and the slice's {{BK}} x {{BM}} weights (maps past M as zeros);
-    // the weights arrive transposed, ({{C * KK}}) x {{M}}
+    // images past the batch, as zeros), copied; the slice's {{BK}} x {{BM}} weights (maps past M as
+    // zeros) through registers, split for the tensor cores on the way (the weights arrive
+    // transposed, ({{C * KK}}) x {{M}})
 #if __CUDA_ARCH__ >= 800
     unsigned s0;
     asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(s0) : "l"(sm));
@@ -276,6 +279,7 @@ local source = engine.compile([=[
         asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(ok ? 4 : 0) : "memory");
     };
 #define {{name}}_PUT(i, src, ok) copy4(s0 + 4 * (i), ok ? (src) : in, ok)
+    {{split}}
 #else
 #define {{name}}_PUT(i, src, ok) (sm[i] = ok ? *(src) : 0.0f)
 #endif
@@ -290,11 +294,30 @@ local source = engine.compile([=[
             {{name}}_PUT(b * {{STAGE}} + cr * {{TWp}} + {{PL}} + x,
                          in + (img0 + im) * {{C * H * W}} + (s * {{CS}} + c) * {{H * W}} + iy * {{W}} + x, ok);
         }
-#pragma unroll 4
-        for (int e = tid; e < {{BK * BM}}; e += {{NT}}) {
-            const int r = e / {{BM}}, m = e - r * {{BM}};
-            {{name}}_PUT(b * {{STAGE}} + {{XT}} + r * {{WR}} + m, w_arg + (s * {{BK}} + r) * {{M}} + m0 + m,
-                         {{MGUARD and ("m0 + m < " .. M) or "true"}});
+    };
+    float wr[{{WL}}];
+    auto load_w = [&](int s) {
+#pragma unroll
+        for (int i = 0; i < {{WL}}; i++) {
+            const int e = tid + i * {{NT}}, r = e / {{BM}}, m = e - r * {{BM}};
+            wr[i] = {{WOK}} ? __ldg(w_arg + (s * {{BK}} + r) * {{M}} + m0 + m) : 0.0f;
+        }
+    };
+    auto stash_w = [&](int b) {
+#pragma unroll
+        for (int i = 0; i < {{WL}}; i++) {
+            const int e = tid + i * {{NT}}, r = e / {{BM}}, m = e - r * {{BM}};
+%   if WTAIL then
+            if (e >= {{BK * BM}}) break;
+%   end
+            uint2* const d = reinterpret_cast<uint2*>(sm + b * {{STAGE}} + {{XT}}) + r * {{WR}} + m;
+#if __CUDA_ARCH__ >= 800
+            unsigned hi, lo;
+            split(wr[i], hi, lo);
+            *d = make_uint2(hi, lo);
+#else
+            *d = make_uint2(__float_as_uint(wr[i]), 0u);   // emulation: the value, and a zero remainder
+#endif
         }
     };
 
@@ -309,11 +332,20 @@ local source = engine.compile([=[
     // cf += slice in stage b
     auto multiply = [&](int b) {
         const float* const x = sm + b * {{STAGE}};
-        const float* const w = sm + b * {{STAGE}} + {{XT}} + g8;
+        // the offsets taken afresh each slice: else the compiler keeps every base + offset sum,
+        // loop-invariant, in registers of its own ({{2 * FP}} x {{KP // 4}} of them)
+        int o[{{KP // 8}}][2];
+#pragma unroll
+        for (int k = 0; k < {{KP // 8}}; k++)
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                o[k][h] = off[k][h];
+                asm volatile("" : "+r"(o[k][h]));
+            }
+        const uint2* const w = reinterpret_cast<const uint2*>(sm + b * {{STAGE}} + {{XT}}) + g8;
 #if __CUDA_ARCH__ >= 800
         // 3xTF32 (lib/common.lua); the slice summed apart (the tensor cores' own additions
         // lose low bits), then added to cf
-        {{split}}
         float sl[{{FP}}][{{FM}}][4];
 #pragma unroll
         for (int i = 0; i < {{FP}}; i++)
@@ -327,11 +359,14 @@ local source = engine.compile([=[
 #pragma unroll
             for (int i = 0; i < {{FP}}; i++)
 #pragma unroll
-                for (int r = 0; r < 4; r++) split(x[base[i][r & 1] + off[k][r >> 1]], ah[i][r], al[i][r]);
+                for (int r = 0; r < 4; r++) split(x[base[i][r & 1] + o[k][r >> 1]], ah[i][r], al[i][r]);
 #pragma unroll
             for (int j = 0; j < {{FM}}; j++)
 #pragma unroll
-                for (int h = 0; h < 2; h++) split(w[(8 * k + t4 + 4 * h) * {{WR}} + 8 * j], bh[j][h], bl[j][h]);
+                for (int h = 0; h < 2; h++) {
+                    const uint2 v = w[(8 * k + t4 + 4 * h) * {{WR}} + 8 * j];
+                    bh[j][h] = v.x, bl[j][h] = v.y;
+                }
             {{mma3}}
         }
 #pragma unroll
@@ -350,7 +385,7 @@ local source = engine.compile([=[
                 for (int r = 0; r < 4; r++)
                     for (int k = 0; k < {{BK}}; k++)
                         cf[i][j][r] = fmaf(x[base[i][r >> 1] + (k / {{KK}}) * {{XC}} + ((k % {{KK}}) / {{K}}) * {{TWp}} + k % {{K}}],
-                                           w[k * {{WR}} + 8 * j + 2 * t4 + (r & 1) - g8], cf[i][j][r]);
+                                           __uint_as_float(w[k * {{WR}} + 8 * j + 2 * t4 + (r & 1) - g8].x), cf[i][j][r]);
 #endif
     };
 
@@ -358,17 +393,20 @@ local source = engine.compile([=[
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.commit_group;" ::: "memory");
 #endif
+    load_w(0);
+    stash_w(0);
 #pragma unroll 1
     for (int s = 0; s < {{SL}}; s++) {
 #if __CUDA_ARCH__ >= 800
         asm volatile("cp.async.wait_group 0;" ::: "memory");
 #endif
         __syncthreads();   // slice s landed for every thread; stage (s+1)&1 is free
-        if (s + 1 < {{SL}}) issue(s + 1, (s + 1) & 1);
+        if (s + 1 < {{SL}}) issue(s + 1, (s + 1) & 1), load_w(s + 1);
 #if __CUDA_ARCH__ >= 800
         asm volatile("cp.async.commit_group;" ::: "memory");
 #endif
         multiply(s & 1);
+        if (s + 1 < {{SL}}) stash_w((s + 1) & 1);   // its stage was last read before this slice's barrier
     }
 #undef {{name}}_PUT
 
@@ -428,7 +466,14 @@ function T.kernel(l, p)
     P = s.P, PT = g.pt, PL = g.pl, PADR = g.pr, PADCOLS = g.pl + g.pr > 0,
     BM = p.bm, FP = s.FP, FM = s.FM, NI = p.ni, ROWS = p.rows, BANDS = s.bands, CS = p.cs, BK = s.BK, KP = s.KP,
     TR = s.TR, TWp = s.TWp, IMG = s.IMG, XC = s.XC, XT = s.XT, WR = s.WR, ER = s.ER, STAGE = s.stage,
-    NC = s.NC, NT = s.threads, WARPS = s.warps, SL = s.slices, PR = s.PR, smem = s.smem,
+    NC = s.NC, NT = s.threads, WL = s.WL, WTAIL = s.WL * s.threads ~= s.BK * p.bm,
+    WOK = table.concat((function()
+      local t = {}
+      if s.WL * s.threads ~= s.BK * p.bm then t[#t + 1] = string.format("e < %d", s.BK * p.bm) end
+      if l.M % p.bm ~= 0 then t[#t + 1] = string.format("m0 + m < %d", l.M) end
+      if #t == 0 then t[1] = "true" end
+      return t
+    end)(), " && "), WARPS = s.warps, SL = s.slices, PR = s.PR, smem = s.smem,
     POOLED = s.pooled, POOL_KIND = g.kind, MGUARD = l.M % p.bm ~= 0, bias = l.bias, B = l.bias and " + bv" or "",
     actname = act, act = function(e) return common.act(act, e) end,
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
