@@ -23,6 +23,15 @@
 -- store, in registers; float4 stores where a thread's four columns are contiguous.
 -- Other pools (other windows, overlapping ones, the global average) leave the
 -- kernel unfused: conv + bias, then the pool template.
+-- mma=1 (sm_80+): the same slices and epilogue, the products on tensor cores in
+-- FP32 accuracy (3xTF32, lib/common.lua), each warp tm maps x 8*tn columns of
+-- m16n8k8 tiles with the columns as rows; slices padded with zero rows to a
+-- multiple of 8 and summed apart (the tensor cores' own additions drop low bits:
+-- without it a 1944-deep reduction ended 1.4e-5 from the CPU reference, with
+-- it 3e-7); the block's tile goes through shared memory to the epilogue.
+-- Measured on an H100: 1.14x the tuned FFMA kernel on a 7x7 layer with 32
+-- channels and 64 maps, slower on the course's 16- and 24-map layers, where
+-- each split column element feeds too few maps (bench/RESULTS.md).
 -- Stride: a column's input origin is (row*stride - pad_top, col*stride - pad_left).
 -- Padding: each gathered column keeps two bit masks, the kernel rows and columns
 -- that fall inside the input; a reduction index reads its element where both bits
@@ -212,8 +221,10 @@ function T.cost(l, p)
   local reuse = math.min(1, p.tm * p.tn / (p.tm + p.tn) / 4) * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
   local depth = s.R
   if s.mma then
-    -- three mma.sync a product, the padded rows included: taken as twice the FFMA rate
-    reuse = 2 * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
+    -- three mma.sync a product, the padded rows included; each split column element
+    -- feeds tm/8 map tiles: measured on an H100 (bench/RESULTS.md) at 0.89x FFMA's
+    -- time with tm = 16 and 1.14x with tm = 32, after the pad rows
+    reuse = (0.98 + 0.08 * s.FM) * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
     depth = s.R * s.KP // p.bk
   end
   local compute = seq * p.bm * p.bn * depth / (common.cost.FMA_PER_CLOCK * reuse * common.cost.busy(conc, s.threads, 2))

@@ -36,10 +36,7 @@ static const char shim[] =
     "struct float4 { float x, y, z, w; };\n"
     "struct float2 { float x, y; };\n"
     "struct uchar4 { unsigned char x, y, z, w; };\n"
-    "struct uint2 { unsigned x, y; };\n"
-    "static inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }\n"
-    "static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
-    "static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
+
     "static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }\n"
     "static thread_local emu_dim3 threadIdx, blockIdx;\n"
     "static emu_dim3 blockDim, gridDim;\n"
