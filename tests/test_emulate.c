@@ -9,7 +9,7 @@
  * left unwritten). Specs: example-conv (the emulation against kernels the GPU
  * already passed), the networks of padding, stride and the pools (issue 12) and
  * layers-winograd and layers-winograd-f (conv2d_winograd on the layer shapes and
- * tile sizes it serves), layers-igemm-tc (conv2d_igemm's mma=1 tiling, staging and
+ * tile sizes it serves), layers-igemm-tc (conv2d_igemm_tc's tiling, staging and
  * epilogue, its products without tensor cores). For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone.
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
@@ -138,7 +138,7 @@ static float *place(void *so, cg_place where, const char *sym, const cg_tensor *
 
 /* One spec through the emulated GPU, every layer against the CPU reference;
  * generated for the default target, or for sm_80 where the spec's kernels need
- * it (conv2d_igemm's mma=1: the emulation runs its path without tensor cores). */
+ * it (conv2d_igemm_tc: the emulation runs its path without tensor cores). */
 static void emulate(const char *spec_path, const char *dir)
 {
     static cg_spec s;

@@ -5,8 +5,8 @@
  * with padding, stride 1..3 and every pool (issue 12) from a seed of their own
  * (their pool kernels are compiled too), plus NWINO stride-1 shapes (K 2..7) forced
  * to `strategy: winograd` (its default configuration), plus NMMA shapes of
- * issue 12's kinds through conv2d_igemm's tensor-core products (`params: {mma:
- * 1}`, the rest its defaults, generated for sm_90), each a one-conv
+ * issue 12's kinds forced to `strategy: igemm_tc` (its default configuration,
+ * generated for sm_90: it needs tensor cores), each a one-conv
  * network (conv, fc 10, softmax) with NO strategy key (but the winograd ones) and no params, so the
  * generator's default for the layer is what is tested. Every shape must
  * generate; each kernel of the conv layer must stay within SOURCE_MAX bytes,
@@ -47,7 +47,7 @@
 #define SEED_LAYERS 0x1a4e125ULL
 #define NWINO 16                /* stride-1 shapes, K 2..7, through strategy winograd */
 #define SEED_WINO 0x3a3b0ULL
-#define NMMA 12                 /* shapes of issue 12's kinds through igemm with mma=1 */
+#define NMMA 12                 /* shapes of issue 12's kinds through strategy igemm_tc */
 #define SEED_MMA 0x3a3b1ULL
 
 typedef struct {
@@ -58,7 +58,6 @@ typedef struct {
     int pad[4], stride, pool_stride;
     cg_pool_op pool_op;
     const char *strategy; /* the template forced for this shape (NULL: the default) */
-    const char *params;   /* and its params (NULL: none); these shapes are generated for sm_ARCH */
 } shape;
 
 typedef struct {
@@ -185,19 +184,16 @@ static void describe(const shape *x, char *out, size_t n)
     memcpy(l.pad, x->pad, sizeof l.pad);
     l.stride = x->stride, l.pool = x->pool, l.pool_stride = x->pool_stride, l.pool_op = x->pool_op;
     cg_conv_tag(&l, extra, sizeof extra);
-    snprintf(out, n, "C=%d H=%d W=%d -> M=%d K=%d %s%s%s%s%s%s%s%s", x->C, x->H, x->W, x->M, x->K,
+    snprintf(out, n, "C=%d H=%d W=%d -> M=%d K=%d %s%s%s%s%s%s", x->C, x->H, x->W, x->M, x->K,
              cg_act_name(x->act), x->pool ? " pool" : "", x->bias ? " bias" : "", extra,
-             x->strategy ? " strategy " : "", x->strategy ? x->strategy : "", x->params ? " " : "",
-             x->params ? x->params : "");
+             x->strategy ? " strategy " : "", x->strategy ? x->strategy : "");
 }
 
 /* The one-conv network for shape x in *s: read from YAML, then reshaped. */
 static int build_spec(const shape *x, const char *strategy, cg_spec *s, cg_err *e)
 {
-    char text[1024], strat[160] = "";
-    if (strategy)
-        snprintf(strat, sizeof strat, "    strategy: %s\n%s%s%s", strategy, x->params ? "    params: " : "",
-                 x->params ? x->params : "", x->params ? "\n" : "");
+    char text[1024], strat[96] = "";
+    if (strategy) snprintf(strat, sizeof strat, "    strategy: %s\n", strategy);
     snprintf(text, sizeof text,
              "network: shapes\n"
              "input:\n  channels: 1\n  height: 28\n  width: 28\n"
@@ -245,9 +241,9 @@ int main(void)
     /* the issue's 5x5 C=64 -> M=128 layer, the largest shape and the smallest */
     enum { NFIXED = 3, NSHAPES = NFIXED + NRANDOM + NLAYERS + NWINO + NMMA };
     shape shapes[NSHAPES] = {
-        {64, 26, 26, 128, 5, 2, 1, CG_ACT_RELU, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL, NULL},
-        {256, 128, 128, 256, 11, 2, 1, CG_ACT_TANH, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL, NULL},
-        {1, 1, 1, 1, 1, 0, 0, CG_ACT_NONE, {0, 0, 0, 0}, 1, 0, CG_POOL_MAX, NULL, NULL},
+        {64, 26, 26, 128, 5, 2, 1, CG_ACT_RELU, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL},
+        {256, 128, 128, 256, 11, 2, 1, CG_ACT_TANH, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL},
+        {1, 1, 1, 1, 1, 0, 0, CG_ACT_NONE, {0, 0, 0, 0}, 1, 0, CG_POOL_MAX, NULL},
     };
     uint64_t rng = SEED;
     for (int i = NFIXED; i < NFIXED + NRANDOM; i++) shapes[i] = draw(&rng);
@@ -257,11 +253,11 @@ int main(void)
     /* then conv2d_winograd's layers, each forced to it */
     uint64_t rng_wino = SEED_WINO;
     for (int i = NFIXED + NRANDOM + NLAYERS; i < NSHAPES - NMMA; i++) shapes[i] = draw_wino(&rng_wino);
-    /* then shapes of issue 12's kinds through igemm's tensor-core products, generated for sm_ARCH */
+    /* then shapes of issue 12's kinds through igemm_tc, generated for sm_ARCH */
     uint64_t rng_mma = SEED_MMA;
     for (int i = NSHAPES - NMMA; i < NSHAPES; i++) {
         shapes[i] = draw_layers(&rng_mma);
-        shapes[i].strategy = "igemm", shapes[i].params = "{mma: 1}";
+        shapes[i].strategy = "igemm_tc";
     }
     cg_target sm90;
     cg_target_default(&sm90);
@@ -283,7 +279,8 @@ int main(void)
         if (maxckk > 0 && (long)x->C * x->K * x->K > maxckk) continue;
         tested++;
         if (build_spec(x, x->strategy ? x->strategy : strategy, s, &e) ||
-            cg_generate_for(s, "tests/test_shapes", x->params ? &sm90 : NULL, o, &e)) {
+            cg_generate_for(s, "tests/test_shapes", x->strategy && !strcmp(x->strategy, "igemm_tc") ? &sm90 : NULL,
+                            o, &e)) {
             CHECK(0, "shape %d (%s): %s", i, d, e.msg);
             gen_failed++;
             continue;

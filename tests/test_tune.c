@@ -913,13 +913,13 @@ static void test_model(void)
      * 7,813 blocks, 60 on the busiest of 132 SMs; 8x8 tiles read 16 words for 64 FMAs
      * (reuse 1), 16 warps resident (busy 1): 60 * 64*128*288 / 128 = 1,105,920 clocks,
      * more than 15 rounds of 32 slices' round trips (384,000) */
-    double c = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=8 tn=8 occ=1 stages=2 mma=0");
+    double c = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=8 tn=8 occ=1 stages=2");
     CHECK(c == 1105920, "igemm cost by hand: %.0f, want 1105920", c);
     /* the batch the caller gives (tune --batch): 10000 is the default; 20000 images make
      * 15,625 blocks, 119 on the busiest SM: 119 * 64*128*288 / 128 = 2,193,408 clocks; 64
      * images make 50 blocks, one an SM, 4 warps (busy 0.5): 64*128*288 / 64 = 36,864 clocks,
      * more than 32 round trips (25,600) */
-    const char *cfg = "bm=64 bn=128 bk=9 tm=8 tn=8 occ=1 stages=2 mma=0";
+    const char *cfg = "bm=64 bn=128 bk=9 tm=8 tn=8 occ=1 stages=2";
     double c1 = cost_at(s, &tg, 1, "conv2d_igemm", cfg, 10000), c2 = cost_at(s, &tg, 1, "conv2d_igemm", cfg, 20000);
     double c64 = cost_at(s, &tg, 1, "conv2d_igemm", cfg, 64);
     CHECK(c1 == c && c2 == 2193408 && c64 == 36864, "igemm cost for 10000, 20000, 64 images: %.0f %.0f %.0f", c1, c2,
@@ -929,34 +929,34 @@ static void test_model(void)
      * 22 on the busiest SM: 22 * 32*512*9 / 128 = 25,344 clocks (over 11 rounds of 3 round trips,
      * two in flight: 13,200). occ=3 caps at 168: 3 blocks an SM (8 rounds, 9,600), the same FMAs,
      * and 10 registers squeezed out paid as spills, 2 % each: 25,344 * 1.2 = 30,412.8 */
-    const char *o1 = "bm=32 bn=512 bk=3 tm=16 tn=8 occ=1 stages=3 mma=0", *o3 = "bm=32 bn=512 bk=3 tm=16 tn=8 occ=3 stages=3 mma=0";
+    const char *o1 = "bm=32 bn=512 bk=3 tm=16 tn=8 occ=1 stages=3", *o3 = "bm=32 bn=512 bk=3 tm=16 tn=8 occ=3 stages=3";
     double r1 = cost_of(s, &tg, 0, "conv2d_igemm", o1), r3 = cost_of(s, &tg, 0, "conv2d_igemm", o3);
     CHECK(r1 == 25344 && fabs(r3 - 30412.8) < 0.01, "occ=1 vs occ=3 by hand: %.1f %.1f, want 25344 30412.8", r1, r3);
     /* with stages=2 occ=1 waits on memory (11 rounds of 3 round trips: 26,400); at occ=3 the third
      * block brings that under the FMAs, the spills cost more */
-    o1 = "bm=32 bn=512 bk=3 tm=16 tn=8 occ=1 stages=2 mma=0", o3 = "bm=32 bn=512 bk=3 tm=16 tn=8 occ=3 stages=2 mma=0";
+    o1 = "bm=32 bn=512 bk=3 tm=16 tn=8 occ=1 stages=2", o3 = "bm=32 bn=512 bk=3 tm=16 tn=8 occ=3 stages=2";
     r1 = cost_of(s, &tg, 0, "conv2d_igemm", o1), r3 = cost_of(s, &tg, 0, "conv2d_igemm", o3);
     CHECK(r1 == 26400 && fabs(r3 - 30412.8) < 0.01, "occ, stages=2: %.1f %.1f, want 26400 30412.8", r1, r3);
     /* where the cap is above the estimate (92 + 16 registers, occ=3 caps at 168), occ changes nothing */
-    r1 = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=8 tn=8 occ=1 stages=2 mma=0");
-    r3 = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=8 tn=8 occ=3 stages=2 mma=0");
+    r1 = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=8 tn=8 occ=1 stages=2");
+    r3 = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=8 tn=8 occ=3 stages=2");
     CHECK(r1 == c && r3 == c, "a cap that does not bind: %.0f %.0f, want %.0f", r1, r3, c);
     /* a 16x4 thread tile reads 20 words for its 64 FMAs (reuse 0.8), the rest alike */
-    double thin = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=16 tn=4 occ=1 stages=2 mma=0");
+    double thin = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=16 tn=4 occ=1 stages=2");
     CHECK(thin == 1382400, "a 16x4 thread tile costs 1.25x the 8x8: %.0f, want 1382400", thin);
-    /* mma=1 (tensor cores): slices padded to a multiple of 8 cost their pad rows (bk=9 pads to
+    /* conv2d_igemm_tc (tensor cores): slices padded to a multiple of 8 cost their pad rows (bk=9 pads to
      * 16, bk=18 to 24), and a warp's split column elements feed tm/8 map tiles (more is cheaper) */
-    double t9 = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=9 tm=32 tn=8 occ=1 stages=2 mma=1");
-    double t18 = cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=18 tm=32 tn=8 occ=1 stages=2 mma=1");
-    double w32 = cost_of(s, &tg, 1, "conv2d_igemm", "bm=32 bn=128 bk=18 tm=32 tn=4 occ=1 stages=2 mma=1");
-    double w8 = cost_of(s, &tg, 1, "conv2d_igemm", "bm=32 bn=128 bk=18 tm=8 tn=16 occ=1 stages=2 mma=1");
-    CHECK(t9 > 0 && t18 > 0 && t18 < t9, "mma=1: bk=18 under bk=9 (%.0f, %.0f)", t18, t9);
-    CHECK(w32 > 0 && w8 > 0 && w32 < w8, "mma=1, 128 threads: tm=32 under tm=8 (%.0f, %.0f)", w32, w8);
-    /* and where the target has no TF32 tensor cores (sm_75), mma=1 is refused */
+    double t9 = cost_of(s, &tg, 1, "conv2d_igemm_tc", "bm=64 bn=128 bk=9 tm=32 tn=8 occ=1 stages=2");
+    double t18 = cost_of(s, &tg, 1, "conv2d_igemm_tc", "bm=64 bn=128 bk=18 tm=32 tn=8 occ=1 stages=2");
+    double w32 = cost_of(s, &tg, 1, "conv2d_igemm_tc", "bm=32 bn=128 bk=18 tm=32 tn=4 occ=1 stages=2");
+    double w8 = cost_of(s, &tg, 1, "conv2d_igemm_tc", "bm=32 bn=128 bk=18 tm=8 tn=16 occ=1 stages=2");
+    CHECK(t9 > 0 && t18 > 0 && t18 < t9, "igemm_tc: bk=18 under bk=9 (%.0f, %.0f)", t18, t9);
+    CHECK(w32 > 0 && w8 > 0 && w32 < w8, "igemm_tc, 128 threads: tm=32 under tm=8 (%.0f, %.0f)", w32, w8);
+    /* and where the target has no TF32 tensor cores (sm_75), it is refused */
     cg_target old = tg;
     old.cc = 75;
-    CHECK(cost_of(s, &old, 1, "conv2d_igemm", "bm=64 bn=128 bk=18 tm=32 tn=8 occ=1 stages=2 mma=1") < 0,
-          "mma=1 refused on sm_75");
+    CHECK(cost_of(s, &old, 1, "conv2d_igemm_tc", "bm=64 bn=128 bk=18 tm=32 tn=8 occ=1 stages=2") < 0,
+          "igemm_tc refused on sm_75");
     /* fc out=10: a 128-wide output tile wastes 118 columns */
     double narrow = cost_of(s, &tg, 2, "fc_tiled", "bm=64 bn=16 bk=16 tm=4 tn=2");
     double wide = cost_of(s, &tg, 2, "fc_tiled", "bm=64 bn=128 bk=16 tm=4 tn=2");

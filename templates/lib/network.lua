@@ -27,9 +27,10 @@ local function join(list)
 end
 
 -- Combinations resolve() tries before it gives up looking for a legal one:
--- enough for every combination of the later parameters under one value of the
--- first (conv2d_igemm: 24,000 on a layer of 30 maps, whose default tm=8 cannot
--- divide bm=30), about 0.1 s per 20,000 checks.
+-- enough for every combination of the later parameters under a few values of
+-- the first (it searches in declared order, the last parameter fastest, so a
+-- default refused for an early parameter costs a whole sweep of the later
+-- ones); about 0.1 s per 20,000 checks.
 local SEARCH_LIMIT = 100000
 
 -- The legal values of each parameter of template T on layer l: the given

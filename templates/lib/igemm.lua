@@ -1,0 +1,830 @@
+-- lib/igemm.lua — convolution as an implicit matrix product, every layer constant a
+-- literal: the code of two templates, conv2d_igemm (the products as FFMA in
+-- thread tiles) and conv2d_igemm_tc (the products on tensor cores), which
+-- differ in their parameters and multiply step and share everything else.
+--
+-- The product: out[m][col] = sum_r w[m][r] * x[r][col], where m is the output map,
+-- r = (c, p, q) runs over the C*K*K reduction and col over every output pixel of
+-- the batch. With a fused 2x2 pool (max or average, stride 2) the columns are ordered (image, pooled row,
+-- pooled column, dy, dx), so four neighbouring columns are one pooling window;
+-- else (image, row, column). Nothing is unrolled into a matrix in memory: the
+-- gather x[r][col] = in[base(col) + offset(r)] reads the input directly.
+--
+-- A block computes a BM x BN tile (maps x columns) with (BM/TM)*(BN/TN) threads,
+-- each an TM x TN register tile of outer products. The reduction advances in
+-- slices of BK: either `BK/(K*K)` whole channels or `BK/K` rows of one channel, so
+-- within a slice the offset of every reduction index is a literal and the loop
+-- over slices is the only loop that is not unrolled: the source and the unrolled
+-- body do not grow with C. Slices are double-buffered in shared memory; the next
+-- slice is fetched into registers while the current one is multiplied.
+-- Each thread gathers BN/T whole columns of a slice (coalesced along the columns)
+-- and BK*BM/T weights (coalesced along m: the runtime stores them transposed; in
+-- 16-byte quads of four maps where M and BM allow). `occ` is __launch_bounds__'s
+-- blocks per SM: measured on an H100 (bench/RESULTS.md), 256-thread tiles ran
+-- 10 % faster capped at 128 registers (occ=2) than at 137 (occ=1), and 128-column
+-- tiles (occ=1) faster still, so bn=128 is the default. Epilogue: 2x2 max, bias, activation and
+-- store, in registers; float4 stores where a thread's four columns are contiguous.
+-- Other pools (other windows, overlapping ones, the global average) leave the
+-- kernel unfused: conv + bias, then the pool template.
+-- conv2d_igemm_tc (sm_80+): the same slices and epilogue, the products on tensor cores in
+-- FP32 accuracy (3xTF32, lib/common.lua), each warp tm maps x 8*tn columns of
+-- m16n8k8 tiles with the columns as rows; slices padded with zero rows to a
+-- multiple of 8 and summed apart (the tensor cores' own additions drop low bits:
+-- without it a 1944-deep reduction ended 1.4e-5 from the CPU reference, with
+-- it 3e-7); the block's tile goes through shared memory to the epilogue.
+-- Tuned on an H100, 1.18x the tuned FFMA kernel on a 7x7 layer with 32
+-- channels and 64 maps and 1.05x winograd on a 5x5 one with 64 and 128; slower
+-- on the course's 16- and 24-map layers, where each split column element feeds
+-- too few maps (bench/RESULTS.md).
+-- Stride: a column's input origin is (row*stride - pad_top, col*stride - pad_left).
+-- Padding: each gathered column keeps two bit masks, the kernel rows and columns
+-- that fall inside the input; a reduction index reads its element where both bits
+-- are set, else 0 (cp.async of 0 bytes: zero fill). Rows and columns that cannot
+-- fall outside, known from literals, skip the test (the compiler folds it away).
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local igemm = {}
+
+-- Largest unrolled body: FMAs in one slice of one thread (BK*TM*TN), and the most
+-- registers the tile, prefetch and fragments may want (the rest is addressing).
+local BODY_BUDGET = 6144
+local REG_BUDGET = 200
+
+-- Reduction depths that make slices of whole kernel rows: kp rows of one channel
+-- (kp divides K) or cs whole channels (cs divides C), at most 64 deep.
+local function slice_depths(l)
+  local out, seen = {}, {}
+  local function add(v) if v <= 64 and not seen[v] then seen[v] = true; out[#out + 1] = v end end
+  for _, kp in ipairs(common.divisors(l.K)) do if kp < l.K then add(kp * l.K) end end
+  for _, cs in ipairs(common.divisors(l.C)) do add(cs * l.K * l.K) end
+  table.sort(out)
+  return out
+end
+
+-- The preferred slice depth: the deepest one up to 18 (one kernel row of a 5x5
+-- or 7x7 kernel, two channels of a 3x3, sixteen of a 1x1), else the shallowest.
+-- Measured on an H200 (bench/RESULTS.md): 25- and 49-deep slices lost to one
+-- kernel row on 5x5 and 7x7 layers, 18 beat 9 and 36 on a 3x3 layer.
+local function default_bk(l)
+  local d, best = slice_depths(l), nil
+  for _, v in ipairs(d) do if v <= 18 then best = v end end
+  return best or d[1]
+end
+
+-- The declared parameters: conv2d_igemm's (tc false) or conv2d_igemm_tc's. The
+-- tensor-core tiles go by warps: tm maps (a multiple of 8) x 8*tn columns.
+local function params(tc)
+  local t = {
+    { name = "bm", doc = "output maps per block tile",
+      legal = function(l)
+        local v = common.map_tiles(l, 128)
+        local m8 = (l.M + 7) // 8 * 8   -- eights of maps, for the tensor cores' n8 tiles
+        if tc and m8 <= 128 and not common.contains(v, m8) then table.insert(v, 1, m8) end
+        return v
+      end,
+      default = function(l)
+        if tc then return math.min(64, (l.M + 7) // 8 * 8) end
+        if l.M <= 64 then return l.M end
+        return 64
+      end },
+    { name = "bn", doc = "output pixels (columns) per block tile",
+      legal = function(_) return { 128, 256, 512, 64, 32 } end,
+      default = function(_) return 128 end },
+    { name = "bk", doc = "reduction depth of one slice: kp*K (kp | K) or cs*K*K (cs | C), at most 64",
+      legal = slice_depths,
+      default = default_bk },
+  }
+  if tc then
+    t[#t + 1] = { name = "tm", doc = "maps per warp (a multiple of 8)",
+      legal = function(_) return { 8, 16, 24, 32, 48, 56 } end,
+      default = function(l)
+        local bm = math.min(64, (l.M + 7) // 8 * 8)
+        return bm == 40 and 8 or bm == 64 and 32 or bm
+      end }
+    t[#t + 1] = { name = "tn", doc = "columns per warp in eights (8*tn columns: tn/2 m16 tiles)",
+      legal = function(_) return { 8, 4, 12, 16 } end,
+      default = function(l) return (l.M + 7) // 8 * 8 > 32 and 4 or 8 end }
+    t[#t + 1] = common.occ_param({ 1, 2 })
+  else
+    t[#t + 1] = { name = "tm", doc = "maps per thread (rows of its register tile)",
+      legal = function(_) return { 16, 12, 8, 6, 4, 3, 2, 1 } end,
+      default = function(_) return 8 end }
+    t[#t + 1] = { name = "tn", doc = "pixels per thread (columns of its register tile), in groups of four",
+      legal = function(_) return { 4, 8, 12, 16 } end,
+      default = function(_) return 8 end }
+    t[#t + 1] = common.occ_param({ 1, 2, 3, 4 })
+  end
+  t[#t + 1] = { name = "stages", doc = "slices in shared memory (sm_80+: copied by cp.async, stages-1 in flight; older: 2, through registers)",
+    legal = function(_) return { 2, 3, 4 } end,
+    default = function(_) return 2 end }
+  return t
+end
+
+-- Tensor cores: warps of 32 threads, each a tm x 8*tn tile of maps x columns made of
+-- m16n8k8 tiles with the columns as the 16 rows (so maps go by eight: M = 24
+-- takes three, not two sixteens); slices padded with zero rows to a multiple
+-- of 8; row strides of the slices padded (columns by 8, maps to 8 or 24 modulo
+-- 32 words) so that the fragment reads of a warp meet 32 banks.
+local function pad_maps(bm)
+  local v = bm
+  while v % 4 ~= 0 or (v % 32 ~= 8 and v % 32 ~= 24) do v = v + 1 end
+  return v
+end
+
+-- The numbers every part of the template derives from the parameters.
+local function shape(l, p)
+  local s = {}
+  local g = common.conv_geom(l)
+  s.g = g
+  s.pooled = common.fused_pool2(g)   -- the epilogue's 2x2 pool: four columns of a thread
+  s.fused = g.kind == "none" or s.pooled
+  s.CH, s.CW = g.CH, g.CW
+  if s.pooled then
+    s.OH, s.OW = g.OH, g.OW
+    s.COLS = 4 * s.OH * s.OW          -- GEMM columns per image: four per pooling window
+  else
+    s.OH, s.OW = s.CH, s.CW
+    s.COLS = s.OH * s.OW
+  end
+  s.P = s.OH * s.OW                   -- stored outputs per image and map
+  s.KK = l.K * l.K
+  s.R = l.C * s.KK
+  s.mma = p.mma == 1
+  if s.mma then
+    s.threads = 32 * (p.bm // math.max(p.tm, 1)) * (p.bn // (8 * p.tn))
+    s.KP = common.ceil_div(p.bk, 8) * 8          -- slice rows, zero-padded
+    s.XR, s.WR = p.bn + 8, pad_maps(p.bm)        -- row strides of the slices
+    s.ER = p.bn + 4                              -- row stride of the staged tile
+    s.FP, s.FM = p.tn // 2, p.tm // 8            -- m16 column tiles, n8 map tiles of a warp
+    s.ETM = p.tm * p.tn // 16                    -- the epilogue's thread tile: ETM maps x 4 columns
+    s.ETN = 4
+  else
+    s.threads = (p.bm // math.max(p.tm, 1)) * (p.bn // math.max(p.tn, 1))
+    s.KP, s.XR, s.WR = p.bk, p.bn, p.bm
+    s.ETM, s.ETN = p.tm, p.tn
+  end
+  s.LC = s.threads > 0 and p.bn // s.threads or 0   -- columns each thread gathers
+  s.WL = common.ceil_div(p.bk * p.bm, math.max(s.threads, 1))  -- weights each thread loads
+  s.slices = s.R // p.bk
+  s.smem = 4 * p.stages * s.KP * (s.XR + s.WR)
+  if s.mma then s.smem = math.max(s.smem, 4 * p.bm * s.ER) end
+  -- registers: the tile, fragments, gather pointers and weight offsets; the
+  -- register-prefetch path (before sm_80) also holds a whole slice
+  s.async = not (l.target and l.target.cc and l.target.cc < 80)
+  local tile = s.mma and (p.tm * p.tn // 2 + 4 * p.tn + p.tm // 2) or (p.tm * p.tn + p.tm + p.tn)
+  s.regs = tile + 2 * s.LC + (s.threads > 0 and s.threads % p.bm == 0 and 2 or 2 * s.WL) + (s.async and 0 or (p.bk * s.LC + s.WL))
+    + (g.padded and 2 * s.LC or 0)
+  return s
+end
+
+local function check(l, p)
+  local why, blame = common.check_thread_tile(l, p)
+  if why then return why, blame end
+  local s = shape(l, p)
+  if s.mma then
+    local cc = l.target and l.target.cc or 75
+    if cc < 80 then
+      return string.format("conv2d_igemm_tc needs tensor cores with TF32 (sm_80 or newer); the target is sm_%d", cc)
+    end
+    if p.tm % 8 ~= 0 then return string.format("the tensor cores take maps by eight: tm=%d", p.tm), "tm" end
+    if p.bn % (8 * p.tn) ~= 0 then
+      return string.format("a warp's 8*tn = %d columns must divide bn=%d", 8 * p.tn, p.bn), "tn"
+    end
+    if s.threads > 0 and (p.bn % s.threads ~= 0 or p.bm % s.ETM ~= 0) then
+      return string.format("%d threads must divide bn=%d and tm*tn/16 = %d divide bm=%d",
+        s.threads, p.bn, s.ETM, p.bm), "tm"
+    end
+  end
+  if s.threads < 32 or s.threads > common.MAX_THREADS or s.threads % 32 ~= 0 then
+    return string.format("(bm/tm)*(bn/tn) = %d threads; a block needs a multiple of 32 from 32 to %d",
+      s.threads, common.MAX_THREADS), "bn"
+  end
+  if not s.mma and (p.tm * p.tn) % p.bm ~= 0 then
+    -- bn = LC * threads: every thread gathers whole columns of a slice
+    return string.format("tm*tn = %d must be a multiple of bm=%d (each thread gathers whole columns)",
+      p.tm * p.tn, p.bm), "tm"
+  end
+  if s.R % p.bk ~= 0 then
+    return string.format("bk=%d does not divide the reduction C*K*K = %d", p.bk, s.R), "bk"
+  end
+  if not s.mma and p.bk * p.tm * p.tn > BODY_BUDGET then
+    return string.format("bk*tm*tn = %d unrolled multiply-adds per slice; the budget is %d",
+      p.bk * p.tm * p.tn, BODY_BUDGET), "bk"
+  end
+  if s.regs > REG_BUDGET then
+    return string.format("the tile, prefetch and fragments need about %d registers a thread; at most %d",
+      s.regs, REG_BUDGET), "tm"
+  end
+  local why, blame = common.check_occ(l, p.occ, s.threads, s.regs, s.smem, "the tile, prefetch and fragments")
+  if why then return why, blame end
+  if s.smem > common.max_shared(l) then
+    return string.format("%d slices%s need %d bytes of shared memory; at most %d fit",
+      p.stages, s.mma and " (or the staged tile)" or "", s.smem, common.max_shared(l)), "bk"
+  end
+  return nil
+end
+
+-- The cost model (common.cost): the FMAs of the tiles the busiest SM computes
+-- (padding of a partial tile included) at the rate its shared-memory reads
+-- allow (tm + tn reads feed tm*tn FMAs; four FMAs a read keep the lanes busy),
+-- its global loads allow (bm + bn words a slice row feed bm*bn FMAs; twelve a
+-- word keep up with L2) and its resident warps allow (a thread tile is two
+-- chains of work); or, when longer, the slices' round trips to memory,
+-- stages-1 of them in flight. `occ` caps the registers (common.cost.spread):
+-- where the estimate is above its cap, more blocks are resident and the
+-- registers squeezed out are paid for as spills (common.cost.spills).
+local function cost(l, p)
+  local s = shape(l, p)
+  local blocks = common.ceil_div(common.cost.images(l) * s.COLS, p.bn) * common.ceil_div(l.M, p.bm)
+  local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
+  if conc == 0 then return math.huge end
+  local reuse = math.min(1, p.tm * p.tn / (p.tm + p.tn) / 4) * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
+  local depth = s.R
+  if s.mma then
+    -- three mma.sync a product, the padded rows included; each split column element
+    -- feeds tm/8 map tiles: measured on an H100 (bench/RESULTS.md) at 0.89x FFMA's
+    -- time with tm = 16 and 1.14x with tm = 32, after the pad rows
+    reuse = (0.98 + 0.08 * s.FM) * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
+    depth = s.R * s.KP // p.bk
+  end
+  local compute = seq * p.bm * p.bn * depth / (common.cost.FMA_PER_CLOCK * reuse * common.cost.busy(conc, s.threads, 2))
+  local memory = common.ceil_div(seq, conc) * s.slices * common.cost.LATENCY / math.max(p.stages - 1, 1)
+  return math.max(compute, memory) * common.cost.spills(squeezed)
+end
+
+local source = engine.compile([=[
+// GEMM view: {{M}} maps x (N*{{COLS}}) columns, reduced over C*K*K = {{R}} in {{S}} slices of {{BK}}
+// ({{slice_doc}}); block tile {{BM}}x{{BN}}, thread tile {{TM}}x{{TN}}, {{NT}} threads.
+// Shared memory (dynamic, {{smem}} B): xs[{{ST}}][{{KP}}][{{XR}}] gathered input, ws[{{ST}}][{{KP}}][{{WR}}] weights.
+% if mma then
+// Products on tensor cores: warps of {{TM}} maps x {{8 * TN}} columns, m16n8k8 TF32 tiles with the columns as
+// rows; each operand split in a TF32 value and its TF32 remainder, three mma.sync a tile (big*big, big*small,
+// small*big), FP32 accumulation. Slices padded from {{BK}} to {{KP}} rows with zeros; the block's tile is
+// staged in shared memory (es[{{BM}}][{{ER}}]) for the epilogue.
+% end
+
+// offset of reduction index r of a slice from the slice's first input element
+#define {{name}}_OFF(r) (((r) / {{KK}}) * {{H * W}} + (((r) % {{KK}}) / {{K}}) * {{W}} + (r) % {{K}})
+
+{{head}}
+{
+    extern __shared__ float4 smem4[];
+    float* const xs = reinterpret_cast<float*>(smem4);
+    float* const ws = xs + {{ST * KP * XR}};
+    const int tid = threadIdx.x;
+% if mma then
+    const int lane = tid & 31, warp = tid >> 5;
+    const int g8 = lane >> 2, t4 = lane & 3;   // the fragments' groupID and thread in group
+    const int wp0 = (warp % {{BN // (8 * TN)}}) * {{8 * TN}};   // the warp's first column of the block tile
+    const int wm0 = (warp / {{BN // (8 * TN)}}) * {{TM}};       // and first map
+% else
+    const int tx = tid % {{BN // TN}};   // column group: columns tx*4 + {{4 * (BN // TN)}}*j + 0..3
+    const int ty = tid / {{BN // TN}};   // map group: maps ty*{{TM}} .. +{{TM - 1}}
+% end
+    const int col0 = blockIdx.x * {{BN}};
+    const int m0 = blockIdx.y * {{BM}};
+    const int total = n * {{COLS}};
+    (void)b_arg;
+
+    // the input element under reduction index 0 of each column this thread gathers
+    const float* xb[{{LC}}];
+% if padded then
+    {{mtype}} rm[{{LC}}], cm[{{LC}}];
+%   if whole then
+    // whether reduction index r (a literal) of column j reads inside the input
+#define {{name}}_OK(j, r) ({{rowok}} && {{colok}})
+%   else
+    // whether reduction index r (a literal) of column j reads inside the input; kp0: the slice's first kernel row
+#define {{name}}_OK(j, r) (((rm[j] >> (kp0 + (r) / {{K}})) & 1) && {{colok}})
+%   end
+% end
+#pragma unroll
+    for (int j = 0; j < {{LC}}; j++) {
+        int c = col0 + tid + j * {{NT}};
+        if (c >= total) c = 0;   // past the batch: read something valid, store nothing
+% if pooled then
+        const int win = c >> 2, d = c & 3;
+        const int img = win / {{P}}, at = win - img * {{P}};
+        const int oy = 2 * (at / {{OW}}) + (d >> 1), ox = 2 * (at % {{OW}}) + (d & 1);
+% else
+        const int img = c / {{P}}, at = c - img * {{P}};
+        const int oy = at / {{OW}}, ox = at % {{OW}};
+% end
+% if padded then
+        // the input origin of the column, in the padding when negative or past the edge;
+        // rm/cm: the kernel rows/columns inside the input (only those are read)
+        const int iy = oy * {{STR}} - {{pt}}, ix = ox * {{STR}} - {{pl}};
+        xb[j] = in + img * {{C * H * W}} + iy * {{W}} + ix;
+        rm[j] = 0, cm[j] = 0;
+#pragma unroll
+        for (int p = 0; p < {{K}}; p++) {
+            if ((unsigned)(iy + p) < {{H}}u) rm[j] |= {{one}} << p;
+            if ((unsigned)(ix + p) < {{W}}u) cm[j] |= {{one}} << p;
+        }
+% elseif STR > 1 then
+        xb[j] = in + img * {{C * H * W}} + oy * {{STR * W}} + ox * {{STR}};
+% else
+        xb[j] = in + img * {{C * H * W}} + oy * {{W}} + ox;
+% end
+    }
+    // the weights this thread loads: element e = tid + i*{{NT}} of the {{BK}}x{{BM}} slice; the
+    // weights arrive transposed, {{R}} x {{M}} (reduction-major), so lanes read and store along m
+% if wstep then
+    // {{NT}} threads are whole rows of the slice: every i has this thread's map, {{NT // BM}} rows on
+    const int wm = tid % {{BM}};
+    const int wg0 = (tid / {{BM}}) * {{M}} + m0 + wm;
+%   if mguard then
+    const bool wok = m0 + wm < {{M}};
+%   end
+#define {{name}}_WG(i) (wg0 + (i) * {{NT // BM * M}})
+%   if WR == BM then
+#define {{name}}_WX(i) (tid + (i) * {{NT}})
+%   else
+    const int wx0 = (tid / {{BM}}) * {{WR}} + wm;
+#define {{name}}_WX(i) (wx0 + (i) * {{NT // BM * WR}})
+%   end
+% else
+    int wg[{{WL}}], wsx[{{WL}}];
+#pragma unroll
+    for (int i = 0; i < {{WL}}; i++) {
+        const int e = tid + i * {{NT}};
+        const int r = e / {{BM}}, m = e - r * {{BM}};
+%   if wguard then
+        wg[i] = (e < {{BK * BM}} && m0 + m < {{M}}) ? r * {{M}} + m0 + m : -1;
+%   else
+        wg[i] = r * {{M}} + m0 + m;
+%   end
+        wsx[i] = r * {{WR}} + m;
+    }
+#define {{name}}_WG(i) wg[i]
+#define {{name}}_WX(i) wsx[i]
+% end
+% if wguard then
+    // whether weight i of a slice is inside the layer (else it is zero-filled)
+#define {{name}}_WOK(i) ({{wok}})
+% end
+
+    // slice s starts at input offset xo(s) from each column's base, and at s*{{BK}} in a weight row
+    auto xo = [&](int s) {
+% if whole then
+        return s * {{BK // KK * H * W}};
+% else
+        const int ch = s / {{SPC}};
+        return ch * {{H * W}} + (s - ch * {{SPC}}) * {{BK // K * W}};
+% end
+    };
+
+% if mma then
+    // cf[i][j]: the m16n8 tile of columns wp0 + 16i .., maps wm0 + 8j ..; element r at column
+    // wp0 + 16i + g8 + 8*(r >> 1), map wm0 + 8j + 2*t4 + (r & 1)
+    float cf[{{FP}}][{{FM}}][4];
+#pragma unroll
+    for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+        for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) cf[i][j][r] = 0.0f;
+%   if KP > BK then
+    // the slices' pad rows {{BK}} .. {{KP - 1}}: zeros, never copied over
+    for (int e = tid; e < {{ST * (KP - BK) * XR}}; e += {{NT}}) {
+        const int b = e / {{(KP - BK) * XR}}, o = e - b * {{(KP - BK) * XR}};
+        xs[b * {{KP * XR}} + {{BK * XR}} + o] = 0.0f;
+    }
+    for (int e = tid; e < {{ST * (KP - BK) * WR}}; e += {{NT}}) {
+        const int b = e / {{(KP - BK) * WR}}, o = e - b * {{(KP - BK) * WR}};
+        ws[b * {{KP * WR}} + {{BK * WR}} + o] = 0.0f;
+    }
+%   end
+
+    // cf += the slice in shared-memory buffer b
+    auto multiply = [&](int b) {
+        const float* const x = xs + b * {{KP * XR}} + wp0 + g8;
+        const float* const w = ws + b * {{KP * WR}} + wm0 + g8;
+#if __CUDA_ARCH__ >= 800
+        // 3xTF32 (lib/common.lua): the A fragments from the columns, B from the weights; the
+        // slice summed apart (the tensor cores' own additions lose low bits), then added to cf
+        {{split}}
+        float sl[{{FP}}][{{FM}}][4];
+#pragma unroll
+        for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+            for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) sl[i][j][r] = 0.0f;
+#pragma unroll
+        for (int k = 0; k < {{KP}}; k += 8) {
+            unsigned ah[{{FP}}][4], al[{{FP}}][4], bh[{{FM}}][2], bl[{{FM}}][2];
+#pragma unroll
+            for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    split(x[(k + t4 + 4 * (r >> 1)) * {{XR}} + 16 * i + 8 * (r & 1)], ah[i][r], al[i][r]);
+#pragma unroll
+            for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) split(w[(k + t4 + 4 * r) * {{WR}} + 8 * j], bh[j][r], bl[j][r]);
+            {{mma3}}
+        }
+#pragma unroll
+        for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+            for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) cf[i][j][r] += sl[i][j][r];
+#else
+        // without tensor cores (and in emulation): each fragment element as its own dot product
+        const float* const xw = x - g8, * const ww = w - g8;
+#pragma unroll
+        for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+            for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    for (int k = 0; k < {{BK}}; k++)
+                        cf[i][j][r] = fmaf(xw[k * {{XR}} + 16 * i + g8 + 8 * (r >> 1)],
+                                           ww[k * {{WR}} + 8 * j + 2 * t4 + (r & 1)], cf[i][j][r]);
+#endif
+    };
+% else
+    float acc[{{TM}}][{{TN}}];
+#pragma unroll
+    for (int i = 0; i < {{TM}}; i++)
+#pragma unroll
+        for (int j = 0; j < {{TN}}; j++) acc[i][j] = 0.0f;
+
+    // acc += the slice in shared-memory buffer b
+    auto multiply = [&](int b) {
+        const float* const x = xs + b * {{BK * BN}} + tx * 4;
+        const float* const w = ws + b * {{BK * BM}} + ty * {{TM}};
+#pragma unroll
+        for (int k = 0; k < {{BK}}; k++) {
+            float a[{{TM}}], v[{{TN}}];
+% if TM % 4 == 0 then
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i += 4) {
+                const float4 t = *reinterpret_cast<const float4*>(w + k * {{BM}} + i);
+                a[i] = t.x, a[i + 1] = t.y, a[i + 2] = t.z, a[i + 3] = t.w;
+            }
+% elseif TM % 2 == 0 then
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i += 2) {
+                const float2 t = *reinterpret_cast<const float2*>(w + k * {{BM}} + i);
+                a[i] = t.x, a[i + 1] = t.y;
+            }
+% else
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i++) a[i] = w[k * {{BM}} + i];
+% end
+#pragma unroll
+            for (int j = 0; j < {{TN}}; j += 4) {
+                const float4 t = *reinterpret_cast<const float4*>(x + k * {{BN}} + j * {{BN // TN}});
+                v[j] = t.x, v[j + 1] = t.y, v[j + 2] = t.z, v[j + 3] = t.w;
+            }
+#pragma unroll
+            for (int i = 0; i < {{TM}}; i++)
+#pragma unroll
+                for (int j = 0; j < {{TN}}; j++) acc[i][j] = fmaf(a[i], v[j], acc[i][j]);
+        }
+    };
+% end
+
+#if __CUDA_ARCH__ >= 800
+    // {{ST}}-stage pipeline: slices copied global -> shared by cp.async, {{ST - 1}} in flight
+    // while one is multiplied; one barrier per slice
+    // shared-memory addresses as cp.async takes them (32-bit, in bytes)
+    unsigned sx;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(sx) : "l"(xs));
+    const unsigned sw = sx + {{4 * ST * KP * XR}};
+    auto copy4 = [](unsigned dst, const float* src, int bytes) {
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+    };
+% if wvec then
+    // the weights in quads: 16-byte copies of four maps; quad e = tid + i*{{NT}} of the
+    // slice's {{BK * BM // 4}}, every i of this thread on the same four maps, {{NT // (BM // 4)}} rows on
+    auto copy16 = [](unsigned dst, const float* src, int bytes) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+    };
+    const int wq = tid % {{BM // 4}};
+    const int wq0 = (tid / {{BM // 4}}) * {{M}} + m0 + 4 * wq;
+%   if WR ~= BM then
+    const int wqx = 4 * ((tid / {{BM // 4}}) * {{WR}} + 4 * wq);   // byte offset of quad 0 in a slice
+%   end
+%   if mguard then
+    const bool wqok = m0 + 4 * wq < {{M}};   // M % 4 == 0: a quad is wholly in or out
+%   end
+%   if wstep then
+    (void)wg0;   // the register path's
+%     if mguard then
+    (void)wok;
+%     end
+%   else
+    (void)wg, (void)wsx;
+%   end
+% end
+    auto issue = [&](int s, int b) {
+        const unsigned x = sx + b * {{4 * KP * XR}} + 4 * tid;
+        const unsigned w = sw + b * {{4 * KP * WR}};
+        const int o = xo(s);
+% if padded and not whole then
+        const int kp0 = (s % {{SPC}}) * {{BK // K}};
+% end
+% if padded then
+        // outside the input: 0 bytes copied, zeros filled, nothing read; the address
+        // stays base + literal so that the literal folds into the copy instruction
+% end
+#pragma unroll
+        for (int j = 0; j < {{LC}}; j++)
+#pragma unroll
+            for (int r = 0; r < {{BK}}; r++) copy4(x + 4 * (r * {{XR}} + j * {{NT}}), xb[j] + o + {{name}}_OFF(r), {{xbytes}});
+% if wvec then
+#pragma unroll
+        for (int i = 0; i < {{WQ}}; i++) {
+%   if wqtail then
+            if (tid + i * {{NT}} >= {{BK * BM // 4}}) break;
+%   end
+%   if mguard then
+            copy16(w + {{wqdst}}, w_arg + (wqok ? wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}} : 0),
+                   wqok ? 16 : 0);   // 0: zero fill
+%   else
+            copy16(w + {{wqdst}}, w_arg + wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}}, 16);
+%   end
+        }
+% else
+#pragma unroll
+        for (int i = 0; i < {{WL}}; i++) {
+% if wtail then
+            if (tid + i * {{NT}} >= {{BK * BM}}) break;
+% end
+% if wguard then
+            const bool ok = {{name}}_WOK(i);
+            copy4(w + 4 * {{name}}_WX(i), w_arg + (ok ? {{name}}_WG(i) + s * {{BK * M}} : 0), ok ? 4 : 0);   // 0: zero fill
+% else
+            copy4(w + 4 * {{name}}_WX(i), w_arg + {{name}}_WG(i) + s * {{BK * M}}, 4);
+% end
+        }
+% end
+    };
+#pragma unroll
+    for (int s = 0; s < {{ST - 1}}; s++) {
+        if (s < {{S}}) issue(s, s);
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+#pragma unroll 1
+    for (int s = 0; s < {{S}}; s++) {
+        asm volatile("cp.async.wait_group {{ST - 2}};" ::: "memory");
+        __syncthreads();   // slice s landed for every thread; slice s-1's buffer is free
+        if (s + {{ST - 1}} < {{S}}) issue(s + {{ST - 1}}, (s + {{ST - 1}}) % {{ST}});
+        asm volatile("cp.async.commit_group;" ::: "memory");
+        multiply(s % {{ST}});
+    }
+#else
+    // two buffers: the next slice is loaded into registers during the products
+    float xr[{{LC}}][{{BK}}], wr[{{WL}}];
+    auto fetch = [&](int s) {
+        const int o = xo(s);
+% if padded and not whole then
+        const int kp0 = (s % {{SPC}}) * {{BK // K}};
+% end
+#pragma unroll
+        for (int j = 0; j < {{LC}}; j++)
+#pragma unroll
+            for (int r = 0; r < {{BK}}; r++) xr[j][r] = {{xload}};
+#pragma unroll
+        for (int i = 0; i < {{WL}}; i++)
+% if wguard then
+            wr[i] = {{name}}_WOK(i) ? __ldg(w_arg + {{name}}_WG(i) + s * {{BK * M}}) : 0.0f;
+% else
+            wr[i] = __ldg(w_arg + {{name}}_WG(i) + s * {{BK * M}});
+% end
+    };
+    auto stash = [&](int b) {
+        float* const x = xs + b * {{KP * XR}};
+        float* const w = ws + b * {{KP * WR}};
+#pragma unroll
+        for (int j = 0; j < {{LC}}; j++)
+#pragma unroll
+            for (int r = 0; r < {{BK}}; r++) x[r * {{XR}} + tid + j * {{NT}}] = xr[j][r];
+#pragma unroll
+        for (int i = 0; i < {{WL}}; i++) {
+% if wtail then
+            if (tid + i * {{NT}} >= {{BK * BM}}) break;
+% end
+            w[{{name}}_WX(i)] = wr[i];
+        }
+    };
+    fetch(0);
+    stash(0);
+    __syncthreads();
+#pragma unroll 1
+    for (int s = 0; s < {{S}}; s++) {
+        if (s + 1 < {{S}}) fetch(s + 1);   // global loads in flight during the products
+        multiply(s & 1);
+        if (s + 1 < {{S}}) stash((s & 1) ^ 1);
+        __syncthreads();
+    }
+#endif
+
+% if mma then
+    // the block's tile through shared memory (over the slices' buffers, read by now):
+    // es[map][column], then each thread takes {{ETM}} maps x 4 columns of it
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+    __syncthreads();
+    float* const es = xs;
+#pragma unroll
+    for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+        for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+                es[(wm0 + 8 * j + 2 * t4 + (r & 1)) * {{ER}} + wp0 + 16 * i + g8 + 8 * (r >> 1)] = cf[i][j][r];
+    __syncthreads();
+    const int tx = tid % {{BN // 4}}, ty = tid / {{BN // 4}};
+    float acc[{{ETM}}][4];
+#pragma unroll
+    for (int i = 0; i < {{ETM}}; i++) {
+        const float4 t = *reinterpret_cast<const float4*>(es + (ty * {{ETM}} + i) * {{ER}} + tx * 4);
+        acc[i][0] = t.x, acc[i][1] = t.y, acc[i][2] = t.z, acc[i][3] = t.w;
+    }
+
+% end
+    // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store
+#pragma unroll
+    for (int j = 0; j < {{ETN}}; j += 4) {
+        const int c = col0 + tx * 4 + j * {{BN // ETN}};   // first of four columns
+        if (c >= total) continue;
+% if pooled then
+        const int win = c >> 2;   // the four columns are one pooling window
+        const int img = win / {{P}}, at = win - img * {{P}};
+% elseif vec then
+        const int img = c / {{P}}, at = c - img * {{P}};   // four neighbours in one image
+% end
+% if pooled or vec then
+#pragma unroll
+        for (int i = 0; i < {{ETM}}; i++) {
+            const int m = m0 + ty * {{ETM}} + i;
+%   if mguard then
+            if (m >= {{M}}) break;
+%   end
+%   local b = bias and " + __ldg(b_arg + m)" or ""
+%   if pooled and pool_kind == "avg" then
+%     if bias then
+            const float bv = __ldg(b_arg + m);
+%       b = " + bv"
+%     end
+            out[img * {{M * P}} + m * {{P}} + at] = ({{act("acc[i][j]" .. b)}} + {{act("acc[i][j + 1]" .. b)}} +
+                {{act("acc[i][j + 2]" .. b)}} + {{act("acc[i][j + 3]" .. b)}}) * 0.25f;
+%   elseif pooled then
+            const float v = fmaxf(fmaxf(acc[i][j], acc[i][j + 1]), fmaxf(acc[i][j + 2], acc[i][j + 3])){{b}};
+            out[img * {{M * P}} + m * {{P}} + at] = {{act("v")}};
+%   else
+%     if bias then
+            const float bv = __ldg(b_arg + m);
+%       b = " + bv"
+%     end
+            float4 t;
+            t.x = {{act("acc[i][j]" .. b)}};
+            t.y = {{act("acc[i][j + 1]" .. b)}};
+            t.z = {{act("acc[i][j + 2]" .. b)}};
+            t.w = {{act("acc[i][j + 3]" .. b)}};
+            *reinterpret_cast<float4*>(out + img * {{M * P}} + m * {{P}} + at) = t;
+%   end
+        }
+% else
+        // four columns that may straddle images: each its own place, then every map
+#pragma unroll
+        for (int d = 0; d < 4; d++) {
+            if (c + d >= total) break;
+            const int img = (c + d) / {{P}}, at = (c + d) - img * {{P}};
+#pragma unroll
+            for (int i = 0; i < {{ETM}}; i++) {
+                const int m = m0 + ty * {{ETM}} + i;
+%   if mguard then
+                if (m >= {{M}}) break;
+%   end
+                out[img * {{M * P}} + m * {{P}} + at] = {{act("acc[i][j + d]" .. (bias and " + __ldg(b_arg + m)" or ""))}};
+            }
+        }
+% end
+    }
+}
+#undef {{name}}_OFF
+#undef {{name}}_WG
+#undef {{name}}_WX
+% if wguard then
+#undef {{name}}_WOK
+% end
+% if padded then
+#undef {{name}}_OK
+% end
+]=], "conv2d_igemm")
+
+-- The test that weight i of a slice is inside the layer (w: the weight
+-- layout's flags): in the general layout its index is -1 outside; with whole
+-- rows per thread, the thread's map (wok) and, in a last partial round, the
+-- element index.
+local function wok_expr(w, p, s)
+  if not w.wstep then return "wg[i] >= 0" end
+  local t = {}
+  if w.mguard then t[#t + 1] = "wok" end
+  if w.wtail then t[#t + 1] = string.format("tid + (i) * %d < %d", s.threads, p.bk * p.bm) end
+  return #t > 0 and table.concat(t, " && ") or "true"
+end
+
+-- How a slice's weights are loaded: partial map tile (mguard), a last partial
+-- round of loads (wtail), either (wguard), whole rows per thread (wstep), 16-byte
+-- quads (wvec: M and bm multiples of 4, sm_80+) in WQ rounds, the last partial (wqtail).
+local function weight_layout(l, p, s)
+  local w = {
+    mguard = l.M % p.bm ~= 0,
+    wtail = s.WL * s.threads ~= p.bk * p.bm,
+    wstep = s.threads % p.bm == 0,
+    wvec = s.async and l.M % 4 == 0 and p.bm % 4 == 0 and s.threads % (p.bm // 4) == 0,
+    WQ = common.ceil_div(p.bk * p.bm // 4, s.threads),
+  }
+  w.wguard = w.mguard or w.wtail
+  w.wqtail = w.WQ * s.threads ~= p.bk * p.bm // 4
+  w.wok = wok_expr(w, p, s)
+  return w
+end
+
+local function kernel(l, p)
+  local s = shape(l, p)
+  local g = s.g
+  local whole = p.bk % s.KK == 0
+  local act = s.fused and l.act or "none"
+  local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
+    l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
+    p.bm, p.bn, p.bk, p.tm, p.tn, p.stages) .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
+    .. (s.mma and "_tc" or "")
+  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }),
+    nil, p.occ)
+  -- padding: kernel rows p in [pt, ylim) and columns q in [pl, xlim) are inside the
+  -- input for every column of the product; only the others test their mask bit
+  local rowok, colok = "1", "1"
+  if g.padded then
+    local ylim = l.H - ((s.CH - 1) * g.S - g.pt)
+    local xlim = l.W - ((s.CW - 1) * g.S - g.pl)
+    local pr = string.format("(((r) %% %d) / %d)", s.KK, l.K)
+    if g.pt > 0 or ylim < l.K then
+      rowok = string.format("((%s >= %d && %s < %d) || ((rm[j] >> %s) & 1))", pr, g.pt, pr, ylim, pr)
+    end
+    if g.pl > 0 or xlim < l.K then
+      colok = string.format("(((r) %% %d >= %d && (r) %% %d < %d) || ((cm[j] >> ((r) %% %d)) & 1))",
+        l.K, g.pl, l.K, xlim, l.K)
+    end
+  end
+  local v = {
+    name = name, head = head,
+    C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
+    BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn, ST = p.stages,
+    mma = s.mma, split = common.tf32x3_split(), mma3 = s.mma and common.tf32x3_mma("sl", s.FP, s.FM) or "", KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
+    NT = s.threads, LC = s.LC, WL = s.WL, S = s.slices, COLS = s.COLS, P = s.P, OW = s.OW,
+    smem = s.smem, pooled = s.pooled, bias = l.bias,
+    whole = whole, SPC = whole and 1 or (l.K // (p.bk // l.K)),
+    slice_doc = whole and string.format("%d whole channel%s each", p.bk // s.KK, p.bk // s.KK > 1 and "s" or "")
+      or string.format("%d kernel row%s of one channel each", p.bk // l.K, p.bk // l.K > 1 and "s" or ""),
+    vec = s.P % 4 == 0,
+    actname = act,
+    act = function(e) return common.act(act, e) end,
+    STR = g.S, pt = g.pt, pl = g.pl, padded = g.padded,
+    mtype = l.K > 32 and "unsigned long long" or "unsigned", one = l.K > 32 and "1ull" or "1u",
+    rowok = rowok, colok = colok,
+    -- one gathered element: its bytes to copy (sm_80+) and its register load (older);
+    -- in the padding, 0 bytes and 0.0f
+    xbytes = g.padded and (name .. "_OK(j, r) ? 4 : 0") or "4",
+    xload = g.padded and string.format("%s_OK(j, r) ? __ldg(xb[j] + o + %s_OFF(r)) : 0.0f", name, name)
+      or string.format("__ldg(xb[j] + o + %s_OFF(r))", name),
+    pool_kind = g.kind,
+    pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
+  }
+  for k, x in pairs(weight_layout(l, p, s)) do v[k] = x end
+  -- the byte offset in a slice of this thread's quad i of weights
+  v.wqdst = s.WR == p.bm and string.format("16 * (tid + i * %d)", s.threads)
+    or string.format("wqx + i * %d", 4 * (s.threads // (p.bm // 4)) * s.WR)
+  return common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
+end
+
+-- Template `tc` (conv2d_igemm_tc) or not (conv2d_igemm): its parameters, and
+-- check, cost and kernel with the mode set.
+function igemm.template(tc)
+  local T = {}
+  T.doc = tc and "implicit GEMM with the products on tensor cores (3xTF32: FP32 accuracy); sm_80+"
+    or "implicit GEMM; a block computes a maps x pixels tile through shared-memory slices"
+  T.params = params(tc)
+  local function mode(p)
+    local q = {}
+    for k, v in pairs(p) do q[k] = v end
+    q.mma = tc and 1 or 0
+    return q
+  end
+  function T.check(l, p) return check(l, mode(p)) end
+  function T.cost(l, p) return cost(l, mode(p)) end
+  function T.kernel(l, p) return kernel(l, mode(p)) end
+  return T
+end
+
+return igemm
