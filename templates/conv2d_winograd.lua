@@ -361,17 +361,7 @@ local source = engine.compile([=[
             }
     };
 
-    // two buffers: the next slice is read into registers during the products
-    fetch(0);
-    stash(0);
-    __syncthreads();
-#pragma unroll 1
-    for (int s = 0; s < {{S}}; s++) {
-        if (s + 1 < {{S}}) fetch(s + 1);   // global loads in flight during the products
-        multiply(s & 1);
-        if (s + 1 < {{S}}) stash((s & 1) ^ 1);
-        __syncthreads();
-    }
+    {{loop}}
 
     // epilogue: the products into ms[xi][map][tile] (over the slices' buffers, all read by now)
     float* const ms = vs;
@@ -519,7 +509,7 @@ function T.kernel(l, p)
     wtail = s.LW * s.threads ~= p.cs * p.bm,
     actname = act, read = read, XG = p.xg,
     vtrans = vtrans, utrans = utrans, ytrans = ytrans,
-    stores = store_lines(s, p, act, l.bias),
+    stores = store_lines(s, p, act, l.bias), loop = common.prefetch_loop(s.slices, true),
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
   return common.tiled_conv_record(l, p, s, act, name, args, source(v), s.PT)

@@ -286,6 +286,24 @@ function common.cost.issue(l, blocks, threads, regs, smem, instr, ilp)
   return seq * common.ceil_div(threads, 32) * instr / 4 / common.cost.busy(conc, threads, ilp)
 end
 
+-- The main loop of a template whose slices pass through registers (conv2d_winograd;
+-- conv2d_igemm before sm_80): lambdas fetch(s) (global -> registers), multiply(b)
+-- (buffer b) and stash(b) (registers -> buffer b), over S slices, two buffers;
+-- `note`: a comment line first.
+function common.prefetch_loop(S, note)
+  return (note and "// two buffers: the next slice is read into registers during the products\n    " or "") ..
+    string.format([[fetch(0);
+    stash(0);
+    __syncthreads();
+#pragma unroll 1
+    for (int s = 0; s < %d; s++) {
+        if (s + 1 < %d) fetch(s + 1);   // global loads in flight during the products
+        multiply(s & 1);
+        if (s + 1 < %d) stash((s & 1) ^ 1);
+        __syncthreads();
+    }]], S, S, S)
+end
+
 -- ---- 3xTF32 on tensor cores (conv2d_igemm's mma=1, conv2d_mma) ----
 --
 -- A product a*b in FP32 accuracy from three TF32 products: a = ah + al, where
@@ -303,6 +321,14 @@ function common.tf32x3_split()
             hi = (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
             lo = __float_as_uint(v - __uint_as_float(hi));
         };]]
+end
+
+-- C statements setting the accumulators d[fp][fm][4] to zero, the loops indented by
+-- `base` spaces (the pragmas in column 0).
+function common.tf32x3_zero(d, fp, fm, base)
+  local i = string.rep(" ", base)
+  return string.format("#pragma unroll\n%sfor (int i = 0; i < %d; i++)\n#pragma unroll\n%s    for (int j = 0; j < %d; j++)\n" ..
+    "#pragma unroll\n%s        for (int r = 0; r < 4; r++) %s[i][j][r] = 0.0f;", i, fp, i, fm, i, d)
 end
 
 -- C statements accumulating into d[i][j][0..3], for every m16 tile i < fp and n8

@@ -380,12 +380,7 @@ local source = engine.compile([=[
     // cf[i][j]: the m16n8 tile of columns wp0 + 16i .., maps wm0 + 8j ..; element r at column
     // wp0 + 16i + g8 + 8*(r >> 1), map wm0 + 8j + 2*t4 + (r & 1)
     float cf[{{FP}}][{{FM}}][4];
-#pragma unroll
-    for (int i = 0; i < {{FP}}; i++)
-#pragma unroll
-        for (int j = 0; j < {{FM}}; j++)
-#pragma unroll
-            for (int r = 0; r < 4; r++) cf[i][j][r] = 0.0f;
+{{zero_cf}}
 %   if KP > BK then
     // the slices' pad rows {{BK}} .. {{KP - 1}}: zeros, never copied over
     for (int e = tid; e < {{ST * (KP - BK) * XR}}; e += {{NT}}) {
@@ -407,12 +402,7 @@ local source = engine.compile([=[
         // slice summed apart (the tensor cores' own additions lose low bits), then added to cf
         {{split}}
         float sl[{{FP}}][{{FM}}][4];
-#pragma unroll
-        for (int i = 0; i < {{FP}}; i++)
-#pragma unroll
-            for (int j = 0; j < {{FM}}; j++)
-#pragma unroll
-                for (int r = 0; r < 4; r++) sl[i][j][r] = 0.0f;
+{{zero_sl}}
 #pragma unroll
         for (int k = 0; k < {{KP}}; k += 8) {
             unsigned ah[{{FP}}][4], al[{{FP}}][4], bh[{{FM}}][2], bl[{{FM}}][2];
@@ -614,16 +604,7 @@ local source = engine.compile([=[
             w[{{name}}_WX(i)] = wr[i];
         }
     };
-    fetch(0);
-    stash(0);
-    __syncthreads();
-#pragma unroll 1
-    for (int s = 0; s < {{S}}; s++) {
-        if (s + 1 < {{S}}) fetch(s + 1);   // global loads in flight during the products
-        multiply(s & 1);
-        if (s + 1 < {{S}}) stash((s & 1) ^ 1);
-        __syncthreads();
-    }
+    {{loop}}
 #endif
 
 % if mma then
@@ -781,7 +762,9 @@ local function kernel(l, p)
     name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
     BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn, ST = p.stages,
-    mma = s.mma, split = common.tf32x3_split(), mma3 = s.mma and common.tf32x3_mma("sl", s.FP, s.FM) or "", KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
+    mma = s.mma, split = common.tf32x3_split(), loop = common.prefetch_loop(s.slices),
+    zero_cf = s.mma and common.tf32x3_zero("cf", s.FP, s.FM, 4) or "",
+    zero_sl = s.mma and common.tf32x3_zero("sl", s.FP, s.FM, 8) or "", mma3 = s.mma and common.tf32x3_mma("sl", s.FP, s.FM) or "", KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
     NT = s.threads, LC = s.LC, WL = s.WL, S = s.slices, COLS = s.COLS, P = s.P, OW = s.OW,
     smem = s.smem, pooled = s.pooled, bias = l.bias,
     whole = whole, SPC = whole and 1 or (l.K // (p.bk // l.K)),
