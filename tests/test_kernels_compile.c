@@ -3,7 +3,8 @@
  * each arch the fat binaries ship (runtime/cuda/aot.c's table, by default) that NVRTC
  * supports; CG_TEST_ALL_ARCHS=1 takes every NVRTC arch from sm_75 up instead
  * (about twice the time: the big convolutions take seconds per arch). Needs
- * NVRTC, not a GPU; compiles run in parallel (OpenMP), one NVRTC program each. */
+ * NVRTC, not a GPU; compiles run in parallel (OpenMP), one NVRTC program each. A
+ * network named *-tc.yaml (tensor cores) is generated for sm_80 and compiled for sm_80 up. */
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,16 +106,22 @@ int main(void)
     cg_gen_output *outs = calloc(g.gl_pathc, sizeof *outs);
     job *jobs = NULL;
     int njobs = 0, cap = 0;
+    /* a network for tensor cores (its name ends in -tc: conv2d_igemm_tc) is generated for
+     * sm_80 and compiled for sm_80 and newer only */
+    cg_target tc_target;
+    cg_target_default(&tc_target);
+    tc_target.cc = 80;
     for (size_t i = 0; i < g.gl_pathc && outs; i++) {
         cg_spec spec;
+        const int tc = strstr(g.gl_pathv[i], "-tc.yaml") != NULL;
         int rc = cg_spec_load(g.gl_pathv[i], &spec, &e) ||
-                 cg_generate(&spec, "tests/test_kernels_compile", &outs[i], &e);
+                 cg_generate_for(&spec, "tests/test_kernels_compile", tc ? &tc_target : NULL, &outs[i], &e);
         CHECK(rc == 0, "%s: %s", g.gl_pathv[i], e.msg);
         if (rc) continue;
         CHECK(outs[i].nkernels > 0, "%s: has kernels", g.gl_pathv[i]);
         for (int k = 0; k < outs[i].nkernels; k++)
             for (int a = 0; a < narch; a++) {
-                if (!wanted(archs[a], all)) continue;
+                if (!wanted(archs[a], all) || (tc && archs[a] < 80)) continue;
                 if (njobs == cap) {
                     cap = cap ? 2 * cap : 64;
                     job *nj = realloc(jobs, (size_t)cap * sizeof *jobs);
