@@ -304,7 +304,7 @@ function common.prefetch_loop(S, note)
     }]], S, S, S)
 end
 
--- ---- 3xTF32 on tensor cores (conv2d_igemm's mma=1, conv2d_mma) ----
+-- ---- 3xTF32 on tensor cores (conv2d_igemm_tc, lib/igemm.lua) ----
 --
 -- A product a*b in FP32 accuracy from three TF32 products: a = ah + al, where
 -- ah is a's top 19 bits (rounded half up in magnitude: two integer operations)
