@@ -147,7 +147,7 @@ static void emulate(const char *spec_path, const char *dir)
     cg_err e = {""};
     cg_target tg;
     cg_target_default(&tg);
-    if (strstr(spec_path, "-tc")) tg.cc = 80;
+    if (strstr(spec_path, "-tc.yaml")) tg.cc = 80;
     if (cg_spec_load(spec_path, &s, &e) || cg_generate_for(&s, "test", &tg, &o, &e) ||
         cg_manifest_parse(o.manifest, o.manifest_len, spec_path, &m, &e)) {
         CHECK(0, "%s: %s", spec_path, e.msg);

@@ -75,17 +75,20 @@ end
 
 -- The declared parameters: conv2d_igemm's (tc false) or conv2d_igemm_tc's. The
 -- tensor-core tiles go by warps: tm maps (a multiple of 8) x 8*tn columns.
+local function maps8(l) return (l.M + 7) // 8 * 8 end   -- eights of maps: the tensor cores' n8 tiles
+local function tc_bm(l) return math.min(64, maps8(l)) end
+
 local function params(tc)
   local t = {
     { name = "bm", doc = "output maps per block tile",
       legal = function(l)
         local v = common.map_tiles(l, 128)
-        local m8 = (l.M + 7) // 8 * 8   -- eights of maps, for the tensor cores' n8 tiles
+        local m8 = maps8(l)
         if tc and m8 <= 128 and not common.contains(v, m8) then table.insert(v, 1, m8) end
         return v
       end,
       default = function(l)
-        if tc then return math.min(64, (l.M + 7) // 8 * 8) end
+        if tc then return tc_bm(l) end
         if l.M <= 64 then return l.M end
         return 64
       end },
@@ -100,12 +103,12 @@ local function params(tc)
     t[#t + 1] = { name = "tm", doc = "maps per warp (a multiple of 8)",
       legal = function(_) return { 8, 16, 24, 32, 48, 56 } end,
       default = function(l)
-        local bm = math.min(64, (l.M + 7) // 8 * 8)
+        local bm = tc_bm(l)
         return bm == 40 and 8 or bm == 64 and 32 or bm
       end }
     t[#t + 1] = { name = "tn", doc = "columns per warp in eights (8*tn columns: tn/2 m16 tiles)",
       legal = function(_) return { 8, 4, 12, 16 } end,
-      default = function(l) return (l.M + 7) // 8 * 8 > 32 and 4 or 8 end }
+      default = function(l) return maps8(l) > 32 and 4 or 8 end }
     t[#t + 1] = common.occ_param({ 1, 2 })
   else
     t[#t + 1] = { name = "tm", doc = "maps per thread (rows of its register tile)",
@@ -134,7 +137,7 @@ local function pad_maps(bm)
 end
 
 -- The numbers every part of the template derives from the parameters.
-local function shape(l, p)
+local function shape(l, p, tc)
   local s = {}
   local g = common.conv_geom(l)
   s.g = g
@@ -151,7 +154,7 @@ local function shape(l, p)
   s.P = s.OH * s.OW                   -- stored outputs per image and map
   s.KK = l.K * l.K
   s.R = l.C * s.KK
-  s.mma = p.mma == 1
+  s.mma = tc
   if s.mma then
     s.threads = 32 * (p.bm // math.max(p.tm, 1)) * (p.bn // (8 * p.tn))
     s.KP = common.ceil_div(p.bk, 8) * 8          -- slice rows, zero-padded
@@ -179,10 +182,10 @@ local function shape(l, p)
   return s
 end
 
-local function check(l, p)
+local function check(l, p, tc)
   local why, blame = common.check_thread_tile(l, p)
   if why then return why, blame end
-  local s = shape(l, p)
+  local s = shape(l, p, tc)
   if s.mma then
     local cc = l.target and l.target.cc or 75
     if cc < 80 then
@@ -235,8 +238,8 @@ end
 -- stages-1 of them in flight. `occ` caps the registers (common.cost.spread):
 -- where the estimate is above its cap, more blocks are resident and the
 -- registers squeezed out are paid for as spills (common.cost.spills).
-local function cost(l, p)
-  local s = shape(l, p)
+local function cost(l, p, tc)
+  local s = shape(l, p, tc)
   local blocks = common.ceil_div(common.cost.images(l) * s.COLS, p.bn) * common.ceil_div(l.M, p.bm)
   local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
   if conc == 0 then return math.huge end
@@ -732,8 +735,8 @@ local function weight_layout(l, p, s)
   return w
 end
 
-local function kernel(l, p)
-  local s = shape(l, p)
+local function kernel(l, p, tc)
+  local s = shape(l, p, tc)
   local g = s.g
   local whole = p.bk % s.KK == 0
   local act = s.fused and l.act or "none"
@@ -792,21 +795,15 @@ local function kernel(l, p)
 end
 
 -- Template `tc` (conv2d_igemm_tc) or not (conv2d_igemm): its parameters, and
--- check, cost and kernel with the mode set.
+-- check, cost and kernel for that mode.
 function igemm.template(tc)
   local T = {}
   T.doc = tc and "implicit GEMM with the products on tensor cores (3xTF32: FP32 accuracy); sm_80+"
     or "implicit GEMM; a block computes a maps x pixels tile through shared-memory slices"
   T.params = params(tc)
-  local function mode(p)
-    local q = {}
-    for k, v in pairs(p) do q[k] = v end
-    q.mma = tc and 1 or 0
-    return q
-  end
-  function T.check(l, p) return check(l, mode(p)) end
-  function T.cost(l, p) return cost(l, mode(p)) end
-  function T.kernel(l, p) return kernel(l, mode(p)) end
+  function T.check(l, p) return check(l, p, tc) end
+  function T.cost(l, p) return cost(l, p, tc) end
+  function T.kernel(l, p) return kernel(l, p, tc) end
   return T
 end
 
