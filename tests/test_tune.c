@@ -952,6 +952,16 @@ static void test_model(void)
     double w8 = cost_of(s, &tg, 1, "conv2d_igemm_tc", "bm=32 bn=128 bk=18 tm=8 tn=16 occ=1 stages=2");
     CHECK(t9 > 0 && t18 > 0 && t18 < t9, "igemm_tc: bk=18 under bk=9 (%.0f, %.0f)", t18, t9);
     CHECK(w32 > 0 && w8 > 0 && w32 < w8, "igemm_tc, 128 threads: tm=32 under tm=8 (%.0f, %.0f)", w32, w8);
+    /* free slices (bk a multiple of 8, offsets from a table): 24 rows of the 288 cost 288 rows of work,
+     * bk=18 padded to 24 costs 384; igemm (FFMA) has only whole kernel rows or channels, and a free
+     * depth must be a multiple of 8 */
+    double f24 = cost_of(s, &tg, 1, "conv2d_igemm_tc", "bm=64 bn=128 bk=24 tm=32 tn=8 occ=1 stages=2");
+    CHECK(f24 > 0 && fabs(f24 / t18 - 288.0 / 384.0) < 1e-9, "igemm_tc: free bk=24 at 3/4 of bk=18 padded (%.0f, %.0f)",
+          f24, t18);
+    CHECK(cost_of(s, &tg, 1, "conv2d_igemm", "bm=64 bn=128 bk=24 tm=8 tn=8 occ=1 stages=2") < 0,
+          "igemm (FFMA): bk=24 refused on a 3x3 layer of 32 channels");
+    CHECK(cost_of(s, &tg, 1, "conv2d_igemm_tc", "bm=64 bn=128 bk=12 tm=32 tn=8 occ=1 stages=2") < 0,
+          "igemm_tc: bk=12 (no whole kernel rows, no multiple of 8) refused");
     /* and where the target has no TF32 tensor cores (sm_75), it is refused */
     cg_target old = tg;
     old.cc = 75;

@@ -28,8 +28,9 @@
 -- kernel unfused: conv + bias, then the pool template.
 -- conv2d_igemm_tc (sm_80+): the same slices and epilogue, the products on tensor cores in
 -- FP32 accuracy (3xTF32, lib/common.lua), each warp tm maps x 8*tn columns of
--- m16n8k8 tiles with the columns as rows; slices padded with zero rows to a
--- multiple of 8 and summed apart (the tensor cores' own additions drop low bits:
+-- m16n8k8 tiles with the columns as rows; slices of whole kernel rows or
+-- channels padded with zero rows to a multiple of 8, or of any multiple of 8
+-- (their offsets from a table in constant memory), and summed apart (the tensor cores' own additions drop low bits:
 -- without it a 1944-deep reduction ended 1.4e-5 from the CPU reference, with
 -- it 3e-7); the block's tile goes through shared memory to the epilogue.
 -- Tuned on an H100, 1.18x the tuned FFMA kernel on a 7x7 layer with 32
@@ -67,10 +68,33 @@ end
 -- or 7x7 kernel, two channels of a 3x3, sixteen of a 1x1), else the shallowest.
 -- Measured on an H200 (bench/RESULTS.md): 25- and 49-deep slices lost to one
 -- kernel row on 5x5 and 7x7 layers, 18 beat 9 and 36 on a 3x3 layer.
+-- conv2d_igemm_tc's other slices: any depth a multiple of 8 up to 64, so that no
+-- slice is padded with zero rows (a 25-deep slice took 32 rows of tensor-core
+-- work). Their reduction indices do not fall on literal offsets: a table of
+-- the offsets (in constant memory, KK + bk entries) gives them, read at one
+-- uniform index a slice row; the last slice reads zeros past C*K*K.
+local FREE_DEPTHS = { 8, 16, 24, 32, 40, 48, 56, 64 }
+local function free_depths(l)
+  local lit, out = slice_depths(l), {}
+  for _, v in ipairs(FREE_DEPTHS) do
+    if not common.contains(lit, v) then out[#out + 1] = v end
+  end
+  return out
+end
+
 local function default_bk(l)
   local d, best = slice_depths(l), nil
   for _, v in ipairs(d) do if v <= 18 then best = v end end
   return best or d[1]
+end
+
+-- conv2d_igemm_tc's: 16 or 24 rows, whichever pads the last slice less (24 on a
+-- tie). Measured on an H100 (bench/RESULTS.md), free slices of 16 or 24 beat
+-- every padded slice on four layers (a 9x9 one: 1.91 ms at bk=24 against 2.39 at
+-- 27 padded to 32), and deeper ones took more registers and lost.
+local function default_bk_tc(l)
+  local R = l.C * l.K * l.K
+  return (-R) % 24 <= (-R) % 16 and 24 or 16
 end
 
 -- The declared parameters: conv2d_igemm's (tc false) or conv2d_igemm_tc's. The
@@ -95,9 +119,15 @@ local function params(tc)
     { name = "bn", doc = "output pixels (columns) per block tile",
       legal = function(_) return { 128, 256, 512, 64, 32 } end,
       default = function(_) return 128 end },
-    { name = "bk", doc = "reduction depth of one slice: kp*K (kp | K) or cs*K*K (cs | C), at most 64",
-      legal = slice_depths,
-      default = default_bk },
+    { name = "bk", doc = tc and "reduction depth of one slice: kp*K (kp | K) or cs*K*K (cs | C), at most 64, "
+        .. "padded to a multiple of 8; or any multiple of 8 up to 64 (offsets from a table)"
+        or "reduction depth of one slice: kp*K (kp | K) or cs*K*K (cs | C), at most 64",
+      legal = function(l)
+        local v = slice_depths(l)
+        if tc then for _, d in ipairs(free_depths(l)) do v[#v + 1] = d end end
+        return v
+      end,
+      default = tc and default_bk_tc or default_bk },
   }
   if tc then
     t[#t + 1] = { name = "tm", doc = "maps per warp (a multiple of 8)",
@@ -155,6 +185,8 @@ local function shape(l, p, tc)
   s.KK = l.K * l.K
   s.R = l.C * s.KK
   s.mma = tc
+  -- a tensor-core slice of a depth that is no whole number of kernel rows or channels
+  s.free = tc and not common.contains(slice_depths(l), p.bk)
   if s.mma then
     s.threads = 32 * (p.bm // math.max(p.tm, 1)) * (p.bn // (8 * p.tn))
     s.KP = common.ceil_div(p.bk, 8) * 8          -- slice rows, zero-padded
@@ -170,7 +202,8 @@ local function shape(l, p, tc)
   end
   s.LC = s.threads > 0 and p.bn // s.threads or 0   -- columns each thread gathers
   s.WL = common.ceil_div(p.bk * p.bm, math.max(s.threads, 1))  -- weights each thread loads
-  s.slices = s.R // p.bk
+  s.slices = common.ceil_div(s.R, p.bk)
+  s.tail = s.free and s.R % p.bk ~= 0   -- the last slice reads zeros past the reduction
   s.smem = 4 * p.stages * s.KP * (s.XR + s.WR)
   if s.mma then s.smem = math.max(s.smem, 4 * p.bm * s.ER) end
   -- registers: the tile, fragments, gather pointers and weight offsets; the
@@ -209,7 +242,17 @@ local function check(l, p, tc)
     return string.format("tm*tn = %d must be a multiple of bm=%d (each thread gathers whole columns)",
       p.tm * p.tn, p.bm), "tm"
   end
-  if s.R % p.bk ~= 0 then
+  if s.free and p.bk % 8 ~= 0 then
+    return string.format("bk=%d is no whole number of kernel rows or channels; such a slice must be a multiple of 8 deep", p.bk), "bk"
+  end
+  if s.free and 4 * (s.KK + p.bk) * (s.g.padded and 2 or 1) > (l.const_left or common.CONST_BUDGET) then
+    return string.format("bk=%d: the slices' offset table needs %d bytes of constant memory; %d are left",
+      p.bk, 4 * (s.KK + p.bk) * (s.g.padded and 2 or 1), l.const_left or common.CONST_BUDGET), "bk"
+  end
+  if s.free and l.K > 64 then
+    return string.format("bk=%d: slices of no whole kernel rows take kernels up to 64 wide; K=%d", p.bk, l.K), "bk"
+  end
+  if not s.free and s.R % p.bk ~= 0 then
     return string.format("bk=%d does not divide the reduction C*K*K = %d", p.bk, s.R), "bk"
   end
   if not s.mma and p.bk * p.tm * p.tn > BODY_BUDGET then
@@ -250,7 +293,7 @@ local function cost(l, p, tc)
     -- feeds tm/8 map tiles: measured on an H100 (bench/RESULTS.md) at 0.89x FFMA's
     -- time with tm = 16 and 1.14x with tm = 32, after the pad rows
     reuse = (0.98 + 0.08 * s.FM) * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
-    depth = s.R * s.KP // p.bk
+    depth = s.slices * s.KP
   end
   local compute = seq * p.bm * p.bn * depth / (common.cost.FMA_PER_CLOCK * reuse * common.cost.busy(conc, s.threads, 2))
   local memory = common.ceil_div(seq, conc) * s.slices * common.cost.LATENCY / math.max(p.stages - 1, 1)
@@ -268,8 +311,19 @@ local source = engine.compile([=[
 // staged in shared memory (es[{{BM}}][{{ER}}]) for the epilogue.
 % end
 
+% if free then
+// slices of {{BK}}, no whole number of kernel rows: reduction index r = s*{{BK}} + k lies
+// ((s*{{BK}}) / {{KK}}) channels and tab[(s*{{BK}}) % {{KK}} + k] elements from its column's
+// base, tab[i] = (i / {{KK}})*{{H * W}} + ((i % {{KK}}) / {{K}})*{{W}} + i % {{K}}{{tail and string.format("; past r = %d, zeros", R) or ""}}
+__constant__ int {{name}}_tab[{{KK + BK}}] = {{tab}};
+%   if padded then
+// and its kernel row and column, 64*p + q
+__constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
+%   end
+% else
 // offset of reduction index r of a slice from the slice's first input element
 #define {{name}}_OFF(r) (((r) / {{KK}}) * {{H * W}} + (((r) % {{KK}}) / {{K}}) * {{W}} + (r) % {{K}})
+% end
 
 {{head}}
 {
@@ -295,7 +349,10 @@ local source = engine.compile([=[
     const float* xb[{{LC}}];
 % if padded then
     {{mtype}} rm[{{LC}}], cm[{{LC}}];
-%   if whole then
+%   if free then
+    // whether slice row r of column j reads inside the input{{tail and " and the reduction" or ""}}
+#define {{name}}_OK(j, r) ({{tail and string.format("s * %d + (r) < %d && ", BK, R) or ""}}((rm[j] >> ({{name}}_pq[e0 + (r)] >> 6)) & (cm[j] >> ({{name}}_pq[e0 + (r)] & 63)) & 1))
+%   elseif whole then
     // whether reduction index r (a literal) of column j reads inside the input
 #define {{name}}_OK(j, r) ({{rowok}} && {{colok}})
 %   else
@@ -364,6 +421,10 @@ local source = engine.compile([=[
 #define {{name}}_WG(i) wg[i]
 #define {{name}}_WX(i) wsx[i]
 % end
+% if free and tail and not padded then
+    // whether slice row r is inside the reduction
+#define {{name}}_OK(j, r) (s * {{BK}} + (r) < {{R}})
+% end
 % if wguard then
     // whether weight i of a slice is inside the layer (else it is zero-filled)
 #define {{name}}_WOK(i) ({{wok}})
@@ -371,7 +432,9 @@ local source = engine.compile([=[
 
     // slice s starts at input offset xo(s) from each column's base, and at s*{{BK}} in a weight row
     auto xo = [&](int s) {
-% if whole then
+% if free then
+        return (s * {{BK}}) / {{KK}} * {{H * W}};
+% elseif whole then
         return s * {{BK // KK * H * W}};
 % else
         const int ch = s / {{SPC}};
@@ -520,7 +583,9 @@ local source = engine.compile([=[
         const unsigned x = sx + b * {{4 * KP * XR}} + 4 * tid;
         const unsigned w = sw + b * {{4 * KP * WR}};
         const int o = xo(s);
-% if padded and not whole then
+% if free then
+        const int e0 = (s * {{BK}}) % {{KK}};
+% elseif padded and not whole then
         const int kp0 = (s % {{SPC}}) * {{BK // K}};
 % end
 % if padded then
@@ -530,16 +595,16 @@ local source = engine.compile([=[
 #pragma unroll
         for (int j = 0; j < {{LC}}; j++)
 #pragma unroll
-            for (int r = 0; r < {{BK}}; r++) copy4(x + 4 * (r * {{XR}} + j * {{NT}}), xb[j] + o + {{name}}_OFF(r), {{xbytes}});
+            for (int r = 0; r < {{BK}}; r++) copy4(x + 4 * (r * {{XR}} + j * {{NT}}), {{xat}}, {{xbytes}});
 % if wvec then
 #pragma unroll
         for (int i = 0; i < {{WQ}}; i++) {
 %   if wqtail then
             if (tid + i * {{NT}} >= {{BK * BM // 4}}) break;
 %   end
-%   if mguard then
-            copy16(w + {{wqdst}}, w_arg + (wqok ? wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}} : 0),
-                   wqok ? 16 : 0);   // 0: zero fill
+%   if qok then
+            copy16(w + {{wqdst}}, w_arg + ({{qok}} ? wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}} : 0),
+                   {{qok}} ? 16 : 0);   // 0: zero fill
 %   else
             copy16(w + {{wqdst}}, w_arg + wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}}, 16);
 %   end
@@ -577,7 +642,9 @@ local source = engine.compile([=[
     float xr[{{LC}}][{{BK}}], wr[{{WL}}];
     auto fetch = [&](int s) {
         const int o = xo(s);
-% if padded and not whole then
+% if free then
+        const int e0 = (s * {{BK}}) % {{KK}};
+% elseif padded and not whole then
         const int kp0 = (s % {{SPC}}) * {{BK // K}};
 % end
 #pragma unroll
@@ -695,13 +762,15 @@ local source = engine.compile([=[
 % end
     }
 }
+% if not free then
 #undef {{name}}_OFF
+% end
 #undef {{name}}_WG
 #undef {{name}}_WX
 % if wguard then
 #undef {{name}}_WOK
 % end
-% if padded then
+% if padded or tail then
 #undef {{name}}_OK
 % end
 ]=], "conv2d_igemm")
@@ -711,11 +780,31 @@ local source = engine.compile([=[
 -- rows per thread, the thread's map (wok) and, in a last partial round, the
 -- element index.
 local function wok_expr(w, p, s)
-  if not w.wstep then return "wg[i] >= 0" end
   local t = {}
-  if w.mguard then t[#t + 1] = "wok" end
-  if w.wtail then t[#t + 1] = string.format("tid + (i) * %d < %d", s.threads, p.bk * p.bm) end
+  if not w.wstep then
+    t[1] = "wg[i] >= 0"
+  else
+    if w.mguard then t[#t + 1] = "wok" end
+    if w.wtail then t[#t + 1] = string.format("tid + (i) * %d < %d", s.threads, p.bk * p.bm) end
+  end
+  if s.tail then
+    -- free slices: the last one's rows past the reduction
+    local row = w.wstep and string.format("tid / %d + (i) * %d", p.bm, s.threads // p.bm)
+      or string.format("(tid + (i) * %d) / %d", s.threads, p.bm)
+    t[#t + 1] = string.format("s * %d + %s < %d", p.bk, row, s.R)
+  end
   return #t > 0 and table.concat(t, " && ") or "true"
+end
+
+-- The same for quad i of the 16-byte path: nil when every quad is inside.
+local function qok_expr(w, p, s)
+  local t = {}
+  if w.mguard then t[#t + 1] = "wqok" end
+  if s.tail then
+    t[#t + 1] = string.format("s * %d + tid / %d + i * %d < %d", p.bk, p.bm // 4, s.threads // (p.bm // 4), s.R)
+  end
+  if #t == 0 then return nil end
+  return #t == 1 and t[1] or "(" .. table.concat(t, " && ") .. ")"
 end
 
 -- How a slice's weights are loaded: partial map tile (mguard), a last partial
@@ -729,16 +818,17 @@ local function weight_layout(l, p, s)
     wvec = s.async and l.M % 4 == 0 and p.bm % 4 == 0 and s.threads % (p.bm // 4) == 0,
     WQ = common.ceil_div(p.bk * p.bm // 4, s.threads),
   }
-  w.wguard = w.mguard or w.wtail
+  w.wguard = w.mguard or w.wtail or s.tail
   w.wqtail = w.WQ * s.threads ~= p.bk * p.bm // 4
   w.wok = wok_expr(w, p, s)
+  w.qok = w.wvec and qok_expr(w, p, s) or false
   return w
 end
 
 local function kernel(l, p, tc)
   local s = shape(l, p, tc)
   local g = s.g
-  local whole = p.bk % s.KK == 0
+  local whole = not s.free and p.bk % s.KK == 0
   local act = s.fused and l.act or "none"
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
@@ -781,17 +871,33 @@ local function kernel(l, p, tc)
     rowok = rowok, colok = colok,
     -- one gathered element: its bytes to copy (sm_80+) and its register load (older);
     -- in the padding, 0 bytes and 0.0f
-    xbytes = g.padded and (name .. "_OK(j, r) ? 4 : 0") or "4",
-    xload = g.padded and string.format("%s_OK(j, r) ? __ldg(xb[j] + o + %s_OFF(r)) : 0.0f", name, name)
-      or string.format("__ldg(xb[j] + o + %s_OFF(r))", name),
+    xbytes = (g.padded or s.tail) and (name .. "_OK(j, r) ? 4 : 0") or "4",
+    -- the address of slice row r (a literal) of column j
+    xat = s.free and string.format("xb[j] + o + %s_tab[e0 + r]", name) or string.format("xb[j] + o + %s_OFF(r)", name),
     pool_kind = g.kind,
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
   for k, x in pairs(weight_layout(l, p, s)) do v[k] = x end
+  v.free, v.tail = s.free, s.tail
+  v.xload = (g.padded or s.tail) and string.format("%s_OK(j, r) ? __ldg(%s) : 0.0f", name, v.xat)
+    or string.format("__ldg(%s)", v.xat)
+  if s.free then
+    -- the offset table (and the padding's kernel rows and columns), KK + bk entries
+    local tab, pq = {}, {}
+    for i = 0, s.KK + p.bk - 1 do
+      local e = i % s.KK
+      tab[#tab + 1] = (i // s.KK) * l.H * l.W + (e // l.K) * l.W + e % l.K
+      pq[#pq + 1] = 64 * (e // l.K) + e % l.K
+    end
+    v.tab = "{" .. table.concat(tab, ", ") .. "}"
+    v.pq = "{" .. table.concat(pq, ", ") .. "}"
+  end
   -- the byte offset in a slice of this thread's quad i of weights
   v.wqdst = s.WR == p.bm and string.format("16 * (tid + i * %d)", s.threads)
     or string.format("wqx + i * %d", 4 * (s.threads // (p.bm // 4)) * s.WR)
-  return common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
+  local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
+  k.const_bytes = s.free and 4 * (s.KK + p.bk) * (g.padded and 2 or 1) or 0
+  return k
 end
 
 -- Template `tc` (conv2d_igemm_tc) or not (conv2d_igemm): its parameters, and
