@@ -139,7 +139,7 @@ local function params(tc)
     t[#t + 1] = { name = "tn", doc = "columns per warp in eights (8*tn columns: tn/2 m16 tiles)",
       legal = function(_) return { 8, 4, 12, 16 } end,
       default = function(l) return maps8(l) > 32 and 4 or 8 end }
-    t[#t + 1] = common.occ_param({ 1, 2 })
+    t[#t + 1] = common.occ_param({ 1, 2, 3, 4 })
   else
     t[#t + 1] = { name = "tm", doc = "maps per thread (rows of its register tile)",
       legal = function(_) return { 16, 12, 8, 6, 4, 3, 2, 1 } end,
