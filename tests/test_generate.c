@@ -457,6 +457,72 @@ static void test_auto_rule(void)
     free(s), free(o);
 }
 
+/* Every accepted candidate must generate: a configuration that check accepts and
+ * kernel cannot emit is a failure the tuner meets as "compile-failed" (bk=8 under
+ * a 9-wide kernel once divided by zero in conv2d_igemm_tc's slice arithmetic). For
+ * every conv layer of a few specs and every conv template, for sm_90: each
+ * parameter's every accepted value at least once, and every step-th candidate
+ * (about 120 a template and layer), emitted; no NVRTC. */
+static void test_candidates_emit(void)
+{
+    const char *specs[] = {"bench/specs/zoo-bigk.yaml", "bench/specs/zoo-odd.yaml", "bench/specs/zoo-resnet-stem.yaml",
+                           "specs/ece408-2018fa.yaml", "tests/gpu/layers-slices-tc.yaml"};
+    const char *tpls[] = {"conv2d_direct", "conv2d_igemm", "conv2d_igemm_tc", "conv2d_winograd"};
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.cc = 90, tg.max_shared_optin = 227 * 1024;
+    cg_spec *s = malloc(sizeof *s);
+    CHECK(s != NULL, "out of memory");
+    if (!s) return;
+    int emitted = 0, failed = 0;
+    for (size_t f = 0; f < sizeof specs / sizeof specs[0]; f++) {
+        cg_err e = {""};
+        if (cg_spec_load(specs[f], s, &e)) {
+            CHECK(0, "%s: %s", specs[f], e.msg);
+            continue;
+        }
+        for (int li = 0; li < s->nlayers; li++) {
+            if (s->layers[li].op != CG_OP_CONV) continue;
+            for (size_t t = 0; t < sizeof tpls / sizeof tpls[0]; t++) {
+                cg_candidates c;
+                if (cg_gen_candidates_for(s, &tg, li, tpls[t], 0, 0, &c, &e)) {
+                    CHECK(0, "%s layer %d %s: %s", specs[f], li, tpls[t], e.msg);
+                    continue;
+                }
+                /* the values seen so far, as "name=value " words */
+                char seen[8192] = " ";
+                int step = c.n / 120 + 1;
+                for (int i = 0; i < c.n; i++) {
+                    int fresh = 0;
+                    char words[512];
+                    snprintf(words, sizeof words, "%s", c.c[i].params);
+                    for (char *w = strtok(words, " "); w; w = strtok(NULL, " ")) {
+                        char key[80];
+                        snprintf(key, sizeof key, " %s ", w);
+                        if (!strstr(seen, key) && strlen(seen) + strlen(key) < sizeof seen) {
+                            strcat(seen, key + 1);
+                            fresh = 1;
+                        }
+                    }
+                    if (!fresh && i % step) continue;
+                    cg_gen_kernel k;
+                    cg_kernel_launch l;
+                    if (cg_gen_emit_one_for(s, &tg, li, tpls[t], c.c[i].params, &k, &l, &e)) {
+                        if (failed++ < 5) CHECK(0, "%s layer %d %s %s: %s", specs[f], li, tpls[t], c.c[i].params, e.msg);
+                        continue;
+                    }
+                    emitted++;
+                    cg_gen_kernel_free(&k);
+                }
+                cg_candidates_free(&c);
+            }
+        }
+    }
+    printf("note: %d accepted candidates emitted for sm_90 (%d failed)\n", emitted, failed);
+    CHECK(failed == 0 && emitted > 1000, "every accepted candidate tried emits: %d of %d", emitted - failed, emitted);
+    free(s);
+}
+
 int main(void)
 {
     test_engine();
@@ -467,6 +533,7 @@ int main(void)
     test_fc_candidates();
     test_winograd();
     test_auto_rule();
+    test_candidates_emit();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");
     cg_nvrtc *nv = NULL;

@@ -860,8 +860,9 @@ local function kernel(l, p, tc)
     zero_sl = s.mma and common.tf32x3_zero("sl", s.FP, s.FM, 8) or "", mma3 = s.mma and common.tf32x3_mma("sl", s.FP, s.FM) or "", KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
     NT = s.threads, LC = s.LC, WL = s.WL, S = s.slices, COLS = s.COLS, P = s.P, OW = s.OW,
     smem = s.smem, pooled = s.pooled, bias = l.bias,
-    whole = whole, SPC = whole and 1 or (l.K // (p.bk // l.K)),
-    slice_doc = whole and string.format("%d whole channel%s each", p.bk // s.KK, p.bk // s.KK > 1 and "s" or "")
+    whole = whole, SPC = (whole or s.free) and 1 or (l.K // (p.bk // l.K)),
+    slice_doc = s.free and string.format("%d reduction rows each, offsets from a table", p.bk)
+      or whole and string.format("%d whole channel%s each", p.bk // s.KK, p.bk // s.KK > 1 and "s" or "")
       or string.format("%d kernel row%s of one channel each", p.bk // l.K, p.bk // l.K > 1 and "s" or ""),
     vec = s.P % 4 == 0,
     actname = act,
