@@ -152,12 +152,6 @@ local function params(tc)
   t[#t + 1] = { name = "stages", doc = "slices in shared memory (sm_80+: copied by cp.async, stages-1 in flight; older: 2, through registers)",
     legal = function(_) return { 2, 3, 4 } end,
     default = function(_) return 2 end }
-  if tc then
-    t[#t + 1] = { name = "bs", doc = "1: each slice's weights split once into shared memory (TF32 value and remainder, "
-        .. "one slice ahead) instead of by every warp at each read; needs stages >= 3",
-      legal = function(_) return { 0, 1 } end,
-      default = function(_) return 0 end }
-  end
   return t
 end
 
@@ -211,8 +205,6 @@ local function shape(l, p, tc)
   s.slices = common.ceil_div(s.R, p.bk)
   s.tail = s.free and s.R % p.bk ~= 0   -- the last slice reads zeros past the reduction
   s.smem = 4 * p.stages * s.KP * (s.XR + s.WR)
-  s.bs = s.mma and (p.bs or 0) == 1
-  if s.bs then s.smem = s.smem + 8 * 2 * s.KP * s.WR end   -- the split weights, two slices
   if s.mma then s.smem = math.max(s.smem, 4 * p.bm * s.ER) end
   -- registers: the tile, fragments, gather pointers and weight offsets; the
   -- register-prefetch path (before sm_80) also holds a whole slice
@@ -233,9 +225,6 @@ local function check(l, p, tc)
       return string.format("conv2d_igemm_tc needs tensor cores with TF32 (sm_80 or newer); the target is sm_%d", cc)
     end
     if p.tm % 8 ~= 0 then return string.format("the tensor cores take maps by eight: tm=%d", p.tm), "tm" end
-    if s.bs and p.stages < 3 then
-      return string.format("bs=1 splits the next slice's weights while this one is multiplied: stages=%d, at least 3", p.stages), "bs"
-    end
     if p.bn % (8 * p.tn) ~= 0 then
       return string.format("a warp's 8*tn = %d columns must divide bn=%d", 8 * p.tn, p.bn), "tn"
     end
@@ -470,40 +459,14 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     }
 %   end
 
-%   if bs then
-#if __CUDA_ARCH__ >= 800
-    {{split}}
-    // the weights split once a slice (bs=1): wsp[d][row][map] = (TF32 value, remainder) of buffer b's
-    uint2* const wsp = reinterpret_cast<uint2*>(ws + {{ST * KP * WR}});
-    auto presplit = [&](int b, int d) {
-        const float* const w = ws + b * {{KP * WR}};
-        uint2* const o = wsp + d * {{KP * WR}};
-#pragma unroll
-        for (int e = tid; e < {{KP * BM}}; e += {{NT}}) {
-            const int r = e / {{BM}}, m = e - r * {{BM}};
-            unsigned h, lo;
-            split(w[r * {{WR}} + m], h, lo);
-            o[r * {{WR}} + m] = make_uint2(h, lo);
-        }
-    };
-#endif
-%   end
-    // cf += the slice in shared-memory buffer b{{bs and " (its weights split in wsp[d])" or ""}}
-    auto multiply = [&](int b{{bs and ", int d = 0" or ""}}) {
-% if bs then
-        (void)d;
-% end
+    // cf += the slice in shared-memory buffer b
+    auto multiply = [&](int b) {
         const float* const x = xs + b * {{KP * XR}} + wp0 + g8;
         const float* const w = ws + b * {{KP * WR}} + wm0 + g8;
 #if __CUDA_ARCH__ >= 800
         // 3xTF32 (lib/common.lua): the A fragments from the columns, B from the weights; the
         // slice summed apart (the tensor cores' own additions lose low bits), then added to cf
-%   if bs then
-        const uint2* const wq = wsp + d * {{KP * WR}} + wm0 + g8;
-        (void)w;
-%   else
         {{split}}
-%   end
         float sl[{{FP}}][{{FM}}][4];
 {{zero_sl}}
 #pragma unroll
@@ -517,14 +480,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #pragma unroll
             for (int j = 0; j < {{FM}}; j++)
 #pragma unroll
-%   if bs then
-                for (int r = 0; r < 2; r++) {
-                    const uint2 v = wq[(k + t4 + 4 * r) * {{WR}} + 8 * j];
-                    bh[j][r] = v.x, bl[j][r] = v.y;
-                }
-%   else
                 for (int r = 0; r < 2; r++) split(w[(k + t4 + 4 * r) * {{WR}} + 8 * j], bh[j][r], bl[j][r]);
-%   end
             {{mma3}}
         }
 #pragma unroll
@@ -673,21 +629,6 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         if (s < {{S}}) issue(s, s);
         asm volatile("cp.async.commit_group;" ::: "memory");
     }
-% if bs then
-    // bs=1: slice s+1 landed too before slice s is multiplied; its weights are split meanwhile
-    asm volatile("cp.async.wait_group {{ST - 2}};" ::: "memory");
-    __syncthreads();
-    presplit(0, 0);
-#pragma unroll 1
-    for (int s = 0; s < {{S}}; s++) {
-        asm volatile("cp.async.wait_group {{ST - 3}};" ::: "memory");
-        __syncthreads();   // slices s, s+1 landed, slice s split, for every thread; s-1's buffers are free
-        if (s + {{ST - 1}} < {{S}}) issue(s + {{ST - 1}}, (s + {{ST - 1}}) % {{ST}});
-        asm volatile("cp.async.commit_group;" ::: "memory");
-        if (s + 1 < {{S}}) presplit((s + 1) % {{ST}}, (s + 1) & 1);
-        multiply(s % {{ST}}, s & 1);
-    }
-% else
 #pragma unroll 1
     for (int s = 0; s < {{S}}; s++) {
         asm volatile("cp.async.wait_group {{ST - 2}};" ::: "memory");
@@ -696,7 +637,6 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         asm volatile("cp.async.commit_group;" ::: "memory");
         multiply(s % {{ST}});
     }
-% end
 #else
     // two buffers: the next slice is loaded into registers during the products
     float xr[{{LC}}][{{BK}}], wr[{{WL}}];
@@ -893,7 +833,7 @@ local function kernel(l, p, tc)
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.bm, p.bn, p.bk, p.tm, p.tn, p.stages) .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
-    .. (s.mma and "_tc" or "") .. (s.bs and "_bs" or "")
+    .. (s.mma and "_tc" or "")
   local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }),
     nil, p.occ)
   -- padding: kernel rows p in [pt, ylim) and columns q in [pl, xlim) are inside the
@@ -915,7 +855,7 @@ local function kernel(l, p, tc)
     name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
     BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn, ST = p.stages,
-    mma = s.mma, bs = s.bs, split = common.tf32x3_split(), loop = common.prefetch_loop(s.slices),
+    mma = s.mma, split = common.tf32x3_split(), loop = common.prefetch_loop(s.slices),
     zero_cf = s.mma and common.tf32x3_zero("cf", s.FP, s.FM, 4) or "",
     zero_sl = s.mma and common.tf32x3_zero("sl", s.FP, s.FM, 8) or "", mma3 = s.mma and common.tf32x3_mma("sl", s.FP, s.FM) or "", KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
     NT = s.threads, LC = s.LC, WL = s.WL, S = s.slices, COLS = s.COLS, P = s.P, OW = s.OW,
