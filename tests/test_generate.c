@@ -462,7 +462,7 @@ static void test_auto_rule(void)
  * a 9-wide kernel once divided by zero in conv2d_igemm_tc's slice arithmetic). For
  * every conv layer of a few specs and every conv template, for sm_90: each
  * parameter's every accepted value at least once, and every step-th candidate
- * (about 120 a template and layer), emitted; no NVRTC. */
+ * (about 60 a template and layer), emitted; no NVRTC. */
 static void test_candidates_emit(void)
 {
     const char *specs[] = {"bench/specs/zoo-bigk.yaml", "bench/specs/zoo-odd.yaml", "bench/specs/zoo-resnet-stem.yaml",
@@ -491,7 +491,7 @@ static void test_candidates_emit(void)
                 }
                 /* the values seen so far, as "name=value " words */
                 char seen[8192] = " ";
-                int step = c.n / 120 + 1;
+                int step = c.n / 60 + 1;
                 for (int i = 0; i < c.n; i++) {
                     int fresh = 0;
                     char words[512];
