@@ -433,10 +433,19 @@ static void test_auto_rule(void)
         {"bench/specs/zoo-vgg-same.yaml", "conv1_2", 0, "conv2d_igemm",
          "auto: igemm, since winograd's default tile does not fit the target: "},
         {"bench/specs/zoo-vgg-same.yaml", "conv1_2", 75, "conv2d_igemm", "shared memory"},
-        {"bench/specs/zoo-linear.yaml", "conv2", 90, "conv2d_igemm", "auto: igemm, since C = 16 > 3"},
+        /* TF32 tensor cores, C >= 16 and M >= 32: igemm_tc; on sm_75 or with fewer maps, igemm */
+        {"bench/specs/zoo-linear.yaml", "conv2", 90, "conv2d_igemm_tc",
+         "auto: igemm_tc, since the target has TF32 tensor cores (sm_90), C = 16 >= 16 and M = 40 >= 32 "
+         "(else igemm, since C = 16 > 3)"},
+        {"bench/specs/zoo-linear.yaml", "conv2", 75, "conv2d_igemm", "auto: igemm, since C = 16 > 3"},
+        {"bench/specs/zoo-linear.yaml", "conv3", 90, "conv2d_igemm", "auto: igemm, since C = 40 > 3"},
         {"bench/specs/zoo-odd.yaml", "conv2", 90, "conv2d_igemm", "auto: igemm"},
-        {"bench/specs/zoo-resnet-stem.yaml", "conv2", 90, "conv2d_igemm", "auto: igemm"},
-        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 90, "conv2d_igemm", "auto: igemm"},
+        {"bench/specs/zoo-odd.yaml", "conv3", 80, "conv2d_igemm_tc", "auto: igemm_tc"},
+        {"bench/specs/zoo-resnet-stem.yaml", "conv2", 90, "conv2d_igemm_tc", "auto: igemm_tc"},
+        {"bench/specs/zoo-resnet-stem.yaml", "stem", 90, "conv2d_igemm", "auto: igemm, since C*K*K = 147 > 64"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 90, "conv2d_igemm_tc", "auto: igemm_tc"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 0, "conv2d_igemm", "auto: igemm"},
+        {"bench/specs/zoo-bigk.yaml", "conv3", 90, "conv2d_igemm_tc", "M = 96 >= 32"},
     };
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);
