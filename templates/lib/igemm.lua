@@ -33,8 +33,8 @@
 -- (their offsets from a table in constant memory), and summed apart (the tensor cores' own additions drop low bits:
 -- without it a 1944-deep reduction ended 1.4e-5 from the CPU reference, with
 -- it 3e-7); the block's tile goes through shared memory to the epilogue.
--- Tuned on an H100, 1.18x the tuned FFMA kernel on a 7x7 layer with 32
--- channels and 64 maps and 1.05x winograd on a 5x5 one with 64 and 128; slower
+-- Tuned on an H100, 1.28x the tuned FFMA kernel on a 7x7 layer with 32
+-- channels and 64 maps and 1.18x winograd on a 5x5 one with 64 and 128; slower
 -- on the course's 16- and 24-map layers, where each split column element feeds
 -- too few maps (bench/RESULTS.md).
 -- Stride: a column's input origin is (row*stride - pad_top, col*stride - pad_left).
