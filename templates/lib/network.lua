@@ -125,8 +125,9 @@ end
 -- M >= 32: its default beat igemm's on 11 of the 13 such zoo layers that auto
 -- gave igemm (1.08-1.34x on an H100: 5x5, 7x7, 9x9, 6x6, stride-2 3x3, 1x1 with
 -- C = 256, 3x3 with C = 16), tied on one (a 1x1 layer with M = 32) and lost 3.5 %
--- on one (a 1x1 layer with C = 64, M = 256); with fewer maps it lost (M = 12,
--- 16, 24, 30: 6-32 %), and layers with fewer channels were not measured.
+-- on one (a 1x1 layer with C = 64, M = 256); with fewer maps it lost or tied
+-- (M = 12: 32 %, M = 30: 6 %, the course's M = 16: 5-10 %, M = 24: within 1 %),
+-- and layers with fewer channels were not measured.
 -- Returns the template name and the reason, for the file header.
 network.AUTO_DIRECT_MAX_C = 3
 network.AUTO_DIRECT_MAX_CKK = 64
