@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa-low.yaml (network ece408-2018fa-low)
 // layer:      conv2
 // shape:      C=12 H=33 W=33 -> M=24 K=7 -> 24x27x27
-// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash bd8c74c501b8325f)
+// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash 9244da79ea13aa27)
 // params:     bm=24 bn=256 bk=7 tm=12 tn=8 occ=1 stages=4
 // launch:     grid (N*729/256, 1, 1) where N = images, block (64, 1, 1), 31360 B shared
 // weights:    arg:transposed, bias none

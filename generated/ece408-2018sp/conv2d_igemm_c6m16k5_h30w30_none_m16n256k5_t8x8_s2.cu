@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp.yaml (network ece408-2018sp)
 // layer:      conv2
 // shape:      C=6 H=30 W=30 -> M=16 K=5 -> 16x26x26
-// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash bd8c74c501b8325f)
+// template:   conv2d_igemm (templates/conv2d_igemm.lua, hash 9244da79ea13aa27)
 // params:     bm=16 bn=256 bk=5 tm=8 tn=8 occ=1 stages=2
 // launch:     grid (N*676/256, 1, 1) where N = images, block (64, 1, 1), 10880 B shared
 // weights:    arg:transposed, bias none

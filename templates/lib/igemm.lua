@@ -204,6 +204,8 @@ local function shape(l, p, tc)
   s.WL = common.ceil_div(p.bk * p.bm, math.max(s.threads, 1))  -- weights each thread loads
   s.slices = common.ceil_div(s.R, p.bk)
   s.tail = s.free and s.R % p.bk ~= 0   -- the last slice reads zeros past the reduction
+  -- a free slice's offset table (and, with padding, its kernel rows and columns) in constant memory
+  s.const_bytes = s.free and 4 * (s.KK + p.bk) * (g.padded and 2 or 1) or 0
   s.smem = 4 * p.stages * s.KP * (s.XR + s.WR)
   if s.mma then s.smem = math.max(s.smem, 4 * p.bm * s.ER) end
   -- registers: the tile, fragments, gather pointers and weight offsets; the
@@ -245,9 +247,9 @@ local function check(l, p, tc)
   if s.free and p.bk % 8 ~= 0 then
     return string.format("bk=%d is no whole number of kernel rows or channels; such a slice must be a multiple of 8 deep", p.bk), "bk"
   end
-  if s.free and 4 * (s.KK + p.bk) * (s.g.padded and 2 or 1) > (l.const_left or common.CONST_BUDGET) then
+  if s.const_bytes > (l.const_left or common.CONST_BUDGET) then
     return string.format("bk=%d: the slices' offset table needs %d bytes of constant memory; %d are left",
-      p.bk, 4 * (s.KK + p.bk) * (s.g.padded and 2 or 1), l.const_left or common.CONST_BUDGET), "bk"
+      p.bk, s.const_bytes, l.const_left or common.CONST_BUDGET), "bk"
   end
   if s.free and l.K > 64 then
     return string.format("bk=%d: slices of no whole kernel rows take kernels up to 64 wide; K=%d", p.bk, l.K), "bk"
@@ -897,7 +899,7 @@ local function kernel(l, p, tc)
   v.wqdst = s.WR == p.bm and string.format("16 * (tid + i * %d)", s.threads)
     or string.format("wqx + i * %d", 4 * (s.threads // (p.bm // 4)) * s.WR)
   local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
-  k.const_bytes = s.free and 4 * (s.KK + p.bk) * (g.padded and 2 or 1) or 0
+  k.const_bytes = s.const_bytes
   return k
 end
 
