@@ -1,0 +1,515 @@
+-- conv2d_slide.lua — direct convolution with sliding-window reuse in registers
+-- (`strategy: slide`), every layer constant a literal.
+--
+-- A thread computes tm output maps x one row of `cols` outputs (with a fused
+-- F x F pool of stride F, max or average: F conv rows of F*cols conv outputs,
+-- `cols` pooled ones). Call them TR conv rows of TS conv columns. The reduction
+-- runs over the C*K input rows (c, p) in one loop that is not unrolled: for
+-- each, the thread holds the (TS-1)*stride + K elements under each of its conv
+-- rows in registers (the next row's already on their way: a register
+-- prefetch) and multiplies each into every output it touches, kernel columns
+-- q: a loaded element feeds up to K*tm multiply-adds. The input rows come
+-- either through L1 (each thread its own; neighbouring threads read the same
+-- rows) or, with xs=1, from shared memory, where the block stages the rows
+-- under all its outputs. The weights sit in shared memory as the runtime
+-- uploads them, transposed (C*K*K rows of M maps), `cs` channels at a time: a
+-- thread's tm maps of one (c, p, q) are one to four vector reads that every
+-- thread of a warp shares (a broadcast), each feeding 4*TR*TS FMAs.
+-- The unrolled body is K*tm*TR*TS multiply-adds: it does not grow with C.
+-- Measured on an H100 (bench/RESULTS.md), it ran the course's conv2 layers
+-- (C = 6 and 12, 16 and 24 maps), whose small C*K*K leaves an implicit GEMM's
+-- gather and slice pipeline little to amortise, 1.2-1.25x faster than conv2d_igemm;
+-- more rows a thread (the input rows of a channel in one loop, each meeting
+-- its conv rows at run-time kernel rows) lost 1.3-2x.
+-- A block holds `rows` such thread rows (images x output rows, flattened: a
+-- block may span images) of every map: rows * (M/tm) * ceil(row/cols) threads.
+-- The last thread of a row may be partial (cols need not divide the row): its
+-- columns past the row read zeros and are not stored.
+-- Padding: the input rows and columns a thread may read outside the input are
+-- known from the layer; only those get a bound check, and read 0.
+-- Epilogue: the F x F max or average, bias, activation, store; other pools
+-- (overlapping windows, the global average) leave the kernel unfused: conv +
+-- bias, then the pool template.
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+
+T.doc = "direct convolution, each input row reused from registers across a thread's maps, rows and columns"
+
+-- Most multiply-adds in the unrolled body of one input row (K*tm*TR*TS), and
+-- most registers the tile, its row of inputs and their prefetch may want.
+T.BODY_BUDGET = 4096
+local REG_BUDGET = 232
+
+-- The layer's geometry: whether the pool is fused, F (its window, 1 when none),
+-- the outputs per row and rows per image of the kernel's output.
+local function geom(l)
+  local g = common.conv_geom(l)
+  local fused = g.kind == "none" or g.tiled_pool
+  local pooled = fused and g.kind ~= "none"
+  local F = pooled and g.PK or 1
+  return g, fused, pooled, F, pooled and g.OW or g.CW, pooled and g.OH or g.CH
+end
+
+-- The shared-memory layout of a block's input rows (xs=1). The block's `rows`
+-- thread rows are consecutive in (image, row) order, so it may span images:
+-- the input rows (slots) under its first image's thread rows come first, from
+-- the first one's top, then each later image's from its own top (NFULL slots
+-- an image). A thread's conv row f meets kernel row p at slot base + f*S + p.
+-- SLOTS: the most slots any block needs (over every first row).
+local slot_memo, pitch_memo = {}, {}
+local function slots(rows, step, IR, RT)
+  local key = string.format("%d %d %d %d", rows, step, IR, RT)
+  if slot_memo[key] then return table.unpack(slot_memo[key]) end
+  local nfull = (RT - 1) * step + IR        -- under every thread row of an image
+  local most = 0
+  for o0 = 0, RT - 1 do
+    local n0 = (RT - 1 - o0) * step + IR     -- under the first image's rows from o0
+    local last = o0 + rows - 1               -- the block's last thread row, counted from image 0
+    local used
+    if last < RT then used = (last - o0) * step + IR
+    else
+      local e, o = last // RT, last % RT
+      used = n0 + (e - 1) * nfull + o * step + IR
+    end
+    if used > most then most = used end
+  end
+  slot_memo[key] = { most, nfull }
+  return most, nfull
+end
+
+-- The row pitch of the staged input: at least the columns a row's threads read
+-- (ragged last thread included), chosen among the next 32 to spread the first
+-- warp's reads of a row over the most banks (threads of one row read colstep
+-- columns apart, thread rows rowstep rows apart); and the worst bank's number
+-- of distinct words.
+local function pitch(need, G, CT, rowstep, colstep, threads)
+  local key = string.format("%d %d %d %d %d %d", need, G, CT, rowstep, colstep, threads)
+  if pitch_memo[key] then return table.unpack(pitch_memo[key]) end
+  local best, bestd
+  for wp = need, need + 31 do
+    local banks, deg = {}, 0
+    for lane = 0, math.min(32, threads) - 1 do
+      local ct, k = (lane // G) % CT, lane // (G * CT)
+      local addr = k * rowstep * wp + ct * colstep
+      local b = addr % 32
+      banks[b] = banks[b] or { n = 0 }
+      if not banks[b][addr] then
+        banks[b][addr] = true
+        banks[b].n = banks[b].n + 1
+        if banks[b].n > deg then deg = banks[b].n end
+      end
+    end
+    if not bestd or deg < bestd then best, bestd = wp, deg end
+  end
+  pitch_memo[key] = { best, bestd }
+  return best, bestd
+end
+
+-- The shape of one configuration: threads, registers, shared memory and the tile.
+local function shape(l, p)
+  local g, fused, pooled, F, RL, RH = geom(l)
+  local s = { g = g, fused = fused, pooled = pooled, F = F, RL = RL, RH = RH }
+  s.G = l.M // p.tm                        -- map groups
+  s.CT = common.ceil_div(RL, p.cols)       -- threads along an output row
+  s.RT = RH                                -- thread rows an image
+  s.threads = p.rows * s.G * s.CT
+  s.TR, s.TS = F, F * p.cols              -- conv rows and columns a thread computes
+  s.PC = (s.TS - 1) * g.S + l.K            -- input elements under a row of them
+  s.IR = (s.TR - 1) * g.S + l.K            -- input rows under them, a channel
+  s.acc = p.tm * s.TR * s.TS
+  s.body = l.K * s.acc
+  s.vec = (p.tm % 4 == 0 and l.M % 4 == 0) and 4 or (p.tm % 2 == 0 and l.M % 2 == 0) and 2 or 1
+  -- the tile, its rows of inputs and their prefetch, a weight vector and about
+  -- 24 for addresses and indices
+  s.regs = s.acc + (1 + p.pf) * s.TR * s.PC + s.vec + 24
+  s.xfloats, s.conflicts = 0, 1
+  if p.xs == 1 then
+    s.SLOTS, s.NFULL = slots(p.rows, s.TR * g.S, s.IR, s.RT)
+    s.WP, s.conflicts = pitch((s.CT * s.TS - 1) * g.S + l.K, s.G, s.CT, s.TR * g.S, s.TS * g.S, s.threads)
+    s.xfloats = p.cs * s.SLOTS * s.WP
+  end
+  s.wfloats = p.cs * l.K * l.K * l.M
+  s.smem = 4 * (s.xfloats + s.wfloats)
+  return s
+end
+
+-- The preferred configuration: the cheapest (T.cost) over tm, cols and rows
+-- at the other defaults, worked out once a layer.
+local preferred = setmetatable({}, { __mode = "k" })
+local function prefer(l)
+  if preferred[l] then return preferred[l] end
+  local best, bestc
+  local _, _, _, _, RL = geom(l)
+  for _, tm in ipairs(common.divisors(l.M, 32)) do
+    for cols = 1, math.min(16, RL) do
+      for _, rows in ipairs({ 8, 16, 32 }) do
+        local p = { tm = tm, cols = cols, rows = rows, xs = 0, pf = 1, occ = 1 }
+        p.cs = T.default_cs(l, p)
+        if not T.check(l, p) then
+          local c = T.cost(l, p)
+          if not bestc or c < bestc then best, bestc = p, c end
+        end
+      end
+    end
+  end
+  preferred[l] = best or { tm = 1, cols = 1, rows = 8, cs = 1, xs = 0, pf = 1, occ = 1 }
+  return preferred[l]
+end
+
+-- The most channels one stage may hold: all C where their weights (and staged
+-- input rows) fit the target's shared memory, at most 64 KiB, so that several
+-- blocks share an SM (measured on an H100: one stage of every channel beat
+-- two or more on both course layers), else the largest divisor of C that fits.
+function T.default_cs(l, p)
+  local q = {}
+  for k, v in pairs(p) do q[k] = v end
+  local d = common.divisors(l.C)
+  for i = #d, 1, -1 do
+    q.cs = d[i]
+    if shape(l, q).smem <= math.min(common.max_shared(l), 64 * 1024) then return d[i] end
+  end
+  return 1
+end
+
+T.params = {
+  { name = "tm", doc = "output maps per thread; divides M",
+    legal = function(l) return common.divisors(l.M, 32) end,
+    default = function(l) return prefer(l).tm end },
+  { name = "cols", doc = "outputs (pooled outputs when pooling) per thread along a row",
+    legal = function(l)
+      local _, _, _, _, RL = geom(l)
+      return common.multiples(1, 1, math.min(16, RL))
+    end,
+    default = function(l) return prefer(l).cols end },
+  { name = "rows", doc = "thread rows (of any image) per block",
+    legal = function(_) return { 1, 2, 4, 8, 16, 32, 64 } end,
+    default = function(l) return prefer(l).rows end },
+  { name = "cs", doc = "input channels whose weights (and staged input rows) shared memory holds at a time; divides C",
+    legal = function(l) return common.divisors(l.C) end,
+    default = function(l) return prefer(l).cs end },
+  { name = "xs", doc = "1: stage the block's input rows in shared memory; 0: each thread reads its own through L1",
+    legal = function(_) return { 0, 1 } end,
+    default = function(_) return 0 end },
+  { name = "pf", doc = "1: load the next input row during this row's products",
+    legal = function(_) return { 0, 1 } end,
+    default = function(_) return 1 end },
+  common.occ_param({ 1, 2, 3, 4 }),
+}
+
+function T.check(l, p)
+  local s = shape(l, p)
+  if p.cols > s.RL then
+    return string.format("cols=%d is longer than the output row of %d", p.cols, s.RL), "cols"
+  end
+  if s.threads > common.MAX_THREADS then
+    return string.format("rows*(M/tm)*ceil(row/cols) = %d threads; a block has at most %d",
+      s.threads, common.MAX_THREADS), "rows"
+  end
+  if s.body > T.BODY_BUDGET then
+    return string.format("K*tm*(conv outputs a thread) = %d unrolled multiply-adds an input row; the budget is %d",
+      s.body, T.BODY_BUDGET), "tm"
+  end
+  if s.regs > REG_BUDGET then
+    return string.format("the %d accumulators and %d input elements need about %d registers a thread; at most %d",
+      s.acc, (1 + p.pf) * s.TR * s.PC, s.regs, REG_BUDGET), "tm"
+  end
+  if s.smem > common.max_shared(l) then
+    return string.format("cs=%d stages %d bytes of %sweights in shared memory; at most %d fit",
+      p.cs, s.smem, p.xs == 1 and "input rows and " or "", common.max_shared(l)), "cs"
+  end
+  local why, blame = common.check_occ(l, p.occ, s.threads, s.regs, s.smem, "the tile and its inputs")
+  if why then return why, blame end
+  return nil
+end
+
+-- The cost model (common.cost): a thread issues, per input row (c, p), TR*PC
+-- reads (from shared memory slowed by the pitch's bank conflicts; through L1
+-- they count twice: a warp's lanes read several rows), K*tm/vec weight reads
+-- and K*tm*TR*TS FMAs; a block stages its
+-- weights (and input rows: a load, a store and some indexing a word, the
+-- indexing shared by a stage's channels) once per `cs` channels behind two
+-- barriers; partial threads compute their missing outputs all the same.
+-- Without the prefetch each row's reads are waited for. A thread tile is about
+-- acc/32 chains of work.
+function T.cost(l, p)
+  local s = shape(l, p)
+  local per_c = l.K * (s.TR * s.PC * (p.xs == 1 and s.conflicts or 2) + l.K * (p.tm // s.vec) + s.body + 6)
+  local stages = l.C // p.cs
+  local staged = p.xs == 1 and s.SLOTS * s.WP * (12 + 2 * p.cs) or 0
+  local stage = (staged + 2 * s.wfloats) // s.threads + 40
+  local instr = l.C * per_c + stages * stage + 40 + s.acc
+  local blocks = common.ceil_div(common.cost.images(l) * s.RT, p.rows)
+  local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
+  if conc == 0 then return math.huge end
+  local ilp = math.max(1, math.min(4, s.acc // 32))
+  local warps = common.ceil_div(s.threads, 32)
+  local clocks = seq * warps * instr / 4 / common.cost.busy(conc, s.threads, ilp)
+  if p.pf == 0 then clocks = clocks * 1.1 end
+  return clocks * common.cost.spills(squeezed)
+end
+
+local source = engine.compile([[
+// A block: output rows task0 .. task0+{{rows - 1}} (task = image * {{RT}} + output row), every map;
+// {{G}} map group(s) x {{CT}} thread(s) a row: {{threads}} threads; a thread: {{tm}} maps x {{TR}} conv
+// row(s) x {{TS}} conv columns, from {{TR}} x {{PC}} input elements an input row (c, p).
+% if xsm then
+// Shared memory, {{cs}} channel(s) at a time ({{smem}} B): xs[{{cs}}][{{SLOTS}}][{{WP}}] the block's input rows
+// (zero outside the input), ws[{{cs}} * {{K * K}}][{{M}}] their weights (transposed by the runtime)
+% else
+// Input rows from global memory (through L1); shared memory ({{smem}} B): ws[{{cs}} * {{K * K}}][{{M}}],
+// the weights of {{cs}} channel(s) at a time (transposed by the runtime)
+% end
+extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
+{{name}}(const float* __restrict__ in, float* __restrict__ out,
+{{pad}} const float* __restrict__ w_arg, const float* __restrict__ b_arg, int n)
+{
+    extern __shared__ float4 smem4[];
+% if xsm then
+    float* const xs = reinterpret_cast<float*>(smem4);
+    float* const ws = xs + {{xfloats}};
+% else
+    float* const ws = reinterpret_cast<float*>(smem4);
+% end
+    const int tid = threadIdx.x;
+    const int grp = tid % {{G}};                  // maps grp*{{tm}} .. +{{tm - 1}}
+    const int ct = (tid / {{G}}) % {{CT}};        // output columns ct*{{cols}} .. +{{cols - 1}}
+    const int task0 = blockIdx.x * {{rows}};
+    const int task = task0 + tid / {{G * CT}};
+    // threads past the batch stage with the others, then store nothing
+    const bool live = task < n * {{RT}};
+% if xsm then
+    const int img0 = task0 / {{RT}}, trow0 = task0 - img0 * {{RT}};
+    const int img = task / {{RT}}, trow = task - img * {{RT}};
+    // slots under the first image's thread rows; this thread's first slot
+    const int n0 = ({{RT - 1}} - trow0) * {{TR * S}} + {{IR}};
+    const int base = img == img0 ? (trow - trow0) * {{TR * S}} : n0 + (img - img0 - 1) * {{NFULL}} + trow * {{TR * S}};
+    const float* const xt = xs + base * {{WP}} + ct * {{TS * S}};
+% else
+    const int at = live ? task : 0;
+    const int img = at / {{RT}}, trow = at - img * {{RT}};
+    // the tile's first input row and column (negative in the padding)
+    const int iy0 = trow * {{TR * S}} - {{pt}}, ix0 = ct * {{TS * S}} - {{pl}};
+    const float* const xt = in + img * {{C * H * W}} + iy0 * {{W}} + ix0;
+% end
+    (void)b_arg;
+
+    // stage channels c0 .. c0+{{cs - 1}}: {{xsm and "input rows (slot -> image, input row) and " or ""}}weights
+    auto stage = [&](int c0) {
+% if xsm then
+        for (int i = tid; i < {{SLOTS * WP}}; i += {{threads}}) {
+            const int slot = i / {{WP}}, col = i - slot * {{WP}};
+            int im, iy;
+            if (slot < n0) im = img0, iy = trow0 * {{TR * S}} - {{pt}} + slot;
+            else {
+                const int e = (slot - n0) / {{NFULL}};
+                im = img0 + 1 + e, iy = slot - n0 - e * {{NFULL}} - {{pt}};
+            }
+            const int ix = col - {{pl}};
+            const bool ok = im < n && (unsigned)iy < {{H}}u && (unsigned)ix < {{W}}u;
+            const float* const src = in + (ok ? im * {{C * H * W}} + c0 * {{H * W}} + iy * {{W}} + ix : 0);
+#pragma unroll
+            for (int cl = 0; cl < {{cs}}; cl++) xs[cl * {{SLOTS * WP}} + i] = ok ? __ldg(src + cl * {{H * W}}) : 0.0f;
+        }
+% end
+% if wvec then
+        const float4* const wsrc = reinterpret_cast<const float4*>(w_arg + c0 * {{K * K * M}});
+        for (int i = tid; i < {{wfloats // 4}}; i += {{threads}}) smem4[{{xfloats // 4}} + i] = __ldg(wsrc + i);
+% else
+        const float* const wsrc = w_arg + c0 * {{K * K * M}};
+        for (int i = tid; i < {{wfloats}}; i += {{threads}}) ws[i] = __ldg(wsrc + i);
+% end
+    };
+
+% if xsm then
+    // element j under conv row f at input row r = (channel of the stage, kernel row p)
+    auto load = [&](float (&v)[{{TR}}][{{PC}}], int r) {
+        const int c = r / {{K}}, p = r - c * {{K}};
+        const float* const xr = xt + (c * {{SLOTS}} + p) * {{WP}};
+#pragma unroll
+        for (int f = 0; f < {{TR}}; f++)
+#pragma unroll
+            for (int j = 0; j < {{PC}}; j++) v[f][j] = xr[f * {{S * WP}} + j];
+    };
+% else
+    // element j under conv row f at input row r = (channel c, kernel row p); 0 outside the input
+    auto load = [&](float (&v)[{{TR}}][{{PC}}], int r) {
+        const int c = r / {{K}}, p = r - c * {{K}};
+        const float* const xr = xt + c * {{H * W}} + p * {{W}};
+#pragma unroll
+        for (int f = 0; f < {{TR}}; f++) {
+%   if rowcheck then
+            const bool rok = (unsigned)(iy0 + p + f * {{S}}) < {{H}}u;
+%   end
+#pragma unroll
+            for (int j = 0; j < {{PC}}; j++) v[f][j] = {{okexpr}}__ldg(xr + f * {{S * W}} + j){{okend}};
+        }
+    };
+% end
+
+    float acc[{{tm}}][{{TR}}][{{TS}}];
+#pragma unroll
+    for (int m = 0; m < {{tm}}; m++)
+#pragma unroll
+        for (int f = 0; f < {{TR}}; f++)
+#pragma unroll
+            for (int s = 0; s < {{TS}}; s++) acc[m][f][s] = 0.0f;
+
+    float v[{{TR}}][{{PC}}];
+% if pf == 1 then
+    float vn[{{TR}}][{{PC}}];
+% end
+% if stages == 1 then
+    stage(0);
+    __syncthreads();
+% end
+% if stages == 1 or not xsm then
+    load(v, 0);
+% end
+    // one loop over the C*K input rows (c, p); a loop nest here was unrolled by nvcc 13
+#pragma unroll 1
+    for (int r = 0; r < {{C * K}}; r++) {
+% if stages > 1 then
+        const int rl = r % {{cs * K}};   // the row within its stage
+        if (rl == 0) {
+            __syncthreads();   // every thread is done with the previous stage
+            stage(r / {{K}});
+            __syncthreads();
+%   if xsm then
+            load(v, 0);
+%   end
+        }
+% else
+        const int rl = r;
+% end
+% if pf == 1 then
+        load(vn, {{next}} < {{last_row}} ? {{next}} : {{next}} - 1);
+% end
+        const float* const wr = ws + rl * {{K * M}} + grp * {{tm}};
+#pragma unroll
+        for (int q = 0; q < {{K}}; q++) {
+#pragma unroll
+            for (int m = 0; m < {{tm}}; m += {{vec}}) {
+% if vec == 4 then
+                const float4 t = *reinterpret_cast<const float4*>(wr + q * {{M}} + m);
+                const float wv[4] = { t.x, t.y, t.z, t.w };
+% elseif vec == 2 then
+                const float2 t = *reinterpret_cast<const float2*>(wr + q * {{M}} + m);
+                const float wv[2] = { t.x, t.y };
+% else
+                const float wv[1] = { wr[q * {{M}} + m] };
+% end
+#pragma unroll
+                for (int u = 0; u < {{vec}}; u++)
+#pragma unroll
+                    for (int f = 0; f < {{TR}}; f++)
+#pragma unroll
+                        for (int s = 0; s < {{TS}}; s++)
+                            acc[m + u][f][s] = fmaf(wv[u], v[f][s * {{S}} + q], acc[m + u][f][s]);
+            }
+        }
+% if pf == 1 then
+#pragma unroll
+        for (int f = 0; f < {{TR}}; f++)
+#pragma unroll
+            for (int j = 0; j < {{PC}}; j++) v[f][j] = vn[f][j];
+% else
+        if ({{next}} < {{last_row}}) load(v, {{next}});
+% end
+        // a compiler barrier: without it nvcc 13 unrolls this loop whole when
+        // nothing else in it (a stage's barriers) stops it, pragma or not
+        asm volatile("" ::: "memory");
+    }
+
+    // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store
+    if (!live) return;
+    float* const y = out + img * {{M * OH * OW}} + grp * {{tm * OH * OW}} + trow * {{OW}} + ct * {{cols}};
+#pragma unroll
+    for (int m = 0; m < {{tm}}; m++) {
+% if bias then
+        const float b = __ldg(b_arg + grp * {{tm}} + m);
+% end
+#pragma unroll
+        for (int s = 0; s < {{cols}}; s++) {
+% if pooled and pool_kind == "max" then
+            float a = acc[m][0][s * {{F}}];
+#pragma unroll
+            for (int f = 0; f < {{F}}; f++)
+#pragma unroll
+                for (int d = 0; d < {{F}}; d++) a = fmaxf(a, acc[m][f][s * {{F}} + d]);
+            const float val = {{act("a" .. (bias and " + b" or ""))}};
+% elseif pooled then
+            float a = 0.0f;
+#pragma unroll
+            for (int f = 0; f < {{F}}; f++)
+#pragma unroll
+                for (int d = 0; d < {{F}}; d++) a += {{act("acc[m][f][s * " .. F .. " + d]" .. (bias and " + b" or ""))}};
+            const float val = a * {{inv}};
+% else
+            const float val = {{act("acc[m][0][s]" .. (bias and " + b" or ""))}};
+% end
+% if ragged then
+            if (s < {{last}} || ct < {{CT - 1}}) y[m * {{OH * OW}} + s] = val;
+% else
+            y[m * {{OH * OW}} + s] = val;
+% end
+        }
+    }
+}
+]], "conv2d_slide")
+
+function T.kernel(l, p)
+  local s = shape(l, p)
+  local g = s.g
+  local act = s.fused and l.act or "none"
+  local OH, OW = s.RH, s.RL
+  -- reading through L1: an input row lies outside the input where the padding
+  -- or a partial last pool window reaches past it; columns j may fall left of
+  -- the input (j < pl) or right of it (the last thread's origin plus j at or
+  -- past W); only those are tested
+  local rowcheck = g.pt > 0 or (s.RT * s.TR - 1) * g.S + l.K - g.pt > l.H
+  local maxx = (s.CT - 1) * s.TS * g.S - g.pl
+  local conds = {}
+  if rowcheck then conds[#conds + 1] = "rok" end
+  if g.pl > 0 then conds[#conds + 1] = string.format("(j >= %d || ix0 + j >= 0)", g.pl) end
+  if maxx + s.PC > l.W then conds[#conds + 1] = string.format("(j < %d || ix0 + j < %d)", l.W - maxx, l.W) end
+  local okexpr, okend = "", ""
+  if #conds > 0 then okexpr, okend = "(" .. table.concat(conds, " && ") .. ") ? ", " : 0.0f" end
+  local xsm = p.xs == 1
+  local name = string.format("conv2d_slide_c%dm%dk%d_h%dw%d%s_%s%s%s_t%dx%dr%dc%dx%dp%do%d",
+    l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
+    p.tm, p.cols, p.rows, p.cs, p.xs, p.pf, p.occ)
+  local v = {
+    name = name, pad = string.rep(" ", #name),
+    C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, S = g.S, pt = g.pt, pl = g.pl,
+    tm = p.tm, cols = p.cols, rows = p.rows, cs = p.cs, pf = p.pf, occ = p.occ,
+    G = s.G, CT = s.CT, RT = s.RT, F = s.F, TR = s.TR, TS = s.TS, PC = s.PC, IR = s.IR, threads = s.threads,
+    SLOTS = s.SLOTS, NFULL = s.NFULL, WP = s.WP,
+    xfloats = s.xfloats, wfloats = s.wfloats, smem = s.smem, wvec = s.xfloats % 4 == 0 and s.wfloats % 4 == 0,
+    vec = s.vec, stages = l.C // p.cs, OH = OH, OW = OW,
+    xsm = xsm, next = xsm and "rl + 1" or "r + 1", last_row = xsm and p.cs * l.K or l.C * l.K,
+    rowcheck = rowcheck, okexpr = okexpr, okend = okend,
+    ragged = s.CT * p.cols > s.RL, last = s.RL - (s.CT - 1) * p.cols,
+    pooled = s.pooled, pool_kind = g.kind, inv = string.format("%.9ef", 1.0 / (s.F * s.F)),
+    pool_doc = not s.pooled and "" or (g.kind .. " over " .. s.F .. "x" .. s.F .. ", "),
+    bias = l.bias, actname = act,
+    act = function(e) return common.act(act, e) end,
+  }
+  return {
+    name = name,
+    args = "in,out,weights,bias,n",
+    source = source(v),
+    grid = { common.batch_dim(s.RT, p.rows), 1, 1 },
+    block = { s.threads, 1, 1 },
+    shared = s.smem,
+    weights = "arg:transposed",
+    bias = l.bias and "arg" or "none",
+    out_elems = l.M * OH * OW,
+    shape = common.conv_shape(l, g, act, s.pooled, l.M, OH, OW),
+    fused = s.fused,
+  }
+end
+
+return T
