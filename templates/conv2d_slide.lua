@@ -20,7 +20,9 @@
 -- (C = 6 and 12, 16 and 24 maps), whose small C*K*K leaves an implicit GEMM's
 -- gather and slice pipeline little to amortise, 1.2-1.25x faster than conv2d_igemm;
 -- more rows a thread (the input rows of a channel in one loop, each meeting
--- its conv rows at run-time kernel rows) lost 1.3-2x.
+-- its conv rows at run-time kernel rows) lost 1.3-2x, and so did warps whose
+-- threads share a column tile (a partial last tile in its own shorter code,
+-- but each read through L1 spread over 16 rows instead of about 5).
 -- A block holds `rows` such thread rows (images x output rows, flattened: a
 -- block may span images) of every map: rows * (M/tm) * ceil(row/cols) threads.
 -- The last thread of a row may be partial (cols need not divide the row): its
@@ -38,8 +40,8 @@ local T = {}
 
 T.doc = "direct convolution, each input row reused from registers across a thread's maps, rows and columns"
 
--- Most multiply-adds in the unrolled body of one input row (K*tm*TR*TS), and
--- most registers the tile, its row of inputs and their prefetch may want.
+-- Most multiply-adds in the unrolled body of the loop (K*tm*TR*TS an input
+-- row), and most registers the tile, its rows of inputs and their prefetch may want.
 T.BODY_BUDGET = 4096
 local REG_BUDGET = 232
 
@@ -124,7 +126,7 @@ local function shape(l, p)
   s.vec = (p.tm % 4 == 0 and l.M % 4 == 0) and 4 or (p.tm % 2 == 0 and l.M % 2 == 0) and 2 or 1
   -- the tile, its rows of inputs and their prefetch, a weight vector and about
   -- 24 for addresses and indices
-  s.regs = s.acc + (1 + p.pf) * s.TR * s.PC + s.vec + 24
+  s.regs = s.acc + (p.pf >= 1 and 2 or 1) * s.TR * s.PC + s.vec + 24
   s.xfloats, s.conflicts = 0, 1
   if p.xs == 1 then
     s.SLOTS, s.NFULL = slots(p.rows, s.TR * g.S, s.IR, s.RT)
@@ -146,7 +148,7 @@ local function prefer(l)
   for _, tm in ipairs(common.divisors(l.M, 32)) do
     for cols = 1, math.min(16, RL) do
       for _, rows in ipairs({ 8, 16, 32 }) do
-        local p = { tm = tm, cols = cols, rows = rows, xs = 0, pf = 1, occ = 1 }
+        local p = { tm = tm, cols = cols, rows = rows, xs = 0, pf = 2, occ = 1 }
         p.cs = T.default_cs(l, p)
         if not T.check(l, p) then
           local c = T.cost(l, p)
@@ -155,7 +157,7 @@ local function prefer(l)
       end
     end
   end
-  preferred[l] = best or { tm = 1, cols = 1, rows = 8, cs = 1, xs = 0, pf = 1, occ = 1 }
+  preferred[l] = best or { tm = 1, cols = 1, rows = 8, cs = 1, xs = 0, pf = 2, occ = 1 }
   return preferred[l]
 end
 
@@ -193,10 +195,10 @@ T.params = {
   { name = "xs", doc = "1: stage the block's input rows in shared memory; 0: each thread reads its own through L1",
     legal = function(_) return { 0, 1 } end,
     default = function(_) return 0 end },
-  { name = "pf", doc = "1: load the next input row during this row's products",
-    legal = function(_) return { 0, 1 } end,
-    default = function(_) return 1 end },
-  common.occ_param({ 1, 2, 3, 4 }),
+  { name = "pf", doc = "1: load the next input row during this row's products; 2: the same, two rows an iteration in registers taken in turn",
+    legal = function(_) return { 0, 1, 2 } end,
+    default = function(_) return 2 end },
+  common.occ_param({ 1, 2, 3, 4, 5, 6, 8 }),   -- blocks are small: up to 8 of them may share an SM
 }
 
 function T.check(l, p)
@@ -208,17 +210,21 @@ function T.check(l, p)
     return string.format("rows*(M/tm)*ceil(row/cols) = %d threads; a block has at most %d",
       s.threads, common.MAX_THREADS), "rows"
   end
-  if s.body > T.BODY_BUDGET then
-    return string.format("K*tm*(conv outputs a thread) = %d unrolled multiply-adds an input row; the budget is %d",
-      s.body, T.BODY_BUDGET), "tm"
+  local unrolled = s.body * (p.pf == 2 and 2 or 1)
+  if unrolled > T.BODY_BUDGET then
+    return string.format("K*tm*(conv outputs a thread)%s = %d unrolled multiply-adds; the budget is %d",
+      p.pf == 2 and "*2 rows" or "", unrolled, T.BODY_BUDGET), p.pf == 2 and "pf" or "tm"
   end
   if s.regs > REG_BUDGET then
     return string.format("the %d accumulators and %d input elements need about %d registers a thread; at most %d",
-      s.acc, (1 + p.pf) * s.TR * s.PC, s.regs, REG_BUDGET), "tm"
+      s.acc, (p.pf >= 1 and 2 or 1) * s.TR * s.PC, s.regs, REG_BUDGET), "tm"
   end
   if s.smem > common.max_shared(l) then
     return string.format("cs=%d stages %d bytes of %sweights in shared memory; at most %d fit",
       p.cs, s.smem, p.xs == 1 and "input rows and " or "", common.max_shared(l)), "cs"
+  end
+  if p.pf == 2 and l.C > p.cs and (p.cs * l.K) % 2 == 1 then
+    return string.format("pf=2 takes input rows two at a time, and a stage of cs=%d channels has %d", p.cs, p.cs * l.K), "pf"
   end
   local why, blame = common.check_occ(l, p.occ, s.threads, s.regs, s.smem, "the tile and its inputs")
   if why then return why, blame end
@@ -228,7 +234,7 @@ end
 -- The cost model (common.cost): a thread issues, per input row (c, p), TR*PC
 -- reads (from shared memory slowed by the pitch's bank conflicts; through L1
 -- they count twice: a warp's lanes read several rows), K*tm/vec weight reads
--- and K*tm*TR*TS FMAs; a block stages its
+-- and K*tm*TR*TS FMAs (and with pf=1 TR*PC moves); a block stages its
 -- weights (and input rows: a load, a store and some indexing a word, the
 -- indexing shared by a stage's channels) once per `cs` channels behind two
 -- barriers; partial threads compute their missing outputs all the same.
@@ -236,7 +242,8 @@ end
 -- acc/32 chains of work.
 function T.cost(l, p)
   local s = shape(l, p)
-  local per_c = l.K * (s.TR * s.PC * (p.xs == 1 and s.conflicts or 2) + l.K * (p.tm // s.vec) + s.body + 6)
+  local copy = p.pf == 1 and s.TR * s.PC or 0   -- pf=1 moves the prefetched row into place
+  local per_c = l.K * (s.TR * s.PC * (p.xs == 1 and s.conflicts or 2) + l.K * (p.tm // s.vec) + s.body + copy + 6)
   local stages = l.C // p.cs
   local staged = p.xs == 1 and s.SLOTS * s.WP * (12 + 2 * p.cs) or 0
   local stage = (staged + 2 * s.wfloats) // s.threads + 40
@@ -299,6 +306,9 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
     // stage channels c0 .. c0+{{cs - 1}}: {{xsm and "input rows (slot -> image, input row) and " or ""}}weights
     auto stage = [&](int c0) {
 % if xsm then
+        // (loops kept rolled: unrolled, their loads in flight took registers
+        // beside the accumulators of a stage after the first)
+#pragma unroll 1
         for (int i = tid; i < {{SLOTS * WP}}; i += {{threads}}) {
             const int slot = i / {{WP}}, col = i - slot * {{WP}};
             int im, iy;
@@ -316,12 +326,27 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 % end
 % if wvec then
         const float4* const wsrc = reinterpret_cast<const float4*>(w_arg + c0 * {{K * K * M}});
+#pragma unroll 1
         for (int i = tid; i < {{wfloats // 4}}; i += {{threads}}) smem4[{{xfloats // 4}} + i] = __ldg(wsrc + i);
 % else
         const float* const wsrc = w_arg + c0 * {{K * K * M}};
+#pragma unroll 1
         for (int i = tid; i < {{wfloats}}; i += {{threads}}) ws[i] = __ldg(wsrc + i);
 % end
     };
+
+    float acc[{{tm}}][{{TR}}][{{TS}}];
+#pragma unroll
+    for (int m = 0; m < {{tm}}; m++)
+#pragma unroll
+        for (int f = 0; f < {{TR}}; f++)
+#pragma unroll
+            for (int s = 0; s < {{TS}}; s++) acc[m][f][s] = 0.0f;
+
+% if stages == 1 then
+    stage(0);
+    __syncthreads();
+% end
 
 % if xsm then
     // element j under conv row f at input row r = (channel of the stage, kernel row p)
@@ -349,44 +374,8 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
     };
 % end
 
-    float acc[{{tm}}][{{TR}}][{{TS}}];
-#pragma unroll
-    for (int m = 0; m < {{tm}}; m++)
-#pragma unroll
-        for (int f = 0; f < {{TR}}; f++)
-#pragma unroll
-            for (int s = 0; s < {{TS}}; s++) acc[m][f][s] = 0.0f;
-
-    float v[{{TR}}][{{PC}}];
-% if pf == 1 then
-    float vn[{{TR}}][{{PC}}];
-% end
-% if stages == 1 then
-    stage(0);
-    __syncthreads();
-% end
-% if stages == 1 or not xsm then
-    load(v, 0);
-% end
-    // one loop over the C*K input rows (c, p); a loop nest here was unrolled by nvcc 13
-#pragma unroll 1
-    for (int r = 0; r < {{C * K}}; r++) {
-% if stages > 1 then
-        const int rl = r % {{cs * K}};   // the row within its stage
-        if (rl == 0) {
-            __syncthreads();   // every thread is done with the previous stage
-            stage(r / {{K}});
-            __syncthreads();
-%   if xsm then
-            load(v, 0);
-%   end
-        }
-% else
-        const int rl = r;
-% end
-% if pf == 1 then
-        load(vn, {{next}} < {{last_row}} ? {{next}} : {{next}} - 1);
-% end
+    // acc += the products of the stage's input row rl, its elements in x
+    auto mul = [&](const float (&x)[{{TR}}][{{PC}}], int rl) {
         const float* const wr = ws + rl * {{K * M}} + grp * {{tm}};
 #pragma unroll
         for (int q = 0; q < {{K}}; q++) {
@@ -407,15 +396,53 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
                     for (int f = 0; f < {{TR}}; f++)
 #pragma unroll
                         for (int s = 0; s < {{TS}}; s++)
-                            acc[m + u][f][s] = fmaf(wv[u], v[f][s * {{S}} + q], acc[m + u][f][s]);
+                            acc[m + u][f][s] = fmaf(wv[u], x[f][s * {{S}} + q], acc[m + u][f][s]);
             }
         }
-% if pf == 1 then
+    };
+
+    float v[{{TR}}][{{PC}}];
+% if pf >= 1 then
+    float vn[{{TR}}][{{PC}}];
+% end
+% if stages == 1 or not xsm then
+    load(v, 0);
+% end
+    // one loop over the C*K input rows (c, p), {{step}} an iteration; a loop nest here was unrolled by nvcc 13
+#pragma unroll 1
+    for (int r = 0; r < {{C * K}}; r += {{step}}) {
+% if stages > 1 then
+        const int rl = r % {{cs * K}};   // the row within its stage
+        if (rl == 0) {
+            __syncthreads();   // every thread is done with the previous stage
+            stage(r / {{K}});
+            __syncthreads();
+%   if xsm then
+            load(v, 0);
+%   end
+        }
+% else
+        const int rl = r;
+% end
+% if pf == 2 then
+        // row rl from v while row rl+1 arrives in vn, then rl+1 from vn while rl+2 arrives in v
+        load(vn, {{next}} < {{last_row}} ? {{next}} : {{next}} - 1);
+        mul(v, rl);
+        if ({{next2}} < {{last_row}}) load(v, {{next2}});
+%   if (C * K) % 2 == 1 then
+        if (r + 1 < {{C * K}}) mul(vn, rl + 1);
+%   else
+        mul(vn, rl + 1);
+%   end
+% elseif pf == 1 then
+        load(vn, {{next}} < {{last_row}} ? {{next}} : {{next}} - 1);
+        mul(v, rl);
 #pragma unroll
         for (int f = 0; f < {{TR}}; f++)
 #pragma unroll
             for (int j = 0; j < {{PC}}; j++) v[f][j] = vn[f][j];
 % else
+        mul(v, rl);
         if ({{next}} < {{last_row}}) load(v, {{next}});
 % end
         // a compiler barrier: without it nvcc 13 unrolls this loop whole when
@@ -489,7 +516,8 @@ function T.kernel(l, p)
     SLOTS = s.SLOTS, NFULL = s.NFULL, WP = s.WP,
     xfloats = s.xfloats, wfloats = s.wfloats, smem = s.smem, wvec = s.xfloats % 4 == 0 and s.wfloats % 4 == 0,
     vec = s.vec, stages = l.C // p.cs, OH = OH, OW = OW,
-    xsm = xsm, next = xsm and "rl + 1" or "r + 1", last_row = xsm and p.cs * l.K or l.C * l.K,
+    xsm = xsm, next = xsm and "rl + 1" or "r + 1", next2 = xsm and "rl + 2" or "r + 2",
+    last_row = xsm and p.cs * l.K or l.C * l.K, step = p.pf == 2 and 2 or 1,
     rowcheck = rowcheck, okexpr = okexpr, okend = okend,
     ragged = s.CT * p.cols > s.RL, last = s.RL - (s.CT - 1) * p.cols,
     pooled = s.pooled, pool_kind = g.kind, inv = string.format("%.9ef", 1.0 / (s.F * s.F)),
