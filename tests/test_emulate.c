@@ -10,7 +10,8 @@
  * already passed), the networks of padding, stride and the pools (issue 12) and
  * layers-winograd and layers-winograd-f (conv2d_winograd on the layer shapes and
  * tile sizes it serves), layers-igemm-tc (conv2d_igemm_tc's tiling, staging and
- * epilogue, its products without tensor cores). For local
+ * epilogue, its products without tensor cores), layers-slide (conv2d_slide's
+ * both input paths, prefetches, partial tiles, strides, pads and pools). For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone.
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
 #include "check.h"
@@ -310,7 +311,8 @@ int main(void)
     const char *specs[] = {"specs/example-conv.yaml", "tests/gpu/layers-direct.yaml", "tests/gpu/layers-igemm.yaml",
                            "tests/gpu/layers-more.yaml", "tests/gpu/layers-gavg.yaml", "tests/gpu/layers-gavg-wide.yaml",
                            "tests/gpu/layers-winograd.yaml", "tests/gpu/layers-winograd-f.yaml",
-                           "tests/gpu/layers-igemm-tc.yaml", "tests/gpu/layers-slices-tc.yaml"};
+                           "tests/gpu/layers-igemm-tc.yaml", "tests/gpu/layers-slices-tc.yaml",
+                           "tests/gpu/layers-slide.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");
     if (one && *one)
         emulate(one, dir);

@@ -475,8 +475,8 @@ static void test_auto_rule(void)
 static void test_candidates_emit(void)
 {
     const char *specs[] = {"bench/specs/zoo-bigk.yaml", "bench/specs/zoo-odd.yaml", "bench/specs/zoo-resnet-stem.yaml",
-                           "specs/ece408-2018fa.yaml", "tests/gpu/layers-slices-tc.yaml"};
-    const char *tpls[] = {"conv2d_direct", "conv2d_igemm", "conv2d_igemm_tc", "conv2d_winograd"};
+                           "specs/ece408-2018fa.yaml", "tests/gpu/layers-slices-tc.yaml", "tests/gpu/layers-slide.yaml"};
+    const char *tpls[] = {"conv2d_direct", "conv2d_igemm", "conv2d_igemm_tc", "conv2d_slide", "conv2d_winograd"};
     cg_target tg;
     cg_target_default(&tg);
     tg.cc = 90, tg.max_shared_optin = 227 * 1024;

@@ -6,7 +6,9 @@
  * (their pool kernels are compiled too), plus NWINO stride-1 shapes (K 2..7) forced
  * to `strategy: winograd` (its default configuration), plus NMMA shapes of
  * issue 12's kinds forced to `strategy: igemm_tc` (its default configuration,
- * generated for sm_90: it needs tensor cores), each a one-conv
+ * generated for sm_90: it needs tensor cores), plus NSLIDE shapes of issue 12's
+ * kinds whose one channel of weights fits 48 KiB (M*K*K <= 12288) forced to
+ * `strategy: slide` (its default configuration), each a one-conv
  * network (conv, fc 10, softmax) with NO strategy key (but the winograd ones) and no params, so the
  * generator's default for the layer is what is tested. Every shape must
  * generate; each kernel of the conv layer must stay within SOURCE_MAX bytes,
@@ -49,6 +51,8 @@
 #define SEED_WINO 0x3a3b0ULL
 #define NMMA 12                 /* shapes of issue 12's kinds through strategy igemm_tc */
 #define SEED_MMA 0x3a3b1ULL
+#define NSLIDE 16               /* shapes of issue 12's kinds through strategy slide */
+#define SEED_SLIDE 0x511de9ULL
 
 typedef struct {
     int C, H, W, M, K, pool, bias;
@@ -176,6 +180,17 @@ static shape draw_wino(uint64_t *s)
     }
 }
 
+/* A layer of issue 12's kinds that conv2d_slide can hold: the weights of one
+ * input channel (M*K*K floats) in 48 KiB of shared memory. */
+static shape draw_slide(uint64_t *s)
+{
+    for (;;) {
+        shape x = draw_layers(s);
+        x.strategy = "slide";
+        if (x.M * x.K * x.K <= 12288) return x;
+    }
+}
+
 static void describe(const shape *x, char *out, size_t n)
 {
     char extra[96] = "";
@@ -239,7 +254,7 @@ int main(void)
     if (strategy && !*strategy) strategy = NULL;
 
     /* the issue's 5x5 C=64 -> M=128 layer, the largest shape and the smallest */
-    enum { NFIXED = 3, NSHAPES = NFIXED + NRANDOM + NLAYERS + NWINO + NMMA };
+    enum { NFIXED = 3, NSHAPES = NFIXED + NRANDOM + NLAYERS + NWINO + NMMA + NSLIDE };
     shape shapes[NSHAPES] = {
         {64, 26, 26, 128, 5, 2, 1, CG_ACT_RELU, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL},
         {256, 128, 128, 256, 11, 2, 1, CG_ACT_TANH, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL},
@@ -252,13 +267,16 @@ int main(void)
     for (int i = NFIXED + NRANDOM; i < NFIXED + NRANDOM + NLAYERS; i++) shapes[i] = draw_layers(&rng_layers);
     /* then conv2d_winograd's layers, each forced to it */
     uint64_t rng_wino = SEED_WINO;
-    for (int i = NFIXED + NRANDOM + NLAYERS; i < NSHAPES - NMMA; i++) shapes[i] = draw_wino(&rng_wino);
+    for (int i = NFIXED + NRANDOM + NLAYERS; i < NSHAPES - NMMA - NSLIDE; i++) shapes[i] = draw_wino(&rng_wino);
     /* then shapes of issue 12's kinds through igemm_tc, generated for sm_ARCH */
     uint64_t rng_mma = SEED_MMA;
-    for (int i = NSHAPES - NMMA; i < NSHAPES; i++) {
+    for (int i = NSHAPES - NMMA - NSLIDE; i < NSHAPES - NSLIDE; i++) {
         shapes[i] = draw_layers(&rng_mma);
         shapes[i].strategy = "igemm_tc";
     }
+    /* then conv2d_slide's */
+    uint64_t rng_slide = SEED_SLIDE;
+    for (int i = NSHAPES - NSLIDE; i < NSHAPES; i++) shapes[i] = draw_slide(&rng_slide);
     cg_target sm90;
     cg_target_default(&sm90);
     sm90.cc = ARCH, sm90.max_shared_optin = 227 * 1024;
