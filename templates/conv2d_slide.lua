@@ -18,7 +18,8 @@
 -- The unrolled body is K*tm*TR*TS multiply-adds: it does not grow with C.
 -- Measured on an H100 (bench/RESULTS.md), it ran the course's conv2 layers
 -- (C = 6 and 12, 16 and 24 maps), whose small C*K*K leaves an implicit GEMM's
--- gather and slice pipeline little to amortise, 1.2-1.25x faster than conv2d_igemm;
+-- gather and slice pipeline little to amortise, 1.17-1.25x faster than conv2d_igemm
+-- (and lost to conv2d_igemm_tc on zoo layers of 48-50 maps and C*K*K 750-1944);
 -- more rows a thread (the input rows of a channel in one loop, each meeting
 -- its conv rows at run-time kernel rows) lost 1.3-2x, and so did warps whose
 -- threads share a column tile (a partial last tile in its own shorter code,
