@@ -226,6 +226,15 @@ function T.check(l, p)
     return string.format("the %d accumulators and %d input elements need about %d registers a thread; at most %d",
       s.acc, (p.pf >= 1 and 2 or 1) * s.TR * s.PC, s.regs, REG_BUDGET), "tm"
   end
+  -- a block's warps are dealt to the SM's four schedulers, each with a quarter
+  -- of the registers: ptxas caps a thread at what the busiest one's share
+  -- allows; the estimate is within about 6 of what ptxas takes, so 8 spare
+  local rps = (l.target and l.target.regs_per_sm) or 65536
+  local cap = math.min(255, (rps // 4) // (common.ceil_div(common.ceil_div(s.threads, 32), 4) * 32) // 8 * 8)
+  if s.regs + 8 > cap and cap < 255 then
+    return string.format("%d threads a block leave %d registers a thread; the %d accumulators and their inputs need about %d",
+      s.threads, cap, s.acc, s.regs), "rows"
+  end
   if s.smem > common.max_shared(l) then
     return string.format("cs=%d stages %d bytes of %sweights in shared memory; at most %d fit",
       p.cs, s.smem, p.xs == 1 and "input rows and " or "", common.max_shared(l)), "cs"

@@ -253,12 +253,14 @@ int main(void)
     long maxckk = ckk_env ? atol(ckk_env) : 0;
     if (strategy && !*strategy) strategy = NULL;
 
-    /* the 5x5 C=64 -> M=128 layer, the largest shape and the smallest */
-    enum { NFIXED = 3, NSHAPES = NFIXED + NRANDOM + NLAYERS + NWINO + NMMA + NSLIDE };
+    /* the 5x5 C=64 -> M=128 layer, the largest shape and the smallest; one for slide */
+    enum { NFIXED = 4, NSHAPES = NFIXED + NRANDOM + NLAYERS + NWINO + NMMA + NSLIDE };
     shape shapes[NSHAPES] = {
         {64, 26, 26, 128, 5, 2, 1, CG_ACT_RELU, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL},
         {256, 128, 128, 256, 11, 2, 1, CG_ACT_TANH, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL},
         {1, 1, 1, 1, 1, 0, 0, CG_ACT_NONE, {0, 0, 0, 0}, 1, 0, CG_POOL_MAX, NULL},
+        /* conv2d_slide's default once took 488 threads a block for this one, and spilled */
+        {1, 128, 128, 32, 7, 2, 1, CG_ACT_RELU, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, "slide"},
     };
     uint64_t rng = SEED;
     for (int i = NFIXED; i < NFIXED + NRANDOM; i++) shapes[i] = draw(&rng);
