@@ -255,8 +255,9 @@ end
 -- indexing shared by a stage's channels) once per `cs` channels behind two
 -- barriers; partial threads compute their missing outputs all the same.
 -- Without the prefetch each row's reads are waited for. A thread tile is about
--- acc/32 chains of work. Rough: on the course layers it ranks the measured
--- best within 10 % of its first choice (bench/RESULTS.md), and tuning decides.
+-- acc/32 chains of work. Rough: its first choice ran 2 % (2018fa conv2) and
+-- 12-17 % (2018sp conv2) behind the best configuration measured, and lost to
+-- `auto`'s choice on seven zoo layers (bench/RESULTS.md); tuning decides.
 function T.cost(l, p)
   local s = shape(l, p)
   local copy = p.pf == 1 and s.TR * s.PC or 0   -- pf=1 moves the prefetched row into place
