@@ -132,7 +132,10 @@ local function shape(l, p)
   if p.xs == 1 then
     s.SLOTS, s.NFULL = slots(p.rows, s.TR * g.S, s.IR, s.RT)
     s.WP, s.conflicts = pitch((s.CT * s.TS - 1) * g.S + l.K, s.G, s.CT, s.TR * g.S, s.TS * g.S, s.threads)
-    s.xfloats = p.cs * s.SLOTS * s.WP
+    -- rounded up to whole quads: the weights after them are read as float4 (and
+    -- float2), which must lie on 16 (8) bytes; 2018sp's conv2 at rows=21 cs=6
+    -- xs=1 stopped with a misaligned address when they did not
+    s.xfloats = common.ceil_div(p.cs * s.SLOTS * s.WP, 4) * 4
   end
   s.wfloats = p.cs * l.K * l.K * l.M
   s.smem = 4 * (s.xfloats + s.wfloats)

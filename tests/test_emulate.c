@@ -11,7 +11,10 @@
  * layers-winograd and layers-winograd-f (conv2d_winograd on the layer shapes and
  * tile sizes it serves), layers-igemm-tc (conv2d_igemm_tc's tiling, staging and
  * epilogue, its products without tensor cores), layers-slide (conv2d_slide's
- * both input paths, prefetches, partial tiles, strides, pads and pools). For local
+ * both input paths, prefetches, partial tiles, strides, pads and pools) and
+ * layers-slide-align (its weights after an odd number of staged floats). The
+ * kernels are built to trap on a misaligned vector access, as a GPU faults on
+ * one; the trap fails the test naming the kernel. For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone.
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
 #include "check.h"
@@ -22,6 +25,7 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -34,8 +38,8 @@
 static const char shim[] =
     "#include <math.h>\n#include <string.h>\n#include <barrier>\n#include <thread>\n#include <vector>\n"
     "struct emu_dim3 { unsigned x, y, z; };\n"
-    "struct float4 { float x, y, z, w; };\n"
-    "struct float2 { float x, y; };\n"
+    "struct alignas(16) float4 { float x, y, z, w; };\n"
+    "struct alignas(8) float2 { float x, y; };\n"
     "struct uchar4 { unsigned char x, y, z, w; };\n"
 
     "static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }\n"
@@ -140,6 +144,20 @@ static float *place(void *so, cg_place where, const char *sym, const cg_tensor *
 /* One spec through the emulated GPU, every layer against the CPU reference;
  * generated for the default target, or for sm_80 where the spec's kernels need
  * it (conv2d_igemm_tc: the emulation runs its path without tensor cores). */
+/* The kernel being emulated, for the trap handler: the kernels are built to
+ * trap (SIGILL) on a vector load or store off its alignment, which on a GPU
+ * stops the kernel with a misaligned address. */
+static char trap_what[512];
+static void on_trap(int sig)
+{
+    (void)sig;
+    static const char head[] = "FAIL tests/test_emulate.c: a misaligned vector access (or another trap) in ";
+    ssize_t w = write(2, head, sizeof head - 1);
+    w += write(2, trap_what, strlen(trap_what));
+    w += write(2, "\n", 1);
+    _exit(w > 0 ? 1 : 2);
+}
+
 static void emulate(const char *spec_path, const char *dir)
 {
     static cg_spec s;
@@ -199,8 +217,9 @@ static void emulate(const char *spec_path, const char *dir)
         char *src = gk ? host_source(gk->source) : NULL;
         int written = src && !write_text(cu, src, strlen(src));
         free(src);
-        char *argv[] = {"g++", "-std=c++20", "-O0", "-w", "-shared", "-fPIC", "-pthread", "-include", shim_path,
-                        "-x", "c++", cu, "-o", so_path, NULL};
+        /* vector loads and stores off their alignment trap (SIGILL), as they fault on a GPU */
+        char *argv[] = {"g++", "-std=c++20", "-O0", "-w", "-shared", "-fPIC", "-pthread", "-fsanitize=alignment",
+                        "-fsanitize-undefined-trap-on-error", "-include", shim_path, "-x", "c++", cu, "-o", so_path, NULL};
         pid[k] = written ? fork() : -1;
         if (pid[k] == 0) {
             execvp(argv[0], argv);
@@ -226,6 +245,7 @@ static void emulate(const char *spec_path, const char *dir)
             ok_all = 0;
             break;
         }
+        snprintf(trap_what, sizeof trap_what, "%s: kernel %s", spec_path, mk->name);
         /* weights of the kernel's layer */
         const cg_tensor *tw = NULL, *tb = NULL;
         long long rows = 1;
@@ -296,6 +316,7 @@ static void emulate(const char *spec_path, const char *dir)
 
 int main(void)
 {
+    signal(SIGILL, on_trap);
     char *probe[] = {"sh", "-c", "command -v g++ >/dev/null", NULL};
     int have = run_cmd(probe) == 0;
     if (!have) {
@@ -312,7 +333,7 @@ int main(void)
                            "tests/gpu/layers-more.yaml", "tests/gpu/layers-gavg.yaml", "tests/gpu/layers-gavg-wide.yaml",
                            "tests/gpu/layers-winograd.yaml", "tests/gpu/layers-winograd-f.yaml",
                            "tests/gpu/layers-igemm-tc.yaml", "tests/gpu/layers-slices-tc.yaml",
-                           "tests/gpu/layers-slide.yaml"};
+                           "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-align.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");
     if (one && *one)
         emulate(one, dir);
