@@ -142,8 +142,14 @@ local function shape(l, p)
   return s
 end
 
+-- rows: powers of two, and counts that nearly fill whole warps where a row
+-- has 3, 6 or 12 threads (21 rows of 6 threads, 126 of 128 lanes: 0.751 ms
+-- against 0.755 for 16 rows on the course's 2018sp conv2, bench/RESULTS.md)
+local ROWS = { 1, 2, 3, 4, 5, 6, 8, 10, 16, 21, 32, 42, 64 }
+
 -- The preferred configuration: the cheapest (T.cost) over tm, cols and rows
--- at the other defaults, worked out once a layer.
+-- (every legal value: layers of many maps or wide rows fit a block only with
+-- a few rows) at the other defaults, worked out once a layer.
 local preferred = setmetatable({}, { __mode = "k" })
 local function prefer(l)
   if preferred[l] then return preferred[l] end
@@ -151,7 +157,7 @@ local function prefer(l)
   local _, _, _, _, RL = geom(l)
   for _, tm in ipairs(common.divisors(l.M, 32)) do
     for cols = 1, math.min(16, RL) do
-      for _, rows in ipairs({ 8, 16, 21, 32 }) do
+      for _, rows in ipairs(ROWS) do
         local p = { tm = tm, cols = cols, rows = rows, xs = 0, pf = 2, occ = 1 }
         p.cs = T.default_cs(l, p)
         if not T.check(l, p) then
@@ -190,11 +196,8 @@ T.params = {
       return common.multiples(1, 1, math.min(16, RL))
     end,
     default = function(l) return prefer(l).cols end },
-  -- rows: powers of two, and counts that nearly fill whole warps where a row
-  -- has 3, 6 or 12 threads (21 rows of 6 threads, 126 of 128 lanes: 0.751 ms
-  -- against 0.755 for 16 rows on the course's 2018sp conv2, bench/RESULTS.md)
   { name = "rows", doc = "thread rows (of any image) per block",
-    legal = function(_) return { 1, 2, 3, 4, 5, 6, 8, 10, 16, 21, 32, 42, 64 } end,
+    legal = function(_) return ROWS end,
     default = function(l) return prefer(l).rows end },
   -- cs is no tuning choice: the fewest stages that fit won wherever measured
   -- (one stage 4.04-4.16 ms, two 4.35, three 4.37 on 2018fa conv2)
@@ -212,6 +215,12 @@ T.params = {
 }
 
 function T.check(l, p)
+  local one = 4 * l.K * l.K * l.M
+  if one > common.max_shared(l) then
+    -- no configuration holds: the message a layer without params gets
+    return string.format("one input channel's weights take %d bytes (M*K*K floats) and shared memory holds %d: " ..
+      "use strategy igemm for this layer", one, common.max_shared(l)), "cs"
+  end
   local s = shape(l, p)
   if p.cols > s.RL then
     return string.format("cols=%d is longer than the output row of %d", p.cols, s.RL), "cols"
