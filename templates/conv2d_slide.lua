@@ -3,7 +3,7 @@
 --
 -- A thread computes tm output maps x one row of `cols` outputs (with a fused
 -- F x F pool of stride F, max or average: F conv rows of F*cols conv outputs,
--- `cols` pooled ones). Call them TR conv rows of TS conv columns. The reduction
+-- `cols` pooled ones; F = 1 without a pool): F conv rows of TS conv columns. The reduction
 -- runs over the C*K input rows (c, p) in one loop that is not unrolled: for
 -- each, the thread holds the (TS-1)*stride + K elements under each of its conv
 -- rows in registers (the next row's already on their way: a register
@@ -14,8 +14,8 @@
 -- under all its outputs. The weights sit in shared memory as the runtime
 -- uploads them, transposed (C*K*K rows of M maps), `cs` channels at a time: a
 -- thread's tm maps of one (c, p, q) are one to four vector reads that every
--- thread of a warp shares (a broadcast), each feeding 4*TR*TS FMAs.
--- The unrolled body is K*tm*TR*TS multiply-adds: it does not grow with C.
+-- thread of a warp shares (a broadcast), each feeding 4*F*TS FMAs.
+-- The unrolled body is K*tm*F*TS multiply-adds: it does not grow with C.
 -- Measured on an H100 (bench/RESULTS.md), it ran the course's conv2 layers
 -- (C = 6 and 12, 16 and 24 maps), whose small C*K*K leaves an implicit GEMM's
 -- gather and slice pipeline little to amortise, 1.17-1.25x faster than conv2d_igemm
@@ -41,7 +41,7 @@ local T = {}
 
 T.doc = "direct convolution, each input row reused from registers across a thread's maps, rows and columns"
 
--- Most multiply-adds in the unrolled body of the loop (K*tm*TR*TS an input
+-- Most multiply-adds in the unrolled body of the loop (K*tm*F*TS an input
 -- row), and most registers the tile, its rows of inputs and their prefetch may want.
 T.BODY_BUDGET = 4096
 local REG_BUDGET = 232
@@ -113,25 +113,24 @@ end
 
 -- The shape of one configuration: threads, registers, shared memory and the tile.
 local function shape(l, p)
-  local g, fused, pooled, F, RL, RH = geom(l)
-  local s = { g = g, fused = fused, pooled = pooled, F = F, RL = RL, RH = RH }
+  local g, fused, pooled, F, RL, RT = geom(l)
+  local s = { g = g, fused = fused, pooled = pooled, F = F, RL = RL, RT = RT }
   s.G = l.M // p.tm                        -- map groups
   s.CT = common.ceil_div(RL, p.cols)       -- threads along an output row
-  s.RT = RH                                -- thread rows an image
   s.threads = p.rows * s.G * s.CT
-  s.TR, s.TS = F, F * p.cols              -- conv rows and columns a thread computes
+  s.TS = F * p.cols                        -- conv columns a thread computes (in F rows)
   s.PC = (s.TS - 1) * g.S + l.K            -- input elements under a row of them
-  s.IR = (s.TR - 1) * g.S + l.K            -- input rows under them, a channel
-  s.acc = p.tm * s.TR * s.TS
+  s.IR = (s.F - 1) * g.S + l.K            -- input rows under them, a channel
+  s.acc = p.tm * s.F * s.TS
   s.body = l.K * s.acc
   s.vec = (p.tm % 4 == 0 and l.M % 4 == 0) and 4 or (p.tm % 2 == 0 and l.M % 2 == 0) and 2 or 1
   -- the tile, its rows of inputs and their prefetch, a weight vector and about
   -- 24 for addresses and indices
-  s.regs = s.acc + (p.pf >= 1 and 2 or 1) * s.TR * s.PC + s.vec + 24
+  s.regs = s.acc + (p.pf >= 1 and 2 or 1) * s.F * s.PC + s.vec + 24
   s.xfloats, s.conflicts = 0, 1
   if p.xs == 1 then
-    s.SLOTS, s.NFULL = slots(p.rows, s.TR * g.S, s.IR, s.RT)
-    s.WP, s.conflicts = pitch((s.CT * s.TS - 1) * g.S + l.K, s.G, s.CT, s.TR * g.S, s.TS * g.S, s.threads)
+    s.SLOTS, s.NFULL = slots(p.rows, s.F * g.S, s.IR, s.RT)
+    s.WP, s.conflicts = pitch((s.CT * s.TS - 1) * g.S + l.K, s.G, s.CT, s.F * g.S, s.TS * g.S, s.threads)
     -- rounded up to whole quads: the weights after them are read as float4 (and
     -- float2), which must lie on 16 (8) bytes; 2018sp's conv2 at rows=21 cs=6
     -- xs=1 stopped with a misaligned address when they did not
@@ -140,6 +139,20 @@ local function shape(l, p)
   s.wfloats = p.cs * l.K * l.K * l.M
   s.smem = 4 * (s.xfloats + s.wfloats)
   return s
+end
+
+-- The most channels one stage may hold with the input rows read through L1
+-- (xs=0, the default): all C where their weights fit the target's shared
+-- memory, at most 64 KiB, so that several blocks share an SM (measured on an
+-- H100: one stage of every channel beat two or more on both course layers),
+-- else the largest divisor of C that fits.
+local function default_cs(l)
+  local per, cap = 4 * l.K * l.K * l.M, math.min(common.max_shared(l), 64 * 1024)
+  local d = common.divisors(l.C)
+  for i = #d, 1, -1 do
+    if d[i] * per <= cap then return d[i] end
+  end
+  return 1
 end
 
 -- rows: powers of two, and counts that nearly fill whole warps where a row
@@ -155,11 +168,11 @@ local function prefer(l)
   if preferred[l] then return preferred[l] end
   local best, bestc
   local _, _, _, _, RL = geom(l)
+  local cs = default_cs(l)
   for _, tm in ipairs(common.divisors(l.M, 32)) do
     for cols = 1, math.min(16, RL) do
       for _, rows in ipairs(ROWS) do
-        local p = { tm = tm, cols = cols, rows = rows, xs = 0, pf = 2, occ = 1 }
-        p.cs = T.default_cs(l, p)
+        local p = { tm = tm, cols = cols, rows = rows, cs = cs, xs = 0, pf = 2, occ = 1 }
         if not T.check(l, p) then
           local c = T.cost(l, p)
           if not bestc or c < bestc then best, bestc = p, c end
@@ -167,23 +180,8 @@ local function prefer(l)
       end
     end
   end
-  preferred[l] = best or { tm = 1, cols = 1, rows = 8, cs = 1, xs = 0, pf = 2, occ = 1 }
+  preferred[l] = best or { tm = 1, cols = 1, rows = 8, cs = cs, xs = 0, pf = 2, occ = 1 }
   return preferred[l]
-end
-
--- The most channels one stage may hold: all C where their weights (and staged
--- input rows) fit the target's shared memory, at most 64 KiB, so that several
--- blocks share an SM (measured on an H100: one stage of every channel beat
--- two or more on both course layers), else the largest divisor of C that fits.
-function T.default_cs(l, p)
-  local q = {}
-  for k, v in pairs(p) do q[k] = v end
-  local d = common.divisors(l.C)
-  for i = #d, 1, -1 do
-    q.cs = d[i]
-    if shape(l, q).smem <= math.min(common.max_shared(l), 64 * 1024) then return d[i] end
-  end
-  return 1
 end
 
 T.params = {
@@ -236,7 +234,7 @@ function T.check(l, p)
   end
   if s.regs > REG_BUDGET then
     return string.format("the %d accumulators and %d input elements need about %d registers a thread; at most %d",
-      s.acc, (p.pf >= 1 and 2 or 1) * s.TR * s.PC, s.regs, REG_BUDGET), "tm"
+      s.acc, (p.pf >= 1 and 2 or 1) * s.F * s.PC, s.regs, REG_BUDGET), "tm"
   end
   -- a block's warps are dealt to the SM's four schedulers, each with a quarter
   -- of the registers: ptxas caps a thread at what the busiest one's share
@@ -259,10 +257,10 @@ function T.check(l, p)
   return nil
 end
 
--- The cost model (common.cost): a thread issues, per input row (c, p), TR*PC
+-- The cost model (common.cost): a thread issues, per input row (c, p), F*PC
 -- reads (from shared memory slowed by the pitch's bank conflicts; through L1
 -- they count twice: a warp's lanes read several rows), K*tm/vec weight reads
--- and K*tm*TR*TS FMAs (and with pf=1 TR*PC moves); a block stages its
+-- and K*tm*F*TS FMAs (and with pf=1 F*PC moves); a block stages its
 -- weights (and input rows: a load, a store and some indexing a word, the
 -- indexing shared by a stage's channels) once per `cs` channels behind two
 -- barriers; partial threads compute their missing outputs all the same.
@@ -272,8 +270,8 @@ end
 -- `auto`'s choice on seven zoo layers (bench/RESULTS.md); tuning decides.
 function T.cost(l, p)
   local s = shape(l, p)
-  local copy = p.pf == 1 and s.TR * s.PC or 0   -- pf=1 moves the prefetched row into place
-  local per_c = l.K * (s.TR * s.PC * (p.xs == 1 and s.conflicts or 2) + l.K * (p.tm // s.vec) + s.body + copy + 6)
+  local copy = p.pf == 1 and s.F * s.PC or 0   -- pf=1 moves the prefetched row into place
+  local per_c = l.K * (s.F * s.PC * (p.xs == 1 and s.conflicts or 2) + l.K * (p.tm // s.vec) + s.body + copy + 6)
   local stages = l.C // p.cs
   local staged = p.xs == 1 and s.SLOTS * s.WP * (12 + 2 * p.cs) or 0
   local stage = (staged + 2 * s.wfloats) // s.threads + 40
@@ -290,8 +288,8 @@ end
 
 local source = engine.compile([[
 // A block: output rows task0 .. task0+{{rows - 1}} (task = image * {{RT}} + output row), every map;
-// {{G}} map group(s) x {{CT}} thread(s) a row: {{threads}} threads; a thread: {{tm}} maps x {{TR}} conv
-// row(s) x {{TS}} conv columns, from {{TR}} x {{PC}} input elements an input row (c, p).
+// {{G}} map group(s) x {{CT}} thread(s) a row: {{threads}} threads; a thread: {{tm}} maps x {{F}} conv
+// row(s) x {{TS}} conv columns, from {{F}} x {{PC}} input elements an input row (c, p).
 % if xsm then
 // Shared memory, {{cs}} channel(s) at a time ({{smem}} B): xs[{{cs}}][{{SLOTS}}][{{WP}}] the block's input rows
 // (zero outside the input), ws[{{cs}} * {{K * K}}][{{M}}] their weights (transposed by the runtime)
@@ -321,14 +319,14 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
     const int img0 = task0 / {{RT}}, trow0 = task0 - img0 * {{RT}};
     const int img = task / {{RT}}, trow = task - img * {{RT}};
     // slots under the first image's thread rows; this thread's first slot
-    const int n0 = ({{RT - 1}} - trow0) * {{TR * S}} + {{IR}};
-    const int base = img == img0 ? (trow - trow0) * {{TR * S}} : n0 + (img - img0 - 1) * {{NFULL}} + trow * {{TR * S}};
+    const int n0 = ({{RT - 1}} - trow0) * {{F * S}} + {{IR}};
+    const int base = img == img0 ? (trow - trow0) * {{F * S}} : n0 + (img - img0 - 1) * {{NFULL}} + trow * {{F * S}};
     const float* const xt = xs + base * {{WP}} + ct * {{TS * S}};
 % else
     const int at = live ? task : 0;
     const int img = at / {{RT}}, trow = at - img * {{RT}};
     // the tile's first input row and column (negative in the padding)
-    const int iy0 = trow * {{TR * S}} - {{pt}}, ix0 = ct * {{TS * S}} - {{pl}};
+    const int iy0 = trow * {{F * S}} - {{pt}}, ix0 = ct * {{TS * S}} - {{pl}};
     const float* const xt = in + img * {{C * H * W}} + iy0 * {{W}} + ix0;
 % end
     (void)b_arg;
@@ -342,7 +340,7 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
         for (int i = tid; i < {{SLOTS * WP}}; i += {{threads}}) {
             const int slot = i / {{WP}}, col = i - slot * {{WP}};
             int im, iy;
-            if (slot < n0) im = img0, iy = trow0 * {{TR * S}} - {{pt}} + slot;
+            if (slot < n0) im = img0, iy = trow0 * {{F * S}} - {{pt}} + slot;
             else {
                 const int e = (slot - n0) / {{NFULL}};
                 im = img0 + 1 + e, iy = slot - n0 - e * {{NFULL}} - {{pt}};
@@ -365,11 +363,11 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 % end
     };
 
-    float acc[{{tm}}][{{TR}}][{{TS}}];
+    float acc[{{tm}}][{{F}}][{{TS}}];
 #pragma unroll
     for (int m = 0; m < {{tm}}; m++)
 #pragma unroll
-        for (int f = 0; f < {{TR}}; f++)
+        for (int f = 0; f < {{F}}; f++)
 #pragma unroll
             for (int s = 0; s < {{TS}}; s++) acc[m][f][s] = 0.0f;
 
@@ -380,21 +378,21 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 
 % if xsm then
     // element j under conv row f at input row r = (channel of the stage, kernel row p)
-    auto load = [&](float (&v)[{{TR}}][{{PC}}], int r) {
+    auto load = [&](float (&v)[{{F}}][{{PC}}], int r) {
         const int c = r / {{K}}, p = r - c * {{K}};
         const float* const xr = xt + (c * {{SLOTS}} + p) * {{WP}};
 #pragma unroll
-        for (int f = 0; f < {{TR}}; f++)
+        for (int f = 0; f < {{F}}; f++)
 #pragma unroll
             for (int j = 0; j < {{PC}}; j++) v[f][j] = xr[f * {{S * WP}} + j];
     };
 % else
     // element j under conv row f at input row r = (channel c, kernel row p); 0 outside the input
-    auto load = [&](float (&v)[{{TR}}][{{PC}}], int r) {
+    auto load = [&](float (&v)[{{F}}][{{PC}}], int r) {
         const int c = r / {{K}}, p = r - c * {{K}};
         const float* const xr = xt + c * {{H * W}} + p * {{W}};
 #pragma unroll
-        for (int f = 0; f < {{TR}}; f++) {
+        for (int f = 0; f < {{F}}; f++) {
 %   if rowcheck then
             const bool rok = (unsigned)(iy0 + p + f * {{S}}) < {{H}}u;
 %   end
@@ -405,7 +403,7 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 % end
 
     // acc += the products of the stage's input row rl, its elements in x
-    auto mul = [&](const float (&x)[{{TR}}][{{PC}}], int rl) {
+    auto mul = [&](const float (&x)[{{F}}][{{PC}}], int rl) {
         const float* const wr = ws + rl * {{K * M}} + grp * {{tm}};
 #pragma unroll
         for (int q = 0; q < {{K}}; q++) {
@@ -423,7 +421,7 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 #pragma unroll
                 for (int u = 0; u < {{vec}}; u++)
 #pragma unroll
-                    for (int f = 0; f < {{TR}}; f++)
+                    for (int f = 0; f < {{F}}; f++)
 #pragma unroll
                         for (int s = 0; s < {{TS}}; s++)
                             acc[m + u][f][s] = fmaf(wv[u], x[f][s * {{S}} + q], acc[m + u][f][s]);
@@ -431,9 +429,9 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
         }
     };
 
-    float v[{{TR}}][{{PC}}];
+    float v[{{F}}][{{PC}}];
 % if pf >= 1 then
-    float vn[{{TR}}][{{PC}}];
+    float vn[{{F}}][{{PC}}];
 % end
 % if stages == 1 or not xsm then
     load(v, 0);
@@ -468,7 +466,7 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
         load(vn, {{next}} < {{last_row}} ? {{next}} : {{next}} - 1);
         mul(v, rl);
 #pragma unroll
-        for (int f = 0; f < {{TR}}; f++)
+        for (int f = 0; f < {{F}}; f++)
 #pragma unroll
             for (int j = 0; j < {{PC}}; j++) v[f][j] = vn[f][j];
 % else
@@ -521,12 +519,12 @@ function T.kernel(l, p)
   local s = shape(l, p)
   local g = s.g
   local act = s.fused and l.act or "none"
-  local OH, OW = s.RH, s.RL
+  local OH, OW = s.RT, s.RL
   -- reading through L1: an input row lies outside the input where the padding
   -- or a partial last pool window reaches past it; columns j may fall left of
   -- the input (j < pl) or right of it (the last thread's origin plus j at or
   -- past W); only those are tested
-  local rowcheck = g.pt > 0 or (s.RT * s.TR - 1) * g.S + l.K - g.pt > l.H
+  local rowcheck = g.pt > 0 or (s.RT * s.F - 1) * g.S + l.K - g.pt > l.H
   local maxx = (s.CT - 1) * s.TS * g.S - g.pl
   local conds = {}
   if rowcheck then conds[#conds + 1] = "rok" end
@@ -542,7 +540,7 @@ function T.kernel(l, p)
     name = name, pad = string.rep(" ", #name),
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, S = g.S, pt = g.pt, pl = g.pl,
     tm = p.tm, cols = p.cols, rows = p.rows, cs = p.cs, pf = p.pf, occ = p.occ,
-    G = s.G, CT = s.CT, RT = s.RT, F = s.F, TR = s.TR, TS = s.TS, PC = s.PC, IR = s.IR, threads = s.threads,
+    G = s.G, CT = s.CT, RT = s.RT, F = s.F, TS = s.TS, PC = s.PC, IR = s.IR, threads = s.threads,
     SLOTS = s.SLOTS, NFULL = s.NFULL, WP = s.WP,
     xfloats = s.xfloats, wfloats = s.wfloats, smem = s.smem, wvec = s.xfloats % 4 == 0 and s.wfloats % 4 == 0,
     vec = s.vec, stages = l.C // p.cs, OH = OH, OW = OW,
