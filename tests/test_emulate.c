@@ -141,9 +141,6 @@ static float *place(void *so, cg_place where, const char *sym, const cg_tensor *
     return tr;
 }
 
-/* One spec through the emulated GPU, every layer against the CPU reference;
- * generated for the default target, or for sm_80 where the spec's kernels need
- * it (conv2d_igemm_tc: the emulation runs its path without tensor cores). */
 /* The kernel being emulated, for the trap handler: the kernels are built to
  * trap (SIGILL) on a vector load or store off its alignment, which on a GPU
  * stops the kernel with a misaligned address. */
@@ -158,6 +155,9 @@ static void on_trap(int sig)
     _exit(w > 0 ? 1 : 2);
 }
 
+/* One spec through the emulated GPU, every layer against the CPU reference;
+ * generated for the default target, or for sm_80 where the spec's kernels need
+ * it (conv2d_igemm_tc: the emulation runs its path without tensor cores). */
 static void emulate(const char *spec_path, const char *dir)
 {
     static cg_spec s;
