@@ -103,7 +103,7 @@ typedef struct {
 } cg_candidates;
 
 /* Every legal configuration of one layer for one template, filtered through
- * the template's check. cap <= 0: the templates' default cap (100000). The
+ * the template's check. cap <= 0: the templates' default cap (1000000). The
  * costs are estimates for 10000 images (common.cost.BATCH); the _for form
  * below takes the batch. */
 int cg_gen_candidates(const cg_spec *s, int layer, const char *tpl, long long cap,

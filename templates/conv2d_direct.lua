@@ -50,14 +50,23 @@ T.params = {
       -- the largest divisor up to 8 whose unrolled calls (about 100 bytes of
       -- source each) stay within the source budget (see T.check)
       -- and whose accumulators fit a fused pool's F x F tile (else the search
-      -- would find fuse=0 before a smaller maps_unroll)
-      local d, ckk = common.divisors(l.M, 8), l.C * l.K * l.K
+      -- would find fuse=0 before a smaller maps_unroll); where that leaves
+      -- fewer than 4 maps (M = 13, 17, 26: prime or twice a prime), the
+      -- smallest divisor from 9 to 32 that fits: measured on an H100 (bench/RESULTS.md,
+      -- tenth session), one map a thread ran 17 maps of a 3x3 layer 11.7x slower than 17
+      local ckk = l.C * l.K * l.K
       local _, _, pooled = geom(l, 1)
       local F = pooled and common.conv_geom(l).PK or 1
-      for i = #d, 2, -1 do
-        if d[i] * ckk * 100 + 4096 <= 40 * 1024 and d[i] * F * F <= 64 then return d[i] end
+      local function fits(d) return d * ckk * 100 + 4096 <= 40 * 1024 and d * F * F <= 64 end
+      local best = 1
+      for _, d in ipairs(common.divisors(l.M, 8)) do
+        if fits(d) then best = d end
       end
-      return d[1]
+      if best >= 4 or best == l.M then return best end
+      for _, d in ipairs(common.divisors(l.M, 32)) do
+        if d > 8 and fits(d) then return d end
+      end
+      return best
     end },
   { name = "cols", doc = "outputs (pooled outputs when pooling) per thread along a row; divides the row",
     legal = function(l) return common.divisors(row_len(l, 1), 8) end,

@@ -467,6 +467,61 @@ static void test_auto_rule(void)
     free(s), free(o);
 }
 
+/* Defaults on map counts no tile divides (sm_90): igemm_tc takes as many block
+ * rows as 64-map tiles would and the fewest eights covering them (40 or 48 maps
+ * one warp's), 56 going to 64; igemm covers 23 maps with 24, not 32; direct, where
+ * no divisor of M from 4 to 8 exists, unrolls a divisor from 9 to 32 (13, 17),
+ * not one map. And a product of legal values over the former cap of 100,000
+ * (igemm_tc on a 1x1 layer of 200 maps: 261,120) is examined whole. */
+static void test_default_tiles(void)
+{
+    static const struct {
+        const char *spec, *layer, *params;
+    } want[] = {
+        {"bench/specs/zoo-awkward.yaml", "conv1", "block=128 maps_unroll=17 cols=1 "},
+        {"bench/specs/zoo-awkward.yaml", "conv2", "bm=40 bn=128 bk=16 tm=40 tn=4 "},
+        {"bench/specs/zoo-awkward.yaml", "conv3", "bm=40 bn=128 bk=16 tm=40 tn=4 "},
+        {"bench/specs/zoo-awkward.yaml", "conv4", "bm=48 bn=128 bk=16 tm=48 tn=4 "},
+        {"bench/specs/zoo-awkward.yaml", "conv5", "bm=64 bn=128 bk=24 tm=32 tn=8 "},
+        {"bench/specs/zoo-stem96.yaml", "squeeze", "bm=40 bn=128 bk=24 tm=40 tn=4 "},
+        {"bench/specs/zoo-stem96.yaml", "conv4", "bm=64 bn=128 bk=24 tm=32 tn=8 "},
+        {"bench/specs/zoo-prime.yaml", "conv1", "block=128 maps_unroll=13 cols=1 "},
+        {"bench/specs/zoo-prime.yaml", "conv2", "bm=24 bn=128 bk=9 tm=12 tn=8 "},
+        {"bench/specs/zoo-odd.yaml", "conv3", "bm=64 bn=128 bk=16 tm=32 tn=8 "},
+        {"bench/specs/zoo-bigk.yaml", "conv3", "bm=48 bn=128 bk=24 tm=48 tn=4 "},
+        {"bench/specs/zoo-1x1.yaml", "conv1", "block=128 maps_unroll=8 cols=1 "},
+    };
+    int arch = 90;
+    cg_target tg;
+    cg_aot_target(&arch, 1, &tg);
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    CHECK(s && o, "out of memory");
+    for (size_t i = 0; s && o && i < sizeof want / sizeof *want; i++) {
+        if (cg_spec_load(want[i].spec, s, &e) || cg_generate_for(s, "x", &tg, o, &e)) {
+            CHECK(0, "%s: %s", want[i].spec, e.msg);
+            continue;
+        }
+        const cg_gen_kernel *k = conv_kernel(o, want[i].layer);
+        const char *p = k ? strstr(k->source, "// params:") : NULL;
+        CHECK(p && strstr(p, want[i].params) && strstr(p, want[i].params) < strchr(p, '\n'), "%s %s: '%s' in %.80s",
+              want[i].spec, want[i].layer, want[i].params, p ? p : "no params line");
+        cg_gen_free(o);
+    }
+    cg_candidates c;
+    if (s && cg_spec_load("bench/specs/zoo-awkward.yaml", s, &e) == 0 &&
+        cg_gen_candidates_for(s, &tg, 4, "conv2d_igemm_tc", 0, 0, &c, &e) == 0) {
+        CHECK(c.total > 100000 && c.examined == c.total && !c.note[0] && c.n > 0,
+              "zoo-awkward conv5 igemm_tc: %lld combinations, %lld examined, %d accepted, note '%s'", c.total,
+              c.examined, c.n, c.note);
+        cg_candidates_free(&c);
+    } else {
+        CHECK(0, "zoo-awkward conv5 candidates: %s", e.msg);
+    }
+    free(s), free(o);
+}
+
 /* Every accepted candidate must generate: a configuration that check accepts and
  * kernel cannot emit is a failure the tuner meets as "compile-failed" (bk=8 under
  * a 9-wide kernel once divided by zero in conv2d_igemm_tc's slice arithmetic). For
@@ -544,6 +599,7 @@ int main(void)
     test_fc_candidates();
     test_winograd();
     test_auto_rule();
+    test_default_tiles();
     test_candidates_emit();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");

@@ -17,6 +17,18 @@ $cg kernel specs/ece408-2017.yaml --layer fc2 --strategy vec --list >"$t/o" 2>"$
 n=$(sed -n 's/^\([0-9]*\) candidates: 144 combinations.*/\1/p' "$t/o")
 [ -n "$n" ] && [ "$(grep -cE '^ +[0-9]+  bm=' "$t/o")" -eq "$n" ] && ok || bad "fc_vec list: $(head -2 "$t/o")"
 
+# --arch CC: the candidates for that architecture. igemm_tc needs sm_80, so the default
+# target (sm_75) refuses every one of zoo-odd conv3's, sm_90 accepts some; the product
+# (168,960 combinations, over the former cap of 100,000) is examined whole.
+$cg kernel bench/specs/zoo-odd.yaml --layer conv3 --strategy igemm_tc --list >"$t/o" 2>"$t/e" && ok || bad "tc --list: $(cat "$t/e")"
+grep -q "^0 candidates: " "$t/o" && grep -q "needs tensor cores with TF32 (sm_80 or newer); the target is sm_75" "$t/o" \
+  && ok || bad "tc --list without --arch: $(head -4 "$t/o")"
+$cg kernel bench/specs/zoo-odd.yaml --layer conv3 --strategy igemm_tc --list --arch 90 >"$t/o" 2>"$t/e" && ok \
+  || bad "tc --list --arch 90: $(cat "$t/e")"
+n=$(sed -nE 's/^([0-9]+) candidates: 168960 combinations.*/\1/p' "$t/o")
+[ -n "$n" ] && [ "$n" -gt 0 ] && ! grep -q "^note:" "$t/o" && [ "$(grep -cE '^ +[0-9]+  bm=' "$t/o")" -eq "$n" ] \
+  && ok || bad "tc --list --arch 90: $(head -3 "$t/o")"
+
 # errors: usage 2, bad input 3, one line each
 expect() { # exit-code expected-text args...
   local want=$1 text=$2; shift 2
@@ -26,6 +38,8 @@ expect() { # exit-code expected-text args...
 }
 expect 2 "kernel needs SPEC and --layer NAME" specs/example-conv.yaml
 expect 2 "--batch expects an integer" specs/example-conv.yaml --layer conv1 --batch -1
+expect 2 "--arch goes with --list" specs/example-conv.yaml --layer conv1 --arch 90
+expect 2 "--arch expects an integer from 30 to 999, got 'sm90'" specs/example-conv.yaml --layer conv1 --list --arch sm90
 expect 3 "no layer 'conv9' (layers: conv1)" specs/example-conv.yaml --layer conv9
 expect 3 "is a softmax" specs/ece408-2017.yaml --layer prob --list
 expect 3 "no template 'conv2d_fft'" specs/example-conv.yaml --layer conv1 --strategy fft --list

@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2017.yaml (network ece408-2017)
 // layer:      fc2
 // shape:      500 -> 10, bias
-// template:   fc_tiled (templates/fc_tiled.lua, hash c0eb9cd23cacc8b2)
+// template:   fc_tiled (templates/fc_tiled.lua, hash 7692ee004b81dc13)
 // params:     bm=128 bn=16 bk=16 tm=4 tn=2
 // launch:     grid (N*1/128, 1, 1) where N = images, block (256, 1, 1), 0 B shared
 // weights:    arg, bias arg

@@ -24,6 +24,7 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e);
 typedef struct {
     const char *spec, *layer, *strategy, *params; /* strategy, params: NULL when absent */
     long long batch, repeat, seed, check_images;  /* check_images 0: the whole batch */
+    long long arch;                               /* --arch CC for --list; 0: the default target */
     int list, no_cache;
     int help; /* --help was given: the usage is printed, nothing else to do */
 } cg_kernel_cli;

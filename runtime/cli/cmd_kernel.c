@@ -1,6 +1,8 @@
 /* cmd_kernel.c — the kernel verb: one layer's kernel alone, its candidates
  * listed, or generated, checked against the CPU reference and timed. */
+#include "aot.h"
 #include "cli.h"
+#include "gen.h"
 #include "harness.h"
 #include "options.h"
 
@@ -25,15 +27,20 @@ static const char kernel_usage[] =
     "  --check-images N    images checked against the CPU reference\n"
     "  --no-cache          compile, bypassing the JIT cache\n"
     "  --list              the layer's legal candidates (no GPU needed)\n"
+    "  --arch CC           with --list: the candidates for sm_CC (e.g. 90), whose shared\n"
+    "                      memory and tensor cores they may use; default: the conservative\n"
+    "                      target `generate` has without --arch (sm_75, 48 KiB)\n"
     "  -h, --help          this text\n";
 
 int cg_kernel_cli_parse(int argc, char **argv, cg_kernel_cli *c, cg_err *e)
 {
     memset(c, 0, sizeof *c);
-    const char *batch = NULL, *repeat = NULL, *seed = NULL, *check = NULL, *list = NULL, *no_cache = NULL;
+    const char *batch = NULL, *repeat = NULL, *seed = NULL, *check = NULL, *list = NULL, *no_cache = NULL,
+               *arch = NULL;
     const cg_opt opts[] = {{"--layer", 1, &c->layer},   {"--strategy", 1, &c->strategy}, {"--params", 1, &c->params},
                            {"--batch", 1, &batch},      {"--repeat", 1, &repeat},        {"--seed", 1, &seed},
-                           {"--check-images", 1, &check}, {"--list", 0, &list},          {"--no-cache", 0, &no_cache}};
+                           {"--check-images", 1, &check}, {"--list", 0, &list},          {"--no-cache", 0, &no_cache},
+                           {"--arch", 1, &arch}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &c->spec, kernel_usage, e);
     c->batch = 10000, c->repeat = 20, c->seed = 1, c->check_images = 0;
     if (rc == CG_OPTS_HELP) return c->help = 1, 0;
@@ -42,7 +49,10 @@ int cg_kernel_cli_parse(int argc, char **argv, cg_kernel_cli *c, cg_err *e)
     if (!rc) rc = cg_opt_int("--repeat", repeat, 1, 100000, &c->repeat, e);
     if (!rc) rc = cg_opt_int("--seed", seed, 0, 1LL << 62, &c->seed, e);
     if (!rc) rc = cg_opt_int("--check-images", check, 1, 1LL << 24, &c->check_images, e);
+    if (!rc) rc = cg_opt_int("--arch", arch, 30, 999, &c->arch, e);
     c->list = list != NULL, c->no_cache = no_cache != NULL;
+    if (!rc && arch && !c->list)
+        rc = (cg_fail(e, "--arch goes with --list (a timed kernel is built for the GPU it runs on)"), CG_EXIT_USAGE);
     return rc;
 }
 
@@ -97,7 +107,7 @@ static void print_result(const cg_harness_result *r)
 }
 
 /* convgen kernel SPEC --layer NAME [--strategy S] [--params k=v,...] [--batch N]
- *                [--repeat R] [--seed S] [--check-images N] [--no-cache] [--list] */
+ *                [--repeat R] [--seed S] [--check-images N] [--no-cache] [--list [--arch CC]] */
 int cg_cmd_kernel(int argc, char **argv, cg_err *e)
 {
     cg_kernel_cli c;
@@ -117,7 +127,12 @@ int cg_cmd_kernel(int argc, char **argv, cg_err *e)
     if (!rc && strategy_template(s, &s->layers[li], c.strategy, tpl, sizeof tpl, e)) rc = CG_EXIT_INPUT;
     if (!rc && c.list) {
         cg_candidates cs;
-        if (cg_gen_candidates(s, li, tpl[0] ? tpl : NULL, 0, &cs, e)) rc = CG_EXIT_INPUT;
+        cg_target tg;
+        int cc = (int)c.arch;
+        if (cc) cg_aot_target(&cc, 1, &tg);
+        if (cc ? cg_gen_candidates_for(s, &tg, li, tpl[0] ? tpl : NULL, 0, 0, &cs, e)
+               : cg_gen_candidates(s, li, tpl[0] ? tpl : NULL, 0, &cs, e))
+            rc = CG_EXIT_INPUT;
         else print_candidates(s, &s->layers[li], &cs), cg_candidates_free(&cs);
     } else if (!rc) {
         cg_harness_opts o = {0, c.batch, c.check_images, 3, (int)c.repeat, (unsigned long long)c.seed, c.no_cache};

@@ -356,13 +356,16 @@ end
 -- (max or average, stride 2) their epilogue takes, of conv geometry g.
 function common.fused_pool2(g) return g.tiled_pool and g.PK == 2 end
 
--- Their map tiles: M itself when it is no more than `largest`, and the powers of
--- two from 8 to `largest`; those that cover M come first, smallest first (one
+-- Their map tiles: M itself when it is no more than `largest`, the eights that
+-- cover it, and the powers of two from 8 to `largest`; those that cover M come first, smallest first (one
 -- block row, least waste), then the smaller ones, largest first.
 function common.map_tiles(l, largest)
   local all, t = {}, 8
   while t <= largest do all[#all + 1], t = t, t * 2 end
   if l.M <= largest and not common.contains(all, l.M) then all[#all + 1] = l.M end
+  -- and the eights covering M, for an M no thread tile divides (23: 24, not 32)
+  local m8 = (l.M + 7) // 8 * 8
+  if m8 <= largest and not common.contains(all, m8) then all[#all + 1] = m8 end
   table.sort(all, function(a, b)
     local ca, cb = a >= l.M, b >= l.M
     if ca ~= cb then return ca end

@@ -99,20 +99,38 @@ end
 
 -- The declared parameters: conv2d_igemm's (tc false) or conv2d_igemm_tc's. The
 -- tensor-core tiles go by warps: tm maps (a multiple of 8) x 8*tn columns.
-local function maps8(l) return (l.M + 7) // 8 * 8 end   -- eights of maps: the tensor cores' n8 tiles
-local function tc_bm(l) return math.min(64, maps8(l)) end
+-- The smallest tile of eights that covers M in r block rows.
+local function rows_tile(l, r) return (l.M + 8 * r - 1) // (8 * r) * 8 end
+-- conv2d_igemm_tc's default map tile (bm) and warp tile (tm maps x 8*tn columns):
+-- as many block rows as 64-map tiles need (every block row gathers the same
+-- input again), each the fewest eights that cover them. 40 or 48 maps are one
+-- warp's (tn 4); 56 go to 64 as two warps of 32 (tn 8), which ran faster, padding
+-- and all; 32 and fewer, one warp (tn 8). Measured on an H100 (bench/RESULTS.md,
+-- tenth session): M = 33, 40, 71, 96 and 144 ran 6-24 % faster than on 64-map
+-- tiles; more block rows than that (M = 120 as three of 40, 200 as five) lost.
+local function tc_tile(l)
+  local bm = math.min(rows_tile(l, common.ceil_div(l.M, 64)), 64)
+  if bm > 48 then return 64, 32, 8 end
+  if bm > 32 then return bm, bm, 4 end
+  return bm, bm, 8
+end
 
 local function params(tc)
   local t = {
     { name = "bm", doc = "output maps per block tile",
       legal = function(l)
         local v = common.map_tiles(l, 128)
-        local m8 = maps8(l)
-        if tc and m8 <= 128 and not common.contains(v, m8) then table.insert(v, 1, m8) end
+        if tc then
+          -- and the fewest eights covering M in 1 to 4 block rows (M = 71: 72, 40, 24)
+          for r = 4, 1, -1 do
+            local b = rows_tile(l, r)
+            if b <= 128 and not common.contains(v, b) then table.insert(v, 1, b) end
+          end
+        end
         return v
       end,
       default = function(l)
-        if tc then return tc_bm(l) end
+        if tc then return (tc_tile(l)) end
         if l.M <= 64 then return l.M end
         return 64
       end },
@@ -131,14 +149,11 @@ local function params(tc)
   }
   if tc then
     t[#t + 1] = { name = "tm", doc = "maps per warp (a multiple of 8)",
-      legal = function(_) return { 8, 16, 24, 32, 48, 56 } end,
-      default = function(l)
-        local bm = tc_bm(l)
-        return bm == 40 and 8 or bm == 64 and 32 or bm
-      end }
+      legal = function(_) return { 8, 16, 24, 32, 40, 48, 56, 64 } end,
+      default = function(l) return select(2, tc_tile(l)) end }
     t[#t + 1] = { name = "tn", doc = "columns per warp in eights (8*tn columns: tn/2 m16 tiles)",
       legal = function(_) return { 8, 4, 12, 16 } end,
-      default = function(l) return maps8(l) > 32 and 4 or 8 end }
+      default = function(l) return select(3, tc_tile(l)) end }
     t[#t + 1] = common.occ_param({ 1, 2, 3, 4 })
   else
     t[#t + 1] = { name = "tm", doc = "maps per thread (rows of its register tile)",
