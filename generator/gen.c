@@ -411,13 +411,13 @@ static int take_result(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     return 0;
 }
 
-/* Every conv's and fc's strategy names a template conv2d_<strategy> / fc_<strategy>;
+/* Every conv's and fc's strategy (but auto) names a template conv2d_<strategy> / fc_<strategy>;
  * say which exist if not. */
 static int check_strategies(cg_lua *h, const cg_spec *s, cg_err *e)
 {
     for (int i = 0; i < s->nlayers; i++) {
         const cg_layer *l = &s->layers[i];
-        if (l->op == CG_OP_SOFTMAX || (l->op == CG_OP_CONV && !strcmp(l->strategy, "auto"))) continue;
+        if (l->op == CG_OP_SOFTMAX || !strcmp(l->strategy, "auto")) continue;
         const char *prefix = l->op == CG_OP_CONV ? "conv2d_" : "fc_";
         size_t plen = strlen(prefix);
         char name[CG_NAME_MAX + 16];

@@ -267,13 +267,13 @@ static int read_fc(const cg_yctx *c, const cg_ynode *map, const char *where, con
                          where + 3, l->out, (long long)l->C * l->H * l->W, CG_ELEMS_MAX);
     if (read_bias_act(c, map, where, l)) return -1;
     l->OC = l->out, l->OH = 1, l->OW = 1;
-    /* optional: the template fc_<strategy> (default tiled) and its parameters */
+    /* optional: the template fc_<strategy> (default auto: vec or tiled) and its parameters */
     const cg_ynode *v = cg_y_get(map, "strategy");
     if (v) {
         if (cg_y_ident(c, v, "strategy", where, 0, l->strategy, sizeof l->strategy)) return -1;
         l->strategy_pos = v->pos;
     } else {
-        snprintf(l->strategy, sizeof l->strategy, "tiled");
+        snprintf(l->strategy, sizeof l->strategy, "auto");
         l->strategy_pos = l->pos;
     }
     return read_params(c, map, where, l);

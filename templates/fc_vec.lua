@@ -40,7 +40,21 @@ T.params = {
       if l.target and l.target.cc and l.target.cc >= 90 then return { 1, 2, 4, 8 } end
       return { 1 }
     end,
-    default = function(_) return 1 end },
+    -- default: none before sm_90, nor where the default tiles are more than
+    -- 128 (about one an SM); with fewer (a tall, narrow product: 10,000 images
+    -- into 10 outputs are 79 tiles of 128 images), the fewest blocks a tile
+    -- that make 512 blocks in all, each keeping 16 slices or more. Measured on
+    -- an H100 (bench/RESULTS.md, tenth session): split=8 ran 18,032-45,000
+    -- inputs into 10 outputs 2.4-2.5x faster than split=1; on 395 tiles
+    -- (10,816 and 17,496 inputs into 140 and 160 outputs) split=4 lost 9-10 %.
+    default = function(l)
+      if not (l.target and l.target.cc and l.target.cc >= 90) then return 1 end
+      local tiles = common.ceil_div(common.cost.images(l), 128) * common.ceil_div(l.out, l.out >= 64 and 64 or 16)
+      local slices, split = common.ceil_div(l.C * l.H * l.W, 16), 1
+      if tiles > 128 then return 1 end
+      while split < 8 and tiles * split < 512 and slices // (2 * split) >= 16 do split = split * 2 end
+      return split
+    end },
 }
 
 -- Phases of a split's exchange: the partial tile (bm*bn floats) goes through

@@ -522,6 +522,50 @@ static void test_default_tiles(void)
     free(s), free(o);
 }
 
+/* `strategy: auto` for fc layers (their default): vec where the inputs are a
+ * multiple of 4, with its default split of the reduction over a cluster on
+ * sm_90 (45,000 inputs into 10 outputs: 79 tiles, split 8) and none before;
+ * tiled otherwise (zoo-odd's 22,050 inputs); a written strategy stays. */
+static void test_auto_fc(void)
+{
+    static const struct {
+        const char *spec, *layer;
+        int arch; /* 0: the default target */
+        const char *tpl, *why, *params;
+    } want[] = {
+        {"bench/specs/zoo-awkward.yaml", "fc1", 90, "fc_vec", "auto: vec, since the 45000 inputs are a multiple of 4",
+         "split=8"},
+        {"bench/specs/zoo-awkward.yaml", "fc1", 0, "fc_vec", "auto: vec", "split=1"},
+        {"bench/specs/zoo-prime.yaml", "fc1", 90, "fc_vec", "auto: vec, since the 18032 inputs", "split=8"},
+        {"bench/specs/zoo-odd.yaml", "fc1", 90, "fc_tiled",
+         "auto: tiled, since the 22050 inputs are no multiple of 4", "bm=128"},
+        {"specs/ece408-2017.yaml", "fc1", 90, "fc_vec", "// layer:      fc1", "bm=128 bn=64 bk=16 tm=8 tn=8 split=1"},
+        {"specs/ece408-2017.yaml", "fc2", 90, "fc_vec", "auto: vec, since the 500 inputs", "split=2"},
+    };
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    CHECK(s && o, "out of memory");
+    for (size_t i = 0; s && o && i < sizeof want / sizeof *want; i++) {
+        cg_target tg;
+        if (want[i].arch) cg_aot_target(&want[i].arch, 1, &tg);
+        if (cg_spec_load(want[i].spec, s, &e) || cg_generate_for(s, "x", want[i].arch ? &tg : NULL, o, &e)) {
+            CHECK(0, "%s: %s", want[i].spec, e.msg);
+            continue;
+        }
+        const cg_gen_kernel *k = NULL;
+        for (int j = 0; j < o->nkernels; j++)
+            if (!strcmp(o->k[j].layer, want[i].layer) && !strncmp(o->k[j].tpl, "fc_", 3)) k = &o->k[j];
+        const char *p = k ? strstr(k->source, "// params:") : NULL;
+        CHECK(k && !strcmp(k->tpl, want[i].tpl) && strstr(k->source, want[i].why) && p &&
+                  strstr(p, want[i].params) && strstr(p, want[i].params) < strchr(p, '\n'),
+              "%s %s sm_%d: %s, want %s '%s' '%s'", want[i].spec, want[i].layer, want[i].arch, k ? k->tpl : "none",
+              want[i].tpl, want[i].why, want[i].params);
+        cg_gen_free(o);
+    }
+    free(s), free(o);
+}
+
 /* Every accepted candidate must generate: a configuration that check accepts and
  * kernel cannot emit is a failure the tuner meets as "compile-failed" (bk=8 under
  * a 9-wide kernel once divided by zero in conv2d_igemm_tc's slice arithmetic). For
@@ -600,6 +644,7 @@ int main(void)
     test_winograd();
     test_auto_rule();
     test_default_tiles();
+    test_auto_fc();
     test_candidates_emit();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");

@@ -871,7 +871,7 @@ void cg_tune_default_path(const char *spec_path, char *out, size_t n)
  * layer's position; `auto` asks for no particular template). */
 static int strategy_written(const cg_layer *l)
 {
-    if (l->op == CG_OP_CONV && !strcmp(l->strategy, "auto")) return 0;
+    if (!strcmp(l->strategy, "auto")) return 0;
     return l->strategy_pos.line != l->pos.line || l->strategy_pos.col != l->pos.col;
 }
 
