@@ -39,35 +39,44 @@ local function row_len(l, fuse)
   return pooled and g.OW or g.CW
 end
 
+-- maps_unroll's default: the largest divisor of M up to 8 whose unrolled calls
+-- (about 100 bytes of source each) stay within the source budget (see T.check)
+-- and whose accumulators fit a fused pool's F x F tile (else the search would
+-- find fuse=0 before a smaller maps_unroll); where that leaves fewer than 4
+-- maps (M = 13, 17, 26: prime or twice a prime), the smallest divisor from 9 to
+-- 32 that fits: measured on an H100 (bench/RESULTS.md, tenth session), one map a
+-- thread ran 17 maps of a 3x3 layer 11.7x slower than 17.
+local function default_mu(l)
+  local ckk = l.C * l.K * l.K
+  local _, _, pooled = geom(l, 1)
+  local F = pooled and common.conv_geom(l).PK or 1
+  local function fits(d) return d * ckk * 100 + 4096 <= 40 * 1024 and d * F * F <= 64 end
+  local best = 1
+  for _, d in ipairs(common.divisors(l.M, 8)) do
+    if fits(d) then best = d end
+  end
+  if best >= 4 or best == l.M then return best end
+  for _, d in ipairs(common.divisors(l.M, 32)) do
+    if d > 8 and fits(d) then return d end
+  end
+  return best
+end
+
 -- Tunable parameters: the autotuner enumerates exactly `legal(layer)`.
 T.params = {
   { name = "block", doc = "threads per block",
     legal = function(_) return common.multiples(32, 32, 1024) end,
-    default = function(_) return 128 end },
-  { name = "maps_unroll", doc = "output maps accumulated together in registers; divides M",
-    legal = function(l) return common.divisors(l.M, 32) end,
+    -- 256 where a thread's default tile is at most 32 accumulators, else 128: on
+    -- an H100 (bench/RESULTS.md, tenth session) 256 ran 11 of 14 direct zoo layers
+    -- 1-9 % faster and one of 52 accumulators (13 maps, pooled) 18 % slower
     default = function(l)
-      -- the largest divisor up to 8 whose unrolled calls (about 100 bytes of
-      -- source each) stay within the source budget (see T.check)
-      -- and whose accumulators fit a fused pool's F x F tile (else the search
-      -- would find fuse=0 before a smaller maps_unroll); where that leaves
-      -- fewer than 4 maps (M = 13, 17, 26: prime or twice a prime), the
-      -- smallest divisor from 9 to 32 that fits: measured on an H100 (bench/RESULTS.md,
-      -- tenth session), one map a thread ran 17 maps of a 3x3 layer 11.7x slower than 17
-      local ckk = l.C * l.K * l.K
       local _, _, pooled = geom(l, 1)
       local F = pooled and common.conv_geom(l).PK or 1
-      local function fits(d) return d * ckk * 100 + 4096 <= 40 * 1024 and d * F * F <= 64 end
-      local best = 1
-      for _, d in ipairs(common.divisors(l.M, 8)) do
-        if fits(d) then best = d end
-      end
-      if best >= 4 or best == l.M then return best end
-      for _, d in ipairs(common.divisors(l.M, 32)) do
-        if d > 8 and fits(d) then return d end
-      end
-      return best
+      return default_mu(l) * F * F <= 32 and 256 or 128
     end },
+  { name = "maps_unroll", doc = "output maps accumulated together in registers; divides M",
+    legal = function(l) return common.divisors(l.M, 32) end,
+    default = function(l) return default_mu(l) end },
   { name = "cols", doc = "outputs (pooled outputs when pooling) per thread along a row; divides the row",
     legal = function(l) return common.divisors(row_len(l, 1), 8) end,
     default = function(_) return 1 end },

@@ -471,14 +471,15 @@ static void test_auto_rule(void)
  * rows as 64-map tiles would and the fewest eights covering them (40 or 48 maps
  * one warp's), 56 going to 64; igemm covers 23 maps with 24, not 32; direct, where
  * no divisor of M from 4 to 8 exists, unrolls a divisor from 9 to 32 (13, 17),
- * not one map. And a product of legal values over the former cap of 100,000
+ * not one map, in blocks of 256 threads unless a thread holds more than 32
+ * accumulators (13 maps pooled 2x2: 52, 128 threads). And a product of legal values over the former cap of 100,000
  * (igemm_tc on a 1x1 layer of 200 maps: 261,120) is examined whole. */
 static void test_default_tiles(void)
 {
     static const struct {
         const char *spec, *layer, *params;
     } want[] = {
-        {"bench/specs/zoo-awkward.yaml", "conv1", "block=128 maps_unroll=17 cols=1 "},
+        {"bench/specs/zoo-awkward.yaml", "conv1", "block=256 maps_unroll=17 cols=1 "},
         {"bench/specs/zoo-awkward.yaml", "conv2", "bm=40 bn=128 bk=16 tm=40 tn=4 "},
         {"bench/specs/zoo-awkward.yaml", "conv3", "bm=40 bn=128 bk=16 tm=40 tn=4 "},
         {"bench/specs/zoo-awkward.yaml", "conv4", "bm=48 bn=128 bk=16 tm=48 tn=4 "},
@@ -489,7 +490,7 @@ static void test_default_tiles(void)
         {"bench/specs/zoo-prime.yaml", "conv2", "bm=24 bn=128 bk=9 tm=12 tn=8 "},
         {"bench/specs/zoo-odd.yaml", "conv3", "bm=64 bn=128 bk=16 tm=32 tn=8 "},
         {"bench/specs/zoo-bigk.yaml", "conv3", "bm=48 bn=128 bk=24 tm=48 tn=4 "},
-        {"bench/specs/zoo-1x1.yaml", "conv1", "block=128 maps_unroll=8 cols=1 "},
+        {"bench/specs/zoo-1x1.yaml", "conv1", "block=256 maps_unroll=8 cols=1 "},
     };
     int arch = 90;
     cg_target tg;
