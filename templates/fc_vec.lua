@@ -1,10 +1,11 @@
 -- fc_vec.lua — fully connected layer as a register-tiled matrix product with
--- 16-byte loads and a register-prefetched pipeline.
+-- vector loads and a register-prefetched pipeline.
 --
 -- out[i][o] = act(sum_k x[i][k] * w[o][k] + b[o]). A block computes a BM x BN
 -- tile (BM images, BN outputs); each thread a TM x TN sub-tile held in
 -- registers, its operands read from shared memory as float4. Global loads are
--- float4 along k (IN must be a multiple of 4) and the next BK slice is fetched
+-- float4 along k (float2 where IN is a multiple of 2 only, single floats where
+-- it is odd: a row must start aligned to the load) and the next BK slice is fetched
 -- into registers while the current one is multiplied, so the loads' latency
 -- hides behind the arithmetic. Shared rows are padded by 4 floats: float4
 -- reads stay aligned and the transposing stores spread over the banks.
@@ -24,13 +25,22 @@ local T = {}
 
 T.doc = "register-tiled matrix product, float4 loads, prefetch"
 
+-- The width of the global loads along k: four floats where the input size
+-- allows (rows 16-byte aligned), else two, else one.
+local function width(l)
+  local IN = l.C * l.H * l.W
+  return IN % 4 == 0 and 4 or IN % 2 == 0 and 2 or 1
+end
+
 T.params = {
   { name = "bm", doc = "images per block tile", legal = function(_) return { 32, 64, 128 } end,
     default = function(_) return 128 end },
   { name = "bn", doc = "outputs per block tile", legal = function(_) return { 16, 32, 64, 128 } end,
     default = function(l) return l.out >= 64 and 64 or 16 end },
   { name = "bk", doc = "reduction slice staged in shared memory", legal = function(_) return { 8, 16, 32 } end,
-    default = function(_) return 16 end },
+    -- 8 with single-float loads: a 16-deep slice's prefetch took 221 registers
+    -- (sm_90) and spilled on sm_120 in the default tile
+    default = function(l) return width(l) == 1 and 8 or 16 end },
   { name = "tm", doc = "images per thread", legal = function(_) return { 4, 8 } end,
     default = function(_) return 8 end },
   { name = "tn", doc = "outputs per thread", legal = function(_) return { 4, 8 } end,
@@ -74,7 +84,10 @@ end
 
 function T.check(l, p)
   local IN = l.C * l.H * l.W
-  if IN % 4 ~= 0 then return "the vec strategy needs an input size divisible by 4 (got " .. IN .. ")", nil end
+  if width(l) == 1 and p.bk > 16 then
+    return string.format("bk=%d: with single-float loads (%d inputs, odd) a slice's prefetch needs too many registers; "
+      .. "at most 16", p.bk, IN), "bk"
+  end
   if p.split > 1 and common.ceil_div(IN, p.bk) < 2 * p.split then
     return string.format("split=%d leaves fewer than two %d-deep slices per block of %d inputs",
       p.split, p.bk, IN), "split"
@@ -84,7 +97,7 @@ end
 
 -- The cost model: common.fc.cost, float4 loads, the next slice prefetched.
 function T.cost(l, p)
-  return common.fc.cost(l, p, smem_floats(p), 4, 2)
+  return common.fc.cost(l, p, smem_floats(p), width(l), 2)
 end
 
 local source = engine.compile([[
@@ -114,38 +127,46 @@ local source = engine.compile([[
 % if not bias then
     (void)b;
 % end
-    // one float4 of x per (row, k/4) slot: {{XL}} slot(s) per thread, {{WL}} of w
-    float4 xr[{{XL}}], wr[{{WL}}];
-    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    // one {{VT}} of x per (row, k/{{V}}) slot: {{XL}} slot(s) per thread, {{WL}} of w
+    {{VT}} xr[{{XL}}], wr[{{WL}}];
+    const {{VT}} zero = {{zero}};
 #define FETCH(k0)                                                                  \
     do {                                                                           \
         _Pragma("unroll") for (int s = 0; s < {{XL}}; s++) {                       \
-            const int e = tid + s * {{threads}}, r = e / {{BK // 4}}, k = (e % {{BK // 4}}) * 4; \
+            const int e = tid + s * {{threads}}, r = e / {{BK // V}}, k = (e % {{BK // V}}) * {{V}}; \
             const int gi = i0 + r, gk = (k0) + k;                                  \
-            xr[s] = (e < {{BM * BK // 4}} && gi < n && gk < {{IN}})                 \
-                        ? *reinterpret_cast<const float4*>(in + gi * {{IN}} + gk) : zero; \
+            xr[s] = (e < {{BM * BK // V}} && gi < n && gk < {{IN}})                 \
+                        ? *reinterpret_cast<const {{VT}}*>(in + gi * {{IN}} + gk) : zero; \
         }                                                                          \
         _Pragma("unroll") for (int s = 0; s < {{WL}}; s++) {                       \
-            const int e = tid + s * {{threads}}, r = e / {{BK // 4}}, k = (e % {{BK // 4}}) * 4; \
+            const int e = tid + s * {{threads}}, r = e / {{BK // V}}, k = (e % {{BK // V}}) * {{V}}; \
             const int go = o0 + r, gk = (k0) + k;                                  \
-            wr[s] = (e < {{BN * BK // 4}} && go < {{OUT}} && gk < {{IN}})           \
-                        ? *reinterpret_cast<const float4*>(w + go * {{IN}} + gk) : zero; \
+            wr[s] = (e < {{BN * BK // V}} && go < {{OUT}} && gk < {{IN}})           \
+                        ? *reinterpret_cast<const {{VT}}*>(w + go * {{IN}} + gk) : zero; \
         }                                                                          \
     } while (0)
 #define STAGE()                                                                    \
     do {                                                                           \
         _Pragma("unroll") for (int s = 0; s < {{XL}}; s++) {                       \
-            const int e = tid + s * {{threads}}, r = e / {{BK // 4}}, k = (e % {{BK // 4}}) * 4; \
-            if (e < {{BM * BK // 4}}) {                                             \
+            const int e = tid + s * {{threads}}, r = e / {{BK // V}}, k = (e % {{BK // V}}) * {{V}}; \
+            if (e < {{BM * BK // V}}) {                                             \
+% if V == 4 then
                 xs[k][r] = xr[s].x; xs[k + 1][r] = xr[s].y;                        \
                 xs[k + 2][r] = xr[s].z; xs[k + 3][r] = xr[s].w;                    \
+% else
+                {{store("xs", "xr")}}                                              \
+% end
             }                                                                      \
         }                                                                          \
         _Pragma("unroll") for (int s = 0; s < {{WL}}; s++) {                       \
-            const int e = tid + s * {{threads}}, r = e / {{BK // 4}}, k = (e % {{BK // 4}}) * 4; \
-            if (e < {{BN * BK // 4}}) {                                             \
+            const int e = tid + s * {{threads}}, r = e / {{BK // V}}, k = (e % {{BK // V}}) * {{V}}; \
+            if (e < {{BN * BK // V}}) {                                             \
+% if V == 4 then
                 ws[k][r] = wr[s].x; ws[k + 1][r] = wr[s].y;                        \
                 ws[k + 2][r] = wr[s].z; ws[k + 3][r] = wr[s].w;                    \
+% else
+                {{store("ws", "wr")}}                                              \
+% end
             }                                                                      \
         }                                                                          \
     } while (0)
@@ -230,8 +251,17 @@ local source = engine.compile([[
 
 function T.kernel(l, p)
   local threads = common.fc.threads(p)
+  local V = width(l)
+  local VT = V == 4 and "float4" or V == 2 and "float2" or "float"
   return common.fc.kernel(l, p, "vec", source, {
-    XL = common.ceil_div(p.bm * p.bk // 4, threads), WL = common.ceil_div(p.bn * p.bk // 4, threads),
+    V = V, VT = VT,
+    zero = V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",
+    -- the V floats (1 or 2) of register slot s into rows k .. k+V-1 of shared array a
+    store = function(a, r)
+      if V == 1 then return string.format("%s[k][r] = %s[s];", a, r) end
+      return string.format("%s[k][r] = %s[s].x; %s[k + 1][r] = %s[s].y;", a, r, a, r)
+    end,
+    XL = common.ceil_div(p.bm * p.bk // V, threads), WL = common.ceil_div(p.bn * p.bk // V, threads),
     SPLIT = p.split, SPR = common.ceil_div(common.ceil_div(l.C * l.H * l.W, p.bk), p.split),
     PH = phases(p), VP = p.tm * p.tn // phases(p),
   })

@@ -14,7 +14,8 @@
  * both input paths, prefetches, partial tiles, strides, pads and pools) and
  * layers-slide-align (its weights after an odd number of staged floats) and
  * layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
- * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24). The
+ * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24) and
+ * layers-fc-odd (fc_vec's single-float and float2 loads). The
  * kernels are built to trap on a misaligned vector access, as a GPU faults on
  * one; the trap fails the test naming the kernel. For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone.
@@ -45,6 +46,7 @@ static const char shim[] =
     "struct uchar4 { unsigned char x, y, z, w; };\n"
 
     "static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }\n"
+    "static inline float2 make_float2(float a, float b) { return {a, b}; }\n"
     "static thread_local emu_dim3 threadIdx, blockIdx;\n"
     "static emu_dim3 blockDim, gridDim;\n"
     "static std::barrier<> *emu_block;\n"
@@ -336,7 +338,7 @@ int main(void)
                            "tests/gpu/layers-winograd.yaml", "tests/gpu/layers-winograd-f.yaml",
                            "tests/gpu/layers-igemm-tc.yaml", "tests/gpu/layers-slices-tc.yaml",
                            "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-align.yaml",
-                           "tests/gpu/layers-tiles-tc.yaml"};
+                           "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");
     if (one && *one)
         emulate(one, dir);

@@ -523,10 +523,11 @@ static void test_default_tiles(void)
     free(s), free(o);
 }
 
-/* `strategy: auto` for fc layers (their default): vec where the inputs are a
- * multiple of 4, with its default split of the reduction over a cluster on
- * sm_90 (45,000 inputs into 10 outputs: 79 tiles, split 8) and none before;
- * tiled otherwise (zoo-odd's 22,050 inputs); a written strategy stays. */
+/* `strategy: auto` for fc layers (their default): vec, its loads as wide as the
+ * input size allows (float4, float2 for zoo-odd's 22,050, single floats for an
+ * odd 10,933), with its default split of the reduction over a cluster on sm_90
+ * (45,000 inputs into 10 outputs: 79 tiles, split 8) and none before; a
+ * written strategy stays. */
 static void test_auto_fc(void)
 {
     static const struct {
@@ -534,14 +535,14 @@ static void test_auto_fc(void)
         int arch; /* 0: the default target */
         const char *tpl, *why, *params;
     } want[] = {
-        {"bench/specs/zoo-awkward.yaml", "fc1", 90, "fc_vec", "auto: vec, since the 45000 inputs are a multiple of 4",
-         "split=8"},
+        {"bench/specs/zoo-awkward.yaml", "fc1", 90, "fc_vec", "auto: vec (float4 loads for 45000 inputs)", "split=8"},
         {"bench/specs/zoo-awkward.yaml", "fc1", 0, "fc_vec", "auto: vec", "split=1"},
-        {"bench/specs/zoo-prime.yaml", "fc1", 90, "fc_vec", "auto: vec, since the 18032 inputs", "split=8"},
-        {"bench/specs/zoo-odd.yaml", "fc1", 90, "fc_tiled",
-         "auto: tiled, since the 22050 inputs are no multiple of 4", "bm=128"},
+        {"bench/specs/zoo-prime.yaml", "fc1", 90, "fc_vec", "auto: vec (float4 loads for 18032 inputs)", "split=8"},
+        {"bench/specs/zoo-odd.yaml", "fc1", 90, "fc_vec", "auto: vec (float2 loads for 22050 inputs)", "split=8"},
+        /* 13 maps of 29x29: 10,933 inputs, loaded one float at a time */
+        {"tests/gpu/layers-fc-odd.yaml", "fc1", 0, "fc_vec", "auto: vec (single-float loads for 10933 inputs)", "split=1"},
         {"specs/ece408-2017.yaml", "fc1", 90, "fc_vec", "// layer:      fc1", "bm=128 bn=64 bk=16 tm=8 tn=8 split=1"},
-        {"specs/ece408-2017.yaml", "fc2", 90, "fc_vec", "auto: vec, since the 500 inputs", "split=2"},
+        {"specs/ece408-2017.yaml", "fc2", 90, "fc_vec", "auto: vec (float4 loads for 500 inputs)", "split=2"},
         /* 10,816 inputs into 140 outputs: 237 default tiles, no split (split 4 lost 10 % on an H100) */
         {"specs/ece408-2018sp.yaml", "fc1", 90, "fc_vec", "// layer:      fc1", "bm=128 bn=32 bk=16 tm=8 tn=4 split=1"},
     };

@@ -170,17 +170,16 @@ function network.auto_strategy(l)
       or string.format("C*K*K = %d > %d", ckk, network.AUTO_DIRECT_MAX_CKK)))
 end
 
--- `strategy: auto` for an fc layer (the default): `vec` where the input size
--- is a multiple of 4 (its float4 loads need that), else `tiled`. On an H100
--- (bench/RESULTS.md, tenth session) vec's default ran 1,944-45,000 inputs into
--- 10 outputs 3.2-3.5x faster than tiled's without a split and 6.2-8.6x with
--- its sm_90 default split.
+-- `strategy: auto` for an fc layer (the default): `vec`, its loads float4,
+-- float2 or single floats as the input size allows. On an H100 (bench/RESULTS.md,
+-- tenth session) vec's default ran 1,944-45,000 inputs into 10 outputs 3.2-3.5x
+-- faster than tiled's without a split and 6.0-8.6x with its sm_90 default split
+-- (22,050 inputs through float2 loads: 8.4x; 10,933 through single floats: 6.0x),
+-- and the course's 140-500 inputs into 10 outputs 2.1-3.7x.
 function network.auto_fc(l)
   local IN = l.C * l.H * l.W
-  if IN % 4 == 0 then
-    return "fc_vec", string.format("auto: vec, since the %d inputs are a multiple of 4", IN)
-  end
-  return "fc_tiled", string.format("auto: tiled, since the %d inputs are no multiple of 4 (vec's float4 loads)", IN)
+  local v = IN % 4 == 0 and "float4" or IN % 2 == 0 and "float2" or "single-float"
+  return "fc_vec", string.format("auto: vec (%s loads for %d inputs)", v, IN)
 end
 
 function network.build(net)
