@@ -423,7 +423,7 @@ static int check_strategies(cg_lua *h, const cg_spec *s, cg_err *e)
         char name[CG_NAME_MAX + 16];
         snprintf(name, sizeof name, "%s%s", prefix, l->strategy);
         if (cg_lua_template_exists(h, name)) continue;
-        char known[512] = "";
+        char known[512] = "auto";
         for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {
             const char *p = f->path + strlen("templates/");
             if (strncmp(p, prefix, plen) || strchr(p, '/')) continue;

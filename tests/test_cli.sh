@@ -84,7 +84,12 @@ expect_err "$base
     activaton: tanh
     strategy: direct" "bad.yaml:9:5: unknown key 'activaton'"
 expect_err "$base
-    strategy: fft" "bad.yaml:9:15: unknown strategy 'fft'"
+    strategy: fft" "bad.yaml:9:15: unknown strategy 'fft' for layer 'conv1' (known: auto, direct, igemm, igemm_tc, slide, winograd)"
+expect_err "$base
+  - name: fc1
+    op: fc
+    out: 10
+    strategy: wide" "bad.yaml:12:15: unknown strategy 'wide' for layer 'fc1' (known: auto, tiled, vec)"
 expect_err "$base
     stride: 2
     strategy: winograd" "bad.yaml:10:15: layer 'conv1': Winograd serves stride 1 only; this layer's is 2"
