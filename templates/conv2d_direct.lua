@@ -33,6 +33,12 @@ local function geom(l, fuse)
   return g, fused, fused and g.kind ~= "none"
 end
 
+-- The side of the pool window the kernel applies (1 when it pools nothing).
+local function pool_side(l, fuse)
+  local g, _, pooled = geom(l, fuse)
+  return pooled and g.PK or 1
+end
+
 -- The outputs per row of the kernel (pooled ones when it pools).
 local function row_len(l, fuse)
   local g, _, pooled = geom(l, fuse)
@@ -47,9 +53,7 @@ end
 -- 32 that fits: measured on an H100 (bench/RESULTS.md, tenth session), one map a
 -- thread ran 17 maps of a 3x3 layer 11.7x slower than 17.
 local function default_mu(l)
-  local ckk = l.C * l.K * l.K
-  local _, _, pooled = geom(l, 1)
-  local F = pooled and common.conv_geom(l).PK or 1
+  local ckk, F = l.C * l.K * l.K, pool_side(l, 1)
   local function fits(d) return d * ckk * 100 + 4096 <= 40 * 1024 and d * F * F <= 64 end
   local best = 1
   for _, d in ipairs(common.divisors(l.M, 8)) do
@@ -70,8 +74,7 @@ T.params = {
     -- an H100 (bench/RESULTS.md, tenth session) 256 ran 11 of 14 direct zoo layers
     -- 1-9 % faster and one of 52 accumulators (13 maps, pooled) 18 % slower
     default = function(l)
-      local _, _, pooled = geom(l, 1)
-      local F = pooled and common.conv_geom(l).PK or 1
+      local F = pool_side(l, 1)
       return default_mu(l) * F * F <= 32 and 256 or 128
     end },
   { name = "maps_unroll", doc = "output maps accumulated together in registers; divides M",
@@ -103,7 +106,7 @@ local CONST_GROUP_LIMIT = 256
 -- The tile a thread computes: TR x TS conv outputs, from a PR x PC patch.
 local function tile(l, p)
   local g, _, pooled = geom(l, p.fuse)
-  local F = pooled and g.PK or 1
+  local F = pool_side(l, p.fuse)
   local TR, TS = F, F * p.cols
   return pooled, TR, TS, (TR - 1) * g.S + l.K, (TS - 1) * g.S + l.K
 end

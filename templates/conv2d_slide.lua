@@ -126,7 +126,8 @@ local function shape(l, p)
   s.vec = (p.tm % 4 == 0 and l.M % 4 == 0) and 4 or (p.tm % 2 == 0 and l.M % 2 == 0) and 2 or 1
   -- the tile, its rows of inputs and their prefetch, a weight vector and about
   -- 24 for addresses and indices
-  s.regs = s.acc + (p.pf >= 1 and 2 or 1) * s.F * s.PC + s.vec + 24
+  s.inputs = (p.pf >= 1 and 2 or 1) * s.F * s.PC   -- input elements in registers, prefetch included
+  s.regs = s.acc + s.inputs + s.vec + 24
   s.xfloats, s.conflicts = 0, 1
   if p.xs == 1 then
     s.SLOTS, s.NFULL = slots(p.rows, s.F * g.S, s.IR, s.RT)
@@ -234,7 +235,7 @@ function T.check(l, p)
   end
   if s.regs > REG_BUDGET then
     return string.format("the %d accumulators and %d input elements need about %d registers a thread; at most %d",
-      s.acc, (p.pf >= 1 and 2 or 1) * s.F * s.PC, s.regs, REG_BUDGET), "tm"
+      s.acc, s.inputs, s.regs, REG_BUDGET), "tm"
   end
   -- a block's warps are dealt to the SM's four schedulers, each with a quarter
   -- of the registers: ptxas caps a thread at what the busiest one's share
@@ -542,7 +543,7 @@ function T.kernel(l, p)
     tm = p.tm, cols = p.cols, rows = p.rows, cs = p.cs, pf = p.pf, occ = p.occ,
     G = s.G, CT = s.CT, RT = s.RT, F = s.F, TS = s.TS, PC = s.PC, IR = s.IR, threads = s.threads,
     SLOTS = s.SLOTS, NFULL = s.NFULL, WP = s.WP,
-    xfloats = s.xfloats, wfloats = s.wfloats, smem = s.smem, wvec = s.xfloats % 4 == 0 and s.wfloats % 4 == 0,
+    xfloats = s.xfloats, wfloats = s.wfloats, smem = s.smem, wvec = s.wfloats % 4 == 0,
     vec = s.vec, stages = l.C // p.cs, OH = OH, OW = OW,
     xsm = xsm, next = xsm and "rl + 1" or "r + 1", next2 = xsm and "rl + 2" or "r + 2",
     last_row = xsm and p.cs * l.K or l.C * l.K, step = p.pf == 2 and 2 or 1,

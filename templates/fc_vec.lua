@@ -23,7 +23,7 @@ local common = import("lib/common")
 
 local T = {}
 
-T.doc = "register-tiled matrix product, float4 loads, prefetch"
+T.doc = "register-tiled matrix product, vector loads, prefetch"
 
 -- The width of the global loads along k: four floats where the input size
 -- allows (rows 16-byte aligned), else two, else one.
@@ -32,11 +32,14 @@ local function width(l)
   return IN % 4 == 0 and 4 or IN % 2 == 0 and 2 or 1
 end
 
+-- bn's default: the tile of outputs a product of this many outputs takes.
+local function default_bn(l) return l.out >= 64 and 64 or 16 end
+
 T.params = {
   { name = "bm", doc = "images per block tile", legal = function(_) return { 32, 64, 128 } end,
     default = function(_) return 128 end },
   { name = "bn", doc = "outputs per block tile", legal = function(_) return { 16, 32, 64, 128 } end,
-    default = function(l) return l.out >= 64 and 64 or 16 end },
+    default = default_bn },
   { name = "bk", doc = "reduction slice staged in shared memory", legal = function(_) return { 8, 16, 32 } end,
     -- 8 with single-float loads: a 16-deep slice's prefetch took 221 registers
     -- (sm_90) and spilled on sm_120 in the default tile
@@ -59,9 +62,9 @@ T.params = {
     -- (10,816 and 17,496 inputs into 140 and 160 outputs) split=4 lost 9-10 %.
     default = function(l)
       if not (l.target and l.target.cc and l.target.cc >= 90) then return 1 end
-      local tiles = common.ceil_div(common.cost.images(l), 128) * common.ceil_div(l.out, l.out >= 64 and 64 or 16)
-      local slices, split = common.ceil_div(l.C * l.H * l.W, 16), 1
+      local tiles = common.ceil_div(common.cost.images(l), 128) * common.ceil_div(l.out, default_bn(l))
       if tiles > 128 then return 1 end
+      local slices, split = common.ceil_div(l.C * l.H * l.W, 16), 1
       while split < 8 and tiles * split < 512 and slices // (2 * split) >= 16 do split = split * 2 end
       return split
     end },
@@ -95,7 +98,7 @@ function T.check(l, p)
   return common.fc.check(p, smem_floats(p))
 end
 
--- The cost model: common.fc.cost, float4 loads, the next slice prefetched.
+-- The cost model: common.fc.cost, loads width(l) floats wide, the next slice prefetched.
 function T.cost(l, p)
   return common.fc.cost(l, p, smem_floats(p), width(l), 2)
 end

@@ -11,8 +11,8 @@
  * layers-winograd and layers-winograd-f (conv2d_winograd on the layer shapes and
  * tile sizes it serves), layers-igemm-tc (conv2d_igemm_tc's tiling, staging and
  * epilogue, its products without tensor cores), layers-slide (conv2d_slide's
- * both input paths, prefetches, partial tiles, strides, pads and pools) and
- * layers-slide-align (its weights after an odd number of staged floats) and
+ * both input paths, prefetches, partial tiles, strides, pads and pools),
+ * layers-slide-align (its weights after an odd number of staged floats),
  * layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
  * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24) and
  * layers-fc-odd (fc_vec's single-float and float2 loads). The

@@ -23,11 +23,26 @@ static int count(const char *hay, const char *needle)
 }
 
 /* The generated kernel serving spec layer `name` with template conv2d_*. */
-static const cg_gen_kernel *conv_kernel(const cg_gen_output *o, const char *layer)
+/* The kernel of a layer whose template name starts with prefix ("conv2d_", "fc_"). */
+static const cg_gen_kernel *layer_kernel(const cg_gen_output *o, const char *layer, const char *prefix)
 {
     for (int i = 0; i < o->nkernels; i++)
-        if (!strcmp(o->k[i].layer, layer) && !strncmp(o->k[i].tpl, "conv2d_", 7)) return &o->k[i];
+        if (!strcmp(o->k[i].layer, layer) && !strncmp(o->k[i].tpl, prefix, strlen(prefix))) return &o->k[i];
     return NULL;
+}
+
+static const cg_gen_kernel *conv_kernel(const cg_gen_output *o, const char *layer)
+{
+    return layer_kernel(o, layer, "conv2d_");
+}
+
+/* Whether a kernel's header line "// params: ..." holds text; that line, or NULL, in *line. */
+static int params_has(const cg_gen_kernel *k, const char *text, const char **line)
+{
+    const char *p = k ? strstr(k->source, "// params:") : NULL;
+    const char *hit = p ? strstr(p, text) : NULL;
+    *line = p;
+    return hit && hit < strchr(p, '\n');
 }
 
 static long long param(const char *src, const char *key)
@@ -504,10 +519,9 @@ static void test_default_tiles(void)
             CHECK(0, "%s: %s", want[i].spec, e.msg);
             continue;
         }
-        const cg_gen_kernel *k = conv_kernel(o, want[i].layer);
-        const char *p = k ? strstr(k->source, "// params:") : NULL;
-        CHECK(p && strstr(p, want[i].params) && strstr(p, want[i].params) < strchr(p, '\n'), "%s %s: '%s' in %.80s",
-              want[i].spec, want[i].layer, want[i].params, p ? p : "no params line");
+        const char *p;
+        CHECK(params_has(conv_kernel(o, want[i].layer), want[i].params, &p), "%s %s: '%s' in %.80s", want[i].spec,
+              want[i].layer, want[i].params, p ? p : "no params line");
         cg_gen_free(o);
     }
     cg_candidates c;
@@ -557,12 +571,9 @@ static void test_auto_fc(void)
             CHECK(0, "%s: %s", want[i].spec, e.msg);
             continue;
         }
-        const cg_gen_kernel *k = NULL;
-        for (int j = 0; j < o->nkernels; j++)
-            if (!strcmp(o->k[j].layer, want[i].layer) && !strncmp(o->k[j].tpl, "fc_", 3)) k = &o->k[j];
-        const char *p = k ? strstr(k->source, "// params:") : NULL;
-        CHECK(k && !strcmp(k->tpl, want[i].tpl) && strstr(k->source, want[i].why) && p &&
-                  strstr(p, want[i].params) && strstr(p, want[i].params) < strchr(p, '\n'),
+        const cg_gen_kernel *k = layer_kernel(o, want[i].layer, "fc_");
+        const char *p;
+        CHECK(k && !strcmp(k->tpl, want[i].tpl) && strstr(k->source, want[i].why) && params_has(k, want[i].params, &p),
               "%s %s sm_%d: %s, want %s '%s' '%s'", want[i].spec, want[i].layer, want[i].arch, k ? k->tpl : "none",
               want[i].tpl, want[i].why, want[i].params);
         cg_gen_free(o);

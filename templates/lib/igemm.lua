@@ -121,8 +121,9 @@ local function params(tc)
       legal = function(l)
         local v = common.map_tiles(l, 128)
         if tc then
-          -- and the fewest eights covering M in 1 to 4 block rows (M = 71: 72, 40, 24)
-          for r = 4, 1, -1 do
+          -- and the fewest eights covering M in 2 to 4 block rows (M = 71: 40, 24;
+          -- map_tiles already holds those for one row, 72)
+          for r = 4, 2, -1 do
             local b = rows_tile(l, r)
             if b <= 128 and not common.contains(v, b) then table.insert(v, 1, b) end
           end

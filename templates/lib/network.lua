@@ -182,6 +182,15 @@ function network.auto_fc(l)
   return "fc_vec", string.format("auto: vec (%s loads for %d inputs)", v, IN)
 end
 
+-- The template serving layer l and, where `auto` chose it, why.
+local function layer_choice(l)
+  if l.strategy == "auto" then
+    if l.op == "conv" then return network.auto_strategy(l) end
+    return network.auto_fc(l)
+  end
+  return (l.op == "conv" and "conv2d_" or "fc_") .. l.strategy, nil
+end
+
 function network.build(net)
   local out = { tensors = {}, layers = {}, kernels = {}, input = "pixels", predict = "predict" }
   local elems_max = 1
@@ -223,8 +232,7 @@ function network.build(net)
   for _, l in ipairs(net.layers) do
     local i = l.index
     if l.op == "conv" then
-      local tname, why = "conv2d_" .. l.strategy, nil
-      if l.strategy == "auto" then tname, why = network.auto_strategy(l) end
+      local tname, why = layer_choice(l)
       local k = add(tname, l, l.params, i, l.name, cur, l.name)
       k.chosen = why
       if not k.fused then
@@ -244,8 +252,7 @@ function network.build(net)
         end
       end
     elseif l.op == "fc" then
-      local tname, why = "fc_" .. l.strategy, nil
-      if l.strategy == "auto" then tname, why = network.auto_fc(l) end
+      local tname, why = layer_choice(l)
       local k = add(tname, l, l.params, i, l.name, cur, l.name)
       k.chosen = why
     elseif l.op == "softmax" then
@@ -271,8 +278,8 @@ end
 -- name ("conv2d_direct", "fc_vec"), nil for the one the spec's strategy names.
 
 -- Most combinations candidates() examines unless told otherwise (about 0.45 s a
--- 100,000 on the development machine). The largest product on the zoo and probe
--- layers is 261,120 (igemm_tc on a 1x1 layer of 200 maps); at the former cap of
+-- 100,000 on the development machine). The largest product on the zoo's layers
+-- is 261,120 (igemm_tc on a 1x1 layer of 200 maps); at the former cap of
 -- 100,000 the search skipped every later value of the first parameter (bm).
 network.CANDIDATE_CAP = 1000000
 
@@ -287,11 +294,7 @@ local function layer_at(net, index)
 end
 
 -- The template serving layer l when none is named: conv2d_<strategy> or fc_<strategy>.
-function network.layer_template(l)
-  if l.op == "conv" and l.strategy == "auto" then return (network.auto_strategy(l)) end
-  if l.op == "fc" and l.strategy == "auto" then return (network.auto_fc(l)) end
-  return (l.op == "conv" and "conv2d_" or "fc_") .. l.strategy
-end
+function network.layer_template(l) return (layer_choice(l)) end
 
 -- The table a conv or fc template receives for layer `index`: the spec's layer
 -- fields plus `const_left`, the constant memory its weights may take (alone, a
