@@ -29,7 +29,13 @@
 -- The last thread of a row may be partial (cols need not divide the row): its
 -- columns past the row read zeros and are not stored.
 -- Padding: the input rows and columns a thread may read outside the input are
--- known from the layer; only those get a bound check, and read 0.
+-- known from the layer; only those get a bound check, and read 0. Where a thread
+-- holds a whole output row (cols = the row), its columns are literals and the
+-- products of the padding's columns are left out of the unrolled code (a 7x7
+-- kernel with padding 3 on 9x9 maps: 51 of 63 products a row remain). Rows of
+-- the padding are not skipped: a warp's threads lie on different rows, and
+-- blocks of one output row over several images (each thread its own image's
+-- rows, through L1 or staged) ran 1.4-3.8x slower (bench/RESULTS.md).
 -- Epilogue: the F x F max or average, bias, activation, store; other pools
 -- (overlapping windows, the global average) leave the kernel unfused: conv +
 -- bias, then the pool template.
@@ -123,6 +129,20 @@ local function shape(l, p)
   s.IR = (s.F - 1) * g.S + l.K            -- input rows under them, a channel
   s.acc = p.tm * s.F * s.TS
   s.body = l.K * s.acc
+  -- a thread holding a whole output row (one column tile) knows its columns as
+  -- literals: the products of the padding's columns are left out of its code
+  s.colskip = s.CT == 1 and (g.pl > 0 or (s.TS - 1) * g.S + l.K - g.pl > l.W)
+  s.work = s.body
+  if s.colskip then
+    local inside = 0
+    for t = 0, s.TS - 1 do
+      for q = 0, l.K - 1 do
+        local j = t * g.S + q
+        if j >= g.pl and j < l.W + g.pl then inside = inside + 1 end
+      end
+    end
+    s.work = s.body * inside // (s.TS * l.K)
+  end
   s.vec = (p.tm % 4 == 0 and l.M % 4 == 0) and 4 or (p.tm % 2 == 0 and l.M % 2 == 0) and 2 or 1
   -- the tile, its rows of inputs and their prefetch, a weight vector and about
   -- 24 for addresses and indices
@@ -272,7 +292,7 @@ end
 function T.cost(l, p)
   local s = shape(l, p)
   local copy = p.pf == 1 and s.F * s.PC or 0   -- pf=1 moves the prefetched row into place
-  local per_c = l.K * (s.F * s.PC * (p.xs == 1 and s.conflicts or 2) + l.K * (p.tm // s.vec) + s.body + copy + 6)
+  local per_c = l.K * (s.F * s.PC * (p.xs == 1 and s.conflicts or 2) + l.K * (p.tm // s.vec) + s.work + copy + 6)
   local stages = l.C // p.cs
   local staged = p.xs == 1 and s.SLOTS * s.WP * (12 + 2 * p.cs) or 0
   local stage = (staged + 2 * s.wfloats) // s.threads + 40
@@ -424,8 +444,16 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 #pragma unroll
                     for (int f = 0; f < {{F}}; f++)
 #pragma unroll
+% if colskip then
+                        for (int s = 0; s < {{TS}}; s++) {
+                            // the row's columns are literals: those in the padding read zeros, left out
+                            if (s * {{S}} + q < {{pl}} || s * {{S}} + q >= {{W + pl}}) continue;
+                            acc[m + u][f][s] = fmaf(wv[u], x[f][s * {{S}} + q], acc[m + u][f][s]);
+                        }
+% else
                         for (int s = 0; s < {{TS}}; s++)
                             acc[m + u][f][s] = fmaf(wv[u], x[f][s * {{S}} + q], acc[m + u][f][s]);
+% end
             }
         }
     };
@@ -547,7 +575,7 @@ function T.kernel(l, p)
     vec = s.vec, stages = l.C // p.cs, OH = OH, OW = OW,
     xsm = xsm, next = xsm and "rl + 1" or "r + 1", next2 = xsm and "rl + 2" or "r + 2",
     last_row = xsm and p.cs * l.K or l.C * l.K, step = p.pf == 2 and 2 or 1,
-    rowcheck = rowcheck, okexpr = okexpr, okend = okend,
+    rowcheck = rowcheck, okexpr = okexpr, okend = okend, colskip = s.colskip,
     ragged = s.CT * p.cols > s.RL, last = s.RL - (s.CT - 1) * p.cols,
     pooled = s.pooled, pool_kind = g.kind, inv = string.format("%.9ef", 1.0 / (s.F * s.F)),
     pool_doc = not s.pooled and "" or (g.kind .. " over " .. s.F .. "x" .. s.F .. ", "),

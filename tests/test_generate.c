@@ -581,6 +581,39 @@ static void test_auto_fc(void)
     free(s), free(o);
 }
 
+/* conv2d_slide leaves the padding's columns out of a thread's unrolled products
+ * where the thread holds a whole output row (its columns literals), and only there. */
+static void test_slide_colskip(void)
+{
+    static const struct {
+        const char *spec, *layer;
+        int skips;
+    } want[] = {
+        {"tests/gpu/layers-slide-pad.yaml", "p1", 1}, /* 5x5, padding 2, cols = the row of 12 */
+        {"tests/gpu/layers-slide-pad.yaml", "p2", 1}, /* max2 pooled: 6 pooled columns, the row */
+        {"tests/gpu/layers-slide-pad.yaml", "p3", 1}, /* 7x7, padding 3, row of 6 */
+        {"tests/gpu/layers-slide.yaml", "s3", 0},     /* padded, but a row of 10 in threads of 4 */
+        {"tests/gpu/layers-slide.yaml", "s1", 0},     /* no padding */
+    };
+    const char *mark = "those in the padding read zeros, left out";
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    CHECK(s && o, "out of memory");
+    for (size_t i = 0; s && o && i < sizeof want / sizeof *want; i++) {
+        if (cg_spec_load(want[i].spec, s, &e) || cg_generate_for(s, "x", NULL, o, &e)) {
+            CHECK(0, "%s: %s", want[i].spec, e.msg);
+            continue;
+        }
+        const cg_gen_kernel *k = conv_kernel(o, want[i].layer);
+        CHECK(k && !strcmp(k->tpl, "conv2d_slide") && !strstr(k->source, mark) == !want[i].skips,
+              "%s %s: the padding's columns %s", want[i].spec, want[i].layer,
+              want[i].skips ? "skipped" : "computed (the columns are not literals)");
+        cg_gen_free(o);
+    }
+    free(s), free(o);
+}
+
 /* Every accepted candidate must generate: a configuration that check accepts and
  * kernel cannot emit is a failure the tuner meets as "compile-failed" (bk=8 under
  * a 9-wide kernel once divided by zero in conv2d_igemm_tc's slice arithmetic). For
@@ -660,6 +693,7 @@ int main(void)
     test_auto_rule();
     test_default_tiles();
     test_auto_fc();
+    test_slide_colskip();
     test_candidates_emit();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");
