@@ -35,15 +35,17 @@ end
 -- bn's default: the tile of outputs a product of this many outputs takes.
 local function default_bn(l) return l.out >= 64 and 64 or 16 end
 
+-- bk's default: 8 with single-float loads (a 16-deep slice's prefetch took 221
+-- registers on sm_90 and spilled on sm_120 in the default tile), else 16.
+local function default_bk(l) return width(l) == 1 and 8 or 16 end
+
 T.params = {
   { name = "bm", doc = "images per block tile", legal = function(_) return { 32, 64, 128 } end,
     default = function(_) return 128 end },
   { name = "bn", doc = "outputs per block tile", legal = function(_) return { 16, 32, 64, 128 } end,
     default = default_bn },
   { name = "bk", doc = "reduction slice staged in shared memory", legal = function(_) return { 8, 16, 32 } end,
-    -- 8 with single-float loads: a 16-deep slice's prefetch took 221 registers
-    -- (sm_90) and spilled on sm_120 in the default tile
-    default = function(l) return width(l) == 1 and 8 or 16 end },
+    default = default_bk },
   { name = "tm", doc = "images per thread", legal = function(_) return { 4, 8 } end,
     default = function(_) return 8 end },
   { name = "tn", doc = "outputs per thread", legal = function(_) return { 4, 8 } end,
@@ -64,7 +66,7 @@ T.params = {
       if not (l.target and l.target.cc and l.target.cc >= 90) then return 1 end
       local tiles = common.ceil_div(common.cost.images(l), 128) * common.ceil_div(l.out, default_bn(l))
       if tiles > 128 then return 1 end
-      local slices, split = common.ceil_div(l.C * l.H * l.W, 16), 1
+      local slices, split = common.ceil_div(l.C * l.H * l.W, default_bk(l)), 1
       while split < 8 and tiles * split < 512 and slices // (2 * split) >= 16 do split = split * 2 end
       return split
     end },

@@ -13,7 +13,7 @@
  * epilogue, its products without tensor cores), layers-slide (conv2d_slide's
  * both input paths, prefetches, partial tiles, strides, pads and pools),
  * layers-slide-align (its weights after an odd number of staged floats),
- * layers-slide-pad (its padding's columns and, with ro=1, rows skipped),
+ * layers-slide-pad (its padding's columns left out where a thread holds a whole row),
  * layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
  * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24) and
  * layers-fc-odd (fc_vec's single-float and float2 loads). The

@@ -578,6 +578,22 @@ static void test_auto_fc(void)
               want[i].tpl, want[i].why, want[i].params);
         cg_gen_free(o);
     }
+    /* 363 inputs (odd: single-float loads, 8-deep slices by default) into 10: the
+     * split's default counts the 46 slices bk=8 makes (two blocks of 23), not the
+     * 23 that 16-deep ones would (no split) */
+    static const char odd[] = "network: fc-363\ninput: {channels: 3, height: 11, width: 11}\nseed: 1\n"
+                              "layers:\n  - {name: fc1, op: fc, out: 10}\n  - {name: prob, op: softmax}\n";
+    cg_target tg;
+    int arch = 90;
+    cg_aot_target(&arch, 1, &tg);
+    if (s && o && !cg_spec_parse("fc-363.yaml", odd, strlen(odd), s, &e) && !cg_generate_for(s, "x", &tg, o, &e)) {
+        const cg_gen_kernel *k = layer_kernel(o, "fc1", "fc_");
+        const char *p = NULL;
+        CHECK(k && params_has(k, "bk=8", &p) && params_has(k, "split=2", &p), "fc-363 sm_90: %.80s, want bk=8 split=2",
+              p ? p : "no kernel");
+        cg_gen_free(o);
+    } else
+        CHECK(0, "fc-363: %s", e.msg);
     free(s), free(o);
 }
 
