@@ -35,7 +35,8 @@
 -- kernel with padding 3 on 9x9 maps: 51 of 63 products a row remain). Rows of
 -- the padding are not skipped: a warp's threads lie on different rows, and
 -- blocks of one output row over several images (each thread its own image's
--- rows, through L1 or staged) ran 1.4-3.8x slower (bench/RESULTS.md).
+-- rows) ran 1.2-1.4x slower than the same tiles on consecutive rows through
+-- L1, and 2.1-3.8x slower than the best with the rows staged (bench/RESULTS.md).
 -- Epilogue: the F x F max or average, bias, activation, store; other pools
 -- (overlapping windows, the global average) leave the kernel unfused: conv +
 -- bias, then the pool template.
