@@ -433,7 +433,8 @@ static void test_winograd(void)
 
 /* `strategy: auto` (a conv without strategy): direct for one to three channels
  * and a small kernel, winograd for 3x3 stride-1 layers with C a multiple of 8 from
- * 32 and M a multiple of 32 where the target holds its default tile (sm_90: yes;
+ * 32 and M a multiple of 32 whose conv output its 2x2 tiles cover with at most
+ * 1.2x the outputs, where the target holds its default tile (sm_90: yes;
  * the 48 KiB default target: no, igemm with the reason), igemm otherwise; the
  * header says why. */
 static void test_auto_rule(void)
@@ -462,6 +463,12 @@ static void test_auto_rule(void)
         {"bench/specs/zoo-5x5-c64.yaml", "conv2", 90, "conv2d_igemm_tc", "auto: igemm_tc"},
         {"bench/specs/zoo-5x5-c64.yaml", "conv2", 0, "conv2d_igemm", "auto: igemm"},
         {"bench/specs/zoo-bigk.yaml", "conv3", 90, "conv2d_igemm_tc", "M = 96 >= 32"},
+        /* 3x3 outputs: winograd's 2x2 tiles would cover 16 outputs for 9, so igemm_tc (or igemm) */
+        {"bench/specs/zoo-alex.yaml", "conv3", 90, "conv2d_igemm_tc",
+         "(else igemm, since winograd's 2x2 output tiles would cover 1.78x the 3x3 conv output (more than 1.2x))"},
+        {"bench/specs/zoo-alex.yaml", "conv4", 75, "conv2d_igemm", "would cover 1.78x the 3x3 conv output"},
+        /* 44x44 outputs, covered exactly: winograd */
+        {"bench/specs/zoo-squeeze.yaml", "conv2", 90, "conv2d_winograd", "auto: winograd, since K = 3"},
     };
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);

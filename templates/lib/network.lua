@@ -127,11 +127,17 @@ end
 -- C = 256, 3x3 with C = 16), tied on one (a 1x1 layer with M = 32) and lost 3.5 %
 -- on one (a 1x1 layer with C = 64, M = 256); with fewer maps it lost or tied
 -- (M = 12: 32 %, M = 30: 6 %, the course's M = 16: 5-10 %, M = 24: within 1 %),
--- and layers with fewer channels were not measured.
+-- and layers with fewer channels were not measured. Where the conv output is
+-- so small that F(2x2,3x3)'s tiles of 2x2 outputs cover much more than it
+-- (a 3x3 output in four tiles: 16 outputs for 9), igemm or igemm_tc: on the
+-- 3x3 maps of zoo-alex (C = 96 and 128, padding 1) winograd's default took
+-- 0.63 and 0.45 ms, igemm_tc tuned 0.42 and 0.30 (1.5x; winograd without the
+-- waste would take about 0.36 and 0.25: the break-even is near 1.2x).
 -- Returns the template name and the reason, for the file header.
 network.AUTO_DIRECT_MAX_C = 3
 network.AUTO_DIRECT_MAX_CKK = 64
 network.AUTO_WINOGRAD_MIN_C = 32
+network.AUTO_WINOGRAD_MAX_COVER = 1.2   -- outputs the 2x2 tiles cover / conv outputs
 network.AUTO_TC_MIN_C = 16
 network.AUTO_TC_MIN_M = 32
 
@@ -153,6 +159,13 @@ function network.auto_strategy(l)
   if l.C <= network.AUTO_DIRECT_MAX_C and ckk <= network.AUTO_DIRECT_MAX_CKK then
     return "conv2d_direct", string.format("auto: direct, since C = %d <= %d and C*K*K = %d <= %d",
       l.C, network.AUTO_DIRECT_MAX_C, ckk, network.AUTO_DIRECT_MAX_CKK)
+  end
+  local g = common.conv_geom(l)
+  local cover = 4 * ((g.CH + 1) // 2) * ((g.CW + 1) // 2) / math.max(1, g.CH * g.CW)
+  if l.K == 3 and (l.stride or 1) <= 1 and l.C >= network.AUTO_WINOGRAD_MIN_C and l.C % 8 == 0
+      and l.M % 32 == 0 and cover > network.AUTO_WINOGRAD_MAX_COVER then
+    return igemm_or_tc(l, string.format("auto: igemm, since winograd's 2x2 output tiles would cover %.2fx " ..
+      "the %dx%d conv output (more than %.1fx)", cover, g.CH, g.CW, network.AUTO_WINOGRAD_MAX_COVER))
   end
   if l.K == 3 and (l.stride or 1) <= 1 and l.C >= network.AUTO_WINOGRAD_MIN_C and l.C % 8 == 0
       and l.M % 32 == 0 then
