@@ -28,6 +28,14 @@ $cg kernel bench/specs/zoo-odd.yaml --layer conv3 --strategy igemm_tc --list --a
 n=$(sed -nE 's/^([0-9]+) candidates: 168960 combinations.*/\1/p' "$t/o")
 [ -n "$n" ] && [ "$n" -gt 0 ] && ! grep -q "^note:" "$t/o" && [ "$(grep -cE '^ +[0-9]+  bm=' "$t/o")" -eq "$n" ] \
   && ok || bad "tc --list --arch 90: $(head -3 "$t/o")"
+# a 1x1 layer of 2,048 channels into 2,048 maps: igemm_tc's candidates were once past the
+# Lua budget (each check counted C's divisors up to 2,048)
+printf 'network: wide1x1\ninput: {channels: 2048, height: 2, width: 2}\nseed: 1\nlayers:\n  - {name: c1, op: conv, M: 2048, K: 1}\n  - {name: f, op: fc, out: 10}\n  - {name: prob, op: softmax}\n' >"$t/wide.yaml"
+$cg kernel "$t/wide.yaml" --layer c1 --strategy igemm_tc --list --arch 90 >"$t/o" 2>"$t/e" && ok \
+  || bad "C=2048 tc --list --arch 90: $(cat "$t/e")"
+n=$(sed -nE 's/^([0-9]+) candidates: [0-9]+ combinations.*/\1/p' "$t/o")
+[ -n "$n" ] && [ "$n" -gt 0 ] && [ "$(grep -cE '^ +[0-9]+  bm=' "$t/o")" -eq "$n" ] \
+  && ok || bad "C=2048 tc --list --arch 90: $(head -3 "$t/o")"
 
 # errors: usage 2, bad input 3, one line each
 expect() { # exit-code expected-text args...

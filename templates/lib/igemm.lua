@@ -59,7 +59,9 @@ local function slice_depths(l)
   local out, seen = {}, {}
   local function add(v) if v <= 64 and not seen[v] then seen[v] = true; out[#out + 1] = v end end
   for _, kp in ipairs(common.divisors(l.K)) do if kp < l.K then add(kp * l.K) end end
-  for _, cs in ipairs(common.divisors(l.C)) do add(cs * l.K * l.K) end
+  -- (divisors up to the 64-deep bound only: a check asks for these on every
+  -- candidate, and counting to C = 2048 each time ran past the Lua budget)
+  for _, cs in ipairs(common.divisors(l.C, 64 // (l.K * l.K))) do add(cs * l.K * l.K) end
   table.sort(out)
   return out
 end
