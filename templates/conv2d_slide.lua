@@ -130,9 +130,13 @@ local function shape(l, p)
   s.IR = (s.F - 1) * g.S + l.K            -- input rows under them, a channel
   s.acc = p.tm * s.F * s.TS
   s.body = l.K * s.acc
+  -- the columns a thread may read left of the input (the padding) and right of it
+  -- (the last thread's origin plus its PC elements past W): the only ones tested;
   -- a thread holding a whole output row (one column tile) knows its columns as
-  -- literals: the products of the padding's columns are left out of its code
-  s.colskip = s.CT == 1 and (g.pl > 0 or (s.TS - 1) * g.S + l.K - g.pl > l.W)
+  -- literals, and the products of the padding's columns are left out of its code
+  s.maxx = (s.CT - 1) * s.TS * g.S - g.pl
+  s.left_out, s.right_out = g.pl > 0, s.maxx + s.PC > l.W
+  s.colskip = s.CT == 1 and (s.left_out or s.right_out)
   s.work = s.body
   if s.colskip then
     local inside = 0
@@ -555,11 +559,10 @@ function T.kernel(l, p)
   -- the input (j < pl) or right of it (the last thread's origin plus j at or
   -- past W); only those are tested
   local rowcheck = g.pt > 0 or (s.RT * s.F - 1) * g.S + l.K - g.pt > l.H
-  local maxx = (s.CT - 1) * s.TS * g.S - g.pl
   local conds = {}
   if rowcheck then conds[#conds + 1] = "rok" end
-  if g.pl > 0 then conds[#conds + 1] = string.format("(j >= %d || ix0 + j >= 0)", g.pl) end
-  if maxx + s.PC > l.W then conds[#conds + 1] = string.format("(j < %d || ix0 + j < %d)", l.W - maxx, l.W) end
+  if s.left_out then conds[#conds + 1] = string.format("(j >= %d || ix0 + j >= 0)", g.pl) end
+  if s.right_out then conds[#conds + 1] = string.format("(j < %d || ix0 + j < %d)", l.W - s.maxx, l.W) end
   local okexpr, okend = "", ""
   if #conds > 0 then okexpr, okend = "(" .. table.concat(conds, " && ") .. ") ? ", " : 0.0f" end
   local xsm = p.xs == 1

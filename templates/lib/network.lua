@@ -160,15 +160,14 @@ function network.auto_strategy(l)
     return "conv2d_direct", string.format("auto: direct, since C = %d <= %d and C*K*K = %d <= %d",
       l.C, network.AUTO_DIRECT_MAX_C, ckk, network.AUTO_DIRECT_MAX_CKK)
   end
-  local g = common.conv_geom(l)
-  local cover = 4 * ((g.CH + 1) // 2) * ((g.CW + 1) // 2) / math.max(1, g.CH * g.CW)
-  if l.K == 3 and (l.stride or 1) <= 1 and l.C >= network.AUTO_WINOGRAD_MIN_C and l.C % 8 == 0
-      and l.M % 32 == 0 and cover > network.AUTO_WINOGRAD_MAX_COVER then
-    return igemm_or_tc(l, string.format("auto: igemm, since winograd's 2x2 output tiles would cover %.2fx " ..
-      "the %dx%d conv output (more than %.1fx)", cover, g.CH, g.CW, network.AUTO_WINOGRAD_MAX_COVER))
-  end
   if l.K == 3 and (l.stride or 1) <= 1 and l.C >= network.AUTO_WINOGRAD_MIN_C and l.C % 8 == 0
       and l.M % 32 == 0 then
+    local g = common.conv_geom(l)
+    local cover = 4 * ((g.CH + 1) // 2) * ((g.CW + 1) // 2) / math.max(1, g.CH * g.CW)
+    if cover > network.AUTO_WINOGRAD_MAX_COVER then
+      return igemm_or_tc(l, string.format("auto: igemm, since winograd's 2x2 output tiles would cover %.2fx " ..
+        "the %dx%d conv output (more than %.1fx)", cover, g.CH, g.CW, network.AUTO_WINOGRAD_MAX_COVER))
+    end
     local W = import("conv2d_winograd")
     local why = W.check(l, (values(W, "conv2d_winograd", l)))
     if not why then
