@@ -307,9 +307,10 @@ end
 -- ---- 3xTF32 on tensor cores (conv2d_igemm_tc, lib/igemm.lua) ----
 --
 -- A product a*b in FP32 accuracy from three TF32 products: a = ah + al, where
--- ah is a's top 19 bits (rounded half up in magnitude: two integer operations)
--- and al the exact remainder, which the tensor core reads truncated to TF32;
--- a*b ~ al*bh + ah*bl + ah*bh (al*bl, about 2^-22 of the product, dropped).
+-- ah is a's top 19 bits (truncated: one integer operation; rounding them took a
+-- second, and every fragment element pays it) and al the exact remainder, which
+-- the tensor core reads truncated to TF32; a*b ~ al*bh + ah*bl + ah*bh (al*bl,
+-- under 2^-20 of the product, dropped).
 -- Fragments of mma.sync.m16n8k8 (row.col, f32 += tf32 * tf32): A 16x8 in four
 -- registers a lane, (row g, col t), (g+8, t), (g, t+4), (g+8, t+4); B 8x8 in
 -- two, (row t, col g), (t+4, g); C 16x8 in four, (g, 2t), (g, 2t+1), (g+8, 2t),
@@ -318,7 +319,7 @@ end
 -- C statements defining the lambda `split(v, hi, lo)` (v: float; hi, lo: unsigned).
 function common.tf32x3_split()
   return [[auto split = [](float v, unsigned& hi, unsigned& lo) {
-            hi = (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
+            hi = __float_as_uint(v) & 0xffffe000u;
             lo = __float_as_uint(v - __uint_as_float(hi));
         };]]
 end
@@ -334,22 +335,27 @@ end
 -- C statements accumulating into d[i][j][0..3], for every m16 tile i < fp and n8
 -- tile j < fm, the three products of A fragments ah/al[i][0..3] and B fragments
 -- bh/bl[j][0..1]: the small terms first, each a pass over every tile, so that
--- consecutive mma.sync write different accumulators.
-function common.tf32x3_mma(d, fp, fm)
-  local t = {}
-  for _, ab in ipairs({ { "al", "bh" }, { "ah", "bl" }, { "ah", "bh" } }) do
+-- consecutive mma.sync write different accumulators. fresh: the first pass adds
+-- to zero instead of d (d need not be set before: no zeroing moves). Statements
+-- after the first indented by `indent` spaces.
+function common.tf32x3_mma(d, fp, fm, fresh, indent)
+  local t, ind = {}, string.rep(" ", indent)
+  for pass, ab in ipairs({ { "al", "bh" }, { "ah", "bl" }, { "ah", "bh" } }) do
+    local z = fresh and pass == 1
     for i = 0, fp - 1 do
       for j = 0, fm - 1 do
         local a, b = ab[1], ab[2]
         t[#t + 1] = string.format('asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%%0, %%1, %%2, %%3}, ' ..
-          '{%%4, %%5, %%6, %%7}, {%%8, %%9}, {%%0, %%1, %%2, %%3};"\n' ..
-          '                : "+f"(%s[%d][%d][0]), "+f"(%s[%d][%d][1]), "+f"(%s[%d][%d][2]), "+f"(%s[%d][%d][3])\n' ..
-          '                : "r"(%s[%d][0]), "r"(%s[%d][1]), "r"(%s[%d][2]), "r"(%s[%d][3]), "r"(%s[%d][0]), "r"(%s[%d][1]));',
-          d, i, j, d, i, j, d, i, j, d, i, j, a, i, a, i, a, i, a, i, b, j, b, j)
+          '{%%4, %%5, %%6, %%7}, {%%8, %%9}, %s;"\n' ..
+          '%s    : "%sf"(%s[%d][%d][0]), "%sf"(%s[%d][%d][1]), "%sf"(%s[%d][%d][2]), "%sf"(%s[%d][%d][3])\n' ..
+          '%s    : "r"(%s[%d][0]), "r"(%s[%d][1]), "r"(%s[%d][2]), "r"(%s[%d][3]), "r"(%s[%d][0]), "r"(%s[%d][1])%s);',
+          z and "{%10, %10, %10, %10}" or "{%0, %1, %2, %3}", ind,
+          z and "=" or "+", d, i, j, z and "=" or "+", d, i, j, z and "=" or "+", d, i, j, z and "=" or "+", d, i, j, ind,
+          a, i, a, i, a, i, a, i, b, j, b, j, z and ', "f"(0.0f)' or "")
       end
     end
   end
-  return table.concat(t, "\n            ")
+  return table.concat(t, "\n" .. ind)
 end
 
 -- The tiled conv templates (conv2d_igemm, conv2d_winograd): the 2x2 pools

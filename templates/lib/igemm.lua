@@ -74,7 +74,8 @@ end
 -- slice is padded with zero rows (a 25-deep slice took 32 rows of tensor-core
 -- work). Their reduction indices do not fall on literal offsets: a table of
 -- the offsets (in constant memory, KK + bk entries) gives them, read at one
--- uniform index a slice row; the last slice reads zeros past C*K*K.
+-- uniform index a slice row; the first slice is short (its first rows zeros) where bk
+-- does not divide C*K*K, so that only the prologue tests rows.
 local FREE_DEPTHS = { 8, 16, 24, 32, 40, 48, 56, 64 }
 local function free_depths(l)
   local lit, out = slice_depths(l), {}
@@ -221,7 +222,8 @@ local function shape(l, p, tc)
   s.LC = s.threads > 0 and p.bn // s.threads or 0   -- columns each thread gathers
   s.WL = common.ceil_div(p.bk * p.bm, math.max(s.threads, 1))  -- weights each thread loads
   s.slices = common.ceil_div(s.R, p.bk)
-  s.tail = s.free and s.R % p.bk ~= 0   -- the last slice reads zeros past the reduction
+  s.tail = s.free and s.R % p.bk ~= 0   -- the first slice is short: its first pad0 rows are zeros
+  s.pad0 = s.tail and s.slices * p.bk - s.R or 0
   -- a free slice's offset table (and, with padding, its kernel rows and columns) in constant memory
   s.const_bytes = s.free and 4 * (s.KK + p.bk) * (g.padded and 2 or 1) or 0
   s.smem = 4 * p.stages * s.KP * (s.XR + s.WR)
@@ -332,9 +334,16 @@ local source = engine.compile([=[
 % end
 
 % if free then
+% if tail then
+// slices of {{BK}}, no whole number of kernel rows, the first one short: its rows 0 .. {{pad0 - 1}} are
+// zeros, so that reduction index r = s*{{BK}} + k - {{pad0}} of every other slice needs no test; r
+// lies ((s*{{BK}} + {{D}}) / {{KK}} - {{CP}}) channels and tab[(s*{{BK}} + {{D}}) % {{KK}} + k] elements from its
+// column's base, tab[i] = (i / {{KK}})*{{H * W}} + ((i % {{KK}}) / {{K}})*{{W}} + i % {{K}}
+% else
 // slices of {{BK}}, no whole number of kernel rows: reduction index r = s*{{BK}} + k lies
 // ((s*{{BK}}) / {{KK}}) channels and tab[(s*{{BK}}) % {{KK}} + k] elements from its column's
-// base, tab[i] = (i / {{KK}})*{{H * W}} + ((i % {{KK}}) / {{K}})*{{W}} + i % {{K}}{{tail and string.format("; past r = %d, zeros", R) or ""}}
+// base, tab[i] = (i / {{KK}})*{{H * W}} + ((i % {{KK}}) / {{K}})*{{W}} + i % {{K}}
+% end
 __constant__ int {{name}}_tab[{{KK + BK}}] = {{tab}};
 %   if padded then
 // and its kernel row and column, 64*p + q
@@ -371,7 +380,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     {{mtype}} rm[{{LC}}], cm[{{LC}}];
 %   if free then
     // whether slice row r of column j reads inside the input{{tail and " and the reduction" or ""}}
-#define {{name}}_OK(j, r) ({{tail and string.format("s * %d + (r) < %d && ", BK, R) or ""}}((rm[j] >> ({{name}}_pq[e0 + (r)] >> 6)) & (cm[j] >> ({{name}}_pq[e0 + (r)] & 63)) & 1))
+#define {{name}}_OK(j, r) ({{tail and string.format("(!first || (r) >= %d) && ", pad0) or ""}}((rm[j] >> ({{name}}_pq[e0 + (r)] >> 6)) & (cm[j] >> ({{name}}_pq[e0 + (r)] & 63)) & 1))
 %   elseif whole then
     // whether reduction index r (a literal) of column j reads inside the input
 #define {{name}}_OK(j, r) ({{rowok}} && {{colok}})
@@ -442,8 +451,8 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #define {{name}}_WX(i) wsx[i]
 % end
 % if free and tail and not padded then
-    // whether slice row r is inside the reduction
-#define {{name}}_OK(j, r) (s * {{BK}} + (r) < {{R}})
+    // whether slice row r is inside the reduction (not in the first slice's zero rows)
+#define {{name}}_OK(j, r) (!first || (r) >= {{pad0}})
 % end
 % if wguard then
     // whether weight i of a slice is inside the layer (else it is zero-filled)
@@ -453,7 +462,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     // slice s starts at input offset xo(s) from each column's base, and at s*{{BK}} in a weight row
     auto xo = [&](int s) {
 % if free then
-        return (s * {{BK}}) / {{KK}} * {{H * W}};
+        return {{xof}};
 % elseif whole then
         return s * {{BK // KK * H * W}};
 % else
@@ -487,8 +496,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         // 3xTF32 (lib/common.lua): the A fragments from the columns, B from the weights; the
         // slice summed apart (the tensor cores' own additions lose low bits), then added to cf
         {{split}}
-        float sl[{{FP}}][{{FM}}][4];
-{{zero_sl}}
+        float sl[{{FP}}][{{FM}}][4];   // set by the first k step's first products
 #pragma unroll
         for (int k = 0; k < {{KP}}; k += 8) {
             unsigned ah[{{FP}}][4], al[{{FP}}][4], bh[{{FM}}][2], bl[{{FM}}][2];
@@ -501,7 +509,11 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             for (int j = 0; j < {{FM}}; j++)
 #pragma unroll
                 for (int r = 0; r < 2; r++) split(w[(k + t4 + 4 * r) * {{WR}} + 8 * j], bh[j][r], bl[j][r]);
-            {{mma3}}
+            if (k == 0) {
+                {{mma3_fresh}}
+            } else {
+                {{mma3}}
+            }
         }
 #pragma unroll
         for (int i = 0; i < {{FP}}; i++)
@@ -599,12 +611,18 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     (void)wg, (void)wsx;
 %   end
 % end
+% if tail then
+    // first: s is the first slice, the short one (a literal at every call: the
+    // main loop's copies carry no test)
+    auto issue = [&](int s, int b, bool first) {
+% else
     auto issue = [&](int s, int b) {
+% end
         const unsigned x = sx + b * {{4 * KP * XR}} + 4 * tid;
         const unsigned w = sw + b * {{4 * KP * WR}};
         const int o = xo(s);
 % if free then
-        const int e0 = (s * {{BK}}) % {{KK}};
+        const int e0 = {{e0}};
 % elseif padded and not whole then
         const int kp0 = (s % {{SPC}}) * {{BK // K}};
 % end
@@ -613,9 +631,15 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         // stays base + literal so that the literal folds into the copy instruction
 % end
 #pragma unroll
-        for (int j = 0; j < {{LC}}; j++)
+        for (int j = 0; j < {{LC}}; j++) {
+            {{xpdef}}
 #pragma unroll
             for (int r = 0; r < {{BK}}; r++) copy4(x + 4 * (r * {{XR}} + j * {{NT}}), {{xat}}, {{xbytes}});
+        }
+        // the slice's weights (kept from folding into 64-bit index arithmetic, as xp);
+        // a copy of 0 bytes reads nothing, so its address may lie outside them
+        const float* wp = w_arg + {{wso}};
+        asm("" : "+l"(wp));
 % if wvec then
 #pragma unroll
         for (int i = 0; i < {{WQ}}; i++) {
@@ -623,10 +647,9 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             if (tid + i * {{NT}} >= {{BK * BM // 4}}) break;
 %   end
 %   if qok then
-            copy16(w + {{wqdst}}, w_arg + ({{qok}} ? wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}} : 0),
-                   {{qok}} ? 16 : 0);   // 0: zero fill
+            copy16(w + {{wqdst}}, wp + wq0 + i * {{NT // (BM // 4) * M}}, {{qok}} ? 16 : 0);   // 0: zero fill
 %   else
-            copy16(w + {{wqdst}}, w_arg + wq0 + i * {{NT // (BM // 4) * M}} + s * {{BK * M}}, 16);
+            copy16(w + {{wqdst}}, wp + wq0 + i * {{NT // (BM // 4) * M}}, 16);
 %   end
         }
 % else
@@ -636,24 +659,31 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             if (tid + i * {{NT}} >= {{BK * BM}}) break;
 % end
 % if wguard then
-            const bool ok = {{name}}_WOK(i);
-            copy4(w + 4 * {{name}}_WX(i), w_arg + (ok ? {{name}}_WG(i) + s * {{BK * M}} : 0), ok ? 4 : 0);   // 0: zero fill
+            copy4(w + 4 * {{name}}_WX(i), wp + {{name}}_WG(i), {{name}}_WOK(i) ? 4 : 0);   // 0: zero fill
 % else
-            copy4(w + 4 * {{name}}_WX(i), w_arg + {{name}}_WG(i) + s * {{BK * M}}, 4);
+            copy4(w + 4 * {{name}}_WX(i), wp + {{name}}_WG(i), 4);
 % end
         }
 % end
     };
 #pragma unroll
     for (int s = 0; s < {{ST - 1}}; s++) {
+% if tail then
+        if (s < {{S}}) issue(s, s, s == 0);
+% else
         if (s < {{S}}) issue(s, s);
+% end
         asm volatile("cp.async.commit_group;" ::: "memory");
     }
 #pragma unroll 1
     for (int s = 0; s < {{S}}; s++) {
         asm volatile("cp.async.wait_group {{ST - 2}};" ::: "memory");
         __syncthreads();   // slice s landed for every thread; slice s-1's buffer is free
+% if tail then
+        if (s + {{ST - 1}} < {{S}}) issue(s + {{ST - 1}}, (s + {{ST - 1}}) % {{ST}}, false);
+% else
         if (s + {{ST - 1}} < {{S}}) issue(s + {{ST - 1}}, (s + {{ST - 1}}) % {{ST}});
+% end
         asm volatile("cp.async.commit_group;" ::: "memory");
         multiply(s % {{ST}});
     }
@@ -661,22 +691,27 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     // two buffers: the next slice is loaded into registers during the products
     float xr[{{LC}}][{{BK}}], wr[{{WL}}];
     auto fetch = [&](int s) {
+% if tail then
+        const bool first = s == 0;
+% end
         const int o = xo(s);
 % if free then
-        const int e0 = (s * {{BK}}) % {{KK}};
+        const int e0 = {{e0}};
 % elseif padded and not whole then
         const int kp0 = (s % {{SPC}}) * {{BK // K}};
 % end
 #pragma unroll
-        for (int j = 0; j < {{LC}}; j++)
+        for (int j = 0; j < {{LC}}; j++) {
+            {{xpdef}}
 #pragma unroll
             for (int r = 0; r < {{BK}}; r++) xr[j][r] = {{xload}};
+        }
 #pragma unroll
         for (int i = 0; i < {{WL}}; i++)
 % if wguard then
-            wr[i] = {{name}}_WOK(i) ? __ldg(w_arg + {{name}}_WG(i) + s * {{BK * M}}) : 0.0f;
+            wr[i] = {{name}}_WOK(i) ? __ldg(w_arg + {{name}}_WG(i) + {{wso}}) : 0.0f;
 % else
-            wr[i] = __ldg(w_arg + {{name}}_WG(i) + s * {{BK * M}});
+            wr[i] = __ldg(w_arg + {{name}}_WG(i) + {{wso}});
 % end
     };
     auto stash = [&](int b) {
@@ -808,10 +843,10 @@ local function wok_expr(w, p, s)
     if w.wtail then t[#t + 1] = string.format("tid + (i) * %d < %d", s.threads, p.bk * p.bm) end
   end
   if s.tail then
-    -- free slices: the last one's rows past the reduction
+    -- free slices: the first one's zero rows
     local row = w.wstep and string.format("tid / %d + (i) * %d", p.bm, s.threads // p.bm)
       or string.format("(tid + (i) * %d) / %d", s.threads, p.bm)
-    t[#t + 1] = string.format("s * %d + %s < %d", p.bk, row, s.R)
+    t[#t + 1] = string.format("(!first || %s >= %d)", row, s.pad0)
   end
   return #t > 0 and table.concat(t, " && ") or "true"
 end
@@ -821,7 +856,7 @@ local function qok_expr(w, p, s)
   local t = {}
   if w.mguard then t[#t + 1] = "wqok" end
   if s.tail then
-    t[#t + 1] = string.format("s * %d + tid / %d + i * %d < %d", p.bk, p.bm // 4, s.threads // (p.bm // 4), s.R)
+    t[#t + 1] = string.format("(!first || tid / %d + i * %d >= %d)", p.bm // 4, s.threads // (p.bm // 4), s.pad0)
   end
   if #t == 0 then return nil end
   return #t == 1 and t[1] or "(" .. table.concat(t, " && ") .. ")"
@@ -877,7 +912,8 @@ local function kernel(l, p, tc)
     BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn, ST = p.stages,
     mma = s.mma, split = common.tf32x3_split(), loop = common.prefetch_loop(s.slices),
     zero_cf = s.mma and common.tf32x3_zero("cf", s.FP, s.FM, 4) or "",
-    zero_sl = s.mma and common.tf32x3_zero("sl", s.FP, s.FM, 8) or "", mma3 = s.mma and common.tf32x3_mma("sl", s.FP, s.FM) or "", KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
+    mma3 = s.mma and common.tf32x3_mma("sl", s.FP, s.FM, false, 16) or "",
+    mma3_fresh = s.mma and common.tf32x3_mma("sl", s.FP, s.FM, true, 16) or "", KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
     NT = s.threads, LC = s.LC, WL = s.WL, S = s.slices, COLS = s.COLS, P = s.P, OW = s.OW,
     smem = s.smem, pooled = s.pooled, bias = l.bias,
     whole = whole, SPC = (whole or s.free) and 1 or (l.K // (p.bk // l.K)),
@@ -894,12 +930,24 @@ local function kernel(l, p, tc)
     -- in the padding, 0 bytes and 0.0f
     xbytes = (g.padded or s.tail) and (name .. "_OK(j, r) ? 4 : 0") or "4",
     -- the address of slice row r (a literal) of column j
-    xat = s.free and string.format("xb[j] + o + %s_tab[e0 + r]", name) or string.format("xb[j] + o + %s_OFF(r)", name),
+    xat = s.free and string.format("xp + %s_tab[e0 + r]", name) or string.format("xp + %s_OFF(r)", name),
+    -- the column's slice base; the empty asm keeps the compiler from folding it back
+    -- into in + 4*(index) (64-bit arithmetic an element): each element is then one
+    -- wide multiply-add of its table offset (or a literal in the copy instruction)
+    xpdef = 'const float* xp = xb[j] + o;\n            asm("" : "+l"(xp));',
     pool_kind = g.kind,
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
   for k, x in pairs(weight_layout(l, p, s)) do v[k] = x end
-  v.free, v.tail = s.free, s.tail
+  v.free, v.tail, v.pad0 = s.free, s.tail, s.pad0
+  -- a free slice's first reduction index and its weights' offset: s*bk, or with a
+  -- short first slice s*bk - pad0 (q = s*bk + D counts from CP channels back, so
+  -- that it is never negative)
+  v.D, v.CP = s.pad0 == 0 and 0 or (-s.pad0) % s.KK, common.ceil_div(s.pad0, s.KK)
+  v.e0 = v.D == 0 and string.format("(s * %d) %% %d", p.bk, s.KK) or string.format("(s * %d + %d) %% %d", p.bk, v.D, s.KK)
+  v.xof = v.D == 0 and v.CP == 0 and string.format("(s * %d) / %d * %d", p.bk, s.KK, l.H * l.W)
+    or string.format("((s * %d + %d) / %d - %d) * %d", p.bk, v.D, s.KK, v.CP, l.H * l.W)
+  v.wso = s.pad0 == 0 and string.format("s * %d", p.bk * l.M) or string.format("(s * %d - %d) * %d", p.bk, s.pad0, l.M)
   v.xload = (g.padded or s.tail) and string.format("%s_OK(j, r) ? __ldg(%s) : 0.0f", name, v.xat)
     or string.format("__ldg(%s)", v.xat)
   if s.free then
