@@ -332,30 +332,21 @@ function common.tf32x3_zero(d, fp, fm, base)
     "#pragma unroll\n%s        for (int r = 0; r < 4; r++) %s[i][j][r] = 0.0f;", i, fp, i, fm, i, d)
 end
 
--- C statements accumulating into d[i][j][0..3], for every m16 tile i < fp and n8
--- tile j < fm, the three products of A fragments ah/al[i][0..3] and B fragments
--- bh/bl[j][0..1]: the small terms first, each a pass over every tile, so that
--- consecutive mma.sync write different accumulators. fresh: the first pass adds
--- to zero instead of d (d need not be set before: no zeroing moves). Statements
--- after the first indented by `indent` spaces.
-function common.tf32x3_mma(d, fp, fm, fresh, indent)
-  local t, ind = {}, string.rep(" ", indent)
-  for pass, ab in ipairs({ { "al", "bh" }, { "ah", "bl" }, { "ah", "bh" } }) do
-    local z = fresh and pass == 1
-    for i = 0, fp - 1 do
-      for j = 0, fm - 1 do
-        local a, b = ab[1], ab[2]
-        t[#t + 1] = string.format('asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%%0, %%1, %%2, %%3}, ' ..
-          '{%%4, %%5, %%6, %%7}, {%%8, %%9}, %s;"\n' ..
-          '%s    : "%sf"(%s[%d][%d][0]), "%sf"(%s[%d][%d][1]), "%sf"(%s[%d][%d][2]), "%sf"(%s[%d][%d][3])\n' ..
-          '%s    : "r"(%s[%d][0]), "r"(%s[%d][1]), "r"(%s[%d][2]), "r"(%s[%d][3]), "r"(%s[%d][0]), "r"(%s[%d][1])%s);',
-          z and "{%10, %10, %10, %10}" or "{%0, %1, %2, %3}", ind,
-          z and "=" or "+", d, i, j, z and "=" or "+", d, i, j, z and "=" or "+", d, i, j, z and "=" or "+", d, i, j, ind,
-          a, i, a, i, a, i, a, i, b, j, b, j, z and ', "f"(0.0f)' or "")
-      end
-    end
-  end
-  return table.concat(t, "\n" .. ind)
+-- C statements defining the lambdas mma(d, a, b): d += a*b, and mma0(d, a, b): d =
+-- a*b (the accumulator not read: no zeroing moves), one mma.sync.m16n8k8 each, d the
+-- four floats of a C fragment, a and b the A and B fragments' registers.
+function common.tf32x3_mma_defs()
+  local head = 'asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, '
+  local ab = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])'
+  return table.concat({
+    "auto mma = [](float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
+    "            " .. head .. '{%0, %1, %2, %3};"',
+    '                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : ' .. ab .. ");",
+    "        };",
+    "        auto mma0 = [](float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
+    "            " .. head .. '{%10, %10, %10, %10};"',
+    '                : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]) : ' .. ab .. ', "f"(0.0f));',
+    "        };" }, "\n")
 end
 
 -- The tiled conv templates (conv2d_igemm, conv2d_winograd): the 2x2 pools

@@ -496,6 +496,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         // 3xTF32 (lib/common.lua): the A fragments from the columns, B from the weights; the
         // slice summed apart (the tensor cores' own additions lose low bits), then added to cf
         {{split}}
+        {{mma_defs}}
         float sl[{{FP}}][{{FM}}][4];   // set by the first k step's first products
 #pragma unroll
         for (int k = 0; k < {{KP}}; k += 8) {
@@ -509,11 +510,23 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             for (int j = 0; j < {{FM}}; j++)
 #pragma unroll
                 for (int r = 0; r < 2; r++) split(w[(k + t4 + 4 * r) * {{WR}} + 8 * j], bh[j][r], bl[j][r]);
-            if (k == 0) {
-                {{mma3_fresh}}
-            } else {
-                {{mma3}}
-            }
+            // the small terms first, each a pass over every tile, so that consecutive
+            // mma.sync write different accumulators; the slice's first products onto zero
+#pragma unroll
+            for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+                for (int j = 0; j < {{FM}}; j++) {
+                    if (k == 0) mma0(sl[i][j], al[i], bh[j]);
+                    else mma(sl[i][j], al[i], bh[j]);
+                }
+#pragma unroll
+            for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+                for (int j = 0; j < {{FM}}; j++) mma(sl[i][j], ah[i], bl[j]);
+#pragma unroll
+            for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+                for (int j = 0; j < {{FM}}; j++) mma(sl[i][j], ah[i], bh[j]);
         }
 #pragma unroll
         for (int i = 0; i < {{FP}}; i++)
@@ -912,8 +925,7 @@ local function kernel(l, p, tc)
     BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn, ST = p.stages,
     mma = s.mma, split = common.tf32x3_split(), loop = common.prefetch_loop(s.slices),
     zero_cf = s.mma and common.tf32x3_zero("cf", s.FP, s.FM, 4) or "",
-    mma3 = s.mma and common.tf32x3_mma("sl", s.FP, s.FM, false, 16) or "",
-    mma3_fresh = s.mma and common.tf32x3_mma("sl", s.FP, s.FM, true, 16) or "", KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
+    mma_defs = common.tf32x3_mma_defs(), KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
     NT = s.threads, LC = s.LC, WL = s.WL, S = s.slices, COLS = s.COLS, P = s.P, OW = s.OW,
     smem = s.smem, pooled = s.pooled, bias = l.bias,
     whole = whole, SPC = (whole or s.free) and 1 or (l.K // (p.bk // l.K)),
