@@ -637,6 +637,49 @@ static void test_slide_colskip(void)
     free(s), free(o);
 }
 
+/* conv2d_igemm_tc's slices of a depth bk that does not divide C*K*K: the first
+ * slice is the short one (its first rows zeros), so that only the prologue's
+ * copies test rows and the main loop's carry no test against the reduction's end;
+ * where bk divides it, no slice is short. (Both run against the CPU reference in
+ * test_emulate and on the GPU in test-gpu.) */
+static void test_tc_short_slice(void)
+{
+    static const struct {
+        const char *layer, *rows; /* rows: the first slice's zero-row test, or NULL: none */
+    } want[] = {
+        {"b1", "(!first || (r) >= 10)"}, /* 6*5*5 = 150 in 5 slices of 32: 10 zero rows */
+        {"b3", "(!first || (r) >= 16)"}, /* 16*3*3 = 144 in 4 slices of 40, padded (its own row test too) */
+        {"b9", NULL},                    /* 24*9*9 = 1944 in 243 slices of 8 */
+    };
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.cc = 90, tg.max_shared_optin = 227 * 1024;
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    CHECK(s && o, "out of memory");
+    if (!s || !o || cg_spec_load("tests/gpu/layers-slices-tc.yaml", s, &e) || cg_generate_for(s, "x", &tg, o, &e)) {
+        CHECK(0, "layers-slices-tc: %s", e.msg);
+        free(s), free(o);
+        return;
+    }
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const cg_gen_kernel *k = conv_kernel(o, want[i].layer);
+        CHECK(k && !strcmp(k->tpl, "conv2d_igemm_tc"), "layers-slices-tc %s: an igemm_tc kernel", want[i].layer);
+        if (!k) continue;
+        if (want[i].rows) {
+            CHECK(strstr(k->source, want[i].rows) && strstr(k->source, "issue(s, s, s == 0);") &&
+                      strstr(k->source, "% 2, false);") && !strstr(k->source, "s * 32 + (r) <"),
+                  "layers-slices-tc %s: zero rows in the first slice only (%s), tested in the prologue alone",
+                  want[i].layer, want[i].rows);
+        } else {
+            CHECK(!strstr(k->source, "bool first"), "layers-slices-tc %s: no short slice", want[i].layer);
+        }
+    }
+    cg_gen_free(o);
+    free(s), free(o);
+}
+
 /* Every accepted candidate must generate: a configuration that check accepts and
  * kernel cannot emit is a failure the tuner meets as "compile-failed" (bk=8 under
  * a 9-wide kernel once divided by zero in conv2d_igemm_tc's slice arithmetic). For
@@ -717,6 +760,7 @@ int main(void)
     test_default_tiles();
     test_auto_fc();
     test_slide_colskip();
+    test_tc_short_slice();
     test_candidates_emit();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");
