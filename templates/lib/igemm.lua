@@ -32,7 +32,12 @@
 -- channels padded with zero rows to a multiple of 8, or of any multiple of 8
 -- (their offsets from a table in constant memory), and summed apart (the tensor cores' own additions drop low bits:
 -- without it a 1944-deep reduction ended 1.4e-5 from the CPU reference, with
--- it 3e-7); the block's tile goes through shared memory to the epilogue.
+-- it 3e-7, 4-7e-7 since the split truncates); the block's tile goes through
+-- shared memory to the epilogue. Measured on an H100 (bench/RESULTS.md, twelfth
+-- session), instructions other than mma.sync bound it (the tensor pipe half busy):
+-- what a slice spends besides them is kept small — one integer operation and one
+-- subtraction a split element, no row tests past the prologue, one wide
+-- multiply-add a gathered element.
 -- Tuned on an H100, 1.28x the tuned FFMA kernel on a 7x7 layer with 32
 -- channels and 64 maps and 1.18x winograd on a 5x5 one with 64 and 128; slower
 -- on the course's 16- and 24-map layers, where each split column element feeds
