@@ -112,12 +112,16 @@ local function rows_tile(l, r) return (l.M + 8 * r - 1) // (8 * r) * 8 end
 -- conv2d_igemm_tc's default map tile (bm) and warp tile (tm maps x 8*tn columns):
 -- as many block rows as 64-map tiles need (every block row gathers the same
 -- input again), each the fewest eights that cover them. 40 or 48 maps are one
--- warp's (tn 4); 56 go to 64 as two warps of 32 (tn 8), which ran faster, padding
--- and all; 32 and fewer, one warp (tn 8). Measured on an H100 (bench/RESULTS.md,
--- tenth session): M = 33, 40, 71, 96 and 144 ran 6-24 % faster than on 64-map
--- tiles; more block rows than that (M = 120 as three of 40, 200 as five) lost.
+-- warp's (tn 4), and 56 where they are the only block row (M = 49..56); 56 in
+-- several rows go to 64 as two warps of 32 (tn 8); 32 and fewer, one warp (tn 8).
+-- Measured on an H100 (bench/RESULTS.md): M = 33, 40, 71, 96 and 144 ran 6-24 %
+-- faster than on 64-map tiles, more block rows than that (M = 120 as three of
+-- 40, 200 as five) lost (tenth session); M = 50 on one warp of 56 ran 5-7 % faster
+-- than on two of 32 since igemm_tc's slices cost fewer instructions (twelfth; the
+-- tenth had found it 6 % slower), 200 in four rows of 56 2 % slower (tenth).
 local function tc_tile(l)
   local bm = math.min(rows_tile(l, common.ceil_div(l.M, 64)), 64)
+  if bm == 56 and l.M <= 56 then return 56, 56, 4 end
   if bm > 48 then return 64, 32, 8 end
   if bm > 32 then return bm, bm, 4 end
   return bm, bm, 8
