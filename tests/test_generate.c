@@ -637,6 +637,13 @@ static void test_slide_colskip(void)
     free(s), free(o);
 }
 
+/* The target the tensor-core tests generate for: sm_90 with its 227 KB of shared memory. */
+static void sm90_target(cg_target *tg)
+{
+    cg_target_default(tg);
+    tg->cc = 90, tg->max_shared_optin = 227 * 1024;
+}
+
 /* conv2d_igemm_tc's slices of a depth bk that does not divide C*K*K: the first
  * slice is the short one (its first rows zeros), so that only the prologue's
  * copies test rows and the main loop's carry no test against the reduction's end;
@@ -652,8 +659,7 @@ static void test_tc_short_slice(void)
         {"b9", NULL},                    /* 24*9*9 = 1944 in 243 slices of 8 */
     };
     cg_target tg;
-    cg_target_default(&tg);
-    tg.cc = 90, tg.max_shared_optin = 227 * 1024;
+    sm90_target(&tg);
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);
     cg_err e = {""};
@@ -691,8 +697,7 @@ static void test_candidates_emit(void)
     const char *specs[] = {"bench/specs/zoo-bigk.yaml", "bench/specs/zoo-odd.yaml", "bench/specs/zoo-resnet-stem.yaml",
                            "specs/ece408-2018fa.yaml", "tests/gpu/layers-slices-tc.yaml", "tests/gpu/layers-slide.yaml"};
     cg_target tg;
-    cg_target_default(&tg);
-    tg.cc = 90, tg.max_shared_optin = 227 * 1024;
+    sm90_target(&tg);
     cg_spec *s = malloc(sizeof *s);
     CHECK(s != NULL, "out of memory");
     if (!s) return;

@@ -636,10 +636,8 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % if tail then
     // first: s is the first slice, the short one (a literal at every call: the
     // main loop's copies carry no test)
-    auto issue = [&](int s, int b, bool first) {
-% else
-    auto issue = [&](int s, int b) {
 % end
+    auto issue = [&](int s, int b{{tail and ", bool first" or ""}}) {
         const unsigned x = sx + b * {{4 * KP * XR}} + 4 * tid;
         const unsigned w = sw + b * {{4 * KP * WR}};
         const int o = xo(s);
@@ -690,22 +688,14 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     };
 #pragma unroll
     for (int s = 0; s < {{ST - 1}}; s++) {
-% if tail then
-        if (s < {{S}}) issue(s, s, s == 0);
-% else
-        if (s < {{S}}) issue(s, s);
-% end
+        if (s < {{S}}) issue(s, s{{tail and ", s == 0" or ""}});
         asm volatile("cp.async.commit_group;" ::: "memory");
     }
 #pragma unroll 1
     for (int s = 0; s < {{S}}; s++) {
         asm volatile("cp.async.wait_group {{ST - 2}};" ::: "memory");
         __syncthreads();   // slice s landed for every thread; slice s-1's buffer is free
-% if tail then
-        if (s + {{ST - 1}} < {{S}}) issue(s + {{ST - 1}}, (s + {{ST - 1}}) % {{ST}}, false);
-% else
-        if (s + {{ST - 1}} < {{S}}) issue(s + {{ST - 1}}, (s + {{ST - 1}}) % {{ST}});
-% end
+        if (s + {{ST - 1}} < {{S}}) issue(s + {{ST - 1}}, (s + {{ST - 1}}) % {{ST}}{{tail and ", false" or ""}});
         asm volatile("cp.async.commit_group;" ::: "memory");
         multiply(s % {{ST}});
     }
