@@ -769,6 +769,25 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     }
 
 % end
+{{epilogue}}
+% if not free then
+#undef {{name}}_OFF
+% end
+#undef {{name}}_WG
+#undef {{name}}_WX
+% if wguard then
+#undef {{name}}_WOK
+% end
+% if padded or tail then
+#undef {{name}}_OK
+% end
+]=], "conv2d_igemm")
+
+-- The epilogue (conv2d_igemm_wg's too): each thread's ETM maps x ETN columns in acc
+-- (tx, ty: its column and map group; col0, m0, total as in the kernel) get the fused
+-- pool, bias and activation and are stored; vectors of four where a thread's four
+-- columns lie in one image.
+local epilogue_source = engine.compile([=[
     // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store
 #pragma unroll
     for (int j = 0; j < {{ETN}}; j += 4) {
@@ -829,18 +848,10 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % end
     }
 }
-% if not free then
-#undef {{name}}_OFF
-% end
-#undef {{name}}_WG
-#undef {{name}}_WX
-% if wguard then
-#undef {{name}}_WOK
-% end
-% if padded or tail then
-#undef {{name}}_OK
-% end
 ]=], "conv2d_igemm")
+
+-- The epilogue's text for values v, to stand on a line of its own.
+function igemm.epilogue(v) return (epilogue_source(v):gsub("\n$", "")) end
 
 -- The test that weight i of a slice is inside the layer (w: the weight
 -- layout's flags): in the general layout its index is -1 outside; with whole
@@ -890,6 +901,35 @@ local function weight_layout(l, p, s)
   w.wok = wok_expr(w, p, s)
   w.qok = w.wvec and qok_expr(w, p, s) or false
   return w
+end
+
+-- Slices of bk reduction rows that need not be whole kernel rows ("free"), the
+-- first one short by pad0 zero rows (0: none): for slice s, D and CP (its first
+-- reduction index s*bk - pad0 is s*bk + D counted from CP channels back, never
+-- negative), e0 (C text: the slice's first index into the table), xof (its
+-- input offset from a column's base) and wso (its first weight row times M);
+-- with `tables`, tab and pq, the table of KK + bk offsets and kernel rows and
+-- columns (64*p + q) as C initialisers: reduction index r of the slice lies
+-- xof + tab[e0 + r] elements from the column's base.
+function igemm.free_slices(l, bk, pad0, tables)
+  local KK = l.K * l.K
+  local v = {}
+  v.D, v.CP = pad0 == 0 and 0 or (-pad0) % KK, common.ceil_div(pad0, KK)
+  v.e0 = v.D == 0 and string.format("(s * %d) %% %d", bk, KK) or string.format("(s * %d + %d) %% %d", bk, v.D, KK)
+  v.xof = v.D == 0 and v.CP == 0 and string.format("(s * %d) / %d * %d", bk, KK, l.H * l.W)
+    or string.format("((s * %d + %d) / %d - %d) * %d", bk, v.D, KK, v.CP, l.H * l.W)
+  v.wso = pad0 == 0 and string.format("s * %d", bk * l.M) or string.format("(s * %d - %d) * %d", bk, pad0, l.M)
+  if tables then
+    local tab, pq = {}, {}
+    for i = 0, KK + bk - 1 do
+      local e = i % KK
+      tab[#tab + 1] = (i // KK) * l.H * l.W + (e // l.K) * l.W + e % l.K
+      pq[#pq + 1] = 64 * (e // l.K) + e % l.K
+    end
+    v.tab = "{" .. table.concat(tab, ", ") .. "}"
+    v.pq = "{" .. table.concat(pq, ", ") .. "}"
+  end
+  return v
 end
 
 local function kernel(l, p, tc)
@@ -951,30 +991,13 @@ local function kernel(l, p, tc)
   }
   for k, x in pairs(weight_layout(l, p, s)) do v[k] = x end
   v.free, v.tail, v.pad0 = s.free, s.tail, s.pad0
-  -- a free slice's first reduction index and its weights' offset: s*bk, or with a
-  -- short first slice s*bk - pad0 (q = s*bk + D counts from CP channels back, so
-  -- that it is never negative)
-  v.D, v.CP = s.pad0 == 0 and 0 or (-s.pad0) % s.KK, common.ceil_div(s.pad0, s.KK)
-  v.e0 = v.D == 0 and string.format("(s * %d) %% %d", p.bk, s.KK) or string.format("(s * %d + %d) %% %d", p.bk, v.D, s.KK)
-  v.xof = v.D == 0 and v.CP == 0 and string.format("(s * %d) / %d * %d", p.bk, s.KK, l.H * l.W)
-    or string.format("((s * %d + %d) / %d - %d) * %d", p.bk, v.D, s.KK, v.CP, l.H * l.W)
-  v.wso = s.pad0 == 0 and string.format("s * %d", p.bk * l.M) or string.format("(s * %d - %d) * %d", p.bk, s.pad0, l.M)
+  for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, s.free)) do v[k] = x end
   v.xload = (g.padded or s.tail) and string.format("%s_OK(j, r) ? __ldg(%s) : 0.0f", name, v.xat)
     or string.format("__ldg(%s)", v.xat)
-  if s.free then
-    -- the offset table (and the padding's kernel rows and columns), KK + bk entries
-    local tab, pq = {}, {}
-    for i = 0, s.KK + p.bk - 1 do
-      local e = i % s.KK
-      tab[#tab + 1] = (i // s.KK) * l.H * l.W + (e // l.K) * l.W + e % l.K
-      pq[#pq + 1] = 64 * (e // l.K) + e % l.K
-    end
-    v.tab = "{" .. table.concat(tab, ", ") .. "}"
-    v.pq = "{" .. table.concat(pq, ", ") .. "}"
-  end
   -- the byte offset in a slice of this thread's quad i of weights
   v.wqdst = s.WR == p.bm and string.format("16 * (tid + i * %d)", s.threads)
     or string.format("wqx + i * %d", 4 * (s.threads // (p.bm // 4)) * s.WR)
+  v.epilogue = igemm.epilogue(v)
   local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
   k.const_bytes = s.const_bytes
   return k
