@@ -41,13 +41,15 @@ static void float_text(double v, char out[48])
 /* The target as the Lua table templates read (net.target, l.target). */
 static void push_target(lua_State *L, const cg_target *tg)
 {
-    lua_createtable(L, 0, 6);
+    lua_createtable(L, 0, 7);
     set_int(L, "cc", tg->cc);
     set_int(L, "max_shared", tg->max_shared_optin);
     set_int(L, "regs_per_block", tg->regs_per_block);
     set_int(L, "regs_per_sm", tg->regs_per_sm);
     set_int(L, "sms", tg->sms);
     set_int(L, "max_threads", tg->max_threads);
+    lua_pushboolean(L, tg->sm90a);
+    lua_setfield(L, -2, "sm90a");
 }
 
 void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)

@@ -34,7 +34,7 @@ typedef struct {
  * from the device (cuDeviceGetAttribute), `convgen build` from a
  * per-architecture table (the minimum over the chosen archs, runtime/cuda/aot.c).
  * Templates see it as net.target and l.target (one table):
- * { cc=, max_shared=, regs_per_block=, regs_per_sm=, sms=, max_threads= }. */
+ * { cc=, max_shared=, regs_per_block=, regs_per_sm=, sms=, max_threads=, sm90a= (a boolean) }. */
 typedef struct {
     int cc;               /* compute capability compiled for: 10*major+minor */
     int max_shared_optin; /* bytes of shared memory one block may use, opt-in included */
@@ -42,6 +42,7 @@ typedef struct {
     int regs_per_sm;
     int sms;              /* multiprocessors; 0 when unknown (a fat binary serves many GPUs) */
     int max_threads;      /* threads per block */
+    int sm90a;            /* 1: the kernels are built for sm_90 alone, as sm_90a (wgmma: conv2d_igemm_wg) */
 } cg_target;
 
 /* The conservative default a NULL target means: cc 75, 48 KiB of shared

@@ -14,6 +14,7 @@ void cg_target_default(cg_target *t)
     t->regs_per_sm = 64 * 1024;
     t->sms = 0;
     t->max_threads = 1024;
+    t->sm90a = 0;
 }
 
 void cg_target_widest(cg_target *t)
@@ -21,6 +22,7 @@ void cg_target_widest(cg_target *t)
     cg_target_default(t);
     t->cc = 120;
     t->max_shared_optin = 227 * 1024;
+    t->sm90a = 1;
 }
 
 void cg_regen_command(const char *spec_path, char *out, size_t n)

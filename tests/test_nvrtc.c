@@ -267,7 +267,7 @@ static void test_spills_and_errors(cg_nvrtc *nv)
     int rc = cg_nvrtc_compile(nv, BROKEN, "broken.cu", 90, 0, &out, &log, NULL, &e);
     CHECK(rc != 0, "an undeclared name must fail");
     CHECK_CONTAINS(e.msg, "broken.cu: NVRTC");
-    CHECK_CONTAINS(e.msg, "--gpu-architecture=sm_90 -std=c++17");
+    CHECK_CONTAINS(e.msg, "--gpu-architecture=sm_90a -std=c++17");
     CHECK_CONTAINS(e.msg, "broken.cu(3)");
     CHECK(!strchr(e.msg, '\n'), "one line");
     CHECK_CONTAINS(log.data, "broken.cu(3): error");
@@ -325,9 +325,15 @@ int main(void)
     test_parse_log();
     char opts[CG_NVRTC_OPTS_MAX];
     CHECK(!strcmp(cg_nvrtc_options(90, 0, opts, sizeof opts),
-                  "--gpu-architecture=sm_90 -std=c++17 --fmad=true --ftz=false --prec-div=true "
+                  "--gpu-architecture=sm_90a -std=c++17 --fmad=true --ftz=false --prec-div=true "
                   "--prec-sqrt=true --ptxas-options=-O3 --ptxas-options=-v"),
           "options: %s", opts);
+    /* only sm_90 cubins are arch-specific (wgmma); PTX and other archs are not */
+    CHECK(!strncmp(cg_nvrtc_options(90, 1, opts, sizeof opts), "--gpu-architecture=compute_90 ", 30),
+          "PTX for 90: %s", opts);
+    CHECK(!strncmp(cg_nvrtc_options(80, 0, opts, sizeof opts), "--gpu-architecture=sm_80 ", 25), "sm_80: %s", opts);
+    CHECK(!strncmp(cg_nvrtc_options(100, 0, opts, sizeof opts), "--gpu-architecture=sm_100 ", 26), "sm_100: %s",
+          opts);
     CHECK(!strcmp(cg_nvrtc_options(120, 1, opts, sizeof opts),
                   "--gpu-architecture=compute_120 -std=c++17 --fmad=true --ftz=false "
                   "--prec-div=true --prec-sqrt=true"),

@@ -18,7 +18,7 @@ static void test_default(void)
     cg_target t;
     cg_target_default(&t);
     CHECK(t.cc == 75 && t.max_shared_optin == 48 * 1024 && t.regs_per_block == 65536 &&
-              t.regs_per_sm == 65536 && t.sms == 0 && t.max_threads == 1024,
+              t.regs_per_sm == 65536 && t.sms == 0 && t.max_threads == 1024 && !t.sm90a,
           "default: cc %d, %d B", t.cc, t.max_shared_optin);
 }
 
@@ -34,6 +34,7 @@ static void test_arch_table(void)
         CHECK(t.cc == want[i].arch && t.max_shared_optin == want[i].kib * 1024,
               "sm_%d: %d bytes, want %d KiB", want[i].arch, t.max_shared_optin, want[i].kib);
         CHECK(t.sms == 0, "SMs unknown for a fat binary");
+        CHECK(t.sm90a == (want[i].arch == 90), "sm_%d alone: sm90a %d", want[i].arch, t.sm90a);
     }
     int all[] = {75, 80, 86, 89, 90, 100, 120}, hopper[] = {90, 100}, mixed[] = {86, 90},
         unknown[] = {90, 95};
@@ -42,8 +43,9 @@ static void test_arch_table(void)
     CHECK(t.cc == 75 && t.max_shared_optin == 64 * 1024, "all shipped: cc %d, %d", t.cc, t.max_shared_optin);
     cg_aot_target(hopper, 2, &t);
     CHECK(t.cc == 90 && t.max_shared_optin == 227 * 1024, "90+100: %d", t.max_shared_optin);
+    CHECK(!t.sm90a, "90+100: no sm_90a kernels (sm_100 has no wgmma)");
     cg_aot_target(mixed, 2, &t);
-    CHECK(t.cc == 86 && t.max_shared_optin == 99 * 1024, "86+90: %d", t.max_shared_optin);
+    CHECK(t.cc == 86 && t.max_shared_optin == 99 * 1024 && !t.sm90a, "86+90: %d", t.max_shared_optin);
     cg_aot_target(unknown, 2, &t);
     CHECK(t.max_shared_optin == 48 * 1024, "an arch missing from the table counts as 48 KiB: %d",
           t.max_shared_optin);
@@ -101,7 +103,7 @@ static void test_lua_table(void)
         return;
     }
     lua_State *L = cg_lua_state(h);
-    cg_target t = {90, 232448, 65536, 65536, 132, 1024};
+    cg_target t = {90, 232448, 65536, 65536, 132, 1024, 1};
     cg_gen_push_net(L, s, &t);
     int net = lua_gettop(L);
     lua_getfield(L, net, "target");
@@ -111,6 +113,9 @@ static void test_lua_table(void)
               int_field(L, tg, "regs_per_block") == 65536 && int_field(L, tg, "regs_per_sm") == 65536 &&
               int_field(L, tg, "sms") == 132 && int_field(L, tg, "max_threads") == 1024,
           "net.target fields");
+    lua_getfield(L, tg, "sm90a");
+    CHECK(lua_isboolean(L, -1) && lua_toboolean(L, -1), "net.target.sm90a is the boolean true");
+    lua_pop(L, 1);
     lua_getfield(L, net, "layers");
     int nl = (int)luaL_len(L, -1);
     CHECK(nl == s->nlayers, "layers: %d", nl);
@@ -129,6 +134,9 @@ static void test_lua_table(void)
     cg_gen_push_net(L, s, NULL);
     lua_getfield(L, -1, "target");
     CHECK(int_field(L, -1, "max_shared") == 48 * 1024 && int_field(L, -1, "cc") == 75, "default target");
+    lua_getfield(L, -1, "sm90a");
+    CHECK(lua_isboolean(L, -1) && !lua_toboolean(L, -1), "default target: sm90a false");
+    lua_pop(L, 1);
     lua_pop(L, 2);
     /* a layer table with no target at all: 48 KiB */
     lua_newtable(L);
@@ -145,7 +153,7 @@ static void test_generate_for(void)
 {
     cg_spec *s = malloc(sizeof *s);
     cg_err e = {""};
-    cg_target big = {90, 232448, 65536, 65536, 132, 1024};
+    cg_target big = {90, 232448, 65536, 65536, 132, 1024, 0};
     if (!s || cg_spec_load("specs/example-conv.yaml", s, &e) || cg_generate(s, "r", &ga, &e) ||
         cg_generate_for(s, "r", &big, &gb, &e)) {
         CHECK(0, "generate: %s", e.msg);

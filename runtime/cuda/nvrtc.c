@@ -177,6 +177,11 @@ static const char *const DEVICE_OPTIONS[] = {
 };
 #define NDEVICE_OPTIONS ((int)(sizeof DEVICE_OPTIONS / sizeof *DEVICE_OPTIONS))
 
+const char *cg_nvrtc_arch_suffix(int arch, int as_ptx)
+{
+    return !as_ptx && arch == 90 ? "a" : "";
+}
+
 const char *const *cg_device_options(int *n)
 {
     *n = NDEVICE_OPTIONS;
@@ -194,7 +199,7 @@ static int make_options(int arch, int as_ptx, int no_cache, char archopt[64],
 {
     int n = 0;
     if (no_cache) opts[n++] = "--no-cache";
-    snprintf(archopt, 64, "--gpu-architecture=%s_%d", as_ptx ? "compute" : "sm", arch);
+    snprintf(archopt, 64, "--gpu-architecture=%s_%d%s", as_ptx ? "compute" : "sm", arch, cg_nvrtc_arch_suffix(arch, as_ptx));
     opts[n++] = archopt;
     /* ptxas runs only for cubins (PTX is finished by the driver); -v makes it
      * report registers and spills. */

@@ -59,6 +59,11 @@ int cg_nvrtc_pick_arch(const cg_nvrtc *nv, int cc, int *arch, int *as_ptx);
  * be at least as new as NVRTC. Fails with a sentence saying what to install. */
 int cg_nvrtc_check_driver(const cg_nvrtc *nv, int driver_version, int as_ptx, cg_err *e);
 
+/* What follows "sm_90" in the architecture a cubin is built for: "a" for sm_90
+ * (its arch-specific features: wgmma, which conv2d_igemm_wg needs; such a cubin
+ * loads on sm_90 alone, as any sm_90 cubin does), "" otherwise and for PTX. */
+const char *cg_nvrtc_arch_suffix(int arch, int as_ptx);
+
 /* The options that decide device code besides the architecture (language
  * standard, floating-point contraction and rounding, ptxas level): the one
  * list the JIT and `convgen build` (both NVRTC) receive, spelled so that nvcc
