@@ -10,7 +10,9 @@
  * already passed), the networks of padding, stride and the pools (issue 12) and
  * layers-winograd and layers-winograd-f (conv2d_winograd on the layer shapes and
  * tile sizes it serves), layers-igemm-tc (conv2d_igemm_tc's tiling, staging and
- * epilogue, its products without tensor cores), layers-slide (conv2d_slide's
+ * epilogue, its products without tensor cores), layers-igemm-wg (conv2d_igemm_wg's
+ * gather, split, shared-memory layout and epilogue, its products by FMAs on the
+ * split values as wgmma would read them), layers-slide (conv2d_slide's
  * both input paths, prefetches, partial tiles, strides, pads and pools),
  * layers-slide-align (its weights after an odd number of staged floats),
  * layers-slide-pad (its padding's columns left out where a thread holds a whole row),
@@ -21,6 +23,7 @@
  * one; the trap fails the test naming the kernel. For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone.
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
+#include "aot.h"
 #include "check.h"
 #include "cpu.h"
 #include "gen.h"
@@ -60,6 +63,8 @@ static const char shim[] =
     "  emu_xch[t] = v; emu_warp[w]->arrive_and_wait();\n"
     "  float r = emu_xch[w * 32 + ((t % 32) ^ (unsigned)o)]; emu_warp[w]->arrive_and_wait(); return r; }\n"
     "template <class T> static inline T __ldg(const T *p) { return *p; }\n"
+    "static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
+    "static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
     "#define __global__\n#define __device__\n#define __forceinline__ inline\n"
     "#define __launch_bounds__(...)\n#define __restrict__ __restrict\n#define __constant__\n"
     "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n"
@@ -162,7 +167,8 @@ static void on_trap(int sig)
 
 /* One spec through the emulated GPU, every layer against the CPU reference;
  * generated for the default target, or for sm_80 where the spec's kernels need
- * it (conv2d_igemm_tc: the emulation runs its path without tensor cores). */
+ * it (conv2d_igemm_tc: the emulation runs its path without tensor cores), or for
+ * sm_90 (as sm_90a: conv2d_igemm_wg, its path without wgmma). */
 static void emulate(const char *spec_path, const char *dir)
 {
     static cg_spec s;
@@ -172,6 +178,7 @@ static void emulate(const char *spec_path, const char *dir)
     cg_target tg;
     cg_target_default(&tg);
     if (strstr(spec_path, "-tc.yaml")) tg.cc = 80;
+    if (strstr(spec_path, "-wg.yaml")) cg_aot_target((int[]){90}, 1, &tg);
     if (cg_spec_load(spec_path, &s, &e) || cg_generate_for(&s, "test", &tg, &o, &e) ||
         cg_manifest_parse(o.manifest, o.manifest_len, spec_path, &m, &e)) {
         CHECK(0, "%s: %s", spec_path, e.msg);
@@ -337,7 +344,7 @@ int main(void)
     const char *specs[] = {"specs/example-conv.yaml", "tests/gpu/layers-direct.yaml", "tests/gpu/layers-igemm.yaml",
                            "tests/gpu/layers-more.yaml", "tests/gpu/layers-gavg.yaml", "tests/gpu/layers-gavg-wide.yaml",
                            "tests/gpu/layers-winograd.yaml", "tests/gpu/layers-winograd-f.yaml",
-                           "tests/gpu/layers-igemm-tc.yaml", "tests/gpu/layers-slices-tc.yaml",
+                           "tests/gpu/layers-igemm-tc.yaml", "tests/gpu/layers-slices-tc.yaml", "tests/gpu/layers-igemm-wg.yaml",
                            "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-align.yaml",
                            "tests/gpu/layers-slide-pad.yaml", "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");

@@ -460,12 +460,21 @@ static void test_auto_rule(void)
         {"bench/specs/zoo-odd.yaml", "conv3", 80, "conv2d_igemm_tc", "auto: igemm_tc"},
         {"bench/specs/zoo-resnet-stem.yaml", "conv2", 90, "conv2d_igemm_tc", "auto: igemm_tc"},
         {"bench/specs/zoo-resnet-stem.yaml", "stem", 90, "conv2d_igemm", "auto: igemm, since C*K*K = 147 > 64"},
-        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 90, "conv2d_igemm_tc", "auto: igemm_tc"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 80, "conv2d_igemm_tc", "auto: igemm_tc"},
+        /* sm_90 alone (as sm_90a), C*K*K >= 600, stride 1, a conv output of 9 pixels or more: igemm_wg */
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 90, "conv2d_igemm_wg",
+         "auto: igemm_wg, since the target is sm_90 (built as sm_90a: wgmma), C = 64 >= 16, M = 128 >= 32, "
+         "C*K*K = 1600 >= 600, stride 1 and a 22x22 conv output (else igemm, since C = 64 > 3)"},
+        {"bench/specs/zoo-odd.yaml", "conv3", 90, "conv2d_igemm_wg", "C*K*K = 750 >= 600"},
+        {"bench/specs/zoo-1x1.yaml", "expand", 90, "conv2d_igemm_tc", "auto: igemm_tc"},          /* C*K*K = 64 */
+        {"bench/specs/zoo-resnet-stem.yaml", "conv3", 90, "conv2d_igemm_tc", "auto: igemm_tc"},  /* stride 2 */
         {"bench/specs/zoo-5x5-c64.yaml", "conv2", 0, "conv2d_igemm", "auto: igemm"},
-        {"bench/specs/zoo-bigk.yaml", "conv3", 90, "conv2d_igemm_tc", "M = 96 >= 32"},
+        {"bench/specs/zoo-bigk.yaml", "conv3", 90, "conv2d_igemm_tc", "M = 96 >= 32"},  /* a 2x2 conv output */
         /* 3x3 outputs: winograd's 2x2 tiles would cover 16 outputs for 9, so igemm_tc (or igemm) */
-        {"bench/specs/zoo-alex.yaml", "conv3", 90, "conv2d_igemm_tc",
+        {"bench/specs/zoo-alex.yaml", "conv3", 80, "conv2d_igemm_tc",
          "(else igemm, since winograd's 2x2 output tiles would cover 1.78x the 3x3 conv output (more than 1.2x))"},
+        {"bench/specs/zoo-alex.yaml", "conv3", 90, "conv2d_igemm_wg",
+         "C*K*K = 864 >= 600, stride 1 and a 3x3 conv output (else igemm, since winograd's 2x2"},
         {"bench/specs/zoo-alex.yaml", "conv4", 75, "conv2d_igemm", "would cover 1.78x the 3x3 conv output"},
         /* 44x44 outputs, covered exactly: winograd */
         {"bench/specs/zoo-squeeze.yaml", "conv2", 90, "conv2d_winograd", "auto: winograd, since K = 3"},
@@ -515,8 +524,9 @@ static void test_default_tiles(void)
         {"bench/specs/zoo-1x1.yaml", "conv1", "block=256 maps_unroll=8 cols=1 "},
     };
     int arch = 90;
-    cg_target tg;
-    cg_aot_target(&arch, 1, &tg);
+    cg_target tg, tga;
+    cg_aot_target(&arch, 1, &tga);
+    tg = tga, tg.sm90a = 0;   /* igemm_tc's tiles: sm_90 without igemm_wg (a fat binary with sm_100 too) */
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);
     cg_err e = {""};
@@ -529,6 +539,27 @@ static void test_default_tiles(void)
         const char *p;
         CHECK(params_has(conv_kernel(o, want[i].layer), want[i].params, &p), "%s %s: '%s' in %.80s", want[i].spec,
               want[i].layer, want[i].params, p ? p : "no params line");
+        cg_gen_free(o);
+    }
+    /* igemm_wg's (sm_90 alone): the fewest eights covering M in as many block rows as 64-map
+     * tiles would take, slices of 16, three blocks an SM where the estimate fits 168 registers
+     * (a 64-map tile in two rows does not: occ=1) */
+    static const struct {
+        const char *spec, *layer, *params;
+    } wg[] = {
+        {"bench/specs/zoo-odd.yaml", "conv3", "bm=56 bn=128 wgs=1 bk=16 occ=3"},
+        {"bench/specs/zoo-awkward.yaml", "conv4", "bm=48 bn=128 wgs=1 bk=16 occ=3"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", "bm=64 bn=128 wgs=1 bk=16 occ=1"},
+    };
+    for (size_t i = 0; s && o && i < sizeof wg / sizeof *wg; i++) {
+        if (cg_spec_load(wg[i].spec, s, &e) || cg_generate_for(s, "x", &tga, o, &e)) {
+            CHECK(0, "%s: %s", wg[i].spec, e.msg);
+            continue;
+        }
+        const char *p;
+        const cg_gen_kernel *k = conv_kernel(o, wg[i].layer);
+        CHECK(k && !strcmp(k->tpl, "conv2d_igemm_wg") && params_has(k, wg[i].params, &p), "%s %s: '%s' in %.80s",
+              wg[i].spec, wg[i].layer, wg[i].params, k && p ? p : "no params line");
         cg_gen_free(o);
     }
     cg_candidates c;

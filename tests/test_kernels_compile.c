@@ -108,20 +108,24 @@ int main(void)
     int njobs = 0, cap = 0;
     /* a network for tensor cores (its name ends in -tc: conv2d_igemm_tc) is generated for
      * sm_80 and compiled for sm_80 and newer only */
-    cg_target tc_target;
+    cg_target tc_target, wg_target;
     cg_target_default(&tc_target);
     tc_target.cc = 80;
+    /* and one for wgmma (-wg: conv2d_igemm_wg) for sm_90 alone, built as sm_90a */
+    int sm90 = 90;
+    cg_aot_target(&sm90, 1, &wg_target);
     for (size_t i = 0; i < g.gl_pathc && outs; i++) {
         cg_spec spec;
-        const int tc = strstr(g.gl_pathv[i], "-tc.yaml") != NULL;
+        const int tc = strstr(g.gl_pathv[i], "-tc.yaml") != NULL, wg = strstr(g.gl_pathv[i], "-wg.yaml") != NULL;
         int rc = cg_spec_load(g.gl_pathv[i], &spec, &e) ||
-                 cg_generate_for(&spec, "tests/test_kernels_compile", tc ? &tc_target : NULL, &outs[i], &e);
+                 cg_generate_for(&spec, "tests/test_kernels_compile", tc ? &tc_target : wg ? &wg_target : NULL,
+                                 &outs[i], &e);
         CHECK(rc == 0, "%s: %s", g.gl_pathv[i], e.msg);
         if (rc) continue;
         CHECK(outs[i].nkernels > 0, "%s: has kernels", g.gl_pathv[i]);
         for (int k = 0; k < outs[i].nkernels; k++)
             for (int a = 0; a < narch; a++) {
-                if (!wanted(archs[a], all) || (tc && archs[a] < 80)) continue;
+                if (!wanted(archs[a], all) || (tc && archs[a] < 80) || (wg && archs[a] != 90)) continue;
                 if (njobs == cap) {
                     cap = cap ? 2 * cap : 64;
                     job *nj = realloc(jobs, (size_t)cap * sizeof *jobs);

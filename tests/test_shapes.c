@@ -8,7 +8,9 @@
  * issue 12's kinds forced to `strategy: igemm_tc` (its default configuration,
  * generated for sm_90: it needs tensor cores), plus NSLIDE shapes of issue 12's
  * kinds whose one channel of weights fits 48 KiB (M*K*K <= 12288) forced to
- * `strategy: slide` (its default configuration), each a one-conv
+ * `strategy: slide` (its default configuration), plus NWG shapes of issue 12's
+ * kinds forced to `strategy: igemm_wg` (its default configuration, generated for
+ * sm_90 alone, built as sm_90a: it needs wgmma), each a one-conv
  * network (conv, fc 10, softmax) with NO strategy key (but the winograd ones) and no params, so the
  * generator's default for the layer is what is tested. Every shape must
  * generate; each kernel of the conv layer must stay within SOURCE_MAX bytes,
@@ -52,6 +54,8 @@
 #define NMMA 12                 /* shapes of issue 12's kinds through strategy igemm_tc */
 #define SEED_MMA 0x3a3b1ULL
 #define NSLIDE 16               /* shapes of issue 12's kinds through strategy slide */
+#define NWG 12                  /* shapes of issue 12's kinds through strategy igemm_wg */
+#define SEED_WG 0x5e9a1ULL
 #define SEED_SLIDE 0x511de9ULL
 
 typedef struct {
@@ -254,7 +258,7 @@ int main(void)
     if (strategy && !*strategy) strategy = NULL;
 
     /* the issue's 5x5 C=64 -> M=128 layer, the largest shape and the smallest; one for slide */
-    enum { NFIXED = 4, NSHAPES = NFIXED + NRANDOM + NLAYERS + NWINO + NMMA + NSLIDE };
+    enum { NFIXED = 4, NSHAPES = NFIXED + NRANDOM + NLAYERS + NWINO + NMMA + NSLIDE + NWG };
     shape shapes[NSHAPES] = {
         {64, 26, 26, 128, 5, 2, 1, CG_ACT_RELU, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL},
         {256, 128, 128, 256, 11, 2, 1, CG_ACT_TANH, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL},
@@ -269,19 +273,26 @@ int main(void)
     for (int i = NFIXED + NRANDOM; i < NFIXED + NRANDOM + NLAYERS; i++) shapes[i] = draw_layers(&rng_layers);
     /* then conv2d_winograd's layers, each forced to it */
     uint64_t rng_wino = SEED_WINO;
-    for (int i = NFIXED + NRANDOM + NLAYERS; i < NSHAPES - NMMA - NSLIDE; i++) shapes[i] = draw_wino(&rng_wino);
+    for (int i = NFIXED + NRANDOM + NLAYERS; i < NSHAPES - NMMA - NSLIDE - NWG; i++) shapes[i] = draw_wino(&rng_wino);
     /* then shapes of issue 12's kinds through igemm_tc, generated for sm_ARCH */
     uint64_t rng_mma = SEED_MMA;
-    for (int i = NSHAPES - NMMA - NSLIDE; i < NSHAPES - NSLIDE; i++) {
+    for (int i = NSHAPES - NMMA - NSLIDE - NWG; i < NSHAPES - NSLIDE - NWG; i++) {
         shapes[i] = draw_layers(&rng_mma);
         shapes[i].strategy = "igemm_tc";
     }
     /* then conv2d_slide's */
     uint64_t rng_slide = SEED_SLIDE;
-    for (int i = NSHAPES - NSLIDE; i < NSHAPES; i++) shapes[i] = draw_slide(&rng_slide);
-    cg_target sm90;
+    for (int i = NSHAPES - NSLIDE - NWG; i < NSHAPES - NWG; i++) shapes[i] = draw_slide(&rng_slide);
+    /* then shapes of issue 12's kinds through igemm_wg, generated for sm_90 alone (as sm_90a) */
+    uint64_t rng_wg = SEED_WG;
+    for (int i = NSHAPES - NWG; i < NSHAPES; i++) {
+        shapes[i] = draw_layers(&rng_wg);
+        shapes[i].strategy = "igemm_wg";
+    }
+    cg_target sm90, sm90a;
     cg_target_default(&sm90);
     sm90.cc = ARCH, sm90.max_shared_optin = 227 * 1024;
+    sm90a = sm90, sm90a.sm90a = 1;
 
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);
@@ -299,7 +310,10 @@ int main(void)
         if (maxckk > 0 && (long)x->C * x->K * x->K > maxckk) continue;
         tested++;
         if (build_spec(x, x->strategy ? x->strategy : strategy, s, &e) ||
-            cg_generate_for(s, "tests/test_shapes", x->strategy && !strcmp(x->strategy, "igemm_tc") ? &sm90 : NULL,
+            cg_generate_for(s, "tests/test_shapes",
+                            !x->strategy ? NULL : !strcmp(x->strategy, "igemm_tc") ? &sm90
+                                              : !strcmp(x->strategy, "igemm_wg")   ? &sm90a
+                                                                                   : NULL,
                             o, &e)) {
             CHECK(0, "shape %d (%s): %s", i, d, e.msg);
             gen_failed++;

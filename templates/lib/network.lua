@@ -140,11 +140,29 @@ network.AUTO_WINOGRAD_MIN_C = 32
 network.AUTO_WINOGRAD_MAX_COVER = 1.2   -- outputs the 2x2 tiles cover / conv outputs
 network.AUTO_TC_MIN_C = 16
 network.AUTO_TC_MIN_M = 32
+-- igemm_wg (wgmma) instead of igemm_tc where the target is sm_90 built as sm_90a,
+-- the reduction is deep, the stride 1 and the conv output not tiny: its default
+-- beat igemm_tc's on 8 of the 10 such zoo layers auto gave igemm_tc (an H100,
+-- thirteenth session: 1.01-1.17x on 5x5, 7x7, 3x3 with C = 96 and 128, M = 50
+-- to 144), tied on one (9x9, C = 24) and lost 15 % on one (M = 71 in two rows
+-- of 40); it lost on shallower reductions (1x1, C = 16 or 17: 1.1-1.4x slower),
+-- stride 2 (8-10 %) and a 2x2 output (16 %).
+network.AUTO_WG_MIN_CKK = 600
+network.AUTO_WG_MIN_OUT = 9
 
 -- igemm, or igemm_tc where the rule above gives it and a legal configuration
 -- exists (the search a layer without params gets); why: the reason for igemm.
 local function igemm_or_tc(l, why)
   local cc = l.target and l.target.cc or 75
+  local g = common.conv_geom(l)
+  if l.target and l.target.sm90a and l.C >= network.AUTO_TC_MIN_C and l.M >= network.AUTO_TC_MIN_M
+      and l.C * l.K * l.K >= network.AUTO_WG_MIN_CKK and g.S == 1 and g.CH * g.CW >= network.AUTO_WG_MIN_OUT
+      and pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
+    return "conv2d_igemm_wg", string.format("auto: igemm_wg, since the target is sm_90 (built as sm_90a: wgmma), " ..
+      "C = %d >= %d, M = %d >= %d, C*K*K = %d >= %d, stride 1 and a %dx%d conv output (else %s)", l.C,
+      network.AUTO_TC_MIN_C, l.M, network.AUTO_TC_MIN_M, l.C * l.K * l.K, network.AUTO_WG_MIN_CKK, g.CH, g.CW,
+      (why:gsub("^auto: ", "")))
+  end
   if cc >= 80 and l.C >= network.AUTO_TC_MIN_C and l.M >= network.AUTO_TC_MIN_M
       and pcall(resolve, import("conv2d_igemm_tc"), "conv2d_igemm_tc", l, nil, nil) then
     return "conv2d_igemm_tc", string.format("auto: igemm_tc, since the target has TF32 tensor cores (sm_%d), " ..

@@ -1,0 +1,492 @@
+-- conv2d_igemm_wg.lua — the implicit matrix product of conv2d_igemm on Hopper's
+-- warpgroup tensor cores (`strategy: igemm_wg`; sm_90, whose cubins convgen builds
+-- as sm_90a): wgmma.mma_async with both operands in shared memory, 3xTF32 as in
+-- conv2d_igemm_tc (lib/common.lua), so the result keeps FP32 accuracy.
+--
+-- The product is columns (output pixels) x maps: each warpgroup (128 threads) owns
+-- mt m64 tiles of columns against the block's bm maps (wgmma's N: bm, a multiple of
+-- 8 up to 256), accumulators in registers. The reduction C*K*K runs in slices of bk
+-- rows that need not be whole kernel rows (conv2d_igemm_tc's free slices: offsets
+-- from a table in constant memory, the first slice short where bk does not divide
+-- C*K*K, its first rows zeros, so that only the prologue tests rows). While the
+-- tensor cores multiply one slice, every thread gathers the next one's input
+-- elements into registers, splits each into its TF32 value and remainder and stores
+-- both, 16 bytes at a time, then does the same with its weights (one set of registers
+-- at a time: both at once spilled under occ=3's cap), into the other of two
+-- shared-memory buffers; then it waits for the products. (Splitting and storing
+-- after the wait, as first written, cost 7 %; weights by cp.async 10 %: bench/RESULTS.md.)
+-- The buffers hold the layout wgmma reads without swizzling: core matrices of 8 rows x 4
+-- reduction rows (128 contiguous bytes), the columns' (or maps') core matrices
+-- adjacent, the next four reduction rows a column of cores further on. The split
+-- happens once per element per block, where conv2d_igemm_tc splits every fragment
+-- element in every warp that reads it. A slice's products (small terms first) go
+-- into accumulators of their own, added to the running sum once they land (the
+-- tensor cores' additions drop low bits; summed apart as in conv2d_igemm_tc).
+-- Epilogue: bias, activation and the stores straight from the accumulators (a
+-- warp's store is eight neighbouring columns of four maps: whole 32-byte sectors);
+-- with a fused 2x2 pool, the block's tile through shared memory, then conv2d_igemm's
+-- (a thread's four columns are a pooling window). Without sm_90a (the CPU emulation of
+-- test_emulate, or a PTX build for a later GPU) the same buffers are multiplied by
+-- plain FMAs: correct, slow, and never chosen for such a target.
+-- Measured on an H100 (bench/RESULTS.md, thirteenth session).
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+local igemm = import("lib/igemm")
+
+local T = {}
+
+T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32: FP32 accuracy), operands in shared memory; sm_90 (as sm_90a)"
+
+-- Most registers the accumulators and a slice's prefetch may want (ADDRESSING
+-- more go to pointers, masks and loop state; an H100 build of a 56-map tile with
+-- mt = 2 and bk = 16 took 168 against 128 + 40; bk = 24 spilled at 168).
+local REG_BUDGET = 200
+local ADDRESSING = 40
+
+-- The fewest eights that cover M in r block rows.
+local function rows_tile(l, r) return (l.M + 8 * r - 1) // (8 * r) * 8 end
+
+T.params = {
+  { name = "bm", doc = "maps per block tile: wgmma's N, a multiple of 8 up to 256",
+    legal = function(l)
+      local v = {}
+      for r = 1, 4 do
+        local b = rows_tile(l, r)
+        if b <= 256 and not common.contains(v, b) then v[#v + 1] = b end
+      end
+      for _, b in ipairs({ 64, 128, 32, 16, 8 }) do
+        if not common.contains(v, b) then v[#v + 1] = b end
+      end
+      return v
+    end,
+    default = function(l) return math.min(rows_tile(l, common.ceil_div(l.M, 64)), 64) end },
+  { name = "bn", doc = "output pixels (columns) per block tile: wgs warpgroups of mt m64 tiles each",
+    legal = function(_) return { 128, 256, 64, 512 } end,
+    default = function(_) return 128 end },
+  { name = "wgs", doc = "warpgroups (128 threads each) a block",
+    legal = function(_) return { 1, 2 } end,
+    default = function(_) return 1 end },
+  { name = "bk", doc = "reduction rows of one slice, a multiple of 8 (offsets from a table)",
+    legal = function(_) return { 16, 8, 24, 32, 40, 48, 56, 64 } end,
+    default = function(_) return 16 end },
+  { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
+    legal = function(_) return { 3, 2, 4, 1 } end,
+    default = function(_) return 3 end },
+}
+
+local function shape(l, p)
+  local s = {}
+  local g = common.conv_geom(l)
+  s.g = g
+  s.pooled = common.fused_pool2(g)
+  s.fused = g.kind == "none" or s.pooled
+  if s.pooled then
+    s.OH, s.OW = g.OH, g.OW
+    s.COLS = 4 * s.OH * s.OW          -- GEMM columns per image: four per pooling window
+  else
+    s.OH, s.OW = g.CH, g.CW
+    s.COLS = s.OH * s.OW
+  end
+  s.P = s.OH * s.OW
+  s.KK = l.K * l.K
+  s.R = l.C * s.KK
+  s.threads = 128 * p.wgs
+  s.MT = p.bn // (64 * p.wgs)         -- m64 tiles of a warpgroup
+  s.NPX = math.max(p.bn // s.threads, 1)   -- columns a thread gathers (bn < threads: two threads a column)
+  s.AI = s.MT * p.bk // 8             -- its quads (4 reduction rows of one column) a slice
+  s.BQ = p.bm * p.bk // 4             -- weight quads of a slice
+  s.BI = common.ceil_div(s.BQ, s.threads)
+  s.slices = common.ceil_div(s.R, p.bk)
+  s.pad0 = s.slices * p.bk - s.R      -- the first slice's zero rows
+  s.NR = p.bm // 2                    -- accumulators of one m64 tile a thread
+  s.A, s.B = p.bk * p.bn, p.bk * p.bm -- floats of one operand's half in a buffer
+  s.BUF = 2 * (s.A + s.B)
+  s.ER = p.bn + 4                     -- row stride of the staged tile
+  s.smem = 4 * math.max(2 * s.BUF, p.bm * s.ER)
+  s.const_bytes = 4 * (s.KK + p.bk) * (g.padded and 2 or 1)
+  s.ETM = p.bm * p.bn // (4 * s.threads)
+  -- (several block rows of maps: the row's first map and the map tests, 4 more; a 56-map
+  -- tile in four rows spilled at 168 on an H100)
+  s.regs = 2 * s.MT * s.NR + math.max(s.MT * p.bk // 2, 4 * s.BI) + ADDRESSING
+    + (common.ceil_div(l.M, p.bm) > 1 and 4 or 0)
+  return s
+end
+
+function T.check(l, p)
+  local s = shape(l, p)
+  local t = l.target or {}
+  if not t.sm90a then
+    return string.format("conv2d_igemm_wg needs wgmma: sm_90 built as sm_90a (the target is sm_%d%s)",
+      t.cc or 75, (t.cc == 90) and ", built for more than sm_90" or "")
+  end
+  if p.bm % 8 ~= 0 or p.bm > 256 then return string.format("bm=%d: wgmma takes N a multiple of 8 up to 256", p.bm), "bm" end
+  if p.bm > 2 * l.M and p.bm > 8 then
+    return string.format("bm=%d is more than twice the layer's %d maps", p.bm, l.M), "bm"
+  end
+  if p.bk % 8 ~= 0 then return string.format("bk=%d: wgmma reduces 8 rows at a time", p.bk), "bk" end
+  if s.MT ~= 1 and s.MT ~= 2 and s.MT ~= 4 then
+    return string.format("bn=%d over %d warpgroup%s is %d m64 tiles each; 1, 2 or 4 are served", p.bn, p.wgs,
+      p.wgs > 1 and "s" or "", s.MT), "bn"
+  end
+  if s.const_bytes > (l.const_left or common.CONST_BUDGET) then
+    return string.format("bk=%d: the slices' offset table needs %d bytes of constant memory; %d are left",
+      p.bk, s.const_bytes, l.const_left or common.CONST_BUDGET), "bk"
+  end
+  if l.K > 64 then return string.format("K=%d: the offset table takes kernels up to 64 wide", l.K), "bk" end
+  if s.regs > REG_BUDGET then
+    return string.format("the accumulators and a slice's prefetch need about %d registers a thread; at most %d",
+      s.regs, REG_BUDGET), "bm"
+  end
+  local why, blame = common.check_occ(l, p.occ, s.threads, s.regs, s.smem, "the accumulators and prefetch")
+  if why then return why, blame end
+  if s.smem > common.max_shared(l) then
+    return string.format("two slices of bk=%d (or the staged tile) need %d bytes of shared memory; at most %d fit",
+      p.bk, s.smem, common.max_shared(l)), "bk"
+  end
+  return nil
+end
+
+-- The cost model: three TF32 products a multiply-add on tensor cores at about
+-- four times FFMA's rate each, over the padded tile (maps to bm, reduction to
+-- whole slices), or the gather, which issues about ten instructions an element
+-- and feeds bm maps, when that is longer; resident warpgroups hide one another's.
+function T.cost(l, p)
+  local s = shape(l, p)
+  local blocks = common.ceil_div(common.cost.images(l) * s.COLS, p.bn) * common.ceil_div(l.M, p.bm)
+  local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
+  if conc == 0 then return math.huge end
+  local depth = s.slices * p.bk
+  local tensor = seq * p.bm * p.bn * depth * 3 / (4 * common.cost.FMA_PER_CLOCK)
+  local gather = seq * (p.bn + p.bm) * depth * 10 / (4 * 32) / common.cost.busy(conc, s.threads, 2)
+  return math.max(tensor, gather) * common.cost.spills(squeezed)
+end
+
+local source = engine.compile([=[
+// GEMM view: (N*{{COLS}}) columns x {{M}} maps, reduced over C*K*K = {{R}} in {{S}} slices of {{BK}}
+// ({{pad0 > 0 and string.format("the first short: its rows 0 .. %d zeros", pad0 - 1) or "none short"}}); block tile {{BN}} columns x {{BM}} maps, {{WGS}} warpgroup{{WGS > 1 and "s" or ""}} of
+// {{MT}} m64 tiles, {{NT}} threads. Products: wgmma.mma_async m64n{{BM}}k8 TF32, 3xTF32 (big*big, big*small, small*big).
+// Shared memory (dynamic, {{smem}} B): two buffers, each A hi, A lo [{{BK // 4}}][{{BN // 8}}][8][4] (columns) and
+// B hi, B lo [{{BK // 4}}][{{BM // 8}}][8][4] (maps): core matrices of 8 rows x 4 reduction rows; the block's
+// tile staged as es[{{BM}}][{{ER}}] for the epilogue.
+// Slice s: reduction index r = s*{{BK}} + k - {{pad0}} lies {{xof}} elements plus
+// tab[{{e0}} + k] from its column's base, tab[i] = (i / {{KK}})*{{H * W}} + ((i % {{KK}}) / {{K}})*{{W}} + i % {{K}}
+__constant__ int {{name}}_tab[{{KK + BK}}] = {{tab}};
+% if padded then
+// and its kernel row and column, 64*p + q
+__constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
+% end
+
+{{head}}
+{
+    extern __shared__ float4 smem4[];
+    float* const sm = reinterpret_cast<float*>(smem4);
+    const int tid = threadIdx.x;
+    const int lane = tid & 31, wq = (tid >> 5) & 3, wg = tid >> 7;   // warp in its warpgroup, warpgroup
+    const int col0 = blockIdx.x * {{BN}};
+% if MB == 1 then
+    const int m0 = 0;   // one block row of maps
+% else
+    const int m0 = blockIdx.y * {{BM}};
+% end
+    const int total = n * {{COLS}};
+    (void)b_arg;
+
+    // the input element under reduction index 0 of each column this thread gathers
+    // (columns {{CX}} + {{NT}}*j)
+    const float* xb[{{NPX}}];
+% if padded then
+    {{mtype}} rm[{{NPX}}], cm[{{NPX}}];   // kernel rows / columns of each column inside the input
+% end
+#pragma unroll
+    for (int j = 0; j < {{NPX}}; j++) {
+        int c = col0 + {{CX}} + j * {{NT}};
+        if (c >= total) c = 0;   // past the batch: read something valid, store nothing
+% if pooled then
+        const int win = c >> 2, d = c & 3;
+        const int img = win / {{P}}, at = win - img * {{P}};
+        const int oy = 2 * (at / {{OW}}) + (d >> 1), ox = 2 * (at % {{OW}}) + (d & 1);
+% else
+        const int img = c / {{P}}, at = c - img * {{P}};
+        const int oy = at / {{OW}}, ox = at % {{OW}};
+% end
+        const int iy = oy * {{STR}} - {{pt}}, ix = ox * {{STR}} - {{pl}};
+        xb[j] = in + img * {{C * H * W}} + iy * {{W}} + ix;
+% if padded then
+        rm[j] = 0, cm[j] = 0;
+#pragma unroll
+        for (int p = 0; p < {{K}}; p++) {
+            if ((unsigned)(iy + p) < {{H}}u) rm[j] |= {{one}} << p;
+            if ((unsigned)(ix + p) < {{W}}u) cm[j] |= {{one}} << p;
+        }
+% end
+    }
+
+    // a slice in registers: quad i of this thread is column slot i % {{NPX}}, reduction rows
+    // 4*({{QX}}) .. +3
+    float xr[{{AI}}][4];
+    // first: s is the first slice, the short one (a literal at every call: the main loop's loads
+    // carry no row test)
+    auto fetch_x = [&](int s, bool first) {
+        const int o = {{xof}};
+        const int e0 = {{e0}};
+        const float* xp[{{NPX}}];   // kept from folding into 64-bit index arithmetic an element
+#pragma unroll
+        for (int j = 0; j < {{NPX}}; j++) {
+            xp[j] = xb[j] + o;
+            asm("" : "+l"(xp[j]));
+        }
+#pragma unroll
+        for (int i = 0; i < {{AI}}; i++) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = 4 * ({{QX}}) + e;
+% if padded then
+                const int pq = {{name}}_pq[e0 + r];
+                const bool ok = (!first || r >= {{pad0}}) && ((rm[i % {{NPX}}] >> (pq >> 6)) & (cm[i % {{NPX}}] >> (pq & 63)) & 1);
+% else
+                const bool ok = !first || r >= {{pad0}};
+% end
+                xr[i][e] = ok ? __ldg(xp[i % {{NPX}}] + {{name}}_tab[e0 + r]) : 0.0f;
+            }
+        }
+    };
+    // the slice's weights: quad i of this thread is u = tid + {{NT}}*i, map u % {{BM}}, rows 4*(u / {{BM}}) .. +3
+    float wr[{{BI}}][4];
+    auto fetch_w = [&](int s, bool first) {
+        const float* wp = w_arg + {{wso}} + m0;
+        asm("" : "+l"(wp));
+#pragma unroll
+        for (int i = 0; i < {{BI}}; i++) {
+            const int u = tid + i * {{NT}};
+            const int m = u % {{BM}}, q = u / {{BM}};
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = 4 * q + e;
+                const bool ok = {{wok}};
+                wr[i][e] = ok ? __ldg(wp + r * {{M}} + m) : 0.0f;
+            }
+        }
+    };
+    // each value as its TF32 part (truncated) and the remainder (lib/common.lua), 16 bytes a store
+    auto put = [](float* hi, float* lo, const float (&v)[4]) {
+        float4 h, l;
+        h.x = __uint_as_float(__float_as_uint(v[0]) & 0xffffe000u), l.x = v[0] - h.x;
+        h.y = __uint_as_float(__float_as_uint(v[1]) & 0xffffe000u), l.y = v[1] - h.y;
+        h.z = __uint_as_float(__float_as_uint(v[2]) & 0xffffe000u), l.z = v[2] - h.z;
+        h.w = __uint_as_float(__float_as_uint(v[3]) & 0xffffe000u), l.w = v[3] - h.w;
+        *reinterpret_cast<float4*>(hi) = h;
+        *reinterpret_cast<float4*>(lo) = l;
+    };
+    auto stash_x = [&](int b) {
+        float* const a = sm + b * {{BUF}};
+#pragma unroll
+        for (int i = 0; i < {{AI}}; i++) {
+            const int c = {{CX}} + (i % {{NPX}}) * {{NT}}, q = {{QX}};
+            float* const at = a + (q * {{BN // 8}} + c / 8) * 32 + (c % 8) * 4;
+            put(at, at + {{A}}, xr[i]);
+        }
+    };
+    auto stash_w = [&](int b) {
+        float* const a = sm + b * {{BUF}} + {{2 * A}};
+#pragma unroll
+        for (int i = 0; i < {{BI}}; i++) {
+            const int u = tid + i * {{NT}};
+% if BQ % NT ~= 0 then
+            if (u >= {{BQ}}) break;
+% end
+            const int m = u % {{BM}}, q = u / {{BM}};
+            float* const at = a + (q * {{BM // 8}} + m / 8) * 32 + (m % 8) * 4;
+            put(at, at + {{B}}, wr[i]);
+        }
+    };
+    // slice s into buffer b: its input elements, then its weights (each set of registers free
+    // again before the next is loaded: they are live while the tensor cores work)
+    auto load = [&](int s, int b, bool first) {
+        fetch_x(s, first);
+        stash_x(b);
+        fetch_w(s, first);
+        stash_w(b);
+    };
+
+    // cf: the running sum; sl: one slice's products. Tile t of this warpgroup, register r:
+    // column 64*({{MT}}*wg + t) + 16*wq + lane/4 + 8*((r >> 1) & 1), map 8*(r >> 2) + 2*(lane & 3) + (r & 1)
+    float cf[{{MT}}][{{NR}}], sl[{{MT}}][{{NR}}];
+#pragma unroll
+    for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+        for (int r = 0; r < {{NR}}; r++) cf[t][r] = 0.0f, sl[t][r] = 0.0f;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // descriptors of no-swizzle K-major operands: start address / 16, the distance between
+    // core matrices along the reduction (leading) and along the rows (stride), in 16 bytes
+    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);
+    auto wgmma = [](float (&d)[{{NR}}], unsigned long long da, unsigned long long db, int acc) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 2}}, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n{{BM}}k8.f32.tf32.tf32 {{dregs}}, %{{NR}}, %{{NR + 1}}, p, 1, 1;\n}\n"
+            : {{douts}}
+            : "l"(da), "l"(db), "r"(acc));
+    };
+#endif
+    // sl = the slice in buffer b (its first products onto zero)
+    auto multiply = [&](int b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int k = 0; k < {{BK // 8}}; k++) {
+            const unsigned long long bh = d0 + {{adesc_b}} + b * {{BUF // 4}} + k * {{2 * BM}};
+#pragma unroll
+            for (int t = 0; t < {{MT}}; t++) {
+                const unsigned long long ah = d0 + {{adesc_a}} + b * {{BUF // 4}} + k * {{2 * BN}} + ({{MT}} * wg + t) * 64;
+                wgmma(sl[t], ah + {{A // 4}}, bh, k > 0);   // small * big
+                wgmma(sl[t], ah, bh + {{B // 4}}, 1);         // big * small
+                wgmma(sl[t], ah, bh, 1);                    // big * big
+            }
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#else
+        // without wgmma: each accumulator a dot product of the buffer's values (big + small: exact)
+        const float* const a = sm + b * {{BUF}};
+#pragma unroll 1
+        for (int t = 0; t < {{MT}}; t++)
+#pragma unroll 1
+            for (int r = 0; r < {{NR}}; r++) {
+                const int c = 64 * ({{MT}} * wg + t) + 16 * wq + (lane >> 2) + 8 * ((r >> 1) & 1);
+                const int m = 8 * (r >> 2) + 2 * (lane & 3) + (r & 1);
+                float v = 0.0f;
+#pragma unroll 1
+                for (int k = 0; k < {{BK}}; k++) {
+                    const int ao = ((k >> 2) * {{BN // 8}} + c / 8) * 32 + (c % 8) * 4 + (k & 3);
+                    const int bo = {{2 * A}} + ((k >> 2) * {{BM // 8}} + m / 8) * 32 + (m % 8) * 4 + (k & 3);
+                    v = fmaf(a[ao] + a[ao + {{A}}], a[bo] + a[bo + {{B}}], v);
+                }
+                sl[t][r] = v;
+            }
+#endif
+    };
+    auto land = [&]() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+#pragma unroll
+        for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+            for (int r = 0; r < {{NR}}; r++) cf[t][r] += sl[t][r];
+    };
+    // the tensor cores read shared memory through the async proxy: ordinary stores fenced before the barrier
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define {{name}}_FENCE() asm volatile("fence.proxy.async.shared::cta;" ::: "memory")
+#else
+#define {{name}}_FENCE() ((void)0)
+#endif
+
+    load(0, 0, true);
+    {{name}}_FENCE();
+    __syncthreads();
+#pragma unroll 1
+    for (int s = 0; s < {{S}}; s++) {
+        multiply(s & 1);   // asynchronous on the tensor cores
+        if (s + 1 < {{S}}) {
+            load(s + 1, (s & 1) ^ 1, false);   // meanwhile, into the other buffer
+            {{name}}_FENCE();
+        }
+        land();
+        __syncthreads();
+    }
+#undef {{name}}_FENCE
+
+% if pooled then
+    // the block's tile through shared memory (over the buffers, read by now): es[map][column],
+    // then each thread takes {{ETM}} maps x 4 columns of it
+    float* const es = sm;
+#pragma unroll
+    for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+        for (int r = 0; r < {{NR}}; r++)
+            es[(8 * (r >> 2) + 2 * (lane & 3) + (r & 1)) * {{ER}} + 64 * ({{MT}} * wg + t) + 16 * wq + (lane >> 2) + 8 * ((r >> 1) & 1)] = cf[t][r];
+    __syncthreads();
+    const int tx = tid % {{BN // 4}}, ty = tid / {{BN // 4}};
+    float acc[{{ETM}}][4];
+#pragma unroll
+    for (int i = 0; i < {{ETM}}; i++) {
+        const float4 t = *reinterpret_cast<const float4*>(es + (ty * {{ETM}} + i) * {{ER}} + tx * 4);
+        acc[i][0] = t.x, acc[i][1] = t.y, acc[i][2] = t.z, acc[i][3] = t.w;
+    }
+
+{{epilogue}}
+% else
+    // epilogue: {{bias and "bias, " or ""}}{{actname}}, stored from the accumulators: this thread's columns
+    // are rows lane/4 and lane/4 + 8 of its m64 tiles, its maps 2*(lane & 3) and the next of each eight
+    // (a warp's store: eight neighbouring columns of four maps)
+#pragma unroll
+    for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int c = col0 + 64 * ({{MT}} * wg + t) + 16 * wq + (lane >> 2) + 8 * h;
+            if (c >= total) continue;
+            const int img = c / {{P}}, at = c - img * {{P}};
+            float* const o = out + img * {{M * P}} + at;
+#pragma unroll
+            for (int j = 0; j < {{BM // 8}}; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int m = m0 + 8 * j + 2 * (lane & 3) + e;
+%   if mguard then
+                    if (m >= {{M}}) continue;
+%   end
+                    o[m * {{P}}] = {{act("cf[t][4 * j + 2 * h + e]" .. (bias and " + __ldg(b_arg + m)" or ""))}};
+                }
+        }
+}
+% end
+]=], "conv2d_igemm_wg")
+
+function T.kernel(l, p)
+  local s = shape(l, p)
+  local g = s.g
+  local act = s.fused and l.act or "none"
+  local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_g%d",
+    l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
+    p.bm, p.bn, p.bk, p.wgs) .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. "_wg"
+  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }),
+    nil, p.occ)
+  local dregs, douts = {}, {}
+  for i = 0, s.NR - 1 do
+    dregs[#dregs + 1] = "%" .. i
+    douts[#douts + 1] = string.format('"+f"(d[%d])', i)
+  end
+  local mguard = l.M % p.bm ~= 0
+  local wok = {}
+  if mguard then wok[#wok + 1] = string.format("m0 + m < %d", l.M) end
+  if s.pad0 > 0 then wok[#wok + 1] = string.format("(!first || r >= %d)", s.pad0) end
+  if s.BQ % s.threads ~= 0 then wok[#wok + 1] = string.format("u < %d", s.BQ) end
+  -- descriptor bits above the address: leading (reduction) and stride (row) byte offsets / 16
+  local function desc_bits(rows)
+    return string.format("0x%xull", ((rows // 8) * 128 // 16) << 16 | (128 // 16) << 32)
+  end
+  local v = {
+    name = name, head = head,
+    C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
+    BM = p.bm, BN = p.bn, BK = p.bk, WGS = p.wgs, MT = s.MT, NT = s.threads, NPX = s.NPX, AI = s.AI,
+    -- this thread's column (of slot 0) and the quad of its slice unit i
+    CX = p.bn >= s.threads and "tid" or string.format("tid %% %d", p.bn),
+    QX = p.bn >= s.threads and string.format("i / %d", s.NPX) or string.format("tid / %d + i * %d", p.bn, s.threads // p.bn),
+    BI = s.BI, BQ = s.BQ, NR = s.NR, A = s.A, B = s.B, BUF = s.BUF, ER = s.ER, ETM = s.ETM, ETN = 4,
+    S = s.slices, pad0 = s.pad0, MB = common.ceil_div(l.M, p.bm), COLS = s.COLS, P = s.P, OW = s.OW, smem = s.smem,
+    pooled = s.pooled, padded = g.padded, STR = g.S, pt = g.pt, pl = g.pl,
+    mtype = l.K > 32 and "unsigned long long" or "unsigned", one = l.K > 32 and "1ull" or "1u",
+    dregs = "{" .. table.concat(dregs, ", ") .. "}", douts = table.concat(douts, ", "),
+    adesc_a = desc_bits(p.bn), adesc_b = string.format("%s + %d", desc_bits(p.bm), 2 * s.A // 4),
+    wok = #wok > 0 and table.concat(wok, " && ") or "true",
+    -- conv2d_igemm's epilogue
+    bias = l.bias, vec = s.P % 4 == 0, mguard = mguard, actname = act,
+    act = function(e) return common.act(act, e) end,
+    pool_kind = g.kind, pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
+  }
+  for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, true)) do v[k] = x end
+  v.epilogue = s.pooled and igemm.epilogue(v) or ""
+  local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
+  k.const_bytes = s.const_bytes
+  return k
+end
+
+return T
