@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "gen.h"
 #include "lua_host.h"
+#include "net_internal.h"
 #include "tune.h"
 
 #include <lauxlib.h>
@@ -1142,6 +1143,54 @@ static void test_list_counts(void)
     free(s);
 }
 
+/* A record applied to a run from a fat binary is checked against the fat binary's
+ * architectures (as the code the backend generates for it), not the default sm_75:
+ * zoo-odd's record (conv3 on igemm_wg, which needs sm_90 built as sm_90a) applies
+ * with a fat binary of one sm_90 cubin, and is refused with one of sm_80. The fat
+ * binaries are containers of one empty cubin entry: only their headers are read. */
+static void test_use_fatbin(void)
+{
+    static const int archs[] = {90, 80};
+    for (int a = 0; a < 2; a++) {
+        unsigned char fb[16 + 64] = {0};
+        const unsigned magic = 0xBA55ED50u;
+        for (int i = 0; i < 4; i++) fb[i] = (unsigned char)(magic >> (8 * i));
+        fb[4] = 1, fb[6] = 16, fb[8] = 64;         /* version 1, header 16 bytes, 64 bytes of entries */
+        fb[16] = 2, fb[16 + 4] = 64;               /* an ELF entry, its header 64 bytes, no payload */
+        fb[16 + 28] = (unsigned char)archs[a];     /* for sm_90, or sm_80 */
+        char path[128];
+        snprintf(path, sizeof path, "%s/sm%d.fatbin", dir, archs[a]);
+        FILE *f = fopen(path, "wb");
+        CHECK(f && fwrite(fb, 1, sizeof fb, f) == sizeof fb && fclose(f) == 0, "%s written", path);
+        cg_spec *s = malloc(sizeof *s);
+        cg_err e = {{0}};
+        if (!s || cg_spec_load("bench/specs/zoo-odd.yaml", s, &e)) {
+            CHECK(0, "zoo-odd: %s", e.msg);
+            free(s);
+            continue;
+        }
+        cg_net_options o;
+        cg_net_options_init(&o);
+        o.backend = CG_BACKEND_CUDA, o.fatbin = path, o.tuning = "bench/tune/h100/zoo-odd.tuning.yaml";
+        int from[CG_MAX_LAYERS];
+        cg_buf notices;
+        cg_buf_init(&notices);
+        int rc = cg_net_tune(s, &o, from, &notices, &e);
+        int conv3 = 2;
+        CHECK(rc == 0 && !strcmp(s->layers[conv3].name, "conv3"), "sm_%d: applied: %s", archs[a], e.msg);
+        if (archs[a] == 90)
+            CHECK(from[conv3] && !strcmp(s->layers[conv3].strategy, "igemm_wg") && !notices.len,
+                  "sm_90 fat binary: conv3 from the record (strategy %s; notices '%s')", s->layers[conv3].strategy,
+                  notices.len ? notices.data : "");
+        else
+            CHECK(!from[conv3] && notices.len && strstr(notices.data, "refused now") &&
+                      strstr(notices.data, "needs wgmma"),
+                  "sm_80 fat binary: the record's igemm_wg refused ('%s')", notices.len ? notices.data : "");
+        cg_buf_free(&notices);
+        free(s);
+    }
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/cg_tune_XXXXXX");
@@ -1167,6 +1216,7 @@ int main(void)
         test_malformed();
         test_apply();
         test_use();
+        test_use_fatbin();
         test_list_counts();
         test_compile_batch();
     }

@@ -4,7 +4,9 @@
  * backend_of(). */
 #include "convgen.h"
 #include "backend.h"
+#include "aot.h"
 #include "cuda_api.h"
+#include "fatbin.h"
 #include "net_internal.h"
 #include "tune.h"
 
@@ -102,7 +104,21 @@ int cg_net_tune(cg_spec *s, const cg_net_options *o, int from_record[CG_MAX_LAYE
     if (o->no_tuning) return 0;
     cg_tune_device dev = {NULL, 0, NULL};
     char name[256];
-    if (!o->fatbin) {
+    cg_target tg;
+    if (o->fatbin) {
+        /* the choices are checked against what the fat binary was built for, its cubins'
+         * architectures (as the backend generates for them): else a record's tensor-core
+         * choices would be refused for the default sm_75 and the code would not match */
+        cg_buf f;
+        cg_err ce;
+        int sm[CG_FATBIN_MAX_ARCHS], ptx[CG_FATBIN_MAX_ARCHS], nsm = 0, nptx = 0;
+        if (cg_read_file(o->fatbin, &f, &ce)) return 0; /* the backend's open will say why */
+        if (!cg_fatbin_list(f.data, f.len, sm, &nsm, ptx, &nptx, &ce)) {
+            cg_aot_target(sm, nsm, &tg);
+            dev.target = &tg;
+        }
+        cg_buf_free(&f);
+    } else {
         cg_cu *cu;
         cg_err ce;
         if (cg_cu_open(&cu, o->device, &ce)) return 0; /* the backend's open will say why */
