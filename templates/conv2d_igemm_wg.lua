@@ -121,9 +121,8 @@ function T.check(l, p)
       t.cc or 75, (t.cc == 90) and ", built for more than sm_90" or "")
   end
   if p.bm % 8 ~= 0 or p.bm > 256 then return string.format("bm=%d: wgmma takes N a multiple of 8 up to 256", p.bm), "bm" end
-  if p.bm > 2 * l.M and p.bm > 8 then
-    return string.format("bm=%d is more than twice the layer's %d maps", p.bm, l.M), "bm"
-  end
+  local why, blame = common.check_map_tile(l, p.bm)
+  if why then return why, blame end
   if p.bk % 8 ~= 0 then return string.format("bk=%d: wgmma reduces 8 rows at a time", p.bk), "bk" end
   if s.MT ~= 1 and s.MT ~= 2 and s.MT ~= 4 then
     return string.format("bn=%d over %d warpgroup%s is %d m64 tiles each; 1, 2 or 4 are served", p.bn, p.wgs,

@@ -40,13 +40,13 @@ const char *cg_aot_default_archs(char *out, size_t n)
 void cg_aot_target(const int *archs, int n, cg_target *t)
 {
     cg_target_default(t);
-    t->sm90a = n > 0; /* every cubin sm_90, built as sm_90a (cg_nvrtc_options) */
+    t->sm90a = n > 0; /* every cubin built for its arch's "a" features (cg_nvrtc_arch_suffix) */
     for (int i = 0; i < n; i++) {
         const cg_arch_info *a = cg_aot_archs;
         while (a->arch && a->arch != archs[i]) a++;
         int smem = a->arch ? a->max_shared_optin : 48 * KIB;
         if (i == 0 || archs[i] < t->cc) t->cc = archs[i];
-        if (archs[i] != 90) t->sm90a = 0;
+        if (cg_nvrtc_arch_suffix(archs[i], 0)[0] != 'a') t->sm90a = 0;
         if (i == 0 || smem < t->max_shared_optin) t->max_shared_optin = smem;
         if (a->arch && a->regs_per_block < t->regs_per_block) t->regs_per_block = a->regs_per_block;
         if (a->arch && a->regs_per_sm < t->regs_per_sm) t->regs_per_sm = a->regs_per_sm;

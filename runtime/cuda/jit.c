@@ -190,6 +190,6 @@ int cg_jit_target(const cg_nvrtc *nv, const cg_cu *cu, int *arch, int *as_ptx, c
     t->regs_per_sm = cu->regs_per_sm;
     t->sms = cu->sm_count;
     t->max_threads = cu->max_threads_per_block;
-    t->sm90a = !*as_ptx && *arch == 90;
+    t->sm90a = cg_nvrtc_arch_suffix(*arch, *as_ptx)[0] == 'a';
     return 0;
 }

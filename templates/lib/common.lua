@@ -391,6 +391,15 @@ function common.tiled_conv_record(l, p, s, act, name, args, source, per)
   }
 end
 
+-- A map tile bm at most twice M (above 8: conv2d_igemm_wg's too); nil or the
+-- reason and the blamed parameter.
+function common.check_map_tile(l, bm)
+  if bm > 2 * l.M and bm > 8 then
+    return string.format("bm=%d is more than twice the layer's %d maps", bm, l.M), "bm"
+  end
+  return nil
+end
+
 -- Their thread-tile checks: tm divides bm, tn divides bn, bm at most twice M
 -- (above 8); nil or the reason and the blamed parameter.
 function common.check_thread_tile(l, p)
@@ -400,10 +409,7 @@ function common.check_thread_tile(l, p)
   if p.bn % p.tn ~= 0 then
     return string.format("tn=%d must divide bn=%d", p.tn, p.bn), "tn"
   end
-  if p.bm > 2 * l.M and p.bm > 8 then
-    return string.format("bm=%d is more than twice the layer's %d maps", p.bm, l.M), "bm"
-  end
-  return nil
+  return common.check_map_tile(l, p.bm)
 end
 
 -- `occ`, the blocks per SM a tiled conv template asks __launch_bounds__ for
