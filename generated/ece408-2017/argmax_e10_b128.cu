@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2017.yaml (network ece408-2017)
 // layer:      predict
 // shape:      10 scores -> class index
-// template:   argmax (templates/argmax.lua, hash 8d8d2555e3a38ffb)
+// template:   argmax (templates/argmax.lua, hash a83519fb43293f18)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none
