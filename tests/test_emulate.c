@@ -47,6 +47,7 @@ static const char shim[] =
     "struct emu_dim3 { unsigned x, y, z; };\n"
     "struct alignas(16) float4 { float x, y, z, w; };\n"
     "struct alignas(8) float2 { float x, y; };\n"
+    "struct alignas(8) int2 { int x, y; };\n"
     "struct uchar4 { unsigned char x, y, z, w; };\n"
 
     "static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }\n"
@@ -345,6 +346,7 @@ int main(void)
                            "tests/gpu/layers-more.yaml", "tests/gpu/layers-gavg.yaml", "tests/gpu/layers-gavg-wide.yaml",
                            "tests/gpu/layers-winograd.yaml", "tests/gpu/layers-winograd-f.yaml",
                            "tests/gpu/layers-igemm-tc.yaml", "tests/gpu/layers-slices-tc.yaml", "tests/gpu/layers-igemm-wg.yaml",
+                           "tests/gpu/layers-planes-wg.yaml",
                            "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-align.yaml",
                            "tests/gpu/layers-slide-pad.yaml", "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");

@@ -445,8 +445,14 @@ static void test_auto_rule(void)
         const char *tpl, *why;
     } want[] = {
         {"bench/specs/zoo-vgg-same.yaml", "conv1_1", 90, "conv2d_direct", "auto: direct, since C = 3 <= 3"},
-        {"bench/specs/zoo-vgg-same.yaml", "conv1_2", 90, "conv2d_winograd",
+        {"bench/specs/zoo-vgg-same.yaml", "conv1_2", 80, "conv2d_winograd",
          "auto: winograd, since K = 3, stride 1, C = 64 (a multiple of 8, at least 32), M = 64"},
+        /* on sm_90 (as sm_90a) planes, but for 3x3 layers with C > 128 or M < 64: winograd */
+        {"bench/specs/zoo-vgg-same.yaml", "conv1_2", 90, "conv2d_planes",
+         "auto: planes, since the target is sm_90 (built as sm_90a: wgmma), C = 64 >= 16, M = 64 >= 16, K = 3 >= 2, "
+         "C*K*K = 576 >= 256, stride 1, a 32x32 conv output and, 3x3, C = 64 <= 128, M = 64 >= 64"},
+        {"bench/specs/zoo-vgg-same.yaml", "conv3_2", 90, "conv2d_winograd", "auto: winograd, since K = 3"},
+        {"bench/specs/zoo-issue3x3.yaml", "conv2", 90, "conv2d_winograd", "auto: winograd, since K = 3"},
         {"bench/specs/zoo-vgg-same.yaml", "conv1_2", 0, "conv2d_igemm",
          "auto: igemm, since winograd's default tile does not fit the target: "},
         {"bench/specs/zoo-vgg-same.yaml", "conv1_2", 75, "conv2d_igemm", "shared memory"},
@@ -461,11 +467,14 @@ static void test_auto_rule(void)
         {"bench/specs/zoo-resnet-stem.yaml", "conv2", 90, "conv2d_igemm_tc", "auto: igemm_tc"},
         {"bench/specs/zoo-resnet-stem.yaml", "stem", 90, "conv2d_igemm", "auto: igemm, since C*K*K = 147 > 64"},
         {"bench/specs/zoo-5x5-c64.yaml", "conv2", 80, "conv2d_igemm_tc", "auto: igemm_tc"},
-        /* sm_90 alone (as sm_90a), C*K*K >= 600, stride 1, a conv output of 9 pixels or more: igemm_wg */
-        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 90, "conv2d_igemm_wg",
-         "auto: igemm_wg, since the target is sm_90 (built as sm_90a: wgmma), C = 64 >= 16, M = 128 >= 32, "
-         "C*K*K = 1600 >= 600, stride 1 and a 22x22 conv output (else igemm, since C = 64 > 3)"},
-        {"bench/specs/zoo-odd.yaml", "conv3", 90, "conv2d_igemm_wg", "C*K*K = 750 >= 600"},
+        /* sm_90 alone (as sm_90a), C >= 16, M >= 16, K >= 2, C*K*K >= 256, stride 1, 9 pixels or more: planes */
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 90, "conv2d_planes",
+         "auto: planes, since the target is sm_90 (built as sm_90a: wgmma), C = 64 >= 16, M = 128 >= 16, K = 5 >= 2, "
+         "C*K*K = 1600 >= 256, stride 1, a 22x22 conv output\n"},
+        {"bench/specs/zoo-odd.yaml", "conv3", 90, "conv2d_planes", "C*K*K = 750 >= 256"},
+        {"bench/specs/zoo-k7pad.yaml", "conv4", 90, "conv2d_planes", "M = 24 >= 16, K = 7"},
+        {"bench/specs/zoo-k7pad.yaml", "conv2", 90, "conv2d_igemm", "auto: igemm"},        /* M = 12 */
+        {"bench/specs/zoo-linear.yaml", "conv2", 90, "conv2d_igemm_tc", "auto: igemm_tc"}, /* C*K*K = 144 */
         {"bench/specs/zoo-1x1.yaml", "expand", 90, "conv2d_igemm_tc", "auto: igemm_tc"},          /* C*K*K = 64 */
         {"bench/specs/zoo-resnet-stem.yaml", "conv3", 90, "conv2d_igemm_tc", "auto: igemm_tc"},  /* stride 2 */
         {"bench/specs/zoo-5x5-c64.yaml", "conv2", 0, "conv2d_igemm", "auto: igemm"},
@@ -473,11 +482,10 @@ static void test_auto_rule(void)
         /* 3x3 outputs: winograd's 2x2 tiles would cover 16 outputs for 9, so igemm_tc (or igemm) */
         {"bench/specs/zoo-alex.yaml", "conv3", 80, "conv2d_igemm_tc",
          "(else igemm, since winograd's 2x2 output tiles would cover 1.78x the 3x3 conv output (more than 1.2x))"},
-        {"bench/specs/zoo-alex.yaml", "conv3", 90, "conv2d_igemm_wg",
-         "C*K*K = 864 >= 600, stride 1 and a 3x3 conv output (else igemm, since winograd's 2x2"},
+        {"bench/specs/zoo-alex.yaml", "conv3", 90, "conv2d_planes", "a 3x3 conv output and, 3x3, C = 96 <= 128"},
         {"bench/specs/zoo-alex.yaml", "conv4", 75, "conv2d_igemm", "would cover 1.78x the 3x3 conv output"},
         /* 44x44 outputs, covered exactly: winograd */
-        {"bench/specs/zoo-squeeze.yaml", "conv2", 90, "conv2d_winograd", "auto: winograd, since K = 3"},
+        {"bench/specs/zoo-squeeze.yaml", "conv2", 80, "conv2d_winograd", "auto: winograd, since K = 3"},
     };
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);
@@ -494,6 +502,23 @@ static void test_auto_rule(void)
         CHECK(k && !strcmp(k->tpl, want[i].tpl) && strstr(k->source, want[i].why), "%s %s sm_%d: %s, '%s'",
               want[i].spec, want[i].layer, want[i].arch, k ? k->tpl : "none", want[i].why);
         cg_gen_free(o);
+    }
+    /* igemm_wg (sm_90 alone) where planes' 3x3 bound fails (C = 144 > 128) and winograd's
+     * rule does not hold (M = 50, no multiple of 32): C*K*K >= 600, stride 1 */
+    static const char wg_text[] = "network: wg\ninput: {channels: 144, height: 20, width: 20}\nlayers:\n"
+                                  "  - {name: c, op: conv, M: 50, K: 3}\n  - {name: f, op: fc, out: 10}\n"
+                                  "  - {name: p, op: softmax}\n";
+    int arch = 90;
+    cg_target tg;
+    cg_aot_target(&arch, 1, &tg);
+    if (s && o && cg_spec_parse("wg.yaml", wg_text, strlen(wg_text), s, &e) == 0 &&
+        cg_generate_for(s, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *k = conv_kernel(o, "c");
+        CHECK(k && !strcmp(k->tpl, "conv2d_igemm_wg") && strstr(k->source, "C*K*K = 1296 >= 600"), "C=144 3x3: %s",
+              k ? k->tpl : "none");
+        cg_gen_free(o);
+    } else {
+        CHECK(0, "wg.yaml: %s", e.msg);
     }
     free(s), free(o);
 }
@@ -541,24 +566,39 @@ static void test_default_tiles(void)
               want[i].layer, want[i].params, p ? p : "no params line");
         cg_gen_free(o);
     }
-    /* igemm_wg's (sm_90 alone): the fewest eights covering M in as many block rows as 64-map
-     * tiles would take, slices of 16, three blocks an SM where the estimate fits 168 registers
-     * (a 64-map tile in two rows does not: occ=1) */
+    /* igemm_wg's (sm_90 alone, the strategy written): the fewest eights covering M in as many
+     * block rows as 64-map tiles would take, slices of 16, three blocks an SM where the estimate
+     * fits 168 registers (a 64-map tile in two rows does not: occ=1), but one on padded layers
+     * (two padded shapes spilled under occ=3's cap). planes's (auto, sm_90 alone): whole images
+     * to 256 pixels, as many as fill 90 % of their m64 tiles (k7pad: 3 of 81 pixels, 4 tiles;
+     * alex: 7 of 9 pixels, one tile), two tiles a warpgroup; larger maps in the tallest band of
+     * at most 256 pixels within 5 % of the best fill (7x7-large: 4 rows of 55, not 1) */
     static const struct {
-        const char *spec, *layer, *params;
+        const char *spec, *layer, *tpl, *params;
     } wg[] = {
-        {"bench/specs/zoo-odd.yaml", "conv3", "bm=56 bn=128 wgs=1 bk=16 occ=3"},
-        {"bench/specs/zoo-awkward.yaml", "conv4", "bm=48 bn=128 wgs=1 bk=16 occ=3"},
-        {"bench/specs/zoo-5x5-c64.yaml", "conv2", "bm=64 bn=128 wgs=1 bk=16 occ=1"},
+        {"bench/specs/zoo-odd.yaml", "conv3", "conv2d_igemm_wg", "bm=56 bn=128 wgs=1 bk=16 occ=3"},
+        {"bench/specs/zoo-awkward.yaml", "conv4", "conv2d_igemm_wg", "bm=48 bn=128 wgs=1 bk=16 occ=1"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", "conv2d_igemm_wg", "bm=64 bn=128 wgs=1 bk=16 occ=1"},
+        {"bench/specs/zoo-k7pad.yaml", "conv4", "conv2d_planes", "ib=3 rows=9 wgs=2 bm=24 bk=32 occ=2"},
+        {"bench/specs/zoo-alex.yaml", "conv3", "conv2d_planes", "ib=7 rows=3 wgs=1 bm=64 bk=32 occ=1"},
+        {"bench/specs/zoo-7x7-large.yaml", "conv2", "conv2d_planes", "ib=1 rows=4 wgs=2 bm=64 bk=32 occ=1"},
+        {"bench/specs/zoo-odd.yaml", "conv3", "conv2d_planes", "ib=1 rows=3 wgs=1 bm=56 bk=32 occ=3"},
     };
     for (size_t i = 0; s && o && i < sizeof wg / sizeof *wg; i++) {
-        if (cg_spec_load(wg[i].spec, s, &e) || cg_generate_for(s, "x", &tga, o, &e)) {
+        if (cg_spec_load(wg[i].spec, s, &e)) {
+            CHECK(0, "%s: %s", wg[i].spec, e.msg);
+            continue;
+        }
+        for (int j = 0; j < s->nlayers; j++)
+            if (!strcmp(s->layers[j].name, wg[i].layer))
+                snprintf(s->layers[j].strategy, sizeof s->layers[j].strategy, "%s", wg[i].tpl + strlen("conv2d_"));
+        if (cg_generate_for(s, "x", &tga, o, &e)) {
             CHECK(0, "%s: %s", wg[i].spec, e.msg);
             continue;
         }
         const char *p;
         const cg_gen_kernel *k = conv_kernel(o, wg[i].layer);
-        CHECK(k && !strcmp(k->tpl, "conv2d_igemm_wg") && params_has(k, wg[i].params, &p), "%s %s: '%s' in %.80s",
+        CHECK(k && !strcmp(k->tpl, wg[i].tpl) && params_has(k, wg[i].params, &p), "%s %s: '%s' in %.80s",
               wg[i].spec, wg[i].layer, wg[i].params, k && p ? p : "no params line");
         cg_gen_free(o);
     }

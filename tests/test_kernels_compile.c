@@ -111,7 +111,7 @@ int main(void)
     cg_target tc_target, wg_target;
     cg_target_default(&tc_target);
     tc_target.cc = 80;
-    /* and one for wgmma (-wg: conv2d_igemm_wg) for sm_90 alone, built as sm_90a */
+    /* and one for wgmma (-wg: conv2d_igemm_wg, conv2d_planes) for sm_90 alone, built as sm_90a */
     int sm90 = 90;
     cg_aot_target(&sm90, 1, &wg_target);
     for (size_t i = 0; i < g.gl_pathc && outs; i++) {

@@ -10,7 +10,10 @@
  * kinds whose one channel of weights fits 48 KiB (M*K*K <= 12288) forced to
  * `strategy: slide` (its default configuration), plus NWG shapes of issue 12's
  * kinds forced to `strategy: igemm_wg` (its default configuration, generated for
- * sm_90 alone, built as sm_90a: it needs wgmma), each a one-conv
+ * sm_90 alone, built as sm_90a: it needs wgmma), plus NPLANES shapes of issue 12's
+ * kinds whose padded input planes fit shared memory (C*(H+pads)*(W+pads) floats, at
+ * most 160 KiB) forced to `strategy: planes` (its default configuration, for sm_90
+ * alone, as sm_90a), each a one-conv
  * network (conv, fc 10, softmax) with NO strategy key (but the winograd ones) and no params, so the
  * generator's default for the layer is what is tested. Every shape must
  * generate; each kernel of the conv layer must stay within SOURCE_MAX bytes,
@@ -57,6 +60,8 @@
 #define NWG 12                  /* shapes of issue 12's kinds through strategy igemm_wg */
 #define SEED_WG 0x5e9a1ULL
 #define SEED_SLIDE 0x511de9ULL
+#define NPLANES 16              /* shapes of issue 12's kinds with small padded planes through strategy planes */
+#define SEED_PLANES 0x91a4e5ULL
 
 typedef struct {
     int C, H, W, M, K, pool, bias;
@@ -184,6 +189,17 @@ static shape draw_wino(uint64_t *s)
     }
 }
 
+/* A layer of issue 12's kinds that conv2d_planes holds: one image's padded input
+ * planes in 160 KiB. */
+static shape draw_planes(uint64_t *s)
+{
+    for (;;) {
+        shape x = draw_layers(s);
+        x.strategy = "planes";
+        if (4L * x.C * (x.H + x.pad[0] + x.pad[2]) * (x.W + x.pad[1] + x.pad[3]) <= 160 * 1024) return x;
+    }
+}
+
 /* A layer of issue 12's kinds that conv2d_slide can hold: the weights of one
  * input channel (M*K*K floats) in 48 KiB of shared memory. */
 static shape draw_slide(uint64_t *s)
@@ -258,13 +274,16 @@ int main(void)
     if (strategy && !*strategy) strategy = NULL;
 
     /* the issue's 5x5 C=64 -> M=128 layer, the largest shape and the smallest; one for slide */
-    enum { NFIXED = 4, NSHAPES = NFIXED + NRANDOM + NLAYERS + NWINO + NMMA + NSLIDE + NWG };
+    enum { NFIXED = 6, NSHAPES = NFIXED + NRANDOM + NLAYERS + NWINO + NMMA + NSLIDE + NWG + NPLANES };
     shape shapes[NSHAPES] = {
         {64, 26, 26, 128, 5, 2, 1, CG_ACT_RELU, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL},
         {256, 128, 128, 256, 11, 2, 1, CG_ACT_TANH, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, NULL},
         {1, 1, 1, 1, 1, 0, 0, CG_ACT_NONE, {0, 0, 0, 0}, 1, 0, CG_POOL_MAX, NULL},
         /* conv2d_slide's default once took 488 threads a block for this one, and spilled */
         {1, 128, 128, 32, 7, 2, 1, CG_ACT_RELU, {0, 0, 0, 0}, 1, 2, CG_POOL_MAX, "slide"},
+        /* conv2d_igemm_wg's default spilled 12 and 4 bytes on these padded layers under occ=3 */
+        {168, 70, 115, 53, 8, 3, 1, CG_ACT_NONE, {3, 3, 3, 3}, 1, 2, CG_POOL_MAX, "igemm_wg"},
+        {224, 49, 122, 25, 4, 2, 1, CG_ACT_TANH, {1, 1, 1, 1}, 2, 2, CG_POOL_MAX, "igemm_wg"},
     };
     uint64_t rng = SEED;
     for (int i = NFIXED; i < NFIXED + NRANDOM; i++) shapes[i] = draw(&rng);
@@ -273,22 +292,26 @@ int main(void)
     for (int i = NFIXED + NRANDOM; i < NFIXED + NRANDOM + NLAYERS; i++) shapes[i] = draw_layers(&rng_layers);
     /* then conv2d_winograd's layers, each forced to it */
     uint64_t rng_wino = SEED_WINO;
-    for (int i = NFIXED + NRANDOM + NLAYERS; i < NSHAPES - NMMA - NSLIDE - NWG; i++) shapes[i] = draw_wino(&rng_wino);
+    for (int i = NFIXED + NRANDOM + NLAYERS; i < NSHAPES - NMMA - NSLIDE - NWG - NPLANES; i++)
+        shapes[i] = draw_wino(&rng_wino);
     /* then shapes of issue 12's kinds through igemm_tc, generated for sm_ARCH */
     uint64_t rng_mma = SEED_MMA;
-    for (int i = NSHAPES - NMMA - NSLIDE - NWG; i < NSHAPES - NSLIDE - NWG; i++) {
+    for (int i = NSHAPES - NMMA - NSLIDE - NWG - NPLANES; i < NSHAPES - NSLIDE - NWG - NPLANES; i++) {
         shapes[i] = draw_layers(&rng_mma);
         shapes[i].strategy = "igemm_tc";
     }
     /* then conv2d_slide's */
     uint64_t rng_slide = SEED_SLIDE;
-    for (int i = NSHAPES - NSLIDE - NWG; i < NSHAPES - NWG; i++) shapes[i] = draw_slide(&rng_slide);
+    for (int i = NSHAPES - NSLIDE - NWG - NPLANES; i < NSHAPES - NWG - NPLANES; i++) shapes[i] = draw_slide(&rng_slide);
     /* then shapes of issue 12's kinds through igemm_wg, generated for sm_90 alone (as sm_90a) */
     uint64_t rng_wg = SEED_WG;
-    for (int i = NSHAPES - NWG; i < NSHAPES; i++) {
+    for (int i = NSHAPES - NWG - NPLANES; i < NSHAPES - NPLANES; i++) {
         shapes[i] = draw_layers(&rng_wg);
         shapes[i].strategy = "igemm_wg";
     }
+    /* then conv2d_planes's, generated for sm_90 alone (as sm_90a) */
+    uint64_t rng_planes = SEED_PLANES;
+    for (int i = NSHAPES - NPLANES; i < NSHAPES; i++) shapes[i] = draw_planes(&rng_planes);
     cg_target sm90, sm90a;
     cg_target_default(&sm90);
     sm90.cc = ARCH, sm90.max_shared_optin = 227 * 1024;
@@ -312,7 +335,8 @@ int main(void)
         if (build_spec(x, x->strategy ? x->strategy : strategy, s, &e) ||
             cg_generate_for(s, "tests/test_shapes",
                             !x->strategy ? NULL : !strcmp(x->strategy, "igemm_tc") ? &sm90
-                                              : !strcmp(x->strategy, "igemm_wg")   ? &sm90a
+                                              : !strcmp(x->strategy, "igemm_wg") || !strcmp(x->strategy, "planes")
+                                                  ? &sm90a
                                                                                    : NULL,
                             o, &e)) {
             CHECK(0, "shape %d (%s): %s", i, d, e.msg);

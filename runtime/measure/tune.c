@@ -28,7 +28,7 @@ void cg_tune_signature(const cg_layer *l, char *out, size_t n)
 }
 
 /* The templates tuning measures, by the kind of layer; a record names one of them. */
-static const char *const tpl_conv[] = {"conv2d_direct", "conv2d_igemm", "conv2d_igemm_tc", "conv2d_igemm_wg", "conv2d_slide",
+static const char *const tpl_conv[] = {"conv2d_direct", "conv2d_igemm", "conv2d_igemm_tc", "conv2d_igemm_wg", "conv2d_planes", "conv2d_slide",
                                        "conv2d_winograd", NULL};
 static const char *const tpl_fc[] = {"fc_tiled", "fc_vec", NULL};
 

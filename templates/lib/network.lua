@@ -150,6 +150,39 @@ network.AUTO_TC_MIN_M = 32
 network.AUTO_WG_MIN_CKK = 600
 network.AUTO_WG_MIN_OUT = 9
 
+-- planes (wgmma, A read from the input planes held in shared memory) first of all
+-- where the target is sm_90 built as sm_90a, C >= 16, M >= 16, K >= 2, C*K*K >= 256,
+-- stride 1, a conv output of at least 9 pixels and, for 3x3 kernels (winograd's
+-- ground), C <= 128 and M >= 64. Measured on an H100 (fourteenth session) against
+-- auto's former choice on 31 zoo layers: faster on every kernel from 5x5 to 9x9 (9
+-- layers against igemm_wg, igemm_tc or igemm: 1.09-1.76x; zoo-k7pad's padded 7x7
+-- layer 1.02 -> 0.58 ms, level with cuDNN's FFT) and on 13 of the 14 3x3 layers the
+-- rule admits (1.08-1.49x, winograd's default on 10 of them; zoo-wide3x3 conv4, C =
+-- M = 128 unpadded, 0.90x); slower on 3x3 layers with C = 256 (0.75-0.77x) or M = 32
+-- (0.74x) and with C*K*K = 144 (0.86x), which the rule leaves to winograd or igemm_tc.
+-- 1x1 layers (an element of a plane read once), stride 2 and 2x2 outputs lost or
+-- were hardly measured.
+network.AUTO_PLANES_MIN_CKK = 256
+network.AUTO_PLANES_MIN_M = 16
+network.AUTO_PLANES_3X3_MAX_C = 128
+network.AUTO_PLANES_3X3_MIN_M = 64
+
+-- The planes rule above; nil or the template and the reason.
+local function planes_rule(l)
+  local g = common.conv_geom(l)
+  if l.target and l.target.sm90a and l.C >= network.AUTO_TC_MIN_C and l.M >= network.AUTO_PLANES_MIN_M and l.K >= 2
+      and l.C * l.K * l.K >= network.AUTO_PLANES_MIN_CKK and g.S == 1 and g.CH * g.CW >= network.AUTO_WG_MIN_OUT
+      and (l.K ~= 3 or (l.C <= network.AUTO_PLANES_3X3_MAX_C and l.M >= network.AUTO_PLANES_3X3_MIN_M))
+      and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
+    return "conv2d_planes", string.format("auto: planes, since the target is sm_90 (built as sm_90a: wgmma), " ..
+      "C = %d >= %d, M = %d >= %d, K = %d >= 2, C*K*K = %d >= %d, stride 1, a %dx%d conv output%s", l.C,
+      network.AUTO_TC_MIN_C, l.M, network.AUTO_PLANES_MIN_M, l.K, l.C * l.K * l.K, network.AUTO_PLANES_MIN_CKK, g.CH, g.CW,
+      l.K == 3 and string.format(" and, 3x3, C = %d <= %d, M = %d >= %d", l.C, network.AUTO_PLANES_3X3_MAX_C, l.M,
+        network.AUTO_PLANES_3X3_MIN_M) or "")
+  end
+  return nil
+end
+
 -- igemm, or igemm_tc where the rule above gives it and a legal configuration
 -- exists (the search a layer without params gets); why: the reason for igemm.
 local function igemm_or_tc(l, why)
@@ -174,6 +207,8 @@ end
 
 function network.auto_strategy(l)
   local ckk = l.C * l.K * l.K
+  local planes, why = planes_rule(l)
+  if planes then return planes, why end
   if l.C <= network.AUTO_DIRECT_MAX_C and ckk <= network.AUTO_DIRECT_MAX_CKK then
     return "conv2d_direct", string.format("auto: direct, since C = %d <= %d and C*K*K = %d <= %d",
       l.C, network.AUTO_DIRECT_MAX_C, ckk, network.AUTO_DIRECT_MAX_CKK)

@@ -61,7 +61,7 @@ if [ $layers = 1 ]; then
 import json, sys
 j = {l["name"]: l for l in json.load(open(sys.argv[1]))["layers"]}
 t = j["conv3"].get("tuned")
-assert t and t["strategy"] in ("direct", "igemm", "igemm_tc", "igemm_wg", "slide", "winograd") and "=" in t["params"], j["conv3"]
+assert t and t["strategy"] in ("direct", "igemm", "igemm_tc", "igemm_wg", "planes", "slide", "winograd") and "=" in t["params"], j["conv3"]
 assert all("tuned" not in j[n] for n in j if n != "conv3"), j
 PY
 fi

@@ -1,0 +1,578 @@
+-- conv2d_planes.lua — the implicit matrix product on Hopper's warpgroup tensor cores
+-- (`strategy: planes`; sm_90, built as sm_90a) for small maps: a block holds whole
+-- input images in shared memory, every channel's plane with its padding written out as
+-- zeros, and reads wgmma's A operand (output pixels x reduction rows) from them straight
+-- into registers; there is no im2col buffer and no bounds test in the main loop.
+--
+-- Why: conv2d_igemm_wg gathers, splits and stores every (pixel, reduction row) element
+-- of the product, once per element, which costs about as much as the products it feeds
+-- when the layer has few maps (24 maps: 24 products an element), and a padded layer
+-- gathers its padding's zeros with a test each. Here an input element is copied from
+-- global memory once per block (then read K*K times, from shared memory), the padding
+-- is read as the zeros it is, and a fragment element costs one shared-memory load and
+-- its TF32 split (two integer/float operations) in the thread that multiplies it.
+--
+-- The product: the block's ib images' columns (output pixels, image after image, each
+-- in row-major order) are wgmma's m64 rows, wgs warpgroups of mt m64 tiles each; its bm
+-- maps are wgmma's N (a multiple of 8 up to 256). The reduction C*K*K runs in slices of
+-- bk rows (the last completed with zero weights). Each 8-row step, a thread loads its
+-- fragment of A from the planes: rows lane/4 and lane/4 + 8 of each of its tiles (a
+-- base offset per row, fixed for the kernel), reduction rows lane%4 and lane%4 + 4 (an
+-- offset per row from a table the block writes once into shared memory), splits them
+-- (3xTF32, lib/common.lua) and issues three wgmma per tile, A from registers, B (the
+-- slice's weights, split once when staged, in the no-swizzle K-major layout of
+-- conv2d_igemm_wg) from shared memory. Two register sets of fragments: a step's loads
+-- overlap the previous step's products (wgmma.wait_group 1). The next slice's weights
+-- are fetched into registers at a slice's start and staged into the other buffer at its
+-- end. A slice's products go into accumulators of their own, added to the running sum
+-- once they land (conv2d_igemm_tc's accuracy measure). Epilogue: bias, activation,
+-- stores from the accumulators; pools run as a kernel of their own after it.
+-- Without sm_90a (the CPU emulation of test_emulate, a PTX build) each accumulator is a
+-- dot product of the same planes, table and staged weights by FMAs.
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+
+T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32), A read from whole padded input planes in shared memory; small maps; sm_90 (as sm_90a)"
+
+-- Registers a thread spends besides accumulators, fragments and weights (row bases,
+-- pointers, loop state).
+local ADDRESSING = 28
+local REG_BUDGET = 232
+local MAX_TILES = 4          -- m64 tiles of one warpgroup
+
+-- The fewest eights that cover M in r block rows.
+local function rows_tile(l, r) return (l.M + 8 * r - 1) // (8 * r) * 8 end
+
+-- What the layer alone decides: the conv output and the padded planes' width.
+local function geometry(l)
+  local g = common.conv_geom(l)
+  local d = { g = g }
+  d.COLS = g.CH * g.CW                        -- GEMM columns of one image
+  d.PW = (g.CW - 1) * g.S + l.K               -- columns of a padded plane that windows touch
+  d.KK = l.K * l.K
+  d.R = l.C * d.KK
+  return d
+end
+
+-- Plane rows a band of r output rows needs.
+local function band_rows(l, g, r) return (r - 1) * g.S + l.K end
+
+-- A block's output rows by default: the whole image where it has at most 256 pixels
+-- (four m64 tiles), else the tallest band of at most 256 pixels whose tiles are filled
+-- within 5 % as well as the best band's (the last band's idle rows counted): a band
+-- of r rows copies r*stride + K - stride input rows, so short bands of a wide kernel
+-- copy each row many times (zoo-7x7-large's 55-pixel rows: one a band, 0.85x auto's
+-- choice on an H100).
+local function default_rows(l)
+  local d = geometry(l)
+  local g = d.g
+  if d.COLS <= 256 then return g.CH end
+  local use, best_use = {}, 0
+  for r = 1, g.CH do
+    if r * g.CW > 256 then break end
+    use[r] = d.COLS / (common.ceil_div(g.CH, r) * 64 * common.ceil_div(r * g.CW, 64))
+    best_use = math.max(best_use, use[r])
+  end
+  for r = #use, 1, -1 do
+    if use[r] >= 0.95 * best_use then return r end
+  end
+  return 1
+end
+
+-- The warpgroups a block of ib images' bands of r rows gets by default: two m64
+-- tiles each (fewer registers, more warps resident than four), up to four.
+local function default_wgs(l, ib, r)
+  local d = geometry(l)
+  return math.min(4, common.ceil_div(common.ceil_div(ib * r * d.g.CW, 64), 2))
+end
+
+local function shape(l, p)
+  local s = geometry(l)
+  local g = s.g
+  s.threads = 128 * p.wgs
+  s.RB = p.rows                               -- output rows of a block (a band of an image)
+  s.NB = common.ceil_div(g.CH, p.rows)        -- bands of an image
+  s.BC = p.rows * g.CW                        -- columns of one image's band
+  s.NCB = p.ib * s.BC                         -- columns of a block
+  s.PH = band_rows(l, g, p.rows)              -- plane rows a block holds
+  s.PL = s.PH * s.PW
+  s.TT = common.ceil_div(s.NCB, 64)           -- m64 tiles the columns need
+  s.MT = common.ceil_div(s.TT, p.wgs)         -- tiles a warpgroup
+  s.NR = p.bm // 2                            -- accumulators of one tile a thread
+  s.KS = p.bk // 8                            -- 8-row steps a slice
+  s.S = common.ceil_div(s.R, p.bk)
+  s.R8 = s.S * p.bk
+  s.BQ = p.bm * p.bk // 4                     -- weight quads of a slice
+  s.BI = common.ceil_div(s.BQ, s.threads)
+  s.WB = 4 * p.bk * p.bm                      -- floats: two buffers of weights, hi and lo
+  s.OT = s.WB                                 -- the offset table: R8 ints
+  s.PB = s.OT + s.R8                          -- the planes
+  s.PLN = (p.ib * l.C * s.PL + 3) // 4 * 4
+  s.smem = 4 * (s.PB + s.PLN)
+  s.regs = 2 * s.MT * s.NR + 16 * s.MT + 4 * s.BI + 2 * s.MT + ADDRESSING
+  return s
+end
+
+-- ib: with whole images, the fewest whose columns fill at least 90 % of their m64
+-- tiles, within four tiles and half the target's shared memory (two blocks an SM);
+-- else the best fill. With bands, one.
+local function default_ib(l)
+  local d = geometry(l)
+  if default_rows(l) < d.g.CH then return 1 end
+  local best, best_use
+  for ib = 1, 8 do
+    local tt = common.ceil_div(ib * d.COLS, 64)
+    local ph = band_rows(l, d.g, d.g.CH)
+    local smem = 4 * (4 * 32 * rows_tile(l, common.ceil_div(l.M, 64)) + d.R + ib * l.C * ph * d.PW)
+    if (tt <= 4 or ib == 1) and smem <= common.max_shared(l) // 2 then
+      local use = ib * d.COLS / (64 * tt)
+      if use >= 0.9 then return ib end
+      if not best or use > best_use + 1e-9 then best, best_use = ib, use end
+    end
+  end
+  return best or 1
+end
+
+T.params = {
+  { name = "ib", doc = "images a block (their planes in shared memory; their pixels the block's columns)",
+    legal = function(_) return { 1, 2, 3, 4, 5, 6, 7, 8 } end,
+    default = default_ib },
+  { name = "rows", doc = "output rows a block (a band of one image; all of them: whole images)",
+    legal = function(l)
+      local g = common.conv_geom(l)
+      local v = { g.CH }
+      for r = math.min(g.CH - 1, 64), 1, -1 do   -- (the tallest band first: a search's fallback)
+        if r * g.CW <= 1024 then v[#v + 1] = r end
+      end
+      return v
+    end,
+    default = default_rows },
+  { name = "wgs", doc = "warpgroups (128 threads each) a block, the block's m64 tiles shared among them",
+    legal = function(_) return { 1, 2, 3, 4 } end,
+    default = function(l) return default_wgs(l, default_ib(l), default_rows(l)) end },
+  { name = "bm", doc = "maps per block tile: wgmma's N, a multiple of 8 up to 256",
+    legal = function(l)
+      local v = {}
+      for r = 1, 4 do
+        local b = rows_tile(l, r)
+        if b <= 256 and not common.contains(v, b) then v[#v + 1] = b end
+      end
+      for _, b in ipairs({ 64, 128, 32, 16, 8 }) do
+        if not common.contains(v, b) then v[#v + 1] = b end
+      end
+      return v
+    end,
+    default = function(l) return math.min(rows_tile(l, common.ceil_div(l.M, 64)), 64) end },
+  { name = "bk", doc = "reduction rows of one slice, a multiple of 8 (its products summed apart)",
+    legal = function(_) return { 32, 64, 16, 24, 48, 8, 128 } end,
+    default = function(_) return 32 end },
+  { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
+    legal = function(_) return { 3, 2, 1, 4 } end,
+    default = function(l) return ({ 3, 2, 1, 1 })[default_wgs(l, default_ib(l), default_rows(l))] end },
+}
+
+function T.check(l, p)
+  local s = shape(l, p)
+  local t = l.target or {}
+  if not t.sm90a then
+    return string.format("conv2d_planes needs wgmma: sm_90 built as sm_90a (the target is sm_%d%s)",
+      t.cc or 75, (t.cc == 90) and ", built for more than sm_90" or "")
+  end
+  if p.bm % 8 ~= 0 or p.bm > 256 then return string.format("bm=%d: wgmma takes N a multiple of 8 up to 256", p.bm), "bm" end
+  local why, blame = common.check_map_tile(l, p.bm)
+  if why then return why, blame end
+  if p.bk % 8 ~= 0 then return string.format("bk=%d: wgmma reduces 8 rows at a time", p.bk), "bk" end
+  if p.ib > 1 and p.rows < s.g.CH then
+    return string.format("ib=%d: several images a block need whole images (rows=%d, not %d)", p.ib, s.g.CH, p.rows), "ib"
+  end
+  if s.MT > MAX_TILES then
+    return string.format("ib=%d x %d rows of %d pixels are %d m64 tiles, %d a warpgroup over %d; at most %d",
+      p.ib, p.rows, s.g.CW, s.TT, s.MT, p.wgs, MAX_TILES), "rows"
+  end
+  if s.MT * (p.wgs - 1) >= s.TT then
+    return string.format("wgs=%d: %d m64 tiles leave a warpgroup without one", p.wgs, s.TT), "wgs"
+  end
+  if s.regs > REG_BUDGET then
+    return string.format("the accumulators, fragments and weights need about %d registers a thread; at most %d",
+      s.regs, REG_BUDGET), "bm"
+  end
+  local cap = common.reg_cap(l, s.threads, 1)
+  if s.regs > cap then
+    return string.format("wgs=%d: %d threads leave %d registers a thread; the accumulators and fragments need about %d",
+      p.wgs, s.threads, cap, s.regs), "wgs"
+  end
+  local why2, blame2 = common.check_occ(l, p.occ, s.threads, s.regs, s.smem, "the accumulators and fragments")
+  if why2 then return why2, blame2 end
+  if s.smem > common.max_shared(l) then
+    return string.format("ib=%d images of %d padded %dx%d planes and the weights need %d bytes of shared memory; at most %d fit",
+      p.ib, l.C, s.PH, s.PW, s.smem, common.max_shared(l)), "ib"
+  end
+  return nil
+end
+
+-- The cost model: three TF32 products a multiply-add on tensor cores at about four
+-- times FFMA's rate, over the block's whole tiles (padding and the idle rows of the
+-- last tile included); or the fragment loads, about 16 instructions a tile a step for
+-- each warp, when that is longer; plus the planes' copy.
+function T.cost(l, p)
+  local s = shape(l, p)
+  local blocks = common.ceil_div(common.cost.images(l) * s.NB, p.ib) * common.ceil_div(l.M, p.bm)
+  local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
+  if conc == 0 then return math.huge end
+  local rows = 64 * s.MT * p.wgs
+  local tensor = seq * rows * p.bm * s.R8 * 3 / (4 * common.cost.FMA_PER_CLOCK)
+  local issue = seq * (s.threads // 32) * (s.R8 // 8) * (2 + 16 * s.MT) / 4 / common.cost.busy(conc, s.threads, 2)
+  local copy = seq * (p.ib * l.C * s.PH * l.W * 12 + s.PLN) / s.threads * (s.threads // 32) / 4
+  return (math.max(tensor, issue) + copy) * common.cost.spills(squeezed)
+end
+
+local source = engine.compile([=[
+% if NB == 1 then
+// GEMM view: the block's {{NCB}} columns ({{IB}} image{{IB > 1 and "s" or ""}} x {{COLS}} pixels) in {{TT}} m64 tile{{TT > 1 and "s" or ""}} ({{WGS}} warpgroup{{WGS > 1 and "s" or ""}} of {{MT}})
+% else
+// GEMM view: the block's {{NCB}} columns (a band of {{RB}} of an image's {{CH}} output rows, {{NB}} bands) in {{TT}} m64 tile{{TT > 1 and "s" or ""}} ({{WGS}} warpgroup{{WGS > 1 and "s" or ""}} of {{MT}})
+% end
+// x {{BM}} maps, reduced over C*K*K = {{R}} in {{NS}} slices of {{BK}} ({{R8 - R}} zero rows at the end). Products:
+// wgmma.mma_async m64n{{BM}}k8 TF32, A from registers, 3xTF32 (small*big, big*small, big*big).
+// Shared memory (dynamic, {{smem}} B), in floats: [0, {{WB}}) two buffers of a slice's weights, hi then lo,
+// each [{{BK // 4}}][{{BM // 8}}][8][4] (core matrices of 8 maps x 4 reduction rows); [{{OT}}, {{PB}}) the offset of
+// reduction row r in a plane, as int2 pairs (r, r + 4) of each 8-row step; from {{PB}}: {{IB}} x {{C}} planes of
+// {{PH}}x{{PW}} (the input{{NB > 1 and "'s rows the band's windows reach" or ""}} with its padding as zeros), {{PL}} floats each.
+{{head}}
+{
+    extern __shared__ float4 smem4[];
+    float* const sm = reinterpret_cast<float*>(smem4);
+    int* const ot = reinterpret_cast<int*>(sm + {{OT}});
+    const int tid = threadIdx.x;
+    const int lane = tid & 31, wq = (tid >> 5) & 3, wg = tid >> 7;   // warp in its warpgroup, warpgroup
+    const int g = lane >> 2, t4 = lane & 3;
+% if NB == 1 then
+    const int img0 = blockIdx.x * {{IB}};
+    const int y0 = 0;   // whole images
+% else
+    const int img0 = blockIdx.x / {{NB}};
+    const int y0 = (blockIdx.x - img0 * {{NB}}) * {{RB}};   // the band's first output row
+% end
+% if MB == 1 then
+    const int m0 = 0;   // one block row of maps
+% else
+    const int m0 = blockIdx.y * {{BM}};
+% end
+    (void)b_arg;
+
+    // the slice's weights: quad i of this thread is u = tid + {{NT}}*i, map u % {{BM}}, rows 4*(u / {{BM}}) .. +3
+    float wr[{{BI}}][4];
+    auto fetch_w = [&](int s) {
+        const float* wp = w_arg + s * {{BK * M}} + m0;
+        asm("" : "+l"(wp));
+#pragma unroll
+        for (int i = 0; i < {{BI}}; i++) {
+            const int u = tid + i * {{NT}};
+            const int m = u % {{BM}}, q = u / {{BM}};
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = 4 * q + e;
+                const bool ok = {{wok}};
+                wr[i][e] = ok ? __ldg(wp + r * {{M}} + m) : 0.0f;
+            }
+        }
+    };
+    // each weight as its TF32 part (truncated) and the remainder, 16 bytes a store
+    auto stash_w = [&](int b) {
+        float* const a = sm + b * {{2 * BK * BM}};
+#pragma unroll
+        for (int i = 0; i < {{BI}}; i++) {
+            const int u = tid + i * {{NT}};
+% if BQ % NT ~= 0 then
+            if (u >= {{BQ}}) break;
+% end
+            const int m = u % {{BM}}, q = u / {{BM}};
+            float* const at = a + (q * {{BM // 8}} + m / 8) * 32 + (m % 8) * 4;
+            float4 h, l;
+            h.x = __uint_as_float(__float_as_uint(wr[i][0]) & 0xffffe000u), l.x = wr[i][0] - h.x;
+            h.y = __uint_as_float(__float_as_uint(wr[i][1]) & 0xffffe000u), l.y = wr[i][1] - h.y;
+            h.z = __uint_as_float(__float_as_uint(wr[i][2]) & 0xffffe000u), l.z = wr[i][2] - h.z;
+            h.w = __uint_as_float(__float_as_uint(wr[i][3]) & 0xffffe000u), l.w = wr[i][3] - h.w;
+            *reinterpret_cast<float4*>(at) = h;
+            *reinterpret_cast<float4*>(at + {{BK * BM}}) = l;
+        }
+    };
+    // the tensor cores read the weights through the async proxy: ordinary stores fenced before the barrier
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define {{name}}_FENCE() asm volatile("fence.proxy.async.shared::cta;" ::: "memory")
+#else
+#define {{name}}_FENCE() ((void)0)
+#endif
+
+    // the planes' padding (and everything else) zero, and the offset table
+#pragma unroll 4
+    for (int i = tid; i < {{PLN // 4}}; i += {{NT}})
+        reinterpret_cast<float4*>(sm + {{PB}})[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int e = tid; e < {{R8 // 2}}; e += {{NT}}) {
+        int r = 8 * (e >> 2) + (e & 3);
+#pragma unroll
+        for (int h = 0; h < 2; h++, r += 4) {
+            const int c = r / {{KK}}, pq = r - c * {{KK}}, p = pq / {{K}};
+            ot[2 * e + h] = r < {{R}} ? c * {{PL}} + p * {{PW}} + pq - p * {{K}} : 0;
+        }
+    }
+    __syncthreads();
+    // the block's images into their planes (plane q: image q / {{C}}, channel q % {{C}}), by cp.async: every
+    // copy in flight at once, none waiting in a register; meanwhile the first slice's weights
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    const unsigned sm0 = (unsigned)__cvta_generic_to_shared(sm);
+#define {{name}}_COPY(d, g) asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(sm0 + 4 * (d)), "l"(g) : "memory")
+#else
+#define {{name}}_COPY(d, g) (sm[d] = __ldg(g))
+#endif
+    {
+        const float* const src = in + img0 * {{C * H * W}};
+% if NB == 1 then
+        // input rows 0 .. {{NRW - 1}} of each plane{{NRW < H and " (the rest no window reaches)" or ""}}: plane row py + {{pt}}
+        const int lim = (n - img0 < {{IB}} ? n - img0 : {{IB}}) * {{C * NRW * W}};
+#pragma unroll 4
+        for (int i = tid; i < lim; i += {{NT}}) {
+            const int q = i / {{NRW * W}}, rem = i - q * {{NRW * W}};
+            const int py = rem / {{W}}, ix = rem - py * {{W}};
+%   if clip then
+            if (ix + {{pl}} >= {{PW}}) continue;   // columns no window reaches
+%   end
+%   if NRW == H then
+            {{name}}_COPY({{PB}} + q * {{PL}} + (py + {{pt}}) * {{PW}} + ix + {{pl}}, src + i);
+%   else
+            {{name}}_COPY({{PB}} + q * {{PL}} + (py + {{pt}}) * {{PW}} + ix + {{pl}}, src + q * {{H * W}} + rem);
+%   end
+        }
+% else
+        // plane row py: input row y0*{{STR}} - {{pt}} + py
+        const int lim = (n - img0 < {{IB}} ? n - img0 : {{IB}}) * {{C * PH * W}};
+        const int iy0 = y0 * {{STR}} - {{pt}};
+#pragma unroll 4
+        for (int i = tid; i < lim; i += {{NT}}) {
+            const int q = i / {{PH * W}}, rem = i - q * {{PH * W}};
+            const int py = rem / {{W}}, ix = rem - py * {{W}};
+            const int iy = iy0 + py;
+%   if clip then
+            if ((unsigned)iy >= {{H}}u || ix + {{pl}} >= {{PW}}) continue;   // padding, or columns no window reaches
+%   else
+            if ((unsigned)iy >= {{H}}u) continue;   // padding rows
+%   end
+            {{name}}_COPY({{PB}} + q * {{PL}} + py * {{PW}} + ix + {{pl}}, src + q * {{H * W}} + iy * {{W}} + ix);
+        }
+% end
+    }
+#undef {{name}}_COPY
+    fetch_w(0);
+    stash_w(0);
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+    {{name}}_FENCE();
+    __syncthreads();
+
+    // this thread's rows of each tile t: columns 64*({{MT}}*wg + t) + 16*wq + lane/4 (+ 8); each one's
+    // window corner in the planes (a row past the block's columns reads the first plane, stores nothing)
+    int rb[{{MT}}][2];
+#pragma unroll
+    for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int c = 64 * ({{MT}} * wg + t) + 16 * wq + g + 8 * h;
+            const int il = c / {{BC}}, at = c - il * {{BC}};
+            const int oy = at / {{CW}}, ox = at - oy * {{CW}};   // oy: in the band
+            rb[t][h] = c < {{NCB}} ? {{PB}} + il * {{C * PL}} + oy * {{STR * PW}} + ox * {{STR}} : {{PB}};
+        }
+
+    // cf: the running sum; sl: one slice's products. Tile t, register r: column
+    // 64*({{MT}}*wg + t) + 16*wq + lane/4 + 8*((r >> 1) & 1), map 8*(r >> 2) + 2*(lane & 3) + (r & 1)
+    float cf[{{MT}}][{{NR}}], sl[{{MT}}][{{NR}}];
+#pragma unroll
+    for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+        for (int r = 0; r < {{NR}}; r++) cf[t][r] = 0.0f, sl[t][r] = 0.0f;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // B: no-swizzle K-major weights, start address / 16, the distance between core matrices along
+    // the reduction (leading) and along the maps (stride), in 16 bytes
+    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4) + {{bdesc}};
+    // A fragment (rows g, g + 8; reduction rows t4, t4 + 4): {{aorder}}
+    auto wgmma = [](float (&d)[{{NR}}], const unsigned (&a)[4], unsigned long long db, int acc) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 5}}, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n{{BM}}k8.f32.tf32.tf32 {{dregs}}, {{aregs}}, %{{NR + 4}}, p, 1, 1;\n}\n"
+            : {{douts}}
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
+    };
+    // two sets of fragments, big and small parts: a step's loads overlap the last step's products
+    unsigned ah[2][{{MT}}][4], al[2][{{MT}}][4];
+    // step k (of the whole reduction) into set b
+    auto frag = [&](int k, int b) {
+        const int2 o = reinterpret_cast<const int2*>(ot)[4 * k + t4];
+#pragma unroll
+        for (int t = 0; t < {{MT}}; t++) {
+            const float v[4] = { sm[rb[t][0] + o.x], sm[rb[t][1] + o.x], sm[rb[t][0] + o.y], sm[rb[t][1] + o.y] };
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                ah[b][t][e] = __float_as_uint(v[e]) & 0xffffe000u;
+                al[b][t][e] = __float_as_uint(v[e] - __uint_as_float(ah[b][t][e]));
+            }
+        }
+    };
+    // keeps a set's registers from reuse until the products that read them have landed
+    auto hold = [&](int b) {
+#pragma unroll
+        for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) asm volatile("" : "+r"(ah[b][t][e]), "+r"(al[b][t][e]) :: "memory");
+    };
+#endif
+
+#pragma unroll 1
+    for (int s = 0; s < {{NS}}; s++) {
+        if (s + 1 < {{NS}}) fetch_w(s + 1);   // in flight during the slice's products
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#pragma unroll
+        for (int j = 0; j < {{KS}}; j++) {
+            if (j >= 2) {
+                asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+                hold(j & 1);
+            }
+            frag(s * {{KS}} + j, j & 1);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            const unsigned long long db = d0 + (s & 1) * {{BK * BM // 2}} + j * {{2 * BM}};
+#pragma unroll
+            for (int t = 0; t < {{MT}}; t++) {
+                wgmma(sl[t], al[j & 1][t], db, j > 0);          // small * big
+                wgmma(sl[t], ah[j & 1][t], db + {{BK * BM // 4}}, 1);   // big * small
+                wgmma(sl[t], ah[j & 1][t], db, 1);              // big * big
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        }
+#else
+        // without wgmma: each accumulator a dot product of the planes and the staged weights
+        {
+            const float* const wb = sm + (s & 1) * {{2 * BK * BM}};
+#pragma unroll 1
+            for (int t = 0; t < {{MT}}; t++)
+#pragma unroll 1
+                for (int r = 0; r < {{NR}}; r++) {
+                    const int m = 8 * (r >> 2) + 2 * t4 + (r & 1);
+                    const int base = rb[t][(r >> 1) & 1];
+                    float v = 0.0f;
+#pragma unroll 1
+                    for (int k = 0; k < {{BK}}; k++) {
+                        const int e = 4 * (s * {{KS}} + (k >> 3)) + (k & 3);
+                        const int off = ot[2 * e + ((k >> 2) & 1)];
+                        const int wo = ((k >> 2) * {{BM // 8}} + m / 8) * 32 + (m % 8) * 4 + (k & 3);
+                        v = fmaf(sm[base + off], wb[wo] + wb[wo + {{BK * BM}}], v);
+                    }
+                    sl[t][r] = v;
+                }
+        }
+#endif
+        if (s + 1 < {{NS}}) {
+            stash_w((s & 1) ^ 1);   // the other buffer: its last readers landed before the last barrier
+            {{name}}_FENCE();
+        }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#pragma unroll
+        for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+            for (int r = 0; r < {{NR}}; r++) asm volatile("" : "+f"(sl[t][r]) :: "memory");
+#endif
+#pragma unroll
+        for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+            for (int r = 0; r < {{NR}}; r++) cf[t][r] += sl[t][r];
+        __syncthreads();
+    }
+#undef {{name}}_FENCE
+
+    // epilogue: {{bias and "bias, " or ""}}{{actname}}, stored from the accumulators: this thread's columns are
+    // rows lane/4 and lane/4 + 8 of its tiles, its maps 2*(lane & 3) and the next of each eight
+#pragma unroll
+    for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int c = 64 * ({{MT}} * wg + t) + 16 * wq + g + 8 * h;
+            const int il = c / {{BC}}, at = y0 * {{CW}} + c - il * {{BC}};   // at: the pixel in its image
+% if CH % RB ~= 0 then
+            if (c >= {{NCB}} || img0 + il >= n || at >= {{COLS}}) continue;
+% else
+            if (c >= {{NCB}} || img0 + il >= n) continue;
+% end
+            float* const o = out + (img0 + il) * {{M * COLS}} + at;
+#pragma unroll
+            for (int j = 0; j < {{BM // 8}}; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int m = m0 + 8 * j + 2 * t4 + e;
+% if mguard then
+                    if (m >= {{M}}) continue;
+% end
+                    o[m * {{COLS}}] = {{act("cf[t][4 * j + 2 * h + e]" .. (bias and " + __ldg(b_arg + m)" or ""))}};
+                }
+        }
+}
+]=], "conv2d_planes")
+
+-- The A fragment's registers: (row g, row t4), (g + 8, t4), (g, t4 + 4), (g + 8, t4 + 4), as
+-- mma.sync.m16n8k8's A (lib/common.lua).
+local AORDER = "(g, t4), (g + 8, t4), (g, t4 + 4), (g + 8, t4 + 4)"
+
+function T.kernel(l, p)
+  local s = shape(l, p)
+  local g = s.g
+  local fused = g.kind == "none"
+  local act = fused and l.act or "none"
+  local name = string.format("conv2d_planes_c%dm%dk%d_h%dw%d%s_%s%s_i%d%s_m%dk%d_g%d",
+    l.C, l.M, l.K, l.H, l.W, g.tag, act, l.bias and "_bias" or "", p.ib,
+    p.rows < g.CH and string.format("r%d", p.rows) or "", p.bm, p.bk, p.wgs)
+    .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
+  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }),
+    nil, p.occ)
+  local dregs, douts = {}, {}
+  for i = 0, s.NR - 1 do
+    dregs[#dregs + 1] = "%" .. i
+    douts[#douts + 1] = string.format('"+f"(d[%d])', i)
+  end
+  local mguard = l.M % p.bm ~= 0
+  local wok = {}
+  if mguard then wok[#wok + 1] = string.format("m0 + m < %d", l.M) end
+  if s.R8 ~= s.R then wok[#wok + 1] = string.format("s * %d + r < %d", p.bk, s.R) end
+  if s.BQ % s.threads ~= 0 then wok[#wok + 1] = string.format("u < %d", s.BQ) end
+  local v = {
+    name = name, head = head,
+    C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R, R8 = s.R8,
+    IB = p.ib, BM = p.bm, BK = p.bk, WGS = p.wgs, MT = s.MT, TT = s.TT, NT = s.threads, KS = s.KS,
+    NCB = s.NCB, COLS = s.COLS, CW = g.CW, CH = g.CH, STR = g.S, NS = s.S, pt = g.pt, pl = g.pl,
+    RB = s.RB, NB = s.NB, BC = s.BC, NRW = math.min(l.H, s.PH - g.pt),
+    PH = s.PH, PW = s.PW, PL = s.PL, PLN = s.PLN, WB = s.WB, OT = s.OT, PB = s.PB,
+    BI = s.BI, BQ = s.BQ, NR = s.NR, smem = s.smem, MB = common.ceil_div(l.M, p.bm),
+    clip = l.W + g.pl > s.PW,
+    dregs = "{" .. table.concat(dregs, ", ") .. "}", douts = table.concat(douts, ", "),
+    aregs = string.format("{%%%d, %%%d, %%%d, %%%d}", s.NR, s.NR + 1, s.NR + 2, s.NR + 3),
+    aorder = AORDER,
+    bdesc = string.format("0x%xull", ((p.bm // 8) * 128 // 16) << 16 | (128 // 16) << 32),
+    wok = #wok > 0 and table.concat(wok, " && ") or "true",
+    bias = l.bias, mguard = mguard, actname = act,
+    act = function(e) return common.act(act, e) end,
+  }
+  return {
+    name = name,
+    args = args,
+    source = source(v),
+    grid = { common.batch_dim(s.NB, p.ib), common.ceil_div(l.M, p.bm), 1 },
+    block = { s.threads, 1, 1 },
+    shared = s.smem,
+    weights = "arg:transposed",
+    bias = l.bias and "arg" or "none",
+    out_elems = l.M * s.COLS,
+    shape = common.conv_shape(l, g, act, false, l.M, g.CH, g.CW),
+    fused = fused,
+  }
+end
+
+return T
