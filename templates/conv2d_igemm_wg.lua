@@ -44,23 +44,9 @@ T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32: FP32 accuracy),
 local REG_BUDGET = 200
 local ADDRESSING = 40
 
--- The fewest eights that cover M in r block rows.
-local function rows_tile(l, r) return (l.M + 8 * r - 1) // (8 * r) * 8 end
 
 T.params = {
-  { name = "bm", doc = "maps per block tile: wgmma's N, a multiple of 8 up to 256",
-    legal = function(l)
-      local v = {}
-      for r = 1, 4 do
-        local b = rows_tile(l, r)
-        if b <= 256 and not common.contains(v, b) then v[#v + 1] = b end
-      end
-      for _, b in ipairs({ 64, 128, 32, 16, 8 }) do
-        if not common.contains(v, b) then v[#v + 1] = b end
-      end
-      return v
-    end,
-    default = function(l) return math.min(rows_tile(l, common.ceil_div(l.M, 64)), 64) end },
+  common.wgmma_bm_param(),
   { name = "bn", doc = "output pixels (columns) per block tile: wgs warpgroups of mt m64 tiles each",
     legal = function(_) return { 128, 256, 64, 512 } end,
     default = function(_) return 128 end },
@@ -118,15 +104,8 @@ end
 
 function T.check(l, p)
   local s = shape(l, p)
-  local t = l.target or {}
-  if not t.sm90a then
-    return string.format("conv2d_igemm_wg needs wgmma: sm_90 built as sm_90a (the target is sm_%d%s)",
-      t.cc or 75, (t.cc == 90) and ", built for more than sm_90" or "")
-  end
-  if p.bm % 8 ~= 0 or p.bm > 256 then return string.format("bm=%d: wgmma takes N a multiple of 8 up to 256", p.bm), "bm" end
-  local why, blame = common.check_map_tile(l, p.bm)
-  if why then return why, blame end
-  if p.bk % 8 ~= 0 then return string.format("bk=%d: wgmma reduces 8 rows at a time", p.bk), "bk" end
+  local why0, blame0 = common.check_wgmma(l, p, "conv2d_igemm_wg")
+  if why0 then return why0, blame0 end
   if s.MT ~= 1 and s.MT ~= 2 and s.MT ~= 4 then
     return string.format("bn=%d over %d warpgroup%s is %d m64 tiles each; 1, 2 or 4 are served", p.bn, p.wgs,
       p.wgs > 1 and "s" or "", s.MT), "bn"

@@ -1,41 +1,45 @@
 -- conv2d_planes.lua — the implicit matrix product on Hopper's warpgroup tensor cores
--- (`strategy: planes`; sm_90, built as sm_90a) for small maps: a block holds whole
--- input images in shared memory, every channel's plane with its padding written out as
--- zeros, and reads wgmma's A operand (output pixels x reduction rows) from them straight
--- into registers; there is no im2col buffer and no bounds test in the main loop.
+-- (`strategy: planes`; sm_90, built as sm_90a): a block holds whole input images, or
+-- the input rows a band of one image's output rows reaches, in shared memory, every
+-- channel's plane with its padding written out as zeros, and reads wgmma's A operand
+-- (output pixels x reduction rows) from them straight into registers; there is no
+-- im2col buffer and no bounds test in the main loop.
 --
 -- Why: conv2d_igemm_wg gathers, splits and stores every (pixel, reduction row) element
 -- of the product, once per element, which costs about as much as the products it feeds
 -- when the layer has few maps (24 maps: 24 products an element), and a padded layer
 -- gathers its padding's zeros with a test each. Here an input element is copied from
--- global memory once per block (then read K*K times, from shared memory), the padding
--- is read as the zeros it is, and a fragment element costs one shared-memory load and
--- its TF32 split (two integer/float operations) in the thread that multiplies it.
+-- global memory once per block (then read up to K*K times, from shared memory), the
+-- padding is read as the zeros it is, and a fragment element costs one shared-memory
+-- load and its TF32 split (two integer/float operations) in the thread that multiplies it.
+-- The copy is 4-byte cp.async, every copy in flight at once: through registers, with the
+-- padding rows tested, it took up to 1.8x the whole kernel's time (bench/RESULTS.md,
+-- fourteenth session).
 --
--- The product: the block's ib images' columns (output pixels, image after image, each
--- in row-major order) are wgmma's m64 rows, wgs warpgroups of mt m64 tiles each; its bm
--- maps are wgmma's N (a multiple of 8 up to 256). The reduction C*K*K runs in slices of
--- bk rows (the last completed with zero weights). Each 8-row step, a thread loads its
--- fragment of A from the planes: rows lane/4 and lane/4 + 8 of each of its tiles (a
--- base offset per row, fixed for the kernel), reduction rows lane%4 and lane%4 + 4 (an
--- offset per row from a table the block writes once into shared memory), splits them
--- (3xTF32, lib/common.lua) and issues three wgmma per tile, A from registers, B (the
--- slice's weights, split once when staged, in the no-swizzle K-major layout of
--- conv2d_igemm_wg) from shared memory. Two register sets of fragments: a step's loads
--- overlap the previous step's products (wgmma.wait_group 1). The next slice's weights
--- are fetched into registers at a slice's start and staged into the other buffer at its
--- end. A slice's products go into accumulators of their own, added to the running sum
--- once they land (conv2d_igemm_tc's accuracy measure). Epilogue: bias, activation,
--- stores from the accumulators; pools run as a kernel of their own after it.
--- Without sm_90a (the CPU emulation of test_emulate, a PTX build) each accumulator is a
--- dot product of the same planes, table and staged weights by FMAs.
+-- The product: the block's columns (output pixels of ib images, or of a band of `rows`
+-- rows of one image, row-major) are wgmma's m64 rows, wgs warpgroups of mt m64 tiles
+-- each; its bm maps are wgmma's N (a multiple of 8 up to 256). The reduction C*K*K runs
+-- in slices of bk rows (the last completed with zero weights). Each 8-row step, a thread
+-- loads its fragment of A from the planes: rows lane/4 and lane/4 + 8 of each of its
+-- tiles (a base offset per row, fixed for the kernel), reduction rows lane%4 and
+-- lane%4 + 4 (an offset per row from a table the block writes once into shared
+-- memory), splits them (3xTF32, lib/common.lua) and issues three wgmma per tile, A from
+-- registers, B (the slice's weights, split once when staged, in the no-swizzle K-major
+-- layout of conv2d_igemm_wg) from shared memory. Two register sets of fragments: a
+-- step's loads overlap the previous step's products (wgmma.wait_group 1). The next
+-- slice's weights are fetched into registers at a slice's start and staged into the
+-- other buffer at its end. A slice's products go into accumulators of their own, added
+-- to the running sum once they land (conv2d_igemm_tc's accuracy measure). Epilogue:
+-- bias, activation, stores from the accumulators; pools run as a kernel of their own
+-- after it. Without sm_90a (the CPU emulation of test_emulate, a PTX build) each
+-- accumulator is a dot product of the same planes, table and staged weights by FMAs.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
 
 local T = {}
 
-T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32), A read from whole padded input planes in shared memory; small maps; sm_90 (as sm_90a)"
+T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32), A read from the padded input planes (whole images, or a band of rows) held in shared memory; sm_90 (as sm_90a)"
 
 -- Registers a thread spends besides accumulators, fragments and weights (row bases,
 -- pointers, loop state).
@@ -43,8 +47,7 @@ local ADDRESSING = 28
 local REG_BUDGET = 232
 local MAX_TILES = 4          -- m64 tiles of one warpgroup
 
--- The fewest eights that cover M in r block rows.
-local function rows_tile(l, r) return (l.M + 8 * r - 1) // (8 * r) * 8 end
+local rows_tile = common.wgmma_rows_tile
 
 -- What the layer alone decides: the conv output and the padded planes' width.
 local function geometry(l)
@@ -153,19 +156,7 @@ T.params = {
   { name = "wgs", doc = "warpgroups (128 threads each) a block, the block's m64 tiles shared among them",
     legal = function(_) return { 1, 2, 3, 4 } end,
     default = function(l) return default_wgs(l, default_ib(l), default_rows(l)) end },
-  { name = "bm", doc = "maps per block tile: wgmma's N, a multiple of 8 up to 256",
-    legal = function(l)
-      local v = {}
-      for r = 1, 4 do
-        local b = rows_tile(l, r)
-        if b <= 256 and not common.contains(v, b) then v[#v + 1] = b end
-      end
-      for _, b in ipairs({ 64, 128, 32, 16, 8 }) do
-        if not common.contains(v, b) then v[#v + 1] = b end
-      end
-      return v
-    end,
-    default = function(l) return math.min(rows_tile(l, common.ceil_div(l.M, 64)), 64) end },
+  common.wgmma_bm_param(),
   { name = "bk", doc = "reduction rows of one slice, a multiple of 8 (its products summed apart)",
     legal = function(_) return { 32, 64, 16, 24, 48, 8, 128 } end,
     default = function(_) return 32 end },
@@ -176,15 +167,8 @@ T.params = {
 
 function T.check(l, p)
   local s = shape(l, p)
-  local t = l.target or {}
-  if not t.sm90a then
-    return string.format("conv2d_planes needs wgmma: sm_90 built as sm_90a (the target is sm_%d%s)",
-      t.cc or 75, (t.cc == 90) and ", built for more than sm_90" or "")
-  end
-  if p.bm % 8 ~= 0 or p.bm > 256 then return string.format("bm=%d: wgmma takes N a multiple of 8 up to 256", p.bm), "bm" end
-  local why, blame = common.check_map_tile(l, p.bm)
-  if why then return why, blame end
-  if p.bk % 8 ~= 0 then return string.format("bk=%d: wgmma reduces 8 rows at a time", p.bk), "bk" end
+  local why0, blame0 = common.check_wgmma(l, p, "conv2d_planes")
+  if why0 then return why0, blame0 end
   if p.ib > 1 and p.rows < s.g.CH then
     return string.format("ib=%d: several images a block need whole images (rows=%d, not %d)", p.ib, s.g.CH, p.rows), "ib"
   end

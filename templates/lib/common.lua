@@ -400,6 +400,45 @@ function common.check_map_tile(l, bm)
   return nil
 end
 
+-- ---- the wgmma templates (conv2d_igemm_wg, conv2d_planes) ----
+
+-- The fewest eights that cover M in r block rows.
+function common.wgmma_rows_tile(l, r) return (l.M + 8 * r - 1) // (8 * r) * 8 end
+
+-- Their `bm`, maps per block tile (wgmma's N): the fewest eights covering M in one to
+-- four block rows, then 64, 128, 32, 16, 8; by default as many rows as 64-map tiles
+-- would take.
+function common.wgmma_bm_param()
+  return { name = "bm", doc = "maps per block tile: wgmma's N, a multiple of 8 up to 256",
+    legal = function(l)
+      local v = {}
+      for r = 1, 4 do
+        local b = common.wgmma_rows_tile(l, r)
+        if b <= 256 and not common.contains(v, b) then v[#v + 1] = b end
+      end
+      for _, b in ipairs({ 64, 128, 32, 16, 8 }) do
+        if not common.contains(v, b) then v[#v + 1] = b end
+      end
+      return v
+    end,
+    default = function(l) return math.min(common.wgmma_rows_tile(l, common.ceil_div(l.M, 64)), 64) end }
+end
+
+-- Their first checks: a target built as sm_90a, bm a multiple of 8 up to 256 and at most
+-- twice M, bk a multiple of 8; nil or the reason and the blamed parameter.
+function common.check_wgmma(l, p, tname)
+  local t = l.target or {}
+  if not t.sm90a then
+    return string.format("%s needs wgmma: sm_90 built as sm_90a (the target is sm_%d%s)", tname,
+      t.cc or 75, (t.cc == 90) and ", built for more than sm_90" or "")
+  end
+  if p.bm % 8 ~= 0 or p.bm > 256 then return string.format("bm=%d: wgmma takes N a multiple of 8 up to 256", p.bm), "bm" end
+  local why, blame = common.check_map_tile(l, p.bm)
+  if why then return why, blame end
+  if p.bk % 8 ~= 0 then return string.format("bk=%d: wgmma reduces 8 rows at a time", p.bk), "bk" end
+  return nil
+end
+
 -- Their thread-tile checks: tm divides bm, tn divides bn, bm at most twice M
 -- (above 8); nil or the reason and the blamed parameter.
 function common.check_thread_tile(l, p)
