@@ -1145,7 +1145,7 @@ static void test_list_counts(void)
 
 /* A record applied to a run from a fat binary is checked against the fat binary's
  * architectures (as the code the backend generates for it), not the default sm_75:
- * zoo-odd's record (conv3 on igemm_wg, which needs sm_90 built as sm_90a) applies
+ * zoo-odd's record (conv3 on planes, which needs sm_90 built as sm_90a) applies
  * with a fat binary of one sm_90 cubin, and is refused with one of sm_80. The fat
  * binaries are containers of one empty cubin entry: only their headers are read. */
 static void test_use_fatbin(void)
@@ -1179,13 +1179,13 @@ static void test_use_fatbin(void)
         int conv3 = 2;
         CHECK(rc == 0 && !strcmp(s->layers[conv3].name, "conv3"), "sm_%d: applied: %s", archs[a], e.msg);
         if (archs[a] == 90)
-            CHECK(from[conv3] && !strcmp(s->layers[conv3].strategy, "igemm_wg") && !notices.len,
+            CHECK(from[conv3] && !strcmp(s->layers[conv3].strategy, "planes") && !notices.len,
                   "sm_90 fat binary: conv3 from the record (strategy %s; notices '%s')", s->layers[conv3].strategy,
                   notices.len ? notices.data : "");
         else
             CHECK(!from[conv3] && notices.len && strstr(notices.data, "refused now") &&
                       strstr(notices.data, "needs wgmma"),
-                  "sm_80 fat binary: the record's igemm_wg refused ('%s')", notices.len ? notices.data : "");
+                  "sm_80 fat binary: the record's planes refused ('%s')", notices.len ? notices.data : "");
         cg_buf_free(&notices);
         free(s);
     }

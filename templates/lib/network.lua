@@ -154,11 +154,12 @@ network.AUTO_WG_MIN_OUT = 9
 -- where the target is sm_90 built as sm_90a, C >= 16, M >= 16, K >= 2, C*K*K >= 256,
 -- stride 1, a conv output of at least 9 pixels and, for 3x3 kernels (winograd's
 -- ground), C <= 128 and M >= 64. Measured on an H100 (fourteenth session) against
--- auto's former choice on 26 zoo layers: faster on every kernel from 5x5 to 9x9 (8
+-- auto's former choice on 28 zoo layers: faster on every kernel from 5x5 to 9x9 (8
 -- layers against igemm_wg or igemm: 1.09-1.76x; zoo-k7pad's padded 7x7
--- layer 1.02 -> 0.58 ms, level with cuDNN's FFT) and on 13 of the 14 3x3 layers the
--- rule admits (1.08-1.49x, winograd's default on 10 of them; zoo-wide3x3 conv4, C =
--- M = 128 unpadded, 0.90x); slower on 3x3 layers with C = 256 (0.75-0.77x) or M = 32
+-- layer 1.02 -> 0.58 ms, level with cuDNN's FFT) and on 14 of the 16 3x3 layers the
+-- rule admits (1.02-1.49x, winograd's default on 11 of them; zoo-wide3x3 conv4, C =
+-- M = 128 unpadded, 0.90x, and zoo-stem96 conv2, C = 48 on 48x48 maps, M = 96 in two
+-- block rows, 0.83x); slower on 3x3 layers with C = 256 (0.75-0.77x) or M = 32
 -- (0.74x) and with C*K*K = 144 (0.86x), which the rule leaves to winograd or igemm_tc.
 -- 1x1 layers (an element of a plane read once), stride 2 and 2x2 outputs lost or
 -- were hardly measured.
