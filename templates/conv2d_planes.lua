@@ -31,7 +31,9 @@
 -- other buffer at its end. A slice's products go into accumulators of their own, added
 -- to the running sum once they land (conv2d_igemm_tc's accuracy measure). Epilogue:
 -- bias, activation, stores from the accumulators; pools run as a kernel of their own
--- after it. Without sm_90a (the CPU emulation of test_emulate, a PTX build) each
+-- after it, or (fp=1) a 2x2 pool of stride 2 is fused: the tile through shared memory,
+-- then a pooled output a thread (fp=1 is no default: it was added without a GPU to
+-- measure it, its code checked by test_emulate only). Without sm_90a (the CPU emulation of test_emulate, a PTX build) each
 -- accumulator is a dot product of the same planes, table and staged weights by FMAs.
 
 local engine = import("lib/engine")
@@ -114,7 +116,9 @@ local function shape(l, p)
   s.OT = s.WB                                 -- the offset table: R8 ints
   s.PB = s.OT + s.R8                          -- the planes
   s.PLN = (p.ib * l.C * s.PL + 3) // 4 * 4
-  s.smem = 4 * (s.PB + s.PLN)
+  s.pooled = p.fp == 1
+  s.ER = common.ceil_div(s.NCB, 32) * 32 + 4    -- row stride of the tile staged for a fused pool
+  s.smem = 4 * math.max(s.PB + s.PLN, s.pooled and p.bm * s.ER or 0)
   s.regs = 2 * s.MT * s.NR + 16 * s.MT + 4 * s.BI + 2 * s.MT + ADDRESSING
   return s
 end
@@ -163,12 +167,21 @@ T.params = {
   { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
     legal = function(_) return { 3, 2, 1, 4 } end,
     default = function(l) return ({ 3, 2, 1, 1 })[default_wgs(l, default_ib(l), default_rows(l))] end },
+  { name = "fp", doc = "1: a 2x2 pool of stride 2 fused into the epilogue (the tile through shared memory); 0: a pool kernel after",
+    legal = function(_) return { 0, 1 } end,
+    default = function(_) return 0 end },
 }
 
 function T.check(l, p)
   local s = shape(l, p)
   local why0, blame0 = common.check_wgmma(l, p, "conv2d_planes")
   if why0 then return why0, blame0 end
+  if p.fp == 1 and not common.fused_pool2(s.g) then
+    return "fp=1: the layer has no 2x2 pool of stride 2 to fuse", "fp"
+  end
+  if p.fp == 1 and p.rows < s.g.CH and p.rows % 2 == 1 then
+    return string.format("fp=1: bands of %d rows would split pooling windows (an even number, or all %d)", p.rows, s.g.CH), "rows"
+  end
   if p.ib > 1 and p.rows < s.g.CH then
     return string.format("ib=%d: several images a block need whole images (rows=%d, not %d)", p.ib, s.g.CH, p.rows), "ib"
   end
@@ -474,6 +487,36 @@ local source = engine.compile([=[
     }
 #undef {{name}}_FENCE
 
+% if pooled then
+    // epilogue: the block's tile through shared memory (over the weights and planes, read by now),
+    // es[map][column], then each thread takes pooled outputs: 2x2 {{pool_kind}}, {{bias and "bias, " or ""}}{{actname}}
+    float* const es = sm;
+#pragma unroll
+    for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+        for (int r = 0; r < {{NR}}; r++) {
+            const int c = 64 * ({{MT}} * wg + t) + 16 * wq + g + 8 * ((r >> 1) & 1);
+            if (c < {{NCB}}) es[(8 * (r >> 2) + 2 * t4 + (r & 1)) * {{ER}} + c] = cf[t][r];
+        }
+    __syncthreads();
+    // pooled output u of the block: map u / {{PBC}}, then image, pooled row (in the band), column
+    for (int u = tid; u < {{BM * PBC}}; u += {{NT}}) {
+        const int mm = u / {{PBC}}, v = u - mm * {{PBC}};
+        const int il = v / {{PBR}}, w = v - il * {{PBR}};
+        const int py = w / {{OW}}, px = w - py * {{OW}};
+        const int m = m0 + mm, oy = y0 / 2 + py;
+        if (img0 + il >= n{{mguard and string.format(" || m >= %d", M) or ""}}{{CH % RB ~= 0 and string.format(" || oy >= %d", OH) or ""}}) continue;
+        const float* const e = es + mm * {{ER}} + il * {{BC}} + 2 * py * {{CW}} + 2 * px;
+%   if pool_kind == "avg" then
+        const float v4 = ({{act("e[0]" .. b)}} + {{act("e[1]" .. b)}} + {{act("e[" .. CW .. "]" .. b)}} +
+            {{act("e[" .. CW + 1 .. "]" .. b)}}) * 0.25f;
+%   else
+        const float v4 = fmaxf(fmaxf(e[0], e[1]), fmaxf(e[{{CW}}], e[{{CW + 1}}])){{b}};
+%   end
+        out[(img0 + il) * {{M * OH * OW}} + m * {{OH * OW}} + oy * {{OW}} + px] = {{pool_kind == "avg" and "v4" or act("v4")}};
+    }
+}
+% else
     // epilogue: {{bias and "bias, " or ""}}{{actname}}, stored from the accumulators: this thread's columns are
     // rows lane/4 and lane/4 + 8 of its tiles, its maps 2*(lane & 3) and the next of each eight
 #pragma unroll
@@ -500,6 +543,7 @@ local source = engine.compile([=[
                 }
         }
 }
+% end
 ]=], "conv2d_planes")
 
 -- The A fragment's registers: (row g, row t4), (g + 8, t4), (g, t4 + 4), (g + 8, t4 + 4), as
@@ -509,12 +553,12 @@ local AORDER = "(g, t4), (g + 8, t4), (g, t4 + 4), (g + 8, t4 + 4)"
 function T.kernel(l, p)
   local s = shape(l, p)
   local g = s.g
-  local fused = g.kind == "none"
+  local fused = g.kind == "none" or s.pooled
   local act = fused and l.act or "none"
   local name = string.format("conv2d_planes_c%dm%dk%d_h%dw%d%s_%s%s_i%d%s_m%dk%d_g%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, l.bias and "_bias" or "", p.ib,
     p.rows < g.CH and string.format("r%d", p.rows) or "", p.bm, p.bk, p.wgs)
-    .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
+    .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.pooled and "_fp" .. g.pool_tag or "")
   local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }),
     nil, p.occ)
   local dregs, douts = {}, {}
@@ -542,6 +586,9 @@ function T.kernel(l, p)
     bdesc = string.format("0x%xull", ((p.bm // 8) * 128 // 16) << 16 | (128 // 16) << 32),
     wok = #wok > 0 and table.concat(wok, " && ") or "true",
     bias = l.bias, mguard = mguard, actname = act,
+    pooled = s.pooled, pool_kind = g.kind, ER = s.ER, OH = g.OH, OW = g.OW,
+    PBR = (p.rows // 2) * g.OW, PBC = p.ib * (p.rows // 2) * g.OW,
+    b = l.bias and " + __ldg(b_arg + m)" or "",
     act = function(e) return common.act(act, e) end,
   }
   return {
@@ -553,8 +600,8 @@ function T.kernel(l, p)
     shared = s.smem,
     weights = "arg:transposed",
     bias = l.bias and "arg" or "none",
-    out_elems = l.M * s.COLS,
-    shape = common.conv_shape(l, g, act, false, l.M, g.CH, g.CW),
+    out_elems = s.pooled and l.M * g.OH * g.OW or l.M * s.COLS,
+    shape = s.pooled and common.conv_shape(l, g, act, true, l.M, g.OH, g.OW) or common.conv_shape(l, g, act, false, l.M, g.CH, g.CW),
     fused = fused,
   }
 end

@@ -12,7 +12,9 @@
  * tile sizes it serves), layers-igemm-tc (conv2d_igemm_tc's tiling, staging and
  * epilogue, its products without tensor cores), layers-igemm-wg (conv2d_igemm_wg's
  * gather, split, shared-memory layout and epilogue, its products by FMAs on the
- * split values as wgmma would read them), layers-slide (conv2d_slide's
+ * split values as wgmma would read them), layers-planes-wg and layers-planes-pool-wg
+ * (conv2d_planes' copy into padded planes, offset table, bands, staged weights, epilogue
+ * and fused pools, its products by FMAs on the planes), layers-slide (conv2d_slide's
  * both input paths, prefetches, partial tiles, strides, pads and pools),
  * layers-slide-align (its weights after an odd number of staged floats),
  * layers-slide-pad (its padding's columns left out where a thread holds a whole row),
@@ -346,7 +348,7 @@ int main(void)
                            "tests/gpu/layers-more.yaml", "tests/gpu/layers-gavg.yaml", "tests/gpu/layers-gavg-wide.yaml",
                            "tests/gpu/layers-winograd.yaml", "tests/gpu/layers-winograd-f.yaml",
                            "tests/gpu/layers-igemm-tc.yaml", "tests/gpu/layers-slices-tc.yaml", "tests/gpu/layers-igemm-wg.yaml",
-                           "tests/gpu/layers-planes-wg.yaml",
+                           "tests/gpu/layers-planes-wg.yaml", "tests/gpu/layers-planes-pool-wg.yaml",
                            "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-align.yaml",
                            "tests/gpu/layers-slide-pad.yaml", "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");

@@ -823,6 +823,48 @@ static void test_candidates_emit(void)
     free(s);
 }
 
+/* conv2d_planes' fused pool (fp=1): refused, with the reason, for a pool it cannot fuse
+ * (3x3 of stride 2) and for bands of an odd number of rows (they would split windows);
+ * taken for a 2x2 max pool in bands of two rows, where no pool kernel follows. */
+static void test_planes_fp(void)
+{
+    static const struct {
+        const char *pool, *params, *want; /* want: NULL = generates */
+    } c[] = {
+        {"max3, pool_stride: 2", "{rows: 12, fp: 1}", "fp=1: the layer has no 2x2 pool of stride 2 to fuse"},
+        {"max2", "{rows: 3, fp: 1}", "fp=1: bands of 3 rows would split pooling windows"},
+        {"max2", "{rows: 2, fp: 1}", NULL},
+    };
+    int arch = 90;
+    cg_target tg;
+    cg_aot_target(&arch, 1, &tg);
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    CHECK(s && o, "out of memory");
+    for (size_t i = 0; s && o && i < sizeof c / sizeof *c; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "network: fp\ninput: {channels: 16, height: 14, width: 14}\nlayers:\n"
+                 "  - {name: c, op: conv, M: 32, K: 3, padding: 1, pool: %s, strategy: planes, params: %s}\n"
+                 "  - {name: f, op: fc, out: 10}\n  - {name: p, op: softmax}\n",
+                 c[i].pool, c[i].params);
+        cg_err e = {""};
+        int rc = cg_spec_parse("fp.yaml", text, strlen(text), s, &e) || cg_generate_for(s, "x", &tg, o, &e);
+        if (c[i].want) {
+            CHECK(rc && strstr(e.msg, c[i].want), "%s %s: refused with '%s', got '%s'", c[i].pool, c[i].params,
+                  c[i].want, rc ? e.msg : "a kernel");
+        } else {
+            int pools = 0;
+            const cg_gen_kernel *k = rc ? NULL : conv_kernel(o, "c");
+            for (int j = 0; !rc && j < o->nkernels; j++) pools += !strncmp(o->k[j].tpl, "pool", 4);
+            CHECK(k && strstr(k->kernel, "_fp_pool2") && pools == 0, "%s %s: %s, %d pool kernels (%s)", c[i].pool,
+                  c[i].params, k ? k->kernel : "no kernel", pools, e.msg);
+            if (!rc) cg_gen_free(o);
+        }
+    }
+    free(s), free(o);
+}
+
 int main(void)
 {
     test_engine();
@@ -834,6 +876,7 @@ int main(void)
     test_winograd();
     test_auto_rule();
     test_default_tiles();
+    test_planes_fp();
     test_auto_fc();
     test_slide_colskip();
     test_tc_short_slice();
