@@ -37,6 +37,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -208,6 +209,13 @@ static void emulate(const char *spec_path, const char *dir)
     for (long long j = 0; j < m.t[m.input].elems * IMAGES; j++) px[j] = (unsigned char)((r = r * 1103515245u + 12345u) >> 24);
     /* compile every kernel first, two g++ at a time */
     int ok_all = 1, running = 0;
+    /* each spec's kernels in a directory of their own: two specs may have kernels of one name
+     * and different code (input_u8 of 784 pixels with another offset), and a library once
+     * loaded (libstdc++'s unique symbols keep it) is not loaded again from the same path */
+    static int serial;
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/%d", dir, serial++);
+    CHECK(mkdir(sub, 0700) == 0, "%s: mkdir %s", spec_path, sub);
     pid_t pid[CG_MAN_KERNELS];
     int built[CG_MAN_KERNELS] = {0};
     char shim_path[1024];
@@ -227,8 +235,8 @@ static void emulate(const char *spec_path, const char *dir)
         for (int j = 0; j < o.nkernels; j++)
             if (!strcmp(o.k[j].kernel, m.k[k].name)) gk = &o.k[j];
         char cu[1024], so_path[1024];
-        snprintf(cu, sizeof cu, "%s/%s.cu", dir, m.k[k].name);
-        snprintf(so_path, sizeof so_path, "%s/%s.so", dir, m.k[k].name);
+        snprintf(cu, sizeof cu, "%s/%s.cu", sub, m.k[k].name);
+        snprintf(so_path, sizeof so_path, "%s/%s.so", sub, m.k[k].name);
         char *src = gk ? host_source(gk->source) : NULL;
         int written = src && !write_text(cu, src, strlen(src));
         free(src);
@@ -245,7 +253,7 @@ static void emulate(const char *spec_path, const char *dir)
     for (int k = 0; k < m.nkernels && ok_all; k++) {
         const cg_mkernel *mk = &m.k[k];
         char so_path[1024];
-        snprintf(so_path, sizeof so_path, "%s/%s.so", dir, mk->name);
+        snprintf(so_path, sizeof so_path, "%s/%s.so", sub, mk->name);
         if (!built[k]) {
             CHECK(0, "%s: kernel %s does not compile as C++", spec_path, mk->name);
             ok_all = 0;
