@@ -132,10 +132,10 @@ local function default_ib(l)
   local d = geometry(l)
   if default_rows(l) < d.g.CH then return 1 end
   local best, best_use
+  local plane = band_rows(l, d.g, d.g.CH) * d.PW
   for ib = 1, 8 do
     local tt = common.ceil_div(ib * d.COLS, 64)
-    local ph = band_rows(l, d.g, d.g.CH)
-    local smem = 4 * (4 * 32 * rows_tile(l, common.ceil_div(l.M, 64)) + d.R + ib * l.C * ph * d.PW)
+    local smem = 4 * (4 * 32 * rows_tile(l, common.ceil_div(l.M, 64)) + d.R + ib * l.C * plane)
     if (tt <= 4 or ib == 1) and smem <= common.max_shared(l) // 2 then
       local use = ib * d.COLS / (64 * tt)
       if use >= 0.9 then return ib end

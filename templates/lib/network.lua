@@ -168,11 +168,18 @@ network.AUTO_PLANES_MIN_M = 16
 network.AUTO_PLANES_3X3_MAX_C = 128
 network.AUTO_PLANES_3X3_MIN_M = 64
 
+-- What both wgmma rules (planes, igemm_wg) ask first: a target built as sm_90a, C >= 16,
+-- stride 1 and a conv output of at least 9 pixels (g: the layer's conv geometry).
+local function wgmma_layer(l, g)
+  return l.target and l.target.sm90a and l.C >= network.AUTO_TC_MIN_C and g.S == 1
+    and g.CH * g.CW >= network.AUTO_WG_MIN_OUT
+end
+
 -- The planes rule above; nil or the template and the reason.
 local function planes_rule(l)
   local g = common.conv_geom(l)
-  if l.target and l.target.sm90a and l.C >= network.AUTO_TC_MIN_C and l.M >= network.AUTO_PLANES_MIN_M and l.K >= 2
-      and l.C * l.K * l.K >= network.AUTO_PLANES_MIN_CKK and g.S == 1 and g.CH * g.CW >= network.AUTO_WG_MIN_OUT
+  if wgmma_layer(l, g) and l.M >= network.AUTO_PLANES_MIN_M and l.K >= 2
+      and l.C * l.K * l.K >= network.AUTO_PLANES_MIN_CKK
       and (l.K ~= 3 or (l.C <= network.AUTO_PLANES_3X3_MAX_C and l.M >= network.AUTO_PLANES_3X3_MIN_M))
       and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
     return "conv2d_planes", string.format("auto: planes, since the target is sm_90 (built as sm_90a: wgmma), " ..
@@ -189,8 +196,7 @@ end
 local function igemm_or_tc(l, why)
   local cc = l.target and l.target.cc or 75
   local g = common.conv_geom(l)
-  if l.target and l.target.sm90a and l.C >= network.AUTO_TC_MIN_C and l.M >= network.AUTO_TC_MIN_M
-      and l.C * l.K * l.K >= network.AUTO_WG_MIN_CKK and g.S == 1 and g.CH * g.CW >= network.AUTO_WG_MIN_OUT
+  if wgmma_layer(l, g) and l.M >= network.AUTO_TC_MIN_M and l.C * l.K * l.K >= network.AUTO_WG_MIN_CKK
       and pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
     return "conv2d_igemm_wg", string.format("auto: igemm_wg, since the target is sm_90 (built as sm_90a: wgmma), " ..
       "C = %d >= %d, M = %d >= %d, C*K*K = %d >= %d, stride 1 and a %dx%d conv output (else %s)", l.C,
