@@ -58,8 +58,9 @@ void cg_target_widest(cg_target *t);
  * `tpl` names a template ("conv2d_direct", "fc_vec"), NULL for the one the
  * layer's strategy names. `params` is "k=v k=v" (commas also separate); a
  * parameter it leaves out takes the spec's value when tpl is the layer's own
- * template, else the template's default. Failures are one line naming the spec
- * and the layer. ---- */
+ * template, else is searched as a spec's layer's are (its default first, then its
+ * legal values: the first combination the template accepts). Failures are one
+ * line naming the spec and the layer. ---- */
 
 #define CG_PARAMS_TEXT 512
 #define CG_MAX_REASONS 8

@@ -175,14 +175,16 @@ static void test_one_layer(void)
           "capped: %s", rc ? e.msg : c.note);
     if (!rc) cg_candidates_free(&c);
 
-    /* a refused configuration gets the template's reason, from check and emit */
+    /* a refused configuration gets the template's reason, from check and emit (every
+     * completion of it refused: the parameters left out are searched; with fuse=0 this
+     * pair passes) */
     char whybuf[256], *why = whybuf;
-    rc = cg_gen_check_one(s, 0, "conv2d_direct", "maps_unroll=8,cols=4", why, sizeof whybuf, &e);
+    rc = cg_gen_check_one(s, 0, "conv2d_direct", "maps_unroll=8,cols=4,fuse=1", why, sizeof whybuf, &e);
     CHECK(rc == 1, "refused (rc %d)", rc);
     CHECK_CONTAINS(why, "maps_unroll=8 with cols=4 needs 128 accumulators per thread");
     cg_gen_kernel k;
     cg_kernel_launch l;
-    rc = cg_gen_emit_one(s, 0, "conv2d_direct", "maps_unroll=8 cols=4", &k, &l, &e);
+    rc = cg_gen_emit_one(s, 0, "conv2d_direct", "maps_unroll=8 cols=4 fuse=1", &k, &l, &e);
     CHECK(rc != 0, "a refused configuration does not emit");
     CHECK_CONTAINS(e.msg, "specs/example-conv.yaml: layer 'conv1': maps_unroll=8 with cols=4 needs 128");
     CHECK(cg_gen_check_one(s, 0, NULL, "cols=5", why, sizeof whybuf, &e) == 1, "illegal value refused");
@@ -601,6 +603,25 @@ static void test_default_tiles(void)
         CHECK(k && !strcmp(k->tpl, wg[i].tpl) && params_has(k, wg[i].params, &p), "%s %s: '%s' in %.80s",
               wg[i].spec, wg[i].layer, wg[i].params, k && p ? p : "no params line");
         cg_gen_free(o);
+    }
+    /* a partial --params (the harness, the tuner) is completed as a spec's partial params are:
+     * planes with fp=1 alone on zoo-vgg-same conv1_2 searches the rest (occ=1, even rows);
+     * the declared defaults (occ=2) were refused */
+    if (s && cg_spec_load("bench/specs/zoo-vgg-same.yaml", s, &e) == 0) {
+        char why[256];
+        cg_gen_kernel k;
+        cg_kernel_launch l;
+        int rc = cg_gen_check_one_for(s, &tga, 1, "conv2d_planes", "fp=1", why, sizeof why, &e);
+        CHECK(rc == 0, "planes fp=1 on conv1_2: rc %d, %s", rc, rc == 1 ? why : e.msg);
+        rc = cg_gen_emit_one_for(s, &tga, 1, "conv2d_planes", "fp=1", &k, &l, &e);
+        CHECK(rc == 0 && strstr(l.params, " occ=1 fp=1") && strstr(l.params, "rows=8 "), "planes fp=1 emitted: %s",
+              rc ? e.msg : l.params);
+        if (!rc) cg_gen_kernel_free(&k);
+        CHECK(cg_gen_check_one_for(s, &tga, 1, "conv2d_planes", "ib=1 rows=8 wgs=2 bm=64 bk=32 occ=2 fp=1", why, sizeof why, &e) == 1 &&
+                  strstr(why, "occ=2"),
+              "a full refused set is still refused: %s", why);
+    } else {
+        CHECK(0, "zoo-vgg-same: %s", e.msg);
     }
     cg_candidates c;
     if (s && cg_spec_load("bench/specs/zoo-awkward.yaml", s, &e) == 0 &&

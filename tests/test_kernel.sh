@@ -52,7 +52,7 @@ expect 3 "no layer 'conv9' (layers: conv1)" specs/example-conv.yaml --layer conv
 expect 3 "is a softmax" specs/ece408-2017.yaml --layer prob --list
 expect 3 "no template 'conv2d_fft'" specs/example-conv.yaml --layer conv1 --strategy fft --list
 expect 3 "layer 'conv2': Winograd serves kernels up to 7x7; this layer's is 9x9" bench/specs/zoo-bigk.yaml --layer conv2 --strategy winograd
-expect 3 "layer 'conv1': maps_unroll=8 with cols=4 needs 128 accumulators" specs/example-conv.yaml --layer conv1 --params maps_unroll=8,cols=4
+expect 3 "layer 'conv1': maps_unroll=8 with cols=4 needs 128 accumulators" specs/example-conv.yaml --layer conv1 --params maps_unroll=8,cols=4,fuse=1
 expect 3 "unknown parameter 'blok'" specs/example-conv.yaml --layer conv1 --params blok=64
 
 # no GPU here: the harness says why, exit 4
@@ -65,6 +65,10 @@ if ! [ -e /dev/nvidia0 ]; then
   # the spec's params belong to its own strategy (conv1: direct, block=64 ...), not to igemm
   expect 4 "no CUDA driver" specs/ece408-2018fa.yaml --layer conv1 --strategy igemm --batch 64
   expect 4 "no CUDA driver" specs/ece408-2018fa.yaml --layer fc1 --strategy tiled --batch 64
+  # the parameters --params leaves out are searched as a spec's are: maps_unroll=8 with cols=4
+  # passes with fuse=0 (the pool left to its own kernel), and planes' fp=1 with occ=1
+  expect 4 "no CUDA driver" specs/example-conv.yaml --layer conv1 --params maps_unroll=8,cols=4 --batch 64
+  expect 4 "no CUDA driver" bench/specs/zoo-vgg-same.yaml --layer conv1_2 --strategy planes --params fp=1 --batch 64
 fi
 # a layer no configuration of the template suits is still refused, with the template's reason
 expect 3 "layer 'conv2': the unrolled body makes 588 tile calls" specs/ece408-2018fa.yaml --layer conv2 --strategy direct

@@ -476,19 +476,14 @@ local function given(net, index, tname, params)
   return out
 end
 
--- The configuration of layer `index` for template T a caller means: with
--- parameters asked for, exactly those (the spec's, see given(), then the
--- defaults for the rest), put to the template's check; with none, the one the
--- network itself would get (the search of resolve), so a layer without params
--- never meets a default that is illegal for it. Returns the values and their
--- "k=v" list; an illegal, unknown or refused value is a failure.
+-- The configuration of layer `index` for template T a caller means: the
+-- parameters asked for (over the spec's, see given()) fixed, the rest searched
+-- as a spec's layer gets them (resolve: each default first, then its legal
+-- values, the first combination the template accepts), so `--params fp=1` means
+-- what `params: {fp: 1}` in the spec means and a full set is checked as it is.
+-- Returns the values and their "k=v" list; an illegal, unknown or refused value
+-- is a failure.
 local function configure(T, name, l, net, index, params)
-  if params and next(params) ~= nil then
-    local p, listed = values(T, name, l, given(net, index, name, params), index)
-    local msg, param = T.check(l, p)
-    if msg then fail(index, param, msg) end
-    return p, listed
-  end
   return resolve(T, name, l, given(net, index, name, params), index)
 end
 
