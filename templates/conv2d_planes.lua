@@ -178,6 +178,15 @@ function T.check(l, p)
   local s = shape(l, p)
   local why0, blame0 = common.check_wgmma(l, p, "conv2d_planes")
   if why0 then return why0, blame0 end
+  -- no block fits where the least one does not (one image's band of one output row, two
+  -- with a fused pool, and the smallest slices): said first, so a layer planes cannot
+  -- hold gets that reason, not the first of its defaults' other refusals
+  local least = shape(l, { ib = 1, rows = (p.fp == 1 and s.g.CH > 1) and 2 or 1, wgs = 1, bm = 8, bk = 8, occ = 1, fp = p.fp })
+  if least.smem > common.max_shared(l) then
+    return string.format("a band of %d output row%s reads %d input rows of each of the %d channels (planes %d wide): " ..
+      "%d bytes of shared memory at the least, at most %d fit", least.RB, least.RB > 1 and "s" or "", least.PH, l.C,
+      least.PW, least.smem, common.max_shared(l)), "rows"
+  end
   if p.fp == 1 and not common.fused_pool2(s.g) then
     return "fp=1: the layer has no 2x2 pool of stride 2 to fuse", "fp"
   end

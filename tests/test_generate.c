@@ -883,6 +883,15 @@ static void test_planes_fp(void)
             if (!rc) cg_gen_free(o);
         }
     }
+    /* a layer no block of planes holds (every channel of one output row's input rows passes
+     * shared memory) is refused with that reason, not the first refusal its defaults meet */
+    const char *big = "network: big\ninput: {channels: 200, height: 60, width: 130}\nlayers:\n"
+                      "  - {name: c, op: conv, M: 64, K: 5, strategy: planes}\n  - {name: f, op: fc, out: 10}\n";
+    cg_err e = {""};
+    int rc = s && o && (cg_spec_parse("big.yaml", big, strlen(big), s, &e) || cg_generate_for(s, "x", &tg, o, &e));
+    CHECK(rc && strstr(e.msg, "a band of 1 output row reads 5 input rows of each of the 200 channels (planes 130 wide)"),
+          "planes on C=200, 130 wide: %s", rc ? e.msg : "a kernel");
+    if (!rc && s && o) cg_gen_free(o);
     free(s), free(o);
 }
 
