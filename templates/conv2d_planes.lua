@@ -32,9 +32,11 @@
 -- to the running sum once they land (conv2d_igemm_tc's accuracy measure). Epilogue:
 -- bias, activation, stores from the accumulators; pools run as a kernel of their own
 -- after it, or (fp=1) a 2x2 pool of stride 2 is fused: the tile through shared memory,
--- then a pooled output a thread (fp=1 is no default: it was added without a GPU to
--- measure it, its code checked by test_emulate only). Without sm_90a (the CPU emulation of test_emulate, a PTX build) each
--- accumulator is a dot product of the same planes, table and staged weights by FMAs.
+-- then a pooled output a thread (fp=1 is no default: on an H100 it never won, 0-3 %
+-- slower on ten of twelve pooled zoo layers with the same tile, 1.3-3x where its even
+-- bands changed the tile: bench/RESULTS.md, fifteenth session). Without sm_90a (the CPU
+-- emulation of test_emulate, a PTX build) each accumulator is a dot product of the same
+-- planes, table and staged weights by FMAs.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
