@@ -1191,8 +1191,41 @@ static void test_use_fatbin(void)
     }
 }
 
+/* The images a layer is timed at: --batch, or as many as keep its kernels' indices
+ * below 2^31 (zoo-stem96 conv2: 96 maps of 48x48 before its pool, 221,184 floats an
+ * image, so 9,709; zoo-squeeze conv2: 128 of 44x44, 8,665), never more than asked. */
+static void test_layer_images(void)
+{
+    static const struct {
+        const char *spec, *layer;
+        long long batch, want;
+    } c[] = {
+        {"bench/specs/zoo-stem96.yaml", "conv2", 10000, 9709},
+        {"bench/specs/zoo-stem96.yaml", "conv2", 5000, 5000},
+        {"bench/specs/zoo-squeeze.yaml", "conv2", 10000, 8665},
+        {"bench/specs/zoo-squeeze.yaml", "conv2", 1 << 24, 8665},
+        {"bench/specs/zoo-stem96.yaml", "conv4", 10000, 10000},
+        {"specs/ece408-2017.yaml", "fc1", 10000, 10000},
+    };
+    cg_spec *s = malloc(sizeof *s);
+    for (size_t i = 0; s && i < sizeof c / sizeof *c; i++) {
+        cg_err e = {{0}};
+        if (cg_spec_load(c[i].spec, s, &e)) {
+            CHECK(0, "%s: %s", c[i].spec, e.msg);
+            continue;
+        }
+        long long got = -1;
+        for (int j = 0; j < s->nlayers; j++)
+            if (!strcmp(s->layers[j].name, c[i].layer)) got = cg_tune_layer_images(&s->layers[j], c[i].batch);
+        CHECK(got == c[i].want, "%s %s at %lld: %lld images, expected %lld", c[i].spec, c[i].layer, c[i].batch, got,
+              c[i].want);
+    }
+    free(s);
+}
+
 int main(void)
 {
+    test_layer_images();
     snprintf(dir, sizeof dir, "/tmp/cg_tune_XXXXXX");
     if (!mkdtemp(dir)) return printf("mkdtemp failed\n"), 1;
     snprintf(spec_path, sizeof spec_path, "%s/net.yaml", dir);

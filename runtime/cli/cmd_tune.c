@@ -35,7 +35,8 @@ static const char tune_usage[] =
     "  --layers a,b        only these layers (default: every conv and fc layer)\n"
     "  --budget SECONDS    wall-time ceiling for the whole run, compiles included (default 60)\n"
     "  --batch N           images per timed launch (default 10000); the cost model\n"
-    "                      estimates for as many (--list too)\n"
+    "                      estimates for as many (--list too); a layer whose tensors would\n"
+    "                      pass 2^31 elements is timed at fewer, its times scaled to N\n"
     "  --repeat R          timed launches per candidate (default 10); the top K get 3 more\n"
     "                      passes of R, interleaved\n"
     "  --top K             candidates re-timed before choosing (default 3)\n"
@@ -135,6 +136,8 @@ typedef struct {
     cg_target tg;    /* what the device allows: candidates are generated for it */
     cg_harness_layer *hl; /* the layer being tuned: its inputs, reference, buffers */
     int hl_layer;         /* its index, -1 for none */
+    long long hl_images;  /* the images it times (cg_tune_layer_images): fewer than --batch
+                             only where those would pass 2^31 elements; times scaled to --batch */
     cg_jit_opts jo;
     char cache_dir[CG_PATH_MAX];
     int tty;
@@ -286,7 +289,12 @@ static int layer_harness(tuner *t, cg_err *e)
     if (t->hl_layer == t->li) return 0;
     cg_harness_layer_close(t->hl);
     t->hl = NULL, t->hl_layer = -1;
-    cg_harness_opts ho = {0, t->c->batch, CHECK_IMAGES, 2, (int)t->c->repeat, 1, t->c->no_cache};
+    const cg_layer *l = &t->s->layers[t->li];
+    t->hl_images = cg_tune_layer_images(l, t->c->batch);
+    if (t->hl_images < t->c->batch)
+        printf("%s%-12s timed at %lld images, its times scaled to %lld (at %lld a kernel's indices would pass 2^31)\n",
+               t->tty ? "\r\033[K" : "", l->name, t->hl_images, t->c->batch, t->c->batch);
+    cg_harness_opts ho = {0, t->hl_images, CHECK_IMAGES, 2, (int)t->c->repeat, 1, t->c->no_cache};
     if (cg_harness_layer_open(&t->hl, t->s, t->li, &ho, e)) return -1;
     t->hl_layer = t->li;
     return 0;
@@ -317,6 +325,7 @@ static int op_run(void *ctx, cg_tune_layer *L, int j, int i, int retime, cg_err 
         return 1;
     }
     t->run_failures = 0;
+    const double scale = (double)t->c->batch / (double)t->hl_images; /* 1 but where the layer times fewer */
     if (r->local_bytes > 0 && !b->jr.k[k].log.len) {
         /* a cached image carries no ptxas log: local memory is the spill's trace */
         x->status = CG_TUNE_SPILLED;
@@ -326,10 +335,10 @@ static int op_run(void *ctx, cg_tune_layer *L, int j, int i, int retime, cg_err 
         snprintf(x->reason, sizeof x->reason, "disagrees with the CPU reference: rel L2 %.3g, %lld unwritten",
                  r->diff.rel_l2, r->diff.nonfinite);
     } else if (retime) {
-        x->retime_ms = r->t.median; /* the first timing stays for the CSV */
+        x->retime_ms = r->t.median * scale; /* the first timing stays for the CSV */
     } else {
         x->status = CG_TUNE_OK;
-        x->ms = r->t.median, x->q1 = r->t.q1, x->q3 = r->t.q3, x->tflops = r->tflops;
+        x->ms = r->t.median * scale, x->q1 = r->t.q1 * scale, x->q3 = r->t.q3 * scale, x->tflops = r->tflops;
     }
     return 1;
 }

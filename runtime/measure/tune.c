@@ -40,6 +40,17 @@ const char *const *cg_tune_templates(const cg_layer *l)
 
 /* ---- outcomes and choice ---- */
 
+long long cg_tune_layer_images(const cg_layer *l, long long batch)
+{
+    long long most = cg_layer_in_elems(l), out = cg_layer_out_elems(l);
+    if (out > most) most = out;
+    int ch, cw, oh, ow;
+    if (l->op == CG_OP_CONV && !cg_conv_dims(l, &ch, &cw, &oh, &ow) && (long long)l->M * ch * cw > most)
+        most = (long long)l->M * ch * cw;
+    long long fit = most > 0 ? 2147483647LL / most : batch;
+    return batch < fit ? batch : fit > 0 ? fit : 1;
+}
+
 const char *cg_tune_status_name(cg_tune_status s)
 {
     static const char *const names[] = {"pending", "ok", "compile-failed", "spilled", "wrong", "run-failed"};

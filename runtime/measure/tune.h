@@ -213,6 +213,12 @@ int cg_tune_format(const cg_tune_record *r, cg_buf *buf, cg_err *e);
 int cg_tune_read(const char *path, cg_tune_record *r, cg_err *e);
 int cg_tune_parse(const char *path, const char *text, size_t len, cg_tune_record *r, cg_err *e);
 
+/* The images a layer's candidates are timed at: `batch`, or as many as keep every
+ * index below 2^31 where `batch` would not: of its input, its output and, for a conv,
+ * its output before any pool (which a kernel with the pool left to the next one
+ * writes). The tuner scales the times of fewer images to `batch`. */
+long long cg_tune_layer_images(const cg_layer *l, long long batch);
+
 /* The hash a record keeps of a kernel's code: its source after the header's
  * comment lines (which name the spec's path and the template's hash), so an
  * entry stays valid while its template generates the same kernel for it. */
