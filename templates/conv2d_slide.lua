@@ -37,6 +37,12 @@
 -- blocks of one output row over several images (each thread its own image's
 -- rows) ran 1.2-1.4x slower than the same tiles on consecutive rows through
 -- L1, and 2.1-3.8x slower than the best with the rows staged (bench/RESULTS.md).
+-- Two ways to feed the same loop lost on the course's conv2 layers, where the FFMAs are
+-- 87 % of the instructions and 78 % of the issue slots are busy (Nsight Compute on an
+-- H100): input rows copied by cp.async into two buffers, the next stage's in flight while
+-- one is multiplied (1.19-1.45x slower: the stalls moved to shared-memory throttling and
+-- barriers), and blocks taking several groups of rows in turn with their weights staged
+-- once (1.00-1.15x slower); bench/RESULTS.md, fifteenth session.
 -- Epilogue: the F x F max or average, bias, activation, store; other pools
 -- (overlapping windows, the global average) leave the kernel unfused: conv +
 -- bias, then the pool template.
