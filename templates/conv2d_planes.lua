@@ -176,6 +176,19 @@ T.params = {
     default = function(_) return 0 end },
 }
 
+-- The shape of the least block a layer may have (see T.check), worked out once a layer
+-- and fp: the search checks thousands of configurations of one layer.
+local least_memo = setmetatable({}, { __mode = "k" })
+local function least_block(l, fp)
+  least_memo[l] = least_memo[l] or {}
+  local m = least_memo[l]
+  if not m[fp] then
+    local CH = common.conv_geom(l).CH
+    m[fp] = shape(l, { ib = 1, rows = (fp == 1 and CH > 1) and 2 or 1, wgs = 1, bm = 8, bk = 8, occ = 1, fp = fp })
+  end
+  return m[fp]
+end
+
 function T.check(l, p)
   local s = shape(l, p)
   local why0, blame0 = common.check_wgmma(l, p, "conv2d_planes")
@@ -183,7 +196,7 @@ function T.check(l, p)
   -- no block fits where the least one does not (one image's band of one output row, two
   -- with a fused pool, and the smallest slices): said first, so a layer planes cannot
   -- hold gets that reason, not the first of its defaults' other refusals
-  local least = shape(l, { ib = 1, rows = (p.fp == 1 and s.g.CH > 1) and 2 or 1, wgs = 1, bm = 8, bk = 8, occ = 1, fp = p.fp })
+  local least = least_block(l, p.fp)
   if least.smem > common.max_shared(l) then
     return string.format("a band of %d output row%s reads %d input rows of each of the %d channels (planes %d wide): " ..
       "%d bytes of shared memory at the least, at most %d fit", least.RB, least.RB > 1 and "s" or "", least.PH, l.C,
