@@ -10,8 +10,17 @@
 -- prefetch) and multiplies each into every output it touches, kernel columns
 -- q: a loaded element feeds up to K*tm multiply-adds. The input rows come
 -- either through L1 (each thread its own; neighbouring threads read the same
--- rows) or, with xs=1, from shared memory, where the block stages the rows
--- under all its outputs. The weights sit in shared memory as the runtime
+-- rows; the first row's loads set off before the weights' barrier) or, with
+-- xs=1, from shared memory, where the block stages the rows under all its
+-- outputs; xs=2 stages each thread's window of a row in a chunk of its own
+-- (an odd number of quads wide, so a warp's float4 reads meet no bank
+-- conflict) and reads it as float4. With pf=2 the second row of an iteration
+-- is loaded behind a branch (not in the last iteration); pf=3 loads it
+-- unconditionally (the last iteration loads a row again): behind the branch,
+-- ptxas made the next products wait for those loads as well (Nsight Compute on
+-- 2018sp conv2: 11 % of the stall samples on mul(vn)'s first FFMA), without
+-- it 16-row blocks ran 0.756 -> 0.732 ms (but 21-row blocks 0.748 -> 0.801,
+-- 2018fa's tm=12 tile 4.35 -> 6.15: its registers rose 166 -> 200), so both stay. The weights sit in shared memory as the runtime
 -- uploads them, transposed (C*K*K rows of M maps), `cs` channels at a time: a
 -- thread's tm maps of one (c, p, q) are one to four vector reads that every
 -- thread of a warp shares (a broadcast), each feeding 4*F*TS FMAs.
@@ -42,7 +51,12 @@
 -- H100): input rows copied by cp.async into two buffers, the next stage's in flight while
 -- one is multiplied (1.19-1.45x slower: the stalls moved to shared-memory throttling and
 -- barriers), and blocks taking several groups of rows in turn with their weights staged
--- once (1.00-1.15x slower); bench/RESULTS.md, fifteenth session.
+-- once (1.00-1.15x slower); bench/RESULTS.md, fifteenth session. xs=2, which reads
+-- each row from shared memory in 4 float4 instead of 13 loads through L1 (whose
+-- sectors were most of L1's traffic), took the loop's load stalls away but the
+-- block's staging and barrier cost more: 0.763-0.772 ms at 16 rows, 0.83-0.88
+-- at 21 (sixteenth session). Asking L2 or L1 for a block's rows up front
+-- (prefetch) lost 4 %.
 -- Epilogue: the F x F max or average, bias, activation, store; other pools
 -- (overlapping windows, the global average) leave the kernel unfused: conv +
 -- bias, then the pool template.
@@ -160,13 +174,25 @@ local function shape(l, p)
   s.inputs = (p.pf >= 1 and 2 or 1) * s.F * s.PC   -- input elements in registers, prefetch included
   s.regs = s.acc + s.inputs + s.vec + 24
   s.xfloats, s.conflicts = 0, 1
-  if p.xs == 1 then
+  if p.xs == 2 then
+    -- each thread's window of a slot in its own chunk of WC floats (PC rounded
+    -- up to quads), read as float4: xs[cs][SLOTS][CT][WC]
+    s.SLOTS, s.NFULL = slots(p.rows, s.F * g.S, s.IR, s.RT)
+    -- an odd number of quads, so that the float4 reads of 8 consecutive chunks
+    -- (a phase of a warp's 128-bit reads) fall on 8 different quads of banks
+    s.WV = common.ceil_div(s.PC, 4) * 4          -- the floats read (and written)
+    s.WC = s.WV
+    if (s.WC // 4) % 2 == 0 then s.WC = s.WC + 4 end
+    s.RP, s.CTOFF = s.CT * s.WC, s.WC
+    s.xfloats = p.cs * s.SLOTS * s.RP
+  elseif p.xs == 1 then
     s.SLOTS, s.NFULL = slots(p.rows, s.F * g.S, s.IR, s.RT)
     s.WP, s.conflicts = pitch((s.CT * s.TS - 1) * g.S + l.K, s.G, s.CT, s.F * g.S, s.TS * g.S, s.threads)
     -- rounded up to whole quads: the weights after them are read as float4 (and
     -- float2), which must lie on 16 (8) bytes; 2018sp's conv2 at rows=21 cs=6
     -- xs=1 stopped with a misaligned address when they did not
     s.xfloats = common.ceil_div(p.cs * s.SLOTS * s.WP, 4) * 4
+    s.RP, s.CTOFF = s.WP, s.TS * g.S
   end
   s.wfloats = p.cs * l.K * l.K * l.M
   s.smem = 4 * (s.xfloats + s.wfloats)
@@ -188,8 +214,9 @@ local function default_cs(l)
 end
 
 -- rows: powers of two, and counts that nearly fill whole warps where a row
--- has 3, 6 or 12 threads (21 rows of 6 threads, 126 of 128 lanes: 0.751 ms
--- against 0.755 for 16 rows on the course's 2018sp conv2, bench/RESULTS.md)
+-- has 3, 6 or 12 threads (21 rows of 6 threads, 126 of 128 lanes: 0.748 ms
+-- against 0.756 for 16 rows on the course's 2018sp conv2 with pf=2; with pf=3
+-- 16 rows won, 0.732 against 0.801: bench/RESULTS.md)
 local ROWS = { 1, 2, 3, 4, 5, 6, 8, 10, 16, 21, 32, 42, 64 }
 
 -- The preferred configuration: the cheapest (T.cost) over tm, cols and rows
@@ -201,16 +228,20 @@ local function prefer(l)
   local best, bestc
   local _, _, _, _, RL = geom(l)
   local cs = default_cs(l)
-  for _, tm in ipairs(common.divisors(l.M, 32)) do
-    for cols = 1, math.min(16, RL) do
-      for _, rows in ipairs(ROWS) do
-        local p = { tm = tm, cols = cols, rows = rows, cs = cs, xs = 0, pf = 2, occ = 1 }
-        if not T.check(l, p) then
-          local c = T.cost(l, p)
-          if not bestc or c < bestc then best, bestc = p, c end
+  -- pf=2 where a stage's rows pair up (C*K even, or one stage); else pf=1, then 0
+  for _, pf in ipairs({ 2, 1, 0 }) do
+    for _, tm in ipairs(common.divisors(l.M, 32)) do
+      for cols = 1, math.min(16, RL) do
+        for _, rows in ipairs(ROWS) do
+          local p = { tm = tm, cols = cols, rows = rows, cs = cs, xs = 0, pf = pf, occ = 1 }
+          if not T.check(l, p) then
+            local c = T.cost(l, p)
+            if not bestc or c < bestc then best, bestc = p, c end
+          end
         end
       end
     end
+    if best then break end
   end
   preferred[l] = best or { tm = 1, cols = 1, rows = 8, cs = cs, xs = 0, pf = 2, occ = 1 }
   return preferred[l]
@@ -235,12 +266,12 @@ T.params = {
     doc = "input channels whose weights (and staged input rows) shared memory holds at a time; divides C",
     legal = function(l) return common.divisors(l.C) end,
     default = function(l) return prefer(l).cs end },
-  { name = "xs", doc = "1: stage the block's input rows in shared memory; 0: each thread reads its own through L1",
-    legal = function(_) return { 0, 1 } end,
-    default = function(_) return 0 end },
-  { name = "pf", doc = "1: load the next input row during this row's products; 2: the same, two rows an iteration in registers taken in turn",
+  { name = "xs", doc = "1: stage the block's input rows in shared memory; 2: the same, each thread's window in its own chunk read as float4; 0: each thread reads its own through L1",
     legal = function(_) return { 0, 1, 2 } end,
-    default = function(_) return 2 end },
+    default = function(_) return 0 end },
+  { name = "pf", doc = "1: load the next input row during this row's products; 2: the same, two rows an iteration in registers taken in turn; 3: as 2, the second row's loads unconditional (the last iteration's load again a row of the stage)",
+    legal = function(_) return { 0, 1, 2, 3 } end,
+    default = function(l) return prefer(l).pf end },
   common.occ_param({ 1, 2, 3, 4, 6, 8 }),   -- blocks are small: up to 8 of them may share an SM
 }
 
@@ -259,10 +290,10 @@ function T.check(l, p)
     return string.format("rows*(M/tm)*ceil(row/cols) = %d threads; a block has at most %d",
       s.threads, common.MAX_THREADS), "rows"
   end
-  local unrolled = s.body * (p.pf == 2 and 2 or 1)
+  local unrolled = s.body * (p.pf >= 2 and 2 or 1)
   if unrolled > T.BODY_BUDGET then
     return string.format("K*tm*(conv outputs a thread)%s = %d unrolled multiply-adds; the budget is %d",
-      p.pf == 2 and "*2 rows" or "", unrolled, T.BODY_BUDGET), p.pf == 2 and "pf" or "tm"
+      p.pf >= 2 and "*2 rows" or "", unrolled, T.BODY_BUDGET), p.pf >= 2 and "pf" or "tm"
   end
   if s.regs > REG_BUDGET then
     return string.format("the %d accumulators and %d input elements need about %d registers a thread; at most %d",
@@ -279,10 +310,10 @@ function T.check(l, p)
   end
   if s.smem > common.max_shared(l) then
     return string.format("cs=%d stages %d bytes of %sweights in shared memory; at most %d fit",
-      p.cs, s.smem, p.xs == 1 and "input rows and " or "", common.max_shared(l)), "cs"
+      p.cs, s.smem, p.xs >= 1 and "input rows and " or "", common.max_shared(l)), "cs"
   end
-  if p.pf == 2 and l.C > p.cs and (p.cs * l.K) % 2 == 1 then
-    return string.format("pf=2 takes input rows two at a time, and a stage of cs=%d channels has %d", p.cs, p.cs * l.K), "pf"
+  if p.pf >= 2 and l.C > p.cs and (p.cs * l.K) % 2 == 1 then
+    return string.format("pf=%d takes input rows two at a time, and a stage of cs=%d channels has %d", p.pf, p.cs, p.cs * l.K), "pf"
   end
   local why, blame = common.check_occ(l, p.occ, s.threads, s.regs, s.smem, "the tile and its inputs")
   if why then return why, blame end
@@ -303,9 +334,11 @@ end
 function T.cost(l, p)
   local s = shape(l, p)
   local copy = p.pf == 1 and s.F * s.PC or 0   -- pf=1 moves the prefetched row into place
-  local per_c = l.K * (s.F * s.PC * (p.xs == 1 and s.conflicts or 2) + l.K * (p.tm // s.vec) + s.work + copy + 6)
+  local reads = p.xs == 2 and s.F * s.WV // 2 or s.F * s.PC * (p.xs == 1 and s.conflicts or 2)
+  local per_c = l.K * (reads + l.K * (p.tm // s.vec) + s.work + copy + 6)
   local stages = l.C // p.cs
-  local staged = p.xs == 1 and s.SLOTS * s.WP * (12 + 2 * p.cs) or 0
+  local staged = p.xs == 1 and s.SLOTS * s.WP * (12 + 2 * p.cs)
+    or p.xs == 2 and s.SLOTS * s.CT * (12 + p.cs * (2 * s.PC + s.WC // 4)) or 0
   local stage = (staged + 2 * s.wfloats) // s.threads + 40
   local instr = l.C * per_c + stages * stage + 40 + s.acc
   local blocks = common.ceil_div(common.cost.images(l) * s.RT, p.rows)
@@ -322,7 +355,11 @@ local source = engine.compile([[
 // A block: output rows task0 .. task0+{{rows - 1}} (task = image * {{RT}} + output row), every map;
 // {{G}} map group(s) x {{CT}} thread(s) a row: {{threads}} threads; a thread: {{tm}} maps x {{F}} conv
 // row(s) x {{TS}} conv columns, from {{F}} x {{PC}} input elements an input row (c, p).
-% if xsm then
+% if xch then
+// Shared memory, {{cs}} channel(s) at a time ({{smem}} B): xs[{{cs}}][{{SLOTS}}][{{CT}}][{{WC}}] the block's input
+// rows, each thread's window of {{PC}} in its own chunk (zero outside the input), ws[{{cs}} * {{K * K}}][{{M}}]
+// their weights (transposed by the runtime)
+% elseif xsm then
 // Shared memory, {{cs}} channel(s) at a time ({{smem}} B): xs[{{cs}}][{{SLOTS}}][{{WP}}] the block's input rows
 // (zero outside the input), ws[{{cs}} * {{K * K}}][{{M}}] their weights (transposed by the runtime)
 % else
@@ -353,7 +390,7 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
     // slots under the first image's thread rows; this thread's first slot
     const int n0 = ({{RT - 1}} - trow0) * {{F * S}} + {{IR}};
     const int base = img == img0 ? (trow - trow0) * {{F * S}} : n0 + (img - img0 - 1) * {{NFULL}} + trow * {{F * S}};
-    const float* const xt = xs + base * {{WP}} + ct * {{TS * S}};
+    const float* const xt = xs + base * {{RP}} + ct * {{CTOFF}};
 % else
     const int at = live ? task : 0;
     const int img = at / {{RT}}, trow = at - img * {{RT}};
@@ -365,7 +402,35 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 
     // stage channels c0 .. c0+{{cs - 1}}: {{xsm and "input rows (slot -> image, input row) and " or ""}}weights
     auto stage = [&](int c0) {
-% if xsm then
+% if xch then
+        // a chunk (slot, column tile) at a time: its PC elements from the
+        // input row (zero outside the input), written as float4
+#pragma unroll 1
+        for (int i = tid; i < {{SLOTS * CT}}; i += {{threads}}) {
+            const int slot = i / {{CT}}, tc = i - slot * {{CT}};
+            int im, iy;
+            if (slot < n0) im = img0, iy = trow0 * {{F * S}} - {{pt}} + slot;
+            else {
+                const int e = (slot - n0) / {{NFULL}};
+                im = img0 + 1 + e, iy = slot - n0 - e * {{NFULL}} - {{pt}};
+            }
+            const int x0 = tc * {{TS * S}} - {{pl}};
+            const bool rok = im < n && (unsigned)iy < {{H}}u;
+            const float* const src = in + (rok ? im * {{C * H * W}} + c0 * {{H * W}} + iy * {{W}} : 0) + x0;
+            float4* const dst = reinterpret_cast<float4*>(xs) + i * {{WC // 4}};
+            // every channel's loads in flight at once where no accumulator is live yet (one stage)
+#pragma unroll{{stages == 1 and "" or " 1"}}
+            for (int cl = 0; cl < {{cs}}; cl++) {
+                float e[{{WV}}];
+#pragma unroll
+                for (int j = 0; j < {{WV}}; j++)
+                    e[j] = (j < {{PC}} && rok && (unsigned)(x0 + j) < {{W}}u) ? __ldg(src + cl * {{H * W}} + j) : 0.0f;
+#pragma unroll
+                for (int j = 0; j < {{WV}}; j += 4)
+                    dst[cl * {{SLOTS * RP // 4}} + j / 4] = make_float4(e[j], e[j + 1], e[j + 2], e[j + 3]);
+            }
+        }
+% elseif xsm then
         // (loops kept rolled: unrolled, their loads in flight took registers
         // beside the accumulators of a stage after the first)
 #pragma unroll 1
@@ -386,11 +451,11 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 % end
 % if wvec then
         const float4* const wsrc = reinterpret_cast<const float4*>(w_arg + c0 * {{K * K * M}});
-#pragma unroll 1
+#pragma unroll {{wunroll}}
         for (int i = tid; i < {{wfloats // 4}}; i += {{threads}}) smem4[{{xfloats // 4}} + i] = __ldg(wsrc + i);
 % else
         const float* const wsrc = w_arg + c0 * {{K * K * M}};
-#pragma unroll 1
+#pragma unroll {{wunroll}}
         for (int i = tid; i < {{wfloats}}; i += {{threads}}) ws[i] = __ldg(wsrc + i);
 % end
     };
@@ -403,20 +468,29 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 #pragma unroll
             for (int s = 0; s < {{TS}}; s++) acc[m][f][s] = 0.0f;
 
-% if stages == 1 then
-    stage(0);
-    __syncthreads();
-% end
-
 % if xsm then
     // element j under conv row f at input row r = (channel of the stage, kernel row p)
     auto load = [&](float (&v)[{{F}}][{{PC}}], int r) {
         const int c = r / {{K}}, p = r - c * {{K}};
-        const float* const xr = xt + (c * {{SLOTS}} + p) * {{WP}};
+        const float* const xr = xt + (c * {{SLOTS}} + p) * {{RP}};
+%   if xch then
+        // the window as float4 reads (its chunk lies on 16 bytes)
 #pragma unroll
         for (int f = 0; f < {{F}}; f++)
 #pragma unroll
-            for (int j = 0; j < {{PC}}; j++) v[f][j] = xr[f * {{S * WP}} + j];
+            for (int j = 0; j < {{WV}}; j += 4) {
+                const float4 t = *reinterpret_cast<const float4*>(xr + f * {{S * RP}} + j);
+                const float e[4] = { t.x, t.y, t.z, t.w };
+#pragma unroll
+                for (int u = 0; u < 4; u++)
+                    if (j + u < {{PC}}) v[f][j + u] = e[u];
+            }
+%   else
+#pragma unroll
+        for (int f = 0; f < {{F}}; f++)
+#pragma unroll
+            for (int j = 0; j < {{PC}}; j++) v[f][j] = xr[f * {{S * RP}} + j];
+%   end
     };
 % else
     // element j under conv row f at input row r = (channel c, kernel row p); 0 outside the input
@@ -432,6 +506,16 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
             for (int j = 0; j < {{PC}}; j++) v[f][j] = {{okexpr}}__ldg(xr + f * {{S * W}} + j){{okend}};
         }
     };
+% end
+
+% if not xsm then
+    // the first input row's loads set off before the weights' barrier
+    float v[{{F}}][{{PC}}];
+    load(v, 0);
+% end
+% if stages == 1 then
+    stage(0);
+    __syncthreads();
 % end
 
     // acc += the products of the stage's input row rl, its elements in x
@@ -469,11 +553,13 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
         }
     };
 
+% if xsm then
     float v[{{F}}][{{PC}}];
+% end
 % if pf >= 1 then
     float vn[{{F}}][{{PC}}];
 % end
-% if stages == 1 or not xsm then
+% if stages == 1 and xsm then
     load(v, 0);
 % end
     // one loop over the C*K input rows (c, p), {{step}} an iteration; a loop nest here was unrolled by nvcc 13
@@ -492,11 +578,17 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 % else
         const int rl = r;
 % end
-% if pf == 2 then
+% if pf >= 2 then
         // row rl from v while row rl+1 arrives in vn, then rl+1 from vn while rl+2 arrives in v
         load(vn, {{next}} < {{last_row}} ? {{next}} : {{next}} - 1);
         mul(v, rl);
+%   if pf == 3 then
+        // unconditional (the last iteration loads a row again, unused): behind a
+        // branch (pf=2), mul(vn)'s first FFMA waited for these loads as well
+        load(v, {{next2}} < {{last_row}} ? {{next2}} : {{last_row}} - 1);
+%   else
         if ({{next2}} < {{last_row}}) load(v, {{next2}});
+%   end
 %   if (C * K) % 2 == 1 then
         if (r + 1 < {{C * K}}) mul(vn, rl + 1);
 %   else
@@ -571,7 +663,7 @@ function T.kernel(l, p)
   if s.right_out then conds[#conds + 1] = string.format("(j < %d || ix0 + j < %d)", l.W - s.maxx, l.W) end
   local okexpr, okend = "", ""
   if #conds > 0 then okexpr, okend = "(" .. table.concat(conds, " && ") .. ") ? ", " : 0.0f" end
-  local xsm = p.xs == 1
+  local xsm = p.xs >= 1
   local name = string.format("conv2d_slide_c%dm%dk%d_h%dw%d%s_%s%s%s_t%dx%dr%dc%dx%dp%do%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.tm, p.cols, p.rows, p.cs, p.xs, p.pf, p.occ)
@@ -583,8 +675,10 @@ function T.kernel(l, p)
     SLOTS = s.SLOTS, NFULL = s.NFULL, WP = s.WP,
     xfloats = s.xfloats, wfloats = s.wfloats, smem = s.smem, wvec = s.wfloats % 4 == 0,
     vec = s.vec, stages = l.C // p.cs, OH = OH, OW = OW,
-    xsm = xsm, next = xsm and "rl + 1" or "r + 1", next2 = xsm and "rl + 2" or "r + 2",
-    last_row = xsm and p.cs * l.K or l.C * l.K, step = p.pf == 2 and 2 or 1,
+    -- one stage: the weights' loads in flight together (up to 8 a thread), no accumulator live yet
+    wunroll = l.C // p.cs == 1 and math.min(8, common.ceil_div(s.wfloats // (s.wfloats % 4 == 0 and 4 or 1), s.threads)) or 1,
+    xsm = xsm, xch = p.xs == 2, WC = s.WC, WV = s.WV, RP = s.RP, CTOFF = s.CTOFF, next = xsm and "rl + 1" or "r + 1", next2 = xsm and "rl + 2" or "r + 2",
+    last_row = xsm and p.cs * l.K or l.C * l.K, step = p.pf >= 2 and 2 or 1,
     rowcheck = rowcheck, okexpr = okexpr, okend = okend, colskip = s.colskip,
     ragged = s.CT * p.cols > s.RL, last = s.RL - (s.CT - 1) * p.cols,
     pooled = s.pooled, pool_kind = g.kind, inv = string.format("%.9ef", 1.0 / (s.F * s.F)),

@@ -15,7 +15,8 @@
  * split values as wgmma would read them), layers-planes-wg and layers-planes-pool-wg
  * (conv2d_planes' copy into padded planes, offset table, bands, staged weights, epilogue
  * and fused pools, its products by FMAs on the planes), layers-slide (conv2d_slide's
- * both input paths, prefetches, partial tiles, strides, pads and pools),
+ * three input paths, prefetches, partial tiles, strides, pads and pools; layers-slide-x2
+ * the staged one with a chunk per thread window),
  * layers-slide-align (its weights after an odd number of staged floats),
  * layers-slide-pad (its padding's columns left out where a thread holds a whole row),
  * layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
@@ -357,7 +358,7 @@ int main(void)
                            "tests/gpu/layers-winograd.yaml", "tests/gpu/layers-winograd-f.yaml",
                            "tests/gpu/layers-igemm-tc.yaml", "tests/gpu/layers-slices-tc.yaml", "tests/gpu/layers-igemm-wg.yaml",
                            "tests/gpu/layers-planes-wg.yaml", "tests/gpu/layers-planes-pool-wg.yaml",
-                           "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-align.yaml",
+                           "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-x2.yaml", "tests/gpu/layers-slide-align.yaml",
                            "tests/gpu/layers-slide-pad.yaml", "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");
     if (one && *one)
