@@ -79,7 +79,8 @@ static void test_2018sp(void)
     CHECK(c1 && param(c1, "maps_unroll") == 3, "conv1 params");
     CHECK_SHAPE(c2, 6, 30, 30, 16, 26, 26);
     CHECK(c2 && c2->pool == 0 && c2->act == CG_ACT_NONE && !strcmp(c2->strategy, "slide") &&
-              param(c2, "tm") == 8 && param(c2, "cols") == 9 && param(c2, "rows") == 21,
+              param(c2, "tm") == 8 && param(c2, "cols") == 9 && param(c2, "rows") == 16 &&
+              param(c2, "pf") == 3,
           "conv2 no pool/act, slide");
     CHECK(c2 && cg_layer_out_elems(c2) == 10816, "flatten 10816");
     CHECK(f1 && cg_layer_in_elems(f1) == 10816 && f1->out == 140, "fc1 in/out");

@@ -2,19 +2,19 @@
 // spec:       specs/ece408-2018sp-low.yaml (network ece408-2018sp-low)
 // layer:      conv2
 // shape:      C=6 H=30 W=30 -> M=16 K=5 -> 16x26x26
-// template:   conv2d_slide (templates/conv2d_slide.lua, hash ab5866c667581927)
-// params:     tm=8 cols=9 rows=21 cs=6 xs=0 pf=2 occ=1
-// launch:     grid (N*26/21, 1, 1) where N = images, block (126, 1, 1), 9600 B shared
+// template:   conv2d_slide (templates/conv2d_slide.lua, hash 8fe9f465bf601281)
+// params:     tm=8 cols=9 rows=16 cs=6 xs=0 pf=3 occ=1
+// launch:     grid (N*26/16, 1, 1) where N = images, block (96, 1, 1), 9600 B shared
 // weights:    arg:transposed, bias none
 // regenerate: convgen generate specs/ece408-2018sp-low.yaml -o DIR
 
-// A block: output rows task0 .. task0+20 (task = image * 26 + output row), every map;
-// 2 map group(s) x 3 thread(s) a row: 126 threads; a thread: 8 maps x 1 conv
+// A block: output rows task0 .. task0+15 (task = image * 26 + output row), every map;
+// 2 map group(s) x 3 thread(s) a row: 96 threads; a thread: 8 maps x 1 conv
 // row(s) x 9 conv columns, from 1 x 13 input elements an input row (c, p).
 // Input rows from global memory (through L1); shared memory (9600 B): ws[6 * 25][16],
 // the weights of 6 channel(s) at a time (transposed by the runtime)
-extern "C" __global__ void __launch_bounds__(126, 1)
-conv2d_slide_c6m16k5_h30w30_none_t8x9r21c6x0p2o1(const float* __restrict__ in, float* __restrict__ out,
+extern "C" __global__ void __launch_bounds__(96, 1)
+conv2d_slide_c6m16k5_h30w30_none_t8x9r16c6x0p3o1(const float* __restrict__ in, float* __restrict__ out,
                                                  const float* __restrict__ w_arg, const float* __restrict__ b_arg, int n)
 {
     extern __shared__ float4 smem4[];
@@ -22,7 +22,7 @@ conv2d_slide_c6m16k5_h30w30_none_t8x9r21c6x0p2o1(const float* __restrict__ in, f
     const int tid = threadIdx.x;
     const int grp = tid % 2;                  // maps grp*8 .. +7
     const int ct = (tid / 2) % 3;        // output columns ct*9 .. +8
-    const int task0 = blockIdx.x * 21;
+    const int task0 = blockIdx.x * 16;
     const int task = task0 + tid / 6;
     // threads past the batch stage with the others, then store nothing
     const bool live = task < n * 26;
@@ -36,8 +36,8 @@ conv2d_slide_c6m16k5_h30w30_none_t8x9r21c6x0p2o1(const float* __restrict__ in, f
     // stage channels c0 .. c0+5: weights
     auto stage = [&](int c0) {
         const float4* const wsrc = reinterpret_cast<const float4*>(w_arg + c0 * 400);
-#pragma unroll 1
-        for (int i = tid; i < 600; i += 126) smem4[0 + i] = __ldg(wsrc + i);
+#pragma unroll 7
+        for (int i = tid; i < 600; i += 96) smem4[0 + i] = __ldg(wsrc + i);
     };
 
     float acc[8][1][9];
@@ -47,9 +47,6 @@ conv2d_slide_c6m16k5_h30w30_none_t8x9r21c6x0p2o1(const float* __restrict__ in, f
         for (int f = 0; f < 1; f++)
 #pragma unroll
             for (int s = 0; s < 9; s++) acc[m][f][s] = 0.0f;
-
-    stage(0);
-    __syncthreads();
 
     // element j under conv row f at input row r = (channel c, kernel row p); 0 outside the input
     auto load = [&](float (&v)[1][13], int r) {
@@ -61,6 +58,12 @@ conv2d_slide_c6m16k5_h30w30_none_t8x9r21c6x0p2o1(const float* __restrict__ in, f
             for (int j = 0; j < 13; j++) v[f][j] = ((j < 12 || ix0 + j < 30)) ? __ldg(xr + f * 30 + j) : 0.0f;
         }
     };
+
+    // the first input row's loads set off before the weights' barrier
+    float v[1][13];
+    load(v, 0);
+    stage(0);
+    __syncthreads();
 
     // acc += the products of the stage's input row rl, its elements in x
     auto mul = [&](const float (&x)[1][13], int rl) {
@@ -82,9 +85,7 @@ conv2d_slide_c6m16k5_h30w30_none_t8x9r21c6x0p2o1(const float* __restrict__ in, f
         }
     };
 
-    float v[1][13];
     float vn[1][13];
-    load(v, 0);
     // one loop over the C*K input rows (c, p), 2 an iteration; a loop nest here was unrolled by nvcc 13
 #pragma unroll 1
     for (int r = 0; r < 30; r += 2) {
@@ -92,7 +93,9 @@ conv2d_slide_c6m16k5_h30w30_none_t8x9r21c6x0p2o1(const float* __restrict__ in, f
         // row rl from v while row rl+1 arrives in vn, then rl+1 from vn while rl+2 arrives in v
         load(vn, r + 1 < 30 ? r + 1 : r + 1 - 1);
         mul(v, rl);
-        if (r + 2 < 30) load(v, r + 2);
+        // unconditional (the last iteration loads a row again, unused): behind a
+        // branch (pf=2), mul(vn)'s first FFMA waited for these loads as well
+        load(v, r + 2 < 30 ? r + 2 : 30 - 1);
         mul(vn, rl + 1);
         // a compiler barrier: without it nvcc 13 unrolls this loop whole when
         // nothing else in it (a stage's barriers) stops it, pragma or not
