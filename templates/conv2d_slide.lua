@@ -223,6 +223,8 @@ local ROWS = { 1, 2, 3, 4, 5, 6, 8, 10, 16, 21, 32, 42, 64 }
 -- (every legal value: layers of many maps or wide rows fit a block only with
 -- a few rows) at the other defaults, worked out once a layer.
 local preferred = setmetatable({}, { __mode = "k" })
+local no_tile = setmetatable({}, { __mode = "k" })   -- layers no configuration fits
+local check_tile
 local function prefer(l)
   if preferred[l] then return preferred[l] end
   local best, bestc
@@ -234,7 +236,7 @@ local function prefer(l)
       for cols = 1, math.min(16, RL) do
         for _, rows in ipairs(ROWS) do
           local p = { tm = tm, cols = cols, rows = rows, cs = cs, xs = 0, pf = pf, occ = 1 }
-          if not T.check(l, p) then
+          if not check_tile(l, p) then
             local c = T.cost(l, p)
             if not bestc or c < bestc then best, bestc = p, c end
           end
@@ -243,6 +245,9 @@ local function prefer(l)
     end
     if best then break end
   end
+  -- none: no tile fits (xs, occ and smaller stages only add to what a block
+  -- needs, and the weights' own check comes first)
+  no_tile[l] = best == nil
   preferred[l] = best or { tm = 1, cols = 1, rows = 8, cs = cs, xs = 0, pf = 2, occ = 1 }
   return preferred[l]
 end
@@ -276,6 +281,20 @@ T.params = {
 }
 
 function T.check(l, p)
+  local why, blame = check_tile(l, p)
+  if not why then return nil end
+  prefer(l)
+  if no_tile[l] and blame ~= "cs" then
+    local _, _, _, F, RL = geom(l)
+    return string.format("no tile fits this layer: M=%d splits only into groups of tm = %s maps, and every " ..
+      "tm x cols tile of an output row of %d%s needs more than %d threads a block or more registers than a " ..
+      "thread gets; use strategy igemm", l.M, table.concat(common.divisors(l.M, 32), ", "), RL,
+      F > 1 and string.format(" (%d conv rows under each, pooled)", F) or "", common.MAX_THREADS), "tm"
+  end
+  return why, blame
+end
+
+check_tile = function(l, p)
   local one = 4 * l.K * l.K * l.M
   if one > common.max_shared(l) then
     -- no configuration holds: the message a layer without params gets

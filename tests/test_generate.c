@@ -895,6 +895,37 @@ static void test_planes_fp(void)
     free(s), free(o);
 }
 
+/* slide on a layer no tile of it fits is refused with that reason (not the first refusal
+ * of an illegal fallback); a layer whose stages of rows never pair up (C = 115, K = 5: every
+ * divisor odd, and all 115 channels' weights do not fit) takes pf=1 by default, not pf=2 */
+static void test_slide_defaults(void)
+{
+    int arch = 90;
+    cg_target tg;
+    cg_aot_target(&arch, 1, &tg);
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    CHECK(s && o, "out of memory");
+    if (!s || !o) return free(s), free(o);
+    const char *none = "network: none\ninput: {channels: 81, height: 17, width: 127}\nlayers:\n"
+                       "  - {name: c, op: conv, M: 217, K: 1, pool: avg2, strategy: slide}\n"
+                       "  - {name: f, op: fc, out: 10}\n";
+    cg_err e = {""};
+    int rc = cg_spec_parse("none.yaml", none, strlen(none), s, &e) || cg_generate_for(s, "x", &tg, o, &e);
+    CHECK(rc && strstr(e.msg, "no tile fits this layer: M=217 splits only into groups of tm = 1, 7, 31 maps"),
+          "slide on M=217, a pooled row of 63: %s", rc ? e.msg : "a kernel");
+    if (!rc) cg_gen_free(o);
+    const char *odd = "network: odd\ninput: {channels: 115, height: 1, width: 95}\nlayers:\n"
+                      "  - {name: c, op: conv, M: 256, K: 5, padding: [4, 2, 1, 3], strategy: slide}\n"
+                      "  - {name: f, op: fc, out: 10}\n";
+    e = (cg_err){""};
+    rc = cg_spec_parse("odd.yaml", odd, strlen(odd), s, &e) || cg_generate_for(s, "x", &tg, o, &e);
+    const cg_gen_kernel *k = rc ? NULL : conv_kernel(o, "c");
+    CHECK(k && strstr(k->kernel, "x0p1o1"), "slide on C=115, K=5: %s", k ? k->kernel : e.msg);
+    if (!rc) cg_gen_free(o);
+    free(s), free(o);
+}
+
 int main(void)
 {
     test_engine();
@@ -907,6 +938,7 @@ int main(void)
     test_auto_rule();
     test_default_tiles();
     test_planes_fp();
+    test_slide_defaults();
     test_auto_fc();
     test_slide_colskip();
     test_tc_short_slice();
