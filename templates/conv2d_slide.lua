@@ -410,6 +410,15 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
     const int n0 = ({{RT - 1}} - trow0) * {{F * S}} + {{IR}};
     const int base = img == img0 ? (trow - trow0) * {{F * S}} : n0 + (img - img0 - 1) * {{NFULL}} + trow * {{F * S}};
     const float* const xt = xs + base * {{RP}} + ct * {{CTOFF}};
+    // slot -> the image and input row it holds (the first image's from trow0's rows on,
+    // then each later image's from its top; rows past the batch or the input read zeros)
+    auto slot_at = [&](int slot, int& im, int& iy) {
+        if (slot < n0) im = img0, iy = trow0 * {{F * S}} - {{pt}} + slot;
+        else {
+            const int e = (slot - n0) / {{NFULL}};
+            im = img0 + 1 + e, iy = slot - n0 - e * {{NFULL}} - {{pt}};
+        }
+    };
 % else
     const int at = live ? task : 0;
     const int img = at / {{RT}}, trow = at - img * {{RT}};
@@ -428,11 +437,7 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
         for (int i = tid; i < {{SLOTS * CT}}; i += {{threads}}) {
             const int slot = i / {{CT}}, tc = i - slot * {{CT}};
             int im, iy;
-            if (slot < n0) im = img0, iy = trow0 * {{F * S}} - {{pt}} + slot;
-            else {
-                const int e = (slot - n0) / {{NFULL}};
-                im = img0 + 1 + e, iy = slot - n0 - e * {{NFULL}} - {{pt}};
-            }
+            slot_at(slot, im, iy);
             const int x0 = tc * {{TS * S}} - {{pl}};
             const bool rok = im < n && (unsigned)iy < {{H}}u;
             const float* const src = in + (rok ? im * {{C * H * W}} + c0 * {{H * W}} + iy * {{W}} : 0) + x0;
@@ -456,11 +461,7 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
         for (int i = tid; i < {{SLOTS * WP}}; i += {{threads}}) {
             const int slot = i / {{WP}}, col = i - slot * {{WP}};
             int im, iy;
-            if (slot < n0) im = img0, iy = trow0 * {{F * S}} - {{pt}} + slot;
-            else {
-                const int e = (slot - n0) / {{NFULL}};
-                im = img0 + 1 + e, iy = slot - n0 - e * {{NFULL}} - {{pt}};
-            }
+            slot_at(slot, im, iy);
             const int ix = col - {{pl}};
             const bool ok = im < n && (unsigned)iy < {{H}}u && (unsigned)ix < {{W}}u;
             const float* const src = in + (ok ? im * {{C * H * W}} + c0 * {{H * W}} + iy * {{W}} + ix : 0);
