@@ -28,10 +28,17 @@ local source = engine.compile([[
 }
 ]], "input_u8")
 
+-- The float32 bits of a scale or offset as 8 hex digits: the kernel's name
+-- carries them, so two networks' input kernels of one size but other scaling
+-- never share a name (their sources linked into one program would clash).
+local function bits(text)
+  return string.format("%08x", string.unpack("<I4", string.pack("<f", tonumber(text))))
+end
+
 -- l: { elems = C*H*W, scale = s, offset = o }
 function T.kernel(l, p)
   local vec = l.elems % 4 == 0 and 4 or 1
-  local name = string.format("input_u8_e%d_b%d", l.elems, p.block)
+  local name = string.format("input_u8_e%d_b%d_s%so%s", l.elems, p.block, bits(l.scale_text), bits(l.offset_text))
   local head, args = common.kernel_head(name, p.block, common.std_args({in_type = "unsigned char"}))
   return {
     name = name,

@@ -210,9 +210,8 @@ static void emulate(const char *spec_path, const char *dir)
     for (long long j = 0; j < m.t[m.input].elems * IMAGES; j++) px[j] = (unsigned char)((r = r * 1103515245u + 12345u) >> 24);
     /* compile every kernel first, two g++ at a time */
     int ok_all = 1, running = 0;
-    /* each spec's kernels in a directory of their own: two specs may have kernels of one name
-     * and different code (input_u8 of 784 pixels with another offset), and a library once
-     * loaded (libstdc++'s unique symbols keep it) is not loaded again from the same path */
+    /* each spec's kernels in a directory of their own: a library once loaded (libstdc++'s
+     * unique symbols keep it) is not loaded again from the same path */
     static int serial;
     char sub[256];
     snprintf(sub, sizeof sub, "%s/%d", dir, serial++);

@@ -926,6 +926,41 @@ static void test_slide_defaults(void)
     free(s), free(o);
 }
 
+/* The input kernel's name carries the spec's scale and offset: two networks of one input size
+ * and other scaling get input kernels of other names (their sources linked into one program
+ * would clash otherwise), and one scaling the same name. */
+static void test_input_names(void)
+{
+    static const char *const scaling[] = {"scale: 0.00392156862745098, offset: 0.0",
+                                          "scale: 0.00392156862745098, offset: -0.5", "scale: 1.0, offset: 0.0",
+                                          "scale: 0.00392156862745098, offset: 0.0"};
+    char names[4][128] = {{0}};
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    CHECK(s && o, "out of memory");
+    if (!s || !o) return free(s), free(o);
+    for (int i = 0; i < 4; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "network: n%d\ninput: {channels: 1, height: 28, width: 28, %s}\nlayers:\n"
+                 "  - {name: f, op: fc, out: 10}\n",
+                 i, scaling[i]);
+        cg_err e = {""};
+        int rc = cg_spec_parse("n.yaml", text, strlen(text), s, &e) || cg_generate_for(s, "x", NULL, o, &e);
+        const cg_gen_kernel *k = rc ? NULL : layer_kernel(o, "input", "input_u8");
+        for (int j = 0; !rc && !k && j < o->nkernels; j++)
+            if (!strcmp(o->k[j].tpl, "input_u8")) k = &o->k[j];
+        CHECK(k, "%s: %s", scaling[i], rc ? e.msg : "no input_u8 kernel");
+        if (k) snprintf(names[i], sizeof names[i], "%s", k->kernel);
+        if (!rc) cg_gen_free(o);
+    }
+    CHECK(strcmp(names[0], names[1]) && strcmp(names[0], names[2]) && strcmp(names[1], names[2]),
+          "other scaling, other names: %s %s %s", names[0], names[1], names[2]);
+    CHECK(!strcmp(names[0], names[3]) && strstr(names[0], "input_u8_e784_b256_s3b808081o00000000"),
+          "one scaling, one name: %s %s", names[0], names[3]);
+    free(s), free(o);
+}
+
 int main(void)
 {
     test_engine();
@@ -939,6 +974,7 @@ int main(void)
     test_default_tiles();
     test_planes_fp();
     test_slide_defaults();
+    test_input_names();
     test_auto_fc();
     test_slide_colskip();
     test_tc_short_slice();
