@@ -74,21 +74,25 @@ local function band_rows(l, g, r) return (r - 1) * g.S + l.K end
 -- within 5 % as well as the best band's (the last band's idle rows counted): a band
 -- of r rows copies r*stride + K - stride input rows, so short bands of a wide kernel
 -- copy each row many times (zoo-7x7-large's 55-pixel rows: one a band, 0.85x auto's
--- choice on an H100).
-local function default_rows(l)
+-- choice on an H100). With fp=1 given, among the even bands only (a band must not
+-- split a pooling window): before, the search found one for fp=1 alone by changing
+-- the rows first and the tile after (zoo-5x5-c64: 22 rows, bm=16, 40 ms).
+local function default_rows(l, fp)
   local d = geometry(l)
   local g = d.g
   if d.COLS <= 256 then return g.CH end
-  local use, best_use = {}, 0
+  local use, best_use, top = {}, 0, 0
   for r = 1, g.CH do
     if r * g.CW > 256 then break end
-    use[r] = d.COLS / (common.ceil_div(g.CH, r) * 64 * common.ceil_div(r * g.CW, 64))
-    best_use = math.max(best_use, use[r])
+    if fp ~= 1 or r % 2 == 0 then
+      use[r] = d.COLS / (common.ceil_div(g.CH, r) * 64 * common.ceil_div(r * g.CW, 64))
+      best_use, top = math.max(best_use, use[r]), r
+    end
   end
-  for r = #use, 1, -1 do
-    if use[r] >= 0.95 * best_use then return r end
+  for r = top, 1, -1 do
+    if use[r] and use[r] >= 0.95 * best_use then return r end
   end
-  return 1
+  return (fp == 1 and g.CH > 1) and 2 or 1
 end
 
 -- The warpgroups a block of ib images' bands of r rows gets by default: two m64
@@ -130,9 +134,9 @@ end
 -- ib: with whole images, the fewest whose columns fill at least 90 % of their m64
 -- tiles, within four tiles and half the target's shared memory (two blocks an SM);
 -- else the best fill. With bands, one.
-local function default_ib(l)
+local function default_ib(l, fp)
   local d = geometry(l)
-  if default_rows(l) < d.g.CH then return 1 end
+  if default_rows(l, fp) < d.g.CH then return 1 end
   local best, best_use
   local plane = band_rows(l, d.g, d.g.CH) * d.PW
   for ib = 1, 8 do
@@ -150,7 +154,7 @@ end
 T.params = {
   { name = "ib", doc = "images a block (their planes in shared memory; their pixels the block's columns)",
     legal = function(_) return { 1, 2, 3, 4, 5, 6, 7, 8 } end,
-    default = default_ib },
+    default = function(l, given) return default_ib(l, given and given.fp) end },
   { name = "rows", doc = "output rows a block (a band of one image; all of them: whole images)",
     legal = function(l)
       local g = common.conv_geom(l)
@@ -160,17 +164,23 @@ T.params = {
       end
       return v
     end,
-    default = default_rows },
+    default = function(l, given) return default_rows(l, given and given.fp) end },
   { name = "wgs", doc = "warpgroups (128 threads each) a block, the block's m64 tiles shared among them",
     legal = function(_) return { 1, 2, 3, 4 } end,
-    default = function(l) return default_wgs(l, default_ib(l), default_rows(l)) end },
+    default = function(l, given)
+      local fp = given and given.fp
+      return default_wgs(l, default_ib(l, fp), default_rows(l, fp))
+    end },
   common.wgmma_bm_param(),
   { name = "bk", doc = "reduction rows of one slice, a multiple of 8 (its products summed apart)",
     legal = function(_) return { 32, 64, 16, 24, 48, 8, 128 } end,
     default = function(_) return 32 end },
   { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
     legal = function(_) return { 3, 2, 1, 4 } end,
-    default = function(l) return ({ 3, 2, 1, 1 })[default_wgs(l, default_ib(l), default_rows(l))] end },
+    default = function(l, given)
+      local fp = given and given.fp
+      return ({ 3, 2, 1, 1 })[default_wgs(l, default_ib(l, fp), default_rows(l, fp))]
+    end },
   { name = "fp", doc = "1: a 2x2 pool of stride 2 fused into the epilogue (the tile through shared memory); 0: a pool kernel after",
     legal = function(_) return { 0, 1 } end,
     default = function(_) return 0 end },

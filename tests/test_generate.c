@@ -883,6 +883,20 @@ static void test_planes_fp(void)
             if (!rc) cg_gen_free(o);
         }
     }
+    /* fp=1 given alone: the other defaults are chosen for it (even bands), not searched
+     * around fp=0's (zoo-5x5-c64's conv2 took bands of 22 rows and bm=16 that way) */
+    const char *c64 = "network: c64\ninput: {channels: 64, height: 26, width: 26}\nlayers:\n"
+                      "  - {name: c, op: conv, M: 128, K: 5, activation: relu, pool: max2, bias: true, strategy: planes,\n"
+                      "     params: {fp: 1}}\n  - {name: f, op: fc, out: 10}\n";
+    {
+        cg_err e = {""};
+        int rc = s && o && (cg_spec_parse("c64.yaml", c64, strlen(c64), s, &e) || cg_generate_for(s, "x", &tg, o, &e));
+        const cg_gen_kernel *k = rc || !o ? NULL : conv_kernel(o, "c");
+        const char *line = NULL;
+        CHECK(k && params_has(k, "ib=1 rows=8 wgs=2 bm=64 bk=32 occ=1 fp=1", &line), "fp=1 alone: %s",
+              k ? (line ? line : "no params line") : e.msg);
+        if (!rc && o) cg_gen_free(o);
+    }
     /* a layer no block of planes holds (every channel of one output row's input rows passes
      * shared memory) is refused with that reason, not the first refusal its defaults meet */
     const char *big = "network: big\ninput: {channels: 200, height: 60, width: 130}\nlayers:\n"

@@ -52,7 +52,7 @@ local function choices(T, tname, l, given, index)
       end
       out[i] = { v }
     else
-      local def = d.default(l)
+      local def = d.default(l, given)   -- (a default may depend on the values given)
       local list = { def }
       for _, x in ipairs(legal) do if x ~= def then list[#list + 1] = x end end
       out[i] = list
