@@ -171,7 +171,9 @@ local function shape(l, p)
   s.vec = (p.tm % 4 == 0 and l.M % 4 == 0) and 4 or (p.tm % 2 == 0 and l.M % 2 == 0) and 2 or 1
   -- the tile, its rows of inputs and their prefetch, a weight vector and about
   -- 24 for addresses and indices
-  s.inputs = (p.pf >= 1 and 2 or 1) * s.F * s.PC   -- input elements in registers, prefetch included
+  -- input elements in registers, prefetch included; pf=3's unconditional loads
+  -- keep a third row's worth live (measured: 2018fa's tm=12 tile 166 -> 200)
+  s.inputs = (p.pf == 3 and 3 or p.pf >= 1 and 2 or 1) * s.F * s.PC
   s.regs = s.acc + s.inputs + s.vec + 24
   s.xfloats, s.conflicts = 0, 1
   if p.xs == 2 then
