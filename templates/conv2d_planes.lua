@@ -151,6 +151,12 @@ local function default_ib(l, fp)
   return best or 1
 end
 
+-- The default warpgroups under the defaults of ib and rows (for fp as given).
+local function default_wgs_given(l, given)
+  local fp = given and given.fp
+  return default_wgs(l, default_ib(l, fp), default_rows(l, fp))
+end
+
 T.params = {
   { name = "ib", doc = "images a block (their planes in shared memory; their pixels the block's columns)",
     legal = function(_) return { 1, 2, 3, 4, 5, 6, 7, 8 } end,
@@ -167,20 +173,14 @@ T.params = {
     default = function(l, given) return default_rows(l, given and given.fp) end },
   { name = "wgs", doc = "warpgroups (128 threads each) a block, the block's m64 tiles shared among them",
     legal = function(_) return { 1, 2, 3, 4 } end,
-    default = function(l, given)
-      local fp = given and given.fp
-      return default_wgs(l, default_ib(l, fp), default_rows(l, fp))
-    end },
+    default = default_wgs_given },
   common.wgmma_bm_param(),
   { name = "bk", doc = "reduction rows of one slice, a multiple of 8 (its products summed apart)",
     legal = function(_) return { 32, 64, 16, 24, 48, 8, 128 } end,
     default = function(_) return 32 end },
   { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
     legal = function(_) return { 3, 2, 1, 4 } end,
-    default = function(l, given)
-      local fp = given and given.fp
-      return ({ 3, 2, 1, 1 })[default_wgs(l, default_ib(l, fp), default_rows(l, fp))]
-    end },
+    default = function(l, given) return ({ 3, 2, 1, 1 })[default_wgs_given(l, given)] end },
   { name = "fp", doc = "1: a 2x2 pool of stride 2 fused into the epilogue (the tile through shared memory); 0: a pool kernel after",
     legal = function(_) return { 0, 1 } end,
     default = function(_) return 0 end },

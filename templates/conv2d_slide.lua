@@ -20,10 +20,11 @@
 -- ptxas made the next products wait for those loads as well (Nsight Compute on
 -- 2018sp conv2: 11 % of the stall samples on mul(vn)'s first FFMA), without
 -- it 16-row blocks ran 0.756 -> 0.732 ms (but 21-row blocks 0.748 -> 0.801,
--- 2018fa's tm=12 tile 4.35 -> 6.15: its registers rose 166 -> 200), so both stay. The weights sit in shared memory as the runtime
--- uploads them, transposed (C*K*K rows of M maps), `cs` channels at a time: a
--- thread's tm maps of one (c, p, q) are one to four vector reads that every
--- thread of a warp shares (a broadcast), each feeding 4*F*TS FMAs.
+-- 2018fa's tm=12 tile 4.35 -> 6.15: its registers rose 166 -> 200), so both
+-- stay. The weights sit in shared memory as the runtime uploads them,
+-- transposed (C*K*K rows of M maps), `cs` channels at a time: a thread's tm
+-- maps of one (c, p, q) are one to four vector reads that every thread of a
+-- warp shares (a broadcast), each feeding 4*F*TS FMAs.
 -- The unrolled body is K*tm*F*TS multiply-adds: it does not grow with C.
 -- Measured on an H100 (bench/RESULTS.md), it ran the course's conv2 layers
 -- (C = 6 and 12, 16 and 24 maps), whose small C*K*K leaves an implicit GEMM's
@@ -176,11 +177,10 @@ local function shape(l, p)
   s.inputs = (p.pf == 3 and 3 or p.pf >= 1 and 2 or 1) * s.F * s.PC
   s.regs = s.acc + s.inputs + s.vec + 24
   s.xfloats, s.conflicts = 0, 1
+  if p.xs >= 1 then s.SLOTS, s.NFULL = slots(p.rows, s.F * g.S, s.IR, s.RT) end
   if p.xs == 2 then
     -- each thread's window of a slot in its own chunk of WC floats (PC rounded
-    -- up to quads), read as float4: xs[cs][SLOTS][CT][WC]
-    s.SLOTS, s.NFULL = slots(p.rows, s.F * g.S, s.IR, s.RT)
-    -- an odd number of quads, so that the float4 reads of 8 consecutive chunks
+    -- up to quads), read as float4: xs[cs][SLOTS][CT][WC]; an odd number of quads, so that the float4 reads of 8 consecutive chunks
     -- (a phase of a warp's 128-bit reads) fall on 8 different quads of banks
     s.WV = common.ceil_div(s.PC, 4) * 4          -- the floats read (and written)
     s.WC = s.WV
@@ -188,7 +188,6 @@ local function shape(l, p)
     s.RP, s.CTOFF = s.CT * s.WC, s.WC
     s.xfloats = p.cs * s.SLOTS * s.RP
   elseif p.xs == 1 then
-    s.SLOTS, s.NFULL = slots(p.rows, s.F * g.S, s.IR, s.RT)
     s.WP, s.conflicts = pitch((s.CT * s.TS - 1) * g.S + l.K, s.G, s.CT, s.F * g.S, s.TS * g.S, s.threads)
     -- rounded up to whole quads: the weights after them are read as float4 (and
     -- float2), which must lie on 16 (8) bytes; 2018sp's conv2 at rows=21 cs=6
@@ -289,9 +288,10 @@ function T.check(l, p)
   if no_tile[l] and blame ~= "cs" then
     local _, _, _, F, RL = geom(l)
     return string.format("no tile fits this layer: M=%d splits only into groups of tm = %s maps, and every " ..
-      "tm x cols tile of an output row of %d%s needs more than %d threads a block or more registers than a " ..
-      "thread gets; use strategy igemm", l.M, table.concat(common.divisors(l.M, 32), ", "), RL,
-      F > 1 and string.format(" (%d conv rows under each, pooled)", F) or "", common.MAX_THREADS), "tm"
+      "tm x cols tile of an output row of %d%s needs more than %d threads a block, more registers than a " ..
+      "thread gets or more than %d unrolled multiply-adds; use strategy igemm", l.M,
+      table.concat(common.divisors(l.M, 32), ", "), RL,
+      F > 1 and string.format(" (%d conv rows under each, pooled)", F) or "", common.MAX_THREADS, T.BODY_BUDGET), "tm"
   end
   return why, blame
 end
@@ -686,6 +686,7 @@ function T.kernel(l, p)
   local okexpr, okend = "", ""
   if #conds > 0 then okexpr, okend = "(" .. table.concat(conds, " && ") .. ") ? ", " : 0.0f" end
   local xsm = p.xs >= 1
+  local wvec = s.wfloats % 4 == 0   -- the weights staged as float4
   local name = string.format("conv2d_slide_c%dm%dk%d_h%dw%d%s_%s%s%s_t%dx%dr%dc%dx%dp%do%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.tm, p.cols, p.rows, p.cs, p.xs, p.pf, p.occ)
@@ -695,10 +696,10 @@ function T.kernel(l, p)
     tm = p.tm, cols = p.cols, rows = p.rows, cs = p.cs, pf = p.pf, occ = p.occ,
     G = s.G, CT = s.CT, RT = s.RT, F = s.F, TS = s.TS, PC = s.PC, IR = s.IR, threads = s.threads,
     SLOTS = s.SLOTS, NFULL = s.NFULL, WP = s.WP,
-    xfloats = s.xfloats, wfloats = s.wfloats, smem = s.smem, wvec = s.wfloats % 4 == 0,
+    xfloats = s.xfloats, wfloats = s.wfloats, smem = s.smem, wvec = wvec,
     vec = s.vec, stages = l.C // p.cs, OH = OH, OW = OW,
     -- one stage: the weights' loads in flight together (up to 8 a thread), no accumulator live yet
-    wunroll = l.C // p.cs == 1 and math.min(8, common.ceil_div(s.wfloats // (s.wfloats % 4 == 0 and 4 or 1), s.threads)) or 1,
+    wunroll = l.C // p.cs == 1 and math.min(8, common.ceil_div(s.wfloats // (wvec and 4 or 1), s.threads)) or 1,
     xsm = xsm, xch = p.xs == 2, WC = s.WC, WV = s.WV, RP = s.RP, CTOFF = s.CTOFF, next = xsm and "rl + 1" or "r + 1", next2 = xsm and "rl + 2" or "r + 2",
     last_row = xsm and p.cs * l.K or l.C * l.K, step = p.pf >= 2 and 2 or 1,
     rowcheck = rowcheck, okexpr = okexpr, okend = okend, colskip = s.colskip,
