@@ -50,6 +50,7 @@ static void push_target(lua_State *L, const cg_target *tg)
     set_int(L, "max_threads", tg->max_threads);
     lua_pushboolean(L, tg->sm90a);
     lua_setfield(L, -2, "sm90a");
+    if (tg->batch > 0) set_int(L, "batch", tg->batch);
 }
 
 void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
@@ -337,6 +338,7 @@ static int take_result(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     lua_pop(L, 1);
     int bad = cg_buf_printf(&man, "convgen-manifest 1\nnetwork %s\ngenerator %s\nmax_batch %lld\n",
                             s->name, CG_VERSION, max_batch);
+    if (!bad && tg && tg->batch > 0) bad = cg_buf_printf(&man, "bucket %d\n", tg->batch);
     lua_getfield(L, -1, "tensors");
     for (lua_Integer i = 1; !bad && lua_rawgeti(L, -1, i) == LUA_TTABLE; i++) {
         lua_getfield(L, -1, "name");

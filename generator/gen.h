@@ -34,7 +34,8 @@ typedef struct {
  * from the device (cuDeviceGetAttribute), `convgen build` from a
  * per-architecture table (the minimum over the chosen archs, runtime/cuda/aot.c).
  * Templates see it as net.target and l.target (one table):
- * { cc=, max_shared=, regs_per_block=, regs_per_sm=, sms=, max_threads=, sm90a= (a boolean) }. */
+ * { cc=, max_shared=, regs_per_block=, regs_per_sm=, sms=, max_threads=, sm90a= (a boolean),
+ *   batch= (only where > 0) }. */
 typedef struct {
     int cc;               /* compute capability compiled for: 10*major+minor */
     int max_shared_optin; /* bytes of shared memory one block may use, opt-in included */
@@ -43,6 +44,8 @@ typedef struct {
     int sms;              /* multiprocessors; 0 when unknown (a fat binary serves many GPUs) */
     int max_threads;      /* threads per block */
     int sm90a;            /* 1: the kernels are built for sm_90 alone, as sm_90a (wgmma: conv2d_igemm_wg) */
+    int batch;            /* the images a launch is generated for, as a bucket (cg_batch_bucket:
+                             1, 8, 64, 512); 0: the large-batch default (templates tile for 10,000) */
 } cg_target;
 
 /* The conservative default a NULL target means: cc 75, 48 KiB of shared

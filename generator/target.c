@@ -15,6 +15,7 @@ void cg_target_default(cg_target *t)
     t->sms = 0;
     t->max_threads = 1024;
     t->sm90a = 0;
+    t->batch = 0;
 }
 
 void cg_target_widest(cg_target *t)

@@ -265,3 +265,12 @@ double cg_now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
+
+int cg_batch_bucket(long long n)
+{
+    static const int buckets[] = {1, 8, 64, 512};
+    if (n <= 0) return 0;
+    for (size_t i = 0; i < sizeof buckets / sizeof buckets[0]; i++)
+        if (n <= buckets[i]) return buckets[i];
+    return 0;
+}

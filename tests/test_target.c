@@ -103,7 +103,7 @@ static void test_lua_table(void)
         return;
     }
     lua_State *L = cg_lua_state(h);
-    cg_target t = {90, 232448, 65536, 65536, 132, 1024, 1};
+    cg_target t = {90, 232448, 65536, 65536, 132, 1024, 1, 0};
     cg_gen_push_net(L, s, &t);
     int net = lua_gettop(L);
     lua_getfield(L, net, "target");
@@ -153,7 +153,7 @@ static void test_generate_for(void)
 {
     cg_spec *s = malloc(sizeof *s);
     cg_err e = {""};
-    cg_target big = {90, 232448, 65536, 65536, 132, 1024, 0};
+    cg_target big = {90, 232448, 65536, 65536, 132, 1024, 0, 0};
     if (!s || cg_spec_load("specs/example-conv.yaml", s, &e) || cg_generate(s, "r", &ga, &e) ||
         cg_generate_for(s, "r", &big, &gb, &e)) {
         CHECK(0, "generate: %s", e.msg);

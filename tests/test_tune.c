@@ -908,7 +908,7 @@ static void test_model(void)
     cg_spec *s = malloc(sizeof *s);
     cg_err e = {{0}};
     CHECK(cg_spec_load(path, s, &e) == 0, "model spec: %s", e.msg);
-    cg_target tg = {90, 227 * 1024, 65536, 65536, 132, 1024, 1};
+    cg_target tg = {90, 227 * 1024, 65536, 65536, 132, 1024, 1, 0};
     /* igemm bm=64 bn=128 bk=9 tm=8 tn=8 stages=2 on C=32 12x12 -> 64 maps of 10x10:
      * 128 threads, about 92 registers (+16), 13,824 B shared: 4 blocks an SM (registers);
      * 7,813 blocks, 60 on the busiest of 132 SMs; 8x8 tiles read 16 words for 64 FMAs

@@ -77,8 +77,25 @@ static int arch_target(const char *arch_text, int archs[CG_AOT_MAX_ARCHS], int *
     return 0;
 }
 
+#define BATCH_HELP                                                                          \
+    "  --batch N          generate for launches of N images: the kernels of the smallest\n"   \
+    "                     bucket of 1, 8, 64 and 512 holding N (small-batch tiles, e.g. fc\n"  \
+    "                     layers as split reductions); above 512, the default large-batch ones\n"
+
+/* --batch N: the bucket into target t (filled with the default target first
+ * when have_target is 0). */
+static int batch_target(const char *text, cg_target *t, int have_target, cg_err *e)
+{
+    long long n = 0;
+    int rc = cg_opt_int("--batch", text, 1, 1LL << 31, &n, e);
+    if (rc) return rc;
+    if (!have_target) cg_target_default(t);
+    t->batch = cg_batch_bucket(n);
+    return 0;
+}
+
 static const char generate_usage[] =
-    "usage: convgen generate SPEC -o DIR [--arch LIST]\n"
+    "usage: convgen generate SPEC -o DIR [--arch LIST] [--batch N]\n"
     "\n"
     "Write one .cu file per kernel of SPEC and manifest.txt into DIR (created if\n"
     "missing). Kernels DIR's previous manifest named and this output lacks are\n"
@@ -88,14 +105,16 @@ static const char generate_usage[] =
     "  --arch LIST        generate for what these architectures allow (as build: 90, sm_90\n"
     "                     or compute_90, comma-separated), e.g. the shared memory a JIT\n"
     "                     run on that GPU has; default: a conservative target (48 KiB)\n"
+    BATCH_HELP
     "  -h, --help         this text\n";
 
 /* convgen generate SPEC -o DIR */
 int cg_cmd_generate(int argc, char **argv, cg_err *e)
 {
-    const char *spec_path = NULL, *dir = NULL, *arch_text = NULL;
-    const cg_opt opts[] = {{"-o", 1, &dir}, {"--output", 1, &dir}, {"--arch", 1, &arch_text}};
-    int rc = cg_opts_parse(argc, argv, opts, 3, &spec_path, generate_usage, e);
+    const char *spec_path = NULL, *dir = NULL, *arch_text = NULL, *batch_text = NULL;
+    const cg_opt opts[] = {{"-o", 1, &dir}, {"--output", 1, &dir}, {"--arch", 1, &arch_text},
+                           {"--batch", 1, &batch_text}};
+    int rc = cg_opts_parse(argc, argv, opts, 4, &spec_path, generate_usage, e);
     if (rc) return rc == CG_OPTS_HELP ? 0 : rc;
     if (!spec_path || !dir) {
         cg_fail(e, "generate needs SPEC and -o DIR");
@@ -104,9 +123,10 @@ int cg_cmd_generate(int argc, char **argv, cg_err *e)
     int archs[CG_AOT_MAX_ARCHS], narch = 0;
     cg_target target;
     if (arch_text && (rc = arch_target(arch_text, archs, &narch, &target, e))) return rc;
+    if (batch_text && (rc = batch_target(batch_text, &target, arch_text != NULL, e))) return rc;
     cg_spec *s;
     cg_gen_output *o;
-    if ((rc = load_generate(spec_path, arch_text ? &target : NULL, NULL, 1, &s, &o, e))) return rc;
+    if ((rc = load_generate(spec_path, arch_text || batch_text ? &target : NULL, NULL, 1, &s, &o, e))) return rc;
     rc = cg_gen_write(o, dir, e) ? CG_EXIT_IO : 0;
     if (!rc) printf("%s: %d kernels written to %s\n", s->name, o->nkernels, dir);
     free_generate(s, o);
@@ -144,7 +164,7 @@ int cg_cmd_data(int argc, char **argv, cg_err *e)
 }
 
 static const char build_usage[] =
-    "usage: convgen build SPEC [--arch LIST] -o NET.fatbin|NET.cgb\n"
+    "usage: convgen build SPEC [--arch LIST] [--batch N] -o NET.fatbin|NET.cgb\n"
     "\n"
     "Compile every kernel of SPEC with NVRTC (the JIT's options) into one fat binary,\n"
     "packed by CUDA's fatbinary: a cubin per architecture plus PTX of the newest,\n"
@@ -156,6 +176,7 @@ static const char build_usage[] =
     "  --arch LIST        comma-separated architectures, each 90, sm_90 or compute_90\n"
     "                     (default 75,80,86,89,90,100,120)\n"
     "  -o, --output FILE  the fat binary or (ending in .cgb) the bundle to write\n"
+    BATCH_HELP
     "  --tuning FILE      the tuning record to apply (default: SPEC's .tuning.yaml if present;\n"
     "                     applied whatever device it was made on: a fat binary serves many)\n"
     "  --no-tuning        ignore any tuning record: the spec's and the templates' defaults\n"
@@ -198,9 +219,10 @@ static int write_bundle(const cg_spec *s, const char *spec_path, const cg_gen_ou
 /* convgen build SPEC --arch 75,80,... -o NET.fatbin|NET.cgb */
 int cg_cmd_build(int argc, char **argv, cg_err *e)
 {
-    const char *spec_path = NULL, *out = NULL, *arch_text = NULL, *tuning = NULL, *no_tuning = NULL;
+    const char *spec_path = NULL, *out = NULL, *arch_text = NULL, *tuning = NULL, *no_tuning = NULL,
+               *batch_text = NULL;
     const cg_opt opts[] = {{"-o", 1, &out},            {"--output", 1, &out},       {"--arch", 1, &arch_text},
-                           {"--tuning", 1, &tuning}, {"--no-tuning", 0, &no_tuning}};
+                           {"--tuning", 1, &tuning}, {"--no-tuning", 0, &no_tuning}, {"--batch", 1, &batch_text}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec_path, build_usage, e);
     if (rc) return rc == CG_OPTS_HELP ? 0 : rc;
     if (!spec_path || !out) {
@@ -210,6 +232,7 @@ int cg_cmd_build(int argc, char **argv, cg_err *e)
     int archs[CG_AOT_MAX_ARCHS], narch = 0;
     cg_target target; /* what every chosen architecture allows */
     if ((rc = arch_target(arch_text, archs, &narch, &target, e))) return rc;
+    if (batch_text && (rc = batch_target(batch_text, &target, 1, e))) return rc;
     if (cg_check_output_file(out, e)) return CG_EXIT_USAGE;
     cg_spec *s;
     cg_gen_output *o;

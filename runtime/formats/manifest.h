@@ -5,6 +5,8 @@
  *   network NAME
  *   generator VERSION
  *   max_batch N                 images per launch so that no index passes 2^31
+ *   bucket B                    (optional) the batch the kernels were generated for
+ *                               (1, 8, 64 or 512); absent: the large-batch kernels
  *   tensor NAME u8|f32|i32 ELEMS  elements per image
  *   layer NAME OP OUT_TENSOR    spec layers in order (op conv|fc|softmax)
  *   kernel NAME layer=L template=T in=TENSOR out=TENSOR grid=G,G,G block=X,Y,Z
@@ -69,6 +71,7 @@ typedef struct {
     char network[CG_NAME_MAX];
     char hash[17];
     long long max_batch;
+    int bucket; /* the batch the kernels were generated for; 0: large-batch kernels */
     int ntensors, nkernels, nlayers;
     cg_mtensor t[CG_MAX_TENSORS];
     cg_mkernel k[CG_MAN_KERNELS];

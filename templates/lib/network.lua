@@ -248,17 +248,36 @@ end
 -- faster than tiled's without a split and 6.0-8.6x with its sm_90 default split
 -- (22,050 inputs through float2 loads: 8.4x; 10,933 through single floats: 6.0x),
 -- and the course's 140-500 inputs into 10 outputs 2.1-3.7x.
+--
+-- Where the network is generated for a small batch (l.batch, the bucket: `--batch`
+-- of generate, build and run, or a library call's batch), `gemv`: vec's 128-image
+-- tiles leave a few blocks to stream all the weights, where gemv splits each
+-- output's reduction over a block and reads every weight once per 8 images.
+network.AUTO_GEMV_MAX_BATCH = 64
+
 function network.auto_fc(l)
   local IN = l.C * l.H * l.W
+  if l.batch and l.batch > 0 and l.batch <= network.AUTO_GEMV_MAX_BATCH then
+    return "fc_gemv", string.format("auto: gemv, since the network is generated for %d image%s (at most %d)",
+      l.batch, l.batch == 1 and "" or "s", network.AUTO_GEMV_MAX_BATCH)
+  end
   local v = IN % 4 == 0 and "float4" or IN % 2 == 0 and "float2" or "single-float"
   return "fc_vec", string.format("auto: vec (%s loads for %d inputs)", v, IN)
 end
 
--- The template serving layer l and, where `auto` chose it, why.
+-- The template serving layer l and, where `auto` chose it, why. A spec's fc
+-- strategy and params are choices for the large batch: kernels generated for a
+-- small batch (l.batch up to AUTO_GEMV_MAX_BATCH) take gemv with its own defaults
+-- instead, and the third result says that the spec's params do not apply.
 local function layer_choice(l)
   if l.strategy == "auto" then
     if l.op == "conv" then return network.auto_strategy(l) end
     return network.auto_fc(l)
+  end
+  if l.op == "fc" and l.strategy ~= "gemv" and l.batch and l.batch > 0
+      and l.batch <= network.AUTO_GEMV_MAX_BATCH then
+    local _, why = network.auto_fc(l)
+    return "fc_gemv", why .. string.format("; the spec's strategy %s is for the large batch", l.strategy), true
   end
   return (l.op == "conv" and "conv2d_" or "fc_") .. l.strategy, nil
 end
@@ -296,6 +315,8 @@ function network.build(net)
     return k
   end
 
+  -- the batch the kernels are generated for (the target's bucket; nil: the large-batch default)
+  local batch = net.batch or (net.target and net.target.batch and net.target.batch > 0 and net.target.batch) or nil
   local elems_in = net.C * net.H * net.W
   tensor("pixels", "u8", elems_in)
   local cur = add("input_u8", { elems = elems_in, scale_text = net.scale_text, offset_text = net.offset_text },
@@ -303,6 +324,7 @@ function network.build(net)
   cur = cur.out
   for _, l in ipairs(net.layers) do
     local i = l.index
+    l.batch = batch
     if l.op == "conv" then
       local tname, why = layer_choice(l)
       local k = add(tname, l, l.params, i, l.name, cur, l.name)
@@ -324,8 +346,8 @@ function network.build(net)
         end
       end
     elseif l.op == "fc" then
-      local tname, why = layer_choice(l)
-      local k = add(tname, l, l.params, i, l.name, cur, l.name)
+      local tname, why, own = layer_choice(l)
+      local k = add(tname, l, not own and l.params or nil, i, l.name, cur, l.name)
       k.chosen = why
     elseif l.op == "softmax" then
       add("softmax", { elems = l.C * l.H * l.W }, nil, i, l.name, cur, l.name)
@@ -378,7 +400,7 @@ function network.layer_table(net, index, const_left)
   for k, v in pairs(layer_at(net, index)) do l[k] = v end
   l.params = nil
   l.const_left = const_left or common.CONST_BUDGET
-  l.batch = net.batch
+  l.batch = net.batch or (net.target and net.target.batch and net.target.batch > 0 and net.target.batch) or nil
   return l
 end
 
