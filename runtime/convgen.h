@@ -75,6 +75,8 @@ typedef struct {
                                 so that an element a kernel fails to write shows (testing) */
     long long weights_seed;  /* a spec without a weights file gets seeded random weights:
                                 this seed; negative: the spec's `seed` */
+    int no_graphs;           /* CUDA: launch each kernel itself; by default a batch's kernels
+                                are captured once as a CUDA graph and replayed */
 } cg_net_options;
 
 void cg_net_options_init(cg_net_options *o);

@@ -25,6 +25,7 @@ typedef struct {
     size_t manifest_len;  /* nothing is generated or compiled */
     const void *fatbin_data;
     size_t fatbin_len;
+    int no_graphs;       /* CUDA: plain launches, no captured graph */
 } cg_backend_opts;
 
 /* One run: n images in, predictions (and optionally scores and per-layer outputs) out. */

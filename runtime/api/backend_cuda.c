@@ -19,7 +19,8 @@ static int cuda_open(void **state, const cg_spec *s, const cg_weights *w, const 
     if (!c) return cg_fail(e, "out of memory"), CG_STATUS_IO;
     *state = c;
     cg_gpu_opts go = {o->fatbin,   o->no_cache, o->batch,        o->poison,      o->profile,  o->device,
-                      o->log,      o->streams,  o->manifest,     o->manifest_len, o->fatbin_data, o->fatbin_len};
+                      o->log,      o->streams,  o->manifest,     o->manifest_len, o->fatbin_data, o->fatbin_len,
+                      o->no_graphs};
     return cg_gpu_open(&c->g, s, w, &go, &c->hc, e) ? CG_STATUS_DEVICE : 0;
 }
 

@@ -213,6 +213,19 @@ static double median(double *v, int n)
     return st.median;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The index of the p-th percentile in n sorted values (nearest rank). */
+static long long percentile_at(int p, long long n)
+{
+    long long k = (p * n + 99) / 100;
+    return k < 1 ? 0 : k - 1;
+}
+
 /* Where kernel `name`'s code came from, NULL if unknown. */
 static const cg_kernel_build *build_of(const cg_host_costs *hc, const char *name)
 {
@@ -258,6 +271,12 @@ static void print_profile(const cg_gpu_times *t, const cg_host_costs *hc)
     printf("  %-26s %9.3f ms\n", "images upload (uint8)", hc->upload_ms);
     printf("  %-26s %9.3f ms\n", "results download", hc->download_ms);
     if (hc->cache_note[0]) printf("  cache: %s\n", hc->cache_note);
+    if (t->bucket) printf("  kernels generated for batches of up to %d image%s\n", t->bucket, t->bucket > 1 ? "s" : "");
+    else printf("  kernels generated for large batches\n");
+    if (t->graph_replays)
+        printf("  launches: %d batch%s as CUDA graph replays (%d captured)\n", t->graph_replays,
+               t->graph_replays > 1 ? "es" : "", t->graph_captures);
+    else printf("  launches: each kernel launched itself (no CUDA graph)\n");
     char streamed[1024];
     cg_gpu_stream_summary(t, streamed, sizeof streamed);
     fputs(streamed, stdout);
@@ -276,7 +295,8 @@ typedef struct {
 
 /* The same figures as the text output, as JSON, written atomically. */
 static int write_json(const char *path, const cg_job *j, const cg_run_nets *rn, const double *acc,
-                      const double *layer_s, double total_s, int repeat, const int *from_record, cg_err *e)
+                      const double *layer_s, double total_s, int repeat, const double *lat, const int *from_record,
+                      cg_err *e)
 {
     /* the kernels and host costs are the first network's (with --devices the
      * one that compiled them); its streamed figures, or every GPU's */
@@ -296,8 +316,13 @@ static int write_json(const char *path, const cg_job *j, const cg_run_nets *rn, 
     fprintf(f, ",\n  \"images\": %lld,\n  \"repeat\": %d,\n  \"correctness\": ", j->n, repeat);
     if (acc) fprintf(f, "%.6f,\n", *acc);
     else fprintf(f, "null,\n");
-    fprintf(f, "  \"random_weights\": %s,\n  \"total_s\": %.9f,\n  \"layers\": [", j->w.random ? "true" : "false",
-            total_s);
+    fprintf(f, "  \"random_weights\": %s,\n  \"total_s\": %.9f,\n", j->w.random ? "true" : "false", total_s);
+    if (lat) /* sorted host wall times of the timed calls, ms */
+        fprintf(f, "  \"latency_ms\": {\"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f},\n", lat[percentile_at(50, repeat)],
+                lat[percentile_at(90, repeat)], lat[percentile_at(99, repeat)]);
+    if (t && !strcmp(backend, "cuda"))
+        fprintf(f, "  \"bucket\": %d,\n  \"graph_replays\": %d,\n", t->bucket, t->graph_replays);
+    fprintf(f, "  \"layers\": [");
     for (int l = 0; l < j->s->nlayers; l++) {
         fprintf(f, "%s\n    {\"name\": ", l ? "," : "");
         cg_json_str(f, j->s->layers[l].name);
@@ -388,14 +413,18 @@ static const char run_usage[] =
     "  --images N          the first N test images (default all; at most the set's size)\n"
     "  --backend B         auto (default: the GPU if one answers, else the CPU), cuda, cpu\n"
     "  --fatbin F          kernels from a fat binary (convgen build) instead of NVRTC (GPU)\n"
-    "  --batch B           images per launch (GPU)\n"
+    "  --batch B           images per launch (GPU); the kernels are generated for its\n"
+    "                      bucket (1, 8, 64, 512 or large). Without it, a run of at most\n"
+    "                      512 images is one launch of that many (small-batch kernels)\n"
+    "  --no-graphs         launch each kernel itself instead of replaying a CUDA graph (GPU)\n"
     "  --no-cache          compile every kernel, bypassing the JIT cache (GPU)\n"
     "  --profile           per-kernel times and host-side costs (GPU)\n"
     "  --device N          the GPU to run on (default 0)\n"
     "  --devices L         several GPUs at once: L is 0,1,... or all; each GPU runs one\n"
     "                      contiguous shard of the images (streamed as on one GPU), the\n"
     "                      answers in input order; not with --device (GPU)\n"
-    "  --repeat R          R timed runs after a warm-up (none on the CPU); medians\n"
+    "  --repeat R          R timed runs after a warm-up (none on the CPU); medians, and\n"
+    "                      each call's host latency (p50, p90, p99)\n"
     "  --json FILE         the figures as JSON (FILE must be absent or a regular file)\n"
     "  --data DIR          where the IDX files are (default " CG_DATA_DIR_DEFAULT ")\n"
     "  --random-input S    made-up images from seed S instead of the data set\n"
@@ -510,8 +539,9 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend_t = NULL, *fatbin = NULL,
                *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL,
                *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL, *repeat_ds_t = NULL,
-               *streams_t = NULL, *input = NULL, *labels = NULL, *output = NULL, *devices_t = NULL;
-    const cg_opt opts[] = {{"--images", 1, &images_t}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend_t},
+               *streams_t = NULL, *input = NULL, *labels = NULL, *output = NULL, *devices_t = NULL,
+               *no_graphs = NULL;
+    const cg_opt opts[] = {{"--images", 1, &images_t}, {"--no-graphs", 0, &no_graphs}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend_t},
                            {"--repeat-dataset", 1, &repeat_ds_t}, {"--streams", 1, &streams_t},
                            {"--fatbin", 1, &fatbin},   {"--data", 1, &data},     {"--no-cache", 0, &no_cache},
                            {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t},
@@ -561,7 +591,7 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     int use_gpu = 0;
     const char *gpu_opt = devices_t ? "--devices" : fatbin ? "--fatbin" : profile ? "--profile" : batch_t ? "--batch"
                         : no_cache ? "--no-cache" : device_t ? "--device" : tuning ? "--tuning"
-                        : no_tuning ? "--no-tuning" : streams_t ? "--streams" : NULL;
+                        : no_tuning ? "--no-tuning" : streams_t ? "--streams" : no_graphs ? "--no-graphs" : NULL;
     if (devices_t && dev.k) device = dev.id[0]; /* the one the tuning record is checked against */
     rc = gpu_opt ? gpu_only(gpu_opt, backend, (int)device, &use_gpu, e)
                  : pick_backend(backend, (int)device, 0, &use_gpu, e);
@@ -572,6 +602,7 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     no.device = (int)device, no.fatbin = fatbin, no.no_cache = no_cache != NULL, no.batch = batch;
     no.streams = (int)streams;
     no.profile = profile != NULL, no.tuning = tuning, no.no_tuning = no_tuning != NULL;
+    no.no_graphs = no_graphs != NULL;
     int from_record[CG_MAX_LAYERS] = {0};
     if (!rc && use_gpu && !j.is_bundle) rc = cg_net_tune(j.s, &no, from_record, NULL, e);
     if (!rc) rc = input ? job_load_user(&j, input, labels, images, images_t != NULL, classes, e)
@@ -588,13 +619,19 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     memset(&rn, 0, sizeof rn);
     rn.k = devices_t ? dev.k : 1, rn.dev = devices_t ? &dev : NULL;
     if (!pred || !samples || (output && !scores)) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
+    /* a small run is one launch of its images, through kernels generated for that batch */
+    if (use_gpu && !batch_t && j.n > 0 && cg_batch_bucket(j.n)) no.batch = j.n;
+    double *lat = malloc((size_t)repeat * sizeof *lat); /* each call's host wall time, ms */
+    if (!lat) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
     if (!rc) rc = open_nets(&j, &no, &rn, e);
     cg_input in = {j.xt, j.n, s->C, s->H, s->W, j.x};
     double ms[CG_MAX_LAYERS], total = 0;
     /* with repeats on the GPU, one untimed warm-up run first; report medians */
     if (!rc && use_gpu && repeat > 1) rc = run_nets(&rn, &in, pred, scores, NULL, s->nlayers, ms, &total, e);
     for (int r = 0; !rc && r < repeat; r++) {
+        double t0 = cg_now_ms();
         if ((rc = run_nets(&rn, &in, pred, scores, NULL, s->nlayers, ms, &total, e))) break;
+        lat[r] = cg_now_ms() - t0;
         for (int l = 0; l < s->nlayers; l++) samples[l * repeat + r] = ms[l] / 1e3;
         samples[s->nlayers * repeat + r] = total / 1e3;
     }
@@ -619,14 +656,22 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
             if (bad) rc = CG_EXIT_IO;
             else printf("Output: %lld predictions and scores -> %s\n", j.n, output);
         }
+        if (repeat > 1) {
+            double gpu_ms = total_s * 1e3;
+            qsort(lat, (size_t)repeat, sizeof *lat, cmp_double);
+            printf("Latency: p50 %.3f ms, p90 %.3f ms, p99 %.3f ms per call of %lld image%s (host wall time, "
+                   "pixels in host memory to predictions in host memory, %lld calls); %s time %.3f ms (median)\n",
+                   lat[percentile_at(50, repeat)], lat[percentile_at(90, repeat)], lat[percentile_at(99, repeat)],
+                   j.n, j.n == 1 ? "" : "s", repeat, use_gpu ? "GPU" : "compute", gpu_ms);
+        }
         if (use_gpu && profile) print_profiles(&rn), print_tuned(s, from_record);
         if (!rc && json &&
             write_json(json, &j, &rn, j.labels && random_seed < 0 ? &acc : NULL, layer_s, total_s, (int)repeat,
-                       use_gpu ? from_record : NULL, e))
+                       repeat > 1 ? lat : NULL, use_gpu ? from_record : NULL, e))
             rc = CG_EXIT_IO;
     }
     for (int i = 0; i < rn.k; i++) cg_net_close(rn.nets[i]);
-    free(pred), free(samples), free(scores);
+    free(pred), free(samples), free(scores), free(lat);
     job_free(&j);
     return rc;
 }

@@ -65,6 +65,13 @@
     X(cuEventRecord, 2000)                                                                     \
     X(cuEventSynchronize, 2000)                                                                \
     X(cuEventElapsedTime, 12080)                                                               \
+    X(cuEventRecordWithFlags, 11010)                                                           \
+    X(cuStreamBeginCapture, 10010)                                                             \
+    X(cuStreamEndCapture, 10000)                                                               \
+    X(cuGraphInstantiateWithFlags, 11040)                                                      \
+    X(cuGraphLaunch, 10000)                                                                    \
+    X(cuGraphExecDestroy, 10000)                                                               \
+    X(cuGraphDestroy, 10000)                                                                   \
     X(cuGetErrorName, 6000)                                                                    \
     X(cuGetErrorString, 6000)
 

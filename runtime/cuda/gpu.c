@@ -20,6 +20,9 @@ typedef struct {
     CUdeviceptr tdev[CG_MAX_TENSORS]; /* one batch of every tensor */
     CUevent ev[CG_MAN_KERNELS + 1];   /* at the kernel marks (cg_gpu.mark) */
     CUevent up0, up1, dn1;            /* upload start and end, download end */
+    CUgraphExec graph;                /* the kernels of a batch of graph_n images, captured */
+    long long graph_n;                /* the images it was captured for; 0: none */
+    int graph_skip;                   /* the kernel it leaves out (a float input), -1: none */
     unsigned char *hin;               /* pinned: one batch of input pixels */
     unsigned char *hout;              /* pinned: one batch of every result downloaded */
     size_t hin_cap, hout_cap;         /* their bytes */
@@ -39,6 +42,7 @@ struct cg_gpu {
     int nowned;
     long long batch;                      /* images per batch, per set */
     int poison, profile;
+    int graphs;                           /* replay each set's kernels as a captured CUDA graph */
     int nsets;
     cg_gpu_set set[CG_PIPE_MAX_SETS];
     /* event index recorded before kernel i (i = nkernels: after the last), -1
@@ -340,6 +344,8 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
             rc = cg_nvrtc_open(&nv, e);
             if (!rc) rc = cg_jit_target(nv, g->cu, &arch, &as_ptx, &tg, e);
         }
+        /* the kernels for the batch asked for (a fat binary: the bucket it was built for) */
+        tg.batch = cg_batch_bucket(o->batch);
         double t0 = cg_now_ms();
         char regen[CG_PATH_MAX + 64];
         cg_regen_command(s->path, regen, sizeof regen);
@@ -379,6 +385,7 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     g->s = s;
     g->poison = o->poison;
     g->profile = o->profile;
+    g->graphs = !o->no_graphs;
     g->nsets = o->streams ? o->streams : 2;
     *out = g;
     if (g->nsets < 1 || g->nsets > CG_PIPE_MAX_SETS) {
@@ -483,6 +490,61 @@ static void copy_wide(unsigned char *dst, const unsigned char *src, size_t n)
     }
 }
 
+/* The kernels of a batch of n images on set st (without kernel `skip`), with
+ * the events at the marks; `record` records an event as the graph's capture
+ * needs it (an external event node, so that its time can be read) or plainly. */
+static int queue_kernels(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int external, cg_err *e)
+{
+    const cg_manifest *m = g->m;
+    cg_cu *cu = g->cu;
+    for (int i = 0; i <= m->nkernels; i++) {
+        if (g->mark[i] >= 0) {
+            CUevent ev = st->ev[g->mark[i]];
+            if (external ? CG_CU(e, cu->cuEventRecordWithFlags(ev, st->stream, CU_EVENT_RECORD_EXTERNAL))
+                         : CG_CU(e, cu->cuEventRecord(ev, st->stream)))
+                return -1;
+        }
+        if (i < m->nkernels && i != skip && launch(g, st, i, n, st->stream, e)) return -1;
+    }
+    return 0;
+}
+
+/* The set's kernels for n images as one CUDA graph: captured from the set's
+ * stream the first time (and again when n or the skipped kernel changes: the
+ * grid and the argument n are baked in), then replayed with one launch. A
+ * capture the driver refuses turns graphs off for this cg_gpu and the batch
+ * runs as plain launches (the profile says which). */
+static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, cg_gpu_times *t, cg_err *e)
+{
+    cg_cu *cu = g->cu;
+    if (st->graph && (st->graph_n != n || st->graph_skip != skip)) {
+        if (CG_CU(e, cu->cuGraphExecDestroy(st->graph))) return -1;
+        st->graph = NULL, st->graph_n = 0;
+    }
+    if (!st->graph) {
+        CUgraph gr = NULL;
+        if (CG_CU(e, cu->cuStreamBeginCapture(st->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))) return -1;
+        int rc = queue_kernels(g, st, skip, n, 1, e);
+        CUresult end = cu->cuStreamEndCapture(st->stream, &gr);
+        if (rc) {
+            if (gr) cu->cuGraphDestroy(gr);
+            return -1;
+        }
+        if (CG_CU(e, end)) return -1;
+        CUresult inst = cu->cuGraphInstantiateWithFlags(&st->graph, gr, 0);
+        if (CG_CU(e, cu->cuGraphDestroy(gr))) return -1;
+        if (inst != CUDA_SUCCESS) {
+            st->graph = NULL;
+            g->graphs = 0;
+            return queue_kernels(g, st, skip, n, 0, e);
+        }
+        st->graph_n = n, st->graph_skip = skip;
+        t->graph_captures++;
+    }
+    t->graph_replays++;
+    return CG_CU(e, cu->cuGraphLaunch(st->graph, st->stream));
+}
+
 /* Pipeline submit: stage the pixels in pinned memory, then on the set's stream
  * poison (if asked), upload, wait for the previous batch's kernels (so that
  * kernels never share the device and each layer's events time it alone), run
@@ -512,10 +574,7 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
     if (r->prev >= 0 && r->prev != si &&
         CG_CU(e, cu->cuStreamWaitEvent(st->stream, g->set[r->prev].ev[g->nev - 1], 0)))
         return -1;
-    for (int i = 0; i <= m->nkernels; i++) {
-        if (g->mark[i] >= 0 && CG_CU(e, cu->cuEventRecord(st->ev[g->mark[i]], st->stream))) return -1;
-        if (i < m->nkernels && i != r->skip && launch(g, st, i, n, st->stream, e)) return -1;
-    }
+    if (g->graphs ? queue_graph(g, st, r->skip, n, r->t, e) : queue_kernels(g, st, r->skip, n, 0, e)) return -1;
     for (int d = 0; d < r->ndl; d++) {
         const cg_download *dl = &r->dl[d];
         if (CG_CU(e, cu->cuMemcpyDtoHAsync(st->hout + dl->at, st->tdev[dl->tensor], (size_t)n * dl->per, st->stream)))
@@ -675,6 +734,7 @@ static int run_current(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred
     if (plan_staging(g, &r, n, pred, probs, layer_out, hc, e)) return -1;
     long long nb = (n + g->batch - 1) / g->batch;
     t->images = n;
+    t->bucket = m->bucket;
     t->streams = nb < g->nsets ? (int)nb : g->nsets;
     double t0 = cg_now_ms();
     cg_pipe_ops ops = {submit_batch, finish_batch, drain_sets};
@@ -742,6 +802,7 @@ void cg_gpu_close(cg_gpu *g)
         for (int k = 0; k < CG_PIPE_MAX_SETS; k++) {
             cg_gpu_set *st = &g->set[k];
             if (st->stream) cu->cuStreamSynchronize(st->stream);
+            if (st->graph) cu->cuGraphExecDestroy(st->graph);
             for (size_t i = 0; i < sizeof st->ev / sizeof *st->ev; i++)
                 if (st->ev[i]) cu->cuEventDestroy(st->ev[i]);
             CUevent more[] = {st->up0, st->up1, st->dn1};

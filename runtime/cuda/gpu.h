@@ -36,6 +36,7 @@ typedef struct {
     size_t manifest_len;
     const void *fatbin_data;
     size_t fatbin_len;
+    int no_graphs;       /* launch every kernel itself instead of replaying a captured graph */
 } cg_gpu_opts;
 
 /* Where one kernel's device code came from, and what it cost (--profile). */
@@ -78,6 +79,9 @@ typedef struct {
     double upload_ms, download_ms;  /* device time of the copies, summed over batches */
     double stage_ms;                /* host: pixels into pinned memory, results out of it */
     double wait_ms;                 /* host: blocked waiting for a batch to come back */
+    int graph_captures;             /* CUDA graphs captured (a set's first batch of a size) */
+    int graph_replays;              /* batches run as one graph launch; 0: plain launches */
+    int bucket;                     /* the batch the kernels were generated for; 0: large */
 } cg_gpu_times;
 
 /* The share of the copies' time hidden behind kernels, 0..1: (upload +
