@@ -66,6 +66,39 @@ local function default_mu(l)
   return best
 end
 
+-- Whether the layer is generated for a small batch (a bucket of at most 64 images).
+local function small_batch(l) return l.batch and l.batch > 0 and l.batch <= 64 end
+
+-- maps_unroll's default for a small batch: the smallest divisor of M from 2 (M
+-- itself where it is prime), so that the map groups can be shared out over blocks.
+local function small_mu(l)
+  for _, d in ipairs(common.divisors(l.M, l.M)) do
+    if d >= 2 then return d end
+  end
+  return l.M
+end
+
+-- ms's default: 1 at a large batch; for a small batch, the fewest splits of the
+-- map groups that give every SM of the target (an H100's 132 where unknown) a
+-- block, since one image's outputs alone are a handful of blocks.
+local function default_ms(l, given)
+  if not small_batch(l) then return 1 end
+  local mu = (given and given.maps_unroll) or small_mu(l)
+  local block = (given and given.block) or 32
+  local cols = (given and given.cols) or 1
+  local F = pool_side(l, 1)
+  local g = common.conv_geom(l)
+  local outs = (F > 1 and g.OH * g.OW or g.CH * g.CW) // cols
+  local sms = (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132
+  local blocks = common.ceil_div(l.batch * outs, block)
+  local best = 1
+  for _, d in ipairs(common.divisors(l.M // mu, 64)) do
+    best = d
+    if blocks * d >= sms then break end
+  end
+  return best
+end
+
 -- Tunable parameters: the autotuner enumerates exactly `legal(layer)`.
 T.params = {
   { name = "block", doc = "threads per block",
@@ -74,12 +107,13 @@ T.params = {
     -- an H100 (bench/RESULTS.md, tenth session) 256 ran 11 of 14 direct zoo layers
     -- 1-9 % faster and one of 52 accumulators (13 maps, pooled) 18 % slower
     default = function(l)
+      if small_batch(l) then return 32 end
       local F = pool_side(l, 1)
       return default_mu(l) * F * F <= 32 and 256 or 128
     end },
   { name = "maps_unroll", doc = "output maps accumulated together in registers; divides M",
     legal = function(l) return common.divisors(l.M, 32) end,
-    default = function(l) return default_mu(l) end },
+    default = function(l) return small_batch(l) and small_mu(l) or default_mu(l) end },
   { name = "cols", doc = "outputs (pooled outputs when pooling) per thread along a row; divides the row",
     legal = function(l) return common.divisors(row_len(l, 1), 8) end,
     default = function(_) return 1 end },
@@ -89,6 +123,11 @@ T.params = {
   { name = "fuse", tune = false, doc = "1: bias+activation+pool in this kernel; 0: bias only, then separate kernels",
     legal = function(_) return { 0, 1 } end,
     default = function(_) return 1 end },
+  -- last, and no tuning choice yet (the tuner enumerates its default only): at a
+  -- large batch 1, which leaves every kernel and search of a spec as it was
+  { name = "ms", tune = false, doc = "map splits: the map groups shared out over this many blocks (grid y); for small batches",
+    legal = function(l) return common.divisors(l.M, 64) end,
+    default = default_ms },
 }
 
 -- Most multiply-adds one thread's fully unrolled body may hold: code size and
@@ -123,6 +162,7 @@ local function naming(l, p)
   local name = string.format("conv2d_direct_c%dm%dk%d_h%dw%d%s_%s%s%s_%s_b%du%dx%dg%df%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, fused and l.act or "none", pooled and g.pool_tag or "",
     l.bias and "_bias" or "", const and "wc" or "ws", p.block, p.maps_unroll, p.cols, p.unroll_groups, p.fuse)
+  if p.ms > 1 then name = name .. "_ms" .. p.ms end
   return name, const, wbytes
 end
 
@@ -132,6 +172,13 @@ T.SOURCE_BUDGET = 40 * 1024
 
 function T.check(l, p)
   local pooled, TR, TS, PR, PC = tile(l, p)
+  if (l.M // p.maps_unroll) % p.ms ~= 0 then
+    return string.format("ms=%d must divide the %d map groups of maps_unroll=%d", p.ms, l.M // p.maps_unroll,
+      p.maps_unroll), "ms"
+  end
+  if p.ms > 1 and p.unroll_groups == 1 then
+    return "ms > 1 shares the map groups out over blocks: their loop cannot be unrolled (unroll_groups=0)", "ms"
+  end
   if row_len(l, p.fuse) % p.cols ~= 0 then
     return string.format("cols=%d must divide the output row of %d", p.cols, row_len(l, p.fuse)), "cols"
   end
@@ -182,9 +229,9 @@ function T.cost(l, p)
   local _, const = naming(l, p)
   local loads = l.C * PR * PC * (hoist and 1 or groups)
   if not (const and (groups == 1 or p.unroll_groups == 1)) then loads = loads + l.M * CKK end
-  local instr = l.M * CKK * TR * TS + loads + l.M * p.cols + 40 * (p.unroll_groups == 1 and 1 or groups)
+  local instr = (l.M * CKK * TR * TS + loads + l.M * p.cols + 40 * (p.unroll_groups == 1 and 1 or groups)) / p.ms
   local regs = p.maps_unroll * TR * TS + (hoist and l.C * PR * PC or PR * PC)
-  local blocks = common.ceil_div(common.ceil_div(common.cost.images(l) * OH * OW, p.cols), p.block)
+  local blocks = common.ceil_div(common.ceil_div(common.cost.images(l) * OH * OW, p.cols), p.block) * p.ms
   return common.cost.issue(l, blocks, p.block, regs, 0, instr, 1)
 end
 
@@ -270,7 +317,12 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
 % local groups = M // mu
 
 #pragma unroll {{unroll_groups and "" or "1"}}
+% if ms > 1 then
+    // this block's share of the maps: {{M // ms}} of {{M}} (grid y = {{ms}} splits)
+    for (int g = blockIdx.y * {{M // ms}}; g < blockIdx.y * {{M // ms}} + {{M // ms}}; g += {{mu}}) {
+% else
     for (int g = 0; g < {{M}}; g += {{mu}}) {
+% end
 % if not const then
         __syncthreads();   // every thread is done with the previous group's weights
         for (int i = threadIdx.x; i < {{mu * CKK}}; i += {{block}}) ws[i] = w_arg[g * {{CKK}} + i];
@@ -373,7 +425,7 @@ function T.kernel(l, p)
   local head, args = common.kernel_head(name, p.block, common.std_args({ w_name = "w_arg", b_name = "b_arg" }))
   local v = {
     name = name, head = head,
-    block = p.block, mu = p.maps_unroll, cols = p.cols, unroll_groups = p.unroll_groups == 1,
+    block = p.block, mu = p.maps_unroll, cols = p.cols, unroll_groups = p.unroll_groups == 1, ms = p.ms,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, CKK = CKK,
     TR = TR, TS = TS, PR = PR, PC = PC,
     P = OH * OW, TW = OW,
@@ -393,7 +445,7 @@ function T.kernel(l, p)
     name = name,
     args = args,
     source = source(v),
-    grid = { common.batch_dim(OH * OW // p.cols, p.block), 1, 1 },
+    grid = { common.batch_dim(OH * OW // p.cols, p.block), p.ms, 1 },
     block = { p.block, 1, 1 },
     shared = 0,   -- dynamic shared memory; the staged weights are static
     const_bytes = const and wbytes or 0,

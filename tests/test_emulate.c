@@ -19,12 +19,13 @@
  * the staged one with a chunk per thread window),
  * layers-slide-align (its weights after an odd number of staged floats),
  * layers-slide-pad (its padding's columns left out where a thread holds a whole row),
- * layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
+ * layers-small-batch at bucket 8 (conv2d_direct's map splits, conv2d_igemm's
+ * small tiles, fc_gemv), layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
  * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24) and
  * layers-fc-odd (fc_vec's single-float and float2 loads). The
  * kernels are built to trap on a misaligned vector access, as a GPU faults on
  * one; the trap fails the test naming the kernel. For local
- * runs: CG_EMULATE_SPEC=PATH emulates that spec alone.
+ * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket).
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
 #include "aot.h"
 #include "check.h"
@@ -174,7 +175,7 @@ static void on_trap(int sig)
  * generated for the default target, or for sm_80 where the spec's kernels need
  * it (conv2d_igemm_tc: the emulation runs its path without tensor cores), or for
  * sm_90 (as sm_90a: conv2d_igemm_wg, its path without wgmma). */
-static void emulate(const char *spec_path, const char *dir)
+static void emulate(const char *spec_path, const char *dir, int batch)
 {
     static cg_spec s;
     static cg_gen_output o;
@@ -184,6 +185,7 @@ static void emulate(const char *spec_path, const char *dir)
     cg_target_default(&tg);
     if (strstr(spec_path, "-tc.yaml")) tg.cc = 80;
     if (strstr(spec_path, "-wg.yaml")) cg_aot_target((int[]){90}, 1, &tg);
+    tg.batch = batch;
     if (cg_spec_load(spec_path, &s, &e) || cg_generate_for(&s, "test", &tg, &o, &e) ||
         cg_manifest_parse(o.manifest, o.manifest_len, spec_path, &m, &e)) {
         CHECK(0, "%s: %s", spec_path, e.msg);
@@ -360,10 +362,16 @@ int main(void)
                            "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-x2.yaml", "tests/gpu/layers-slide-align.yaml",
                            "tests/gpu/layers-slide-pad.yaml", "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");
+    const char *bucket = getenv("CG_EMULATE_BATCH");
     if (one && *one)
-        emulate(one, dir);
-    else
-        for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) emulate(specs[i], dir);
+        emulate(one, dir, bucket ? cg_batch_bucket(atoll(bucket)) : 0);
+    else {
+        for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) emulate(specs[i], dir, 0);
+        /* the small-batch kernels at bucket 8: direct's map splits, igemm's small
+         * tiles, gemv with 8 images a block of which 3 are there (bucket 1 differs
+         * only in gemv's ib and direct's splits: CG_EMULATE_BATCH=1 runs it) */
+        emulate("tests/gpu/layers-small-batch.yaml", dir, 8);
+    }
     char *rm[] = {"rm", "-rf", dir, NULL};
     run_cmd(rm);
     return cg_test_done("emulate");

@@ -265,11 +265,44 @@ function network.auto_fc(l)
   return "fc_vec", string.format("auto: vec (%s loads for %d inputs)", v, IN)
 end
 
+-- A conv layer generated for a small batch: `direct` with its small-batch
+-- defaults (the map groups split over blocks until every SM has one) where its
+-- unrolled body allows (C*K*K up to AUTO_SMALL_DIRECT_MAX_CKK and a legal
+-- configuration), whatever the spec's strategy, whose params are for the large
+-- batch: at one image the tiled strategies' blocks are a handful (ece408-2018fa's
+-- conv2 under slide's 16-row tiles: 2 blocks). Elsewhere `igemm` in small tiles
+-- (32 pixels, 2x4 a thread), its default tile being 128 pixels of 8x8 a thread.
+-- Returns { template, why, params } or nil.
+network.AUTO_SMALL_DIRECT_MAX_CKK = 1024
+network.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
+function network.small_conv(l)
+  local ckk = l.C * l.K * l.K
+  local spec = l.strategy ~= "auto" and string.format("; the spec's strategy %s is for the large batch", l.strategy)
+    or ""
+  if ckk > network.AUTO_SMALL_DIRECT_MAX_CKK
+      or not pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, nil, nil) then
+    local given = {}
+    for k, v in pairs(network.SMALL_IGEMM) do given[k] = v end
+    if not pcall(resolve, import("conv2d_igemm"), "conv2d_igemm", l, given, nil) then return nil end
+    return { "conv2d_igemm", string.format("small batch: igemm in 32-pixel tiles, since the network is generated " ..
+      "for %d image%s (at most %d) and direct cannot unroll C*K*K = %d%s", l.batch, l.batch == 1 and "" or "s",
+      network.AUTO_GEMV_MAX_BATCH, ckk, spec), given }
+  end
+  return { "conv2d_direct", string.format("small batch: direct, since the network is generated for %d image%s " ..
+    "(at most %d) and C*K*K = %d <= %d%s", l.batch, l.batch == 1 and "" or "s", network.AUTO_GEMV_MAX_BATCH, ckk,
+    network.AUTO_SMALL_DIRECT_MAX_CKK, spec), {} }
+end
+
 -- The template serving layer l and, where `auto` chose it, why. A spec's fc
 -- strategy and params are choices for the large batch: kernels generated for a
 -- small batch (l.batch up to AUTO_GEMV_MAX_BATCH) take gemv with its own defaults
--- instead, and the third result says that the spec's params do not apply.
+-- instead (so do conv layers: network.small_conv); the third result is then the
+-- params to use in place of the spec's.
 local function layer_choice(l)
+  if l.op == "conv" and l.batch and l.batch > 0 and l.batch <= network.AUTO_GEMV_MAX_BATCH then
+    local d = network.small_conv(l)
+    if d then return d[1], d[2], d[3] end
+  end
   if l.strategy == "auto" then
     if l.op == "conv" then return network.auto_strategy(l) end
     return network.auto_fc(l)
@@ -277,7 +310,7 @@ local function layer_choice(l)
   if l.op == "fc" and l.strategy ~= "gemv" and l.batch and l.batch > 0
       and l.batch <= network.AUTO_GEMV_MAX_BATCH then
     local _, why = network.auto_fc(l)
-    return "fc_gemv", why .. string.format("; the spec's strategy %s is for the large batch", l.strategy), true
+    return "fc_gemv", why .. string.format("; the spec's strategy %s is for the large batch", l.strategy), {}
   end
   return (l.op == "conv" and "conv2d_" or "fc_") .. l.strategy, nil
 end
@@ -326,8 +359,8 @@ function network.build(net)
     local i = l.index
     l.batch = batch
     if l.op == "conv" then
-      local tname, why = layer_choice(l)
-      local k = add(tname, l, l.params, i, l.name, cur, l.name)
+      local tname, why, own = layer_choice(l)
+      local k = add(tname, l, own or l.params, i, l.name, cur, l.name)
       k.chosen = why
       if not k.fused then
         -- unfused epilogue: conv (+bias) at full size, then the pool (which applies
@@ -347,7 +380,7 @@ function network.build(net)
       end
     elseif l.op == "fc" then
       local tname, why, own = layer_choice(l)
-      local k = add(tname, l, not own and l.params or nil, i, l.name, cur, l.name)
+      local k = add(tname, l, own or l.params, i, l.name, cur, l.name)
       k.chosen = why
     elseif l.op == "softmax" then
       add("softmax", { elems = l.C * l.H * l.W }, nil, i, l.name, cur, l.name)

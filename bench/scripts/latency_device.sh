@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# latency_device.sh — on a GPU machine: the small-batch path checked, then timed.
+#
+#   bash bench/scripts/latency_device.sh NEW_CONVGEN BASE_CONVGEN [OUTDIR] [SPEC...]
+#
+# 1. `convgen check` (every layer against the CPU reference, outputs NaN-poisoned
+#    first) at --batch 1, 7 and 64 (the buckets 1, 8 and 64) on random images;
+# 2. compute-sanitizer memcheck of a batch-1 run and racecheck of its kernels;
+# 3. bench/latency.py: convgen's GPU time and host latency at batch 1, 8, 64, 256
+#    and 1,000 beside the previous binary (BASE_CONVGEN) and PyTorch FP32 eager,
+#    CUDA graph and (batch 1) torch.compile reduce-overhead, all in this one call.
+# Logs go to OUTDIR (default: the current directory).
+set -u
+NEW=$1 BASE=$2 OUT=${3:-.}
+shift $(( $# >= 3 ? 3 : $# ))
+SPECS=${*:-specs/ece408-2017.yaml specs/ece408-2018sp.yaml specs/ece408-2018fa.yaml}
+nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
+fail=0
+for s in $SPECS; do
+  for b in 1 7 64; do
+    if "$NEW" check "$s" --random-input 1 --images "$b" --batch "$b" >"$OUT/check.log" 2>&1; then
+      echo "check $s batch $b: ok ($(grep -c '' "$OUT/check.log") lines)"
+    else
+      echo "check $s batch $b: FAILED"; tail -5 "$OUT/check.log"; fail=1
+    fi
+  done
+done
+if command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 "$NEW" run specs/ece408-2017.yaml --backend cuda \
+      --random-input 1 --images 1 >"$OUT/$tool.log" 2>&1
+    echo "$tool ece408-2017 batch 1: exit $? ($(grep -m1 'ERROR SUMMARY' "$OUT/$tool.log"))"
+  done
+fi
+PYTHONUNBUFFERED=1 python3 bench/latency.py $SPECS --convgen "$NEW" --baseline "$BASE" --repeat 100 \
+  --compile-batches "${COMPILE_BATCHES:-}" --host-latency || fail=1
+exit $fail
