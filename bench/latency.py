@@ -214,9 +214,9 @@ def main():
     except (ImportError, RuntimeError) as err:
         print(f"latency.py: {err}", file=sys.stderr)
         return 4
-    peak = compare.fp32_peak(t.torch)
-    print(f"device: {t.torch.cuda.get_device_name(0)}; PyTorch {t.torch.__version__}, "
-          f"cuDNN {t.torch.backends.cudnn.version()}; FP32 peak {peak / 1e12:.1f} TFLOP/s; times in µs")
+    peak, peak_text = compare.fp32_peak(t.torch)  # TFLOP/s
+    print(f"device: {peak_text}; PyTorch {t.torch.__version__}, cuDNN {t.torch.backends.cudnn.version()}; "
+          f"times in µs")
     rows, failed = [], 0
     for path, spec, layers in loaded:
         if a.host_latency:
@@ -245,7 +245,7 @@ def main():
     for name, b, cg, base, pt, best, gf in rows:
         rate = gf / (cg[0] / 1e3)
         print(f"| {name} | {b} | {cg[0] * 1e3:.1f} | {fmt(cg[1])} / {fmt(cg[2])} / {fmt(cg[3])} | "
-              f"{rate:.0f} ({100 * rate * 1e9 / peak:.1f} %) | {fmt(base[0]) if base else '-'} | "
+              f"{rate:.0f} ({100 * rate / (peak * 1e3):.2f} %) | {fmt(base[0]) if base else '-'} | "
               f"{pt['eager'] * 1e3:.1f} | {pt['graph'] * 1e3:.1f} | {fmt(pt.get('compile'))} | "
               f"{best / cg[0]:.2f}x |")
     return failed

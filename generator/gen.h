@@ -45,7 +45,7 @@ typedef struct {
     int max_threads;      /* threads per block */
     int sm90a;            /* 1: the kernels are built for sm_90 alone, as sm_90a (wgmma: conv2d_igemm_wg) */
     int batch;            /* the images a launch is generated for, as a bucket (cg_batch_bucket:
-                             1, 8, 64, 512); 0: the large-batch default (templates tile for 10,000) */
+                             1, 8, 64, 256, 1024); 0: the large-batch default (templates tile for 10,000) */
 } cg_target;
 
 /* The conservative default a NULL target means: cc 75, 48 KiB of shared

@@ -268,7 +268,7 @@ double cg_now_ms(void)
 
 int cg_batch_bucket(long long n)
 {
-    static const int buckets[] = {1, 8, 64, 512};
+    static const int buckets[] = {1, 8, 64, 256, 1024};
     if (n <= 0) return 0;
     for (size_t i = 0; i < sizeof buckets / sizeof buckets[0]; i++)
         if (n <= buckets[i]) return buckets[i];

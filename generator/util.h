@@ -58,8 +58,8 @@ int cg_mul_size(size_t a, size_t b, size_t *out);
 double cg_now_ms(void);
 
 /* The batch bucket kernels are generated for to serve launches of n images: the
- * smallest of 1, 8, 64 and 512 holding n; 0 (the large-batch kernels, tiled for
- * 10,000 images) above 512 or for n <= 0. */
+ * smallest of 1, 8, 64, 256 and 1024 holding n; 0 (the large-batch kernels, tiled
+ * for 10,000 images) above 1024 or for n <= 0. */
 int cg_batch_bucket(long long n);
 
 #endif

@@ -14,9 +14,10 @@ set -u
 NEW=$1 BASE=$2 OUT=${3:-.}
 shift $(( $# >= 3 ? 3 : $# ))
 SPECS=${*:-specs/ece408-2017.yaml specs/ece408-2018sp.yaml specs/ece408-2018fa.yaml}
+CHECKS=${CHECKS:-$SPECS tests/gpu/layers-small-batch.yaml}
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
 fail=0
-for s in $SPECS; do
+for s in $CHECKS; do
   for b in 1 7 64; do
     if "$NEW" check "$s" --random-input 1 --images "$b" --batch "$b" >"$OUT/check.log" 2>&1; then
       echo "check $s batch $b: ok ($(grep -c '' "$OUT/check.log") lines)"
@@ -26,10 +27,12 @@ for s in $SPECS; do
   done
 done
 if command -v compute-sanitizer >/dev/null; then
-  for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 "$NEW" run specs/ece408-2017.yaml --backend cuda \
-      --random-input 1 --images 1 >"$OUT/$tool.log" 2>&1
-    echo "$tool ece408-2017 batch 1: exit $? ($(grep -m1 'ERROR SUMMARY' "$OUT/$tool.log"))"
+  for s in specs/ece408-2018sp.yaml tests/gpu/layers-small-batch.yaml; do
+    for tool in memcheck racecheck; do
+      compute-sanitizer --tool $tool --error-exitcode 9 "$NEW" run "$s" --backend cuda \
+        --random-input 1 --images 3 --batch 8 >"$OUT/$tool.log" 2>&1
+      echo "$tool $s batch 8 (3 images): exit $? ($(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log"))"
+    done
   done
 fi
 PYTHONUNBUFFERED=1 python3 bench/latency.py $SPECS --convgen "$NEW" --baseline "$BASE" --repeat 100 \

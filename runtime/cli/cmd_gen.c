@@ -79,8 +79,8 @@ static int arch_target(const char *arch_text, int archs[CG_AOT_MAX_ARCHS], int *
 
 #define BATCH_HELP                                                                          \
     "  --batch N          generate for launches of N images: the kernels of the smallest\n"   \
-    "                     bucket of 1, 8, 64 and 512 holding N (small-batch tiles, e.g. fc\n"  \
-    "                     layers as split reductions); above 512, the default large-batch ones\n"
+    "                     bucket of 1, 8, 64, 256 and 1024 holding N (small-batch tiles, e.g.\n" \
+    "                     fc layers as split reductions); above 1024, the large-batch ones\n"
 
 /* --batch N: the bucket into target t (filled with the default target first
  * when have_target is 0). */

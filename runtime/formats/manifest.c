@@ -215,8 +215,8 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
                 return cg_fail(e, "%s:%d: bad max_batch", origin, ln);
         } else if (!strcmp(kw, "bucket")) {
             long long bk;
-            if (!word(&rest, a, sizeof a) || parse_ll(a, 1, 512, &bk) || cg_batch_bucket(bk) != bk)
-                return cg_fail(e, "%s:%d: bad bucket (1, 8, 64 or 512)", origin, ln);
+            if (!word(&rest, a, sizeof a) || parse_ll(a, 1, 1024, &bk) || cg_batch_bucket(bk) != bk)
+                return cg_fail(e, "%s:%d: bad bucket (1, 8, 64, 256 or 1024)", origin, ln);
             m->bucket = (int)bk;
         } else if (!strcmp(kw, "tensor")) {
             long long el;

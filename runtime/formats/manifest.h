@@ -6,7 +6,7 @@
  *   generator VERSION
  *   max_batch N                 images per launch so that no index passes 2^31
  *   bucket B                    (optional) the batch the kernels were generated for
- *                               (1, 8, 64 or 512); absent: the large-batch kernels
+ *                               (1, 8, 64, 256 or 1024); absent: the large-batch kernels
  *   tensor NAME u8|f32|i32 ELEMS  elements per image
  *   layer NAME OP OUT_TENSOR    spec layers in order (op conv|fc|softmax)
  *   kernel NAME layer=L template=T in=TENSOR out=TENSOR grid=G,G,G block=X,Y,Z
