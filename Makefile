@@ -36,7 +36,7 @@ MPI_BIN   := $(if $(HAVE_MPI),build/convgen-mpi)
 
 all: build/convgen lib $(MPI_BIN)
 
-# ---- the library (README "Using convgen as a library") ----------------------
+# ---- the library (docs/library.md) ----------------------
 # libconvgen: everything but the command line. The static archive carries our
 # objects only (pkg-config --static adds Lua, libyaml, zlib, OpenMP); the shared
 # one links those dynamically (their static archives are not position
@@ -56,7 +56,7 @@ build/libconvgen.so.$(VERSION): $(CGLIB_OBJ) tools/libconvgen.map
 	  -Wl,--no-undefined $(CGLIB_OBJ) $(SO_LIBS) -o $@
 
 # libconvgen-rt: the runtime-only library, for programs that open bundles
-# (README "What the library links"): no generator, Lua or embedded templates,
+# (docs/library.md, "What the library links"): no generator, Lua or embedded templates,
 # no tuning records (runtime/rt_only.c answers in their place); libyaml (the
 # spec inside a bundle is YAML) is linked into it statically, so the shared
 # one needs neither liblua nor libyaml at run time. Same header, same exports.
@@ -116,7 +116,7 @@ build/tools/weights_dtype: tools/weights_dtype.c $(LIB_OBJ)
 	@mkdir -p build/tools
 	$(CC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@
 
-# the MPI driver (README "Throughput at scale"): the library plus one main, through
+# the MPI driver (docs/user-guide.md, "Throughput at scale"): the library plus one main, through
 # mpicc with the same compiler and flags (OMPI_CC picks Open MPI's underlying compiler)
 build/convgen-mpi: runtime/mpi/convgen_mpi.c $(LIB_OBJ)
 	OMPI_CC=$(CC) $(MPICC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@
@@ -175,7 +175,7 @@ ptx sass: build/convgen
 	  nvcc -arch=sm_90 $(if $(filter ptx,$@),-ptx,-cubin) build/dump/$(KERNEL).cu -o build/dump/$(KERNEL).$(if $(filter ptx,$@),ptx,cubin) && \
 	  $(if $(filter ptx,$@),cat build/dump/$(KERNEL).ptx,PATH="$$PATH:$(CUDA_HOME)/bin" cuobjdump -sass build/dump/$(KERNEL).cubin)
 
-# ---- fuzzing: make fuzz [FUZZ_SECONDS=N] (not part of make test; README "Fuzzing") ----
+# ---- fuzzing: make fuzz [FUZZ_SECONDS=N] (not part of make test; docs/testing.md, "Fuzzing") ----
 # libFuzzer harnesses (tests/fuzz/fuzz_*.c) over the library built again with
 # clang, ASan and UBSan into build/fuzz/obj. Each runs FUZZ_SECONDS (default
 # 30) after replaying tests/fuzz/regress/NAME; any crash, leak, timeout or

@@ -213,7 +213,7 @@ def parse_yaml(text, path):
 
 
 # ---------------------------------------------------------------------------
-# Shapes, as convgen derives them (README "Spec format").
+# Shapes, as convgen derives them (docs/spec.md).
 
 def layer_table(spec, path):
     """Each layer with its input and output shape; conv layers also get CH, CW (before pooling)."""

@@ -83,7 +83,7 @@ void cg_net_options_init(cg_net_options *o);
 
 typedef struct cg_net cg_net;
 
-/* Open the network SPEC describes (a YAML spec, see the README): read and check
+/* Open the network SPEC describes (a YAML spec, see docs/spec.md): read and check
  * it, load its weights, and on CUDA generate its kernels and compile them (NVRTC,
  * with the on-disk cache) or load them from o->fatbin, upload the weights and
  * allocate one batch of every tensor. o NULL: the defaults (CPU).

@@ -50,7 +50,7 @@ end
 -- and whose accumulators fit a fused pool's F x F tile (else the search would
 -- find fuse=0 before a smaller maps_unroll); where that leaves fewer than 4
 -- maps (M = 13, 17, 26: prime or twice a prime), the smallest divisor from 9 to
--- 32 that fits: measured on an H100 (bench/RESULTS.md, tenth session), one map a
+-- 32 that fits: measured on an H100 (2026-11-26, bench/journal/2026-11.md), one map a
 -- thread ran 17 maps of a 3x3 layer 11.7x slower than 17.
 local function default_mu(l)
   local ckk, F = l.C * l.K * l.K, pool_side(l, 1)
@@ -104,7 +104,7 @@ T.params = {
   { name = "block", doc = "threads per block",
     legal = function(_) return common.multiples(32, 32, 1024) end,
     -- 256 where a thread's default tile is at most 32 accumulators, else 128: on
-    -- an H100 (bench/RESULTS.md, tenth session) 256 ran 11 of 14 direct zoo layers
+    -- an H100 (2026-11-26, bench/journal/2026-11.md) 256 ran 11 of 14 direct zoo layers
     -- 1-9 % faster and one of 52 accumulators (13 maps, pooled) 18 % slower
     default = function(l)
       if small_batch(l) then return 32 end

@@ -28,7 +28,7 @@
 -- (a thread's four columns are a pooling window). Without sm_90a (the CPU emulation of
 -- test_emulate, or a PTX build for a later GPU) the same buffers are multiplied by
 -- plain FMAs: correct, slow, and never chosen for such a target.
--- Measured on an H100 (bench/RESULTS.md, thirteenth session).
+-- Measured on an H100 (2026-11-27, bench/journal/2026-11.md).
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -58,7 +58,7 @@ T.params = {
     default = function(_) return 16 end },
   -- (padded layers: 1, since 2 of 23 random padded shapes spilled 4-12 bytes under occ=3's
   -- cap, which the estimate does not foresee; occ=1 took the same time as occ=3 on zoo-alex
-  -- conv2 and zoo-awkward conv4, an H100, fourteenth session)
+  -- conv2 and zoo-awkward conv4, an H100, 2026-11-27)
   { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
     legal = function(_) return { 3, 2, 4, 1 } end,
     default = function(l) return common.conv_geom(l).padded and 1 or 3 end },

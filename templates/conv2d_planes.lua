@@ -13,8 +13,8 @@
 -- padding is read as the zeros it is, and a fragment element costs one shared-memory
 -- load and its TF32 split (two integer/float operations) in the thread that multiplies it.
 -- The copy is 4-byte cp.async, every copy in flight at once: through registers, with the
--- padding rows tested, it took up to 1.8x the whole kernel's time (bench/RESULTS.md,
--- fourteenth session).
+-- padding rows tested, it took up to 1.8x the whole kernel's time (an H100,
+-- 2026-11-27, bench/journal/2026-11.md).
 --
 -- The product: the block's columns (output pixels of ib images, or of a band of `rows`
 -- rows of one image, row-major) are wgmma's m64 rows, wgs warpgroups of mt m64 tiles
@@ -34,7 +34,7 @@
 -- after it, or (fp=1) a 2x2 pool of stride 2 is fused: the tile through shared memory,
 -- then a pooled output a thread (fp=1 is no default: on an H100 it never won, 0-3 %
 -- slower on ten of twelve pooled zoo layers with the same tile, 1.3-3x where its even
--- bands changed the tile: bench/RESULTS.md, fifteenth session). Without sm_90a (the CPU
+-- bands changed the tile: bench/journal/2026-11.md, 2026-11-27). Without sm_90a (the CPU
 -- emulation of test_emulate, a PTX build) each accumulator is a dot product of the same
 -- planes, table and staged weights by FMAs.
 

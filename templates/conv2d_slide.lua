@@ -52,11 +52,11 @@
 -- H100): input rows copied by cp.async into two buffers, the next stage's in flight while
 -- one is multiplied (1.19-1.45x slower: the stalls moved to shared-memory throttling and
 -- barriers), and blocks taking several groups of rows in turn with their weights staged
--- once (1.00-1.15x slower); bench/RESULTS.md, fifteenth session. xs=2, which reads
+-- once (1.00-1.15x slower); bench/journal/2026-11.md, 2026-11-27. xs=2, which reads
 -- each row from shared memory in 4 float4 instead of 13 loads through L1 (whose
 -- sectors were most of L1's traffic), took the loop's load stalls away but the
 -- block's staging and barrier cost more: 0.763-0.772 ms at 16 rows, 0.83-0.88
--- at 21 (sixteenth session). Asking L2 or L1 for a block's rows up front
+-- at 21 (an H100, 2026-11-27). Asking L2 or L1 for a block's rows up front
 -- (prefetch) lost 4 %.
 -- Epilogue: the F x F max or average, bias, activation, store; other pools
 -- (overlapping windows, the global average) leave the kernel unfused: conv +

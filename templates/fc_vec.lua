@@ -60,8 +60,8 @@ T.params = {
     -- into 10 outputs are 79 tiles of 128 images), the fewest blocks a tile
     -- that make 512 blocks in all, each keeping 16 slices (of the default bk) or
     -- more (363 to 1,089 odd inputs into 10 outputs: 1.6-2.7x faster than
-    -- split=1, 1.1-1.6x than counting 16-deep slices; eleventh session). Measured on
-    -- an H100 (bench/RESULTS.md, tenth session): split=8 ran 18,032-45,000
+    -- split=1, 1.1-1.6x than counting 16-deep slices; an H100, 2026-11-26). Measured on
+    -- an H100 (2026-11-26, bench/journal/2026-11.md): split=8 ran 18,032-45,000
     -- inputs into 10 outputs 2.4-2.5x faster than split=1; on 395 tiles
     -- (10,816 and 17,496 inputs into 140 and 160 outputs) split=4 lost 9-10 %.
     default = function(l)

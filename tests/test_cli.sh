@@ -16,11 +16,11 @@ done
 if diff -r "$t/a/example-conv" tests/golden/example-conv >/dev/null; then ok
 else bad "templates changed the output for specs/example-conv.yaml; if intended, copy it to tests/golden/example-conv"; fi
 
-# the README's full example is a valid spec, and exactly the file it says it quotes
-awk '/^```yaml$/ { on = 1; next } /^```$/ && on { exit } on' README.md > "$t/readme.yaml"
-if $cg generate "$t/readme.yaml" -o "$t/readme" >/dev/null 2>"$t/e"; then ok; else bad "README example: $(cat "$t/e")"; fi
-quoted=$(grep -o '^A full example, `specs/[a-z0-9_.-]*\.yaml`' README.md | grep -o 'specs/[^`]*')
-[ -n "$quoted" ] && diff "$quoted" "$t/readme.yaml" >/dev/null && ok || bad "README's full example differs from ${quoted:-the file it names}: copy the file into README.md"
+# docs/spec.md's full example is a valid spec, and exactly the file it says it quotes
+awk '/^```yaml$/ { on = 1; next } /^```$/ && on { exit } on' docs/spec.md > "$t/readme.yaml"
+if $cg generate "$t/readme.yaml" -o "$t/readme" >/dev/null 2>"$t/e"; then ok; else bad "docs/spec.md example: $(cat "$t/e")"; fi
+quoted=$(grep -o '^A full example, `specs/[a-z0-9_.-]*\.yaml`' docs/spec.md | grep -o 'specs/[^`]*')
+[ -n "$quoted" ] && diff "$quoted" "$t/readme.yaml" >/dev/null && ok || bad "docs/spec.md's full example differs from ${quoted:-the file it names}: copy the file into docs/spec.md"
 
 # generate -o DIR removes only what DIR's previous manifest names; refuses what it did not write
 d="$t/gen"; mkdir -p "$d"; echo 'user file' > "$d/mine.cu"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_models.sh — every shipped model (F16 weights), run by convgen's CPU
 # backend over the 10,000 test images, prints the accuracy in
-# models/accuracy.txt (also the README's table), to the fourth decimal; the
+# models/accuracy.txt (also the table in docs/user-guide.md), to the fourth decimal; the
 # trained ones reach 0.89, the "low" ones lie between 0.55 and 0.75.
 #
 # CG_TEST_IMAGES=N (make sanitize sets it: under ASan the full set takes over
@@ -25,8 +25,8 @@ while read -r name want; do
   esac
   if awk -v a="$want" -v lo=$lo -v hi=$hi 'BEGIN { exit !(a >= lo && a <= hi) }'; then pass=$((pass+1))
   else fail=$((fail+1)); echo "FAIL $name: accuracy $want outside [$lo, $hi]"; fi
-  if grep -q "| $name .*| $want |" README.md; then pass=$((pass+1))
-  else fail=$((fail+1)); echo "FAIL $name: README.md's model table does not show $want"; fi
+  if grep -q "| $name .*| $want |" docs/user-guide.md; then pass=$((pass+1))
+  else fail=$((fail+1)); echo "FAIL $name: docs/user-guide.md's model table does not show $want"; fi
 done < models/accuracy.txt
 echo "test_models: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_mpi.sh — build/convgen-mpi under mpirun on the CPU backend (README
+# test_mpi.sh — build/convgen-mpi under mpirun on the CPU backend (docs/user-guide.md,
 # "Throughput at scale"): two ranks print exactly what one `convgen run` prints
 # for ece408-2017 over the 10,000 test images (Op Time figures aside), and the
 # predictions, gathered on rank 0, are the single process's in input order for

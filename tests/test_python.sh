@@ -6,7 +6,7 @@
 # .npy prints convgen run's predictions for the same images, uint8 and
 # float32 agree, and a wrong shape or dtype is refused. Skipped, saying so,
 # without python3; the NumPy half is skipped, saying so, without numpy. The
-# PyTorch CUDA path needs a GPU: tests/gpu/python_torch.py (README).
+# PyTorch CUDA path needs a GPU: tests/gpu/python_torch.py (docs/library.md).
 set -u
 . tests/lib.sh
 if ! command -v python3 >/dev/null; then

@@ -23,7 +23,7 @@ pkg-config --exists yaml-0.1 2>/dev/null || need+=(libyaml-dev)
 [ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 [ -f /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
-# Open MPI: build/convgen-mpi and tests/test_mpi.sh (README "Throughput at scale")
+# Open MPI: build/convgen-mpi and tests/test_mpi.sh (docs/user-guide.md, "Throughput at scale")
 command -v mpicc >/dev/null || need+=(libopenmpi-dev)
 command -v mpirun >/dev/null || need+=(openmpi-bin)
 fi

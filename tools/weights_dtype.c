@@ -1,6 +1,6 @@
 /* weights_dtype.c — rewrites a safetensors file with every tensor stored as
  * F32, F16 or BF16 (rounded to nearest, ties to even), through convgen's own
- * reader and writer: how the shipped models were made F16 (README "Trained
+ * reader and writer: how the shipped models were made F16 (docs/user-guide.md, "Trained
  * models"). Usage: weights_dtype F16|BF16|F32 IN OUT (OUT may be IN). */
 #include "weights.h"
 

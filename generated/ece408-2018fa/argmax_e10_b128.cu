@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa.yaml (network ece408-2018fa)
 // layer:      predict
 // shape:      10 scores -> class index
-// template:   argmax (templates/argmax.lua, hash 3d5ee5bfc33947c6)
+// template:   argmax (templates/argmax.lua, hash e550633d3481abfc)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none

@@ -36,8 +36,8 @@ int cg_is_bundle_path(const char *path);
  * binary too. */
 cg_status cg_net_open_bundle_with(const cg_net_bundle *nb, const cg_net_options *o, cg_net **out);
 
-/* Apply the tuning record for a CUDA run of s on device `device` (README,
- * "Tuning"): o->tuning, else the spec's NAME.tuning.yaml if present; nothing
+/* Apply the tuning record for a CUDA run of s on device `device` (docs/tuning.md):
+ * o->tuning, else the spec's NAME.tuning.yaml if present; nothing
  * with o->no_tuning. Checked against the device when it answers (not with a
  * fat binary, whose kernels were chosen when it was built). from_record[i]: 1
  * where layer i took the record's choice. notices: NULL, printed on stderr

@@ -187,7 +187,7 @@ static int job_weights(cg_job *j, int quiet, cg_err *e)
 }
 
 /* --repeat-dataset K: the loaded images K times over, for measuring
- * throughput on a large input (README "Throughput at scale"). */
+ * throughput on a large input (docs/user-guide.md, "Throughput at scale"). */
 static int job_repeat(cg_job *j, long long k, cg_err *e)
 {
     if (k <= 1) return 0;
@@ -361,7 +361,7 @@ static int write_json(const char *path, const cg_job *j, const cg_run_nets *rn, 
                    "\"weights\": %.3f, \"alloc\": %.3f, \"upload\": %.3f, \"download\": %.3f},\n",
                 hc->generate_ms, hc->compile_ms, hc->load_ms, hc->weights_ms, hc->alloc_ms, hc->upload_ms,
                 hc->download_ms);
-        /* the last timed run, end to end (README "Throughput at scale") */
+        /* the last timed run, end to end (docs/user-guide.md, "Throughput at scale") */
         if (rn->dev) {
             cg_devices_json(f, rn->dev, rn->nets, rn->sh, j->n, rn->wall_ms);
         } else {

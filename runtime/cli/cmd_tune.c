@@ -343,7 +343,7 @@ static int op_run(void *ctx, cg_tune_layer *L, int j, int i, int retime, cg_err 
     return 1;
 }
 
-/* The search of README's "Tuning" for one layer (cg_tune_search), within its deadline. */
+/* The search of docs/tuning.md for one layer (cg_tune_search), within its deadline. */
 static int search(tuner *t, layer_run *lr, double deadline, cg_err *e)
 {
     long nproc = sysconf(_SC_NPROCESSORS_ONLN);

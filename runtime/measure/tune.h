@@ -86,7 +86,7 @@ int cg_tune_compile(const cg_spec *s, const cg_target *tg, int li, cg_tune_cand 
                     const cg_jit_opts *jo, cg_tune_batch *b, cg_err *e);
 void cg_tune_batch_free(cg_tune_batch *b);
 
-/* ---- the search order (documented in README, "Tuning") ---- */
+/* ---- the search order (documented in docs/tuning.md) ---- */
 
 /* Put a layer's candidates c[0..n) in the order the search measures them,
  * by the templates' cost model (cost: estimated clocks, lowest first): each
@@ -154,7 +154,7 @@ typedef struct {
     void (*progress)(void *ctx, const cg_tune_layer *lr); /* NULL: none */
 } cg_tune_ops;
 
-/* The search of README's "Tuning" for one layer, ending by deadline (seconds
+/* The search of docs/tuning.md for one layer, ending by deadline (seconds
  * on ops->now's clock); lr->c in the model's order (cg_tune_order). When no
  * cost is known yet (the run's first layer), one compile round of the default
  * and the candidates leading the order comes first, then the default is timed,

@@ -11,7 +11,7 @@
  * result, so a job never reports an accuracy it did not compute; the failing
  * rank says why on stderr, naming itself and its host.
  *
- * Built only where mpicc is found (Makefile); README "Throughput at scale".
+ * Built only where mpicc is found (Makefile); docs/user-guide.md, "Throughput at scale".
  * This file drives the backends directly; the library API will take over. */
 #include <mpi.h>
 

@@ -199,7 +199,7 @@ end
 --
 -- A tuner measures a layer's candidates in the order of T.cost, cheapest first,
 -- so that those most likely to win are measured whatever its budget allows
--- (README, "Tuning"). T.cost estimates a launch's time for common.cost.images(l)
+-- (docs/tuning.md). T.cost estimates a launch's time for common.cost.images(l)
 -- images (tune's --batch) in SM clock cycles from its shape alone: the
 -- instructions the busiest SM issues (four warp instructions a clock), slowed
 -- where its resident warps cannot hide latency. Rough by design: it orders

@@ -33,8 +33,8 @@
 -- (their offsets from a table in constant memory), and summed apart (the tensor cores' own additions drop low bits:
 -- without it a 1944-deep reduction ended 1.4e-5 from the CPU reference, with
 -- it 3e-7, 4-7e-7 since the split truncates); the block's tile goes through
--- shared memory to the epilogue. Measured on an H100 (bench/RESULTS.md, twelfth
--- session), instructions other than mma.sync bound it (the tensor pipe half busy):
+-- shared memory to the epilogue. Measured on an H100 (2026-11-27, bench/journal/2026-11.md),
+-- instructions other than mma.sync bound it (the tensor pipe half busy):
 -- what a slice spends besides them is kept small — one integer operation and one
 -- subtraction a split element, no row tests past the prologue, one wide
 -- multiply-add a gathered element.
@@ -116,9 +116,9 @@ local function rows_tile(l, r) return (l.M + 8 * r - 1) // (8 * r) * 8 end
 -- several rows go to 64 as two warps of 32 (tn 8); 32 and fewer, one warp (tn 8).
 -- Measured on an H100 (bench/RESULTS.md): M = 33, 40, 71, 96 and 144 ran 6-24 %
 -- faster than on 64-map tiles, more block rows than that (M = 120 as three of
--- 40, 200 as five) lost (tenth session); M = 50 on one warp of 56 ran 5-7 % faster
--- than on two of 32 since igemm_tc's slices cost fewer instructions (twelfth; the
--- tenth had found it 6 % slower), 200 in four rows of 56 2 % slower (tenth).
+-- 40, 200 as five) lost (2026-11-26); M = 50 on one warp of 56 ran 5-7 % faster
+-- than on two of 32 once igemm_tc's slices cost fewer instructions (2026-11-27; with
+-- the costlier slices it had been 6 % slower), 200 in four rows of 56 2 % slower.
 local function tc_tile(l)
   local bm = math.min(rows_tile(l, common.ceil_div(l.M, 64)), 64)
   if bm == 56 and l.M <= 56 then return 56, 56, 4 end

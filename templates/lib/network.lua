@@ -143,7 +143,7 @@ network.AUTO_TC_MIN_M = 32
 -- igemm_wg (wgmma) instead of igemm_tc where the target is sm_90 built as sm_90a,
 -- the reduction is deep, the stride 1 and the conv output not tiny: its default
 -- beat igemm_tc's on 8 of the 10 such zoo layers auto gave igemm_tc (an H100,
--- thirteenth session: 1.01-1.17x on 5x5, 7x7, 3x3 with C = 96 and 128, M = 50
+-- 2026-11-27: 1.01-1.17x on 5x5, 7x7, 3x3 with C = 96 and 128, M = 50
 -- to 144), tied on one (9x9, C = 24) and lost 15 % on one (M = 71 in two rows
 -- of 40); it lost on shallower reductions (1x1, C = 16 or 17: 1.1-1.4x slower),
 -- stride 2 (8-10 %) and a 2x2 output (16 %).
@@ -153,7 +153,7 @@ network.AUTO_WG_MIN_OUT = 9
 -- planes (wgmma, A read from the input planes held in shared memory) first of all
 -- where the target is sm_90 built as sm_90a, C >= 16, M >= 16, K >= 2, C*K*K >= 256,
 -- stride 1, a conv output of at least 9 pixels and, for 3x3 kernels (winograd's
--- ground), C <= 128 and M >= 64. Measured on an H100 (fourteenth session) against
+-- ground), C <= 128 and M >= 64. Measured on an H100 (2026-11-27) against
 -- auto's former choice on 28 zoo layers: faster on every kernel from 5x5 to 9x9 (8
 -- layers against igemm_wg or igemm: 1.09-1.76x; zoo-k7pad's padded 7x7
 -- layer 1.02 -> 0.58 ms, level with cuDNN's FFT) and on 14 of the 16 3x3 layers the
@@ -243,8 +243,8 @@ function network.auto_strategy(l)
 end
 
 -- `strategy: auto` for an fc layer (the default): `vec`, its loads float4,
--- float2 or single floats as the input size allows. On an H100 (bench/RESULTS.md,
--- tenth session) vec's default ran 1,944-45,000 inputs into 10 outputs 3.2-3.5x
+-- float2 or single floats as the input size allows. On an H100 (2026-11-26,
+-- bench/journal/2026-11.md) vec's default ran 1,944-45,000 inputs into 10 outputs 3.2-3.5x
 -- faster than tiled's without a split and 6.0-8.6x with its sm_90 default split
 -- (22,050 inputs through float2 loads: 8.4x; 10,933 through single floats: 6.0x),
 -- and the course's 140-500 inputs into 10 outputs 2.1-3.7x.

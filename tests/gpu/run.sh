@@ -113,7 +113,7 @@ while read -r name want; do
   step "$name: GPU Correctness $want" bash -c \
     "$cg run specs/$name.yaml ${data[*]} | tee /dev/stderr | grep -qx 'Correctness: $want Model: $name'"
 done < models/accuracy.txt
-# streamed execution (README "Throughput at scale"): several batches in flight,
+# streamed execution (docs/user-guide.md, "Throughput at scale"): several batches in flight,
 # poisoned, against the CPU; the same predictions with 1, 2 and 4 stream sets;
 # the MPI driver on the GPU where it was built
 for s in "${nets[@]}"; do

@@ -1,8 +1,8 @@
 // mma_peak.cu — the ceiling of mma.sync.m16n8k8 TF32 on the card it runs on: each warp
 // issues twelve independent products a step (no dependence between consecutive ones), with
 // split=1 also the ALU work of splitting six operands into TF32 parts between steps, as
-// conv2d_igemm_tc does. One block an SM, 4 to 16 warps. bench/RESULTS.md (twelfth session)
-// has the H100 figures. Build and run: nvcc -arch sm_90 -O3 -o mma_peak bench/mma_peak.cu && ./mma_peak
+// conv2d_igemm_tc does. One block an SM, 4 to 16 warps. bench/journal/2026-11.md
+// ("2026-11-27 — igemm_tc's instructions cut by a fifth") has the H100 figures. Build and run: nvcc -arch sm_90 -O3 -o mma_peak bench/scripts/mma_peak.cu && ./mma_peak
 #include <cstdio>
 #include <cuda_runtime.h>
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)

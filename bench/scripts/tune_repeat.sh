@@ -6,14 +6,14 @@
 # times every pair of differing choices again in one call; then the whole network runs
 # with each record (random input, no data set needed).
 #
-#   bench/tune_repeat.sh OUTDIR [BUDGET] [SPEC...]
+#   bench/scripts/tune_repeat.sh OUTDIR [BUDGET] [SPEC...]
 #     (default: budget 45 s; bench/specs/zoo-issue3x3.yaml zoo-odd.yaml zoo-vgg3x3.yaml)
 #   CONVGEN=path/to/convgen overrides build/convgen.
 # Writes OUTDIR/NAME.{a,b}.{tuning.yaml,csv,log,run.txt} and OUTDIR/NAME.compare.txt;
 # exit 0 when every network's two records choose alike.
 set -u
-cd "$(dirname "$0")/.."
-out=${1:?usage: bench/tune_repeat.sh OUTDIR [BUDGET] [SPEC...]}
+cd "$(dirname "$0")/../.."
+out=${1:?usage: bench/scripts/tune_repeat.sh OUTDIR [BUDGET] [SPEC...]}
 budget=${2:-45}
 shift $(($# < 2 ? $# : 2))
 specs=("$@")
