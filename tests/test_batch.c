@@ -1,0 +1,109 @@
+/* test_batch.c — the batch as a generation input: which bucket serves a launch
+ * of n images, what the templates choose for a small bucket (fc_gemv, conv2d_direct
+ * with its map groups split over blocks, conv2d_igemm in small tiles), the
+ * manifest's `bucket` record, and that the large-batch kernels stay as they were. */
+#include "check.h"
+#include "gen.h"
+#include "manifest.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void buckets(void)
+{
+    static const long long n[] = {-5, 0, 1, 2, 7, 8, 9, 64, 65, 256, 257, 1000, 1024, 1025, 10000};
+    static const int want[] = {0, 0, 1, 8, 8, 8, 64, 64, 256, 256, 1024, 1024, 1024, 0, 0};
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
+        CHECK(cg_batch_bucket(n[i]) == want[i], "bucket of %lld: %d, expected %d", n[i], cg_batch_bucket(n[i]),
+              want[i]);
+}
+
+/* Generate spec `path` for bucket `batch` (0: the large-batch kernels) on an
+ * sm_90 target with 132 SMs, parsing the manifest into *m. */
+static int gen_for(const char *path, int batch, cg_spec *s, cg_gen_output *o, cg_manifest *m)
+{
+    cg_err e = {""};
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.cc = 90, tg.sms = 132, tg.max_shared_optin = 227 * 1024;
+    tg.batch = batch;
+    if (cg_spec_load(path, s, &e) || cg_generate_for(s, "test", &tg, o, &e) ||
+        cg_manifest_parse(o->manifest, o->manifest_len, path, m, &e)) {
+        CHECK(0, "%s, bucket %d: %s", path, batch, e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* In a small bucket every fc layer is a gemv and every conv layer direct (split
+ * over blocks where one image's outputs are few blocks) or igemm in 32-pixel
+ * tiles, whatever the spec's large-batch strategy; the manifest says the bucket. */
+static void small_choices(void)
+{
+    static const char *specs[] = {"specs/ece408-2017.yaml", "specs/ece408-2018sp.yaml", "specs/ece408-2018fa.yaml",
+                                  "tests/gpu/layers-small-batch.yaml"};
+    static cg_spec s;
+    static cg_gen_output o;
+    static cg_manifest m;
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        const int batches[] = {1, 8, 64};
+        for (int b = 0; b < 3; b++) {
+            if (gen_for(specs[i], batches[b], &s, &o, &m)) continue;
+            CHECK(m.bucket == batches[b], "%s: manifest bucket %d, expected %d", specs[i], m.bucket, batches[b]);
+            for (int k = 0; k < m.nkernels; k++) {
+                const cg_mkernel *mk = &m.k[k];
+                const char *layer = mk->layer;
+                int fc = !strncmp(mk->tpl, "fc_", 3), conv = !strncmp(mk->tpl, "conv2d_", 7);
+                if (fc) CHECK(!strcmp(mk->tpl, "fc_gemv"), "%s bucket %d layer %s: %s, expected fc_gemv", specs[i],
+                              batches[b], layer, mk->tpl);
+                if (conv)
+                    CHECK(!strcmp(mk->tpl, "conv2d_direct") || !strcmp(mk->tpl, "conv2d_igemm"),
+                          "%s bucket %d layer %s: %s, expected direct or igemm", specs[i], batches[b], layer, mk->tpl);
+                /* at one image, a direct conv of many maps is split over blocks */
+                if (batches[b] == 1 && !strcmp(mk->tpl, "conv2d_direct") && !strcmp(specs[i], specs[0]))
+                    CHECK(strstr(mk->name, "_ms") != NULL, "%s: %s is not split over blocks", specs[i], mk->name);
+            }
+            cg_gen_free(&o);
+        }
+        /* the large-batch kernels: no bucket record, the spec's own strategies */
+        if (gen_for(specs[i], 0, &s, &o, &m)) continue;
+        CHECK(m.bucket == 0, "%s: large batch has bucket %d", specs[i], m.bucket);
+        CHECK(!strstr(o.manifest, "\nbucket "), "%s: large batch manifest names a bucket", specs[i]);
+        for (int k = 0; k < m.nkernels; k++) {
+            CHECK(strcmp(m.k[k].tpl, "fc_gemv"), "%s: large batch uses fc_gemv for %s", specs[i], m.k[k].layer);
+            CHECK(!strstr(m.k[k].name, "_ms"), "%s: large batch splits %s", specs[i], m.k[k].name);
+        }
+        cg_gen_free(&o);
+    }
+}
+
+/* The bucket record: only the buckets themselves are accepted. */
+static void manifest_bucket(void)
+{
+    static cg_spec s;
+    static cg_gen_output o;
+    static cg_manifest m;
+    if (gen_for("specs/ece408-2017.yaml", 8, &s, &o, &m)) return;
+    char *text = malloc(o.manifest_len + 1);
+    memcpy(text, o.manifest, o.manifest_len + 1);
+    char *at = strstr(text, "bucket 8\n");
+    CHECK(at != NULL, "no 'bucket 8' record");
+    if (at) {
+        static cg_manifest m2;
+        cg_err e = {""};
+        at[7] = '3'; /* "bucket 3": no bucket */
+        CHECK(cg_manifest_parse(text, o.manifest_len, "m.txt", &m2, &e) != 0, "bucket 3 accepted");
+        CHECK_CONTAINS(e.msg, "m.txt:");
+        CHECK_CONTAINS(e.msg, "bad bucket");
+    }
+    free(text);
+    cg_gen_free(&o);
+}
+
+int main(void)
+{
+    buckets();
+    small_choices();
+    manifest_bucket();
+    return cg_test_done("batch");
+}
