@@ -325,6 +325,58 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     return 0;
 }
 
+/* The header's layer line of k ("// layer:      NAME\n"): its start and end. */
+static void layer_line(const cg_gen_kernel *k, size_t *at, size_t *end)
+{
+    static const char tag[] = "\n// layer:      ";
+    const char *p = NULL;
+    for (size_t i = 0; !p && i + sizeof tag - 1 <= k->header_len; i++)
+        if (!memcmp(k->source + i, tag, sizeof tag - 1)) p = k->source + i;
+    const char *nl = p ? memchr(p + 1, '\n', k->header_len - (size_t)(p + 1 - k->source)) : NULL;
+    if (!nl) { /* not there: the whole text is compared */
+        *at = *end = 0;
+        return;
+    }
+    *at = (size_t)(p + 1 - k->source);
+    *end = (size_t)(nl + 1 - k->source);
+}
+
+int cg_gen_same_kernel(const cg_gen_kernel *a, const cg_gen_kernel *b)
+{
+    size_t a0, a1, b0, b1;
+    layer_line(a, &a0, &a1);
+    layer_line(b, &b0, &b1);
+    return a0 == b0 && a->source_len - a1 == b->source_len - b1 && !memcmp(a->source, b->source, a0) &&
+           !memcmp(a->source + a1, b->source + b1, a->source_len - a1);
+}
+
+/* Append ", LAYER" to k's header layer line, unless it names LAYER already. */
+static int add_layer(cg_gen_kernel *k, const char *layer, cg_err *e)
+{
+    size_t at, end;
+    layer_line(k, &at, &end);
+    if (end <= at) return 0;
+    const char *names = k->source + at + strlen("// layer:      ");
+    size_t nlen = k->source + end - 1 - names, ll = strlen(layer);
+    for (const char *p = names; p < names + nlen;) { /* "a, b, c" */
+        const char *q = memchr(p, ',', (size_t)(names + nlen - p));
+        size_t n = q ? (size_t)(q - p) : (size_t)(names + nlen - p);
+        if (n == ll && !memcmp(p, layer, ll)) return 0;
+        p = q ? q + 2 : names + nlen;
+    }
+    char *src = malloc(k->source_len + ll + 3);
+    if (!src) return cg_fail(e, "out of memory");
+    memcpy(src, k->source, end - 1);
+    memcpy(src + end - 1, ", ", 2);
+    memcpy(src + end + 1, layer, ll);
+    memcpy(src + end + 1 + ll, k->source + end - 1, k->source_len - (end - 1) + 1);
+    free(k->source);
+    k->source = src;
+    k->source_len += ll + 2;
+    k->header_len += ll + 2;
+    return 0;
+}
+
 /* Emit tensors, layers and kernels of the result table on top of the stack. */
 static int take_result(cg_lua *h, const cg_spec *s, const char *regen, const cg_target *tg,
                        cg_gen_output *o, cg_err *e)
@@ -369,19 +421,22 @@ static int take_result(cg_lua *h, const cg_spec *s, const char *regen, const cg_
             cg_buf_free(&man);
             return -1;
         }
-        /* a kernel used by two layers (same name, same source) is one file */
+        /* a kernel used by two layers (same name, same source but for the header's
+         * layer line) is one file, whose layer line names every layer using it */
         cg_gen_kernel *k = &o->k[o->nkernels];
         int dup = 0;
         for (int j = 0; j < o->nkernels && !dup; j++) {
             if (strcmp(o->k[j].kernel, k->kernel)) continue;
             dup = 1;
-            if (k->source_len != o->k[j].source_len ||
-                memcmp(k->source, o->k[j].source, k->source_len)) {
+            int rc = cg_gen_same_kernel(&o->k[j], k) ? add_layer(&o->k[j], k->layer, e)
+                                              : cg_fail(e, "%s: two different kernels are both named '%s'",
+                                                        s->path, k->kernel);
+            if (rc) {
                 lua_pop(L, 2);
                 cg_buf_free(&man);
                 free(k->source);
-                return cg_fail(e, "%s: two different kernels are both named '%s'", s->path,
-                               k->kernel);
+                k->source = NULL;
+                return -1;
             }
         }
         if (dup) free(k->source), k->source = NULL;
