@@ -138,7 +138,7 @@ int cg_cmd_data(int argc, char **argv, cg_err *e)
         return CG_EXIT_USAGE;
     }
     if ((rc = cg_opt_int("--resize", side_text, 1, 4096, &side, e))) return rc;
-    if (cg_data_write_resized(src, (int)side, dir, e)) return CG_EXIT_INPUT;
+    if ((rc = cg_data_write_resized(src, (int)side, dir, e))) return rc == -2 ? CG_EXIT_IO : CG_EXIT_INPUT;
     printf("Fashion-MNIST resized to %lldx%lld written to %s\n", side, side, dir);
     return 0;
 }
