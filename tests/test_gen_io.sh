@@ -50,5 +50,46 @@ d="$t/regen"
 $cg generate specs/ece408-2017.yaml -o "$d" >/dev/null && $cg generate specs/example-conv.yaml -o "$d" >/dev/null \
   && diff <(ls "$d") <(ls tests/golden/example-conv) >/dev/null && ok || bad "a previous output not replaced: $(ls "$d")"
 
+# ---- identical layers: one kernel used twice, by generate and by build
+twofc='network: twofc
+input: {channels: 1, height: 28, width: 28}
+dataset: {name: fashion-mnist}
+layers:
+  - {name: fc1, op: fc, out: 784, activation: relu}
+  - {name: fc2, op: fc, out: 784, activation: relu}
+  - {name: fc3, op: fc, out: 10}'
+printf '%s\n' "$twofc" > "$t/twofc.yaml"
+$cg generate "$t/twofc.yaml" -o "$t/twofc" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 0 ] && [ "$(ls "$t/twofc" | grep -c '^fc_vec_i784o784_relu_')" -eq 1 ] && ok || bad "generate, two identical fc layers: exit $rc $(cat "$t/e")"
+[ "$(grep -c '^kernel fc_vec_i784o784_relu_' "$t/twofc/manifest.txt" 2>/dev/null)" = 2 ] && ok || bad "the shared kernel not launched once per layer"
+grep -q '^// layer:      fc1, fc2$' "$t/twofc"/fc_vec_i784o784_relu_*.cu 2>/dev/null && ok || bad "the shared kernel's header does not name both layers"
+printf '%s\n' "network: threeconv
+input: {channels: 1, height: 28, width: 28}
+dataset: {name: fashion-mnist}
+layers:
+  - {name: c0, op: conv, M: 8, K: 3, padding: 1}
+  - {name: c1, op: conv, M: 8, K: 3, padding: 1}
+  - {name: c2, op: conv, M: 8, K: 3, padding: 1}
+  - {name: c3, op: conv, M: 8, K: 3, padding: 1}
+  - {name: fc1, op: fc, out: 10}" > "$t/threeconv.yaml"
+$cg generate "$t/threeconv.yaml" -o "$t/threeconv" >/dev/null 2>"$t/e" && ok || bad "generate, three identical padded convs: $(cat "$t/e")"
+$cg run "$t/twofc.yaml" --backend cpu --random-input 1 --images 4 >/dev/null 2>"$t/e" && ok || bad "run on the CPU: $(cat "$t/e")"
+if command -v fatbinary >/dev/null || [ -x /usr/local/cuda/bin/fatbinary ]; then
+  $cg build "$t/twofc.yaml" --arch 75 -o "$t/twofc.fatbin" >"$t/o" 2>"$t/e"; rc=$?
+  [ $rc -eq 0 ] && [ -s "$t/twofc.fatbin" ] && grep -q "compiling 4 kernels" "$t/o" && ok || bad "build, two identical fc layers: exit $rc $(tail -3 "$t/e")"
+  # ---- build reads every input before compiling, and prints no compiler log unless a compile failed
+  printf '%s\nweights: missing.safetensors\n' "$twofc" > "$t/noweights.yaml"
+  $cg build "$t/noweights.yaml" --arch 75 -o "$t/nw.cgb" >"$t/o" 2>"$t/e"; rc=$?
+  [ $rc -eq 3 ] && [ "$(wc -l < "$t/e")" -eq 1 ] && grep -q "missing.safetensors" "$t/e" && ok || bad "build with a missing weights file: exit $rc, $(wc -l < "$t/e") lines: $(head -3 "$t/e")"
+  grep -q "compiling" "$t/o" && bad "build compiled before reading the weights: $(cat "$t/o")" || ok
+  [ ! -e "$t/nw.cgb" ] && ok || bad "build with a missing weights file wrote $t/nw.cgb"
+  for o in "$t/full.fatbin" "$t/full.cgb"; do
+    full_disk 1 $cg build "$t/twofc.yaml" --arch 75 -o "$o" >/dev/null 2>"$t/e"; rc=$?
+    [ $rc -eq 5 ] && ok || bad "build -o $o on a full disk: expected exit 5, got $rc"
+    [ "$(wc -l < "$t/e")" -eq 1 ] && grep -q "File too large" "$t/e" && ok || bad "build -o $o on a full disk printed $(wc -l < "$t/e") lines: $(head -3 "$t/e")"
+    [ ! -e "$o" ] && ok || bad "build on a full disk left $o"
+  done
+fi
+
 echo "test_gen_io: $pass passed, $fail failed"
 [ $fail -eq 0 ]
