@@ -78,13 +78,14 @@ if command -v fatbinary >/dev/null || [ -x /usr/local/cuda/bin/fatbinary ]; then
   $cg build "$t/twofc.yaml" --arch 75 -o "$t/twofc.fatbin" >"$t/o" 2>"$t/e"; rc=$?
   [ $rc -eq 0 ] && [ -s "$t/twofc.fatbin" ] && grep -q "compiling 4 kernels" "$t/o" && ok || bad "build, two identical fc layers: exit $rc $(tail -3 "$t/e")"
   # ---- build reads every input before compiling, and prints no compiler log unless a compile failed
-  printf '%s\nweights: missing.safetensors\n' "$twofc" > "$t/noweights.yaml"
+  cp specs/example-conv.yaml "$t/conv.yaml"
+  printf '%s\nweights: missing.safetensors\n' "$(cat specs/example-conv.yaml)" > "$t/noweights.yaml"
   $cg build "$t/noweights.yaml" --arch 75 -o "$t/nw.cgb" >"$t/o" 2>"$t/e"; rc=$?
   [ $rc -eq 3 ] && [ "$(wc -l < "$t/e")" -eq 1 ] && grep -q "missing.safetensors" "$t/e" && ok || bad "build with a missing weights file: exit $rc, $(wc -l < "$t/e") lines: $(head -3 "$t/e")"
   grep -q "compiling" "$t/o" && bad "build compiled before reading the weights: $(cat "$t/o")" || ok
   [ ! -e "$t/nw.cgb" ] && ok || bad "build with a missing weights file wrote $t/nw.cgb"
   for o in "$t/full.fatbin" "$t/full.cgb"; do
-    full_disk 1 $cg build "$t/twofc.yaml" --arch 75 -o "$o" >/dev/null 2>"$t/e"; rc=$?
+    full_disk 1 $cg build "$t/conv.yaml" --arch 75 -o "$o" >/dev/null 2>"$t/e"; rc=$?
     [ $rc -eq 5 ] && ok || bad "build -o $o on a full disk: expected exit 5, got $rc"
     [ "$(wc -l < "$t/e")" -eq 1 ] && grep -q "File too large" "$t/e" && ok || bad "build -o $o on a full disk printed $(wc -l < "$t/e") lines: $(head -3 "$t/e")"
     [ ! -e "$o" ] && ok || bad "build on a full disk left $o"
