@@ -108,9 +108,83 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
     lua_setfield(L, -2, "layers");
 }
 
+/* Lua-callable (network module, net, layer index): the layer's template name
+ * and, for its first parameter with no legal value and no default, its name and
+ * doc (else nil, nil). Run through cg_lua_pcall: within the sandbox's limits. */
+static int no_legal_value(lua_State *L)
+{
+    lua_settop(L, 4); /* 4: the template name, when given */
+    lua_getfield(L, 1, "layer_table");
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    lua_call(L, 2, 1); /* 5: l */
+    if (lua_isnil(L, 4)) {
+        lua_getfield(L, 1, "layer_template");
+        lua_pushvalue(L, 5);
+        lua_call(L, 1, 1);
+        lua_replace(L, 4);
+    }
+    lua_getglobal(L, "import");
+    lua_pushvalue(L, 4);
+    lua_call(L, 1, 1); /* 6: T */
+    lua_getfield(L, 6, "params"); /* 7 */
+    for (lua_Integer i = 1; lua_istable(L, 7) && lua_geti(L, 7, i) == LUA_TTABLE; i++) { /* 8: d */
+        lua_getfield(L, 8, "legal");
+        lua_pushvalue(L, 5);
+        lua_call(L, 1, 1); /* 9 */
+        if (!lua_istable(L, 9) || lua_rawlen(L, 9) == 0) {
+            lua_getfield(L, 8, "default");
+            lua_pushvalue(L, 5);
+            lua_newtable(L);
+            lua_call(L, 2, 1); /* 10 */
+            if (lua_isnil(L, 10)) {
+                lua_pushvalue(L, 4);
+                lua_getfield(L, 8, "name");
+                lua_getfield(L, 8, "doc");
+                return 3;
+            }
+        }
+        lua_settop(L, 7);
+    }
+    lua_pushvalue(L, 4);
+    lua_pushnil(L);
+    lua_pushnil(L);
+    return 3;
+}
+
+/* What to say when the template's search for a configuration of layer li
+ * failed without a message: which parameter has no legal value there, else
+ * that no configuration of the template suits it. tpl: the template searched,
+ * NULL for the layer's own. */
+static void explain_no_config(const cg_spec *s, const cg_target *tg, int li, const char *tpl, char *out, size_t n)
+{
+    snprintf(out, n, "no configuration of its template suits this layer");
+    cg_lua *h;
+    cg_err e;
+    if (cg_lua_open(&h, NULL, &e)) return;
+    lua_State *L = cg_lua_state(h);
+    if (!cg_lua_import(h, "lib/network", &e)) {
+        lua_pushcfunction(L, no_legal_value);
+        lua_insert(L, -2);
+        cg_gen_push_net(L, s, tg);
+        lua_pushinteger(L, li + 1);
+        if (tpl) lua_pushstring(L, tpl);
+        else lua_pushnil(L);
+        if (!cg_lua_pcall(h, 4, 3, &e)) {
+            const char *t = lua_tostring(L, -3), *name = lua_tostring(L, -2), *doc = lua_tostring(L, -1);
+            if (t && name)
+                snprintf(out, n, "%s has no legal value of %s on this layer%s%s%s", t, name, doc ? " (" : "",
+                         doc ? doc : "", doc ? ")" : "");
+            else if (t)
+                snprintf(out, n, "no configuration of %s suits this layer", t);
+        }
+    }
+    cg_lua_close(h);
+}
+
 /* A structured template failure ({cg_layer, cg_param, cg_where, message}) on top
  * of the stack, reported at the most precise position the spec has. */
-static int map_failure(lua_State *L, const cg_spec *s, cg_err *e)
+static int map_failure(lua_State *L, const cg_spec *s, const cg_target *tg, cg_err *e)
 {
     lua_getfield(L, -1, "cg_layer");
     int li = (int)lua_tointeger(L, -1) - 1;
@@ -120,6 +194,8 @@ static int map_failure(lua_State *L, const cg_spec *s, cg_err *e)
     const char *where = lua_tostring(L, -1);
     lua_getfield(L, -4, "message");
     const char *msg = lua_tostring(L, -1);
+    char why[512];
+    if (!msg && li >= 0 && li < s->nlayers && !param) explain_no_config(s, tg, li, NULL, why, sizeof why), msg = why;
     if (!msg) msg = "template failure";
     if (li < 0 || li >= s->nlayers)
         return cg_fail(e, "%s:1:1: %s", s->path, msg);
@@ -506,6 +582,7 @@ typedef struct extract_ctx {
     const cg_target *tg; /* the target the code is for; NULL: the default */
     cg_err *e;
     int rc;
+    const char *tpl;     /* the template a one-layer call names; NULL: the layer's own */
 } extract_ctx;
 
 /* Lua-callable: (ctx, result, failure) -> nothing; fills ctx. */
@@ -537,7 +614,7 @@ static int take_network(extract_ctx *c, lua_State *L)
     }
     if (lua_istable(L, 3)) {
         lua_settop(L, 3);
-        return map_failure(L, c->s, c->e);
+        return map_failure(L, c->s, c->tg, c->e);
     }
     return cg_fail(c->e, "templates/lib/network.lua: generate returned no result");
 }
@@ -563,7 +640,7 @@ int cg_generate_for(const cg_spec *s, const char *regen_cmd, const cg_target *t,
         cg_gen_push_net(L, s, t);
         rc = cg_lua_pcall(h, 1, 2, e);
         if (!rc) {
-            extract_ctx c = {h, s, take_network, out, regen_cmd, t, e, 0};
+            extract_ctx c = {h, s, take_network, out, regen_cmd, t, e, 0, NULL};
             rc = run_extract(&c);
         }
     }
@@ -824,12 +901,18 @@ int cg_gen_write(const cg_gen_output *o, const char *dir, cg_err *e)
 /* A failure table of network.call at stack slot idx as one line naming the
  * spec and the layer (the parameters came from the caller, not the spec, so
  * no spec position is claimed). */
-static int one_failure(lua_State *L, int idx, const cg_spec *s, cg_err *e)
+static int one_failure(lua_State *L, int idx, const extract_ctx *c, cg_err *e)
 {
+    const cg_spec *s = c->s;
     lua_getfield(L, idx, "cg_layer");
     int li = (int)lua_tointeger(L, -1) - 1;
+    lua_getfield(L, idx, "cg_param");
+    int param = !lua_isnil(L, -1);
     lua_getfield(L, idx, "message");
     const char *msg = lua_tostring(L, -1);
+    char why[512];
+    if (!msg && li >= 0 && li < s->nlayers && !param)
+        explain_no_config(s, c->tg, li, c->tpl, why, sizeof why), msg = why;
     if (!msg) msg = "template failure";
     if (li < 0 || li >= s->nlayers) return cg_fail(e, "%s: %s", s->path, msg);
     return cg_fail(e, "%s: layer '%s': %s", s->path, s->layers[li].name, msg);
@@ -895,7 +978,7 @@ static int one_call(const cg_spec *s, const cg_target *tg, int layer, const char
         else lua_pushnil(L);
         if (!rc) rc = cg_lua_pcall(h, 5, 2, e);
         if (!rc) {
-            extract_ctx c = {h, s, take, out, arg, tg, e, 0};
+            extract_ctx c = {h, s, take, out, arg, tg, e, 0, tpl};
             rc = run_extract(&c);
         }
     }
@@ -921,7 +1004,7 @@ static int take_candidates(extract_ctx *c, lua_State *L)
     cg_candidates *o = c->out;
     cg_err *e = c->e;
     if (!lua_istable(L, 2))
-        return lua_istable(L, 3) ? one_failure(L, 3, c->s, e)
+        return lua_istable(L, 3) ? one_failure(L, 3, c, e)
                                  : cg_fail(e, "templates/lib/network.lua: candidates returned nothing");
     lua_settop(L, 2);
     if (opt_str(L, "template", o->tpl, sizeof o->tpl, e) || opt_str(L, "note", o->note, sizeof o->note, e))
@@ -1002,7 +1085,7 @@ static int take_check(extract_ctx *c, lua_State *L)
         snprintf(o->why, o->n, "%s", lua_tostring(L, 2));
         return 1;
     }
-    if (lua_istable(L, 3)) return one_failure(L, 3, c->s, c->e);
+    if (lua_istable(L, 3)) return one_failure(L, 3, c, c->e);
     return 0;
 }
 
@@ -1031,7 +1114,7 @@ static int take_emit(extract_ctx *c, lua_State *L)
 {
     emit_out *o = c->out;
     if (!lua_istable(L, 2))
-        return lua_istable(L, 3) ? one_failure(L, 3, c->s, c->e)
+        return lua_istable(L, 3) ? one_failure(L, 3, c, c->e)
                                  : cg_fail(c->e, "templates/lib/network.lua: emit_one returned nothing");
     lua_settop(L, 2);
     cg_buf man;

@@ -92,5 +92,17 @@ if command -v fatbinary >/dev/null || [ -x /usr/local/cuda/bin/fatbinary ]; then
   done
 fi
 
+# ---- a layer no configuration suits: the parameter without a legal value, named
+printf '%s\n' "network: k100
+input: {channels: 1, height: 128, width: 128}
+dataset: {name: fashion-mnist, resize: 128}
+layers:
+  - {name: c1, op: conv, M: 8, K: 100}
+  - {name: fc1, op: fc, out: 10}" > "$t/k100.yaml"
+$cg generate "$t/k100.yaml" -o "$t/k100" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 3 ] && [ "$(wc -l < "$t/e")" -eq 1 ] && [ ! -e "$t/k100" ] && ok || bad "K=100: exit $rc, $(cat "$t/e")"
+grep -q "k100.yaml:5:5: layer 'c1': conv2d_igemm has no legal value of bk on this layer (reduction depth" "$t/e" \
+  && ok || bad "K=100 does not name the parameter without a legal value: $(cat "$t/e")"
+
 echo "test_gen_io: $pass passed, $fail failed"
 [ $fail -eq 0 ]

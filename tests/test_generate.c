@@ -975,6 +975,33 @@ static void test_input_names(void)
     free(s), free(o);
 }
 
+/* A layer no configuration suits for want of a legal value of one parameter
+ * (a 100x100 kernel: igemm's slices hold at most 64 reduction rows) says which,
+ * through generate and through the one-layer calls. */
+static void test_no_legal_value(void)
+{
+    static const char text[] = "network: k100\ninput: {channels: 1, height: 128, width: 128}\nlayers:\n"
+                               "  - {name: c1, op: conv, M: 8, K: 100, strategy: igemm}\n"
+                               "  - {name: fc1, op: fc, out: 10}\n";
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    CHECK(s && o && cg_spec_parse("k100.yaml", text, strlen(text), s, &e) == 0, "parse: %s", e.msg);
+    if (!s || !o || e.msg[0]) return free(s), free(o);
+    CHECK(cg_generate(s, "x", o, &e) != 0, "K=100 generated");
+    CHECK_CONTAINS(e.msg, "k100.yaml:4:");
+    CHECK_CONTAINS(e.msg, "layer 'c1': conv2d_igemm has no legal value of bk on this layer (reduction depth");
+    cg_gen_kernel k;
+    cg_kernel_launch launch;
+    e.msg[0] = 0;
+    CHECK(cg_gen_emit_one(s, 0, NULL, NULL, &k, &launch, &e) != 0, "K=100 emitted");
+    CHECK_CONTAINS(e.msg, "k100.yaml: layer 'c1': conv2d_igemm has no legal value of bk");
+    e.msg[0] = 0;
+    CHECK(cg_gen_emit_one(s, 0, "conv2d_igemm", "", &k, &launch, &e) != 0, "K=100 emitted with igemm named");
+    CHECK_CONTAINS(e.msg, "conv2d_igemm has no legal value of bk");
+    free(s), free(o);
+}
+
 /* Identical layers (two fc 784 relu, three padded 3x3 convs) share one kernel:
  * one file whose header names every layer, a manifest line per layer. Two
  * kernels of one name are one only when their text differs in the layer line alone. */
@@ -1060,6 +1087,7 @@ int main(void)
     test_tc_short_slice();
     test_candidates_emit();
     test_identical_layers();
+    test_no_legal_value();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");
     cg_nvrtc *nv = NULL;
