@@ -109,9 +109,83 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
     lua_setfield(L, -2, "layers");
 }
 
+/* Lua-callable (network module, net, layer index): the layer's template name
+ * and, for its first parameter with no legal value and no default, its name and
+ * doc (else nil, nil). Run through cg_lua_pcall: within the sandbox's limits. */
+static int no_legal_value(lua_State *L)
+{
+    lua_settop(L, 4); /* 4: the template name, when given */
+    lua_getfield(L, 1, "layer_table");
+    lua_pushvalue(L, 2);
+    lua_pushvalue(L, 3);
+    lua_call(L, 2, 1); /* 5: l */
+    if (lua_isnil(L, 4)) {
+        lua_getfield(L, 1, "layer_template");
+        lua_pushvalue(L, 5);
+        lua_call(L, 1, 1);
+        lua_replace(L, 4);
+    }
+    lua_getglobal(L, "import");
+    lua_pushvalue(L, 4);
+    lua_call(L, 1, 1); /* 6: T */
+    lua_getfield(L, 6, "params"); /* 7 */
+    for (lua_Integer i = 1; lua_istable(L, 7) && lua_geti(L, 7, i) == LUA_TTABLE; i++) { /* 8: d */
+        lua_getfield(L, 8, "legal");
+        lua_pushvalue(L, 5);
+        lua_call(L, 1, 1); /* 9 */
+        if (!lua_istable(L, 9) || lua_rawlen(L, 9) == 0) {
+            lua_getfield(L, 8, "default");
+            lua_pushvalue(L, 5);
+            lua_newtable(L);
+            lua_call(L, 2, 1); /* 10 */
+            if (lua_isnil(L, 10)) {
+                lua_pushvalue(L, 4);
+                lua_getfield(L, 8, "name");
+                lua_getfield(L, 8, "doc");
+                return 3;
+            }
+        }
+        lua_settop(L, 7);
+    }
+    lua_pushvalue(L, 4);
+    lua_pushnil(L);
+    lua_pushnil(L);
+    return 3;
+}
+
+/* What to say when the template's search for a configuration of layer li
+ * failed without a message: which parameter has no legal value there, else
+ * that no configuration of the template suits it. tpl: the template searched,
+ * NULL for the layer's own. */
+static void explain_no_config(const cg_spec *s, const cg_target *tg, int li, const char *tpl, char *out, size_t n)
+{
+    snprintf(out, n, "no configuration of its template suits this layer");
+    cg_lua *h;
+    cg_err e;
+    if (cg_lua_open(&h, NULL, &e)) return;
+    lua_State *L = cg_lua_state(h);
+    if (!cg_lua_import(h, "lib/network", &e)) {
+        lua_pushcfunction(L, no_legal_value);
+        lua_insert(L, -2);
+        cg_gen_push_net(L, s, tg);
+        lua_pushinteger(L, li + 1);
+        if (tpl) lua_pushstring(L, tpl);
+        else lua_pushnil(L);
+        if (!cg_lua_pcall(h, 4, 3, &e)) {
+            const char *t = lua_tostring(L, -3), *name = lua_tostring(L, -2), *doc = lua_tostring(L, -1);
+            if (t && name)
+                snprintf(out, n, "%s has no legal value of %s on this layer%s%s%s", t, name, doc ? " (" : "",
+                         doc ? doc : "", doc ? ")" : "");
+            else if (t)
+                snprintf(out, n, "no configuration of %s suits this layer", t);
+        }
+    }
+    cg_lua_close(h);
+}
+
 /* A structured template failure ({cg_layer, cg_param, cg_where, message}) on top
  * of the stack, reported at the most precise position the spec has. */
-static int map_failure(lua_State *L, const cg_spec *s, cg_err *e)
+static int map_failure(lua_State *L, const cg_spec *s, const cg_target *tg, cg_err *e)
 {
     lua_getfield(L, -1, "cg_layer");
     int li = (int)lua_tointeger(L, -1) - 1;
@@ -121,6 +195,8 @@ static int map_failure(lua_State *L, const cg_spec *s, cg_err *e)
     const char *where = lua_tostring(L, -1);
     lua_getfield(L, -4, "message");
     const char *msg = lua_tostring(L, -1);
+    char why[512];
+    if (!msg && li >= 0 && li < s->nlayers && !param) explain_no_config(s, tg, li, NULL, why, sizeof why), msg = why;
     if (!msg) msg = "template failure";
     if (li < 0 || li >= s->nlayers)
         return cg_fail(e, "%s:1:1: %s", s->path, msg);
@@ -326,6 +402,58 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     return 0;
 }
 
+/* The header's layer line of k ("// layer:      NAME\n"): its start and end. */
+static void layer_line(const cg_gen_kernel *k, size_t *at, size_t *end)
+{
+    static const char tag[] = "\n// layer:      ";
+    const char *p = NULL;
+    for (size_t i = 0; !p && i + sizeof tag - 1 <= k->header_len; i++)
+        if (!memcmp(k->source + i, tag, sizeof tag - 1)) p = k->source + i;
+    const char *nl = p ? memchr(p + 1, '\n', k->header_len - (size_t)(p + 1 - k->source)) : NULL;
+    if (!nl) { /* not there: the whole text is compared */
+        *at = *end = 0;
+        return;
+    }
+    *at = (size_t)(p + 1 - k->source);
+    *end = (size_t)(nl + 1 - k->source);
+}
+
+int cg_gen_same_kernel(const cg_gen_kernel *a, const cg_gen_kernel *b)
+{
+    size_t a0, a1, b0, b1;
+    layer_line(a, &a0, &a1);
+    layer_line(b, &b0, &b1);
+    return a0 == b0 && a->source_len - a1 == b->source_len - b1 && !memcmp(a->source, b->source, a0) &&
+           !memcmp(a->source + a1, b->source + b1, a->source_len - a1);
+}
+
+/* Append ", LAYER" to k's header layer line, unless it names LAYER already. */
+static int add_layer(cg_gen_kernel *k, const char *layer, cg_err *e)
+{
+    size_t at, end;
+    layer_line(k, &at, &end);
+    if (end <= at) return 0;
+    const char *names = k->source + at + strlen("// layer:      ");
+    size_t nlen = k->source + end - 1 - names, ll = strlen(layer);
+    for (const char *p = names; p < names + nlen;) { /* "a, b, c" */
+        const char *q = memchr(p, ',', (size_t)(names + nlen - p));
+        size_t n = q ? (size_t)(q - p) : (size_t)(names + nlen - p);
+        if (n == ll && !memcmp(p, layer, ll)) return 0;
+        p = q ? q + 2 : names + nlen;
+    }
+    char *src = malloc(k->source_len + ll + 3);
+    if (!src) return cg_fail(e, "out of memory");
+    memcpy(src, k->source, end - 1);
+    memcpy(src + end - 1, ", ", 2);
+    memcpy(src + end + 1, layer, ll);
+    memcpy(src + end + 1 + ll, k->source + end - 1, k->source_len - (end - 1) + 1);
+    free(k->source);
+    k->source = src;
+    k->source_len += ll + 2;
+    k->header_len += ll + 2;
+    return 0;
+}
+
 /* Emit tensors, layers and kernels of the result table on top of the stack. */
 static int take_result(cg_lua *h, const cg_spec *s, const char *regen, const cg_target *tg,
                        cg_gen_output *o, cg_err *e)
@@ -371,19 +499,22 @@ static int take_result(cg_lua *h, const cg_spec *s, const char *regen, const cg_
             cg_buf_free(&man);
             return -1;
         }
-        /* a kernel used by two layers (same name, same source) is one file */
+        /* a kernel used by two layers (same name, same source but for the header's
+         * layer line) is one file, whose layer line names every layer using it */
         cg_gen_kernel *k = &o->k[o->nkernels];
         int dup = 0;
         for (int j = 0; j < o->nkernels && !dup; j++) {
             if (strcmp(o->k[j].kernel, k->kernel)) continue;
             dup = 1;
-            if (k->source_len != o->k[j].source_len ||
-                memcmp(k->source, o->k[j].source, k->source_len)) {
+            int rc = cg_gen_same_kernel(&o->k[j], k) ? add_layer(&o->k[j], k->layer, e)
+                                              : cg_fail(e, "%s: two different kernels are both named '%s'",
+                                                        s->path, k->kernel);
+            if (rc) {
                 lua_pop(L, 2);
                 cg_buf_free(&man);
                 free(k->source);
-                return cg_fail(e, "%s: two different kernels are both named '%s'", s->path,
-                               k->kernel);
+                k->source = NULL;
+                return -1;
             }
         }
         if (dup) free(k->source), k->source = NULL;
@@ -453,6 +584,7 @@ typedef struct extract_ctx {
     const cg_target *tg; /* the target the code is for; NULL: the default */
     cg_err *e;
     int rc;
+    const char *tpl;     /* the template a one-layer call names; NULL: the layer's own */
 } extract_ctx;
 
 /* Lua-callable: (ctx, result, failure) -> nothing; fills ctx. */
@@ -484,7 +616,7 @@ static int take_network(extract_ctx *c, lua_State *L)
     }
     if (lua_istable(L, 3)) {
         lua_settop(L, 3);
-        return map_failure(L, c->s, c->e);
+        return map_failure(L, c->s, c->tg, c->e);
     }
     return cg_fail(c->e, "templates/lib/network.lua: generate returned no result");
 }
@@ -510,7 +642,7 @@ int cg_generate_for(const cg_spec *s, const char *regen_cmd, const cg_target *t,
         cg_gen_push_net(L, s, t);
         rc = cg_lua_pcall(h, 1, 2, e);
         if (!rc) {
-            extract_ctx c = {h, s, take_network, out, regen_cmd, t, e, 0};
+            extract_ctx c = {h, s, take_network, out, regen_cmd, t, e, 0, NULL};
             rc = run_extract(&c);
         }
     }
@@ -536,6 +668,34 @@ static int produced(const cg_gen_output *o, const char *name)
 
 /* Largest manifest.txt read back from an output directory. */
 #define MANIFEST_MAX ((size_t)4 << 20)
+
+/* Whether a manifest's text ends as cg_generate ends one: "hash HEX16\n". */
+static int ends_with_hash(const cg_buf *t)
+{
+    static const size_t n = 5 + 16 + 1;
+    if (t->len < n || t->data[t->len - 1] != '\n' || (t->len > n && t->data[t->len - n - 1] != '\n')) return 0;
+    const char *h = t->data + t->len - n;
+    return !strncmp(h, "hash ", 5) && strspn(h + 5, "0123456789abcdef") == 16;
+}
+
+/* Whether DIR/name opens as a file cg_generate wrote: its first line is the
+ * header every generated kernel starts with. */
+static int generated_file(int dfd, const char *name)
+{
+    static const char head[] = "// Generated by convgen ";
+    char buf[sizeof head - 1];
+    int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return 0;
+    size_t got = 0;
+    while (got < sizeof buf) {
+        ssize_t n = read(fd, buf + got, sizeof buf - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(fd);
+    return got == sizeof buf && !memcmp(buf, head, sizeof buf);
+}
 
 /* The .cu files DIR's previous manifest names (its "kernel NAME ..." lines), as
  * "NAME.cu\0NAME.cu\0..." in *old; none when there is no manifest. A manifest.txt
@@ -565,7 +725,7 @@ static int previous_files(int dfd, const char *dir, cg_buf *old, cg_err *e)
             rc = cg_fail(e, "%s/manifest.txt: too large for a convgen manifest", dir);
     }
     close(fd);
-    if (!rc && (!text.data || strncmp(text.data, "convgen-manifest ", 17)))
+    if (!rc && (!text.data || strncmp(text.data, "convgen-manifest ", 17) || !ends_with_hash(&text)))
         rc = cg_fail(e, "%s/manifest.txt: not a convgen manifest; refusing to replace it", dir);
     for (char *line = rc ? NULL : text.data; line && *line;) {
         char *end = strchr(line, '\n');
@@ -698,12 +858,13 @@ static int write_locked(const cg_gen_output *o, int dfd, const char *dir, cg_err
         for (int i = 0; i < placed; i++)
             if (!existed[i]) unlinkat(dfd, i < o->nkernels ? o->k[i].file : "manifest.txt", 0);
     }
-    /* then the kernels of the previous output that this one does not have */
+    /* then the kernels of the previous output that this one does not have: files
+     * convgen wrote (a manifest names them, their header says so), nothing else */
     for (size_t at = 0; !rc && old.data && at < old.len; at += strlen(old.data + at) + 1) {
         const char *name = old.data + at;
         struct stat st;
         if (produced(o, name) || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) ||
-            !S_ISREG(st.st_mode))
+            !S_ISREG(st.st_mode) || !generated_file(dfd, name))
             continue;
         if (unlinkat(dfd, name, 0) && errno != ENOENT)
             rc = cg_fail(e, "%s/%s: cannot remove stale file: %s", dir, name, strerror(errno));
@@ -742,12 +903,18 @@ int cg_gen_write(const cg_gen_output *o, const char *dir, cg_err *e)
 /* A failure table of network.call at stack slot idx as one line naming the
  * spec and the layer (the parameters came from the caller, not the spec, so
  * no spec position is claimed). */
-static int one_failure(lua_State *L, int idx, const cg_spec *s, cg_err *e)
+static int one_failure(lua_State *L, int idx, const extract_ctx *c, cg_err *e)
 {
+    const cg_spec *s = c->s;
     lua_getfield(L, idx, "cg_layer");
     int li = (int)lua_tointeger(L, -1) - 1;
+    lua_getfield(L, idx, "cg_param");
+    int param = !lua_isnil(L, -1);
     lua_getfield(L, idx, "message");
     const char *msg = lua_tostring(L, -1);
+    char why[512];
+    if (!msg && li >= 0 && li < s->nlayers && !param)
+        explain_no_config(s, c->tg, li, c->tpl, why, sizeof why), msg = why;
     if (!msg) msg = "template failure";
     if (li < 0 || li >= s->nlayers) return cg_fail(e, "%s: %s", s->path, msg);
     return cg_fail(e, "%s: layer '%s': %s", s->path, s->layers[li].name, msg);
@@ -813,7 +980,7 @@ static int one_call(const cg_spec *s, const cg_target *tg, int layer, const char
         else lua_pushnil(L);
         if (!rc) rc = cg_lua_pcall(h, 5, 2, e);
         if (!rc) {
-            extract_ctx c = {h, s, take, out, arg, tg, e, 0};
+            extract_ctx c = {h, s, take, out, arg, tg, e, 0, tpl};
             rc = run_extract(&c);
         }
     }
@@ -839,7 +1006,7 @@ static int take_candidates(extract_ctx *c, lua_State *L)
     cg_candidates *o = c->out;
     cg_err *e = c->e;
     if (!lua_istable(L, 2))
-        return lua_istable(L, 3) ? one_failure(L, 3, c->s, e)
+        return lua_istable(L, 3) ? one_failure(L, 3, c, e)
                                  : cg_fail(e, "templates/lib/network.lua: candidates returned nothing");
     lua_settop(L, 2);
     if (opt_str(L, "template", o->tpl, sizeof o->tpl, e) || opt_str(L, "note", o->note, sizeof o->note, e))
@@ -920,7 +1087,7 @@ static int take_check(extract_ctx *c, lua_State *L)
         snprintf(o->why, o->n, "%s", lua_tostring(L, 2));
         return 1;
     }
-    if (lua_istable(L, 3)) return one_failure(L, 3, c->s, c->e);
+    if (lua_istable(L, 3)) return one_failure(L, 3, c, c->e);
     return 0;
 }
 
@@ -949,7 +1116,7 @@ static int take_emit(extract_ctx *c, lua_State *L)
 {
     emit_out *o = c->out;
     if (!lua_istable(L, 2))
-        return lua_istable(L, 3) ? one_failure(L, 3, c->s, c->e)
+        return lua_istable(L, 3) ? one_failure(L, 3, c, c->e)
                                  : cg_fail(c->e, "templates/lib/network.lua: emit_one returned nothing");
     lua_settop(L, 2);
     cg_buf man;

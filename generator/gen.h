@@ -151,5 +151,10 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *t);
  * DIR that this output does not contain are removed. Nothing is written on error. */
 int cg_gen_write(const cg_gen_output *o, const char *dir, cg_err *e);
 void cg_gen_free(cg_gen_output *o);
+/* Whether a and b are one kernel: the same text but for the header's layer
+ * line. cg_generate writes such kernels (two identical layers) once, the
+ * header's layer line naming every layer; the manifest has a kernel line for
+ * each layer. Two kernels of one name that differ otherwise are an error. */
+int cg_gen_same_kernel(const cg_gen_kernel *a, const cg_gen_kernel *b);
 
 #endif

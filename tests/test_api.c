@@ -67,6 +67,23 @@ static void test_open_errors(void)
     o.backend = CG_BACKEND_CUDA, o.device = -1;
     CHECK(cg_net_open(SPEC, &o, &net) == CG_STATUS_USAGE, "negative device");
     cg_net_close(net);
+    /* streams: 0 (the default) or 1..4, checked before any device is asked, on either backend */
+    for (int b = 0; b < 2; b++)
+        for (int v = 0; v < 2; v++) {
+            cg_net_options_init(&o);
+            o.backend = b ? CG_BACKEND_CUDA : CG_BACKEND_CPU, o.streams = v ? 5 : -3;
+            CHECK(cg_net_open(SPEC, &o, &net) == CG_STATUS_USAGE, "streams %d on %s: usage", o.streams,
+                  b ? "cuda" : "cpu");
+            CHECK_CONTAINS(cg_net_error(net), v ? "streams 5: " : "streams -3: ");
+            cg_net_close(net);
+        }
+    cg_net_options_init(&o);
+    o.streams = 2;
+    CHECK(cg_net_open(SPEC, &o, &net) == CG_STATUS_USAGE, "streams on the CPU: usage");
+    CHECK_CONTAINS(cg_net_error(net), "streams needs the cuda backend");
+    cg_net_close(net);
+    cg_net_options_init(&o);
+    o.backend = CG_BACKEND_CUDA;
     o.device = 999; /* no such device, with a GPU or without */
     CHECK(cg_net_open(SPEC, &o, &net) == CG_STATUS_DEVICE, "device 999: device");
     CHECK(cg_net_error(net)[0] && !strchr(cg_net_error(net), '\n'), "one line: %s", cg_net_error(net));

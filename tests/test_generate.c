@@ -975,6 +975,99 @@ static void test_input_names(void)
     free(s), free(o);
 }
 
+/* A layer no configuration suits for want of a legal value of one parameter
+ * (a 100x100 kernel: igemm's slices hold at most 64 reduction rows) says which,
+ * through generate and through the one-layer calls. */
+static void test_no_legal_value(void)
+{
+    static const char text[] = "network: k100\ninput: {channels: 1, height: 128, width: 128}\nlayers:\n"
+                               "  - {name: c1, op: conv, M: 8, K: 100, strategy: igemm}\n"
+                               "  - {name: fc1, op: fc, out: 10}\n";
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    CHECK(s && o && cg_spec_parse("k100.yaml", text, strlen(text), s, &e) == 0, "parse: %s", e.msg);
+    if (!s || !o || e.msg[0]) return free(s), free(o);
+    CHECK(cg_generate(s, "x", o, &e) != 0, "K=100 generated");
+    CHECK_CONTAINS(e.msg, "k100.yaml:4:");
+    CHECK_CONTAINS(e.msg, "layer 'c1': conv2d_igemm has no legal value of bk on this layer (reduction depth");
+    cg_gen_kernel k;
+    cg_kernel_launch launch;
+    e.msg[0] = 0;
+    CHECK(cg_gen_emit_one(s, 0, NULL, NULL, &k, &launch, &e) != 0, "K=100 emitted");
+    CHECK_CONTAINS(e.msg, "k100.yaml: layer 'c1': conv2d_igemm has no legal value of bk");
+    e.msg[0] = 0;
+    CHECK(cg_gen_emit_one(s, 0, "conv2d_igemm", "", &k, &launch, &e) != 0, "K=100 emitted with igemm named");
+    CHECK_CONTAINS(e.msg, "conv2d_igemm has no legal value of bk");
+    free(s), free(o);
+}
+
+/* Identical layers (two fc 784 relu, three padded 3x3 convs) share one kernel:
+ * one file whose header names every layer, a manifest line per layer. Two
+ * kernels of one name are one only when their text differs in the layer line alone. */
+static void test_identical_layers(void)
+{
+    static const char *const specs[2][2] = {
+        {"network: twofc\ninput: {channels: 1, height: 28, width: 28}\nlayers:\n"
+         "  - {name: fc1, op: fc, out: 784, activation: relu}\n"
+         "  - {name: fc2, op: fc, out: 784, activation: relu}\n"
+         "  - {name: fc3, op: fc, out: 10}\n",
+         "fc1, fc2"},
+        {"network: threeconv\ninput: {channels: 1, height: 28, width: 28}\nlayers:\n"
+         "  - {name: c0, op: conv, M: 8, K: 3, padding: 1}\n"
+         "  - {name: c1, op: conv, M: 8, K: 3, padding: 1}\n"
+         "  - {name: c2, op: conv, M: 8, K: 3, padding: 1}\n"
+         "  - {name: c3, op: conv, M: 8, K: 3, padding: 1}\n"
+         "  - {name: fc1, op: fc, out: 10}\n",
+         "c1, c2, c3"},
+    };
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_manifest *m = malloc(sizeof *m);
+    CHECK(s && o && m, "out of memory");
+    for (int i = 0; s && o && m && i < 2; i++) {
+        cg_err e = {""};
+        const char *text = specs[i][0];
+        int rc = cg_spec_parse("same.yaml", text, strlen(text), s, &e) || cg_generate(s, "x", o, &e);
+        CHECK(rc == 0, "spec %d generates: %s", i, e.msg);
+        if (rc) continue;
+        int shared = -1, files = 0;
+        char want[64];
+        snprintf(want, sizeof want, "// layer:      %s\n", specs[i][1]);
+        for (int k = 0; k < o->nkernels; k++)
+            if (strstr(o->k[k].source, want)) shared = k, files++;
+        CHECK(files == 1, "spec %d: one file whose header names %s (%d)", i, specs[i][1], files);
+        CHECK(cg_manifest_parse(o->manifest, o->manifest_len, "same.yaml", m, &e) == 0, "manifest: %s", e.msg);
+        int uses = 0;
+        for (int k = 0; shared >= 0 && k < m->nkernels; k++) uses += !strcmp(m->k[k].name, o->k[shared].kernel);
+        CHECK(uses == (i ? 3 : 2), "spec %d: the shared kernel launched once per layer (%d)", i, uses);
+        for (int a = 0; a < o->nkernels; a++)
+            for (int b = a + 1; b < o->nkernels; b++)
+                CHECK(strcmp(o->k[a].kernel, o->k[b].kernel), "spec %d: %s written twice", i, o->k[a].kernel);
+        cg_gen_free(o);
+    }
+    /* the comparison: the layer line alone may differ */
+    static const char head1[] = "// Generated\n// spec:       a.yaml\n// layer:      fc1\n// shape:      X\n\n";
+    static const char head2[] = "// Generated\n// spec:       a.yaml\n// layer:      fc22\n// shape:      X\n\n";
+    static const char head3[] = "// Generated\n// spec:       a.yaml\n// layer:      fc1\n// shape:      Y\n\n";
+    char t[4][128];
+    snprintf(t[0], sizeof t[0], "%skernel body\n", head1);
+    snprintf(t[1], sizeof t[1], "%skernel body\n", head2);
+    snprintf(t[2], sizeof t[2], "%skernel body\n", head3);
+    snprintf(t[3], sizeof t[3], "%skernel bodY\n", head2);
+    cg_gen_kernel k[4];
+    memset(k, 0, sizeof k);
+    for (int i = 0; i < 4; i++) {
+        k[i].source = t[i];
+        k[i].source_len = strlen(t[i]);
+        k[i].header_len = strlen(i == 0 || i == 2 ? head1 : head2);
+    }
+    CHECK(cg_gen_same_kernel(&k[0], &k[1]) && cg_gen_same_kernel(&k[1], &k[0]), "only the layer line differs");
+    CHECK(!cg_gen_same_kernel(&k[0], &k[2]), "another header line differs");
+    CHECK(!cg_gen_same_kernel(&k[0], &k[3]) && !cg_gen_same_kernel(&k[1], &k[3]), "the code differs");
+    free(s), free(o), free(m);
+}
+
 int main(void)
 {
     test_engine();
@@ -993,6 +1086,8 @@ int main(void)
     test_slide_colskip();
     test_tc_short_slice();
     test_candidates_emit();
+    test_identical_layers();
+    test_no_legal_value();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");
     cg_nvrtc *nv = NULL;

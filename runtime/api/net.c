@@ -8,6 +8,7 @@
 #include "cuda_api.h"
 #include "fatbin.h"
 #include "net_internal.h"
+#include "pipeline.h"
 #include "tune.h"
 
 #include <stdio.h>
@@ -72,9 +73,12 @@ static int check_options(const cg_net_options *o, cg_err *e)
     if (!backend_of(o->backend)) return cg_fail(e, "unknown backend %d", (int)o->backend), CG_STATUS_USAGE;
     if (o->device < 0) return cg_fail(e, "device %d: a device index is 0 or more", o->device), CG_STATUS_USAGE;
     if (o->batch < 0) return cg_fail(e, "batch %lld: 0 (as many as fit) or more", o->batch), CG_STATUS_USAGE;
+    if (o->streams < 0 || o->streams > CG_PIPE_MAX_SETS)
+        return cg_fail(e, "streams %d: 0 (the default, 2) or 1 to %d", o->streams, CG_PIPE_MAX_SETS), CG_STATUS_USAGE;
     if (o->backend != CG_BACKEND_CPU) return 0;
     const char *gpu = o->fatbin ? "fatbin" : o->tuning ? "tuning" : o->no_cache ? "no_cache" : o->batch ? "batch"
-                    : o->profile ? "profile" : o->poison ? "poison" : o->device ? "device" : NULL;
+                    : o->profile ? "profile" : o->poison ? "poison" : o->device ? "device"
+                    : o->streams ? "streams" : NULL;
     if (gpu) return cg_fail(e, "option %s needs the cuda backend", gpu), CG_STATUS_USAGE;
     return 0;
 }

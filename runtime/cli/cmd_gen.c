@@ -158,7 +158,7 @@ int cg_cmd_data(int argc, char **argv, cg_err *e)
         return CG_EXIT_USAGE;
     }
     if ((rc = cg_opt_int("--resize", side_text, 1, 4096, &side, e))) return rc;
-    if (cg_data_write_resized(src, (int)side, dir, e)) return CG_EXIT_INPUT;
+    if ((rc = cg_data_write_resized(src, (int)side, dir, e))) return rc == -2 ? CG_EXIT_IO : CG_EXIT_INPUT;
     printf("Fashion-MNIST resized to %lldx%lld written to %s\n", side, side, dir);
     return 0;
 }
@@ -189,31 +189,36 @@ static int is_cgb(const char *path)
     return n >= 4 && !strcmp(path + n - 4, ".cgb");
 }
 
-/* The bundle's four sections from the generated output and the compiled fat
- * binary: the weights are the spec's file (checked against the spec) or its
- * seeded random ones, stored as the file stores them (random ones as F32, so
- * the bundle runs exactly what the spec runs); the spec's text as read. */
-static int write_bundle(const cg_spec *s, const char *spec_path, const cg_gen_output *o, const cg_buf *fat,
-                        const char *out, cg_err *e)
+/* What a bundle holds besides the fat binary, read and checked before anything
+ * is compiled: the weights are the spec's file (checked against the spec) or
+ * its seeded random ones, encoded as the file stores them (random ones as F32,
+ * so the bundle runs exactly what the spec runs); the spec's text as read. */
+static int bundle_inputs(const cg_spec *s, const char *spec_path, const char *out, cg_buf *wbytes,
+                         cg_buf *spec_text, cg_err *e)
 {
     cg_weights w;
-    cg_buf wbytes, spec_text;
-    cg_buf_init(&wbytes), cg_buf_init(&spec_text);
     memset(&w, 0, sizeof w);
     int rc = cg_weights_for_spec(s, &w, e) ? CG_EXIT_INPUT : 0;
     cg_wdtype dt = CG_W_F32;
     for (int i = 0; i < w.n; i++)
         if (i == 0 || w.t[i].dtype != CG_W_F32) dt = w.t[i].dtype; /* F16 models stay F16 */
-    if (!rc && cg_weights_encode(out, &w, dt, &wbytes, e)) rc = CG_EXIT_IO;
-    if (!rc && cg_read_file(spec_path, &spec_text, e)) rc = CG_EXIT_INPUT;
-    if (!rc) {
-        cg_blob sec[CG_BUNDLE_NSECTIONS] = {{o->manifest, o->manifest_len}, {fat->data, fat->len},
-                                            {wbytes.data, wbytes.len}, {spec_text.data, spec_text.len}};
-        if (cg_bundle_write(out, sec, e)) rc = CG_EXIT_IO;
-    }
+    if (!rc && cg_weights_encode(out, &w, dt, wbytes, e)) rc = CG_EXIT_IO;
+    if (!rc && cg_read_file(spec_path, spec_text, e)) rc = CG_EXIT_INPUT;
     cg_weights_free(&w);
-    cg_buf_free(&wbytes), cg_buf_free(&spec_text);
     return rc;
+}
+
+/* The error lines of a compiler log (NVRTC, ptxas), without its notes and
+ * statistics, to stderr. */
+static void print_errors(const cg_buf *log)
+{
+    for (const char *p = log->data; p && *p;) {
+        const char *end = strchr(p, '\n');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        const char *hit = strstr(p, "error");
+        if (hit && hit < p + n) fprintf(stderr, "%.*s\n", (int)n, p);
+        p = end ? end + 1 : NULL;
+    }
 }
 
 /* convgen build SPEC --arch 75,80,... -o NET.fatbin|NET.cgb */
@@ -237,26 +242,33 @@ int cg_cmd_build(int argc, char **argv, cg_err *e)
     cg_spec *s;
     cg_gen_output *o;
     if ((rc = load_generate(spec_path, &target, tuning, no_tuning != NULL, &s, &o, e))) return rc;
+    cg_buf log, fat, wbytes, spec_text;
+    cg_buf_init(&log), cg_buf_init(&fat), cg_buf_init(&wbytes), cg_buf_init(&spec_text);
+    /* every input read and checked before the compiler runs */
+    if (is_cgb(out) && (rc = bundle_inputs(s, spec_path, out, &wbytes, &spec_text, e))) {
+        cg_buf_free(&wbytes), cg_buf_free(&spec_text);
+        free_generate(s, o);
+        return rc;
+    }
     char list[CG_AOT_MAX_ARCHS * 8] = "";
     for (int i = 0; i < narch; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%ssm_%d", i ? "," : "", archs[i]);
     printf("%s: compiling %d kernels for %s (+ PTX of the newest) with NVRTC...\n", s->name,
            o->nkernels, list);
     fflush(stdout);
-    cg_buf log;
-    cg_buf_init(&log);
-    cg_buf fat;
-    cg_buf_init(&fat);
-    if (is_cgb(out)) {
-        rc = cg_aot_build_buf(o, archs, narch, out, &fat, &log, e) ? CG_EXIT_IO : 0;
-        if (!rc) rc = write_bundle(s, spec_path, o, &fat, out, e);
-    } else {
-        rc = cg_aot_build(o, archs, narch, out, &log, e) ? CG_EXIT_IO : 0;
+    /* the compiler's log only for a failed compile, and only its errors */
+    rc = cg_aot_build_buf(o, archs, narch, out, &fat, &log, e) ? CG_EXIT_IO : 0;
+    if (rc) print_errors(&log);
+    if (!rc && is_cgb(out)) {
+        cg_blob sec[CG_BUNDLE_NSECTIONS] = {{o->manifest, o->manifest_len}, {fat.data, fat.len},
+                                            {wbytes.data, wbytes.len}, {spec_text.data, spec_text.len}};
+        if (cg_bundle_write(out, sec, e)) rc = CG_EXIT_IO;
+    } else if (!rc && cg_write_file_atomic(out, fat.data, fat.len, e)) {
+        rc = CG_EXIT_IO;
     }
-    if (rc && log.len) fprintf(stderr, "%s\n", log.data);
     if (!rc) printf("%s: %d kernels, archs %s (+ PTX of the newest) -> %s%s\n", s->name, o->nkernels, list, out,
                     is_cgb(out) ? " (bundle: manifest, fat binary, weights, spec)" : "");
-    cg_buf_free(&log), cg_buf_free(&fat);
+    cg_buf_free(&log), cg_buf_free(&fat), cg_buf_free(&wbytes), cg_buf_free(&spec_text);
     free_generate(s, o);
     return rc;
 }

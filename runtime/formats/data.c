@@ -3,6 +3,7 @@
 #include "data.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -419,10 +420,49 @@ static void put_be32(unsigned char *p, unsigned v)
     p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
 }
 
-/* Write one dataset as DIR/<set>-images-idx3-ubyte and DIR/<set>-labels-idx1-ubyte. */
-static int write_set(const cg_dataset *d, const char *dir, const char *set, cg_err *e)
+/* The four files a resized copy consists of, as temp files beside their
+ * targets until all four are written. */
+typedef struct {
+    char path[4][4096], tmp[4][4160];
+    int written;  /* temps tmp[0..written) exist */
+    int existed[4];
+} out_set;
+
+/* Write bytes to a fresh temp file beside out->path[i]. */
+static int write_temp(out_set *out, int i, const unsigned char *p, size_t n, cg_err *e)
 {
-    char path[4096];
+    const char *path = out->path[i];
+    if (cg_check_output_file(path, e)) return -1;
+    struct stat st;
+    out->existed[i] = lstat(path, &st) == 0;
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 100; tries++) {
+        char tmp[sizeof out->tmp[i]];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%d", path, (long)getpid(), tries);
+        memcpy(out->tmp[i], tmp, sizeof tmp);
+        fd = open(out->tmp[i], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) return cg_fail(e, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
+    int err = 0;
+    while (n && !err) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) err = errno;
+        else p += w, n -= (size_t)w;
+    }
+    if (close(fd) && !err) err = errno;
+    if (err) {
+        unlink(out->tmp[i]);
+        return cg_fail(e, "%s: write failed: %s", path, strerror(err));
+    }
+    out->written = i + 1;
+    return 0;
+}
+
+/* Write one dataset's two files (slots 2*k, 2*k+1 of out) as temp files. */
+static int write_set(const cg_dataset *d, const char *dir, const char *set, out_set *out, int k, cg_err *e)
+{
     size_t bytes = (size_t)d->n * d->h * d->w;
     unsigned char *buf = malloc(16 + (bytes > (size_t)d->n ? bytes : (size_t)d->n));
     if (!buf) return cg_fail(e, "%s: out of memory writing the %s set", dir, set);
@@ -431,17 +471,44 @@ static int write_set(const cg_dataset *d, const char *dir, const char *set, cg_e
     put_be32(buf + 8, (unsigned)d->h);
     put_be32(buf + 12, (unsigned)d->w);
     memcpy(buf + 16, d->pixels, bytes);
-    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, set);
-    int rc = cg_write_file_atomic(path, buf, 16 + bytes, e);
+    snprintf(out->path[2 * k], sizeof out->path[0], "%s/%s-images-idx3-ubyte", dir, set);
+    snprintf(out->path[2 * k + 1], sizeof out->path[0], "%s/%s-labels-idx1-ubyte", dir, set);
+    int rc = write_temp(out, 2 * k, buf, 16 + bytes, e);
     if (!rc) {
         put_be32(buf, IDX_MAGIC_U8_1D);
         put_be32(buf + 4, (unsigned)d->n);
         memcpy(buf + 8, d->labels, (size_t)d->n);
-        snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, set);
-        rc = cg_write_file_atomic(path, buf, 8 + (size_t)d->n, e);
+        rc = write_temp(out, 2 * k + 1, buf, 8 + (size_t)d->n, e);
     }
     free(buf);
     return rc;
+}
+
+/* The directories of `dir` that do not exist yet, deepest last, "a\0a/b\0". */
+static int missing_dirs(const char *dir, char *out, size_t cap, size_t *len)
+{
+    *len = 0;
+    size_t n = strlen(dir);
+    for (size_t i = 1; i <= n; i++) {
+        if (dir[i] != '/' && dir[i] != 0) continue;
+        if (*len + i + 1 > cap) return -1;
+        memcpy(out + *len, dir, i);
+        out[*len + i] = 0;
+        struct stat st;
+        if (stat(out + *len, &st)) *len += i + 1;
+    }
+    return 0;
+}
+
+/* Remove what missing_dirs listed, deepest first, where empty. */
+static void remove_dirs(char *list, size_t len)
+{
+    while (len) {
+        size_t start = len - 1;
+        while (start > 0 && list[start - 1]) start--;
+        rmdir(list + start);
+        len = start;
+    }
 }
 
 int cg_data_write_resized(const char *src_dir, int side, const char *out_dir, cg_err *e)
@@ -449,13 +516,35 @@ int cg_data_write_resized(const char *src_dir, int side, const char *out_dir, cg
     if (side <= 0 || side > (int)IDX_MAX_SIDE)
         return cg_fail(e, "resize side %d is outside 1..%u", side, IDX_MAX_SIDE);
     if (strlen(out_dir) > 3000) return cg_fail(e, "%s: path too long", out_dir);
-    if (cg_mkdirs(out_dir, e)) return -1;
-    for (int train = 0; train <= 1; train++) {
+    char created[2 * 4096];
+    size_t ncreated = 0;
+    out_set *out = calloc(1, sizeof *out);
+    if (!out) return cg_fail(e, "out of memory"), -2;
+    int rc = missing_dirs(out_dir, created, sizeof created, &ncreated) ? (cg_fail(e, "%s: path too long", out_dir), -1) : 0;
+    /* both sets into temp files (the source read before anything is made), then into place */
+    for (int train = 1; !rc && train >= 0; train--) {
         cg_dataset d;
-        if (cg_data_load(src_dir, train, side, 0, &d, e)) return -1;
-        int rc = write_set(&d, out_dir, train ? "train" : "t10k", e);
+        if (cg_data_load(src_dir, train, side, 0, &d, e)) {
+            rc = -1;
+            break;
+        }
+        if (train && cg_mkdirs(out_dir, e)) rc = -2;
+        if (!rc && write_set(&d, out_dir, train ? "train" : "t10k", out, train ? 0 : 1, e)) rc = -2;
         cg_dataset_free(&d);
-        if (rc) return -1;
     }
-    return 0;
+    int placed = 0;
+    for (; !rc && placed < 4; placed++) {
+        if (cg_check_output_file(out->path[placed], e)) rc = -2;
+        else if (rename(out->tmp[placed], out->path[placed]))
+            rc = (cg_fail(e, "%s: cannot write: %s", out->path[placed], strerror(errno)), -2);
+        if (rc) break;
+    }
+    if (rc) { /* nothing of this run stays: its temps, the files it added, the directories it made */
+        for (int i = placed; i < out->written; i++) unlink(out->tmp[i]);
+        for (int i = 0; i < placed; i++)
+            if (!out->existed[i]) unlink(out->path[i]);
+        remove_dirs(created, ncreated);
+    }
+    free(out);
+    return rc;
 }

@@ -50,7 +50,10 @@ void cg_resize_bilinear_u8(const unsigned char *src, int sh, int sw, unsigned ch
                            int dw);
 
 /* `convgen data --resize S -o DIR`: write both sets resized, as plain IDX files
- * with the standard names, atomically. */
+ * with the standard names. Both sets are read and written to temp files before
+ * any file takes its name; on failure nothing of the run stays (its temps, the
+ * files it added, the directories it made). Returns 0; -1 when the side or the
+ * source sets are bad; -2 when DIR or a file in it cannot be made or written. */
 int cg_data_write_resized(const char *src_dir, int side, const char *out_dir, cg_err *e);
 
 #endif
