@@ -5,6 +5,7 @@
  * failures back to positions in the spec, writes file headers and the manifest. */
 #include "gen.h"
 #include "lua_host.h"
+#include "op.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -552,11 +553,11 @@ static int check_strategies(cg_lua *h, const cg_spec *s, cg_err *e)
 {
     for (int i = 0; i < s->nlayers; i++) {
         const cg_layer *l = &s->layers[i];
-        if (l->op == CG_OP_SOFTMAX || !strcmp(l->strategy, "auto")) continue;
-        const char *prefix = l->op == CG_OP_CONV ? "conv2d_" : "fc_";
+        const char *prefix = cg_ops[l->op].family;
+        if (!prefix || !strcmp(l->strategy, "auto")) continue;
         size_t plen = strlen(prefix);
         char name[CG_NAME_MAX + 16];
-        snprintf(name, sizeof name, "%s%s", prefix, l->strategy);
+        (void)cg_op_template(l, l->strategy, name, sizeof name);
         if (cg_lua_template_exists(h, name)) continue;
         char known[512] = "auto";
         for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {

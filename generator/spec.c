@@ -1,6 +1,7 @@
 /* spec.c — reads a network spec (YAML) into a cg_spec and checks everything
  * above the layers: the name, the input tensor, the dataset, weights and seed.
  * The layers are checked in spec_layers.c, the YAML itself in spec_yaml.c. */
+#include "op.h"
 #include "spec_yaml.h"
 
 #include <errno.h>
@@ -184,12 +185,8 @@ const char *cg_act_name(cg_act a)
 
 const char *cg_op_name(cg_op o)
 {
-    switch (o) {
-    case CG_OP_CONV: return "conv";
-    case CG_OP_FC: return "fc";
-    case CG_OP_SOFTMAX: return "softmax";
-    }
-    return "?";
+    const cg_op_desc *d = cg_op_of(o);
+    return d ? d->name : "?";
 }
 
 const char *cg_pool_name(const cg_layer *l)

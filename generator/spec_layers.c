@@ -2,26 +2,17 @@
  * values, and the shape arithmetic that chains one layer's output to the next
  * layer's input. Everything the generator and runtime later rely on about
  * shapes is decided here. */
+#include "op.h"
 #include "spec_yaml.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const ops[] = {"conv", "fc", "softmax", NULL}; /* cg_op order */
 static const char *const acts[] = {"none", "tanh", "relu", NULL}; /* cg_act order */
 /* the words an unknown pool is compared with (maxK and avgK stand for any window side K) */
 static const char *const pools[] = {"none", "max2", "avg2", "maxK", "avgK", "global_avg", NULL};
-static const char *const all_keys[] = {"name", "op",   "C",        "H",        "W",
-                                       "M",    "K",    "padding",  "stride",   "bias",
-                                       "activation", "pool", "pool_stride",
-                                       "strategy", "params", "out", NULL};
-static const char *const conv_keys[] = {"name", "op",   "C",          "H",    "W",           "M",
-                                        "K",    "padding", "stride",  "bias", "activation",
-                                        "pool", "pool_stride", "strategy", "params", NULL};
-static const char *const fc_keys[] = {"name", "op", "out", "bias", "activation", "strategy", "params", NULL};
-static const char *const softmax_keys[] = {"name", "op", NULL};
-static const char *const *const op_keys[] = {conv_keys, fc_keys, softmax_keys};
+#define ALL_KEYS_MAX 64 /* the union of the ops' keys */
 
 /* What one layer needs to know about the one before it. */
 typedef struct {
@@ -33,7 +24,7 @@ typedef struct {
 /* Refuses keys that exist but belong to another op (e.g. 'out' on a conv). */
 static int check_op_keys(const cg_yctx *c, const cg_ynode *map, cg_op op, const char *where)
 {
-    const char *const *allowed = op_keys[op];
+    const char *const *allowed = cg_ops[op].keys;
     for (size_t i = 0; i + 1 < map->n; i += 2) {
         const char *k = map->kids[i]->text;
         int ok = 0;
@@ -44,9 +35,22 @@ static int check_op_keys(const cg_yctx *c, const cg_ynode *map, cg_op op, const 
             snprintf(words + strlen(words), sizeof words - strlen(words), "%s%s", j ? ", " : "",
                      allowed[j]);
         return cg_y_fail(c, map->kids[i]->pos, "key '%s' is not allowed for op %s %s (allowed: %s)",
-                         k, ops[op], where, words);
+                         k, cg_ops[op].name, where, words);
     }
     return 0;
+}
+
+/* Every key of any op, once each, in table order (NULL-terminated). */
+static void all_op_keys(const char *out[ALL_KEYS_MAX + 1])
+{
+    int n = 0;
+    for (int op = 0; op < CG_OP_COUNT; op++)
+        for (const char *const *k = cg_ops[op].keys; *k; k++) {
+            int seen = 0;
+            for (int j = 0; j < n && !seen; j++) seen = !strcmp(out[j], *k);
+            if (!seen && n < ALL_KEYS_MAX) out[n++] = *k;
+        }
+    out[n] = NULL;
 }
 
 /* Reads a required int 1..CG_DIM_MAX; hint says what it is when it is missing. */
@@ -196,12 +200,11 @@ static int read_pool(const cg_yctx *c, const cg_ynode *map, const char *where, i
 
 /* A conv layer: its written C/H/W must agree with what flows in, K must fit,
  * and every tensor it makes must stay within CG_ELEMS_MAX per image. */
-static int read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, const prev_shape *in,
-                     cg_layer *l)
+int cg_spec_read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l)
 {
     static const char *const dims[] = {"C", "H", "W"};
     static const char *const dim_words[] = {"channels", "height", "width"};
-    int have[] = {in->C, in->H, in->W};
+    int have[] = {l->C, l->H, l->W};
     for (int i = 0; i < 3; i++) {
         const cg_ynode *v = cg_y_get(map, dims[i]);
         long long x;
@@ -209,9 +212,8 @@ static int read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, c
         if (cg_y_int(c, v, dims[i], where, 1, CG_DIM_MAX, &x)) return -1;
         if (x != have[i])
             return cg_y_fail(c, v->pos, "'%s' %s is %lld, but %s has %s %d (C, H, W are the layer's input)",
-                             dims[i], where, x, in->who, dim_words[i], have[i]);
+                             dims[i], where, x, who, dim_words[i], have[i]);
     }
-    l->C = in->C, l->H = in->H, l->W = in->W;
     if (req_dim(c, map, "M", where, "output maps, 1..65536", &l->M) ||
         req_dim(c, map, "K", where, "kernel side, 1..65536", &l->K)) return -1;
     const cg_ynode *kv = cg_y_get(map, "K");
@@ -253,10 +255,9 @@ static int read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, c
 }
 
 /* A fully connected layer over the previous output flattened. */
-static int read_fc(const cg_yctx *c, const cg_ynode *map, const char *where, const prev_shape *in,
-                   cg_layer *l)
+int cg_spec_read_fc(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l)
 {
-    l->C = in->C, l->H = in->H, l->W = in->W;
+    (void)who;
     l->bias = 1;
     if (req_dim(c, map, "out", where, "number of outputs, 1..65536", &l->out)) return -1;
     long long hw, feat, weights;
@@ -279,6 +280,14 @@ static int read_fc(const cg_yctx *c, const cg_ynode *map, const char *where, con
     return read_params(c, map, where, l);
 }
 
+/* An op that takes no keys of its own and whose output has its input's shape. */
+int cg_spec_read_same(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l)
+{
+    (void)c, (void)map, (void)where, (void)who;
+    l->OC = l->C, l->OH = l->H, l->OW = l->W;
+    return 0;
+}
+
 /* One layer: name and op first (messages need them), then the op's keys. */
 static int read_layer(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i, int last,
                       prev_shape *in, cg_pos *name_pos)
@@ -295,6 +304,8 @@ static int read_layer(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i,
     if (v && v->kind == CG_Y_SCALAR && v->plain && v->len < CG_NAME_MAX &&
         cg_y_is_ident(v->text, 0))
         snprintf(where, sizeof where, "in layer '%s'", v->text);
+    const char *all_keys[ALL_KEYS_MAX + 1], *ops[CG_OP_COUNT + 1];
+    all_op_keys(all_keys);
     if (cg_y_check_keys(c, item, all_keys, where)) return -1;
     snprintf(where, sizeof where, "in layer %d", i + 1);
     v = cg_y_require(c, item, "name", where, NULL);
@@ -306,24 +317,23 @@ static int read_layer(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i,
                              name_pos[j].line, name_pos[j].col);
     snprintf(where, sizeof where, "in layer '%s'", l->name);
     int op;
-    v = cg_y_require(c, item, "op", where, "conv, fc or softmax");
+    char hint[160] = "";
+    cg_op_names(ops);
+    for (int j = 0; ops[j]; j++) /* "conv, fc or softmax" */
+        snprintf(hint + strlen(hint), sizeof hint - strlen(hint), "%s%s", !j ? "" : ops[j + 1] ? ", " : " or ",
+                 ops[j]);
+    v = cg_y_require(c, item, "op", where, hint);
     if (!v || cg_y_enum(c, v, "op", where, ops, &op)) return -1;
     l->op = (cg_op)op;
+    const cg_op_desc *d = &cg_ops[op];
     if (check_op_keys(c, item, l->op, where)) return -1;
-    if (l->op == CG_OP_SOFTMAX && !last)
-        return cg_y_fail(c, v->pos, "softmax layer '%s' must be the last layer", l->name);
-    int rc = 0;
-    if (l->op == CG_OP_CONV) {
-        if (i > 0 && s->layers[i - 1].op != CG_OP_CONV)
-            return cg_y_fail(c, v->pos, "conv layer '%s' cannot follow %s layer '%s' (its output is flat)",
-                             l->name, cg_op_name(s->layers[i - 1].op), s->layers[i - 1].name);
-        rc = read_conv(c, item, where, in, l);
-    } else if (l->op == CG_OP_FC) {
-        rc = read_fc(c, item, where, in, l);
-    } else {
-        l->C = in->C, l->H = in->H, l->W = in->W;
-        l->OC = in->C, l->OH = in->H, l->OW = in->W;
-    }
+    if (d->last_only && !last)
+        return cg_y_fail(c, v->pos, "%s layer '%s' must be the last layer", d->name, l->name);
+    if (d->needs_maps && i > 0 && !cg_ops[s->layers[i - 1].op].maps_out)
+        return cg_y_fail(c, v->pos, "%s layer '%s' cannot follow %s layer '%s' (its output is flat)",
+                         d->name, l->name, cg_op_name(s->layers[i - 1].op), s->layers[i - 1].name);
+    l->C = in->C, l->H = in->H, l->W = in->W;
+    int rc = d->read(c, item, where, in->who, l);
     if (rc) return -1;
     in->C = l->OC, in->H = l->OH, in->W = l->OW;
     snprintf(in->buf, sizeof in->buf, "layer '%s' output", l->name);

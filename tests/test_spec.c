@@ -2,6 +2,7 @@
  * every malformed spec in tests/specs_bad (each names its expected error on its
  * first line), and in-memory cases for limits, overflow and odd bytes. */
 #include "check.h"
+#include "op.h"
 #include "spec.h"
 
 #include <dirent.h>
@@ -446,8 +447,48 @@ static void test_names(void)
           "op names");
 }
 
+/* The op table (generator/op.h): one descriptor per op, names kept there only. */
+static void test_op_table(void)
+{
+    const char *names[CG_OP_COUNT + 1];
+    cg_op_names(names);
+    CHECK(!strcmp(names[CG_OP_CONV], "conv") && !strcmp(names[CG_OP_FC], "fc") &&
+              !strcmp(names[CG_OP_SOFTMAX], "softmax") && !names[CG_OP_COUNT],
+          "names in cg_op order");
+    for (int op = 0; op < CG_OP_COUNT; op++) {
+        const cg_op_desc *d = cg_op_of((cg_op)op);
+        CHECK(d && d->name && d->keys && d->read && d->out_shape, "op %d described", op);
+        CHECK(d && !strcmp(cg_op_name((cg_op)op), d->name), "cg_op_name reads the table (%d)", op);
+        CHECK(d && !strcmp(d->keys[0], "name") && !strcmp(d->keys[1], "op"), "op %d takes name and op", op);
+    }
+    CHECK(!cg_op_of(CG_OP_COUNT) && !cg_op_of((cg_op)-1) && !strcmp(cg_op_name(CG_OP_COUNT), "?"),
+          "no descriptor outside the table");
+    cg_layer l;
+    memset(&l, 0, sizeof l);
+    char tpl[32];
+    long long rows, fan_in;
+    l.op = CG_OP_CONV, l.C = 3, l.H = 8, l.W = 8, l.M = 5, l.K = 3;
+    CHECK(cg_op_template(&l, "direct", tpl, sizeof tpl) == 0 && !strcmp(tpl, "conv2d_direct"), "conv2d_ family");
+    CHECK(cg_op_template(&l, "a_name_longer_than_the_buffer_takes", tpl, sizeof tpl) == -1, "too long");
+    CHECK(cg_op_weights(&l, &rows, &fan_in) && rows == 5 && fan_in == 27, "conv weights 5 x 27");
+    CHECK(cg_ops[CG_OP_CONV].flop(&l, 2) == 2.0 * 5 * 6 * 6 * 27 * 2, "conv FLOPs");
+    l.op = CG_OP_FC, l.out = 10;
+    CHECK(cg_op_template(&l, "vec", tpl, sizeof tpl) == 0 && !strcmp(tpl, "fc_vec"), "fc_ family");
+    CHECK(cg_op_weights(&l, &rows, &fan_in) && rows == 10 && fan_in == 192, "fc weights 10 x 192");
+    l.op = CG_OP_SOFTMAX;
+    CHECK(cg_op_template(&l, "x", tpl, sizeof tpl) == -1 && !tpl[0], "softmax has no family");
+    CHECK(!cg_op_weights(&l, &rows, &fan_in) && rows == 0 && fan_in == 0, "softmax has no weights");
+    int oc, oh, ow;
+    CHECK(cg_ops[CG_OP_SOFTMAX].out_shape(&l, &oc, &oh, &ow, &err) == 0 && oc == 3 && oh == 8 && ow == 8,
+          "softmax keeps its input's shape");
+    l.op = CG_OP_FC, l.out = 0;
+    CHECK(cg_ops[CG_OP_FC].out_shape(&l, &oc, &oh, &ow, &err) == -1, "fc out=0 has no shape");
+    CHECK_CONTAINS(err.msg, "bad fc out=0");
+}
+
 int main(void)
 {
+    test_op_table();
     test_2017();
     test_2018sp();
     test_2018fa();

@@ -67,6 +67,22 @@ static void test_signature(const cg_spec *s)
           "global average signature: %s", sig);
     CHECK(!strcmp(cg_tune_templates(&s->layers[0])[1], "conv2d_igemm"), "conv templates");
     CHECK(!strcmp(cg_tune_templates(&s->layers[1])[1], "fc_vec"), "fc templates");
+    /* the lists are the embedded templates of each family, in their (sorted) order */
+    for (int li = 0; li < 2; li++) {
+        const char *fam = li ? "fc_" : "conv2d_";
+        const char *const *t = cg_tune_templates(&s->layers[li]);
+        int n = 0, ok = 1;
+        for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {
+            const char *p = f->path + strlen("templates/");
+            if (strncmp(p, fam, strlen(fam)) || strchr(p, '/')) continue;
+            ok = ok && t[n] && strlen(t[n]) + 4 == strlen(p) && !strncmp(t[n], p, strlen(t[n]));
+            n += t[n] != NULL;
+        }
+        CHECK(ok && !t[n] && n == (li ? 2 : 7), "%s templates: every embedded one (%d)", fam, n);
+    }
+    cg_layer sm = s->layers[0];
+    sm.op = CG_OP_SOFTMAX;
+    CHECK(!cg_tune_templates(&sm)[0], "softmax: no templates");
 }
 
 /* The choice: compile failures, spills and wrong results score +infinity. */
@@ -357,10 +373,16 @@ static void test_use(void)
     snprintf(bad_path, sizeof bad_path, "%s/bad.yaml", dir);
     put(bad_path, "convgen: 0.1.0\ndevice: X\ncc: 90\nlayers: 5\n");
     CHECK(cg_spec_load(spec_path, s, &e) == 0, "spec again");
-    CHECK(cg_tune_use(s, bad_path, 0, &dev, from, &e) == CG_EXIT_INPUT, "malformed --tuning: exit 3");
+    CHECK(cg_tune_use(s, bad_path, 0, &dev, from, &e) == CG_STATUS_INPUT, "malformed --tuning: CG_STATUS_INPUT");
     CHECK_CONTAINS(e.msg, "bad.yaml:4:9: expected a sequence for 'layers'");
     snprintf(bad_path, sizeof bad_path, "%s/absent.yaml", dir);
-    CHECK(cg_tune_use(s, bad_path, 0, &dev, from, &e) == CG_EXIT_INPUT, "missing --tuning file: exit 3");
+    CHECK(cg_tune_use(s, bad_path, 0, &dev, from, &e) == CG_STATUS_INPUT, "missing --tuning file: CG_STATUS_INPUT");
+    /* the command's one mapping from the library's statuses to exit codes */
+    CHECK(cg_exit_of(CG_STATUS_OK) == CG_EXIT_OK && cg_exit_of(CG_STATUS_USAGE) == CG_EXIT_USAGE &&
+              cg_exit_of(CG_STATUS_INPUT) == CG_EXIT_INPUT && cg_exit_of(CG_STATUS_DEVICE) == CG_EXIT_DEVICE &&
+              cg_exit_of(CG_STATUS_IO) == CG_EXIT_IO && cg_exit_of(CG_STATUS_UNSUPPORTED) == CG_EXIT_IO &&
+              cg_exit_of(99) == CG_EXIT_IO,
+          "cg_exit_of");
     remove(def);
     free(s), free(r);
 }

@@ -1,6 +1,7 @@
 /* cli.h — the verbs of the convgen command; each returns an exit status. */
 #ifndef CG_CLI_H
 #define CG_CLI_H
+#include "convgen.h"
 #include "util.h"
 
 enum {
@@ -10,6 +11,21 @@ enum {
     CG_EXIT_DEVICE = 4, /* no GPU path, or a CUDA/NVRTC failure */
     CG_EXIT_IO = 5,     /* I/O or internal failure */
 };
+
+/* The exit status for what the library returned (a cg_status): the one place
+ * the command turns the library's statuses into exit codes. A status the
+ * command has no code for (CG_STATUS_UNSUPPORTED, a value outside the enum)
+ * is an internal failure. */
+static inline int cg_exit_of(int status)
+{
+    switch (status) {
+    case CG_STATUS_OK: return CG_EXIT_OK;
+    case CG_STATUS_USAGE: return CG_EXIT_USAGE;
+    case CG_STATUS_INPUT: return CG_EXIT_INPUT;
+    case CG_STATUS_DEVICE: return CG_EXIT_DEVICE;
+    default: return CG_EXIT_IO;
+    }
+}
 
 int cg_cmd_generate(int argc, char **argv, cg_err *e);
 int cg_cmd_build(int argc, char **argv, cg_err *e);

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "gen.h"
 #include "harness.h"
+#include "op.h"
 #include "options.h"
 
 #include <stdio.h>
@@ -62,11 +63,11 @@ static int strategy_template(const cg_spec *s, const cg_layer *l, const char *st
                              cg_err *e)
 {
     tpl[0] = 0;
-    if (l->op == CG_OP_SOFTMAX)
-        return cg_fail(e, "%s: layer '%s' is a softmax; kernel serves conv and fc layers", s->path, l->name);
+    if (!cg_ops[l->op].family)
+        return cg_fail(e, "%s: layer '%s' is a %s; kernel serves conv and fc layers", s->path, l->name,
+                       cg_op_name(l->op));
     if (!strategy) return 0;
-    if ((size_t)snprintf(tpl, n, "%s%s", l->op == CG_OP_CONV ? "conv2d_" : "fc_", strategy) >= n)
-        return cg_fail(e, "--strategy '%s' is too long", strategy);
+    if (cg_op_template(l, strategy, tpl, n)) return cg_fail(e, "--strategy '%s' is too long", strategy);
     return 0;
 }
 

@@ -455,11 +455,11 @@ static int gpu_only(const char *opt, const char *backend, int device, int *use_g
     return 0;
 }
 
-/* A failed API call's message into e; its status is the exit code. */
+/* A failed API call's message into e; its status as the exit code. */
 static int net_status(const cg_net *net, cg_status st, cg_err *e)
 {
     if (st) cg_fail(e, "%s", cg_net_error(net));
-    return (int)st;
+    return cg_exit_of(st);
 }
 
 /* Open the job's network through the API (runtime/convgen.h) on the spec and
@@ -506,7 +506,7 @@ static int run_nets(cg_run_nets *rn, const cg_input *in, int *pred, float *score
     rn->wall_ms = cg_now_ms() - t0;
     if (st && rn->dev) cg_devices_fail(rn->dev, rn->nets, failed, e);
     else if (st && failed >= 0) cg_fail(e, "%s", cg_net_error(rn->nets[failed]));
-    if (st) return (int)st;
+    if (st) return cg_exit_of(st);
     memset(layer_ms, 0, (size_t)nlayers * sizeof *layer_ms);
     *total_ms = 0;
     for (int i = 0; i < rn->k; i++) {

@@ -7,6 +7,7 @@
 #include "cache.h"
 #include "cuda_api.h"
 #include "harness.h"
+#include "op.h"
 #include "jit.h"
 #include "options.h"
 #include "tune.h"
@@ -96,7 +97,7 @@ static double now_s(void)
 /* Whether layer i is to be tuned: a conv or fc layer named in --layers (all when absent). */
 static int wanted(const cg_layer *l, const char *layers)
 {
-    if (l->op == CG_OP_SOFTMAX) return 0;
+    if (!cg_ops[l->op].family) return 0;
     if (!layers) return 1;
     size_t n = strlen(l->name);
     for (const char *p = layers; *p;) {
@@ -118,7 +119,7 @@ static int check_layers(const cg_spec *s, const char *layers, cg_err *e)
         int found = 0;
         for (int i = 0; i < s->nlayers && !found; i++)
             found = strlen(s->layers[i].name) == len && !strncmp(s->layers[i].name, p, len) &&
-                    s->layers[i].op != CG_OP_SOFTMAX;
+                    cg_ops[s->layers[i].op].family;
         if (!found) return cg_fail(e, "%s: --layers: no conv or fc layer '%.*s'", s->path, (int)len, p);
         p = q ? q + 1 : p + len;
     }

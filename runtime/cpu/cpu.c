@@ -5,6 +5,7 @@
  * comes after the activation, on the float values.
  * Images are independent, so every layer is parallel over images (OpenMP). */
 #include "cpu.h"
+#include "op.h"
 
 #include <math.h>
 #include <omp.h>
@@ -159,61 +160,57 @@ static int check_shape(const cg_layer *l, cg_err *e)
 {
     if (l->C <= 0 || l->H <= 0 || l->W <= 0)
         return cg_fail(e, "layer '%s': bad input shape %dx%dx%d", l->name, l->C, l->H, l->W);
-    int oc, oh, ow, ch, cw;
-    if (l->op == CG_OP_CONV) {
-        if (l->M <= 0 || l->pool < 0 || (unsigned)l->pool_op > CG_POOL_GLOBAL_AVG ||
-            cg_conv_dims(l, &ch, &cw, &oh, &ow))
-            return cg_fail(e, "layer '%s': bad conv parameters M=%d K=%d pad=%d,%d,%d,%d stride=%d "
-                           "pool=%d/%d", l->name, l->M, l->K, l->pad[0], l->pad[1], l->pad[2],
-                           l->pad[3], l->stride, l->pool, l->pool_stride);
-        oc = l->M;
-    } else if (l->op == CG_OP_FC) {
-        if (l->out <= 0) return cg_fail(e, "layer '%s': bad fc out=%d", l->name, l->out);
-        oc = l->out, oh = 1, ow = 1;
-    } else if (l->op == CG_OP_SOFTMAX) {
-        oc = l->C, oh = l->H, ow = l->W;
-    } else {
-        return cg_fail(e, "layer '%s': unknown op %d", l->name, (int)l->op);
-    }
+    const cg_op_desc *d = cg_op_of(l->op);
+    if (!d) return cg_fail(e, "layer '%s': unknown op %d", l->name, (int)l->op);
+    int oc, oh, ow;
+    if (d->out_shape(l, &oc, &oh, &ow, e)) return -1;
     if (l->OC != oc || l->OH != oh || l->OW != ow || oh <= 0 || ow <= 0)
         return cg_fail(e, "layer '%s': output shape %dx%dx%d, its definition gives %dx%dx%d",
                        l->name, l->OC, l->OH, l->OW, oc, oh, ow);
     return 0;
 }
 
-int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float *out, int n,
-                 cg_err *e)
+/* The reference of each op over n images, given its weights (wt, NULL for an
+ * op without) and bias (NULL when the layer has none). */
+typedef int (*reference_fn)(const cg_layer *l, const float *wt, const float *bias, const float *in, float *out,
+                            int n, cg_err *e);
+
+static int softmax_layer(const cg_layer *l, const float *wt, const float *bias, const float *in, float *out, int n,
+                         cg_err *e)
 {
-    if (n < 0) return cg_fail(e, "layer '%s': negative image count %d", l->name, n);
-    if (check_shape(l, e)) return -1;
+    (void)wt, (void)bias, (void)e;
     const size_t ie = in_elems(l), oe = out_elems(l);
-    const float *wt = NULL, *bias = NULL;
-    if (l->op == CG_OP_SOFTMAX) {
 #pragma omp parallel for schedule(static)
-        for (int b = 0; b < n; b++) softmax_image(ie, in + (size_t)b * ie, out + (size_t)b * oe);
-        return 0;
-    }
-    long long rows = l->op == CG_OP_CONV ? l->M : l->out;
-    long long fan_in = l->op == CG_OP_CONV ? (long long)l->C * l->K * l->K : (long long)ie;
-    if (get_param(l, w, "weight", rows * fan_in, &wt, e)) return -1;
-    if (l->bias && get_param(l, w, "bias", rows, &bias, e)) return -1;
+    for (int b = 0; b < n; b++) softmax_image(ie, in + (size_t)b * ie, out + (size_t)b * oe);
+    return 0;
+}
+
+static int fc_layer(const cg_layer *l, const float *wt, const float *bias, const float *in, float *out, int n,
+                    cg_err *e)
+{
+    const size_t ie = in_elems(l), oe = out_elems(l);
     int nt = omp_get_max_threads();
-    if (l->op == CG_OP_FC) {
-        /* one transposed input block per thread, allocated once */
-        float *xt = malloc((size_t)nt * FC_BLOCK * ie * sizeof *xt);
-        if (!xt) return cg_fail(e, "layer '%s': out of memory", l->name);
-        int nblk = (n + FC_BLOCK - 1) / FC_BLOCK;
+    /* one transposed input block per thread, allocated once */
+    float *xt = malloc((size_t)nt * FC_BLOCK * ie * sizeof *xt);
+    if (!xt) return cg_fail(e, "layer '%s': out of memory", l->name);
+    int nblk = (n + FC_BLOCK - 1) / FC_BLOCK;
 #pragma omp parallel for schedule(dynamic) num_threads(nt)
-        for (int blk = 0; blk < nblk; blk++) {
-            size_t b0 = (size_t)blk * FC_BLOCK;
-            size_t nb = (size_t)n - b0 < FC_BLOCK ? (size_t)n - b0 : FC_BLOCK;
-            fc_block(l, wt, bias, in + b0 * ie, out + b0 * oe, nb,
-                     xt + (size_t)omp_get_thread_num() * FC_BLOCK * ie);
-        }
-        free(xt);
-        return 0;
+    for (int blk = 0; blk < nblk; blk++) {
+        size_t b0 = (size_t)blk * FC_BLOCK;
+        size_t nb = (size_t)n - b0 < FC_BLOCK ? (size_t)n - b0 : FC_BLOCK;
+        fc_block(l, wt, bias, in + b0 * ie, out + b0 * oe, nb,
+                 xt + (size_t)omp_get_thread_num() * FC_BLOCK * ie);
     }
-    /* conv: one map's conv output (before the pool) per thread, allocated once */
+    free(xt);
+    return 0;
+}
+
+static int conv_layer(const cg_layer *l, const float *wt, const float *bias, const float *in, float *out, int n,
+                      cg_err *e)
+{
+    const size_t ie = in_elems(l), oe = out_elems(l);
+    int nt = omp_get_max_threads();
+    /* one map's conv output (before the pool) per thread, allocated once */
     int ch, cw, oh, ow;
     (void)cg_conv_dims(l, &ch, &cw, &oh, &ow);
     size_t plane = (size_t)ch * (size_t)cw, bytes;
@@ -227,6 +224,26 @@ int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float 
                    acc + (size_t)omp_get_thread_num() * plane);
     free(acc);
     return 0;
+}
+
+/* The CPU reference of every op, in the op table's order (generator/op.h). */
+static const reference_fn reference[] = {[CG_OP_CONV] = conv_layer, [CG_OP_FC] = fc_layer,
+                                         [CG_OP_SOFTMAX] = softmax_layer};
+_Static_assert(sizeof reference / sizeof *reference == CG_OP_COUNT, "a CPU reference for every op");
+
+int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float *out, int n,
+                 cg_err *e)
+{
+    if (n < 0) return cg_fail(e, "layer '%s': negative image count %d", l->name, n);
+    if (check_shape(l, e)) return -1;
+    const float *wt = NULL, *bias = NULL;
+    long long rows, fan_in;
+    if (cg_op_weights(l, &rows, &fan_in)) {
+        if (get_param(l, w, "weight", rows * fan_in, &wt, e)) return -1;
+        if (l->bias && get_param(l, w, "bias", rows, &bias, e)) return -1;
+    }
+    if (!reference[l->op]) return cg_fail(e, "layer '%s': op %s has no CPU reference", l->name, cg_op_name(l->op));
+    return reference[l->op](l, wt, bias, in, out, n, e);
 }
 
 int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *pixels, int n,

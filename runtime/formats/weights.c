@@ -2,6 +2,7 @@
  * spec's layers, taken from a safetensors file (safetensors.c) or made up from the
  * spec's seed. */
 #include "weights.h"
+#include "op.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,9 +19,9 @@ typedef struct {
 } need;
 
 /* Every parameter tensor of the spec, in layer order, weight before bias:
- * conv "<layer>.weight" [M,C,K,K] and "<layer>.bias" [M];
- * fc "<layer>.weight" [out, C*H*W] and "<layer>.bias" [out]; biases only where
- * the layer has bias: 1. Softmax has none. */
+ * "<layer>.weight" shaped as its op says (generator/op.h: conv [M,C,K,K], fc
+ * [out, C*H*W]) and "<layer>.bias" [rows]; biases only where the layer has
+ * bias: 1. Ops without weights (softmax) have none. */
 static int spec_needs(const cg_spec *s, need *out, int *n)
 {
     *n = 0;
@@ -29,19 +30,9 @@ static int spec_needs(const cg_spec *s, need *out, int *n)
         long long rows, fan_in;
         need *wt = &out[*n];
         memset(wt, 0, sizeof *wt);
-        if (l->op == CG_OP_CONV) {
-            rows = l->M;
-            fan_in = (long long)l->C * l->K * l->K;
-            wt->ndim = 4;
-            wt->shape[0] = l->M, wt->shape[1] = l->C, wt->shape[2] = l->K, wt->shape[3] = l->K;
-        } else if (l->op == CG_OP_FC) {
-            rows = l->out;
-            fan_in = (long long)l->C * l->H * l->W;
-            wt->ndim = 2;
-            wt->shape[0] = l->out, wt->shape[1] = fan_in;
-        } else {
-            continue;
-        }
+        const cg_op_desc *d = cg_op_of(l->op);
+        if (!d || !d->weight_shape || !cg_op_weights(l, &rows, &fan_in)) continue;
+        wt->ndim = d->weight_shape(l, wt->shape);
         snprintf(wt->name, sizeof wt->name, "%s.weight", l->name);
         wt->count = rows * fan_in;
         wt->fan_in = fan_in;

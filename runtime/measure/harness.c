@@ -4,6 +4,7 @@
 #include "cuda_api.h"
 #include "jit.h"
 #include "manifest.h"
+#include "op.h"
 #include "weights.h"
 
 #include <math.h>
@@ -35,12 +36,8 @@ void cg_harness_fill(float *x, size_t n, unsigned long long seed, float scale)
 void cg_harness_kernel_layer(const cg_layer *l, int fused, cg_layer *out)
 {
     *out = *l;
-    if (fused || l->op != CG_OP_CONV) return;
-    out->act = CG_ACT_NONE;
-    out->pool = 0, out->pool_stride = 0, out->pool_op = CG_POOL_MAX;
-    int ch = 0, cw = 0, oh, ow;
-    (void)cg_conv_dims(l, &ch, &cw, &oh, &ow); /* a bad layer: 0x0, refused later */
-    out->OC = l->M, out->OH = ch, out->OW = cw;
+    const cg_op_desc *d = cg_op_of(l->op);
+    if (!fused && d && d->unfused) d->unfused(l, out);
 }
 
 int cg_harness_reference(const cg_layer *l, int fused, const float *w, const float *b, const float *in,
@@ -48,8 +45,8 @@ int cg_harness_reference(const cg_layer *l, int fused, const float *w, const flo
 {
     cg_layer kl;
     cg_harness_kernel_layer(l, fused, &kl);
-    long long rows = l->op == CG_OP_CONV ? l->M : l->out;
-    long long fan_in = l->op == CG_OP_CONV ? (long long)l->C * l->K * l->K : cg_layer_in_elems(l);
+    long long rows, fan_in;
+    (void)cg_op_weights(l, &rows, &fan_in);
     /* the two tensors under the names cg_cpu_layer looks up; the data stays the caller's */
     cg_tensor t[2];
     memset(t, 0, sizeof t);
@@ -113,12 +110,8 @@ void cg_harness_stats_of(double *ms, int n, cg_harness_stats *st)
 
 double cg_harness_flop(const cg_layer *l, long long n)
 {
-    int ch = 0, cw = 0, oh, ow;
-    if (l->op == CG_OP_CONV && !cg_conv_dims(l, &ch, &cw, &oh, &ow))
-        return 2.0 * l->M * ch * cw * l->C * l->K * l->K * (double)n;
-    if (l->op == CG_OP_CONV) return 0;
-    if (l->op == CG_OP_FC) return 2.0 * (double)cg_layer_in_elems(l) * l->out * (double)n;
-    return 0;
+    const cg_op_desc *d = cg_op_of(l->op);
+    return d && d->flop ? d->flop(l, n) : 0;
 }
 
 /* ---- on the GPU ---- */
@@ -313,8 +306,8 @@ int cg_harness_layer_open(cg_harness_layer **out, const cg_spec *s, int layer, c
     h->n = o->batch > 0 ? o->batch : 1;
     h->nref = o->check_images > 0 && o->check_images < h->n ? o->check_images : h->n;
     const cg_layer *l = &s->layers[layer];
-    long long rows = l->op == CG_OP_CONV ? l->M : l->out;
-    long long fan_in = l->op == CG_OP_CONV ? (long long)l->C * l->K * l->K : cg_layer_in_elems(l);
+    long long rows, fan_in;
+    (void)cg_op_weights(l, &rows, &fan_in);
     long long in_elems = cg_layer_in_elems(l);
     if ((double)h->n * (double)in_elems > 2147483647.0)
         return cg_fail(e, "--batch %lld: indices of this layer would pass 2^31", h->n);
@@ -383,7 +376,8 @@ static int layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kerne
     }
     b.hout = h->hout;
     if (!rc) rc = upload(b.cu, &b.out, NULL, (size_t)(n * kl->out_elems) * 4, e);
-    long long rows = l->op == CG_OP_CONV ? l->M : l->out; /* the weights' first dimension */
+    long long rows, fan_in; /* rows: the weights' first dimension */
+    (void)cg_op_weights(l, &rows, &fan_in);
     if (!rc) rc = place(&b, kl->weights, h->hw, h->nw, rows, &b.w, e);
     if (!rc && l->bias) rc = place(&b, kl->bias, h->hb, (size_t)rows, 1, &b.b, e);
     for (int i = 0; !rc && i < 2; i++) rc = CG_CU(e, b.cu->cuEventCreate(&b.ev[i], CU_EVENT_DEFAULT));

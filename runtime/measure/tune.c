@@ -2,12 +2,15 @@
  * search order, choice, the record and its application to a spec. */
 #include "tune.h"
 #include "aot.h"
-#include "cli.h"
+#include "convgen.h"
 #include "harness.h"
+#include "lua_host.h"
+#include "op.h"
 #include "spec_yaml.h"
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +30,40 @@ void cg_tune_signature(const cg_layer *l, char *out, size_t n)
              l->bias, l->op == CG_OP_FC ? l->out : 0, tag);
 }
 
-/* The templates tuning measures, by the kind of layer; a record names one of them. */
-static const char *const tpl_conv[] = {"conv2d_direct", "conv2d_igemm", "conv2d_igemm_tc", "conv2d_igemm_wg", "conv2d_planes", "conv2d_slide",
-                                       "conv2d_winograd", NULL};
-static const char *const tpl_fc[] = {"fc_tiled", "fc_vec", NULL};
+/* The templates tuning measures, by op: every embedded template of the op's
+ * family (templates/FAMILY*.lua, in the embedded order: sorted by name), found
+ * once; a record names one of them. */
+#define TUNE_TPL_MAX 32
+static char tpl_names[CG_OP_COUNT][TUNE_TPL_MAX][CG_NAME_MAX];
+static const char *tpl_lists[CG_OP_COUNT][TUNE_TPL_MAX + 1];
+static pthread_once_t tpl_once = PTHREAD_ONCE_INIT;
+
+static void find_templates(void)
+{
+    static const char dir[] = "templates/";
+    for (int op = 0; op < CG_OP_COUNT; op++) {
+        const char *fam = cg_ops[op].family;
+        size_t flen = fam ? strlen(fam) : 0;
+        int n = 0;
+        for (const cg_embedded_file *f = cg_embedded_templates; fam && f->path && n < TUNE_TPL_MAX; f++) {
+            const char *p = f->path + (strncmp(f->path, dir, sizeof dir - 1) ? 0 : sizeof dir - 1);
+            size_t len = strlen(p);
+            if (strncmp(p, fam, flen) || strchr(p, '/') || len < flen + 5 || strcmp(p + len - 4, ".lua") ||
+                len - 4 >= CG_NAME_MAX)
+                continue;
+            snprintf(tpl_names[op][n], CG_NAME_MAX, "%.*s", (int)(len - 4), p);
+            tpl_lists[op][n] = tpl_names[op][n];
+            n++;
+        }
+        tpl_lists[op][n] = NULL;
+    }
+}
 
 const char *const *cg_tune_templates(const cg_layer *l)
 {
     static const char *const none[] = {NULL};
-    return l->op == CG_OP_CONV ? tpl_conv : l->op == CG_OP_FC ? tpl_fc : none;
+    pthread_once(&tpl_once, find_templates);
+    return (unsigned)l->op < CG_OP_COUNT ? tpl_lists[l->op] : none;
 }
 
 /* ---- outcomes and choice ---- */
@@ -44,9 +72,9 @@ long long cg_tune_layer_images(const cg_layer *l, long long batch)
 {
     long long most = cg_layer_in_elems(l), out = cg_layer_out_elems(l);
     if (out > most) most = out;
-    int ch, cw, oh, ow;
-    if (l->op == CG_OP_CONV && !cg_conv_dims(l, &ch, &cw, &oh, &ow) && (long long)l->M * ch * cw > most)
-        most = (long long)l->M * ch * cw;
+    cg_layer kl; /* an unfused kernel's output (a conv's before its pool) */
+    cg_harness_kernel_layer(l, 0, &kl);
+    if (cg_layer_out_elems(&kl) > most) most = cg_layer_out_elems(&kl);
     long long fit = most > 0 ? 2147483647LL / most : batch;
     return batch < fit ? batch : fit > 0 ? fit : 1;
 }
@@ -733,12 +761,12 @@ static const char *const choice_keys[] = {"template", "params", "ms", NULL};
 static int read_tpl(const cg_yctx *c, const cg_ynode *v, const char *where, char *out, size_t n)
 {
     if (cg_y_ident(c, v, "template", where, 0, out, n)) return -1;
-    for (int i = 0; tpl_conv[i]; i++)
-        if (!strcmp(tpl_conv[i], out)) return 0;
-    for (int i = 0; tpl_fc[i]; i++)
-        if (!strcmp(tpl_fc[i], out)) return 0;
-    const char *near = cg_y_suggest(out, tpl_conv);
-    if (!near) near = cg_y_suggest(out, tpl_fc);
+    pthread_once(&tpl_once, find_templates);
+    for (int op = 0; op < CG_OP_COUNT; op++)
+        for (int i = 0; tpl_lists[op][i]; i++)
+            if (!strcmp(tpl_lists[op][i], out)) return 0;
+    const char *near = NULL;
+    for (int op = 0; op < CG_OP_COUNT && !near; op++) near = cg_y_suggest(out, tpl_lists[op]);
     char buf[80];
     return cg_y_fail(c, v->pos, "unknown template '%s' %s%s%s%s", cg_y_show(out, buf, sizeof buf), where,
                      near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
@@ -886,11 +914,6 @@ static int strategy_written(const cg_layer *l)
     return l->strategy_pos.line != l->pos.line || l->strategy_pos.col != l->pos.col;
 }
 
-/* The template a written strategy names. */
-static void strategy_tpl(const cg_layer *l, char *out, size_t n)
-{
-    snprintf(out, n, "%s%s", l->op == CG_OP_CONV ? "conv2d_" : "fc_", l->strategy);
-}
 
 /* "k=v k=v" into the layer's params (positions: the layer's). */
 static int set_params(cg_layer *l, const char *text)
@@ -951,19 +974,18 @@ int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev
     }
     for (int i = 0; i < s->nlayers; i++) {
         cg_layer *l = &s->layers[i];
-        if (l->op == CG_OP_SOFTMAX || l->nparams > 0) continue;
+        const char *pre = cg_ops[l->op].family;
+        if (!pre || l->nparams > 0) continue;
         char sig[CG_TUNE_SIG];
         cg_tune_signature(l, sig, sizeof sig);
         const cg_tune_entry *t = NULL;
         for (int j = 0; j < r->n && !t; j++)
             if (!strcmp(r->e[j].sig, sig)) t = &r->e[j];
         if (!t) continue;
-        const char *pre = l->op == CG_OP_CONV ? "conv2d_" : "fc_";
         if (strncmp(t->winner.tpl, pre, strlen(pre))) continue;
         if (strategy_written(l)) {
             char tpl[CG_NAME_MAX + 16];
-            strategy_tpl(l, tpl, sizeof tpl);
-            if (strcmp(tpl, t->winner.tpl)) continue;
+            if (cg_op_template(l, l->strategy, tpl, sizeof tpl) || strcmp(tpl, t->winner.tpl)) continue;
         }
         cg_layer saved = *l;
         snprintf(l->strategy, sizeof l->strategy, "%s", t->winner.tpl + strlen(pre));
@@ -1018,16 +1040,16 @@ int cg_tune_use_to(cg_spec *s, const char *explicit_path, int no_tuning, const c
         if (access(path, F_OK)) return 0;
     }
     cg_tune_record *r = malloc(sizeof *r);
-    if (!r) return cg_fail(e, "out of memory"), CG_EXIT_IO;
+    if (!r) return cg_fail(e, "out of memory"), CG_STATUS_IO;
     char notice[2048];
-    int rc = cg_tune_read(path, r, e) ? CG_EXIT_INPUT : 0;
-    if (!rc && cg_tune_apply(s, r, dev, from_record, notice, sizeof notice, e) < 0) rc = CG_EXIT_INPUT;
+    int rc = cg_tune_read(path, r, e) ? CG_STATUS_INPUT : 0;
+    if (!rc && cg_tune_apply(s, r, dev, from_record, notice, sizeof notice, e) < 0) rc = CG_STATUS_INPUT;
     if (!rc && notice[0]) {
         /* one line for a stale record; one per skipped layer otherwise */
         char *save = NULL;
         for (char *line = strtok_r(notice, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
             if (!notices) fprintf(stderr, "convgen: tuning record %s: %s\n", path, line);
-            else if (cg_buf_printf(notices, "tuning record %s: %s\n", path, line)) rc = CG_EXIT_IO;
+            else if (cg_buf_printf(notices, "tuning record %s: %s\n", path, line)) rc = CG_STATUS_IO;
         }
     }
     free(r);

@@ -26,7 +26,8 @@
 /* "conv C=1 H=28 W=28 M=8 K=5 pool=2 act=tanh bias=1 out=0": everything that
  * decides which kernel is fastest for a layer (its name does not). */
 void cg_tune_signature(const cg_layer *l, char *out, size_t n);
-/* The templates that serve layer l, NULL-terminated (none for softmax). */
+/* The templates that serve layer l, NULL-terminated: every embedded template of
+ * its op's family (generator/op.h), by name (none for softmax). */
 const char *const *cg_tune_templates(const cg_layer *l);
 
 /* ---- one candidate's outcome ---- */
@@ -251,8 +252,9 @@ int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev
 
 /* What the verbs do: find the record (explicit: --tuning FILE, which must
  * exist; else the default path, if present), read it (a malformed one is an
- * error, exit 3), apply it, print notices on stderr. no_tuning: do nothing.
- * Returns 0, or CG_EXIT_INPUT with e set. */
+ * error), apply it, print notices on stderr. no_tuning: do nothing.
+ * Returns 0 (CG_STATUS_OK), or a cg_status with e set: CG_STATUS_INPUT for a
+ * missing or malformed record, CG_STATUS_IO for memory. */
 int cg_tune_use(cg_spec *s, const char *explicit_path, int no_tuning, const cg_tune_device *dev,
                 int from_record[CG_MAX_LAYERS], cg_err *e);
 /* The same with the notices appended to *notices (one line each, "tuning record

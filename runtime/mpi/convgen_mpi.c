@@ -214,8 +214,8 @@ static int pick_device(mpi_job *j, const mpi_opts *o, cg_err *e)
     cg_cu_close(cu);
     j->use_gpu = 1;
     int from_record[CG_MAX_LAYERS];
-    return cg_tune_use(j->s, o->tuning, o->no_tuning, o->fatbin ? &(cg_tune_device){NULL, 0, NULL} : &dev,
-                       from_record, e);
+    return cg_exit_of(cg_tune_use(j->s, o->tuning, o->no_tuning,
+                                  o->fatbin ? &(cg_tune_device){NULL, 0, NULL} : &dev, from_record, e));
 }
 
 /* This rank's share, on its GPU (streamed) or the CPU (bounded batches). */
