@@ -5,7 +5,8 @@
 # predictions, gathered on rank 0, are the single process's in input order for
 # every split: N not a multiple of the batch, a batch larger than N, N = 1 (a
 # rank with no image), the data set repeated. A failing rank fails the job
-# before anything is printed as a result. Skipped, saying so, where mpirun or
+# before anything is printed as a result; a rank given another spec, other
+# weights or other images fails every rank before any image runs. Skipped, saying so, where mpirun or
 # mpicc is missing (make deps installs Open MPI).
 #
 # CG_TEST_IMAGES=N (make sanitize) runs the first N images instead of all.
