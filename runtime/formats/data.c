@@ -3,12 +3,14 @@
 #include "data.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -234,12 +236,13 @@ int cg_idx_load(const char *images_path, const char *labels_path, int max_images
     return 0;
 }
 
-int cg_idx_load_images(const char *path, int max_images, cg_dataset *d, cg_err *e)
+int cg_idx_load_images(const char *path, int max_images, cg_dataset *d, int *count, cg_err *e)
 {
     memset(d, 0, sizeof *d);
     unsigned img[3];
     unsigned keep_max = max_images > 0 ? (unsigned)max_images : 0;
     if (load_idx(path, &IDX_IMAGES, keep_max, img, &d->pixels, e)) return -1;
+    if (count) *count = (int)img[0];
     d->n = (int)(keep_max && keep_max < img[0] ? keep_max : img[0]);
     d->h = (int)img[1], d->w = (int)img[2];
     return 0;
@@ -419,29 +422,106 @@ static void put_be32(unsigned char *p, unsigned v)
     p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
 }
 
-/* Write one dataset as DIR/<set>-images-idx3-ubyte and DIR/<set>-labels-idx1-ubyte. */
-static int write_set(const cg_dataset *d, const char *dir, const char *set, cg_err *e)
+/* The most resized pixels `convgen data` holds at once: images are resized a
+ * chunk at a time and written as they come (at least one image per chunk). */
+#define RESIZE_CHUNK_BYTES ((size_t)8 << 20)
+
+static int write_all(int fd, const void *p, size_t n, const char *path, cg_err *e)
 {
-    char path[4096];
-    size_t bytes = (size_t)d->n * d->h * d->w;
-    unsigned char *buf = malloc(16 + (bytes > (size_t)d->n ? bytes : (size_t)d->n));
-    if (!buf) return cg_fail(e, "%s: out of memory writing the %s set", dir, set);
+    const char *s = p;
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return cg_fail(e, "%s: write failed: %s", path, strerror(errno));
+        }
+        s += w, n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* DIR/<set>-images-idx3-ubyte: d's images resized to side×side, a chunk at a
+ * time, into a fresh temp file beside it that is renamed over the path once
+ * complete (removed on any failure), so nothing half-written is left. */
+static int write_images_resized(const cg_dataset *d, int side, const char *path, cg_err *e)
+{
+    if (cg_check_output_file(path, e)) return -1;
+    size_t out_per = (size_t)side * (size_t)side, in_per = (size_t)d->h * (size_t)d->w;
+    size_t chunk = RESIZE_CHUNK_BYTES / out_per ? RESIZE_CHUNK_BYTES / out_per : 1;
+    if (chunk > (size_t)d->n) chunk = (size_t)d->n;
+    unsigned char *buf = malloc(chunk * out_per > 16 ? chunk * out_per : 16);
+    size_t tlen = strlen(path) + 48;
+    char *tmp = malloc(tlen);
+    if (!buf || !tmp) {
+        free(buf), free(tmp);
+        return cg_fail(e, "%s: out of memory for %zu resized images of %dx%d", path, chunk, side, side);
+    }
+    static unsigned counter;
+    int fd = -1;
+    for (int tries = 0; fd < 0 && tries < 100; tries++) {
+        snprintf(tmp, tlen, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        cg_fail(e, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
+        free(buf), free(tmp);
+        return -1;
+    }
     put_be32(buf, IDX_MAGIC_U8_3D);
     put_be32(buf + 4, (unsigned)d->n);
-    put_be32(buf + 8, (unsigned)d->h);
-    put_be32(buf + 12, (unsigned)d->w);
-    memcpy(buf + 16, d->pixels, bytes);
-    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, set);
-    int rc = cg_write_file_atomic(path, buf, 16 + bytes, e);
-    if (!rc) {
-        put_be32(buf, IDX_MAGIC_U8_1D);
-        put_be32(buf + 4, (unsigned)d->n);
-        memcpy(buf + 8, d->labels, (size_t)d->n);
-        snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, set);
-        rc = cg_write_file_atomic(path, buf, 8 + (size_t)d->n, e);
+    put_be32(buf + 8, (unsigned)side);
+    put_be32(buf + 12, (unsigned)side);
+    int rc = write_all(fd, buf, 16, path, e);
+    const int same = d->h == side && d->w == side;
+    for (size_t at = 0; !rc && at < (size_t)d->n; at += chunk) {
+        long long k = (long long)((size_t)d->n - at < chunk ? (size_t)d->n - at : chunk);
+        const unsigned char *in = d->pixels + at * in_per;
+        if (same) {
+            rc = write_all(fd, in, (size_t)k * out_per, path, e);
+            continue;
+        }
+        int h = d->h, w = d->w;
+#pragma omp parallel for schedule(static)
+        for (long long i = 0; i < k; i++)
+            cg_resize_bilinear_u8(in + (size_t)i * in_per, h, w, buf + (size_t)i * out_per, side, side);
+        rc = write_all(fd, buf, (size_t)k * out_per, path, e);
     }
+    if (close(fd) && !rc) rc = cg_fail(e, "%s: cannot write: %s", path, strerror(errno));
+    /* checked again just before the rename: what appeared meanwhile is not replaced */
+    if (!rc) rc = cg_check_output_file(path, e);
+    if (!rc && rename(tmp, path)) rc = cg_fail(e, "%s: cannot write: %s", path, strerror(errno));
+    if (rc) unlink(tmp);
+    free(buf), free(tmp);
+    return rc ? -1 : 0;
+}
+
+/* One set as DIR/<set>-images-idx3-ubyte (resized) and DIR/<set>-labels-idx1-ubyte. */
+static int write_set(const cg_dataset *d, int side, const char *dir, const char *set, cg_err *e)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, set);
+    if (write_images_resized(d, side, path, e)) return -1;
+    unsigned char *buf = malloc(8 + (size_t)d->n);
+    if (!buf) return cg_fail(e, "%s: out of memory writing the %s labels", dir, set);
+    put_be32(buf, IDX_MAGIC_U8_1D);
+    put_be32(buf + 4, (unsigned)d->n);
+    memcpy(buf + 8, d->labels, (size_t)d->n);
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, set);
+    int rc = cg_write_file_atomic(path, buf, 8 + (size_t)d->n, e);
     free(buf);
     return rc;
+}
+
+/* "137.2 GB" for messages. */
+static void human_bytes(unsigned long long n, char out[32])
+{
+    const char *unit[] = {"bytes", "kB", "MB", "GB", "TB", "PB"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1000 && u < 5) v /= 1000, u++;
+    if (u == 0) snprintf(out, 32, "%llu bytes", n);
+    else snprintf(out, 32, "%.1f %s", v, unit[u]);
 }
 
 int cg_data_write_resized(const char *src_dir, int side, const char *out_dir, cg_err *e)
@@ -449,13 +529,44 @@ int cg_data_write_resized(const char *src_dir, int side, const char *out_dir, cg
     if (side <= 0 || side > (int)IDX_MAX_SIDE)
         return cg_fail(e, "resize side %d is outside 1..%u", side, IDX_MAX_SIDE);
     if (strlen(out_dir) > 3000) return cg_fail(e, "%s: path too long", out_dir);
-    if (cg_mkdirs(out_dir, e)) return -1;
-    for (int train = 0; train <= 1; train++) {
-        cg_dataset d;
-        if (cg_data_load(src_dir, train, side, 0, &d, e)) return -1;
-        int rc = write_set(&d, out_dir, train ? "train" : "t10k", e);
-        cg_dataset_free(&d);
-        if (rc) return -1;
+    /* both sets as they are (the resize happens while writing) */
+    cg_dataset sets[2];
+    memset(sets, 0, sizeof sets);
+    int rc = 0;
+    for (int train = 0; train <= 1 && !rc; train++)
+        rc = cg_data_load(src_dir, train, 0, 0, &sets[train], e);
+    /* what the files will take, checked against the space free before writing */
+    unsigned long long need = 0, images = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        images += (unsigned long long)sets[k].n;
+        need += 16 + 8 + (unsigned long long)sets[k].n * (1 + (unsigned long long)side * (unsigned long long)side);
     }
-    return 0;
+    /* the file system of out_dir, or of its nearest existing parent (nothing
+     * is created before the check) */
+    char at[3008];
+    snprintf(at, sizeof at, "%s", out_dir);
+    struct statvfs fs;
+    int have_fs = 0;
+    while (!rc && !(have_fs = statvfs(at, &fs) == 0) && errno == ENOENT) {
+        char *slash = strrchr(at, '/');
+        while (slash && slash > at && slash[1] == 0) *slash = 0, slash = strrchr(at, '/');
+        if (!slash) snprintf(at, sizeof at, ".");
+        else if (slash == at) at[1] = 0;
+        else *slash = 0;
+        if (!strcmp(at, ".") || !strcmp(at, "/")) {
+            have_fs = statvfs(at, &fs) == 0;
+            break;
+        }
+    }
+    if (!rc && have_fs && (unsigned long long)fs.f_bavail * fs.f_frsize < need) {
+        char want[32], have[32];
+        human_bytes(need, want), human_bytes((unsigned long long)fs.f_bavail * fs.f_frsize, have);
+        rc = cg_fail(e, "%s: the two sets resized to %dx%d (%llu images) need %llu bytes (%s); the file "
+                     "system there has %s free", out_dir, side, side, images, need, want, have);
+    }
+    if (!rc) rc = cg_mkdirs(out_dir, e);
+    for (int train = 0; train <= 1 && !rc; train++)
+        rc = write_set(&sets[train], side, out_dir, train ? "train" : "t10k", e);
+    cg_dataset_free(&sets[0]), cg_dataset_free(&sets[1]);
+    return rc ? -1 : 0;
 }
