@@ -539,7 +539,8 @@ int cg_data_write_resized(const char *src_dir, int side, const char *out_dir, cg
     unsigned long long need = 0, images = 0;
     for (int k = 0; k < 2 && !rc; k++) {
         images += (unsigned long long)sets[k].n;
-        need += 16 + 8 + (unsigned long long)sets[k].n * (1 + (unsigned long long)side * (unsigned long long)side);
+        unsigned long long per = 1 + (unsigned long long)side * (unsigned long long)side;
+        need += 16 + 8 + (unsigned long long)sets[k].n * per;
     }
     /* the file system of out_dir, or of its nearest existing parent (nothing
      * is created before the check) */

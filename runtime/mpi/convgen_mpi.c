@@ -236,7 +236,10 @@ static int same_job(const mpi_job *j, const mpi_opts *o, cg_err *e)
     if (o->random_seed >= 0) snprintf(mine.source, sizeof mine.source, "random seed %lld", o->random_seed);
     else snprintf(mine.source, sizeof mine.source, "%.95s", o->data ? o->data : CG_DATA_DIR_DEFAULT);
     job_digest *all = g_rank == 0 ? calloc((size_t)g_ranks, sizeof *all) : NULL;
-    if (g_rank == 0 && !all) fprintf(stderr, "convgen-mpi: rank 0: out of memory comparing %d ranks\n", g_ranks), rc = CG_EXIT_IO;
+    if (g_rank == 0 && !all) {
+        fprintf(stderr, "convgen-mpi: rank 0: out of memory comparing %d ranks\n", g_ranks);
+        rc = CG_EXIT_IO;
+    }
     if ((rc = agree(rc))) return free(all), rc;
     MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, 0, MPI_COMM_WORLD);
     if (g_rank == 0) {
