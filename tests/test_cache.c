@@ -4,6 +4,7 @@
 #include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -173,6 +174,55 @@ static void test_round_trip(void)
     cg_buf_free(&got);
 }
 
+/* Peak resident memory so far, in KiB. */
+static long peak_kib(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0;
+}
+
+/* A large entry file is judged by its header and its size, not read: padded
+ * to 300 MB (a sparse file, no disk), or holding as much as its header says
+ * but more than CG_CACHE_PAYLOAD_MAX, it is a miss that costs neither the
+ * memory nor the time of reading it. */
+static void test_large_entry(void)
+{
+    char dir[512], path[4096], reason[128];
+    const char *r = reason;
+    snprintf(dir, sizeof dir, "%s/large", tmp);
+    cg_cache_key k;
+    key(&k, "source L");
+    cg_err e = {""};
+    cg_buf got;
+    const size_t pad = (size_t)300 << 20;
+    CHECK(cg_cache_put(dir, &k, "payload", 7, &e) == 0, "put: %s", e.msg);
+    cg_cache_path(dir, &k, path, sizeof path);
+    CHECK(truncate(path, (off_t)pad) == 0, "pad %s", path);
+    long before = peak_kib();
+    CHECK(cg_cache_get(dir, &k, &got, reason) == 0, "a padded entry misses");
+    CHECK_CONTAINS(r, "length mismatch");
+    long grew = peak_kib() - before;
+    CHECK(grew < 32 * 1024, "reading a padded entry's header took %ld KiB more", grew);
+    cg_buf_free(&got);
+
+    /* as long as its header says, and too long to be a kernel */
+    cg_buf h;
+    cg_buf_init(&h);
+    CHECK(cg_buf_printf(&h, "%s\nkey %s\ndesc %s\nlen %zu\nhash 0123456789abcdef\n", CG_CACHE_MAGIC, k.hex,
+                        k.desc, pad) == 0, "header");
+    CHECK(write_raw(path, h.data, h.len) == 0 && truncate(path, (off_t)(h.len + pad)) == 0, "write %s", path);
+    cg_buf_free(&h);
+    before = peak_kib();
+    CHECK(cg_cache_get(dir, &k, &got, reason) == 0, "an entry beyond the payload limit misses");
+    CHECK_CONTAINS(r, "entry too large");
+    grew = peak_kib() - before;
+    CHECK(grew < 32 * 1024, "reading an oversized entry's header took %ld KiB more", grew);
+    cg_buf_free(&got);
+    CHECK(cg_cache_put(dir, &k, "payload", 7, &e) == 0, "overwrite: %s", e.msg);
+    CHECK(cg_cache_get(dir, &k, &got, reason) == 1 && got.len == 7, "hit after overwrite (%s)", reason);
+    cg_buf_free(&got);
+}
+
 /* A cache that cannot be written is a warning, not a failure. */
 static void test_unwritable(void)
 {
@@ -321,6 +371,7 @@ int main(void)
         printf("FAIL mkdtemp\n");
         return 1;
     }
+    test_large_entry(); /* first, while the peak resident size is small */
     test_dir();
     test_key();
     test_round_trip();

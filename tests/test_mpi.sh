@@ -5,7 +5,8 @@
 # predictions, gathered on rank 0, are the single process's in input order for
 # every split: N not a multiple of the batch, a batch larger than N, N = 1 (a
 # rank with no image), the data set repeated. A failing rank fails the job
-# before anything is printed as a result. Skipped, saying so, where mpirun or
+# before anything is printed as a result; a rank given another spec, other
+# weights or other images fails every rank before any image runs. Skipped, saying so, where mpirun or
 # mpicc is missing (make deps installs Open MPI).
 #
 # CG_TEST_IMAGES=N (make sanitize) runs the first N images instead of all.
@@ -78,6 +79,53 @@ rc=$?
 $cg run $spec --backend cpu --random-input 5 --images 300 >"$t/r1.out" 2>&1
 run -np 2 $mpi run $spec --backend cpu --random-input 5 --images 300 >"$t/r2.out" 2>&1
 diff <(mask "$t/r1.out") <(mask "$t/r2.out") >/dev/null && ok || bad "random input differs: $(cat "$t/r2.out")"
+
+# 5. ranks that would not run the same job are refused before anything runs:
+# every rank exits non-zero, one line on stderr (beside mpirun's own) names the rank and what
+# differs, no result is printed. Three ranks, the third given something else.
+mkdir -p "$t/few" "$t/wa" "$t/wb"
+fm=/usr/share/datasets/fashion-mnist
+if [ -z "${src[*]}" ]; then
+  # a 100-image test set taken from images 100..199 of the real one
+  hdr() { printf "\\x00\\x00\\x08\\x0$1\\x00\\x00\\x00\\x64"; [ "$1" = 3 ] && printf '\x00\x00\x00\x1c\x00\x00\x00\x1c'; }
+  cat_gz() { if [ -e "$fm/$1.gz" ]; then gzip -dc "$fm/$1.gz"; else cat "$fm/$1"; fi; }
+  { hdr 3; cat_gz t10k-images-idx3-ubyte | tail -c +$((16 + 100 * 784 + 1)) | head -c $((100 * 784)); } >"$t/few/t10k-images-idx3-ubyte"
+  { hdr 1; cat_gz t10k-labels-idx1-ubyte | tail -c +$((8 + 100 + 1)) | head -c 100; } >"$t/few/t10k-labels-idx1-ubyte"
+fi
+# one spec text at two places, each beside different weights
+for d in wa wb; do sed 's|^weights: .*|weights: w.safetensors|' $spec >"$t/$d/s.yaml"; done
+cp models/ece408-2017.safetensors "$t/wa/w.safetensors"; cp models/ece408-2017-low.safetensors "$t/wb/w.safetensors"
+differs() { # name what-the-line-names rank-2-arguments... (ranks 0 and 1: $spec --images 100)
+  local name=$1 want=$2; shift 2
+  run -np 2 $mpi run "${A[@]}" : -np 1 $mpi run "$@" >"$t/d.out" 2>"$t/d.err"
+  local rc=$?
+  if [ $rc -ne 0 ] && [ "$(grep -c '^convgen-mpi: ' "$t/d.err")" -eq 1 ] &&
+     grep -q "^convgen-mpi: rank 2 of 3: .*$want" "$t/d.err" &&
+     ! grep -q '^Correctness' "$t/d.out"; then ok
+  else bad "$name: exit $rc, stderr: $(cat "$t/d.err"), stdout: $(cat "$t/d.out")"; fi
+}
+A=($spec --backend cpu "${src[@]}" --images 100)
+differs "another image count" "images" $spec --backend cpu "${src[@]}" --images 50
+differs "another spec" "spec" specs/ece408-2017-low.yaml --backend cpu "${src[@]}" --images 100
+if [ -z "${src[*]}" ]; then
+  differs "another data set (100 images from --data)" "images" $spec --backend cpu --data "$t/few"
+  differs "another data set, same count" "images" $spec --backend cpu --data "$t/few" --images 100
+else
+  differs "other random images" "images" $spec --backend cpu --random-input 12 --images 100
+fi
+# each rank's own exit status: all three fail, with 3 (bad spec, weights or data)
+rm -f "$t"/rc.*
+each() { echo "$mpi run $* >/dev/null 2>&1; echo \$? >$t/rc.\${OMPI_COMM_WORLD_RANK:-x}"; }
+run -np 2 bash -c "$(each $spec --backend cpu "${src[@]}" --images 100)" : \
+    -np 1 bash -c "$(each specs/ece408-2017-low.yaml --backend cpu "${src[@]}" --images 100)" >/dev/null 2>&1
+[ "$(cat "$t"/rc.0 "$t"/rc.1 "$t"/rc.2 2>/dev/null | tr '\n' ' ')" = "3 3 3 " ] && ok ||
+  bad "every rank should exit 3: $(head "$t"/rc.* 2>&1)"
+A=("$t/wa/s.yaml" --backend cpu "${src[@]}" --images 100)
+differs "the same spec text beside other weights" "weights" "$t/wb/s.yaml" --backend cpu "${src[@]}" --images 100
+# the same spec text, weights and images from other paths is the same job
+run -np 2 $mpi run "$t/wa/s.yaml" --backend cpu "${src[@]}" --images 100 : -np 1 $mpi run "$t/wa/../wa/s.yaml" \
+  --backend cpu "${src[@]}" --images 100 >"$t/d.out" 2>"$t/d.err" && grep -q '^Correctness' "$t/d.out" && ok ||
+  bad "the same job from other paths refused: $(cat "$t/d.err")"
 
 echo "test_mpi: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,9 +109,16 @@ static int header_line(const char **p, const char *end, const char *prefix, char
     return 0;
 }
 
-/* Check a whole entry image against k; on success, where its payload lies. */
-static int check_entry(const cg_cache_key *k, const char *d, size_t len, size_t *pay_at,
-                       size_t *pay_len, char reason[128])
+/* An entry's text header is five lines: the magic, the key, the description
+ * (under 512 bytes), the payload length and its hash; all of it lies in the
+ * first CACHE_HEADER_MAX bytes, which are all a read looks at before it knows
+ * how long the payload claims to be. */
+#define CACHE_HEADER_MAX 2048
+
+/* Check the header at the start of d (len bytes, the file's first ones)
+ * against k; on success where the payload starts, its length and its hash. */
+static int check_header(const cg_cache_key *k, const char *d, size_t len, size_t *pay_at,
+                        unsigned long long *want, char hash[17], char reason[128])
 {
     const char *p = d, *end = d + len;
     char v[600];
@@ -125,26 +133,31 @@ static int check_entry(const cg_cache_key *k, const char *d, size_t len, size_t 
     if (header_line(&p, end, "len ", v, sizeof v) || !v[0] || strspn(v, "0123456789") != strlen(v))
         return snprintf(reason, 128, "bad header: no payload length"), 0;
     errno = 0;
-    unsigned long long want = strtoull(v, NULL, 10);
+    *want = strtoull(v, NULL, 10);
     if (errno) return snprintf(reason, 128, "bad header: payload length out of range"), 0;
-    char hash[600];
-    if (header_line(&p, end, "hash ", hash, sizeof hash) || strlen(hash) != 16)
+    if (header_line(&p, end, "hash ", v, sizeof v) || strlen(v) != 16)
         return snprintf(reason, 128, "bad header: no payload hash"), 0;
-    size_t have = (size_t)(end - p);
-    if (have < want)
-        return snprintf(reason, 128, "truncated: %zu of %llu payload bytes", have, want), 0;
-    if (have > want)
-        return snprintf(reason, 128, "length mismatch: %zu payload bytes, header says %llu", have,
-                        want),
-               0;
-    char got[17];
-    cg_hex64(cg_hash64(p, have, CG_HASH_SEED), got);
-    if (strcmp(got, hash) != 0) return snprintf(reason, 128, "payload hash mismatch"), 0;
+    memcpy(hash, v, 17);
     *pay_at = (size_t)(p - d);
-    *pay_len = have;
     return 1;
 }
 
+/* pread all n bytes at off; -1 on an error or a short read. */
+static int read_at(int fd, void *dst, size_t n, size_t off)
+{
+    char *p = dst;
+    while (n) {
+        ssize_t r = pread(fd, p, n, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        p += r, n -= (size_t)r, off += (size_t)r;
+    }
+    return 0;
+}
+
+/* The header first; the payload only once the file's size (fstat) matches
+ * the length the header gives, so a damaged or padded entry costs a header's
+ * read, and memory follows what the entry says it holds. */
 int cg_cache_get(const char *dir, const cg_cache_key *k, cg_buf *payload, char reason[128])
 {
     char path[4096];
@@ -157,18 +170,42 @@ int cg_cache_get(const char *dir, const cg_cache_key *k, cg_buf *payload, char r
         if (errno == ENOENT) return snprintf(reason, 128, "no entry"), 0;
         return snprintf(reason, 128, "cannot stat: %s", strerror(errno)), 0;
     }
-    cg_buf file;
+    int fd;
+    size_t size;
     cg_err e;
-    if (cg_read_file(path, &file, &e)) return snprintf(reason, 128, "cannot read entry"), 0;
-    size_t at = 0, n = 0;
-    int hit = check_entry(k, file.data, file.len, &at, &n, reason);
-    if (hit && cg_buf_add(payload, file.data + at, n)) {
-        cg_buf_free(&file);
-        cg_buf_free(payload);
-        snprintf(reason, 128, "out of memory");
-        return -1;
+    if (cg_open_regular(path, SIZE_MAX, &fd, &size, &e)) return snprintf(reason, 128, "cannot read entry"), 0;
+    char head[CACHE_HEADER_MAX];
+    size_t hlen = size < sizeof head ? size : sizeof head, at = 0;
+    unsigned long long want = 0;
+    char hash[17];
+    int hit = read_at(fd, head, hlen, 0) ? (snprintf(reason, 128, "cannot read entry"), 0)
+                                         : check_header(k, head, hlen, &at, &want, hash, reason);
+    size_t have = hit ? size - at : 0;
+    if (hit && have < want)
+        hit = (snprintf(reason, 128, "truncated: %zu of %llu payload bytes", have, want), 0);
+    else if (hit && have > want)
+        hit = (snprintf(reason, 128, "length mismatch: %zu payload bytes, header says %llu", have, want), 0);
+    else if (hit && want > CG_CACHE_PAYLOAD_MAX)
+        hit = (snprintf(reason, 128, "entry too large: %llu payload bytes, at most %zu", want,
+                        CG_CACHE_PAYLOAD_MAX), 0);
+    if (hit) {
+        payload->data = malloc(have + 1);
+        if (!payload->data) {
+            close(fd);
+            snprintf(reason, 128, "out of memory");
+            return -1;
+        }
+        payload->cap = have + 1;
     }
-    cg_buf_free(&file);
+    if (hit && read_at(fd, payload->data, have, at)) hit = (snprintf(reason, 128, "cannot read entry"), 0);
+    close(fd);
+    if (hit) {
+        payload->len = have, payload->data[have] = 0;
+        char got[17];
+        cg_hex64(cg_hash64(payload->data, have, CG_HASH_SEED), got);
+        if (strcmp(got, hash) != 0) hit = (snprintf(reason, 128, "payload hash mismatch"), 0);
+    }
+    if (!hit) cg_buf_free(payload);
     return hit;
 }
 

@@ -16,13 +16,18 @@
  *   <payload>
  *
  * A read checks every field; anything corrupt, truncated or not matching is a
- * miss with a reason (the caller compiles again and overwrites), never a hit. */
+ * miss with a reason (the caller compiles again and overwrites), never a hit.
+ * It reads the header first and the payload only when the file's size is the
+ * header's plus the length the header gives (at most CG_CACHE_PAYLOAD_MAX). */
 #ifndef CG_CACHE_H
 #define CG_CACHE_H
 #include "gen.h"
 #include "util.h"
 
 #define CG_CACHE_MAGIC "CGCACHE1"
+/* The largest payload a read accepts (a kernel's cubin is a few hundred kB);
+ * a larger entry is a miss, read no further than its header. */
+#define CG_CACHE_PAYLOAD_MAX ((size_t)256 << 20)
 /* cg_cache_put's return when the entry could not be written (read-only or
  * missing cache directory, disk full): a warning, the compile result stands. */
 #define CG_CACHE_UNWRITABLE 1

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -235,12 +236,13 @@ int cg_idx_load(const char *images_path, const char *labels_path, int max_images
     return 0;
 }
 
-int cg_idx_load_images(const char *path, int max_images, cg_dataset *d, cg_err *e)
+int cg_idx_load_images(const char *path, int max_images, cg_dataset *d, int *count, cg_err *e)
 {
     memset(d, 0, sizeof *d);
     unsigned img[3];
     unsigned keep_max = max_images > 0 ? (unsigned)max_images : 0;
     if (load_idx(path, &IDX_IMAGES, keep_max, img, &d->pixels, e)) return -1;
+    if (count) *count = (int)img[0];
     d->n = (int)(keep_max && keep_max < img[0] ? keep_max : img[0]);
     d->h = (int)img[1], d->w = (int)img[2];
     return 0;
@@ -420,6 +422,10 @@ static void put_be32(unsigned char *p, unsigned v)
     p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
 }
 
+/* The most resized pixels `convgen data` holds at once: images are resized a
+ * chunk at a time and written as they come (at least one image per chunk). */
+#define RESIZE_CHUNK_BYTES ((size_t)8 << 20)
+
 /* The four files a resized copy consists of, as temp files beside their
  * targets until all four are written. */
 typedef struct {
@@ -428,8 +434,22 @@ typedef struct {
     int existed[4];
 } out_set;
 
-/* Write bytes to a fresh temp file beside out->path[i]. */
-static int write_temp(out_set *out, int i, const unsigned char *p, size_t n, cg_err *e)
+static int write_all(int fd, const void *p, size_t n, const char *path, cg_err *e)
+{
+    const char *s = p;
+    while (n) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return cg_fail(e, "%s: write failed: %s", path, strerror(errno));
+        }
+        s += w, n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* A fresh temp file (O_EXCL, O_NOFOLLOW) beside out->path[i]; its descriptor. */
+static int open_temp(out_set *out, int i, cg_err *e)
 {
     const char *path = out->path[i];
     if (cg_check_output_file(path, e)) return -1;
@@ -444,41 +464,66 @@ static int write_temp(out_set *out, int i, const unsigned char *p, size_t n, cg_
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) return cg_fail(e, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
-    int err = 0;
-    while (n && !err) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) err = errno;
-        else p += w, n -= (size_t)w;
-    }
-    if (close(fd) && !err) err = errno;
-    if (err) {
-        unlink(out->tmp[i]);
-        return cg_fail(e, "%s: write failed: %s", path, strerror(err));
-    }
     out->written = i + 1;
-    return 0;
+    return fd;
 }
 
-/* Write one dataset's two files (slots 2*k, 2*k+1 of out) as temp files. */
-static int write_set(const cg_dataset *d, const char *dir, const char *set, out_set *out, int k, cg_err *e)
+/* Close a temp file written by open_temp's caller, reporting a failed close. */
+static int close_temp(int fd, int rc, const char *path, cg_err *e)
 {
-    size_t bytes = (size_t)d->n * d->h * d->w;
-    unsigned char *buf = malloc(16 + (bytes > (size_t)d->n ? bytes : (size_t)d->n));
-    if (!buf) return cg_fail(e, "%s: out of memory writing the %s set", dir, set);
-    put_be32(buf, IDX_MAGIC_U8_3D);
-    put_be32(buf + 4, (unsigned)d->n);
-    put_be32(buf + 8, (unsigned)d->h);
-    put_be32(buf + 12, (unsigned)d->w);
-    memcpy(buf + 16, d->pixels, bytes);
+    if (close(fd) && !rc) rc = cg_fail(e, "%s: cannot write: %s", path, strerror(errno));
+    return rc;
+}
+
+/* One set (slots 2*k, 2*k+1 of out) as temp files: its images resized to
+ * side x side a chunk at a time, then its labels. */
+static int write_set(const cg_dataset *d, int side, const char *dir, const char *set, out_set *out, int k,
+                     cg_err *e)
+{
     snprintf(out->path[2 * k], sizeof out->path[0], "%s/%s-images-idx3-ubyte", dir, set);
     snprintf(out->path[2 * k + 1], sizeof out->path[0], "%s/%s-labels-idx1-ubyte", dir, set);
-    int rc = write_temp(out, 2 * k, buf, 16 + bytes, e);
+    size_t out_per = (size_t)side * (size_t)side, in_per = (size_t)d->h * (size_t)d->w;
+    size_t chunk = RESIZE_CHUNK_BYTES / out_per ? RESIZE_CHUNK_BYTES / out_per : 1;
+    if (chunk > (size_t)d->n) chunk = (size_t)d->n;
+    size_t cap = chunk * out_per > 16 + (size_t)d->n ? chunk * out_per : 16 + (size_t)d->n;
+    unsigned char *buf = malloc(cap);
+    if (!buf) return cg_fail(e, "%s: out of memory for %zu resized images of %dx%d", dir, chunk, side, side);
+    const char *path = out->path[2 * k];
+    int fd = open_temp(out, 2 * k, e);
+    if (fd < 0) {
+        free(buf);
+        return -1;
+    }
+    put_be32(buf, IDX_MAGIC_U8_3D);
+    put_be32(buf + 4, (unsigned)d->n);
+    put_be32(buf + 8, (unsigned)side);
+    put_be32(buf + 12, (unsigned)side);
+    int rc = write_all(fd, buf, 16, path, e);
+    const int same = d->h == side && d->w == side;
+    for (size_t at = 0; !rc && at < (size_t)d->n; at += chunk) {
+        long long n = (long long)((size_t)d->n - at < chunk ? (size_t)d->n - at : chunk);
+        const unsigned char *in = d->pixels + at * in_per;
+        if (same) {
+            rc = write_all(fd, in, (size_t)n * out_per, path, e);
+            continue;
+        }
+        int h = d->h, w = d->w;
+#pragma omp parallel for schedule(static)
+        for (long long i = 0; i < n; i++)
+            cg_resize_bilinear_u8(in + (size_t)i * in_per, h, w, buf + (size_t)i * out_per, side, side);
+        rc = write_all(fd, buf, (size_t)n * out_per, path, e);
+    }
+    rc = close_temp(fd, rc, path, e);
+    if (!rc) {
+        path = out->path[2 * k + 1];
+        fd = open_temp(out, 2 * k + 1, e);
+        if (fd < 0) rc = -1;
+    }
     if (!rc) {
         put_be32(buf, IDX_MAGIC_U8_1D);
         put_be32(buf + 4, (unsigned)d->n);
         memcpy(buf + 8, d->labels, (size_t)d->n);
-        rc = write_temp(out, 2 * k + 1, buf, 8 + (size_t)d->n, e);
+        rc = close_temp(fd, write_all(fd, buf, 8 + (size_t)d->n, path, e), path, e);
     }
     free(buf);
     return rc;
@@ -511,27 +556,71 @@ static void remove_dirs(char *list, size_t len)
     }
 }
 
+/* "137.2 GB" for messages. */
+static void human_bytes(unsigned long long n, char out[32])
+{
+    const char *unit[] = {"bytes", "kB", "MB", "GB", "TB", "PB"};
+    double v = (double)n;
+    int u = 0;
+    while (v >= 1000 && u < 5) v /= 1000, u++;
+    if (u == 0) snprintf(out, 32, "%llu bytes", n);
+    else snprintf(out, 32, "%.1f %s", v, unit[u]);
+}
+
+/* Whether the file system of dir (or of its nearest existing parent: nothing is
+ * created before the check) has `need` bytes free; 0 yes or unknown, -1 no. */
+static int room_for(const char *dir, unsigned long long need, int side, unsigned long long images, cg_err *e)
+{
+    char at[3008];
+    snprintf(at, sizeof at, "%s", dir);
+    struct statvfs fs;
+    int have_fs = 0;
+    while (!(have_fs = statvfs(at, &fs) == 0) && errno == ENOENT) {
+        char *slash = strrchr(at, '/');
+        while (slash && slash > at && slash[1] == 0) *slash = 0, slash = strrchr(at, '/');
+        if (!slash) snprintf(at, sizeof at, ".");
+        else if (slash == at) at[1] = 0;
+        else *slash = 0;
+        if (!strcmp(at, ".") || !strcmp(at, "/")) {
+            have_fs = statvfs(at, &fs) == 0;
+            break;
+        }
+    }
+    if (have_fs && (unsigned long long)fs.f_bavail * fs.f_frsize < need) {
+        char want[32], have[32];
+        human_bytes(need, want), human_bytes((unsigned long long)fs.f_bavail * fs.f_frsize, have);
+        return cg_fail(e, "%s: the two sets resized to %dx%d (%llu images) need %llu bytes (%s); the file "
+                       "system there has %s free", dir, side, side, images, need, want, have);
+    }
+    return 0;
+}
+
 int cg_data_write_resized(const char *src_dir, int side, const char *out_dir, cg_err *e)
 {
     if (side <= 0 || side > (int)IDX_MAX_SIDE)
         return cg_fail(e, "resize side %d is outside 1..%u", side, IDX_MAX_SIDE);
     if (strlen(out_dir) > 3000) return cg_fail(e, "%s: path too long", out_dir);
+    /* both sets as they are, read before anything is made (the resize happens while writing) */
+    cg_dataset sets[2];
+    memset(sets, 0, sizeof sets);
+    int rc = 0;
+    for (int train = 0; train <= 1 && !rc; train++)
+        if (cg_data_load(src_dir, train, 0, 0, &sets[train], e)) rc = -1;
+    unsigned long long need = 0, images = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        images += (unsigned long long)sets[k].n;
+        need += 16 + 8 + (unsigned long long)sets[k].n * (1 + (unsigned long long)side * (unsigned long long)side);
+    }
+    if (!rc && room_for(out_dir, need, side, images, e)) rc = -1;
     char created[2 * 4096];
     size_t ncreated = 0;
-    out_set *out = calloc(1, sizeof *out);
-    if (!out) return cg_fail(e, "out of memory"), -2;
-    int rc = missing_dirs(out_dir, created, sizeof created, &ncreated) ? (cg_fail(e, "%s: path too long", out_dir), -1) : 0;
-    /* both sets into temp files (the source read before anything is made), then into place */
-    for (int train = 1; !rc && train >= 0; train--) {
-        cg_dataset d;
-        if (cg_data_load(src_dir, train, side, 0, &d, e)) {
-            rc = -1;
-            break;
-        }
-        if (train && cg_mkdirs(out_dir, e)) rc = -2;
-        if (!rc && write_set(&d, out_dir, train ? "train" : "t10k", out, train ? 0 : 1, e)) rc = -2;
-        cg_dataset_free(&d);
-    }
+    out_set *out = rc ? NULL : calloc(1, sizeof *out);
+    if (!rc && !out) rc = (cg_fail(e, "out of memory"), -2);
+    if (!rc && missing_dirs(out_dir, created, sizeof created, &ncreated)) rc = (cg_fail(e, "%s: path too long", out_dir), -1);
+    if (!rc && cg_mkdirs(out_dir, e)) rc = -2;
+    /* both sets into temp files, then into place */
+    for (int k = 0; k < 2 && !rc; k++)
+        if (write_set(&sets[1 - k], side, out_dir, k ? "t10k" : "train", out, k, e)) rc = -2;
     int placed = 0;
     for (; !rc && placed < 4; placed++) {
         if (cg_check_output_file(out->path[placed], e)) rc = -2;
@@ -539,12 +628,13 @@ int cg_data_write_resized(const char *src_dir, int side, const char *out_dir, cg
             rc = (cg_fail(e, "%s: cannot write: %s", out->path[placed], strerror(errno)), -2);
         if (rc) break;
     }
-    if (rc) { /* nothing of this run stays: its temps, the files it added, the directories it made */
+    if (rc && out) { /* nothing of this run stays: its temps, the files it added, the directories it made */
         for (int i = placed; i < out->written; i++) unlink(out->tmp[i]);
         for (int i = 0; i < placed; i++)
             if (!out->existed[i]) unlink(out->path[i]);
         remove_dirs(created, ncreated);
     }
     free(out);
+    cg_dataset_free(&sets[0]), cg_dataset_free(&sets[1]);
     return rc;
 }

@@ -23,9 +23,10 @@ int cg_idx_load(const char *images_path, const char *labels_path, int max_images
  * without ".gz"; resized to side×side when side > 0 and differs. */
 int cg_data_load(const char *dir, int train, int side, int max_images, cg_dataset *d, cg_err *e);
 /* One IDX file alone, checked as cg_idx_load checks it: images (labels NULL;
- * max_images > 0 keeps the first ones), or labels (their count in *n, values
- * not range-checked). For the user's own files (input.h). */
-int cg_idx_load_images(const char *path, int max_images, cg_dataset *d, cg_err *e);
+ * max_images > 0 keeps the first ones, and only those are decoded; *count, when
+ * count is not NULL, gets the header's image count), or labels (their count in
+ * *n, values not range-checked). For the user's own files (input.h). */
+int cg_idx_load_images(const char *path, int max_images, cg_dataset *d, int *count, cg_err *e);
 int cg_idx_load_labels(const char *path, unsigned char **labels, int *n, cg_err *e);
 void cg_dataset_free(cg_dataset *d);
 /* n made-up images of image_bytes pixels each, h x w, from a seed (xorshift

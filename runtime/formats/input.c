@@ -85,50 +85,58 @@ static int fit_images(const char *path, cg_images *in, const void *src, int is_f
     return 0;
 }
 
-/* The labels file: idx1 or a 1-d .npy of integers, count and range checked. */
+/* Label i of a labels array of the given type (IDX labels are uint8). */
+static long long label_at(const void *p, cg_npy_type type, size_t i)
+{
+    return type == CG_NPY_U8 ? ((const unsigned char *)p)[i]
+         : type == CG_NPY_I32 ? ((const int32_t *)p)[i] : ((const int64_t *)p)[i];
+}
+
+/* The labels file: idx1 or a 1-d .npy of integers, count and range checked;
+ * the first `keep` kept. */
 static int load_labels(const char *path, int count, int classes, int keep, cg_images *in,
                        cg_err *e)
 {
     input_kind kind;
     if (sniff(path, "labels", &kind, e)) return -1;
-    long long *vals = malloc((size_t)(count ? count : 1) * sizeof *vals);
-    if (!vals) return cg_fail(e, "%s: out of memory", path);
     int n = 0, rc = -1;
+    cg_npy a;
+    memset(&a, 0, sizeof a);
+    unsigned char *lab = NULL;
+    const void *vals;
+    cg_npy_type type = CG_NPY_U8;
     if (kind == KIND_IDX) {
-        unsigned char *lab;
-        if (cg_idx_load_labels(path, &lab, &n, e)) goto done;
-        for (int i = 0; i < n && i < count; i++) vals[i] = lab[i];
-        free(lab);
+        if (cg_idx_load_labels(path, &lab, &n, e)) return -1;
+        vals = lab;
     } else {
-        cg_npy a;
         unsigned types = CG_NPY_MASK(CG_NPY_U8) | CG_NPY_MASK(CG_NPY_I32) |
                          CG_NPY_MASK(CG_NPY_I64);
-        if (cg_npy_read(path, types, 1, 1, CG_READ_MAX, &a, e)) goto done;
+        if (cg_npy_read(path, types, 1, 1, CG_READ_MAX, &a, e)) return -1;
         n = a.count > INT_MAX ? INT_MAX : (int)a.count;
-        for (int i = 0; i < n && i < count; i++)
-            vals[i] = a.type == CG_NPY_U8 ? ((unsigned char *)a.data)[i]
-                    : a.type == CG_NPY_I32 ? ((int32_t *)a.data)[i] : ((int64_t *)a.data)[i];
-        cg_npy_free(&a);
+        vals = a.data, type = a.type;
     }
     if (n != count) {
         cg_fail(e, "%s: holds %d labels, the images file holds %d images", path, n, count);
         goto done;
     }
-    for (int i = 0; i < count; i++)
-        if (vals[i] < 0 || vals[i] >= classes) {
+    for (int i = 0; i < count; i++) {
+        long long v = label_at(vals, type, (size_t)i);
+        if (v < 0 || v >= classes) {
             cg_fail(e, "%s: label %lld of image %d is outside 0..%d (the network has %d "
-                    "outputs)", path, vals[i], i, classes - 1, classes);
+                    "outputs)", path, v, i, classes - 1, classes);
             goto done;
         }
+    }
     in->labels = malloc((size_t)(keep ? keep : 1));
     if (!in->labels) {
         cg_fail(e, "%s: out of memory", path);
         goto done;
     }
-    for (int i = 0; i < keep; i++) in->labels[i] = (unsigned char)vals[i];
+    for (int i = 0; i < keep; i++) in->labels[i] = (unsigned char)label_at(vals, type, (size_t)i);
     rc = 0;
 done:
-    free(vals);
+    free(lab);
+    cg_npy_free(&a);
     return rc;
 }
 
@@ -147,9 +155,10 @@ int cg_input_load(const char *images_path, const char *labels_path, int c, int h
     memset(&d, 0, sizeof d), memset(&a, 0, sizeof a);
     const void *src;
     if (kind == KIND_IDX) {
-        /* all of them: the labels are checked against the whole file */
-        if (cg_idx_load_images(images_path, 0, &d, e)) return -1;
-        total = d.n, sh = d.h, sw = d.w, src = d.pixels;
+        /* only the images kept are decoded; the labels are checked against the
+         * header's count */
+        if (cg_idx_load_images(images_path, max_images, &d, &total, e)) return -1;
+        sh = d.h, sw = d.w, src = d.pixels;
     } else {
         if (cg_npy_read_images(images_path, CG_READ_MAX, &a, &total, &fc, &sh, &sw, e)) return -1;
         is_float = a.type == CG_NPY_F32;

@@ -9,7 +9,11 @@
  * accuracy, each Op Time the slowest rank's. A failure on any rank is agreed
  * on by all (MPI_Allreduce of the exit codes) before anything is printed as a
  * result, so a job never reports an accuracy it did not compute; the failing
- * rank says why on stderr, naming itself and its host.
+ * rank says why on stderr, naming itself and its host. Before any image runs,
+ * the ranks compare digests of what they loaded (the spec file's text, the
+ * weights, the image count, the images and labels): a rank given another
+ * spec, other weights or other data fails the whole job with one line, rather
+ * than having its predictions merged into the others'.
  *
  * Built only where mpicc is found (Makefile); docs/user-guide.md, "Throughput at scale".
  * This file drives the backends directly; the library API will take over. */
@@ -161,6 +165,7 @@ typedef struct {
     double layer_ms[CG_MAX_LAYERS];
     rank_report rep;
     int use_gpu, device;
+    uint64_t data_hash;    /* the images and labels as loaded, before --repeat-dataset */
 } mpi_job;
 
 /* The images: the data set (or the random one), repeated, this rank's share. */
@@ -181,9 +186,95 @@ static int load_images(mpi_job *j, const mpi_opts *o, cg_err *e)
             return cg_fail(e, "%s: images are %dx%d, the network's input is %dx%d", o->spec, j->d.h, j->d.w,
                            s->H, s->W), CG_EXIT_INPUT;
     }
+    j->data_hash = cg_hash64(j->d.pixels, (size_t)j->d.n * per, CG_HASH_SEED);
+    j->data_hash = cg_hash64(j->d.labels, (size_t)j->d.n, j->data_hash);
     if (o->repeat_ds > 1 && cg_data_repeat(&j->d, per, o->repeat_ds, e)) return CG_EXIT_USAGE;
     cg_share(j->d.n, g_ranks, g_rank, &j->off, &j->n);
     return 0;
+}
+
+/* What a rank loaded, in digests: ranks must agree on all of it. */
+typedef struct {
+    uint64_t spec, weights, data;
+    long long images;
+    char spec_path[96], source[96];
+} job_digest;
+
+/* FNV-1a over each tensor's name, shape and float32 values as loaded. */
+static uint64_t weights_hash(const cg_weights *w)
+{
+    uint64_t h = CG_HASH_SEED;
+    for (int i = 0; i < w->n; i++) {
+        const cg_tensor *t = &w->t[i];
+        h = cg_hash64(t->name, strlen(t->name) + 1, h);
+        h = cg_hash64(&t->ndim, sizeof t->ndim, h);
+        h = cg_hash64(t->shape, sizeof t->shape[0] * (size_t)t->ndim, h);
+        h = cg_hash64(t->data, sizeof *t->data * (size_t)t->count, h);
+    }
+    return h;
+}
+
+/* Every rank's digest to rank 0, which compares each with its own; the first
+ * rank that differs is named in one line on rank 0's stderr, and every rank
+ * returns CG_EXIT_INPUT. */
+static int same_job(const mpi_job *j, const mpi_opts *o, cg_err *e)
+{
+    job_digest mine;
+    memset(&mine, 0, sizeof mine);
+    int rc = 0;
+    cg_buf text;
+    if (cg_read_file_max(o->spec, (size_t)1 << 20, &text, e)) {
+        rank_error(e), rc = CG_EXIT_INPUT;
+    } else {
+        mine.spec = cg_hash64(text.data, text.len, CG_HASH_SEED);
+        cg_buf_free(&text);
+    }
+    mine.weights = weights_hash(&j->w);
+    mine.data = j->data_hash;
+    mine.images = j->d.n;
+    snprintf(mine.spec_path, sizeof mine.spec_path, "%.95s", o->spec);
+    if (o->random_seed >= 0) snprintf(mine.source, sizeof mine.source, "random seed %lld", o->random_seed);
+    else snprintf(mine.source, sizeof mine.source, "%.95s", o->data ? o->data : CG_DATA_DIR_DEFAULT);
+    job_digest *all = g_rank == 0 ? calloc((size_t)g_ranks, sizeof *all) : NULL;
+    if (g_rank == 0 && !all) {
+        fprintf(stderr, "convgen-mpi: rank 0: out of memory comparing %d ranks\n", g_ranks);
+        rc = CG_EXIT_IO;
+    }
+    if ((rc = agree(rc))) return free(all), rc;
+    MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, 0, MPI_COMM_WORLD);
+    if (g_rank == 0) {
+        int first = -1, others = 0;
+        for (int r = 1; r < g_ranks; r++) {
+            const job_digest *d = &all[r];
+            if (d->spec == mine.spec && d->weights == mine.weights && d->data == mine.data &&
+                d->images == mine.images)
+                continue;
+            if (first < 0) first = r;
+            else others++;
+        }
+        if (first >= 0) {
+            const job_digest *d = &all[first];
+            char what[400], more[64] = "";
+            if (d->spec != mine.spec)
+                snprintf(what, sizeof what, "its spec %s differs from rank 0's %s", d->spec_path, mine.spec_path);
+            else if (d->weights != mine.weights)
+                snprintf(what, sizeof what, "its weights (for spec %s) differ from rank 0's (for %s)", d->spec_path,
+                         mine.spec_path);
+            else if (d->images != mine.images)
+                snprintf(what, sizeof what, "it has %lld images (%s), rank 0 has %lld (%s)", d->images, d->source,
+                         mine.images, mine.source);
+            else
+                snprintf(what, sizeof what, "its %lld images (%s) differ from rank 0's (%s)", d->images, d->source,
+                         mine.source);
+            if (others) snprintf(more, sizeof more, " (and %d more rank%s)", others, others > 1 ? "s" : "");
+            fprintf(stderr, "convgen-mpi: rank %d of %d%s: %s; every rank must load the same spec, weights and "
+                    "images\n", first, g_ranks, more, what);
+            rc = CG_EXIT_INPUT;
+        }
+    }
+    free(all);
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return rc;
 }
 
 /* Which backend this rank uses: a GPU when asked or when auto finds one
@@ -344,6 +435,7 @@ static int job(const mpi_opts *o, cg_err *e)
     if (worst) goto out;
     if (cg_weights_for_spec(j.s, &j.w, e)) rank_error(e), rc = CG_EXIT_INPUT;
     worst = agree(rc);
+    if (!worst) worst = same_job(&j, o, e);
     if (g_rank == 0) {
         if (worst) printf(" failed\n");
         else if (j.w.random) printf(" done (no weights file: seeded random weights, seed %llu)\n", j.s->seed);
