@@ -83,7 +83,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(verb, "help") || !strcmp(verb, "--help") || !strcmp(verb, "-h")) {
-        if (argc < 3) return fputs(usage, stdout), 0;
+        /* help, help --help, help -h: the usage */
+        if (argc < 3 || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h") || !strcmp(argv[2], "help"))
+            return fputs(usage, stdout), 0;
         /* help VERB: that verb's own --help */
         verb_fn fn = find_verb(argv[2]);
         if (!fn) return unknown_verb(argv[2]);

@@ -107,8 +107,12 @@ static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long
                     int given, long long random_seed, int quiet, cg_err *e)
 {
     const cg_spec *s = j->s;
-    if (random_seed < 0 && !s->dataset[0])
+    /* run (not quiet) also takes the user's images; check (quiet) only made-up ones */
+    if (random_seed < 0 && !s->dataset[0] && quiet)
         return cg_fail(e, "%s: the spec names no dataset; give --random-input SEED", spec_path), CG_EXIT_USAGE;
+    if (random_seed < 0 && !s->dataset[0])
+        return cg_fail(e, "%s: the spec names no dataset; give your images with --input FILE, or made-up ones "
+                       "with --random-input SEED", spec_path), CG_EXIT_USAGE;
     if (random_seed >= 0) {
         if (!quiet) printf("Making %lld random images (seed %lld)...", images ? images : 10000, random_seed);
         if (random_images(&j->d, s, images ? images : 10000, (unsigned long long)random_seed, e)) return CG_EXIT_IO;
@@ -610,14 +614,14 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
         double acc = j.labels ? accuracy(pred, j.labels, j.n) : 0;
         if (random_seed >= 0) printf("Correctness: - Model: %s (random input)\n", s->name);
         else if (j.labels) printf("Correctness: %.4f Model: %s\n", acc, s->name);
-        else printf("Predictions: %lld images (no labels) Model: %s\n", j.n, s->name);
+        else printf("Predictions: %lld image%s (no labels) Model: %s\n", j.n, j.n == 1 ? "" : "s", s->name);
         if (output) {
             long long shape[2] = {j.n, classes};
             int bad = ends_with(output, ".csv")
                           ? cg_csv_write_predictions(output, (int)j.n, pred, classes, scores, e)
                           : cg_npy_write(output, CG_NPY_F32, 2, shape, scores, e);
             if (bad) rc = CG_EXIT_IO;
-            else printf("Output: %lld predictions and scores -> %s\n", j.n, output);
+            else printf("Output: %lld prediction%s and scores -> %s\n", j.n, j.n == 1 ? "" : "s", output);
         }
         if (use_gpu && profile) print_profiles(&rn), print_tuned(s, from_record);
         if (!rc && json &&

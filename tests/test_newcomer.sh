@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# test_newcomer.sh — what a first-time user meets: help for help, a binary file
+# given as a spec, a spec without a data set, one image's wording, the
+# progress line (on a terminal only), tools/plot_tune.py without matplotlib,
+# examples/classify.c on a resized network, and `convgen info`.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+mknpy() { # FILE DESCR SHAPE DATAFILE: a version-1 .npy
+  local h="{'descr': '$2', 'fortran_order': False, 'shape': ($3), }"
+  local pad=$(( (64 - (${#h} + 11) % 64) % 64 )) hl
+  hl=$(( ${#h} + pad + 1 ))
+  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $((hl & 255)))\\x$(printf %02x $((hl >> 8)))"
+    printf '%s' "$h"; printf "%${pad}s" ''; printf '\n'; cat "$4"; } > "$1"
+}
+
+# help --help, help -h: the usage, exit 0 (not "unknown verb")
+for a in --help -h help; do
+  $cg help $a >"$t/out" 2>"$t/e"; rc=$?
+  [ $rc -eq 0 ] && grep -q '^usage: convgen VERB' "$t/out" && ok || bad "help $a: exit $rc: $(cat "$t/e")"
+done
+
+# an .npy (or gzip, or IDX) file given where a spec goes: said so, exit 3
+head -c 784 /dev/zero > "$t/raw"
+mknpy "$t/imgs.npy" '|u1' "1, 28, 28" "$t/raw"
+$cg run "$t/imgs.npy" --backend cpu >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 3 ] && grep -q "imgs.npy:1:1: this looks like a NumPy .npy file, not a spec (specs are YAML" "$t/e" \
+  && [ "$(wc -l < "$t/e")" -eq 1 ] && ok || bad "run imgs.npy: exit $rc: $(cat "$t/e")"
+printf 'x' | gzip > "$t/x.gz"
+$cg generate "$t/x.gz" -o "$t/g" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 3 ] && grep -q "this looks like a gzip file" "$t/e" && ok || bad "generate x.gz: exit $rc: $(cat "$t/e")"
+
+# a spec with no data set: run names --input as well as --random-input; check only the latter
+sed -e "/^dataset:/,/^ *name: fashion-mnist/d" -e "s|^weights: *|weights: $PWD/models/|" specs/ece408-2017.yaml > "$t/nodata.yaml"
+! grep -q dataset "$t/nodata.yaml" && ok || bad "could not strip the dataset from the spec"
+$cg run "$t/nodata.yaml" --backend cpu >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 2 ] && grep -q -- "--input FILE" "$t/e" && grep -q -- "--random-input SEED" "$t/e" && ok \
+  || bad "run without a data set: exit $rc: $(cat "$t/e")"
+# one image: "1 image", "1 prediction"
+$cg run "$t/nodata.yaml" --backend cpu --input "$t/imgs.npy" --output "$t/p.csv" >"$t/out" 2>"$t/e"; rc=$?
+[ $rc -eq 0 ] && grep -q '^Predictions: 1 image (no labels)' "$t/out" && grep -q '^Output: 1 prediction and' "$t/out" \
+  && ok || bad "one image: exit $rc: $(cat "$t/out" "$t/e")"
+
+echo "test_newcomer: $pass passed, $fail failed"
+[ $fail -eq 0 ]
