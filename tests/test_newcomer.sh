@@ -41,5 +41,16 @@ $cg run "$t/nodata.yaml" --backend cpu --input "$t/imgs.npy" --output "$t/p.csv"
 [ $rc -eq 0 ] && grep -q '^Predictions: 1 image (no labels)' "$t/out" && grep -q '^Output: 1 prediction and' "$t/out" \
   && ok || bad "one image: exit $rc: $(cat "$t/out" "$t/e")"
 
+# tools/run-tests.sh: "[k/n] NAME" before each test, its counts and time after, a closing summary
+r="$t/rt"; mkdir -p "$r/tests"
+printf 'echo "a: 3 passed, 0 failed"\n' > "$r/tests/test_a.sh"
+printf 'sleep 1; echo "b: 1 passed, 1 failed"; exit 1\n' > "$r/tests/test_b.sh"
+printf '#!/bin/sh\necho "bin: 2 passed, 0 failed"\n' > "$r/bin"; chmod +x "$r/bin"
+(cd "$r" && bash "$OLDPWD/tools/run-tests.sh" ./bin) >"$t/out" 2>&1; rc=$?
+[ $rc -ne 0 ] && grep -q '^\[1/3\] ./bin$' "$t/out" && grep -q '^\[2/3\] tests/test_a.sh$' "$t/out" \
+  && grep -q '^\[3/3\] tests/test_b.sh: 1 passed, 1 failed, [0-9]*s (total [0-9]*s)$' "$t/out" \
+  && [ "$(tail -n 1 "$t/out" | grep -E '^6 passed, 1 failed in [0-9]+s \(3 tests\)$')" ] \
+  && ok || bad "run-tests.sh progress: exit $rc: $(cat "$t/out")"
+
 echo "test_newcomer: $pass passed, $fail failed"
 [ $fail -eq 0 ]
