@@ -52,5 +52,39 @@ printf '#!/bin/sh\necho "bin: 2 passed, 0 failed"\n' > "$r/bin"; chmod +x "$r/bi
   && [ "$(tail -n 1 "$t/out" | grep -E '^6 passed, 1 failed in [0-9]+s \(3 tests\)$')" ] \
   && ok || bad "run-tests.sh progress: exit $rc: $(cat "$t/out")"
 
+# convgen info: every layer's shapes, parameters, FLOPs, weight tensors and kernels
+$cg info specs/ece408-2017.yaml >"$t/info" 2>"$t/e"; rc=$?
+[ $rc -eq 0 ] && ok || bad "info spec: exit $rc: $(cat "$t/e")"
+grep -Eq '^conv1 +conv +1x28x28 +50x12x12 +1\.44M +1\.25K +5\.00K +K=5 stride=1 pad=0,0,0,0 act=tanh pool=max2/2' "$t/info" \
+  && grep -Eq '^fc1 +fc +50x12x12 +500x1x1 +7\.20M .*in=7200 out=500 act=tanh bias=yes' "$t/info" \
+  && grep -q '^total: 8.65M FLOPs per image, 3606760 parameters' "$t/info" \
+  && grep -Eq '^  conv1 +conv2d_direct \(conv2d_direct_c1m50k5_.*\); strategy direct' "$t/info" \
+  && ok || bad "info spec table: $(cat "$t/info")"
+# the weight tensors it names are the weights file's, with the same shapes
+hdr=$(head -c 2000 models/ece408-2017.safetensors | tr -c '[:print:]' '.')
+for tn in conv1.weight:50x1x5x5:50,1,5,5 fc1.weight:500x7200:500,7200 fc1.bias:500:500 fc2.weight:10x500:10,500; do
+  IFS=: read -r name shape js <<<"$tn"
+  grep -Eq "^  $name +$shape " "$t/info" && [[ $hdr == *"\"$name\":{\"dtype\":\"F16\",\"shape\":[$js]"* ]] \
+    && ok || bad "info's $name $shape does not match the weights file or the table: $(grep "$name" "$t/info")"
+done
+$cg info specs/ece408-2017.yaml --json >"$t/info.json" 2>"$t/e" && grep -q '"name": "fc1", "op": "fc", "input": \[50, 12, 12\], "output": \[500, 1, 1\], "flops": 7200000' "$t/info.json" \
+  && grep -q '{"name": "fc1.weight", "shape": \[500, 7200\]}' "$t/info.json" && ok || bad "info --json: $(cat "$t/info.json" "$t/e")"
+if command -v python3 >/dev/null; then
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["parameters"] == 3606760 and len(d["layers"]) == 4' "$t/info.json" \
+    && ok || bad "info --json is not the JSON expected"
+fi
+# a bundle: the same table, its own kernels
+if $cg build specs/ece408-2017.yaml --arch 75 -o "$t/net.cgb" >/dev/null 2>"$t/e"; then
+  $cg info "$t/net.cgb" >"$t/binfo" 2>"$t/e" && grep -q "kernels (the bundle's)" "$t/binfo" \
+    && diff <(grep -E '^(conv1|fc1|fc2|prob) ' "$t/info") <(grep -E '^(conv1|fc1|fc2|prob) ' "$t/binfo") >/dev/null \
+    && ok || bad "info net.cgb: $(cat "$t/binfo" "$t/e")"
+else
+  echo "skip: info on a bundle (build failed: $(head -1 "$t/e"))"
+fi
+$cg info "$t/absent.yaml" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 3 ] && grep -q "absent.yaml" "$t/e" && ok || bad "info on a missing spec: exit $rc: $(cat "$t/e")"
+$cg info >/dev/null 2>"$t/e"; [ $? -eq 2 ] && ok || bad "info without a spec should exit 2"
+$cg help info | grep -q '^usage: convgen info' && ok || bad "help info"
+
 echo "test_newcomer: $pass passed, $fail failed"
 [ $fail -eq 0 ]
