@@ -12,6 +12,16 @@ for f in bin/convgen lib/libconvgen.a lib/libconvgen.so lib/libconvgen.so.0 incl
          lib/libconvgen-rt.a lib/libconvgen-rt.so lib/libconvgen-rt.so.0 lib/pkgconfig/convgen-rt.pc; do
   [ -e "$p/$f" ] && ok || bad "make install did not place $f"
 done
+# the Python module, placed beside the library's prefix, finds the library there by itself
+if command -v python3 >/dev/null; then
+  m=$(find "$p/lib" -name convgen.py | head -1)
+  [ -n "$m" ] && ok || bad "make install did not place convgen.py under $p/lib"
+  if [ -n "$m" ] && ! nm -D "$p/lib/libconvgen.so" 2>/dev/null | grep -q ' U __asan_init'; then
+    (cd "$t" && env -u CONVGEN_LIB -u LD_LIBRARY_PATH PYTHONPATH="$(dirname "$m")" python3 -c \
+      'import convgen; convgen.version(); print(convgen._lib._name)') >"$t/out" 2>&1
+    grep -qx "$p/lib/libconvgen.so.0" "$t/out" && ok || bad "installed convgen.py loaded: $(cat "$t/out")"
+  fi
+fi
 soname=$(objdump -p "$p/lib/libconvgen.so" 2>/dev/null | awk '$1 == "SONAME" {print $2}')
 [ "$soname" = libconvgen.so.0 ] && ok || bad "soname '$soname', expected libconvgen.so.0"
 # exported = declared: every function in the header, and nothing else
