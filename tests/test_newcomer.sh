@@ -86,5 +86,36 @@ $cg info "$t/absent.yaml" >/dev/null 2>"$t/e"; rc=$?
 $cg info >/dev/null 2>"$t/e"; [ $? -eq 2 ] && ok || bad "info without a spec should exit 2"
 $cg help info | grep -q '^usage: convgen info' && ok || bad "help info"
 
+# tools/plot_tune.py without matplotlib (--plain): a title and a legend on the first
+# line (text in black, the legend's marks in their colours), above the plot
+if command -v python3 >/dev/null; then
+  cat >"$t/c.csv" <<'CSV'
+layer,template,params,status,compile_ms,median_ms,iqr_ms,retime_ms,score_ms,tflops,reason,default,peak_tflops,model
+conv1,conv2d_direct,"block=64",ok,310.2,0.412,0.003,0.405,0.405,12.5,"",default,67.6,2000
+conv1,conv2d_direct,"block=128",ok,300.2,0.52,0.003,0,0.52,9.7,"",,67.6,3000
+conv1,conv2d_igemm,"bm=64",ok,500.1,0.21,0.002,0.2,0.2,24.1,"",,67.6,4000
+CSV
+  python3 tools/plot_tune.py "$t/c.csv" --plain -o "$t/plot" >/dev/null 2>"$t/e" && python3 - "$t/plot/conv1.png" <<'PY' >"$t/out" 2>&1 \
+    && ok || bad "plot_tune.py --plain: no title or legend: $(cat "$t/e" "$t/out")"
+import struct, sys, zlib
+d = open(sys.argv[1], "rb").read()
+w, h = struct.unpack(">II", d[16:24])
+at, idat = 8, b""
+while at < len(d):
+    n, = struct.unpack(">I", d[at:at + 4])
+    if d[at + 4:at + 8] == b"IDAT":
+        idat += d[at + 8:at + 8 + n]
+    at += 12 + n
+raw = zlib.decompress(idat)
+band = set()
+for y in range(0, 12):
+    row = raw[y * (1 + 3 * w) + 1:(y + 1) * (1 + 3 * w)]
+    band |= {tuple(row[i:i + 3]) for i in range(0, 3 * w, 3)}
+want = {(0, 0, 0): "text", (220, 30, 30): "default", (0, 160, 60): "winner", (30, 80, 230): "floor"}
+missing = [v for k, v in want.items() if k not in band]
+assert not missing, "the first 12 rows lack " + ", ".join(missing)
+PY
+fi
+
 echo "test_newcomer: $pass passed, $fail failed"
 [ $fail -eq 0 ]
