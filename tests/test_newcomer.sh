@@ -117,5 +117,18 @@ assert not missing, "the first 12 rows lack " + ", ".join(missing)
 PY
 fi
 
+# the progress line of tune --list and of a CPU run: on stderr when it is a terminal, else nothing
+$cg tune specs/example-conv.yaml --list >/dev/null 2>"$t/e" && [ ! -s "$t/e" ] && ok || bad "tune --list wrote to a non-terminal stderr: $(cat "$t/e")"
+$cg run "$t/nodata.yaml" --backend cpu --random-input 1 --images 20 >/dev/null 2>"$t/e" && [ ! -s "$t/e" ] && ok \
+  || bad "a CPU run wrote to a non-terminal stderr: $(cat "$t/e")"
+if command -v script >/dev/null && script -qec true /dev/null >/dev/null 2>&1; then
+  script -qec "$cg tune specs/example-conv.yaml --list 2>&1 >/dev/null" /dev/null >"$t/tty" 2>&1
+  grep -aq 'tune --list: enumerating conv2d_direct for layer conv1 (1 of 1)' "$t/tty" && ok || bad "tune --list on a terminal: $(cat -v "$t/tty")"
+  script -qec "$cg run $t/nodata.yaml --backend cpu --random-input 1 --images 20 2>&1 >/dev/null" /dev/null >"$t/tty" 2>&1
+  grep -aq 'running 20 images on the CPU backend' "$t/tty" && ok || bad "CPU run on a terminal: $(cat -v "$t/tty")"
+else
+  echo "skip: the progress line on a terminal (no working script(1))"
+fi
+
 echo "test_newcomer: $pass passed, $fail failed"
 [ $fail -eq 0 ]

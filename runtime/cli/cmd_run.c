@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Everything a run needs on the host: spec, weights, images. From a bundle
  * (is_bundle), s and w are the bundle's (nb owns them). The images are the
@@ -597,11 +598,19 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     double ms[CG_MAX_LAYERS], total = 0;
     /* with repeats on the GPU, one untimed warm-up run first; report medians */
     if (!rc && use_gpu && repeat > 1) rc = run_nets(&rn, &in, pred, scores, NULL, s->nlayers, ms, &total, e);
+    /* the CPU backend can take tens of seconds: on a terminal a progress line on stderr, erased after */
+    const int cpu_tty = !use_gpu && isatty(fileno(stderr));
+    if (!rc && cpu_tty) {
+        fflush(stdout);
+        fprintf(stderr, "\rrunning %lld image%s on the CPU backend...\033[K", j.n, j.n == 1 ? "" : "s");
+        fflush(stderr);
+    }
     for (int r = 0; !rc && r < repeat; r++) {
         if ((rc = run_nets(&rn, &in, pred, scores, NULL, s->nlayers, ms, &total, e))) break;
         for (int l = 0; l < s->nlayers; l++) samples[l * repeat + r] = ms[l] / 1e3;
         samples[s->nlayers * repeat + r] = total / 1e3;
     }
+    if (cpu_tty) fputs("\r\033[K", stderr), fflush(stderr);
     for (int l = 0; !rc && l <= s->nlayers; l++) {
         double m = median(samples + l * repeat, (int)repeat);
         if (l < s->nlayers) layer_s[l] = m;
