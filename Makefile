@@ -72,7 +72,12 @@ build/libconvgen-rt.so.$(VERSION): $(RTLIB_OBJ) tools/libconvgen.map
 	  -Wl,--no-undefined $(RTLIB_OBJ) $(RT_SO_LIBS) -o $@
 
 # make install PREFIX=DIR: bin/convgen, lib/libconvgen{,-rt}.{a,so*}, include/convgen.h,
-# lib/pkgconfig/convgen{,-rt}.pc (DESTDIR is prepended to every path, as packagers expect)
+# lib/pkgconfig/convgen{,-rt}.pc, and the Python module python/convgen.py in PYTHONDIR
+# (default: DIR's site-packages for $(PYTHON), DIR/lib/pythonX.Y/site-packages; none
+# without a python3), which finds the library in DIR/lib by itself
+# (DESTDIR is prepended to every path, as packagers expect)
+PYTHON    ?= python3
+PYTHONDIR ?= $(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_path("purelib", "posix_prefix", vars={"base": "$(PREFIX)"}))' 2>/dev/null)
 install: build/convgen lib
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 build/convgen $(DESTDIR)$(PREFIX)/bin/convgen
@@ -89,6 +94,7 @@ install: build/convgen lib
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/convgen.pc
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/convgen-rt.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/convgen-rt.pc
+	$(if $(PYTHONDIR),install -d $(DESTDIR)$(PYTHONDIR) && install -m 644 python/convgen.py $(DESTDIR)$(PYTHONDIR)/convgen.py)
 
 deps:
 	@tools/deps.sh

@@ -8,8 +8,10 @@
  * NET.cgb comes from `convgen build SPEC -o NET.cgb`; nothing else is needed
  * at run time (no spec, weights file or templates). images.npy holds uint8
  * pixels (scaled by the network as its spec says) or float32 values already
- * scaled, shaped N x H x W or N x C x H x W, H x W equal to the network's
- * input (this example does not resize). It prints "index,prediction" and one
+ * scaled, shaped N x H x W or N x C x H x W; an H x W other than the
+ * network's input is resized to it as `convgen run --input` resizes (bilinear,
+ * half-pixel centres; uint8 rounded), so both give the same predictions.
+ * It prints "index,prediction" and one
  * line per image, then the mean top score on stderr. Exit status: 0, 2 for
  * usage, 3 for an unreadable .npy, else the failing call's cg_status. */
 #include <convgen.h>
@@ -72,6 +74,50 @@ static int read_npy(const char *path, npy *a)
     return ok ? 0 : -1;
 }
 
+/* convgen's resize (runtime/formats/data.c): output (y, x) samples the source
+ * at ((y + 0.5) * sh/dh - 0.5, likewise x), clamped below at 0, bilinearly. */
+static void tap(int o, double scale, int n, int *i0, int *i1, double *l)
+{
+    double at = (o + 0.5) * scale - 0.5;
+    if (at < 0) at = 0;
+    *i0 = (int)at;
+    if (*i0 > n - 1) *i0 = n - 1;
+    *i1 = *i0 + 1 < n ? *i0 + 1 : n - 1;
+    *l = at - *i0;
+}
+
+/* Every plane of a (n * c planes of sh x sw) resized to dh x dw into a new
+ * buffer: uint8 values rounded half up and clamped to 0..255, float32 as computed. */
+static void *resize(const npy *a, long long planes, int sh, int sw, int dh, int dw)
+{
+    size_t es = a->f32 ? 4 : 1, per = (size_t)dh * (size_t)dw;
+    char *out = malloc((size_t)planes * per * es);
+    if (!out) return NULL;
+    for (long long p = 0; p < planes; p++)
+        for (int y = 0; y < dh; y++) {
+            int y0, y1, x0, x1;
+            double ly, lx;
+            tap(y, (double)sh / dh, sh, &y0, &y1, &ly);
+            for (int x = 0; x < dw; x++) {
+                tap(x, (double)sw / dw, sw, &x0, &x1, &lx);
+                size_t base = (size_t)p * (size_t)sh * (size_t)sw, i00 = base + (size_t)y0 * sw + x0,
+                       i01 = base + (size_t)y0 * sw + x1, i10 = base + (size_t)y1 * sw + x0,
+                       i11 = base + (size_t)y1 * sw + x1, at = (size_t)p * per + (size_t)y * dw + x;
+                if (a->f32) {
+                    const float *s = a->data;
+                    ((float *)out)[at] = (float)((1 - ly) * ((1 - lx) * s[i00] + lx * s[i01]) +
+                                                 ly * ((1 - lx) * s[i10] + lx * s[i11]));
+                } else {
+                    const unsigned char *s = a->data;
+                    double v = (1 - ly) * ((1 - lx) * s[i00] + lx * s[i01]) + ly * ((1 - lx) * s[i10] + lx * s[i11]);
+                    v = v < 0 ? 0 : v > 255 ? 255 : v;
+                    ((unsigned char *)out)[at] = (unsigned char)(int)(v + 0.5);
+                }
+            }
+        }
+    return out;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3 || argc > 5) {
@@ -90,12 +136,23 @@ int main(int argc, char **argv)
     }
     cg_net *net = NULL;
     cg_status st = cg_net_open_bundle(argv[1], &o, &net);
-    int classes = 0;
+    int classes = 0, nc = 0, nh = 0, nw = 0;
     if (!st) st = cg_net_classes(net, &classes);
+    if (!st) st = cg_net_input_shape(net, &nc, &nh, &nw);
     long long n = a.shape[0];
     /* N x H x W is one channel; the API checks the shape against the network's */
     cg_input in = {a.f32 ? CG_INPUT_F32 : CG_INPUT_U8, n, a.ndim == 4 ? (int)a.shape[1] : 1,
                    (int)a.shape[a.ndim - 2], (int)a.shape[a.ndim - 1], a.data};
+    if (!st && (in.h != nh || in.w != nw)) {
+        void *r = resize(&a, n * in.c, in.h, in.w, nh, nw);
+        if (!r) {
+            fprintf(stderr, "classify: out of memory resizing %lld images to %dx%d\n", n, nh, nw);
+            cg_net_close(net), free(a.data);
+            return CG_STATUS_IO;
+        }
+        free(a.data);
+        a.data = r, in.data = r, in.h = nh, in.w = nw;
+    }
     int *pred = st ? NULL : malloc((size_t)(n ? n : 1) * sizeof *pred);
     float *scores = st ? NULL : malloc((size_t)(n ? n : 1) * (size_t)classes * sizeof *scores);
     if (!st && (!pred || !scores)) {

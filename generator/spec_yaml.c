@@ -56,6 +56,16 @@ static int check_bytes(const cg_yctx *c, const char *text, size_t len)
 {
     const unsigned char *s = (const unsigned char *)text;
     cg_pos p = {1, 1};
+    /* the binary files a spec is most often confused with, named before their first odd byte is */
+    if (len >= 6 && !memcmp(s, "\x93NUMPY", 6))
+        return cg_y_fail(c, p, "this looks like a NumPy .npy file, not a spec (specs are YAML text; "
+                               "images go in --input FILE)");
+    if (len >= 2 && s[0] == 0x1f && s[1] == 0x8b)
+        return cg_y_fail(c, p, "this looks like a gzip file, not a spec (specs are YAML text; "
+                               "images go in --input FILE or --data DIR)");
+    if (len >= 4 && !s[0] && !s[1] && s[2] == 0x08 && (s[3] == 1 || s[3] == 3))
+        return cg_y_fail(c, p, "this looks like an IDX file, not a spec (specs are YAML text; "
+                               "images go in --input FILE or --data DIR)");
     for (size_t i = 0; i < len;) {
         unsigned b = s[i];
         if (b == 0)

@@ -6,14 +6,20 @@
         pred, scores = net.run(images)                       # NumPy uint8 or float32
         pred_t, scores_t = net.run_torch(x_cuda)             # a PyTorch CUDA tensor, in place
 
-Images are N x H x W (one channel) or N x C x H x W, C x H x W equal to the
-network's input (net.input_shape; nothing is resized here). uint8 pixels are
+Images are N x C x H x W, C x H x W equal to the network's input
+(net.input_shape; nothing is resized here). A one-channel network also takes
+N x H x W, and one image alone as H x W; a network of C > 1 channels takes one
+image alone as C x H x W (so net.run(x[0]) classifies x's first image). uint8 pixels are
 scaled by the network as its spec says (net.scaling: x = pixel * scale +
 offset); float32 values are taken as the network's input, already scaled.
 
-The library is found as $CONVGEN_LIB, else libconvgen.so.0 on the loader's
-path (LD_LIBRARY_PATH, or `make install` into a system prefix), else
-build/libconvgen.so.* beside this file's parent (the source tree).
+The library is found as $CONVGEN_LIB, else libconvgen.so.* in this file's
+own folder, else in the lib/ folder of the prefix this file is installed under
+(`make install PREFIX=P` puts this file in P/lib/python3/dist-packages and the
+library in P/lib; `pip install ./python` into a prefix P puts this file in
+P/lib/pythonX.Y/site-packages), else libconvgen.so.0 on the loader's path
+(LD_LIBRARY_PATH, or a system prefix), else build/libconvgen.so.* beside this
+file's parent (the source tree).
 
 Errors raise convgen.Error with the library's one-line message; its .status
 is the cg_status (2 usage, 3 bad input, 4 GPU, 5 I/O, 6 unsupported).
@@ -62,10 +68,15 @@ def _load():
     global _lib
     if _lib is not None:
         return _lib
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tries = [os.environ.get("CONVGEN_LIB")]
+    for d in _lib_dirs():
+        for stem in ("libconvgen.so.0", "libconvgen-rt.so.0"):
+            if os.path.exists(os.path.join(d, stem)):
+                tries.append(os.path.join(d, stem))
     # the full library first, then the runtime-only one (bundles alone, no
-    # liblua or libyaml needed at run time): installed, then built in the tree
-    tries = [os.environ.get("CONVGEN_LIB"), "libconvgen.so.0", "libconvgen-rt.so.0"]
+    # liblua or libyaml needed at run time): on the loader's path, then built in the tree
+    tries += ["libconvgen.so.0", "libconvgen-rt.so.0"]
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for stem in ("libconvgen.so.", "libconvgen-rt.so."):
         tries += sorted(glob.glob(os.path.join(here, "build", stem + "*")))
     errors = []
@@ -99,6 +110,44 @@ def _load():
         f.restype, f.argtypes = res, args
     _lib = lib
     return lib
+
+
+def _lib_dirs():
+    """Where an installed library may lie, nearest first: this file's folder,
+    then the lib/ of each prefix above it (P/lib/python3/dist-packages/convgen.py
+    or P/lib/pythonX.Y/site-packages/convgen.py: P/lib)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    dirs = [here]
+    d = here
+    for _ in range(4):
+        d = os.path.dirname(d)
+        if os.path.basename(d) == "lib" or os.path.basename(d) == "lib64":
+            dirs.append(d)
+    return dirs
+
+
+def _image_shape(shape, input_shape):
+    """(N, C, H, W) for an array of `shape`, read against the network's input
+    (C, H, W): N x C x H x W as it is; a 3-d array is N x H x W for a
+    one-channel network and one C x H x W image for a network of C > 1
+    channels; a 2-d array is one H x W image of a one-channel network. Other
+    shapes are a ValueError; sizes that differ from the input are left to the
+    library to refuse (it names both shapes)."""
+    c = input_shape[0]
+    shape = tuple(int(v) for v in shape)
+    if len(shape) == 4:
+        return shape
+    if len(shape) == 3 and c == 1:
+        return (shape[0], 1, shape[1], shape[2])
+    if len(shape) == 3:
+        if shape != tuple(input_shape):
+            raise ValueError("images must be N x C x H x W, or one image C x H x W = %s, got shape %s"
+                             % ("x".join(map(str, input_shape)), shape))
+        return (1,) + shape
+    if len(shape) == 2 and c == 1:
+        return (1, 1, shape[0], shape[1])
+    raise ValueError("images must be N x %s (or N x H x W, H x W for one channel), got shape %s"
+                     % ("x".join(map(str, input_shape)) if c > 1 else "C x H x W", shape))
 
 
 def version():
@@ -151,13 +200,8 @@ class Net:
             raise Error(_lib.cg_net_error(self._net).decode(errors="replace"), st)
 
     def _input(self, shape, is_f32, ptr):
-        """cg_input for an array of `shape` (N,H,W or N,C,H,W); the API checks it."""
-        if len(shape) == 3:
-            n, c, h, w = shape[0], 1, shape[1], shape[2]
-        elif len(shape) == 4:
-            n, c, h, w = shape
-        else:
-            raise ValueError("images must be N x H x W or N x C x H x W, got shape %s" % (tuple(shape),))
+        """cg_input for an array of `shape` (see _image_shape); the API checks it."""
+        n, c, h, w = _image_shape(shape, self.input_shape)
         return _Input(_F32 if is_f32 else _U8, n, c, h, w, ptr)
 
     def run(self, images):
@@ -168,9 +212,7 @@ class Net:
         if a.dtype not in (np.uint8, np.float32):
             raise TypeError("images must be uint8 or float32, got %s" % a.dtype)
         a = np.ascontiguousarray(a)
-        if a.ndim not in (3, 4):
-            raise ValueError("images must be N x H x W or N x C x H x W, got shape %s" % (a.shape,))
-        n = a.shape[0]
+        n = _image_shape(a.shape, self.input_shape)[0]
         pred = np.empty(n, dtype=np.int32)
         scores = np.empty((n, self.classes), dtype=np.float32)
         inp = self._input(a.shape, a.dtype == np.float32, a.ctypes.data)
@@ -190,7 +232,7 @@ class Net:
             raise TypeError("images must be uint8 or float32, got %s" % x.dtype)
         if not x.is_contiguous():
             raise ValueError("images must be contiguous (x.contiguous())")
-        n = x.shape[0]
+        n = _image_shape(tuple(x.shape), self.input_shape)[0]
         if pred is None:
             pred = torch.empty(n, dtype=torch.int32, device=x.device)
         if scores is None:

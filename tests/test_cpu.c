@@ -5,7 +5,9 @@
 #include "cpu.h"
 #include "data.h"
 
+#include <dirent.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -507,8 +509,58 @@ static void test_network(void)
     cg_dataset_free(&d);
 }
 
+/* Threads of this process, from /proc/self/task (0 where it cannot be read). */
+static int process_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d));) n += de->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* One image (and up to four, in fc's narrow block) runs on the calling thread
+ * alone: no OpenMP team is started, so none is left spinning between calls.
+ * Runs first, before any other test has started a team; the sums equal the
+ * plain double loop as they do for wide blocks. */
+static void test_small_batch(void)
+{
+    cg_err e;
+    int was = omp_get_max_threads();
+    omp_set_num_threads(4);
+    int before = process_threads();
+    enum { IN = 19, OUT = 7, N = 3 };
+    static float xs[N * IN], ws[OUT * IN], bs[OUT], ys[N * OUT], ks[4 * 9], cy[4 * 4 * 4], px[36];
+    for (int i = 0; i < N * IN; i++) xs[i] = (float)sin(i * 0.53);
+    for (int i = 0; i < OUT * IN; i++) ws[i] = (float)cos(i * 0.17);
+    for (int i = 0; i < OUT; i++) bs[i] = (float)i * 0.5f;
+    for (int i = 0; i < 36; i++) ks[i] = (float)i * 0.01f, px[i] = (float)i;
+    cg_tensor t[3] = {tensor("g.weight", ws, OUT * IN), tensor("g.bias", bs, OUT), tensor("c.weight", ks, 36)};
+    cg_weights w = make_w(t, 3);
+    cg_layer fc = fc_layer("g", 1, 1, IN, OUT, 1, CG_ACT_NONE);
+    cg_layer cv = conv_layer("c", 1, 6, 6, 4, 3, 0, 0, CG_ACT_NONE);
+    cg_layer sm = softmax_layer("prob", OUT);
+    CHECK(cg_cpu_layer(&fc, &w, xs, ys, 1, &e) == 0, "fc, one image: %s", e.msg);
+    CHECK(cg_cpu_layer(&cv, &w, px, cy, 1, &e) == 0, "conv, one image: %s", e.msg);
+    CHECK(cg_cpu_layer(&sm, &w, ys, ys, 1, &e) == 0, "softmax, one image: %s", e.msg);
+    CHECK(cg_cpu_layer(&fc, &w, xs, ys, N, &e) == 0, "fc, %d images: %s", N, e.msg);
+    int after = process_threads();
+    CHECK(before == 1 && after == 1, "batch 1 to %d started threads: %d before, %d after", N, before, after);
+    int same = 1;
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OUT; o++) {
+            double s = 0;
+            for (int i = 0; i < IN; i++) s += (double)ws[o * IN + i] * xs[n * IN + i];
+            same &= ys[n * OUT + o] == (float)(s + bs[o]);
+        }
+    CHECK(same, "fc over %d images (the narrow block) equals the plain double loop", N);
+    omp_set_num_threads(was);
+}
+
 int main(void)
 {
+    test_small_batch();
     test_conv_by_hand();
     test_conv_naive();
     test_layers_by_hand();

@@ -12,6 +12,16 @@ for f in bin/convgen lib/libconvgen.a lib/libconvgen.so lib/libconvgen.so.0 incl
          lib/libconvgen-rt.a lib/libconvgen-rt.so lib/libconvgen-rt.so.0 lib/pkgconfig/convgen-rt.pc; do
   [ -e "$p/$f" ] && ok || bad "make install did not place $f"
 done
+# the Python module, placed beside the library's prefix, finds the library there by itself
+if command -v python3 >/dev/null; then
+  m=$(find "$p/lib" -name convgen.py | head -1)
+  [ -n "$m" ] && ok || bad "make install did not place convgen.py under $p/lib"
+  if [ -n "$m" ] && ! nm -D "$p/lib/libconvgen.so" 2>/dev/null | grep -q ' U __asan_init'; then
+    (cd "$t" && env -u CONVGEN_LIB -u LD_LIBRARY_PATH PYTHONPATH="$(dirname "$m")" python3 -c \
+      'import convgen; convgen.version(); print(convgen._lib._name)') >"$t/out" 2>&1
+    grep -qx "$p/lib/libconvgen.so.0" "$t/out" && ok || bad "installed convgen.py loaded: $(cat "$t/out")"
+  fi
+fi
 soname=$(objdump -p "$p/lib/libconvgen.so" 2>/dev/null | awk '$1 == "SONAME" {print $2}')
 [ "$soname" = libconvgen.so.0 ] && ok || bad "soname '$soname', expected libconvgen.so.0"
 # exported = declared: every function in the header, and nothing else
@@ -71,6 +81,16 @@ if [ -e "$d/t10k-images-idx3-ubyte.gz" ] && "$p/bin/convgen" build specs/ece408-
     2>"$t/e" && ok || bad "examples/classify.c against convgen-rt: $(cat "$t/e")"
   LD_LIBRARY_PATH="$p/lib" "$t/classify_rt" "$t/net.cgb" "$t/im.npy" cpu > "$t/classify_rt.csv" 2>"$t/e" \
     && cmp -s "$t/classify.csv" "$t/classify_rt.csv" && ok || bad "classify on libconvgen-rt: $(cat "$t/e")"
+  # a network of another input size: the 28x28 images resized as `convgen run --input` resizes them
+  if "$p/bin/convgen" build specs/ece408-2018fa.yaml --arch 75 -o "$t/net72.cgb" >"$t/e" 2>&1; then
+    "$p/bin/convgen" run "$t/net72.cgb" --backend cpu --input "$t/im.npy" --output "$t/run72.csv" >/dev/null 2>"$t/e" \
+      && ok || bad "convgen run net72.cgb --input: $(cat "$t/e")"
+    LD_LIBRARY_PATH="$p/lib" "$t/classify" "$t/net72.cgb" "$t/im.npy" cpu > "$t/classify72.csv" 2>"$t/e" \
+      && cut -d, -f1,2 "$t/run72.csv" | cmp -s - "$t/classify72.csv" && ok \
+      || bad "classify on a 72x72 network: $(cat "$t/e"; head -3 "$t/classify72.csv")"
+  else
+    bad "build ece408-2018fa: $(cat "$t/e")"
+  fi
   LD_LIBRARY_PATH="$p/lib" "$t/classify" "$t/none.cgb" "$t/im.npy" cpu >/dev/null 2>"$t/e"; rc=$?
   [ $rc -eq 3 ] && grep -qF "$t/none.cgb" "$t/e" && ok || bad "classify on a missing bundle: exit $rc $(cat "$t/e")"
 else

@@ -38,6 +38,41 @@ except ValueError:
     pass
 print("ok")
 PY
+# a 3-d array is one C x H x W image for a network of C > 1 channels (net.run(x[0])),
+# N x H x W images for a one-channel one; H x W is one image of one channel
+python3 - >"$t/out" 2>&1 <<'PY' && ok || bad "image shapes: $(cat "$t/out")"
+import convgen
+s = convgen._image_shape
+assert s((3, 32, 32), (3, 32, 32)) == (1, 3, 32, 32), s((3, 32, 32), (3, 32, 32))
+assert s((5, 3, 32, 32), (3, 32, 32)) == (5, 3, 32, 32)
+assert s((5, 28, 28), (1, 28, 28)) == (5, 1, 28, 28)
+assert s((28, 28), (1, 28, 28)) == (1, 1, 28, 28)
+for bad, inp in (((5, 32, 32), (3, 32, 32)), ((32, 32), (3, 32, 32)), ((28,), (1, 28, 28))):
+    try:
+        s(bad, inp)
+        raise SystemExit("shape %s accepted for input %s" % (bad, inp))
+    except ValueError as e:
+        assert "got shape" in str(e), str(e)
+print("ok")
+PY
+# pip install ./python, offline (no build isolation), with whichever python has setuptools and wheel
+pp=
+for p in python3 /usr/bin/python3; do
+  command -v "$p" >/dev/null && "$p" -c 'import setuptools, wheel' 2>/dev/null && "$p" -m pip --version >/dev/null 2>&1 && { pp=$p; break; }
+done
+if [ -z "$pp" ]; then
+  echo "skip: pip install ./python (no python3 with pip, setuptools and wheel)"
+else
+  cp -r python "$t/pysrc"
+  "$pp" -m pip install --no-build-isolation --no-index --no-deps --prefix "$t/pip" "$t/pysrc" >"$t/out" 2>&1 \
+    && ok || bad "pip install ./python: $(tail -5 "$t/out")"
+  m=$(find "$t/pip" -name convgen.py | head -1)
+  [ -n "$m" ] && (cd "$t" && PYTHONPATH=$(dirname "$m") "$pp" -c 'import convgen, sys; assert convgen.__file__ == sys.argv[1], convgen.__file__; print(convgen.version())' "$m") >"$t/out" 2>&1 \
+    && grep -qx "$(sed -n 's/^#define CG_VERSION "\(.*\)"/\1/p' generator/util.h)" "$t/out" \
+    && ok || bad "the pip-installed module: $(cat "$t/out")"
+  grep -q "^version = \"$(sed -n 's/^#define CG_VERSION "\(.*\)"/\1/p' generator/util.h)\"" python/pyproject.toml \
+    && ok || bad "python/pyproject.toml's version is not convgen's (generator/util.h)"
+fi
 py=
 for p in python3 /usr/bin/python3; do
   command -v "$p" >/dev/null && "$p" -c 'import numpy' 2>/dev/null && { py=$p; break; }

@@ -14,8 +14,8 @@ results or were not measured are counted in the title (matplotlib) and left out.
 
 With matplotlib installed the pictures are matplotlib's (with titles and
 labels); without it, or with --plain, this file draws them itself with the
-standard library alone (zlib for the PNG): the same marks, tick labels in
-digits, no other text. Exit 0, 2 on usage errors, 3 on a malformed CSV (one
+standard library alone (zlib for the PNG): the same marks, title, legend and
+axis labels in a small pixel font. Exit 0, 2 on usage errors, 3 on a malformed CSV (one
 line: FILE:LINE: message), 5 when a picture cannot be written.
 """
 import argparse
@@ -119,6 +119,16 @@ FONT = {
     "4": (5, 5, 7, 1, 1), "5": (7, 4, 7, 1, 7), "6": (7, 4, 7, 5, 7), "7": (7, 1, 2, 2, 2),
     "8": (7, 5, 7, 5, 7), "9": (7, 5, 7, 1, 7), ".": (0, 0, 0, 0, 2), "-": (0, 0, 7, 0, 0),
     "e": (0, 7, 7, 4, 7),
+    # lower-case letters and the punctuation of titles, axis labels and the legend
+    "a": (0, 6, 1, 7, 7), "b": (4, 4, 7, 5, 7), "c": (0, 7, 4, 4, 7), "d": (1, 1, 7, 5, 7),
+    "f": (3, 4, 6, 4, 4), "g": (7, 5, 7, 1, 6), "h": (4, 4, 7, 5, 5), "i": (2, 0, 2, 2, 2),
+    "j": (1, 0, 1, 5, 7), "k": (4, 5, 6, 5, 5), "l": (6, 2, 2, 2, 7), "m": (0, 7, 7, 5, 5),
+    "n": (0, 6, 5, 5, 5), "o": (0, 7, 5, 5, 7), "p": (0, 7, 5, 7, 4), "q": (0, 7, 5, 7, 1),
+    "r": (0, 7, 4, 4, 4), "s": (0, 3, 6, 1, 6), "t": (4, 7, 4, 4, 3), "u": (0, 5, 5, 5, 7),
+    "v": (0, 5, 5, 5, 2), "w": (0, 5, 5, 7, 7), "x": (0, 5, 2, 2, 5), "y": (5, 5, 7, 1, 6),
+    "z": (0, 7, 1, 4, 7), ":": (0, 2, 0, 2, 0), ",": (0, 0, 0, 2, 4), "(": (1, 2, 2, 2, 1),
+    ")": (4, 2, 2, 2, 4), "/": (1, 1, 2, 4, 4), "_": (0, 0, 0, 0, 7), "=": (0, 7, 0, 7, 0),
+    " ": (0, 0, 0, 0, 0),
 }
 
 WHITE, BLACK, GREY = (255, 255, 255), (0, 0, 0), (110, 110, 110)
@@ -162,7 +172,7 @@ class Canvas:
     def text(self, x, y, s, c, scale=2):
         """s in FONT's characters, top-left at (x, y)."""
         for ch in s:
-            for row, bits in enumerate(FONT.get(ch, (0,) * 5)):
+            for row, bits in enumerate(FONT.get(ch, FONT.get(ch.lower(), (0,) * 5))):
                 for col in range(3):
                     if bits & (4 >> col):
                         for sy in range(scale):
@@ -200,11 +210,29 @@ def ticks(lo, hi):
     return out
 
 
-def draw_plain(times, default, winner, floor, size):
-    """The picture as PNG bytes, drawn here."""
+def draw_plain(times, default, winner, floor, size, title=""):
+    """The picture as PNG bytes, drawn here: the title and the legend on the
+    first line, the axes' labels, the marks."""
     w, h = size
     c = Canvas(w, h)
-    left, right, top, bottom = 70, w - 20, 20, h - 40
+    left, right, top, bottom = 70, w - 20, 44, h - 52
+    c.text(8, 2, title, BLACK)
+    # the legend, right-aligned on the title's line: each mark, then its name
+    items = [("candidates", GREY), ("default", RED), ("winner", GREEN)] + ([("fp32 peak", BLUE)] if floor else [])
+    x = w - 8 - sum(8 * len(name) + 30 for name, _ in items)
+    for name, colour in items:
+        if colour == GREY:
+            c.disc(x + 6, 7, 3, GREY)
+        elif colour == RED:
+            c.square(x + 6, 7, 4, RED)
+        elif colour == GREEN:
+            c.disc(x + 6, 7, 6, GREEN, ring=True)
+        else:
+            c.hline(x, x + 14, 7, BLUE, dash=4)
+        c.text(x + 18, 2, name, BLACK)
+        x += 8 * len(name) + 30
+    c.text(8, top - 16, "time, ms (log)", BLACK)
+    c.text((left + right) // 2 - 4 * len("candidates, fastest first"), h - 16, "candidates, fastest first", BLACK)
     vals = times + ([floor] if floor else [])
     lo = min(vals) / 1.25 if vals else 0.1
     hi = max(vals) * 1.25 if vals else 10.0
@@ -315,7 +343,8 @@ def main(argv):
         for layer, rows in layers.items():
             times, default, winner, floor, left_out = summarise(rows, peak)
             data = (draw_matplotlib(plt, layer, times, default, winner, floor, left_out, size) if plt else
-                    draw_plain(times, default, winner, floor, size))
+                    draw_plain(times, default, winner, floor, size,
+                               f"{layer}: {len(times)} timed, {left_out} failed or not measured"))
             path = os.path.join(out, layer + ".png")
             tmp = path + ".tmp"
             with open(tmp, "wb") as f:

@@ -31,6 +31,8 @@ static const char usage[] =
     "  tune SPEC [-o FILE] [--layers a,b] [--budget S] [--batch N] [--top K] [--csv FILE]\n"
     "           [--list]\n"
     "                                measure every layer's candidates, write a tuning record\n"
+    "  info SPEC|NET.cgb [--json]     every layer: shapes, parameters, FLOPs, weight\n"
+    "                                tensors, the kernels chosen\n"
     "  data --resize S -o DIR [--data DIR]\n"
     "                                write the resized IDX sets used for training\n"
     "  help [VERB]                   this text, or one verb's\n"
@@ -47,7 +49,7 @@ static const struct {
     verb_fn fn;
 } verbs[] = {{"generate", cg_cmd_generate}, {"build", cg_cmd_build}, {"run", cg_cmd_run},
              {"check", cg_cmd_check},       {"kernel", cg_cmd_kernel}, {"tune", cg_cmd_tune},
-             {"data", cg_cmd_data}};
+             {"data", cg_cmd_data},         {"info", cg_cmd_info}};
 #define NVERBS ((int)(sizeof verbs / sizeof *verbs))
 
 /* The verb named s, or NULL. */
@@ -83,7 +85,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(verb, "help") || !strcmp(verb, "--help") || !strcmp(verb, "-h")) {
-        if (argc < 3) return fputs(usage, stdout), 0;
+        /* help, help --help, help -h: the usage */
+        if (argc < 3 || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h") || !strcmp(argv[2], "help"))
+            return fputs(usage, stdout), 0;
         /* help VERB: that verb's own --help */
         verb_fn fn = find_verb(argv[2]);
         if (!fn) return unknown_verb(argv[2]);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Everything a run needs on the host: spec, weights, images. From a bundle
  * (is_bundle), s and w are the bundle's (nb owns them). The images are the
@@ -107,8 +108,12 @@ static int job_load(cg_job *j, const char *spec_path, const char *data_dir, long
                     int given, long long random_seed, int quiet, cg_err *e)
 {
     const cg_spec *s = j->s;
-    if (random_seed < 0 && !s->dataset[0])
+    /* run (not quiet) also takes the user's images; check (quiet) only made-up ones */
+    if (random_seed < 0 && !s->dataset[0] && quiet)
         return cg_fail(e, "%s: the spec names no dataset; give --random-input SEED", spec_path), CG_EXIT_USAGE;
+    if (random_seed < 0 && !s->dataset[0])
+        return cg_fail(e, "%s: the spec names no dataset; give your images with --input FILE, or made-up ones "
+                       "with --random-input SEED", spec_path), CG_EXIT_USAGE;
     if (random_seed >= 0) {
         if (!quiet) printf("Making %lld random images (seed %lld)...", images ? images : 10000, random_seed);
         if (random_images(&j->d, s, images ? images : 10000, (unsigned long long)random_seed, e)) return CG_EXIT_IO;
@@ -628,6 +633,13 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     double ms[CG_MAX_LAYERS], total = 0;
     /* with repeats on the GPU, one untimed warm-up run first; report medians */
     if (!rc && use_gpu && repeat > 1) rc = run_nets(&rn, &in, pred, scores, NULL, s->nlayers, ms, &total, e);
+    /* the CPU backend can take tens of seconds: on a terminal a progress line on stderr, erased after */
+    const int cpu_tty = !use_gpu && isatty(fileno(stderr));
+    if (!rc && cpu_tty) {
+        fflush(stdout);
+        fprintf(stderr, "\rrunning %lld image%s on the CPU backend...\033[K", j.n, j.n == 1 ? "" : "s");
+        fflush(stderr);
+    }
     for (int r = 0; !rc && r < repeat; r++) {
         double t0 = cg_now_ms();
         if ((rc = run_nets(&rn, &in, pred, scores, NULL, s->nlayers, ms, &total, e))) break;
@@ -635,6 +647,7 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
         for (int l = 0; l < s->nlayers; l++) samples[l * repeat + r] = ms[l] / 1e3;
         samples[s->nlayers * repeat + r] = total / 1e3;
     }
+    if (cpu_tty) fputs("\r\033[K", stderr), fflush(stderr);
     for (int l = 0; !rc && l <= s->nlayers; l++) {
         double m = median(samples + l * repeat, (int)repeat);
         if (l < s->nlayers) layer_s[l] = m;
@@ -647,14 +660,14 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
         double acc = j.labels ? accuracy(pred, j.labels, j.n) : 0;
         if (random_seed >= 0) printf("Correctness: - Model: %s (random input)\n", s->name);
         else if (j.labels) printf("Correctness: %.4f Model: %s\n", acc, s->name);
-        else printf("Predictions: %lld images (no labels) Model: %s\n", j.n, s->name);
+        else printf("Predictions: %lld image%s (no labels) Model: %s\n", j.n, j.n == 1 ? "" : "s", s->name);
         if (output) {
             long long shape[2] = {j.n, classes};
             int bad = ends_with(output, ".csv")
                           ? cg_csv_write_predictions(output, (int)j.n, pred, classes, scores, e)
                           : cg_npy_write(output, CG_NPY_F32, 2, shape, scores, e);
             if (bad) rc = CG_EXIT_IO;
-            else printf("Output: %lld predictions and scores -> %s\n", j.n, output);
+            else printf("Output: %lld prediction%s and scores -> %s\n", j.n, j.n == 1 ? "" : "s", output);
         }
         if (repeat > 1) {
             double gpu_ms = total_s * 1e3;

@@ -198,6 +198,9 @@ static int list_order(layer_run *lr)
 static int list(const cg_spec *s, const tune_cli *c, cg_err *e)
 {
     int rc = 0;
+    /* enumerating a template's candidates can take tens of seconds: on a
+     * terminal a progress line on stderr says which, erased once done */
+    const int tty = isatty(fileno(stderr));
     for (int i = 0; !rc && i < s->nlayers; i++) {
         const cg_layer *l = &s->layers[i];
         if (!wanted(l, c->layers)) continue;
@@ -210,7 +213,15 @@ static int list(const cg_spec *s, const tune_cli *c, cg_err *e)
         for (const char *const *t = cg_tune_templates(l); !rc && *t; t++) {
             cg_candidates cs;
             cg_err ce = {{0}};
-            if (cg_gen_candidates_for(s, NULL, i, *t, 0, c->batch, &cs, &ce)) {
+            if (tty) {
+                fflush(stdout);
+                fprintf(stderr, "\rtune --list: enumerating %s for layer %s (%d of %d)...\033[K", *t, l->name, i + 1,
+                        s->nlayers);
+                fflush(stderr);
+            }
+            int failed = cg_gen_candidates_for(s, NULL, i, *t, 0, c->batch, &cs, &ce);
+            if (tty) fputs("\r\033[K", stderr), fflush(stderr);
+            if (failed) {
                 printf("  %s: 0 candidates (%s)\n", *t, ce.msg);
                 continue;
             }

@@ -43,12 +43,21 @@ static int get_param(const cg_layer *l, const cg_weights *w, const char *what, l
     return 0;
 }
 
+/* Threads for `work` independent items: no more than there are items, so one
+ * image runs on the calling thread alone (no team started, none left spinning
+ * under OpenMP's default wait policy). */
+static int threads_for(long long work)
+{
+    int nt = omp_get_max_threads();
+    return work < nt ? (work > 1 ? (int)work : 1) : nt;
+}
+
 /* The network input: pixel * scale + offset computed in double, rounded once to float. */
 void cg_cpu_input(const cg_spec *s, const unsigned char *pixels, int n, float *x)
 {
     size_t total = (size_t)(n > 0 ? n : 0) * s->C * s->H * s->W;
     double scale = s->scale, offset = s->offset;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads_for(n))
     for (size_t i = 0; i < total; i++) x[i] = (float)(pixels[i] * scale + offset);
 }
 
@@ -124,24 +133,34 @@ static void conv_image(const cg_layer *l, const float *k, const float *bias, con
  * The block is first transposed into xt[i][b] (zero-padded to FC_BLOCK) so the
  * FC_BLOCK sums advance together in SIMD lanes; each image's sum still runs over
  * i in order. */
-static void fc_block(const cg_layer *l, const float *wt, const float *bias, const float *x,
-                     float *y, size_t nb, float *xt)
+static inline void fc_lanes(const cg_layer *l, const float *wt, const float *bias, const float *x,
+                            float *y, size_t nb, float *xt, const size_t lanes)
 {
     const size_t in = in_elems(l), out = (size_t)l->out;
     for (size_t i = 0; i < in; i++)
-        for (size_t b = 0; b < FC_BLOCK; b++) xt[i * FC_BLOCK + b] = b < nb ? x[b * in + i] : 0;
+        for (size_t b = 0; b < lanes; b++) xt[i * lanes + b] = b < nb ? x[b * in + i] : 0;
     for (size_t o = 0; o < out; o++) {
         const float *row = wt + o * in;
         double acc[FC_BLOCK] = {0};
         for (size_t i = 0; i < in; i++) {
             double wv = row[i];
-            const float *xi = xt + i * FC_BLOCK;
+            const float *xi = xt + i * lanes;
 #pragma omp simd
-            for (size_t b = 0; b < FC_BLOCK; b++) acc[b] += wv * (double)xi[b];
+            for (size_t b = 0; b < lanes; b++) acc[b] += wv * (double)xi[b];
         }
         for (size_t b = 0; b < nb; b++)
             y[b * out + o] = (float)activate(l->act, bias ? acc[b] + bias[o] : acc[b]);
     }
+}
+
+/* A block of at most FC_LANES_SMALL images (batch 1, say) takes that many lanes,
+ * not FC_BLOCK: the sums are the same, without the work of 32 images. */
+#define FC_LANES_SMALL 4
+static void fc_block(const cg_layer *l, const float *wt, const float *bias, const float *x,
+                     float *y, size_t nb, float *xt)
+{
+    if (nb <= FC_LANES_SMALL) fc_lanes(l, wt, bias, x, y, nb, xt, FC_LANES_SMALL);
+    else fc_lanes(l, wt, bias, x, y, nb, xt, FC_BLOCK);
 }
 
 /* softmax over one image's flattened features, in double, max subtracted first. */
@@ -180,7 +199,7 @@ static int softmax_layer(const cg_layer *l, const float *wt, const float *bias, 
 {
     (void)wt, (void)bias, (void)e;
     const size_t ie = in_elems(l), oe = out_elems(l);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads_for(n))
     for (int b = 0; b < n; b++) softmax_image(ie, in + (size_t)b * ie, out + (size_t)b * oe);
     return 0;
 }
@@ -189,11 +208,11 @@ static int fc_layer(const cg_layer *l, const float *wt, const float *bias, const
                     cg_err *e)
 {
     const size_t ie = in_elems(l), oe = out_elems(l);
-    int nt = omp_get_max_threads();
+    int nblk = (n + FC_BLOCK - 1) / FC_BLOCK;
+    int nt = threads_for(nblk);
     /* one transposed input block per thread, allocated once */
     float *xt = malloc((size_t)nt * FC_BLOCK * ie * sizeof *xt);
     if (!xt) return cg_fail(e, "layer '%s': out of memory", l->name);
-    int nblk = (n + FC_BLOCK - 1) / FC_BLOCK;
 #pragma omp parallel for schedule(dynamic) num_threads(nt)
     for (int blk = 0; blk < nblk; blk++) {
         size_t b0 = (size_t)blk * FC_BLOCK;
@@ -209,7 +228,7 @@ static int conv_layer(const cg_layer *l, const float *wt, const float *bias, con
                       cg_err *e)
 {
     const size_t ie = in_elems(l), oe = out_elems(l);
-    int nt = omp_get_max_threads();
+    int nt = threads_for(n);
     /* one map's conv output (before the pool) per thread, allocated once */
     int ch, cw, oh, ow;
     (void)cg_conv_dims(l, &ch, &cw, &oh, &ow);
