@@ -214,6 +214,12 @@ int cg_cmd_build(int argc, char **argv, cg_err *e)
     cg_spec *s;
     cg_gen_output *o;
     if ((rc = load_generate(spec_path, &target, tuning, no_tuning != NULL, &s, &o, e))) return rc;
+    /* the output must not replace what the build reads: spec, weights, tuning record */
+    char record[CG_PATH_MAX + 32] = "";
+    if (!tuning && !no_tuning) cg_tune_default_path(spec_path, record, sizeof record);
+    const char *inputs[] = {spec_path, s->weights[0] ? s->weights : NULL, tuning ? tuning : record[0] ? record : NULL};
+    const char *what[] = {"the spec", "the spec's weights", "the tuning record"};
+    if ((rc = cg_opt_not_input("-o", out, inputs, what, 3, e))) return free_generate(s, o), rc;
     char list[CG_AOT_MAX_ARCHS * 8] = "";
     for (int i = 0; i < narch; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%ssm_%d", i ? "," : "", archs[i]);
