@@ -535,49 +535,70 @@ static int produced(const cg_gen_output *o, const char *name)
 /* Largest manifest.txt read back from an output directory. */
 #define MANIFEST_MAX ((size_t)4 << 20)
 
-/* The .cu files DIR's previous manifest names (its "kernel NAME ..." lines), as
- * "NAME.cu\0NAME.cu\0..." in *old; none when there is no manifest. A manifest.txt
- * that is not a convgen manifest is refused: convgen would replace a file it
- * did not write. */
-static int previous_files(int dfd, const char *dir, cg_buf *old, cg_err *e)
+/* dir/name, a regular file of at most MANIFEST_MAX bytes (never through a
+ * link), into text; absent: text stays empty and 0. */
+static int read_small(int dfd, const char *dir, const char *name, cg_buf *text, cg_err *e)
 {
-    cg_buf_init(old);
-    int fd = openat(dfd, "manifest.txt", O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) return 0;
-    if (fd < 0) return cg_fail(e, "%s/manifest.txt: cannot open: %s", dir, strerror(errno));
+    if (fd < 0) return cg_fail(e, "%s/%s: cannot open: %s", dir, name, strerror(errno));
     struct stat st;
-    cg_buf text;
-    cg_buf_init(&text);
     int rc = 0;
     if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-        rc = cg_fail(e, "%s/manifest.txt: not a regular file; refusing to replace it", dir);
+        rc = cg_fail(e, "%s/%s: not a regular file; refusing to replace it", dir, name);
     else if ((size_t)st.st_size > MANIFEST_MAX)
-        rc = cg_fail(e, "%s/manifest.txt: %lld bytes, too large for a convgen manifest", dir,
-                     (long long)st.st_size);
+        rc = cg_fail(e, "%s/%s: %lld bytes, too large for a convgen manifest", dir, name, (long long)st.st_size);
     for (char chunk[65536]; !rc;) {
         ssize_t n = read(fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) rc = cg_fail(e, "%s/manifest.txt: read error: %s", dir, strerror(errno));
+        if (n < 0) rc = cg_fail(e, "%s/%s: read error: %s", dir, name, strerror(errno));
         else if (n == 0) break;
-        else if (text.len + (size_t)n > MANIFEST_MAX || cg_buf_add(&text, chunk, (size_t)n))
-            rc = cg_fail(e, "%s/manifest.txt: too large for a convgen manifest", dir);
+        else if (text->len + (size_t)n > MANIFEST_MAX || cg_buf_add(text, chunk, (size_t)n))
+            rc = cg_fail(e, "%s/%s: too large for a convgen manifest", dir, name);
     }
     close(fd);
-    if (!rc && (!text.data || strncmp(text.data, "convgen-manifest ", 17)))
-        rc = cg_fail(e, "%s/manifest.txt: not a convgen manifest; refusing to replace it", dir);
-    for (char *line = rc ? NULL : text.data; line && *line;) {
-        char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
+    return rc;
+}
+
+/* The .cu files a manifest's complete "kernel NAME ..." lines name, appended
+ * to *names as "NAME.cu\0NAME.cu\0..."; -1 when out of memory. */
+static int manifest_files(const char *text, cg_buf *names)
+{
+    for (const char *line = text; line && *line;) {
+        const char *end = strchr(line, '\n');
+        if (!end) break; /* a line cut short (a temp copy being written) names nothing */
+        size_t len = (size_t)(end - line);
         if (len > 7 && !strncmp(line, "kernel ", 7)) {
             size_t n = strcspn(line + 7, " \n");
-            if (is_identifier(line + 7, n) && n < 120 &&
-                (cg_buf_add(old, line + 7, n) || cg_buf_add(old, ".cu", 4)))
-                rc = cg_fail(e, "out of memory");
+            if (is_identifier(line + 7, n) && n < 120 && (cg_buf_add(names, line + 7, n) || cg_buf_add(names, ".cu", 4)))
+                return -1;
         }
-        line = end ? end + 1 : NULL;
+        line = end + 1;
     }
-    cg_buf_free(&text);
-    if (rc) cg_buf_free(old);
+    return 0;
+}
+
+/* Whether "A\0B\0..." holds name. */
+static int listed(const cg_buf *list, const char *name)
+{
+    for (size_t at = 0; list->data && at < list->len; at += strlen(list->data + at) + 1)
+        if (!strcmp(list->data + at, name)) return 1;
+    return 0;
+}
+
+/* The .cu files DIR's previous manifest names (its "kernel NAME ..." lines), as
+ * "NAME.cu\0NAME.cu\0..." in *old, and its text in *text; none when there is no
+ * manifest. A manifest.txt that is not a convgen manifest is refused: convgen
+ * would replace a file it did not write. */
+static int previous_files(int dfd, const char *dir, cg_buf *old, cg_buf *text, cg_err *e)
+{
+    cg_buf_init(old);
+    cg_buf_init(text);
+    int rc = read_small(dfd, dir, "manifest.txt", text, e);
+    if (!rc && text->len && strncmp(text->data, "convgen-manifest ", 17))
+        rc = cg_fail(e, "%s/manifest.txt: not a convgen manifest; refusing to replace it", dir);
+    if (!rc && text->len && manifest_files(text->data, old)) rc = cg_fail(e, "out of memory");
+    if (rc) cg_buf_free(old), cg_buf_free(text);
     return rc;
 }
 
@@ -608,6 +629,56 @@ static int write_temp(int dfd, const char *dir, const char *tmp, const char *tar
 /* Temp files of generate runs are ".convgen-tmp-PID-N"; under the directory lock
  * any left are from runs that were killed. */
 #define TMP_PREFIX ".convgen-tmp-"
+
+/* The first line of every kernel file convgen writes (cg_generate_for). */
+#define KERNEL_HEADER "// Generated by convgen "
+
+/* Whether dir/name is a regular file that starts as convgen's kernels do. */
+static int generated_kernel(int dfd, const char *name)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char head[sizeof KERNEL_HEADER - 1];
+    struct stat st;
+    int ok = !fstat(fd, &st) && S_ISREG(st.st_mode) && read(fd, head, sizeof head) == (ssize_t)sizeof head &&
+             !memcmp(head, KERNEL_HEADER, sizeof head);
+    close(fd);
+    return ok;
+}
+
+/* A run killed while placing its files leaves the temp copy of a manifest
+ * (its new one, renamed last, or the previous one, kept until the kernels
+ * it alone named are removed). Kernel files such a manifest names, that the
+ * manifest in place (cur) does not, and that carry convgen's kernel header,
+ * were written by convgen and are named by no manifest now: they are removed
+ * (the caller holds the directory lock; the temps are swept after). */
+static void reclaim_killed(int dfd, const char *dir, const cg_buf *cur)
+{
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd < 0 ? NULL : fdopendir(fd);
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    cg_buf names;
+    cg_buf_init(&names);
+    for (struct dirent *de; (de = readdir(d));) {
+        if (strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX))) continue;
+        cg_buf text;
+        cg_buf_init(&text);
+        cg_err ignored;
+        if (!read_small(dfd, dir, de->d_name, &text, &ignored) && text.len &&
+            !strncmp(text.data, "convgen-manifest ", 17))
+            manifest_files(text.data, &names);
+        cg_buf_free(&text);
+    }
+    closedir(d);
+    for (size_t at = 0; names.data && at < names.len; at += strlen(names.data + at) + 1) {
+        const char *name = names.data + at;
+        if (!listed(cur, name) && generated_kernel(dfd, name)) unlinkat(dfd, name, 0);
+    }
+    cg_buf_free(&names);
+}
 
 /* Remove temp files killed runs left (the caller holds the directory lock). */
 static void sweep_temps(int dfd)
@@ -656,8 +727,9 @@ static void remove_created(const cg_buf *created)
 /* The files of one output, written into a locked directory; see cg_gen_write. */
 static int write_locked(const cg_gen_output *o, int dfd, const char *dir, cg_err *e)
 {
-    cg_buf old;
-    if (previous_files(dfd, dir, &old, e)) return -1;
+    cg_buf old, old_text;
+    if (previous_files(dfd, dir, &old, &old_text, e)) return -1;
+    reclaim_killed(dfd, dir, &old);
     int n = o->nkernels + 1, rc = 0;
     char (*tmp)[64] = calloc((size_t)n, sizeof *tmp);
     unsigned char *existed = calloc((size_t)n, 1);
@@ -681,6 +753,15 @@ static int write_locked(const cg_gen_output *o, int dfd, const char *dir, cg_err
         rc = i < o->nkernels ? write_temp(dfd, dir, tmp[i], name, o->k[i].source, o->k[i].source_len, e)
                              : write_temp(dfd, dir, tmp[i], name, o->manifest, o->manifest_len, e);
         if (rc) break; /* write_temp removed its own temp */
+    }
+    /* the previous manifest kept beside until the kernels only it names are
+     * removed: a run killed from here on leaves what reclaim_killed needs */
+    char prev[64];
+    snprintf(prev, sizeof prev, TMP_PREFIX "%ld-prev", (long)getpid());
+    int have_prev = 0;
+    if (!rc && old_text.len) {
+        rc = write_temp(dfd, dir, prev, "manifest.txt", old_text.data, old_text.len, e);
+        have_prev = !rc;
     }
     /* into place: kernels first, the manifest last, so a manifest names only files there */
     int placed = 0; /* targets [0..placed) renamed */
@@ -706,8 +787,9 @@ static int write_locked(const cg_gen_output *o, int dfd, const char *dir, cg_err
         if (unlinkat(dfd, name, 0) && errno != ENOENT)
             rc = cg_fail(e, "%s/%s: cannot remove stale file: %s", dir, name, strerror(errno));
     }
+    if (have_prev) unlinkat(dfd, prev, 0);
     free(tmp), free(existed);
-    cg_buf_free(&old);
+    cg_buf_free(&old), cg_buf_free(&old_text);
     return rc;
 }
 
