@@ -252,6 +252,12 @@ int cg_write_file_atomic(const char *path, const void *p, size_t n, cg_err *e)
 {
     if (cg_check_output_file(path, e)) return -1;
     cg_reclaim_temps(path);
+    return cg_write_file_atomic_noreclaim(path, p, n, e);
+}
+
+int cg_write_file_atomic_noreclaim(const char *path, const void *p, size_t n, cg_err *e)
+{
+    if (cg_check_output_file(path, e)) return -1;
     size_t len = strlen(path);
     char *tmp = malloc(len + 48);
     if (!tmp) return cg_fail(e, "%s: out of memory", path);

@@ -50,6 +50,9 @@ int cg_check_output_file(const char *path, cg_err *e);
  * cg_check_output_file. Temp files of PATH that killed writers left are
  * removed first (cg_reclaim_temps). */
 int cg_write_file_atomic(const char *path, const void *p, size_t n, cg_err *e);
+/* The same without looking for killed writers' temp files: for a directory
+ * of many files that sweeps them itself, once (the JIT cache). */
+int cg_write_file_atomic_noreclaim(const char *path, const void *p, size_t n, cg_err *e);
 /* The writer's pid when name is "<its first base_len bytes>.tmp.<pid>.<n>",
  * the temp name cg_write_file_atomic gives a file of that base name; else 0. */
 long cg_tmp_owner(const char *name, size_t base_len);

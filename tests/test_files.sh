@@ -69,6 +69,12 @@ rm -f "$t/net.tuning.yaml"
 "$cg" run "$t/net.yaml" --backend cpu --input "$t/imgs.npy" --output "$t/x.npy" --json "$t/x.npy" >/dev/null 2>"$t/e"
 rc=$?; [ $rc -eq 2 ] && [ ! -e "$t/x.npy" ] && ok || bad "--json = --output: exit $rc, $(cat "$t/e")"
 
+# data -o the directory the sets are read from: the resized sets carry the standard names
+mkdir -p "$t/ds"; echo keep > "$t/ds/t10k-images-idx3-ubyte"
+"$cg" data --resize 14 --data "$t/ds" -o "$t/ds/." >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 2 ] && [ "$(ls "$t/ds")" = t10k-images-idx3-ubyte ] && [ "$(cat "$t/ds/t10k-images-idx3-ubyte")" = keep ] \
+  && ok || bad "data -o its --data directory: exit $rc, $(cat "$t/e")"
+
 # ---- tune --csv: a planted link is refused before anything, its target untouched ----
 echo precious > "$t/victim"; ln -s "$t/victim" "$t/link.csv"
 "$cg" tune "$t/net.yaml" --csv "$t/link.csv" >/dev/null 2>"$t/e"; rc=$?

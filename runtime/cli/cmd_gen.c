@@ -138,6 +138,9 @@ int cg_cmd_data(int argc, char **argv, cg_err *e)
         return CG_EXIT_USAGE;
     }
     if ((rc = cg_opt_int("--resize", side_text, 1, 4096, &side, e))) return rc;
+    /* the resized sets carry the standard names: never over the originals */
+    const char *from[] = {src ? src : CG_DATA_DIR_DEFAULT}, *what[] = {"the directory the sets are read from"};
+    if ((rc = cg_opt_not_input("-o", dir, from, what, 1, e))) return rc;
     if (cg_data_write_resized(src, (int)side, dir, e)) return CG_EXIT_INPUT;
     printf("Fashion-MNIST resized to %lldx%lld written to %s\n", side, side, dir);
     return 0;

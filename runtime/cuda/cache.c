@@ -193,7 +193,7 @@ int cg_cache_put(const char *dir, const cg_cache_key *k, const void *p, size_t n
         cg_buf_free(&b);
         return cg_fail(e, "cache: out of memory");
     }
-    int rc = cg_write_file_atomic(path, b.data, b.len, &why);
+    int rc = cg_write_file_atomic_noreclaim(path, b.data, b.len, &why); /* cg_cache_sweep reclaims */
     cg_buf_free(&b);
     if (rc) {
         cg_fail(e, "cache not written (%s); continuing without it", why.msg);
