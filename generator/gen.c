@@ -536,14 +536,14 @@ static int produced(const cg_gen_output *o, const char *name)
 #define MANIFEST_MAX ((size_t)4 << 20)
 
 /* dir/name, a regular file of at most MANIFEST_MAX bytes (never through a
- * link), into text; absent: text stays empty and 0. */
+ * link), into text; absent: text->data stays NULL and 0. */
 static int read_small(int dfd, const char *dir, const char *name, cg_buf *text, cg_err *e)
 {
     int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) return 0;
     if (fd < 0) return cg_fail(e, "%s/%s: cannot open: %s", dir, name, strerror(errno));
     struct stat st;
-    int rc = 0;
+    int rc = cg_buf_add(text, "", 0) ? cg_fail(e, "out of memory") : 0; /* present, even if empty */
     if (fstat(fd, &st) || !S_ISREG(st.st_mode))
         rc = cg_fail(e, "%s/%s: not a regular file; refusing to replace it", dir, name);
     else if ((size_t)st.st_size > MANIFEST_MAX)
@@ -570,7 +570,8 @@ static int manifest_files(const char *text, cg_buf *names)
         size_t len = (size_t)(end - line);
         if (len > 7 && !strncmp(line, "kernel ", 7)) {
             size_t n = strcspn(line + 7, " \n");
-            if (is_identifier(line + 7, n) && n < 120 && (cg_buf_add(names, line + 7, n) || cg_buf_add(names, ".cu", 4)))
+            if (is_identifier(line + 7, n) && n < 120 &&
+                (cg_buf_add(names, line + 7, n) || cg_buf_add(names, ".cu", 4)))
                 return -1;
         }
         line = end + 1;
@@ -595,9 +596,9 @@ static int previous_files(int dfd, const char *dir, cg_buf *old, cg_buf *text, c
     cg_buf_init(old);
     cg_buf_init(text);
     int rc = read_small(dfd, dir, "manifest.txt", text, e);
-    if (!rc && text->len && strncmp(text->data, "convgen-manifest ", 17))
+    if (!rc && text->data && strncmp(text->data, "convgen-manifest ", 17))
         rc = cg_fail(e, "%s/manifest.txt: not a convgen manifest; refusing to replace it", dir);
-    if (!rc && text->len && manifest_files(text->data, old)) rc = cg_fail(e, "out of memory");
+    if (!rc && text->data && manifest_files(text->data, old)) rc = cg_fail(e, "out of memory");
     if (rc) cg_buf_free(old), cg_buf_free(text);
     return rc;
 }
@@ -667,7 +668,7 @@ static void reclaim_killed(int dfd, const char *dir, const cg_buf *cur)
         cg_buf text;
         cg_buf_init(&text);
         cg_err ignored;
-        if (!read_small(dfd, dir, de->d_name, &text, &ignored) && text.len &&
+        if (!read_small(dfd, dir, de->d_name, &text, &ignored) && text.data &&
             !strncmp(text.data, "convgen-manifest ", 17))
             manifest_files(text.data, &names);
         cg_buf_free(&text);

@@ -140,6 +140,11 @@ if strace -f -qq -o /dev/null true 2>/dev/null; then
 else
   echo "skip: generate killed mid-write (strace cannot trace here)"
 fi
+# an empty manifest.txt is no convgen manifest: refused, as any other file convgen did not write
+mkdir -p "$t/gen3"; : > "$t/gen3/manifest.txt"
+"$cg" generate specs/example-conv.yaml -o "$t/gen3" >/dev/null 2>&1; rc=$?
+[ $rc -eq 5 ] && [ "$(ls -A "$t/gen3")" = manifest.txt ] && [ ! -s "$t/gen3/manifest.txt" ] && ok \
+  || bad "an empty manifest.txt was replaced (exit $rc)"
 
 echo "test_files.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
