@@ -1,8 +1,11 @@
 /* util.c — error buffer, growable strings, hashing, file helpers. */
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +191,71 @@ int cg_check_output_file(const char *path, cg_err *e)
     return rc;
 }
 
+long cg_tmp_owner(const char *name, size_t base_len)
+{
+    if (strlen(name) <= base_len || strncmp(name + base_len, ".tmp.", 5)) return 0;
+    const char *p = name + base_len + 5;
+    size_t np = strspn(p, "0123456789");
+    if (np < 1 || np > 10 || p[np] != '.' || *p == '0') return 0;
+    const char *q = p + np + 1;
+    size_t nq = strspn(q, "0123456789");
+    if (nq < 1 || nq > 10 || q[nq]) return 0;
+    long pid = strtol(p, NULL, 10);
+    return pid > 0 && pid <= INT_MAX ? pid : 0;
+}
+
+int cg_pid_gone(long pid)
+{
+    /* ESRCH: no such process; EPERM means it exists under another user */
+    return pid > 0 && pid <= INT_MAX && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+int cg_reclaim_temps(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t dlen = slash ? (size_t)(slash - path) : 0;
+    char dir[4096];
+    if (!*base || dlen >= sizeof dir) return 0;
+    if (!slash) strcpy(dir, ".");
+    else if (dlen == 0) strcpy(dir, "/");
+    else memcpy(dir, path, dlen), dir[dlen] = 0;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d) {
+        if (dfd >= 0) close(dfd);
+        return 0;
+    }
+    size_t blen = strlen(base);
+    int removed = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        if (strncmp(de->d_name, base, blen)) continue;
+        struct stat st;
+        long pid = cg_tmp_owner(de->d_name, blen);
+        /* only what cg_write_file_atomic creates: a regular file of ours, its writer gone */
+        if (!pid || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+            st.st_uid != geteuid() || !cg_pid_gone(pid))
+            continue;
+        if (unlinkat(dfd, de->d_name, 0) == 0) removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
+int cg_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 int cg_write_file_atomic(const char *path, const void *p, size_t n, cg_err *e)
+{
+    if (cg_check_output_file(path, e)) return -1;
+    cg_reclaim_temps(path);
+    return cg_write_file_atomic_noreclaim(path, p, n, e);
+}
+
+int cg_write_file_atomic_noreclaim(const char *path, const void *p, size_t n, cg_err *e)
 {
     if (cg_check_output_file(path, e)) return -1;
     size_t len = strlen(path);

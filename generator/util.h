@@ -46,8 +46,24 @@ int cg_read_file(const char *path, cg_buf *out, cg_err *e);
  * call it before long work so that a bad path is reported first. */
 int cg_check_output_file(const char *path, cg_err *e);
 /* Atomic write: a fresh temp file (O_EXCL, O_NOFOLLOW) in the same directory,
- * fsync-free rename; the target must pass cg_check_output_file. */
+ * "PATH.tmp.<pid>.<n>", then a fsync-free rename; the target must pass
+ * cg_check_output_file. Temp files of PATH that killed writers left are
+ * removed first (cg_reclaim_temps). */
 int cg_write_file_atomic(const char *path, const void *p, size_t n, cg_err *e);
+/* The same without looking for killed writers' temp files: for a directory
+ * of many files that sweeps them itself, once (the JIT cache). */
+int cg_write_file_atomic_noreclaim(const char *path, const void *p, size_t n, cg_err *e);
+/* The writer's pid when name is "<its first base_len bytes>.tmp.<pid>.<n>",
+ * the temp name cg_write_file_atomic gives a file of that base name; else 0. */
+long cg_tmp_owner(const char *name, size_t base_len);
+/* True when pid is no live process on this machine (never this process). */
+int cg_pid_gone(long pid);
+/* Remove PATH's temp files ("PATH.tmp.<pid>.<n>": regular files of this
+ * user whose writer is no longer alive); nothing else is touched. Returns
+ * how many were removed. */
+int cg_reclaim_temps(const char *path);
+/* True when a and b both exist and are one file (same device and inode). */
+int cg_same_file(const char *a, const char *b);
 /* mkdir -p */
 int cg_mkdirs(const char *path, cg_err *e);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <dlfcn.h>
@@ -320,6 +321,80 @@ static void test_same_code_as_jit(const char *tmp)
     free(s);
 }
 
+/* A PID that belonged to a process that has exited. */
+static long gone_pid(void)
+{
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    if (p > 0) waitpid(p, NULL, 0);
+    return (long)p;
+}
+
+static int touch(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    return f && fclose(f) == 0 ? 0 : -1;
+}
+
+static int present(const char *dir, const char *name)
+{
+    char path[1024];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return lstat(path, &st) == 0;
+}
+
+/* What killed builds leave in TMPDIR is removed; only that. */
+static void test_reclaim(const char *tmp)
+{
+    char t[512], d[700];
+    snprintf(t, sizeof t, "%s/reclaim", tmp);
+    cg_err e = {""};
+    CHECK(cg_mkdirs(t, &e) == 0, "%s", e.msg);
+    long dead = gone_pid(), live = (long)getppid();
+    CHECK(dead > 0, "fork");
+    char gone1[64], gone2[64], gone3[64], alive[64], old[64], odd[64];
+    snprintf(gone1, sizeof gone1, "convgen-aot-%ld-Ab12Cd", dead);  /* a build's files only */
+    snprintf(gone2, sizeof gone2, "convgen-aot-%ld-zzzzzz", dead);  /* empty */
+    snprintf(gone3, sizeof gone3, "convgen-aot-%ld-keep01", dead);  /* holds a file no build writes */
+    snprintf(alive, sizeof alive, "convgen-aot-%ld-Ab12Cd", live); /* its build still running */
+    snprintf(old, sizeof old, "convgen-aot-Ab12Cd");                 /* no pid in the name */
+    snprintf(odd, sizeof odd, "convgen-aot-%ld-toolong", dead);     /* not mkdtemp's six */
+    const char *dirs[] = {gone1, gone2, gone3, alive, old, odd};
+    for (int i = 0; i < 6; i++) {
+        snprintf(d, sizeof d, "%s/%s", t, dirs[i]);
+        CHECK(cg_mkdirs(d, &e) == 0, "%s", e.msg);
+        if (i == 1) continue;
+        CHECK(touch(d, "sm_90.cubin") == 0 && touch(d, "compute_90.ptx") == 0 && touch(d, "out.fatbin") == 0 &&
+                  touch(d, "sm_120.cubin.tmp.4242.0") == 0,
+              "files in %s", dirs[i]);
+    }
+    snprintf(d, sizeof d, "%s/%s", t, gone3);
+    CHECK(touch(d, "notes.txt") == 0 && touch(d, "sm_90.cubin.bak") == 0, "foreign files");
+    /* a link named like a dead build's directory, to a directory of the user's */
+    char mine[600], link[700];
+    snprintf(mine, sizeof mine, "%s/mine", t);
+    snprintf(link, sizeof link, "%s/convgen-aot-%ld-linked", t, dead);
+    CHECK(cg_mkdirs(mine, &e) == 0 && touch(mine, "out.fatbin") == 0 && symlink(mine, link) == 0, "link planted");
+
+    CHECK(cg_aot_reclaim(t) == 2, "two directories of dead builds removed");
+    CHECK(!present(t, gone1) && !present(t, gone2), "a dead build's directory is gone, files and all");
+    snprintf(d, sizeof d, "%s/%s", t, gone3);
+    CHECK(present(t, gone3) && present(d, "notes.txt") && present(d, "sm_90.cubin.bak") &&
+              !present(d, "sm_90.cubin") && !present(d, "out.fatbin"),
+          "a file no build writes stays, and its directory with it");
+    snprintf(d, sizeof d, "%s/%s", t, alive);
+    CHECK(present(d, "sm_90.cubin") && present(d, "out.fatbin"), "a live build's directory is untouched");
+    snprintf(d, sizeof d, "%s/%s", t, old);
+    CHECK(present(d, "out.fatbin"), "a directory without a pid in its name is untouched");
+    snprintf(d, sizeof d, "%s/%s", t, odd);
+    CHECK(present(d, "out.fatbin"), "a name not of the scheme is untouched");
+    CHECK(present(mine, "out.fatbin") && present(t, strrchr(link, '/') + 1), "a link is not followed nor removed");
+    CHECK(cg_aot_reclaim(t) == 0, "nothing more to reclaim");
+}
+
 int main(void)
 {
     char tmp[] = "/tmp/cg_test_aot_XXXXXX";
@@ -328,6 +403,7 @@ int main(void)
         return 1;
     }
     test_parse_archs();
+    test_reclaim(tmp);
     test_reader();
     test_build(tmp);
     test_same_code_as_jit(tmp);

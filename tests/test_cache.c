@@ -347,8 +347,9 @@ static void test_sweep(void)
     const char *hex = "0123456789abcdef0123456789abcdef";
     long gone = dead_pid();
     CHECK(gone > 0, "fork");
-    snprintf(dead, sizeof dead, "%s/%s.cgc.tmp.%ld", dir, hex, gone);
-    snprintf(live, sizeof live, "%s/%s.cgc.tmp.%ld", dir, hex, (long)getppid());
+    /* the names cg_write_file_atomic gives an entry's temp file: KEY.cgc.tmp.PID.N */
+    snprintf(dead, sizeof dead, "%s/%s.cgc.tmp.%ld.0", dir, hex, gone);
+    snprintf(live, sizeof live, "%s/%s.cgc.tmp.%ld.3", dir, hex, (long)getppid());
     snprintf(other, sizeof other, "%s/notes.txt.tmp.%ld", dir, gone);
     snprintf(entry, sizeof entry, "%s/%s.cgc", dir, hex);
     CHECK(write_raw(dead, "x", 1) == 0 && write_raw(live, "x", 1) == 0 &&

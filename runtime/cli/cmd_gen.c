@@ -158,6 +158,9 @@ int cg_cmd_data(int argc, char **argv, cg_err *e)
         return CG_EXIT_USAGE;
     }
     if ((rc = cg_opt_int("--resize", side_text, 1, 4096, &side, e))) return rc;
+    /* the resized sets carry the standard names: never over the originals */
+    const char *from[] = {src ? src : CG_DATA_DIR_DEFAULT}, *what[] = {"the directory the sets are read from"};
+    if ((rc = cg_opt_not_input("-o", dir, from, what, 1, e))) return rc;
     if ((rc = cg_data_write_resized(src, (int)side, dir, e))) return rc == -2 ? CG_EXIT_IO : CG_EXIT_INPUT;
     printf("Fashion-MNIST resized to %lldx%lld written to %s\n", side, side, dir);
     return 0;
@@ -242,6 +245,12 @@ int cg_cmd_build(int argc, char **argv, cg_err *e)
     cg_spec *s;
     cg_gen_output *o;
     if ((rc = load_generate(spec_path, &target, tuning, no_tuning != NULL, &s, &o, e))) return rc;
+    /* the output must not replace what the build reads: spec, weights, tuning record */
+    char record[CG_PATH_MAX + 32] = "";
+    if (!tuning && !no_tuning) cg_tune_default_path(spec_path, record, sizeof record);
+    const char *inputs[] = {spec_path, s->weights[0] ? s->weights : NULL, tuning ? tuning : record[0] ? record : NULL};
+    const char *what[] = {"the spec", "the spec's weights", "the tuning record"};
+    if ((rc = cg_opt_not_input("-o", out, inputs, what, 3, e))) return free_generate(s, o), rc;
     cg_buf log, fat, wbytes, spec_text;
     cg_buf_init(&log), cg_buf_init(&fat), cg_buf_init(&wbytes), cg_buf_init(&spec_text);
     /* every input read and checked before the compiler runs */

@@ -8,6 +8,7 @@
 #include "net_internal.h"
 #include "npy.h"
 #include "options.h"
+#include "tune.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -539,6 +540,26 @@ static void print_profiles(const cg_run_nets *rn)
                                   rn->wall_ms);
 }
 
+/* --json and --output must not replace a file the run reads (the spec or
+ * bundle, the spec's weights, --input, --labels, --fatbin, the tuning record),
+ * nor each other. */
+static int outputs_not_inputs(const cg_job *j, const char *spec, const char *json, const char *output,
+                              const char *input, const char *labels, const char *fatbin, const char *tuning,
+                              cg_err *e)
+{
+    char record[CG_PATH_MAX + 32] = "";
+    if (!j->is_bundle && !tuning) cg_tune_default_path(spec, record, sizeof record);
+    const char *inputs[] = {spec, !j->is_bundle && j->s->weights[0] ? j->s->weights : NULL, input, labels, fatbin,
+                            tuning ? tuning : record[0] ? record : NULL};
+    const char *what[] = {j->is_bundle ? "the bundle" : "the spec", "the spec's weights", "--input", "--labels",
+                          "--fatbin", "the tuning record"};
+    int rc = cg_opt_not_input("--output", output, inputs, what, 6, e);
+    if (!rc) rc = cg_opt_not_input("--json", json, inputs, what, 6, e);
+    if (!rc && json && output && (!strcmp(json, output) || cg_same_file(json, output)))
+        rc = (cg_fail(e, "--json %s: is --output too; give each its own file", json), CG_EXIT_USAGE);
+    return rc;
+}
+
 int cg_cmd_run(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *batch_t = NULL, *backend_t = NULL, *fatbin = NULL,
@@ -584,7 +605,8 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     if (!rc && output && cg_check_output_file(output, e)) rc = CG_EXIT_USAGE;
     if (rc) return rc;
     cg_job j;
-    if ((rc = job_spec(&j, spec, e)) || (rc = bundle_refuses(&j, fatbin, tuning, no_tuning, no_cache, e)))
+    if ((rc = job_spec(&j, spec, e)) || (rc = bundle_refuses(&j, fatbin, tuning, no_tuning, no_cache, e)) ||
+        (rc = outputs_not_inputs(&j, spec, json, output, input, labels, fatbin, tuning, e)))
         return job_free(&j), rc;
     const cg_spec *s = j.s;
     const cg_layer *last = &s->layers[s->nlayers - 1];

@@ -12,7 +12,6 @@
 #include "options.h"
 #include "tune.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -538,6 +537,16 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     char out[CG_PATH_MAX + 32];
     if (c.out) snprintf(out, sizeof out, "%s", c.out);
     else cg_tune_default_path(c.spec, out, sizeof out);
+    /* paths convgen will not write are reported now, not after the tuning; the
+     * record (read back with --layers) is no file the CSV may replace */
+    const char *inputs[] = {c.spec, s->weights[0] ? s->weights : NULL, out};
+    const char *what[] = {"the spec", "the spec's weights", "the tuning record"};
+    if (cg_check_output_file(out, e) || (c.csv && cg_check_output_file(c.csv, e))) rc = CG_EXIT_USAGE;
+    if (!rc) rc = cg_opt_not_input("-o", out, inputs, what, 2, e);
+    if (!rc && c.csv) rc = cg_opt_not_input("--csv", c.csv, inputs, what, 3, e);
+    if (!rc && c.csv && !strcmp(c.csv, out))
+        rc = (cg_fail(e, "--csv %s: is the tuning record too; write the CSV elsewhere", c.csv), CG_EXIT_USAGE);
+    if (rc) return free(s), rc;
 
     tuner t;
     memset(&t, 0, sizeof t);
@@ -555,8 +564,11 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     if (!rc && cg_jit_target(t.nv, t.cu, &t.jo.arch, &t.jo.as_ptx, &t.tg, e)) rc = CG_EXIT_DEVICE;
     cg_err ce;
     if (!rc && !c.no_cache && cg_cache_dir(t.cache_dir, sizeof t.cache_dir, &ce) == 0) t.jo.cache_dir = t.cache_dir;
-    if (!rc && c.csv && !(t.csv = fopen(c.csv, "w")))
-        rc = (cg_fail(e, "%s: cannot write: %s", c.csv, strerror(errno)), CG_EXIT_IO);
+    /* the CSV is gathered in memory and written as the record is (cg_write_file_atomic) */
+    char *csv_text = NULL;
+    size_t csv_len = 0;
+    if (!rc && c.csv && !(t.csv = open_memstream(&csv_text, &csv_len)))
+        rc = (cg_fail(e, "%s: out of memory", c.csv), CG_EXIT_IO);
     if (t.csv)
         fputs("layer,template,params,status,compile_ms,median_ms,iqr_ms,retime_ms,score_ms,tflops,reason,default,"
               "peak_tflops,model\n",
@@ -590,7 +602,15 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
         summary(rec, t.cut);
         printf("tuned in %.1f s\n", now_s() - start);
     }
-    if (t.csv && fclose(t.csv) && !rc) rc = (cg_fail(e, "%s: write failed", c.csv), CG_EXIT_IO);
+    /* the rows measured so far are written even when tuning failed part way */
+    if (t.csv) {
+        cg_err ce2;
+        int bad = fclose(t.csv) ? cg_fail(&ce2, "%s: out of memory", c.csv)
+                                : cg_write_file_atomic(c.csv, csv_text, csv_len, &ce2);
+        if (bad && !rc) rc = CG_EXIT_IO, *e = ce2;
+        else if (bad) fprintf(stderr, "convgen: %s\n", ce2.msg);
+        free(csv_text);
+    }
     if (!rc && c.layers) keep_others(rec, out);
     if (!rc && cg_tune_write(rec, out, e)) rc = CG_EXIT_IO;
     if (!rc) printf("record written to %s%s\n", out, c.csv ? ", every candidate to the CSV" : "");

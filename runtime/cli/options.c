@@ -96,3 +96,18 @@ int cg_opt_int(const char *name, const char *text, long long lo, long long hi, l
     *out = v;
     return 0;
 }
+
+int cg_opt_not_input(const char *opt, const char *out, const char *const *inputs, const char *const *what, int n,
+                     cg_err *e)
+{
+    for (int i = 0; out && i < n; i++)
+        if (inputs[i] && cg_same_file(out, inputs[i])) {
+            if (!strcmp(out, inputs[i]))
+                cg_fail(e, "%s %s: is %s, which this command reads; write the output elsewhere", opt, out, what[i]);
+            else
+                cg_fail(e, "%s %s: is %s (%s), which this command reads; write the output elsewhere", opt, out,
+                        what[i], inputs[i]);
+            return CG_EXIT_USAGE;
+        }
+    return 0;
+}

@@ -24,5 +24,11 @@ int cg_opts_parse(int argc, char **argv, const cg_opt *opts, int nopts, const ch
 /* An integer option in [lo, hi]; absent (NULL) leaves *out unchanged. */
 int cg_opt_int(const char *name, const char *text, long long lo, long long hi, long long *out,
                cg_err *e);
+/* An output the command line names must not be one of the files the command
+ * reads: inputs[i] (NULL entries skipped) is described by what[i] ("the spec",
+ * "--input", ...). 0, or CG_EXIT_USAGE with e naming both (same device and
+ * inode, so a hard link or another spelling of the path is caught too). */
+int cg_opt_not_input(const char *opt, const char *out, const char *const *inputs, const char *const *what, int n,
+                     cg_err *e);
 
 #endif

@@ -181,6 +181,61 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
+/* A file a build writes in its working directory: sm_N.cubin, compute_N.ptx,
+ * out.fatbin, or a temp file of the first two (cg_write_file_atomic's). */
+static int aot_file(const char *name)
+{
+    if (!strcmp(name, "out.fatbin")) return 1;
+    const char *p = !strncmp(name, "sm_", 3) ? name + 3 : !strncmp(name, "compute_", 8) ? name + 8 : NULL;
+    size_t n = p ? strspn(p, "0123456789") : 0;
+    if (n < 2 || n > 3) return 0;
+    const char *ext = name[0] == 's' ? ".cubin" : ".ptx";
+    size_t ne = strlen(ext);
+    if (strncmp(p + n, ext, ne)) return 0;
+    return !p[n + ne] || cg_tmp_owner(name, (size_t)(p + n + ne - name)) > 0;
+}
+
+/* The build pid in "convgen-aot-<pid>-XXXXXX" (mkdtemp's six characters); else 0. */
+static long aot_dir_owner(const char *name)
+{
+    if (strncmp(name, "convgen-aot-", 12)) return 0;
+    const char *p = name + 12;
+    size_t n = strspn(p, "0123456789");
+    if (n < 1 || n > 10 || *p == '0' || p[n] != '-' || strlen(p + n + 1) != 6) return 0;
+    return strtol(p, NULL, 10);
+}
+
+int cg_aot_reclaim(const char *tmpdir)
+{
+    if (!tmpdir) tmpdir = getenv("TMPDIR");
+    if (!tmpdir || !*tmpdir) tmpdir = "/tmp";
+    int tfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *t = tfd < 0 ? NULL : fdopendir(tfd);
+    if (!t) {
+        if (tfd >= 0) close(tfd);
+        return 0;
+    }
+    int removed = 0;
+    for (struct dirent *de; (de = readdir(t));) {
+        if (!cg_pid_gone(aot_dir_owner(de->d_name))) continue;
+        /* the directory itself, never a link to one; ours alone */
+        int dfd = openat(tfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        DIR *d = dfd < 0 || fstat(dfd, &st) || st.st_uid != geteuid() ? NULL : fdopendir(dfd);
+        if (!d) {
+            if (dfd >= 0) close(dfd);
+            continue;
+        }
+        for (struct dirent *f; (f = readdir(d));)
+            if (aot_file(f->d_name) && !fstatat(dfd, f->d_name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode))
+                unlinkat(dfd, f->d_name, 0);
+        closedir(d);
+        if (!unlinkat(tfd, de->d_name, AT_REMOVEDIR)) removed++; /* only when nothing else was there */
+    }
+    closedir(t);
+    return removed;
+}
+
 /* Every number after "sm_" on each line of cuobjdump's listing, sorted, unique. */
 static int parse_listing(const char *text, int *a, int *n)
 {
@@ -358,7 +413,9 @@ int cg_aot_build_buf(const cg_gen_output *o, const int *archs, int narch, const 
 
     const char *tmp = getenv("TMPDIR");
     char dir[4096], outfile[4200], create[4300];
-    snprintf(dir, sizeof dir, "%s/convgen-aot-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    cg_aot_reclaim(NULL); /* what killed builds left */
+    /* the pid in the name: a later build can tell when this one is gone */
+    snprintf(dir, sizeof dir, "%s/convgen-aot-%ld-XXXXXX", tmp && *tmp ? tmp : "/tmp", (long)getpid());
     if (!mkdtemp(dir)) {
         cg_nvrtc_close(nv);
         return cg_fail(e, "mkdtemp %s: %s", dir, strerror(errno));

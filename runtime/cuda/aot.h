@@ -54,5 +54,12 @@ int cg_aot_build(const cg_gen_output *o, const int *archs, int narch, const char
  * written: what a bundle's fatbin section holds. out_path only names it. */
 int cg_aot_build_buf(const cg_gen_output *o, const int *archs, int narch, const char *out_path,
                      cg_buf *out, cg_buf *log, cg_err *e);
+/* The working directories of builds, TMPDIR/convgen-aot-<pid>-XXXXXX, that
+ * builds killed before cleaning up left: each directory of this user whose
+ * build process is gone loses the files a build writes there (sm_N.cubin,
+ * compute_N.ptx, out.fatbin and their temp files) and then itself, if that
+ * left it empty; nothing else is touched. tmpdir NULL: $TMPDIR, else /tmp.
+ * Returns how many directories were removed. Called by every build. */
+int cg_aot_reclaim(const char *tmpdir);
 
 #endif

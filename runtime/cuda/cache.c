@@ -230,7 +230,7 @@ int cg_cache_put(const char *dir, const cg_cache_key *k, const void *p, size_t n
         cg_buf_free(&b);
         return cg_fail(e, "cache: out of memory");
     }
-    int rc = cg_write_file_atomic(path, b.data, b.len, &why);
+    int rc = cg_write_file_atomic_noreclaim(path, b.data, b.len, &why); /* cg_cache_sweep reclaims */
     cg_buf_free(&b);
     if (rc) {
         cg_fail(e, "cache not written (%s); continuing without it", why.msg);
@@ -240,16 +240,11 @@ int cg_cache_put(const char *dir, const cg_cache_key *k, const void *p, size_t n
 }
 
 /* PID of a temp file cg_write_file_atomic leaves when killed while writing an
- * entry, "<32 hex>.cgc.tmp.<pid>"; 0 for any other name. */
+ * entry, "<32 hex>.cgc.tmp.<pid>.<n>"; 0 for any other name. */
 static long tmp_owner(const char *name)
 {
-    size_t n = strlen(name);
-    if (n < 32 + 9 + 1 || strspn(name, "0123456789abcdef") != 32 ||
-        strncmp(name + 32, ".cgc.tmp.", 9) || strspn(name + 41, "0123456789") != n - 41)
-        return 0;
-    errno = 0;
-    long pid = strtol(name + 41, NULL, 10);
-    return errno || pid <= 0 ? 0 : pid;
+    if (strspn(name, "0123456789abcdef") != 32 || strncmp(name + 32, ".cgc.", 5)) return 0;
+    return cg_tmp_owner(name, 36);
 }
 
 int cg_cache_sweep(const char *dir)
@@ -259,9 +254,7 @@ int cg_cache_sweep(const char *dir)
     int removed = 0;
     char path[4096 + 256];
     for (struct dirent *de; (de = readdir(d));) {
-        long pid = tmp_owner(de->d_name);
-        /* ESRCH: no such process; EPERM means it exists under another user */
-        if (!pid || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        if (!cg_pid_gone(tmp_owner(de->d_name))) continue;
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
         if (unlink(path) == 0) removed++;
     }

@@ -66,7 +66,7 @@ int cg_cache_get(const char *dir, const cg_cache_key *k, cg_buf *payload, char r
 int cg_cache_put(const char *dir, const cg_cache_key *k, const void *p, size_t n, cg_err *e);
 
 /* Remove the temp files of entry writes whose process died mid-write
- * ("<key>.cgc.tmp.<pid>" with no such process); nothing else is touched, and
+ * ("<key>.cgc.tmp.<pid>.<n>" with no such process); nothing else is touched, and
  * a live writer's file stays. Returns how many went. Called once per JIT. */
 int cg_cache_sweep(const char *dir);
 

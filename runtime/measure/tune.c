@@ -721,18 +721,7 @@ int cg_tune_write(const cg_tune_record *r, const char *path, cg_err *e)
 {
     cg_buf b;
     cg_buf_init(&b);
-    if (cg_tune_format(r, &b, e)) return cg_buf_free(&b), -1;
-    char tmp[CG_PATH_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    int rc = 0;
-    if (!f) rc = cg_fail(e, "%s: cannot write: %s", path, strerror(errno));
-    else {
-        size_t w = fwrite(b.data, 1, b.len, f);
-        if (fclose(f) || w != b.len) rc = cg_fail(e, "%s: write failed: %s", path, strerror(errno));
-        if (!rc && rename(tmp, path)) rc = cg_fail(e, "%s: cannot rename into place: %s", path, strerror(errno));
-        if (rc) remove(tmp);
-    }
+    int rc = cg_tune_format(r, &b, e) || cg_write_file_atomic(path, b.data, b.len, e) ? -1 : 0;
     cg_buf_free(&b);
     return rc;
 }

@@ -205,8 +205,8 @@ typedef struct {
     cg_tune_entry e[CG_MAX_LAYERS];
 } cg_tune_record;
 
-/* Write r as YAML to path (through a temporary file renamed into place:
- * nothing half-written). */
+/* Write r as YAML to path through cg_write_file_atomic (a fresh temp file
+ * renamed into place: nothing half-written, no link followed). */
 int cg_tune_write(const cg_tune_record *r, const char *path, cg_err *e);
 /* The same text into buf (what cg_tune_write writes). */
 int cg_tune_format(const cg_tune_record *r, cg_buf *buf, cg_err *e);
