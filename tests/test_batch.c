@@ -1,6 +1,6 @@
 /* test_batch.c — the batch as a generation input: which bucket serves a launch
  * of n images, what the templates choose for a small bucket (fc_gemv, conv2d_direct
- * with its map groups split over blocks, conv2d_igemm in small tiles), the
+ * with its map groups split over blocks, conv2d_igemm in small tiles at one image), the
  * manifest's `bucket` record, and that the large-batch kernels stay as they were. */
 #include "check.h"
 #include "gen.h"
@@ -35,9 +35,10 @@ static int gen_for(const char *path, int batch, cg_spec *s, cg_gen_output *o, cg
     return 0;
 }
 
-/* In a small bucket every fc layer is a gemv and every conv layer direct (split
- * over blocks where one image's outputs are few blocks) or igemm in 32-pixel
- * tiles, whatever the spec's large-batch strategy; the manifest says the bucket. */
+/* In a small bucket every fc layer is a gemv and shallow conv layers direct
+ * (split over blocks where one image's outputs are few blocks), at one image
+ * the others igemm in 32-pixel tiles, whatever the spec's large-batch strategy;
+ * the manifest says the bucket. */
 static void small_choices(void)
 {
     static const char *specs[] = {"specs/ece408-2017.yaml", "specs/ece408-2018sp.yaml", "specs/ece408-2018fa.yaml",
@@ -56,9 +57,18 @@ static void small_choices(void)
                 int fc = !strncmp(mk->tpl, "fc_", 3), conv = !strncmp(mk->tpl, "conv2d_", 7);
                 if (fc) CHECK(!strcmp(mk->tpl, "fc_gemv"), "%s bucket %d layer %s: %s, expected fc_gemv", specs[i],
                               batches[b], layer, mk->tpl);
-                if (conv)
+                /* at one image every conv is direct or igemm in small tiles; from two
+                 * on, shallow layers (here C <= 3) are direct, deeper ones keep the
+                 * large-batch choice */
+                const cg_layer *sl = NULL;
+                for (int j = 0; j < s.nlayers; j++)
+                    if (!strcmp(s.layers[j].name, layer)) sl = &s.layers[j];
+                if (conv && batches[b] == 1)
                     CHECK(!strcmp(mk->tpl, "conv2d_direct") || !strcmp(mk->tpl, "conv2d_igemm"),
                           "%s bucket %d layer %s: %s, expected direct or igemm", specs[i], batches[b], layer, mk->tpl);
+                if (conv && sl && sl->C <= 3)
+                    CHECK(!strcmp(mk->tpl, "conv2d_direct"), "%s bucket %d layer %s (C = %d): %s, expected direct",
+                          specs[i], batches[b], layer, sl->C, mk->tpl);
                 /* at one image, a direct conv of many maps is split over blocks */
                 if (batches[b] == 1 && !strcmp(mk->tpl, "conv2d_direct") && !strcmp(specs[i], specs[0]))
                     CHECK(strstr(mk->name, "_ms") != NULL, "%s: %s is not split over blocks", specs[i], mk->name);

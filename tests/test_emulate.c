@@ -19,7 +19,7 @@
  * the staged one with a chunk per thread window),
  * layers-slide-align (its weights after an odd number of staged floats),
  * layers-slide-pad (its padding's columns left out where a thread holds a whole row),
- * layers-small-batch at bucket 8 (conv2d_direct's map splits, conv2d_igemm's
+ * layers-small-batch at bucket 1 (conv2d_direct's map splits, conv2d_igemm's
  * small tiles, fc_gemv), layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
  * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24) and
  * layers-fc-odd (fc_vec's single-float and float2 loads). The
@@ -367,10 +367,10 @@ int main(void)
         emulate(one, dir, bucket ? cg_batch_bucket(atoll(bucket)) : 0);
     else {
         for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) emulate(specs[i], dir, 0);
-        /* the small-batch kernels at bucket 8: direct's map splits, igemm's small
-         * tiles, gemv with 8 images a block of which 3 are there (bucket 1 differs
-         * only in gemv's ib and direct's splits: CG_EMULATE_BATCH=1 runs it) */
-        emulate("tests/gpu/layers-small-batch.yaml", dir, 8);
+        /* the small-batch kernels at bucket 1: direct's map splits, igemm's small
+         * tiles, gemv (bucket 8, gemv's 8 images a block of which 3 are there, and
+         * the large-batch choice for C > 16: CG_EMULATE_BATCH=8) */
+        emulate("tests/gpu/layers-small-batch.yaml", dir, 1);
     }
     char *rm[] = {"rm", "-rf", dir, NULL};
     run_cmd(rm);

@@ -267,30 +267,36 @@ end
 
 -- A conv layer generated for a small batch: `direct` with its small-batch
 -- defaults (the map groups split over blocks until every SM has one) where its
--- unrolled body allows (C*K*K up to AUTO_SMALL_DIRECT_MAX_CKK and a legal
--- configuration), whatever the spec's strategy, whose params are for the large
+-- unrolled body allows and the layer is shallow (C up to AUTO_SMALL_DIRECT_MAX_C,
+-- C*K*K up to AUTO_SMALL_DIRECT_MAX_CKK, a legal configuration), whatever the
+-- spec's strategy, whose params are for the large
 -- batch: at one image the tiled strategies' blocks are a handful (ece408-2018fa's
 -- conv2 under slide's 16-row tiles: 2 blocks). Elsewhere `igemm` in small tiles
 -- (32 pixels, 2x4 a thread), its default tile being 128 pixels of 8x8 a thread.
 -- Returns { template, why, params } or nil.
 network.AUTO_SMALL_DIRECT_MAX_CKK = 1024
+network.AUTO_SMALL_DIRECT_MAX_C = 16
 network.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
 function network.small_conv(l)
   local ckk = l.C * l.K * l.K
   local spec = l.strategy ~= "auto" and string.format("; the spec's strategy %s is for the large batch", l.strategy)
     or ""
-  if ckk > network.AUTO_SMALL_DIRECT_MAX_CKK
+  if l.C > network.AUTO_SMALL_DIRECT_MAX_C or ckk > network.AUTO_SMALL_DIRECT_MAX_CKK
       or not pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, nil, nil) then
+    -- deeper layers: igemm's small tiles at one image; from two images on, the
+    -- large-batch choice (zoo-1x1's C = 64-256 1x1 layers under direct at 8 and
+    -- 64 images ran 1.6x and 6x slower than their own strategies, on an H200)
+    if l.batch > 1 then return nil end
     local given = {}
     for k, v in pairs(network.SMALL_IGEMM) do given[k] = v end
     if not pcall(resolve, import("conv2d_igemm"), "conv2d_igemm", l, given, nil) then return nil end
     return { "conv2d_igemm", string.format("small batch: igemm in 32-pixel tiles, since the network is generated " ..
-      "for %d image%s (at most %d) and direct cannot unroll C*K*K = %d%s", l.batch, l.batch == 1 and "" or "s",
-      network.AUTO_GEMV_MAX_BATCH, ckk, spec), given }
+      "for 1 image and direct is for layers with C <= %d and C*K*K <= %d (C = %d, C*K*K = %d)%s",
+      network.AUTO_SMALL_DIRECT_MAX_C, network.AUTO_SMALL_DIRECT_MAX_CKK, l.C, ckk, spec), given }
   end
   return { "conv2d_direct", string.format("small batch: direct, since the network is generated for %d image%s " ..
-    "(at most %d) and C*K*K = %d <= %d%s", l.batch, l.batch == 1 and "" or "s", network.AUTO_GEMV_MAX_BATCH, ckk,
-    network.AUTO_SMALL_DIRECT_MAX_CKK, spec), {} }
+    "(at most %d), C = %d <= %d and C*K*K = %d <= %d%s", l.batch, l.batch == 1 and "" or "s",
+    network.AUTO_GEMV_MAX_BATCH, l.C, network.AUTO_SMALL_DIRECT_MAX_C, ckk, network.AUTO_SMALL_DIRECT_MAX_CKK, spec), {} }
 end
 
 -- The template serving layer l and, where `auto` chose it, why. A spec's fc
