@@ -11,7 +11,7 @@ $cg kernel specs/example-conv.yaml --layer conv1 --list >"$t/o" 2>"$t/e"; rc=$?
 [ $rc -eq 0 ] && ok || bad "--list exit $rc: $(cat "$t/e")"
 grep -q "^864 candidates: 1280 combinations of the declared legal values, 416 refused" "$t/o" && ok || bad "--list count: $(head -3 "$t/o")"
 [ "$(grep -cE '^ +[0-9]+  block=' "$t/o")" -eq 864 ] && ok || bad "--list should print 864 candidates"
-grep -qE '^ +1  block=32 maps_unroll=1 cols=1 unroll_groups=0 fuse=1$' "$t/o" && ok || bad "first candidate"
+grep -qE '^ +1  block=32 maps_unroll=1 cols=1 unroll_groups=0 fuse=1 ms=1$' "$t/o" && ok || bad "first candidate"
 # another strategy for an fc layer: every listed candidate is one fc_vec accepts
 $cg kernel specs/ece408-2017.yaml --layer fc2 --strategy vec --list >"$t/o" 2>"$t/e" && ok || bad "fc --list: $(cat "$t/e")"
 n=$(sed -n 's/^\([0-9]*\) candidates: 144 combinations.*/\1/p' "$t/o")

@@ -9,7 +9,10 @@
 # 3. bench/latency.py: convgen's GPU time and host latency at batch 1, 8, 64, 256
 #    and 1,000 beside the previous binary (BASE_CONVGEN) and PyTorch FP32 eager,
 #    CUDA graph and (batch 1) torch.compile reduce-overhead, all in this one call.
-# Logs go to OUTDIR (default: the current directory).
+# Logs go to OUTDIR (default: the current directory). Environment: CHECKS (the
+# specs checked; default SPEC... and tests/gpu/layers-small-batch.yaml),
+# CHECK_BATCHES (default "1 7 64"), BATCHES (default 1,8,64,256,1000), REPEAT
+# (default 100), COMPILE_BATCHES (torch.compile's; default none).
 set -u
 NEW=$1 BASE=$2 OUT=${3:-.}
 shift $(( $# >= 3 ? 3 : $# ))
@@ -18,7 +21,7 @@ CHECKS=${CHECKS:-$SPECS tests/gpu/layers-small-batch.yaml}
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
 fail=0
 for s in $CHECKS; do
-  for b in 1 7 64; do
+  for b in ${CHECK_BATCHES:-1 7 64}; do
     if "$NEW" check "$s" --random-input 1 --images "$b" --batch "$b" >"$OUT/check.log" 2>&1; then
       echo "check $s batch $b: ok ($(grep -c '' "$OUT/check.log") lines)"
     else
@@ -35,6 +38,7 @@ if command -v compute-sanitizer >/dev/null; then
     done
   done
 fi
-PYTHONUNBUFFERED=1 python3 bench/latency.py $SPECS --convgen "$NEW" --baseline "$BASE" --repeat 100 \
+PYTHONUNBUFFERED=1 python3 bench/latency.py $SPECS --convgen "$NEW" --baseline "$BASE" --repeat "${REPEAT:-100}" \
+  --batches "${BATCHES:-1,8,64,256,1000}" \
   --compile-batches "${COMPILE_BATCHES:-}" --host-latency || fail=1
 exit $fail

@@ -276,12 +276,18 @@ end
 -- Returns { template, why, params } or nil.
 network.AUTO_SMALL_DIRECT_MAX_CKK = 1024
 network.AUTO_SMALL_DIRECT_MAX_C = 16
+network.AUTO_SMALL_DIRECT_MAX_CKK_8 = 160
 network.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
 function network.small_conv(l)
   local ckk = l.C * l.K * l.K
   local spec = l.strategy ~= "auto" and string.format("; the spec's strategy %s is for the large batch", l.strategy)
     or ""
-  if l.C > network.AUTO_SMALL_DIRECT_MAX_C or ckk > network.AUTO_SMALL_DIRECT_MAX_CKK
+  -- from two images on, strided stems (zoo-alex's 11x11 stride 4, zoo-resnet-stem's
+  -- and zoo-stem96's 7x7 stride 2) ran 1.1-2.1x slower under direct than under
+  -- their large-batch strategies at 8 and 64 images (an H200): direct there only
+  -- for stride 1 and C*K*K up to AUTO_SMALL_DIRECT_MAX_CKK_8
+  local wide = l.batch > 1 and ((l.stride or 1) > 1 or ckk > network.AUTO_SMALL_DIRECT_MAX_CKK_8)
+  if wide or l.C > network.AUTO_SMALL_DIRECT_MAX_C or ckk > network.AUTO_SMALL_DIRECT_MAX_CKK
       or not pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, nil, nil) then
     -- deeper layers: igemm's small tiles at one image; from two images on, the
     -- large-batch choice (zoo-1x1's C = 64-256 1x1 layers under direct at 8 and
