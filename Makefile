@@ -141,7 +141,18 @@ build/tests/gpu/%: tests/gpu/%.c $(LIB_OBJ) tests/check.h
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: build/convgen lib $(MPI_BIN) $(TEST_BIN)
+# tests/fake_cuda.c: a stand-in libcuda.so.1 on the host, for tests/test_graph.c
+FAKE_CUDA := build/tests/fake/libcuda.so.1
+$(FAKE_CUDA): tests/fake_cuda.c tests/fake_cuda.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -Itests -Wl,-soname,libcuda.so.1 $< -o $@
+
+# bench/latency_embed.c: cg_net_run one image at a time, as an embedding program calls it
+build/bench/latency_embed: bench/latency_embed.c $(LIB_OBJ)
+	@mkdir -p build/bench
+	$(CC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@
+
+test-run: build/convgen lib $(MPI_BIN) $(TEST_BIN) $(FAKE_CUDA) build/bench/latency_embed
 	@tools/run-tests.sh $(TEST_BIN)
 
 test-gpu: deps

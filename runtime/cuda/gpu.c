@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CG_SET_GRAPHS 4
+
 /* One stream set: what one batch in flight needs. While one set's kernels
  * run, another's copies do, so each has its own tensors and staging. */
 typedef struct {
@@ -20,9 +22,12 @@ typedef struct {
     CUdeviceptr tdev[CG_MAX_TENSORS]; /* one batch of every tensor */
     CUevent ev[CG_MAN_KERNELS + 1];   /* at the kernel marks (cg_gpu.mark) */
     CUevent up0, up1, dn1;            /* upload start and end, download end */
-    CUgraphExec graph;                /* the kernels of a batch of graph_n images, captured */
-    long long graph_n;                /* the images it was captured for; 0: none */
-    int graph_skip;                   /* the kernel it leaves out (a float input), -1: none */
+    /* the kernels of a batch, captured: one graph per image count met (a full
+     * batch and a remainder, typically), the oldest replaced beyond CG_SET_GRAPHS */
+    CUgraphExec graph[CG_SET_GRAPHS];
+    long long graph_n[CG_SET_GRAPHS]; /* the images each was captured for; 0: none */
+    int graph_skip[CG_SET_GRAPHS];    /* the kernel it leaves out (a float input), -1: none */
+    int graph_next;                   /* the slot the next capture takes */
     unsigned char *hin;               /* pinned: one batch of input pixels */
     unsigned char *hout;              /* pinned: one batch of every result downloaded */
     size_t hin_cap, hout_cap;         /* their bytes */
@@ -510,18 +515,23 @@ static int queue_kernels(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int e
 }
 
 /* The set's kernels for n images as one CUDA graph: captured from the set's
- * stream the first time (and again when n or the skipped kernel changes: the
- * grid and the argument n are baked in), then replayed with one launch. A
- * capture the driver refuses turns graphs off for this cg_gpu and the batch
- * runs as plain launches (the profile says which). */
+ * stream the first time a count (and skipped kernel) is met — the grid and the
+ * argument n are baked in — and kept, a few counts per set, then replayed with
+ * one launch. A capture the driver refuses turns graphs off for this cg_gpu and
+ * the batch runs as plain launches (the profile says which). */
 static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, cg_gpu_times *t, cg_err *e)
 {
     cg_cu *cu = g->cu;
-    if (st->graph && (st->graph_n != n || st->graph_skip != skip)) {
-        if (CG_CU(e, cu->cuGraphExecDestroy(st->graph))) return -1;
-        st->graph = NULL, st->graph_n = 0;
-    }
-    if (!st->graph) {
+    int slot = -1;
+    for (int i = 0; i < CG_SET_GRAPHS && slot < 0; i++)
+        if (st->graph[i] && st->graph_n[i] == n && st->graph_skip[i] == skip) slot = i;
+    if (slot < 0) {
+        slot = st->graph_next;
+        st->graph_next = (st->graph_next + 1) % CG_SET_GRAPHS;
+        if (st->graph[slot]) {
+            if (CG_CU(e, cu->cuGraphExecDestroy(st->graph[slot]))) return -1;
+            st->graph[slot] = NULL, st->graph_n[slot] = 0;
+        }
         CUgraph gr = NULL;
         if (CG_CU(e, cu->cuStreamBeginCapture(st->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))) return -1;
         int rc = queue_kernels(g, st, skip, n, 1, e);
@@ -531,18 +541,18 @@ static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, cg_gpu_
             return -1;
         }
         if (CG_CU(e, end)) return -1;
-        CUresult inst = cu->cuGraphInstantiateWithFlags(&st->graph, gr, 0);
+        CUresult inst = cu->cuGraphInstantiateWithFlags(&st->graph[slot], gr, 0);
         if (CG_CU(e, cu->cuGraphDestroy(gr))) return -1;
         if (inst != CUDA_SUCCESS) {
-            st->graph = NULL;
+            st->graph[slot] = NULL;
             g->graphs = 0;
             return queue_kernels(g, st, skip, n, 0, e);
         }
-        st->graph_n = n, st->graph_skip = skip;
+        st->graph_n[slot] = n, st->graph_skip[slot] = skip;
         t->graph_captures++;
     }
     t->graph_replays++;
-    return CG_CU(e, cu->cuGraphLaunch(st->graph, st->stream));
+    return CG_CU(e, cu->cuGraphLaunch(st->graph[slot], st->stream));
 }
 
 /* Pipeline submit: stage the pixels in pinned memory, then on the set's stream
@@ -802,7 +812,8 @@ void cg_gpu_close(cg_gpu *g)
         for (int k = 0; k < CG_PIPE_MAX_SETS; k++) {
             cg_gpu_set *st = &g->set[k];
             if (st->stream) cu->cuStreamSynchronize(st->stream);
-            if (st->graph) cu->cuGraphExecDestroy(st->graph);
+            for (int j = 0; j < CG_SET_GRAPHS; j++)
+                if (st->graph[j]) cu->cuGraphExecDestroy(st->graph[j]);
             for (size_t i = 0; i < sizeof st->ev / sizeof *st->ev; i++)
                 if (st->ev[i]) cu->cuEventDestroy(st->ev[i]);
             CUevent more[] = {st->up0, st->up1, st->dn1};

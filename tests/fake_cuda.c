@@ -1,0 +1,415 @@
+/* fake_cuda.c — a stand-in libcuda.so.1 for tests/test_graph.c: the driver
+ * entry points the runtime asks cuGetProcAddress for, answered on the host.
+ * Device memory is host memory, kernels are names (found in the cubin's symbol
+ * table, as are the sizes of its __constant__ symbols) and a launch runs
+ * nothing: it is counted, and while a stream captures, recorded into the
+ * graph being captured. What the runtime did is read back through
+ * fake_cu_stats(). One device: an sm_90 with 132 SMs. */
+#include <cuda.h>
+#include <elf.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake_cuda.h"
+
+static fake_cu_stats_t st;
+
+fake_cu_stats_t *fake_cu_stats(void) { return &st; }
+
+/* ---- modules: the names and sizes of a cubin's symbols ---- */
+
+typedef struct {
+    char name[128];
+    size_t size;
+    void *mem; /* a __constant__ symbol's storage, made on first use */
+} fake_sym;
+
+typedef struct {
+    int nsym;
+    fake_sym *sym;
+} fake_mod;
+
+/* The symbol table of an ELF64 image (a cubin). */
+static void read_symbols(const unsigned char *img, fake_mod *m)
+{
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64) return;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+    for (int i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB) continue;
+        const Elf64_Sym *sy = (const Elf64_Sym *)(img + sh[i].sh_offset);
+        const char *names = (const char *)(img + sh[sh[i].sh_link].sh_offset);
+        int n = (int)(sh[i].sh_size / sizeof *sy);
+        m->sym = calloc((size_t)n, sizeof *m->sym);
+        for (int j = 0; m->sym && j < n; j++) {
+            snprintf(m->sym[m->nsym].name, sizeof m->sym[0].name, "%s", names + sy[j].st_name);
+            m->sym[m->nsym++].size = sy[j].st_size;
+        }
+    }
+}
+
+static CUresult mod_load(CUmodule *out, const void *image)
+{
+    fake_mod *m = calloc(1, sizeof *m);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    read_symbols(image, m);
+    *out = (CUmodule)m;
+    return CUDA_SUCCESS;
+}
+static CUresult f_ModuleLoadData(CUmodule *m, const void *img) { return mod_load(m, img); }
+static CUresult f_ModuleLoadDataEx(CUmodule *m, const void *img, unsigned n, CUjit_option *o, void **v)
+{
+    (void)n, (void)o, (void)v;
+    return mod_load(m, img);
+}
+static CUresult f_ModuleUnload(CUmodule m)
+{
+    fake_mod *fm = (fake_mod *)m;
+    for (int i = 0; fm && i < fm->nsym; i++) free(fm->sym[i].mem);
+    if (fm) free(fm->sym);
+    free(fm);
+    return CUDA_SUCCESS;
+}
+static fake_sym *find(CUmodule m, const char *name)
+{
+    fake_mod *fm = (fake_mod *)m;
+    for (int i = 0; fm && i < fm->nsym; i++)
+        if (!strcmp(fm->sym[i].name, name)) return &fm->sym[i];
+    return NULL;
+}
+static CUresult f_ModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+    fake_sym *s = find(m, name);
+    if (!s) return CUDA_ERROR_NOT_FOUND;
+    *f = (CUfunction)s;
+    return CUDA_SUCCESS;
+}
+static CUresult f_ModuleGetGlobal(CUdeviceptr *p, size_t *n, CUmodule m, const char *name)
+{
+    fake_sym *s = find(m, name);
+    if (!s) return CUDA_ERROR_NOT_FOUND;
+    if (!s->mem && !(s->mem = calloc(1, s->size ? s->size : 1))) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (p) *p = (CUdeviceptr)(uintptr_t)s->mem;
+    if (n) *n = s->size;
+    return CUDA_SUCCESS;
+}
+
+/* ---- launches, streams, graphs ---- */
+
+typedef struct {
+    int nlaunch;
+} fake_graph;
+
+static int capturing;
+static int captured;
+
+static CUresult f_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned sh, CUstream s, void **params, void **extra)
+{
+    (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)s, (void)params, (void)extra;
+    const fake_sym *k = (const fake_sym *)f;
+    if (!k || !gx) return CUDA_ERROR_INVALID_VALUE;
+    st.launches++;
+    if (capturing) captured++;
+    else st.kernels_run++;
+    if (st.nnames < FAKE_MAX_NAMES) snprintf(st.names[st.nnames++], sizeof st.names[0], "%s", k->name);
+    return CUDA_SUCCESS;
+}
+static CUresult f_StreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
+{
+    (void)s, (void)mode;
+    if (capturing) return CUDA_ERROR_ILLEGAL_STATE;
+    capturing = 1, captured = 0;
+    st.captures++;
+    return CUDA_SUCCESS;
+}
+static CUresult f_StreamEndCapture(CUstream s, CUgraph *g)
+{
+    (void)s;
+    if (!capturing) return CUDA_ERROR_ILLEGAL_STATE;
+    capturing = 0;
+    fake_graph *fg = calloc(1, sizeof *fg);
+    if (!fg) return CUDA_ERROR_OUT_OF_MEMORY;
+    fg->nlaunch = captured;
+    *g = (CUgraph)fg;
+    return CUDA_SUCCESS;
+}
+static CUresult f_GraphInstantiateWithFlags(CUgraphExec *x, CUgraph g, unsigned long long flags)
+{
+    (void)flags;
+    fake_graph *copy = malloc(sizeof *copy);
+    if (!copy) return CUDA_ERROR_OUT_OF_MEMORY;
+    *copy = *(fake_graph *)g;
+    *x = (CUgraphExec)copy;
+    st.graphs_live++;
+    return CUDA_SUCCESS;
+}
+static CUresult f_GraphLaunch(CUgraphExec x, CUstream s)
+{
+    (void)s;
+    st.graph_launches++;
+    st.kernels_run += ((fake_graph *)x)->nlaunch;
+    return CUDA_SUCCESS;
+}
+static CUresult f_GraphExecDestroy(CUgraphExec x)
+{
+    free(x);
+    st.graphs_live--;
+    return CUDA_SUCCESS;
+}
+static CUresult f_GraphDestroy(CUgraph g)
+{
+    free(g);
+    return CUDA_SUCCESS;
+}
+static CUresult f_EventRecord(CUevent e, CUstream s)
+{
+    (void)e, (void)s;
+    if (capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* an internal node: no time to read */
+    st.event_records++;
+    return CUDA_SUCCESS;
+}
+static CUresult f_EventRecordWithFlags(CUevent e, CUstream s, unsigned flags)
+{
+    (void)e, (void)s;
+    if (capturing && !(flags & CU_EVENT_RECORD_EXTERNAL)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    st.event_records++;
+    return CUDA_SUCCESS;
+}
+static CUresult f_EventSynchronize(CUevent e)
+{
+    (void)e;
+    st.host_syncs++;
+    return CUDA_SUCCESS;
+}
+static CUresult f_EventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+    (void)a, (void)b;
+    *ms = 0.001f;
+    return CUDA_SUCCESS;
+}
+static CUresult f_StreamSynchronize(CUstream s)
+{
+    (void)s;
+    st.host_syncs++;
+    return CUDA_SUCCESS;
+}
+
+/* ---- memory: device pointers are host pointers ---- */
+
+static CUresult f_MemAlloc(CUdeviceptr *p, size_t n)
+{
+    void *q = calloc(1, n ? n : 1);
+    if (!q) return CUDA_ERROR_OUT_OF_MEMORY;
+    *p = (CUdeviceptr)(uintptr_t)q;
+    st.device_allocs++;
+    return CUDA_SUCCESS;
+}
+static CUresult f_MemFree(CUdeviceptr p)
+{
+    free((void *)(uintptr_t)p);
+    return CUDA_SUCCESS;
+}
+static CUresult f_MemAllocHost(void **p, size_t n)
+{
+    *p = calloc(1, n ? n : 1);
+    if (!*p) return CUDA_ERROR_OUT_OF_MEMORY;
+    st.host_allocs++;
+    return CUDA_SUCCESS;
+}
+static CUresult f_MemFreeHost(void *p)
+{
+    free(p);
+    return CUDA_SUCCESS;
+}
+static CUresult f_MemcpyHtoD(CUdeviceptr d, const void *s, size_t n)
+{
+    memcpy((void *)(uintptr_t)d, s, n);
+    return CUDA_SUCCESS;
+}
+static CUresult f_MemcpyDtoH(void *d, CUdeviceptr s, size_t n)
+{
+    memcpy(d, (const void *)(uintptr_t)s, n);
+    return CUDA_SUCCESS;
+}
+static CUresult f_MemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream x)
+{
+    (void)x;
+    st.copies++;
+    return f_MemcpyHtoD(d, s, n);
+}
+static CUresult f_MemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream x)
+{
+    (void)x;
+    st.copies++;
+    return f_MemcpyDtoH(d, s, n);
+}
+static CUresult f_MemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream x)
+{
+    (void)x;
+    memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+    return CUDA_SUCCESS;
+}
+static CUresult f_MemsetD32(CUdeviceptr d, unsigned v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) ((unsigned *)(uintptr_t)d)[i] = v;
+    return CUDA_SUCCESS;
+}
+static CUresult f_MemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream x)
+{
+    (void)x;
+    return f_MemsetD32(d, v, n);
+}
+static CUresult f_MemsetD8(CUdeviceptr d, unsigned char v, size_t n)
+{
+    memset((void *)(uintptr_t)d, v, n);
+    return CUDA_SUCCESS;
+}
+static CUresult f_MemGetInfo(size_t *f, size_t *t)
+{
+    *f = (size_t)1 << 30, *t = (size_t)2 << 30;
+    return CUDA_SUCCESS;
+}
+
+/* ---- the device ---- */
+
+static CUresult f_DriverGetVersion(int *v)
+{
+    *v = 13000;
+    return CUDA_SUCCESS;
+}
+static CUresult f_DeviceGetCount(int *n)
+{
+    *n = 1;
+    return CUDA_SUCCESS;
+}
+static CUresult f_DeviceGet(CUdevice *d, int i)
+{
+    *d = i;
+    return i == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+static CUresult f_DeviceGetName(char *name, int n, CUdevice d)
+{
+    (void)d;
+    snprintf(name, (size_t)n, "fake sm_90");
+    return CUDA_SUCCESS;
+}
+static CUresult f_DeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
+{
+    (void)d;
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 227 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *v = 228 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: *v = 65536; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *v = 65536; break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *v = 50 << 20; break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *v = 1980000; break;
+    default: *v = 0;
+    }
+    return CUDA_SUCCESS;
+}
+static CUresult f_DeviceTotalMem(size_t *n, CUdevice d)
+{
+    (void)d;
+    *n = (size_t)2 << 30;
+    return CUDA_SUCCESS;
+}
+static int the_ctx, handles[4096], nhandles;
+static CUresult f_PrimaryCtxRetain(CUcontext *c, CUdevice d)
+{
+    (void)d;
+    *c = (CUcontext)&the_ctx;
+    return CUDA_SUCCESS;
+}
+static CUcontext current;
+static CUresult f_CtxSetCurrent(CUcontext c)
+{
+    current = c;
+    return CUDA_SUCCESS;
+}
+static CUresult f_CtxGetCurrent(CUcontext *c)
+{
+    *c = current;
+    return CUDA_SUCCESS;
+}
+static CUresult f_CtxPopCurrent(CUcontext *c)
+{
+    if (c) *c = current;
+    return CUDA_SUCCESS;
+}
+/* streams and events: distinct non-null handles */
+static CUresult handle(void **out)
+{
+    if (nhandles >= 4096) return CUDA_ERROR_OUT_OF_MEMORY;
+    *out = &handles[nhandles++];
+    return CUDA_SUCCESS;
+}
+static CUresult f_StreamCreate(CUstream *s, unsigned flags)
+{
+    (void)flags;
+    return handle((void **)s);
+}
+static CUresult f_EventCreate(CUevent *e, unsigned flags)
+{
+    (void)flags;
+    return handle((void **)e);
+}
+static CUresult f_GetErrorName(CUresult r, const char **s)
+{
+    (void)r;
+    *s = "CUDA_ERROR_FAKE";
+    return CUDA_SUCCESS;
+}
+static CUresult f_GetErrorString(CUresult r, const char **s)
+{
+    (void)r;
+    *s = "an error of the fake driver";
+    return CUDA_SUCCESS;
+}
+/* everything else the runtime asks for: nothing to do, success */
+static CUresult f_ok(void) { return CUDA_SUCCESS; }
+
+#define FN(name, fn) {name, (void (*)(void))(fn)}
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} table[] = {
+    FN("cuDriverGetVersion", f_DriverGetVersion), FN("cuDeviceGetCount", f_DeviceGetCount),
+    FN("cuDeviceGet", f_DeviceGet), FN("cuDeviceGetName", f_DeviceGetName),
+    FN("cuDeviceGetAttribute", f_DeviceGetAttribute), FN("cuDeviceTotalMem", f_DeviceTotalMem),
+    FN("cuDevicePrimaryCtxRetain", f_PrimaryCtxRetain), FN("cuCtxSetCurrent", f_CtxSetCurrent),
+    FN("cuCtxGetCurrent", f_CtxGetCurrent), FN("cuCtxPopCurrent", f_CtxPopCurrent),
+    FN("cuModuleLoadData", f_ModuleLoadData), FN("cuModuleLoadDataEx", f_ModuleLoadDataEx),
+    FN("cuModuleUnload", f_ModuleUnload), FN("cuModuleGetFunction", f_ModuleGetFunction),
+    FN("cuModuleGetGlobal", f_ModuleGetGlobal), FN("cuMemAlloc", f_MemAlloc), FN("cuMemFree", f_MemFree),
+    FN("cuMemAllocHost", f_MemAllocHost), FN("cuMemFreeHost", f_MemFreeHost), FN("cuMemcpyHtoD", f_MemcpyHtoD),
+    FN("cuMemcpyDtoH", f_MemcpyDtoH), FN("cuMemcpyHtoDAsync", f_MemcpyHtoDAsync),
+    FN("cuMemcpyDtoHAsync", f_MemcpyDtoHAsync), FN("cuMemcpyDtoDAsync", f_MemcpyDtoDAsync),
+    FN("cuMemsetD32", f_MemsetD32), FN("cuMemsetD32Async", f_MemsetD32Async), FN("cuMemsetD8", f_MemsetD8),
+    FN("cuMemGetInfo", f_MemGetInfo), FN("cuLaunchKernel", f_LaunchKernel), FN("cuStreamCreate", f_StreamCreate),
+    FN("cuStreamSynchronize", f_StreamSynchronize), FN("cuEventCreate", f_EventCreate),
+    FN("cuEventRecord", f_EventRecord), FN("cuEventRecordWithFlags", f_EventRecordWithFlags),
+    FN("cuEventSynchronize", f_EventSynchronize), FN("cuEventElapsedTime", f_EventElapsedTime),
+    FN("cuStreamBeginCapture", f_StreamBeginCapture), FN("cuStreamEndCapture", f_StreamEndCapture),
+    FN("cuGraphInstantiateWithFlags", f_GraphInstantiateWithFlags), FN("cuGraphLaunch", f_GraphLaunch),
+    FN("cuGraphExecDestroy", f_GraphExecDestroy), FN("cuGraphDestroy", f_GraphDestroy),
+    FN("cuGetErrorName", f_GetErrorName), FN("cuGetErrorString", f_GetErrorString),
+};
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *found)
+{
+    (void)version, (void)flags;
+    void (*fn)(void) = (void (*)(void))f_ok;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(table[i].name, symbol)) fn = table[i].fn;
+    memcpy(pfn, &fn, sizeof fn);
+    if (found) *found = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+}

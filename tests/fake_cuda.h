@@ -1,0 +1,22 @@
+/* fake_cuda.h — what the stand-in libcuda.so.1 (tests/fake_cuda.c) counted. */
+#ifndef CG_FAKE_CUDA_H
+#define CG_FAKE_CUDA_H
+#include <stdio.h>
+
+#define FAKE_MAX_NAMES 4096
+
+typedef struct {
+    int launches;       /* cuLaunchKernel calls (captured ones included) */
+    int kernels_run;    /* kernels executed: launches outside a capture, plus each graph's per replay */
+    int captures;       /* cuStreamBeginCapture */
+    int graph_launches; /* cuGraphLaunch */
+    int graphs_live;    /* instantiated and not yet destroyed */
+    int event_records;
+    int host_syncs;     /* cuEventSynchronize and cuStreamSynchronize */
+    int device_allocs, host_allocs, copies;
+    int nnames;
+    char names[FAKE_MAX_NAMES][128]; /* every launched kernel's name, in order */
+} fake_cu_stats_t;
+
+fake_cu_stats_t *fake_cu_stats(void);
+#endif
