@@ -155,12 +155,13 @@ int main(int argc, char **argv)
     (void)argc;
     if (!getenv("CG_FAKE_CUDA_CHILD")) {
         /* again, with the fake driver first on the loader's path and a private JIT cache */
-        char cwd[4096], lib[4200], cache[] = "/tmp/cg_test_graph_XXXXXX";
+        char cwd[4096], lib[8400], cache[] = "/tmp/cg_test_graph_XXXXXX";
         if (!getcwd(cwd, sizeof cwd) || !mkdtemp(cache)) {
             CHECK(0, "setup");
             return cg_test_done("graph");
         }
-        snprintf(lib, sizeof lib, "%s/build/tests/fake", cwd);
+        const char *prev = getenv("LD_LIBRARY_PATH");
+        snprintf(lib, sizeof lib, "%s/build/tests/fake%s%.4000s", cwd, prev && *prev ? ":" : "", prev ? prev : "");
         setenv("LD_LIBRARY_PATH", lib, 1);
         setenv("XDG_CACHE_HOME", cache, 1);
         setenv("CG_FAKE_CUDA_CHILD", cache, 1);
