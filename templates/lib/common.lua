@@ -206,12 +206,13 @@ function common.vec_t(ctype, width)
 end
 
 -- `values` (a template's values table) with the types of common.types(l) added
--- under their names (in_t, out_t, w_t, b_t, acc_t, to_acc, w_to_acc, from_acc);
--- returns values.
+-- under their names (in_t, out_t, w_t, b_t, acc_t, to_acc, w_to_acc, from_acc),
+-- and common.vec_t as vec_t; returns values.
 function common.typed(l, values)
   for k, v in pairs(common.types(l)) do
     if values[k] == nil then values[k] = v end
   end
+  if values.vec_t == nil then values.vec_t = common.vec_t end
   return values
 end
 
@@ -603,7 +604,7 @@ function common.fc.kernel(l, p, strategy, source, values)
   local split = values and values.SPLIT or 1
   local name = string.format("fc_%s_i%do%d_%s%s_m%dn%dk%d_t%dx%d%s", strategy, IN, l.out, l.act,
     l.bias and "_bias" or "", p.bm, p.bn, p.bk, p.tm, p.tn, split > 1 and ("_s" .. split) or "")
-  local head, args = common.kernel_head(name, common.fc.threads(p), common.std_args(),
+  local head, args = common.kernel_head(name, common.fc.threads(p), common.std_args({ types = common.types(l) }),
     split > 1 and string.format("__cluster_dims__(1, 1, %d)", split) or nil)
   local v = {
     name = name, head = head, threads = common.fc.threads(p),
@@ -611,6 +612,7 @@ function common.fc.kernel(l, p, strategy, source, values)
     bias = l.bias,
     act = function(e) return common.act(l.act, e) end,
   }
+  common.typed(l, v)
   for k, x in pairs(values or {}) do v[k] = x end
   return {
     name = name,
