@@ -16,20 +16,20 @@ local source = engine.compile([[
     (void)b;
     const int i = blockIdx.x * {{block}} + threadIdx.x;
     if (i >= n * {{E}}) return;
-    const float v = in[i];
-    out[i] = {{act("v")}};
+    const {{acc_t}} v = {{to_acc("in[i]")}};
+    out[i] = {{from_acc(act("v"))}};
 }
 ]], "activation")
 
 -- l: { elems = per-image elements, act = "tanh"|"relu" }
 function T.kernel(l, p)
   local name = string.format("activation_%s_e%d_b%d", l.act, l.elems, p.block)
-  local head, args = common.kernel_head(name, p.block, common.std_args({}))
+  local head, args = common.kernel_head(name, p.block, common.std_args({ types = common.types(l) }))
   return {
     name = name,
     args = args,
-    source = source({ name = name, head = head, block = p.block, E = l.elems,
-                      act = function(e) return common.act(l.act, e) end }),
+    source = source(common.typed(l, { name = name, head = head, block = p.block, E = l.elems,
+                      act = function(e) return common.act(l.act, e) end })),
     grid = { common.batch_dim(l.elems, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
     out_elems = l.elems,

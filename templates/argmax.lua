@@ -15,12 +15,12 @@ local source = engine.compile([[
     (void)b;
     const int img = blockIdx.x * {{block}} + threadIdx.x;
     if (img >= n) return;
-    const float* x = in + img * {{E}};
-    float best = x[0];
+    const {{in_t}}* x = in + img * {{E}};
+    {{acc_t}} best = {{to_acc("x[0]")}};
     int arg = 0;
 #pragma unroll
     for (int i = 1; i < {{E}}; i++) {
-        const float v = x[i];
+        const {{acc_t}} v = {{to_acc("x[i]")}};
         if (v > best) {
             best = v;
             arg = i;
@@ -33,11 +33,13 @@ local source = engine.compile([[
 -- l: { elems = scores per image }
 function T.kernel(l, p)
   local name = string.format("argmax_e%d_b%d", l.elems, p.block)
-  local head, args = common.kernel_head(name, p.block, common.std_args({out_type = "int"}))
+  -- the scores in the layer's dtype, the class index an i32
+  local ty = { dtype = l.dtype, out_dtype = "i32" }
+  local head, args = common.kernel_head(name, p.block, common.std_args({ types = common.types(ty) }))
   return {
     name = name,
     args = args,
-    source = source({ name = name, head = head, block = p.block, E = l.elems }),
+    source = source(common.typed(ty, { name = name, head = head, block = p.block, E = l.elems })),
     grid = { common.batch_dim(1, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
     out_elems = 1,

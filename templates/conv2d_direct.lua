@@ -237,25 +237,25 @@ end
 
 local source = engine.compile([[
 % if const then
-__constant__ float {{wsym}}[{{M * CKK}}];
+__constant__ {{w_t}} {{wsym}}[{{M * CKK}}];
 %   if bias then
-__constant__ float {{bsym}}[{{M}}];
+__constant__ {{b_t}} {{bsym}}[{{M}}];
 %   end
 
 // weights of map m, channel c, row p, column q: W(((m * {{C}} + c) * {{K}} + p) * {{K}} + q)
-#define W(i) {{wsym}}[i]
+#define W(i) {{w_to_acc(wsym .. "[i]")}}
 % else
 // weights of map g+m (the group staged in shared memory), channel c, row p, column q:
 // W((m * {{C}} + c) * {{K * K}} + p * {{K}} + q)
-#define W(i) ws[i]
+#define W(i) {{w_to_acc("ws[i]")}}
 % end
 % if bias then
-#define B(m) {{bsrc}}[m]
+#define B(m) {{w_to_acc(bsrc .. "[m]")}}
 % end
 
 // one weight into every output of the thread's {{TR}}x{{TS}} tile; p, q are literals
 template <int P, int Q>
-__device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k, const float (&v)[{{PR}}][{{PC}}])
+__device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{acc_t}} k, const {{acc_t}} (&v)[{{PR}}][{{PC}}])
 {
 #pragma unroll
     for (int r = 0; r < {{TR}}; r++)
@@ -278,7 +278,7 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
     // threads past the batch still help stage weights, then store nothing
     const bool live = idx < n * {{P // cols}};
     const int at = live ? idx : 0;
-    __shared__ float ws[{{mu * CKK}}];
+    __shared__ {{w_t}} ws[{{mu * CKK}}];
 % end
     const int img = at / {{P // cols}};
     const int t = at - img * {{P // cols}};
@@ -288,20 +288,20 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
     // the patch's first input row and column (negative in the padding); rows p and
     // columns q that may fall outside are known here, and only they are checked
     const int iy0 = row * {{TR * S}} - {{pt}}, ix0 = col * {{TR * S}} - {{pl}};
-    const float* __restrict__ x = in + img * {{C * H * W}};
+    const {{in_t}}* __restrict__ x = in + img * {{C * H * W}};
     const int o = iy0 * {{W}} + ix0;
 #define {{name}}_IN(p, q) ({{incond}})
-#define {{name}}_X(c, p, q) ({{name}}_IN(p, q) ? x[o + (c) * {{H * W}} + (p) * {{W}} + (q)] : 0.0f)
+#define {{name}}_X(c, p, q) ({{name}}_IN(p, q) ? {{to_acc("x[o + (c) * " .. H * W .. " + (p) * " .. W .. " + (q)]")}} : 0.0f)
 % else
-    const float* __restrict__ x = in + img * {{C * H * W}} + row * {{TR * S * W}} + col * {{TR * S}};
+    const {{in_t}}* __restrict__ x = in + img * {{C * H * W}} + row * {{TR * S * W}} + col * {{TR * S}};
 % end
-    float* __restrict__ y = out + img * {{M * P}} + row * {{TW}} + col;
+    {{out_t}}* __restrict__ y = out + img * {{M * P}} + row * {{TW}} + col;
     (void)w_arg;
     (void)b_arg;
 % if hoist then
 
     // the {{C}}x{{PR}}x{{PC}} input patch, loaded once for all {{M}} maps
-    float v[{{C}}][{{PR}}][{{PC}}];
+    {{acc_t}} v[{{C}}][{{PR}}][{{PC}}];
 #pragma unroll
     for (int c = 0; c < {{C}}; c++)
 #pragma unroll
@@ -311,7 +311,7 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
 % if padded then
                 v[c][p][q] = {{name}}_X(c, p, q);
 % else
-                v[c][p][q] = x[c * {{H * W}} + p * {{W}} + q];
+                v[c][p][q] = {{to_acc("x[c * " .. H * W .. " + p * " .. W .. " + q]")}};
 % end
 % end
 % local groups = M // mu
@@ -330,14 +330,14 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
 % end
 % local ind = "        "
 % for m = 0, mu - 1 do
-        float a{{m}}[{{TR}}][{{TS}}] = {};
+        {{acc_t}} a{{m}}[{{TR}}][{{TS}}] = {};
 % end
 % for c = 0, C - 1 do
 %   local vc = hoist and ("v[" .. c .. "]") or "v"
 %   if not hoist then
         {
             // channel {{c}}: its {{PR}}x{{PC}} patch
-            float v[{{PR}}][{{PC}}];
+            {{acc_t}} v[{{PR}}][{{PC}}];
 #pragma unroll
             for (int p = 0; p < {{PR}}; p++)
 #pragma unroll
@@ -345,7 +345,7 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
 %     if padded then
                     v[p][q] = {{name}}_X({{c}}, p, q);
 %     else
-                    v[p][q] = x[{{c * H * W}} + p * {{W}} + q];
+                    v[p][q] = {{to_acc("x[" .. c * H * W .. " + p * " .. W .. " + q]")}};
 %     end
 %     ind = "            "
 %   end
@@ -386,7 +386,7 @@ __device__ __forceinline__ void {{name}}_fma(float (&a)[{{TR}}][{{TS}}], float k
 %     else
 %       val = act(string.format("a%d[0][%d]", m, s) .. b)
 %     end
-        {{guard}}y[(g + {{m}}) * {{P}} + {{s}}] = {{val}};
+        {{guard}}y[(g + {{m}}) * {{P}} + {{s}}] = {{from_acc(val)}};
 %   end
 % end
     }
@@ -422,7 +422,8 @@ function T.kernel(l, p)
   local CKK = l.C * l.K * l.K
   local name, const, wbytes = naming(l, p)
   local act = fused and l.act or "none"
-  local head, args = common.kernel_head(name, p.block, common.std_args({ w_name = "w_arg", b_name = "b_arg" }))
+  local head, args = common.kernel_head(name, p.block, common.std_args({ w_name = "w_arg", b_name = "b_arg",
+    types = common.types(l) }))
   local v = {
     name = name, head = head,
     block = p.block, mu = p.maps_unroll, cols = p.cols, unroll_groups = p.unroll_groups == 1, ms = p.ms,
@@ -444,7 +445,7 @@ function T.kernel(l, p)
   return {
     name = name,
     args = args,
-    source = source(v),
+    source = source(common.typed(l, v)),
     grid = { common.batch_dim(OH * OW // p.cols, p.block), p.ms, 1 },
     block = { p.block, 1, 1 },
     shared = 0,   -- dynamic shared memory; the staged weights are static

@@ -464,6 +464,7 @@ function T.kernel(l, p)
     pool_kind = g.kind, pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
   for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, true)) do v[k] = x end
+  common.typed(l, v)
   v.epilogue = s.pooled and igemm.epilogue(v) or ""
   local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
   k.const_bytes = s.const_bytes

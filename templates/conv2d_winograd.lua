@@ -237,8 +237,9 @@ local source = engine.compile([=[
 {{head}}
 {
     extern __shared__ float4 smem4[];
-    float* const vs = reinterpret_cast<float*>(smem4);
-    float* const us = vs + {{2 * NN * XS}};
+% -- the transformed tiles and filters, in acc_t
+    {{acc_t}}* const vs = reinterpret_cast<{{acc_t}}*>(smem4);
+    {{acc_t}}* const us = vs + {{2 * NN * XS}};
     const int tid = threadIdx.x;
     const int grp = tid / {{TT}};      // products grp*{{XG}} .. +{{XG - 1}}
     const int tt = tid % {{TT}};       // the thread tile
@@ -294,7 +295,7 @@ local source = engine.compile([=[
 % end
     }
 
-    float acc[{{XG}}][{{TM}}][{{TN}}];
+    {{acc_t}} acc[{{XG}}][{{TM}}][{{TN}}];
 #pragma unroll
     for (int x = 0; x < {{XG}}; x++)
 #pragma unroll
@@ -303,11 +304,11 @@ local source = engine.compile([=[
             for (int j = 0; j < {{TN}}; j++) acc[x][i][j] = 0.0f;
 
     // slice s in registers: raw {{N}}x{{N}} input tiles and {{K}}x{{K}} filters
-    float d[{{LI}}][{{NN}}], f[{{LW}}][{{KK}}];
+    {{acc_t}} d[{{LI}}][{{NN}}], f[{{LW}}][{{KK}}];
     auto fetch = [&](int s) {
 #pragma unroll
         for (int i = 0; i < {{LI}}; i++) {
-            const float* const x = in + xo[i] + s * {{CS * H * W}};
+            const {{in_t}}* const x = in + xo[i] + s * {{CS * H * W}};
 % for p = 0, N - 1 do
             {{load(p)}}
 % end
@@ -317,16 +318,16 @@ local source = engine.compile([=[
 #pragma unroll
             for (int r = 0; r < {{KK}}; r++)
 % if wguard then
-                f[i][r] = wok[i] ? __ldg(w_arg + wo[i] + s * {{CS * KK * M}} + r * {{M}}) : 0.0f;
+                f[i][r] = wok[i] ? {{w_to_acc("__ldg(w_arg + wo[i] + s * " .. CS * KK * M .. " + r * " .. M .. ")")}} : 0.0f;
 % else
-                f[i][r] = __ldg(w_arg + wo[i] + s * {{CS * KK * M}} + r * {{M}});
+                f[i][r] = {{w_to_acc("__ldg(w_arg + wo[i] + s * " .. CS * KK * M .. " + r * " .. M .. ")")}};
 % end
     };
     // the registers transformed into shared-memory buffer b: V = BT d B, U = G g G^T;
     // pair e lands at [xi][e] of its {{NN}} x {{XS}} (or x {{XU}}) buffer
     auto stash = [&](int b) {
-        float* const v = vs + b * {{NN * XS}} + tid;
-        float* const u = us + b * {{NN * XU}} + tid;
+        {{acc_t}}* const v = vs + b * {{NN * XS}} + tid;
+        {{acc_t}}* const u = us + b * {{NN * XU}} + tid;
 #pragma unroll
         for (int i = 0; i < {{LI}}; i++) {
 % if itail then
@@ -345,13 +346,13 @@ local source = engine.compile([=[
     // acc += this thread's {{XG}} products of the slice in buffer b; its maps and tiles are
     // contiguous, read as float4s where they can be
     auto multiply = [&](int b) {
-        const float* const v = vs + b * {{NN * XS}} + grp * {{XG * XS}} + tx * {{TN}};
-        const float* const u = us + b * {{NN * XU}} + grp * {{XG * XU}} + ty * {{TM}};
+        const {{acc_t}}* const v = vs + b * {{NN * XS}} + grp * {{XG * XS}} + tx * {{TN}};
+        const {{acc_t}}* const u = us + b * {{NN * XU}} + grp * {{XG * XU}} + ty * {{TM}};
 #pragma unroll
         for (int x = 0; x < {{XG}}; x++)
 #pragma unroll
             for (int k = 0; k < {{CS}}; k++) {
-                float a[{{TM}}], y[{{TN}}];
+                {{acc_t}} a[{{TM}}], y[{{TN}}];
                 {{read("a", "u", TM, "x * " .. XU .. " + k * " .. BM)}}
                 {{read("y", "v", TN, "x * " .. XS .. " + k * " .. BN)}}
 #pragma unroll
@@ -364,7 +365,7 @@ local source = engine.compile([=[
     {{loop}}
 
     // epilogue: the products into ms[xi][map][tile] (over the slices' buffers, all read by now)
-    float* const ms = vs;
+    {{acc_t}}* const ms = vs;
 #pragma unroll
     for (int x = 0; x < {{XG}}; x++)
 #pragma unroll
@@ -379,18 +380,18 @@ local source = engine.compile([=[
         const int c = col0 + e % {{BN}};
         const int m = m0 + e / {{BN}};
         if (c >= total{{mguard and (" || m >= " .. M) or ""}}) continue;
-        float mv[{{NN}}], y[{{MT * MT}}];
+        {{acc_t}} mv[{{NN}}], y[{{MT * MT}}];
 #pragma unroll
         for (int xi = 0; xi < {{NN}}; xi++) mv[xi] = ms[xi * {{XM}} + e];
         {{ytrans}}
         const int img = c / {{PT}}, at = c - img * {{PT}};
 % if bias then
-        const float bv = __ldg(b_arg + m);
+        const {{acc_t}} bv = {{w_to_acc("__ldg(b_arg + m)")}};
 % end
 % if pooled then
-        float* const o = out + img * {{M * P}} + m * {{P}} + {{PO}} * (at / {{TW}}) * {{OW}} + {{PO}} * (at % {{TW}});
+        {{out_t}}* const o = out + img * {{M * P}} + m * {{P}} + {{PO}} * (at / {{TW}}) * {{OW}} + {{PO}} * (at % {{TW}});
 % else
-        float* const o = out + img * {{M * P}} + m * {{P}} + {{MT}} * (at / {{TW}}) * {{CW}} + {{MT}} * (at % {{TW}});
+        {{out_t}}* const o = out + img * {{M * P}} + m * {{P}} + {{MT}} * (at / {{TW}}) * {{CW}} + {{MT}} * (at % {{TW}});
 % end
 % for _, st in ipairs(stores) do
         {{st}}
@@ -402,21 +403,21 @@ local source = engine.compile([=[
 -- The loads of row p of input tile i, a loop over its columns q: plain reads where
 -- row p and column q are inside the input for every tile (known from literals: the
 -- unrolled loop's tests fold away), else under the tile's mask bits.
-local function load_expr(s, W)
+local function load_expr(s, W, ty)
   return function(p)
     local tests = {}
     if s.rowtest and (p < s.g.pt or p >= s.ylim) then tests[#tests + 1] = string.format("((rm[i] >> %d) & 1)", p) end
     if s.coltest then
       tests[#tests + 1] = string.format("((q >= %d && q < %d) || ((cm[i] >> q) & 1))", s.g.pl, s.xlim)
     end
-    local rd = string.format("__ldg(x + %d + q)", p * W)
+    local rd = ty.to_acc(string.format("__ldg(x + %d + q)", p * W))
     local e = #tests == 0 and rd or string.format("%s ? %s : 0.0f", table.concat(tests, " && "), rd)
     return string.format("#pragma unroll\n            for (int q = 0; q < %d; q++) d[i][%d + q] = %s;", s.n, p * s.n, e)
   end
 end
 
--- C statements reading n floats at src + off into dst[0..n-1]: float4s (then a
--- float2, a float) where n allows.
+-- C statements reading n acc_t values (shared memory) at src + off into
+-- dst[0..n-1]: 4-wide vectors (then a 2-wide one, a scalar) where n allows.
 local function read(dst, src, n, off)
   local f = { "x", "y", "z", "w" }
   local t, at = {}, 0
@@ -426,7 +427,8 @@ local function read(dst, src, n, off)
     if w == 1 then
       t[#t + 1] = string.format("%s[%d] = %s[%s + %d];", dst, at, src, off, at)
     else
-      t[#t + 1] = string.format("const float%d %s = *reinterpret_cast<const float%d*>(%s + %s + %d);", w, nm, w,
+      local vt = common.vec_t(common.ACC, w)
+      t[#t + 1] = string.format("const %s %s = *reinterpret_cast<const %s*>(%s + %s + %d);", vt, nm, vt,
         src, off, at)
       for i = 1, w do t[#t + 1] = string.format("%s[%d] = %s.%s;", dst, at + i - 1, nm, f[i]) end
     end
@@ -438,7 +440,7 @@ end
 -- The statements storing a tile's outputs y[a*m + b] through pointer o: m x m conv
 -- outputs, or (m/2)x(m/2) pooled ones; an output past the edge (possible only in
 -- the last tile row or column, known from literals) under a test.
-local function store_lines(s, p, act, bias)
+local function store_lines(s, p, act, bias, ty)
   local lines, b = {}, bias and " + bv" or ""
   local function guard(a, bcol, side, rows, cols)
     local tests = {}
@@ -461,14 +463,14 @@ local function store_lines(s, p, act, bias)
         else
           v = common.act(act, string.format("fmaxf(fmaxf(%s, %s), fmaxf(%s, %s))%s", y[1], y[2], y[3], y[4], b))
         end
-        lines[#lines + 1] = guard(a, c, s.PO, s.OH, s.OW) .. string.format("o[%d] = %s;", a * s.OW + c, v)
+        lines[#lines + 1] = guard(a, c, s.PO, s.OH, s.OW) .. string.format("o[%d] = %s;", a * s.OW + c, ty.from_acc(v))
       end
     end
   else
     for a = 0, mt - 1 do
       for c = 0, mt - 1 do
         lines[#lines + 1] = guard(a, c, mt, s.CH, s.CW) ..
-          string.format("o[%d] = %s;", a * s.CW + c, common.act(act, string.format("y[%d]%s", a * mt + c, b)))
+          string.format("o[%d] = %s;", a * s.CW + c, ty.from_acc(common.act(act, string.format("y[%d]%s", a * mt + c, b))))
       end
     end
   end
@@ -483,18 +485,19 @@ function T.kernel(l, p)
   local name = string.format("conv2d_winograd_c%dm%dk%d_h%dw%d%s_%s%s%s_f%d_m%dn%dc%d_t%dx%d_x%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.mt, p.bm, p.bn, p.cs, p.tm, p.tn, p.xg) .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
-  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }),
-    nil, p.occ)
+  local ty = common.types(l)
+  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg",
+    types = ty }), nil, p.occ)
   local wt = {}
   if l.M % p.bm ~= 0 then wt[#wt + 1] = string.format("m0 + m < %d", l.M) end
   if s.LW * s.threads ~= p.cs * p.bm then wt[#wt + 1] = string.format("e < %d", p.cs * p.bm) end
   local n = s.n
   local vtrans = wino.sandwich(f.BT, f.BT, function(a, c) return string.format("d[i][%d + %s]", a * n, c) end,
-    function(j, k, e) return string.format("v[(%s * %d + %d) * %d + i * %d] = %s;", j, n, k, s.XS, s.threads, e) end, "t")
+    function(j, k, e) return string.format("v[(%s * %d + %d) * %d + i * %d] = %s;", j, n, k, s.XS, s.threads, e) end, "t", ty.acc_t)
   local utrans = wino.sandwich(f.G, f.G, function(a, c) return string.format("f[i][%d + %s]", a * l.K, c) end,
-    function(j, k, e) return string.format("u[(%s * %d + %d) * %d + i * %d] = %s;", j, n, k, s.XU, s.threads, e) end, "t")
+    function(j, k, e) return string.format("u[(%s * %d + %d) * %d + i * %d] = %s;", j, n, k, s.XU, s.threads, e) end, "t", ty.acc_t)
   local ytrans = wino.sandwich(f.AT, f.AT, function(a, c) return string.format("mv[%d + %s]", a * n, c) end,
-    function(j, k, e) return string.format("y[%s * %d + %d] = %s;", j, p.mt, k, e) end, "t")
+    function(j, k, e) return string.format("y[%s * %d + %d] = %s;", j, p.mt, k, e) end, "t", ty.acc_t)
   local v = {
     name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = l.K * l.K, CH = s.CH, CW = s.CW, TH = s.TH, TW = s.TW,
@@ -502,17 +505,17 @@ function T.kernel(l, p)
     BM = p.bm, BN = p.bn, CS = p.cs, TM = p.tm, TN = p.tn, NT = s.threads, TT = s.TT, LI = s.LI, LW = s.LW,
     XS = s.XS, XU = s.XU, XM = s.XM,
     S = s.slices, smem = s.smem, pooled = s.pooled, bias = l.bias,
-    pt = g.pt, pl = g.pl, masks = s.rowtest or s.coltest, load = load_expr(s, l.W),
+    pt = g.pt, pl = g.pl, masks = s.rowtest or s.coltest, load = load_expr(s, l.W, ty),
     mguard = l.M % p.bm ~= 0,
     wguard = #wt > 0, wok = table.concat(wt, " && "),
     itail = s.LI * s.threads ~= p.cs * p.bn,
     wtail = s.LW * s.threads ~= p.cs * p.bm,
     actname = act, read = read, XG = p.xg,
     vtrans = vtrans, utrans = utrans, ytrans = ytrans,
-    stores = store_lines(s, p, act, l.bias), loop = common.prefetch_loop(s.slices, true),
+    stores = store_lines(s, p, act, l.bias, ty), loop = common.prefetch_loop(s.slices, true),
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
-  return common.tiled_conv_record(l, p, s, act, name, args, source(v), s.PT)
+  return common.tiled_conv_record(l, p, s, act, name, args, source(common.typed(l, v)), s.PT)
 end
 
 return T

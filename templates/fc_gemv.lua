@@ -87,14 +87,14 @@ local source = engine.compile([[
 {
     // x: n x {{IN}} (row-major), w: {{OUT}} x {{IN}}, out: n x {{OUT}}
     // block: images [i0, i0 + {{IB}}) x outputs [o0, o0 + {{ROWS}}), the reduction over {{THREADS}} threads
-    __shared__ float part[{{WARPS}}][{{ROWS * IB}}];
+    __shared__ {{acc_t}} part[{{WARPS}}][{{ROWS * IB}}];
     const int tid = threadIdx.x;
     const int i0 = blockIdx.x * {{IB}};
     const int o0 = blockIdx.y * {{ROWS}};
 % if not bias then
     (void)b;
 % end
-    float acc[{{ROWS}}][{{IB}}];
+    {{acc_t}} acc[{{ROWS}}][{{IB}}];
 #pragma unroll
     for (int r = 0; r < {{ROWS}}; r++)
 #pragma unroll
@@ -118,7 +118,7 @@ local source = engine.compile([[
 #pragma unroll
             for (int i = 0; i < {{IB}}; i++) {
 % for _, f in ipairs(FIELDS) do
-                acc[r][i] = fmaf({{f("wv[r]")}}, {{f("xv[i]")}}, acc[r][i]);
+                acc[r][i] = fmaf({{w_to_acc(f("wv[r]"))}}, {{to_acc(f("xv[i]"))}}, acc[r][i]);
 % end
             }
     }
@@ -140,10 +140,10 @@ local source = engine.compile([[
     if (tid < {{ROWS * IB}}) {
         const int r = tid / {{IB}}, i = tid % {{IB}};
         const int go = o0 + r, gi = i0 + i;
-        float s = part[0][tid];
+        {{acc_t}} s = part[0][tid];
 #pragma unroll
         for (int wp = 1; wp < {{WARPS}}; wp++) s += part[wp][tid];
-        if (go < {{OUT}} && gi < n) out[(size_t)gi * {{OUT}} + go] = {{act(bias and "s + b[go]" or "s")}};
+        if (go < {{OUT}} && gi < n) out[(size_t)gi * {{OUT}} + go] = {{from_acc(act(bias and ("s + " .. w_to_acc("b[go]")) or "s"))}};
     }
 }
 ]], "fc_gemv")
@@ -155,7 +155,10 @@ function T.kernel(l, p)
   local iter = common.ceil_div(chunks, p.threads)
   local name = string.format("fc_gemv_i%do%d_%s%s_b%dr%dt%d", IN, l.out, l.act, l.bias and "_bias" or "",
     p.ib, p.rows, p.threads)
-  local head, args = common.kernel_head(name, p.threads, common.std_args())
+  local ty = common.types(l)
+  -- x and w go through the same V-wide registers: one element type for both
+  if ty.in_t ~= ty.w_t then error("fc_gemv loads inputs and weights of one element type", 2) end
+  local head, args = common.kernel_head(name, p.threads, common.std_args({ types = ty }))
   local fields = V == 4 and { "x", "y", "z", "w" } or V == 2 and { "x", "y" } or { false }
   local F = {}
   for j, f in ipairs(fields) do
@@ -165,14 +168,14 @@ function T.kernel(l, p)
     head = head, IN = IN, OUT = l.out, IB = p.ib, ROWS = p.rows, THREADS = p.threads,
     WARPS = common.ceil_div(p.threads, 32), V = V, CHUNKS = chunks, ITER = iter,
     UNROLL = math.min(iter, 8), bias = l.bias, FIELDS = F,
-    VT = V == 4 and "float4" or V == 2 and "float2" or "float",
+    VT = common.vec_t(ty.in_t, V),
     zero = V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",
     act = function(e) return common.act(l.act, e) end,
   }
   return {
     name = name,
     args = args,
-    source = source(v),
+    source = source(common.typed(l, v)),
     grid = { common.batch_dim(1, p.ib), common.ceil_div(l.out, p.rows), 1 },
     block = { p.threads, 1, 1 },
     shared = 0,

@@ -46,8 +46,8 @@ local source = engine.compile([[
 {{head}}
 {
     // x: n x {{IN}} (row-major), w: {{OUT}} x {{IN}}, out: n x {{OUT}}
-    __shared__ float xs[{{BK}}][{{BM + 1}}];
-    __shared__ float ws[{{BK}}][{{BN + 1}}];
+    __shared__ {{acc_t}} xs[{{BK}}][{{BM + 1}}];
+    __shared__ {{acc_t}} ws[{{BK}}][{{BN + 1}}];
     const int tid = threadIdx.x;
     const int tx = tid % {{BN // TN}};   // output column group
     const int ty = tid / {{BN // TN}};   // image row group
@@ -56,7 +56,7 @@ local source = engine.compile([[
 % if not bias then
     (void)b;
 % end
-    float acc[{{TM}}][{{TN}}];
+    {{acc_t}} acc[{{TM}}][{{TN}}];
 #pragma unroll
     for (int i = 0; i < {{TM}}; i++)
 #pragma unroll
@@ -69,18 +69,18 @@ local source = engine.compile([[
         for (int e = tid; e < {{BM * BK}}; e += {{threads}}) {
             const int r = e / {{BK}}, k = e % {{BK}};
             const int gi = i0 + r, gk = k0 + k;
-            xs[k][r] = (gi < n && gk < {{IN}}) ? in[gi * {{IN}} + gk] : 0.0f;
+            xs[k][r] = (gi < n && gk < {{IN}}) ? {{to_acc("in[gi * " .. IN .. " + gk]")}} : 0.0f;
         }
 #pragma unroll
         for (int e = tid; e < {{BN * BK}}; e += {{threads}}) {
             const int r = e / {{BK}}, k = e % {{BK}};
             const int go = o0 + r, gk = k0 + k;
-            ws[k][r] = (go < {{OUT}} && gk < {{IN}}) ? w[go * {{IN}} + gk] : 0.0f;
+            ws[k][r] = (go < {{OUT}} && gk < {{IN}}) ? {{w_to_acc("w[go * " .. IN .. " + gk]")}} : 0.0f;
         }
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < {{BK}}; k++) {
-            float xr[{{TM}}], wr[{{TN}}];
+            {{acc_t}} xr[{{TM}}], wr[{{TN}}];
 #pragma unroll
             for (int i = 0; i < {{TM}}; i++) xr[i] = xs[k][ty + i * {{BM // TM}}];
 #pragma unroll
@@ -100,7 +100,7 @@ local source = engine.compile([[
 #pragma unroll
         for (int j = 0; j < {{TN}}; j++) {
             const int go = o0 + tx + j * {{BN // TN}};
-            if (go < {{OUT}}) out[gi * {{OUT}} + go] = {{act(bias and "acc[i][j] + b[go]" or "acc[i][j]")}};
+            if (go < {{OUT}}) out[gi * {{OUT}} + go] = {{from_acc(act(bias and ("acc[i][j] + " .. w_to_acc("b[go]")) or "acc[i][j]"))}};
         }
     }
 }

@@ -111,8 +111,8 @@ local source = engine.compile([[
 {{head}}
 {
     // x: n x {{IN}} (row-major), w: {{OUT}} x {{IN}}, out: n x {{OUT}}
-    __shared__ __align__(16) float xs[{{BK}}][{{BM + 4}}];
-    __shared__ __align__(16) float ws[{{BK}}][{{BN + 4}}];
+    __shared__ __align__(16) {{acc_t}} xs[{{BK}}][{{BM + 4}}];
+    __shared__ __align__(16) {{acc_t}} ws[{{BK}}][{{BN + 4}}];
     const int tid = threadIdx.x;
     const int tx = tid % {{BN // TN}};   // this thread's outputs: COL(0..{{TN - 1}})
     const int ty = tid / {{BN // TN}};   // this thread's images: ROW(0..{{TM - 1}})
@@ -158,8 +158,8 @@ local source = engine.compile([[
             const int e = tid + s * {{threads}}, r = e / {{BK // V}}, k = (e % {{BK // V}}) * {{V}}; \
             if (e < {{BM * BK // V}}) {                                             \
 % if V == 4 then
-                xs[k][r] = xr[s].x; xs[k + 1][r] = xr[s].y;                        \
-                xs[k + 2][r] = xr[s].z; xs[k + 3][r] = xr[s].w;                    \
+                xs[k][r] = {{to_acc("xr[s].x")}}; xs[k + 1][r] = {{to_acc("xr[s].y")}};                        \
+                xs[k + 2][r] = {{to_acc("xr[s].z")}}; xs[k + 3][r] = {{to_acc("xr[s].w")}};                    \
 % else
                 {{store("xs", "xr")}}                                              \
 % end
@@ -169,8 +169,8 @@ local source = engine.compile([[
             const int e = tid + s * {{threads}}, r = e / {{BK // V}}, k = (e % {{BK // V}}) * {{V}}; \
             if (e < {{BN * BK // V}}) {                                             \
 % if V == 4 then
-                ws[k][r] = wr[s].x; ws[k + 1][r] = wr[s].y;                        \
-                ws[k + 2][r] = wr[s].z; ws[k + 3][r] = wr[s].w;                    \
+                ws[k][r] = {{w_to_acc("wr[s].x")}}; ws[k + 1][r] = {{w_to_acc("wr[s].y")}};                        \
+                ws[k + 2][r] = {{w_to_acc("wr[s].z")}}; ws[k + 3][r] = {{w_to_acc("wr[s].w")}};                    \
 % else
                 {{store("ws", "wr")}}                                              \
 % end
@@ -178,7 +178,7 @@ local source = engine.compile([[
         }                                                                          \
     } while (0)
 
-    float acc[{{TM}}][{{TN}}];
+    {{acc_t}} acc[{{TM}}][{{TN}}];
 #pragma unroll
     for (int i = 0; i < {{TM}}; i++)
 #pragma unroll
@@ -193,13 +193,13 @@ local source = engine.compile([[
         if (k0 + {{BK}} < kend) FETCH(k0 + {{BK}});   // next slice in flight during the products
 #pragma unroll
         for (int k = 0; k < {{BK}}; k++) {
-            float a[{{TM}}], c[{{TN}}];
+            {{acc_t}} a[{{TM}}], c[{{TN}}];
 #pragma unroll
             for (int i = 0; i < {{TM}}; i += 4)
-                *reinterpret_cast<float4*>(&a[i]) = *reinterpret_cast<const float4*>(&xs[k][ROW(i)]);
+                *reinterpret_cast<{{vec_t(acc_t, 4)}}*>(&a[i]) = *reinterpret_cast<const {{vec_t(acc_t, 4)}}*>(&xs[k][ROW(i)]);
 #pragma unroll
             for (int j = 0; j < {{TN}}; j += 4)
-                *reinterpret_cast<float4*>(&c[j]) = *reinterpret_cast<const float4*>(&ws[k][COL(j)]);
+                *reinterpret_cast<{{vec_t(acc_t, 4)}}*>(&c[j]) = *reinterpret_cast<const {{vec_t(acc_t, 4)}}*>(&ws[k][COL(j)]);
 #pragma unroll
             for (int i = 0; i < {{TM}}; i++)
 #pragma unroll
@@ -213,7 +213,7 @@ local source = engine.compile([[
     // the cluster's reduction, in {{PH}} phase(s) of {{VP}} values per thread: ranks 1..
     // publish, rank 0 adds them in rank order, and no block moves on (or leaves)
     // while rank 0 still reads its shared memory
-    __shared__ __align__(16) float part[{{VP}}][{{threads}}];
+    __shared__ __align__(16) {{acc_t}} part[{{VP}}][{{threads}}];
     const unsigned mine = (unsigned)__cvta_generic_to_shared(&part[0][tid]);
 #pragma unroll
     for (int ph = 0; ph < {{PH}}; ph++) {
@@ -228,8 +228,9 @@ local source = engine.compile([[
                 unsigned theirs;
                 asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(theirs) : "r"(mine), "r"(r));
 #pragma unroll
+% -- the partial sums are acc_t, FP32: ld.shared::cluster.f32 and "=f" read them
                 for (int v = 0; v < {{VP}}; v++) {
-                    float x;
+                    {{acc_t}} x;
                     asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(x)
                                  : "r"(theirs + (unsigned)(v * {{threads}} * 4)) : "memory");
                     acc[(ph * {{VP}} + v) / {{TN}}][(ph * {{VP}} + v) % {{TN}}] += x;
@@ -248,7 +249,7 @@ local source = engine.compile([[
 #pragma unroll
         for (int j = 0; j < {{TN}}; j++) {
             const int go = o0 + COL(j);
-            if (go < {{OUT}}) out[gi * {{OUT}} + go] = {{act(bias and "acc[i][j] + b[go]" or "acc[i][j]")}};
+            if (go < {{OUT}}) out[gi * {{OUT}} + go] = {{from_acc(act(bias and ("acc[i][j] + " .. w_to_acc("b[go]")) or "acc[i][j]"))}};
         }
     }
 #undef ROW
@@ -259,14 +260,19 @@ local source = engine.compile([[
 function T.kernel(l, p)
   local threads = common.fc.threads(p)
   local V = width(l)
-  local VT = V == 4 and "float4" or V == 2 and "float2" or "float"
+  -- x and w go through the same V-wide registers: one element type for both
+  local ty = common.types(l)
+  if ty.in_t ~= ty.w_t then error("fc_vec loads inputs and weights of one element type", 2) end
+  local VT = common.vec_t(ty.in_t, V)
   return common.fc.kernel(l, p, "vec", source, {
     V = V, VT = VT,
     zero = V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",
     -- the V floats (1 or 2) of register slot s into rows k .. k+V-1 of shared array a
+    -- (converted to acc_t)
     store = function(a, r)
-      if V == 1 then return string.format("%s[k][r] = %s[s];", a, r) end
-      return string.format("%s[k][r] = %s[s].x; %s[k + 1][r] = %s[s].y;", a, r, a, r)
+      local cv = a == "xs" and ty.to_acc or ty.w_to_acc
+      if V == 1 then return string.format("%s[k][r] = %s;", a, cv(r .. "[s]")) end
+      return string.format("%s[k][r] = %s; %s[k + 1][r] = %s;", a, cv(r .. "[s].x"), a, cv(r .. "[s].y"))
     end,
     XL = common.ceil_div(p.bm * p.bk // V, threads), WL = common.ceil_div(p.bn * p.bk // V, threads),
     SPLIT = p.split, SPR = common.ceil_div(common.ceil_div(l.C * l.H * l.W, p.bk), p.split),

@@ -19,11 +19,11 @@ local source = engine.compile([[
     if (i >= n * {{E // vec}}) return;
 % if vec == 4 then
     const uchar4 p = reinterpret_cast<const uchar4*>(in)[i];
-    reinterpret_cast<float4*>(out)[i] = make_float4(
-        fmaf((float)p.x, {{scale}}f, {{offset}}f), fmaf((float)p.y, {{scale}}f, {{offset}}f),
-        fmaf((float)p.z, {{scale}}f, {{offset}}f), fmaf((float)p.w, {{scale}}f, {{offset}}f));
+    reinterpret_cast<{{vec_t(out_t, 4)}}*>(out)[i] = make_float4(
+        fmaf(({{acc_t}})p.x, {{scale}}f, {{offset}}f), fmaf(({{acc_t}})p.y, {{scale}}f, {{offset}}f),
+        fmaf(({{acc_t}})p.z, {{scale}}f, {{offset}}f), fmaf(({{acc_t}})p.w, {{scale}}f, {{offset}}f));
 % else
-    out[i] = fmaf((float)in[i], {{scale}}f, {{offset}}f);
+    out[i] = {{from_acc("fmaf((" .. acc_t .. ")in[i], " .. scale .. "f, " .. offset .. "f)")}};
 % end
 }
 ]], "input_u8")
@@ -37,14 +37,18 @@ end
 
 -- l: { elems = C*H*W, scale = s, offset = o }
 function T.kernel(l, p)
-  local vec = l.elems % 4 == 0 and 4 or 1
+  -- pixels in, the network's first tensor (the layers' dtype) out
+  local ty = { in_dtype = "u8", out_dtype = l.dtype }
+  local out_t = common.types(ty).out_t
+  -- four pixels to a thread where the output has a 4-wide vector type (make_float4: FP32)
+  local vec = (l.elems % 4 == 0 and out_t == "float") and 4 or 1
   local name = string.format("input_u8_e%d_b%d_s%so%s", l.elems, p.block, bits(l.scale_text), bits(l.offset_text))
-  local head, args = common.kernel_head(name, p.block, common.std_args({in_type = "unsigned char"}))
+  local head, args = common.kernel_head(name, p.block, common.std_args({ types = common.types(ty) }))
   return {
     name = name,
     args = args,
-    source = source({ name = name, head = head, block = p.block, E = l.elems,
-                      vec = vec, scale = l.scale_text, offset = l.offset_text }),
+    source = source(common.typed(ty, { name = name, head = head, block = p.block, E = l.elems, vec = vec,
+                      vec_t = common.vec_t, scale = l.scale_text, offset = l.offset_text })),
     grid = { common.batch_dim(l.elems // vec, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
     out_elems = l.elems,

@@ -27,16 +27,16 @@ local source = engine.compile([[
     const int t = blockIdx.x * {{block}} + threadIdx.x;
     const int i = t / {{G}};
     const bool live = i < n * {{C}};
-    float s = 0.0f;
+    {{acc_t}} s = 0.0f;
     if (live) {
-        const float* p = in + i * {{H * W}};
-        for (int j = t % {{G}}; j < {{H * W}}; j += {{G}}) s += {{act("p[j]")}};
+        const {{in_t}}* p = in + i * {{H * W}};
+        for (int j = t % {{G}}; j < {{H * W}}; j += {{G}}) s += {{act(to_acc("p[j]"))}};
     }
 %   if G > 1 then
 #pragma unroll
     for (int o = {{G // 2}}; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
 %   end
-    if (live && t % {{G}} == 0) out[i] = s * {{inv}};
+    if (live && t % {{G}} == 0) out[i] = {{from_acc("s * " .. inv)}};
 % else
     // in: n x {{C}} x {{H}} x {{W}}, out: n x {{C}} x {{OH}} x {{OW}}: {{kind}} of {{act_name}}(x) over
     // {{PK}}x{{PK}} windows, stride {{PS}}
@@ -45,25 +45,25 @@ local source = engine.compile([[
     const int plane = i / {{OH * OW}};          // image * {{C}} + channel
     const int r = i - plane * {{OH * OW}};
     const int oh = r / {{OW}}, ow = r - oh * {{OW}};
-    const float* p = in + plane * {{H * W}} + oh * {{PS * W}} + ow * {{PS}};
+    const {{in_t}}* p = in + plane * {{H * W}} + oh * {{PS * W}} + ow * {{PS}};
 %   if kind == "max" then
-    float v = p[0];
+    {{acc_t}} v = {{to_acc("p[0]")}};
 %     for r = 0, PK - 1 do
 %       for s = 0, PK - 1 do
 %         if r + s > 0 then
-    v = fmaxf(v, p[{{r * W + s}}]);
+    v = fmaxf(v, {{to_acc("p[" .. (r * W + s) .. "]")}});
 %         end
 %       end
 %     end
-    out[i] = {{act("v")}};
+    out[i] = {{from_acc(act("v"))}};
 %   else
-    float v = 0.0f;
+    {{acc_t}} v = 0.0f;
 %     for r = 0, PK - 1 do
 %       for s = 0, PK - 1 do
-    v += {{act("p[" .. (r * W + s) .. "]")}};
+    v += {{act(to_acc("p[" .. (r * W + s) .. "]"))}};
 %       end
 %     end
-    out[i] = v * {{inv}};
+    out[i] = {{from_acc("v * " .. inv)}};
 %   end
 % end
 }
@@ -82,7 +82,7 @@ function T.kernel(l, p)
     OH, OW = (l.H - l.PK) // l.PS + 1, (l.W - l.PK) // l.PS + 1
     name = string.format("pool_%s%ds%d_%s_c%dh%dw%d_b%d", l.kind, l.PK, l.PS, act, l.C, l.H, l.W, p.block)
   end
-  local head, args = common.kernel_head(name, p.block, common.std_args({}))
+  local head, args = common.kernel_head(name, p.block, common.std_args({ types = common.types(l) }))
   local count = global and l.H * l.W or l.PK * l.PK
   -- lanes per map of the global average: a power of two near count/8, 1 to 32
   local G = 1
@@ -90,10 +90,10 @@ function T.kernel(l, p)
   return {
     name = name,
     args = args,
-    source = source({ name = name, head = head, block = p.block, global = global, kind = l.kind, G = G,
+    source = source(common.typed(l, { name = name, head = head, block = p.block, global = global, kind = l.kind, G = G,
                       C = l.C, H = l.H, W = l.W, OH = OH, OW = OW, PK = l.PK, PS = l.PS,
                       inv = string.format("%.9ef", 1.0 / count), act_name = act,
-                      act = function(e) return common.act(act, e) end }),
+                      act = function(e) return common.act(act, e) end })),
     grid = { global and common.batch_dim(l.C * G, p.block) or common.batch_dim(l.C * OH * OW, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
     out_elems = l.C * OH * OW,

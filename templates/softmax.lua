@@ -19,35 +19,35 @@ local source = engine.compile([[
     (void)b;
     const int img = blockIdx.x * {{block}} + threadIdx.x;
     if (img >= n) return;
-    const float* x = in + img * {{E}};
-    float* y = out + img * {{E}};
-    float v[{{E}}];
-    float m = x[0];
+    const {{in_t}}* x = in + img * {{E}};
+    {{out_t}}* y = out + img * {{E}};
+    {{acc_t}} v[{{E}}];
+    {{acc_t}} m = {{to_acc("x[0]")}};
 #pragma unroll
     for (int i = 0; i < {{E}}; i++) {
-        v[i] = x[i];
+        v[i] = {{to_acc("x[i]")}};
         m = fmaxf(m, v[i]);
     }
-    float s = 0.0f;
+    {{acc_t}} s = 0.0f;
 #pragma unroll
     for (int i = 0; i < {{E}}; i++) {
         v[i] = expf(v[i] - m);
         s += v[i];
     }
-    const float inv = 1.0f / s;
+    const {{acc_t}} inv = 1.0f / s;
 #pragma unroll
-    for (int i = 0; i < {{E}}; i++) y[i] = v[i] * inv;
+    for (int i = 0; i < {{E}}; i++) y[i] = {{from_acc("v[i] * inv")}};
 }
 ]], "softmax")
 
 -- l: { elems = features per image }
 function T.kernel(l, p)
   local name = string.format("softmax_e%d_b%d", l.elems, p.block)
-  local head, args = common.kernel_head(name, p.block, common.std_args({}))
+  local head, args = common.kernel_head(name, p.block, common.std_args({ types = common.types(l) }))
   return {
     name = name,
     args = args,
-    source = source({ name = name, head = head, block = p.block, E = l.elems }),
+    source = source(common.typed(l, { name = name, head = head, block = p.block, E = l.elems })),
     grid = { common.batch_dim(1, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
     out_elems = l.elems,

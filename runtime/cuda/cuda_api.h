@@ -53,6 +53,7 @@
     X(cuMemcpyDtoDAsync, 3020)                                                                 \
     X(cuMemsetD32, 3020)                                                                       \
     X(cuMemsetD32Async, 3020)                                                                  \
+    X(cuMemsetD16Async, 3020)                                                                  \
     X(cuMemsetD8, 3020)                                                                        \
     X(cuMemGetInfo, 3020)                                                                      \
     X(cuLaunchKernel, 4000)                                                                    \

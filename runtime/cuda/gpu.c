@@ -572,9 +572,14 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
     r->t->stage_ms += cg_now_ms() - t0;
     for (int i = 0; g->poison && i < m->ntensors; i++) {
         if (m->t[i].dtype == CG_DT_U8) continue;
-        /* a NaN pattern: anything a kernel fails to write shows up in the checks */
-        if (CG_CU(e, cu->cuMemsetD32Async(st->tdev[i], 0x7fbadbadu, (size_t)n * (size_t)m->t[i].elems, st->stream)))
+        /* a NaN pattern: anything a kernel fails to write shows up in the checks
+         * (0x7fff is a NaN as f16 and as bf16) */
+        size_t count = (size_t)n * (size_t)m->t[i].elems;
+        if (cg_dtype_size(m->t[i].dtype) == 2) {
+            if (CG_CU(e, cu->cuMemsetD16Async(st->tdev[i], 0x7fff, count, st->stream))) return -1;
+        } else if (CG_CU(e, cu->cuMemsetD32Async(st->tdev[i], 0x7fbadbadu, count, st->stream))) {
             return -1;
+        }
     }
     if (off == 0 && CG_CU(e, cu->cuEventRecord(g->first, st->stream))) return -1;
     if (CG_CU(e, cu->cuEventRecord(st->up0, st->stream)) ||

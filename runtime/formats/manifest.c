@@ -6,7 +6,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t cg_dtype_size(cg_dtype t) { return t == CG_DT_U8 ? 1 : 4; }
+/* Indexed by cg_dtype; templates/lib/common.lua's common.DTYPES has the same rows. */
+static const cg_dtype_info dtypes[CG_DT_COUNT] = {
+    [CG_DT_U8] = {"u8", 1, "unsigned char"},
+    [CG_DT_F32] = {"f32", 4, "float"},
+    [CG_DT_I32] = {"i32", 4, "int"},
+    [CG_DT_F16] = {"f16", 2, "__half"},
+    [CG_DT_BF16] = {"bf16", 2, "__nv_bfloat16"},
+};
+
+const cg_dtype_info *cg_dtype_get(cg_dtype t)
+{
+    return (int)t >= 0 && t < CG_DT_COUNT ? &dtypes[t] : NULL;
+}
+
+size_t cg_dtype_size(cg_dtype t)
+{
+    const cg_dtype_info *d = cg_dtype_get(t);
+    return d ? d->size : 0;
+}
+
+int cg_dtype_parse(const char *name, cg_dtype *t)
+{
+    for (int i = 0; i < CG_DT_COUNT; i++)
+        if (!strcmp(dtypes[i].name, name)) {
+            *t = (cg_dtype)i;
+            return 0;
+        }
+    return -1;
+}
 
 long long cg_mdim_eval(cg_mdim d, long long n)
 {
@@ -225,10 +253,8 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
             if (!word(&rest, t->name, sizeof t->name) || !word(&rest, b, sizeof b) ||
                 !word(&rest, c, sizeof c) || parse_ll(c, 1, CG_ELEMS_MAX, &el))
                 return cg_fail(e, "%s:%d: bad tensor record", origin, ln);
-            if (!strcmp(b, "u8")) t->dtype = CG_DT_U8;
-            else if (!strcmp(b, "f32")) t->dtype = CG_DT_F32;
-            else if (!strcmp(b, "i32")) t->dtype = CG_DT_I32;
-            else return cg_fail(e, "%s:%d: unknown dtype '%s'", origin, ln, b);
+            if (cg_dtype_parse(b, &t->dtype))
+                return cg_fail(e, "%s:%d: unknown dtype '%s' (u8, f32, i32, f16 or bf16)", origin, ln, b);
             if (cg_manifest_tensor(m, t->name) >= 0)
                 return cg_fail(e, "%s:%d: tensor '%s' declared twice", origin, ln, t->name);
             t->elems = el;
@@ -262,7 +288,8 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
     if (!m->nkernels || m->input < 0 || m->output < 0 || m->predict < 0 || !m->hash[0] ||
         !m->max_batch)
         return cg_fail(e, "%s: incomplete manifest (kernels, input, output, predict, hash)", origin);
-    if (m->t[m->input].dtype != CG_DT_U8 || m->t[m->predict].dtype != CG_DT_I32)
-        return cg_fail(e, "%s: input must be u8 and predict i32", origin);
+    if (m->t[m->input].dtype != CG_DT_U8 || m->t[m->output].dtype != CG_DT_F32 ||
+        m->t[m->predict].dtype != CG_DT_I32)
+        return cg_fail(e, "%s: input must be u8, output f32 and predict i32", origin);
     return 0;
 }

@@ -7,7 +7,8 @@
  *   max_batch N                 images per launch so that no index passes 2^31
  *   bucket B                    (optional) the batch the kernels were generated for
  *                               (1, 8, 64, 256 or 1024); absent: the large-batch kernels
- *   tensor NAME u8|f32|i32 ELEMS  elements per image
+ *   tensor NAME DTYPE ELEMS     elements per image; DTYPE one of the table cg_dtype_info
+ *                               reads (u8 f32 i32 f16 bf16)
  *   layer NAME OP OUT_TENSOR    spec layers in order (op conv|fc|softmax)
  *   kernel NAME layer=L template=T in=TENSOR out=TENSOR grid=G,G,G block=X,Y,Z
  *          shared=BYTES weights=none|arg|arg:transposed|const:SYMBOL bias=none|arg|const:SYMBOL
@@ -25,7 +26,15 @@
 #define CG_MAX_TENSORS 512
 #define CG_MAN_KERNELS 256
 
-typedef enum { CG_DT_U8, CG_DT_F32, CG_DT_I32 } cg_dtype;
+/* A tensor's element type. The table in manifest.c gives each its manifest
+ * name, its size in bytes and the C type a kernel declares it with; f16 and
+ * bf16 are half-width floats (kernels accumulate them in FP32). */
+typedef enum { CG_DT_U8, CG_DT_F32, CG_DT_I32, CG_DT_F16, CG_DT_BF16, CG_DT_COUNT } cg_dtype;
+typedef struct {
+    const char *name;  /* as the manifest writes it: "f32" */
+    size_t size;       /* bytes per element */
+    const char *ctype; /* the CUDA C type: "float", "__half" */
+} cg_dtype_info;
 /* Where a kernel finds a weight tensor: not at all, as an argument (the tensor as
  * stored, e.g. M x C x K x K), as an argument transposed to (C*K*K) x M (first
  * dimension last: what reduction-major kernels read coalesced), or in a
@@ -85,6 +94,10 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
 long long cg_mdim_eval(cg_mdim d, long long n);
 int cg_manifest_tensor(const cg_manifest *m, const char *name);
 size_t cg_dtype_size(cg_dtype t);
+/* The table's row of t (NULL outside the enum). */
+const cg_dtype_info *cg_dtype_get(cg_dtype t);
+/* The dtype a manifest names `name`: 0 and *t, or -1 for an unknown name. */
+int cg_dtype_parse(const char *name, cg_dtype *t);
 
 /* "in,out,weights,bias,n" into roles; -1 on an unknown or repeated role. */
 int cg_args_parse(const char *text, cg_arg_role *roles, int *n);

@@ -142,6 +142,80 @@ function common.max_shared(l)
     return l.target and l.target.max_shared or 48 * 1024
 end
 
+-- Element types. A tensor's dtype (the name the manifest writes) gives its C type
+-- and size; runtime/formats/manifest.c's table has the same rows (test_dtype
+-- checks that they agree). f16 and bf16 are half-width floats that kernels load
+-- and convert to FP32, accumulate in FP32 and convert back on the store.
+common.DTYPES = {
+  u8   = { c = "unsigned char", size = 1 },
+  f32  = { c = "float",         size = 4 },
+  i32  = { c = "int",           size = 4 },
+  f16  = { c = "__half",        size = 2 },
+  bf16 = { c = "__nv_bfloat16", size = 2 },
+}
+-- The accumulator (and epilogue) type of every kernel, whatever its tensors hold.
+common.ACC = "float"
+
+-- C expression converting `e` of C type `from` to C type `to` ("" where the
+-- two are the same type, so FP32 kernels carry no conversions).
+function common.convert(from, to, e)
+  if from == to then return e end
+  if to == "float" then
+    if from == "__half" then return "__half2float(" .. e .. ")" end
+    if from == "__nv_bfloat16" then return "__bfloat162float(" .. e .. ")" end
+    return "(float)(" .. e .. ")"
+  end
+  if from == "float" then
+    if to == "__half" then return "__float2half_rn(" .. e .. ")" end
+    if to == "__nv_bfloat16" then return "__float2bfloat16_rn(" .. e .. ")" end
+  end
+  error("no conversion from " .. from .. " to " .. to, 2)
+end
+
+-- The C types a kernel of layer l works with: l.dtype (absent: "f32") is the
+-- dtype of its tensors; l.in_dtype, l.out_dtype, l.w_dtype override it for the
+-- input, the output and the weights (and bias). The answer:
+--   in_t, out_t, w_t, b_t   the element types of the in, out, weights, bias roles
+--   acc_t                   the accumulator: FP32 always (common.ACC)
+--   to_acc(e)               an input element as acc_t
+--   w_to_acc(e)             a weight or bias element as acc_t
+--   from_acc(e)             an acc_t value as an output element
+-- For FP32 tensors every type is "float" and the conversions return e as it is.
+function common.types(l)
+  l = l or {}
+  local function ctype(dt)
+    dt = dt or l.dtype or "f32"
+    local d = common.DTYPES[dt]
+    if not d then error("unknown dtype '" .. tostring(dt) .. "'", 3) end
+    return d.c
+  end
+  local t = { in_t = ctype(l.in_dtype), out_t = ctype(l.out_dtype), w_t = ctype(l.w_dtype), acc_t = common.ACC }
+  t.b_t = t.w_t
+  t.to_acc = function(e) return common.convert(t.in_t, t.acc_t, e) end
+  t.w_to_acc = function(e) return common.convert(t.w_t, t.acc_t, e) end
+  t.from_acc = function(e) return common.convert(t.acc_t, t.out_t, e) end
+  return t
+end
+
+-- The CUDA vector type of `width` elements of C type `ctype` for wide loads
+-- (1: ctype itself): float2, float4. Only FP32 has them so far.
+function common.vec_t(ctype, width)
+  if width == 1 then return ctype end
+  if ctype == "float" and (width == 2 or width == 4) then return "float" .. width end
+  error("no " .. width .. "-wide vector type of " .. ctype, 2)
+end
+
+-- `values` (a template's values table) with the types of common.types(l) added
+-- under their names (in_t, out_t, w_t, b_t, acc_t, to_acc, w_to_acc, from_acc),
+-- and common.vec_t as vec_t; returns values.
+function common.typed(l, values)
+  for k, v in pairs(common.types(l)) do
+    if values[k] == nil then values[k] = v end
+  end
+  if values.vec_t == nil then values.vec_t = common.vec_t end
+  return values
+end
+
 -- The kernel contract. A kernel's parameters are named by role; the template
 -- lists them in order, `common.kernel_head` writes the declaration, and the
 -- kernel record's `args` (which the manifest carries) names the roles, so the
@@ -151,18 +225,23 @@ end
 --   weights  the layer's weights, where the record's `weights` says (arg, arg:transposed)
 --   bias     the layer's bias
 --   n        images in this launch (int)
--- An entry is { role, C type, C name }; type and name have defaults.
+-- An entry is { role, C type, C name }; the name has a default, and the type's
+-- default is the role's entry of the argument list's `types` (common.types;
+-- FP32 where the list has none), `int` for n.
 common.ROLE_DEFAULTS = {
-  ["in"] = { "float", "in" }, out = { "float", "out" }, weights = { "float", "w" },
-  bias = { "float", "b" }, n = { "int", "n" },
+  ["in"] = { "in_t", "in" }, out = { "out_t", "out" }, weights = { "w_t", "w" },
+  bias = { "b_t", "b" }, n = { nil, "n" },
 }
 
--- The standard argument list (in, out, weights, bias, n), with its C names and types.
+-- The standard argument list (in, out, weights, bias, n), with its C names and
+-- types: opt.types (common.types of the layer) gives the element types,
+-- opt.in_type / opt.out_type override the in and out roles'.
 function common.std_args(opt)
   opt = opt or {}
   return {
     { "in", opt.in_type }, { "out", opt.out_type }, { "weights", nil, opt.w_name },
     { "bias", nil, opt.b_name }, { "n" },
+    types = opt.types,
   }
 end
 
@@ -175,11 +254,12 @@ end
 -- thread count allows; without it ptxas picks its own cap, and may spill under it).
 function common.kernel_head(name, threads, args, attrs, min_blocks)
   local decl, roles = {}, {}
+  local types = args.types or common.types()
   for i, a in ipairs(args) do
     local role = a[1]
     local d = common.ROLE_DEFAULTS[role]
     if not d then error("unknown kernel argument role '" .. tostring(role) .. "'", 2) end
-    local ctype, cname = a[2] or d[1], a[3] or d[2]
+    local ctype, cname = a[2] or (d[1] and types[d[1]] or "int"), a[3] or d[2]
     if role == "n" then decl[i] = ctype .. " " .. cname
     elseif role == "out" then decl[i] = ctype .. "* __restrict__ " .. cname
     else decl[i] = "const " .. ctype .. "* __restrict__ " .. cname end
@@ -524,7 +604,7 @@ function common.fc.kernel(l, p, strategy, source, values)
   local split = values and values.SPLIT or 1
   local name = string.format("fc_%s_i%do%d_%s%s_m%dn%dk%d_t%dx%d%s", strategy, IN, l.out, l.act,
     l.bias and "_bias" or "", p.bm, p.bn, p.bk, p.tm, p.tn, split > 1 and ("_s" .. split) or "")
-  local head, args = common.kernel_head(name, common.fc.threads(p), common.std_args(),
+  local head, args = common.kernel_head(name, common.fc.threads(p), common.std_args({ types = common.types(l) }),
     split > 1 and string.format("__cluster_dims__(1, 1, %d)", split) or nil)
   local v = {
     name = name, head = head, threads = common.fc.threads(p),
@@ -532,6 +612,7 @@ function common.fc.kernel(l, p, strategy, source, values)
     bias = l.bias,
     act = function(e) return common.act(l.act, e) end,
   }
+  common.typed(l, v)
   for k, x in pairs(values or {}) do v[k] = x end
   return {
     name = name,

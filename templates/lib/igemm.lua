@@ -366,8 +366,9 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 {{head}}
 {
     extern __shared__ float4 smem4[];
-    float* const xs = reinterpret_cast<float*>(smem4);
-    float* const ws = xs + {{ST * KP * XR}};
+% -- the slices staged as stored (cp.async copies bytes): inputs, then weights
+    {{in_t}}* const xs = reinterpret_cast<{{in_t}}*>(smem4);
+    {{w_t}}* const ws = xs + {{ST * KP * XR}};
     const int tid = threadIdx.x;
 % if mma then
     const int lane = tid & 31, warp = tid >> 5;
@@ -384,7 +385,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     (void)b_arg;
 
     // the input element under reduction index 0 of each column this thread gathers
-    const float* xb[{{LC}}];
+    const {{in_t}}* xb[{{LC}}];
 % if padded then
     {{mtype}} rm[{{LC}}], cm[{{LC}}];
 %   if free then
@@ -483,7 +484,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % if mma then
     // cf[i][j]: the m16n8 tile of columns wp0 + 16i .., maps wm0 + 8j ..; element r at column
     // wp0 + 16i + g8 + 8*(r >> 1), map wm0 + 8j + 2*t4 + (r & 1)
-    float cf[{{FP}}][{{FM}}][4];
+    {{acc_t}} cf[{{FP}}][{{FM}}][4];
 {{zero_cf}}
 %   if KP > BK then
     // the slices' pad rows {{BK}} .. {{KP - 1}}: zeros, never copied over
@@ -499,14 +500,14 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
     // cf += the slice in shared-memory buffer b
     auto multiply = [&](int b) {
-        const float* const x = xs + b * {{KP * XR}} + wp0 + g8;
-        const float* const w = ws + b * {{KP * WR}} + wm0 + g8;
+        const {{in_t}}* const x = xs + b * {{KP * XR}} + wp0 + g8;
+        const {{w_t}}* const w = ws + b * {{KP * WR}} + wm0 + g8;
 #if __CUDA_ARCH__ >= 800
         // 3xTF32 (lib/common.lua): the A fragments from the columns, B from the weights; the
         // slice summed apart (the tensor cores' own additions lose low bits), then added to cf
         {{split}}
         {{mma_defs}}
-        float sl[{{FP}}][{{FM}}][4];   // set by the first k step's first products
+        {{acc_t}} sl[{{FP}}][{{FM}}][4];   // set by the first k step's first products
 #pragma unroll
         for (int k = 0; k < {{KP}}; k += 8) {
             unsigned ah[{{FP}}][4], al[{{FP}}][4], bh[{{FM}}][2], bl[{{FM}}][2];
@@ -545,7 +546,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
                 for (int r = 0; r < 4; r++) cf[i][j][r] += sl[i][j][r];
 #else
         // without tensor cores (and in emulation): each fragment element as its own dot product
-        const float* const xw = x - g8, * const ww = w - g8;
+        const {{in_t}}* const xw = x - g8, * const ww = w - g8;
 #pragma unroll
         for (int i = 0; i < {{FP}}; i++)
 #pragma unroll
@@ -553,12 +554,12 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #pragma unroll
                 for (int r = 0; r < 4; r++)
                     for (int k = 0; k < {{BK}}; k++)
-                        cf[i][j][r] = fmaf(xw[k * {{XR}} + 16 * i + g8 + 8 * (r >> 1)],
-                                           ww[k * {{WR}} + 8 * j + 2 * t4 + (r & 1)], cf[i][j][r]);
+                        cf[i][j][r] = fmaf({{to_acc("xw[k * " .. XR .. " + 16 * i + g8 + 8 * (r >> 1)]")}},
+                                           {{w_to_acc("ww[k * " .. WR .. " + 8 * j + 2 * t4 + (r & 1)]")}}, cf[i][j][r]);
 #endif
     };
 % else
-    float acc[{{TM}}][{{TN}}];
+    {{acc_t}} acc[{{TM}}][{{TN}}];
 #pragma unroll
     for (int i = 0; i < {{TM}}; i++)
 #pragma unroll
@@ -566,31 +567,31 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
     // acc += the slice in shared-memory buffer b
     auto multiply = [&](int b) {
-        const float* const x = xs + b * {{BK * BN}} + tx * 4;
-        const float* const w = ws + b * {{BK * BM}} + ty * {{TM}};
+        const {{in_t}}* const x = xs + b * {{BK * BN}} + tx * 4;
+        const {{w_t}}* const w = ws + b * {{BK * BM}} + ty * {{TM}};
 #pragma unroll
         for (int k = 0; k < {{BK}}; k++) {
-            float a[{{TM}}], v[{{TN}}];
+            {{acc_t}} a[{{TM}}], v[{{TN}}];
 % if TM % 4 == 0 then
 #pragma unroll
             for (int i = 0; i < {{TM}}; i += 4) {
-                const float4 t = *reinterpret_cast<const float4*>(w + k * {{BM}} + i);
-                a[i] = t.x, a[i + 1] = t.y, a[i + 2] = t.z, a[i + 3] = t.w;
+                const {{vec_t(w_t, 4)}} t = *reinterpret_cast<const {{vec_t(w_t, 4)}}*>(w + k * {{BM}} + i);
+                a[i] = {{w_to_acc("t.x")}}, a[i + 1] = {{w_to_acc("t.y")}}, a[i + 2] = {{w_to_acc("t.z")}}, a[i + 3] = {{w_to_acc("t.w")}};
             }
 % elseif TM % 2 == 0 then
 #pragma unroll
             for (int i = 0; i < {{TM}}; i += 2) {
-                const float2 t = *reinterpret_cast<const float2*>(w + k * {{BM}} + i);
-                a[i] = t.x, a[i + 1] = t.y;
+                const {{vec_t(w_t, 2)}} t = *reinterpret_cast<const {{vec_t(w_t, 2)}}*>(w + k * {{BM}} + i);
+                a[i] = {{w_to_acc("t.x")}}, a[i + 1] = {{w_to_acc("t.y")}};
             }
 % else
 #pragma unroll
-            for (int i = 0; i < {{TM}}; i++) a[i] = w[k * {{BM}} + i];
+            for (int i = 0; i < {{TM}}; i++) a[i] = {{w_to_acc("w[k * " .. BM .. " + i]")}};
 % end
 #pragma unroll
             for (int j = 0; j < {{TN}}; j += 4) {
-                const float4 t = *reinterpret_cast<const float4*>(x + k * {{BN}} + j * {{BN // TN}});
-                v[j] = t.x, v[j + 1] = t.y, v[j + 2] = t.z, v[j + 3] = t.w;
+                const {{vec_t(in_t, 4)}} t = *reinterpret_cast<const {{vec_t(in_t, 4)}}*>(x + k * {{BN}} + j * {{BN // TN}});
+                v[j] = {{to_acc("t.x")}}, v[j + 1] = {{to_acc("t.y")}}, v[j + 2] = {{to_acc("t.z")}}, v[j + 3] = {{to_acc("t.w")}};
             }
 #pragma unroll
             for (int i = 0; i < {{TM}}; i++)
@@ -607,13 +608,14 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     unsigned sx;
     asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(sx) : "l"(xs));
     const unsigned sw = sx + {{4 * ST * KP * XR}};
-    auto copy4 = [](unsigned dst, const float* src, int bytes) {
+% -- copy4 and copy16 copy inputs and weights alike (one element type: see kernel())
+    auto copy4 = [](unsigned dst, const {{in_t}}* src, int bytes) {
         asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
     };
 % if wvec then
     // the weights in quads: 16-byte copies of four maps; quad e = tid + i*{{NT}} of the
     // slice's {{BK * BM // 4}}, every i of this thread on the same four maps, {{NT // (BM // 4)}} rows on
-    auto copy16 = [](unsigned dst, const float* src, int bytes) {
+    auto copy16 = [](unsigned dst, const {{in_t}}* src, int bytes) {
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
     };
     const int wq = tid % {{BM // 4}};
@@ -658,7 +660,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         }
         // the slice's weights (kept from folding into 64-bit index arithmetic, as xp);
         // a copy of 0 bytes reads nothing, so its address may lie outside them
-        const float* wp = w_arg + {{wso}};
+        const {{w_t}}* wp = w_arg + {{wso}};
         asm("" : "+l"(wp));
 % if wvec then
 #pragma unroll
@@ -701,7 +703,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     }
 #else
     // two buffers: the next slice is loaded into registers during the products
-    float xr[{{LC}}][{{BK}}], wr[{{WL}}];
+    {{in_t}} xr[{{LC}}][{{BK}}], wr[{{WL}}];
     auto fetch = [&](int s) {
 % if tail then
         const bool first = s == 0;
@@ -727,8 +729,8 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % end
     };
     auto stash = [&](int b) {
-        float* const x = xs + b * {{KP * XR}};
-        float* const w = ws + b * {{KP * WR}};
+        {{in_t}}* const x = xs + b * {{KP * XR}};
+        {{w_t}}* const w = ws + b * {{KP * WR}};
 #pragma unroll
         for (int j = 0; j < {{LC}}; j++)
 #pragma unroll
@@ -751,7 +753,9 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
     __syncthreads();
-    float* const es = xs;
+% -- es: the accumulators over the staging buffers (as written, in_t == acc_t; a narrower
+% -- in_t needs es = reinterpret_cast<acc_t*>(smem4) and ER sized in acc_t)
+    {{acc_t}}* const es = xs;
 #pragma unroll
     for (int i = 0; i < {{FP}}; i++)
 #pragma unroll
@@ -761,10 +765,10 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
                 es[(wm0 + 8 * j + 2 * t4 + (r & 1)) * {{ER}} + wp0 + 16 * i + g8 + 8 * (r >> 1)] = cf[i][j][r];
     __syncthreads();
     const int tx = tid % {{BN // 4}}, ty = tid / {{BN // 4}};
-    float acc[{{ETM}}][4];
+    {{acc_t}} acc[{{ETM}}][4];
 #pragma unroll
     for (int i = 0; i < {{ETM}}; i++) {
-        const float4 t = *reinterpret_cast<const float4*>(es + (ty * {{ETM}} + i) * {{ER}} + tx * 4);
+        const {{vec_t(acc_t, 4)}} t = *reinterpret_cast<const {{vec_t(acc_t, 4)}}*>(es + (ty * {{ETM}} + i) * {{ER}} + tx * 4);
         acc[i][0] = t.x, acc[i][1] = t.y, acc[i][2] = t.z, acc[i][3] = t.w;
     }
 
@@ -806,28 +810,27 @@ local epilogue_source = engine.compile([=[
 %   if mguard then
             if (m >= {{M}}) break;
 %   end
-%   local b = bias and " + __ldg(b_arg + m)" or ""
+%   local b = bias and (" + " .. w_to_acc("__ldg(b_arg + m)")) or ""
 %   if pooled and pool_kind == "avg" then
 %     if bias then
-            const float bv = __ldg(b_arg + m);
+            const {{acc_t}} bv = {{w_to_acc("__ldg(b_arg + m)")}};
 %       b = " + bv"
 %     end
-            out[img * {{M * P}} + m * {{P}} + at] = ({{act("acc[i][j]" .. b)}} + {{act("acc[i][j + 1]" .. b)}} +
-                {{act("acc[i][j + 2]" .. b)}} + {{act("acc[i][j + 3]" .. b)}}) * 0.25f;
+            out[img * {{M * P}} + m * {{P}} + at] = {{from_acc("(" .. act("acc[i][j]" .. b) .. " + " .. act("acc[i][j + 1]" .. b) .. " +\n                " .. act("acc[i][j + 2]" .. b) .. " + " .. act("acc[i][j + 3]" .. b) .. ") * 0.25f")}};
 %   elseif pooled then
-            const float v = fmaxf(fmaxf(acc[i][j], acc[i][j + 1]), fmaxf(acc[i][j + 2], acc[i][j + 3])){{b}};
-            out[img * {{M * P}} + m * {{P}} + at] = {{act("v")}};
+            const {{acc_t}} v = fmaxf(fmaxf(acc[i][j], acc[i][j + 1]), fmaxf(acc[i][j + 2], acc[i][j + 3])){{b}};
+            out[img * {{M * P}} + m * {{P}} + at] = {{from_acc(act("v"))}};
 %   else
 %     if bias then
-            const float bv = __ldg(b_arg + m);
+            const {{acc_t}} bv = {{w_to_acc("__ldg(b_arg + m)")}};
 %       b = " + bv"
 %     end
-            float4 t;
-            t.x = {{act("acc[i][j]" .. b)}};
-            t.y = {{act("acc[i][j + 1]" .. b)}};
-            t.z = {{act("acc[i][j + 2]" .. b)}};
-            t.w = {{act("acc[i][j + 3]" .. b)}};
-            *reinterpret_cast<float4*>(out + img * {{M * P}} + m * {{P}} + at) = t;
+            {{vec_t(out_t, 4)}} t;
+            t.x = {{from_acc(act("acc[i][j]" .. b))}};
+            t.y = {{from_acc(act("acc[i][j + 1]" .. b))}};
+            t.z = {{from_acc(act("acc[i][j + 2]" .. b))}};
+            t.w = {{from_acc(act("acc[i][j + 3]" .. b))}};
+            *reinterpret_cast<{{vec_t(out_t, 4)}}*>(out + img * {{M * P}} + m * {{P}} + at) = t;
 %   end
         }
 % else
@@ -842,7 +845,7 @@ local epilogue_source = engine.compile([=[
 %   if mguard then
                 if (m >= {{M}}) break;
 %   end
-                out[img * {{M * P}} + m * {{P}} + at] = {{act("acc[i][j + d]" .. (bias and " + __ldg(b_arg + m)" or ""))}};
+                out[img * {{M * P}} + m * {{P}} + at] = {{from_acc(act("acc[i][j + d]" .. (bias and (" + " .. w_to_acc("__ldg(b_arg + m)")) or "")))}};
             }
         }
 % end
@@ -850,7 +853,8 @@ local epilogue_source = engine.compile([=[
 }
 ]=], "conv2d_igemm")
 
--- The epilogue's text for values v, to stand on a line of its own.
+-- The epilogue's text for values v (which carry common.typed's types), to stand
+-- on a line of its own.
 function igemm.epilogue(v) return (epilogue_source(v):gsub("\n$", "")) end
 
 -- The test that weight i of a slice is inside the layer (w: the weight
@@ -941,8 +945,11 @@ local function kernel(l, p, tc)
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.bm, p.bn, p.bk, p.tm, p.tn, p.stages) .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
     .. (s.mma and "_tc" or "")
-  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }),
-    nil, p.occ)
+  local ty = common.types(l)
+  -- inputs and weights share the staging buffers, copy and register declarations
+  if ty.in_t ~= ty.w_t then error("conv2d_igemm stages inputs and weights of one element type", 2) end
+  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg",
+    types = ty }), nil, p.occ)
   -- padding: kernel rows p in [pt, ylim) and columns q in [pl, xlim) are inside the
   -- input for every column of the product; only the others test their mask bit
   local rowok, colok = "1", "1"
@@ -985,13 +992,14 @@ local function kernel(l, p, tc)
     -- the column's slice base; the empty asm keeps the compiler from folding it back
     -- into in + 4*(index) (64-bit arithmetic an element): each element is then one
     -- wide multiply-add of its table offset (or a literal in the copy instruction)
-    xpdef = 'const float* xp = xb[j] + o;\n            asm("" : "+l"(xp));',
+    xpdef = 'const ' .. ty.in_t .. '* xp = xb[j] + o;\n            asm("" : "+l"(xp));',
     pool_kind = g.kind,
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
   for k, x in pairs(weight_layout(l, p, s)) do v[k] = x end
   v.free, v.tail, v.pad0 = s.free, s.tail, s.pad0
   for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, s.free)) do v[k] = x end
+  common.typed(l, v)
   v.xload = (g.padded or s.tail) and string.format("%s_OK(j, r) ? __ldg(%s) : 0.0f", name, v.xat)
     or string.format("__ldg(%s)", v.xat)
   -- the byte offset in a slice of this thread's quad i of weights

@@ -162,10 +162,11 @@ end
 -- as two unrolled loops (the source grows with the matrices' rows, not their
 -- squares): x(p, c) gives in[p][c]'s expression for row p (0-based) and column
 -- expression c; store(j, k, e) the statement storing out[j][k] for row expression
--- j and column k; the temporaries are the array tmp, in a block of their own.
-function W.sandwich(L, R, x, store, tmp)
+-- j and column k; the temporaries are the array tmp of C type ctype (the
+-- accumulator type), in a block of their own.
+function W.sandwich(L, R, x, store, tmp, ctype)
   local Q = #R[1]
-  local lines = { "{", string.format("float %s[%d][%d];", tmp, #L, Q), "#pragma unroll",
+  local lines = { "{", string.format("%s %s[%d][%d];", ctype, tmp, #L, Q), "#pragma unroll",
     string.format("for (int %s_c = 0; %s_c < %d; %s_c++) {", tmp, tmp, Q, tmp) }
   for j = 1, #L do
     lines[#lines + 1] = string.format("    %s[%d][%s_c] = %s;", tmp, j - 1, tmp,
