@@ -204,7 +204,7 @@ build/fuzz/obj/%.o: %.c $(wildcard generator/*.h $(addsuffix /*.h,$(RT_DIRS)))
 build/fuzz/fuzz_idx_gz: tests/fuzz/fuzz_idx.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_GZIP -fsanitize=fuzzer $< $(FUZZ_OBJ) $(FUZZ_LDLIBS) -o $@
 
-build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) $(FUZZ_LDLIBS) -o $@
 
 fuzz:
