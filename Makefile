@@ -188,7 +188,8 @@ ptx sass: build/convgen
 # multi-line error fails the run and leaves the input in build/fuzz/artifacts.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern bundle npy tuning
+FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern bundle npy tuning \
+                bundle_sections cpu input
 FUZZ_CFLAGS   = -g -O1 -std=c11 -Wall -Wextra -Wshadow -Werror -Wno-pass-failed -fopenmp \
                 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
                 -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \
