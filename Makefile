@@ -199,7 +199,8 @@ ptx sass: build/convgen
 # multi-line error fails the run and leaves the input in build/fuzz/artifacts.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern bundle npy tuning
+FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern bundle npy tuning \
+                bundle_sections cpu input
 FUZZ_CFLAGS   = -g -O1 -std=c11 -Wall -Wextra -Wshadow -Werror -Wno-pass-failed -fopenmp \
                 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
                 -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \
@@ -215,7 +216,7 @@ build/fuzz/obj/%.o: %.c $(wildcard generator/*.h $(addsuffix /*.h,$(RT_DIRS)))
 build/fuzz/fuzz_idx_gz: tests/fuzz/fuzz_idx.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_GZIP -fsanitize=fuzzer $< $(FUZZ_OBJ) $(FUZZ_LDLIBS) -o $@
 
-build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) $(FUZZ_LDLIBS) -o $@
 
 fuzz:

@@ -9,8 +9,10 @@ set -u
 secs=$1
 shift
 root=$(pwd)
-mkdir -p build/fuzz/artifacts build/fuzz/tmp
-export TMPDIR=$root/build/fuzz/tmp
+# scratch files go to a directory of this run's own, so that two runs (of
+# different targets) side by side do not remove each other's
+export TMPDIR=$root/build/fuzz/tmp-$$
+mkdir -p build/fuzz/artifacts "$TMPDIR"
 export LSAN_OPTIONS=suppressions=$root/tools/lsan.supp
 export UBSAN_OPTIONS=print_stacktrace=1
 failed=()
@@ -21,6 +23,7 @@ for t in "$@"; do
   case $t in
     spec) cp specs/*.yaml bench/specs/*.yaml tests/specs_bad/* "$corpus/" ;;
     gen) cp specs/*.yaml "$corpus/" ;;
+    cpu) cp specs/*.yaml bench/specs/*.yaml "$corpus/" ;; # and the harness's own small specs
     manifest) for m in generated/*/manifest.txt; do cp "$m" "$corpus/$(basename "$(dirname "$m")").txt"; done ;;
     tuning) git ls-files -z '*.tuning.yaml' | xargs -0 -r cp -t "$corpus/" ;; # and the harness's own
   esac
