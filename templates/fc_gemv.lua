@@ -25,10 +25,7 @@ local T = {}
 
 T.doc = "matrix-vector product for a few images: the reduction split over a block, weights read once"
 
-local function width(l)
-  local IN = l.C * l.H * l.W
-  return IN % 4 == 0 and 4 or IN % 2 == 0 and 2 or 1
-end
+local width = common.fc.width
 
 -- The SMs to fill: the target's, else an H100's 132 (a fat binary serves many).
 local function sms(l) return (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132 end
@@ -172,20 +169,8 @@ function T.kernel(l, p)
     zero = V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",
     act = function(e) return common.act(l.act, e) end,
   }
-  return {
-    name = name,
-    args = args,
-    source = source(common.typed(l, v)),
-    grid = { common.batch_dim(1, p.ib), common.ceil_div(l.out, p.rows), 1 },
-    block = { p.threads, 1, 1 },
-    shared = 0,
-    weights = "arg",
-    bias = l.bias and "arg" or "none",
-    out_elems = l.out,
-    shape = string.format("%d -> %d%s%s", IN, l.out, l.bias and ", bias" or "",
-      l.act ~= "none" and (", " .. l.act) or ""),
-    fused = true,
-  }
+  return common.fc.record(l, name, args, source(common.typed(l, v)),
+    { common.batch_dim(1, p.ib), common.ceil_div(l.out, p.rows), 1 }, p.threads)
 end
 
 return T

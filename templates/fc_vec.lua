@@ -25,12 +25,7 @@ local T = {}
 
 T.doc = "register-tiled matrix product, vector loads, prefetch"
 
--- The width of the global loads along k: four floats where the input size
--- allows (rows 16-byte aligned), else two, else one.
-local function width(l)
-  local IN = l.C * l.H * l.W
-  return IN % 4 == 0 and 4 or IN % 2 == 0 and 2 or 1
-end
+local width = common.fc.width
 
 -- bn's default: the tile of outputs a product of this many outputs takes.
 local function default_bn(l) return l.out >= 64 and 64 or 16 end

@@ -595,6 +595,32 @@ function common.fc.cost(l, p, smem_floats, width, ilp)
   return common.cost.issue(l, blocks, threads, regs, 4 * smem_floats, slices * per_slice, ilp) * (1 + 0.1 * (split - 1))
 end
 
+-- The width of an fc layer's global loads along its inputs: four floats where the
+-- input size keeps every row 16-byte aligned, else two, else one.
+function common.fc.width(l)
+  local IN = l.C * l.H * l.W
+  return IN % 4 == 0 and 4 or IN % 2 == 0 and 2 or 1
+end
+
+-- The record every fc kernel returns: its name, arguments, source and launch,
+-- weights and bias as arguments, l.out outputs an image, fused bias and activation.
+function common.fc.record(l, name, args, source, grid, threads)
+  return {
+    name = name,
+    args = args,
+    source = source,
+    grid = grid,
+    block = { threads, 1, 1 },
+    shared = 0,
+    weights = "arg",
+    bias = l.bias and "arg" or "none",
+    out_elems = l.out,
+    shape = string.format("%d -> %d%s%s", l.C * l.H * l.W, l.out, l.bias and ", bias" or "",
+      l.act ~= "none" and (", " .. l.act) or ""),
+    fused = true,
+  }
+end
+
 -- The kernel record of an fc template: name from the configuration, the
 -- batch along x, output tiles along y, weights and bias as arguments. A
 -- template splitting the reduction over a cluster of blocks gives `split` > 1
@@ -614,20 +640,8 @@ function common.fc.kernel(l, p, strategy, source, values)
   }
   common.typed(l, v)
   for k, x in pairs(values or {}) do v[k] = x end
-  return {
-    name = name,
-    args = args,
-    source = source(v),
-    grid = { common.batch_dim(1, p.bm), common.ceil_div(l.out, p.bn), split },
-    block = { v.threads, 1, 1 },
-    shared = 0,
-    weights = "arg",
-    bias = l.bias and "arg" or "none",
-    out_elems = l.out,
-    shape = string.format("%d -> %d%s%s", IN, l.out, l.bias and ", bias" or "",
-      l.act ~= "none" and (", " .. l.act) or ""),
-    fused = true,
-  }
+  return common.fc.record(l, name, args, source(v),
+    { common.batch_dim(1, p.bm), common.ceil_div(l.out, p.bn), split }, v.threads)
 end
 
 return common
