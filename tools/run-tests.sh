@@ -57,16 +57,8 @@ launch() { # name command...
   while [ "${#running[@]}" -ge "$jobs" ]; do sleep 0.2; reap; done
   start_one "$@"
 }
-# the longest first (about two minutes each on an idle 2-core machine), so that
-# no long test is left running alone at the end
-long=" test_emulate test_generate test_kernels_compile test_models.sh test_tune.sh test_mpi.sh test_shapes "
-all=("$@" ${scripts[@]+"${scripts[@]}"})
-order=()
-for l in $long; do for t in "${all[@]}"; do [ "$(basename "$t")" = "$l" ] && order+=("$t"); done; done
-for t in "${all[@]}"; do [[ $long == *" $(basename "$t") "* ]] || order+=("$t"); done
-for t in "${order[@]}"; do
-  if [[ $t == *.sh ]]; then launch "$t" bash "$t"; else launch "$t" "$t"; fi
-done
+for t in "$@"; do launch "$t" "$t"; done
+for s in ${scripts[@]+"${scripts[@]}"}; do launch "$s" bash "$s"; done
 while [ "${#running[@]}" -gt 0 ]; do sleep 0.2; reap; done
 wait
 echo "$pass passed, $fail failed in $(dur $((SECONDS - start))) ($total test$([ "$total" -eq 1 ] || echo s))"
