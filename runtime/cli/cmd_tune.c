@@ -29,7 +29,7 @@ static const char tune_usage[] =
     "Measure every conv and fc layer's candidates (each template that serves the layer x its\n"
     "legal parameters), compiled in batches, each checked against the CPU reference before\n"
     "it is timed (L2 flushed, median); the best few are re-timed and the fastest correct one\n"
-    "is written to a tuning record that run, check and build then use (README, \"Tuning\").\n"
+    "is written to a tuning record that run, check and build then use (docs/tuning.md).\n"
     "\n"
     "  -o, --output FILE   the record (default: SPEC with .yaml -> .tuning.yaml)\n"
     "  --layers a,b        only these layers (default: every conv and fc layer)\n"
@@ -516,7 +516,7 @@ static void summary(const cg_tune_record *r, const int *cut)
         else printf("%-12s %9s  %-48s %10.4f %10s %8s\n", t->layer, m, best, t->winner.ms, "failed", "-");
     }
     printf("measured %lld of %lld candidates", measured, total);
-    if (ncut) printf("; * the budget ended the search of %d layer%s (README, \"Tuning\")", ncut, ncut > 1 ? "s" : "");
+    if (ncut) printf("; * the budget ended the search of %d layer%s (docs/tuning.md)", ncut, ncut > 1 ? "s" : "");
     printf("\n");
 }
 

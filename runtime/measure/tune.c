@@ -690,7 +690,7 @@ int cg_tune_format(const cg_tune_record *r, cg_buf *b, cg_err *e)
 {
     int rc = cg_buf_printf(b,
                            "# convgen tuning record: written by `convgen tune`, used by run, check and build\n"
-                           "# (README, \"Tuning\"). A layer takes its entry when its shape signature matches\n"
+                           "# (docs/tuning.md). A layer takes its entry when its shape signature matches\n"
                            "# and neither its strategy nor its params are written in the spec.\n"
                            "convgen: %s\ndevice: ",
                            r->version);
