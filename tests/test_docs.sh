@@ -2,7 +2,7 @@
 # test_docs.sh — the documentation stays in its shape: README.md a newcomer's page
 # (at most 10 KB; the manual lives in docs/), every relative link of README.md and
 # docs/*.md names a file in the tree, every in-tree script bench/RESULTS.md names
-# exists, and no file refers to rounds of development ("the fifteenth session"):
+# exists, and no file refers to rounds of development (an ordinal before the word for a round):
 # comments, docs and results say what was measured, where and why.
 set -u
 cd "$(dirname "$0")/.."
