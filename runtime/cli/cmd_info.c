@@ -7,6 +7,7 @@
 #include "gen.h"
 #include "manifest.h"
 #include "net_internal.h"
+#include "op.h"
 #include "options.h"
 #include "tune.h"
 
@@ -46,8 +47,6 @@ static void describe(const cg_layer *l, layer_info *li)
     shape_text(li->in, sizeof li->in, l->C, l->H, l->W);
     shape_text(li->out, sizeof li->out, l->OC, l->OH, l->OW);
     if (l->op == CG_OP_CONV) {
-        int ch, cw, oh, ow;
-        (void)cg_conv_dims(l, &ch, &cw, &oh, &ow);
         char pool[48] = "none";
         if (l->pool_op == CG_POOL_GLOBAL_AVG && l->pool) snprintf(pool, sizeof pool, "global_avg");
         else if (l->pool)
@@ -55,21 +54,27 @@ static void describe(const cg_layer *l, layer_info *li)
         snprintf(li->detail, sizeof li->detail, "K=%d stride=%d pad=%d,%d,%d,%d act=%s pool=%s bias=%s", l->K,
                  l->stride > 0 ? l->stride : 1, l->pad[0], l->pad[1], l->pad[2], l->pad[3], cg_act_name(l->act), pool,
                  l->bias ? "yes" : "no");
-        li->flops = 2.0 * l->M * ch * cw * (double)l->C * l->K * l->K;
-        li->wcount = (long long)l->M * l->C * l->K * l->K;
-        snprintf(li->wshape, sizeof li->wshape, "%dx%dx%dx%d", l->M, l->C, l->K, l->K);
-        if (l->bias) li->bcount = l->M, snprintf(li->bshape, sizeof li->bshape, "%d", l->M);
     } else if (l->op == CG_OP_FC) {
         long long in = cg_layer_in_elems(l);
         snprintf(li->detail, sizeof li->detail, "in=%lld out=%d act=%s bias=%s", in, l->out, cg_act_name(l->act),
                  l->bias ? "yes" : "no");
-        li->flops = 2.0 * (double)in * l->out;
-        li->wcount = in * l->out;
-        snprintf(li->wshape, sizeof li->wshape, "%dx%lld", l->out, in);
-        if (l->bias) li->bcount = l->out, snprintf(li->bshape, sizeof li->bshape, "%d", l->out);
     } else {
         snprintf(li->detail, sizeof li->detail, "over %lld values", cg_layer_in_elems(l));
-        li->flops = 0;
+    }
+    /* FLOPs and the weight tensor's shape from the op table */
+    const cg_op_desc *d = cg_op_of(l->op);
+    li->flops = d && d->flop ? d->flop(l, 1) : 0;
+    long long shape[4];
+    int nd = d && d->weight_shape ? d->weight_shape(l, shape) : 0;
+    if (nd > 0) {
+        li->wcount = 1;
+        size_t at = 0;
+        for (int i = 0; i < nd; i++) {
+            li->wcount *= shape[i];
+            at += (size_t)snprintf(li->wshape + at, at < sizeof li->wshape ? sizeof li->wshape - at : 0, "%s%lld",
+                                   i ? "x" : "", shape[i]);
+        }
+        if (l->bias) li->bcount = shape[0], snprintf(li->bshape, sizeof li->bshape, "%lld", shape[0]);
     }
 }
 
