@@ -496,8 +496,8 @@ static void copy_wide(unsigned char *dst, const unsigned char *src, size_t n)
 }
 
 /* The kernels of a batch of n images on set st (without kernel `skip`), with
- * the events at the marks; `record` records an event as the graph's capture
- * needs it (an external event node, so that its time can be read) or plainly. */
+ * the events at the marks; `external`: each event recorded as a graph's capture
+ * needs it (an external event node, so that its time can be read), else plainly. */
 static int queue_kernels(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int external, cg_err *e)
 {
     const cg_manifest *m = g->m;
@@ -734,7 +734,6 @@ static int run_on_device(cg_gpu *g, const cg_gpu_input *in, int tin, int skip, l
 static int run_current(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred, float *probs,
                        float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e)
 {
-    memset(t, 0, sizeof *t);
     memset(t, 0, sizeof *t);
     const cg_manifest *m = g->m;
     int skip = in->f32 ? input_kernel(g) : -1;

@@ -327,6 +327,12 @@ local function layer_choice(l)
   return (l.op == "conv" and "conv2d_" or "fc_") .. l.strategy, nil
 end
 
+-- The images a launch of net's kernels is generated for: the caller's (tune --batch),
+-- else the target's bucket; nil for the large-batch default.
+local function batch_of(net)
+  return net.batch or (net.target and net.target.batch and net.target.batch > 0 and net.target.batch) or nil
+end
+
 function network.build(net)
   local out = { tensors = {}, layers = {}, kernels = {}, input = "pixels", predict = "predict" }
   local elems_max = 1
@@ -360,8 +366,7 @@ function network.build(net)
     return k
   end
 
-  -- the batch the kernels are generated for (the target's bucket; nil: the large-batch default)
-  local batch = net.batch or (net.target and net.target.batch and net.target.batch > 0 and net.target.batch) or nil
+  local batch = batch_of(net)
   local elems_in = net.C * net.H * net.W
   tensor("pixels", "u8", elems_in)
   local cur = add("input_u8", { elems = elems_in, scale_text = net.scale_text, offset_text = net.offset_text },
@@ -445,7 +450,7 @@ function network.layer_table(net, index, const_left)
   for k, v in pairs(layer_at(net, index)) do l[k] = v end
   l.params = nil
   l.const_left = const_left or common.CONST_BUDGET
-  l.batch = net.batch or (net.target and net.target.batch and net.target.batch > 0 and net.target.batch) or nil
+  l.batch = batch_of(net)
   return l
 end
 
