@@ -17,13 +17,13 @@ CFLAGS    ?= -O2 -g
 override CFLAGS += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp -fPIC \
              -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-             -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -I$(CUDA_HOME)/include
+             -Ibase -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -I$(CUDA_HOME)/include
 # Lua, libyaml, zlib and OpenMP are linked statically: the GPU machine has none of them.
 LDLIBS     = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a $(GOMP) -ldl -lm -lpthread
 
-GEN_SRC   := $(wildcard generator/*.c)
-RT_DIRS   := runtime/formats runtime/cpu runtime/dist runtime/cuda runtime/measure runtime/api runtime/cli
-RT_SRC    := $(foreach d,$(RT_DIRS),$(wildcard $(d)/*.c))
+GEN_SRC   := $(wildcard base/*.c generator/*.c)
+RT_DIRS   := runtime/formats runtime/cpu runtime/cuda runtime/measure runtime/api runtime/cli
+RT_SRC    := $(filter-out runtime/api/rt_only.c,$(foreach d,$(RT_DIRS),$(wildcard $(d)/*.c)))
 TPL       := $(sort $(wildcard templates/*.lua templates/lib/*.lua))
 OBJ       := $(patsubst %.c,build/%.o,$(GEN_SRC) $(RT_SRC)) build/templates_embed.o
 LIB_OBJ   := $(filter-out build/runtime/cli/cli.o,$(OBJ))
@@ -41,7 +41,7 @@ all: build/convgen lib $(MPI_BIN)
 # objects only (pkg-config --static adds Lua, libyaml, zlib, OpenMP); the shared
 # one links those dynamically (their static archives are not position
 # independent) and exports exactly the functions of runtime/convgen.h.
-VERSION   := $(shell sed -n 's/^\#define CG_VERSION "\(.*\)"/\1/p' generator/util.h)
+VERSION   := $(shell sed -n 's/^\#define CG_VERSION "\(.*\)"/\1/p' base/util.h)
 SOMAJOR   := $(firstword $(subst ., ,$(VERSION)))
 CGLIB_OBJ := $(filter-out build/runtime/cli/%,$(OBJ))
 SO_LIBS    = -llua5.4 -lyaml -lz -ldl -lm -lpthread
@@ -57,11 +57,11 @@ build/libconvgen.so.$(VERSION): $(CGLIB_OBJ) tools/libconvgen.map
 
 # libconvgen-rt: the runtime-only library, for programs that open bundles
 # (docs/library.md, "What the library links"): no generator, Lua or embedded templates,
-# no tuning records (runtime/rt_only.c answers in their place); libyaml (the
+# no tuning records (runtime/api/rt_only.c answers in their place); libyaml (the
 # spec inside a bundle is YAML) is linked into it statically, so the shared
 # one needs neither liblua nor libyaml at run time. Same header, same exports.
-RTLIB_OBJ := $(filter-out build/generator/gen.o build/generator/lua_host.o build/templates_embed.o \
-               build/runtime/measure/%,$(CGLIB_OBJ)) build/runtime/rt_only.o
+RTLIB_OBJ := $(filter-out build/generator/% build/templates_embed.o \
+               build/runtime/measure/%,$(CGLIB_OBJ)) build/runtime/api/rt_only.o
 RT_SO_LIBS = $(LIBDIR)/libyaml.a -lz -ldl -lm -lpthread
 
 build/libconvgen-rt.a: $(RTLIB_OBJ)
@@ -99,7 +99,7 @@ install: build/convgen lib
 deps:
 	@tools/deps.sh
 
-build/%.o: %.c $(wildcard generator/*.h runtime/*.h $(addsuffix /*.h,$(RT_DIRS)))
+build/%.o: %.c $(wildcard base/*.h generator/*.h runtime/*.h $(addsuffix /*.h,$(RT_DIRS)))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -182,7 +182,7 @@ sanitize:
 # .clang-format reproduces most of that layout but not all (see its header).
 format:
 	@command -v git-clang-format >/dev/null || { echo "make format: needs git-clang-format (apt-get install clang-format)" >&2; exit 1; }
-	git clang-format --force --extensions c,h HEAD -- generator runtime tests tools
+	git clang-format --force --extensions c,h HEAD -- base generator runtime tests tools
 
 # make ptx SPEC=specs/x.yaml KERNEL=name   — dump PTX / SASS of one generated kernel
 ptx sass: build/convgen
@@ -203,13 +203,13 @@ FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern bu
                 bundle_sections cpu input
 FUZZ_CFLAGS   = -g -O1 -std=c11 -Wall -Wextra -Wshadow -Werror -Wno-pass-failed -fopenmp \
                 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-                -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \
+                -Ibase -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \
                 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_LDLIBS   = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a -ldl -lm -lpthread
 FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(GEN_SRC) $(filter-out runtime/cli/cli.c,$(RT_SRC)) build/templates_embed.c)
 FUZZ_BIN     := $(addprefix build/fuzz/fuzz_,$(FUZZ_TARGETS))
 
-build/fuzz/obj/%.o: %.c $(wildcard generator/*.h $(addsuffix /*.h,$(RT_DIRS)))
+build/fuzz/obj/%.o: %.c $(wildcard base/*.h generator/*.h $(addsuffix /*.h,$(RT_DIRS)))
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 

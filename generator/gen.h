@@ -6,6 +6,7 @@
 #ifndef CG_GEN_H
 #define CG_GEN_H
 #include "spec.h"
+#include "target.h"
 #include <lua.h>
 
 #define CG_MAX_KERNELS 256
@@ -29,32 +30,6 @@ typedef struct {
     char hash[17];  /* hash of the manifest body and every kernel's code (headers aside):
                        identifies a build, however the spec's path was spelled */
 } cg_gen_output;
-
-/* What generated kernels may assume of the GPU that runs them. JIT fills it
- * from the device (cuDeviceGetAttribute), `convgen build` from a
- * per-architecture table (the minimum over the chosen archs, runtime/cuda/aot.c).
- * Templates see it as net.target and l.target (one table):
- * { cc=, max_shared=, regs_per_block=, regs_per_sm=, sms=, max_threads=, sm90a= (a boolean),
- *   batch= (only where > 0) }. */
-typedef struct {
-    int cc;               /* compute capability compiled for: 10*major+minor */
-    int max_shared_optin; /* bytes of shared memory one block may use, opt-in included */
-    int regs_per_block;   /* 32-bit registers one block may use */
-    int regs_per_sm;
-    int sms;              /* multiprocessors; 0 when unknown (a fat binary serves many GPUs) */
-    int max_threads;      /* threads per block */
-    int sm90a;            /* 1: the kernels are built for sm_90 alone, as sm_90a (wgmma: conv2d_igemm_wg) */
-    int batch;            /* the images a launch is generated for, as a bucket (cg_batch_bucket:
-                             1, 8, 64, 256, 1024); 0: the large-batch default (templates tile for 10,000) */
-} cg_target;
-
-/* The conservative default a NULL target means: cc 75, 48 KiB of shared
- * memory, 64 Ki registers per block and per SM, 1024 threads, SMs unknown. */
-void cg_target_default(cg_target *t);
-/* The most any supported architecture allows (the newest cc, 227 KiB of shared
- * memory): a configuration this refuses is refused everywhere, so it can be
- * reported as bad input before any device is asked. */
-void cg_target_widest(cg_target *t);
 
 /* ---- one layer at a time (templates/lib/network.lua: candidates, check_one,
  * emit_one): what a tuner and the kernel harness call. `layer` is 0-based;
@@ -135,8 +110,6 @@ int cg_gen_emit_one_for(const cg_spec *s, const cg_target *tg, int layer, const 
                         const char *params, cg_gen_kernel *out, cg_kernel_launch *launch, cg_err *e);
 void cg_gen_kernel_free(cg_gen_kernel *k);
 
-/* The command that regenerates a spec's files, as file headers show it. */
-void cg_regen_command(const char *spec_path, char *out, size_t n);
 /* regen_cmd goes into each file header (see cg_regen_command). Generates for
  * the default target (cg_target_default). */
 int cg_generate(const cg_spec *s, const char *regen_cmd, cg_gen_output *out, cg_err *e);

@@ -68,10 +68,10 @@ else
     && ok || bad "pip install ./python: $(tail -5 "$t/out")"
   m=$(find "$t/pip" -name convgen.py | head -1)
   [ -n "$m" ] && (cd "$t" && PYTHONPATH=$(dirname "$m") "$pp" -c 'import convgen, sys; assert convgen.__file__ == sys.argv[1], convgen.__file__; print(convgen.version())' "$m") >"$t/out" 2>&1 \
-    && grep -qx "$(sed -n 's/^#define CG_VERSION "\(.*\)"/\1/p' generator/util.h)" "$t/out" \
+    && grep -qx "$(sed -n 's/^#define CG_VERSION "\(.*\)"/\1/p' base/util.h)" "$t/out" \
     && ok || bad "the pip-installed module: $(cat "$t/out")"
-  grep -q "^version = \"$(sed -n 's/^#define CG_VERSION "\(.*\)"/\1/p' generator/util.h)\"" python/pyproject.toml \
-    && ok || bad "python/pyproject.toml's version is not convgen's (generator/util.h)"
+  grep -q "^version = \"$(sed -n 's/^#define CG_VERSION "\(.*\)"/\1/p' base/util.h)\"" python/pyproject.toml \
+    && ok || bad "python/pyproject.toml's version is not convgen's (base/util.h)"
 fi
 py=
 for p in python3 /usr/bin/python3; do

@@ -1,4 +1,4 @@
-/* test_shards.c — several networks sharing one run (runtime/dist/shards.c,
+/* test_shards.c — several networks sharing one run (runtime/cli/shards.c,
  * what `convgen run --devices 0,1` does with one network per GPU), without a
  * GPU: two and three CPU networks of ece408-2017 give, bit for bit, the
  * predictions, scores and layer outputs one network gives for all the images,

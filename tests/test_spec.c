@@ -447,7 +447,7 @@ static void test_names(void)
           "op names");
 }
 
-/* The op table (generator/op.h): one descriptor per op, names kept there only. */
+/* The op table (base/op.h): one descriptor per op, names kept there only. */
 static void test_op_table(void)
 {
     const char *names[CG_OP_COUNT + 1];

@@ -1,7 +1,7 @@
 /* devices.h — `run --devices 0,1|all` and `check --devices`: the list of GPUs
  * read from the command line and checked against the driver, and what each
  * GPU did with its shard, for --profile and --json. The run itself is
- * runtime/dist/shards.c: one network per GPU, each a contiguous shard. */
+ * runtime/cli/shards.c: one network per GPU, each a contiguous shard. */
 #ifndef CG_DEVICES_H
 #define CG_DEVICES_H
 #include "convgen.h"

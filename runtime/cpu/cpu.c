@@ -245,7 +245,7 @@ static int conv_layer(const cg_layer *l, const float *wt, const float *bias, con
     return 0;
 }
 
-/* The CPU reference of every op, in the op table's order (generator/op.h). */
+/* The CPU reference of every op, in the op table's order (base/op.h). */
 static const reference_fn reference[] = {[CG_OP_CONV] = conv_layer, [CG_OP_FC] = fc_layer,
                                          [CG_OP_SOFTMAX] = softmax_layer};
 _Static_assert(sizeof reference / sizeof *reference == CG_OP_COUNT, "a CPU reference for every op");

@@ -3,7 +3,7 @@
  * Opening does the host-side work once: generate the sources in memory, compile
  * them through NVRTC (with the on-disk cache) or load a fat binary, upload the
  * weights, allocate every tensor for one batch in each of its stream sets.
- * Running streams the images through in batches (runtime/dist/pipeline.h):
+ * Running streams the images through in batches (base/pipeline.h):
  * each set has its own stream, device tensors and pinned host staging, so the
  * upload of batch i+1 and the download of batch i-1 overlap the kernels of
  * batch i; kernels of successive batches still run one batch after another,

@@ -19,7 +19,7 @@ typedef struct {
 } need;
 
 /* Every parameter tensor of the spec, in layer order, weight before bias:
- * "<layer>.weight" shaped as its op says (generator/op.h: conv [M,C,K,K], fc
+ * "<layer>.weight" shaped as its op says (base/op.h: conv [M,C,K,K], fc
  * [out, C*H*W]) and "<layer>.bias" [rows]; biases only where the layer has
  * bias: 1. Ops without weights (softmax) have none. */
 static int spec_needs(const cg_spec *s, need *out, int *n)

@@ -27,7 +27,7 @@
  * decides which kernel is fastest for a layer (its name does not). */
 void cg_tune_signature(const cg_layer *l, char *out, size_t n);
 /* The templates that serve layer l, NULL-terminated: every embedded template of
- * its op's family (generator/op.h), by name (none for softmax). */
+ * its op's family (base/op.h), by name (none for softmax). */
 const char *const *cg_tune_templates(const cg_layer *l);
 
 /* ---- one candidate's outcome ---- */

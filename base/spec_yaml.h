@@ -93,7 +93,7 @@ int cg_y_is_ident(const char *s, int dotted);
 int cg_spec_mul(long long a, long long b, long long limit, long long *out);
 /* Reads and checks 'layers' into s->layers, shapes derived from s->C/H/W. */
 int cg_spec_read_layers(const cg_yctx *c, const cg_ynode *seq, cg_spec *s);
-/* The op table's readers (generator/op.h: cg_op_desc.read) of a conv, an fc,
+/* The op table's readers (base/op.h: cg_op_desc.read) of a conv, an fc,
  * and an op whose output has its input's shape and that takes no keys. */
 int cg_spec_read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l);
 int cg_spec_read_fc(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l);

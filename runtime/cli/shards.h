@@ -2,7 +2,7 @@
  * thread per network: `convgen run --devices 0,1` opens one network per GPU
  * and gives each a contiguous shard of the images (cg_share: in order, sizes
  * within one image). Each network runs its shard with cg_net_run, streamed in
- * batches by its own backend (runtime/dist/pipeline.h), and writes its answers
+ * batches by its own backend (base/pipeline.h), and writes its answers
  * in place at the shard's offset, so the whole run's predictions are in input
  * order and, image by image, what one network gives for all of them.
  *

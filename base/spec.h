@@ -16,7 +16,7 @@ typedef struct {
     int line, col; /* 1-based, as printed in FILE:LINE:COL */
 } cg_pos;
 
-/* A layer's op; generator/op.h describes each (its table is in this order). */
+/* A layer's op; base/op.h describes each (its table is in this order). */
 typedef enum { CG_OP_CONV, CG_OP_FC, CG_OP_SOFTMAX, CG_OP_COUNT } cg_op;
 typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU } cg_act;
 /* What a conv's pool computes over each window (after the activation). */

@@ -1,8 +1,7 @@
-/* target.c — the parts of gen.h that need no Lua: the default and widest
- * targets and the regeneration command. Kept apart from gen.c so that the
- * runtime-only library (libconvgen-rt, Makefile), which opens bundles and
- * never generates, links them without the generator. */
-#include "gen.h"
+/* target.c — the default and widest targets and the regeneration command:
+ * no Lua, so the runtime-only library (libconvgen-rt, Makefile), which opens
+ * bundles and never generates, links them without the generator. */
+#include "target.h"
 
 #include <stdio.h>
 
