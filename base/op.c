@@ -70,7 +70,7 @@ static double fc_flop(const cg_layer *l, long long n)
     return 2.0 * (double)cg_layer_in_elems(l) * l->out * (double)n;
 }
 
-/* ---- ops whose output is their input's shape (softmax) ---- */
+/* ---- ops whose output is their input's shape (CG_SAME_SHAPE_OPS in spec.h) ---- */
 
 static const char *const bare_keys[] = {"name", "op", NULL};
 
@@ -87,7 +87,10 @@ const cg_op_desc cg_ops[CG_OP_COUNT] = {
     [CG_OP_CONV] = {"conv", conv_keys, "conv2d_", 1, 1, 0, cg_spec_read_conv, conv_shape, conv_weights, conv_flop,
                     conv_unfused},
     [CG_OP_FC] = {"fc", fc_keys, "fc_", 0, 0, 0, cg_spec_read_fc, fc_shape, fc_weights, fc_flop, NULL},
-    [CG_OP_SOFTMAX] = {"softmax", bare_keys, NULL, 0, 0, 1, cg_spec_read_same, same_shape, NULL, NULL, NULL},
+#define SAME_SHAPE_OP(ID, NAME, LAST) \
+    [CG_OP_##ID] = {#NAME, bare_keys, NULL, 0, 0, LAST, cg_spec_read_same, same_shape, NULL, NULL, NULL},
+    CG_SAME_SHAPE_OPS(SAME_SHAPE_OP)
+#undef SAME_SHAPE_OP
 };
 
 const cg_op_desc *cg_op_of(cg_op op)

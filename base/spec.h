@@ -16,8 +16,17 @@ typedef struct {
     int line, col; /* 1-based, as printed in FILE:LINE:COL */
 } cg_pos;
 
+/* The ops whose output has their input's shape, with no spec keys but `name`
+ * and `op` and no weights, one X(ID, NAME, LAST) each: its enum value CG_OP_ID,
+ * the name a spec writes, 1 when it must be the network's last layer. The op
+ * enum, the op table's descriptors (base/op.c) and the CPU reference table
+ * (runtime/cpu/cpu.c: the function NAME_layer) are made from this list, so such
+ * an op is one line here (docs/design-ops.md, "A new elementwise op"). */
+#define CG_SAME_SHAPE_OPS(X) X(SOFTMAX, softmax, 1)
+
 /* A layer's op; base/op.h describes each (its table is in this order). */
-typedef enum { CG_OP_CONV, CG_OP_FC, CG_OP_SOFTMAX, CG_OP_COUNT } cg_op;
+#define CG_OP_ENUM_ENTRY(ID, NAME, LAST) CG_OP_##ID,
+typedef enum { CG_OP_CONV, CG_OP_FC, CG_SAME_SHAPE_OPS(CG_OP_ENUM_ENTRY) CG_OP_COUNT } cg_op;
 typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU } cg_act;
 /* What a conv's pool computes over each window (after the activation). */
 typedef enum { CG_POOL_MAX, CG_POOL_AVG, CG_POOL_GLOBAL_AVG } cg_pool_op;

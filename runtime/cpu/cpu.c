@@ -246,8 +246,10 @@ static int conv_layer(const cg_layer *l, const float *wt, const float *bias, con
 }
 
 /* The CPU reference of every op, in the op table's order (base/op.h). */
+#define SAME_SHAPE_REFERENCE(ID, NAME, LAST) [CG_OP_##ID] = NAME##_layer,
 static const reference_fn reference[] = {[CG_OP_CONV] = conv_layer, [CG_OP_FC] = fc_layer,
-                                         [CG_OP_SOFTMAX] = softmax_layer};
+                                         CG_SAME_SHAPE_OPS(SAME_SHAPE_REFERENCE)};
+#undef SAME_SHAPE_REFERENCE
 _Static_assert(sizeof reference / sizeof *reference == CG_OP_COUNT, "a CPU reference for every op");
 
 int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float *out, int n,
