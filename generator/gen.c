@@ -227,11 +227,8 @@ static void template_hash(cg_lua *h, const char *tpl, char out[17])
     const char *t = cg_lua_template_text(h, tpl, &len);
     uint64_t x = cg_hash64(t ? t : "", t ? len : 0, CG_HASH_SEED);
     for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {
-        size_t n = strlen(f->path);
-        if (strncmp(f->path, lib, sizeof lib - 1) || n < sizeof lib + 4 || strcmp(f->path + n - 4, ".lua")) continue;
-        const char *rel = f->path + strlen("templates/"); /* "lib/NAME.lua" -> "lib/NAME" */
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(strlen(rel) - 4), rel);
+        char name[64]; /* "templates/lib/NAME.lua" -> "lib/NAME" */
+        if (strncmp(f->path, lib, sizeof lib - 1) || cg_template_name(f->path, name, sizeof name) < 0) continue;
         t = cg_lua_template_text(h, name, &len);
         x = cg_hash64(t ? t : "", t ? len : 0, x);
     }

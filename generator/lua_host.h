@@ -4,8 +4,9 @@
  * collectgarbage(…) side doors, string (without string.dump), table, math,
  * utf8, and `import(name)`, which loads another template file by name
  * (cg_template_path: "lib/engine" -> templates/lib/engine.lua, "conv2d_direct"
- * -> templates/conv2d/direct.lua) in text mode, in the same sandbox, once. A `load(text, chunkname)` that accepts only text chunks and runs them in
- * the sandbox environment is provided for the template engine.
+ * -> templates/conv2d/direct.lua) in text mode, in the same sandbox, once. A
+ * `load(text, chunkname)` that accepts only text chunks and runs them in the
+ * sandbox environment is provided for the template engine.
  * `template_text(name)` returns a template's text and chunk name, so the engine
  * can point errors in a template's CUDA text at lines of its file.
  * Every call made through cg_lua_pcall is bounded in instructions and the state
@@ -82,7 +83,7 @@ int cg_lua_import(cg_lua *h, const char *name, cg_err *e);
 int cg_lua_pcall(cg_lua *h, int nargs, int nres, cg_err *e);
 /* Text of template NAME as the sandbox sees it (for hashing); NULL if absent. */
 const char *cg_lua_template_text(cg_lua *h, const char *name, size_t *len);
-/* 1 if template NAME exists (embedded, or DIR/NAME.lua when opened with a
+/* 1 if template NAME exists (embedded, or its file below DIR when opened with a
  * directory), 0 otherwise (including names import would reject). */
 int cg_lua_template_exists(cg_lua *h, const char *name);
 

@@ -101,7 +101,8 @@ static void test_rule(void)
     static const char *const bad_names[] = {"conv2d/direct", "ops/softmax", "fc/vec", "../x", "", "Softmax", "a//b"};
     for (size_t i = 0; i < sizeof bad_names / sizeof *bad_names; i++)
         CHECK(cg_template_path(NULL, bad_names[i], out, sizeof out) == -1, "'%s' is not a template name", bad_names[i]);
-    CHECK(cg_template_path(NULL, "conv2d_direct", out, 27) == -1 && cg_template_path(NULL, "conv2d_direct", out, 28) == 27,
+    CHECK(cg_template_path(NULL, "conv2d_direct", out, 27) == -1 &&
+              cg_template_path(NULL, "conv2d_direct", out, 28) == 27,
           "the length counts");
     static const char *const bad_paths[] = {"templates/softmax.lua",     "templates/conv2d_direct.lua",
                                             "templates/ops/conv2d_x.lua", "templates/conv2d/direct.txt",

@@ -79,7 +79,8 @@ static void test_signature(const cg_spec *s)
         for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {
             if (strncmp(f->path, folder, strlen(folder))) continue;
             char want[128];
-            snprintf(want, sizeof want, "%s%.*s", fam, (int)(strlen(f->path) - strlen(folder) - 4), f->path + strlen(folder));
+            const char *file = f->path + strlen(folder);
+            snprintf(want, sizeof want, "%s%.*s", fam, (int)(strlen(file) - 4), file);
             ok = ok && t[n] && !strcmp(t[n], want);
             n += t[n] != NULL;
         }
