@@ -283,7 +283,7 @@ int cg_template_name(const char *path, char *out, size_t n)
     if (strncmp(path, top, sizeof top - 1) || len < sizeof top + 4 || strcmp(path + len - 4, ".lua")) return -1;
     const char *rel = path + sizeof top - 1, *slash = strchr(rel, '/');
     size_t rlen = len - (sizeof top - 1) - 4;
-    if (!slash || rlen >= n) return -1; /* loose in templates/ */
+    if (!slash) return -1; /* loose in templates/ */
     char cand[NAME_MAX_LEN + 32];
     size_t first = (size_t)(slash - rel);
     const char *fam = NULL;
@@ -291,9 +291,13 @@ int cg_template_name(const char *path, char *out, size_t n)
         const char *f = cg_ops[op].family;
         if (f && strlen(f) == first + 1 && !strncmp(rel, f, first)) fam = f;
     }
-    int k = fam ? snprintf(cand, sizeof cand, "%s%.*s", fam, (int)(rlen - first - 1), slash + 1)
-            : first == 3 && !strncmp(rel, "ops", 3) ? snprintf(cand, sizeof cand, "%.*s", (int)(rlen - 4), rel + 4)
-                                                    : snprintf(cand, sizeof cand, "%.*s", (int)rlen, rel);
+    int k;
+    if (fam) /* conv2d/direct -> conv2d_direct */
+        k = snprintf(cand, sizeof cand, "%s%.*s", fam, (int)(rlen - first - 1), slash + 1);
+    else if (first == 3 && !strncmp(rel, "ops", 3)) /* ops/softmax -> softmax */
+        k = snprintf(cand, sizeof cand, "%.*s", (int)(rlen - 4), rel + 4);
+    else /* lib/engine */
+        k = snprintf(cand, sizeof cand, "%.*s", (int)rlen, rel);
     if (k < 0 || (size_t)k >= sizeof cand || (size_t)k >= n) return -1;
     char back[NAME_MAX_LEN + 64];
     if (cg_template_path(NULL, cand, back, sizeof back) < 0 || strcmp(back, path)) return -1;
