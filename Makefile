@@ -24,7 +24,9 @@ LDLIBS     = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a $(GOMP) 
 GEN_SRC   := $(wildcard base/*.c generator/*.c)
 RT_DIRS   := runtime/formats runtime/cpu runtime/cuda runtime/measure runtime/api runtime/cli
 RT_SRC    := $(filter-out runtime/api/rt_only.c,$(foreach d,$(RT_DIRS),$(wildcard $(d)/*.c)))
-TPL       := $(sort $(wildcard templates/*.lua templates/lib/*.lua))
+# every template file: templates/FOLDER/*.lua (conv2d/, fc/, ops/, lib/; generator/lua_host.h,
+# cg_template_path); a file loose in templates/ is embedded too, so test_template_files refuses it
+TPL       := $(sort $(wildcard templates/*.lua templates/*/*.lua))
 OBJ       := $(patsubst %.c,build/%.o,$(GEN_SRC) $(RT_SRC)) build/templates_embed.o
 LIB_OBJ   := $(filter-out build/runtime/cli/cli.o,$(OBJ))
 TEST_SRC  := $(wildcard tests/test_*.c)
@@ -108,7 +110,8 @@ build/embed: tools/embed.c
 	@mkdir -p build
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror $< -o $@
 
-build/templates_embed.c: build/embed $(TPL)
+# the folders too: a file moved or removed changes its folder, not the files left
+build/templates_embed.c: build/embed $(TPL) $(wildcard templates templates/*/)
 	build/embed $(TPL) > $@.tmp && mv $@.tmp $@
 
 build/templates_embed.o: build/templates_embed.c

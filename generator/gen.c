@@ -227,11 +227,8 @@ static void template_hash(cg_lua *h, const char *tpl, char out[17])
     const char *t = cg_lua_template_text(h, tpl, &len);
     uint64_t x = cg_hash64(t ? t : "", t ? len : 0, CG_HASH_SEED);
     for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {
-        size_t n = strlen(f->path);
-        if (strncmp(f->path, lib, sizeof lib - 1) || n < sizeof lib + 4 || strcmp(f->path + n - 4, ".lua")) continue;
-        const char *rel = f->path + strlen("templates/"); /* "lib/NAME.lua" -> "lib/NAME" */
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(strlen(rel) - 4), rel);
+        char name[64]; /* "templates/lib/NAME.lua" -> "lib/NAME" */
+        if (strncmp(f->path, lib, sizeof lib - 1) || cg_template_name(f->path, name, sizeof name) < 0) continue;
         t = cg_lua_template_text(h, name, &len);
         x = cg_hash64(t ? t : "", t ? len : 0, x);
     }
@@ -297,11 +294,14 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
         get_str(L, "bias", bias, sizeof bias, e) || get_str(L, "params", params, sizeof params, e) ||
         get_str(L, "shape", shape, sizeof shape, e) || get_str(L, "args", args, sizeof args, e))
         return -1;
+    char tfile[sizeof k->tpl + 64]; /* the template's file, for messages and the header */
+    if (cg_template_path(NULL, k->tpl, tfile, sizeof tfile) < 0)
+        return cg_fail(e, "templates/lib/network.lua: kernel template '%s' is not a template name", k->tpl);
     /* the kernel's parameters by role (common.kernel_head); the runtime checks the names */
     if (!args[0] || strspn(args, "abcdefghijklmnopqrstuvwxyz,") != strlen(args))
-        return cg_fail(e, "templates/%s.lua: kernel args '%s' are not a list of roles", k->tpl, args);
+        return cg_fail(e, "%s: kernel args '%s' are not a list of roles", tfile, args);
     if (!is_identifier(k->kernel, strlen(k->kernel)))
-        return cg_fail(e, "templates/%s.lua: kernel name '%s' is not an identifier", k->tpl,
+        return cg_fail(e, "%s: kernel name '%s' is not an identifier", tfile,
                        k->kernel);
     /* these go into the file's header comment and the manifest: one line each */
     const char *fields[][2] = {{"layer", k->layer}, {"in", in}, {"out", out}, {"weights", weights},
@@ -310,8 +310,8 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     for (size_t f = 0; f < sizeof fields / sizeof *fields; f++)
         for (const char *c = fields[f][1]; *c; c++)
             if ((unsigned char)*c < 0x20 || *c == 0x7f)
-                return cg_fail(e, "templates/%s.lua: kernel '%s': %s contains control "
-                               "character 0x%02x", k->tpl, k->kernel, fields[f][0],
+                return cg_fail(e, "%s: kernel '%s': %s contains control "
+                               "character 0x%02x", tfile, k->kernel, fields[f][0],
                                (unsigned)(unsigned char)*c);
     snprintf(k->file, sizeof k->file, "%s.cu", k->kernel);
     lua_getfield(L, -1, "grid");
@@ -325,22 +325,22 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
         lua_pop(L, 1);
         if (rc) return lua_pop(L, 2), -1;
         if (block[d] < 1 || block[d] > 1024)
-            return lua_pop(L, 2), cg_fail(e, "templates/%s.lua: block extent out of range", k->tpl);
+            return lua_pop(L, 2), cg_fail(e, "%s: block extent out of range", tfile);
     }
     lua_pop(L, 2);
     if (block[0] * block[1] * block[2] > 1024)
-        return cg_fail(e, "templates/%s.lua: more than 1024 threads per block", k->tpl);
+        return cg_fail(e, "%s: more than 1024 threads per block", tfile);
     lua_getfield(L, -1, "shared");
     shared = lua_tointeger(L, -1);
     lua_pop(L, 1);
     if (shared < 0 || shared > tg->max_shared_optin)
-        return cg_fail(e, "templates/%s.lua: kernel %s asks for %lld bytes of shared memory; the "
-                          "target (cc %d) allows 0 to %d", k->tpl, k->kernel, shared, tg->cc,
+        return cg_fail(e, "%s: kernel %s asks for %lld bytes of shared memory; the "
+                          "target (cc %d) allows 0 to %d", tfile, k->kernel, shared, tg->cc,
                        tg->max_shared_optin);
     lua_getfield(L, -1, "source");
     size_t slen = 0;
     const char *src = lua_tolstring(L, -1, &slen);
-    if (!src) return lua_pop(L, 1), cg_fail(e, "templates/%s.lua: kernel has no source", k->tpl);
+    if (!src) return lua_pop(L, 1), cg_fail(e, "%s: kernel has no source", tfile);
 
     /* optional: why `strategy: auto` chose this template */
     char chosen[200] = "";
@@ -355,13 +355,13 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
         "// spec:       %s (network %s)\n"
         "// layer:      %s\n"
         "// shape:      %s\n"
-        "// template:   %s (templates/%s.lua, hash %s)%s%s\n"
+        "// template:   %s (%s, hash %s)%s%s\n"
         "// params:     %s\n"
         "// launch:     grid (%s, %s, %s) where N = images, block (%lld, %lld, %lld), "
         "%lld B shared\n"
         "// weights:    %s, bias %s\n"
         "// regenerate: %s\n\n",
-        CG_VERSION, s->path, s->name, k->layer, shape, k->tpl, k->tpl, k->tpl_hash,
+        CG_VERSION, s->path, s->name, k->layer, shape, k->tpl, tfile, k->tpl_hash,
         chosen[0] ? ", " : "", chosen, params[0] ? params : "(none)", grid[0], grid[1], grid[2], block[0], block[1], block[2],
         shared, weights, bias, regen);
     k->header_len = b.len;
@@ -559,13 +559,11 @@ static int check_strategies(cg_lua *h, const cg_spec *s, cg_err *e)
         char name[CG_NAME_MAX + 16];
         (void)cg_op_template(l, l->strategy, name, sizeof name);
         if (cg_lua_template_exists(h, name)) continue;
-        char known[512] = "auto";
+        char known[512] = "auto", t[CG_NAME_MAX + 16];
         for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {
-            const char *p = f->path + strlen("templates/");
-            if (strncmp(p, prefix, plen) || strchr(p, '/')) continue;
+            if (cg_template_name(f->path, t, sizeof t) < 0 || strncmp(t, prefix, plen) || strchr(t, '/')) continue;
             size_t n = strlen(known);
-            snprintf(known + n, sizeof known - n, "%s%.*s", n ? ", " : "",
-                     (int)(strlen(p) - plen - 4), p + plen);
+            snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", t + plen);
         }
         return cg_fail(e, "%s:%d:%d: unknown strategy '%s' for layer '%s' (known: %s)", s->path,
                        l->strategy_pos.line, l->strategy_pos.col, l->strategy, l->name, known);
@@ -1026,8 +1024,11 @@ static int one_call(const cg_spec *s, const cg_target *tg, int layer, const char
     if (cg_lua_open(&h, NULL, e)) return -1;
     lua_State *L = cg_lua_state(h);
     int rc = 0;
+    char file[CG_NAME_MAX + 80];
     if (tpl && !cg_lua_template_exists(h, tpl))
-        rc = cg_fail(e, "no template '%s' (templates/%s.lua)", tpl, tpl);
+        rc = cg_template_path(NULL, tpl, file, sizeof file) < 0
+                 ? cg_fail(e, "no template '%s' (not a template name)", tpl)
+                 : cg_fail(e, "no template '%s' (%s)", tpl, file);
     if (!rc) rc = cg_lua_import(h, "lib/network", e);
     if (!rc) {
         lua_getfield(L, -1, "call");

@@ -7,8 +7,10 @@
  * checks its size first, a text-only `load`, and `import`. Bounds = a counting allocator that
  * refuses growth past the byte limit while a call is running, and a count hook
  * that charges instructions against a per-call budget. Every error leaves
- * cg_lua_pcall as one line, "templates/NAME.lua:LINE: message". */
+ * cg_lua_pcall as one line, "templates/FILE.lua:LINE: message" (FILE:
+ * cg_template_path, below). */
 #include "lua_host.h"
+#include "op.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -40,7 +42,8 @@ typedef struct text_entry {
 struct cg_lua {
     lua_State *L;
     char *dir;          /* template directory, or NULL: embedded templates */
-    char *chunk_prefix; /* "@templates/" or "@DIR/" */
+    char *chunk;        /* "@" and a template's file (cg_template_path), composed by chunk_name */
+    size_t chunk_cap;
     text_entry *texts;
     long long max_instr, count;
     int step;           /* instructions per hook call: HOOK_STEP, or 1 when precise */
@@ -241,6 +244,76 @@ static int valid_name(const char *name)
     return 1;
 }
 
+int cg_template_path(const char *dir, const char *name, char *out, size_t n)
+{
+    if (!dir) dir = "templates";
+    if (!valid_name(name)) return -1;
+    const char *folder = "ops", *rest = name;
+    size_t flen = 3;
+    const char *slash = strchr(name, '/');
+    if (slash) {
+        folder = NULL; /* a path below dir, unless it reaches into a folder named by the rule below */
+        size_t first = (size_t)(slash - name);
+        if (first == 3 && !strncmp(name, "ops", 3)) return -1;
+        for (int op = 0; op < CG_OP_COUNT; op++) {
+            const char *fam = cg_ops[op].family;
+            if (fam && strlen(fam) == first + 1 && !strncmp(name, fam, first)) return -1;
+        }
+    } else {
+        for (int op = 0; op < CG_OP_COUNT; op++) {
+            const char *fam = cg_ops[op].family;
+            size_t p = fam ? strlen(fam) : 0;
+            if (p > 1 && fam[p - 1] == '_' && !strncmp(name, fam, p) && name[p]) {
+                folder = fam, flen = p - 1, rest = name + p;
+                break;
+            }
+        }
+    }
+    size_t d = strlen(dir);
+    const char *sep = d && dir[d - 1] == '/' ? "" : "/";
+    int k = folder ? snprintf(out, n, "%s%s%.*s/%s.lua", dir, sep, (int)flen, folder, rest)
+                   : snprintf(out, n, "%s%s%s.lua", dir, sep, name);
+    return k < 0 || (size_t)k >= n ? -1 : k;
+}
+
+int cg_template_name(const char *path, char *out, size_t n)
+{
+    static const char top[] = "templates/";
+    size_t len = strlen(path);
+    if (strncmp(path, top, sizeof top - 1) || len < sizeof top + 4 || strcmp(path + len - 4, ".lua")) return -1;
+    const char *rel = path + sizeof top - 1, *slash = strchr(rel, '/');
+    size_t rlen = len - (sizeof top - 1) - 4;
+    if (!slash) return -1; /* loose in templates/ */
+    char cand[NAME_MAX_LEN + 32];
+    size_t first = (size_t)(slash - rel);
+    const char *fam = NULL;
+    for (int op = 0; op < CG_OP_COUNT && !fam; op++) {
+        const char *f = cg_ops[op].family;
+        if (f && strlen(f) == first + 1 && !strncmp(rel, f, first)) fam = f;
+    }
+    int k;
+    if (fam) /* conv2d/direct -> conv2d_direct */
+        k = snprintf(cand, sizeof cand, "%s%.*s", fam, (int)(rlen - first - 1), slash + 1);
+    else if (first == 3 && !strncmp(rel, "ops", 3)) /* ops/softmax -> softmax */
+        k = snprintf(cand, sizeof cand, "%.*s", (int)(rlen - 4), rel + 4);
+    else /* lib/engine */
+        k = snprintf(cand, sizeof cand, "%.*s", (int)rlen, rel);
+    if (k < 0 || (size_t)k >= sizeof cand || (size_t)k >= n) return -1;
+    char back[NAME_MAX_LEN + 64];
+    if (cg_template_path(NULL, cand, back, sizeof back) < 0 || strcmp(back, path)) return -1;
+    memcpy(out, cand, (size_t)k + 1);
+    return k;
+}
+
+/* "@" and the file of template NAME, the chunk name its code carries, in the
+ * host's buffer (sized at open for any valid name); NULL when NAME has no file
+ * (cg_template_path refuses it). */
+static const char *chunk_name(cg_lua *h, const char *name)
+{
+    h->chunk[0] = '@';
+    return cg_template_path(h->dir, name, h->chunk + 1, h->chunk_cap - 1) < 0 ? NULL : h->chunk;
+}
+
 /* Text of template NAME from the embedded table or the directory (read once,
  * then kept). Returns NULL with *missing set when there is no such template,
  * or NULL with e filled when it exists but cannot be read. */
@@ -253,7 +326,10 @@ static const char *find_text(cg_lua *h, const char *name, size_t *len, int *miss
     }
     if (!h->dir) {
         char path[NAME_MAX_LEN + 32];
-        snprintf(path, sizeof path, "templates/%s.lua", name);
+        if (cg_template_path(NULL, name, path, sizeof path) < 0) {
+            *missing = 1;
+            return NULL;
+        }
         for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {
             if (strcmp(f->path, path) == 0) {
                 *len = f->len;
@@ -269,9 +345,14 @@ static const char *find_text(cg_lua *h, const char *name, size_t *len, int *miss
             return t->text.data;
         }
     }
+    const char *file = chunk_name(h, name);
+    if (!file) {
+        *missing = 1;
+        return NULL;
+    }
     cg_buf path;
     cg_buf_init(&path);
-    if (cg_buf_printf(&path, "%s/%s.lua", h->dir, name)) {
+    if (cg_buf_printf(&path, "%s", file + 1)) {
         cg_buf_free(&path);
         cg_fail(e, "out of memory");
         return NULL;
@@ -310,8 +391,8 @@ static const char *find_text(cg_lua *h, const char *name, size_t *len, int *miss
     return t->text.data;
 }
 
-/* The body of `import`: validate, return the cached value, or load
- * templates/NAME.lua in text mode and run it once in the sandbox. The chunk
+/* The body of `import`: validate, return the cached value, or load the
+ * template's file (cg_template_path) in text mode and run it once in the sandbox. The chunk
  * runs under its own pcall so the import chain is unwound on error and a
  * memory error (which carries no position) is named before it travels on. */
 static int import_name(lua_State *L, const char *name)
@@ -344,7 +425,7 @@ static int import_name(lua_State *L, const char *name)
     const char *text = find_text(h, name, &len, &missing, &err);
     if (!text && missing) return luaL_error(L, "template '%s' not found", name);
     if (!text) return luaL_error(L, "%s", err.msg);
-    const char *chunk = lua_pushfstring(L, "%s%s.lua", h->chunk_prefix, name);
+    const char *chunk = lua_pushstring(L, chunk_name(h, name));
     if (len > 0 && text[0] == LUA_SIGNATURE[0])
         return luaL_error(L, "%s: binary chunks are not allowed (templates are text)", chunk + 1);
 
@@ -458,7 +539,7 @@ static int l_xpcall(lua_State *L)
 }
 
 /* template_text(name) -> text, chunkname: a template file's text and the name
- * its chunk carries ("@templates/NAME.lua"), so the template engine can map
+ * its chunk carries ("@templates/conv2d/direct.lua"), so the template engine can map
  * errors in a template's CUDA text to lines of its file. nil if absent. */
 static int l_template_text(lua_State *L)
 {
@@ -469,7 +550,7 @@ static int l_template_text(lua_State *L)
     const char *text = cg_lua_template_text(h, name, &len);
     if (!text) return 0;
     lua_pushlstring(L, text, len);
-    lua_pushfstring(L, "%s%s.lua", h->chunk_prefix, name);
+    lua_pushstring(L, chunk_name(h, name));
     return 2;
 }
 
@@ -1180,7 +1261,6 @@ int cg_lua_open(cg_lua **out, const char *template_dir, cg_err *e)
     h->max_bytes = default_bytes;
     cg_lua_set_time_limit(h, default_seconds);
     h->step = HOOK_STEP;
-    const char *prefix_dir = "templates";
     if (template_dir) {
         size_t n = strlen(template_dir);
         while (n > 1 && template_dir[n - 1] == '/') n--;
@@ -1193,15 +1273,13 @@ int cg_lua_open(cg_lua **out, const char *template_dir, cg_err *e)
             free(h);
             return cg_fail(e, "out of memory");
         }
-        prefix_dir = h->dir;
     }
-    size_t plen = strlen(prefix_dir) + 3;
-    h->chunk_prefix = malloc(plen);
-    if (!h->chunk_prefix) {
+    h->chunk_cap = strlen(h->dir ? h->dir : "templates") + NAME_MAX_LEN + 64; /* "@", "/", a folder, ".lua" */
+    h->chunk = malloc(h->chunk_cap);
+    if (!h->chunk) {
         cg_lua_close(h);
         return cg_fail(e, "out of memory");
     }
-    snprintf(h->chunk_prefix, plen, "@%s%s", prefix_dir, strcmp(prefix_dir, "/") ? "/" : "");
     h->L = lua_newstate(alloc, h);
     if (!h->L) {
         cg_lua_close(h);
@@ -1231,7 +1309,7 @@ void cg_lua_close(cg_lua *h)
         free(t);
     }
     free(h->dir);
-    free(h->chunk_prefix);
+    free(h->chunk);
     free(h);
 }
 

@@ -52,7 +52,7 @@ static long long param(const char *src, const char *key)
     return q ? atoll(q + strlen(key) + 1) : -1;
 }
 
-/* Run tests/lua/NAME.lua's returned function; its string result or error in *out. */
+/* Run tests/lua/ops/NAME.lua's returned function; its string result or error in *out. */
 static int run_template(const char *name, char *out, size_t n)
 {
     cg_lua *h;
@@ -73,9 +73,9 @@ static void test_engine(void)
     CHECK(run_template("engine_ok", out, sizeof out) == 0, "engine_ok: %s", out);
     CHECK(!strcmp(out, "a[0] = 0; // row\na[1] = 2; // row\na[2] = 4; // row\nx = 0.5;\n"), "engine output: %s", out);
     CHECK(run_template("engine_bad", out, sizeof out) != 0, "undefined name fails");
-    CHECK(strstr(out, "tests/lua/engine_bad.lua:6: template uses undefined name 'missing_name'"), "got: %s", out);
+    CHECK(strstr(out, "tests/lua/ops/engine_bad.lua:6: template uses undefined name 'missing_name'"), "got: %s", out);
     CHECK(run_template("engine_syntax", out, sizeof out) != 0, "syntax error fails");
-    CHECK(strstr(out, "tests/lua/engine_syntax.lua:6:"), "got: %s", out);
+    CHECK(strstr(out, "tests/lua/ops/engine_syntax.lua:6:"), "got: %s", out);
 }
 
 /* A spec from text (the path names it in messages). */

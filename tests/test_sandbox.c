@@ -8,10 +8,11 @@
 #include <lauxlib.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#define ESC "tests/lua/escapes.lua"
+#define ESC "tests/lua/ops/escapes.lua"
 
 /* Import MODULE, fetch field FN from it and call it through the sandbox. */
 static int call(cg_lua *h, const char *module, const char *fn, int nres, cg_err *e)
@@ -146,10 +147,10 @@ static void test_import(void)
     CHECK(cg_lua_import(h, "lib/", &e) != 0, "trailing slash rejected");
 
     CHECK(cg_lua_import(h, "bad_syntax", &e) != 0, "syntax error");
-    CHECK_CONTAINS(e.msg, "tests/lua/bad_syntax.lua:2:");
+    CHECK_CONTAINS(e.msg, "tests/lua/ops/bad_syntax.lua:2:");
 
     CHECK(cg_lua_import(h, "cycle_a", &e) != 0, "cyclic import");
-    CHECK_CONTAINS(e.msg, "tests/lua/cycle_b.lua:2: cyclic import of template 'cycle_a'");
+    CHECK_CONTAINS(e.msg, "tests/lua/ops/cycle_b.lua:2: cyclic import of template 'cycle_a'");
     CHECK_CONTAINS(e.msg, "cycle_a -> cycle_b -> cycle_a");
     CHECK(cg_lua_import(h, "cycle_a", &e) != 0, "cyclic import, again");
     CHECK_CONTAINS(e.msg, "cyclic import of template 'cycle_a'");
@@ -158,7 +159,7 @@ static void test_import(void)
     cg_err e2 = {{0}};
     CHECK(cg_lua_import(h, "import_error", &e) != 0, "import_error");
     CHECK(cg_lua_import(h, "import_error", &e2) != 0, "import_error again");
-    CHECK_CONTAINS(e.msg, "tests/lua/import_error.lua:2: failing at import");
+    CHECK_CONTAINS(e.msg, "tests/lua/ops/import_error.lua:2: failing at import");
     CHECK(strcmp(e.msg, e2.msg) == 0, "same error twice: \"%s\" vs \"%s\"", e.msg, e2.msg);
 
     CHECK(call(h, "lib/user", "fail", 0, &e) != 0, "error() in a template");
@@ -173,7 +174,7 @@ static void test_import(void)
     size_t len = 0;
     const char *text = cg_lua_template_text(h, "counter", &len);
     cg_buf disk;
-    CHECK(cg_read_file("tests/lua/counter.lua", &disk, &e) == 0, "read: %s", e.msg);
+    CHECK(cg_read_file("tests/lua/ops/counter.lua", &disk, &e) == 0, "read: %s", e.msg);
     CHECK(text && len == disk.len && memcmp(text, disk.data, len) == 0, "template text is the file");
     CHECK(cg_lua_template_text(h, "counter", NULL) == text, "text kept alive and reused");
     cg_buf_free(&disk);
@@ -303,17 +304,20 @@ static void test_limits_and_states(void)
     cg_lua_close(h2);
 }
 
-/* A directory other than "templates" names its files by their real path, and
- * a binary chunk on disk is refused. */
+/* A directory other than "templates" (laid out as templates/ is: a template
+ * outside a family lives in ops/) names its files by their real path, and a
+ * binary chunk on disk is refused. */
 static void test_other_dir(void)
 {
     char dir[] = "/tmp/cg_sandbox_XXXXXX";
     cg_err e = {{0}};
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
     char path[256];
-    snprintf(path, sizeof path, "%s/boom.lua", dir);
+    snprintf(path, sizeof path, "%s/ops", dir);
+    CHECK(mkdir(path, 0700) == 0, "mkdir %s", path);
+    snprintf(path, sizeof path, "%s/ops/boom.lua", dir);
     CHECK(cg_write_file_atomic(path, "\n\nerror('boom')\n", 15, &e) == 0, "write: %s", e.msg);
-    snprintf(path, sizeof path, "%s/bin.lua", dir);
+    snprintf(path, sizeof path, "%s/ops/bin.lua", dir);
     CHECK(cg_write_file_atomic(path, "\033Lua\124\0", 6, &e) == 0, "write: %s", e.msg);
     cg_lua *h;
     char slashed[256];
@@ -321,7 +325,7 @@ static void test_other_dir(void)
     CHECK(cg_lua_open(&h, slashed, &e) == 0, "open: %s", e.msg);
     if (h) {
         char want[300];
-        snprintf(want, sizeof want, "%s/boom.lua:3: boom", dir);
+        snprintf(want, sizeof want, "%s/ops/boom.lua:3: boom", dir);
         CHECK(cg_lua_import(h, "boom", &e) != 0, "boom fails");
         CHECK_CONTAINS(e.msg, want);
         CHECK(cg_lua_import(h, "bin", &e) != 0, "binary template refused");
@@ -329,8 +333,10 @@ static void test_other_dir(void)
         cg_lua_close(h);
     }
     unlink(path);
-    snprintf(path, sizeof path, "%s/boom.lua", dir);
+    snprintf(path, sizeof path, "%s/ops/boom.lua", dir);
     unlink(path);
+    snprintf(path, sizeof path, "%s/ops", dir);
+    rmdir(path);
     rmdir(dir);
 }
 
@@ -348,9 +354,8 @@ static void test_embedded(void)
         CHECK(disk.len == f->len && memcmp(disk.data, f->data, f->len) == 0,
               "%s: embedded copy differs from disk (rebuild?)", f->path);
         cg_buf_free(&disk);
-        CHECK(strncmp(f->path, "templates/", 10) == 0 && strlen(f->path) > 14, "path %s", f->path);
         char name[256];
-        snprintf(name, sizeof name, "%.*s", (int)(strlen(f->path) - 14), f->path + 10);
+        CHECK(cg_template_name(f->path, name, sizeof name) > 0, "path %s names a template", f->path);
         size_t len = 0;
         CHECK(cg_lua_template_text(h, name, &len) == f->data && len == f->len, "text of %s", name);
         CHECK(cg_lua_template_exists(h, name), "%s exists", name);

@@ -16,6 +16,7 @@
 #include "net_internal.h"
 #include "tune.h"
 
+#include <dirent.h>
 #include <lauxlib.h>
 #include <math.h>
 #include <stdio.h>
@@ -69,18 +70,27 @@ static void test_signature(const cg_spec *s)
     CHECK(!strcmp(cg_tune_templates(&s->layers[0])[1], "conv2d_igemm"), "conv templates");
     CHECK(!strcmp(cg_tune_templates(&s->layers[1])[0], "fc_gemv") && !strcmp(cg_tune_templates(&s->layers[1])[2], "fc_vec"),
           "fc templates");
-    /* the lists are the embedded templates of each family, in their (sorted) order */
+    /* the lists are the embedded files of each family's folder, templates/conv2d/X.lua
+     * as conv2d_X, in their (sorted) order, and the folder on disk holds just those */
     for (int li = 0; li < 2; li++) {
-        const char *fam = li ? "fc_" : "conv2d_";
+        const char *fam = li ? "fc_" : "conv2d_", *folder = li ? "templates/fc/" : "templates/conv2d/";
         const char *const *t = cg_tune_templates(&s->layers[li]);
         int n = 0, ok = 1;
         for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {
-            const char *p = f->path + strlen("templates/");
-            if (strncmp(p, fam, strlen(fam)) || strchr(p, '/')) continue;
-            ok = ok && t[n] && strlen(t[n]) + 4 == strlen(p) && !strncmp(t[n], p, strlen(t[n]));
+            if (strncmp(f->path, folder, strlen(folder))) continue;
+            char want[128];
+            const char *file = f->path + strlen(folder);
+            snprintf(want, sizeof want, "%s%.*s", fam, (int)(strlen(file) - 4), file);
+            ok = ok && t[n] && !strcmp(t[n], want);
             n += t[n] != NULL;
         }
-        CHECK(ok && !t[n] && n == (li ? 3 : 7), "%s templates: every embedded one (%d)", fam, n);
+        int on_disk = 0;
+        DIR *d = opendir(folder);
+        for (struct dirent *de; d && (de = readdir(d));)
+            on_disk += strlen(de->d_name) > 4 && !strcmp(de->d_name + strlen(de->d_name) - 4, ".lua");
+        if (d) closedir(d);
+        CHECK(ok && !t[n] && n == (li ? 3 : 7) && on_disk == n, "%s templates: every file of %s (%d, %d on disk)",
+              fam, folder, n, on_disk);
     }
     cg_layer sm = s->layers[0];
     sm.op = CG_OP_SOFTMAX;

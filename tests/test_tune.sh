@@ -87,7 +87,7 @@ $cg build specs/example-conv.yaml --tuning "$t/stale.yaml" --arch 90 -o "$t/y.fa
 # winograd tile holds for --arch 90 and is refused (one line) with sm_75 (64 KiB) in the list;
 # the record is the shipped one with today's template hash (so template edits keep this valid)
 $cg generate bench/specs/zoo-wide3x3.yaml --arch 80 -o "$t/v3" >/dev/null 2>&1   # (winograd: on sm_90, planes)
-h=$(grep -ho 'conv2d_winograd.lua, hash [0-9a-f]*' "$t"/v3/*.cu | head -n 1 | awk '{print $3}')
+h=$(grep -ho 'conv2d_winograd (templates/conv2d/winograd.lua, hash [0-9a-f]*' "$t"/v3/*.cu | head -n 1 | awk '{print $4}')
 sed "s/template_hash: \"[0-9a-f]*\"/template_hash: \"$h\"/" bench/tune/h100/zoo-wide3x3.tuning.yaml >"$t/v3.tuning.yaml"
 $cg build bench/specs/zoo-wide3x3.yaml --tuning "$t/v3.tuning.yaml" --arch 90 -o "$t/v3.fatbin" >/dev/null 2>"$t/e"; rc=$?
 [ $rc -eq 0 ] && [ ! -s "$t/e" ] && ok || bad "build --arch 90 with the H100 record: exit $rc, $(cat "$t/e")"

@@ -31,8 +31,9 @@ void cg_tune_signature(const cg_layer *l, char *out, size_t n)
 }
 
 /* The templates tuning measures, by op: every embedded template of the op's
- * family (templates/FAMILY*.lua, in the embedded order: sorted by name), found
- * once; a record names one of them. */
+ * family, the .lua files in its folder (templates/conv2d/ for "conv2d_", as
+ * cg_template_path places them), in the embedded order (sorted by path), found
+ * once; a record names one of them by template name ("conv2d_direct"). */
 #define TUNE_TPL_MAX 32
 static char tpl_names[CG_OP_COUNT][TUNE_TPL_MAX][CG_NAME_MAX];
 static const char *tpl_lists[CG_OP_COUNT][TUNE_TPL_MAX + 1];
@@ -40,19 +41,16 @@ static pthread_once_t tpl_once = PTHREAD_ONCE_INIT;
 
 static void find_templates(void)
 {
-    static const char dir[] = "templates/";
     for (int op = 0; op < CG_OP_COUNT; op++) {
         const char *fam = cg_ops[op].family;
         size_t flen = fam ? strlen(fam) : 0;
         int n = 0;
         for (const cg_embedded_file *f = cg_embedded_templates; fam && f->path && n < TUNE_TPL_MAX; f++) {
-            const char *p = f->path + (strncmp(f->path, dir, sizeof dir - 1) ? 0 : sizeof dir - 1);
-            size_t len = strlen(p);
-            if (strncmp(p, fam, flen) || strchr(p, '/') || len < flen + 5 || strcmp(p + len - 4, ".lua") ||
-                len - 4 >= CG_NAME_MAX)
+            char *name = tpl_names[op][n];
+            if (cg_template_name(f->path, name, CG_NAME_MAX) < 0 || strncmp(name, fam, flen) ||
+                strchr(name, '/') || !name[flen])
                 continue;
-            snprintf(tpl_names[op][n], CG_NAME_MAX, "%.*s", (int)(len - 4), p);
-            tpl_lists[op][n] = tpl_names[op][n];
+            tpl_lists[op][n] = name;
             n++;
         }
         tpl_lists[op][n] = NULL;

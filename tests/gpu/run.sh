@@ -57,11 +57,11 @@ if [ $layers = 1 ]; then
     --batch 1000 -o "$t/issue3x3.tuning.yaml"
   $cg run bench/specs/zoo-issue3x3.yaml --tuning "$t/issue3x3.tuning.yaml" --random-input 1 --images 64 \
     --json "$t/tuned.json" >/dev/null 2>&1
-  # the conv strategies: every conv2d_*.lua template (the Makefile embeds all of templates/*.lua)
-  step "zoo-issue3x3: run --json names the tuned layer" python3 - "$t/tuned.json" templates/conv2d_*.lua <<'PY'
+  # the conv strategies: every file of templates/conv2d/ (the Makefile embeds all of templates/*/*.lua)
+  step "zoo-issue3x3: run --json names the tuned layer" python3 - "$t/tuned.json" templates/conv2d/*.lua <<'PY'
 import json, os, sys
-strategies = {os.path.basename(p)[len("conv2d_"):-len(".lua")] for p in sys.argv[2:]}
-assert strategies, "no templates/conv2d_*.lua"
+strategies = {os.path.basename(p)[:-len(".lua")] for p in sys.argv[2:]}
+assert strategies, "no templates/conv2d/*.lua"
 j = {l["name"]: l for l in json.load(open(sys.argv[1]))["layers"]}
 t = j["conv3"].get("tuned")
 assert t and t["strategy"] in strategies and "=" in t["params"], (j["conv3"], sorted(strategies))
