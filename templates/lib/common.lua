@@ -300,7 +300,7 @@ function common.reg_cap(l, threads, occ)
 end
 
 -- The images one launch of layer l is estimated for: l.batch where the caller
--- gave one (tune --batch, through network.layer_table), else BATCH.
+-- gave one (tune --batch, through planner.layer_table), else BATCH.
 function common.cost.images(l)
   return (l.batch and l.batch > 0) and l.batch or common.cost.BATCH
 end
