@@ -77,6 +77,7 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
         set_int(L, "index", i + 1);
         set_str(L, "name", l->name);
         set_str(L, "op", cg_op_name(l->op));
+        if (cg_ops[l->op].family) set_str(L, "family", cg_ops[l->op].family); /* absent: one template, the op's */
         set_int(L, "C", l->C);
         set_int(L, "H", l->H);
         set_int(L, "W", l->W);
@@ -252,6 +253,29 @@ static int get_str(lua_State *L, const char *k, char *dst, size_t cap, cg_err *e
     return 0;
 }
 
+/* The record's `inputs` (table on top): 1 to CG_MAX_INPUTS tensor names, written
+ * into dst as the manifest's comma list. */
+static int get_inputs(lua_State *L, const char *kernel, char *dst, size_t cap, cg_err *e)
+{
+    lua_getfield(L, -1, "inputs");
+    int ok = lua_istable(L, -1);
+    size_t at = 0;
+    lua_Integer i = 1;
+    dst[0] = 0;
+    for (; ok && lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
+        const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        size_t n = v ? strlen(v) : 0;
+        ok = n && !strchr(v, ',') && i <= CG_MAX_INPUTS && at + n + 1 < cap;
+        if (ok) at += (size_t)snprintf(dst + at, cap - at, "%s%s", i > 1 ? "," : "", v);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, ok ? 2 : 1);
+    if (!ok || i == 1)
+        return cg_fail(e, "templates/lib/planner.lua: kernel %s: 'inputs' is not a list of 1 to %d tensor names",
+                       kernel, CG_MAX_INPUTS);
+    return 0;
+}
+
 /* "N*a/b" or a positive integer: the forms a grid extent may take. */
 static int grid_text(lua_State *L, int idx, char out[64], cg_err *e)
 {
@@ -287,12 +311,12 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
                        cg_gen_kernel *k, cg_buf *man, cg_kernel_launch *launch, cg_err *e)
 {
     lua_State *L = cg_lua_state(h);
-    char in[CG_NAME_MAX + 16], out[CG_NAME_MAX + 16], weights[200], bias[200], params[512],
+    char in[CG_MAX_INPUTS * (CG_NAME_MAX + 17)], out[CG_NAME_MAX + 16], weights[200], bias[200], params[512],
         shape[512], grid[3][64], args[64];
     long long block[3], shared;
     if (get_str(L, "name", k->kernel, sizeof k->kernel, e) ||
         get_str(L, "template", k->tpl, sizeof k->tpl, e) ||
-        get_str(L, "layer", k->layer, sizeof k->layer, e) || get_str(L, "in", in, sizeof in, e) ||
+        get_str(L, "layer", k->layer, sizeof k->layer, e) || get_inputs(L, k->kernel, in, sizeof in, e) ||
         get_str(L, "out", out, sizeof out, e) || get_str(L, "weights", weights, sizeof weights, e) ||
         get_str(L, "bias", bias, sizeof bias, e) || get_str(L, "params", params, sizeof params, e) ||
         get_str(L, "shape", shape, sizeof shape, e) || get_str(L, "args", args, sizeof args, e))

@@ -333,19 +333,40 @@ local function batch_of(net)
   return net.batch or (net.target and net.target.batch and net.target.batch > 0 and net.target.batch) or nil
 end
 
+-- The tensors a layer reads, by name: a chain's layer reads the output of the
+-- layer before it (`prev`; the first layer reads the network's input).
+local function layer_inputs(_, prev)
+  return { prev }
+end
+
+-- The kernels of a network and the tensors they thread. Every tensor has a
+-- name; `tensors` (by name, and `out.tensors` in the order the manifest lists
+-- them) holds its dtype, elements per image and shape { C, H, W } as the
+-- planner knows it, and every kernel record names the tensors it reads as a
+-- list, `inputs` (a chain's kernels read one each), and the one it writes, `out`.
+-- An op without a template family (generator/op.c; softmax) is served by the
+-- template named after the op, which receives { elems, C, H, W } of its input.
 function planner.build(net)
   local out = { tensors = {}, layers = {}, kernels = {}, input = "pixels", predict = "predict" }
+  local tensors = {}
   local elems_max = 1
-  local function tensor(name, dtype, elems)
-    out.tensors[#out.tensors + 1] = { name = name, dtype = dtype, elems = elems }
+  local function tensor(name, dtype, elems, shape)
+    local t = { name = name, dtype = dtype, elems = elems, shape = shape }
+    out.tensors[#out.tensors + 1] = t
+    tensors[name] = t
     if elems > elems_max then elems_max = elems end
     return name
+  end
+  local function rename(old, new)
+    local t = tensors[old]
+    tensors[old], tensors[new], t.name = nil, t, new
+    return new
   end
   local seen = {}
   -- constant memory left for weights: all kernels of a network may share one
   -- module (a fat binary), and a module has one 64 KiB constant bank
   local const_left = common.CONST_BUDGET
-  local function add(tname, l, given, index, layer, input, output_name, dtype)
+  local function add(tname, l, given, index, layer, inputs, output_name, shape, dtype)
     local T = import(tname)
     l.const_left = const_left
     local p, listed = resolve(T, tname, l, given, index)
@@ -360,56 +381,63 @@ function planner.build(net)
     k.template = tname
     k.layer = layer
     k.params = listed
-    k["in"] = input
-    k.out = tensor(output_name, dtype or "f32", k.out_elems)
+    k.inputs = {}
+    for j, name in ipairs(inputs) do
+      if not tensors[name] then fail(index, nil, "input '" .. tostring(name) .. "' is no tensor made before it") end
+      k.inputs[j] = name
+    end
+    k.out = tensor(output_name, dtype or "f32", k.out_elems, shape)
     out.kernels[#out.kernels + 1] = k
     return k
   end
 
   local batch = batch_of(net)
   local elems_in = net.C * net.H * net.W
-  tensor("pixels", "u8", elems_in)
-  local cur = add("input_u8", { elems = elems_in, scale_text = net.scale_text, offset_text = net.offset_text },
-    nil, 0, "input", "pixels", "input")
-  cur = cur.out
+  local shape_in = { net.C, net.H, net.W }
+  tensor("pixels", "u8", elems_in, shape_in)
+  local prev = add("input_u8", { elems = elems_in, scale_text = net.scale_text, offset_text = net.offset_text },
+    nil, 0, "input", { "pixels" }, "input", shape_in).out
   for _, l in ipairs(net.layers) do
     local i = l.index
+    local inputs = layer_inputs(l, prev)
+    local shape = { l.OC, l.OH, l.OW }
     l.batch = batch
     if l.op == "conv" then
       local tname, why, own = layer_choice(l)
-      local k = add(tname, l, own or l.params, i, l.name, cur, l.name)
+      local k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
       k.chosen = why
       if not k.fused then
         -- unfused epilogue: conv (+bias) at full size, then the pool (which applies
         -- the activation to what it reads), or the activation alone
         local g = common.conv_geom(l)
-        out.tensors[#out.tensors].name = l.name .. ".conv"
-        k.out = l.name .. ".conv"
+        k.out = rename(k.out, l.name .. ".conv")
+        tensors[k.out].shape = { l.M, g.CH, g.CW }
         if g.kind ~= "none" then
           add("pool", { C = l.M, H = g.CH, W = g.CW, kind = g.kind, PK = g.PK, PS = g.PS, act = l.act },
-            nil, i, l.name, k.out, l.name)
+            nil, i, l.name, { k.out }, l.name, shape)
         elseif l.act ~= "none" then
-          add("activation", { elems = l.M * g.CH * g.CW, act = l.act }, nil, i, l.name, k.out, l.name)
+          add("activation", { elems = l.M * g.CH * g.CW, act = l.act }, nil, i, l.name, { k.out }, l.name, shape)
         else
-          out.tensors[#out.tensors].name = l.name
-          k.out = l.name
+          k.out = rename(k.out, l.name)
+          tensors[k.out].shape = shape
         end
       end
     elseif l.op == "fc" then
       local tname, why, own = layer_choice(l)
-      local k = add(tname, l, own or l.params, i, l.name, cur, l.name)
+      local k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
       k.chosen = why
-    elseif l.op == "softmax" then
-      add("softmax", { elems = l.C * l.H * l.W }, nil, i, l.name, cur, l.name)
+    elseif not l.family then
+      local s = tensors[inputs[1]].shape
+      add(l.op, { elems = s[1] * s[2] * s[3], C = s[1], H = s[2], W = s[3] }, nil, i, l.name, inputs, l.name, shape)
     else
       fail(i, nil, "no template for op '" .. tostring(l.op) .. "'")
     end
-    out.layers[#out.layers + 1] = { name = l.name, op = l.op, out = l.name }
-    cur = l.name
+    out.layers[#out.layers + 1] = { name = l.name, op = l.op, inputs = inputs, out = l.name }
+    prev = l.name
   end
-  local last = net.layers[#net.layers]
-  out.output = cur
-  add("argmax", { elems = last.OC * last.OH * last.OW }, nil, #net.layers, "predict", cur, "predict", "i32")
+  out.output = prev
+  local s = tensors[prev].shape
+  add("argmax", { elems = s[1] * s[2] * s[3] }, nil, #net.layers, "predict", { prev }, "predict", { 1, 1, 1 }, "i32")
   out.max_batch = 0x7fffffff // elems_max
   return out
 end
@@ -583,7 +611,7 @@ function planner.emit_one(net, index, tname, params)
   k.template = name
   k.layer = l.name
   k.params = listed
-  k["in"] = "input"
+  k.inputs = { "input" }
   k.out = k.fused and l.name or (l.name .. ".conv")
   k.in_elems = l.C * l.H * l.W
   return k
