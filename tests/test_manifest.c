@@ -3,12 +3,15 @@
  * in1..in3 naming the further inputs; refused, each at the record's
  * origin:line: an undeclared tensor, more than CG_MAX_INPUTS inputs, the
  * kernel's own output among its inputs, an empty name, and an argument role
- * naming an input the list lacks. */
+ * naming an input the list lacks. common.kernel_head (templates/lib/common.lua)
+ * knows the same roles as the manifest's table and declares further inputs
+ * const like the first. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "lua_host.h"
 #include "manifest.h"
 
 /* A manifest whose kernel `add` (line 13) reads `in` and writes `out` with
@@ -81,12 +84,54 @@ static void test_refusals(cg_manifest *m)
     CHECK(strchr(e.msg, '\n') == NULL, "one line");
 }
 
+/* Every role of the C table declared by common.kernel_head, in the order given,
+ * and its roles string parsed back into the same roles. */
+static void test_lua_roles(void)
+{
+    cg_lua *h;
+    cg_err e;
+    int rc = cg_lua_open(&h, "templates", &e);
+    CHECK(rc == 0, "lua: %s", rc ? e.msg : "");
+    if (rc) return;
+    rc = cg_lua_import(h, "lib/common", &e);
+    CHECK(rc == 0, "import lib/common: %s", rc ? e.msg : "");
+    lua_State *L = cg_lua_state(h);
+    if (!rc) {
+        lua_getfield(L, -1, "kernel_head");
+        lua_pushstring(L, "k");
+        lua_pushinteger(L, 128);
+        lua_createtable(L, CG_ARG_ROLES, 0);
+        for (int r = CG_ARG_ROLES - 1, i = 1; r >= 0; r--, i++) { /* the table's order reversed */
+            lua_createtable(L, 1, 0);
+            lua_pushstring(L, cg_arg_role_name((cg_arg_role)r));
+            lua_rawseti(L, -2, 1);
+            lua_rawseti(L, -2, i);
+        }
+        rc = lua_pcall(L, 3, 2, 0);
+        CHECK(rc == LUA_OK, "kernel_head with every role: %s", rc ? lua_tostring(L, -1) : "");
+        if (rc == LUA_OK) {
+            const char *head = lua_tostring(L, -2), *roles = lua_tostring(L, -1);
+            cg_arg_role r[CG_MAX_ARGS];
+            int n = 0;
+            CHECK(roles && cg_args_parse(roles, r, &n) == 0 && n == CG_ARG_ROLES, "roles '%s' parse",
+                  roles ? roles : "(none)");
+            for (int i = 0; i < n; i++) CHECK((int)r[i] == CG_ARG_ROLES - 1 - i, "role %d in order", i);
+            CHECK(head && strstr(head, "k(const float* __restrict__ in3, const float* __restrict__ in2,") &&
+                      strstr(head, " const float* __restrict__ in1, int n, ") &&
+                      strstr(head, "float* __restrict__ out, const float* __restrict__ in)"),
+                  "further inputs declared const: %s", head ? head : "(none)");
+        }
+    }
+    cg_lua_close(h);
+}
+
 int main(void)
 {
     cg_manifest *m = malloc(sizeof *m);
     if (!m) return 1;
     test_inputs(m);
     test_refusals(m);
+    test_lua_roles();
     free(m);
     return cg_test_done("test_manifest");
 }
