@@ -1,7 +1,7 @@
 /* gen.c — drive the templates: spec -> Lua table -> kernels -> files + manifest.
  *
  * Which kernels a layer needs, their sources and launch geometry are decided by
- * templates/lib/network.lua; this file converts between C and Lua, maps template
+ * templates/lib/planner.lua; this file converts between C and Lua, maps template
  * failures back to positions in the spec, writes file headers and the manifest. */
 #include "gen.h"
 #include "lua_host.h"
@@ -77,6 +77,7 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
         set_int(L, "index", i + 1);
         set_str(L, "name", l->name);
         set_str(L, "op", cg_op_name(l->op));
+        if (cg_ops[l->op].family) set_str(L, "family", cg_ops[l->op].family); /* absent: one template, the op's */
         set_int(L, "C", l->C);
         set_int(L, "H", l->H);
         set_int(L, "W", l->W);
@@ -110,7 +111,7 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
     lua_setfield(L, -2, "layers");
 }
 
-/* Lua-callable (network module, net, layer index): the layer's template name
+/* Lua-callable (planner module, net, layer index): the layer's template name
  * and, for its first parameter with no legal value and no default, its name and
  * doc (else nil, nil). Run through cg_lua_pcall: within the sandbox's limits. */
 static int no_legal_value(lua_State *L)
@@ -165,7 +166,7 @@ static void explain_no_config(const cg_spec *s, const cg_target *tg, int li, con
     cg_err e;
     if (cg_lua_open(&h, NULL, &e)) return;
     lua_State *L = cg_lua_state(h);
-    if (!cg_lua_import(h, "lib/network", &e)) {
+    if (!cg_lua_import(h, "lib/planner", &e)) {
         lua_pushcfunction(L, no_legal_value);
         lua_insert(L, -2);
         cg_gen_push_net(L, s, tg);
@@ -242,10 +243,33 @@ static int get_str(lua_State *L, const char *k, char *dst, size_t cap, cg_err *e
     const char *v = lua_tostring(L, -1);
     if (!v || strlen(v) >= cap) {
         lua_pop(L, 1);
-        return cg_fail(e, "templates/lib/network.lua: kernel field '%s' missing or too long", k);
+        return cg_fail(e, "templates/lib/planner.lua: kernel field '%s' missing or too long", k);
     }
     strcpy(dst, v);
     lua_pop(L, 1);
+    return 0;
+}
+
+/* The record's `inputs` (table on top): 1 to CG_MAX_INPUTS tensor names, written
+ * into dst as the manifest's comma list. */
+static int get_inputs(lua_State *L, const char *kernel, char *dst, size_t cap, cg_err *e)
+{
+    lua_getfield(L, -1, "inputs");
+    int ok = lua_istable(L, -1);
+    size_t at = 0;
+    lua_Integer i = 1;
+    dst[0] = 0;
+    for (; ok && lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
+        const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        size_t n = v ? strlen(v) : 0;
+        ok = n && !strchr(v, ',') && i <= CG_MAX_INPUTS && at + n + 1 < cap;
+        if (ok) at += (size_t)snprintf(dst + at, cap - at, "%s%s", i > 1 ? "," : "", v);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, ok ? 2 : 1);
+    if (!ok || i == 1)
+        return cg_fail(e, "templates/lib/planner.lua: kernel %s: 'inputs' is not a list of 1 to %d tensor names",
+                       kernel, CG_MAX_INPUTS);
     return 0;
 }
 
@@ -284,19 +308,19 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
                        cg_gen_kernel *k, cg_buf *man, cg_kernel_launch *launch, cg_err *e)
 {
     lua_State *L = cg_lua_state(h);
-    char in[CG_NAME_MAX + 16], out[CG_NAME_MAX + 16], weights[200], bias[200], params[512],
+    char in[CG_MAX_INPUTS * (CG_NAME_MAX + 17)], out[CG_NAME_MAX + 16], weights[200], bias[200], params[512],
         shape[512], grid[3][64], args[64];
     long long block[3], shared;
     if (get_str(L, "name", k->kernel, sizeof k->kernel, e) ||
         get_str(L, "template", k->tpl, sizeof k->tpl, e) ||
-        get_str(L, "layer", k->layer, sizeof k->layer, e) || get_str(L, "in", in, sizeof in, e) ||
+        get_str(L, "layer", k->layer, sizeof k->layer, e) || get_inputs(L, k->kernel, in, sizeof in, e) ||
         get_str(L, "out", out, sizeof out, e) || get_str(L, "weights", weights, sizeof weights, e) ||
         get_str(L, "bias", bias, sizeof bias, e) || get_str(L, "params", params, sizeof params, e) ||
         get_str(L, "shape", shape, sizeof shape, e) || get_str(L, "args", args, sizeof args, e))
         return -1;
     char tfile[sizeof k->tpl + 64]; /* the template's file, for messages and the header */
     if (cg_template_path(NULL, k->tpl, tfile, sizeof tfile) < 0)
-        return cg_fail(e, "templates/lib/network.lua: kernel template '%s' is not a template name", k->tpl);
+        return cg_fail(e, "templates/lib/planner.lua: kernel template '%s' is not a template name", k->tpl);
     /* the kernel's parameters by role (common.kernel_head); the runtime checks the names */
     if (!args[0] || strspn(args, "abcdefghijklmnopqrstuvwxyz,") != strlen(args))
         return cg_fail(e, "%s: kernel args '%s' are not a list of roles", tfile, args);
@@ -617,7 +641,7 @@ static int take_network(extract_ctx *c, lua_State *L)
         lua_settop(L, 3);
         return map_failure(L, c->s, c->tg, c->e);
     }
-    return cg_fail(c->e, "templates/lib/network.lua: generate returned no result");
+    return cg_fail(c->e, "templates/lib/planner.lua: generate returned no result");
 }
 
 int cg_generate(const cg_spec *s, const char *regen_cmd, cg_gen_output *out, cg_err *e)
@@ -635,7 +659,7 @@ int cg_generate_for(const cg_spec *s, const char *regen_cmd, const cg_target *t,
     if (cg_lua_open(&h, NULL, e)) return -1;
     lua_State *L = cg_lua_state(h);
     int rc = check_strategies(h, s, e);
-    if (!rc) rc = cg_lua_import(h, "lib/network", e);
+    if (!rc) rc = cg_lua_import(h, "lib/planner", e);
     if (!rc) {
         lua_getfield(L, -1, "generate");
         cg_gen_push_net(L, s, t);
@@ -963,7 +987,7 @@ int cg_gen_write(const cg_gen_output *o, const char *dir, cg_err *e)
 
 /* ---- one layer at a time (gen.h) ---- */
 
-/* A failure table of network.call at stack slot idx as one line naming the
+/* A failure table of planner.call at stack slot idx as one line naming the
  * spec and the layer (the parameters came from the caller, not the spec, so
  * no spec position is claimed). */
 static int one_failure(lua_State *L, int idx, const extract_ctx *c, cg_err *e)
@@ -1010,7 +1034,7 @@ static int push_params(lua_State *L, const char *text, cg_err *e)
     return 0;
 }
 
-/* network.call(fname, net, layer + 1, tpl, extra) in a fresh sandbox, for
+/* planner.call(fname, net, layer + 1, tpl, extra) in a fresh sandbox, for
  * target tg (NULL: the conservative default), its two results handed to take.
  * extra: the cap (candidates) or the params table. batch > 0 becomes net.batch
  * (the images the cost model estimates for). */
@@ -1029,7 +1053,7 @@ static int one_call(const cg_spec *s, const cg_target *tg, int layer, const char
         rc = cg_template_path(NULL, tpl, file, sizeof file) < 0
                  ? cg_fail(e, "no template '%s' (not a template name)", tpl)
                  : cg_fail(e, "no template '%s' (%s)", tpl, file);
-    if (!rc) rc = cg_lua_import(h, "lib/network", e);
+    if (!rc) rc = cg_lua_import(h, "lib/planner", e);
     if (!rc) {
         lua_getfield(L, -1, "call");
         lua_pushstring(L, fname);
@@ -1060,20 +1084,20 @@ static int opt_str(lua_State *L, const char *k, char *dst, size_t cap, cg_err *e
     lua_getfield(L, -1, k);
     size_t n = 0;
     const char *v = lua_tolstring(L, -1, &n);
-    if (v && n >= cap) return lua_pop(L, 1), cg_fail(e, "templates/lib/network.lua: '%s' too long", k);
+    if (v && n >= cap) return lua_pop(L, 1), cg_fail(e, "templates/lib/planner.lua: '%s' too long", k);
     snprintf(dst, cap, "%s", v ? v : "");
     lua_pop(L, 1);
     return 0;
 }
 
-/* take for cg_gen_candidates: network.candidates' result table into a cg_candidates. */
+/* take for cg_gen_candidates: planner.candidates' result table into a cg_candidates. */
 static int take_candidates(extract_ctx *c, lua_State *L)
 {
     cg_candidates *o = c->out;
     cg_err *e = c->e;
     if (!lua_istable(L, 2))
         return lua_istable(L, 3) ? one_failure(L, 3, c, e)
-                                 : cg_fail(e, "templates/lib/network.lua: candidates returned nothing");
+                                 : cg_fail(e, "templates/lib/planner.lua: candidates returned nothing");
     lua_settop(L, 2);
     if (opt_str(L, "template", o->tpl, sizeof o->tpl, e) || opt_str(L, "note", o->note, sizeof o->note, e))
         return -1;
@@ -1098,8 +1122,8 @@ static int take_candidates(extract_ctx *c, lua_State *L)
     for (size_t i = 0; i < n; i++, o->n++) {
         lua_rawgeti(L, -1, (lua_Integer)i + 1);
         if (!lua_istable(L, -1) || opt_str(L, "text", o->c[i].params, sizeof o->c[i].params, e))
-            return lua_istable(L, -1) ? -1 : cg_fail(e, "templates/lib/network.lua: bad candidate");
-        lua_getfield(L, -1, "cost"); /* a number >= 0 (network.lua checks it) or nil */
+            return lua_istable(L, -1) ? -1 : cg_fail(e, "templates/lib/planner.lua: bad candidate");
+        lua_getfield(L, -1, "cost"); /* a number >= 0 (planner.lua checks it) or nil */
         o->c[i].cost = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : -1;
         lua_pop(L, 2);
     }
@@ -1183,7 +1207,7 @@ static int take_emit(extract_ctx *c, lua_State *L)
     emit_out *o = c->out;
     if (!lua_istable(L, 2))
         return lua_istable(L, 3) ? one_failure(L, 3, c, c->e)
-                                 : cg_fail(c->e, "templates/lib/network.lua: emit_one returned nothing");
+                                 : cg_fail(c->e, "templates/lib/planner.lua: emit_one returned nothing");
     lua_settop(L, 2);
     cg_buf man;
     cg_buf_init(&man);

@@ -1,6 +1,6 @@
 /* gen.h — from a validated spec to CUDA sources and a launch manifest.
  *
- * The generator hands the spec to templates/lib/network.lua inside the sandbox;
+ * The generator hands the spec to templates/lib/planner.lua inside the sandbox;
  * the templates decide which kernels a layer needs, their source and their launch
  * geometry. This file only moves data between C and Lua and writes files. */
 #ifndef CG_GEN_H
@@ -31,7 +31,7 @@ typedef struct {
                        identifies a build, however the spec's path was spelled */
 } cg_gen_output;
 
-/* ---- one layer at a time (templates/lib/network.lua: candidates, check_one,
+/* ---- one layer at a time (templates/lib/planner.lua: candidates, check_one,
  * emit_one): what a tuner and the kernel harness call. `layer` is 0-based;
  * `tpl` names a template ("conv2d_direct", "fc_vec"), NULL for the one the
  * layer's strategy names. `params` is "k=v k=v" (commas also separate); a
@@ -117,7 +117,7 @@ int cg_generate(const cg_spec *s, const char *regen_cmd, cg_gen_output *out, cg_
  * memory than t allows are refused. */
 int cg_generate_for(const cg_spec *s, const char *regen_cmd, const cg_target *t,
                     cg_gen_output *out, cg_err *e);
-/* Push the network table templates/lib/network.lua receives, target included
+/* Push the network table templates/lib/planner.lua receives, target included
  * (NULL: the default). Exposed so tests (and a tuner) can build it alone. */
 void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *t);
 /* Write DIR/<kernel>.cu for each kernel and DIR/manifest.txt; stale .cu files in

@@ -76,7 +76,7 @@ void cg_lua_set_time_limit(cg_lua *h, double seconds);
  * (the fuzzing harness runs the generator with small limits). */
 void cg_lua_set_default_limits(long long max_instructions, size_t max_bytes, double seconds);
 
-/* Push the value returned by template NAME (e.g. "conv2d_direct", "lib/network"). */
+/* Push the value returned by template NAME (e.g. "conv2d_direct", "lib/planner"). */
 int cg_lua_import(cg_lua *h, const char *name, cg_err *e);
 /* lua_pcall with the instruction budget reset, memory bounded, and the error
  * turned into one line in e. Pops function+args, pushes nres results on success. */

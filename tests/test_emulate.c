@@ -292,7 +292,8 @@ static void emulate(const char *spec_path, const char *dir, int batch)
         int std = mk->nargs == 5 && mk->args[4] == CG_ARG_N;
         for (int i = 0; std && i < 4; i++) {
             cg_arg_role role = mk->args[i];
-            a[i] = role == CG_ARG_IN ? buf[mk->in] : role == CG_ARG_OUT ? buf[mk->out]
+            std = std && role != CG_ARG_N && cg_arg_input(role) <= 0;
+            a[i] = role == CG_ARG_IN ? buf[mk->in[0]] : role == CG_ARG_OUT ? buf[mk->out]
                  : role == CG_ARG_WEIGHTS ? (void *)wa : (void *)ba;
         }
         CHECK(std, "%s: %s: arguments other than (4 pointers, n)", spec_path, mk->name);

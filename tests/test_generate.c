@@ -326,11 +326,27 @@ static void test_arg_roles(void)
     CHECK(cg_args_parse("in,workspace", r, &n) != 0, "unknown role refused");
     CHECK(cg_args_parse("in,in", r, &n) != 0, "repeated role refused");
     CHECK(cg_args_parse("in,", r, &n) != 0 && cg_args_parse("", r, &n) != 0, "empty role refused");
-    int a = 1, b = 2, w = 3, bias = 4, count = 5;
-    void *argv[CG_MAX_ARGS];
+    int a = 1, a1 = 6, b = 2, w = 3, bias = 4, count = 5;
+    void *argv[CG_MAX_ARGS], *in[2] = {&a, &a1};
     cg_args_parse("n,bias,in", r, &n);
-    cg_args_bind(r, n, &a, &b, &w, &bias, &count, argv);
+    CHECK(cg_args_bind(r, n, in, 1, &b, &w, &bias, &count, argv) == 0, "bound");
     CHECK(argv[0] == &count && argv[1] == &bias && argv[2] == &a, "each argument bound by its role");
+    /* further inputs: in1 is the second tensor of the kernel's list, in any position */
+    CHECK(cg_args_parse("in1,out,in,n", r, &n) == 0 && n == 4 && r[0] == CG_ARG_IN1 && cg_arg_input(r[0]) == 1 &&
+              cg_arg_input(r[2]) == 0 && cg_arg_input(r[1]) == -1,
+          "in1 parsed as the second input");
+    CHECK(cg_args_parse("in,in1,in2,in3,out", r, &n) == 0 && cg_arg_input(r[3]) == 3 &&
+              !strcmp(cg_arg_role_name(r[3]), "in3"),
+          "in3 is the fourth input");
+    CHECK(cg_args_parse("in4,out", r, &n) != 0 && cg_args_parse("in1,in1", r, &n) != 0, "in4 and repeats refused");
+    cg_args_parse("in1,out,in,n", r, &n);
+    for (int i = 0; i < CG_MAX_ARGS; i++) argv[i] = NULL;
+    CHECK(cg_args_bind(r, n, in, 2, &b, &w, &bias, &count, argv) == 0, "two inputs bound");
+    CHECK(argv[0] == &a1 && argv[1] == &b && argv[2] == &a && argv[3] == &count, "in1 bound to the second input");
+    for (int i = 0; i < CG_MAX_ARGS; i++) argv[i] = NULL;
+    CHECK(cg_args_bind(r, n, in, 1, &b, &w, &bias, &count, argv) == -1 && !argv[0] && !argv[2],
+          "in1 of a kernel with one input refused, nothing bound");
+    CHECK(cg_args_past_inputs(r, n, 1) == 0 && cg_args_past_inputs(r, n, 2) == -1, "the role past the inputs");
 }
 
 /* conv2d_winograd: the layers it serves (kernels up to 7x7, stride 1) and the
@@ -1129,6 +1145,10 @@ int main(void)
             for (int i = 0; i < m->nkernels; i++)
                 CHECK(m->k[i].nargs == 5 && m->k[i].args[0] == CG_ARG_IN && m->k[i].args[4] == CG_ARG_N,
                       "%s: %s takes (in, out, weights, bias, n) by role", path, m->k[i].name);
+            /* a chain: every kernel reads one tensor, the one written before it */
+            for (int i = 0; i < m->nkernels; i++)
+                CHECK(m->k[i].nin == 1 && (i ? m->k[i].in[0] == m->k[i - 1].out : m->k[i].in[0] == m->input),
+                      "%s: %s reads the tensor written before it", path, m->k[i].name);
             /* igemm reads its weights reduction-major: the runtime must upload them transposed */
             for (int i = 0; i < m->nkernels; i++)
                 if (!strcmp(m->k[i].tpl, "conv2d_igemm"))

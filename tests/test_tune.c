@@ -1056,13 +1056,13 @@ static int legal_values(const cg_spec *s, int li, const char *tpl, char names[][
     if (cg_lua_open(&h, NULL, &e)) return -1;
     lua_State *L = cg_lua_state(h);
     int np = -1;
-    if (cg_lua_import(h, "lib/network", &e)) goto out;
+    if (cg_lua_import(h, "lib/planner", &e)) goto out;
     lua_getfield(L, -1, "layer_table");
     cg_gen_push_net(L, s, NULL);
     lua_pushinteger(L, li + 1);
-    if (cg_lua_pcall(h, 2, 1, &e)) goto out; /* network, l */
-    if (cg_lua_import(h, tpl, &e)) goto out; /* network, l, T */
-    lua_getfield(L, -1, "params");           /* network, l, T, params */
+    if (cg_lua_pcall(h, 2, 1, &e)) goto out; /* planner, l */
+    if (cg_lua_import(h, tpl, &e)) goto out; /* planner, l, T */
+    lua_getfield(L, -1, "params");           /* planner, l, T, params */
     np = (int)luaL_len(L, -1);
     for (int i = 0; i < np; i++) {
         lua_geti(L, -1, i + 1); /* ..., d */

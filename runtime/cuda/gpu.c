@@ -412,10 +412,13 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
 static int launch(cg_gpu *g, cg_gpu_set *st, int i, long long n, CUstream s, cg_err *e)
 {
     const cg_mkernel *k = &g->m->k[i];
-    CUdeviceptr in = st->tdev[k->in], outp = st->tdev[k->out], w = g->wdev[i], b = g->bdev[i];
+    CUdeviceptr in[CG_MAX_INPUTS], outp = st->tdev[k->out], w = g->wdev[i], b = g->bdev[i];
+    void *inp[CG_MAX_INPUTS];
+    for (int j = 0; j < k->nin; j++) in[j] = st->tdev[k->in[j]], inp[j] = &in[j];
     int nn = (int)n;
     void *args[CG_MAX_ARGS];
-    cg_args_bind(k->args, k->nargs, &in, &outp, &w, &b, &nn, args);
+    if (cg_args_bind(k->args, k->nargs, inp, k->nin, &outp, &w, &b, &nn, args))
+        return cg_fail(e, "kernel %s: an argument role names an input it does not read", k->name);
     unsigned gx = (unsigned)cg_mdim_eval(k->grid[0], n), gy = (unsigned)cg_mdim_eval(k->grid[1], n),
              gz = (unsigned)cg_mdim_eval(k->grid[2], n);
     char what[200];
@@ -449,7 +452,8 @@ static void prof_add(cg_gpu_times *t, const char *name, double ms)
 static int input_kernel(const cg_gpu *g)
 {
     for (int i = 0; i < g->m->nkernels; i++)
-        if (g->m->k[i].in == g->m->input) return strcmp(g->m->k[i].tpl, "input_u8") ? -1 : i;
+        for (int j = 0; j < g->m->k[i].nin; j++)
+            if (g->m->k[i].in[j] == g->m->input) return strcmp(g->m->k[i].tpl, "input_u8") ? -1 : i;
     return -1;
 }
 

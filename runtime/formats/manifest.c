@@ -87,16 +87,40 @@ static int parse_dim(const char *s, cg_mdim *d)
     return parse_ll(s, 1, 0x7fffffffLL, &d->mul);
 }
 
+/* Indexed by cg_arg_role; templates/lib/common.lua's common.ROLE_DEFAULTS has the same roles. */
+static const char *const role_names[CG_ARG_ROLES] = {
+    [CG_ARG_IN] = "in",       [CG_ARG_OUT] = "out", [CG_ARG_WEIGHTS] = "weights", [CG_ARG_BIAS] = "bias",
+    [CG_ARG_N] = "n",         [CG_ARG_IN1] = "in1", [CG_ARG_IN2] = "in2",         [CG_ARG_IN3] = "in3",
+};
+
+const char *cg_arg_role_name(cg_arg_role r)
+{
+    return (int)r >= 0 && r < CG_ARG_ROLES ? role_names[r] : "?";
+}
+
+int cg_arg_input(cg_arg_role r)
+{
+    if (r == CG_ARG_IN) return 0;
+    if (r >= CG_ARG_IN1 && r <= CG_ARG_IN3) return 1 + (int)(r - CG_ARG_IN1);
+    return -1;
+}
+
+int cg_args_past_inputs(const cg_arg_role *roles, int n, int nin)
+{
+    for (int i = 0; i < n; i++)
+        if (cg_arg_input(roles[i]) >= nin) return i;
+    return -1;
+}
+
 int cg_args_parse(const char *text, cg_arg_role *roles, int *n)
 {
-    static const char *const names[] = {"in", "out", "weights", "bias", "n"};
     *n = 0;
     const char *p = text;
     while (*p) {
         size_t len = strcspn(p, ",");
         int r = -1;
-        for (int i = 0; i < 5; i++)
-            if (strlen(names[i]) == len && !strncmp(p, names[i], len)) r = i;
+        for (int i = 0; i < CG_ARG_ROLES; i++)
+            if (strlen(role_names[i]) == len && !strncmp(p, role_names[i], len)) r = i;
         if (r < 0 || *n >= CG_MAX_ARGS) return -1;
         for (int i = 0; i < *n; i++)
             if ((int)roles[i] == r) return -1;
@@ -107,18 +131,20 @@ int cg_args_parse(const char *text, cg_arg_role *roles, int *n)
     return *n ? 0 : -1;
 }
 
-void cg_args_bind(const cg_arg_role *roles, int n, void *in, void *out, void *w, void *b, void *count,
-                  void **argv)
+int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void *out, void *w, void *b,
+                 void *count, void **argv)
 {
+    if (cg_args_past_inputs(roles, n, nin) >= 0) return -1;
     for (int i = 0; i < n; i++) {
         switch (roles[i]) {
-        case CG_ARG_IN: argv[i] = in; break;
         case CG_ARG_OUT: argv[i] = out; break;
         case CG_ARG_WEIGHTS: argv[i] = w; break;
         case CG_ARG_BIAS: argv[i] = b; break;
         case CG_ARG_N: argv[i] = count; break;
+        default: argv[i] = in[cg_arg_input(roles[i])]; break; /* in, in1, in2, in3 */
         }
     }
+    return 0;
 }
 
 static int parse_place(const char *s, cg_place *p, char *sym, size_t cap)
@@ -132,6 +158,31 @@ static int parse_place(const char *s, cg_place *p, char *sym, size_t cap)
         strcpy(sym, s + 6);
     } else return -1;
     return 0;
+}
+
+/* A kernel's `in` list: 1 to CG_MAX_INPUTS declared tensors, comma-separated. */
+static int parse_inputs(const char *val, const cg_manifest *m, cg_mkernel *k, const char *origin, int ln,
+                        cg_err *e)
+{
+    k->nin = 0;
+    for (const char *p = val;; p++) {
+        size_t len = strcspn(p, ",");
+        char name[sizeof m->t[0].name];
+        if (!len || len >= sizeof name)
+            return cg_fail(e, "%s:%d: kernel %s: bad input list in=%s", origin, ln, k->name, val);
+        memcpy(name, p, len);
+        name[len] = 0;
+        if (k->nin >= CG_MAX_INPUTS)
+            return cg_fail(e, "%s:%d: kernel %s reads more than %d tensors (in=%s)", origin, ln, k->name,
+                           CG_MAX_INPUTS, val);
+        int t = cg_manifest_tensor(m, name);
+        if (t < 0)
+            return cg_fail(e, "%s:%d: kernel %s reads '%s', which is no tensor declared before it", origin, ln,
+                           k->name, name);
+        k->in[k->nin++] = t;
+        p += len;
+        if (!*p) return 0;
+    }
 }
 
 /* One "kernel" record: NAME then key=value fields, all required. */
@@ -159,12 +210,13 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
             flag = F_TPL;
             bad = strlen(val) >= sizeof k->tpl;
             if (!bad) strcpy(k->tpl, val);
-        } else if (!strcmp(key, "in") || !strcmp(key, "out")) {
-            flag = key[0] == 'i' ? F_IN : F_OUT;
-            int t = cg_manifest_tensor(m, val);
-            bad = t < 0;
-            if (flag == F_IN) k->in = t;
-            else k->out = t;
+        } else if (!strcmp(key, "in")) {
+            flag = F_IN;
+            if (parse_inputs(val, m, k, origin, ln, e)) return -1;
+        } else if (!strcmp(key, "out")) {
+            flag = F_OUT;
+            k->out = cg_manifest_tensor(m, val);
+            bad = k->out < 0;
         } else if (!strcmp(key, "grid") || !strcmp(key, "block")) {
             flag = key[0] == 'g' ? F_GRID : F_BLOCK;
             char parts[3][64];
@@ -201,6 +253,15 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
         seen |= flag;
     }
     if (seen != F_ALL) return cg_fail(e, "%s:%d: kernel record incomplete", origin, ln);
+    for (int j = 0; j < k->nin; j++)
+        if (k->in[j] == k->out)
+            return cg_fail(e, "%s:%d: kernel %s reads its own output '%s'", origin, ln, k->name,
+                           m->t[k->out].name);
+    int past = cg_args_past_inputs(k->args, k->nargs, k->nin);
+    if (past >= 0)
+        return cg_fail(e, "%s:%d: kernel %s: argument role %s names input %d, but the kernel reads %d (in=)",
+                       origin, ln, k->name, cg_arg_role_name(k->args[past]), cg_arg_input(k->args[past]) + 1,
+                       k->nin);
     k->layer_index = -1;
     for (int i = 0; i < m->nlayers; i++)
         if (!strcmp(m->l[i].name, k->layer)) k->layer_index = i;

@@ -10,10 +10,14 @@
  *   tensor NAME DTYPE ELEMS     elements per image; DTYPE one of the table cg_dtype_info
  *                               reads (u8 f32 i32 f16 bf16)
  *   layer NAME OP OUT_TENSOR    spec layers in order (op conv|fc|softmax)
- *   kernel NAME layer=L template=T in=TENSOR out=TENSOR grid=G,G,G block=X,Y,Z
+ *   kernel NAME layer=L template=T in=TENSOR[,TENSOR...] out=TENSOR grid=G,G,G block=X,Y,Z
  *          shared=BYTES weights=none|arg|arg:transposed|const:SYMBOL bias=none|arg|const:SYMBOL
- *          args=ROLE,ROLE,...     the kernel's parameters in order, by role (in, out,
- *                                 weights, bias, n): the runtime binds each by its role
+ *          args=ROLE,ROLE,...     the kernel's parameters in order, by role (in, in1, in2,
+ *                                 in3, out, weights, bias, n): the runtime binds each by its role
+ *          `in` lists the tensors the kernel reads, 1 to CG_MAX_INPUTS (4), each a tensor
+ *          declared above and none the kernel's own `out` (a chain's kernels read one);
+ *          role `in` is the first, in1 the second, in2 the third, in3 the fourth, and a
+ *          role naming an input the list lacks is refused (origin:line)
  *   input TENSOR / output TENSOR / predict TENSOR
  *   hash HEX16                  identifies the build (sources + manifest)
  * A grid extent G is an integer or "N*a/b": ceil(N*a/b) blocks for N images.
@@ -51,8 +55,13 @@ typedef struct {
     long long mul, div; /* div == 0: the constant mul; else ceil(N*mul/div) */
 } cg_mdim;
 
-/* The roles a kernel parameter may have (templates/lib/common.lua). */
-typedef enum { CG_ARG_IN, CG_ARG_OUT, CG_ARG_WEIGHTS, CG_ARG_BIAS, CG_ARG_N } cg_arg_role;
+/* The roles a kernel parameter may have (templates/lib/common.lua): CG_ARG_IN is
+ * the first tensor of the record's `in` list, CG_ARG_IN1..CG_ARG_IN3 the second to
+ * the fourth. */
+typedef enum {
+    CG_ARG_IN, CG_ARG_OUT, CG_ARG_WEIGHTS, CG_ARG_BIAS, CG_ARG_N, CG_ARG_IN1, CG_ARG_IN2, CG_ARG_IN3,
+    CG_ARG_ROLES
+} cg_arg_role;
 #define CG_MAX_ARGS 8
 
 typedef struct {
@@ -61,7 +70,9 @@ typedef struct {
     char tpl[64];
     cg_arg_role args[CG_MAX_ARGS]; /* the kernel's parameters, in order */
     int nargs;
-    int in, out;        /* tensor indices */
+    int in[CG_MAX_INPUTS]; /* the tensors it reads (indices), in the `in` list's order */
+    int nin;               /* 1 to CG_MAX_INPUTS */
+    int out;               /* the tensor it writes */
     int layer_index;    /* index into the spec's layers, -1 for input/predict */
     cg_mdim grid[3];
     int block[3];
@@ -101,9 +112,18 @@ int cg_dtype_parse(const char *name, cg_dtype *t);
 
 /* "in,out,weights,bias,n" into roles; -1 on an unknown or repeated role. */
 int cg_args_parse(const char *text, cg_arg_role *roles, int *n);
+/* The role's name as the manifest writes it ("in1"). */
+const char *cg_arg_role_name(cg_arg_role r);
+/* The position in the kernel's input list a role names (in: 0, in1: 1, ...), -1
+ * for a role that is no input. */
+int cg_arg_input(cg_arg_role r);
+/* The first role of roles[0..n) naming an input at or past nin (the kernel
+ * reads nin tensors), -1 when there is none. */
+int cg_args_past_inputs(const cg_arg_role *roles, int n, int nin);
 /* The launch argument array for roles: each entry points at the value its role
- * names (in, out: device pointers; w, b: device pointers; count: an int). */
-void cg_args_bind(const cg_arg_role *roles, int n, void *in, void *out, void *w, void *b, void *count,
-                  void **argv);
+ * names (in[0..nin): the inputs in list order, out, w, b: device pointers;
+ * count: an int). -1 when a role names an input past nin (nothing is bound). */
+int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void *out, void *w, void *b,
+                 void *count, void **argv);
 
 #endif

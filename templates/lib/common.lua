@@ -220,7 +220,10 @@ end
 -- lists them in order, `common.kernel_head` writes the declaration, and the
 -- kernel record's `args` (which the manifest carries) names the roles, so the
 -- runtime binds each argument by its role, never by position. Roles:
---   in       the layer's input tensor (const, of the input's dtype)
+--   in       the kernel's first input tensor (const, of the input's dtype): the
+--            first of the record's `inputs` list (tensor names the planner sets)
+--   in1, in2, in3  its second, third and fourth inputs, where the record lists them
+--            (the runtime refuses a role naming an input the list lacks)
 --   out      the output tensor
 --   weights  the layer's weights, where the record's `weights` says (arg, arg:transposed)
 --   bias     the layer's bias
@@ -231,6 +234,7 @@ end
 common.ROLE_DEFAULTS = {
   ["in"] = { "in_t", "in" }, out = { "out_t", "out" }, weights = { "w_t", "w" },
   bias = { "b_t", "b" }, n = { nil, "n" },
+  in1 = { "in_t", "in1" }, in2 = { "in_t", "in2" }, in3 = { "in_t", "in3" },
 }
 
 -- The standard argument list (in, out, weights, bias, n), with its C names and
@@ -300,7 +304,7 @@ function common.reg_cap(l, threads, occ)
 end
 
 -- The images one launch of layer l is estimated for: l.batch where the caller
--- gave one (tune --batch, through network.layer_table), else BATCH.
+-- gave one (tune --batch, through planner.layer_table), else BATCH.
 function common.cost.images(l)
   return (l.batch and l.batch > 0) and l.batch or common.cost.BATCH
 end

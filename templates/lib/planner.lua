@@ -1,4 +1,4 @@
--- network.lua — from a validated network to the list of kernels that run it.
+-- planner.lua — from a validated network to the list of kernels that run it.
 --
 -- The generator (C) passes the spec as a table; this file decides which
 -- template serves each layer, resolves and checks each template's parameters,
@@ -12,7 +12,7 @@
 
 local common = import("lib/common")
 
-local network = {}
+local planner = {}
 
 -- A structured failure the generator maps to a position in the spec.
 -- `where` is "key" when the parameter's name is at fault, else its value is.
@@ -134,12 +134,12 @@ end
 -- 0.63 and 0.45 ms, igemm_tc tuned 0.42 and 0.30 (1.5x; winograd without the
 -- waste would take about 0.36 and 0.25: the break-even is near 1.2x).
 -- Returns the template name and the reason, for the file header.
-network.AUTO_DIRECT_MAX_C = 3
-network.AUTO_DIRECT_MAX_CKK = 64
-network.AUTO_WINOGRAD_MIN_C = 32
-network.AUTO_WINOGRAD_MAX_COVER = 1.2   -- outputs the 2x2 tiles cover / conv outputs
-network.AUTO_TC_MIN_C = 16
-network.AUTO_TC_MIN_M = 32
+planner.AUTO_DIRECT_MAX_C = 3
+planner.AUTO_DIRECT_MAX_CKK = 64
+planner.AUTO_WINOGRAD_MIN_C = 32
+planner.AUTO_WINOGRAD_MAX_COVER = 1.2   -- outputs the 2x2 tiles cover / conv outputs
+planner.AUTO_TC_MIN_C = 16
+planner.AUTO_TC_MIN_M = 32
 -- igemm_wg (wgmma) instead of igemm_tc where the target is sm_90 built as sm_90a,
 -- the reduction is deep, the stride 1 and the conv output not tiny: its default
 -- beat igemm_tc's on 8 of the 10 such zoo layers auto gave igemm_tc (an H100,
@@ -147,8 +147,8 @@ network.AUTO_TC_MIN_M = 32
 -- to 144), tied on one (9x9, C = 24) and lost 15 % on one (M = 71 in two rows
 -- of 40); it lost on shallower reductions (1x1, C = 16 or 17: 1.1-1.4x slower),
 -- stride 2 (8-10 %) and a 2x2 output (16 %).
-network.AUTO_WG_MIN_CKK = 600
-network.AUTO_WG_MIN_OUT = 9
+planner.AUTO_WG_MIN_CKK = 600
+planner.AUTO_WG_MIN_OUT = 9
 
 -- planes (wgmma, A read from the input planes held in shared memory) first of all
 -- where the target is sm_90 built as sm_90a, C >= 16, M >= 16, K >= 2, C*K*K >= 256,
@@ -163,30 +163,30 @@ network.AUTO_WG_MIN_OUT = 9
 -- (0.74x) and with C*K*K = 144 (0.86x), which the rule leaves to winograd or igemm_tc.
 -- 1x1 layers (an element of a plane read once), stride 2 and 2x2 outputs lost or
 -- were hardly measured.
-network.AUTO_PLANES_MIN_CKK = 256
-network.AUTO_PLANES_MIN_M = 16
-network.AUTO_PLANES_3X3_MAX_C = 128
-network.AUTO_PLANES_3X3_MIN_M = 64
+planner.AUTO_PLANES_MIN_CKK = 256
+planner.AUTO_PLANES_MIN_M = 16
+planner.AUTO_PLANES_3X3_MAX_C = 128
+planner.AUTO_PLANES_3X3_MIN_M = 64
 
 -- What both wgmma rules (planes, igemm_wg) ask first: a target built as sm_90a, C >= 16,
 -- stride 1 and a conv output of at least 9 pixels (g: the layer's conv geometry).
 local function wgmma_layer(l, g)
-  return l.target and l.target.sm90a and l.C >= network.AUTO_TC_MIN_C and g.S == 1
-    and g.CH * g.CW >= network.AUTO_WG_MIN_OUT
+  return l.target and l.target.sm90a and l.C >= planner.AUTO_TC_MIN_C and g.S == 1
+    and g.CH * g.CW >= planner.AUTO_WG_MIN_OUT
 end
 
 -- The planes rule above; nil or the template and the reason.
 local function planes_rule(l)
   local g = common.conv_geom(l)
-  if wgmma_layer(l, g) and l.M >= network.AUTO_PLANES_MIN_M and l.K >= 2
-      and l.C * l.K * l.K >= network.AUTO_PLANES_MIN_CKK
-      and (l.K ~= 3 or (l.C <= network.AUTO_PLANES_3X3_MAX_C and l.M >= network.AUTO_PLANES_3X3_MIN_M))
+  if wgmma_layer(l, g) and l.M >= planner.AUTO_PLANES_MIN_M and l.K >= 2
+      and l.C * l.K * l.K >= planner.AUTO_PLANES_MIN_CKK
+      and (l.K ~= 3 or (l.C <= planner.AUTO_PLANES_3X3_MAX_C and l.M >= planner.AUTO_PLANES_3X3_MIN_M))
       and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
     return "conv2d_planes", string.format("auto: planes, since the target is sm_90 (built as sm_90a: wgmma), " ..
       "C = %d >= %d, M = %d >= %d, K = %d >= 2, C*K*K = %d >= %d, stride 1, a %dx%d conv output%s", l.C,
-      network.AUTO_TC_MIN_C, l.M, network.AUTO_PLANES_MIN_M, l.K, l.C * l.K * l.K, network.AUTO_PLANES_MIN_CKK, g.CH, g.CW,
-      l.K == 3 and string.format(" and, 3x3, C = %d <= %d, M = %d >= %d", l.C, network.AUTO_PLANES_3X3_MAX_C, l.M,
-        network.AUTO_PLANES_3X3_MIN_M) or "")
+      planner.AUTO_TC_MIN_C, l.M, planner.AUTO_PLANES_MIN_M, l.K, l.C * l.K * l.K, planner.AUTO_PLANES_MIN_CKK, g.CH, g.CW,
+      l.K == 3 and string.format(" and, 3x3, C = %d <= %d, M = %d >= %d", l.C, planner.AUTO_PLANES_3X3_MAX_C, l.M,
+        planner.AUTO_PLANES_3X3_MIN_M) or "")
   end
   return nil
 end
@@ -196,50 +196,50 @@ end
 local function igemm_or_tc(l, why)
   local cc = l.target and l.target.cc or 75
   local g = common.conv_geom(l)
-  if wgmma_layer(l, g) and l.M >= network.AUTO_TC_MIN_M and l.C * l.K * l.K >= network.AUTO_WG_MIN_CKK
+  if wgmma_layer(l, g) and l.M >= planner.AUTO_TC_MIN_M and l.C * l.K * l.K >= planner.AUTO_WG_MIN_CKK
       and pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
     return "conv2d_igemm_wg", string.format("auto: igemm_wg, since the target is sm_90 (built as sm_90a: wgmma), " ..
       "C = %d >= %d, M = %d >= %d, C*K*K = %d >= %d, stride 1 and a %dx%d conv output (else %s)", l.C,
-      network.AUTO_TC_MIN_C, l.M, network.AUTO_TC_MIN_M, l.C * l.K * l.K, network.AUTO_WG_MIN_CKK, g.CH, g.CW,
+      planner.AUTO_TC_MIN_C, l.M, planner.AUTO_TC_MIN_M, l.C * l.K * l.K, planner.AUTO_WG_MIN_CKK, g.CH, g.CW,
       (why:gsub("^auto: ", "")))
   end
-  if cc >= 80 and l.C >= network.AUTO_TC_MIN_C and l.M >= network.AUTO_TC_MIN_M
+  if cc >= 80 and l.C >= planner.AUTO_TC_MIN_C and l.M >= planner.AUTO_TC_MIN_M
       and pcall(resolve, import("conv2d_igemm_tc"), "conv2d_igemm_tc", l, nil, nil) then
     return "conv2d_igemm_tc", string.format("auto: igemm_tc, since the target has TF32 tensor cores (sm_%d), " ..
-      "C = %d >= %d and M = %d >= %d (else %s)", cc, l.C, network.AUTO_TC_MIN_C, l.M, network.AUTO_TC_MIN_M,
+      "C = %d >= %d and M = %d >= %d (else %s)", cc, l.C, planner.AUTO_TC_MIN_C, l.M, planner.AUTO_TC_MIN_M,
       (why:gsub("^auto: ", "")))
   end
   return "conv2d_igemm", why
 end
 
-function network.auto_strategy(l)
+function planner.auto_strategy(l)
   local ckk = l.C * l.K * l.K
   local planes, why = planes_rule(l)
   if planes then return planes, why end
-  if l.C <= network.AUTO_DIRECT_MAX_C and ckk <= network.AUTO_DIRECT_MAX_CKK then
+  if l.C <= planner.AUTO_DIRECT_MAX_C and ckk <= planner.AUTO_DIRECT_MAX_CKK then
     return "conv2d_direct", string.format("auto: direct, since C = %d <= %d and C*K*K = %d <= %d",
-      l.C, network.AUTO_DIRECT_MAX_C, ckk, network.AUTO_DIRECT_MAX_CKK)
+      l.C, planner.AUTO_DIRECT_MAX_C, ckk, planner.AUTO_DIRECT_MAX_CKK)
   end
-  if l.K == 3 and (l.stride or 1) <= 1 and l.C >= network.AUTO_WINOGRAD_MIN_C and l.C % 8 == 0
+  if l.K == 3 and (l.stride or 1) <= 1 and l.C >= planner.AUTO_WINOGRAD_MIN_C and l.C % 8 == 0
       and l.M % 32 == 0 then
     local g = common.conv_geom(l)
     local cover = 4 * ((g.CH + 1) // 2) * ((g.CW + 1) // 2) / math.max(1, g.CH * g.CW)
-    if cover > network.AUTO_WINOGRAD_MAX_COVER then
+    if cover > planner.AUTO_WINOGRAD_MAX_COVER then
       return igemm_or_tc(l, string.format("auto: igemm, since winograd's 2x2 output tiles would cover %.2fx " ..
-        "the %dx%d conv output (more than %.1fx)", cover, g.CH, g.CW, network.AUTO_WINOGRAD_MAX_COVER))
+        "the %dx%d conv output (more than %.1fx)", cover, g.CH, g.CW, planner.AUTO_WINOGRAD_MAX_COVER))
     end
     local W = import("conv2d_winograd")
     local why = W.check(l, (values(W, "conv2d_winograd", l)))
     if not why then
       return "conv2d_winograd", string.format("auto: winograd, since K = 3, stride 1, C = %d (a multiple of 8, " ..
         "at least %d), M = %d (a multiple of 32) and its default tile fits the target", l.C,
-        network.AUTO_WINOGRAD_MIN_C, l.M)
+        planner.AUTO_WINOGRAD_MIN_C, l.M)
     end
     return igemm_or_tc(l, "auto: igemm, since winograd's default tile does not fit the target: " .. why)
   end
   return igemm_or_tc(l, string.format("auto: igemm, since %s",
-    l.C > network.AUTO_DIRECT_MAX_C and string.format("C = %d > %d", l.C, network.AUTO_DIRECT_MAX_C)
-      or string.format("C*K*K = %d > %d", ckk, network.AUTO_DIRECT_MAX_CKK)))
+    l.C > planner.AUTO_DIRECT_MAX_C and string.format("C = %d > %d", l.C, planner.AUTO_DIRECT_MAX_C)
+      or string.format("C*K*K = %d > %d", ckk, planner.AUTO_DIRECT_MAX_CKK)))
 end
 
 -- `strategy: auto` for an fc layer (the default): `vec`, its loads float4,
@@ -253,13 +253,13 @@ end
 -- of generate, build and run, or a library call's batch), `gemv`: vec's 128-image
 -- tiles leave a few blocks to stream all the weights, where gemv splits each
 -- output's reduction over a block and reads every weight once per 8 images.
-network.AUTO_GEMV_MAX_BATCH = 64
+planner.AUTO_GEMV_MAX_BATCH = 64
 
-function network.auto_fc(l)
+function planner.auto_fc(l)
   local IN = l.C * l.H * l.W
-  if l.batch and l.batch > 0 and l.batch <= network.AUTO_GEMV_MAX_BATCH then
+  if l.batch and l.batch > 0 and l.batch <= planner.AUTO_GEMV_MAX_BATCH then
     return "fc_gemv", string.format("auto: gemv, since the network is generated for %d image%s (at most %d)",
-      l.batch, l.batch == 1 and "" or "s", network.AUTO_GEMV_MAX_BATCH)
+      l.batch, l.batch == 1 and "" or "s", planner.AUTO_GEMV_MAX_BATCH)
   end
   local v = IN % 4 == 0 and "float4" or IN % 2 == 0 and "float2" or "single-float"
   return "fc_vec", string.format("auto: vec (%s loads for %d inputs)", v, IN)
@@ -274,11 +274,11 @@ end
 -- conv2 under slide's 16-row tiles: 2 blocks). Elsewhere `igemm` in small tiles
 -- (32 pixels, 2x4 a thread), its default tile being 128 pixels of 8x8 a thread.
 -- Returns { template, why, params } or nil.
-network.AUTO_SMALL_DIRECT_MAX_CKK = 1024
-network.AUTO_SMALL_DIRECT_MAX_C = 16
-network.AUTO_SMALL_DIRECT_MAX_CKK_8 = 160
-network.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
-function network.small_conv(l)
+planner.AUTO_SMALL_DIRECT_MAX_CKK = 1024
+planner.AUTO_SMALL_DIRECT_MAX_C = 16
+planner.AUTO_SMALL_DIRECT_MAX_CKK_8 = 160
+planner.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
+function planner.small_conv(l)
   local ckk = l.C * l.K * l.K
   local spec = l.strategy ~= "auto" and string.format("; the spec's strategy %s is for the large batch", l.strategy)
     or ""
@@ -286,42 +286,42 @@ function network.small_conv(l)
   -- and zoo-stem96's 7x7 stride 2) ran 1.1-2.1x slower under direct than under
   -- their large-batch strategies at 8 and 64 images (an H200): direct there only
   -- for stride 1 and C*K*K up to AUTO_SMALL_DIRECT_MAX_CKK_8
-  local wide = l.batch > 1 and ((l.stride or 1) > 1 or ckk > network.AUTO_SMALL_DIRECT_MAX_CKK_8)
-  if wide or l.C > network.AUTO_SMALL_DIRECT_MAX_C or ckk > network.AUTO_SMALL_DIRECT_MAX_CKK
+  local wide = l.batch > 1 and ((l.stride or 1) > 1 or ckk > planner.AUTO_SMALL_DIRECT_MAX_CKK_8)
+  if wide or l.C > planner.AUTO_SMALL_DIRECT_MAX_C or ckk > planner.AUTO_SMALL_DIRECT_MAX_CKK
       or not pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, nil, nil) then
     -- deeper layers: igemm's small tiles at one image; from two images on, the
     -- large-batch choice (zoo-1x1's C = 64-256 1x1 layers under direct at 8 and
     -- 64 images ran 1.6x and 6x slower than their own strategies, on an H200)
     if l.batch > 1 then return nil end
     local given = {}
-    for k, v in pairs(network.SMALL_IGEMM) do given[k] = v end
+    for k, v in pairs(planner.SMALL_IGEMM) do given[k] = v end
     if not pcall(resolve, import("conv2d_igemm"), "conv2d_igemm", l, given, nil) then return nil end
     return { "conv2d_igemm", string.format("small batch: igemm in 32-pixel tiles, since the network is generated " ..
       "for 1 image and direct is for layers with C <= %d and C*K*K <= %d (C = %d, C*K*K = %d)%s",
-      network.AUTO_SMALL_DIRECT_MAX_C, network.AUTO_SMALL_DIRECT_MAX_CKK, l.C, ckk, spec), given }
+      planner.AUTO_SMALL_DIRECT_MAX_C, planner.AUTO_SMALL_DIRECT_MAX_CKK, l.C, ckk, spec), given }
   end
   return { "conv2d_direct", string.format("small batch: direct, since the network is generated for %d image%s " ..
     "(at most %d), C = %d <= %d and C*K*K = %d <= %d%s", l.batch, l.batch == 1 and "" or "s",
-    network.AUTO_GEMV_MAX_BATCH, l.C, network.AUTO_SMALL_DIRECT_MAX_C, ckk, network.AUTO_SMALL_DIRECT_MAX_CKK, spec), {} }
+    planner.AUTO_GEMV_MAX_BATCH, l.C, planner.AUTO_SMALL_DIRECT_MAX_C, ckk, planner.AUTO_SMALL_DIRECT_MAX_CKK, spec), {} }
 end
 
 -- The template serving layer l and, where `auto` chose it, why. A spec's fc
 -- strategy and params are choices for the large batch: kernels generated for a
 -- small batch (l.batch up to AUTO_GEMV_MAX_BATCH) take gemv with its own defaults
--- instead (so do conv layers: network.small_conv); the third result is then the
+-- instead (so do conv layers: planner.small_conv); the third result is then the
 -- params to use in place of the spec's.
 local function layer_choice(l)
-  if l.op == "conv" and l.batch and l.batch > 0 and l.batch <= network.AUTO_GEMV_MAX_BATCH then
-    local d = network.small_conv(l)
+  if l.op == "conv" and l.batch and l.batch > 0 and l.batch <= planner.AUTO_GEMV_MAX_BATCH then
+    local d = planner.small_conv(l)
     if d then return d[1], d[2], d[3] end
   end
   if l.strategy == "auto" then
-    if l.op == "conv" then return network.auto_strategy(l) end
-    return network.auto_fc(l)
+    if l.op == "conv" then return planner.auto_strategy(l) end
+    return planner.auto_fc(l)
   end
   if l.op == "fc" and l.strategy ~= "gemv" and l.batch and l.batch > 0
-      and l.batch <= network.AUTO_GEMV_MAX_BATCH then
-    local _, why = network.auto_fc(l)
+      and l.batch <= planner.AUTO_GEMV_MAX_BATCH then
+    local _, why = planner.auto_fc(l)
     return "fc_gemv", why .. string.format("; the spec's strategy %s is for the large batch", l.strategy), {}
   end
   return (l.op == "conv" and "conv2d_" or "fc_") .. l.strategy, nil
@@ -333,19 +333,40 @@ local function batch_of(net)
   return net.batch or (net.target and net.target.batch and net.target.batch > 0 and net.target.batch) or nil
 end
 
-function network.build(net)
+-- The tensors a layer reads, by name: a chain's layer reads the output of the
+-- layer before it (`prev`; the first layer reads the network's input).
+local function layer_inputs(_, prev)
+  return { prev }
+end
+
+-- The kernels of a network and the tensors they thread. Every tensor has a
+-- name; `tensors` (by name, and `out.tensors` in the order the manifest lists
+-- them) holds its dtype, elements per image and shape { C, H, W } as the
+-- planner knows it, and every kernel record names the tensors it reads as a
+-- list, `inputs` (a chain's kernels read one each), and the one it writes, `out`.
+-- An op without a template family (generator/op.c; softmax) is served by the
+-- template named after the op, which receives { elems, C, H, W } of its input.
+function planner.build(net)
   local out = { tensors = {}, layers = {}, kernels = {}, input = "pixels", predict = "predict" }
+  local tensors = {}
   local elems_max = 1
-  local function tensor(name, dtype, elems)
-    out.tensors[#out.tensors + 1] = { name = name, dtype = dtype, elems = elems }
+  local function tensor(name, dtype, elems, shape)
+    local t = { name = name, dtype = dtype, elems = elems, shape = shape }
+    out.tensors[#out.tensors + 1] = t
+    tensors[name] = t
     if elems > elems_max then elems_max = elems end
     return name
+  end
+  local function rename(old, new)
+    local t = tensors[old]
+    tensors[old], tensors[new], t.name = nil, t, new
+    return new
   end
   local seen = {}
   -- constant memory left for weights: all kernels of a network may share one
   -- module (a fat binary), and a module has one 64 KiB constant bank
   local const_left = common.CONST_BUDGET
-  local function add(tname, l, given, index, layer, input, output_name, dtype)
+  local function add(tname, l, given, index, layer, inputs, output_name, shape, dtype)
     local T = import(tname)
     l.const_left = const_left
     local p, listed = resolve(T, tname, l, given, index)
@@ -360,56 +381,63 @@ function network.build(net)
     k.template = tname
     k.layer = layer
     k.params = listed
-    k["in"] = input
-    k.out = tensor(output_name, dtype or "f32", k.out_elems)
+    k.inputs = {}
+    for j, name in ipairs(inputs) do
+      if not tensors[name] then fail(index, nil, "input '" .. tostring(name) .. "' is no tensor made before it") end
+      k.inputs[j] = name
+    end
+    k.out = tensor(output_name, dtype or "f32", k.out_elems, shape)
     out.kernels[#out.kernels + 1] = k
     return k
   end
 
   local batch = batch_of(net)
   local elems_in = net.C * net.H * net.W
-  tensor("pixels", "u8", elems_in)
-  local cur = add("input_u8", { elems = elems_in, scale_text = net.scale_text, offset_text = net.offset_text },
-    nil, 0, "input", "pixels", "input")
-  cur = cur.out
+  local shape_in = { net.C, net.H, net.W }
+  tensor("pixels", "u8", elems_in, shape_in)
+  local prev = add("input_u8", { elems = elems_in, scale_text = net.scale_text, offset_text = net.offset_text },
+    nil, 0, "input", { "pixels" }, "input", shape_in).out
   for _, l in ipairs(net.layers) do
     local i = l.index
+    local inputs = layer_inputs(l, prev)
+    local shape = { l.OC, l.OH, l.OW }
     l.batch = batch
     if l.op == "conv" then
       local tname, why, own = layer_choice(l)
-      local k = add(tname, l, own or l.params, i, l.name, cur, l.name)
+      local k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
       k.chosen = why
       if not k.fused then
         -- unfused epilogue: conv (+bias) at full size, then the pool (which applies
         -- the activation to what it reads), or the activation alone
         local g = common.conv_geom(l)
-        out.tensors[#out.tensors].name = l.name .. ".conv"
-        k.out = l.name .. ".conv"
+        k.out = rename(k.out, l.name .. ".conv")
+        tensors[k.out].shape = { l.M, g.CH, g.CW }
         if g.kind ~= "none" then
           add("pool", { C = l.M, H = g.CH, W = g.CW, kind = g.kind, PK = g.PK, PS = g.PS, act = l.act },
-            nil, i, l.name, k.out, l.name)
+            nil, i, l.name, { k.out }, l.name, shape)
         elseif l.act ~= "none" then
-          add("activation", { elems = l.M * g.CH * g.CW, act = l.act }, nil, i, l.name, k.out, l.name)
+          add("activation", { elems = l.M * g.CH * g.CW, act = l.act }, nil, i, l.name, { k.out }, l.name, shape)
         else
-          out.tensors[#out.tensors].name = l.name
-          k.out = l.name
+          k.out = rename(k.out, l.name)
+          tensors[k.out].shape = shape
         end
       end
     elseif l.op == "fc" then
       local tname, why, own = layer_choice(l)
-      local k = add(tname, l, own or l.params, i, l.name, cur, l.name)
+      local k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
       k.chosen = why
-    elseif l.op == "softmax" then
-      add("softmax", { elems = l.C * l.H * l.W }, nil, i, l.name, cur, l.name)
+    elseif not l.family then
+      local s = tensors[inputs[1]].shape
+      add(l.op, { elems = s[1] * s[2] * s[3], C = s[1], H = s[2], W = s[3] }, nil, i, l.name, inputs, l.name, shape)
     else
       fail(i, nil, "no template for op '" .. tostring(l.op) .. "'")
     end
-    out.layers[#out.layers + 1] = { name = l.name, op = l.op, out = l.name }
-    cur = l.name
+    out.layers[#out.layers + 1] = { name = l.name, op = l.op, inputs = inputs, out = l.name }
+    prev = l.name
   end
-  local last = net.layers[#net.layers]
-  out.output = cur
-  add("argmax", { elems = last.OC * last.OH * last.OW }, nil, #net.layers, "predict", cur, "predict", "i32")
+  out.output = prev
+  local s = tensors[prev].shape
+  add("argmax", { elems = s[1] * s[2] * s[3] }, nil, #net.layers, "predict", { prev }, "predict", { 1, 1, 1 }, "i32")
   out.max_batch = 0x7fffffff // elems_max
   return out
 end
@@ -425,7 +453,7 @@ end
 -- 100,000 on the development machine). The largest product on the zoo's layers
 -- is 261,120 (igemm_tc on a 1x1 layer of 200 maps); at the former cap of
 -- 100,000 the search skipped every later value of the first parameter (bm).
-network.CANDIDATE_CAP = 1000000
+planner.CANDIDATE_CAP = 1000000
 
 -- The layer at `index`, or a failure naming it.
 local function layer_at(net, index)
@@ -438,14 +466,14 @@ local function layer_at(net, index)
 end
 
 -- The template serving layer l when none is named: conv2d_<strategy> or fc_<strategy>.
-function network.layer_template(l) return (layer_choice(l)) end
+function planner.layer_template(l) return (layer_choice(l)) end
 
 -- The table a conv or fc template receives for layer `index`: the spec's layer
 -- fields plus `const_left`, the constant memory its weights may take (alone, a
--- layer has the whole budget; network.build gives it what earlier layers left),
+-- layer has the whole budget; planner.build gives it what earlier layers left),
 -- and `batch`, the images a launch is estimated for (net.batch: the caller's,
 -- e.g. tune --batch; nil for common.cost's default), which only T.cost reads.
-function network.layer_table(net, index, const_left)
+function planner.layer_table(net, index, const_left)
   local l = {}
   for k, v in pairs(layer_at(net, index)) do l[k] = v end
   l.params = nil
@@ -456,8 +484,8 @@ end
 
 -- Template `tname` (default: the layer's own) and the layer table for it.
 local function setup(net, index, tname)
-  local l = network.layer_table(net, index)
-  tname = tname or network.layer_template(l)
+  local l = planner.layer_table(net, index)
+  tname = tname or planner.layer_template(l)
   local prefix = l.op == "conv" and "conv2d_" or "fc_"
   if tname:sub(1, #prefix) ~= prefix then
     fail(index, nil, string.format("template %s does not serve %s layers", tname, l.op))
@@ -481,15 +509,15 @@ end
 -- declared with `tune = false`: a choice of what is computed, not how fast,
 -- e.g. conv2d_direct's `fuse`), first parameter varying
 -- slowest, each put to the template's check. At most `cap` combinations
--- (default network.CANDIDATE_CAP) are examined; `note` says so when the product
+-- (default planner.CANDIDATE_CAP) are examined; `note` says so when the product
 -- is larger. Returns { template, names = {declared order}, total, examined,
 -- refused, note, accepted = { { params = {k = v}, text = "k=v k=v", cost = T.cost(l, p)
 -- or nil when the template declares no cost model }, ... },
 -- reasons = { { param, count, example }, ... } (refusals grouped by the
 -- parameter the check blamed, in order of first appearance) }.
-function network.candidates(net, index, tname, cap)
+function planner.candidates(net, index, tname, cap)
   local T, name, l = setup(net, index, tname)
-  cap = cap or network.CANDIDATE_CAP
+  cap = cap or planner.CANDIDATE_CAP
   local names, lists, total = {}, {}, 1
   for i, d in ipairs(T.params) do
     names[i] = d.name
@@ -541,7 +569,7 @@ end
 -- `tname` is the layer's template (the spec's values were written for it).
 local function given(net, index, tname, params)
   local l, out = net.layers[index], {}
-  if tname == network.layer_template(l) then
+  if tname == planner.layer_template(l) then
     for k, v in pairs(l.params or {}) do out[k] = v end
   end
   for k, v in pairs(params or {}) do out[k] = v end
@@ -562,7 +590,7 @@ end
 -- The template's verdict on one configuration (chosen as configure() does):
 -- nil when accepted, else (message, parameter) for an illegal value, an unknown
 -- name, a refusal of the check, or a layer no configuration suits.
-function network.check_one(net, index, tname, params)
+function planner.check_one(net, index, tname, params)
   local T, name, l = setup(net, index, tname)
   local ok, res = pcall(configure, T, name, l, net, index, params)
   if not ok then
@@ -574,36 +602,36 @@ end
 
 -- The kernel record of layer `index` under one configuration (chosen as
 -- configure() does; an illegal or refused one is a failure): what
--- network.build lists for the layer's conv or fc kernel, with tensors
+-- planner.build lists for the layer's conv or fc kernel, with tensors
 -- "input" and the layer's output ("<layer>.conv" when the epilogue is not fused).
-function network.emit_one(net, index, tname, params)
+function planner.emit_one(net, index, tname, params)
   local T, name, l = setup(net, index, tname)
   local p, listed = configure(T, name, l, net, index, params)
   local k = T.kernel(l, p)
   k.template = name
   k.layer = l.name
   k.params = listed
-  k["in"] = "input"
+  k.inputs = { "input" }
   k.out = k.fused and l.name or (l.name .. ".conv")
   k.in_elems = l.C * l.H * l.W
   return k
 end
 
--- Entry point for C callers of the functions above: network[fname](...) as
+-- Entry point for C callers of the functions above: planner[fname](...) as
 -- (result...) or (nil, failure table).
-function network.call(fname, ...)
-  local res = table.pack(pcall(network[fname], ...))
+function planner.call(fname, ...)
+  local res = table.pack(pcall(planner[fname], ...))
   if res[1] then return table.unpack(res, 2, res.n) end
   if type(res[2]) == "table" then return nil, res[2] end
   error(res[2], 0)
 end
 
 -- Entry point for the generator: (result) or (nil, failure table).
-function network.generate(net)
-  local ok, res = pcall(network.build, net)
+function planner.generate(net)
+  local ok, res = pcall(planner.build, net)
   if ok then return res end
   if type(res) == "table" then return nil, res end
   error(res, 0)
 end
 
-return network
+return planner
