@@ -9,7 +9,7 @@
 
 static const char *const conv_keys[] = {"name", "op",   "C",          "H",    "W",           "M",
                                         "K",    "padding", "stride",  "bias", "activation",
-                                        "pool", "pool_stride", "strategy", "params", NULL};
+                                        "pool", "pool_stride", "strategy", "params", "pool_padding", NULL};
 
 static int conv_shape(const cg_layer *l, int *oc, int *oh, int *ow, cg_err *e)
 {
@@ -81,6 +81,17 @@ static int same_shape(const cg_layer *l, int *oc, int *oh, int *ow, cg_err *e)
     return 0;
 }
 
+/* ---- batchnorm: per-channel scale and shift of maps, shape kept ---- */
+
+static const char *const bn_keys[] = {"name", "op", "eps", "activation", NULL};
+
+/* [C]: gamma (the bias, beta, running_mean and running_var have the same shape) */
+static int bn_weights(const cg_layer *l, long long shape[4])
+{
+    shape[0] = l->C;
+    return 1;
+}
+
 /* ---- the table, in cg_op order ---- */
 
 const cg_op_desc cg_ops[CG_OP_COUNT] = {
@@ -91,6 +102,7 @@ const cg_op_desc cg_ops[CG_OP_COUNT] = {
     [CG_OP_##ID] = {#NAME, bare_keys, NULL, 0, 0, LAST, cg_spec_read_same, same_shape, NULL, NULL, NULL},
     CG_SAME_SHAPE_OPS(SAME_SHAPE_OP)
 #undef SAME_SHAPE_OP
+    [CG_OP_BATCHNORM] = {"batchnorm", bn_keys, NULL, 1, 1, 0, cg_spec_read_bn, same_shape, bn_weights, NULL, NULL},
 };
 
 const cg_op_desc *cg_op_of(cg_op op)

@@ -13,7 +13,7 @@
 
 static const char *const top_keys[] = {"network", "description", "input", "dataset",
                                        "weights", "seed",        "layers", NULL};
-static const char *const input_keys[] = {"channels", "height", "width", "scale", "offset", NULL};
+static const char *const input_keys[] = {"channels", "height", "width", "scale", "offset", "mean", "std", NULL};
 static const char *const dataset_keys[] = {"name", "resize", NULL};
 
 /* Bounded product, so no size arithmetic in the spec reader can overflow. */
@@ -34,6 +34,38 @@ static int input_dim(const cg_yctx *c, const cg_ynode *in, const char *key, int 
     return 0;
 }
 
+/* 'mean' and 'std' of the input: one number per channel each (std > 0),
+ * x = (pixel * scale - mean[c]) / std[c]; either may be left out (mean 0, std
+ * 1), and neither goes with 'offset'. */
+static int read_norm(const cg_yctx *c, const cg_ynode *in, cg_spec *s)
+{
+    const char *keys[] = {"mean", "std"};
+    double *lists[] = {s->mean, s->std};
+    for (int i = 0; i < CG_INPUT_NORM_MAX; i++) s->mean[i] = 0.0, s->std[i] = 1.0;
+    for (int k = 0; k < 2; k++) {
+        const cg_ynode *v = cg_y_get(in, keys[k]), *off = cg_y_get(in, "offset");
+        if (!v) continue;
+        if (off)
+            return cg_y_fail(c, v->pos, "'%s' in 'input' goes with no 'offset' (x = (pixel * scale - mean[c]) / "
+                             "std[c]; remove 'offset' at %d:%d)", keys[k], off->pos.line, off->pos.col);
+        if (cg_y_kind(c, v, CG_Y_SEQ, keys[k], "in 'input'", "a list of numbers, one per channel")) return -1;
+        if (s->C > CG_INPUT_NORM_MAX)
+            return cg_y_fail(c, v->pos, "'%s' in 'input' is for inputs of at most %d channels, and this one has %d",
+                             keys[k], CG_INPUT_NORM_MAX, s->C);
+        if (v->n != (size_t)s->C)
+            return cg_y_fail(c, v->pos, "'%s' in 'input' has %zu number%s; expected %d, one per channel", keys[k],
+                             v->n, v->n == 1 ? "" : "s", s->C);
+        for (size_t j = 0; j < v->n; j++) {
+            if (cg_y_float(c, v->kids[j], keys[k], "in 'input'", &lists[k][j])) return -1;
+            if (k == 1 && !(lists[k][j] > 0))
+                return cg_y_fail(c, v->kids[j]->pos, "'std' in 'input' has %g for channel %zu; every std must be "
+                                 "greater than 0", lists[k][j], j);
+        }
+        s->norm = 1;
+    }
+    return 0;
+}
+
 /* The 'input' mapping: tensor shape and the pixel normalisation. */
 static int read_input(const cg_yctx *c, const cg_ynode *in, cg_spec *s)
 {
@@ -47,6 +79,7 @@ static int read_input(const cg_yctx *c, const cg_ynode *in, cg_spec *s)
         return -1;
     if ((v = cg_y_get(in, "offset")) && cg_y_float(c, v, "offset", "in 'input'", &s->offset))
         return -1;
+    if (read_norm(c, in, s)) return -1;
     long long hw, chw;
     if (cg_spec_mul(s->H, s->W, CG_ELEMS_MAX, &hw) || cg_spec_mul(s->C, hw, CG_ELEMS_MAX, &chw))
         return cg_y_fail(c, in->pos, "input %dx%dx%d has more than %lld elements per image",
@@ -214,10 +247,23 @@ int cg_conv_dims(const cg_layer *l, int *ch, int *cw, int *oh, int *ow)
         *oh = *ow = 1;
         return 0;
     }
-    int k = l->pool, ps = l->pool_stride > 0 ? l->pool_stride : l->pool;
-    if (k < 1 || l->pool_stride < 0 || *ch < k || *cw < k) return -1;
-    *oh = (*ch - k) / ps + 1, *ow = (*cw - k) / ps + 1;
+    int k = l->pool, ps = l->pool_stride > 0 ? l->pool_stride : l->pool, pp = l->pool_pad;
+    if (k < 1 || l->pool_stride < 0 || pp < 0 || pp > k / 2 || *ch < k || *cw < k) return -1;
+    *oh = (*ch + 2 * pp - k) / ps + 1, *ow = (*cw + 2 * pp - k) / ps + 1;
     return 0;
+}
+
+int cg_bn_folds(const cg_spec *s, int i)
+{
+    return i > 0 && i < s->nlayers && s->layers[i].op == CG_OP_BATCHNORM && s->layers[i - 1].op == CG_OP_CONV;
+}
+
+void cg_spec_run_layer(const cg_spec *s, int i, int folded, cg_layer *out)
+{
+    *out = s->layers[i];
+    if (!folded) return;
+    if (cg_bn_folds(s, i + 1)) out->bias = 1, out->act = s->layers[i + 1].act;
+    if (cg_bn_folds(s, i)) out->bn_folded = 1;
 }
 
 void cg_conv_tag(const cg_layer *l, char *out, size_t n)
@@ -228,8 +274,9 @@ void cg_conv_tag(const cg_layer *l, char *out, size_t n)
         at += (size_t)snprintf(out + at, n - at, " pad=%d,%d,%d,%d", l->pad[0], l->pad[1], l->pad[2], l->pad[3]);
     if (at < n && l->stride > 1) at += (size_t)snprintf(out + at, n - at, " stride=%d", l->stride);
     int ps = l->pool_stride > 0 ? l->pool_stride : l->pool;
-    if (at >= n || !l->pool || (l->pool_op == CG_POOL_MAX && l->pool == 2 && ps == 2)) return;
+    if (at >= n || !l->pool || (l->pool_op == CG_POOL_MAX && l->pool == 2 && ps == 2 && !l->pool_pad)) return;
     if (l->pool_op == CG_POOL_GLOBAL_AVG) snprintf(out + at, n - at, " pool=global_avg");
+    else if (l->pool_pad) snprintf(out + at, n - at, " pool=%s%d/%d/p%d", cg_pool_name(l), l->pool, ps, l->pool_pad);
     else snprintf(out + at, n - at, " pool=%s%d/%d", cg_pool_name(l), l->pool, ps);
 }
 

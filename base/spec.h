@@ -27,7 +27,7 @@ typedef struct {
 
 /* A layer's op; base/op.h describes each (its table is in this order). */
 #define CG_OP_ENUM_ENTRY(ID, NAME, LAST) CG_OP_##ID,
-typedef enum { CG_OP_CONV, CG_OP_FC, CG_SAME_SHAPE_OPS(CG_OP_ENUM_ENTRY) CG_OP_COUNT } cg_op;
+typedef enum { CG_OP_CONV, CG_OP_FC, CG_SAME_SHAPE_OPS(CG_OP_ENUM_ENTRY) CG_OP_BATCHNORM, CG_OP_COUNT } cg_op;
 typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU } cg_act;
 /* What a conv's pool computes over each window (after the activation). */
 typedef enum { CG_POOL_MAX, CG_POOL_AVG, CG_POOL_GLOBAL_AVG } cg_pool_op;
@@ -71,7 +71,19 @@ typedef struct {
     /* Output shape (conv: after the optional pool; fc: OC=out, OH=OW=1;
      * softmax: same as input). */
     int OC, OH, OW;
+    /* batchnorm: y = (x - running_mean) / sqrt(running_var + eps) * weight + bias,
+     * per channel, then act. */
+    double eps;
+    /* conv: zeros (max: ignored positions) around the conv output on every side
+     * before a maxN / avgN pool (`pool_padding`), 0..pool/2. */
+    int pool_pad;
+    /* batchnorm, in a layer as it runs (cg_spec_run_layer): 1 when it was folded
+     * into the conv before it, whose output it passes on unchanged. */
+    int bn_folded;
 } cg_layer;
+
+/* Channels an input's per-channel mean and std may have (`input.mean`, `input.std`). */
+#define CG_INPUT_NORM_MAX 64
 
 typedef struct {
     char path[CG_PATH_MAX]; /* as given on the command line */
@@ -88,6 +100,11 @@ typedef struct {
     unsigned long long seed;
     int nlayers;
     cg_layer layers[CG_MAX_LAYERS];
+    /* input mean and std per channel (norm = 1 when either is written): x =
+     * (pixel * scale - mean[c]) / std[c]; offset is then 0 (the reader refuses
+     * both). Without them mean 0 and std 1. */
+    int norm;
+    double mean[CG_INPUT_NORM_MAX], std[CG_INPUT_NORM_MAX];
 } cg_spec;
 
 /* Read and validate a spec. On error: returns non-zero, e->msg is one line
@@ -107,6 +124,14 @@ int cg_conv_dims(const cg_layer *l, int *ch, int *cw, int *oh, int *ow);
  * signatures (tuning records): "" for those, else e.g. " pad=1,1,1,1 stride=2 pool=avg3/2". */
 void cg_conv_tag(const cg_layer *l, char *out, size_t n);
 const char *cg_op_name(cg_op o);
+/* 1 when layer i of s is a batchnorm that follows a conv: the runtime folds it
+ * into that conv's weights and bias (docs/design.md, "Batch norm folding"). */
+int cg_bn_folds(const cg_spec *s, int i);
+/* Layer i as it runs where batch norms are folded (folded != 0): a conv a
+ * batchnorm folds into gains a bias and the batchnorm's activation, and the
+ * batchnorm is marked bn_folded (it passes its input on); otherwise, or with
+ * folded 0, the layer as written. */
+void cg_spec_run_layer(const cg_spec *s, int i, int folded, cg_layer *out);
 /* Elements of a layer's output per image. */
 long long cg_layer_out_elems(const cg_layer *l);
 long long cg_layer_in_elems(const cg_layer *l);

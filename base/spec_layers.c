@@ -162,7 +162,8 @@ static int read_pad_stride(const cg_yctx *c, const cg_ynode *map, const char *wh
 static int read_pool(const cg_yctx *c, const cg_ynode *map, const char *where, int ch, int cw,
                      cg_layer *l)
 {
-    const cg_ynode *v = cg_y_get(map, "pool"), *sv = cg_y_get(map, "pool_stride");
+    const cg_ynode *v = cg_y_get(map, "pool"), *sv = cg_y_get(map, "pool_stride"),
+                   *pv = cg_y_get(map, "pool_padding");
     l->pool = 0, l->pool_stride = 0, l->pool_op = CG_POOL_MAX;
     int side = 0, op = -1;
     if (v && v->kind == CG_Y_SCALAR && (!strncmp(v->text, "max", 3) || !strncmp(v->text, "avg", 3)) &&
@@ -181,6 +182,9 @@ static int read_pool(const cg_yctx *c, const cg_ynode *map, const char *where, i
     if (sv && (op < 0 || op == CG_POOL_GLOBAL_AVG))
         return cg_y_fail(c, sv->pos, "'pool_stride' %s needs pool maxK or avgK (the pool is %s)", where,
                          v ? v->text : "none");
+    if (pv && (op < 0 || op == CG_POOL_GLOBAL_AVG))
+        return cg_y_fail(c, pv->pos, "'pool_padding' %s needs pool maxK or avgK (the pool is %s)", where,
+                         v ? v->text : "none");
     if (op < 0) return 0;
     if (op == CG_POOL_GLOBAL_AVG) {
         l->pool = 1, l->pool_op = CG_POOL_GLOBAL_AVG;
@@ -191,6 +195,12 @@ static int read_pool(const cg_yctx *c, const cg_ynode *map, const char *where, i
                          "the window side is at least 2", v->text, where);
     long long ps = side;
     if (sv && cg_y_int(c, sv, "pool_stride", where, 1, CG_DIM_MAX, &ps)) return -1;
+    long long pp = 0;
+    if (pv && cg_y_int(c, pv, "pool_padding", where, 0, CG_DIM_MAX, &pp)) return -1;
+    if (pp > side / 2)
+        return cg_y_fail(c, pv->pos, "'pool_padding' %s is %lld, more than half the window side %d "
+                         "(a window could then hold only padding)", where, pp, side);
+    l->pool_pad = (int)pp;
     if (ch < side || cw < side)
         return cg_y_fail(c, v->pos, "pool %s %s needs a conv output of at least %dx%d, got %dx%d",
                          v->text, where, side, side, ch, cw);
@@ -280,6 +290,25 @@ int cg_spec_read_fc(const cg_yctx *c, const cg_ynode *map, const char *where, co
     return read_params(c, map, where, l);
 }
 
+/* A batch norm: 'eps' (default 1e-5, finite and > 0) and an 'activation'
+ * applied after it; the output has the input's shape. */
+int cg_spec_read_bn(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l)
+{
+    (void)who;
+    const cg_ynode *v;
+    int a = CG_ACT_NONE;
+    l->eps = 1e-5;
+    if ((v = cg_y_get(map, "eps"))) {
+        if (cg_y_float(c, v, "eps", where, &l->eps)) return -1;
+        if (!(l->eps > 0))
+            return cg_y_fail(c, v->pos, "'eps' %s is %g; it must be greater than 0", where, l->eps);
+    }
+    if ((v = cg_y_get(map, "activation")) && cg_y_enum(c, v, "activation", where, acts, &a)) return -1;
+    l->act = (cg_act)a;
+    l->OC = l->C, l->OH = l->H, l->OW = l->W;
+    return 0;
+}
+
 /* An op that takes no keys of its own and whose output has its input's shape. */
 int cg_spec_read_same(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l)
 {
@@ -332,6 +361,19 @@ static int read_layer(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i,
     if (d->needs_maps && i > 0 && !cg_ops[s->layers[i - 1].op].maps_out)
         return cg_y_fail(c, v->pos, "%s layer '%s' cannot follow %s layer '%s' (its output is flat)",
                          d->name, l->name, cg_op_name(s->layers[i - 1].op), s->layers[i - 1].name);
+    if (l->op == CG_OP_BATCHNORM && i > 0 && s->layers[i - 1].op == CG_OP_CONV) {
+        const cg_layer *p = &s->layers[i - 1];
+        if (p->act != CG_ACT_NONE)
+            return cg_y_fail(c, v->pos, "batchnorm layer '%s' follows conv layer '%s', which has activation %s: "
+                             "the batchnorm folds into the conv, so the activation must come after it; "
+                             "remove it from '%s' and write 'activation: %s' on '%s'", l->name, p->name,
+                             cg_act_name(p->act), p->name, cg_act_name(p->act), l->name);
+        if (p->pool)
+            return cg_y_fail(c, v->pos, "batchnorm layer '%s' follows conv layer '%s', which has pool %s: "
+                             "a conv followed by batchnorm may have no pool of its own (the batchnorm folds "
+                             "into the conv; a pool after a batchnorm cannot be written yet)", l->name, p->name,
+                             cg_pool_name(p));
+    }
     l->C = in->C, l->H = in->H, l->W = in->W;
     int rc = d->read(c, item, where, in->who, l);
     if (rc) return -1;

@@ -97,6 +97,7 @@ int cg_spec_read_layers(const cg_yctx *c, const cg_ynode *seq, cg_spec *s);
  * and an op whose output has its input's shape and that takes no keys. */
 int cg_spec_read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l);
 int cg_spec_read_fc(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l);
+int cg_spec_read_bn(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l);
 int cg_spec_read_same(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l);
 
 #endif

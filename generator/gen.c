@@ -70,9 +70,29 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
     set_str(L, "scale_text", t);
     float_text(s->offset, t);
     set_str(L, "offset_text", t);
+    if (s->norm) {
+        /* x = pixel * (scale / std[c]) + (-mean[c] / std[c]): the input kernel's
+         * factor and term per channel, as float literals */
+        lua_createtable(L, s->C, 0);
+        for (int c = 0; c < s->C; c++) {
+            lua_createtable(L, 2, 0);
+            float_text((float)(s->scale / s->std[c]), t);
+            lua_pushstring(L, t);
+            lua_rawseti(L, -2, 1);
+            float_text((float)(-s->mean[c] / s->std[c]), t);
+            lua_pushstring(L, t);
+            lua_rawseti(L, -2, 2);
+            lua_rawseti(L, -2, c + 1);
+        }
+        lua_setfield(L, -2, "norm");
+    }
     lua_createtable(L, s->nlayers, 0);
     for (int i = 0; i < s->nlayers; i++) {
-        const cg_layer *l = &s->layers[i];
+        /* the layer as it runs: a conv a batchnorm folds into gains a bias and
+         * the batchnorm's activation, the batchnorm runs no kernel (folded) */
+        cg_layer run;
+        cg_spec_run_layer(s, i, 1, &run);
+        const cg_layer *l = &run;
         lua_createtable(L, 0, 20);
         set_int(L, "index", i + 1);
         set_str(L, "name", l->name);
@@ -92,6 +112,11 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
             set_int(L, "stride", l->stride > 0 ? l->stride : 1);
             set_int(L, "pool_stride", l->pool_stride > 0 ? l->pool_stride : l->pool);
             set_str(L, "pool_op", cg_pool_name(l));
+            if (l->pool_pad) set_int(L, "pool_pad", l->pool_pad);
+        }
+        if (l->bn_folded) {
+            lua_pushboolean(L, 1);
+            lua_setfield(L, -2, "folded");
         }
         set_int(L, "out", l->out);
         lua_pushboolean(L, l->bias);

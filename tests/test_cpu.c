@@ -46,7 +46,7 @@ static cg_layer softmax_layer(const char *name, int len)
 }
 
 /* Weights made of the given arrays (not owned). */
-static cg_weights make_w(cg_tensor *t, int n) { return (cg_weights){n, t, 0}; }
+static cg_weights make_w(cg_tensor *t, int n) { return (cg_weights){n, t, 0, 0}; }
 
 static cg_tensor tensor(const char *name, float *data, long long count)
 {
@@ -558,9 +558,128 @@ static void test_small_batch(void)
     omp_set_num_threads(was);
 }
 
+/* Padded pools: a 1x1 identity conv over a 1x5x5 map, then max3 and avg3 of
+ * stride 2 with padding 1, against windows worked out in plain double (max
+ * skips the padding, the average counts it as zeros: divides by 9). */
+static void test_pool_padding(void)
+{
+    float x[25], one = 1, y[9];
+    for (int i = 0; i < 25; i++) x[i] = (float)((i * 7) % 11) - 5.0f;
+    cg_tensor t = tensor("p.weight", &one, 1);
+    cg_weights w = make_w(&t, 1);
+    for (int avg = 0; avg < 2; avg++) {
+        cg_layer l = conv_layer("p", 1, 5, 5, 1, 1, 3, 0, CG_ACT_NONE);
+        l.pool_stride = 2, l.pool_pad = 1, l.pool_op = avg ? CG_POOL_AVG : CG_POOL_MAX;
+        l.OH = l.OW = 3; /* (5 + 2 - 3) / 2 + 1 */
+        cg_err e = {""};
+        CHECK(cg_cpu_layer(&l, &w, x, y, 1, &e) == 0, "padded pool: %s", e.msg);
+        for (int oh = 0; oh < 3; oh++)
+            for (int ow = 0; ow < 3; ow++) {
+                double mx = -1e300, sum = 0;
+                for (int r = oh * 2 - 1; r < oh * 2 + 2; r++)
+                    for (int c = ow * 2 - 1; c < ow * 2 + 2; c++) {
+                        if (r < 0 || r >= 5 || c < 0 || c >= 5) continue;
+                        sum += x[r * 5 + c];
+                        if (x[r * 5 + c] > mx) mx = x[r * 5 + c];
+                    }
+                double want = avg ? sum / 9.0 : mx;
+                CHECK(fabs(y[oh * 3 + ow] - want) < 1e-6, "%s pool padded (%d,%d): %g, want %g", avg ? "avg" : "max",
+                      oh, ow, y[oh * 3 + ow], want);
+            }
+    }
+}
+
+/* A spec with input mean/std, a batchnorm on the input, a conv with a
+ * batchnorm (relu) after it, and a conv with a bias and a batchnorm: the input
+ * and the unfolded batchnorm against plain double; then the weights folded
+ * (cg_weights_fold_bn) give the conv + batchnorm outputs of the unfolded
+ * reference within 1e-5. */
+static void test_batchnorm(void)
+{
+    static const char text[] =
+        "network: t\n"
+        "input: {channels: 3, height: 6, width: 5, scale: 0.01, mean: [0.4, 0.5, 0.6], std: [0.2, 0.25, 0.3]}\n"
+        "layers:\n"
+        "  - {name: b0, op: batchnorm, eps: 0.01, activation: tanh}\n"
+        "  - {name: c1, op: conv, M: 4, K: 3, padding: 1}\n"
+        "  - {name: b1, op: batchnorm, activation: relu}\n"
+        "  - {name: c2, op: conv, M: 5, K: 3, bias: true}\n"
+        "  - {name: b2, op: batchnorm}\n";
+    static cg_spec s;
+    cg_err e = {""};
+    cg_weights w, fw;
+    enum { N = 2, IMG = 90 };
+    if (cg_spec_parse("bn.yaml", text, strlen(text), &s, &e) || cg_weights_for_spec(&s, &w, &e)) {
+        CHECK(0, "bn spec: %s", e.msg);
+        return;
+    }
+    /* random batch norms are sane: gamma near 1, variance in [0.5, 1.5) */
+    const cg_tensor *g = cg_weights_find(&w, "b1.weight"), *v = cg_weights_find(&w, "b1.running_var"),
+                    *mu = cg_weights_find(&w, "b1.running_mean"), *be = cg_weights_find(&w, "b1.bias");
+    CHECK(g && v && mu && be && g->count == 4, "b1's four tensors");
+    for (int c = 0; g && v && mu && be && c < 4; c++)
+        CHECK(g->data[c] >= 0.9f && g->data[c] <= 1.1f && v->data[c] >= 0.5f && v->data[c] < 1.5f &&
+                  fabsf(mu->data[c]) <= 0.1f && fabsf(be->data[c]) <= 0.1f,
+              "sane random bn: %g %g %g %g", g->data[c], v->data[c], mu->data[c], be->data[c]);
+    unsigned char px[N * IMG];
+    for (int i = 0; i < N * IMG; i++) px[i] = (unsigned char)(i * 37 + 11);
+    float x[N * IMG];
+    cg_cpu_input(&s, px, N, x);
+    for (int i = 0; i < N * IMG; i++) {
+        int c = i / 30 % 3;
+        double want = (px[i] * 0.01 - s.mean[c]) / s.std[c];
+        CHECK(fabs(x[i] - want) <= 1e-6 * fabs(want) + 1e-7, "input %d: %g, want %g", i, x[i], want);
+    }
+    float *lo[5], *lf[5], probs[N * 5 * 4 * 3], probs_f[N * 5 * 4 * 3];
+    int pred[N];
+    for (int i = 0; i < 5; i++) {
+        lo[i] = malloc((size_t)N * cg_layer_out_elems(&s.layers[i]) * sizeof(float));
+        lf[i] = malloc((size_t)N * cg_layer_out_elems(&s.layers[i]) * sizeof(float));
+    }
+    CHECK(cg_cpu_forward(&s, &w, px, N, lo, probs, pred, NULL, &e) == 0, "unfolded: %s", e.msg);
+    /* b0 against plain double: tanh((x - mean) / sqrt(var + eps) * gamma + beta) */
+    const cg_tensor *t0[4] = {cg_weights_find(&w, "b0.weight"), cg_weights_find(&w, "b0.bias"),
+                              cg_weights_find(&w, "b0.running_mean"), cg_weights_find(&w, "b0.running_var")};
+    double worst = 0;
+    for (int i = 0; i < N * IMG && t0[3]; i++) {
+        int c = i / 30 % 3;
+        double want = tanh(((double)x[i] - t0[2]->data[c]) / sqrt((double)t0[3]->data[c] + 0.01) * t0[0]->data[c] +
+                           t0[1]->data[c]);
+        double d = fabs(lo[0][i] - want);
+        if (d > worst) worst = d;
+    }
+    CHECK(t0[3] && worst < 1e-6, "b0 against plain double: %g", worst);
+    CHECK(cg_weights_fold_bn(&s, &w, &fw, &e) == 0, "fold: %s", e.msg);
+    CHECK(fw.bn_folded && cg_weights_find(&fw, "c1.bias") && !cg_weights_find(&fw, "b1.weight") &&
+              !cg_weights_find(&fw, "b1.running_var") && cg_weights_find(&fw, "b0.weight") &&
+              !cg_weights_find(&fw, "b0.running_mean"),
+          "folded tensors: c1 gains a bias, b1's go, b0 keeps scale and shift");
+    CHECK(cg_cpu_forward(&s, &fw, px, N, lf, probs_f, pred, NULL, &e) == 0, "folded: %s", e.msg);
+    /* the folded conv's output is conv + batchnorm (+ relu) of the unfolded run */
+    const int pairs[][2] = {{1, 2}, {3, 4}};
+    for (int k = 0; k < 2; k++) {
+        int ci = pairs[k][0], bi = pairs[k][1];
+        size_t n = (size_t)N * cg_layer_out_elems(&s.layers[bi]);
+        double num = 0, den = 0, mx = 0;
+        for (size_t j = 0; j < n; j++) {
+            double d = (double)lf[ci][j] - lo[bi][j];
+            num += d * d, den += (double)lo[bi][j] * lo[bi][j];
+            if (fabs(d) > mx) mx = fabs(d);
+            CHECK(lf[bi][j] == lf[ci][j], "a folded batchnorm passes its conv's output on");
+        }
+        CHECK(mx < 1e-5 && sqrt(num / (den > 0 ? den : 1)) < 1e-5, "%s folded = %s then %s: max %g",
+              s.layers[ci].name, s.layers[ci].name, s.layers[bi].name, mx);
+    }
+    for (int i = 0; i < 5; i++) free(lo[i]), free(lf[i]);
+    cg_weights_free(&fw);
+    cg_weights_free(&w);
+}
+
 int main(void)
 {
-    test_small_batch();
+    test_small_batch(); /* first: it counts the threads before any OpenMP team starts */
+    test_pool_padding();
+    test_batchnorm();
     test_conv_by_hand();
     test_conv_naive();
     test_layers_by_hand();

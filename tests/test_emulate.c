@@ -22,7 +22,10 @@
  * layers-small-batch at bucket 1 (conv2d_direct's map splits, conv2d_igemm's
  * small tiles, fc_gemv), layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
  * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24) and
- * layers-fc-odd (fc_vec's single-float and float2 loads). The
+ * layers-fc-odd (fc_vec's single-float and float2 loads), layers-bn (input mean/std,
+ * batch norms folded into convs with the runtime's folded weights against the
+ * reference's unfolded batch norms, batch norms as kernels, padded max and average
+ * pools). The
  * kernels are built to trap on a misaligned vector access, as a GPU faults on
  * one; the trap fails the test naming the kernel. For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket).
@@ -191,8 +194,10 @@ static void emulate(const char *spec_path, const char *dir, int batch)
         CHECK(0, "%s: %s", spec_path, e.msg);
         return;
     }
-    cg_weights w;
-    if (cg_weights_for_spec(&s, &w, &e)) {
+    /* w as the spec's file holds them (the CPU reference runs its batch norms
+     * from them), fw folded as the runtime loads them for the kernels */
+    cg_weights w, fw;
+    if (cg_weights_for_spec(&s, &w, &e) || cg_weights_fold_bn(&s, &w, &fw, &e)) {
         CHECK(0, "%s: weights: %s", spec_path, e.msg);
         cg_gen_free(&o);
         return;
@@ -278,10 +283,10 @@ static void emulate(const char *spec_path, const char *dir, int batch)
             const cg_layer *l = &s.layers[mk->layer_index];
             char name[CG_NAME_MAX + 8];
             snprintf(name, sizeof name, "%s.weight", l->name);
-            tw = cg_weights_find(&w, name);
+            tw = cg_weights_find(&fw, name);
             snprintf(name, sizeof name, "%s.bias", l->name);
-            tb = cg_weights_find(&w, name);
-            rows = l->op == CG_OP_CONV ? l->M : l->out;
+            tb = cg_weights_find(&fw, name);
+            rows = l->op == CG_OP_CONV ? l->M : l->op == CG_OP_BATCHNORM ? l->C : l->out;
         }
         int okw, okb;
         float *wa = place(so, mk->wplace, mk->wsym, tw, rows, &okw);
@@ -314,8 +319,19 @@ static void emulate(const char *spec_path, const char *dir, int batch)
     int pred[IMAGES];
     int rc = cg_cpu_forward(&s, &w, px, IMAGES, lo, probs, pred, NULL, &e);
     CHECK(rc == 0, "%s: CPU forward: %s", spec_path, e.msg);
+    /* a conv a batchnorm folds into writes conv + batchnorm: against the
+     * reference run with folded weights (every other layer against the unfolded one) */
+    float *lf[CG_MAX_LAYERS] = {0};
+    int folds = 0;
+    for (int i = 0; i + 1 < s.nlayers; i++)
+        if (cg_bn_folds(&s, i + 1)) lf[i] = malloc((size_t)cg_layer_out_elems(&s.layers[i]) * IMAGES * sizeof(float)), folds = 1;
+    if (!rc && folds) {
+        rc = cg_cpu_forward(&s, &fw, px, IMAGES, lf, probs, pred, NULL, &e);
+        CHECK(rc == 0, "%s: CPU forward, folded: %s", spec_path, e.msg);
+    }
     for (int i = 0; ok_all && !rc && i < s.nlayers; i++) {
         int t = m.l[i].out;
+        const float *ref = lf[i] ? lf[i] : lo[i];
         size_t count = (size_t)cg_layer_out_elems(&s.layers[i]) * IMAGES;
         CHECK(m.t[t].elems * IMAGES == (long long)count, "%s: layer %s: %lld elements, the CPU has %zu", spec_path,
               s.layers[i].name, m.t[t].elems * IMAGES, count);
@@ -325,15 +341,17 @@ static void emulate(const char *spec_path, const char *dir, int batch)
         size_t nan = 0;
         for (size_t j = 0; j < count; j++) {
             if (isnan(g[j])) nan++;
-            double d = (double)g[j] - lo[i][j];
-            num += d * d, den += (double)lo[i][j] * lo[i][j];
+            double d = (double)g[j] - ref[j];
+            num += d * d, den += (double)ref[j] * ref[j];
         }
         double rel = sqrt(num / (den > 0 ? den : 1));
         CHECK(nan == 0 && rel <= MAX_REL_L2, "%s: layer %s: %zu unwritten, relative L2 error %.3g", spec_path,
               s.layers[i].name, nan, rel);
-        printf("ok %s: layer %s: relative L2 error %.2g\n", spec_path, s.layers[i].name, rel);
+        printf("ok %s: layer %s%s: relative L2 error %.2g\n", spec_path, s.layers[i].name,
+               lf[i] ? " (conv + batchnorm folded)" : "", rel);
     }
-    for (int i = 0; i < s.nlayers; i++) free(lo[i]);
+    for (int i = 0; i < s.nlayers; i++) free(lo[i]), free(lf[i]);
+    cg_weights_free(&fw);
     free(probs);
     for (int i = 0; i < m.ntensors; i++) free(buf[i]);
     cg_weights_free(&w);
@@ -361,7 +379,8 @@ int main(void)
                            "tests/gpu/layers-igemm-tc.yaml", "tests/gpu/layers-slices-tc.yaml", "tests/gpu/layers-igemm-wg.yaml",
                            "tests/gpu/layers-planes-wg.yaml", "tests/gpu/layers-planes-pool-wg.yaml",
                            "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-x2.yaml", "tests/gpu/layers-slide-align.yaml",
-                           "tests/gpu/layers-slide-pad.yaml", "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml"};
+                           "tests/gpu/layers-slide-pad.yaml", "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml",
+                           "tests/gpu/layers-bn.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");
     const char *bucket = getenv("CG_EMULATE_BATCH");
     if (one && *one)

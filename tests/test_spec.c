@@ -486,8 +486,88 @@ static void test_op_table(void)
     CHECK_CONTAINS(err.msg, "bad fc out=0");
 }
 
+/* Text parsed as a whole spec must fail at `where` with `msg`. */
+static void expect_text(const char *text, const char *where, const char *msg)
+{
+    expect_mem(text, strlen(text), where, msg);
+}
+
+/* batchnorm (keys, eps, activation, where it may stand), input mean/std and
+ * pool_padding: what is read, and every refusal with its position. */
+static void test_bn_norm_pool_pad(void)
+{
+    static const char ok[] =
+        "network: t\n"
+        "input: {channels: 3, height: 20, width: 17, scale: 0.5, mean: [0.5, 0.25, 0], std: [0.2, 0.5, 2]}\n"
+        "layers:\n"
+        "  - {name: b0, op: batchnorm}\n"
+        "  - {name: c1, op: conv, M: 4, K: 3, padding: 1}\n"
+        "  - {name: b1, op: batchnorm, eps: 0.001, activation: relu}\n"
+        "  - {name: c2, op: conv, M: 5, K: 3, pool: max3, pool_stride: 2, pool_padding: 1}\n"
+        "  - {name: c3, op: conv, M: 6, K: 1, pool: avg2, pool_padding: 1}\n";
+    int rc = cg_spec_parse("mem.yaml", ok, strlen(ok), &spec, &err);
+    CHECK(rc == 0, "bn spec: %s", err.msg);
+    if (rc) return;
+    const cg_layer *b0 = layer(&spec, "b0"), *b1 = layer(&spec, "b1"), *c2 = layer(&spec, "c2"),
+                   *c3 = layer(&spec, "c3");
+    CHECK(spec.norm == 1 && spec.mean[1] == 0.25 && spec.std[2] == 2 && spec.offset == 0, "mean/std read");
+    CHECK(b0 && b0->op == CG_OP_BATCHNORM && b0->eps == 1e-5 && b0->act == CG_ACT_NONE, "b0: default eps");
+    CHECK_SHAPE(b0, 3, 20, 17, 3, 20, 17);
+    CHECK(b1 && b1->eps == 0.001 && b1->act == CG_ACT_RELU, "b1: eps, activation");
+    CHECK_SHAPE(b1, 4, 20, 17, 4, 20, 17);
+    /* 18x15 conv output, padded by 1: (18 + 2 - 3) / 2 + 1 = 9, (15 + 2 - 3) / 2 + 1 = 8 */
+    CHECK(c2 && c2->pool_pad == 1, "c2 pool_pad");
+    CHECK_SHAPE(c2, 4, 20, 17, 5, 9, 8);
+    CHECK_SHAPE(c3, 5, 9, 8, 6, 5, 5); /* (9 + 2 - 2) / 2 + 1 = 5, (8 + 2 - 2) / 2 + 1 = 5 */
+    CHECK(!cg_bn_folds(&spec, 0) && cg_bn_folds(&spec, 2) && !cg_bn_folds(&spec, 1), "cg_bn_folds");
+    cg_layer run;
+    cg_spec_run_layer(&spec, 1, 1, &run);
+    CHECK(run.bias == 1 && run.act == CG_ACT_RELU && !run.bn_folded, "folded conv: bias and the bn's relu");
+    cg_spec_run_layer(&spec, 2, 1, &run);
+    CHECK(run.bn_folded == 1, "folded bn");
+    cg_spec_run_layer(&spec, 1, 0, &run);
+    CHECK(run.bias == 0 && run.act == CG_ACT_NONE, "unfolded conv as written");
+    char tag[128];
+    cg_conv_tag(c2, tag, sizeof tag);
+    CHECK(!strcmp(tag, " pool=max3/2/p1"), "tag %s", tag);
+
+    static const char head[] = "network: t\ninput: {channels: 2, height: 8, width: 8}\nlayers:\n";
+    char buf[1024];
+#define BAD(layers, where, msg) (snprintf(buf, sizeof buf, "%s%s", head, layers), expect_text(buf, where, msg))
+    BAD("  - {name: c, op: conv, M: 2, K: 3, activation: relu}\n  - {name: b, op: batchnorm}\n", "mem.yaml:5:19:",
+        "batchnorm layer 'b' follows conv layer 'c', which has activation relu: the batchnorm folds into the conv, so "
+        "the activation must come after it; remove it from 'c' and write 'activation: relu' on 'b'");
+    BAD("  - {name: c, op: conv, M: 2, K: 3, pool: max2}\n  - {name: b, op: batchnorm}\n", "mem.yaml:5:19:",
+        "which has pool max: a conv followed by batchnorm may have no pool of its own");
+    BAD("  - {name: b, op: batchnorm, eps: 0}\n", "mem.yaml:4:35:", "'eps' in layer 'b' is 0; it must be greater than 0");
+    BAD("  - {name: b, op: batchnorm, eps: -1.0}\n", "mem.yaml:4:35:", "must be greater than 0");
+    BAD("  - {name: b, op: batchnorm, M: 3}\n", "mem.yaml:4:30:", "key 'M' is not allowed for op batchnorm");
+    BAD("  - {name: b, op: batchnorm, activation: gelu}\n", "mem.yaml:4:42:", "activation");
+    BAD("  - {name: f, op: fc, out: 4}\n  - {name: b, op: batchnorm}\n", "mem.yaml:5:19:",
+        "batchnorm layer 'b' cannot follow fc layer 'f' (its output is flat)");
+    BAD("  - {name: c, op: conv, M: 2, K: 3, pool: max3, pool_padding: 2}\n", "mem.yaml:4:63:",
+        "'pool_padding' in layer 'c' is 2, more than half the window side 3");
+    BAD("  - {name: c, op: conv, M: 2, K: 3, pool_padding: 1}\n", "mem.yaml:4:51:",
+        "'pool_padding' in layer 'c' needs pool maxK or avgK (the pool is none)");
+    BAD("  - {name: c, op: conv, M: 2, K: 3, pool: global_avg, pool_padding: 1}\n", "mem.yaml:4:69:",
+        "needs pool maxK or avgK (the pool is global_avg)");
+#undef BAD
+    expect_text("network: t\ninput: {channels: 2, height: 8, width: 8, offset: 1, mean: [0, 0]}\n"
+                "layers:\n  - {name: s, op: softmax}\n", "mem.yaml:2:60:",
+                "'mean' in 'input' goes with no 'offset' (x = (pixel * scale - mean[c]) / std[c]; remove 'offset' at 2:51)");
+    expect_text("network: t\ninput: {channels: 2, height: 8, width: 8, std: [1, 2, 3]}\n"
+                "layers:\n  - {name: s, op: softmax}\n", "mem.yaml:2:48:",
+                "'std' in 'input' has 3 numbers; expected 2, one per channel");
+    expect_text("network: t\ninput: {channels: 2, height: 8, width: 8, std: [1, 0]}\n"
+                "layers:\n  - {name: s, op: softmax}\n", "mem.yaml:2:52:",
+                "'std' in 'input' has 0 for channel 1; every std must be greater than 0");
+    expect_text("network: t\ninput: {channels: 2, height: 8, width: 8, mean: 0.5}\n"
+                "layers:\n  - {name: s, op: softmax}\n", "mem.yaml:2:49:", "mean");
+}
+
 int main(void)
 {
+    test_bn_norm_pool_pad();
     test_op_table();
     test_2017();
     test_2018sp();

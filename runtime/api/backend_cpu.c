@@ -62,7 +62,9 @@ static int forward_f32(const cg_spec *s, const cg_weights *w, cg_backend_run *r,
                        : i == s->nlayers - 1          ? scores + b0 * classes
                                                       : tmp + (i % 2) * widest * chunk;
             double t0 = omp_get_wtime();
-            rc = cg_cpu_layer(&s->layers[i], w, x, y, nb, e);
+            cg_layer run; /* as it runs with w's batch norms (cg_cpu_forward does the same) */
+            cg_spec_run_layer(s, i, w->bn_folded, &run);
+            rc = cg_cpu_layer(&run, w, x, y, nb, e);
             r->layer_ms[i] += (omp_get_wtime() - t0) * 1e3;
             x = y;
         }

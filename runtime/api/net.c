@@ -28,6 +28,7 @@ struct cg_net {
     cg_err err;
     cg_buf log;
     double layer_ms[CG_MAX_LAYERS], total_ms;
+    cg_weights fold_w;    /* the weights with batch norms folded, where the spec has any */
 };
 
 const char *cg_version(void) { return CG_VERSION; }
@@ -88,6 +89,14 @@ static int check_options(const cg_net_options *o, cg_err *e)
 static cg_status open_backend(cg_net *net, const cg_spec *s, const cg_weights *w, const cg_bundle *b,
                               const cg_net_options *o)
 {
+    /* batch norms folded at load time, for either backend: the kernels and the
+     * CPU reference then run the same layers (cg_spec_run_layer) */
+    int has_bn = 0;
+    for (int i = 0; i < s->nlayers; i++) has_bn |= s->layers[i].op == CG_OP_BATCHNORM;
+    if (has_bn && !w->bn_folded) {
+        if (cg_weights_fold_bn(s, w, &net->fold_w, &net->err)) return CG_STATUS_INPUT;
+        w = &net->fold_w;
+    }
     net->s = s, net->w = w;
     net->be = backend_of(o->backend);
     cg_backend_opts bo = {o->device, o->fatbin, o->no_cache, o->batch, o->poison, o->profile, &net->log,
@@ -368,6 +377,7 @@ void cg_net_close(cg_net *net)
     if (!net) return;
     if (net->be) net->be->close(net->state);
     cg_weights_free(&net->own_w);
+    cg_weights_free(&net->fold_w);
     free(net->own_spec);
     cg_net_bundle_free(&net->own_b);
     cg_buf_free(&net->log);

@@ -57,6 +57,16 @@ void cg_cpu_input(const cg_spec *s, const unsigned char *pixels, int n, float *x
 {
     size_t total = (size_t)(n > 0 ? n : 0) * s->C * s->H * s->W;
     double scale = s->scale, offset = s->offset;
+    if (s->norm) {
+        /* x = (pixel * scale - mean[c]) / std[c], channel c of each image's C planes */
+        const size_t hw = (size_t)s->H * s->W, C = (size_t)s->C;
+#pragma omp parallel for schedule(static) num_threads(threads_for(n))
+        for (size_t i = 0; i < total; i++) {
+            size_t c = i / hw % C;
+            x[i] = (float)((pixels[i] * scale - s->mean[c]) / s->std[c]);
+        }
+        return;
+    }
 #pragma omp parallel for schedule(static) num_threads(threads_for(n))
     for (size_t i = 0; i < total; i++) x[i] = (float)(pixels[i] * scale + offset);
 }
@@ -76,7 +86,7 @@ static void conv_image(const cg_layer *l, const float *k, const float *bias, con
     (void)cg_conv_dims(l, &chi, &cwi, &ohi, &owi); /* checked by check_shape */
     const long C = l->C, H = l->H, W = l->W, K = l->K, S = l->stride > 0 ? l->stride : 1;
     const long pt = l->pad[0], pl = l->pad[1], CH = chi, CW = cwi, OH = ohi, OW = owi;
-    const long PK = l->pool, PS = l->pool_stride > 0 ? l->pool_stride : l->pool;
+    const long PK = l->pool, PS = l->pool_stride > 0 ? l->pool_stride : l->pool, PP = l->pool_pad;
     for (long m = 0; m < l->M; m++) {
         const float *km = k + m * C * K * K;
         for (long i = 0; i < CH; i++) {
@@ -115,11 +125,14 @@ static void conv_image(const cg_layer *l, const float *k, const float *bias, con
         } else {
             for (long oh = 0; oh < OH; oh++)
                 for (long ow = 0; ow < OW; ow++) {
-                    const double *w0 = plane + oh * PS * CW + ow * PS;
-                    double v = w0[0], sum = 0;
-                    for (long r = 0; r < PK; r++)
-                        for (long s = 0; s < PK; s++) {
-                            double z = w0[r * CW + s];
+                    /* the window's rows and columns inside the conv output (padding: max
+                     * skips them, the average counts them as zeros: PK*PK divides) */
+                    const long r0 = oh * PS - PP, s0 = ow * PS - PP;
+                    double v = -INFINITY, sum = 0;
+                    for (long r = r0; r < r0 + PK; r++)
+                        for (long s = s0; s < s0 + PK; s++) {
+                            if (r < 0 || r >= CH || s < 0 || s >= CW) continue;
+                            double z = plane[r * CW + s];
                             sum += z;
                             if (z > v) v = z;
                         }
@@ -245,10 +258,50 @@ static int conv_layer(const cg_layer *l, const float *wt, const float *bias, con
     return 0;
 }
 
+/* batchnorm with its tensors as a file holds them: y = act((x - mean[c]) /
+ * sqrt(var[c] + eps) * gamma[c] + beta[c]) in double; with bn_folded (folded
+ * into the conv before it) y = x. Weights folded by cg_weights_fold_bn hold
+ * `weight` = gamma / sqrt(var + eps) and `bias` = beta - mean * weight (no
+ * running statistics): y = act(x * weight + bias). */
+static int bn_reference(const cg_layer *l, const cg_weights *w, const float *in, float *out, int n, cg_err *e)
+{
+    const size_t ie = in_elems(l), hw = (size_t)l->H * l->W;
+    if (l->bn_folded) {
+        memcpy(out, in, (size_t)n * ie * sizeof *out);
+        return 0;
+    }
+    const float *g, *b, *mean = NULL, *var = NULL;
+    char name[CG_NAME_MAX + 16];
+    snprintf(name, sizeof name, "%s.running_mean", l->name);
+    int raw = cg_weights_find(w, name) != NULL;
+    if (get_param(l, w, "weight", l->C, &g, e) || get_param(l, w, "bias", l->C, &b, e) ||
+        (raw && (get_param(l, w, "running_mean", l->C, &mean, e) || get_param(l, w, "running_var", l->C, &var, e))))
+        return -1;
+#pragma omp parallel for schedule(static) num_threads(threads_for(n))
+    for (int img = 0; img < n; img++)
+        for (size_t i = 0; i < ie; i++) {
+            size_t c = i / hw;
+            double x = in[(size_t)img * ie + i];
+            double y = raw ? (x - mean[c]) / sqrt((double)var[c] + l->eps) * g[c] + b[c] : x * g[c] + b[c];
+            out[(size_t)img * ie + i] = (float)activate(l->act, y);
+        }
+    return 0;
+}
+
+/* The table's entry for batchnorm: cg_cpu_layer calls bn_reference, which reads
+ * four tensors, before it would get here. */
+static int batchnorm_layer(const cg_layer *l, const float *wt, const float *bias, const float *in, float *out, int n,
+                           cg_err *e)
+{
+    (void)wt, (void)bias, (void)in, (void)out, (void)n;
+    return cg_fail(e, "layer '%s': batchnorm runs through cg_cpu_layer", l->name);
+}
+
 /* The CPU reference of every op, in the op table's order (base/op.h). */
 #define SAME_SHAPE_REFERENCE(ID, NAME, LAST) [CG_OP_##ID] = NAME##_layer,
 static const reference_fn reference[] = {[CG_OP_CONV] = conv_layer, [CG_OP_FC] = fc_layer,
-                                         CG_SAME_SHAPE_OPS(SAME_SHAPE_REFERENCE)};
+                                         CG_SAME_SHAPE_OPS(SAME_SHAPE_REFERENCE)
+                                         [CG_OP_BATCHNORM] = batchnorm_layer};
 #undef SAME_SHAPE_REFERENCE
 _Static_assert(sizeof reference / sizeof *reference == CG_OP_COUNT, "a CPU reference for every op");
 
@@ -257,6 +310,7 @@ int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float 
 {
     if (n < 0) return cg_fail(e, "layer '%s': negative image count %d", l->name, n);
     if (check_shape(l, e)) return -1;
+    if (l->op == CG_OP_BATCHNORM) return bn_reference(l, w, in, out, n, e);
     const float *wt = NULL, *bias = NULL;
     long long rows, fan_in;
     if (cg_op_weights(l, &rows, &fan_in)) {
@@ -300,7 +354,9 @@ int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *p
         cg_cpu_input(s, pixels + b0 * img, nb, ping);
         const float *x = ping;
         for (int i = 0; i < s->nlayers && !rc; i++) {
-            const cg_layer *l = &s->layers[i];
+            cg_layer run;
+            cg_spec_run_layer(s, i, w->bn_folded, &run);
+            const cg_layer *l = &run;
             float *y = x == ping ? pong : ping;
             if (layer_out && layer_out[i]) y = layer_out[i] + b0 * out_elems(l);
             else if (i == s->nlayers - 1) y = probs + b0 * classes;

@@ -5,12 +5,15 @@
 #include "spec.h"
 #include "weights.h"
 
-/* x[i] = pixel[i] * scale + offset, for n images of C*H*W pixels. */
+/* x[i] = pixel[i] * scale + offset, for n images of C*H*W pixels; with the
+ * spec's mean and std (s->norm) x[i] = (pixel[i] * scale - mean[c]) / std[c]. */
 void cg_cpu_input(const cg_spec *s, const unsigned char *pixels, int n, float *x);
 /* One layer over n images: in has n*cg_layer_in_elems, out n*cg_layer_out_elems. */
 int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float *out, int n,
                  cg_err *e);
-/* The whole network. layer_out may be NULL, or an array of s->nlayers pointers
+/* The whole network, its batch norms as w holds them: folded into the conv
+ * before them where w->bn_folded (cg_weights_fold_bn; cg_spec_run_layer's
+ * layers), else each run from its four tensors. layer_out may be NULL, or an array of s->nlayers pointers
  * (each NULL or a buffer of n*cg_layer_out_elems floats) to keep per-layer
  * outputs. probs: n*classes (the last layer's output); pred: n argmax indices
  * (first maximum wins). layer_ms, if not NULL, gains each layer's wall time

@@ -16,7 +16,11 @@ typedef struct {
     long long shape[4];
     long long count;
     long long fan_in;
+    double lo, hi; /* hi > lo: random values uniform in [lo, hi) instead of +-1/sqrt(fan_in) */
 } need;
+
+/* Tensors one layer may need: a batchnorm's four. */
+#define NEEDS_PER_LAYER 4
 
 /* Every parameter tensor of the spec, in layer order, weight before bias:
  * "<layer>.weight" shaped as its op says (base/op.h: conv [M,C,K,K], fc
@@ -32,6 +36,21 @@ static int spec_needs(const cg_spec *s, need *out, int *n)
         memset(wt, 0, sizeof *wt);
         const cg_op_desc *d = cg_op_of(l->op);
         if (!d || !d->weight_shape || !cg_op_weights(l, &rows, &fan_in)) continue;
+        if (l->op == CG_OP_BATCHNORM) {
+            /* gamma, beta, running mean and variance as PyTorch names them; random
+             * ones a sane batch norm: gamma in 1 +- 0.1, beta and mean in +-0.1,
+             * variance in [0.5, 1.5) */
+            static const char *const what[] = {"weight", "bias", "running_mean", "running_var"};
+            static const double lo[] = {0.9, -0.1, -0.1, 0.5}, hi[] = {1.1, 0.1, 0.1, 1.5};
+            for (int k = 0; k < 4; k++) {
+                need *t = &out[(*n)++];
+                memset(t, 0, sizeof *t);
+                snprintf(t->name, sizeof t->name, "%s.%s", l->name, what[k]);
+                t->ndim = 1, t->shape[0] = rows, t->count = rows, t->fan_in = 1;
+                t->lo = lo[k], t->hi = hi[k];
+            }
+            continue;
+        }
         wt->ndim = d->weight_shape(l, wt->shape);
         snprintf(wt->name, sizeof wt->name, "%s.weight", l->name);
         wt->count = rows * fan_in;
@@ -96,7 +115,8 @@ static int random_weights(const cg_spec *s, const need *nd, int n, cg_weights *w
         double bound = 1.0 / sqrt((double)nd[k].fan_in);
         for (long long i = 0; i < t->count; i++) {
             double u = (double)(splitmix64(&state) >> 11) * 0x1.0p-53;
-            t->data[i] = (float)((2.0 * u - 1.0) * bound);
+            t->data[i] = nd[k].hi > nd[k].lo ? (float)(nd[k].lo + u * (nd[k].hi - nd[k].lo))
+                                             : (float)((2.0 * u - 1.0) * bound);
         }
     }
     return 0;
@@ -127,7 +147,8 @@ static int check_against_spec(const cg_spec *s, const char *name, const need *nd
         for (int k = 0; k < n && !used; k++) used = strcmp(w->t[j].name, nd[k].name) == 0;
         if (!used)
             return cg_fail(e, "%s: tensor '%s' is not a parameter of spec '%s' (its tensors are "
-                           "<layer>.weight, and <layer>.bias where bias: 1)", name,
+                           "<layer>.weight, <layer>.bias where bias: 1, and a batchnorm's weight, bias, "
+                           "running_mean and running_var)", name,
                            w->t[j].name, s->name);
     }
     return 0;
@@ -136,7 +157,7 @@ static int check_against_spec(const cg_spec *s, const char *name, const need *nd
 int cg_weights_for_spec(const cg_spec *s, cg_weights *w, cg_err *e)
 {
     memset(w, 0, sizeof *w);
-    need *nd = malloc(2 * CG_MAX_LAYERS * sizeof *nd);
+    need *nd = malloc(NEEDS_PER_LAYER * CG_MAX_LAYERS * sizeof *nd);
     if (!nd) return cg_fail(e, "%s: out of memory", s->path);
     int n, rc = -1;
     spec_needs(s, nd, &n);
@@ -159,7 +180,7 @@ int cg_weights_for_spec_bytes(const cg_spec *s, const char *name, const void *by
                               cg_weights *w, cg_err *e)
 {
     memset(w, 0, sizeof *w);
-    need *nd = malloc(2 * CG_MAX_LAYERS * sizeof *nd);
+    need *nd = malloc(NEEDS_PER_LAYER * CG_MAX_LAYERS * sizeof *nd);
     if (!nd) return cg_fail(e, "%s: out of memory", name);
     int n;
     spec_needs(s, nd, &n);
@@ -192,4 +213,100 @@ float *cg_weights_transposed(const float *p, long long rows, long long count)
     for (long long r = 0; r < rows; r++)
         for (long long c = 0; c < cols; c++) t[c * rows + r] = p[r * cols + c];
     return t;
+}
+
+/* A new tensor `name` of count floats (shape [count]) at the end of w's list,
+ * or NULL when out of memory. w->t has room (the caller allocated it). */
+static cg_tensor *add_tensor(cg_weights *w, const char *layer, const char *what, long long count)
+{
+    cg_tensor *t = &w->t[w->n];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%.*s.%s", CG_NAME_MAX - 1, layer, what);
+    t->ndim = 1, t->shape[0] = count, t->count = count, t->dtype = CG_W_F32;
+    if (!(t->data = malloc((size_t)(count > 0 ? count : 1) * sizeof *t->data))) return NULL;
+    w->n++;
+    return t;
+}
+
+/* The tensor "<layer>.<what>" of w, NULL when absent. */
+static cg_tensor *find_of(const cg_weights *w, const char *layer, const char *what)
+{
+    char name[CG_NAME_MAX + 16];
+    snprintf(name, sizeof name, "%s.%s", layer, what);
+    return (cg_tensor *)cg_weights_find(w, name);
+}
+
+/* Remove "<layer>.<what>" from w (the last tensor takes its place). */
+static void drop(cg_weights *w, const char *layer, const char *what)
+{
+    cg_tensor *t = find_of(w, layer, what);
+    if (!t) return;
+    free(t->data);
+    *t = w->t[--w->n];
+}
+
+int cg_weights_fold_bn(const cg_spec *s, const cg_weights *in, cg_weights *out, cg_err *e)
+{
+    memset(out, 0, sizeof *out);
+    out->random = in->random, out->bn_folded = 1;
+    /* room for every tensor of in plus a bias per conv */
+    if (!(out->t = calloc((size_t)in->n + CG_MAX_LAYERS + 1, sizeof *out->t)))
+        return cg_fail(e, "%s: out of memory folding batch norms", s->path);
+    for (int k = 0; k < in->n; k++) {
+        const cg_tensor *t = &in->t[k];
+        cg_tensor *c = &out->t[out->n];
+        *c = *t;
+        if (!(c->data = malloc((size_t)(t->count > 0 ? t->count : 1) * sizeof *c->data))) {
+            cg_weights_free(out);
+            return cg_fail(e, "%s: out of memory folding batch norms", s->path);
+        }
+        memcpy(c->data, t->data, (size_t)t->count * sizeof *c->data);
+        out->n++;
+    }
+    static const char *const what[] = {"weight", "bias", "running_mean", "running_var"};
+    for (int i = 0; i < s->nlayers; i++) {
+        const cg_layer *l = &s->layers[i];
+        if (l->op != CG_OP_BATCHNORM) continue;
+        const cg_tensor *bt[4];
+        for (int k = 0; k < 4; k++)
+            if (!(bt[k] = find_of(in, l->name, what[k])) || bt[k]->count != l->C) {
+                cg_weights_free(out);
+                return cg_fail(e, "%s: batchnorm '%s' needs tensor '%s.%s' of %d values", s->path, l->name,
+                               l->name, what[k], l->C);
+            }
+        const float *g = bt[0]->data, *be = bt[1]->data, *mu = bt[2]->data, *var = bt[3]->data;
+        if (!cg_bn_folds(s, i)) {
+            /* its own kernel: weight = a, bias = t; the running statistics go */
+            cg_tensor *wa = find_of(out, l->name, "weight"), *wb = find_of(out, l->name, "bias");
+            for (int c = 0; c < l->C; c++) {
+                double a = (double)g[c] / sqrt((double)var[c] + l->eps);
+                wa->data[c] = (float)a, wb->data[c] = (float)((double)be[c] - (double)mu[c] * a);
+            }
+            drop(out, l->name, "running_mean");
+            drop(out, l->name, "running_var");
+            continue;
+        }
+        const cg_layer *cv = &s->layers[i - 1];
+        cg_tensor *wt = find_of(out, cv->name, "weight"), *bs = find_of(out, cv->name, "bias");
+        long long per = wt && cv->M > 0 ? wt->count / cv->M : 0;
+        if (!wt || per <= 0 || (bs && bs->count != cv->M) || cv->M != l->C) {
+            cg_weights_free(out);
+            return cg_fail(e, "%s: conv '%s' has no weights of %d maps to fold batchnorm '%s' into", s->path,
+                           cv->name, l->C, l->name);
+        }
+        if (!bs) {
+            if (!(bs = add_tensor(out, cv->name, "bias", cv->M))) {
+                cg_weights_free(out);
+                return cg_fail(e, "%s: out of memory folding batch norms", s->path);
+            }
+            memset(bs->data, 0, (size_t)cv->M * sizeof *bs->data);
+        }
+        for (int m = 0; m < cv->M; m++) {
+            double a = (double)g[m] / sqrt((double)var[m] + l->eps);
+            for (long long j = 0; j < per; j++) wt->data[m * per + j] = (float)(wt->data[m * per + j] * a);
+            bs->data[m] = (float)(((double)bs->data[m] - mu[m]) * a + be[m]);
+        }
+        for (int k = 0; k < 4; k++) drop(out, l->name, what[k]); /* the batchnorm runs no kernel */
+    }
+    return 0;
 }

@@ -23,6 +23,8 @@ typedef struct {
     int n;
     cg_tensor *t;
     int random; /* 1 when made up from the spec's seed */
+    /* 1 when batch norms are folded (cg_weights_fold_bn): the tensors kernels read */
+    int bn_folded;
 } cg_weights;
 
 /* Parse a safetensors file: F32, F16 or BF16 tensors, little-endian, converted
@@ -47,6 +49,15 @@ int cg_weights_for_spec(const cg_spec *s, cg_weights *w, cg_err *e);
 int cg_weights_for_spec_bytes(const cg_spec *s, const char *name, const void *bytes, size_t len,
                               cg_weights *w, cg_err *e);
 const cg_tensor *cg_weights_find(const cg_weights *w, const char *name);
+/* The tensors the kernels read, from a spec's weights as a file holds them (in):
+ * every batchnorm's scale a = gamma / sqrt(running_var + eps) and shift
+ * t = beta - running_mean * a, per channel, in double. A batchnorm that follows
+ * a conv (cg_bn_folds) is folded into it: the conv's weight of output map m
+ * times a[m] and its bias b[m] * a[m] + t[m] (b = 0 without one; the conv gains
+ * "<conv>.bias"), the batchnorm's tensors dropped; any other batchnorm keeps
+ * "<bn>.weight" = a and "<bn>.bias" = t. out is a new set (bn_folded = 1), in
+ * is unchanged. Also when s has no batchnorm (a plain copy). */
+int cg_weights_fold_bn(const cg_spec *s, const cg_weights *in, cg_weights *out, cg_err *e);
 /* Write every tensor as F32 (cg_weights_save) or as the given dtype, rounded to
  * nearest, ties to even (overflow to inf, NaN kept a NaN); tensors sorted by
  * name, header padded to 8 bytes, written atomically. */

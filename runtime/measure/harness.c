@@ -57,7 +57,7 @@ int cg_harness_reference(const cg_layer *l, int fused, const float *w, const flo
     t[1].shape[0] = t[1].count = rows;
     t[0].data = (float *)w;
     t[1].data = (float *)b;
-    cg_weights ws = {l->bias && b ? 2 : 1, t, 1};
+    cg_weights ws = {l->bias && b ? 2 : 1, t, 1, 0};
     return cg_cpu_layer(&kl, &ws, in, out, n, e);
 }
 

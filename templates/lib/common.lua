@@ -30,7 +30,8 @@ function common.conv_geom(l)
   elseif g.kind ~= "none" then
     g.PK = l.pool
     g.PS = (l.pool_stride and l.pool_stride > 0) and l.pool_stride or l.pool
-    g.OH, g.OW = (g.CH - g.PK) // g.PS + 1, (g.CW - g.PK) // g.PS + 1
+    g.PP = l.pool_pad or 0
+    g.OH, g.OW = (g.CH + 2 * g.PP - g.PK) // g.PS + 1, (g.CW + 2 * g.PP - g.PK) // g.PS + 1
   end
   g.padded = g.pt + g.pl + g.pb + g.pr > 0
   -- the 2x2 max of old, and the non-overlapping windows a thread tile can cover

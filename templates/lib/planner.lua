@@ -7,8 +7,10 @@
 --
 -- net = { name, C, H, W, scale_text, offset_text, target, (one layer's calls:) batch,
 --         layers = { { index, name, op, C, H, W, M, K, pool, bias, act, out,
---                      (conv:) pad_t, pad_l, pad_b, pad_r, stride, pool_stride, pool_op,
---                      strategy, params = { key = value }, OC, OH, OW }, ... } }
+--                      (conv:) pad_t, pad_l, pad_b, pad_r, stride, pool_stride, pool_op, pool_pad,
+--                      strategy, params = { key = value }, OC, OH, OW,
+--                      (batchnorm:) folded: true where it folds into the conv before it }, ... },
+--         norm = { { factor_text, term_text } per input channel } (input mean/std), or nil }
 
 local common = import("lib/common")
 
@@ -327,6 +329,18 @@ local function layer_choice(l)
   return (l.op == "conv" and "conv2d_" or "fc_") .. l.strategy, nil
 end
 
+-- A conv layer table without its pool and activation, at the conv's full
+-- output size: what a template serves when the pool runs as a kernel of its own
+-- (a padded pool, `pool_pad`, which no template fuses).
+function planner.unpooled(l)
+  local bare = {}
+  for k, v in pairs(l) do bare[k] = v end
+  local g = common.conv_geom(l)
+  bare.pool, bare.pool_stride, bare.pool_op, bare.pool_pad, bare.act = 0, 0, "none", nil, "none"
+  bare.OH, bare.OW = g.CH, g.CW
+  return bare
+end
+
 -- The images a launch of net's kernels is generated for: the caller's (tune --batch),
 -- else the target's bucket; nil for the large-batch default.
 local function batch_of(net)
@@ -395,14 +409,25 @@ function planner.build(net)
   local elems_in = net.C * net.H * net.W
   local shape_in = { net.C, net.H, net.W }
   tensor("pixels", "u8", elems_in, shape_in)
-  local prev = add("input_u8", { elems = elems_in, scale_text = net.scale_text, offset_text = net.offset_text },
-    nil, 0, "input", { "pixels" }, "input", shape_in).out
+  local prev = add("input_u8", { elems = elems_in, scale_text = net.scale_text, offset_text = net.offset_text,
+    norm = net.norm, C = net.C, HW = net.H * net.W }, nil, 0, "input", { "pixels" }, "input", shape_in).out
   for _, l in ipairs(net.layers) do
     local i = l.index
     local inputs = layer_inputs(l, prev)
     local shape = { l.OC, l.OH, l.OW }
     l.batch = batch
-    if l.op == "conv" then
+    local out_name = l.name
+    if l.op == "conv" and (l.pool_pad or 0) > 0 then
+      -- a padded pool is no template's epilogue: the conv at full size (its bias
+      -- only), then the pool kernel with the activation
+      local bare = planner.unpooled(l)
+      local tname, why, own = layer_choice(bare)
+      local k = add(tname, bare, own or l.params, i, l.name, inputs, l.name .. ".conv", { l.M, bare.OH, bare.OW })
+      k.chosen = why
+      local g = common.conv_geom(l)
+      add("pool", { C = l.M, H = g.CH, W = g.CW, kind = g.kind, PK = g.PK, PS = g.PS, PP = g.PP, act = l.act },
+        nil, i, l.name, { k.out }, l.name, shape)
+    elseif l.op == "conv" then
       local tname, why, own = layer_choice(l)
       local k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
       k.chosen = why
@@ -426,14 +451,22 @@ function planner.build(net)
       local tname, why, own = layer_choice(l)
       local k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
       k.chosen = why
+    elseif l.op == "batchnorm" and l.folded then
+      -- folded into the conv before it (its weights, bias and activation): no
+      -- kernel; the layer's output is the conv's tensor
+      out_name = prev
+    elseif l.op == "batchnorm" then
+      local s = tensors[inputs[1]].shape
+      add("batchnorm", { elems = s[1] * s[2] * s[3], C = s[1], H = s[2], W = s[3], act = l.act }, nil, i, l.name,
+        inputs, l.name, shape)
     elseif not l.family then
       local s = tensors[inputs[1]].shape
       add(l.op, { elems = s[1] * s[2] * s[3], C = s[1], H = s[2], W = s[3] }, nil, i, l.name, inputs, l.name, shape)
     else
       fail(i, nil, "no template for op '" .. tostring(l.op) .. "'")
     end
-    out.layers[#out.layers + 1] = { name = l.name, op = l.op, inputs = inputs, out = l.name }
-    prev = l.name
+    out.layers[#out.layers + 1] = { name = l.name, op = l.op, inputs = inputs, out = out_name }
+    prev = out_name
   end
   out.output = prev
   local s = tensors[prev].shape
@@ -475,7 +508,9 @@ function planner.layer_template(l) return (layer_choice(l)) end
 -- e.g. tune --batch; nil for common.cost's default), which only T.cost reads.
 function planner.layer_table(net, index, const_left)
   local l = {}
-  for k, v in pairs(layer_at(net, index)) do l[k] = v end
+  local src = layer_at(net, index)
+  if (src.pool_pad or 0) > 0 then src = planner.unpooled(src) end
+  for k, v in pairs(src) do l[k] = v end
   l.params = nil
   l.const_left = const_left or common.CONST_BUDGET
   l.batch = batch_of(net)

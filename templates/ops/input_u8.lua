@@ -17,13 +17,20 @@ local source = engine.compile([[
     (void)b;
     const int i = blockIdx.x * {{block}} + threadIdx.x;   // one thread per {{vec}} pixel(s)
     if (i >= n * {{E // vec}}) return;
+% if norm then
+    // per channel: x = pixel * (scale / std[c]) + (-mean[c] / std[c])
+    const float fa[{{C}}] = { {{fa}} };
+    const float fb[{{C}}] = { {{fb}} };
+    const int c = ({{vec == 4 and "i * 4" or "i"}} / {{HW}}) % {{C}};
+    const float a = fa[c], t = fb[c];
+% end
 % if vec == 4 then
     const uchar4 p = reinterpret_cast<const uchar4*>(in)[i];
     reinterpret_cast<{{vec_t(out_t, 4)}}*>(out)[i] = make_float4(
-        fmaf(({{acc_t}})p.x, {{scale}}f, {{offset}}f), fmaf(({{acc_t}})p.y, {{scale}}f, {{offset}}f),
-        fmaf(({{acc_t}})p.z, {{scale}}f, {{offset}}f), fmaf(({{acc_t}})p.w, {{scale}}f, {{offset}}f));
+        fmaf(({{acc_t}})p.x, {{sc}}, {{of}}), fmaf(({{acc_t}})p.y, {{sc}}, {{of}}),
+        fmaf(({{acc_t}})p.z, {{sc}}, {{of}}), fmaf(({{acc_t}})p.w, {{sc}}, {{of}}));
 % else
-    out[i] = {{from_acc("fmaf((" .. acc_t .. ")in[i], " .. scale .. "f, " .. offset .. "f)")}};
+    out[i] = {{from_acc("fmaf((" .. acc_t .. ")in[i], " .. sc .. ", " .. of .. ")")}};
 % end
 }
 ]], "input_u8")
@@ -35,24 +42,48 @@ local function bits(text)
   return string.format("%08x", string.unpack("<I4", string.pack("<f", tonumber(text))))
 end
 
--- l: { elems = C*H*W, scale = s, offset = o }
+-- A 32-bit FNV-1a hash of the float32 bits of every per-channel factor and term,
+-- as 8 hex digits: names the input kernel of a network with a mean and std.
+local function norm_bits(norm)
+  local h = 0x811c9dc5
+  for _, ft in ipairs(norm) do
+    for _, text in ipairs(ft) do
+      for ch in bits(text):gmatch(".") do h = ((h ~ ch:byte()) * 0x01000193) & 0xffffffff end
+    end
+  end
+  return string.format("%08x", h)
+end
+
+-- l: { elems = C*H*W, scale_text, offset_text, and with the input's mean and std
+-- norm = { { factor_text, term_text } per channel }, C, HW = H*W }
 function T.kernel(l, p)
   -- pixels in, the network's first tensor (the layers' dtype) out
   local ty = { in_dtype = "u8", out_dtype = l.dtype }
   local out_t = common.types(ty).out_t
-  -- four pixels to a thread where the output has a 4-wide vector type (make_float4: FP32)
-  local vec = (l.elems % 4 == 0 and out_t == "float") and 4 or 1
+  -- four pixels to a thread where the output has a 4-wide vector type (make_float4:
+  -- FP32); with a mean and std, where the four lie in one channel
+  local vec = (l.elems % 4 == 0 and out_t == "float" and (not l.norm or l.HW % 4 == 0)) and 4 or 1
   local name = string.format("input_u8_e%d_b%d_s%so%s", l.elems, p.block, bits(l.scale_text), bits(l.offset_text))
+  local sc, of, fa, fb = l.scale_text .. "f", l.offset_text .. "f", nil, nil
+  if l.norm then
+    name = name .. "_n" .. norm_bits(l.norm)
+    local a, t = {}, {}
+    for c, ft in ipairs(l.norm) do a[c], t[c] = ft[1] .. "f", ft[2] .. "f" end
+    sc, of, fa, fb = "a", "t", table.concat(a, ", "), table.concat(t, ", ")
+  end
   local head, args = common.kernel_head(name, p.block, common.std_args({ types = common.types(ty) }))
   return {
     name = name,
     args = args,
     source = source(common.typed(ty, { name = name, head = head, block = p.block, E = l.elems, vec = vec,
-                      vec_t = common.vec_t, scale = l.scale_text, offset = l.offset_text })),
+                      vec_t = common.vec_t, sc = sc, of = of, norm = l.norm ~= nil, fa = fa, fb = fb, C = l.C,
+                      HW = l.HW })),
     grid = { common.batch_dim(l.elems // vec, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
     out_elems = l.elems,
-    shape = string.format("%d bytes -> %d floats, x = p * %s + %s", l.elems, l.elems, l.scale_text, l.offset_text),
+    shape = l.norm and string.format("%d bytes -> %d floats, x = p * a[c] + t[c] (a = scale / std[c], t = " ..
+        "-mean[c] / std[c]) over %d channels", l.elems, l.elems, l.C)
+      or string.format("%d bytes -> %d floats, x = p * %s + %s", l.elems, l.elems, l.scale_text, l.offset_text),
   }
 end
 return T

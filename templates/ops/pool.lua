@@ -45,6 +45,32 @@ local source = engine.compile([[
     const int plane = i / {{OH * OW}};          // image * {{C}} + channel
     const int r = i - plane * {{OH * OW}};
     const int oh = r / {{OW}}, ow = r - oh * {{OW}};
+%   if PP > 0 then
+    // padded by {{PP}}: the window's origin may lie outside the map; max skips such
+    // positions, the average counts them as zeros (divides by {{PK * PK}}, PyTorch's
+    // count_include_pad=True)
+    const {{in_t}}* p = in + plane * {{H * W}};
+    const int h0 = oh * {{PS}} - {{PP}}, w0 = ow * {{PS}} - {{PP}};
+    {{acc_t}} v = {{kind == "max" and "-3.402823466e+38f" or "0.0f"}};
+%     for r = 0, PK - 1 do
+    if ((unsigned)(h0 + {{r}}) < {{H}}u) {
+%       for s = 0, PK - 1 do
+        if ((unsigned)(w0 + {{s}}) < {{W}}u) {
+%         if kind == "max" then
+            v = fmaxf(v, {{to_acc("p[(h0 + " .. r .. ") * " .. W .. " + w0 + " .. s .. "]")}});
+%         else
+            v += {{act(to_acc("p[(h0 + " .. r .. ") * " .. W .. " + w0 + " .. s .. "]"))}};
+%         end
+        }
+%       end
+    }
+%     end
+%     if kind == "max" then
+    out[i] = {{from_acc(act("v"))}};
+%     else
+    out[i] = {{from_acc("v * " .. inv)}};
+%     end
+%   else
     const {{in_t}}* p = in + plane * {{H * W}} + oh * {{PS * W}} + ow * {{PS}};
 %   if kind == "max" then
     {{acc_t}} v = {{to_acc("p[0]")}};
@@ -65,22 +91,26 @@ local source = engine.compile([[
 %     end
     out[i] = {{from_acc("v * " .. inv)}};
 %   end
+%   end
 % end
 }
 ]], "pool")
 
 -- l: { C, H, W } of the tensor being pooled (a conv's output before its pool),
--- kind "max" | "avg" | "global_avg", PK, PS (window pools), act (of the conv)
+-- kind "max" | "avg" | "global_avg", PK, PS (window pools), PP (window pools:
+-- padding on every side, 0..PK/2, default 0), act (of the conv)
 function T.kernel(l, p)
   local global = l.kind == "global_avg"
   local act = l.act or "none"
+  local PP = l.PP or 0
   local OH, OW, name
   if global then
     OH, OW = 1, 1
     name = string.format("pool_gavg_%s_c%dh%dw%d_b%d", act, l.C, l.H, l.W, p.block)
   else
-    OH, OW = (l.H - l.PK) // l.PS + 1, (l.W - l.PK) // l.PS + 1
-    name = string.format("pool_%s%ds%d_%s_c%dh%dw%d_b%d", l.kind, l.PK, l.PS, act, l.C, l.H, l.W, p.block)
+    OH, OW = (l.H + 2 * PP - l.PK) // l.PS + 1, (l.W + 2 * PP - l.PK) // l.PS + 1
+    name = string.format("pool_%s%ds%d%s_%s_c%dh%dw%d_b%d", l.kind, l.PK, l.PS, PP > 0 and ("p" .. PP) or "", act,
+      l.C, l.H, l.W, p.block)
   end
   local head, args = common.kernel_head(name, p.block, common.std_args({ types = common.types(l) }))
   local count = global and l.H * l.W or l.PK * l.PK
@@ -91,15 +121,15 @@ function T.kernel(l, p)
     name = name,
     args = args,
     source = source(common.typed(l, { name = name, head = head, block = p.block, global = global, kind = l.kind, G = G,
-                      C = l.C, H = l.H, W = l.W, OH = OH, OW = OW, PK = l.PK, PS = l.PS,
+                      C = l.C, H = l.H, W = l.W, OH = OH, OW = OW, PK = l.PK, PS = l.PS, PP = PP,
                       inv = string.format("%.9ef", 1.0 / count), act_name = act,
                       act = function(e) return common.act(act, e) end })),
     grid = { global and common.batch_dim(l.C * G, p.block) or common.batch_dim(l.C * OH * OW, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
     out_elems = l.C * OH * OW,
     shape = global and string.format("%dx%dx%d -> %s, global average -> %dx1x1", l.C, l.H, l.W, act, l.C)
-      or string.format("%dx%dx%d -> %s, %s-pool %dx%d stride %d -> %dx%dx%d", l.C, l.H, l.W, act, l.kind,
-        l.PK, l.PK, l.PS, l.C, OH, OW),
+      or string.format("%dx%dx%d -> %s, %s-pool %dx%d stride %d%s -> %dx%dx%d", l.C, l.H, l.W, act, l.kind,
+        l.PK, l.PK, l.PS, PP > 0 and (" padding " .. PP) or "", l.C, OH, OW),
   }
 end
 return T

@@ -17,7 +17,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (dir) { /* a small bundle through convgen's own writer, with real weights inside */
         float a[2] = {0.5f, -1.0f};
         cg_tensor t[1] = {{"fc1.bias", 1, {2}, 2, a, CG_W_F16}};
-        cg_weights w = {1, t, 0};
+        cg_weights w = {1, t, 0, 0};
         char wpath[4096];
         fuzz_scratch(wpath, sizeof wpath, "seed.safetensors");
         cg_err e;

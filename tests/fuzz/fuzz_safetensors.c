@@ -15,7 +15,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         float a[6] = {1, -2, 3.5f, 0, 1e-3f, -7}, b[2] = {0.25f, -0.5f};
         cg_tensor t[2] = {{"conv1.weight", 4, {1, 1, 2, 3}, 6, a, CG_W_F32},
                            {"conv1.bias", 1, {2}, 2, b, CG_W_F32}};
-        cg_weights w = {2, t, 0};
+        cg_weights w = {2, t, 0, 0};
         char out[4096];
         snprintf(out, sizeof out, "%s/small.safetensors", dir);
         cg_err e;
