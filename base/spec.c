@@ -236,3 +236,14 @@ void cg_conv_tag(const cg_layer *l, char *out, size_t n)
 long long cg_layer_out_elems(const cg_layer *l) { return (long long)l->OC * l->OH * l->OW; }
 
 long long cg_layer_in_elems(const cg_layer *l) { return (long long)l->C * l->H * l->W; }
+
+int cg_layer_inputs(const cg_spec *s, int i, int out[CG_MAX_INPUTS])
+{
+    const cg_layer *l = &s->layers[i];
+    if (l->ninputs <= 0 || l->ninputs > CG_MAX_INPUTS) {
+        out[0] = i - 1;
+        return 1;
+    }
+    for (int k = 0; k < l->ninputs; k++) out[k] = l->inputs[k];
+    return l->ninputs;
+}

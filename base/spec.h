@@ -27,7 +27,10 @@ typedef struct {
 
 /* A layer's op; base/op.h describes each (its table is in this order). */
 #define CG_OP_ENUM_ENTRY(ID, NAME, LAST) CG_OP_##ID,
-typedef enum { CG_OP_CONV, CG_OP_FC, CG_SAME_SHAPE_OPS(CG_OP_ENUM_ENTRY) CG_OP_COUNT } cg_op;
+/* add (the elementwise sum of 2 to CG_MAX_INPUTS tensors of one shape) and
+ * concat (2 to CG_MAX_INPUTS tensors of one H x W joined along channels) read
+ * several layers' outputs (cg_layer.inputs). */
+typedef enum { CG_OP_CONV, CG_OP_FC, CG_SAME_SHAPE_OPS(CG_OP_ENUM_ENTRY) CG_OP_ADD, CG_OP_CONCAT, CG_OP_COUNT } cg_op;
 typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU } cg_act;
 /* What a conv's pool computes over each window (after the activation). */
 typedef enum { CG_POOL_MAX, CG_POOL_AVG, CG_POOL_GLOBAL_AVG } cg_pool_op;
@@ -71,6 +74,14 @@ typedef struct {
     /* Output shape (conv: after the optional pool; fc: OC=out, OH=OW=1;
      * softmax: same as input). */
     int OC, OH, OW;
+    /* The tensors the layer reads, in order: the index of an earlier layer, or
+     * -1 for the network input. ninputs 0 (a hand-built layer) means the layer
+     * before (the input for the first): cg_layer_inputs resolves it. in_C: each
+     * input's channels (concat's slices; C is their sum), as the spec reader
+     * found them. */
+    int ninputs;
+    int inputs[CG_MAX_INPUTS];
+    int in_C[CG_MAX_INPUTS];
 } cg_layer;
 
 typedef struct {
@@ -110,5 +121,9 @@ const char *cg_op_name(cg_op o);
 /* Elements of a layer's output per image. */
 long long cg_layer_out_elems(const cg_layer *l);
 long long cg_layer_in_elems(const cg_layer *l);
+/* The tensors layer i of s reads (out: indices of earlier layers, -1 the
+ * network input); returns how many (1 to CG_MAX_INPUTS). ninputs 0 counts as
+ * one input, the layer before. */
+int cg_layer_inputs(const cg_spec *s, int i, int out[CG_MAX_INPUTS]);
 
 #endif
