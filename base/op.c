@@ -92,6 +92,23 @@ static int bn_weights(const cg_layer *l, long long shape[4])
     return 1;
 }
 
+/* ---- add, concat: several inputs (cg_layer.inputs) ---- */
+
+static const char *const add_keys[] = {"name", "op", "activation", NULL};
+
+/* concat's output: C is the sum of its inputs' channels (the spec reader sets
+ * it so), H and W are theirs. */
+static int concat_shape(const cg_layer *l, int *oc, int *oh, int *ow, cg_err *e)
+{
+    long long sum = 0;
+    for (int k = 0; k < l->ninputs; k++) sum += l->in_C[k];
+    if (l->ninputs < 2 || sum != l->C)
+        return cg_fail(e, "layer '%s': concat of %d inputs whose channels add up to %lld, not C = %d", l->name,
+                       l->ninputs, sum, l->C);
+    *oc = l->C, *oh = l->H, *ow = l->W;
+    return 0;
+}
+
 /* ---- the table, in cg_op order ---- */
 
 const cg_op_desc cg_ops[CG_OP_COUNT] = {
@@ -103,6 +120,9 @@ const cg_op_desc cg_ops[CG_OP_COUNT] = {
     CG_SAME_SHAPE_OPS(SAME_SHAPE_OP)
 #undef SAME_SHAPE_OP
     [CG_OP_BATCHNORM] = {"batchnorm", bn_keys, NULL, 1, 1, 0, cg_spec_read_bn, same_shape, bn_weights, NULL, NULL},
+    [CG_OP_ADD] = {"add", add_keys, NULL, 1, 0, 0, cg_spec_read_add, same_shape, NULL, NULL, NULL, CG_MAX_INPUTS},
+    [CG_OP_CONCAT] = {"concat", bare_keys, NULL, 1, 0, 0, cg_spec_read_same, concat_shape, NULL, NULL, NULL,
+                      CG_MAX_INPUTS},
 };
 
 const cg_op_desc *cg_op_of(cg_op op)

@@ -41,6 +41,9 @@ typedef struct {
     /* The layer as one of its kernels computes it when the kernel leaves the
      * epilogue to later kernels (NULL: the layer as it is). */
     void (*unfused)(const cg_layer *l, cg_layer *out);
+    /* 0: the op reads one tensor; else 2 to max_inputs (add, concat). Its
+     * output is maps when every input is (maps_out is then 1). */
+    int max_inputs;
 } cg_op_desc;
 
 extern const cg_op_desc cg_ops[CG_OP_COUNT];

@@ -255,7 +255,16 @@ int cg_conv_dims(const cg_layer *l, int *ch, int *cw, int *oh, int *ow)
 
 int cg_bn_folds(const cg_spec *s, int i)
 {
-    return i > 0 && i < s->nlayers && s->layers[i].op == CG_OP_BATCHNORM && s->layers[i - 1].op == CG_OP_CONV;
+    if (i <= 0 || i >= s->nlayers || s->layers[i].op != CG_OP_BATCHNORM || s->layers[i - 1].op != CG_OP_CONV)
+        return 0;
+    int in[CG_MAX_INPUTS];
+    if (cg_layer_inputs(s, i, in) != 1 || in[0] != i - 1) return 0; /* it reads the conv just before it */
+    for (int j = 0; j < s->nlayers; j++) {                          /* and nothing else reads that conv */
+        int n = j == i ? 0 : cg_layer_inputs(s, j, in);
+        for (int k = 0; k < n; k++)
+            if (in[k] == i - 1) return 0;
+    }
+    return 1;
 }
 
 void cg_spec_run_layer(const cg_spec *s, int i, int folded, cg_layer *out)
@@ -283,3 +292,14 @@ void cg_conv_tag(const cg_layer *l, char *out, size_t n)
 long long cg_layer_out_elems(const cg_layer *l) { return (long long)l->OC * l->OH * l->OW; }
 
 long long cg_layer_in_elems(const cg_layer *l) { return (long long)l->C * l->H * l->W; }
+
+int cg_layer_inputs(const cg_spec *s, int i, int out[CG_MAX_INPUTS])
+{
+    const cg_layer *l = &s->layers[i];
+    if (l->ninputs <= 0 || l->ninputs > CG_MAX_INPUTS) {
+        out[0] = i - 1;
+        return 1;
+    }
+    for (int k = 0; k < l->ninputs; k++) out[k] = l->inputs[k];
+    return l->ninputs;
+}

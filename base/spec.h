@@ -27,7 +27,10 @@ typedef struct {
 
 /* A layer's op; base/op.h describes each (its table is in this order). */
 #define CG_OP_ENUM_ENTRY(ID, NAME, LAST) CG_OP_##ID,
-typedef enum { CG_OP_CONV, CG_OP_FC, CG_SAME_SHAPE_OPS(CG_OP_ENUM_ENTRY) CG_OP_BATCHNORM, CG_OP_COUNT } cg_op;
+/* add (the elementwise sum of 2 to CG_MAX_INPUTS tensors of one shape) and
+ * concat (2 to CG_MAX_INPUTS tensors of one H x W joined along channels) read
+ * several layers' outputs (cg_layer.inputs). */
+typedef enum { CG_OP_CONV, CG_OP_FC, CG_SAME_SHAPE_OPS(CG_OP_ENUM_ENTRY) CG_OP_BATCHNORM, CG_OP_ADD, CG_OP_CONCAT, CG_OP_COUNT } cg_op;
 typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU } cg_act;
 /* What a conv's pool computes over each window (after the activation). */
 typedef enum { CG_POOL_MAX, CG_POOL_AVG, CG_POOL_GLOBAL_AVG } cg_pool_op;
@@ -80,6 +83,14 @@ typedef struct {
     /* batchnorm, in a layer as it runs (cg_spec_run_layer): 1 when it was folded
      * into the conv before it, whose output it passes on unchanged. */
     int bn_folded;
+    /* The tensors the layer reads, in order: the index of an earlier layer, or
+     * -1 for the network input. ninputs 0 (a hand-built layer) means the layer
+     * before (the input for the first): cg_layer_inputs resolves it. in_C: each
+     * input's channels (concat's slices; C is their sum), as the spec reader
+     * found them. */
+    int ninputs;
+    int inputs[CG_MAX_INPUTS];
+    int in_C[CG_MAX_INPUTS];
 } cg_layer;
 
 /* Channels an input's per-channel mean and std may have (`input.mean`, `input.std`). */
@@ -124,8 +135,9 @@ int cg_conv_dims(const cg_layer *l, int *ch, int *cw, int *oh, int *ow);
  * signatures (tuning records): "" for those, else e.g. " pad=1,1,1,1 stride=2 pool=avg3/2". */
 void cg_conv_tag(const cg_layer *l, char *out, size_t n);
 const char *cg_op_name(cg_op o);
-/* 1 when layer i of s is a batchnorm that follows a conv: the runtime folds it
- * into that conv's weights and bias (docs/design.md, "Batch norm folding"). */
+/* 1 when layer i of s is a batchnorm that reads the conv just before it, and
+ * nothing else reads that conv: the runtime folds it into the conv's weights
+ * and bias (docs/design.md, "Batch norm folding"). */
 int cg_bn_folds(const cg_spec *s, int i);
 /* Layer i as it runs where batch norms are folded (folded != 0): a conv a
  * batchnorm folds into gains a bias and the batchnorm's activation, and the
@@ -135,5 +147,9 @@ void cg_spec_run_layer(const cg_spec *s, int i, int folded, cg_layer *out);
 /* Elements of a layer's output per image. */
 long long cg_layer_out_elems(const cg_layer *l);
 long long cg_layer_in_elems(const cg_layer *l);
+/* The tensors layer i of s reads (out: indices of earlier layers, -1 the
+ * network input); returns how many (1 to CG_MAX_INPUTS). ninputs 0 counts as
+ * one input, the layer before. */
+int cg_layer_inputs(const cg_spec *s, int i, int out[CG_MAX_INPUTS]);
 
 #endif

@@ -14,11 +14,14 @@ static const char *const acts[] = {"none", "tanh", "relu", NULL}; /* cg_act orde
 static const char *const pools[] = {"none", "max2", "avg2", "maxK", "avgK", "global_avg", NULL};
 #define ALL_KEYS_MAX 64 /* the union of the ops' keys */
 
-/* What one layer needs to know about the one before it. */
+/* What one layer needs to know about the one before it, and about every
+ * layer before it (a layer may read any earlier layer's output). */
 typedef struct {
     int C, H, W;
     const char *who; /* "the input" or "layer 'conv1'", for messages */
     char buf[96];
+    int flat[CG_MAX_LAYERS]; /* layer j's output is flat (no maps a conv may read) */
+    const cg_ynode *seq;     /* the layers, for the names of those not read yet */
 } prev_shape;
 
 /* Refuses keys that exist but belong to another op (e.g. 'out' on a conv). */
@@ -27,7 +30,7 @@ static int check_op_keys(const cg_yctx *c, const cg_ynode *map, cg_op op, const 
     const char *const *allowed = cg_ops[op].keys;
     for (size_t i = 0; i + 1 < map->n; i += 2) {
         const char *k = map->kids[i]->text;
-        int ok = 0;
+        int ok = !strcmp(k, "input"); /* every op's: the tensors it reads */
         for (int j = 0; allowed[j] && !ok; j++) ok = !strcmp(k, allowed[j]);
         if (ok) continue;
         char words[200] = "";
@@ -50,6 +53,7 @@ static void all_op_keys(const char *out[ALL_KEYS_MAX + 1])
             for (int j = 0; j < n && !seen; j++) seen = !strcmp(out[j], *k);
             if (!seen && n < ALL_KEYS_MAX) out[n++] = *k;
         }
+    if (n < ALL_KEYS_MAX) out[n++] = "input";
     out[n] = NULL;
 }
 
@@ -317,6 +321,129 @@ int cg_spec_read_same(const cg_yctx *c, const cg_ynode *map, const char *where, 
     return 0;
 }
 
+/* add: an optional activation after the sum; the output has the inputs' shape. */
+int cg_spec_read_add(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l)
+{
+    (void)who;
+    const cg_ynode *v = cg_y_get(map, "activation");
+    int a = CG_ACT_NONE;
+    if (v && cg_y_enum(c, v, "activation", where, acts, &a)) return -1;
+    l->act = (cg_act)a;
+    l->OC = l->C, l->OH = l->H, l->OW = l->W;
+    return 0;
+}
+
+/* One name of 'input' as a tensor: -1 for the network input, else the index of
+ * an earlier layer. A layer's own name, a later layer's or an unknown one is
+ * refused at the name. */
+static int input_index(const cg_yctx *c, const cg_ynode *v, const cg_spec *s, int i, const prev_shape *in,
+                       const char *where, int *out)
+{
+    char show[80];
+    if (v->kind != CG_Y_SCALAR)
+        return cg_y_kind(c, v, CG_Y_SCALAR, "input", where, "a layer name, input, or a list of names");
+    if (!strcmp(v->text, "input")) return *out = -1, 0;
+    for (int j = 0; j < i; j++)
+        if (!strcmp(s->layers[j].name, v->text)) return *out = j, 0;
+    if (!strcmp(v->text, s->layers[i].name))
+        return cg_y_fail(c, v->pos, "layer '%s' cannot read its own output ('input' names a layer before it)",
+                         s->layers[i].name);
+    for (size_t j = (size_t)i + 1; j < in->seq->n; j++) {
+        const cg_ynode *n = in->seq->kids[j]->kind == CG_Y_MAP ? cg_y_get(in->seq->kids[j], "name") : NULL;
+        if (n && n->kind == CG_Y_SCALAR && !strcmp(n->text, v->text))
+            return cg_y_fail(c, v->pos, "input '%s' %s is layer %zu, defined after it (a layer reads only "
+                             "the input and layers before it)", v->text, where, j + 1);
+    }
+    const char *known[CG_MAX_LAYERS + 2];
+    known[0] = "input";
+    for (int j = 0; j < i; j++) known[j + 1] = s->layers[j].name;
+    known[i + 1] = NULL;
+    const char *near = cg_y_suggest(v->text, known);
+    char hint[CG_NAME_MAX + 24] = "";
+    if (near) snprintf(hint, sizeof hint, " (did you mean '%s'?)", near);
+    return cg_y_fail(c, v->pos, "unknown input '%s' %s%s", cg_y_show(v->text, show, sizeof show), where, hint);
+}
+
+/* The shape of tensor j (-1: the network input) and its name in messages. */
+static void tensor_shape(const cg_spec *s, int j, int *C, int *H, int *W, char *who, size_t n)
+{
+    if (j < 0) {
+        *C = s->C, *H = s->H, *W = s->W;
+        snprintf(who, n, "the input");
+    } else {
+        *C = s->layers[j].OC, *H = s->layers[j].OH, *W = s->layers[j].OW;
+        snprintf(who, n, "layer '%s' output", s->layers[j].name);
+    }
+}
+
+/* 'input': the tensors layer i reads (default: the layer before, or the network
+ * input for the first) into l->inputs, and the layer's input shape from them:
+ * one tensor's shape; add's inputs must share one, concat's one height and
+ * width (C their channels summed). in->C/H/W/who become the first input's. */
+static int read_inputs(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i, prev_shape *in,
+                       const char *where, const cg_ynode *opv)
+{
+    cg_layer *l = &s->layers[i];
+    const cg_op_desc *d = &cg_ops[l->op];
+    const cg_ynode *v = cg_y_get(item, "input"), *items[CG_MAX_INPUTS];
+    char hint[96];
+    snprintf(hint, sizeof hint, "a list of 2 to %d layer names", d->max_inputs);
+    if (!v) {
+        if (d->max_inputs) return cg_y_require(c, item, "input", where, hint) ? 0 : -1;
+        l->ninputs = 1, l->inputs[0] = i - 1;
+    } else if (v->kind == CG_Y_SEQ) {
+        if (!d->max_inputs)
+            return cg_y_fail(c, v->pos, "'input' %s is a list of %zu names; a %s layer reads one tensor "
+                             "(a layer name or input)", where, v->n, d->name);
+        if (v->n < 2 || v->n > (size_t)d->max_inputs)
+            return cg_y_fail(c, v->pos, "'input' %s names %zu tensor%s; %s takes 2 to %d", where, v->n,
+                             v->n == 1 ? "" : "s", d->name, d->max_inputs);
+        l->ninputs = (int)v->n;
+        for (size_t k = 0; k < v->n; k++) items[k] = v->kids[k];
+    } else {
+        if (d->max_inputs && v->kind == CG_Y_SCALAR)
+            return cg_y_fail(c, v->pos, "'input' %s names one tensor; %s takes %s", where, d->name, hint);
+        l->ninputs = 1, items[0] = v;
+    }
+    for (int k = 0; v && k < l->ninputs; k++)
+        if (input_index(c, items[k], s, i, in, where, &l->inputs[k])) return -1;
+    char who0[96], whok[96];
+    int C0, H0, W0;
+    tensor_shape(s, l->inputs[0], &C0, &H0, &W0, who0, sizeof who0);
+    long long sum = 0;
+    for (int k = 0; k < l->ninputs; k++) {
+        int Ck, Hk, Wk, j = l->inputs[k];
+        tensor_shape(s, j, &Ck, &Hk, &Wk, whok, sizeof whok);
+        const cg_ynode *at = v ? items[k] : opv;
+        if (d->needs_maps && j >= 0 && in->flat[j])
+            return cg_y_fail(c, opv->pos, "%s layer '%s' cannot %s %s layer '%s' (its output is flat)", d->name,
+                             l->name, v ? "read" : "follow", cg_op_name(s->layers[j].op), s->layers[j].name);
+        if (l->op == CG_OP_ADD && (Ck != C0 || Hk != H0 || Wk != W0))
+            return cg_y_fail(c, at->pos, "add layer '%s' sums tensors of one shape: %s is %dx%dx%d, %s %dx%dx%d",
+                             l->name, whok, Ck, Hk, Wk, who0, C0, H0, W0);
+        if (l->op == CG_OP_CONCAT && (Hk != H0 || Wk != W0))
+            return cg_y_fail(c, at->pos, "concat layer '%s' joins maps of one height and width: %s is %dx%d, "
+                             "%s %dx%d", l->name, whok, Hk, Wk, who0, H0, W0);
+        l->in_C[k] = Ck;
+        sum += Ck;
+    }
+    l->C = C0, l->H = H0, l->W = W0;
+    if (l->op == CG_OP_CONCAT) {
+        long long hw, elems;
+        if (sum > CG_DIM_MAX || cg_spec_mul(H0, W0, CG_ELEMS_MAX, &hw) || cg_spec_mul(sum, hw, CG_ELEMS_MAX, &elems))
+            return cg_y_fail(c, v->pos, "concat layer '%s': output %lldx%dx%d is too large (at most %d channels, "
+                             "%lld elements per image)", l->name, sum, H0, W0, CG_DIM_MAX, CG_ELEMS_MAX);
+        l->C = (int)sum;
+    }
+    in->C = l->C, in->H = l->H, in->W = l->W;
+    snprintf(in->buf, sizeof in->buf, "%s", who0);
+    in->who = in->buf;
+    int flat = !d->maps_out;
+    for (int k = 0; k < l->ninputs; k++) flat |= l->inputs[k] >= 0 && in->flat[l->inputs[k]];
+    in->flat[i] = flat;
+    return 0;
+}
+
 /* One layer: name and op first (messages need them), then the op's keys. */
 static int read_layer(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i, int last,
                       prev_shape *in, cg_pos *name_pos)
@@ -340,6 +467,8 @@ static int read_layer(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i,
     v = cg_y_require(c, item, "name", where, NULL);
     if (!v || cg_y_ident(c, v, "name", where, 0, l->name, sizeof l->name)) return -1;
     name_pos[i] = v->pos;
+    if (!strcmp(l->name, "input"))
+        return cg_y_fail(c, v->pos, "a layer may not be named 'input' (the network's input goes by that name)");
     for (int j = 0; j < i; j++)
         if (!strcmp(s->layers[j].name, l->name))
             return cg_y_fail(c, v->pos, "duplicate layer name '%s' (first at %d:%d)", l->name,
@@ -358,11 +487,9 @@ static int read_layer(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i,
     if (check_op_keys(c, item, l->op, where)) return -1;
     if (d->last_only && !last)
         return cg_y_fail(c, v->pos, "%s layer '%s' must be the last layer", d->name, l->name);
-    if (d->needs_maps && i > 0 && !cg_ops[s->layers[i - 1].op].maps_out)
-        return cg_y_fail(c, v->pos, "%s layer '%s' cannot follow %s layer '%s' (its output is flat)",
-                         d->name, l->name, cg_op_name(s->layers[i - 1].op), s->layers[i - 1].name);
-    if (l->op == CG_OP_BATCHNORM && i > 0 && s->layers[i - 1].op == CG_OP_CONV) {
-        const cg_layer *p = &s->layers[i - 1];
+    if (read_inputs(c, item, s, i, in, where, v)) return -1;
+    if (l->op == CG_OP_BATCHNORM && l->inputs[0] >= 0 && s->layers[l->inputs[0]].op == CG_OP_CONV) {
+        const cg_layer *p = &s->layers[l->inputs[0]];
         if (p->act != CG_ACT_NONE)
             return cg_y_fail(c, v->pos, "batchnorm layer '%s' follows conv layer '%s', which has activation %s: "
                              "the batchnorm folds into the conv, so the activation must come after it; "
@@ -374,12 +501,8 @@ static int read_layer(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i,
                              "into the conv; a pool after a batchnorm cannot be written yet)", l->name, p->name,
                              cg_pool_name(p));
     }
-    l->C = in->C, l->H = in->H, l->W = in->W;
     int rc = d->read(c, item, where, in->who, l);
     if (rc) return -1;
-    in->C = l->OC, in->H = l->OH, in->W = l->OW;
-    snprintf(in->buf, sizeof in->buf, "layer '%s' output", l->name);
-    in->who = in->buf;
     return 0;
 }
 
@@ -390,12 +513,23 @@ int cg_spec_read_layers(const cg_yctx *c, const cg_ynode *seq, cg_spec *s)
         return cg_y_fail(c, seq->pos, "'layers' is empty (a network needs at least one layer)");
     if (seq->n > CG_MAX_LAYERS)
         return cg_y_fail(c, seq->kids[CG_MAX_LAYERS]->pos, "more than %d layers", CG_MAX_LAYERS);
-    prev_shape in = {s->C, s->H, s->W, "the input", ""};
+    static prev_shape zero;
+    prev_shape in = zero;
+    in.C = s->C, in.H = s->H, in.W = s->W, in.who = "the input", in.seq = seq;
     cg_pos name_pos[CG_MAX_LAYERS];
     for (size_t i = 0; i < seq->n; i++) {
         if (read_layer(c, seq->kids[i], s, (int)i, i + 1 == seq->n, &in, name_pos))
             return -1;
         s->nlayers = (int)i + 1;
     }
+    /* every output but the last is read by some later layer */
+    int used[CG_MAX_LAYERS] = {0};
+    for (int i = 0; i < s->nlayers; i++)
+        for (int k = 0; k < s->layers[i].ninputs; k++)
+            if (s->layers[i].inputs[k] >= 0) used[s->layers[i].inputs[k]] = 1;
+    for (int i = 0; i + 1 < s->nlayers; i++)
+        if (!used[i])
+            return cg_y_fail(c, name_pos[i], "layer '%s' output is never used (every layer but the last "
+                             "must be read by a later one)", s->layers[i].name);
     return 0;
 }

@@ -99,5 +99,7 @@ int cg_spec_read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, 
 int cg_spec_read_fc(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l);
 int cg_spec_read_bn(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l);
 int cg_spec_read_same(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l);
+/* add's reader: its optional activation; the output has its inputs' shape. */
+int cg_spec_read_add(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l);
 
 #endif

@@ -129,6 +129,14 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
         lua_createtable(L, 0, l->nparams);
         for (int j = 0; j < l->nparams; j++) set_int(L, l->params[j].key, l->params[j].value);
         lua_setfield(L, -2, "params");
+        /* the tensors it reads, by name: a layer's output is its name, the network's input "input" */
+        int in[CG_MAX_INPUTS], nin = cg_layer_inputs(s, i, in);
+        lua_createtable(L, nin, 0);
+        for (int k = 0; k < nin; k++) {
+            lua_pushstring(L, in[k] < 0 ? "input" : s->layers[in[k]].name);
+            lua_rawseti(L, -2, k + 1);
+        }
+        lua_setfield(L, -2, "inputs");
         lua_getfield(L, -3, "target"); /* every layer shares the network's table */
         lua_setfield(L, -2, "target");
         lua_rawseti(L, -2, i + 1);
@@ -347,7 +355,7 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     if (cg_template_path(NULL, k->tpl, tfile, sizeof tfile) < 0)
         return cg_fail(e, "templates/lib/planner.lua: kernel template '%s' is not a template name", k->tpl);
     /* the kernel's parameters by role (common.kernel_head); the runtime checks the names */
-    if (!args[0] || strspn(args, "abcdefghijklmnopqrstuvwxyz,") != strlen(args))
+    if (!args[0] || strspn(args, "abcdefghijklmnopqrstuvwxyz0123456789,") != strlen(args))
         return cg_fail(e, "%s: kernel args '%s' are not a list of roles", tfile, args);
     if (!is_identifier(k->kernel, strlen(k->kernel)))
         return cg_fail(e, "%s: kernel name '%s' is not an identifier", tfile,

@@ -558,6 +558,115 @@ static void test_small_batch(void)
     omp_set_num_threads(was);
 }
 
+/* add and concat by hand, against sums and copies in double written here; then
+ * the graph network tests/gpu/layers-graph.yaml: its forward pass (buffers
+ * reused after a tensor's last reader) against every layer run on its inputs'
+ * outputs kept whole. */
+static void test_graph(void)
+{
+    cg_err e;
+    cg_weights none;
+    memset(&none, 0, sizeof none);
+    enum { N = 3, C = 2, H = 3, W = 5, E = C * H * W };
+    static float x[4][N * E], y[N * 4 * E];
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < N * E; i++) x[k][i] = (float)sin(0.37 * i + 1.3 * k) * (k + 1);
+    cg_layer l;
+    memset(&l, 0, sizeof l);
+    snprintf(l.name, sizeof l.name, "res");
+    l.op = CG_OP_ADD, l.C = C, l.H = H, l.W = W, l.OC = C, l.OH = H, l.OW = W, l.ninputs = 3;
+    l.act = CG_ACT_RELU;
+    const float *in3[3] = {x[0], x[1], x[2]};
+    CHECK(cg_cpu_layer_inputs(&l, &none, in3, 3, y, N, &e) == 0, "add of 3: %s", e.msg);
+    int same = 1;
+    for (int i = 0; i < N * E; i++) {
+        double v = (double)x[0][i] + (double)x[1][i] + (double)x[2][i];
+        same &= y[i] == (float)(v > 0 ? v : 0);
+    }
+    CHECK(same, "add of 3 with relu equals the double sum");
+    l.ninputs = 2, l.act = CG_ACT_NONE;
+    CHECK(cg_cpu_layer_inputs(&l, &none, in3, 2, y, N, &e) == 0, "add of 2: %s", e.msg);
+    same = 1;
+    for (int i = 0; i < N * E; i++) same &= y[i] == (float)((double)x[0][i] + (double)x[1][i]);
+    CHECK(same, "add of 2 equals the sum");
+    CHECK(cg_cpu_layer_inputs(&l, &none, in3, 3, y, N, &e) != 0, "add of 2 given 3 tensors");
+    CHECK_CONTAINS(e.msg, "layer 'res': add reads 2 tensors, given 3");
+    CHECK(cg_cpu_layer(&l, &none, x[0], y, N, &e) != 0, "add given one tensor");
+
+    /* concat of parts of 2, 1 and 3 maps of 3x5 */
+    cg_layer c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "cat");
+    c.op = CG_OP_CONCAT, c.H = H, c.W = W, c.ninputs = 3;
+    c.in_C[0] = 2, c.in_C[1] = 1, c.in_C[2] = 3;
+    c.C = c.OC = 6, c.OH = H, c.OW = W;
+    CHECK(cg_cpu_layer_inputs(&c, &none, in3, 3, y, N, &e) == 0, "concat: %s", e.msg);
+    same = 1;
+    for (int b = 0; b < N; b++)
+        for (int m = 0; m < 6; m++)
+            for (int p = 0; p < H * W; p++) {
+                int k = m < 2 ? 0 : m < 3 ? 1 : 2, first = k == 0 ? 0 : k == 1 ? 2 : 3;
+                float want = x[k][(b * c.in_C[k] + (m - first)) * H * W + p];
+                same &= y[(b * 6 + m) * H * W + p] == want;
+            }
+    CHECK(same, "concat puts each input's maps after the ones before");
+    c.in_C[2] = 2;
+    CHECK(cg_cpu_layer_inputs(&c, &none, in3, 3, y, N, &e) != 0, "concat whose parts do not add up to C");
+    CHECK_CONTAINS(e.msg, "channels add up to 5, not C = 6");
+
+    /* the graph network */
+    static cg_spec s;
+    cg_weights w;
+    CHECK(cg_spec_load("tests/gpu/layers-graph.yaml", &s, &e) == 0, "layers-graph: %s", e.msg);
+    CHECK(cg_weights_for_spec(&s, &w, &e) == 0, "weights: %s", e.msg);
+    enum { NI = 600 }; /* two chunks of the forward pass */
+    const size_t img = (size_t)s.C * s.H * s.W;
+    unsigned char *px = malloc(NI * img);
+    float *whole[CG_MAX_LAYERS + 1] = {0}, *kept[CG_MAX_LAYERS] = {0};
+    float *probs = malloc(NI * 10 * sizeof(float)), *p2 = malloc(NI * 10 * sizeof(float)),
+          *p3 = malloc(NI * 10 * sizeof(float));
+    int *pred = malloc(NI * sizeof(int)), *pred2 = malloc(NI * sizeof(int)), ok = px && probs && p2 && p3 && pred && pred2;
+    for (size_t i = 0; ok && i < NI * img; i++) px[i] = (unsigned char)((i * 2654435761u) >> 24);
+    whole[0] = malloc(NI * img * sizeof(float));
+    ok = ok && whole[0];
+    for (int i = 0; ok && i < s.nlayers; i++) {
+        whole[i + 1] = malloc((size_t)NI * (size_t)cg_layer_out_elems(&s.layers[i]) * sizeof(float));
+        ok = whole[i + 1] != NULL;
+    }
+    CHECK(ok, "out of memory");
+    if (ok) {
+        cg_cpu_input(&s, px, NI, whole[0]);
+        for (int i = 0; i < s.nlayers; i++) {
+            int in[CG_MAX_INPUTS], nin = cg_layer_inputs(&s, i, in);
+            const float *ins[CG_MAX_INPUTS];
+            for (int k = 0; k < nin; k++) ins[k] = whole[in[k] + 1];
+            CHECK(cg_cpu_layer_inputs(&s.layers[i], &w, ins, nin, whole[i + 1], NI, &e) == 0, "layer %d: %s", i, e.msg);
+        }
+        CHECK(cg_cpu_forward(&s, &w, px, NI, NULL, probs, pred, NULL, &e) == 0, "graph forward: %s", e.msg);
+        CHECK(!memcmp(probs, whole[s.nlayers], NI * 10 * sizeof(float)), "graph forward = layers on kept outputs");
+        /* conv1 (read by conv2 and res1) and b1 kept: other slots, the same results */
+        kept[0] = malloc((size_t)NI * (size_t)cg_layer_out_elems(&s.layers[0]) * sizeof(float));
+        kept[3] = malloc((size_t)NI * (size_t)cg_layer_out_elems(&s.layers[3]) * sizeof(float));
+        CHECK(kept[0] && kept[3] && cg_cpu_forward(&s, &w, px, NI, kept, p2, pred2, NULL, &e) == 0,
+              "graph forward, two outputs kept: %s", e.msg);
+        CHECK(!memcmp(probs, p2, NI * 10 * sizeof(float)) && !memcmp(pred, pred2, NI * sizeof(int)) &&
+                  kept[0] && !memcmp(kept[0], whole[1], (size_t)NI * 2048 * sizeof(float)) &&
+                  kept[3] && !memcmp(kept[3], whole[4], (size_t)NI * 1536 * sizeof(float)),
+              "kept outputs are the layers' and the results do not change");
+        CHECK(cg_cpu_forward_f32(&s, &w, whole[0], NI, NULL, p3, NULL, &e) == 0 &&
+                  !memcmp(probs, p3, NI * 10 * sizeof(float)),
+              "float input gives the same: %s", e.msg);
+        /* a layer reading a tensor that is no earlier layer's is refused */
+        s.layers[2].inputs[1] = 5;
+        CHECK(cg_cpu_forward(&s, &w, px, NI, NULL, probs, pred, NULL, &e) != 0, "a later layer as input");
+        CHECK_CONTAINS(e.msg, "layer 'res1' reads tensor 5, which is no earlier layer");
+    }
+    for (int i = 0; i <= s.nlayers; i++) free(whole[i]);
+    free(kept[0]), free(kept[3]);
+    free(px), free(probs), free(p2), free(p3), free(pred), free(pred2);
+    cg_weights_free(&w);
+}
+
 /* Padded pools: a 1x1 identity conv over a 1x5x5 map, then max3 and avg3 of
  * stride 2 with padding 1, against windows worked out in plain double (max
  * skips the padding, the average counts it as zeros: divides by 9). */
@@ -687,5 +796,6 @@ int main(void)
     test_forward_channels();
     test_fc_softmax();
     test_network();
+    test_graph();
     return cg_test_done("cpu");
 }

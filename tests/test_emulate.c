@@ -25,7 +25,9 @@
  * layers-fc-odd (fc_vec's single-float and float2 loads), layers-bn (input mean/std,
  * batch norms folded into convs with the runtime's folded weights against the
  * reference's unfolded batch norms, batch norms as kernels, padded max and average
- * pools). The
+ * pools), layers-graph (a residual add
+ * read from two layers, concat of two branches, a three-input add: kernels reading
+ * several tensors, a tensor read by two later layers). The
  * kernels are built to trap on a misaligned vector access, as a GPU faults on
  * one; the trap fails the test naming the kernel. For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket).
@@ -78,8 +80,12 @@ static const char shim[] =
     "#define __launch_bounds__(...)\n#define __restrict__ __restrict\n#define __constant__\n"
     "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n"
     "typedef void (*emu_kernel)(void *, void *, void *, void *, int);\n"
-    "extern \"C\" void emu_launch(emu_kernel k, unsigned gx, unsigned gy, unsigned bx, void *a0, void *a1,\n"
-    "                           void *a2, void *a3, int n) {\n"
+    "typedef void (*emu_k2)(void *, void *, int);\n"
+    "typedef void (*emu_k3)(void *, void *, void *, int);\n"
+    "typedef void (*emu_k5)(void *, void *, void *, void *, void *, int);\n"
+    "typedef void (*emu_k6)(void *, void *, void *, void *, void *, void *, int);\n"
+    "extern \"C\" void emu_launch(emu_kernel k, unsigned gx, unsigned gy, unsigned bx, void *const *a, int na,\n"
+    "                           int n) {\n"
     "  blockDim = {bx, 1, 1}; gridDim = {gx, gy, 1};\n"
     "  for (unsigned y = 0; y < gy; y++) for (unsigned x = 0; x < gx; x++) {\n"
     "    std::barrier<> block(bx); emu_block = &block;\n"
@@ -88,7 +94,11 @@ static const char shim[] =
     "    std::vector<std::thread> ts;\n"
     "    for (unsigned t = 0; t < bx; t++) ts.emplace_back([=] {\n"
     "      threadIdx = {t, 0, 0}; blockIdx = {x, y, 0};\n"
-    "      k(a0, a1, a2, a3, n);\n"
+    "      if (na == 2) ((emu_k2)k)(a[0], a[1], n);\n"
+    "      else if (na == 3) ((emu_k3)k)(a[0], a[1], a[2], n);\n"
+    "      else if (na == 4) k(a[0], a[1], a[2], a[3], n);\n"
+    "      else if (na == 5) ((emu_k5)k)(a[0], a[1], a[2], a[3], a[4], n);\n"
+    "      else ((emu_k6)k)(a[0], a[1], a[2], a[3], a[4], a[5], n);\n"
     "      emu_block->arrive_and_drop(); emu_warp[t / 32]->arrive_and_drop(); });\n"
     "    for (auto &t : ts) t.join();\n"
     "    for (unsigned w = 0; w * 32 < bx; w++) delete emu_warp[w];\n"
@@ -96,7 +106,7 @@ static const char shim[] =
     "}\n";
 
 typedef void (*emu_kernel)(void *, void *, void *, void *, int);
-typedef void (*emu_launch_fn)(emu_kernel, unsigned, unsigned, unsigned, void *, void *, void *, void *, int);
+typedef void (*emu_launch_fn)(emu_kernel, unsigned, unsigned, unsigned, void *const *, int, int);
 
 /* Runs argv (NULL-terminated) and waits: 0 when it exited 0. */
 static int run_cmd(char *const argv[])
@@ -292,21 +302,22 @@ static void emulate(const char *spec_path, const char *dir, int batch)
         float *wa = place(so, mk->wplace, mk->wsym, tw, rows, &okw);
         float *ba = place(so, mk->bplace, mk->bsym, tb, rows, &okb);
         CHECK(okw && okb, "%s: %s: weights not placed", spec_path, mk->name);
-        /* arguments by role: the templates' standard order, n last */
-        void *a[4] = {0};
-        int std = mk->nargs == 5 && mk->args[4] == CG_ARG_N;
-        for (int i = 0; std && i < 4; i++) {
+        /* arguments by role: 2 to 6 pointers (inputs, out, weights, bias), then n */
+        void *a[6] = {0};
+        int na = mk->nargs - 1, std = na >= 2 && na <= 6 && mk->args[na] == CG_ARG_N;
+        for (int i = 0; std && i < na; i++) {
             cg_arg_role role = mk->args[i];
-            std = std && role != CG_ARG_N && cg_arg_input(role) <= 0;
-            a[i] = role == CG_ARG_IN ? buf[mk->in[0]] : role == CG_ARG_OUT ? buf[mk->out]
+            int j = cg_arg_input(role);
+            std = role != CG_ARG_N && j < mk->nin;
+            a[i] = j >= 0 ? buf[mk->in[j < 0 ? 0 : j]] : role == CG_ARG_OUT ? buf[mk->out]
                  : role == CG_ARG_WEIGHTS ? (void *)wa : (void *)ba;
         }
-        CHECK(std, "%s: %s: arguments other than (4 pointers, n)", spec_path, mk->name);
+        CHECK(std, "%s: %s: arguments other than (2 to 6 pointers, n)", spec_path, mk->name);
         long long gx = cg_mdim_eval(mk->grid[0], IMAGES), gy = cg_mdim_eval(mk->grid[1], IMAGES);
         CHECK(mk->grid[2].mul == 1 && mk->grid[2].div == 0 && mk->block[1] == 1 && mk->block[2] == 1 &&
                   mk->shared <= (int)sizeof(float) * 4 * (1 << 15),
               "%s: %s: a launch the emulation does not take", spec_path, mk->name);
-        if (std && okw && okb) launch(fn, (unsigned)gx, (unsigned)gy, (unsigned)mk->block[0], a[0], a[1], a[2], a[3], IMAGES);
+        if (std && okw && okb) launch(fn, (unsigned)gx, (unsigned)gy, (unsigned)mk->block[0], a, na, IMAGES);
         if (mk->wplace == CG_PLACE_ARG_T) free(wa);
         if (mk->bplace == CG_PLACE_ARG_T) free(ba);
         dlclose(so);
@@ -380,7 +391,7 @@ int main(void)
                            "tests/gpu/layers-planes-wg.yaml", "tests/gpu/layers-planes-pool-wg.yaml",
                            "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-x2.yaml", "tests/gpu/layers-slide-align.yaml",
                            "tests/gpu/layers-slide-pad.yaml", "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml",
-                           "tests/gpu/layers-bn.yaml"};
+                           "tests/gpu/layers-graph.yaml", "tests/gpu/layers-bn.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");
     const char *bucket = getenv("CG_EMULATE_BATCH");
     if (one && *one)

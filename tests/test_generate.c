@@ -1084,6 +1084,64 @@ static void test_identical_layers(void)
     free(s), free(o), free(m);
 }
 
+/* A graph (tests/gpu/layers-graph.yaml): the add's kernel reads two tensors,
+ * conv2's and conv1's (conv1 is read by conv2 and by the add), as roles in and
+ * in1; concat reads both branches; the second add three tensors; both branches
+ * read the sum. */
+static void test_graph_manifest(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_manifest *m = malloc(sizeof *m);
+    cg_err e;
+    int rc = !s || !o || !m ? -1 : cg_spec_load("tests/gpu/layers-graph.yaml", s, &e);
+    if (!rc) rc = cg_generate(s, "x", o, &e);
+    if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, "layers-graph", m, &e);
+    CHECK(rc == 0, "layers-graph: %s", rc ? e.msg : "");
+    if (!rc) {
+        int seen = 0, readers_conv1 = 0, readers_res1 = 0;
+        int t_conv1 = cg_manifest_tensor(m, "conv1"), t_conv2 = cg_manifest_tensor(m, "conv2"),
+            t_conv3 = cg_manifest_tensor(m, "conv3"), t_conv4 = cg_manifest_tensor(m, "conv4"),
+            t_res1 = cg_manifest_tensor(m, "res1"), t_b1 = cg_manifest_tensor(m, "b1"), t_b2 = cg_manifest_tensor(m, "b2");
+        for (int i = 0; i < m->nkernels; i++) {
+            const cg_mkernel *k = &m->k[i];
+            for (int j = 0; j < k->nin; j++) readers_conv1 += k->in[j] == t_conv1, readers_res1 += k->in[j] == t_res1;
+            if (!strcmp(k->tpl, "add") && k->nin == 2) {
+                seen |= 1;
+                CHECK(k->in[0] == t_conv2 && k->in[1] == t_conv1 && k->out == t_res1 && k->nargs == 4 &&
+                          k->args[0] == CG_ARG_IN && k->args[1] == CG_ARG_IN1 && k->args[2] == CG_ARG_OUT &&
+                          k->args[3] == CG_ARG_N,
+                      "res1's add reads conv2 and conv1 as in and in1");
+                CHECK(strstr(o->manifest, "template=add in=conv2,conv1 out=res1") != NULL, "the add's in= list");
+            } else if (!strcmp(k->tpl, "add")) {
+                seen |= 2;
+                CHECK(k->nin == 3 && k->in[0] == t_conv3 && k->in[1] == t_conv4 && k->in[2] == t_conv3 &&
+                          k->args[2] == CG_ARG_IN2,
+                      "res2's add reads three tensors");
+            } else if (!strcmp(k->tpl, "concat")) {
+                seen |= 4;
+                CHECK(k->nin == 2 && k->in[0] == t_b1 && k->in[1] == t_b2, "concat reads b1 and b2");
+            }
+        }
+        CHECK(seen == 7, "an add of two, an add of three and a concat kernel (%d)", seen);
+        CHECK(readers_conv1 == 2 && readers_res1 == 2, "conv1 and res1 are read by two kernels each (%d, %d)",
+              readers_conv1, readers_res1);
+        int found = 0;
+        for (int i = 0; i < o->nkernels; i++)
+            if (strstr(o->k[i].kernel, "add2_relu_e2048_v4")) {
+                found = 1;
+                CHECK(strstr(o->k[i].source, "reinterpret_cast<const float4*>(in1)[i]") &&
+                          strstr(o->k[i].source, "fmaxf(x0.x + x1.x, 0.0f)"),
+                      "2048 elements: float4 loads, relu fused");
+            } else if (strstr(o->k[i].kernel, "add3_none_e125_v1")) {
+                found |= 2;
+                CHECK(strstr(o->k[i].source, "in[i] + in1[i] + in2[i]") != NULL, "125 elements: scalar loads");
+            }
+        CHECK(found == 3, "the two add kernels by name");
+    }
+    free(s), free(o), free(m);
+}
+
 int main(void)
 {
     test_engine();
@@ -1104,6 +1162,7 @@ int main(void)
     test_candidates_emit();
     test_identical_layers();
     test_no_legal_value();
+    test_graph_manifest();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");
     cg_nvrtc *nv = NULL;

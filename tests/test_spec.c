@@ -486,6 +486,86 @@ static void test_op_table(void)
     CHECK_CONTAINS(err.msg, "bad fc out=0");
 }
 
+/* Graphs: `input:` names the tensors a layer reads; add and concat read 2 to 4. */
+static void expect_graph(const char *layers, const char *where, const char *msg)
+{
+    char buf[2048];
+    snprintf(buf, sizeof buf, "network: g\ninput: {channels: 3, height: 8, width: 8}\nlayers:\n%s", layers);
+    expect_mem(buf, strlen(buf), where, msg);
+}
+
+static void test_graph(void)
+{
+    static const char ok[] =
+        "network: g\ninput: {channels: 3, height: 8, width: 8}\nlayers:\n"
+        "  - {name: c1, op: conv, M: 4, K: 3, padding: same}\n"
+        "  - {name: c2, op: conv, M: 4, K: 3, padding: same}\n"
+        "  - {name: r, op: add, input: [c2, c1], activation: relu}\n"
+        "  - {name: s, op: conv, M: 2, K: 1, input: input}\n"
+        "  - {name: cat, op: concat, input: [r, s, c1]}\n"
+        "  - {name: f, op: fc, out: 10}\n";
+    int rc = cg_spec_parse("mem.yaml", ok, strlen(ok), &spec, &err);
+    CHECK(rc == 0, "graph spec: %s", err.msg);
+    if (!rc) {
+        const cg_layer *c1 = layer(&spec, "c1"), *r = layer(&spec, "r"), *s = layer(&spec, "s"),
+                       *cat = layer(&spec, "cat"), *f = layer(&spec, "f");
+        int in[CG_MAX_INPUTS];
+        CHECK(c1->ninputs == 1 && c1->inputs[0] == -1 && cg_layer_inputs(&spec, 0, in) == 1 && in[0] == -1,
+              "the first layer reads the input");
+        CHECK(r->op == CG_OP_ADD && r->ninputs == 2 && r->inputs[0] == 1 && r->inputs[1] == 0 && r->act == CG_ACT_RELU,
+              "add reads c2 and c1, relu after");
+        CHECK_SHAPE(r, 4, 8, 8, 4, 8, 8);
+        CHECK(s->ninputs == 1 && s->inputs[0] == -1, "input: input is the network's input");
+        CHECK_SHAPE(s, 3, 8, 8, 2, 8, 8);
+        CHECK(cat->op == CG_OP_CONCAT && cat->ninputs == 3 && cat->in_C[0] == 4 && cat->in_C[1] == 2 &&
+                  cat->in_C[2] == 4,
+              "concat's parts 4, 2, 4");
+        CHECK_SHAPE(cat, 10, 8, 8, 10, 8, 8);
+        CHECK(f->ninputs == 1 && f->inputs[0] == 4 && f->C == 10, "the default input is the layer before");
+        int oc, oh, ow;
+        CHECK(cg_ops[CG_OP_CONCAT].out_shape(cat, &oc, &oh, &ow, &err) == 0 && oc == 10 && oh == 8 && ow == 8,
+              "concat's shape rule");
+        cg_layer hand = *cat;
+        hand.ninputs = 0;
+        CHECK(cg_ops[CG_OP_CONCAT].out_shape(&hand, &oc, &oh, &ow, &err) == -1, "concat without inputs has no shape");
+    }
+    /* the refusals, each at its position */
+    expect_graph("  - {name: a, op: conv, M: 4, K: 3}\n  - {name: b, op: conv, M: 4, K: 1, input: cc}\n",
+                 "mem.yaml:5:44:", "unknown input 'cc' in layer 'b'");
+    expect_graph("  - {name: conv1, op: conv, M: 4, K: 3}\n  - {name: b, op: conv, M: 4, K: 1, input: conv2}\n",
+                 "mem.yaml:5:44:", "unknown input 'conv2' in layer 'b' (did you mean 'conv1'?)");
+    expect_graph("  - {name: a, op: conv, M: 4, K: 3, input: b}\n  - {name: b, op: conv, M: 4, K: 1}\n",
+                 "mem.yaml:4:44:", "input 'b' in layer 'a' is layer 2, defined after it");
+    expect_graph("  - {name: a, op: conv, M: 4, K: 3, input: a}\n",
+                 "mem.yaml:4:44:", "layer 'a' cannot read its own output");
+    expect_graph("  - {name: a, op: conv, M: 4, K: 3}\n  - {name: b, op: conv, M: 4, K: 1, input: [a, input]}\n",
+                 "mem.yaml:5:44:", "'input' in layer 'b' is a list of 2 names; a conv layer reads one tensor");
+    expect_graph("  - {name: a, op: conv, M: 3, K: 1}\n  - {name: b, op: add, input: [a]}\n",
+                 "mem.yaml:5:31:", "'input' in layer 'b' names 1 tensor; add takes 2 to 4");
+    expect_graph("  - {name: a, op: conv, M: 3, K: 1}\n  - {name: b, op: add, input: a}\n",
+                 "mem.yaml:5:31:", "'input' in layer 'b' names one tensor; add takes a list of 2 to 4 layer names");
+    expect_graph("  - {name: a, op: conv, M: 3, K: 1}\n  - {name: b, op: concat}\n",
+                 "mem.yaml:5:5:", "missing required key 'input' in layer 'b'");
+    expect_graph("  - {name: a, op: conv, M: 3, K: 1}\n  - {name: b, op: add, input: [a, a, a, a, input]}\n",
+                 "mem.yaml:5:31:", "names 5 tensors; add takes 2 to 4");
+    expect_graph("  - {name: a, op: conv, M: 4, K: 1}\n  - {name: b, op: add, input: [a, input]}\n",
+                 "mem.yaml:5:35:", "add layer 'b' sums tensors of one shape: the input is 3x8x8, layer 'a' output 4x8x8");
+    expect_graph("  - {name: a, op: conv, M: 4, K: 3}\n  - {name: b, op: concat, input: [a, input]}\n",
+                 "mem.yaml:5:38:", "concat layer 'b' joins maps of one height and width: the input is 8x8, "
+                 "layer 'a' output 6x6");
+    expect_graph("  - {name: a, op: conv, M: 4, K: 3}\n  - {name: b, op: conv, M: 4, K: 3, input: input}\n",
+                 "mem.yaml:4:12:", "layer 'a' output is never used");
+    expect_graph("  - {name: f, op: fc, out: 12}\n  - {name: b, op: conv, M: 4, K: 1, input: f}\n",
+                 "mem.yaml:5:19:", "conv layer 'b' cannot read fc layer 'f' (its output is flat)");
+    expect_graph("  - {name: f, op: fc, out: 12}\n  - {name: g, op: fc, out: 12, input: input}\n"
+                 "  - {name: s, op: add, input: [f, g]}\n  - {name: c, op: conv, M: 1, K: 1}\n",
+                 "mem.yaml:7:19:", "conv layer 'c' cannot follow add layer 's' (its output is flat)");
+    expect_graph("  - {name: input, op: conv, M: 4, K: 3}\n", "mem.yaml:4:12:", "a layer may not be named 'input'");
+    expect_graph("  - {name: a, op: concat, input: [input, input], activation: relu}\n", "mem.yaml:4:50:",
+                 "key 'activation' is not allowed for op concat");
+    expect_graph("  - {name: a, op: conv, M: 4, K: 3, input: {x: 1}}\n", "mem.yaml:4:44:", "for 'input' in layer 'a', got a mapping");
+}
+
 /* Text parsed as a whole spec must fail at `where` with `msg`. */
 static void expect_text(const char *text, const char *where, const char *msg)
 {
@@ -578,5 +658,6 @@ int main(void)
     test_files();
     test_names();
     test_layers();
+    test_graph();
     return cg_test_done("test_spec");
 }

@@ -1,7 +1,6 @@
 /* backend_cpu.c — the CPU reference (runtime/cpu/cpu.c) behind the backend
- * interface (backend.h). Uint8 pixels go through cg_cpu_forward as they always
- * did; float input, which cg_cpu_forward does not take, runs the same layer
- * functions (cg_cpu_layer) one chunk of images at a time. */
+ * interface (backend.h). Uint8 pixels go through cg_cpu_forward; float input
+ * through cg_cpu_forward_f32, the same graph of layers from the caller's floats. */
 #include "backend.h"
 #include "cpu.h"
 
@@ -9,8 +8,6 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define F32_CHUNK 512 /* images per pass with float input: bounds the activations kept */
 
 typedef struct {
     const cg_spec *s;
@@ -40,37 +37,13 @@ static void argmax_rows(const float *scores, long long n, long long classes, int
     }
 }
 
-/* Float input: every layer over chunks of images, outputs into layer_out where
- * asked, else into two scratch buffers sized for the widest layer. */
+/* Float input: the layers as cg_cpu_forward runs them, from the caller's floats. */
 static int forward_f32(const cg_spec *s, const cg_weights *w, cg_backend_run *r, float *scores, cg_err *e)
 {
-    long long widest = (long long)s->C * s->H * s->W;
-    for (int i = 0; i < s->nlayers; i++)
-        if (cg_layer_out_elems(&s->layers[i]) > widest) widest = cg_layer_out_elems(&s->layers[i]);
-    long long chunk = r->n < F32_CHUNK ? r->n : F32_CHUNK;
-    float *tmp = malloc((size_t)(2 * widest * (chunk ? chunk : 1)) * sizeof *tmp);
-    if (!tmp) return cg_fail(e, "%s: out of memory for activations", s->path);
-    const long long img = (long long)s->C * s->H * s->W;
     const long long classes = cg_layer_out_elems(&s->layers[s->nlayers - 1]);
-    int rc = 0;
-    for (long long b0 = 0; b0 < r->n && !rc; b0 += chunk) {
-        int nb = (int)(r->n - b0 < chunk ? r->n - b0 : chunk);
-        const float *x = (const float *)r->input + b0 * img;
-        for (int i = 0; i < s->nlayers && !rc; i++) {
-            long long el = cg_layer_out_elems(&s->layers[i]);
-            float *y = r->layer_out && r->layer_out[i] ? r->layer_out[i] + b0 * el
-                       : i == s->nlayers - 1          ? scores + b0 * classes
-                                                      : tmp + (i % 2) * widest * chunk;
-            double t0 = omp_get_wtime();
-            cg_layer run; /* as it runs with w's batch norms (cg_cpu_forward does the same) */
-            cg_spec_run_layer(s, i, w->bn_folded, &run);
-            rc = cg_cpu_layer(&run, w, x, y, nb, e);
-            r->layer_ms[i] += (omp_get_wtime() - t0) * 1e3;
-            x = y;
-        }
-        if (!rc && x != scores + b0 * classes) memcpy(scores + b0 * classes, x, (size_t)(nb * classes) * sizeof *x);
-    }
-    free(tmp);
+    int rc = cg_cpu_forward_f32(s, w, (const float *)r->input, (int)r->n, r->layer_out, scores, r->layer_ms, e);
+    float *last = r->layer_out ? r->layer_out[s->nlayers - 1] : NULL;
+    if (!rc && last && last != scores) memcpy(scores, last, (size_t)(r->n * classes) * sizeof *scores);
     if (!rc) argmax_rows(scores, r->n, classes, r->pred);
     return rc;
 }

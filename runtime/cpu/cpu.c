@@ -297,20 +297,65 @@ static int batchnorm_layer(const cg_layer *l, const float *wt, const float *bias
     return cg_fail(e, "layer '%s': batchnorm runs through cg_cpu_layer", l->name);
 }
 
-/* The CPU reference of every op, in the op table's order (base/op.h). */
+/* The reference of an op that reads several tensors (cg_op_desc.max_inputs),
+ * each n images of its own shape, in the layer's `inputs` order. */
+typedef int (*graph_reference_fn)(const cg_layer *l, const float *const *in, int nin, float *out, int n, cg_err *e);
+
+/* add: y = act(x0 + x1 + ...), summed in double in input order, rounded once. */
+static int add_layer(const cg_layer *l, const float *const *in, int nin, float *out, int n, cg_err *e)
+{
+    (void)e;
+    const size_t total = (size_t)n * out_elems(l);
+#pragma omp parallel for schedule(static) num_threads(threads_for(n))
+    for (size_t i = 0; i < total; i++) {
+        double v = 0;
+        for (int k = 0; k < nin; k++) v += (double)in[k][i];
+        out[i] = (float)activate(l->act, v);
+    }
+    return 0;
+}
+
+/* concat: each image's inputs one after the other (input k's in_C[k] maps
+ * follow the maps of the inputs before it). */
+static int concat_layer(const cg_layer *l, const float *const *in, int nin, float *out, int n, cg_err *e)
+{
+    (void)e;
+    const size_t hw = (size_t)l->H * l->W, oe = out_elems(l);
+#pragma omp parallel for schedule(static) num_threads(threads_for(n))
+    for (int b = 0; b < n; b++) {
+        float *y = out + (size_t)b * oe;
+        for (int k = 0; k < nin; k++) {
+            size_t part = (size_t)l->in_C[k] * hw;
+            memcpy(y, in[k] + (size_t)b * part, part * sizeof *y);
+            y += part;
+        }
+    }
+    return 0;
+}
+
+/* The CPU reference of every op, in the op table's order (base/op.h); the ops
+ * of several inputs have theirs in graph_reference. */
 #define SAME_SHAPE_REFERENCE(ID, NAME, LAST) [CG_OP_##ID] = NAME##_layer,
 static const reference_fn reference[] = {[CG_OP_CONV] = conv_layer, [CG_OP_FC] = fc_layer,
-                                         CG_SAME_SHAPE_OPS(SAME_SHAPE_REFERENCE)
-                                         [CG_OP_BATCHNORM] = batchnorm_layer};
+                                         CG_SAME_SHAPE_OPS(SAME_SHAPE_REFERENCE)[CG_OP_BATCHNORM] = batchnorm_layer,
+                                         [CG_OP_ADD] = NULL, [CG_OP_CONCAT] = NULL};
 #undef SAME_SHAPE_REFERENCE
 _Static_assert(sizeof reference / sizeof *reference == CG_OP_COUNT, "a CPU reference for every op");
+static const graph_reference_fn graph_reference[CG_OP_COUNT] = {[CG_OP_ADD] = add_layer,
+                                                                [CG_OP_CONCAT] = concat_layer};
 
-int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float *out, int n,
-                 cg_err *e)
+int cg_cpu_layer_inputs(const cg_layer *l, const cg_weights *w, const float *const *in, int nin, float *out, int n,
+                        cg_err *e)
 {
     if (n < 0) return cg_fail(e, "layer '%s': negative image count %d", l->name, n);
     if (check_shape(l, e)) return -1;
-    if (l->op == CG_OP_BATCHNORM) return bn_reference(l, w, in, out, n, e);
+    const cg_op_desc *d = cg_op_of(l->op);
+    int want = d->max_inputs ? l->ninputs : 1;
+    if (nin != want || (d->max_inputs && (nin < 2 || nin > d->max_inputs)))
+        return cg_fail(e, "layer '%s': %s reads %d tensor%s, given %d", l->name, d->name, want, want == 1 ? "" : "s",
+                       nin);
+    if (graph_reference[l->op]) return graph_reference[l->op](l, in, nin, out, n, e);
+    if (l->op == CG_OP_BATCHNORM) return bn_reference(l, w, in[0], out, n, e);
     const float *wt = NULL, *bias = NULL;
     long long rows, fan_in;
     if (cg_op_weights(l, &rows, &fan_in)) {
@@ -318,7 +363,111 @@ int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float 
         if (l->bias && get_param(l, w, "bias", rows, &bias, e)) return -1;
     }
     if (!reference[l->op]) return cg_fail(e, "layer '%s': op %s has no CPU reference", l->name, cg_op_name(l->op));
-    return reference[l->op](l, wt, bias, in, out, n, e);
+    return reference[l->op](l, wt, bias, in[0], out, n, e);
+}
+
+int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float *out, int n,
+                 cg_err *e)
+{
+    return cg_cpu_layer_inputs(l, w, &in, 1, out, n, e);
+}
+
+/* Where each tensor of a forward pass lives for one chunk of images: the
+ * network input (-1) and every layer's output are given a slot of `widest`
+ * floats per image, a slot used again only after the last layer reading its
+ * tensor ran (a chain takes two, the input's and one more, as ping-pong
+ * buffers did). A layer whose output the caller keeps (layer_out), or the last
+ * layer, takes none. */
+typedef struct {
+    int nslots;
+    int slot[CG_MAX_LAYERS + 1]; /* tensor t's slot at slot[t + 1], -1 for none */
+    size_t widest;
+} graph_plan;
+
+static int plan_graph(const cg_spec *s, float *const *layer_out, size_t img, graph_plan *p, cg_err *e)
+{
+    int last_use[CG_MAX_LAYERS + 1], free_slots[CG_MAX_LAYERS + 1], nfree = 0;
+    p->nslots = 0, p->widest = img;
+    for (int t = -1; t < s->nlayers; t++) last_use[t + 1] = t, p->slot[t + 1] = -1;
+    for (int i = 0; i < s->nlayers; i++) {
+        const cg_layer *l = &s->layers[i];
+        int in[CG_MAX_INPUTS], nin = cg_layer_inputs(s, i, in);
+        for (int k = 0; k < nin; k++) {
+            if (in[k] < -1 || in[k] >= i)
+                return cg_fail(e, "%s: layer '%s' reads tensor %d, which is no earlier layer", s->path, l->name, in[k]);
+            long long got = in[k] < 0 ? (long long)img : cg_layer_out_elems(&s->layers[in[k]]);
+            const char *from = in[k] < 0 ? "the input" : s->layers[in[k]].name;
+            long long want = l->op == CG_OP_CONCAT ? (long long)l->in_C[k] * l->H * l->W : cg_layer_in_elems(l);
+            if (got != want)
+                return cg_fail(e, "%s: layer '%s' takes %lld elements from %s, which gives %lld", s->path, l->name,
+                               want, from, got);
+            if (i > last_use[in[k] + 1]) last_use[in[k] + 1] = i;
+        }
+        if ((size_t)cg_layer_out_elems(l) > p->widest) p->widest = (size_t)cg_layer_out_elems(l);
+    }
+    p->slot[0] = p->nslots++; /* the input */
+    for (int i = 0; i < s->nlayers; i++) {
+        if (!(layer_out && layer_out[i]) && i != s->nlayers - 1)
+            p->slot[i + 1] = nfree ? free_slots[--nfree] : p->nslots++;
+        int in[CG_MAX_INPUTS], nin = cg_layer_inputs(s, i, in);
+        for (int k = 0; k < nin; k++) {
+            int t = in[k] + 1, dup = 0;
+            for (int j = 0; j < k; j++) dup |= in[j] == in[k];
+            if (!dup && last_use[t] == i && p->slot[t] >= 0) free_slots[nfree++] = p->slot[t];
+        }
+    }
+    return 0;
+}
+
+/* One chunk of nb images through every layer, from x (nb float images): each
+ * layer's output into layer_out[i] (offset b0 images) where kept, the last's
+ * into last_out, the rest into the plan's slots of buf. */
+static int forward_chunk(const cg_spec *s, const cg_weights *w, const graph_plan *p, float *buf, size_t chunk,
+                         const float *x, size_t b0, int nb, float *const *layer_out, float *last_out,
+                         double *layer_ms, cg_err *e)
+{
+    const float *t[CG_MAX_LAYERS + 1];
+    t[0] = x;
+    for (int i = 0; i < s->nlayers; i++) {
+        cg_layer run; /* as it runs with w's batch norms (folded where w->bn_folded) */
+        cg_spec_run_layer(s, i, w->bn_folded, &run);
+        const cg_layer *l = &run;
+        float *y = layer_out && layer_out[i]   ? layer_out[i] + b0 * out_elems(l)
+                   : i == s->nlayers - 1       ? last_out
+                                               : buf + (size_t)p->slot[i + 1] * p->widest * chunk;
+        int in[CG_MAX_INPUTS], nin = cg_layer_inputs(s, i, in);
+        const float *ins[CG_MAX_INPUTS];
+        for (int k = 0; k < nin; k++) ins[k] = t[in[k] + 1];
+        double t0 = layer_ms ? omp_get_wtime() : 0;
+        if (cg_cpu_layer_inputs(l, w, ins, nin, y, nb, e)) return -1;
+        if (layer_ms) layer_ms[i] += (omp_get_wtime() - t0) * 1e3;
+        t[i + 1] = y;
+    }
+    return 0;
+}
+
+int cg_cpu_forward_f32(const cg_spec *s, const cg_weights *w, const float *x, int n, float **layer_out,
+                       float *last_out, double *layer_ms, cg_err *e)
+{
+    if (n < 0) return cg_fail(e, "%s: negative image count %d", s->path, n);
+    if (s->nlayers <= 0) return cg_fail(e, "%s: the network has no layers", s->path);
+    const size_t img = (size_t)s->C * s->H * s->W;
+    graph_plan p;
+    if (plan_graph(s, layer_out, img, &p, e)) return -1;
+    size_t chunk = (size_t)(n < FORWARD_CHUNK ? n : FORWARD_CHUNK), bytes;
+    if (cg_mul_size(p.widest, chunk ? chunk : 1, &bytes) || cg_mul_size(bytes, (size_t)p.nslots * sizeof(float), &bytes))
+        return cg_fail(e, "%s: buffers too large", s->path);
+    float *buf = malloc(bytes);
+    if (!buf) return cg_fail(e, "%s: out of memory for %zu bytes of activations", s->path, bytes);
+    const size_t classes = (size_t)cg_layer_out_elems(&s->layers[s->nlayers - 1]);
+    int rc = 0;
+    for (size_t b0 = 0; b0 < (size_t)n && !rc; b0 += chunk) {
+        int nb = (int)((size_t)n - b0 < chunk ? (size_t)n - b0 : chunk);
+        rc = forward_chunk(s, w, &p, buf, chunk, x + b0 * img, b0, nb, layer_out, last_out + b0 * classes,
+                           layer_ms, e);
+    }
+    free(buf);
+    return rc;
 }
 
 int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *pixels, int n,
@@ -327,46 +476,25 @@ int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *p
     if (n < 0) return cg_fail(e, "%s: negative image count %d", s->path, n);
     if (s->nlayers <= 0) return cg_fail(e, "%s: the network has no layers", s->path);
     const size_t img = (size_t)s->C * s->H * s->W;
-    const cg_layer *first = &s->layers[0], *last = &s->layers[s->nlayers - 1];
-    if (in_elems(first) != img)
-        return cg_fail(e, "%s: layer '%s' takes %zu elements per image, the input has %zu",
-                       s->path, first->name, in_elems(first), img);
-    /* ping-pong buffers for one chunk of images, big enough for any layer */
-    size_t widest = img;
-    for (int i = 0; i < s->nlayers; i++) {
-        if (i && in_elems(&s->layers[i]) != out_elems(&s->layers[i - 1]))
-            return cg_fail(e, "%s: layer '%s' takes %zu elements, layer '%s' gives %zu", s->path,
-                           s->layers[i].name, in_elems(&s->layers[i]), s->layers[i - 1].name,
-                           out_elems(&s->layers[i - 1]));
-        if (out_elems(&s->layers[i]) > widest) widest = out_elems(&s->layers[i]);
-    }
+    graph_plan p;
+    if (plan_graph(s, layer_out, img, &p, e)) return -1;
     size_t chunk = (size_t)(n < FORWARD_CHUNK ? n : FORWARD_CHUNK), bytes;
-    if (cg_mul_size(widest, chunk ? chunk : 1, &bytes) ||
-        cg_mul_size(bytes, 2 * sizeof(float), &bytes))
+    if (cg_mul_size(p.widest, chunk ? chunk : 1, &bytes) ||
+        cg_mul_size(bytes, (size_t)p.nslots * sizeof(float), &bytes))
         return cg_fail(e, "%s: buffers too large", s->path);
     float *buf = malloc(bytes);
     if (!buf) return cg_fail(e, "%s: out of memory for %zu bytes of activations", s->path, bytes);
-    float *ping = buf, *pong = buf + widest * chunk;
-    const size_t classes = out_elems(last);
+    const size_t classes = (size_t)cg_layer_out_elems(&s->layers[s->nlayers - 1]);
+    float *x = buf + (size_t)p.slot[0] * p.widest * chunk;
     int rc = 0;
     for (size_t b0 = 0; b0 < (size_t)n && !rc; b0 += chunk) {
         int nb = (int)((size_t)n - b0 < chunk ? (size_t)n - b0 : chunk);
-        cg_cpu_input(s, pixels + b0 * img, nb, ping);
-        const float *x = ping;
-        for (int i = 0; i < s->nlayers && !rc; i++) {
-            cg_layer run;
-            cg_spec_run_layer(s, i, w->bn_folded, &run);
-            const cg_layer *l = &run;
-            float *y = x == ping ? pong : ping;
-            if (layer_out && layer_out[i]) y = layer_out[i] + b0 * out_elems(l);
-            else if (i == s->nlayers - 1) y = probs + b0 * classes;
-            double t0 = layer_ms ? omp_get_wtime() : 0;
-            rc = cg_cpu_layer(l, w, x, y, nb, e);
-            if (layer_ms) layer_ms[i] += (omp_get_wtime() - t0) * 1e3;
-            x = y;
-        }
+        cg_cpu_input(s, pixels + b0 * img, nb, x);
+        rc = forward_chunk(s, w, &p, buf, chunk, x, b0, nb, layer_out, probs + b0 * classes, layer_ms, e);
         if (rc) break;
-        if (x != probs + b0 * classes) memcpy(probs + b0 * classes, x, (size_t)nb * classes * sizeof *x);
+        const float *last = layer_out && layer_out[s->nlayers - 1]
+                                ? layer_out[s->nlayers - 1] + b0 * classes : probs + b0 * classes;
+        if (last != probs + b0 * classes) memcpy(probs + b0 * classes, last, (size_t)nb * classes * sizeof *last);
         for (int b = 0; b < nb; b++) {
             const float *row = probs + (b0 + (size_t)b) * classes;
             size_t best = 0;

@@ -11,6 +11,16 @@ void cg_cpu_input(const cg_spec *s, const unsigned char *pixels, int n, float *x
 /* One layer over n images: in has n*cg_layer_in_elems, out n*cg_layer_out_elems. */
 int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float *out, int n,
                  cg_err *e);
+/* One layer reading nin tensors (in: each n images of its input's shape, in
+ * the layer's `inputs` order; nin is 1 for an op of one input, ninputs for add
+ * and concat). */
+int cg_cpu_layer_inputs(const cg_layer *l, const cg_weights *w, const float *const *in, int nin, float *out, int n,
+                        cg_err *e);
+/* The whole network from float images x (n * C*H*W): the layers as a graph,
+ * each reading its inputs' outputs; layer_out as for cg_cpu_forward, last_out
+ * n times the last layer's output (written unless layer_out keeps it). */
+int cg_cpu_forward_f32(const cg_spec *s, const cg_weights *w, const float *x, int n, float **layer_out,
+                       float *last_out, double *layer_ms, cg_err *e);
 /* The whole network, its batch norms as w holds them: folded into the conv
  * before them where w->bn_folded (cg_weights_fold_bn; cg_spec_run_layer's
  * layers), else each run from its four tensors. layer_out may be NULL, or an array of s->nlayers pointers

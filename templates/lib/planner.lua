@@ -347,19 +347,30 @@ local function batch_of(net)
   return net.batch or (net.target and net.target.batch and net.target.batch > 0 and net.target.batch) or nil
 end
 
--- The tensors a layer reads, by name: a chain's layer reads the output of the
--- layer before it (`prev`; the first layer reads the network's input).
-local function layer_inputs(_, prev)
+-- The tensors a layer reads, by name: `l.inputs` as the generator passes them
+-- (the spec's `input:`, by default the layer before; a layer's output is its
+-- name, the network's float input is "input"), else the output of the layer
+-- before it (`prev`; the first layer reads the network's input).
+local function layer_inputs(l, prev)
+  if l.inputs and #l.inputs > 0 then
+    local out = {}
+    for j, name in ipairs(l.inputs) do out[j] = name end
+    return out
+  end
   return { prev }
 end
+planner.layer_inputs = layer_inputs
 
 -- The kernels of a network and the tensors they thread. Every tensor has a
 -- name; `tensors` (by name, and `out.tensors` in the order the manifest lists
 -- them) holds its dtype, elements per image and shape { C, H, W } as the
 -- planner knows it, and every kernel record names the tensors it reads as a
 -- list, `inputs` (a chain's kernels read one each), and the one it writes, `out`.
--- An op without a template family (generator/op.c; softmax) is served by the
--- template named after the op, which receives { elems, C, H, W } of its input.
+-- An op without a template family (generator/op.c; softmax, add, concat) is
+-- served by the template named after the op, which receives { elems, C, H, W }
+-- of its first input (concat: elems of its output), n_in and parts (each
+-- input's elements per image) and the layer's act. A tensor may be read by
+-- several later kernels (a residual: conv1 read by conv2 and by the add).
 function planner.build(net)
   local out = { tensors = {}, layers = {}, kernels = {}, input = "pixels", predict = "predict" }
   local tensors = {}
@@ -411,9 +422,13 @@ function planner.build(net)
   tensor("pixels", "u8", elems_in, shape_in)
   local prev = add("input_u8", { elems = elems_in, scale_text = net.scale_text, offset_text = net.offset_text,
     norm = net.norm, C = net.C, HW = net.H * net.W }, nil, 0, "input", { "pixels" }, "input", shape_in).out
+  -- the tensor each layer's output is: its name, but a folded batchnorm's is
+  -- the conv's it was folded into
+  local tensor_of = {}
   for _, l in ipairs(net.layers) do
     local i = l.index
     local inputs = layer_inputs(l, prev)
+    for j, name in ipairs(inputs) do inputs[j] = tensor_of[name] or name end
     local shape = { l.OC, l.OH, l.OW }
     l.batch = batch
     local out_name = l.name
@@ -454,18 +469,25 @@ function planner.build(net)
     elseif l.op == "batchnorm" and l.folded then
       -- folded into the conv before it (its weights, bias and activation): no
       -- kernel; the layer's output is the conv's tensor
-      out_name = prev
+      out_name = inputs[1]
     elseif l.op == "batchnorm" then
       local s = tensors[inputs[1]].shape
       add("batchnorm", { elems = s[1] * s[2] * s[3], C = s[1], H = s[2], W = s[3], act = l.act }, nil, i, l.name,
         inputs, l.name, shape)
     elseif not l.family then
-      local s = tensors[inputs[1]].shape
-      add(l.op, { elems = s[1] * s[2] * s[3], C = s[1], H = s[2], W = s[3] }, nil, i, l.name, inputs, l.name, shape)
+      local s = tensors[inputs[1]] and tensors[inputs[1]].shape
+      if not s then fail(i, nil, "input '" .. tostring(inputs[1]) .. "' is no tensor made before it") end
+      -- ops of several inputs (add, concat) also get each input's elements and the activation
+      local parts = {}
+      for j, name in ipairs(inputs) do parts[j] = tensors[name] and tensors[name].elems or 0 end
+      local elems = l.op == "concat" and l.OC * l.OH * l.OW or s[1] * s[2] * s[3]
+      add(l.op, { elems = elems, C = s[1], H = s[2], W = s[3], n_in = #inputs, parts = parts, act = l.act },
+        nil, i, l.name, inputs, l.name, shape)
     else
       fail(i, nil, "no template for op '" .. tostring(l.op) .. "'")
     end
     out.layers[#out.layers + 1] = { name = l.name, op = l.op, inputs = inputs, out = out_name }
+    tensor_of[l.name] = out_name
     prev = out_name
   end
   out.output = prev
