@@ -28,7 +28,8 @@ typedef struct {
 /* A layer's op; base/op.h describes each (its table is in this order). */
 #define CG_OP_ENUM_ENTRY(ID, NAME, LAST) CG_OP_##ID,
 typedef enum { CG_OP_CONV, CG_OP_FC, CG_SAME_SHAPE_OPS(CG_OP_ENUM_ENTRY) CG_OP_COUNT } cg_op;
-typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU } cg_act;
+/* Activations, in the order the spec reader lists their names (base/spec_layers.c). */
+typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU, CG_ACT_RELU6, CG_ACT_SIGMOID } cg_act;
 /* What a conv's pool computes over each window (after the activation). */
 typedef enum { CG_POOL_MAX, CG_POOL_AVG, CG_POOL_GLOBAL_AVG } cg_pool_op;
 
@@ -71,6 +72,10 @@ typedef struct {
     /* Output shape (conv: after the optional pool; fc: OC=out, OH=OW=1;
      * softmax: same as input). */
     int OC, OH, OW;
+    /* conv: channel groups G (0, a hand-built layer, counts as 1): map m reads
+     * channels [g*C/G, (g+1)*C/G) of its group g = m / (M/G); C and M are
+     * multiples of G; depthwise when G = C = M. Weights [M, C/G, K, K]. */
+    int groups;
 } cg_layer;
 
 typedef struct {
@@ -107,6 +112,8 @@ int cg_conv_dims(const cg_layer *l, int *ch, int *cw, int *oh, int *ow);
  * signatures (tuning records): "" for those, else e.g. " pad=1,1,1,1 stride=2 pool=avg3/2". */
 void cg_conv_tag(const cg_layer *l, char *out, size_t n);
 const char *cg_op_name(cg_op o);
+/* A conv layer's channel groups, at least 1. */
+int cg_layer_groups(const cg_layer *l);
 /* Elements of a layer's output per image. */
 long long cg_layer_out_elems(const cg_layer *l);
 long long cg_layer_in_elems(const cg_layer *l);

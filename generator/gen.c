@@ -92,6 +92,7 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
             set_int(L, "stride", l->stride > 0 ? l->stride : 1);
             set_int(L, "pool_stride", l->pool_stride > 0 ? l->pool_stride : l->pool);
             set_str(L, "pool_op", cg_pool_name(l));
+            set_int(L, "groups", cg_layer_groups(l));
         }
         set_int(L, "out", l->out);
         lua_pushboolean(L, l->bias);

@@ -5,6 +5,10 @@ local common = {}
 function common.act(act, v)
   if act == "tanh" then return "tanhf(" .. v .. ")" end
   if act == "relu" then return "fmaxf(" .. v .. ", 0.0f)" end
+  if act == "relu6" then return "fminf(fmaxf(" .. v .. ", 0.0f), 6.0f)" end
+  -- expf, not __expf: within 2 ulp over the whole range, where __expf's error
+  -- grows with |v| (the CPU reference computes 1 / (1 + exp(-v)) in double)
+  if act == "sigmoid" then return "(1.0f / (1.0f + expf(-(" .. v .. "))))" end
   if act == "none" then return v end
   error("unknown activation '" .. tostring(act) .. "'", 2)
 end
