@@ -22,7 +22,9 @@
  * layers-small-batch at bucket 1 (conv2d_direct's map splits, conv2d_igemm's
  * small tiles, fc_gemv), layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
  * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24) and
- * layers-fc-odd (fc_vec's single-float and float2 loads). The
+ * layers-fc-odd (fc_vec's single-float and float2 loads), layers-depthwise
+ * (conv2d_depthwise's windows, strides, padding and pools, conv2d_direct's channel
+ * groups, relu6 and sigmoid fused and standalone). The
  * kernels are built to trap on a misaligned vector access, as a GPU faults on
  * one; the trap fails the test naming the kernel. For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket).
@@ -361,7 +363,8 @@ int main(void)
                            "tests/gpu/layers-igemm-tc.yaml", "tests/gpu/layers-slices-tc.yaml", "tests/gpu/layers-igemm-wg.yaml",
                            "tests/gpu/layers-planes-wg.yaml", "tests/gpu/layers-planes-pool-wg.yaml",
                            "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-x2.yaml", "tests/gpu/layers-slide-align.yaml",
-                           "tests/gpu/layers-slide-pad.yaml", "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml"};
+                           "tests/gpu/layers-slide-pad.yaml", "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml",
+                           "tests/gpu/layers-depthwise.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");
     const char *bucket = getenv("CG_EMULATE_BATCH");
     if (one && *one)
