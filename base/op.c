@@ -9,11 +9,13 @@
 
 static const char *const conv_keys[] = {"name", "op",   "C",          "H",    "W",           "M",
                                         "K",    "padding", "stride",  "bias", "activation",
-                                        "pool", "pool_stride", "strategy", "params", "pool_padding", NULL};
+                                        "pool", "pool_stride", "strategy", "params", "pool_padding", "groups", NULL};
 
 static int conv_shape(const cg_layer *l, int *oc, int *oh, int *ow, cg_err *e)
 {
-    int ch, cw;
+    int ch, cw, g = cg_layer_groups(l);
+    if (l->C % g || l->M % g)
+        return cg_fail(e, "layer '%s': groups=%d must divide C=%d and M=%d", l->name, g, l->C, l->M);
     if (l->M <= 0 || l->pool < 0 || (unsigned)l->pool_op > CG_POOL_GLOBAL_AVG || cg_conv_dims(l, &ch, &cw, oh, ow))
         return cg_fail(e, "layer '%s': bad conv parameters M=%d K=%d pad=%d,%d,%d,%d stride=%d "
                        "pool=%d/%d", l->name, l->M, l->K, l->pad[0], l->pad[1], l->pad[2],
@@ -22,17 +24,17 @@ static int conv_shape(const cg_layer *l, int *oc, int *oh, int *ow, cg_err *e)
     return 0;
 }
 
-/* [M, C, K, K] */
+/* [M, C/groups, K, K] (PyTorch's layout) */
 static int conv_weights(const cg_layer *l, long long shape[4])
 {
-    shape[0] = l->M, shape[1] = l->C, shape[2] = l->K, shape[3] = l->K;
+    shape[0] = l->M, shape[1] = l->C / cg_layer_groups(l), shape[2] = l->K, shape[3] = l->K;
     return 4;
 }
 
 static double conv_flop(const cg_layer *l, long long n)
 {
     int ch = 0, cw = 0, oh, ow;
-    if (!cg_conv_dims(l, &ch, &cw, &oh, &ow)) return 2.0 * l->M * ch * cw * l->C * l->K * l->K * (double)n;
+    if (!cg_conv_dims(l, &ch, &cw, &oh, &ow)) return 2.0 * l->M * ch * cw * (l->C / cg_layer_groups(l)) * l->K * l->K * (double)n;
     return 0;
 }
 

@@ -212,6 +212,8 @@ const char *cg_act_name(cg_act a)
     case CG_ACT_NONE: return "none";
     case CG_ACT_TANH: return "tanh";
     case CG_ACT_RELU: return "relu";
+    case CG_ACT_RELU6: return "relu6";
+    case CG_ACT_SIGMOID: return "sigmoid";
     }
     return "?";
 }
@@ -282,12 +284,15 @@ void cg_conv_tag(const cg_layer *l, char *out, size_t n)
     if (l->pad[0] || l->pad[1] || l->pad[2] || l->pad[3])
         at += (size_t)snprintf(out + at, n - at, " pad=%d,%d,%d,%d", l->pad[0], l->pad[1], l->pad[2], l->pad[3]);
     if (at < n && l->stride > 1) at += (size_t)snprintf(out + at, n - at, " stride=%d", l->stride);
+    if (at < n && l->groups > 1) at += (size_t)snprintf(out + at, n - at, " groups=%d", l->groups);
     int ps = l->pool_stride > 0 ? l->pool_stride : l->pool;
     if (at >= n || !l->pool || (l->pool_op == CG_POOL_MAX && l->pool == 2 && ps == 2 && !l->pool_pad)) return;
     if (l->pool_op == CG_POOL_GLOBAL_AVG) snprintf(out + at, n - at, " pool=global_avg");
     else if (l->pool_pad) snprintf(out + at, n - at, " pool=%s%d/%d/p%d", cg_pool_name(l), l->pool, ps, l->pool_pad);
     else snprintf(out + at, n - at, " pool=%s%d/%d", cg_pool_name(l), l->pool, ps);
 }
+
+int cg_layer_groups(const cg_layer *l) { return l->groups > 1 ? l->groups : 1; }
 
 long long cg_layer_out_elems(const cg_layer *l) { return (long long)l->OC * l->OH * l->OW; }
 

@@ -31,7 +31,8 @@ typedef struct {
  * concat (2 to CG_MAX_INPUTS tensors of one H x W joined along channels) read
  * several layers' outputs (cg_layer.inputs). */
 typedef enum { CG_OP_CONV, CG_OP_FC, CG_SAME_SHAPE_OPS(CG_OP_ENUM_ENTRY) CG_OP_BATCHNORM, CG_OP_ADD, CG_OP_CONCAT, CG_OP_COUNT } cg_op;
-typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU } cg_act;
+/* Activations, in the order the spec reader lists their names (base/spec_layers.c). */
+typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU, CG_ACT_RELU6, CG_ACT_SIGMOID } cg_act;
 /* What a conv's pool computes over each window (after the activation). */
 typedef enum { CG_POOL_MAX, CG_POOL_AVG, CG_POOL_GLOBAL_AVG } cg_pool_op;
 
@@ -74,6 +75,10 @@ typedef struct {
     /* Output shape (conv: after the optional pool; fc: OC=out, OH=OW=1;
      * softmax: same as input). */
     int OC, OH, OW;
+    /* conv: channel groups G (0, a hand-built layer, counts as 1): map m reads
+     * channels [g*C/G, (g+1)*C/G) of its group g = m / (M/G); C and M are
+     * multiples of G; depthwise when G = C = M. Weights [M, C/G, K, K]. */
+    int groups;
     /* batchnorm: y = (x - running_mean) / sqrt(running_var + eps) * weight + bias,
      * per channel, then act. */
     double eps;
@@ -92,6 +97,9 @@ typedef struct {
     int inputs[CG_MAX_INPUTS];
     int in_C[CG_MAX_INPUTS];
 } cg_layer;
+
+/* A conv layer's channel groups, at least 1. */
+int cg_layer_groups(const cg_layer *l);
 
 /* Channels an input's per-channel mean and std may have (`input.mean`, `input.std`). */
 #define CG_INPUT_NORM_MAX 64

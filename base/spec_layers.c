@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const acts[] = {"none", "tanh", "relu", NULL}; /* cg_act order */
+static const char *const acts[] = {"none", "tanh", "relu", "relu6", "sigmoid", NULL}; /* cg_act order */
 /* the words an unknown pool is compared with (maxK and avgK stand for any window side K) */
 static const char *const pools[] = {"none", "max2", "avg2", "maxK", "avgK", "global_avg", NULL};
 #define ALL_KEYS_MAX 64 /* the union of the ops' keys */
@@ -239,17 +239,28 @@ int cg_spec_read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, 
                          l->K, l->K > ph ? "height" : "width", l->K > ph ? ph : pw,
                          padded ? " with its padding" : "");
     if (read_bias_act(c, map, where, l)) return -1;
+    /* groups (default 1): map m reads channels [g*C/G, (g+1)*C/G) of its group g */
+    const cg_ynode *gv = cg_y_get(map, "groups");
+    l->groups = 1;
+    if (gv) {
+        long long gx;
+        if (cg_y_int(c, gv, "groups", where, 1, CG_DIM_MAX, &gx)) return -1;
+        if (l->C % gx || l->M % gx)
+            return cg_y_fail(c, gv->pos, "'groups' %s is %lld, which must divide C = %d (from %s) and M = %d",
+                             where, gx, l->C, who, l->M);
+        l->groups = (int)gx;
+    }
     int oh = (ph - l->K) / l->stride + 1, ow = (pw - l->K) / l->stride + 1;
     long long hw, elems, ck, cKK, weights;
     if (cg_spec_mul(oh, ow, CG_ELEMS_MAX, &hw) || cg_spec_mul(l->M, hw, CG_ELEMS_MAX, &elems))
         return cg_y_fail(c, cg_y_get(map, "M")->pos,
                          "%s: output %dx%dx%d has more than %lld elements per image", where + 3, l->M,
                          oh, ow, CG_ELEMS_MAX);
-    if (cg_spec_mul(l->C, l->K, CG_ELEMS_MAX, &ck) || cg_spec_mul(ck, l->K, CG_ELEMS_MAX, &cKK) ||
+    if (cg_spec_mul(l->C / l->groups, l->K, CG_ELEMS_MAX, &ck) || cg_spec_mul(ck, l->K, CG_ELEMS_MAX, &cKK) ||
         cg_spec_mul(cKK, l->M, CG_ELEMS_MAX, &weights))
         return cg_y_fail(c, cg_y_get(map, "M")->pos,
                          "%s: weights %dx%dx%dx%d have more than %lld elements", where + 3, l->M,
-                         l->C, l->K, l->K, CG_ELEMS_MAX);
+                         l->C / l->groups, l->K, l->K, CG_ELEMS_MAX);
     if (read_pool(c, map, where, oh, ow, l)) return -1;
     int ch, cw;
     if (cg_conv_dims(l, &ch, &cw, &oh, &ow)) /* unreachable: every size was checked above */

@@ -113,6 +113,7 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
             set_int(L, "pool_stride", l->pool_stride > 0 ? l->pool_stride : l->pool);
             set_str(L, "pool_op", cg_pool_name(l));
             if (l->pool_pad) set_int(L, "pool_pad", l->pool_pad);
+            set_int(L, "groups", cg_layer_groups(l));
         }
         if (l->bn_folded) {
             lua_pushboolean(L, 1);

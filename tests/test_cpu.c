@@ -225,8 +225,10 @@ static void test_layers_by_hand(void)
     CHECK(cg_cpu_layer(&l, &w, x9, y, 1, &e) != 0, "avg4 over 3x3 accepted");
 }
 
-/* Random layers with padding, stride and each pool against a naive loop that
- * pads the input with zeros first. */
+/* Random layers with padding, stride, each pool, each activation and channel
+ * groups (depthwise, 1 < G < C) against a naive float64 loop that pads the
+ * input with zeros first and reads map m's group of channels from weights
+ * [M, C/G, K, K]. */
 static void test_layers_naive(void)
 {
     static const struct {
@@ -234,28 +236,34 @@ static void test_layers_naive(void)
         cg_pool_op op;
         int pool, ps;
         cg_act act;
+        int G;
     } cases[] = {
-        {3, 9, 8, 4, 3, {1, 1, 1, 1}, 1, CG_POOL_AVG, 2, 2, CG_ACT_RELU},
-        {2, 11, 10, 3, 5, {2, 0, 1, 3}, 2, CG_POOL_MAX, 3, 2, CG_ACT_TANH},
-        {3, 13, 12, 5, 7, {3, 3, 3, 3}, 2, CG_POOL_GLOBAL_AVG, 1, 0, CG_ACT_RELU},
-        {4, 7, 9, 2, 2, {0, 1, 1, 0}, 3, CG_POOL_AVG, 2, 1, CG_ACT_NONE},
+        {3, 9, 8, 4, 3, {1, 1, 1, 1}, 1, CG_POOL_AVG, 2, 2, CG_ACT_RELU, 1},
+        {2, 11, 10, 3, 5, {2, 0, 1, 3}, 2, CG_POOL_MAX, 3, 2, CG_ACT_TANH, 1},
+        {3, 13, 12, 5, 7, {3, 3, 3, 3}, 2, CG_POOL_GLOBAL_AVG, 1, 0, CG_ACT_RELU, 1},
+        {4, 7, 9, 2, 2, {0, 1, 1, 0}, 3, CG_POOL_AVG, 2, 1, CG_ACT_NONE, 1},
+        {6, 9, 8, 6, 3, {1, 1, 1, 1}, 1, CG_POOL_MAX, 2, 2, CG_ACT_RELU6, 6},     /* depthwise */
+        {6, 11, 10, 6, 3, {1, 1, 1, 1}, 2, CG_POOL_AVG, 2, 1, CG_ACT_SIGMOID, 6}, /* depthwise, stride 2 */
+        {6, 8, 9, 4, 3, {0, 1, 2, 1}, 1, CG_POOL_AVG, 2, 2, CG_ACT_SIGMOID, 2},   /* 2 groups: 3 channels -> 2 maps */
+        {8, 7, 7, 8, 1, {0, 0, 0, 0}, 1, CG_POOL_MAX, 3, 1, CG_ACT_RELU6, 4},     /* 4 groups, 1x1 */
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         int C = cases[ci].C, H = cases[ci].H, W = cases[ci].W, M = cases[ci].M, K = cases[ci].K;
         const int *pd = cases[ci].pad;
-        int S = cases[ci].S, N = 2;
+        int S = cases[ci].S, N = 2, G = cases[ci].G, CG = C / G;
         cg_layer l = conv_ext("n", C, H, W, M, K, pd, S, cases[ci].op, cases[ci].pool, cases[ci].ps, 1,
                               cases[ci].act);
+        l.groups = G;
         int ch, cw, oh, ow;
         CHECK(cg_conv_dims(&l, &ch, &cw, &oh, &ow) == 0, "case %zu dims", ci);
-        float *x = malloc(sizeof(float) * N * C * H * W), *k = malloc(sizeof(float) * M * C * K * K);
+        float *x = malloc(sizeof(float) * N * C * H * W), *k = malloc(sizeof(float) * M * CG * K * K);
         float *y = malloc(sizeof(float) * N * M * oh * ow), b[8];
         double *z = malloc(sizeof(double) * ch * cw);
         unsigned r = 777 + (unsigned)ci;
         for (int i = 0; i < N * C * H * W; i++) x[i] = (float)((r = r * 1103515245u + 12345u) >> 16) / 65536.f - .5f;
-        for (int i = 0; i < M * C * K * K; i++) k[i] = (float)((r = r * 1103515245u + 12345u) >> 16) / 65536.f - .5f;
+        for (int i = 0; i < M * CG * K * K; i++) k[i] = (float)((r = r * 1103515245u + 12345u) >> 16) / 65536.f - .5f;
         for (int i = 0; i < M; i++) b[i] = (float)i / 10 - .15f;
-        cg_tensor t[2] = {tensor("n.weight", k, M * C * K * K), tensor("n.bias", b, M)};
+        cg_tensor t[2] = {tensor("n.weight", k, M * CG * K * K), tensor("n.bias", b, M)};
         cg_weights w = make_w(t, 2);
         cg_err e;
         CHECK(cg_cpu_layer(&l, &w, x, y, N, &e) == 0, "case %zu: %s", ci, e.msg);
@@ -265,15 +273,21 @@ static void test_layers_naive(void)
                 for (int i = 0; i < ch; i++)
                     for (int j = 0; j < cw; j++) {
                         double s = b[m];
-                        for (int c = 0; c < C; c++)
+                        int c0 = m / (M / G) * CG;
+                        for (int c = c0; c < c0 + CG; c++)
                             for (int p = 0; p < K; p++)
                                 for (int q = 0; q < K; q++) {
                                     int iy = i * S + p - pd[0], ix = j * S + q - pd[1];
                                     double v = iy < 0 || iy >= H || ix < 0 || ix >= W
                                                    ? 0 : x[((n * C + c) * H + iy) * W + ix];
-                                    s += v * k[((m * C + c) * K + p) * K + q];
+                                    s += v * k[((m * CG + c - c0) * K + p) * K + q];
                                 }
-                        z[i * cw + j] = cases[ci].act == CG_ACT_TANH ? tanh(s) : cases[ci].act == CG_ACT_RELU ? (s > 0 ? s : 0) : s;
+                        cg_act a = cases[ci].act;
+                        z[i * cw + j] = a == CG_ACT_TANH      ? tanh(s)
+                                        : a == CG_ACT_RELU    ? (s > 0 ? s : 0)
+                                        : a == CG_ACT_RELU6   ? fmin(fmax(s, 0), 6)
+                                        : a == CG_ACT_SIGMOID ? 1 / (1 + exp(-s))
+                                                              : s;
                     }
                 for (int i = 0; i < oh; i++)
                     for (int j = 0; j < ow; j++) {
@@ -300,6 +314,32 @@ static void test_layers_naive(void)
 
 /* The whole forward pass on a 3-channel input: conv 1x1 (weights 1, 10, 100) and
  * a global average: pixels c+1 in channel c give 1 + 20 + 300 = 321. */
+/* relu6 and sigmoid by hand: a 1x1 depthwise conv (weight 2 on channel 0, -1 on
+ * channel 1, groups 2) of values either side of 0 and 6. */
+static void test_acts_by_hand(void)
+{
+    float x[2 * 4] = {-1, 0.5f, 2, 4, -1, 0.5f, 2, 4}, k[2] = {2, -1}, y[8];
+    cg_tensor t[1] = {tensor("d.weight", k, 2)};
+    cg_weights w = make_w(t, 1);
+    cg_err e;
+    cg_layer l = conv_layer("d", 2, 2, 2, 2, 1, 0, 0, CG_ACT_RELU6);
+    l.groups = 2;
+    CHECK(cg_cpu_layer(&l, &w, x, y, 1, &e) == 0, "relu6: %s", e.msg);
+    const float relu6[8] = {0, 1, 4, 6, 1, 0, 0, 0};
+    for (int i = 0; i < 8; i++) CHECK(y[i] == relu6[i], "relu6 [%d]: %g, want %g", i, y[i], relu6[i]);
+    l.act = CG_ACT_SIGMOID;
+    CHECK(cg_cpu_layer(&l, &w, x, y, 1, &e) == 0, "sigmoid: %s", e.msg);
+    for (int i = 0; i < 8; i++) {
+        double v = (i < 4 ? 2.0 : -1.0) * x[i];
+        CHECK(y[i] == (float)(1 / (1 + exp(-v))), "sigmoid [%d]: %.9g", i, y[i]);
+    }
+    /* groups must divide C and M: 2 groups of 3 channels, 3 maps */
+    cg_layer bad = conv_layer("d", 2, 2, 2, 3, 1, 0, 0, CG_ACT_NONE);
+    bad.groups = 2;
+    CHECK(cg_cpu_layer(&bad, &w, x, y, 1, &e) != 0, "groups 2 with M = 3 accepted");
+    CHECK_CONTAINS(e.msg, "groups=2 must divide C=2 and M=3");
+}
+
 static void test_forward_channels(void)
 {
     static const char text[] = "network: rgb\ninput: {channels: 3, height: 4, width: 5}\nlayers:\n"
@@ -793,6 +833,7 @@ int main(void)
     test_conv_naive();
     test_layers_by_hand();
     test_layers_naive();
+    test_acts_by_hand();
     test_forward_channels();
     test_fc_softmax();
     test_network();

@@ -25,7 +25,8 @@
  * layers-fc-odd (fc_vec's single-float and float2 loads), layers-bn (input mean/std,
  * batch norms folded into convs with the runtime's folded weights against the
  * reference's unfolded batch norms, batch norms as kernels, padded max and average
- * pools), layers-graph (a residual add
+ * pools), layers-depthwise (conv2d_depthwise's windows, strides, padding and pools,
+ * conv2d_direct's channel groups, relu6 and sigmoid fused and standalone), layers-graph (a residual add
  * read from two layers, concat of two branches, a three-input add: kernels reading
  * several tensors, a tensor read by two later layers). The
  * kernels are built to trap on a misaligned vector access, as a GPU faults on
@@ -391,7 +392,8 @@ int main(void)
                            "tests/gpu/layers-planes-wg.yaml", "tests/gpu/layers-planes-pool-wg.yaml",
                            "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-x2.yaml", "tests/gpu/layers-slide-align.yaml",
                            "tests/gpu/layers-slide-pad.yaml", "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml",
-                           "tests/gpu/layers-graph.yaml", "tests/gpu/layers-bn.yaml"};
+                           "tests/gpu/layers-graph.yaml", "tests/gpu/layers-bn.yaml",
+                           "tests/gpu/layers-depthwise.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");
     const char *bucket = getenv("CG_EMULATE_BATCH");
     if (one && *one)

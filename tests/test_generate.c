@@ -504,6 +504,11 @@ static void test_auto_rule(void)
         {"bench/specs/zoo-alex.yaml", "conv4", 75, "conv2d_igemm", "would cover 1.78x the 3x3 conv output"},
         /* 44x44 outputs, covered exactly: winograd */
         {"bench/specs/zoo-squeeze.yaml", "conv2", 80, "conv2d_winograd", "auto: winograd, since K = 3"},
+        /* grouped layers: depthwise where groups = C = M, else direct, on every target */
+        {"tests/gpu/layers-depthwise.yaml", "dw1", 90, "conv2d_depthwise", "auto: depthwise, since groups = C = M = 16"},
+        {"tests/gpu/layers-depthwise.yaml", "dw2", 0, "conv2d_depthwise", "auto: depthwise"},
+        {"tests/gpu/layers-depthwise.yaml", "gc", 90, "conv2d_direct",
+         "auto: direct, the template that serves grouped layers (groups = 4: 6 channels into 3 maps a group)"},
     };
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);
@@ -991,6 +996,64 @@ static void test_input_names(void)
     free(s), free(o);
 }
 
+/* Grouped layers: every conv template but direct and depthwise refuses them in
+ * its check, naming the groups; depthwise refuses layers other than groups = C
+ * = M; direct refuses a map group across two channel groups; at a small batch
+ * a grouped layer keeps auto's grouped choice. */
+static void test_groups_refused(void)
+{
+    static const char *const others[] = {"conv2d_igemm", "conv2d_igemm_tc", "conv2d_igemm_wg", "conv2d_planes",
+                                         "conv2d_slide", "conv2d_winograd"};
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    char whybuf[256], *why = whybuf;
+    if (!s || !o || cg_spec_load("tests/gpu/layers-depthwise.yaml", s, &e)) {
+        CHECK(0, "layers-depthwise: %s", e.msg);
+        return free(s), free(o);
+    }
+    /* layer 2 (dw1): depthwise, 16 groups; layer 5 (gc): 4 groups */
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++) {
+        for (int li = 1; li <= 4; li += 3) {
+            why[0] = 0;
+            CHECK(cg_gen_check_one(s, li, others[i], "", why, sizeof whybuf, &e) == 1, "%s on layer %d accepted",
+                  others[i], li + 1);
+            CHECK_CONTAINS(why, "reduces over all C channels for every map; this layer has groups = ");
+        }
+    }
+    CHECK(cg_gen_check_one(s, 4, "conv2d_depthwise", "", why, sizeof whybuf, &e) == 1, "depthwise on 4 groups");
+    CHECK_CONTAINS(why, "conv2d_depthwise serves depthwise layers (groups = C = M); this one has C = 24, M = 12, groups = 4");
+    CHECK(cg_gen_check_one(s, 0, "conv2d_depthwise", "", why, sizeof whybuf, &e) == 1, "depthwise on one group");
+    CHECK(cg_gen_check_one(s, 1, "conv2d_depthwise", "", why, sizeof whybuf, &e) == 0, "depthwise refused dw1: %s", why);
+    CHECK(cg_gen_check_one(s, 1, "conv2d_direct", "", why, sizeof whybuf, &e) == 0, "direct refused dw1: %s", why);
+    /* gc2: 36 maps in 2 groups of 18: maps_unroll 4 would straddle two groups */
+    CHECK(cg_gen_check_one(s, 5, "conv2d_direct", "maps_unroll=4", why, sizeof whybuf, &e) == 1, "maps_unroll 4 of 18");
+    CHECK_CONTAINS(why, "maps_unroll=4 must divide the 18 maps of each of the 2 channel groups");
+    /* a small batch: grouped layers keep depthwise and direct */
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.batch = 1;
+    if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *k = conv_kernel(o, "dw1"), *g = conv_kernel(o, "gc");
+        CHECK(k && !strcmp(k->tpl, "conv2d_depthwise"), "batch 1 dw1: %s", k ? k->tpl : "none");
+        CHECK(g && !strcmp(g->tpl, "conv2d_direct"), "batch 1 gc: %s", g ? g->tpl : "none");
+        cg_gen_free(o);
+    } else {
+        CHECK(0, "layers-depthwise at batch 1: %s", e.msg);
+    }
+    /* a grouped layer under a strategy that cannot serve it: refused at the layer */
+    static const char text[] = "network: g\ninput: {channels: 8, height: 8, width: 8}\nlayers:\n"
+                               "  - {name: c, op: conv, M: 8, K: 3, groups: 2, strategy: igemm}\n";
+    if (cg_spec_parse("g.yaml", text, strlen(text), s, &e) == 0) {
+        CHECK(cg_generate(s, "x", o, &e) != 0, "igemm generated a grouped layer");
+        CHECK_CONTAINS(e.msg, "g.yaml:4:");
+        CHECK_CONTAINS(e.msg, "conv2d_igemm reduces over all C channels for every map; this layer has groups = 2");
+    } else {
+        CHECK(0, "g.yaml: %s", e.msg);
+    }
+    free(s), free(o);
+}
+
 /* A layer no configuration suits for want of a legal value of one parameter
  * (a 100x100 kernel: igemm's slices hold at most 64 reduction rows) says which,
  * through generate and through the one-layer calls. */
@@ -1104,6 +1167,7 @@ static void test_graph_manifest(void)
             t_conv3 = cg_manifest_tensor(m, "conv3"), t_conv4 = cg_manifest_tensor(m, "conv4"),
             t_res1 = cg_manifest_tensor(m, "res1"), t_b1 = cg_manifest_tensor(m, "b1"), t_b2 = cg_manifest_tensor(m, "b2");
         for (int i = 0; i < m->nkernels; i++) {
+    test_groups_refused();
             const cg_mkernel *k = &m->k[i];
             for (int j = 0; j < k->nin; j++) readers_conv1 += k->in[j] == t_conv1, readers_res1 += k->in[j] == t_res1;
             if (!strcmp(k->tpl, "add") && k->nin == 2) {

@@ -437,10 +437,50 @@ static void test_layers(void)
     CHECK_CONTAINS(err.msg, "mem.yaml:2:19: 'channels' in 'input' is 3, but dataset fashion-mnist has 1 channel");
 }
 
+/* groups on conv and the activations relu6 and sigmoid: read, checked, with
+ * their weights' shape; groups that do not divide C and M are refused at the value. */
+static void test_groups(void)
+{
+    static const char head[] = "network: t\ninput: {channels: 8, height: 9, width: 9}\nlayers:\n";
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s%s", head,
+             "  - {name: dw, op: conv, M: 8, K: 3, padding: 1, groups: 8, activation: relu6}\n"
+             "  - {name: gc, op: conv, M: 4, K: 3, stride: 2, groups: 2, activation: sigmoid}\n"
+             "  - {name: pw, op: conv, M: 6, K: 1}\n");
+    int rc = cg_spec_parse("mem.yaml", buf, strlen(buf), &spec, &err);
+    CHECK(rc == 0, "groups spec: %s", err.msg);
+    if (rc) return;
+    const cg_layer *dw = &spec.layers[0], *gc = &spec.layers[1], *pw = &spec.layers[2];
+    CHECK(dw->groups == 8 && dw->act == CG_ACT_RELU6, "depthwise: groups %d act %d", dw->groups, dw->act);
+    CHECK_SHAPE(dw, 8, 9, 9, 8, 9, 9);
+    CHECK(gc->groups == 2 && gc->act == CG_ACT_SIGMOID, "grouped: groups %d act %d", gc->groups, gc->act);
+    CHECK_SHAPE(gc, 8, 9, 9, 4, 4, 4);
+    CHECK(pw->groups == 1 && cg_layer_groups(pw) == 1, "default groups 1");
+    long long rows, fan_in;
+    CHECK(cg_op_weights(dw, &rows, &fan_in) && rows == 8 && fan_in == 9, "depthwise weights 8 x 9");
+    CHECK(cg_op_weights(gc, &rows, &fan_in) && rows == 4 && fan_in == 36, "grouped weights 4 x 36");
+    char tag[96];
+    cg_conv_tag(gc, tag, sizeof tag);
+    CHECK(!strcmp(tag, " stride=2 groups=2"), "tag '%s'", tag);
+    cg_conv_tag(pw, tag, sizeof tag);
+    CHECK(!strcmp(tag, ""), "no groups in a 1-group tag '%s'", tag);
+    /* refusals, at the value */
+    snprintf(buf, sizeof buf, "%s%s", head, "  - {name: a, op: conv, M: 6, K: 3, groups: 4}\n");
+    CHECK(cg_spec_parse("mem.yaml", buf, strlen(buf), &spec, &err) != 0, "groups 4 of 8 channels, 6 maps");
+    CHECK_CONTAINS(err.msg, "mem.yaml:4:45: 'groups' in layer 'a' is 4, which must divide C = 8 (from the input) and M = 6");
+    snprintf(buf, sizeof buf, "%s%s", head, "  - {name: a, op: conv, M: 6, K: 3, groups: 0}\n");
+    CHECK(cg_spec_parse("mem.yaml", buf, strlen(buf), &spec, &err) != 0, "groups 0");
+    CHECK_CONTAINS(err.msg, "mem.yaml:4:45: 'groups' in layer 'a' is out of range: 0");
+    snprintf(buf, sizeof buf, "%s%s", head, "  - {name: a, op: fc, out: 6, groups: 2}\n");
+    CHECK(cg_spec_parse("mem.yaml", buf, strlen(buf), &spec, &err) != 0, "groups on fc");
+    CHECK_CONTAINS(err.msg, "key 'groups' is not allowed for op fc");
+}
+
 static void test_names(void)
 {
     CHECK(!strcmp(cg_act_name(CG_ACT_NONE), "none") && !strcmp(cg_act_name(CG_ACT_TANH), "tanh") &&
-              !strcmp(cg_act_name(CG_ACT_RELU), "relu"),
+              !strcmp(cg_act_name(CG_ACT_RELU), "relu") && !strcmp(cg_act_name(CG_ACT_RELU6), "relu6") &&
+              !strcmp(cg_act_name(CG_ACT_SIGMOID), "sigmoid"),
           "act names");
     CHECK(!strcmp(cg_op_name(CG_OP_CONV), "conv") && !strcmp(cg_op_name(CG_OP_FC), "fc") &&
               !strcmp(cg_op_name(CG_OP_SOFTMAX), "softmax"),
@@ -472,6 +512,14 @@ static void test_op_table(void)
     CHECK(cg_op_template(&l, "a_name_longer_than_the_buffer_takes", tpl, sizeof tpl) == -1, "too long");
     CHECK(cg_op_weights(&l, &rows, &fan_in) && rows == 5 && fan_in == 27, "conv weights 5 x 27");
     CHECK(cg_ops[CG_OP_CONV].flop(&l, 2) == 2.0 * 5 * 6 * 6 * 27 * 2, "conv FLOPs");
+    /* groups: weights [M, C/G, K, K], FLOPs over C/G channels a map */
+    l.C = 6, l.M = 4, l.groups = 2;
+    long long shape[4];
+    CHECK(cg_ops[CG_OP_CONV].weight_shape(&l, shape) == 4 && shape[0] == 4 && shape[1] == 3 && shape[2] == 3 &&
+              shape[3] == 3, "grouped conv weights [4, 3, 3, 3]");
+    CHECK(cg_op_weights(&l, &rows, &fan_in) && rows == 4 && fan_in == 27, "grouped weights 4 x 27");
+    CHECK(cg_ops[CG_OP_CONV].flop(&l, 1) == 2.0 * 4 * 6 * 6 * 27, "grouped conv FLOPs");
+    l.C = 3, l.M = 5, l.groups = 0;
     l.op = CG_OP_FC, l.out = 10;
     CHECK(cg_op_template(&l, "vec", tpl, sizeof tpl) == 0 && !strcmp(tpl, "fc_vec"), "fc_ family");
     CHECK(cg_op_weights(&l, &rows, &fan_in) && rows == 10 && fan_in == 192, "fc weights 10 x 192");
@@ -659,5 +707,6 @@ int main(void)
     test_names();
     test_layers();
     test_graph();
+    test_groups();
     return cg_test_done("test_spec");
 }

@@ -51,9 +51,11 @@ static void describe(const cg_layer *l, layer_info *li)
         if (l->pool_op == CG_POOL_GLOBAL_AVG && l->pool) snprintf(pool, sizeof pool, "global_avg");
         else if (l->pool)
             snprintf(pool, sizeof pool, "%s%d/%d", cg_pool_name(l), l->pool, l->pool_stride > 0 ? l->pool_stride : l->pool);
-        snprintf(li->detail, sizeof li->detail, "K=%d stride=%d pad=%d,%d,%d,%d act=%s pool=%s bias=%s", l->K,
-                 l->stride > 0 ? l->stride : 1, l->pad[0], l->pad[1], l->pad[2], l->pad[3], cg_act_name(l->act), pool,
-                 l->bias ? "yes" : "no");
+        char groups[24] = "";
+        if (l->groups > 1) snprintf(groups, sizeof groups, " groups=%d", l->groups);
+        snprintf(li->detail, sizeof li->detail, "K=%d stride=%d pad=%d,%d,%d,%d%s act=%s pool=%s bias=%s", l->K,
+                 l->stride > 0 ? l->stride : 1, l->pad[0], l->pad[1], l->pad[2], l->pad[3], groups, cg_act_name(l->act),
+                 pool, l->bias ? "yes" : "no");
     } else if (l->op == CG_OP_FC) {
         long long in = cg_layer_in_elems(l);
         snprintf(li->detail, sizeof li->detail, "in=%lld out=%d act=%s bias=%s", in, l->out, cg_act_name(l->act),

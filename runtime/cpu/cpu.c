@@ -25,6 +25,8 @@ static double activate(cg_act a, double v)
 {
     if (a == CG_ACT_TANH) return tanh(v);
     if (a == CG_ACT_RELU) return v > 0 ? v : 0;
+    if (a == CG_ACT_RELU6) return v > 0 ? (v < 6 ? v : 6) : 0;
+    if (a == CG_ACT_SIGMOID) return 1.0 / (1.0 + exp(-v));
     return v;
 }
 
@@ -71,9 +73,10 @@ void cg_cpu_input(const cg_spec *s, const unsigned char *pixels, int n, float *x
     for (size_t i = 0; i < total; i++) x[i] = (float)(pixels[i] * scale + offset);
 }
 
-/* conv: z[m][i][j] = act(sum_c sum_p sum_q xp[c][i*S+p][j*S+q] * k[m][c][p][q] + bias[m]),
- * where xp is the input with pad[] zeros around it (top, left, bottom, right) and S
- * the stride; z is rounded to float. Then the pool: y[m][oh][ow] = max or mean of
+/* conv: z[m][i][j] = act(sum_c sum_p sum_q xp[c][i*S+p][j*S+q] * k[m][c-c0][p][q] + bias[m]),
+ * where xp is the input with pad[] zeros around it (top, left, bottom, right), S
+ * the stride, and c runs over m's group of channels, c0 to c0 + C/G - 1 with
+ * c0 = (m / (M/G)) * C/G (all C for one group); z is rounded to float. Then the pool: y[m][oh][ow] = max or mean of
  * z over the window of side pool at (oh*pool_stride, ow*pool_stride) (the windows
  * that do not fit are dropped), or the mean of the whole map (global average);
  * y = z without a pool. plane: CH*CW doubles of scratch, one map's z.
@@ -87,18 +90,20 @@ static void conv_image(const cg_layer *l, const float *k, const float *bias, con
     const long C = l->C, H = l->H, W = l->W, K = l->K, S = l->stride > 0 ? l->stride : 1;
     const long pt = l->pad[0], pl = l->pad[1], CH = chi, CW = cwi, OH = ohi, OW = owi;
     const long PK = l->pool, PS = l->pool_stride > 0 ? l->pool_stride : l->pool, PP = l->pool_pad;
+    const long G = cg_layer_groups(l), CG = C / G, MG = l->M / G; /* channels and maps per group */
     for (long m = 0; m < l->M; m++) {
-        const float *km = k + m * C * K * K;
+        const float *km = k + m * CG * K * K;
+        const long c0 = m / MG * CG; /* the first channel of m's group */
         for (long i = 0; i < CH; i++) {
             double *a = plane + i * CW;
             for (long j = 0; j < CW; j++) a[j] = 0;
-            for (long c = 0; c < C; c++)
+            for (long c = c0; c < c0 + CG; c++)
                 for (long p = 0; p < K; p++) {
                     long iy = i * S - pt + p;
                     if (iy < 0 || iy >= H) continue; /* a row of padding */
                     const float *xr = x + (c * H + iy) * W;
                     for (long q = 0; q < K; q++) {
-                        double kv = km[(c * K + p) * K + q];
+                        double kv = km[((c - c0) * K + p) * K + q];
                         /* the columns j whose input column j*S - pl + q lies in 0..W-1 */
                         long lo = q >= pl ? 0 : (pl - q + S - 1) / S;
                         long hi = (W - 1 + pl - q) < 0 ? 0 : (W - 1 + pl - q) / S + 1;

@@ -18,6 +18,9 @@
 -- average of the activated values. Pools a tile cannot cover (overlapping
 -- windows, the global average) leave the kernel unfused: conv + bias, then the
 -- pool template applies the activation and pools.
+-- Channel groups (groups = G > 1): a map group lies in one channel group
+-- (maps_unroll divides M/G), reads its C/G channels from the input and its
+-- weights [M, C/G, K, K]; the patch is then read per channel, never hoisted.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -31,6 +34,12 @@ local function geom(l, fuse)
   local g = common.conv_geom(l)
   local fused = fuse ~= 0 and (g.kind == "none" or g.tiled_pool)
   return g, fused, fused and g.kind ~= "none"
+end
+
+-- Channels and maps of one channel group (C and M for an ungrouped layer).
+local function per_group(l)
+  local G = (l.groups and l.groups > 1) and l.groups or 1
+  return l.C // G, l.M // G, G
 end
 
 -- The side of the pool window the kernel applies (1 when it pools nothing).
@@ -53,14 +62,15 @@ end
 -- 32 that fits: measured on an H100 (2026-11-26, bench/journal/2026-11.md), one map a
 -- thread ran 17 maps of a 3x3 layer 11.7x slower than 17.
 local function default_mu(l)
-  local ckk, F = l.C * l.K * l.K, pool_side(l, 1)
+  local CG, MG = per_group(l)
+  local ckk, F = CG * l.K * l.K, pool_side(l, 1)
   local function fits(d) return d * ckk * 100 + 4096 <= 40 * 1024 and d * F * F <= 64 end
   local best = 1
-  for _, d in ipairs(common.divisors(l.M, 8)) do
+  for _, d in ipairs(common.divisors(MG, 8)) do
     if fits(d) then best = d end
   end
-  if best >= 4 or best == l.M then return best end
-  for _, d in ipairs(common.divisors(l.M, 32)) do
+  if best >= 4 or best == MG then return best end
+  for _, d in ipairs(common.divisors(MG, 32)) do
     if d > 8 and fits(d) then return d end
   end
   return best
@@ -72,10 +82,11 @@ local function small_batch(l) return l.batch and l.batch > 0 and l.batch <= 64 e
 -- maps_unroll's default for a small batch: the smallest divisor of M from 2 (M
 -- itself where it is prime), so that the map groups can be shared out over blocks.
 local function small_mu(l)
-  for _, d in ipairs(common.divisors(l.M, l.M)) do
+  local _, MG = per_group(l)
+  for _, d in ipairs(common.divisors(MG, MG)) do
     if d >= 2 then return d end
   end
-  return l.M
+  return MG
 end
 
 -- ms's default: 1 at a large batch; for a small batch, the fewest splits of the
@@ -153,7 +164,7 @@ end
 -- The kernel's name, whether its weights go to constant memory, and their bytes.
 local function naming(l, p)
   local g, fused, pooled = geom(l, p.fuse)
-  local CKK = l.C * l.K * l.K
+  local CKK = per_group(l) * l.K * l.K
   local wbytes = 4 * (l.M * CKK + (l.bias and l.M or 0))
   -- constant memory indexed by the group counter turns into loads the compiler
   -- hoists far ahead (hundreds of live registers, then spills) once a group has
@@ -172,6 +183,11 @@ T.SOURCE_BUDGET = 40 * 1024
 
 function T.check(l, p)
   local pooled, TR, TS, PR, PC = tile(l, p)
+  local CG, MG, G = per_group(l)
+  if MG % p.maps_unroll ~= 0 then
+    return string.format("maps_unroll=%d must divide the %d maps of each of the %d channel groups", p.maps_unroll,
+      MG, G), "maps_unroll"
+  end
   if (l.M // p.maps_unroll) % p.ms ~= 0 then
     return string.format("ms=%d must divide the %d map groups of maps_unroll=%d", p.ms, l.M // p.maps_unroll,
       p.maps_unroll), "ms"
@@ -186,7 +202,7 @@ function T.check(l, p)
     return string.format("maps_unroll=%d with cols=%d needs %d accumulators per thread; at most 64",
       p.maps_unroll, p.cols, p.maps_unroll * TR * TS), "maps_unroll"
   end
-  local CKK = l.C * l.K * l.K
+  local CKK = CG * l.K * l.K
   local body = p.maps_unroll * CKK * TR * TS * (p.unroll_groups == 1 and l.M // p.maps_unroll or 1)
   local calls = p.maps_unroll * CKK * (p.unroll_groups == 1 and l.M // p.maps_unroll or 1)
   if calls > T.CALL_BUDGET then
@@ -224,10 +240,11 @@ function T.cost(l, p)
   local g = common.conv_geom(l)
   local OH, OW = g.CH, g.CW
   if pooled then OH, OW = g.OH, g.OW end
-  local CKK, groups = l.C * l.K * l.K, l.M // p.maps_unroll
-  local hoist = l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT)
+  local CG = per_group(l)
+  local CKK, groups = CG * l.K * l.K, l.M // p.maps_unroll
+  local hoist = g.G == 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT)
   local _, const = naming(l, p)
-  local loads = l.C * PR * PC * (hoist and 1 or groups)
+  local loads = CG * PR * PC * (hoist and 1 or groups)
   if not (const and (groups == 1 or p.unroll_groups == 1)) then loads = loads + l.M * CKK end
   local instr = (l.M * CKK * TR * TS + loads + l.M * p.cols + 40 * (p.unroll_groups == 1 and 1 or groups)) / p.ms
   local regs = p.maps_unroll * TR * TS + (hoist and l.C * PR * PC or PR * PC)
@@ -242,11 +259,11 @@ __constant__ {{w_t}} {{wsym}}[{{M * CKK}}];
 __constant__ {{b_t}} {{bsym}}[{{M}}];
 %   end
 
-// weights of map m, channel c, row p, column q: W(((m * {{C}} + c) * {{K}} + p) * {{K}} + q)
+// weights of map m, channel c, row p, column q: W(((m * {{CG}} + c) * {{K}} + p) * {{K}} + q)
 #define W(i) {{w_to_acc(wsym .. "[i]")}}
 % else
 // weights of map g+m (the group staged in shared memory), channel c, row p, column q:
-// W((m * {{C}} + c) * {{K * K}} + p * {{K}} + q)
+// W((m * {{CG}} + c) * {{K * K}} + p * {{K}} + q)
 #define W(i) {{w_to_acc("ws[i]")}}
 % end
 % if bias then
@@ -291,7 +308,7 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
     const {{in_t}}* __restrict__ x = in + img * {{C * H * W}};
     const int o = iy0 * {{W}} + ix0;
 #define {{name}}_IN(p, q) ({{incond}})
-#define {{name}}_X(c, p, q) ({{name}}_IN(p, q) ? {{to_acc("x[o + (c) * " .. H * W .. " + (p) * " .. W .. " + (q)]")}} : 0.0f)
+#define {{name}}_X(c, p, q) ({{name}}_IN(p, q) ? {{to_acc(xv .. "[o + (c) * " .. H * W .. " + (p) * " .. W .. " + (q)]")}} : 0.0f)
 % else
     const {{in_t}}* __restrict__ x = in + img * {{C * H * W}} + row * {{TR * S * W}} + col * {{TR * S}};
 % end
@@ -328,11 +345,15 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
         for (int i = threadIdx.x; i < {{mu * CKK}}; i += {{block}}) ws[i] = w_arg[g * {{CKK}} + i];
         __syncthreads();
 % end
+% if G > 1 then
+        // the {{CG}} channels of these maps' group ({{M // G}} maps a group)
+        const {{in_t}}* __restrict__ xg = x + (g / {{M // G}}) * {{CG * H * W}};
+% end
 % local ind = "        "
 % for m = 0, mu - 1 do
         {{acc_t}} a{{m}}[{{TR}}][{{TS}}] = {};
 % end
-% for c = 0, C - 1 do
+% for c = 0, CG - 1 do
 %   local vc = hoist and ("v[" .. c .. "]") or "v"
 %   if not hoist then
         {
@@ -345,7 +366,7 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 %     if padded then
                     v[p][q] = {{name}}_X({{c}}, p, q);
 %     else
-                    v[p][q] = {{to_acc("x[" .. c * H * W .. " + p * " .. W .. " + q]")}};
+                    v[p][q] = {{to_acc(xv .. "[" .. c * H * W .. " + p * " .. W .. " + q]")}};
 %     end
 %     ind = "            "
 %   end
@@ -419,7 +440,8 @@ function T.kernel(l, p)
     if maxx + PC - 1 >= l.W then conds[#conds + 1] = string.format("((q) < %d || ix0 + (q) < %d)", l.W - maxx, l.W) end
     if #conds > 0 then incond = table.concat(conds, " && ") end
   end
-  local CKK = l.C * l.K * l.K
+  local CG = per_group(l)
+  local CKK = CG * l.K * l.K
   local name, const, wbytes = naming(l, p)
   local act = fused and l.act or "none"
   local head, args = common.kernel_head(name, p.block, common.std_args({ w_name = "w_arg", b_name = "b_arg",
@@ -427,11 +449,11 @@ function T.kernel(l, p)
   local v = {
     name = name, head = head,
     block = p.block, mu = p.maps_unroll, cols = p.cols, unroll_groups = p.unroll_groups == 1, ms = p.ms,
-    C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, CKK = CKK,
+    C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, CKK = CKK, CG = CG, G = g.G, xv = g.G > 1 and "xg" or "x",
     TR = TR, TS = TS, PR = PR, PC = PC,
     P = OH * OW, TW = OW,
     -- a padded patch also keeps its bounds' predicates live: a smaller one is hoisted
-    pooled = pooled, hoist = l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT),
+    pooled = pooled, hoist = g.G == 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT),
     S = g.S, pt = g.pt, pl = g.pl, padded = g.padded, incond = incond,
     pool_doc = not pooled and "" or g.max2 and "2x2 max, " or (g.kind .. " over " .. TR .. "x" .. TR .. ", "),
     maxtree = common.max_tree,

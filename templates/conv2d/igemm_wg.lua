@@ -103,6 +103,8 @@ local function shape(l, p)
 end
 
 function T.check(l, p)
+  local why_g = common.refuse_groups(l, "conv2d_igemm_wg")
+  if why_g then return why_g, nil end
   local s = shape(l, p)
   local why0, blame0 = common.check_wgmma(l, p, "conv2d_igemm_wg")
   if why0 then return why0, blame0 end

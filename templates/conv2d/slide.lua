@@ -282,6 +282,8 @@ T.params = {
 }
 
 function T.check(l, p)
+  local why_g = common.refuse_groups(l, "conv2d_slide")
+  if why_g then return why_g, nil end
   local why, blame = check_tile(l, p)
   if not why then return nil end
   prefer(l)

@@ -155,6 +155,8 @@ local function shape(l, p)
 end
 
 function T.check(l, p)
+  local why_g = common.refuse_groups(l, "conv2d_winograd")
+  if why_g then return why_g, nil end
   local g = common.conv_geom(l)
   if g.S ~= 1 then
     return string.format("Winograd serves stride 1 only; this layer's is %d", g.S)

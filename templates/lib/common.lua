@@ -5,6 +5,10 @@ local common = {}
 function common.act(act, v)
   if act == "tanh" then return "tanhf(" .. v .. ")" end
   if act == "relu" then return "fmaxf(" .. v .. ", 0.0f)" end
+  if act == "relu6" then return "fminf(fmaxf(" .. v .. ", 0.0f), 6.0f)" end
+  -- expf, not __expf: within 2 ulp over the whole range, where __expf's error
+  -- grows with |v| (the CPU reference computes 1 / (1 + exp(-v)) in double)
+  if act == "sigmoid" then return "(1.0f / (1.0f + expf(-(" .. v .. "))))" end
   if act == "none" then return v end
   error("unknown activation '" .. tostring(act) .. "'", 2)
 end
@@ -43,6 +47,10 @@ function common.conv_geom(l)
     else t = t .. string.format("_p%d_%d_%d_%d", g.pt, g.pl, g.pb, g.pr) end
   end
   if g.S > 1 then t = t .. "_s" .. g.S end
+  -- channel groups (l.groups, 1 where absent): map m reads channels
+  -- [gi*C/G, (gi+1)*C/G) of its group gi = m // (M/G); names and shapes say so only where G > 1
+  g.G = (l.groups and l.groups > 1) and l.groups or 1
+  if g.G > 1 then t = t .. "_g" .. g.G end
   g.tag = t
   if g.kind == "global_avg" then g.pool_tag = "_gavg"
   elseif g.kind == "none" then g.pool_tag = ""
@@ -52,6 +60,7 @@ function common.conv_geom(l)
   local words = {}
   if g.padded then words[#words + 1] = string.format("padding %d,%d,%d,%d", g.pt, g.pl, g.pb, g.pr) end
   if g.S > 1 then words[#words + 1] = "stride " .. g.S end
+  if g.G > 1 then words[#words + 1] = "groups " .. g.G end
   g.conv_words = #words > 0 and (" " .. table.concat(words, " ")) or ""
   if g.kind == "global_avg" then g.pool_words = "global average pool"
   elseif g.kind ~= "none" then
@@ -82,6 +91,16 @@ function common.conv_shape(l, g, act, pooled, M, OH, OW)
   else tail = "" end
   return string.format("C=%d H=%d W=%d -> M=%d K=%d%s%s -> %dx%dx%d",
     l.C, l.H, l.W, l.M, l.K, g.conv_words, tail, M, OH, OW)
+end
+
+-- A check's refusal of a grouped conv layer (groups > 1) by a template that
+-- reduces over all C channels for every map: nil for one group, else the message.
+function common.refuse_groups(l, tname)
+  if l.groups and l.groups > 1 then
+    return string.format("%s reduces over all C channels for every map; this layer has groups = %d " ..
+      "(use strategy depthwise where groups = C = M, else direct)", tname, l.groups)
+  end
+  return nil
 end
 
 -- All divisors of n that are at most `max`, ascending.

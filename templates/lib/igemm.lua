@@ -247,6 +247,8 @@ local function shape(l, p, tc)
 end
 
 local function check(l, p, tc)
+  local why_g = common.refuse_groups(l, tc and "conv2d_igemm_tc" or "conv2d_igemm")
+  if why_g then return why_g, nil end
   local why, blame = common.check_thread_tile(l, p)
   if why then return why, blame end
   local s = shape(l, p, tc)

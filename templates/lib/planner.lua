@@ -7,7 +7,7 @@
 --
 -- net = { name, C, H, W, scale_text, offset_text, target, (one layer's calls:) batch,
 --         layers = { { index, name, op, C, H, W, M, K, pool, bias, act, out,
---                      (conv:) pad_t, pad_l, pad_b, pad_r, stride, pool_stride, pool_op, pool_pad,
+--                      (conv:) pad_t, pad_l, pad_b, pad_r, stride, pool_stride, pool_op, groups, pool_pad,
 --                      strategy, params = { key = value }, OC, OH, OW,
 --                      (batchnorm:) folded: true where it folds into the conv before it }, ... },
 --         norm = { { factor_text, term_text } per input channel } (input mean/std), or nil }
@@ -214,7 +214,20 @@ local function igemm_or_tc(l, why)
   return "conv2d_igemm", why
 end
 
+-- Grouped layers (groups > 1): `depthwise` where groups = C = M (a thread's tile of
+-- one channel's outputs from a register window), else `direct`, the template that
+-- reads each map's group of channels; the other conv templates reduce over all
+-- C channels for every map and refuse such layers in their checks.
+function planner.grouped_strategy(l)
+  if l.groups == l.C and l.M == l.C then
+    return "conv2d_depthwise", string.format("auto: depthwise, since groups = C = M = %d", l.C)
+  end
+  return "conv2d_direct", string.format("auto: direct, the template that serves grouped layers " ..
+    "(groups = %d: %d channels into %d maps a group)", l.groups, l.C // l.groups, l.M // l.groups)
+end
+
 function planner.auto_strategy(l)
+  if (l.groups or 1) > 1 then return planner.grouped_strategy(l) end
   local ckk = l.C * l.K * l.K
   local planes, why = planes_rule(l)
   if planes then return planes, why end
@@ -313,7 +326,10 @@ end
 -- instead (so do conv layers: planner.small_conv); the third result is then the
 -- params to use in place of the spec's.
 local function layer_choice(l)
-  if l.op == "conv" and l.batch and l.batch > 0 and l.batch <= planner.AUTO_GEMV_MAX_BATCH then
+  -- grouped layers: the spec's strategy, or auto's, at every batch (small_conv's
+  -- choices reduce over all channels)
+  if l.op == "conv" and (l.groups or 1) > 1 and l.strategy == "auto" then return planner.auto_strategy(l) end
+  if l.op == "conv" and (l.groups or 1) <= 1 and l.batch and l.batch > 0 and l.batch <= planner.AUTO_GEMV_MAX_BATCH then
     local d = planner.small_conv(l)
     if d then return d[1], d[2], d[3] end
   end
