@@ -115,13 +115,14 @@ static int concat_shape(const cg_layer *l, int *oc, int *oh, int *ow, cg_err *e)
 
 const cg_op_desc cg_ops[CG_OP_COUNT] = {
     [CG_OP_CONV] = {"conv", conv_keys, "conv2d_", 1, 1, 0, cg_spec_read_conv, conv_shape, conv_weights, conv_flop,
-                    conv_unfused},
-    [CG_OP_FC] = {"fc", fc_keys, "fc_", 0, 0, 0, cg_spec_read_fc, fc_shape, fc_weights, fc_flop, NULL},
+                    conv_unfused, 0},
+    [CG_OP_FC] = {"fc", fc_keys, "fc_", 0, 0, 0, cg_spec_read_fc, fc_shape, fc_weights, fc_flop, NULL, 0},
 #define SAME_SHAPE_OP(ID, NAME, LAST) \
-    [CG_OP_##ID] = {#NAME, bare_keys, NULL, 0, 0, LAST, cg_spec_read_same, same_shape, NULL, NULL, NULL},
+    [CG_OP_##ID] = {#NAME, bare_keys, NULL, 0, 0, LAST, cg_spec_read_same, same_shape, NULL, NULL, NULL, 0},
     CG_SAME_SHAPE_OPS(SAME_SHAPE_OP)
 #undef SAME_SHAPE_OP
-    [CG_OP_BATCHNORM] = {"batchnorm", bn_keys, NULL, 1, 1, 0, cg_spec_read_bn, same_shape, bn_weights, NULL, NULL},
+    [CG_OP_BATCHNORM] = {"batchnorm", bn_keys, NULL, 1, 1, 0, cg_spec_read_bn, same_shape, bn_weights, NULL, NULL,
+                         0},
     [CG_OP_ADD] = {"add", add_keys, NULL, 1, 0, 0, cg_spec_read_add, same_shape, NULL, NULL, NULL, CG_MAX_INPUTS},
     [CG_OP_CONCAT] = {"concat", bare_keys, NULL, 1, 0, 0, cg_spec_read_same, concat_shape, NULL, NULL, NULL,
                       CG_MAX_INPUTS},

@@ -41,6 +41,7 @@
 #include "weights.h"
 
 #include <dlfcn.h>
+#include <glob.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -385,25 +386,23 @@ int main(void)
     char shim_path[1024];
     snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
     CHECK(write_text(shim_path, shim, strlen(shim)) == 0, "shim");
-    const char *specs[] = {"specs/example-conv.yaml", "tests/gpu/layers-direct.yaml", "tests/gpu/layers-igemm.yaml",
-                           "tests/gpu/layers-more.yaml", "tests/gpu/layers-gavg.yaml", "tests/gpu/layers-gavg-wide.yaml",
-                           "tests/gpu/layers-winograd.yaml", "tests/gpu/layers-winograd-f.yaml",
-                           "tests/gpu/layers-igemm-tc.yaml", "tests/gpu/layers-slices-tc.yaml", "tests/gpu/layers-igemm-wg.yaml",
-                           "tests/gpu/layers-planes-wg.yaml", "tests/gpu/layers-planes-pool-wg.yaml",
-                           "tests/gpu/layers-slide.yaml", "tests/gpu/layers-slide-x2.yaml", "tests/gpu/layers-slide-align.yaml",
-                           "tests/gpu/layers-slide-pad.yaml", "tests/gpu/layers-tiles-tc.yaml", "tests/gpu/layers-fc-odd.yaml",
-                           "tests/gpu/layers-graph.yaml", "tests/gpu/layers-bn.yaml",
-                           "tests/gpu/layers-depthwise.yaml"};
     const char *one = getenv("CG_EMULATE_SPEC");
     const char *bucket = getenv("CG_EMULATE_BATCH");
     if (one && *one)
         emulate(one, dir, bucket ? cg_batch_bucket(atoll(bucket)) : 0);
     else {
-        for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) emulate(specs[i], dir, 0);
-        /* the small-batch kernels at bucket 1: direct's map splits, igemm's small
-         * tiles, gemv (bucket 8, gemv's 8 images a block of which 3 are there, and
-         * the large-batch choice for C > 16: CG_EMULATE_BATCH=8) */
-        emulate("tests/gpu/layers-small-batch.yaml", dir, 1);
+        /* example-conv, then every layer network of tests/gpu/ (a new op's spec
+         * there is emulated without a change here); layers-small-batch at bucket
+         * 1: direct's map splits, igemm's small tiles, gemv (bucket 8, gemv's 8
+         * images a block of which 3 are there, and the large-batch choice for
+         * C > 16: CG_EMULATE_BATCH=8) */
+        emulate("specs/example-conv.yaml", dir, 0);
+        glob_t g;
+        int grc = glob("tests/gpu/layers-*.yaml", 0, NULL, &g);
+        CHECK(grc == 0 && g.gl_pathc >= 20, "tests/gpu/layers-*.yaml: %zu specs", grc ? 0 : g.gl_pathc);
+        for (size_t i = 0; !grc && i < g.gl_pathc; i++)
+            emulate(g.gl_pathv[i], dir, strstr(g.gl_pathv[i], "small-batch") ? 1 : 0);
+        if (!grc) globfree(&g);
     }
     char *rm[] = {"rm", "-rf", dir, NULL};
     run_cmd(rm);

@@ -503,6 +503,20 @@ static void test_op_table(void)
     }
     CHECK(!cg_op_of(CG_OP_COUNT) && !cg_op_of((cg_op)-1) && !strcmp(cg_op_name(CG_OP_COUNT), "?"),
           "no descriptor outside the table");
+    /* the unknown-op message lists every op of the table, in order, the last after "or"
+     * (tests/specs_bad/unknown_op.yaml checks its position and start only) */
+    static const char bad[] = "network: t\ninput: {channels: 1, height: 8, width: 8}\n"
+                              "layers:\n  - {name: p, op: pool}\n";
+    cg_err er = {""};
+    CHECK(cg_spec_parse("mem.yaml", bad, strlen(bad), &spec, &er) != 0, "op: pool refused");
+    const char *at = strstr(er.msg, "(expected ");
+    for (int op = 0; at && op < CG_OP_COUNT; op++) {
+        const char *hit = strstr(at, names[op]);
+        CHECK(hit != NULL, "unknown-op message names %s: %s", names[op], er.msg);
+        if (hit) at = hit + strlen(names[op]);
+        if (op == CG_OP_COUNT - 2) CHECK(at && !strncmp(at, " or ", 4), "'or' before the last op: %s", er.msg);
+    }
+    CHECK(at && !strcmp(at, ")"), "the message ends with the last op: %s", er.msg);
     cg_layer l;
     memset(&l, 0, sizeof l);
     char tpl[32];
