@@ -215,8 +215,22 @@ def parse_yaml(text, path):
 # ---------------------------------------------------------------------------
 # Shapes, as convgen derives them (docs/spec.md).
 
+ACTS = {"relu": "ReLU", "tanh": "Tanh", "relu6": "ReLU6", "sigmoid": "Sigmoid"}
+
+
+def layer_inputs(l, prev, shapes, path, name):
+    """The tensors a layer reads: its 'input' (a name or a list), by default the layer before."""
+    given = l.get("input", prev)
+    names = given if isinstance(given, list) else [given]
+    for n in names:
+        if n not in shapes:
+            raise SpecError(f"{path}: layer '{name}': input '{n}' is no earlier layer")
+    return names
+
+
 def layer_table(spec, path):
-    """Each layer with its input and output shape; conv layers also get CH, CW (before pooling)."""
+    """Each layer with its input and output shape and the tensors it reads (`inputs`: layer
+    names, "input" for the network's); conv layers also get CH, CW (before pooling)."""
     if not isinstance(spec, dict) or not isinstance(spec.get("layers"), list):
         raise SpecError(f"{path}: no 'layers' sequence")
     inp = spec.get("input") or {}
@@ -224,11 +238,20 @@ def layer_table(spec, path):
         c, h, w = int(inp["channels"]), int(inp["height"]), int(inp["width"])
     except (KeyError, TypeError, ValueError):
         raise SpecError(f"{path}: input.channels, .height and .width are required integers")
-    out = []
+    out, shapes, prev = [], {"input": (c, h, w)}, "input"
     for l in spec["layers"]:
         name, op = l.get("name"), l.get("op")
-        row = dict(name=name, op=op, C=c, H=h, W=w, bias=bool(l.get("bias", op == "fc")),
+        inputs = layer_inputs(l, prev, shapes, path, name)
+        c, h, w = shapes[inputs[0]]
+        row = dict(name=name, op=op, C=c, H=h, W=w, bias=bool(l.get("bias", op == "fc")), inputs=inputs,
                    act=l.get("activation", "none"), pool=l.get("pool", "none"))
+        if op in ("add", "concat"):
+            if len(inputs) < 2:
+                raise SpecError(f"{path}: layer '{name}': {op} reads at least two tensors")
+            if op == "concat":
+                c = sum(shapes[n][0] for n in inputs)
+        elif len(inputs) != 1:
+            raise SpecError(f"{path}: layer '{name}': {op} reads one tensor")
         if op == "conv":
             for key, have in (("C", c), ("H", h), ("W", w)):
                 if key in l and l[key] != have:
@@ -239,33 +262,50 @@ def layer_table(spec, path):
             pad, stride = conv_padding(l, k, path, name), l.get("stride", 1)
             if not isinstance(stride, int) or stride < 1:
                 raise SpecError(f"{path}: layer '{name}': stride must be a positive integer")
+            groups = l.get("groups", 1)
+            if not isinstance(groups, int) or groups < 1 or c % groups or m % groups:
+                raise SpecError(f"{path}: layer '{name}': groups {groups!r} must divide C={c} and M={m}")
             ph, pw = h + pad[0] + pad[2], w + pad[1] + pad[3]
             if k > ph or k > pw:
                 raise SpecError(f"{path}: layer '{name}': K={k} is larger than the input {ph}x{pw}"
                                 + (" with its padding" if any(pad) else ""))
             ch, cw = (ph - k) // stride + 1, (pw - k) // stride + 1
-            row.update(M=m, K=k, CH=ch, CW=cw, pad=pad, stride=stride)
+            row.update(M=m, K=k, CH=ch, CW=cw, pad=pad, stride=stride, groups=groups)
             kind, pk, ps = conv_pool(l, path, name)
-            row.update(pool_kind=kind, PK=pk, PS=ps)
+            pp = l.get("pool_padding", 0)
+            row.update(pool_kind=kind, PK=pk, PS=ps, PP=pp)
             if kind == "global_avg":
                 ch, cw = 1, 1
             elif kind != "none":
-                if ch < pk or cw < pk:
+                if ch + 2 * pp < pk or cw + 2 * pp < pk:
                     raise SpecError(f"{path}: layer '{name}': {row['pool']} needs a conv output of at least {pk}x{pk}")
-                ch, cw = (ch - pk) // ps + 1, (cw - pk) // ps + 1
+                ch, cw = (ch + 2 * pp - pk) // ps + 1, (cw + 2 * pp - pk) // ps + 1
             c, h, w = m, ch, cw
         elif op == "fc":
             if not isinstance(l.get("out"), int) or l["out"] < 1:
                 raise SpecError(f"{path}: layer '{name}': 'out' must be a positive integer")
             row["out"] = l["out"]
             c, h, w = l["out"], 1, 1
-        elif op != "softmax":
+        elif op == "batchnorm":
+            row["eps"] = float(l.get("eps", 1e-5))
+        elif op not in ("softmax", "add", "concat"):
             raise SpecError(f"{path}: layer '{name}': op '{op}'")
-        if row["act"] not in ("none", "relu", "tanh"):
+        if row["act"] != "none" and row["act"] not in ACTS:
             raise SpecError(f"{path}: layer '{name}': activation '{row['act']}'")
         row.update(OC=c, OH=h, OW=w)
         out.append(row)
+        shapes[name], prev = (c, h, w), name
     return out
+
+
+def is_graph(layers):
+    """True when some layer reads other than the layer before it (or several tensors)."""
+    prev = "input"
+    for l in layers:
+        if l["inputs"] != [prev]:
+            return True
+        prev = l["name"]
+    return False
 
 
 def conv_padding(l, k, path, name):
@@ -314,8 +354,9 @@ def load_spec(path):
 
 
 def conv_gflop(l, n):
-    """Direct-convolution work of a conv layer over n images, in GFLOP (2 per FMA)."""
-    return 2.0 * n * l["M"] * l["C"] * l["K"] * l["K"] * l["CH"] * l["CW"] / 1e9
+    """Direct-convolution work of a conv layer over n images, in GFLOP (2 per FMA; C/groups
+    channels per map)."""
+    return 2.0 * n * l["M"] * (l["C"] // l.get("groups", 1)) * l["K"] * l["K"] * l["CH"] * l["CW"] / 1e9
 
 
 def shape_text(l):
@@ -336,13 +377,19 @@ def shape_text(l):
 
 
 def torch_plan(layers):
-    """The PyTorch modules equivalent to the spec: (layer, class in torch.nn, args, kwargs)."""
-    plan, flat = [], False
+    """The PyTorch modules equivalent to the spec: (layer, class in torch.nn, args, kwargs).
+    An fc or softmax reading maps starts with a Flatten; add and concat are the
+    pseudo-modules "Add" and "Cat", which build_model's forward carries out."""
+    plan, flat_of = [], {"input": False}
     for l in layers:
+        flat = flat_of[l["inputs"][0]]
+        flat_of[l["name"]] = flat or l["op"] in ("fc", "softmax")
         if l["op"] == "conv":
             kw = {"bias": l["bias"]}
             if l["stride"] > 1:
                 kw["stride"] = l["stride"]
+            if l["groups"] > 1:
+                kw["groups"] = l["groups"]
             if any(l["pad"]):
                 sym = torch_padding(l)
                 if sym:
@@ -354,21 +401,61 @@ def torch_plan(layers):
         elif l["op"] == "fc":
             if not flat:
                 plan.append((l["name"], "Flatten", (), {}))
-                flat = True
             plan.append((l["name"], "Linear", (l["C"] * l["H"] * l["W"], l["out"]), {"bias": l["bias"]}))
+        elif l["op"] == "batchnorm":
+            plan.append((l["name"], "BatchNorm2d", (l["C"],), {"eps": l["eps"]}))
+        elif l["op"] in ("add", "concat"):
+            plan.append((l["name"], "Add" if l["op"] == "add" else "Cat", (), {}))
         else:
             if not flat:
                 plan.append((l["name"], "Flatten", (), {}))
-                flat = True
             plan.append((l["name"], "Softmax", (), {"dim": 1}))
         if l["op"] != "softmax" and l["act"] != "none":
-            plan.append((l["name"], {"relu": "ReLU", "tanh": "Tanh"}[l["act"]], (), {}))
+            plan.append((l["name"], ACTS[l["act"]], (), {}))
         if l["op"] == "conv" and l["pool_kind"] == "global_avg":
             plan.append((l["name"], "AdaptiveAvgPool2d", (1,), {}))
         elif l["op"] == "conv" and l["pool_kind"] != "none":
             kw = {} if l["PS"] == l["PK"] else {"stride": l["PS"]}
+            if l["PP"]:
+                kw["padding"] = l["PP"]  # AvgPool2d counts the padding (count_include_pad), as convgen does
             plan.append((l["name"], "MaxPool2d" if l["pool_kind"] == "max" else "AvgPool2d", (l["PK"],), kw))
     return plan
+
+
+def build_model(torch, layers):
+    """The spec's network in PyTorch, random weights: an nn.Sequential for a chain, else a
+    module running each layer's nn.Sequential on the tensors it reads. Also each layer's
+    modules (name -> list)."""
+    nn = torch.nn
+    mods_of, seqs = {}, {}
+    for name, cls, a, kw in torch_plan(layers):
+        mods = mods_of.setdefault(name, [])
+        if cls not in ("Add", "Cat"):
+            mods.append(getattr(nn, cls)(*a, **kw))
+    if not is_graph(layers):
+        return nn.Sequential(*[m for l in layers for m in mods_of.get(l["name"], [])]).cuda().eval(), mods_of
+
+    class Graph(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleDict({l["name"]: nn.Sequential(*mods_of.get(l["name"], [])) for l in layers})
+
+        def forward(self, x):
+            t = {"input": x}
+            for l in layers:
+                ins = [t[n] for n in l["inputs"]]
+                if l["op"] == "add":
+                    y = ins[0]
+                    for z in ins[1:]:
+                        y = y + z
+                elif l["op"] == "concat":
+                    y = torch.cat(ins, 1)
+                else:
+                    y = ins[0]
+                t[l["name"]] = self.layers[l["name"]](y)
+            return t[layers[-1]["name"]]
+
+    return Graph().cuda().eval(), mods_of
 
 
 def plan_text(entry):
@@ -390,10 +477,13 @@ def dry_run(specs, batch):
                 desc = f"{l['C'] * l['H'] * l['W']} -> {l['out']}" + (" " + l["act"] if l["act"] != "none" else "")
                 print(f"   {l['name']:12} {'fc':8} {desc:52}")
             else:
-                print(f"   {l['name']:12} {'softmax':8} {l['C'] * l['H'] * l['W']}")
-        print("   torch.nn.Sequential(")
+                size = l["OC"] * l["OH"] * l["OW"] if l["op"] == "softmax" else f"{l['OC']}x{l['OH']}x{l['OW']}"
+                print(f"   {l['name']:12} {l['op']:8} {size}")
+        graph = is_graph(layers)
+        print("   a torch.nn.Sequential( per layer, on the tensors each reads:" if graph else "   torch.nn.Sequential(")
         for entry in torch_plan(layers):
-            print(f"       {plan_text(entry)},  # {entry[0]}")
+            reads = next(("".join(f" <- {', '.join(l['inputs'])}") for l in layers if l["name"] == entry[0]), "")
+            print(f"       {plan_text(entry)},  # {entry[0]}" + (reads if graph else ""))
         print("   )")
 
 
@@ -572,14 +662,8 @@ class Torch:
         return out
 
     def build(self, layers):
-        """nn.Sequential of the spec's layers (random weights) and the module range of each layer."""
-        nn = self.torch.nn
-        mods, spans = [], {}
-        for name, cls, a, kw in torch_plan(layers):
-            s = spans.setdefault(name, [len(mods), len(mods)])
-            mods.append(getattr(nn, cls)(*a, **kw))
-            s[1] = len(mods)
-        return nn.Sequential(*mods).cuda().eval(), spans
+        """The spec's network in PyTorch (random weights) and each layer's modules."""
+        return build_model(self.torch, layers)
 
 
 def fmt(x, spec):
@@ -645,18 +729,17 @@ def main():
     with torch.inference_mode():
         for (p, spec, layers), (chosen, jit, fb) in zip(specs, ours):
             net = spec["network"]
-            model, spans = T.build(layers)
+            model, mods_of = T.build(layers)
             for l in layers:
                 if l["op"] != "conv":
                     continue
                 print(f"cuDNN: {net} {l['name']}", file=sys.stderr)
-                first, last = spans[l["name"]]
-                weight = next(m for m in model[first:last] if hasattr(m, "weight")).weight
+                weight = next(m for m in mods_of[l["name"]] if hasattr(m, "weight")).weight
                 # the bare convolution with the layer's stride and padding; uneven
                 # padding is added to the input beforehand (same work for cuDNN)
                 sym = torch_padding(l)
                 conv = lambda t: torch.nn.functional.conv2d(t, weight, stride=l["stride"],  # noqa: E731
-                                                            padding=sym or 0)
+                                                            padding=sym or 0, groups=l["groups"])
                 t, lf, b, r = l["pad"]
                 xh, xw = (l["H"], l["W"]) if sym else (l["H"] + t + b, l["W"] + lf + r)
                 x = torch.rand(args.batch, l["C"], xh, xw, device="cuda")

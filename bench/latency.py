@@ -99,8 +99,7 @@ class Torch:
         torch.backends.cuda.matmul.allow_tf32 = False
 
     def model(self, layers):
-        mods = [getattr(self.nn, cls)(*args, **kw) for _, cls, args, kw in compare.torch_plan(layers)]
-        return self.nn.Sequential(*mods).cuda().eval()
+        return compare.build_model(self.torch, layers)[0]
 
     def timed(self, fn, warmup=10):
         torch = self.torch

@@ -19,7 +19,7 @@ cmp=bench/compare.py
 # every spec: exit 0, one Conv2d per conv layer, a module list
 for s in specs/*.yaml bench/specs/zoo-*.yaml; do
   if python3 $cmp --dry-run "$s" >"$t/out" 2>"$t/err"; then ok; else bad "--dry-run $s: $(cat "$t/err")"; continue; fi
-  convs=$(grep -cE '^ +op: conv( |$)' "$s")
+  convs=$(grep -cE '(^ +|[{,] *)op: conv( |,|}|$)' "$s")
   got=$(grep -c 'Conv2d(' "$t/out")
   if [ "$convs" -eq "$got" ]; then ok; else bad "$s: $convs conv layers, $got Conv2d in the dry run"; fi
   if grep -q 'torch.nn.Sequential(' "$t/out"; then ok; else bad "$s: no module list"; fi
