@@ -9,7 +9,8 @@
 
 static const char *const conv_keys[] = {"name", "op",   "C",          "H",    "W",           "M",
                                         "K",    "padding", "stride",  "bias", "activation",
-                                        "pool", "pool_stride", "strategy", "params", "pool_padding", "groups", NULL};
+                                        "pool", "pool_stride", "strategy", "params", "pool_padding", "groups",
+                                        "precision", NULL};
 
 static int conv_shape(const cg_layer *l, int *oc, int *oh, int *ow, cg_err *e)
 {
@@ -51,7 +52,8 @@ static void conv_unfused(const cg_layer *l, cg_layer *out)
 
 /* ---- fc ---- */
 
-static const char *const fc_keys[] = {"name", "op", "out", "bias", "activation", "strategy", "params", NULL};
+static const char *const fc_keys[] = {"name", "op", "out", "bias", "activation", "strategy", "params",
+                                      "precision", NULL};
 
 static int fc_shape(const cg_layer *l, int *oc, int *oh, int *ow, cg_err *e)
 {

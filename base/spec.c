@@ -12,7 +12,7 @@
 #define NATIVE_SIDE 28 /* Fashion-MNIST images without resize */
 
 static const char *const top_keys[] = {"network", "description", "input", "dataset",
-                                       "weights", "seed",        "layers", NULL};
+                                       "weights", "seed",        "layers", "precision", NULL};
 static const char *const input_keys[] = {"channels", "height", "width", "scale", "offset", "mean", "std", NULL};
 static const char *const dataset_keys[] = {"name", "resize", NULL};
 
@@ -159,6 +159,8 @@ static int read_spec(const cg_yctx *c, const cg_ynode *root, cg_spec *s)
     if ((v = cg_y_get(root, "weights")) && read_weights(c, v, s)) return -1;
     s->seed = 1;
     if ((v = cg_y_get(root, "seed")) && cg_y_u64(c, v, "seed", "", &s->seed)) return -1;
+    s->precision = CG_PREC_FP32;
+    if ((v = cg_y_get(root, "precision")) && cg_spec_read_precision(c, v, "", &s->precision)) return -1;
     v = cg_y_require(c, root, "layers", "at top level", NULL);
     return !v || cg_spec_read_layers(c, v, s) ? -1 : 0;
 }
@@ -204,6 +206,17 @@ int cg_spec_load(const char *path, cg_spec *out, cg_err *e)
     int rc = cg_spec_parse(path, text.data, text.len, out, e);
     cg_buf_free(&text);
     return rc;
+}
+
+const char *cg_precision_name(cg_precision p)
+{
+    switch (p) {
+    case CG_PREC_FP32: return "fp32";
+    case CG_PREC_TF32: return "tf32";
+    case CG_PREC_BF16: return "bf16";
+    case CG_PREC_FP16: return "fp16";
+    }
+    return "?";
 }
 
 const char *cg_act_name(cg_act a)

@@ -33,6 +33,11 @@ typedef struct {
 typedef enum { CG_OP_CONV, CG_OP_FC, CG_SAME_SHAPE_OPS(CG_OP_ENUM_ENTRY) CG_OP_BATCHNORM, CG_OP_ADD, CG_OP_CONCAT, CG_OP_COUNT } cg_op;
 /* Activations, in the order the spec reader lists their names (base/spec_layers.c). */
 typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU, CG_ACT_RELU6, CG_ACT_SIGMOID } cg_act;
+/* How a conv's or fc's products are computed (`precision:`, docs/spec.md): fp32
+ * (the default), tf32 (FP32 tensors, each product one TF32 product on tensor
+ * cores where the template has them, FP32 accumulation); bf16 and fp16 are
+ * names the reader knows and refuses (half-width tensors are not generated yet). */
+typedef enum { CG_PREC_FP32, CG_PREC_TF32, CG_PREC_BF16, CG_PREC_FP16 } cg_precision;
 /* What a conv's pool computes over each window (after the activation). */
 typedef enum { CG_POOL_MAX, CG_POOL_AVG, CG_POOL_GLOBAL_AVG } cg_pool_op;
 
@@ -96,6 +101,11 @@ typedef struct {
     int ninputs;
     int inputs[CG_MAX_INPUTS];
     int in_C[CG_MAX_INPUTS];
+    /* conv and fc: the precision of the products (`precision:`, else the
+     * network's); other ops carry the network's. precision_pos: the value's
+     * position, or the layer's where it is inherited. */
+    cg_precision precision;
+    cg_pos precision_pos;
 } cg_layer;
 
 /* A conv layer's channel groups, at least 1. */
@@ -124,6 +134,8 @@ typedef struct {
      * both). Without them mean 0 and std 1. */
     int norm;
     double mean[CG_INPUT_NORM_MAX], std[CG_INPUT_NORM_MAX];
+    /* the network's `precision:` (default fp32), every layer's unless it writes its own */
+    cg_precision precision;
 } cg_spec;
 
 /* Read and validate a spec. On error: returns non-zero, e->msg is one line
@@ -133,6 +145,8 @@ int cg_spec_load(const char *path, cg_spec *out, cg_err *e);
 int cg_spec_parse(const char *path, const char *text, size_t len, cg_spec *out, cg_err *e);
 
 const char *cg_act_name(cg_act a);
+/* "fp32", "tf32", "bf16" or "fp16". */
+const char *cg_precision_name(cg_precision p);
 /* "none", "max", "avg" or "global_avg". */
 const char *cg_pool_name(const cg_layer *l);
 /* A conv layer's output before its pool (*ch x *cw) and after (*oh x *ow), from

@@ -80,6 +80,29 @@ static int read_bias_act(const cg_yctx *c, const cg_ynode *map, const char *wher
     return 0;
 }
 
+/* cg_precision order */
+static const char *const precisions[] = {"fp32", "tf32", "bf16", "fp16", NULL};
+
+int cg_spec_read_precision(const cg_yctx *c, const cg_ynode *v, const char *where, cg_precision *out)
+{
+    int p = -1;
+    char show[80];
+    for (int i = 0; precisions[i] && v->kind == CG_Y_SCALAR; i++)
+        if (!strcmp(v->text, precisions[i])) p = i;
+    if (p < 0) {
+        if (v->kind != CG_Y_SCALAR) return cg_y_enum(c, v, "precision", where, precisions, &p); /* its type error */
+        const char *near = cg_y_suggest(v->text, precisions);
+        return cg_y_fail(c, v->pos, "unknown precision '%s'%s%s (expected fp32, tf32, bf16 or fp16%s%s%s)",
+                         cg_y_show(v->text, show, sizeof show), *where ? " " : "", where,
+                         near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+    }
+    if (p == CG_PREC_BF16 || p == CG_PREC_FP16)
+        return cg_y_fail(c, v->pos, "precision '%s'%s%s is not implemented yet: half-width (16-bit) tensors are "
+                         "not generated; write fp32 or tf32", precisions[p], *where ? " " : "", where);
+    *out = (cg_precision)p;
+    return 0;
+}
+
 /* 'params': identifier -> integer 0..65536 (0 for off switches), kept with positions for the template. */
 static int read_params(const cg_yctx *c, const cg_ynode *map, const char *where, cg_layer *l)
 {
@@ -514,6 +537,12 @@ static int read_layer(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i,
     }
     int rc = d->read(c, item, where, in->who, l);
     if (rc) return -1;
+    /* precision: the network's unless the layer (conv or fc: their keys) writes its own */
+    l->precision = s->precision, l->precision_pos = l->pos;
+    if ((v = cg_y_get(item, "precision"))) {
+        if (cg_spec_read_precision(c, v, where, &l->precision)) return -1;
+        l->precision_pos = v->pos;
+    }
     return 0;
 }
 

@@ -92,6 +92,9 @@ int cg_y_is_ident(const char *s, int dotted);
  * (never overflows). */
 int cg_spec_mul(long long a, long long b, long long limit, long long *out);
 /* Reads and checks 'layers' into s->layers, shapes derived from s->C/H/W. */
+/* A `precision:` value (where: "" or "in layer 'x'"): fp32 or tf32 into *out;
+ * bf16 and fp16 are refused as not implemented yet, anything else as unknown. */
+int cg_spec_read_precision(const cg_yctx *c, const cg_ynode *v, const char *where, cg_precision *out);
 int cg_spec_read_layers(const cg_yctx *c, const cg_ynode *seq, cg_spec *s);
 /* The op table's readers (base/op.h: cg_op_desc.read) of a conv, an fc,
  * and an op whose output has its input's shape and that takes no keys. */

@@ -70,6 +70,7 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
     set_str(L, "scale_text", t);
     float_text(s->offset, t);
     set_str(L, "offset_text", t);
+    set_str(L, "precision", cg_precision_name(s->precision));
     if (s->norm) {
         /* x = pixel * (scale / std[c]) + (-mean[c] / std[c]): the input kernel's
          * factor and term per channel, as float literals */
@@ -124,6 +125,7 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
         lua_setfield(L, -2, "bias");
         set_str(L, "act", cg_act_name(l->act));
         set_str(L, "strategy", l->strategy);
+        set_str(L, "precision", cg_precision_name(l->precision));
         set_int(L, "OC", l->OC);
         set_int(L, "OH", l->OH);
         set_int(L, "OW", l->OW);
@@ -405,6 +407,11 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     lua_getfield(L, -2, "chosen");
     if (lua_type(L, -1) == LUA_TSTRING) snprintf(chosen, sizeof chosen, "%s", lua_tostring(L, -1));
     lua_pop(L, 1);
+    /* optional: the precision its products are computed in, where the layer's is not fp32 */
+    char prec[160] = "";
+    lua_getfield(L, -2, "precision_line");
+    if (lua_type(L, -1) == LUA_TSTRING) snprintf(prec, sizeof prec, "// precision:  %s\n", lua_tostring(L, -1));
+    lua_pop(L, 1);
     template_hash(h, k->tpl, k->tpl_hash);
     cg_buf b;
     cg_buf_init(&b);
@@ -414,13 +421,14 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
         "// layer:      %s\n"
         "// shape:      %s\n"
         "// template:   %s (%s, hash %s)%s%s\n"
+        "%s"
         "// params:     %s\n"
         "// launch:     grid (%s, %s, %s) where N = images, block (%lld, %lld, %lld), "
         "%lld B shared\n"
         "// weights:    %s, bias %s\n"
         "// regenerate: %s\n\n",
         CG_VERSION, s->path, s->name, k->layer, shape, k->tpl, tfile, k->tpl_hash,
-        chosen[0] ? ", " : "", chosen, params[0] ? params : "(none)", grid[0], grid[1], grid[2], block[0], block[1], block[2],
+        chosen[0] ? ", " : "", chosen, prec, params[0] ? params : "(none)", grid[0], grid[1], grid[2], block[0], block[1], block[2],
         shared, weights, bias, regen);
     k->header_len = b.len;
     bad = bad || cg_buf_add(&b, src, slen);

@@ -1206,8 +1206,100 @@ static void test_graph_manifest(void)
     free(s), free(o), free(m);
 }
 
+/* Precision tf32: conv2d_igemm_tc's kernel multiplies with one mma.sync a tile on
+ * operands rounded by cvt.rna.tf32.f32 (no split), is named _tf32 and says so in
+ * its header, where fp32's has three mma.sync a tile, the split and no precision
+ * line; a layer's fp32 overrides the network's tf32; an FFMA template keeps its name
+ * and says it computes in FP32; auto takes igemm_tc under tf32 from C, M >= 16
+ * (igemm under fp32 there); the wgmma templates refuse tf32; tuning signatures
+ * carry a precision other than fp32. */
+static void test_precision_tf32(void)
+{
+    static const char *const text[2] = {
+        "network: p\ninput: {channels: 16, height: 12, width: 12}\nlayers:\n"
+        "  - {name: c, op: conv, M: 32, K: 3, strategy: igemm_tc, params: {bm: 32, bn: 64, bk: 16, tm: 16, tn: 8}}\n"
+        "  - {name: d, op: conv, M: 16, K: 3}\n"
+        "  - {name: e, op: conv, M: 8, K: 1, strategy: direct}\n",
+        "network: p\ninput: {channels: 16, height: 12, width: 12}\nprecision: tf32\nlayers:\n"
+        "  - {name: c, op: conv, M: 32, K: 3, strategy: igemm_tc, params: {bm: 32, bn: 64, bk: 16, tm: 16, tn: 8}}\n"
+        "  - {name: d, op: conv, M: 16, K: 3}\n"
+        "  - {name: e, op: conv, M: 8, K: 1, strategy: direct}\n"};
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.cc = 80;
+    cg_gen_output *o[2] = {malloc(sizeof(cg_gen_output)), malloc(sizeof(cg_gen_output))};
+    cg_spec *sp[2] = {spec_text("fp32.yaml", text[0]), spec_text("tf32.yaml", text[1])};
+    cg_err e = {""};
+    int ok = o[0] && o[1] && sp[0] && sp[1];
+    for (int i = 0; ok && i < 2; i++) {
+        ok = cg_generate_for(sp[i], "x", &tg, o[i], &e) == 0;
+        CHECK(ok, "generate %s: %s", i ? "tf32" : "fp32", e.msg);
+    }
+    if (ok) {
+        const cg_gen_kernel *f = conv_kernel(o[0], "c"), *t = conv_kernel(o[1], "c");
+        CHECK(f && t, "both igemm_tc kernels");
+        if (f && t) {
+            size_t fl = strlen(f->kernel), tl = strlen(t->kernel);
+            CHECK(fl > 3 && !strcmp(f->kernel + fl - 3, "_tc"), "fp32 name %s", f->kernel);
+            CHECK(tl > 8 && !strcmp(t->kernel + tl - 8, "_tc_tf32"), "tf32 name %s", t->kernel);
+            CHECK(count(f->source, "mma(sl[") == 3 && count(f->source, "mma0(sl[") == 1, "fp32: three mma.sync a tile");
+            CHECK(count(t->source, "mma(sl[") == 1 && count(t->source, "mma0(sl[") == 1, "tf32: one mma.sync a tile");
+            CHECK(count(t->source, "mma.sync.aligned.m16n8k8") == 2 && count(f->source, "mma.sync.aligned.m16n8k8") == 2,
+                  "mma and mma0, one instruction each");
+            CHECK(count(t->source, "asm(\"cvt.rna.tf32.f32") == 1 && !strstr(t->source, "split("), "tf32 rounds, no split");
+            CHECK(count(f->source, "cvt.rna.tf32.f32") == 0 && strstr(f->source, "split("), "fp32 splits");
+            CHECK(strstr(t->source, "tf32r(") && !strstr(f->source, "tf32r("), "the emulation path rounds under tf32");
+            CHECK(strstr(t->source, "\n// precision:  tf32\n") != NULL, "tf32 header line");
+            CHECK(!strstr(f->source, "// precision:"), "no precision line under fp32");
+        }
+        const cg_gen_kernel *d0 = conv_kernel(o[0], "d"), *d1 = conv_kernel(o[1], "d");
+        CHECK(d0 && !strcmp(d0->tpl, "conv2d_igemm"), "fp32 auto, M = 16: igemm (%s)", d0 ? d0->tpl : "none");
+        CHECK(d1 && !strcmp(d1->tpl, "conv2d_igemm_tc") && strstr(d1->source, "since precision is tf32"),
+              "tf32 auto, M = 16: igemm_tc (%s)", d1 ? d1->tpl : "none");
+        const cg_gen_kernel *e0 = conv_kernel(o[0], "e"), *e1 = conv_kernel(o[1], "e");
+        CHECK(e0 && e1 && !strcmp(e0->kernel, e1->kernel), "direct keeps its name under tf32");
+        CHECK(e1 && strstr(e1->source, "// precision:  fp32 (the layer asks tf32; conv2d_direct computes its "
+                                        "products in FP32)"), "direct's header says FP32");
+        char sig0[256], sig1[256];
+        cg_tune_signature(&sp[0]->layers[0], sig0, sizeof sig0);
+        cg_tune_signature(&sp[1]->layers[0], sig1, sizeof sig1);
+        CHECK(!strstr(sig0, "precision") && strstr(sig1, " precision=tf32"), "signatures %s / %s", sig0, sig1);
+    }
+    for (int i = 0; i < 2; i++)
+        if (ok) cg_gen_free(o[i]);
+    /* a layer's own fp32 under the network's tf32: the 3xTF32 kernel */
+    cg_spec *ov = spec_text("ov.yaml", "network: p\ninput: {channels: 16, height: 12, width: 12}\nprecision: tf32\n"
+                            "layers:\n  - {name: c, op: conv, M: 32, K: 3, strategy: igemm_tc, precision: fp32}\n");
+    if (ov && o[0] && cg_generate_for(ov, "x", &tg, o[0], &e) == 0) {
+        const cg_gen_kernel *k = conv_kernel(o[0], "c");
+        CHECK(k && !strstr(k->kernel, "_tf32") && count(k->source, "mma(sl[") == 3, "fp32 override: %s",
+              k ? k->kernel : "none");
+        cg_gen_free(o[0]);
+    } else CHECK(0, "ov.yaml: %s", e.msg);
+    /* sm_90a: the wgmma templates refuse tf32; auto passes them over for igemm_tc */
+    int arch = 90;
+    cg_aot_target(&arch, 1, &tg);
+    cg_spec *wg = spec_text("wg.yaml", "network: p\ninput: {channels: 64, height: 20, width: 20}\nprecision: tf32\n"
+                            "layers:\n  - {name: c, op: conv, M: 64, K: 5, strategy: igemm_wg}\n");
+    if (wg && o[0]) {
+        CHECK(cg_generate_for(wg, "x", &tg, o[0], &e) != 0, "igemm_wg accepted tf32");
+        CHECK_CONTAINS(e.msg, "conv2d_igemm_wg computes 3xTF32 (FP32 accuracy) only; precision tf32");
+        snprintf(wg->layers[0].strategy, sizeof wg->layers[0].strategy, "planes");
+        CHECK(cg_generate_for(wg, "x", &tg, o[0], &e) != 0, "planes accepted tf32");
+        CHECK_CONTAINS(e.msg, "conv2d_planes computes 3xTF32");
+        snprintf(wg->layers[0].strategy, sizeof wg->layers[0].strategy, "auto");
+        if (cg_generate_for(wg, "x", &tg, o[0], &e) == 0) {
+            const cg_gen_kernel *k = conv_kernel(o[0], "c");
+            CHECK(k && !strcmp(k->tpl, "conv2d_igemm_tc"), "sm_90a tf32 auto: %s", k ? k->tpl : "none");
+            cg_gen_free(o[0]);
+        } else CHECK(0, "wg auto: %s", e.msg);
+    }
+    free(ov), free(wg), free(sp[0]), free(sp[1]), free(o[0]), free(o[1]);
+}
+
 int main(void)
 {
+    test_precision_tf32();
     test_engine();
     test_arg_roles();
     test_bias_names();

@@ -94,6 +94,39 @@ static void test_reference(void)
     CHECK(fy[0] == 9 && fy[1] == 0, "fc by hand: %g %g", fy[0], fy[1]);
 }
 
+/* The tolerance by precision: fp32 1e-5 whatever the reduction; tf32
+ * 2u*sqrt(n) + n*2^-24 (u = 2^-11), at least 1e-5; a layer's reduction (conv
+ * C/groups*K*K, fc its inputs); a network's tolerances summed along its graph,
+ * 1e-5 throughout a network of fp32 layers. */
+static void test_tolerance(void)
+{
+    CHECK(cg_precision_tol(CG_PREC_FP32, 1) == CG_HARNESS_TOL && cg_precision_tol(CG_PREC_FP32, 1 << 20) == CG_HARNESS_TOL,
+          "fp32: 1e-5");
+    double u = 1.0 / 2048, t400 = 2 * u * 20 + 400.0 / (1 << 24);
+    CHECK(fabs(cg_precision_tol(CG_PREC_TF32, 400) - t400) < 1e-15, "tf32, n = 400: %g, want %g",
+          cg_precision_tol(CG_PREC_TF32, 400), t400);
+    CHECK(cg_precision_tol(CG_PREC_TF32, 4608) > cg_precision_tol(CG_PREC_TF32, 400), "grows with n");
+    CHECK(cg_precision_tol(CG_PREC_TF32, 0) == CG_HARNESS_TOL, "no products: 1e-5");
+    CHECK(cg_precision_tol(CG_PREC_TF32, 1) > 9.7e-4 && cg_precision_tol(CG_PREC_TF32, 1) < 9.8e-4, "one product: 2u");
+    cg_spec s;
+    memset(&s, 0, sizeof s);
+    s.nlayers = 3;
+    cg_layer *c = &s.layers[0], *g = &s.layers[1], *f = &s.layers[2];
+    c->op = CG_OP_CONV, c->C = 16, c->H = c->W = 8, c->M = 8, c->K = 3, c->precision = CG_PREC_TF32;
+    g->op = CG_OP_CONV, g->C = 8, g->H = g->W = 6, g->M = 8, g->K = 1, g->groups = 8;   /* depthwise 1x1: n = 1 */
+    f->op = CG_OP_FC, f->C = 8, f->H = f->W = 6, f->out = 10, f->precision = CG_PREC_TF32;
+    CHECK(cg_layer_reduction(c) == 144 && cg_layer_reduction(g) == 1 && cg_layer_reduction(f) == 288, "reductions");
+    CHECK(cg_layer_tol(c) == cg_precision_tol(CG_PREC_TF32, 144) && cg_layer_tol(g) == CG_HARNESS_TOL, "own tolerance");
+    double tol[CG_MAX_LAYERS];
+    cg_spec_tols(&s, tol);
+    double want = cg_layer_tol(c) + cg_layer_tol(f) - CG_HARNESS_TOL;
+    CHECK(fabs(tol[0] - cg_layer_tol(c)) < 1e-15 && fabs(tol[1] - tol[0]) < 1e-15 && fabs(tol[2] - want) < 1e-15,
+          "summed along the chain: %g %g %g (want %g)", tol[0], tol[1], tol[2], want);
+    c->precision = f->precision = CG_PREC_FP32;
+    cg_spec_tols(&s, tol);
+    CHECK(tol[0] == CG_HARNESS_TOL && tol[1] == CG_HARNESS_TOL && tol[2] == CG_HARNESS_TOL, "fp32 network: 1e-5");
+}
+
 /* Right, slightly off, wrong, unwritten. */
 static void test_compare(void)
 {
@@ -213,6 +246,7 @@ static void test_jit(void)
 
 int main(void)
 {
+    test_tolerance();
     test_jit();
     test_fill();
     test_reference();

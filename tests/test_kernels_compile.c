@@ -106,7 +106,7 @@ int main(void)
     cg_gen_output *outs = calloc(g.gl_pathc, sizeof *outs);
     job *jobs = NULL;
     int njobs = 0, cap = 0;
-    /* a network for tensor cores (its name ends in -tc: conv2d_igemm_tc) is generated for
+    /* a network for tensor cores (its name ends in -tc: conv2d_igemm_tc, or -tf32: its tf32 kernels) is generated for
      * sm_80 and compiled for sm_80 and newer only */
     cg_target tc_target, wg_target;
     cg_target_default(&tc_target);
@@ -116,7 +116,7 @@ int main(void)
     cg_aot_target(&sm90, 1, &wg_target);
     for (size_t i = 0; i < g.gl_pathc && outs; i++) {
         cg_spec spec;
-        const int tc = strstr(g.gl_pathv[i], "-tc.yaml") != NULL, wg = strstr(g.gl_pathv[i], "-wg.yaml") != NULL;
+        const int tc = strstr(g.gl_pathv[i], "-tc.yaml") != NULL || strstr(g.gl_pathv[i], "-tf32.yaml") != NULL, wg = strstr(g.gl_pathv[i], "-wg.yaml") != NULL;
         int rc = cg_spec_load(g.gl_pathv[i], &spec, &e) ||
                  cg_generate_for(&spec, "tests/test_kernels_compile", tc ? &tc_target : wg ? &wg_target : NULL,
                                  &outs[i], &e);

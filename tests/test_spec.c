@@ -707,8 +707,62 @@ static void test_bn_norm_pool_pad(void)
                 "layers:\n  - {name: s, op: softmax}\n", "mem.yaml:2:49:", "mean");
 }
 
+/* precision: the network's (default fp32) and a conv's or fc's own; bf16 and
+ * fp16 refused as not implemented yet, unknown words and other ops' keys refused. */
+static void test_precision(void)
+{
+    static const char ok[] =
+        "network: t\n"
+        "input: {channels: 3, height: 12, width: 12}\n"
+        "precision: tf32\n"
+        "layers:\n"
+        "  - {name: c1, op: conv, M: 4, K: 3}\n"
+        "  - {name: c2, op: conv, M: 4, K: 3, precision: fp32}\n"
+        "  - {name: f1, op: fc, out: 10, precision: \"fp32\"}\n"
+        "  - {name: f2, op: fc, out: 5}\n"
+        "  - {name: p, op: softmax}\n";
+    int rc = cg_spec_parse("mem.yaml", ok, strlen(ok), &spec, &err);
+    CHECK(rc == 0, "precision spec: %s", err.msg);
+    if (rc) return;
+    CHECK(spec.precision == CG_PREC_TF32, "network precision %d", spec.precision);
+    CHECK(layer(&spec, "c1")->precision == CG_PREC_TF32, "c1 inherits tf32");
+    CHECK(layer(&spec, "c2")->precision == CG_PREC_FP32, "c2 overrides to fp32");
+    CHECK(layer(&spec, "c2")->precision_pos.line == 6 && layer(&spec, "c2")->precision_pos.col == 49,
+          "c2's precision at %d:%d", layer(&spec, "c2")->precision_pos.line, layer(&spec, "c2")->precision_pos.col);
+    CHECK(layer(&spec, "f1")->precision == CG_PREC_FP32 && layer(&spec, "f2")->precision == CG_PREC_TF32, "fc");
+    CHECK(!strcmp(cg_precision_name(CG_PREC_TF32), "tf32") && !strcmp(cg_precision_name(CG_PREC_FP32), "fp32"),
+          "names");
+    static const char plain[] = "network: t\ninput: {channels: 1, height: 8, width: 8}\n"
+                                "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n";
+    rc = cg_spec_parse("mem.yaml", plain, strlen(plain), &spec, &err);
+    CHECK(rc == 0 && spec.precision == CG_PREC_FP32 && spec.layers[0].precision == CG_PREC_FP32,
+          "default fp32: %s", err.msg);
+    expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\nprecision: fp16\n"
+                "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n",
+                "mem.yaml:3:12:", "precision 'fp16' is not implemented yet: half-width (16-bit) tensors");
+    expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\n"
+                "layers:\n  - {name: c1, op: conv, M: 2, K: 3, precision: bf16}\n",
+                "mem.yaml:4:49:", "precision 'bf16' in layer 'c1' is not implemented yet");
+    expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\nprecision: tf33\n"
+                "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n",
+                "mem.yaml:3:12:", "unknown precision 'tf33' (expected fp32, tf32, bf16 or fp16; did you mean 'tf32'?)");
+    expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\nprecision: double\n"
+                "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n",
+                "mem.yaml:3:12:", "unknown precision 'double' (expected fp32, tf32, bf16 or fp16)");
+    expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\nprecision: [tf32]\n"
+                "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n",
+                "mem.yaml:3:12:", "precision");
+    expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\n"
+                "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n  - {name: p, op: softmax, precision: tf32}\n",
+                "mem.yaml:5:28:", "key 'precision' is not allowed for op softmax");
+    expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\nprecison: tf32\n"
+                "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n",
+                "mem.yaml:3:1:", "unknown key 'precison' at top level (did you mean 'precision'?)");
+}
+
 int main(void)
 {
+    test_precision();
     test_bn_norm_pool_pad();
     test_op_table();
     test_2017();

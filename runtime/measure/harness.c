@@ -82,6 +82,34 @@ void cg_harness_compare(const float *gpu, const float *cpu, size_t n, double tol
     d->ok = !d->nonfinite && d->rel_l2 <= tol;
 }
 
+double cg_precision_tol(cg_precision p, long long n)
+{
+    if (p != CG_PREC_TF32 || n < 1) return CG_HARNESS_TOL;
+    double u = ldexp(1.0, -11), t = 2 * u * sqrt((double)n) + (double)n * ldexp(1.0, -24);
+    return t > CG_HARNESS_TOL ? t : CG_HARNESS_TOL;
+}
+
+long long cg_layer_reduction(const cg_layer *l)
+{
+    if (l->op == CG_OP_CONV) return (long long)(l->C / cg_layer_groups(l)) * l->K * l->K;
+    if (l->op == CG_OP_FC) return (long long)l->C * l->H * l->W;
+    return 0;
+}
+
+double cg_layer_tol(const cg_layer *l) { return cg_precision_tol(l->precision, cg_layer_reduction(l)); }
+
+void cg_spec_tols(const cg_spec *s, double tol[CG_MAX_LAYERS])
+{
+    double extra[CG_MAX_LAYERS];
+    for (int i = 0; i < s->nlayers; i++) {
+        int in[CG_MAX_INPUTS], nin = cg_layer_inputs(s, i, in);
+        extra[i] = cg_layer_tol(&s->layers[i]) - CG_HARNESS_TOL;
+        for (int k = 0; k < nin; k++)
+            if (in[k] >= 0) extra[i] += extra[in[k]];
+        tol[i] = CG_HARNESS_TOL + extra[i];
+    }
+}
+
 static int cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
@@ -394,7 +422,7 @@ static int layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kerne
     if (!rc && check) rc = launch(&b, kl, n, 0, NULL, e);
     if (!rc && check) rc = CG_CU(e, b.cu->cuMemcpyDtoH(b.hout, b.out, (size_t)(n * kl->out_elems) * 4));
     if (!rc && check) {
-        cg_harness_compare(b.hout, ref, (size_t)(nref * kl->out_elems), CG_HARNESS_TOL, &r->diff);
+        cg_harness_compare(b.hout, ref, (size_t)(nref * kl->out_elems), cg_layer_tol(l), &r->diff);
         /* the rest of the batch is not compared, but every element must be written */
         for (size_t i = (size_t)(nref * kl->out_elems); i < (size_t)(n * kl->out_elems); i++)
             r->diff.nonfinite += !isfinite(b.hout[i]);

@@ -72,6 +72,23 @@ int cg_harness_reference(const cg_layer *l, int fused, const float *w, const flo
                          float *out, int n, cg_err *e);
 /* Compare n values of gpu with cpu, ok under tolerance tol. */
 void cg_harness_compare(const float *gpu, const float *cpu, size_t n, double tol, cg_harness_diff *d);
+
+/* The tolerance of relative L2 error for products computed in precision p over
+ * reductions of n terms (docs/design.md, "Precision"): fp32 (and n < 1)
+ * CG_HARNESS_TOL; tf32 2u*sqrt(n) + n*2^-24 with u = 2^-11, TF32's unit roundoff
+ * (a product of two operands rounded to TF32 is off by up to about 2u; a sum of
+ * n such products of random signs has sum|t|/|sum t| about sqrt(n); the FP32
+ * accumulation adds about n*2^-24), at least CG_HARNESS_TOL. */
+double cg_precision_tol(cg_precision p, long long n);
+/* A layer's reduction length: conv C/groups*K*K, fc C*H*W, 0 for the other ops. */
+long long cg_layer_reduction(const cg_layer *l);
+/* One layer's own tolerance: cg_precision_tol of its precision and reduction. */
+double cg_layer_tol(const cg_layer *l);
+/* Every layer's tolerance where its output comes from a whole network's run
+ * (convgen check): its own excess over CG_HARNESS_TOL plus those of the layers
+ * it reads, summed along the graph, plus CG_HARNESS_TOL. A network of fp32
+ * layers gets CG_HARNESS_TOL throughout. */
+void cg_spec_tols(const cg_spec *s, double tol[CG_MAX_LAYERS]);
 /* Statistics of n times (ms is sorted in place). */
 void cg_harness_stats_of(double *ms, int n, cg_harness_stats *st);
 /* Floating-point operations of the layer's main product for n images: a

@@ -25,9 +25,13 @@ void cg_tune_signature(const cg_layer *l, char *out, size_t n)
     char tag[96] = "";
     if (l->op == CG_OP_CONV) cg_conv_tag(l, tag, sizeof tag);
     int pool = l->op == CG_OP_CONV && l->pool ? (l->pool_op == CG_POOL_MAX && l->pool == 2 ? 2 : 1) : 0;
-    snprintf(out, n, "%s C=%d H=%d W=%d M=%d K=%d pool=%d act=%s bias=%d out=%d%s", cg_op_name(l->op), l->C, l->H,
+    /* a precision other than fp32 follows too: its kernels differ (conv2d_igemm_tc's one TF32 product) */
+    char prec[32] = "";
+    if (l->precision != CG_PREC_FP32 && (l->op == CG_OP_CONV || l->op == CG_OP_FC))
+        snprintf(prec, sizeof prec, " precision=%s", cg_precision_name(l->precision));
+    snprintf(out, n, "%s C=%d H=%d W=%d M=%d K=%d pool=%d act=%s bias=%d out=%d%s%s", cg_op_name(l->op), l->C, l->H,
              l->W, l->op == CG_OP_CONV ? l->M : 0, l->op == CG_OP_CONV ? l->K : 0, pool, cg_act_name(l->act),
-             l->bias, l->op == CG_OP_FC ? l->out : 0, tag);
+             l->bias, l->op == CG_OP_FC ? l->out : 0, tag, prec);
 }
 
 /* The templates tuning measures, by op: every embedded template of the op's

@@ -428,6 +428,28 @@ function common.tf32x3_split()
         };]]
 end
 
+-- Precision tf32 (a layer's `precision: tf32`): each operand rounded to TF32 once,
+-- one mma.sync a tile. C statements defining the lambda `tf32(v)`: v (float)
+-- rounded to TF32 by cvt.rna.tf32.f32 (to nearest, ties away from zero), as the
+-- 32-bit register mma.sync reads.
+function common.tf32_round()
+  return [[auto tf32 = [](float v) {
+            unsigned r;
+            asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+            return r;
+        };]]
+end
+
+-- The same rounding in plain C++ for the paths without tensor cores (the CPU
+-- emulation): the lambda `tf32r(v)` returns v rounded to TF32 as a float, as
+-- cvt.rna does for finite v: half a unit of the 13 dropped bits added to the
+-- magnitude's bits, then those bits cleared.
+function common.tf32_round_emu()
+  return [[auto tf32r = [](float v) {
+            return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xffffe000u);
+        };]]
+end
+
 -- C statements setting the accumulators d[fp][fm][4] to zero, the loops indented by
 -- `base` spaces (the pragmas in column 0).
 function common.tf32x3_zero(d, fp, fm, base)
@@ -528,10 +550,14 @@ function common.wgmma_bm_param()
     default = function(l) return math.min(common.wgmma_rows_tile(l, common.ceil_div(l.M, 64)), 64) end }
 end
 
--- Their first checks: a target built as sm_90a, bm a multiple of 8 up to 256 and at most
+-- Their first checks: precision fp32 (their tf32 path is not written), a target built as sm_90a, bm a multiple of 8 up to 256 and at most
 -- twice M, bk a multiple of 8; nil or the reason and the blamed parameter.
 function common.check_wgmma(l, p, tname)
   local t = l.target or {}
+  if l.precision == "tf32" then
+    return string.format("%s computes 3xTF32 (FP32 accuracy) only; precision tf32 (one TF32 product) is not "
+      .. "written for it yet: write strategy igemm_tc or auto, or precision fp32", tname)
+  end
   if not t.sm90a then
     return string.format("%s needs wgmma: sm_90 built as sm_90a (the target is sm_%d%s)", tname,
       t.cc or 75, (t.cc == 90) and ", built for more than sm_90" or "")

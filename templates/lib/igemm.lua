@@ -213,6 +213,8 @@ local function shape(l, p, tc)
   s.KK = l.K * l.K
   s.R = l.C * s.KK
   s.mma = tc
+  -- precision tf32 (conv2d_igemm_tc only): one TF32 product a tile, no split
+  s.tf32 = tc and l.precision == "tf32"
   -- a tensor-core slice of a depth that is no whole number of kernel rows or channels
   s.free = tc and not common.contains(slice_depths(l), p.bk)
   if s.mma then
@@ -327,6 +329,9 @@ local function cost(l, p, tc)
     -- time with tm = 16 and 1.14x with tm = 32, after the pad rows
     reuse = (0.98 + 0.08 * s.FM) * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
     depth = s.slices * s.KP
+    -- precision tf32: one mma.sync a tile and a conversion a fragment element, where
+    -- 3xTF32 took three and a split (an estimate, not yet measured: a third of the time)
+    if s.tf32 then reuse = 3 * reuse end
   end
   local compute = seq * p.bm * p.bn * depth / (common.cost.FMA_PER_CLOCK * reuse * common.cost.busy(conc, s.threads, 2))
   local memory = common.ceil_div(seq, conc) * s.slices * common.cost.LATENCY / math.max(p.stages - 1, 1)
@@ -337,7 +342,12 @@ local source = engine.compile([=[
 // GEMM view: {{M}} maps x (N*{{COLS}}) columns, reduced over C*K*K = {{R}} in {{S}} slices of {{BK}}
 // ({{slice_doc}}); block tile {{BM}}x{{BN}}, thread tile {{TM}}x{{TN}}, {{NT}} threads.
 // Shared memory (dynamic, {{smem}} B): xs[{{ST}}][{{KP}}][{{XR}}] gathered input, ws[{{ST}}][{{KP}}][{{WR}}] weights.
-% if mma then
+% if mma and tf32 then
+// Products on tensor cores in precision tf32: warps of {{TM}} maps x {{8 * TN}} columns, m16n8k8 TF32 tiles with
+// the columns as rows; each operand rounded to TF32 (cvt.rna.tf32.f32: to nearest, ties away from zero), one
+// mma.sync a tile, FP32 accumulation. Slices padded from {{BK}} to {{KP}} rows with zeros; the block's tile is
+// staged in shared memory (es[{{BM}}][{{ER}}]) for the epilogue.
+% elseif mma then
 // Products on tensor cores: warps of {{TM}} maps x {{8 * TN}} columns, m16n8k8 TF32 tiles with the columns as
 // rows; each operand split in a TF32 value and its TF32 remainder, three mma.sync a tile (big*big, big*small,
 // small*big), FP32 accumulation. Slices padded from {{BK}} to {{KP}} rows with zeros; the block's tile is
@@ -505,6 +515,32 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         const {{in_t}}* const x = xs + b * {{KP * XR}} + wp0 + g8;
         const {{w_t}}* const w = ws + b * {{KP * WR}} + wm0 + g8;
 #if __CUDA_ARCH__ >= 800
+% if tf32 then
+        // one TF32 product a tile (lib/common.lua): the A fragments from the columns, B from the
+        // weights, each rounded to TF32; the slice summed apart, then added to cf
+        {{tf32_round}}
+        {{mma_defs}}
+        {{acc_t}} sl[{{FP}}][{{FM}}][4];   // set by the first k step's products
+#pragma unroll
+        for (int k = 0; k < {{KP}}; k += 8) {
+            unsigned ah[{{FP}}][4], bh[{{FM}}][2];
+#pragma unroll
+            for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) ah[i][r] = tf32(x[(k + t4 + 4 * (r >> 1)) * {{XR}} + 16 * i + 8 * (r & 1)]);
+#pragma unroll
+            for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) bh[j][r] = tf32(w[(k + t4 + 4 * r) * {{WR}} + 8 * j]);
+#pragma unroll
+            for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+                for (int j = 0; j < {{FM}}; j++) {
+                    if (k == 0) mma0(sl[i][j], ah[i], bh[j]);
+                    else mma(sl[i][j], ah[i], bh[j]);
+                }
+        }
+% else
         // 3xTF32 (lib/common.lua): the A fragments from the columns, B from the weights; the
         // slice summed apart (the tensor cores' own additions lose low bits), then added to cf
         {{split}}
@@ -540,6 +576,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #pragma unroll
                 for (int j = 0; j < {{FM}}; j++) mma(sl[i][j], ah[i], bh[j]);
         }
+% end
 #pragma unroll
         for (int i = 0; i < {{FP}}; i++)
 #pragma unroll
@@ -547,7 +584,14 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #pragma unroll
                 for (int r = 0; r < 4; r++) cf[i][j][r] += sl[i][j][r];
 #else
+% if tf32 then
         // without tensor cores (and in emulation): each fragment element as its own dot product
+        // of the operands rounded to TF32 as cvt.rna.tf32.f32 rounds them (the product of two
+        // TF32 values is exact in FP32)
+        {{tf32_round_emu}}
+% else
+        // without tensor cores (and in emulation): each fragment element as its own dot product
+% end
         const {{in_t}}* const xw = x - g8, * const ww = w - g8;
 #pragma unroll
         for (int i = 0; i < {{FP}}; i++)
@@ -556,8 +600,13 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #pragma unroll
                 for (int r = 0; r < 4; r++)
                     for (int k = 0; k < {{BK}}; k++)
+% if tf32 then
+                        cf[i][j][r] = fmaf(tf32r({{to_acc("xw[k * " .. XR .. " + 16 * i + g8 + 8 * (r >> 1)]")}}),
+                                           tf32r({{w_to_acc("ww[k * " .. WR .. " + 8 * j + 2 * t4 + (r & 1)]")}}), cf[i][j][r]);
+% else
                         cf[i][j][r] = fmaf({{to_acc("xw[k * " .. XR .. " + 16 * i + g8 + 8 * (r >> 1)]")}},
                                            {{w_to_acc("ww[k * " .. WR .. " + 8 * j + 2 * t4 + (r & 1)]")}}, cf[i][j][r]);
+% end
 #endif
     };
 % else
@@ -946,7 +995,7 @@ local function kernel(l, p, tc)
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.bm, p.bn, p.bk, p.tm, p.tn, p.stages) .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
-    .. (s.mma and "_tc" or "")
+    .. (s.mma and "_tc" or "") .. (s.tf32 and "_tf32" or "")
   local ty = common.types(l)
   -- inputs and weights share the staging buffers, copy and register declarations
   if ty.in_t ~= ty.w_t then error("conv2d_igemm stages inputs and weights of one element type", 2) end
@@ -971,7 +1020,8 @@ local function kernel(l, p, tc)
     name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
     BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn, ST = p.stages,
-    mma = s.mma, split = common.tf32x3_split(), loop = common.prefetch_loop(s.slices),
+    mma = s.mma, tf32 = s.tf32, split = common.tf32x3_split(), tf32_round = common.tf32_round(),
+    tf32_round_emu = common.tf32_round_emu(), loop = common.prefetch_loop(s.slices),
     zero_cf = s.mma and common.tf32x3_zero("cf", s.FP, s.FM, 4) or "",
     mma_defs = common.tf32x3_mma_defs(), KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
     NT = s.threads, LC = s.LC, WL = s.WL, S = s.slices, COLS = s.COLS, P = s.P, OW = s.OW,
@@ -1010,6 +1060,7 @@ local function kernel(l, p, tc)
   v.epilogue = igemm.epilogue(v)
   local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
   k.const_bytes = s.const_bytes
+  if s.tf32 then k.precision = "tf32" end
   return k
 end
 

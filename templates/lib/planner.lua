@@ -226,9 +226,29 @@ function planner.grouped_strategy(l)
     "(groups = %d: %d channels into %d maps a group)", l.groups, l.C // l.groups, l.M // l.groups)
 end
 
+-- Precision tf32 (`precision: tf32`): igemm_tc first of all where the target has
+-- TF32 tensor cores (every architecture sm_80 or newer), C >= 16 and M >= 16 and
+-- a legal configuration exists: its products are then one mma.sync a tile, not
+-- 3xTF32's three and the split, so the FFMA templates (winograd included, whose
+-- transforms save 2.25x of the products of a 3x3 layer, against tensor cores'
+-- 8x the FP32 rate of an H100) and the wgmma templates (planes, igemm_wg: their
+-- checks refuse tf32, as their tf32 paths are not written) are passed over, and
+-- M >= 16 suffices where 3xTF32 needed 32 (fewer maps leave a split input
+-- element fewer products to share its cost; without the split that cost is
+-- gone). Not yet timed on a GPU. Elsewhere the fp32 rule.
+planner.AUTO_TF32_MIN_C = 16
+planner.AUTO_TF32_MIN_M = 16
+
 function planner.auto_strategy(l)
   if (l.groups or 1) > 1 then return planner.grouped_strategy(l) end
   local ckk = l.C * l.K * l.K
+  local cc = l.target and l.target.cc or 75
+  if l.precision == "tf32" and cc >= 80 and l.C >= planner.AUTO_TF32_MIN_C and l.M >= planner.AUTO_TF32_MIN_M
+      and pcall(resolve, import("conv2d_igemm_tc"), "conv2d_igemm_tc", l, nil, nil) then
+    return "conv2d_igemm_tc", string.format("auto: igemm_tc, since precision is tf32 (one TF32 product a tile), " ..
+      "the target has TF32 tensor cores (sm_%d), C = %d >= %d and M = %d >= %d", cc, l.C, planner.AUTO_TF32_MIN_C,
+      l.M, planner.AUTO_TF32_MIN_M)
+  end
   local planes, why = planes_rule(l)
   if planes then return planes, why end
   if l.C <= planner.AUTO_DIRECT_MAX_C and ckk <= planner.AUTO_DIRECT_MAX_CKK then
@@ -387,6 +407,17 @@ planner.layer_inputs = layer_inputs
 -- of its first input (concat: elems of its output), n_in and parts (each
 -- input's elements per image) and the layer's act. A tensor may be read by
 -- several later kernels (a residual: conv1 read by conv2 and by the add).
+-- The generated header's precision line for kernel record k of layer l: nil
+-- for fp32 (so fp32 files stay as they were), else what the kernel computes:
+-- the layer's precision where the template computes it (k.precision, set by
+-- conv2d_igemm_tc under tf32), or FP32 where it has no such path (the FFMA
+-- templates: more accurate than asked).
+function planner.precision_line(l, k)
+  if not l.precision or l.precision == "fp32" then return nil end
+  if k.precision == l.precision then return l.precision end
+  return string.format("fp32 (the layer asks %s; %s computes its products in FP32)", l.precision, k.template)
+end
+
 function planner.build(net)
   local out = { tensors = {}, layers = {}, kernels = {}, input = "pixels", predict = "predict" }
   local tensors = {}
@@ -455,6 +486,7 @@ function planner.build(net)
       local tname, why, own = layer_choice(bare)
       local k = add(tname, bare, own or l.params, i, l.name, inputs, l.name .. ".conv", { l.M, bare.OH, bare.OW })
       k.chosen = why
+      k.precision_line = planner.precision_line(l, k)
       local g = common.conv_geom(l)
       add("pool", { C = l.M, H = g.CH, W = g.CW, kind = g.kind, PK = g.PK, PS = g.PS, PP = g.PP, act = l.act },
         nil, i, l.name, { k.out }, l.name, shape)
@@ -462,6 +494,7 @@ function planner.build(net)
       local tname, why, own = layer_choice(l)
       local k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
       k.chosen = why
+      k.precision_line = planner.precision_line(l, k)
       if not k.fused then
         -- unfused epilogue: conv (+bias) at full size, then the pool (which applies
         -- the activation to what it reads), or the activation alone
@@ -482,6 +515,7 @@ function planner.build(net)
       local tname, why, own = layer_choice(l)
       local k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
       k.chosen = why
+      k.precision_line = planner.precision_line(l, k)
     elseif l.op == "batchnorm" and l.folded then
       -- folded into the conv before it (its weights, bias and activation): no
       -- kernel; the layer's output is the conv's tensor
