@@ -420,9 +420,10 @@ end
 -- two, (row t, col g), (t+4, g); C 16x8 in four, (g, 2t), (g, 2t+1), (g+8, 2t),
 -- (g+8, 2t+1), with g = lane / 4, t = lane % 4.
 
--- C statements defining the lambda `split(v, hi, lo)` (v: float; hi, lo: unsigned).
+-- C statements defining the lambda `split(v, hi, lo)` (v: an FP32 value, of the
+-- accumulator type common.ACC; hi, lo: unsigned).
 function common.tf32x3_split()
-  return [[auto split = [](float v, unsigned& hi, unsigned& lo) {
+  return [[auto split = [](]] .. common.ACC .. [[ v, unsigned& hi, unsigned& lo) {
             hi = __float_as_uint(v) & 0xffffe000u;
             lo = __float_as_uint(v - __uint_as_float(hi));
         };]]
@@ -438,16 +439,16 @@ end
 
 -- C statements defining the lambdas mma(d, a, b): d += a*b, and mma0(d, a, b): d =
 -- a*b (the accumulator not read: no zeroing moves), one mma.sync.m16n8k8 each, d the
--- four floats of a C fragment, a and b the A and B fragments' registers.
+-- four accumulators (common.ACC, FP32) of a C fragment, a and b the A and B fragments' registers.
 function common.tf32x3_mma_defs()
   local head = 'asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, '
   local ab = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])'
   return table.concat({
-    "auto mma = [](float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
+    "auto mma = [](" .. common.ACC .. " (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
     "            " .. head .. '{%0, %1, %2, %3};"',
     '                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : ' .. ab .. ");",
     "        };",
-    "        auto mma0 = [](float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
+    "        auto mma0 = [](" .. common.ACC .. " (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
     "            " .. head .. '{%10, %10, %10, %10};"',
     '                : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]) : ' .. ab .. ', "f"(0.0f));',
     "        };" }, "\n")
