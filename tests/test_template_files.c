@@ -2,12 +2,18 @@
  * families (templates/conv2d/, templates/fc/), the rest in templates/ops/, the
  * shared code in templates/lib/; template names stay as they were ("conv2d_direct"
  * lives in templates/conv2d/direct.lua). cg_template_path is the one rule; the
- * loader, the generator's messages and the tuner's list follow it. */
+ * loader, the generator's messages and the tuner's list follow it. And every
+ * template takes its element types from common.types (test_element_types). */
+#include <ctype.h>
 #include <dirent.h>
+#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include <lauxlib.h>
+
+#include "aot.h"
 #include "check.h"
 #include "gen.h"
 #include "lua_host.h"
@@ -158,10 +164,171 @@ static void test_lookup(void)
     free(s);
 }
 
+/* The first identifier in CUDA source src, outside comments and string
+ * literals, that names an FP32 C type: float or a vector of it (float2,
+ * float4, ...). Its line (1-based) and the identifier into tok; 0 when none.
+ * make_float4, __float_as_uint and the like are identifiers of their own (FP32
+ * math a template may need) and do not count. */
+static int fp32_type_line(const char *src, char *tok, size_t n)
+{
+    int line = 1;
+    for (const char *c = src; *c;) {
+        if (*c == '\n') line++, c++;
+        else if (c[0] == '/' && c[1] == '/') {
+            while (*c && *c != '\n') c++;
+        } else if (c[0] == '/' && c[1] == '*') {
+            for (c += 2; *c && !(c[0] == '*' && c[1] == '/'); c++) line += *c == '\n';
+            if (*c) c += 2;
+        } else if (*c == '"') {
+            for (c++; *c && *c != '"'; c++) {
+                if (*c == '\\' && c[1]) c++;
+                line += *c == '\n';
+            }
+            if (*c) c++;
+        } else if (isalpha((unsigned char)*c) || *c == '_' || isdigit((unsigned char)*c)) {
+            const char *b = c;
+            while (isalnum((unsigned char)*c) || *c == '_' || (isdigit((unsigned char)*b) && *c == '.')) c++;
+            size_t len = (size_t)(c - b), k = 5;
+            if (len >= 5 && !strncmp(b, "float", 5)) {
+                while (k < len && isdigit((unsigned char)b[k])) k++;
+                if (k == len) {
+                    snprintf(tok, n, "%.*s", (int)len, b);
+                    return line;
+                }
+            }
+        } else c++;
+    }
+    return 0;
+}
+
+/* Run Lua chunk `code` in h's sandbox. */
+static int run_chunk(cg_lua *h, const char *code, cg_err *e)
+{
+    lua_State *L = cg_lua_state(h);
+    if (luaL_loadstring(L, code) != LUA_OK) {
+        snprintf(e->msg, sizeof e->msg, "%s", lua_tostring(L, -1));
+        lua_pop(L, 1);
+        return -1;
+    }
+    return cg_lua_pcall(h, 0, 0, e);
+}
+
+/* Every template takes its element types from common.types (templates/lib/
+ * common.lua): none writes the C type `float` for a tensor pointer, a tensor
+ * element, an accumulator or a staged value. Scanning the templates' Lua text
+ * would have to tell comments, Lua code and CUDA text apart, and template
+ * expressions from literal text; instead the test generates kernels with the
+ * names changed: common.DTYPES' f32 row names the C type ELEM_T, the
+ * accumulator (common.ACC) is ACC_T, conversions between the two are calls
+ * (CVT_ACC_T(e), CVT_ELEM_T(e)) and the vector types ELEM_T_X4 and the like. A
+ * template that took its types from common.types writes no `float` at all
+ * then (outside comments); one that wrote `float` itself still does, and the
+ * line names it. Every kernel of every shipped and layer spec (and of a
+ * spec with an fc_tiled layer) is generated so, for the default target, sm_80
+ * (conv2d_igemm_tc), sm_90 (the wgmma templates) and one image (fc_gemv), and
+ * every template under templates/conv2d, fc and ops must have
+ * been among them (a new template needs a spec that uses it). FP32 itself
+ * comes out byte-identical either way: tools/gen-compare.sh checks that. */
+static void test_element_types(void)
+{
+    static const char patch[] =
+        "local common = import('lib/common')\n"
+        "common.DTYPES.f32 = { c = 'ELEM_T', size = 4 }\n"
+        "common.ACC = 'ACC_T'\n"
+        "common.convert = function(from, to, e)\n"
+        "  if from == to then return e end\n"
+        "  return 'CVT_' .. to:gsub(' ', '_') .. '(' .. e .. ')'\n"
+        "end\n"
+        "common.vec_t = function(c, w) if w == 1 then return c end return c .. '_X' .. w end\n";
+    static cg_spec s;
+    cg_lua *h;
+    cg_err e = {{0}};
+    int rc = cg_lua_open(&h, NULL, &e);
+    CHECK(rc == 0, "open: %s", e.msg);
+    if (rc) return;
+    rc = run_chunk(h, patch, &e);
+    CHECK(rc == 0, "patch common: %s", e.msg);
+    lua_State *L = cg_lua_state(h);
+    rc = rc ? rc : cg_lua_import(h, "lib/planner", &e);
+    CHECK(rc == 0, "import lib/planner: %s", e.msg);
+    if (rc) {
+        cg_lua_close(h);
+        return;
+    }
+    char seen[4096] = " ";
+    int kernels = 0;
+    glob_t g;
+    int gr = glob("specs/*.yaml", 0, NULL, &g);
+    if (gr == 0 || gr == GLOB_NOMATCH) gr = glob("tests/gpu/*.yaml", GLOB_APPEND, NULL, &g);
+    CHECK(gr == 0 && g.gl_pathc > 10, "specs to generate: %zu", gr == 0 ? g.gl_pathc : 0);
+    /* and one of fc_tiled, which no auto choice and no shipped spec picks */
+    static const char extra[] = "network: types-extra\n"
+                                "input: {channels: 2, height: 6, width: 6, scale: 1, offset: 0}\n"
+                                "layers:\n"
+                                "  - {name: f1, op: fc, out: 12, bias: true, activation: relu, strategy: tiled}\n"
+                                "  - {name: prob, op: softmax}\n";
+    size_t nspecs = gr == 0 ? g.gl_pathc + 1 : 0;
+    for (size_t i = 0; i < nspecs; i++) {
+        const char *path = i < g.gl_pathc ? g.gl_pathv[i] : "types-extra.yaml";
+        if (i < g.gl_pathc ? cg_spec_load(path, &s, &e) : cg_spec_parse(path, extra, strlen(extra), &s, &e)) {
+            CHECK(0, "%s", e.msg);
+            continue;
+        }
+        /* the default target, sm_80, sm_90 and one image (fc_gemv, direct's map splits) */
+        for (int t = 0; t < 4; t++) {
+            cg_target tg;
+            cg_target_default(&tg);
+            if (t == 1) tg.cc = 80;
+            if (t == 2) cg_aot_target((int[]){90}, 1, &tg);
+            if (t == 3) tg.batch = 1;
+            lua_getfield(L, -1, "generate");
+            cg_gen_push_net(L, &s, &tg);
+            if (cg_lua_pcall(h, 1, 2, &e)) {
+                CHECK(0, "%s (target %d): %s", path, t, e.msg);
+                continue;
+            }
+            if (!lua_istable(L, -2)) { /* a refusal for this target */
+                lua_pop(L, 2);
+                continue;
+            }
+            lua_getfield(L, -2, "kernels");
+            for (lua_Integer k = 1; lua_rawgeti(L, -1, k) == LUA_TTABLE; k++) {
+                lua_getfield(L, -1, "name");
+                lua_getfield(L, -2, "template");
+                lua_getfield(L, -3, "source");
+                const char *name = lua_tostring(L, -3), *tpl = lua_tostring(L, -2), *src = lua_tostring(L, -1);
+                char tok[32] = "", word[80];
+                int line = src ? fp32_type_line(src, tok, sizeof tok) : -1;
+                CHECK(line == 0, "%s (%s, from %s): `%s` at line %d of the kernel: take the type from common.types",
+                      name ? name : "?", tpl ? tpl : "?", path, tok, line);
+                CHECK(src && strstr(src, "ELEM_T"), "%s (%s): no element type from common.types",
+                      name ? name : "?", tpl ? tpl : "?");
+                snprintf(word, sizeof word, " %s ", tpl ? tpl : "?");
+                if (!strstr(seen, word) && strlen(seen) + strlen(word) < sizeof seen)
+                    strcat(seen, word + 1);
+                kernels++;
+                lua_pop(L, 4);
+            }
+            lua_pop(L, 4);
+        }
+    }
+    if (gr == 0) globfree(&g);
+    CHECK(kernels > 100, "%d kernels generated", kernels);
+    /* every template of a family folder or ops/ was generated */
+    for (const cg_embedded_file *f = cg_embedded_templates; f->path; f++) {
+        char name[64], word[80];
+        if (cg_template_name(f->path, name, sizeof name) < 0 || strchr(name, '/')) continue;
+        snprintf(word, sizeof word, " %s ", name);
+        CHECK(strstr(seen, word), "template %s: no spec generated a kernel of it", name);
+    }
+    cg_lua_close(h);
+}
+
 int main(void)
 {
     test_layout();
     test_rule();
     test_lookup();
+    test_element_types();
     return cg_test_done("test_template_files");
 }

@@ -162,8 +162,8 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
 {{head}}
 {
-    extern __shared__ float4 smem4[];
-    float* const sm = reinterpret_cast<float*>(smem4);
+    extern __shared__ {{vec_t(stage_t, 4)}} smem4[];
+    {{stage_t}}* const sm = reinterpret_cast<{{stage_t}}*>(smem4);
     const int tid = threadIdx.x;
     const int lane = tid & 31, wq = (tid >> 5) & 3, wg = tid >> 7;   // warp in its warpgroup, warpgroup
     const int col0 = blockIdx.x * {{BN}};
@@ -177,7 +177,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
     // the input element under reduction index 0 of each column this thread gathers
     // (columns {{CX}} + {{NT}}*j)
-    const float* xb[{{NPX}}];
+    const {{in_t}}* xb[{{NPX}}];
 % if padded then
     {{mtype}} rm[{{NPX}}], cm[{{NPX}}];   // kernel rows / columns of each column inside the input
 % end
@@ -207,13 +207,13 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
     // a slice in registers: quad i of this thread is column slot i % {{NPX}}, reduction rows
     // 4*({{QX}}) .. +3
-    float xr[{{AI}}][4];
+    {{stage_t}} xr[{{AI}}][4];
     // first: s is the first slice, the short one (a literal at every call: the main loop's loads
     // carry no row test)
     auto fetch_x = [&](int s, bool first) {
         const int o = {{xof}};
         const int e0 = {{e0}};
-        const float* xp[{{NPX}}];   // kept from folding into 64-bit index arithmetic an element
+        const {{in_t}}* xp[{{NPX}}];   // kept from folding into 64-bit index arithmetic an element
 #pragma unroll
         for (int j = 0; j < {{NPX}}; j++) {
             xp[j] = xb[j] + o;
@@ -230,14 +230,14 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % else
                 const bool ok = !first || r >= {{pad0}};
 % end
-                xr[i][e] = ok ? __ldg(xp[i % {{NPX}}] + {{name}}_tab[e0 + r]) : 0.0f;
+                xr[i][e] = ok ? {{to_acc("__ldg(xp[i % " .. NPX .. "] + " .. name .. "_tab[e0 + r])")}} : 0.0f;
             }
         }
     };
     // the slice's weights: quad i of this thread is u = tid + {{NT}}*i, map u % {{BM}}, rows 4*(u / {{BM}}) .. +3
-    float wr[{{BI}}][4];
+    {{stage_t}} wr[{{BI}}][4];
     auto fetch_w = [&](int s, bool first) {
-        const float* wp = w_arg + {{wso}} + m0;
+        const {{w_t}}* wp = w_arg + {{wso}} + m0;
         asm("" : "+l"(wp));
 #pragma unroll
         for (int i = 0; i < {{BI}}; i++) {
@@ -247,31 +247,31 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             for (int e = 0; e < 4; e++) {
                 const int r = 4 * q + e;
                 const bool ok = {{wok}};
-                wr[i][e] = ok ? __ldg(wp + r * {{M}} + m) : 0.0f;
+                wr[i][e] = ok ? {{w_to_acc("__ldg(wp + r * " .. M .. " + m)")}} : 0.0f;
             }
         }
     };
     // each value as its TF32 part (truncated) and the remainder (lib/common.lua), 16 bytes a store
-    auto put = [](float* hi, float* lo, const float (&v)[4]) {
-        float4 h, l;
+    auto put = []({{stage_t}}* hi, {{stage_t}}* lo, const {{stage_t}} (&v)[4]) {
+        {{vec_t(stage_t, 4)}} h, l;
         h.x = __uint_as_float(__float_as_uint(v[0]) & 0xffffe000u), l.x = v[0] - h.x;
         h.y = __uint_as_float(__float_as_uint(v[1]) & 0xffffe000u), l.y = v[1] - h.y;
         h.z = __uint_as_float(__float_as_uint(v[2]) & 0xffffe000u), l.z = v[2] - h.z;
         h.w = __uint_as_float(__float_as_uint(v[3]) & 0xffffe000u), l.w = v[3] - h.w;
-        *reinterpret_cast<float4*>(hi) = h;
-        *reinterpret_cast<float4*>(lo) = l;
+        *reinterpret_cast<{{vec_t(stage_t, 4)}}*>(hi) = h;
+        *reinterpret_cast<{{vec_t(stage_t, 4)}}*>(lo) = l;
     };
     auto stash_x = [&](int b) {
-        float* const a = sm + b * {{BUF}};
+        {{stage_t}}* const a = sm + b * {{BUF}};
 #pragma unroll
         for (int i = 0; i < {{AI}}; i++) {
             const int c = {{CX}} + (i % {{NPX}}) * {{NT}}, q = {{QX}};
-            float* const at = a + (q * {{BN // 8}} + c / 8) * 32 + (c % 8) * 4;
+            {{stage_t}}* const at = a + (q * {{BN // 8}} + c / 8) * 32 + (c % 8) * 4;
             put(at, at + {{A}}, xr[i]);
         }
     };
     auto stash_w = [&](int b) {
-        float* const a = sm + b * {{BUF}} + {{2 * A}};
+        {{stage_t}}* const a = sm + b * {{BUF}} + {{2 * A}};
 #pragma unroll
         for (int i = 0; i < {{BI}}; i++) {
             const int u = tid + i * {{NT}};
@@ -279,7 +279,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             if (u >= {{BQ}}) break;
 % end
             const int m = u % {{BM}}, q = u / {{BM}};
-            float* const at = a + (q * {{BM // 8}} + m / 8) * 32 + (m % 8) * 4;
+            {{stage_t}}* const at = a + (q * {{BM // 8}} + m / 8) * 32 + (m % 8) * 4;
             put(at, at + {{B}}, wr[i]);
         }
     };
@@ -294,7 +294,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
     // cf: the running sum; sl: one slice's products. Tile t of this warpgroup, register r:
     // column 64*({{MT}}*wg + t) + 16*wq + lane/4 + 8*((r >> 1) & 1), map 8*(r >> 2) + 2*(lane & 3) + (r & 1)
-    float cf[{{MT}}][{{NR}}], sl[{{MT}}][{{NR}}];
+    {{acc_t}} cf[{{MT}}][{{NR}}], sl[{{MT}}][{{NR}}];
 #pragma unroll
     for (int t = 0; t < {{MT}}; t++)
 #pragma unroll
@@ -303,7 +303,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     // descriptors of no-swizzle K-major operands: start address / 16, the distance between
     // core matrices along the reduction (leading) and along the rows (stride), in 16 bytes
     const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);
-    auto wgmma = [](float (&d)[{{NR}}], unsigned long long da, unsigned long long db, int acc) {
+    auto wgmma = []({{acc_t}} (&d)[{{NR}}], unsigned long long da, unsigned long long db, int acc) {
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 2}}, 0;\n"
             "wgmma.mma_async.sync.aligned.m64n{{BM}}k8.f32.tf32.tf32 {{dregs}}, %{{NR}}, %{{NR + 1}}, p, 1, 1;\n}\n"
             : {{douts}}
@@ -328,14 +328,14 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
         // without wgmma: each accumulator a dot product of the buffer's values (big + small: exact)
-        const float* const a = sm + b * {{BUF}};
+        const {{stage_t}}* const a = sm + b * {{BUF}};
 #pragma unroll 1
         for (int t = 0; t < {{MT}}; t++)
 #pragma unroll 1
             for (int r = 0; r < {{NR}}; r++) {
                 const int c = 64 * ({{MT}} * wg + t) + 16 * wq + (lane >> 2) + 8 * ((r >> 1) & 1);
                 const int m = 8 * (r >> 2) + 2 * (lane & 3) + (r & 1);
-                float v = 0.0f;
+                {{acc_t}} v = 0.0f;
 #pragma unroll 1
                 for (int k = 0; k < {{BK}}; k++) {
                     const int ao = ((k >> 2) * {{BN // 8}} + c / 8) * 32 + (c % 8) * 4 + (k & 3);
@@ -380,7 +380,8 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % if pooled then
     // the block's tile through shared memory (over the buffers, read by now): es[map][column],
     // then each thread takes {{ETM}} maps x 4 columns of it
-    float* const es = sm;
+% -- es: the accumulators over the stage (stage_t is acc_t: see kernel())
+    {{acc_t}}* const es = sm;
 #pragma unroll
     for (int t = 0; t < {{MT}}; t++)
 #pragma unroll
@@ -388,10 +389,10 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             es[(8 * (r >> 2) + 2 * (lane & 3) + (r & 1)) * {{ER}} + 64 * ({{MT}} * wg + t) + 16 * wq + (lane >> 2) + 8 * ((r >> 1) & 1)] = cf[t][r];
     __syncthreads();
     const int tx = tid % {{BN // 4}}, ty = tid / {{BN // 4}};
-    float acc[{{ETM}}][4];
+    {{acc_t}} acc[{{ETM}}][4];
 #pragma unroll
     for (int i = 0; i < {{ETM}}; i++) {
-        const float4 t = *reinterpret_cast<const float4*>(es + (ty * {{ETM}} + i) * {{ER}} + tx * 4);
+        const {{vec_t(acc_t, 4)}} t = *reinterpret_cast<const {{vec_t(acc_t, 4)}}*>(es + (ty * {{ETM}} + i) * {{ER}} + tx * 4);
         acc[i][0] = t.x, acc[i][1] = t.y, acc[i][2] = t.z, acc[i][3] = t.w;
     }
 
@@ -407,7 +408,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             const int c = col0 + 64 * ({{MT}} * wg + t) + 16 * wq + (lane >> 2) + 8 * h;
             if (c >= total) continue;
             const int img = c / {{P}}, at = c - img * {{P}};
-            float* const o = out + img * {{M * P}} + at;
+            {{out_t}}* const o = out + img * {{M * P}} + at;
 #pragma unroll
             for (int j = 0; j < {{BM // 8}}; j++)
 #pragma unroll
@@ -416,7 +417,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 %   if mguard then
                     if (m >= {{M}}) continue;
 %   end
-                    o[m * {{P}}] = {{act("cf[t][4 * j + 2 * h + e]" .. (bias and " + __ldg(b_arg + m)" or ""))}};
+                    o[m * {{P}}] = {{from_acc(act("cf[t][4 * j + 2 * h + e]" .. (bias and (" + " .. w_to_acc("__ldg(b_arg + m)")) or "")))}};
                 }
         }
 }
@@ -430,8 +431,8 @@ function T.kernel(l, p)
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_g%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.bm, p.bn, p.bk, p.wgs) .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. "_wg"
-  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }),
-    nil, p.occ)
+  local head, args = common.kernel_head(name, s.threads,
+    common.std_args({ types = common.types(l), w_name = "w_arg", b_name = "b_arg" }), nil, p.occ)
   local dregs, douts = {}, {}
   for i = 0, s.NR - 1 do
     dregs[#dregs + 1] = "%" .. i
@@ -467,6 +468,9 @@ function T.kernel(l, p)
   }
   for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, true)) do v[k] = x end
   common.typed(l, v)
+  -- the operands' stage: FP32 values split into a TF32 part and its remainder
+  -- (3xTF32), whatever the tensors hold: the accumulator's type
+  v.stage_t = v.acc_t
   v.epilogue = s.pooled and igemm.epilogue(v) or ""
   local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
   k.const_bytes = s.const_bytes

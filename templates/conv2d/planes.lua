@@ -278,8 +278,8 @@ local source = engine.compile([=[
 // {{PH}}x{{PW}} (the input{{NB > 1 and "'s rows the band's windows reach" or ""}} with its padding as zeros), {{PL}} floats each.
 {{head}}
 {
-    extern __shared__ float4 smem4[];
-    float* const sm = reinterpret_cast<float*>(smem4);
+    extern __shared__ {{vec_t(stage_t, 4)}} smem4[];
+    {{stage_t}}* const sm = reinterpret_cast<{{stage_t}}*>(smem4);
     int* const ot = reinterpret_cast<int*>(sm + {{OT}});
     const int tid = threadIdx.x;
     const int lane = tid & 31, wq = (tid >> 5) & 3, wg = tid >> 7;   // warp in its warpgroup, warpgroup
@@ -299,9 +299,9 @@ local source = engine.compile([=[
     (void)b_arg;
 
     // the slice's weights: quad i of this thread is u = tid + {{NT}}*i, map u % {{BM}}, rows 4*(u / {{BM}}) .. +3
-    float wr[{{BI}}][4];
+    {{stage_t}} wr[{{BI}}][4];
     auto fetch_w = [&](int s) {
-        const float* wp = w_arg + s * {{BK * M}} + m0;
+        const {{w_t}}* wp = w_arg + s * {{BK * M}} + m0;
         asm("" : "+l"(wp));
 #pragma unroll
         for (int i = 0; i < {{BI}}; i++) {
@@ -311,13 +311,13 @@ local source = engine.compile([=[
             for (int e = 0; e < 4; e++) {
                 const int r = 4 * q + e;
                 const bool ok = {{wok}};
-                wr[i][e] = ok ? __ldg(wp + r * {{M}} + m) : 0.0f;
+                wr[i][e] = ok ? {{w_to_acc("__ldg(wp + r * " .. M .. " + m)")}} : 0.0f;
             }
         }
     };
     // each weight as its TF32 part (truncated) and the remainder, 16 bytes a store
     auto stash_w = [&](int b) {
-        float* const a = sm + b * {{2 * BK * BM}};
+        {{stage_t}}* const a = sm + b * {{2 * BK * BM}};
 #pragma unroll
         for (int i = 0; i < {{BI}}; i++) {
             const int u = tid + i * {{NT}};
@@ -325,14 +325,14 @@ local source = engine.compile([=[
             if (u >= {{BQ}}) break;
 % end
             const int m = u % {{BM}}, q = u / {{BM}};
-            float* const at = a + (q * {{BM // 8}} + m / 8) * 32 + (m % 8) * 4;
-            float4 h, l;
+            {{stage_t}}* const at = a + (q * {{BM // 8}} + m / 8) * 32 + (m % 8) * 4;
+            {{vec_t(stage_t, 4)}} h, l;
             h.x = __uint_as_float(__float_as_uint(wr[i][0]) & 0xffffe000u), l.x = wr[i][0] - h.x;
             h.y = __uint_as_float(__float_as_uint(wr[i][1]) & 0xffffe000u), l.y = wr[i][1] - h.y;
             h.z = __uint_as_float(__float_as_uint(wr[i][2]) & 0xffffe000u), l.z = wr[i][2] - h.z;
             h.w = __uint_as_float(__float_as_uint(wr[i][3]) & 0xffffe000u), l.w = wr[i][3] - h.w;
-            *reinterpret_cast<float4*>(at) = h;
-            *reinterpret_cast<float4*>(at + {{BK * BM}}) = l;
+            *reinterpret_cast<{{vec_t(stage_t, 4)}}*>(at) = h;
+            *reinterpret_cast<{{vec_t(stage_t, 4)}}*>(at + {{BK * BM}}) = l;
         }
     };
     // the tensor cores read the weights through the async proxy: ordinary stores fenced before the barrier
@@ -345,7 +345,7 @@ local source = engine.compile([=[
     // the planes' padding (and everything else) zero, and the offset table
 #pragma unroll 4
     for (int i = tid; i < {{PLN // 4}}; i += {{NT}})
-        reinterpret_cast<float4*>(sm + {{PB}})[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        reinterpret_cast<{{vec_t(stage_t, 4)}}*>(sm + {{PB}})[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int e = tid; e < {{R8 // 2}}; e += {{NT}}) {
         int r = 8 * (e >> 2) + (e & 3);
 #pragma unroll
@@ -364,7 +364,9 @@ local source = engine.compile([=[
 #define {{name}}_COPY(d, g) (sm[d] = __ldg(g))
 #endif
     {
-        const float* const src = in + img0 * {{C * H * W}};
+% -- the planes hold the input as stored (4-byte copies an element): the stage's type where in_t
+% -- is FP32, as every layer's is; a narrower in_t would need converting copies
+        const {{in_t}}* const src = in + img0 * {{C * H * W}};
 % if NB == 1 then
         // input rows 0 .. {{NRW - 1}} of each plane{{NRW < H and " (the rest no window reaches)" or ""}}: plane row py + {{pt}}
         const int lim = (n - img0 < {{IB}} ? n - img0 : {{IB}}) * {{C * NRW * W}};
@@ -423,7 +425,7 @@ local source = engine.compile([=[
 
     // cf: the running sum; sl: one slice's products. Tile t, register r: column
     // 64*({{MT}}*wg + t) + 16*wq + lane/4 + 8*((r >> 1) & 1), map 8*(r >> 2) + 2*(lane & 3) + (r & 1)
-    float cf[{{MT}}][{{NR}}], sl[{{MT}}][{{NR}}];
+    {{acc_t}} cf[{{MT}}][{{NR}}], sl[{{MT}}][{{NR}}];
 #pragma unroll
     for (int t = 0; t < {{MT}}; t++)
 #pragma unroll
@@ -433,7 +435,7 @@ local source = engine.compile([=[
     // the reduction (leading) and along the maps (stride), in 16 bytes
     const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4) + {{bdesc}};
     // A fragment (rows g, g + 8; reduction rows t4, t4 + 4): {{aorder}}
-    auto wgmma = [](float (&d)[{{NR}}], const unsigned (&a)[4], unsigned long long db, int acc) {
+    auto wgmma = []({{acc_t}} (&d)[{{NR}}], const unsigned (&a)[4], unsigned long long db, int acc) {
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 5}}, 0;\n"
             "wgmma.mma_async.sync.aligned.m64n{{BM}}k8.f32.tf32.tf32 {{dregs}}, {{aregs}}, %{{NR + 4}}, p, 1, 1;\n}\n"
             : {{douts}}
@@ -446,7 +448,7 @@ local source = engine.compile([=[
         const int2 o = reinterpret_cast<const int2*>(ot)[4 * k + t4];
 #pragma unroll
         for (int t = 0; t < {{MT}}; t++) {
-            const float v[4] = { sm[rb[t][0] + o.x], sm[rb[t][1] + o.x], sm[rb[t][0] + o.y], sm[rb[t][1] + o.y] };
+            const {{stage_t}} v[4] = { sm[rb[t][0] + o.x], sm[rb[t][1] + o.x], sm[rb[t][0] + o.y], sm[rb[t][1] + o.y] };
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 ah[b][t][e] = __float_as_uint(v[e]) & 0xffffe000u;
@@ -487,14 +489,14 @@ local source = engine.compile([=[
 #else
         // without wgmma: each accumulator a dot product of the planes and the staged weights
         {
-            const float* const wb = sm + (s & 1) * {{2 * BK * BM}};
+            const {{stage_t}}* const wb = sm + (s & 1) * {{2 * BK * BM}};
 #pragma unroll 1
             for (int t = 0; t < {{MT}}; t++)
 #pragma unroll 1
                 for (int r = 0; r < {{NR}}; r++) {
                     const int m = 8 * (r >> 2) + 2 * t4 + (r & 1);
                     const int base = rb[t][(r >> 1) & 1];
-                    float v = 0.0f;
+                    {{acc_t}} v = 0.0f;
 #pragma unroll 1
                     for (int k = 0; k < {{BK}}; k++) {
                         const int e = 4 * (s * {{KS}} + (k >> 3)) + (k & 3);
@@ -528,7 +530,8 @@ local source = engine.compile([=[
 % if pooled then
     // epilogue: the block's tile through shared memory (over the weights and planes, read by now),
     // es[map][column], then each thread takes pooled outputs: 2x2 {{pool_kind}}, {{bias and "bias, " or ""}}{{actname}}
-    float* const es = sm;
+% -- es: the accumulators over the stage (stage_t is acc_t: see kernel())
+    {{acc_t}}* const es = sm;
 #pragma unroll
     for (int t = 0; t < {{MT}}; t++)
 #pragma unroll
@@ -544,14 +547,14 @@ local source = engine.compile([=[
         const int py = w / {{OW}}, px = w - py * {{OW}};
         const int m = m0 + mm, oy = y0 / 2 + py;
         if (img0 + il >= n{{mguard and string.format(" || m >= %d", M) or ""}}{{CH % RB ~= 0 and string.format(" || oy >= %d", OH) or ""}}) continue;
-        const float* const e = es + mm * {{ER}} + il * {{BC}} + 2 * py * {{CW}} + 2 * px;
+        const {{acc_t}}* const e = es + mm * {{ER}} + il * {{BC}} + 2 * py * {{CW}} + 2 * px;
 %   if pool_kind == "avg" then
-        const float v4 = ({{act("e[0]" .. b)}} + {{act("e[1]" .. b)}} + {{act("e[" .. CW .. "]" .. b)}} +
+        const {{acc_t}} v4 = ({{act("e[0]" .. b)}} + {{act("e[1]" .. b)}} + {{act("e[" .. CW .. "]" .. b)}} +
             {{act("e[" .. CW + 1 .. "]" .. b)}}) * 0.25f;
 %   else
-        const float v4 = fmaxf(fmaxf(e[0], e[1]), fmaxf(e[{{CW}}], e[{{CW + 1}}])){{b}};
+        const {{acc_t}} v4 = fmaxf(fmaxf(e[0], e[1]), fmaxf(e[{{CW}}], e[{{CW + 1}}])){{b}};
 %   end
-        out[(img0 + il) * {{M * OH * OW}} + m * {{OH * OW}} + oy * {{OW}} + px] = {{pool_kind == "avg" and "v4" or act("v4")}};
+        out[(img0 + il) * {{M * OH * OW}} + m * {{OH * OW}} + oy * {{OW}} + px] = {{from_acc(pool_kind == "avg" and "v4" or act("v4"))}};
     }
 }
 % else
@@ -568,7 +571,7 @@ local source = engine.compile([=[
 % else
             if (c >= {{NCB}} || img0 + il >= n) continue;
 % end
-            float* const o = out + (img0 + il) * {{M * COLS}} + at;
+            {{out_t}}* const o = out + (img0 + il) * {{M * COLS}} + at;
 #pragma unroll
             for (int j = 0; j < {{BM // 8}}; j++)
 #pragma unroll
@@ -577,7 +580,7 @@ local source = engine.compile([=[
 % if mguard then
                     if (m >= {{M}}) continue;
 % end
-                    o[m * {{COLS}}] = {{act("cf[t][4 * j + 2 * h + e]" .. (bias and " + __ldg(b_arg + m)" or ""))}};
+                    o[m * {{COLS}}] = {{from_acc(act("cf[t][4 * j + 2 * h + e]" .. b))}};
                 }
         }
 }
@@ -597,8 +600,9 @@ function T.kernel(l, p)
     l.C, l.M, l.K, l.H, l.W, g.tag, act, l.bias and "_bias" or "", p.ib,
     p.rows < g.CH and string.format("r%d", p.rows) or "", p.bm, p.bk, p.wgs)
     .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.pooled and "_fp" .. g.pool_tag or "")
-  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg" }),
-    nil, p.occ)
+  local ty = common.types(l)
+  local head, args = common.kernel_head(name, s.threads,
+    common.std_args({ types = ty, w_name = "w_arg", b_name = "b_arg" }), nil, p.occ)
   local dregs, douts = {}, {}
   for i = 0, s.NR - 1 do
     dregs[#dregs + 1] = "%" .. i
@@ -626,9 +630,13 @@ function T.kernel(l, p)
     bias = l.bias, mguard = mguard, actname = act,
     pooled = s.pooled, pool_kind = g.kind, ER = s.ER, OH = g.OH, OW = g.OW,
     PBR = (p.rows // 2) * g.OW, PBC = p.ib * (p.rows // 2) * g.OW,
-    b = l.bias and " + __ldg(b_arg + m)" or "",
+    b = l.bias and (" + " .. ty.w_to_acc("__ldg(b_arg + m)")) or "",
     act = function(e) return common.act(act, e) end,
   }
+  common.typed(l, v)
+  -- the weights' stage (and the planes): FP32 values split into a TF32 part and its
+  -- remainder (3xTF32), whatever the tensors hold: the accumulator's type
+  v.stage_t = v.acc_t
   return {
     name = name,
     args = args,

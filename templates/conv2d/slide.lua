@@ -389,16 +389,14 @@ local source = engine.compile([[
 // Input rows from global memory (through L1); shared memory ({{smem}} B): ws[{{cs}} * {{K * K}}][{{M}}],
 // the weights of {{cs}} channel(s) at a time (transposed by the runtime)
 % end
-extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
-{{name}}(const float* __restrict__ in, float* __restrict__ out,
-{{pad}} const float* __restrict__ w_arg, const float* __restrict__ b_arg, int n)
+{{head}}
 {
-    extern __shared__ float4 smem4[];
+    extern __shared__ {{vec_t(acc_t, 4)}} smem4[];
 % if xsm then
-    float* const xs = reinterpret_cast<float*>(smem4);
-    float* const ws = xs + {{xfloats}};
+    {{acc_t}}* const xs = reinterpret_cast<{{acc_t}}*>(smem4);
+    {{acc_t}}* const ws = xs + {{xfloats}};
 % else
-    float* const ws = reinterpret_cast<float*>(smem4);
+    {{acc_t}}* const ws = reinterpret_cast<{{acc_t}}*>(smem4);
 % end
     const int tid = threadIdx.x;
     const int grp = tid % {{G}};                  // maps grp*{{tm}} .. +{{tm - 1}}
@@ -413,7 +411,7 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
     // slots under the first image's thread rows; this thread's first slot
     const int n0 = ({{RT - 1}} - trow0) * {{F * S}} + {{IR}};
     const int base = img == img0 ? (trow - trow0) * {{F * S}} : n0 + (img - img0 - 1) * {{NFULL}} + trow * {{F * S}};
-    const float* const xt = xs + base * {{RP}} + ct * {{CTOFF}};
+    const {{acc_t}}* const xt = xs + base * {{RP}} + ct * {{CTOFF}};
     // slot -> the image and input row it holds (the first image's from trow0's rows on,
     // then each later image's from its top; rows past the batch or the input read zeros)
     auto slot_at = [&](int slot, int& im, int& iy) {
@@ -428,7 +426,7 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
     const int img = at / {{RT}}, trow = at - img * {{RT}};
     // the tile's first input row and column (negative in the padding)
     const int iy0 = trow * {{F * S}} - {{pt}}, ix0 = ct * {{TS * S}} - {{pl}};
-    const float* const xt = in + img * {{C * H * W}} + iy0 * {{W}} + ix0;
+    const {{in_t}}* const xt = in + img * {{C * H * W}} + iy0 * {{W}} + ix0;
 % end
     (void)b_arg;
 
@@ -444,15 +442,16 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
             slot_at(slot, im, iy);
             const int x0 = tc * {{TS * S}} - {{pl}};
             const bool rok = im < n && (unsigned)iy < {{H}}u;
-            const float* const src = in + (rok ? im * {{C * H * W}} + c0 * {{H * W}} + iy * {{W}} : 0) + x0;
-            float4* const dst = reinterpret_cast<float4*>(xs) + i * {{WC // 4}};
+            const {{in_t}}* const src = in + (rok ? im * {{C * H * W}} + c0 * {{H * W}} + iy * {{W}} : 0) + x0;
+            {{vec_t(acc_t, 4)}}* const dst = reinterpret_cast<{{vec_t(acc_t, 4)}}*>(xs) + i * {{WC // 4}};
             // every channel's loads in flight at once where no accumulator is live yet (one stage)
 #pragma unroll{{stages == 1 and "" or " 1"}}
             for (int cl = 0; cl < {{cs}}; cl++) {
-                float e[{{WV}}];
+                {{acc_t}} e[{{WV}}];
 #pragma unroll
                 for (int j = 0; j < {{WV}}; j++)
-                    e[j] = (j < {{PC}} && rok && (unsigned)(x0 + j) < {{W}}u) ? __ldg(src + cl * {{H * W}} + j) : 0.0f;
+                    e[j] = (j < {{PC}} && rok && (unsigned)(x0 + j) < {{W}}u) ? {{to_acc("__ldg(src + cl * " .. H * W .. " + j)")}} : 0.0f;
+% -- make_float4: the staged type is the accumulator's, FP32 (common.ACC)
 #pragma unroll
                 for (int j = 0; j < {{WV}}; j += 4)
                     dst[cl * {{SLOTS * RP // 4}} + j / 4] = make_float4(e[j], e[j + 1], e[j + 2], e[j + 3]);
@@ -468,23 +467,23 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
             slot_at(slot, im, iy);
             const int ix = col - {{pl}};
             const bool ok = im < n && (unsigned)iy < {{H}}u && (unsigned)ix < {{W}}u;
-            const float* const src = in + (ok ? im * {{C * H * W}} + c0 * {{H * W}} + iy * {{W}} + ix : 0);
+            const {{in_t}}* const src = in + (ok ? im * {{C * H * W}} + c0 * {{H * W}} + iy * {{W}} + ix : 0);
 #pragma unroll
-            for (int cl = 0; cl < {{cs}}; cl++) xs[cl * {{SLOTS * WP}} + i] = ok ? __ldg(src + cl * {{H * W}}) : 0.0f;
+            for (int cl = 0; cl < {{cs}}; cl++) xs[cl * {{SLOTS * WP}} + i] = ok ? {{to_acc("__ldg(src + cl * " .. H * W .. ")")}} : 0.0f;
         }
 % end
 % if wvec then
-        const float4* const wsrc = reinterpret_cast<const float4*>(w_arg + c0 * {{K * K * M}});
+        const {{vec_t(w_t, 4)}}* const wsrc = reinterpret_cast<const {{vec_t(w_t, 4)}}*>(w_arg + c0 * {{K * K * M}});
 #pragma unroll {{wunroll}}
         for (int i = tid; i < {{wfloats // 4}}; i += {{threads}}) smem4[{{xfloats // 4}} + i] = __ldg(wsrc + i);
 % else
-        const float* const wsrc = w_arg + c0 * {{K * K * M}};
+        const {{w_t}}* const wsrc = w_arg + c0 * {{K * K * M}};
 #pragma unroll {{wunroll}}
-        for (int i = tid; i < {{wfloats}}; i += {{threads}}) ws[i] = __ldg(wsrc + i);
+        for (int i = tid; i < {{wfloats}}; i += {{threads}}) ws[i] = {{w_to_acc("__ldg(wsrc + i)")}};
 % end
     };
 
-    float acc[{{tm}}][{{F}}][{{TS}}];
+    {{acc_t}} acc[{{tm}}][{{F}}][{{TS}}];
 #pragma unroll
     for (int m = 0; m < {{tm}}; m++)
 #pragma unroll
@@ -494,17 +493,17 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 
 % if xsm then
     // element j under conv row f at input row r = (channel of the stage, kernel row p)
-    auto load = [&](float (&v)[{{F}}][{{PC}}], int r) {
+    auto load = [&]({{acc_t}} (&v)[{{F}}][{{PC}}], int r) {
         const int c = r / {{K}}, p = r - c * {{K}};
-        const float* const xr = xt + (c * {{SLOTS}} + p) * {{RP}};
+        const {{acc_t}}* const xr = xt + (c * {{SLOTS}} + p) * {{RP}};
 %   if xch then
         // the window as float4 reads (its chunk lies on 16 bytes)
 #pragma unroll
         for (int f = 0; f < {{F}}; f++)
 #pragma unroll
             for (int j = 0; j < {{WV}}; j += 4) {
-                const float4 t = *reinterpret_cast<const float4*>(xr + f * {{S * RP}} + j);
-                const float e[4] = { t.x, t.y, t.z, t.w };
+                const {{vec_t(acc_t, 4)}} t = *reinterpret_cast<const {{vec_t(acc_t, 4)}}*>(xr + f * {{S * RP}} + j);
+                const {{acc_t}} e[4] = { t.x, t.y, t.z, t.w };
 #pragma unroll
                 for (int u = 0; u < 4; u++)
                     if (j + u < {{PC}}) v[f][j + u] = e[u];
@@ -518,23 +517,23 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
     };
 % else
     // element j under conv row f at input row r = (channel c, kernel row p); 0 outside the input
-    auto load = [&](float (&v)[{{F}}][{{PC}}], int r) {
+    auto load = [&]({{acc_t}} (&v)[{{F}}][{{PC}}], int r) {
         const int c = r / {{K}}, p = r - c * {{K}};
-        const float* const xr = xt + c * {{H * W}} + p * {{W}};
+        const {{in_t}}* const xr = xt + c * {{H * W}} + p * {{W}};
 #pragma unroll
         for (int f = 0; f < {{F}}; f++) {
 %   if rowcheck then
             const bool rok = (unsigned)(iy0 + p + f * {{S}}) < {{H}}u;
 %   end
 #pragma unroll
-            for (int j = 0; j < {{PC}}; j++) v[f][j] = {{okexpr}}__ldg(xr + f * {{S * W}} + j){{okend}};
+            for (int j = 0; j < {{PC}}; j++) v[f][j] = {{okexpr}}{{to_acc("__ldg(xr + f * " .. S * W .. " + j)")}}{{okend}};
         }
     };
 % end
 
 % if not xsm then
     // the first input row's loads set off before the weights' barrier
-    float v[{{F}}][{{PC}}];
+    {{acc_t}} v[{{F}}][{{PC}}];
     load(v, 0);
 % end
 % if stages == 1 then
@@ -543,20 +542,20 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 % end
 
     // acc += the products of the stage's input row rl, its elements in x
-    auto mul = [&](const float (&x)[{{F}}][{{PC}}], int rl) {
-        const float* const wr = ws + rl * {{K * M}} + grp * {{tm}};
+    auto mul = [&](const {{acc_t}} (&x)[{{F}}][{{PC}}], int rl) {
+        const {{acc_t}}* const wr = ws + rl * {{K * M}} + grp * {{tm}};
 #pragma unroll
         for (int q = 0; q < {{K}}; q++) {
 #pragma unroll
             for (int m = 0; m < {{tm}}; m += {{vec}}) {
 % if vec == 4 then
-                const float4 t = *reinterpret_cast<const float4*>(wr + q * {{M}} + m);
-                const float wv[4] = { t.x, t.y, t.z, t.w };
+                const {{vec_t(acc_t, 4)}} t = *reinterpret_cast<const {{vec_t(acc_t, 4)}}*>(wr + q * {{M}} + m);
+                const {{acc_t}} wv[4] = { t.x, t.y, t.z, t.w };
 % elseif vec == 2 then
-                const float2 t = *reinterpret_cast<const float2*>(wr + q * {{M}} + m);
-                const float wv[2] = { t.x, t.y };
+                const {{vec_t(acc_t, 2)}} t = *reinterpret_cast<const {{vec_t(acc_t, 2)}}*>(wr + q * {{M}} + m);
+                const {{acc_t}} wv[2] = { t.x, t.y };
 % else
-                const float wv[1] = { wr[q * {{M}} + m] };
+                const {{acc_t}} wv[1] = { wr[q * {{M}} + m] };
 % end
 #pragma unroll
                 for (int u = 0; u < {{vec}}; u++)
@@ -578,10 +577,10 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
     };
 
 % if xsm then
-    float v[{{F}}][{{PC}}];
+    {{acc_t}} v[{{F}}][{{PC}}];
 % end
 % if pf >= 1 then
-    float vn[{{F}}][{{PC}}];
+    {{acc_t}} vn[{{F}}][{{PC}}];
 % end
 % if stages == 1 and xsm then
     load(v, 0);
@@ -636,35 +635,35 @@ extern "C" __global__ void __launch_bounds__({{threads}}, {{occ}})
 
     // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store
     if (!live) return;
-    float* const y = out + img * {{M * OH * OW}} + grp * {{tm * OH * OW}} + trow * {{OW}} + ct * {{cols}};
+    {{out_t}}* const y = out + img * {{M * OH * OW}} + grp * {{tm * OH * OW}} + trow * {{OW}} + ct * {{cols}};
 #pragma unroll
     for (int m = 0; m < {{tm}}; m++) {
 % if bias then
-        const float b = __ldg(b_arg + grp * {{tm}} + m);
+        const {{acc_t}} b = {{w_to_acc("__ldg(b_arg + grp * " .. tm .. " + m)")}};
 % end
 #pragma unroll
         for (int s = 0; s < {{cols}}; s++) {
 % if pooled and pool_kind == "max" then
-            float a = acc[m][0][s * {{F}}];
+            {{acc_t}} a = acc[m][0][s * {{F}}];
 #pragma unroll
             for (int f = 0; f < {{F}}; f++)
 #pragma unroll
                 for (int d = 0; d < {{F}}; d++) a = fmaxf(a, acc[m][f][s * {{F}} + d]);
-            const float val = {{act("a" .. (bias and " + b" or ""))}};
+            const {{acc_t}} val = {{act("a" .. (bias and " + b" or ""))}};
 % elseif pooled then
-            float a = 0.0f;
+            {{acc_t}} a = 0.0f;
 #pragma unroll
             for (int f = 0; f < {{F}}; f++)
 #pragma unroll
                 for (int d = 0; d < {{F}}; d++) a += {{act("acc[m][f][s * " .. F .. " + d]" .. (bias and " + b" or ""))}};
-            const float val = a * {{inv}};
+            const {{acc_t}} val = a * {{inv}};
 % else
-            const float val = {{act("acc[m][0][s]" .. (bias and " + b" or ""))}};
+            const {{acc_t}} val = {{act("acc[m][0][s]" .. (bias and " + b" or ""))}};
 % end
 % if ragged then
-            if (s < {{last}} || ct < {{CT - 1}}) y[m * {{OH * OW}} + s] = val;
+            if (s < {{last}} || ct < {{CT - 1}}) y[m * {{OH * OW}} + s] = {{from_acc("val")}};
 % else
-            y[m * {{OH * OW}} + s] = val;
+            y[m * {{OH * OW}} + s] = {{from_acc("val")}};
 % end
         }
     }
@@ -688,12 +687,17 @@ function T.kernel(l, p)
   local okexpr, okend = "", ""
   if #conds > 0 then okexpr, okend = "(" .. table.concat(conds, " && ") .. ") ? ", " : 0.0f" end
   local xsm = p.xs >= 1
-  local wvec = s.wfloats % 4 == 0   -- the weights staged as float4
+  local ty = common.types(l)
+  -- the weights staged as quads, copied as they are: where they are stored in
+  -- the staged (accumulator) type; otherwise one at a time, converted
+  local wvec = s.wfloats % 4 == 0 and ty.w_t == ty.acc_t
   local name = string.format("conv2d_slide_c%dm%dk%d_h%dw%d%s_%s%s%s_t%dx%dr%dc%dx%dp%do%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.tm, p.cols, p.rows, p.cs, p.xs, p.pf, p.occ)
+  local head, args = common.kernel_head(name, s.threads,
+    common.std_args({ types = ty, w_name = "w_arg", b_name = "b_arg" }), nil, p.occ)
   local v = {
-    name = name, pad = string.rep(" ", #name),
+    name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, S = g.S, pt = g.pt, pl = g.pl,
     tm = p.tm, cols = p.cols, rows = p.rows, cs = p.cs, pf = p.pf, occ = p.occ,
     G = s.G, CT = s.CT, RT = s.RT, F = s.F, TS = s.TS, PC = s.PC, IR = s.IR, threads = s.threads,
@@ -711,9 +715,10 @@ function T.kernel(l, p)
     bias = l.bias, actname = act,
     act = function(e) return common.act(act, e) end,
   }
+  common.typed(l, v)
   return {
     name = name,
-    args = "in,out,weights,bias,n",
+    args = args,
     source = source(v),
     grid = { common.batch_dim(s.RT, p.rows), 1, 1 },
     block = { s.threads, 1, 1 },

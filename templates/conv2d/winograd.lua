@@ -238,7 +238,7 @@ local source = engine.compile([=[
 
 {{head}}
 {
-    extern __shared__ float4 smem4[];
+    extern __shared__ {{vec_t(acc_t, 4)}} smem4[];
 % -- the transformed tiles and filters, in acc_t
     {{acc_t}}* const vs = reinterpret_cast<{{acc_t}}*>(smem4);
     {{acc_t}}* const us = vs + {{2 * NN * XS}};

@@ -420,20 +420,21 @@ end
 -- two, (row t, col g), (t+4, g); C 16x8 in four, (g, 2t), (g, 2t+1), (g+8, 2t),
 -- (g+8, 2t+1), with g = lane / 4, t = lane % 4.
 
--- C statements defining the lambda `split(v, hi, lo)` (v: float; hi, lo: unsigned).
+-- C statements defining the lambda `split(v, hi, lo)` (v: an FP32 value, of the
+-- accumulator type common.ACC; hi, lo: unsigned).
 function common.tf32x3_split()
-  return [[auto split = [](float v, unsigned& hi, unsigned& lo) {
+  return [[auto split = [](]] .. common.ACC .. [[ v, unsigned& hi, unsigned& lo) {
             hi = __float_as_uint(v) & 0xffffe000u;
             lo = __float_as_uint(v - __uint_as_float(hi));
         };]]
 end
 
 -- Precision tf32 (a layer's `precision: tf32`): each operand rounded to TF32 once,
--- one mma.sync a tile. C statements defining the lambda `tf32(v)`: v (float)
+-- one mma.sync a tile. C statements defining the lambda `tf32(v)`: v (acc_t, FP32)
 -- rounded to TF32 by cvt.rna.tf32.f32 (to nearest, ties away from zero), as the
 -- 32-bit register mma.sync reads.
 function common.tf32_round()
-  return [[auto tf32 = [](float v) {
+  return [[auto tf32 = [](]] .. common.ACC .. [[ v) {
             unsigned r;
             asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
             return r;
@@ -445,7 +446,7 @@ end
 -- cvt.rna does for finite v: half a unit of the 13 dropped bits added to the
 -- magnitude's bits, then those bits cleared.
 function common.tf32_round_emu()
-  return [[auto tf32r = [](float v) {
+  return [[auto tf32r = [](]] .. common.ACC .. [[ v) {
             return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xffffe000u);
         };]]
 end
@@ -460,16 +461,16 @@ end
 
 -- C statements defining the lambdas mma(d, a, b): d += a*b, and mma0(d, a, b): d =
 -- a*b (the accumulator not read: no zeroing moves), one mma.sync.m16n8k8 each, d the
--- four floats of a C fragment, a and b the A and B fragments' registers.
+-- four accumulators (common.ACC, FP32) of a C fragment, a and b the A and B fragments' registers.
 function common.tf32x3_mma_defs()
   local head = 'asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, '
   local ab = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])'
   return table.concat({
-    "auto mma = [](float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
+    "auto mma = [](" .. common.ACC .. " (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
     "            " .. head .. '{%0, %1, %2, %3};"',
     '                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : ' .. ab .. ");",
     "        };",
-    "        auto mma0 = [](float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
+    "        auto mma0 = [](" .. common.ACC .. " (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
     "            " .. head .. '{%10, %10, %10, %10};"',
     '                : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]) : ' .. ab .. ', "f"(0.0f));',
     "        };" }, "\n")

@@ -377,7 +377,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
 {{head}}
 {
-    extern __shared__ float4 smem4[];
+    extern __shared__ {{vec_t(acc_t, 4)}} smem4[];
 % -- the slices staged as stored (cp.async copies bytes): inputs, then weights
     {{in_t}}* const xs = reinterpret_cast<{{in_t}}*>(smem4);
     {{w_t}}* const ws = xs + {{ST * KP * XR}};

@@ -19,10 +19,10 @@ local source = engine.compile([[
     if (i >= n * {{E // vec}}) return;
 % if norm then
     // per channel: x = pixel * (scale / std[c]) + (-mean[c] / std[c])
-    const float fa[{{C}}] = { {{fa}} };
-    const float fb[{{C}}] = { {{fb}} };
+    const {{acc_t}} fa[{{C}}] = { {{fa}} };
+    const {{acc_t}} fb[{{C}}] = { {{fb}} };
     const int c = ({{vec == 4 and "i * 4" or "i"}} / {{HW}}) % {{C}};
-    const float a = fa[c], t = fb[c];
+    const {{acc_t}} a = fa[c], t = fb[c];
 % end
 % if vec == 4 then
     const uchar4 p = reinterpret_cast<const uchar4*>(in)[i];
