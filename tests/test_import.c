@@ -524,6 +524,55 @@ static void model_res(void)
     cg_buf_free(&spec);
 }
 
+/* Model 3, ResNet's tail: conv -> relu, conv, Add -> relu -> GlobalAveragePool (no conv takes it: folded into
+ * the Gemm as an fc over C x H x W with the weights spread over the positions) -> Flatten -> Gemm. */
+static void model_tail(void)
+{
+    model_new();
+    rng = 5;
+    input4("x", 2, 4, 5);
+    long long wad[4] = {3, 2, 3, 3}, d3[1] = {3}, wbd[4] = {3, 3, 3, 3}, fd[2] = {4, 3}, d4[1] = {4};
+    float *wa = init("wa", 4, wad, -0.5, 0.5), *ba = init("ba", 1, d3, -0.2, 0.2);
+    float *wb = init("wb", 4, wbd, -0.4, 0.4);
+    float *wf = init("wf", 2, fd, -1, 1), *bf = init("bf", 1, d4, -0.3, 0.3);
+    Onnx__NodeProto *n = node("Conv", "/layer4/conv1/Conv", "x,wa,ba", "a");
+    attr_is(n, "pads", 4, 1, 1, 1, 1);
+    node("Relu", "/layer4/relu/Relu", "a", "ar");
+    n = node("Conv", "/layer4/conv2/Conv", "ar,wb", "b");
+    attr_is(n, "pads", 4, 1, 1, 1, 1);
+    node("Add", "/layer4/Add", "b,ar", "s");
+    node("Relu", "/layer4/relu_1/Relu", "s", "sr");
+    node("GlobalAveragePool", "/avgpool/GlobalAveragePool", "sr", "g");
+    node("Flatten", "/Flatten", "g", "f");
+    n = node("Gemm", "/fc/Gemm", "f,wf,bf", "out");
+    attr_i(n, "transB", 1);
+    output2("out", 4);
+    save("tail", 0);
+    cg_buf spec;
+    if (import_lib("tail", &spec)) return;
+    CHECK_CONTAINS(spec.data, "name: fc_gemm, op: fc, out: 4, bias: true}");
+    CHECK(!strstr(spec.data, "pool:"), "no conv takes the pool:\n%s", spec.data);
+    enum { N = 3 };
+    float x[N * 40];
+    double ref[N * 4];
+    for (int i = 0; i < N * 40; i++) x[i] = (float)(urand() * 2 - 1);
+    for (int im = 0; im < N; im++) {
+        T t = mk(2, 4, 5);
+        for (int i = 0; i < 40; i++) t.x[i] = x[im * 40 + i];
+        T a = conv(t, wa, ba, 3, 3, 1, 1, 1, 1, 1, 1);
+        act(&a, RELU);
+        T b = conv(a, wb, NULL, 3, 3, 1, 1, 1, 1, 1, 1);
+        for (int i = 0; i < 60; i++) b.x[i] += a.x[i];
+        act(&b, RELU);
+        T g = gap(b);
+        T f = fc(g, wf, bf, 4, 1);
+        for (int j = 0; j < 4; j++) ref[im * 4 + j] = f.x[j];
+        free(t.x), free(a.x), free(b.x), free(g.x), free(f.x);
+    }
+    compare("residual+gap+gemm (pool folded into the fc)", N, 2, 4, 5, x, ref, 4);
+    cg_buf_free(&spec);
+}
+
 /* ---- the command: exit codes, messages, files ---------------------------------- */
 
 static int exists(const char *p)
@@ -631,6 +680,15 @@ static void refusals(void)
     output2("s", 1), save("act_shared", 0);
     refused("shared activation input", "node 'r0' (Relu): reads 'y', which other nodes read too");
 
+    /* a global average pool no conv takes, read by something other than an fc */
+    model_new();
+    input4("x", 2, 4, 4);
+    node("Add", "add0", "x,x", "s");
+    node("GlobalAveragePool", "gap0", "s", "g");
+    node("Relu", "relu0", "g", "r");
+    output2("r", 2), save("gap_relu", 0);
+    refused("gap not before an fc", "node 'relu0' (Relu): reads 'g', a global average pool of a tensor no conv computes");
+
     /* Clip other than (0, 6) */
     conv_model(6);
     n = node("Clip", "clip0", "y", "z");
@@ -697,9 +755,11 @@ int main(void)
     }
     model_cbr();
     model_res();
+    model_tail();
     if (access("build/convgen", X_OK) == 0) refusals();
     else printf("FAIL build/convgen missing: run from the repository root after make build/convgen\n"), cg_t_fail++;
     char cmd[128];
+    if (getenv("CG_KEEP")) return cg_test_done("test_import");
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd)) printf("note: could not remove %s\n", dir);
     return cg_test_done("test_import");

@@ -38,6 +38,9 @@ typedef struct {
     int layer;                /* V_LAYER: the layer whose output it is */
     int rank;                 /* 4: maps C x H x W; 2: a vector of C (H = W = 1) */
     int C, H, W;
+    /* > 0: a global average pool of the layer's (or input's) C x gap_hw maps that
+     * no conv could take: C numbers, computed only by the fc that reads them */
+    int gap_hw;
     const Onnx__TensorProto *t; /* V_CONST */
 } value;
 
@@ -545,10 +548,20 @@ static int bn_foldable(const ctx *c, int bi)
            P->done == 1;
 }
 
+/* A global average pool convgen folds into the fc after it, read by something else. */
+static int gap_view(ctx *c, const Onnx__NodeProto *n, int idx, const value *x)
+{
+    return node_fail(c, n, idx,
+                     "reads '%.200s', a global average pool of a tensor no conv computes: convgen runs it only "
+                     "folded into the Gemm or MatMul that reads it (after Flatten)",
+                     x->name);
+}
+
 static int op_act(ctx *c, const Onnx__NodeProto *n, int idx, cg_act act)
 {
     value *x;
     if (one_output(c, n, idx) || data_input(c, n, idx, 0, &x)) return -1;
+    if (x->gap_hw) return gap_view(c, n, idx, x);
     const char *what = act == CG_ACT_RELU6 ? "relu6" : cg_act_name(act);
     if (!sole_reader(c, x))
         return node_fail(c, n, idx,
@@ -597,6 +610,13 @@ static int fuse_pool(ctx *c, const Onnx__NodeProto *n, int idx, value *x, pool_k
         int ci = c->l[li].in[0];
         if (fold_bn(c, li, ci)) return -1;
         li = ci;
+    }
+    if (kind == P_GAP && (!ok || c->l[li].op != CG_OP_CONV || c->l[li].pool != P_NONE)) {
+        /* no conv takes it (ResNet's pool after its last add): the fc reading it will */
+        value v = *x;
+        v.rank = 2, v.gap_hw = x->H * x->W, v.H = v.W = 1;
+        consume(c, x, 0);
+        return bind(c, n->output[0], v);
     }
     if (!ok || c->l[li].op != CG_OP_CONV || c->l[li].pool != P_NONE) {
         const char *who = x->kind == V_INPUT ? "the network input"
@@ -704,11 +724,29 @@ static int op_reshape(ctx *c, const Onnx__NodeProto *n, int idx)
 /* Gemm and MatMul: an fc layer over a vector (a flattened tensor or an fc's output). */
 static int make_fc(ctx *c, const Onnx__NodeProto *n, int idx, value *x, float *w, float *b, int out)
 {
+    int in = x->C;
+    if (x->gap_hw) { /* fc(mean over p of x[c][p]) = fc'(x), w'[o][c*HW + p] = w[o][c] / HW */
+        long long hw = x->gap_hw, k = (long long)x->C * hw * out; /* C x H x W <= 2^28, out <= 65536 */
+        if (k > CG_ELEMS_MAX) {
+            free(w), free(b);
+            return node_fail(c, n, idx, "the global average pool it reads, folded into it, makes %lld x %lld weights: "
+                             "more than convgen's 2^28", (long long)x->C * hw, (long long)out);
+        }
+        float *wide = malloc((size_t)k * sizeof *wide);
+        if (!wide) return free(w), free(b), oom(c);
+        for (long long o = 0; o < out; o++)
+            for (long long ch = 0; ch < x->C; ch++)
+                for (long long p = 0; p < hw; p++)
+                    wide[(o * x->C + ch) * hw + p] = (float)((double)w[o * x->C + ch] / (double)hw);
+        free(w);
+        w = wide;
+        in = (int)(x->C * hw);
+    }
     int li = new_layer(c, n, idx, CG_OP_FC);
     if (li < 0) return free(w), free(b), -1;
     layer *L = &c->l[li];
     L->nin = 1, L->in[0] = x->kind == V_LAYER ? x->layer : -1;
-    L->C = x->C, L->H = L->W = 1, L->out = out, L->w = w, L->b = b, L->bias = b != NULL;
+    L->C = in, L->H = L->W = 1, L->out = out, L->w = w, L->b = b, L->bias = b != NULL;
     consume(c, x, 1);
     return bind(c, n->output[0], layer_value(li, 2, out, 1, 1));
 }
@@ -790,6 +828,7 @@ static int op_add(ctx *c, const Onnx__NodeProto *n, int idx)
         consume(c, x, 0);
         return bind(c, n->output[0], *x);
     }
+    if (a->gap_hw || b->gap_hw) return gap_view(c, n, idx, a->gap_hw ? a : b);
     if (a->rank != b->rank || a->C != b->C || a->H != b->H || a->W != b->W)
         return node_fail(c, n, idx, "adds '%.200s' (%dx%dx%d) and '%.200s' (%dx%dx%d): convgen adds tensors of one shape",
                          a->name, a->C, a->H, a->W, b->name, b->C, b->H, b->W);
@@ -839,6 +878,7 @@ static int op_softmax(ctx *c, const Onnx__NodeProto *n, int idx)
     if (known_attrs(c, n, idx, known) || one_output(c, n, idx) || attr_int(c, n, idx, "axis", c->opset >= 13 ? -1 : 1, &axis) ||
         data_input(c, n, idx, 0, &x))
         return -1;
+    if (x->gap_hw) return gap_view(c, n, idx, x);
     if (x->rank != 2) return node_fail(c, n, idx, "over a 4-d tensor: convgen's softmax follows an fc (a 2-d tensor)");
     if (axis != 1 && axis != -1) return node_fail(c, n, idx, "axis %lld: convgen's softmax runs over each image's scores", axis);
     int li = new_layer(c, n, idx, CG_OP_SOFTMAX);
