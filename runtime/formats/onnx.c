@@ -25,6 +25,7 @@
 #include "onnx_subset.pb-c.h"
 
 #define MODEL_MAX ((size_t)1 << 30) /* bytes of a model file */
+#define NODES_MAX 4096              /* nodes, initializers, inputs of a graph (convgen runs 64 layers) */
 #define NAME_KEEP 48                /* a layer name's length; its tensors add up to 13 (".running_mean") */
 #define ONNX_FLOAT 1
 #define ONNX_INT64 7
@@ -1106,6 +1107,14 @@ static void free_ctx(ctx *c)
 static int convert(ctx *c, const cg_onnx_options *o, cg_buf *spec, cg_buf *weights)
 {
     const Onnx__GraphProto *g = c->g;
+    if (g->n_node > NODES_MAX || g->n_initializer > NODES_MAX || g->n_input > NODES_MAX || g->n_output > NODES_MAX)
+        return cg_fail(c->e, "%s: the graph has %zu nodes, %zu initializers, %zu inputs and %zu outputs: convgen "
+                       "imports at most %d of each", c->path, g->n_node, g->n_initializer, g->n_input, g->n_output,
+                       NODES_MAX), -1;
+    for (size_t i = 0; i < g->n_node; i++)
+        if (g->node[i]->n_input > NODES_MAX || g->node[i]->n_output > NODES_MAX)
+            return cg_fail(c->e, "%s: node %zu has %zu inputs and %zu outputs: convgen imports at most %d", c->path, i,
+                           g->node[i]->n_input, g->node[i]->n_output, NODES_MAX), -1;
     for (size_t i = 0; i < g->n_initializer; i++) {
         const char *nm = S(g->initializer[i]->name);
         if (!nm[0]) return cg_fail(c->e, "%s: initializer %zu has no name", c->path, i), -1;
