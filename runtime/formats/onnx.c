@@ -1199,5 +1199,8 @@ int cg_onnx_import(const char *path, const cg_onnx_options *o, cg_buf *spec, cg_
 done:
     free_ctx(&c);
     onnx__model_proto__free_unpacked(m, NULL);
+    if (rc) /* names from the file are arbitrary bytes: one printable line */
+        for (unsigned char *p = (unsigned char *)e->msg; *p; p++)
+            if (*p < 0x20 || *p >= 0x7f) *p = '?';
     return rc;
 }
