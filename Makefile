@@ -216,7 +216,7 @@ ptx sass: build/convgen
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern bundle npy tuning \
-                bundle_sections cpu input
+                bundle_sections cpu input onnx
 FUZZ_CFLAGS   = -g -O1 -std=c11 -Wall -Wextra -Wshadow -Werror -Wno-pass-failed -fopenmp \
                 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
                 -Ibase -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -Ibuild/proto -Itests/fuzz -I$(CUDA_HOME)/include \
