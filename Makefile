@@ -17,9 +17,9 @@ CFLAGS    ?= -O2 -g
 override CFLAGS += -std=c11 -Wall -Wextra -Wshadow -Werror -fopenmp -fPIC \
              -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L \
              $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-             -Ibase -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -I$(CUDA_HOME)/include
-# Lua, libyaml, zlib and OpenMP are linked statically: the GPU machine has none of them.
-LDLIBS     = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a $(GOMP) -ldl -lm -lpthread
+             -Ibase -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -Ibuild/proto -I$(CUDA_HOME)/include
+# Lua, libyaml, zlib, protobuf-c and OpenMP are linked statically: the GPU machine has none of them.
+LDLIBS     = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a $(LIBDIR)/libprotobuf-c.a $(GOMP) -ldl -lm -lpthread
 
 GEN_SRC   := $(wildcard base/*.c generator/*.c)
 RT_DIRS   := runtime/formats runtime/cpu runtime/cuda runtime/measure runtime/api runtime/cli
@@ -27,7 +27,10 @@ RT_SRC    := $(filter-out runtime/api/rt_only.c,$(foreach d,$(RT_DIRS),$(wildcar
 # every template file: templates/FOLDER/*.lua (conv2d/, fc/, ops/, lib/; generator/lua_host.h,
 # cg_template_path); a file loose in templates/ is embedded too, so test_template_files refuses it
 TPL       := $(sort $(wildcard templates/*.lua templates/*/*.lua))
-OBJ       := $(patsubst %.c,build/%.o,$(GEN_SRC) $(RT_SRC)) build/templates_embed.o
+# runtime/formats/onnx_subset.proto: the ONNX messages `convgen import` reads, compiled by
+# protoc-c (protobuf-c-compiler) into build/proto/ (runtime/formats/onnx.c includes its header)
+PROTO_OBJ := build/proto/onnx_subset.pb-c.o
+OBJ       := $(patsubst %.c,build/%.o,$(GEN_SRC) $(RT_SRC)) build/templates_embed.o $(PROTO_OBJ)
 LIB_OBJ   := $(filter-out build/runtime/cli/cli.o,$(OBJ))
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC))
@@ -46,7 +49,7 @@ all: build/convgen lib $(MPI_BIN)
 VERSION   := $(shell sed -n 's/^\#define CG_VERSION "\(.*\)"/\1/p' base/util.h)
 SOMAJOR   := $(firstword $(subst ., ,$(VERSION)))
 CGLIB_OBJ := $(filter-out build/runtime/cli/%,$(OBJ))
-SO_LIBS    = -llua5.4 -lyaml -lz -ldl -lm -lpthread
+SO_LIBS    = -llua5.4 -lyaml -lz -lprotobuf-c -ldl -lm -lpthread
 
 lib: build/libconvgen.a build/libconvgen.so.$(VERSION) build/libconvgen-rt.a build/libconvgen-rt.so.$(VERSION)
 
@@ -62,8 +65,9 @@ build/libconvgen.so.$(VERSION): $(CGLIB_OBJ) tools/libconvgen.map
 # no tuning records (runtime/api/rt_only.c answers in their place); libyaml (the
 # spec inside a bundle is YAML) is linked into it statically, so the shared
 # one needs neither liblua nor libyaml at run time. Same header, same exports.
+# nor the ONNX importer (runtime/formats/onnx.c, the command's `import`)
 RTLIB_OBJ := $(filter-out build/generator/% build/templates_embed.o \
-               build/runtime/measure/%,$(CGLIB_OBJ)) build/runtime/api/rt_only.o
+               build/runtime/measure/% build/runtime/formats/onnx.o $(PROTO_OBJ),$(CGLIB_OBJ)) build/runtime/api/rt_only.o
 RT_SO_LIBS = $(LIBDIR)/libyaml.a -lz -ldl -lm -lpthread
 
 build/libconvgen-rt.a: $(RTLIB_OBJ)
@@ -104,6 +108,15 @@ deps:
 build/%.o: %.c $(wildcard base/*.h generator/*.h runtime/*.h $(addsuffix /*.h,$(RT_DIRS)))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+build/proto/%.pb-c.c build/proto/%.pb-c.h: runtime/formats/%.proto
+	@mkdir -p build/proto
+	protoc-c --proto_path=runtime/formats --c_out=build/proto $<
+
+build/proto/%.o: build/proto/%.c build/proto/%.h
+	$(CC) $(CFLAGS) -c $< -o $@
+
+build/runtime/formats/onnx.o: build/proto/onnx_subset.pb-c.h
 
 # Templates are embedded in the binary so it runs anywhere without the source tree.
 build/embed: tools/embed.c
@@ -203,18 +216,21 @@ ptx sass: build/convgen
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS ?= spec gen safetensors idx idx_gz fatbin manifest cache pattern bundle npy tuning \
-                bundle_sections cpu input
+                bundle_sections cpu input onnx
 FUZZ_CFLAGS   = -g -O1 -std=c11 -Wall -Wextra -Wshadow -Werror -Wno-pass-failed -fopenmp \
                 -D_DEFAULT_SOURCE -D_POSIX_C_SOURCE=200809L $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
-                -Ibase -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -Itests/fuzz -I$(CUDA_HOME)/include \
+                -Ibase -Igenerator -Iruntime $(addprefix -I,$(RT_DIRS)) -Ibuild -Ibuild/proto -Itests/fuzz -I$(CUDA_HOME)/include \
                 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_LDLIBS   = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a -ldl -lm -lpthread
-FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(GEN_SRC) $(filter-out runtime/cli/cli.c,$(RT_SRC)) build/templates_embed.c)
+FUZZ_LDLIBS   = $(LIBDIR)/liblua5.4.a $(LIBDIR)/libyaml.a $(LIBDIR)/libz.a $(LIBDIR)/libprotobuf-c.a -ldl -lm -lpthread
+FUZZ_OBJ     := $(patsubst %.c,build/fuzz/obj/%.o,$(GEN_SRC) $(filter-out runtime/cli/cli.c,$(RT_SRC)) build/templates_embed.c \
+                  build/proto/onnx_subset.pb-c.c)
 FUZZ_BIN     := $(addprefix build/fuzz/fuzz_,$(FUZZ_TARGETS))
 
 build/fuzz/obj/%.o: %.c $(wildcard base/*.h generator/*.h $(addsuffix /*.h,$(RT_DIRS)))
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+build/fuzz/obj/runtime/formats/onnx.o: build/proto/onnx_subset.pb-c.h
 
 build/fuzz/fuzz_idx_gz: tests/fuzz/fuzz_idx.c tests/fuzz/fuzz.h $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -DFUZZ_GZIP -fsanitize=fuzzer $< $(FUZZ_OBJ) $(FUZZ_LDLIBS) -o $@

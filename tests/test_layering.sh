@@ -4,7 +4,7 @@
 # folder may include headers of its own folder and of the folders its row's
 # "may use" column names in backticks, nothing else; third-party headers stay in
 # their folder (Lua in generator/, libyaml in base/, CUDA in runtime/cuda/, MPI
-# in runtime/mpi/); and the folders form layers, no cycle among them.
+# in runtime/mpi/, protobuf-c in runtime/formats/); and the folders form layers, no cycle among them.
 # Then the checker itself on a tree of its own with one wrong include of each kind.
 set -u
 cd "$(dirname "$0")/.."
@@ -46,7 +46,8 @@ for h, ds in sorted(home.items()):
     if len(ds) > 1: print(f"{h}: in {', '.join(sorted(ds))}: one name, two folders")
 third = {"lua.h": "generator/", "lauxlib.h": "generator/", "lualib.h": "generator/",
          "yaml.h": "base/", "cuda.h": "runtime/cuda/", "cudaTypedefs.h": "runtime/cuda/",
-         "nvrtc.h": "runtime/cuda/", "mpi.h": "runtime/mpi/"}
+         "nvrtc.h": "runtime/cuda/", "mpi.h": "runtime/mpi/",
+         "protobuf-c/protobuf-c.h": "runtime/formats/"}
 # the C folders on disk must all be in the table
 for top in ("base", "generator", "runtime"):
     for dp, dn, fn in os.walk(os.path.join(root, top)):

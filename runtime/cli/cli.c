@@ -33,6 +33,8 @@ static const char usage[] =
     "                                measure every layer's candidates, write a tuning record\n"
     "  info SPEC|NET.cgb [--json]     every layer: shapes, parameters, FLOPs, weight\n"
     "                                tensors, the kernels chosen\n"
+    "  import MODEL.onnx -o NET.yaml [--scale X] [--mean LIST --std LIST] [--force]\n"
+    "                                an ONNX model as a spec and its weights (NET.safetensors)\n"
     "  data --resize S -o DIR [--data DIR]\n"
     "                                write the resized IDX sets used for training\n"
     "  help [VERB]                   this text, or one verb's\n"
@@ -49,7 +51,7 @@ static const struct {
     verb_fn fn;
 } verbs[] = {{"generate", cg_cmd_generate}, {"build", cg_cmd_build}, {"run", cg_cmd_run},
              {"check", cg_cmd_check},       {"kernel", cg_cmd_kernel}, {"tune", cg_cmd_tune},
-             {"data", cg_cmd_data},         {"info", cg_cmd_info}};
+             {"data", cg_cmd_data},         {"info", cg_cmd_info}, {"import", cg_cmd_import}};
 #define NVERBS ((int)(sizeof verbs / sizeof *verbs))
 
 /* The verb named s, or NULL. */

@@ -35,6 +35,7 @@ int cg_cmd_data(int argc, char **argv, cg_err *e);
 int cg_cmd_kernel(int argc, char **argv, cg_err *e);
 int cg_cmd_tune(int argc, char **argv, cg_err *e);
 int cg_cmd_info(int argc, char **argv, cg_err *e);
+int cg_cmd_import(int argc, char **argv, cg_err *e);
 
 /* The kernel verb's command line (runtime/cli/cmd_kernel.c), parsed apart from
  * running it so tests can hold it. Pointers point into argv. */
