@@ -215,5 +215,15 @@ $cg run specs/ece408-2017.yaml --backend cpu --device 1 >/dev/null 2>"$t/e"; rc=
 [ $rc -eq 2 ] && grep -q "^convgen: --device needs the cuda backend" "$t/e" && ok || bad "--device on the CPU backend: exit $rc: $(cat "$t/e")"
 $cg run specs/example-conv.yaml --device x >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "bad --device should exit 2"
 
+# a network of other than 10 classes: refused on the data set (exit 3, saying how to run it),
+# run on made-up images (no accuracy)
+printf 'network: k1000\ninput: {channels: 1, height: 8, width: 8}\nlayers:\n  - {name: c1, op: conv, M: 4, K: 3}\n  - {name: f1, op: fc, out: 1000}\n' >"$t/k1000.yaml"
+$cg run "$t/k1000.yaml" --backend cpu --images 5 >"$t/o" 2>"$t/e"; rc=$?
+[ $rc -eq 3 ] && grep -q "ends in 1000 values; classifying fashion-mnist needs 10 (give --input FILE or --random-input S" "$t/e" \
+  && ok || bad "1000 classes on the data set: exit $rc: $(cat "$t/e")"
+$cg run "$t/k1000.yaml" --backend cpu --random-input 2 --images 5 >"$t/o" 2>"$t/e"; rc=$?
+[ $rc -eq 0 ] && grep -q '^Correctness: - Model: k1000 (random input)' "$t/o" && ok \
+  || bad "1000 classes on random input: exit $rc: $(cat "$t/e")"
+
 echo "test_cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -611,9 +611,10 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     const cg_spec *s = j.s;
     const cg_layer *last = &s->layers[s->nlayers - 1];
     const int classes = (int)cg_layer_out_elems(last);
-    if (!input && classes != 10)
-        return cg_fail(e, "%s: the network ends in %lld values; classifying %s needs 10 (check "
-                       "and generate take any network)", spec, cg_layer_out_elems(last), s->dataset),
+    if (!input && !random_t && classes != 10)
+        return cg_fail(e, "%s: the network ends in %lld values; classifying %s needs 10 (give --input FILE "
+                       "or --random-input S; check and generate take any network)", spec, cg_layer_out_elems(last),
+                       s->dataset[0] ? s->dataset : "fashion-mnist"),
                job_free(&j), CG_EXIT_INPUT;
     int use_gpu = 0;
     const char *gpu_opt = devices_t ? "--devices" : fatbin ? "--fatbin" : profile ? "--profile" : batch_t ? "--batch"
