@@ -235,6 +235,20 @@ static int read_pool(const cg_yctx *c, const cg_ynode *map, const char *where, i
     return 0;
 }
 
+/* A layer's optional `strategy` (an identifier; default auto) and its `params`. */
+static int read_strategy(const cg_yctx *c, const cg_ynode *map, const char *where, cg_layer *l)
+{
+    const cg_ynode *v = cg_y_get(map, "strategy");
+    if (v) {
+        if (cg_y_ident(c, v, "strategy", where, 0, l->strategy, sizeof l->strategy)) return -1;
+        l->strategy_pos = v->pos;
+    } else {
+        snprintf(l->strategy, sizeof l->strategy, "auto");
+        l->strategy_pos = l->pos;
+    }
+    return read_params(c, map, where, l);
+}
+
 /* A conv layer: its written C/H/W must agree with what flows in, K must fit,
  * and every tensor it makes must stay within CG_ELEMS_MAX per image. */
 int cg_spec_read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, const char *who, cg_layer *l)
@@ -289,17 +303,8 @@ int cg_spec_read_conv(const cg_yctx *c, const cg_ynode *map, const char *where, 
     if (cg_conv_dims(l, &ch, &cw, &oh, &ow)) /* unreachable: every size was checked above */
         return cg_y_fail(c, l->pos, "%s: no output shape", where + 3);
     l->OC = l->M, l->OH = oh, l->OW = ow;
-    const cg_ynode *v;
     /* optional: the template conv2d_<strategy>; auto (the default) lets the templates choose */
-    v = cg_y_get(map, "strategy");
-    if (v) {
-        if (cg_y_ident(c, v, "strategy", where, 0, l->strategy, sizeof l->strategy)) return -1;
-        l->strategy_pos = v->pos;
-    } else {
-        snprintf(l->strategy, sizeof l->strategy, "auto");
-        l->strategy_pos = l->pos;
-    }
-    return read_params(c, map, where, l);
+    return read_strategy(c, map, where, l);
 }
 
 /* A fully connected layer over the previous output flattened. */
@@ -317,15 +322,7 @@ int cg_spec_read_fc(const cg_yctx *c, const cg_ynode *map, const char *where, co
     if (read_bias_act(c, map, where, l)) return -1;
     l->OC = l->out, l->OH = 1, l->OW = 1;
     /* optional: the template fc_<strategy> (default auto: vec or tiled) and its parameters */
-    const cg_ynode *v = cg_y_get(map, "strategy");
-    if (v) {
-        if (cg_y_ident(c, v, "strategy", where, 0, l->strategy, sizeof l->strategy)) return -1;
-        l->strategy_pos = v->pos;
-    } else {
-        snprintf(l->strategy, sizeof l->strategy, "auto");
-        l->strategy_pos = l->pos;
-    }
-    return read_params(c, map, where, l);
+    return read_strategy(c, map, where, l);
 }
 
 /* A batch norm: 'eps' (default 1e-5, finite and > 0) and an 'activation'

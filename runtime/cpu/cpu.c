@@ -451,32 +451,13 @@ static int forward_chunk(const cg_spec *s, const cg_weights *w, const graph_plan
     return 0;
 }
 
-int cg_cpu_forward_f32(const cg_spec *s, const cg_weights *w, const float *x, int n, float **layer_out,
-                       float *last_out, double *layer_ms, cg_err *e)
-{
-    if (n < 0) return cg_fail(e, "%s: negative image count %d", s->path, n);
-    if (s->nlayers <= 0) return cg_fail(e, "%s: the network has no layers", s->path);
-    const size_t img = (size_t)s->C * s->H * s->W;
-    graph_plan p;
-    if (plan_graph(s, layer_out, img, &p, e)) return -1;
-    size_t chunk = (size_t)(n < FORWARD_CHUNK ? n : FORWARD_CHUNK), bytes;
-    if (cg_mul_size(p.widest, chunk ? chunk : 1, &bytes) || cg_mul_size(bytes, (size_t)p.nslots * sizeof(float), &bytes))
-        return cg_fail(e, "%s: buffers too large", s->path);
-    float *buf = malloc(bytes);
-    if (!buf) return cg_fail(e, "%s: out of memory for %zu bytes of activations", s->path, bytes);
-    const size_t classes = (size_t)cg_layer_out_elems(&s->layers[s->nlayers - 1]);
-    int rc = 0;
-    for (size_t b0 = 0; b0 < (size_t)n && !rc; b0 += chunk) {
-        int nb = (int)((size_t)n - b0 < chunk ? (size_t)n - b0 : chunk);
-        rc = forward_chunk(s, w, &p, buf, chunk, x + b0 * img, b0, nb, layer_out, last_out + b0 * classes,
-                           layer_ms, e);
-    }
-    free(buf);
-    return rc;
-}
-
-int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *pixels, int n,
-                   float **layer_out, float *probs, int *pred, double *layer_ms, cg_err *e)
+/* The whole network over n images, a chunk at a time: from uint8 pixels (made
+ * into the input's slot by cg_cpu_input) or, where pixels is NULL, from float
+ * images xf. last_out gains the last layer's output (unless layer_out keeps it,
+ * or pred is given: then always); pred, when not NULL, each image's argmax (the
+ * first maximum). */
+static int forward(const cg_spec *s, const cg_weights *w, const unsigned char *pixels, const float *xf, int n,
+                   float **layer_out, float *last_out, int *pred, double *layer_ms, cg_err *e)
 {
     if (n < 0) return cg_fail(e, "%s: negative image count %d", s->path, n);
     if (s->nlayers <= 0) return cg_fail(e, "%s: the network has no layers", s->path);
@@ -490,18 +471,19 @@ int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *p
     float *buf = malloc(bytes);
     if (!buf) return cg_fail(e, "%s: out of memory for %zu bytes of activations", s->path, bytes);
     const size_t classes = (size_t)cg_layer_out_elems(&s->layers[s->nlayers - 1]);
-    float *x = buf + (size_t)p.slot[0] * p.widest * chunk;
+    float *xs = buf + (size_t)p.slot[0] * p.widest * chunk;
     int rc = 0;
     for (size_t b0 = 0; b0 < (size_t)n && !rc; b0 += chunk) {
         int nb = (int)((size_t)n - b0 < chunk ? (size_t)n - b0 : chunk);
-        cg_cpu_input(s, pixels + b0 * img, nb, x);
-        rc = forward_chunk(s, w, &p, buf, chunk, x, b0, nb, layer_out, probs + b0 * classes, layer_ms, e);
-        if (rc) break;
+        const float *x = xf ? xf + b0 * img : xs;
+        if (pixels) cg_cpu_input(s, pixels + b0 * img, nb, xs);
+        rc = forward_chunk(s, w, &p, buf, chunk, x, b0, nb, layer_out, last_out + b0 * classes, layer_ms, e);
+        if (rc || !pred) continue;
         const float *last = layer_out && layer_out[s->nlayers - 1]
-                                ? layer_out[s->nlayers - 1] + b0 * classes : probs + b0 * classes;
-        if (last != probs + b0 * classes) memcpy(probs + b0 * classes, last, (size_t)nb * classes * sizeof *last);
+                                ? layer_out[s->nlayers - 1] + b0 * classes : last_out + b0 * classes;
+        if (last != last_out + b0 * classes) memcpy(last_out + b0 * classes, last, (size_t)nb * classes * sizeof *last);
         for (int b = 0; b < nb; b++) {
-            const float *row = probs + (b0 + (size_t)b) * classes;
+            const float *row = last_out + (b0 + (size_t)b) * classes;
             size_t best = 0;
             for (size_t c = 1; c < classes; c++)
                 if (row[c] > row[best]) best = c;
@@ -510,4 +492,16 @@ int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *p
     }
     free(buf);
     return rc;
+}
+
+int cg_cpu_forward_f32(const cg_spec *s, const cg_weights *w, const float *x, int n, float **layer_out,
+                       float *last_out, double *layer_ms, cg_err *e)
+{
+    return forward(s, w, NULL, x, n, layer_out, last_out, NULL, layer_ms, e);
+}
+
+int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *pixels, int n,
+                   float **layer_out, float *probs, int *pred, double *layer_ms, cg_err *e)
+{
+    return forward(s, w, pixels, NULL, n, layer_out, probs, pred, layer_ms, e);
 }
