@@ -422,7 +422,7 @@ static void model_cbr(void)
     const char *want[] = {"op: batchnorm", "eps: 0.0010000000474974513", "groups: 2", "padding: [1, 0, 1, 2]",
                           "activation: relu6", "pool: max3, pool_stride: 2, pool_padding: 1", "groups: 6",
                           "activation: sigmoid", "pool: global_avg", "op: fc, out: 5, bias: true", "op: softmax",
-                          "name: features_conv1_conv", "channels: 3", "height: 9", "width: 8"};
+                          "name: features_conv1", "channels: 3", "height: 9", "width: 8"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) CHECK_CONTAINS(spec.data, want[i]);
     CHECK(!strstr(spec.data, "features_bn2"), "the batchnorm before the pool is folded into its conv:\n%s", spec.data);
 
@@ -535,7 +535,7 @@ static void model_tail(void)
     float *wa = init("wa", 4, wad, -0.5, 0.5), *ba = init("ba", 1, d3, -0.2, 0.2);
     float *wb = init("wb", 4, wbd, -0.4, 0.4);
     float *wf = init("wf", 2, fd, -1, 1), *bf = init("bf", 1, d4, -0.3, 0.3);
-    Onnx__NodeProto *n = node("Conv", "/layer4/conv1/Conv", "x,wa,ba", "a");
+    Onnx__NodeProto *n = node("Conv", "/layer4/layer4.0/conv1/Conv", "x,wa,ba", "a");
     attr_is(n, "pads", 4, 1, 1, 1, 1);
     node("Relu", "/layer4/relu/Relu", "a", "ar");
     n = node("Conv", "/layer4/conv2/Conv", "ar,wb", "b");
@@ -550,7 +550,12 @@ static void model_tail(void)
     save("tail", 0);
     cg_buf spec;
     if (import_lib("tail", &spec)) return;
-    CHECK_CONTAINS(spec.data, "name: fc_gemm, op: fc, out: 4, bias: true}");
+    CHECK_CONTAINS(spec.data, "name: fc, op: fc, out: 4, bias: true}");
+    /* PyTorch's scoped node names without what repeats: "/layer4/layer4.0/conv1/Conv" is
+     * layer4_0_conv1 (the scope layer4.0 extends, and the op type, dropped); "/layer4/Add",
+     * the block's sum, is named after its block */
+    CHECK_CONTAINS(spec.data, "{name: layer4_0_conv1, op: conv,");
+    CHECK_CONTAINS(spec.data, "{name: layer4, op: add,");
     CHECK(!strstr(spec.data, "pool:"), "no conv takes the pool:\n%s", spec.data);
     enum { N = 3 };
     float x[N * 40];

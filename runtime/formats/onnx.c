@@ -164,13 +164,42 @@ static int sole_reader(const ctx *c, const value *v)
     return L->refs == 1 && L->done == 0;
 }
 
-/* The layer name for a node: its name (else its op and index) lower-cased,
- * runs of other characters as one '_', at most NAME_KEEP characters (the end
- * kept: exporters put the distinctive part last), unique. */
+/* A scoped node name as PyTorch's exporter writes it, "/layer1/layer1.0/conv1/Conv",
+ * without what repeats: a scope the next one extends ("layer1" before "layer1.0")
+ * and, after other scopes, the node's own op type: "layer1.0/conv1". A name
+ * without '/' is kept whole. */
+static void unscoped(const char *name, const char *op_type, char *out, size_t n)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", name);
+    if (!strchr(buf, '/')) {
+        snprintf(out, n, "%s", buf);
+        return;
+    }
+    const char *part[64];
+    int np = 0;
+    for (char *save = NULL, *t = strtok_r(buf, "/", &save); t && np < 64; t = strtok_r(NULL, "/", &save))
+        part[np++] = t;
+    size_t at = 0;
+    out[0] = 0;
+    for (int i = 0; i < np; i++) {
+        size_t len = strlen(part[i]);
+        if (i + 1 < np && !strncmp(part[i + 1], part[i], len) && part[i + 1][len] == '.') continue;
+        if (i == np - 1 && at && !strcmp(part[i], op_type)) continue;
+        at += (size_t)snprintf(out + at, at < n ? n - at : 0, "%s%s", at ? "/" : "", part[i]);
+        if (at >= n) break;
+    }
+    if (!out[0]) snprintf(out, n, "%s", name);
+}
+
+/* The layer name for a node: its name (else its op and index) without repeated
+ * scopes (unscoped), lower-cased, runs of other characters as one '_', at most
+ * NAME_KEEP characters (the end kept: exporters put the distinctive part last),
+ * unique. */
 static void layer_name(const ctx *c, const Onnx__NodeProto *n, int idx, char out[CG_NAME_MAX])
 {
     char raw[512], s[512];
-    if (n->name && n->name[0]) snprintf(raw, sizeof raw, "%s", n->name);
+    if (n->name && n->name[0]) unscoped(n->name, S(n->op_type), raw, sizeof raw);
     else snprintf(raw, sizeof raw, "%s_%d", S(n->op_type), idx);
     size_t k = 0;
     for (const char *p = raw; *p && k + 1 < sizeof s; p++) {
