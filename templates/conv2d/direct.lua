@@ -203,22 +203,26 @@ function T.check(l, p)
       p.maps_unroll, p.cols, p.maps_unroll * TR * TS), "maps_unroll"
   end
   local CKK = CG * l.K * l.K
+  -- what to use instead: igemm, except for a grouped layer, which only direct serves
+  local instead = (l.groups or 1) > 1
+      and "grouped layers (groups > 1) run on direct alone, so its channels per group x K x K must fit"
+      or "use strategy igemm for this layer"
   local body = p.maps_unroll * CKK * TR * TS * (p.unroll_groups == 1 and l.M // p.maps_unroll or 1)
   local calls = p.maps_unroll * CKK * (p.unroll_groups == 1 and l.M // p.maps_unroll or 1)
   if calls > T.CALL_BUDGET then
     return string.format("the unrolled body makes %d tile calls (maps_unroll*C*K*K%s); the budget is %d, " ..
-      "so that the source stays under about 40 KB: use strategy igemm for this layer",
-      calls, p.unroll_groups == 1 and "*groups" or "", T.CALL_BUDGET), "maps_unroll"
+      "so that the source stays under about 40 KB: %s",
+      calls, p.unroll_groups == 1 and "*groups" or "", T.CALL_BUDGET, instead), "maps_unroll"
   end
   local source = calls * (#naming(l, p) + 40) + 4096 + p.maps_unroll * p.cols * (60 + 24 * TR * TR)
   if source > T.SOURCE_BUDGET then
     return string.format("the unrolled body makes about %d bytes of source (%d tile calls of the kernel's name); " ..
-      "the budget is %d: use strategy igemm for this layer", source, calls, T.SOURCE_BUDGET), "maps_unroll"
+      "the budget is %d: %s", source, calls, T.SOURCE_BUDGET, instead), "maps_unroll"
   end
   if body > T.BODY_BUDGET then
     return string.format("the unrolled body holds %d multiply-adds (maps_unroll*C*K*K*outputs%s); " ..
-      "the budget is %d, so that it compiles in seconds: use strategy igemm for this layer",
-      body, p.unroll_groups == 1 and "*groups" or "", T.BODY_BUDGET), "maps_unroll"
+      "the budget is %d, so that it compiles in seconds: %s",
+      body, p.unroll_groups == 1 and "*groups" or "", T.BODY_BUDGET, instead), "maps_unroll"
   end
   if 4 * p.maps_unroll * CKK > common.MAX_SHARED then
     return string.format("maps_unroll=%d stages %d bytes of weights in shared memory; at most %d fit",
