@@ -26,13 +26,13 @@ local source = engine.compile([[
     if (i >= n * {{V}}) return;
 % if width == 4 then
 % for k = 1, #names do
-    const float4 x{{k - 1}} = reinterpret_cast<const float4*>({{names[k]}})[i];
+    const {{vin}} x{{k - 1}} = reinterpret_cast<const {{vin}}*>({{names[k]}})[i];
 % end
-    float4 y;
+    {{vout}} y;
 % for _, c in ipairs({ "x", "y", "z", "w" }) do
     y.{{c}} = {{act(sum(c))}};
 % end
-    reinterpret_cast<float4*>(out)[i] = y;
+    reinterpret_cast<{{vout}}*>(out)[i] = y;
 % else
     const {{acc_t}} v = {{sum(nil)}};
     out[i] = {{from_acc(act("v"))}};
@@ -66,7 +66,8 @@ function T.kernel(l, p)
     name = name,
     args = roles,
     source = source(common.typed(l, { name = name, head = head, block = p.block, V = V, width = width,
-                      names = names, sum = sum, act = function(e) return common.act(l.act, e) end })),
+                      names = names, sum = sum, act = function(e) return common.act(l.act, e) end,
+                      vin = common.vec_t(types.in_t, width), vout = common.vec_t(types.out_t, width) })),
     grid = { common.batch_dim(V, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
     out_elems = l.elems,
