@@ -5,7 +5,8 @@ Run on a GPU machine with PyTorch, from the repository root, after `make`:
 
     python3 bench/latency.py [SPEC...] [--batches 1,8,64,256,1000] [--repeat R]
                              [--convgen build/convgen] [--baseline OTHER_CONVGEN]
-                             [--compile-batches 1] [--host-latency] [--dry-run]
+                             [--compile-batches 1] [--compile-modes reduce-overhead,max-autotune]
+                             [--host-latency] [--dry-run]
 
 With no SPEC, the three course networks. For every spec and batch size it prints:
 
@@ -18,8 +19,11 @@ With no SPEC, the three course networks. For every spec and batch size it prints
   * PyTorch FP32 (TF32 off, cudnn.benchmark on), the same layers with random
     weights on float input already on the device, CUDA events around one forward
     call, median of R after warm-up: eager; the eager forward captured with
-    torch.cuda.graph and replayed; torch.compile(mode="reduce-overhead") for the
-    batch sizes in --compile-batches (each takes 10-60 s to compile).
+    torch.cuda.graph and replayed; torch.compile for the batch sizes in
+    --compile-batches, in each mode of --compile-modes (default reduce-overhead;
+    max-autotune times candidate kernels for every convolution and matrix product
+    and can take minutes per network and batch); the table's torch.compile column
+    is the fastest mode, and each mode's time is printed on the line above it.
   * With --host-latency, at batch 1: PyTorch's host path as an application would
     take it (a NumPy uint8 array to a CUDA tensor, scaled, the graph replayed,
     argmax, back to the host), wall clock p50 over R calls.
@@ -129,7 +133,7 @@ class Torch:
             y = m(x)
         return g, y
 
-    def measure(self, layers, spec, batch, compiled):
+    def measure(self, layers, spec, batch, modes):
         torch = self.torch
         m = self.model(layers)
         x = torch.rand(batch, spec["C"], spec["H"], spec["W"], device="cuda")
@@ -138,11 +142,15 @@ class Torch:
             res["eager"] = self.timed(lambda: m(x))
             g, _ = self.graphed(m, x)
             res["graph"] = self.timed(g.replay)
-            if compiled:
-                cm = torch.compile(m, mode="reduce-overhead")
+            for mode in modes:
+                torch._dynamo.reset()
+                cm = torch.compile(m, mode=mode)
                 for _ in range(3):
                     cm(x)
-                res["compile"] = self.timed(lambda: cm(x))
+                res["compile:" + mode] = self.timed(lambda: cm(x))
+        done = [v for k, v in res.items() if k.startswith("compile:")]
+        if done:
+            res["compile"] = min(done)
         return res
 
     def host_latency(self, layers, spec):
@@ -179,14 +187,20 @@ def main():
     ap.add_argument("--convgen", default=os.path.join("build", "convgen"))
     ap.add_argument("--baseline", help="another convgen binary, measured the same way")
     ap.add_argument("--compile-batches", default="", help="batch sizes to time torch.compile at (slow)")
+    ap.add_argument("--compile-modes", default="reduce-overhead",
+                    help="torch.compile modes, comma-separated (reduce-overhead, max-autotune, ...)")
     ap.add_argument("--host-latency", action="store_true")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
     try:
         batches = [int(b) for b in a.batches.split(",") if b]
         compiled = {int(b) for b in a.compile_batches.split(",") if b}
+        modes = [m for m in a.compile_modes.split(",") if m]
     except ValueError:
         print("latency.py: --batches and --compile-batches take comma-separated integers", file=sys.stderr)
+        return 2
+    if compiled and not modes:
+        print("latency.py: --compile-modes names no mode", file=sys.stderr)
         return 2
     if not batches or min(batches) < 1 or a.repeat < 1:
         print("latency.py: batches and --repeat must be positive", file=sys.stderr)
@@ -229,13 +243,13 @@ def main():
                 print(f"latency.py: {err}", file=sys.stderr)
                 failed = 1
                 continue
-            pt = t.measure(layers, spec, b, b in compiled)
-            best = min(pt.values())
+            pt = t.measure(layers, spec, b, modes if b in compiled else [])
+            best = min(v for k, v in pt.items() if not k.startswith("compile:"))
             gf = network_gflop(layers, b)
             rows.append((spec["name"], b, cg, base, pt, best, gf))
             print(f"{spec['name']} batch {b}: convgen {cg[0] * 1e3:.1f} µs (bucket {cg[4]}, host p50 "
                   f"{fmt(cg[1])}), eager {pt['eager'] * 1e3:.1f}, graph {pt['graph'] * 1e3:.1f}"
-                  + (f", compile {pt['compile'] * 1e3:.1f}" if "compile" in pt else "")
+                  + "".join(f", {k[8:]} {v * 1e3:.1f}" for k, v in pt.items() if k.startswith("compile:"))
                   + (f", baseline {base[0] * 1e3:.1f}" if base else ""), flush=True)
     print()
     print("| network | batch | convgen GPU µs | host p50 / p90 / p99 µs | GFLOP/s (% FP32 peak) | "

@@ -33,6 +33,8 @@ if command -v python3 >/dev/null; then
   [ "$(grep -c -- '--images 8 --repeat' "$t/d")" -eq 3 ] && ok || bad "dry run: $(head -5 "$t/d")"
   python3 bench/latency.py --dry-run bench/specs/zoo-*.yaml >/dev/null 2>"$t/de" && ok || bad "zoo dry run: $(cat "$t/de")"
   python3 bench/latency.py --dry-run --batches 0 >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "batch 0 accepted"
+  python3 bench/latency.py --dry-run --compile-batches 1 --compile-modes , >/dev/null 2>&1; [ $? -eq 2 ] && ok \
+    || bad "--compile-modes without a mode accepted"
 else echo "skip: no python3 for bench/latency.py"; fi
 
 echo "test_latency: $pass passed, $fail failed"
