@@ -433,12 +433,18 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     k->header_len = b.len;
     bad = bad || cg_buf_add(&b, src, slen);
     lua_pop(L, 1);
+    /* optional: the source opens with the programmatic-dependent-launch prologue
+     * (common.add_pdl): the runtime may launch it with programmatic stream
+     * serialization; the field is written only when set */
+    lua_getfield(L, -1, "pdl");
+    int pdl = lua_toboolean(L, -1);
+    lua_pop(L, 1);
     size_t line_at = man->len;
     bad = bad || cg_buf_printf(man,
         "kernel %s layer=%s template=%s in=%s out=%s grid=%s,%s,%s block=%lld,%lld,%lld "
-        "shared=%lld weights=%s bias=%s args=%s\n",
+        "shared=%lld weights=%s bias=%s args=%s%s\n",
         k->kernel, k->layer, k->tpl, in, out, grid[0], grid[1], grid[2], block[0], block[1],
-        block[2], shared, weights, bias, args);
+        block[2], shared, weights, bias, args, pdl ? " pdl=1" : "");
     if (!bad && launch) {
         memset(launch, 0, sizeof *launch);
         for (int d = 0; d < 3; d++) {

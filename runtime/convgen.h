@@ -77,6 +77,10 @@ typedef struct {
                                 this seed; negative: the spec's `seed` */
     int no_graphs;           /* CUDA: launch each kernel itself; by default a batch's kernels
                                 are captured once as a CUDA graph and replayed */
+    int no_pdl;              /* CUDA: no programmatic dependent launch; by default, on a
+                                device of compute capability 9.0 or newer, a kernel's launch
+                                overlaps the end of the kernel before it (each kernel still
+                                waits for the one before to complete before it reads) */
 } cg_net_options;
 
 void cg_net_options_init(cg_net_options *o);

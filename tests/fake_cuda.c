@@ -4,7 +4,8 @@
  * table, as are the sizes of its __constant__ symbols) and a launch runs
  * nothing: it is counted, and while a stream captures, recorded into the
  * graph being captured. What the runtime did is read back through
- * fake_cu_stats(). One device: an sm_90 with 132 SMs. */
+ * fake_cu_stats(). One device: an sm_90 with 132 SMs (another compute
+ * capability where the test sets fake_cu_stats()->cc). */
 #include <cuda.h>
 #include <elf.h>
 #include <stdint.h>
@@ -115,6 +116,25 @@ static CUresult f_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
     else st.kernels_run++;
     if (st.nnames < FAKE_MAX_NAMES) snprintf(st.names[st.nnames++], sizeof st.names[0], "%s", k->name);
     return CUDA_SUCCESS;
+}
+/* cuLaunchKernelEx: as cuLaunchKernel, noting whether programmatic stream
+ * serialization was asked for (refused where the device is older than sm_90). */
+static CUresult f_LaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    int pdl = 0;
+    for (unsigned i = 0; i < c->numAttrs; i++)
+        if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+            pdl = c->attrs[i].value.programmaticStreamSerializationAllowed != 0;
+    if (pdl && st.cc && st.cc < 90) return CUDA_ERROR_NOT_SUPPORTED;
+    int at = st.nnames;
+    CUresult r = f_LaunchKernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                                c->blockDimZ, c->sharedMemBytes, c->hStream, params, extra);
+    if (r == CUDA_SUCCESS && pdl) {
+        st.pdl_launches++;
+        if (at < FAKE_MAX_NAMES) st.pdl[at] = 1;
+    }
+    return r;
 }
 static CUresult f_StreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
 {
@@ -299,8 +319,8 @@ static CUresult f_DeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 {
     (void)d;
     switch (a) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = (st.cc ? st.cc : 90) / 10; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = (st.cc ? st.cc : 90) % 10; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 * 1024; break;
@@ -392,7 +412,8 @@ static const struct {
     FN("cuMemcpyDtoH", f_MemcpyDtoH), FN("cuMemcpyHtoDAsync", f_MemcpyHtoDAsync),
     FN("cuMemcpyDtoHAsync", f_MemcpyDtoHAsync), FN("cuMemcpyDtoDAsync", f_MemcpyDtoDAsync),
     FN("cuMemsetD32", f_MemsetD32), FN("cuMemsetD32Async", f_MemsetD32Async), FN("cuMemsetD8", f_MemsetD8),
-    FN("cuMemGetInfo", f_MemGetInfo), FN("cuLaunchKernel", f_LaunchKernel), FN("cuStreamCreate", f_StreamCreate),
+    FN("cuMemGetInfo", f_MemGetInfo), FN("cuLaunchKernel", f_LaunchKernel),
+    FN("cuLaunchKernelEx", f_LaunchKernelEx), FN("cuStreamCreate", f_StreamCreate),
     FN("cuStreamSynchronize", f_StreamSynchronize), FN("cuEventCreate", f_EventCreate),
     FN("cuEventRecord", f_EventRecord), FN("cuEventRecordWithFlags", f_EventRecordWithFlags),
     FN("cuEventSynchronize", f_EventSynchronize), FN("cuEventElapsedTime", f_EventElapsedTime),
@@ -406,6 +427,11 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint
                              CUdriverProcAddressQueryResult *found)
 {
     (void)version, (void)flags;
+    if (st.no_launch_ex && !strcmp(symbol, "cuLaunchKernelEx")) {
+        *pfn = NULL;
+        if (found) *found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        return CUDA_ERROR_NOT_FOUND;
+    }
     void (*fn)(void) = (void (*)(void))f_ok;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strcmp(table[i].name, symbol)) fn = table[i].fn;

@@ -6,7 +6,8 @@
 #define FAKE_MAX_NAMES 4096
 
 typedef struct {
-    int launches;       /* cuLaunchKernel calls (captured ones included) */
+    int launches;       /* cuLaunchKernel and cuLaunchKernelEx calls (captured ones included) */
+    int pdl_launches;   /* of those, cuLaunchKernelEx with programmatic stream serialization */
     int kernels_run;    /* kernels executed: launches outside a capture, plus each graph's per replay */
     int captures;       /* cuStreamBeginCapture */
     int graph_launches; /* cuGraphLaunch */
@@ -16,6 +17,10 @@ typedef struct {
     int device_allocs, host_allocs, copies;
     int nnames;
     char names[FAKE_MAX_NAMES][128]; /* every launched kernel's name, in order */
+    unsigned char pdl[FAKE_MAX_NAMES]; /* 1 where that launch asked for programmatic stream serialization */
+    /* set by the test before a device is opened */
+    int cc;             /* the device's compute capability, 10 * major + minor; 0: 90 */
+    int no_launch_ex;   /* cuGetProcAddress does not find cuLaunchKernelEx (an older driver) */
 } fake_cu_stats_t;
 
 fake_cu_stats_t *fake_cu_stats(void);

@@ -6,7 +6,12 @@
  * set) and replayed with one launch, destroyed at close, plain
  * launches with no_graphs —, that a run synchronizes with the host once a batch
  * and allocates nothing once its staging exists, and that the batch picks the
- * kernels (bucket 1 and 8: fc_gemv). The test re-executes itself with
+ * kernels (bucket 1 and 8: fc_gemv), and programmatic dependent launch: on the
+ * sm_90 fake the kernels generated with the prologue (manifest pdl=1) that follow
+ * another kernel with no event between are launched through cuLaunchKernelEx with
+ * programmatic stream serialization, captured into the graph like the others;
+ * none is with no_pdl, with profile, on an sm_80 fake (no prologue generated)
+ * or where the driver lacks cuLaunchKernelEx. The test re-executes itself with
  * LD_LIBRARY_PATH naming the fake and the JIT cache in a temporary directory.
  * Skipped where NVRTC is missing. */
 #include <dlfcn.h>
@@ -131,6 +136,73 @@ static void plain(const char *spec)
     cg_net_close(net);
 }
 
+/* One run of 3 images (batch 8, a captured graph) on the fake as set (cc,
+ * no_launch_ex) with no_pdl and profile as given: the launches it made with
+ * programmatic stream serialization; *k: all its launches; flagged(prefix) below
+ * reads which. */
+static int pdl_names0;
+static int pdl_launches(const char *spec, int cc, int no_launch_ex, int no_pdl, int profile, int *k)
+{
+    st->cc = cc, st->no_launch_ex = no_launch_ex;
+    cg_net_options o;
+    cg_net_options_init(&o);
+    o.backend = CG_BACKEND_CUDA;
+    o.batch = 8;
+    o.no_pdl = no_pdl;
+    o.profile = profile;
+    cg_net *net = NULL;
+    cg_status rc = cg_net_open(spec, &o, &net);
+    CHECK(rc == CG_STATUS_OK, "open (cc %d): %s", cc, net ? cg_net_error(net) : "no network");
+    int n = -1;
+    *k = 0;
+    if (rc == CG_STATUS_OK) {
+        fake_cu_stats_t a = *st;
+        pdl_names0 = st->nnames;
+        if (!run(net, 3)) {
+            n = st->pdl_launches - a.pdl_launches;
+            *k = st->launches - a.launches;
+            CHECK(st->kernels_run - a.kernels_run == *k, "cc %d: ran %d kernels of %d launched", cc,
+                  st->kernels_run - a.kernels_run, *k);
+            CHECK(profile || (st->captures - a.captures == 1 && st->graph_launches - a.graph_launches == 1),
+                  "cc %d: %d captures, %d graph launches", cc, st->captures - a.captures,
+                  st->graph_launches - a.graph_launches);
+        }
+    }
+    cg_net_close(net);
+    st->cc = 0, st->no_launch_ex = 0;
+    return n;
+}
+
+/* Whether the launch of the kernel named `prefix`... in the last pdl_launches() asked for PDL (-1: not launched). */
+static int flagged(const char *prefix)
+{
+    for (int i = pdl_names0; i < st->nnames; i++)
+        if (!strncmp(st->names[i], prefix, strlen(prefix))) return st->pdl[i];
+    return -1;
+}
+
+static void pdl(const char *spec)
+{
+    int k = 0;
+    int n = pdl_launches(spec, 90, 0, 0, 0, &k);
+    /* graphnet: input_u8, the conv, fc1, fc2, softmax, argmax; events stay at the
+     * conv layer's boundaries (its Op Time), so fc2, softmax and argmax overlap
+     * the kernel before them */
+    CHECK(k == 6 && n == 3, "sm_90: %d of %d launches with programmatic stream serialization", n, k);
+    CHECK(flagged("input_u8") == 0 && flagged("conv2d_") == 0, "after an event: no PDL (input %d, conv %d)",
+          flagged("input_u8"), flagged("conv2d_"));
+    CHECK(flagged("softmax") == 1 && flagged("argmax") == 1, "kernel after kernel: PDL (softmax %d, argmax %d)",
+          flagged("softmax"), flagged("argmax"));
+    n = pdl_launches(spec, 90, 0, 1, 0, &k);
+    CHECK(n == 0 && k == 6, "no_pdl: %d PDL launches of %d", n, k);
+    n = pdl_launches(spec, 90, 0, 0, 1, &k);
+    CHECK(n == 0 && k == 6, "profile: %d PDL launches of %d", n, k);
+    n = pdl_launches(spec, 80, 0, 0, 0, &k);
+    CHECK(n == 0 && k == 6, "sm_80: %d PDL launches of %d", n, k);
+    n = pdl_launches(spec, 90, 1, 0, 0, &k);
+    CHECK(n == 0 && k == 6, "no cuLaunchKernelEx: %d PDL launches of %d", n, k);
+}
+
 /* Bucket 1: the network's batch-1 kernels (fc_gemv of one image, the conv split over blocks). */
 static void bucket_one(const char *spec)
 {
@@ -190,6 +262,7 @@ int main(int argc, char **argv)
     graphs(spec);
     plain(spec);
     bucket_one(spec);
+    pdl(spec);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", getenv("CG_FAKE_CUDA_CHILD"));
     CHECK(system(cmd) == 0, "cleanup");

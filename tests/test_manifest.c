@@ -84,6 +84,25 @@ static void test_refusals(cg_manifest *m)
     CHECK(strchr(e.msg, '\n') == NULL, "one line");
 }
 
+/* The optional pdl field: 1 marks a kernel with the programmatic-dependent-launch
+ * prologue, absent is 0; any other value, or the field twice, is refused at the
+ * record's origin:line. */
+static void test_pdl(cg_manifest *m)
+{
+    cg_err e;
+    int rc = parse("a,b", "sum", "in,in1,out,n pdl=1", m, &e);
+    CHECK(rc == 0, "pdl=1 parses: %s", rc ? e.msg : "");
+    CHECK(!rc && m->k[2].pdl == 1 && m->k[1].pdl == 0 && m->k[3].pdl == 0, "only k_add has the prologue");
+    rc = parse("a,b", "sum", "in,in1,out,n pdl=0", m, &e);
+    CHECK(rc == 0 && m->k[2].pdl == 0, "pdl=0 parses as no prologue");
+    CHECK(parse("a,b", "sum", "in,in1,out,n pdl=yes", m, &e) != 0, "pdl=yes refused");
+    CHECK_CONTAINS(e.msg, "t/manifest.txt:13: bad value for pdl: 'yes'");
+    CHECK(parse("a,b", "sum", "in,in1,out,n pdl=1 pdl=1", m, &e) != 0, "pdl twice refused");
+    CHECK_CONTAINS(e.msg, "t/manifest.txt:13: pdl given twice");
+    CHECK(parse("a,b", "sum", "in,in1,out,n pdl=", m, &e) != 0, "an empty pdl refused");
+    CHECK_CONTAINS(e.msg, "t/manifest.txt:13: bad value for pdl: ''");
+}
+
 /* Every role of the C table declared by common.kernel_head, in the order given,
  * and its roles string parsed back into the same roles. */
 static void test_lua_roles(void)
@@ -131,6 +150,7 @@ int main(void)
     if (!m) return 1;
     test_inputs(m);
     test_refusals(m);
+    test_pdl(m);
     test_lua_roles();
     free(m);
     return cg_test_done("test_manifest");

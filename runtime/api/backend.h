@@ -26,6 +26,7 @@ typedef struct {
     const void *fatbin_data;
     size_t fatbin_len;
     int no_graphs;       /* CUDA: plain launches, no captured graph */
+    int no_pdl;          /* CUDA: no programmatic dependent launch */
 } cg_backend_opts;
 
 /* One run: n images in, predictions (and optionally scores and per-layer outputs) out. */

@@ -327,7 +327,8 @@ static int write_json(const char *path, const cg_job *j, const cg_run_nets *rn, 
         fprintf(f, "  \"latency_ms\": {\"p50\": %.6f, \"p90\": %.6f, \"p99\": %.6f},\n", lat[percentile_at(50, repeat)],
                 lat[percentile_at(90, repeat)], lat[percentile_at(99, repeat)]);
     if (t && !strcmp(backend, "cuda"))
-        fprintf(f, "  \"bucket\": %d,\n  \"graph_replays\": %d,\n", t->bucket, t->graph_replays);
+        fprintf(f, "  \"bucket\": %d,\n  \"graph_replays\": %d,\n  \"pdl_launches\": %d,\n", t->bucket,
+                t->graph_replays, t->pdl_launches);
     fprintf(f, "  \"layers\": [");
     for (int l = 0; l < j->s->nlayers; l++) {
         fprintf(f, "%s\n    {\"name\": ", l ? "," : "");
@@ -423,6 +424,8 @@ static const char run_usage[] =
     "                      bucket (1, 8, 64, 256, 1024 or large). Without it, a run of at\n"
     "                      most 1024 images is one launch of that many (kernels for its bucket)\n"
     "  --no-graphs         launch each kernel itself instead of replaying a CUDA graph (GPU)\n"
+    "  --no-pdl            no programmatic dependent launch: each kernel launched only once\n"
+    "                      the one before has ended (GPU, sm_90 and newer; --profile implies it)\n"
     "  --no-cache          compile every kernel, bypassing the JIT cache (GPU)\n"
     "  --profile           per-kernel times and host-side costs (GPU)\n"
     "  --device N          the GPU to run on (default 0)\n"
@@ -566,8 +569,8 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
                *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL,
                *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL, *repeat_ds_t = NULL,
                *streams_t = NULL, *input = NULL, *labels = NULL, *output = NULL, *devices_t = NULL,
-               *no_graphs = NULL;
-    const cg_opt opts[] = {{"--images", 1, &images_t}, {"--no-graphs", 0, &no_graphs}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend_t},
+               *no_graphs = NULL, *no_pdl = NULL;
+    const cg_opt opts[] = {{"--images", 1, &images_t}, {"--no-graphs", 0, &no_graphs}, {"--no-pdl", 0, &no_pdl}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend_t},
                            {"--repeat-dataset", 1, &repeat_ds_t}, {"--streams", 1, &streams_t},
                            {"--fatbin", 1, &fatbin},   {"--data", 1, &data},     {"--no-cache", 0, &no_cache},
                            {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t},
@@ -619,7 +622,8 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     int use_gpu = 0;
     const char *gpu_opt = devices_t ? "--devices" : fatbin ? "--fatbin" : profile ? "--profile" : batch_t ? "--batch"
                         : no_cache ? "--no-cache" : device_t ? "--device" : tuning ? "--tuning"
-                        : no_tuning ? "--no-tuning" : streams_t ? "--streams" : no_graphs ? "--no-graphs" : NULL;
+                        : no_tuning ? "--no-tuning" : streams_t ? "--streams" : no_graphs ? "--no-graphs"
+                        : no_pdl ? "--no-pdl" : NULL;
     if (devices_t && dev.k) device = dev.id[0]; /* the one the tuning record is checked against */
     rc = gpu_opt ? gpu_only(gpu_opt, backend, (int)device, &use_gpu, e)
                  : pick_backend(backend, (int)device, 0, &use_gpu, e);
@@ -630,7 +634,7 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     no.device = (int)device, no.fatbin = fatbin, no.no_cache = no_cache != NULL, no.batch = batch;
     no.streams = (int)streams;
     no.profile = profile != NULL, no.tuning = tuning, no.no_tuning = no_tuning != NULL;
-    no.no_graphs = no_graphs != NULL;
+    no.no_graphs = no_graphs != NULL, no.no_pdl = no_pdl != NULL;
     int from_record[CG_MAX_LAYERS] = {0};
     if (!rc && use_gpu && !j.is_bundle) rc = cg_net_tune(j.s, &no, from_record, NULL, e);
     if (!rc) rc = input ? job_load_user(&j, input, labels, images, images_t != NULL, classes, e)
@@ -722,6 +726,7 @@ static const char check_usage[] =
     "  --images N          the first N images (default 200; at most the set's size)\n"
     "  --fatbin F          kernels from a fat binary (convgen build) instead of NVRTC\n"
     "  --no-cache          compile every kernel, bypassing the JIT cache\n"
+    "  --no-pdl            no programmatic dependent launch (sm_90 and newer)\n"
     "  --device N          the GPU to check (default 0)\n"
     "  --devices L         several GPUs (0,1,... or all), each checking its contiguous\n"
     "                      shard of the images; not with --device\n"
@@ -761,12 +766,12 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
 {
     const char *spec = NULL, *images_t = NULL, *fatbin = NULL, *data = NULL, *no_cache = NULL,
                *seed_t = NULL, *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL,
-               *repeat_ds_t = NULL, *batch_t = NULL, *devices_t = NULL;
+               *repeat_ds_t = NULL, *batch_t = NULL, *devices_t = NULL, *no_pdl = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--fatbin", 1, &fatbin},  {"--data", 1, &data},
                            {"--repeat-dataset", 1, &repeat_ds_t}, {"--batch", 1, &batch_t},
                            {"--no-cache", 0, &no_cache}, {"--seed", 1, &seed_t}, {"--random-input", 1, &random_t},
                            {"--device", 1, &device_t}, {"--tuning", 1, &tuning}, {"--no-tuning", 0, &no_tuning},
-                           {"--devices", 1, &devices_t}};
+                           {"--devices", 1, &devices_t}, {"--no-pdl", 0, &no_pdl}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec, check_usage, e);
     if (rc == CG_OPTS_HELP) return 0;
     long long images = 200, seed = -1, random_seed = -1, device = 0, repeat_ds = 1, batch = 0;
@@ -785,6 +790,7 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     cg_net_options_init(&co);
     go.backend = CG_BACKEND_CUDA, go.device = (int)device, go.fatbin = fatbin, go.no_cache = no_cache != NULL;
     go.poison = 1, go.tuning = tuning, go.no_tuning = no_tuning != NULL, go.batch = batch;
+    go.no_pdl = no_pdl != NULL;
     cg_job j;
     int from_record[CG_MAX_LAYERS];
     if ((rc = job_spec(&j, spec, e)) || (rc = bundle_refuses(&j, fatbin, tuning, no_tuning, no_cache, e)) ||

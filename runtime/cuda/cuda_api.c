@@ -79,6 +79,17 @@ static int load_all(cg_cu *cu, PFN_cuGetProcAddress_v12000 gpa, cg_err *e)
     if (get_proc(gpa, #name, ver, (void **)&cu->name, cu->driver_version, e)) return -1;
     CG_CU_FUNCS(CG_CU_LOAD_)
 #undef CG_CU_LOAD_
+    /* the optional ones: NULL where the driver lacks them */
+#define CG_CU_LOAD_OPT_(name, ver)                                                              \
+    {                                                                                           \
+        CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;              \
+        cu->name = NULL;                                                                        \
+        if (gpa(#name, (void **)&cu->name, ver, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS || \
+            st != CU_GET_PROC_ADDRESS_SUCCESS)                                                  \
+            cu->name = NULL;                                                                    \
+    }
+    CG_CU_OPTIONAL_FUNCS(CG_CU_LOAD_OPT_)
+#undef CG_CU_LOAD_OPT_
     return 0;
 }
 

@@ -76,10 +76,18 @@
     X(cuGetErrorName, 6000)                                                                    \
     X(cuGetErrorString, 6000)
 
+/* X(name, version): driver functions the runtime uses where the driver has
+ * them; a driver without one leaves its pointer NULL and the caller takes the
+ * older path (cuLaunchKernelEx, CUDA 11.8: launch attributes such as
+ * programmatic stream serialization; without it cuLaunchKernel). */
+#define CG_CU_OPTIONAL_FUNCS(X)                                                                \
+    X(cuLaunchKernelEx, 11060)
+
 #define CG_CU_FIELD_(name, ver) PFN_##name##_v##ver name;
 
 typedef struct cg_cu {
     CG_CU_FUNCS(CG_CU_FIELD_)
+    CG_CU_OPTIONAL_FUNCS(CG_CU_FIELD_)
     void *lib;          /* dlopen handle of libcuda.so.1 (never closed) */
     int driver_version; /* cuDriverGetVersion: 13000 for CUDA 13.0 */
     int ordinal;        /* device index given to cg_cu_open */

@@ -48,12 +48,21 @@ struct cg_gpu {
     long long batch;                      /* images per batch, per set */
     int poison, profile;
     int graphs;                           /* replay each set's kernels as a captured CUDA graph */
+    /* programmatic dependent launch: a kernel whose source has the prologue
+     * (manifest pdl=1) and that directly follows another kernel in its stream is
+     * launched with programmatic stream serialization (cuLaunchKernelEx) — on a
+     * device of cc 9.0 or newer, with a driver that has cuLaunchKernelEx, without
+     * --no-pdl and without --profile (per-kernel events sit between every two
+     * kernels there, and the overlap would blur each kernel's time) */
+    int pdl;
+    int pdl_launches;                     /* launches of the last queued batch that carried it */
     int nsets;
     cg_gpu_set set[CG_PIPE_MAX_SETS];
     /* event index recorded before kernel i (i = nkernels: after the last), -1
      * for none: per kernel with --profile, else at layer boundaries */
     int mark[CG_MAN_KERNELS + 1];
     int nev;
+    int nev_alloc; /* events made per set: the marks without PDL (a superset of those with it) */
     CUevent first; /* the run's first upload starts */
 };
 
@@ -273,7 +282,7 @@ static int alloc_sets(cg_gpu *g, long long want, cg_err *e)
             if (CG_CU(e, cu->cuMemAlloc(&st->tdev[i], n))) return -1;
         }
         if (CG_CU(e, cu->cuStreamCreate(&st->stream, CU_STREAM_NON_BLOCKING))) return -1;
-        for (int i = 0; i < g->nev; i++)
+        for (int i = 0; i < g->nev_alloc; i++)
             if (CG_CU(e, cu->cuEventCreate(&st->ev[i], CU_EVENT_DEFAULT))) return -1;
         if (CG_CU(e, cu->cuEventCreate(&st->up0, CU_EVENT_DEFAULT)) ||
             CG_CU(e, cu->cuEventCreate(&st->up1, CU_EVENT_DEFAULT)) ||
@@ -283,14 +292,26 @@ static int alloc_sets(cg_gpu *g, long long want, cg_err *e)
     return CG_CU(e, cu->cuEventCreate(&g->first, CU_EVENT_DEFAULT));
 }
 
+/* Whether kernel i (0 < i < nkernels) belongs to a convolution layer. */
+static int conv_kernel(const cg_gpu *g, int i)
+{
+    const cg_mkernel *k = &g->m->k[i];
+    return k->layer_index >= 0 && g->s->layers[k->layer_index].op == CG_OP_CONV;
+}
+
 /* Where the events go: before kernel i when it starts a layer (or before every
- * kernel with --profile), and after the last. */
+ * kernel with --profile), and after the last. With PDL, an event between two
+ * kernels would stand between them in the stream and cut their overlap, so only
+ * the boundaries of convolution layers keep theirs (each one's time, the `Op
+ * Time` a run prints, is measured as without PDL); a stretch of other layers
+ * between two marks is timed as one and counted to its first layer. */
 static void set_marks(cg_gpu *g)
 {
     const cg_manifest *m = g->m;
     g->nev = 0;
     for (int i = 0; i <= m->nkernels; i++) {
         int boundary = i == 0 || i == m->nkernels || g->profile || strcmp(m->k[i].layer, m->k[i - 1].layer);
+        if (boundary && g->pdl && i > 0 && i < m->nkernels) boundary = conv_kernel(g, i) || conv_kernel(g, i - 1);
         g->mark[i] = boundary ? g->nev++ : -1;
     }
 }
@@ -369,7 +390,14 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
     if (!rc) rc = upload_weights(g, w, e);
     hc->weights_ms = cg_now_ms() - t0;
     t0 = cg_now_ms();
-    if (!rc) set_marks(g);
+    if (!rc) {
+        int pdl = g->pdl;
+        g->pdl = 0;
+        set_marks(g);
+        g->nev_alloc = g->nev;
+        g->pdl = pdl;
+        set_marks(g);
+    }
     if (!rc) rc = alloc_sets(g, o->batch, e);
     hc->alloc_ms = cg_now_ms() - t0;
     return rc;
@@ -391,6 +419,7 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     g->poison = o->poison;
     g->profile = o->profile;
     g->graphs = !o->no_graphs;
+    g->pdl = !o->no_pdl && !o->profile; /* and the device and driver allow it: below, once opened */
     g->nsets = o->streams ? o->streams : 2;
     *out = g;
     if (g->nsets < 1 || g->nsets > CG_PIPE_MAX_SETS) {
@@ -399,6 +428,7 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
         return -1;
     }
     int rc = cg_cu_open(&g->cu, o->device, e);
+    if (!rc) g->pdl = g->pdl && g->cu->cc >= 90 && g->cu->cuLaunchKernelEx;
     if (!rc && !(rc = ctx_enter(g, e))) {
         rc = open_current(g, s, w, o, gen, hc, e);
         ctx_leave(g);
@@ -408,8 +438,10 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
 }
 
 /* Launch kernel i for n images of a batch held in set st's tensors, on stream s
- * (the set's own, or a caller's). */
-static int launch(cg_gpu *g, cg_gpu_set *st, int i, long long n, CUstream s, cg_err *e)
+ * (the set's own, or a caller's). after_kernel: the operation queued on s just
+ * before is a kernel launch (no event, copy or memset in between), so that the
+ * launch may overlap it where PDL is in effect and the kernel has the prologue. */
+static int launch(cg_gpu *g, cg_gpu_set *st, int i, long long n, CUstream s, int after_kernel, cg_err *e)
 {
     const cg_mkernel *k = &g->m->k[i];
     CUdeviceptr in[CG_MAX_INPUTS], outp = st->tdev[k->out], w = g->wdev[i], b = g->bdev[i];
@@ -422,6 +454,29 @@ static int launch(cg_gpu *g, cg_gpu_set *st, int i, long long n, CUstream s, cg_
     unsigned gx = (unsigned)cg_mdim_eval(k->grid[0], n), gy = (unsigned)cg_mdim_eval(k->grid[1], n),
              gz = (unsigned)cg_mdim_eval(k->grid[2], n);
     char what[200];
+    if (g->pdl && k->pdl && after_kernel) {
+        CUlaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr.value.programmaticStreamSerializationAllowed = 1;
+        CUlaunchConfig cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDimX = gx, cfg.gridDimY = gy, cfg.gridDimZ = gz;
+        cfg.blockDimX = (unsigned)k->block[0], cfg.blockDimY = (unsigned)k->block[1],
+        cfg.blockDimZ = (unsigned)k->block[2];
+        cfg.sharedMemBytes = (unsigned)k->shared;
+        cfg.hStream = s;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        CUresult r = g->cu->cuLaunchKernelEx(&cfg, g->fn[i], args, NULL);
+        if (r == CUDA_SUCCESS) {
+            g->pdl_launches++;
+            return 0;
+        }
+        /* refused (nothing was queued; a capture is invalidated, and queue_graph
+         * captures again): PDL off for this cg_gpu, the plain launch below */
+        g->pdl = 0;
+    }
     snprintf(what, sizeof what, "cuLaunchKernel(%s)", k->name);
     return cg_cu_check(e, g->cu->cuLaunchKernel(g->fn[i], gx, gy, gz, (unsigned)k->block[0],
                                                 (unsigned)k->block[1], (unsigned)k->block[2],
@@ -506,14 +561,20 @@ static int queue_kernels(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int e
 {
     const cg_manifest *m = g->m;
     cg_cu *cu = g->cu;
+    int after_kernel = 0; /* the last operation queued is a kernel */
+    g->pdl_launches = 0;
     for (int i = 0; i <= m->nkernels; i++) {
         if (g->mark[i] >= 0) {
             CUevent ev = st->ev[g->mark[i]];
             if (external ? CG_CU(e, cu->cuEventRecordWithFlags(ev, st->stream, CU_EVENT_RECORD_EXTERNAL))
                          : CG_CU(e, cu->cuEventRecord(ev, st->stream)))
                 return -1;
+            after_kernel = 0;
         }
-        if (i < m->nkernels && i != skip && launch(g, st, i, n, st->stream, e)) return -1;
+        if (i < m->nkernels && i != skip) {
+            if (launch(g, st, i, n, st->stream, after_kernel, e)) return -1;
+            after_kernel = 1;
+        }
     }
     return 0;
 }
@@ -537,15 +598,32 @@ static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, cg_gpu_
             st->graph[slot] = NULL, st->graph_n[slot] = 0;
         }
         CUgraph gr = NULL;
-        if (CG_CU(e, cu->cuStreamBeginCapture(st->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))) return -1;
-        int rc = queue_kernels(g, st, skip, n, 1, e);
-        CUresult end = cu->cuStreamEndCapture(st->stream, &gr);
-        if (rc) {
-            if (gr) cu->cuGraphDestroy(gr);
-            return -1;
+        CUresult inst = CUDA_ERROR_UNKNOWN;
+        for (;;) {
+            int pdl = g->pdl;
+            if (CG_CU(e, cu->cuStreamBeginCapture(st->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))) return -1;
+            int rc = queue_kernels(g, st, skip, n, 1, e);
+            CUresult end = cu->cuStreamEndCapture(st->stream, &gr);
+            if (!rc && end == CUDA_SUCCESS) inst = cu->cuGraphInstantiateWithFlags(&st->graph[slot], gr, 0);
+            if (pdl && (rc || end != CUDA_SUCCESS || inst != CUDA_SUCCESS)) {
+                /* a driver that takes the launches but not their capture, or not
+                 * the graph they make: PDL off for this cg_gpu, captured again
+                 * (the marks stay: they are a subset of those without PDL) */
+                if (gr && CG_CU(e, cu->cuGraphDestroy(gr))) return -1;
+                gr = NULL;
+                if (inst == CUDA_SUCCESS && CG_CU(e, cu->cuGraphExecDestroy(st->graph[slot]))) return -1;
+                st->graph[slot] = NULL;
+                inst = CUDA_ERROR_UNKNOWN;
+                g->pdl = 0;
+                continue;
+            }
+            if (rc) {
+                if (gr) cu->cuGraphDestroy(gr);
+                return -1;
+            }
+            if (CG_CU(e, end)) return -1;
+            break;
         }
-        if (CG_CU(e, end)) return -1;
-        CUresult inst = cu->cuGraphInstantiateWithFlags(&st->graph[slot], gr, 0);
         if (CG_CU(e, cu->cuGraphDestroy(gr))) return -1;
         if (inst != CUDA_SUCCESS) {
             st->graph[slot] = NULL;
@@ -594,6 +672,7 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
         CG_CU(e, cu->cuStreamWaitEvent(st->stream, g->set[r->prev].ev[g->nev - 1], 0)))
         return -1;
     if (g->graphs ? queue_graph(g, st, r->skip, n, r->t, e) : queue_kernels(g, st, r->skip, n, 0, e)) return -1;
+    r->t->pdl_launches = g->pdl_launches;
     for (int d = 0; d < r->ndl; d++) {
         const cg_download *dl = &r->dl[d];
         if (CG_CU(e, cu->cuMemcpyDtoHAsync(st->hout + dl->at, st->tdev[dl->tensor], (size_t)n * dl->per, st->stream)))
@@ -722,8 +801,11 @@ static int run_on_device(cg_gpu *g, const cg_gpu_input *in, int tin, int skip, l
         long long b = n - done < g->batch ? n - done : g->batch;
         if (CG_CU(e, cu->cuMemcpyDtoDAsync(st->tdev[tin], src + (size_t)done * in_per, (size_t)b * in_per, s)))
             return -1;
-        for (int i = 0; i < m->nkernels; i++)
-            if (i != skip && launch(g, st, i, b, s, e)) return -1;
+        for (int i = 0, after_kernel = 0; i < m->nkernels; i++) {
+            if (i == skip) continue;
+            if (launch(g, st, i, b, s, after_kernel, e)) return -1;
+            after_kernel = 1;
+        }
         if (CG_CU(e, cu->cuMemcpyDtoDAsync(dpred + (size_t)done * 4, st->tdev[m->predict], (size_t)b * 4, s)))
             return -1;
         if (probs && CG_CU(e, cu->cuMemcpyDtoDAsync(dprobs + (size_t)done * oc * 4, st->tdev[m->output],

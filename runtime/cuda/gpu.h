@@ -37,6 +37,8 @@ typedef struct {
     const void *fatbin_data;
     size_t fatbin_len;
     int no_graphs;       /* launch every kernel itself instead of replaying a captured graph */
+    int no_pdl;          /* no programmatic dependent launch (by default on a cc >= 9.0 device
+                            a kernel with the prologue overlaps the launch of the one before) */
 } cg_gpu_opts;
 
 /* Where one kernel's device code came from, and what it cost (--profile). */
@@ -82,6 +84,7 @@ typedef struct {
     int graph_captures;             /* CUDA graphs captured (a set's first batch of a size) */
     int graph_replays;              /* batches run as one graph launch; 0: plain launches */
     int bucket;                     /* the batch the kernels were generated for; 0: large */
+    int pdl_launches;               /* a batch's launches with programmatic stream serialization */
 } cg_gpu_times;
 
 /* The share of the copies' time hidden behind kernels, 0..1: (upload +

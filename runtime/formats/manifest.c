@@ -193,7 +193,7 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
     memset(k, 0, sizeof *k);
     if (!word(&rest, k->name, sizeof k->name)) return cg_fail(e, "%s:%d: kernel name", origin, ln);
     enum { F_LAYER = 1, F_TPL = 2, F_IN = 4, F_OUT = 8, F_GRID = 16, F_BLOCK = 32, F_SHARED = 64,
-           F_W = 128, F_B = 256, F_ARGS = 512, F_ALL = 1023 };
+           F_W = 128, F_B = 256, F_ARGS = 512, F_ALL = 1023, F_PDL = 1024 /* optional */ };
     int seen = 0;
     char w[256];
     while (word(&rest, w, sizeof w)) {
@@ -245,6 +245,10 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
         } else if (!strcmp(key, "args")) {
             flag = F_ARGS;
             bad = cg_args_parse(val, k->args, &k->nargs) != 0;
+        } else if (!strcmp(key, "pdl")) {
+            flag = F_PDL;
+            bad = strcmp(val, "0") && strcmp(val, "1");
+            k->pdl = !strcmp(val, "1");
         } else {
             return cg_fail(e, "%s:%d: unknown kernel field '%s'", origin, ln, key);
         }
@@ -252,7 +256,7 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
         if (seen & flag) return cg_fail(e, "%s:%d: %s given twice", origin, ln, key);
         seen |= flag;
     }
-    if (seen != F_ALL) return cg_fail(e, "%s:%d: kernel record incomplete", origin, ln);
+    if ((seen & F_ALL) != F_ALL) return cg_fail(e, "%s:%d: kernel record incomplete", origin, ln);
     for (int j = 0; j < k->nin; j++)
         if (k->in[j] == k->out)
             return cg_fail(e, "%s:%d: kernel %s reads its own output '%s'", origin, ln, k->name,

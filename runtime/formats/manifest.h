@@ -18,6 +18,11 @@
  *          declared above and none the kernel's own `out` (a chain's kernels read one);
  *          role `in` is the first, in1 the second, in2 the third, in3 the fourth, and a
  *          role naming an input the list lacks is refused (origin:line)
+ *          [pdl=0|1]              optional: 1 when the kernel's source opens with the
+ *                                 programmatic-dependent-launch prologue (griddepcontrol.wait
+ *                                 before any global access, templates/lib/common.lua
+ *                                 common.add_pdl), so it may be launched with programmatic
+ *                                 stream serialization; absent: 0
  *   input TENSOR / output TENSOR / predict TENSOR
  *   hash HEX16                  identifies the build (sources + manifest)
  * A grid extent G is an integer or "N*a/b": ceil(N*a/b) blocks for N images.
@@ -79,6 +84,7 @@ typedef struct {
     int shared;
     cg_place wplace, bplace;
     char wsym[160], bsym[160];
+    int pdl; /* the source has the programmatic-dependent-launch prologue (pdl=1) */
 } cg_mkernel;
 
 typedef struct {

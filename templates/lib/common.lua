@@ -299,6 +299,55 @@ function common.kernel_head(name, threads, args, attrs, min_blocks)
   return table.concat(lines, "\n"), table.concat(roles, ",")
 end
 
+-- ---- programmatic dependent launch (sm_90 and newer) ----
+--
+-- On a target of compute capability 9.0 or newer every kernel opens with
+--   griddepcontrol.wait               -- the kernel before it in the stream has completed
+--                                     -- and its writes are visible
+--   griddepcontrol.launch_dependents  -- the kernel after it may be scheduled
+-- before any global memory access, under __CUDA_ARCH__ >= 900 (older archs and
+-- the CPU emulation see nothing). The runtime launches such a kernel (its
+-- manifest line says pdl=1) with programmatic stream serialization, so that its
+-- launch overlaps the tail of the kernel before it; the wait keeps the full
+-- dependency (every kernel still reads only completed, flushed results, and a
+-- buffer reused by liveness is still written only after its last reader ended).
+-- Launched without the attribute both instructions are no-ops. The prologue is
+-- emitted for every batch bucket: at large batch launch_dependents lets the next
+-- grid in only once every block of this one has started, so it costs nothing.
+-- planner.lua applies common.add_pdl to every kernel record, so every template
+-- gets it from this one place and the record's `pdl` always says whether the
+-- source has it.
+common.PDL_CC = 90
+common.PDL_PROLOGUE = table.concat({
+  "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900",
+  "    // programmatic dependent launch: wait for the kernel before, then let the next one launch",
+  '    asm volatile("griddepcontrol.wait;" ::: "memory");',
+  '    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");',
+  "#endif",
+}, "\n") .. "\n"
+
+-- Whether kernels generated for `target` (nil: the default, cc 75) get the prologue.
+function common.pdl(target)
+  return target ~= nil and (target.cc or 0) >= common.PDL_CC
+end
+
+-- Kernel record k with the prologue put right after its body's opening brace
+-- (the line "{" after the one declaration common.kernel_head writes) and
+-- k.pdl = true, where `target` asks for it; k unchanged otherwise.
+function common.add_pdl(k, target)
+  if not common.pdl(target) then return k end
+  local src = k.source
+  local decl = src:find('extern "C" __global__', 1, true)
+  if not decl or src:find('extern "C" __global__', decl + 1, true) then
+    error("kernel " .. tostring(k.name) .. ": expected one __global__ declaration for the launch prologue", 0)
+  end
+  local _, brace = src:find("\n{\n", decl, true)
+  if not brace then error("kernel " .. tostring(k.name) .. ": no line '{' opens its body", 0) end
+  k.source = src:sub(1, brace) .. common.PDL_PROLOGUE .. src:sub(brace + 1)
+  k.pdl = true
+  return k
+end
+
 -- ---- the cost model: a template's optional T.cost(l, p) ----
 --
 -- A tuner measures a layer's candidates in the order of T.cost, cheapest first,

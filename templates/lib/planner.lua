@@ -442,7 +442,7 @@ function planner.build(net)
     local T = import(tname)
     l.const_left = const_left
     local p, listed = resolve(T, tname, l, given, index)
-    local k = T.kernel(l, p)
+    local k = common.add_pdl(T.kernel(l, p), net.target)
     if seen[k.name] and (k.weights:sub(1, 6) == "const:") then
       -- constant-memory symbols belong to one layer: give this one its own kernel
       fail(index, nil, "two layers generate the same kernel '" .. k.name ..
@@ -714,7 +714,7 @@ end
 function planner.emit_one(net, index, tname, params)
   local T, name, l = setup(net, index, tname)
   local p, listed = configure(T, name, l, net, index, params)
-  local k = T.kernel(l, p)
+  local k = common.add_pdl(T.kernel(l, p), l.target or net.target)
   k.template = name
   k.layer = l.name
   k.params = listed
