@@ -274,6 +274,9 @@ static void print_profile(const cg_gpu_times *t, const cg_host_costs *hc)
     printf("  %-26s %9.3f ms\n", "module load", hc->load_ms);
     printf("  %-26s %9.3f ms\n", "weights upload", hc->weights_ms);
     printf("  %-26s %9.3f ms\n", "device allocation", hc->alloc_ms);
+    printf("  device memory per image: %.1f MB %s (%.1f MB without reuse), in each stream set\n",
+           (double)hc->arena_per_image / 1e6, hc->keep_tensors ? "with every tensor kept" : "planned",
+           (double)hc->tensors_per_image / 1e6);
     printf("  %-26s %9.3f ms\n", "images upload (uint8)", hc->upload_ms);
     printf("  %-26s %9.3f ms\n", "results download", hc->download_ms);
     if (hc->cache_note[0]) printf("  cache: %s\n", hc->cache_note);
@@ -784,7 +787,7 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     cg_net_options_init(&go);
     cg_net_options_init(&co);
     go.backend = CG_BACKEND_CUDA, go.device = (int)device, go.fatbin = fatbin, go.no_cache = no_cache != NULL;
-    go.poison = 1, go.tuning = tuning, go.no_tuning = no_tuning != NULL, go.batch = batch;
+    go.poison = 1, go.keep_tensors = 1, go.tuning = tuning, go.no_tuning = no_tuning != NULL, go.batch = batch;
     cg_job j;
     int from_record[CG_MAX_LAYERS];
     if ((rc = job_spec(&j, spec, e)) || (rc = bundle_refuses(&j, fatbin, tuning, no_tuning, no_cache, e)) ||
