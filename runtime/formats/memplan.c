@@ -101,8 +101,7 @@ int cg_memplan_kept(const cg_memplan *p, const cg_manifest *m, int t)
     return t >= 0 && t < p->n && p->last[t] >= m->nkernels;
 }
 
-/* bytes as "812 B", "1.9 KB", "6.2 MB", "1.1 GB" (powers of 1000) */
-static void bytes_text(size_t b, char *buf, size_t n)
+void cg_memplan_bytes_text(size_t b, char *buf, size_t n)
 {
     const char *unit[] = {"B", "KB", "MB", "GB", "TB"};
     double v = (double)b;
@@ -115,7 +114,7 @@ static void bytes_text(size_t b, char *buf, size_t n)
 void cg_memplan_describe(const cg_memplan *p, char *buf, size_t n)
 {
     char a[32], s[32];
-    bytes_text(cg_memplan_per_image(p), a, sizeof a);
-    bytes_text(p->sum, s, sizeof s);
+    cg_memplan_bytes_text(cg_memplan_per_image(p), a, sizeof a);
+    cg_memplan_bytes_text(p->sum, s, sizeof s);
     snprintf(buf, n, "%s %s (%s without reuse)", a, p->keep_all ? "every tensor kept" : "planned", s);
 }

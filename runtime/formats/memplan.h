@@ -55,6 +55,8 @@ size_t cg_memplan_per_image(const cg_memplan *p);
 /* Whether tensor t is readable after a batch (live at step nkernels). */
 int cg_memplan_kept(const cg_memplan *p, const cg_manifest *m, int t);
 
+/* Bytes as "812 B", "1.9 KB", "6.2 MB", "1.1 GB" (powers of 1000). */
+void cg_memplan_bytes_text(size_t b, char *buf, size_t n);
 /* Per image: "1.9 MB planned (6.2 MB without reuse)" */
 void cg_memplan_describe(const cg_memplan *p, char *buf, size_t n);
 
