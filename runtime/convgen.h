@@ -81,6 +81,11 @@ typedef struct {
                                 device of compute capability 9.0 or newer, a kernel's launch
                                 overlaps the end of the kernel before it (each kernel still
                                 waits for the one before to complete before it reads) */
+    int keep_tensors;        /* CUDA: keep every layer's output readable after a batch, so that
+                                cg_net_run_layers can return any layer (poison implies it). By
+                                default tensors no longer needed share device memory with later
+                                ones, and cg_net_run_layers returns only the last layer's.
+                                Ignored by the CPU backend, whose layers are always kept */
 } cg_net_options;
 
 void cg_net_options_init(cg_net_options *o);
@@ -156,7 +161,9 @@ cg_status cg_net_run_device(cg_net *net, const cg_input *in, int *pred, float *s
 /* Diagnostics. The network's layers (as the spec lists them), each one's name
  * and outputs per image; cg_net_run_layers is cg_net_run that also copies out
  * every layer's output: layer_out[i] NULL or n * cg_net_layer_size(net, i)
- * floats. cg_net_times: the last host run's wall time (CPU) or kernel time
+ * floats. On CUDA a layer other than the last needs the network opened with
+ * keep_tensors (or poison): else CG_STATUS_USAGE naming the layer, nothing
+ * run. cg_net_times: the last host run's wall time (CPU) or kernel time
  * (CUDA events) in milliseconds, in total and per layer (layer_ms NULL or
  * cg_net_layer_count entries). */
 int cg_net_layer_count(const cg_net *net);

@@ -11,7 +11,9 @@
  * another kernel with no event between are launched through cuLaunchKernelEx with
  * programmatic stream serialization, captured into the graph like the others;
  * none is with no_pdl, with profile, on an sm_80 fake (no prologue generated)
- * or where the driver lacks cuLaunchKernelEx. The test re-executes itself with
+ * or where the driver lacks cuLaunchKernelEx; and that a stream set's tensors are one
+ * allocation and that only a network opened with keep_tensors returns every
+ * layer's output (the default plan shares tensors' bytes). The test re-executes itself with
  * LD_LIBRARY_PATH naming the fake and the JIT cache in a temporary directory.
  * Skipped where NVRTC is missing. */
 #include <dlfcn.h>
@@ -201,6 +203,53 @@ static void pdl(const char *spec)
     CHECK(n == 0 && k == 6, "sm_80: %d PDL launches of %d", n, k);
     n = pdl_launches(spec, 90, 1, 0, 0, &k);
     CHECK(n == 0 && k == 6, "no cuLaunchKernelEx: %d PDL launches of %d", n, k);
+/* The device memory: one arena a stream set (a second set costs one more
+ * allocation, not one per tensor), and per-layer outputs only from a network
+ * that keeps its tensors (the default plan lets later tensors reuse earlier
+ * ones' bytes; the last layer's output, the scores, is always kept). */
+static void memory(const char *spec)
+{
+    int allocs[2] = {0, 0};
+    for (int keep = 0; keep < 2; keep++)
+        for (int sets = 1; sets <= 2; sets++) {
+            cg_net_options o;
+            cg_net_options_init(&o);
+            o.backend = CG_BACKEND_CUDA, o.batch = 8, o.streams = sets, o.keep_tensors = keep;
+            cg_net *net = NULL;
+            int before = st->device_allocs;
+            cg_status rc = cg_net_open(spec, &o, &net);
+            CHECK(rc == CG_STATUS_OK, "open (%d sets, keep %d): %s", sets, keep, net ? cg_net_error(net) : "none");
+            if (rc != CG_STATUS_OK) {
+                cg_net_close(net);
+                return;
+            }
+            allocs[sets - 1] = st->device_allocs - before;
+            int nl = cg_net_layer_count(net), pred[3];
+            float *lo[8] = {0};
+            for (int l = 0; l < nl && l < 8; l++) lo[l] = calloc((size_t)(3 * cg_net_layer_size(net, l)), sizeof(float));
+            cg_input in = {CG_INPUT_U8, 3, 1, 12, 12, pixels};
+            /* the last layer alone: always there */
+            float *only_last[8] = {0};
+            only_last[nl - 1] = lo[nl - 1];
+            rc = cg_net_run_layers(net, &in, pred, NULL, only_last);
+            CHECK(rc == CG_STATUS_OK, "run_layers, last layer (keep %d): %s", keep, cg_net_error(net));
+            /* fc1 (layer 1), whose bytes the default plan gives to later tensors */
+            float *fc1[8] = {0};
+            fc1[1] = lo[1];
+            rc = cg_net_run_layers(net, &in, pred, NULL, fc1);
+            if (keep) {
+                CHECK(rc == CG_STATUS_OK, "run_layers, fc1 with keep_tensors: %s", cg_net_error(net));
+            } else {
+                CHECK(rc == CG_STATUS_USAGE, "run_layers, fc1 without keep_tensors: status %d", (int)rc);
+                CHECK_CONTAINS(cg_net_error(net), "layer fc1's output");
+                CHECK_CONTAINS(cg_net_error(net), "keep_tensors");
+            }
+            for (int l = 0; l < nl && l < 8; l++) free(lo[l]);
+            cg_net_close(net);
+            if (sets == 2)
+                CHECK(allocs[1] - allocs[0] == 1, "keep %d: a second stream set made %d device allocations", keep,
+                      allocs[1] - allocs[0]);
+        }
 }
 
 /* Bucket 1: the network's batch-1 kernels (fc_gemv of one image, the conv split over blocks). */
@@ -261,6 +310,7 @@ int main(int argc, char **argv)
     CHECK(f && fputs(spec_text, f) >= 0 && fclose(f) == 0, "writing %s", spec);
     graphs(spec);
     plain(spec);
+    memory(spec);
     bucket_one(spec);
     pdl(spec);
     char cmd[4300];

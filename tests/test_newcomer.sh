@@ -59,6 +59,7 @@ grep -Eq '^conv1 +conv +1x28x28 +50x12x12 +1\.44M +1\.25K +5\.00K +K=5 stride=1 
   && grep -Eq '^fc1 +fc +50x12x12 +500x1x1 +7\.20M .*in=7200 out=500 act=tanh bias=yes' "$t/info" \
   && grep -q '^total: 8.65M FLOPs per image, 3606760 parameters' "$t/info" \
   && grep -Eq '^  conv1 +conv2d_direct \(conv2d_direct_c1m50k5_.*\); strategy direct' "$t/info" \
+  && grep -Eq '^device memory per image: [0-9.]+ KB planned \([0-9.]+ KB without reuse\); 7 tensors$' "$t/info" \
   && ok || bad "info spec table: $(cat "$t/info")"
 # the weight tensors it names are the weights file's, with the same shapes
 hdr=$(head -c 2000 models/ece408-2017.safetensors | tr -c '[:print:]' '.')

@@ -27,6 +27,7 @@ typedef struct {
     size_t fatbin_len;
     int no_graphs;       /* CUDA: plain launches, no captured graph */
     int no_pdl;          /* CUDA: no programmatic dependent launch */
+    int keep_tensors;    /* CUDA: every tensor readable after a batch (no memory reuse) */
 } cg_backend_opts;
 
 /* One run: n images in, predictions (and optionally scores and per-layer outputs) out. */

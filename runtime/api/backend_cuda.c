@@ -20,7 +20,7 @@ static int cuda_open(void **state, const cg_spec *s, const cg_weights *w, const 
     *state = c;
     cg_gpu_opts go = {o->fatbin,   o->no_cache, o->batch,        o->poison,      o->profile,  o->device,
                       o->log,      o->streams,  o->manifest,     o->manifest_len, o->fatbin_data, o->fatbin_len,
-                      o->no_graphs, o->no_pdl};
+                      o->no_graphs, o->no_pdl, o->keep_tensors};
     return cg_gpu_open(&c->g, s, w, &go, &c->hc, e) ? CG_STATUS_DEVICE : 0;
 }
 
@@ -29,6 +29,7 @@ static int cuda_run(void *state, cg_backend_run *r, cg_err *e)
 {
     cuda_state *c = state;
     cg_gpu_input in = {r->input, r->type == CG_INPUT_F32, r->on_device, r->stream};
+    if (cg_gpu_layers_kept(c->g, r->layer_out, e)) return CG_STATUS_USAGE;
     if (cg_gpu_run_input(c->g, &in, r->n, r->pred, r->scores, r->layer_out, &c->t, &c->hc, e))
         return CG_STATUS_DEVICE;
     for (int l = 0; l < CG_MAX_LAYERS; l++) r->layer_ms[l] = c->t.layer_ms[l];

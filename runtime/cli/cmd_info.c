@@ -6,6 +6,7 @@
 #include "devices.h"
 #include "gen.h"
 #include "manifest.h"
+#include "memplan.h"
 #include "net_internal.h"
 #include "op.h"
 #include "options.h"
@@ -167,6 +168,15 @@ static void print_text(const cg_spec *s, const cg_manifest *m, int is_bundle, co
             printf("; strategy %s%s", st, from_record && from_record[i] ? " (from the tuning record)" : "");
         }
         printf("\n");
+    }
+    /* the tensors' places in a stream set's arena (runtime/formats/memplan.h) */
+    cg_memplan *p = malloc(sizeof *p);
+    if (p) {
+        char mem[128];
+        cg_memplan_make(m, 0, 1, p);
+        cg_memplan_describe(p, mem, sizeof mem);
+        printf("\ndevice memory per image: %s; %d tensors\n", mem, m->ntensors);
+        free(p);
     }
 }
 

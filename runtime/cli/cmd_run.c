@@ -5,6 +5,7 @@
 #include "devices.h"
 #include "harness.h"
 #include "input.h"
+#include "memplan.h"
 #include "net_internal.h"
 #include "npy.h"
 #include "options.h"
@@ -274,6 +275,11 @@ static void print_profile(const cg_gpu_times *t, const cg_host_costs *hc)
     printf("  %-26s %9.3f ms\n", "module load", hc->load_ms);
     printf("  %-26s %9.3f ms\n", "weights upload", hc->weights_ms);
     printf("  %-26s %9.3f ms\n", "device allocation", hc->alloc_ms);
+    char planned[32], all[32];
+    cg_memplan_bytes_text(hc->arena_per_image, planned, sizeof planned);
+    cg_memplan_bytes_text(hc->tensors_per_image, all, sizeof all);
+    printf("  device memory per image: %s %s (%s without reuse), in each stream set\n", planned,
+           hc->keep_tensors ? "with every tensor kept" : "planned", all);
     printf("  %-26s %9.3f ms\n", "images upload (uint8)", hc->upload_ms);
     printf("  %-26s %9.3f ms\n", "results download", hc->download_ms);
     if (hc->cache_note[0]) printf("  cache: %s\n", hc->cache_note);
@@ -789,7 +795,7 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     cg_net_options_init(&go);
     cg_net_options_init(&co);
     go.backend = CG_BACKEND_CUDA, go.device = (int)device, go.fatbin = fatbin, go.no_cache = no_cache != NULL;
-    go.poison = 1, go.tuning = tuning, go.no_tuning = no_tuning != NULL, go.batch = batch;
+    go.poison = 1, go.keep_tensors = 1, go.tuning = tuning, go.no_tuning = no_tuning != NULL, go.batch = batch;
     go.no_pdl = no_pdl != NULL;
     cg_job j;
     int from_record[CG_MAX_LAYERS];

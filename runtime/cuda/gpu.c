@@ -6,6 +6,7 @@
 #include "aot.h"
 #include "gen.h"
 #include "jit.h"
+#include "memplan.h"
 #include "nvrtc.h"
 
 #include <math.h>
@@ -19,7 +20,8 @@
  * run, another's copies do, so each has its own tensors and staging. */
 typedef struct {
     CUstream stream;
-    CUdeviceptr tdev[CG_MAX_TENSORS]; /* one batch of every tensor */
+    CUdeviceptr arena;                /* one allocation: a batch of every tensor, as planned */
+    CUdeviceptr tdev[CG_MAX_TENSORS]; /* each tensor's place in it */
     CUevent ev[CG_MAN_KERNELS + 1];   /* at the kernel marks (cg_gpu.mark) */
     CUevent up0, up1, dn1;            /* upload start and end, download end */
     /* the kernels of a batch, captured: one graph per image count met (a full
@@ -58,6 +60,7 @@ struct cg_gpu {
     int pdl_launches;                     /* launches of the last queued batch that carried it */
     int nsets;
     cg_gpu_set set[CG_PIPE_MAX_SETS];
+    cg_memplan plan;                      /* the tensors' places in each set's arena */
     /* event index recorded before kernel i (i = nkernels: after the last), -1
      * for none: per kernel with --profile, else at layer boundaries */
     int mark[CG_MAN_KERNELS + 1];
@@ -257,30 +260,42 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
 }
 
 /* Batch size: what the user asked, at most max_batch, and what fits in 80% of
- * free memory with every stream set holding a batch of every tensor. Then
- * each set's tensors, stream and events; its pinned staging waits for the
- * first run, which knows how many images a batch will really hold. */
-static int alloc_sets(cg_gpu *g, long long want, cg_err *e)
+ * free memory with every stream set holding an arena for a batch of every
+ * tensor, placed by the memory plan (runtime/formats/memplan.h; every tensor
+ * apart with keep): sized from the plan's bytes per image, then planned for
+ * that batch and made smaller while its alignment pushes it past the budget.
+ * Then each set's arena (one allocation; each tensor at its planned offset),
+ * stream and events; its pinned staging waits for the first run, which knows
+ * how many images a batch will really hold. */
+static int alloc_sets(cg_gpu *g, long long want, int keep, cg_host_costs *hc, cg_err *e)
 {
     const cg_manifest *m = g->m;
     cg_cu *cu = g->cu;
-    size_t per = 0, freeb = 0, total = 0;
-    for (int i = 0; i < m->ntensors; i++) per += (size_t)m->t[i].elems * cg_dtype_size(m->t[i].dtype);
+    size_t freeb = 0, total = 0;
+    cg_memplan_make(m, keep, 1, &g->plan);
+    size_t per = cg_memplan_per_image(&g->plan);
+    if (per < 1) per = 1;
     if (CG_CU(e, cu->cuMemGetInfo(&freeb, &total))) return -1;
-    long long fit = (long long)(freeb / 10 * 8 / (per * (size_t)g->nsets));
+    size_t budget = freeb / 10 * 8 / (size_t)g->nsets;
+    long long fit = (long long)(budget / per);
     long long b = want > 0 ? want : 65536;
     if (b > m->max_batch) b = m->max_batch;
     if (b > fit) b = fit;
-    if (b < 1)
+    if (b >= 1) cg_memplan_make(m, keep, b, &g->plan);
+    while (b > 1 && g->plan.arena > budget) {
+        long long less = (long long)((double)b * (double)budget / (double)g->plan.arena);
+        b = less < b ? less : b - 1;
+        if (b >= 1) cg_memplan_make(m, keep, b, &g->plan);
+    }
+    if (b < 1 || g->plan.arena > budget)
         return cg_fail(e, "one image needs %zu bytes of device memory in each of %d stream sets; %zu are free",
-                       per, g->nsets, freeb);
+                       g->plan.arena, g->nsets, freeb);
+    hc->arena_per_image = per, hc->tensors_per_image = g->plan.sum, hc->keep_tensors = keep;
     g->batch = b;
     for (int k = 0; k < g->nsets; k++) {
         cg_gpu_set *st = &g->set[k];
-        for (int i = 0; i < m->ntensors; i++) {
-            size_t n = (size_t)b * (size_t)m->t[i].elems * cg_dtype_size(m->t[i].dtype);
-            if (CG_CU(e, cu->cuMemAlloc(&st->tdev[i], n))) return -1;
-        }
+        if (CG_CU(e, cu->cuMemAlloc(&st->arena, g->plan.arena ? g->plan.arena : CG_MEMPLAN_ALIGN))) return -1;
+        for (int i = 0; i < m->ntensors; i++) st->tdev[i] = st->arena + (CUdeviceptr)g->plan.off[i];
         if (CG_CU(e, cu->cuStreamCreate(&st->stream, CU_STREAM_NON_BLOCKING))) return -1;
         for (int i = 0; i < g->nev_alloc; i++)
             if (CG_CU(e, cu->cuEventCreate(&st->ev[i], CU_EVENT_DEFAULT))) return -1;
@@ -398,7 +413,7 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
         g->pdl = pdl;
         set_marks(g);
     }
-    if (!rc) rc = alloc_sets(g, o->batch, e);
+    if (!rc) rc = alloc_sets(g, o->batch, o->keep_tensors || o->poison, hc, e);
     hc->alloc_ms = cg_now_ms() - t0;
     return rc;
 }
@@ -513,6 +528,16 @@ static int input_kernel(const cg_gpu *g)
 }
 
 int cg_gpu_takes_f32(const cg_gpu *g) { return input_kernel(g) >= 0; }
+
+int cg_gpu_layers_kept(const cg_gpu *g, float *const *layer_out, cg_err *e)
+{
+    for (int l = 0; layer_out && l < g->m->nlayers; l++)
+        if (layer_out[l] && !cg_memplan_kept(&g->plan, g->m, g->m->l[l].out))
+            return cg_fail(e, "%s: layer %s's output shares device memory with later layers' and is not kept "
+                              "after a batch: open the network with keep_tensors to read every layer",
+                           g->s->path, g->m->l[l].name);
+    return 0;
+}
 
 /* One result copied back per batch: a tensor, bytes per image, where the
  * caller wants it, and its place in the set's pinned staging. */
@@ -831,6 +856,7 @@ static int run_current(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred
     if (in->on_device) return run_on_device(g, in, tin, skip, n, pred, probs, e);
     cg_gpu_runctx r = {.g = g, .src = in->input, .tin = tin, .skip = skip, .t = t, .prev = -1};
     r.in_per = (size_t)m->t[tin].elems * cg_dtype_size(m->t[tin].dtype);
+    if (cg_gpu_layers_kept(g, layer_out, e)) return -1;
     if (plan_staging(g, &r, n, pred, probs, layer_out, hc, e)) return -1;
     long long nb = (n + g->batch - 1) / g->batch;
     t->images = n;
@@ -910,8 +936,7 @@ void cg_gpu_close(cg_gpu *g)
             for (int i = 0; i < 3; i++)
                 if (more[i]) cu->cuEventDestroy(more[i]);
             if (st->stream) cu->cuStreamDestroy(st->stream);
-            for (int i = 0; i < CG_MAX_TENSORS; i++)
-                if (st->tdev[i]) cu->cuMemFree(st->tdev[i]);
+            if (st->arena) cu->cuMemFree(st->arena);
             if (st->hin) cu->cuMemFreeHost(st->hin);
             if (st->hout) cu->cuMemFreeHost(st->hout);
         }

@@ -2,7 +2,9 @@
  *
  * Opening does the host-side work once: generate the sources in memory, compile
  * them through NVRTC (with the on-disk cache) or load a fat binary, upload the
- * weights, allocate every tensor for one batch in each of its stream sets.
+ * weights, allocate one arena per stream set holding a batch of every tensor,
+ * placed by the memory plan (runtime/formats/memplan.h): tensors never live at
+ * the same time share bytes unless every tensor is kept (keep_tensors, poison).
  * Running streams the images through in batches (base/pipeline.h):
  * each set has its own stream, device tensors and pinned host staging, so the
  * upload of batch i+1 and the download of batch i-1 overlap the kernels of
@@ -39,6 +41,9 @@ typedef struct {
     int no_graphs;       /* launch every kernel itself instead of replaying a captured graph */
     int no_pdl;          /* no programmatic dependent launch (by default on a cc >= 9.0 device
                             a kernel with the prologue overlaps the launch of the one before) */
+    int keep_tensors;    /* every tensor readable after a batch, none sharing memory (a run's
+                            layer_out needs it; poison implies it); 0: tensors share the
+                            arena where their live ranges allow (runtime/formats/memplan.h) */
 } cg_gpu_opts;
 
 /* Where one kernel's device code came from, and what it cost (--profile). */
@@ -59,6 +64,9 @@ typedef struct {
     cg_kernel_build build[CG_MAN_KERNELS];
     char cache_note[256]; /* e.g. why the cache was skipped or an entry rebuilt */
     char arch[32];        /* "sm_90" or "compute_120 (PTX)" or "fatbin" */
+    size_t arena_per_image;  /* device bytes per image per stream set, as planned */
+    size_t tensors_per_image; /* every tensor's bytes per image: the arena without reuse */
+    int keep_tensors;        /* the plan keeps every tensor (no reuse) */
 } cg_host_costs;
 
 /* One kernel's launches (for --profile). */
@@ -102,7 +110,8 @@ void cg_gpu_stream_summary(const cg_gpu_times *t, char *buf, size_t n);
 int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gpu_opts *o,
                 cg_host_costs *hc, cg_err *e);
 /* Predictions for n images (pixels: n * C*H*W bytes). probs (n * classes) and
- * layer_out (per spec layer, n * cg_layer_out_elems) may be NULL. */
+ * layer_out (per spec layer, n * cg_layer_out_elems) may be NULL; a layer asked
+ * for must be kept after a batch (cg_gpu_layers_kept). */
 int cg_gpu_run(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, float *probs,
                float **layer_out, cg_gpu_times *t, cg_host_costs *hc, cg_err *e);
 /* What cg_gpu_run_input reads. f32: floats already scaled (the input kernel's
@@ -122,6 +131,10 @@ int cg_gpu_run_input(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred, 
 /* Whether the network's input can be given as floats (its first kernel is the
  * uint8-to-float input kernel, which a float input skips). */
 int cg_gpu_takes_f32(const cg_gpu *g);
+/* 0 when every layer layer_out asks for (non-NULL entries) stays readable after
+ * a batch under g's memory plan; else -1 and e names the first that does not
+ * (open with keep_tensors to read them). */
+int cg_gpu_layers_kept(const cg_gpu *g, float *const *layer_out, cg_err *e);
 const char *cg_gpu_device_name(const cg_gpu *g);
 long long cg_gpu_batch(const cg_gpu *g);
 void cg_gpu_close(cg_gpu *g);
