@@ -203,6 +203,8 @@ static void pdl(const char *spec)
     CHECK(n == 0 && k == 6, "sm_80: %d PDL launches of %d", n, k);
     n = pdl_launches(spec, 90, 1, 0, 0, &k);
     CHECK(n == 0 && k == 6, "no cuLaunchKernelEx: %d PDL launches of %d", n, k);
+}
+
 /* The device memory: one arena a stream set (a second set costs one more
  * allocation, not one per tensor), and per-layer outputs only from a network
  * that keeps its tensors (the default plan lets later tensors reuse earlier
