@@ -492,11 +492,13 @@ function planner.build(net)
   -- constant memory left for weights: all kernels of a network may share one
   -- module (a fat binary), and a module has one 64 KiB constant bank
   local const_left = common.CONST_BUDGET
+  local was_seen   -- whether the last kernel add() made had a name seen before it (to undo it)
   local function add(tname, l, given, index, layer, inputs, output_name, shape, dtype)
     local T = import(tname)
     l.const_left = const_left
     local p, listed = resolve(T, tname, l, given, index)
     local k = T.kernel(l, p)
+    was_seen = seen[k.name]
     if seen[k.name] and (k.weights:sub(1, 6) == "const:") then
       -- constant-memory symbols belong to one layer: give this one its own kernel
       fail(index, nil, "two layers generate the same kernel '" .. k.name ..
@@ -573,6 +575,7 @@ function planner.build(net)
           out.kernels[#out.kernels] = nil
           out.tensors[#out.tensors] = nil
           tensors[r.add.name] = nil
+          seen[k.name] = was_seen
           const_left = const_left + (k.const_bytes or 0)
           k = nil
         end
