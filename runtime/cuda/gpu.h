@@ -120,6 +120,10 @@ int cg_gpu_run_input(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred, 
  * uint8-to-float input kernel, which a float input skips). */
 int cg_gpu_takes_f32(const cg_gpu *g);
 const char *cg_gpu_device_name(const cg_gpu *g);
+/* The add whose kernel computes spec layer l's output in its epilogue (the
+ * manifest's into=; the layer has no tensor of its own and a run's layer_out
+ * for it is NaN), else NULL. */
+const char *cg_gpu_layer_into(const cg_gpu *g, int l);
 long long cg_gpu_batch(const cg_gpu *g);
 void cg_gpu_close(cg_gpu *g);
 
