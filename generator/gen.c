@@ -555,9 +555,11 @@ static int take_result(cg_lua *h, const cg_spec *s, const char *regen, const cg_
         lua_getfield(L, -1, "name");
         lua_getfield(L, -2, "op");
         lua_getfield(L, -3, "out");
-        bad = cg_buf_printf(&man, "layer %s %s %s\n", lua_tostring(L, -3), lua_tostring(L, -2),
-                            lua_tostring(L, -1));
-        lua_pop(L, 4);
+        lua_getfield(L, -4, "fused_into"); /* the add whose kernel computes this layer's output too */
+        bad = cg_buf_printf(&man, "layer %s %s %s", lua_tostring(L, -4), lua_tostring(L, -3), lua_tostring(L, -2)) ||
+              (lua_type(L, -1) == LUA_TSTRING && cg_buf_printf(&man, " into=%s", lua_tostring(L, -1))) ||
+              cg_buf_printf(&man, "\n");
+        lua_pop(L, 5);
     }
     lua_pop(L, 2);
     lua_getfield(L, -1, "kernels");

@@ -1163,46 +1163,136 @@ static void test_graph_manifest(void)
     CHECK(rc == 0, "layers-graph: %s", rc ? e.msg : "");
     if (!rc) {
         int seen = 0, readers_conv1 = 0, readers_res1 = 0;
-        int t_conv1 = cg_manifest_tensor(m, "conv1"), t_conv2 = cg_manifest_tensor(m, "conv2"),
-            t_conv3 = cg_manifest_tensor(m, "conv3"), t_conv4 = cg_manifest_tensor(m, "conv4"),
-            t_res1 = cg_manifest_tensor(m, "res1"), t_b1 = cg_manifest_tensor(m, "b1"), t_b2 = cg_manifest_tensor(m, "b2");
+        int t_conv1 = cg_manifest_tensor(m, "conv1"), t_conv3 = cg_manifest_tensor(m, "conv3"),
+            t_res1 = cg_manifest_tensor(m, "res1"), t_res2 = cg_manifest_tensor(m, "res2"),
+            t_b1 = cg_manifest_tensor(m, "b1"), t_b2 = cg_manifest_tensor(m, "b2");
+        /* both adds are computed in their conv's epilogue: conv2 and conv4 have no tensor */
+        CHECK(cg_manifest_tensor(m, "conv2") < 0 && cg_manifest_tensor(m, "conv4") < 0, "conv2, conv4: no tensors");
+        CHECK(!strcmp(m->l[1].into, "res1") && m->l[1].out == t_res1 && !strcmp(m->l[7].into, "res2") &&
+                  m->l[7].out == t_res2 && !m->l[0].into[0] && !m->l[2].into[0],
+              "layer records: conv2 into=res1, conv4 into=res2");
+        CHECK(strstr(o->manifest, "layer conv2 conv res1 into=res1\n") != NULL, "conv2's layer record");
         for (int i = 0; i < m->nkernels; i++) {
-    test_groups_refused();
             const cg_mkernel *k = &m->k[i];
             for (int j = 0; j < k->nin; j++) readers_conv1 += k->in[j] == t_conv1, readers_res1 += k->in[j] == t_res1;
-            if (!strcmp(k->tpl, "add") && k->nin == 2) {
+            CHECK(strcmp(k->tpl, "add"), "no add kernel: %s", k->name);
+            if (!strcmp(k->layer, "conv2")) {
                 seen |= 1;
-                CHECK(k->in[0] == t_conv2 && k->in[1] == t_conv1 && k->out == t_res1 && k->nargs == 4 &&
-                          k->args[0] == CG_ARG_IN && k->args[1] == CG_ARG_IN1 && k->args[2] == CG_ARG_OUT &&
-                          k->args[3] == CG_ARG_N,
-                      "res1's add reads conv2 and conv1 as in and in1");
-                CHECK(strstr(o->manifest, "template=add in=conv2,conv1 out=res1") != NULL, "the add's in= list");
-            } else if (!strcmp(k->tpl, "add")) {
+                CHECK(k->nin == 2 && k->in[0] == t_conv1 && k->in[1] == t_conv1 && k->out == t_res1 && k->nargs == 6 &&
+                          k->args[0] == CG_ARG_IN && k->args[1] == CG_ARG_OUT && k->args[4] == CG_ARG_IN1 &&
+                          k->args[5] == CG_ARG_N,
+                      "conv2's kernel reads conv1 as in and as in1 (the add's other operand), writes res1");
+            } else if (!strcmp(k->layer, "conv4")) {
                 seen |= 2;
-                CHECK(k->nin == 3 && k->in[0] == t_conv3 && k->in[1] == t_conv4 && k->in[2] == t_conv3 &&
-                          k->args[2] == CG_ARG_IN2,
-                      "res2's add reads three tensors");
+                CHECK(k->nin == 3 && k->in[0] == t_conv3 && k->in[1] == t_conv3 && k->in[2] == t_conv3 &&
+                          k->out == t_res2 && k->args[4] == CG_ARG_IN1 && k->args[5] == CG_ARG_IN2,
+                      "conv4's kernel reads conv3 as its input and as the add's two other operands");
             } else if (!strcmp(k->tpl, "concat")) {
                 seen |= 4;
                 CHECK(k->nin == 2 && k->in[0] == t_b1 && k->in[1] == t_b2, "concat reads b1 and b2");
             }
         }
-        CHECK(seen == 7, "an add of two, an add of three and a concat kernel (%d)", seen);
-        CHECK(readers_conv1 == 2 && readers_res1 == 2, "conv1 and res1 are read by two kernels each (%d, %d)",
+        CHECK(seen == 7, "conv2's and conv4's kernels and a concat kernel (%d)", seen);
+        CHECK(readers_conv1 == 2 && readers_res1 == 2, "conv1 and res1 are read twice each (%d, %d)",
               readers_conv1, readers_res1);
-        int found = 0;
-        for (int i = 0; i < o->nkernels; i++)
-            if (strstr(o->k[i].kernel, "add2_relu_e2048_v4")) {
-                found = 1;
-                CHECK(strstr(o->k[i].source, "reinterpret_cast<const float4*>(in1)[i]") &&
-                          strstr(o->k[i].source, "fmaxf(x0.x + x1.x, 0.0f)"),
-                      "2048 elements: float4 loads, relu fused");
-            } else if (strstr(o->k[i].kernel, "add3_none_e125_v1")) {
-                found |= 2;
-                CHECK(strstr(o->k[i].source, "in[i] + in1[i] + in2[i]") != NULL, "125 elements: scalar loads");
-            }
-        CHECK(found == 3, "the two add kernels by name");
+        const cg_gen_kernel *c2 = conv_kernel(o, "conv2"), *c4 = conv_kernel(o, "conv4");
+        /* 2048 elements: float4 loads of the operand; 125: single loads, the sum in the add's order */
+        CHECK(c2 && strstr(c2->source, "__ldg(reinterpret_cast<const float4*>(in1 + img * 2048 + m * 256 + at))") &&
+                  strstr(c2->source, "t.x = fmaxf(acc[i][j] + bv + r1.x, 0.0f);") &&
+                  strstr(c2->source, "then add res1 (conv2 + conv1, relu) in the epilogue"),
+              "conv2: the add's operand in float4 loads, relu after the sum, the header says so");
+        CHECK(c4 && strstr(c4->source, "= __ldg(in1 + img * 125 + m * 25 + at) + (acc[i][j + d]) + "
+                                       "__ldg(in2 + img * 125 + m * 25 + at);"),
+              "conv4: single loads of conv3, conv4's value second");
     }
+    free(s), free(o), free(m);
+}
+
+/* Adds computed in the conv's epilogue (planner.residual_adds): in
+ * layers-residual-tc (sm_80) every add whose conv operand nothing else reads
+ * fuses, under igemm_tc, igemm (after a folded batchnorm, whose layer record
+ * names the add's tensor too) and direct (four inputs); r5, whose conv g is
+ * also read by h, stays an add kernel. An add does not fuse where the conv's
+ * epilogue is not fused (direct's fuse=0), the conv pools, its template has no
+ * such epilogue (slide) or an operand is made after the conv. */
+static void test_residual_fusion(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_manifest *m = malloc(sizeof *m);
+    cg_err e = {""};
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.cc = 80;
+    int rc = !s || !o || !m ? -1 : cg_spec_load("tests/gpu/layers-residual-tc.yaml", s, &e);
+    if (!rc) rc = cg_generate_for(s, "x", &tg, o, &e);
+    if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, "layers-residual-tc", m, &e);
+    CHECK(rc == 0, "layers-residual-tc: %s", rc ? e.msg : "");
+    if (!rc) {
+        static const char *const into[][2] = {{"c0", ""}, {"a", "r1"}, {"r1", ""}, {"b", "r2"}, {"bnb", "r2"},
+                                              {"r2", ""}, {"d", "r3"}, {"r3", ""}, {"g", ""}, {"r5", ""},
+                                              {"h", "r6"}, {"r6", ""}, {"s", ""}, {"t", "r7"}, {"r7", ""}};
+        for (int i = 0; i < (int)(sizeof into / sizeof *into); i++)
+            CHECK(!strcmp(m->l[i].name, into[i][0]) && !strcmp(m->l[i].into, into[i][1]) &&
+                      m->l[i].out == cg_manifest_tensor(m, into[i][1][0] ? into[i][1] : into[i][0]),
+                  "layer %s: into '%s' (manifest: %s into '%s')", into[i][0], into[i][1], m->l[i].name, m->l[i].into);
+        int adds = 0;
+        for (int i = 0; i < m->nkernels; i++) {
+            const cg_mkernel *k = &m->k[i];
+            if (!strcmp(k->tpl, "add")) {
+                adds++;
+                CHECK(!strcmp(k->layer, "r5") && k->in[0] == cg_manifest_tensor(m, "g"), "the add kernel is r5's");
+            }
+            if (!strcmp(k->layer, "a"))
+                CHECK(!strcmp(k->tpl, "conv2d_igemm_tc") && k->out == cg_manifest_tensor(m, "r1") && k->nin == 2,
+                      "a: igemm_tc writes r1");
+            if (!strcmp(k->layer, "d"))
+                CHECK(!strcmp(k->tpl, "conv2d_direct") && k->nin == 4 && k->nargs == 8 && k->args[6] == CG_ARG_IN3 &&
+                          k->in[1] == cg_manifest_tensor(m, "r2") && k->in[2] == cg_manifest_tensor(m, "c0") &&
+                          k->in[3] == cg_manifest_tensor(m, "r1"),
+                      "d: direct reads r2, c0 and r1 as in1..in3");
+        }
+        CHECK(adds == 1, "one add kernel left (%d)", adds);
+        const cg_gen_kernel *d = conv_kernel(o, "d"), *t = conv_kernel(o, "t");
+        /* the conv's value (its bias and relu applied) second of four, no activation after */
+        CHECK(d && strstr(d->source, "= __ldg(r1 + (g + 0) * 144 + 0) + (fmaxf(a0[0][0] + B(g + 0), 0.0f)) + "
+                                     "__ldg(r2 + (g + 0) * 144 + 0) + __ldg(r3 + (g + 0) * 144 + 0);"),
+              "d: the sum in the add's order, the conv's relu before it");
+        CHECK(t && strstr(t->source, "fmaxf(__ldg(in1 + img * 400 + m * 25 + at) + __ldg(in2 + img * 400 + m * 25 + at) "
+                                     "+ (acc[i][j + d] + __ldg(b_arg + m)), 0.0f)"),
+              "t: third of three, its bias summed first, relu after the sum");
+    }
+    /* no fusion: direct with fuse=0, a pooled conv, slide, an operand made after the conv */
+    static const char *const none[] = {
+        "network: n\ninput: {channels: 4, height: 8, width: 8}\nlayers:\n"
+        "  - {name: c, op: conv, M: 4, K: 3, padding: same}\n"
+        "  - {name: d, op: conv, M: 4, K: 3, padding: same, strategy: direct, params: {fuse: 0}}\n"
+        "  - {name: r, op: add, input: [c, d]}\n",
+        "network: n\ninput: {channels: 4, height: 8, width: 8}\nlayers:\n"
+        "  - {name: c, op: conv, M: 4, K: 3, padding: same, pool: max2}\n"
+        "  - {name: d, op: conv, M: 4, K: 1, input: input, pool: max2}\n"
+        "  - {name: r, op: add, input: [c, d]}\n",
+        "network: n\ninput: {channels: 4, height: 8, width: 8}\nlayers:\n"
+        "  - {name: c, op: conv, M: 4, K: 3, padding: same}\n"
+        "  - {name: d, op: conv, M: 4, K: 3, padding: same, strategy: slide}\n"
+        "  - {name: r, op: add, input: [c, d]}\n",
+        "network: n\ninput: {channels: 4, height: 8, width: 8}\nlayers:\n"
+        "  - {name: c, op: conv, M: 4, K: 3, padding: same, strategy: igemm}\n"
+        "  - {name: d, op: conv, M: 4, K: 3, padding: same, input: input, strategy: slide}\n"
+        "  - {name: r, op: add, input: [c, d]}\n"};
+    for (int i = 0; i < (int)(sizeof none / sizeof *none); i++) {
+        cg_spec *n = spec_text("none.yaml", none[i]);
+        cg_gen_output *g = malloc(sizeof *g);
+        int ok = n && g && cg_generate_for(n, "x", &tg, g, &e) == 0;
+        CHECK(ok, "no fusion %d: %s", i, e.msg);
+        if (ok) {
+            CHECK(!strstr(g->manifest, "into=") && strstr(g->manifest, "template=add in=c,d out=r"),
+                  "no fusion %d: an add kernel:\n%s", i, g->manifest);
+            cg_gen_free(g);
+        }
+        free(n), free(g);
+    }
+    if (!rc) cg_gen_free(o);
     free(s), free(o), free(m);
 }
 
@@ -1319,6 +1409,8 @@ int main(void)
     test_identical_layers();
     test_no_legal_value();
     test_graph_manifest();
+    test_residual_fusion();
+    test_groups_refused();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");
     cg_nvrtc *nv = NULL;

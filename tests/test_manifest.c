@@ -103,6 +103,35 @@ static void test_pdl(cg_manifest *m)
     CHECK_CONTAINS(e.msg, "t/manifest.txt:13: bad value for pdl: ''");
 }
 
+/* A layer record's into=ADD (a conv whose kernel computes an add): parsed with
+ * the add's tensor as the layer's; refused, at its line, naming another tensor
+ * or with another key. */
+static void test_layer_into(cg_manifest *m)
+{
+    static const char head[] = "convgen-manifest 1\nnetwork t\ngenerator 0\nmax_batch 100\n"
+                               "tensor input u8 4\ntensor a f32 4\ntensor r f32 4\ntensor p i32 1\n";
+    static const char *const rec[] = {"layer c conv r into=r\nlayer r add r\n", "layer c conv r into=a\n",
+                                      "layer c conv r fused=r\n"};
+    cg_err e;
+    for (int i = 0; i < 3; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "%s%s%s", head, rec[i],
+                 "kernel k layer=c template=conv2d_direct in=input out=r grid=N*1/32,1,1 block=32,1,1 shared=0 "
+                 "weights=none bias=none args=in,out,weights,bias,n\n"
+                 "kernel m layer=predict template=argmax in=r out=p grid=N*1/32,1,1 block=32,1,1 shared=0 "
+                 "weights=none bias=none args=in,out,weights,bias,n\n"
+                 "input input\noutput r\npredict p\nhash 0123456789abcdef\n");
+        int rc = cg_manifest_parse(text, strlen(text), "t/manifest.txt", m, &e);
+        if (i == 0)
+            CHECK(rc == 0 && m->nlayers == 2 && !strcmp(m->l[0].into, "r") && m->l[0].out == cg_manifest_tensor(m, "r") &&
+                      !m->l[1].into[0],
+                  "into=r parses: %s", rc ? e.msg : "");
+        else
+            CHECK(rc != 0 && strstr(e.msg, "t/manifest.txt:9: bad layer record") && strstr(e.msg, "into=ITS_TENSOR"),
+                  "record %d refused: %s", i, rc ? e.msg : "(accepted)");
+    }
+}
+
 /* Every role of the C table declared by common.kernel_head, in the order given,
  * and its roles string parsed back into the same roles. */
 static void test_lua_roles(void)
@@ -146,6 +175,11 @@ static void test_lua_roles(void)
 
 int main(void)
 {
+    {
+        cg_manifest *lm = malloc(sizeof *lm);
+        if (lm) test_layer_into(lm);
+        free(lm);
+    }
     cg_manifest *m = malloc(sizeof *m);
     if (!m) return 1;
     test_inputs(m);

@@ -60,5 +60,7 @@ extern const cg_backend cg_backend_cuda;
  * --profile and --json); state must be a CUDA backend's. */
 const cg_gpu_times *cg_backend_cuda_times(const void *state);
 const cg_host_costs *cg_backend_cuda_costs(const void *state);
+/* cg_gpu_layer_into of its network. */
+const char *cg_backend_cuda_into(const void *state, int l);
 
 #endif

@@ -55,5 +55,6 @@ static void cuda_close(void *state)
 
 const cg_gpu_times *cg_backend_cuda_times(const void *state) { return &((const cuda_state *)state)->t; }
 const cg_host_costs *cg_backend_cuda_costs(const void *state) { return &((const cuda_state *)state)->hc; }
+const char *cg_backend_cuda_into(const void *state, int l) { return cg_gpu_layer_into(((const cuda_state *)state)->g, l); }
 
 const cg_backend cg_backend_cuda = {"cuda", cuda_open, cuda_run, cuda_device_name, cuda_takes_f32, cuda_close};

@@ -367,6 +367,11 @@ const cg_gpu_times *cg_net_gpu_times(const cg_net *net)
     return net && net->opened && net->be == &cg_backend_cuda ? cg_backend_cuda_times(net->state) : NULL;
 }
 
+const char *cg_net_layer_into(const cg_net *net, int i)
+{
+    return net && net->opened && net->be == &cg_backend_cuda ? cg_backend_cuda_into(net->state, i) : NULL;
+}
+
 const cg_host_costs *cg_net_host_costs(const cg_net *net)
 {
     return net && net->opened && net->be == &cg_backend_cuda ? cg_backend_cuda_costs(net->state) : NULL;

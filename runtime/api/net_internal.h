@@ -47,6 +47,10 @@ int cg_net_tune(cg_spec *s, const cg_net_options *o, int from_record[CG_MAX_LAYE
 /* The CUDA backend's figures of the last open and host run; NULL on the CPU. */
 const cg_gpu_times *cg_net_gpu_times(const cg_net *net);
 const cg_host_costs *cg_net_host_costs(const cg_net *net);
+/* The add layer whose kernel computes layer i's output in its epilogue (a conv's,
+ * or a batchnorm's folded into it; docs/spec.md, add): the CUDA backend keeps no
+ * tensor of layer i and run_layers gives NaN for it. NULL otherwise and on the CPU. */
+const char *cg_net_layer_into(const cg_net *net, int i);
 
 /* How many CUDA devices the driver sees (`run --devices all`): CG_STATUS_OK,
  * or CG_STATUS_DEVICE with why (one line, at most n bytes) saying why none. */

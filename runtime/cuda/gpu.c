@@ -794,8 +794,16 @@ static int plan_staging(cg_gpu *g, cg_gpu_runctx *r, long long n, int *pred, flo
     r->ndl = 0;
     add_download(g, r, m->predict, pred, rows, &at);
     if (probs) add_download(g, r, m->output, probs, rows, &at);
-    for (int l = 0; layer_out && l < m->nlayers; l++)
-        if (layer_out[l]) add_download(g, r, m->l[l].out, layer_out[l], rows, &at);
+    for (int l = 0; layer_out && l < m->nlayers; l++) {
+        if (!layer_out[l]) continue;
+        if (!m->l[l].into[0]) {
+            add_download(g, r, m->l[l].out, layer_out[l], rows, &at);
+            continue;
+        }
+        /* computed in an add's kernel (into=): no tensor of its own to copy, NaN instead */
+        size_t count = (size_t)n * (size_t)m->t[m->l[l].out].elems;
+        for (size_t i = 0; i < count; i++) layer_out[l][i] = NAN;
+    }
     size_t in = (size_t)rows * r->in_per;
     double t0 = cg_now_ms();
     for (int k = 0; k < g->nsets && rows > 0; k++) {
@@ -917,6 +925,11 @@ void cg_gpu_stream_summary(const cg_gpu_times *t, char *buf, size_t n)
 }
 
 const char *cg_gpu_device_name(const cg_gpu *g) { return g->cu ? g->cu->name : "?"; }
+
+const char *cg_gpu_layer_into(const cg_gpu *g, int l)
+{
+    return g && g->m && l >= 0 && l < g->m->nlayers && g->m->l[l].into[0] ? g->m->l[l].into : NULL;
+}
 long long cg_gpu_batch(const cg_gpu *g) { return g->batch; }
 
 void cg_gpu_close(cg_gpu *g)

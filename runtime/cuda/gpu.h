@@ -136,6 +136,10 @@ int cg_gpu_takes_f32(const cg_gpu *g);
  * (open with keep_tensors to read them). */
 int cg_gpu_layers_kept(const cg_gpu *g, float *const *layer_out, cg_err *e);
 const char *cg_gpu_device_name(const cg_gpu *g);
+/* The add whose kernel computes spec layer l's output in its epilogue (the
+ * manifest's into=; the layer has no tensor of its own and a run's layer_out
+ * for it is NaN), else NULL. */
+const char *cg_gpu_layer_into(const cg_gpu *g, int l);
 long long cg_gpu_batch(const cg_gpu *g);
 void cg_gpu_close(cg_gpu *g);
 

@@ -330,6 +330,12 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
             if (!word(&rest, l->name, sizeof l->name) || !word(&rest, l->op, sizeof l->op) ||
                 !word(&rest, a, sizeof a) || (l->out = cg_manifest_tensor(m, a)) < 0)
                 return cg_fail(e, "%s:%d: bad layer record", origin, ln);
+            l->into[0] = 0;
+            if (word(&rest, a, sizeof a)) {
+                if (strncmp(a, "into=", 5) || !a[5] || strlen(a + 5) >= sizeof l->into || strcmp(a + 5, m->t[l->out].name))
+                    return cg_fail(e, "%s:%d: bad layer record: '%s' (expected into=ITS_TENSOR)", origin, ln, a);
+                strcpy(l->into, a + 5);
+            }
             m->nlayers++;
         } else if (!strcmp(kw, "kernel")) {
             if (parse_kernel(rest, m, origin, ln, e)) return -1;

@@ -9,7 +9,11 @@
  *                               (1, 8, 64, 256 or 1024); absent: the large-batch kernels
  *   tensor NAME DTYPE ELEMS     elements per image; DTYPE one of the table cg_dtype_info
  *                               reads (u8 f32 i32 f16 bf16)
- *   layer NAME OP OUT_TENSOR    spec layers in order (op conv|fc|softmax)
+ *   layer NAME OP OUT_TENSOR [into=ADD]   spec layers in order (op conv|fc|softmax); into=:
+ *                               the layer's output is no tensor of its own: the kernel of
+ *                               conv NAME (or of the conv a batchnorm NAME folds into)
+ *                               computes layer ADD, an add reading it, in its epilogue, and
+ *                               OUT_TENSOR is ADD's
  *   kernel NAME layer=L template=T in=TENSOR[,TENSOR...] out=TENSOR grid=G,G,G block=X,Y,Z
  *          shared=BYTES weights=none|arg|arg:transposed|const:SYMBOL bias=none|arg|const:SYMBOL
  *          args=ROLE,ROLE,...     the kernel's parameters in order, by role (in, in1, in2,
@@ -90,7 +94,9 @@ typedef struct {
 typedef struct {
     char name[CG_NAME_MAX];
     char op[16];
-    int out; /* tensor index */
+    int out;                  /* tensor index */
+    char into[CG_NAME_MAX];   /* "": the layer's output is tensor out; else the add whose
+                               * kernel computes it in its epilogue (not kept: out is the add's) */
 } cg_mlayer;
 
 typedef struct {

@@ -28,6 +28,7 @@ local common = import("lib/common")
 local T = {}
 
 T.doc = "direct convolution; one thread per output tile and all maps"
+T.fuses_add = true   -- common.residual: an add computed in the epilogue
 
 -- The layer's geometry, and whether this kernel applies the activation and pool.
 local function geom(l, fuse)
@@ -317,6 +318,11 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
     const {{in_t}}* __restrict__ x = in + img * {{C * H * W}} + row * {{TR * S * W}} + col * {{TR * S}};
 % end
     {{out_t}}* __restrict__ y = out + img * {{M * P}} + row * {{TW}} + col;
+% if res then
+%   for k = 1, res.n do
+    const {{in_t}}* __restrict__ r{{k}} = {{res.names[k]}} + img * {{M * P}} + row * {{TW}} + col;   // the add's operand {{k}}
+%   end
+% end
     (void)w_arg;
     (void)b_arg;
 % if hoist then
@@ -390,7 +396,7 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 %   end
 % end
 
-        // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store
+        // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, {{res and "add, " or ""}}store
 % local guard = const and "" or "if (live) "
 % for m = 0, mu - 1 do
 %   for s = 0, cols - 1 do
@@ -411,7 +417,7 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 %     else
 %       val = act(string.format("a%d[0][%d]", m, s) .. b)
 %     end
-        {{guard}}y[(g + {{m}}) * {{P}} + {{s}}] = {{from_acc(val)}};
+        {{guard}}y[(g + {{m}}) * {{P}} + {{s}}] = {{from_acc(radd(val, "(g + " .. m .. ") * " .. P .. " + " .. s))}};
 %   end
 % end
     }
@@ -448,8 +454,12 @@ function T.kernel(l, p)
   local CKK = CG * l.K * l.K
   local name, const, wbytes = naming(l, p)
   local act = fused and l.act or "none"
-  local head, args = common.kernel_head(name, p.block, common.std_args({ w_name = "w_arg", b_name = "b_arg",
-    types = common.types(l) }))
+  -- an add computed here (common.residual): its other operands read at the stored elements
+  local res = common.residual(l, fused and not pooled)
+  if res then name = name .. res.tag end
+  local ty = common.types(l)
+  local std = common.std_args({ w_name = "w_arg", b_name = "b_arg", types = ty })
+  local head, args = common.kernel_head(name, p.block, res and res.args(std) or std)
   local v = {
     name = name, head = head,
     block = p.block, mu = p.maps_unroll, cols = p.cols, unroll_groups = p.unroll_groups == 1, ms = p.ms,
@@ -467,6 +477,14 @@ function T.kernel(l, p)
     bsrc = const and (name .. "_b") or "b_arg",
     actname = act,
     act = function(e) return common.act(act, e) end,
+    res = res or false,
+    -- e, the conv's value at element idx of the thread's outputs, with the add applied
+    radd = function(e, idx)
+      if not res then return e end
+      local others = {}
+      for k = 1, res.n do others[k] = ty.to_acc(string.format("__ldg(r%d + %s)", k, idx)) end
+      return res.sum(e, others)
+    end,
   }
   return {
     name = name,
@@ -481,6 +499,7 @@ function T.kernel(l, p)
     out_elems = l.M * OH * OW,
     shape = common.conv_shape(l, g, act, pooled, l.M, OH, OW),
     fused = fused,
+    residual = res ~= nil,
   }
 end
 

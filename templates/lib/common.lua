@@ -236,6 +236,42 @@ function common.typed(l, values)
   return values
 end
 
+-- An add computed in the epilogue of the conv that produces one of its operands
+-- (planner.residual_adds): the planner sets l.residual = { n = the add's other
+-- operands, at = the conv's place among the add's inputs, act = the add's
+-- activation } on the conv's layer table, and a template declaring `fuses_add`
+-- reads the other operands as inputs in1.. at the element it writes. nil where
+-- the layer has none or the kernel's epilogue (`fused`: bias and activation
+-- applied, no pool) is not the place; else
+--   n, names        the other operands' count and argument names (in1, in2, in3)
+--   tag             the kernel name's suffix ("_add2p1_relu")
+--   args(list)      a common.std_args list with the roles in1.. put before n
+--   sum(e, others)  the add's activation of its inputs' sum in the add's order
+--                   (as ops/add.lua sums them): e, the conv's value (its bias and
+--                   activation applied), at its place, others[k] (acc_t
+--                   expressions) the k-th other operand's element
+function common.residual(l, fused)
+  local r = l.residual
+  if not r or not fused then return nil end
+  local t = { n = r.n, names = {}, tag = string.format("_add%dp%d_%s", r.n + 1, r.at, r.act) }
+  for k = 1, r.n do t.names[k] = "in" .. k end
+  function t.args(list)
+    local last = table.remove(list)
+    for k = 1, r.n do list[#list + 1] = { t.names[k] } end
+    list[#list + 1] = last
+    return list
+  end
+  function t.sum(e, others)
+    local terms, j = {}, 1
+    for i = 1, r.n + 1 do
+      -- (e in parentheses after the first place: its own sum, e.g. + bias, comes first)
+      if i == r.at then terms[i] = i > 1 and "(" .. e .. ")" or e else terms[i], j = others[j], j + 1 end
+    end
+    return common.act(r.act, table.concat(terms, " + "))
+  end
+  return t
+end
+
 -- The kernel contract. A kernel's parameters are named by role; the template
 -- lists them in order, `common.kernel_head` writes the declaration, and the
 -- kernel record's `args` (which the manifest carries) names the roles, so the

@@ -843,7 +843,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 -- pool, bias and activation and are stored; vectors of four where a thread's four
 -- columns lie in one image.
 local epilogue_source = engine.compile([=[
-    // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store
+    // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, {{res and "add, " or ""}}store
 #pragma unroll
     for (int j = 0; j < {{ETN}}; j += 4) {
         const int c = col0 + tx * 4 + j * {{BN // ETN}};   // first of four columns
@@ -876,11 +876,16 @@ local epilogue_source = engine.compile([=[
             const {{acc_t}} bv = {{w_to_acc("__ldg(b_arg + m)")}};
 %       b = " + bv"
 %     end
+%     if res then
+%       for k = 1, res.n do
+            const {{vec_t(in_t, 4)}} r{{k}} = __ldg(reinterpret_cast<const {{vec_t(in_t, 4)}}*>({{res.names[k]}} + img * {{M * P}} + m * {{P}} + at));
+%       end
+%     end
             {{vec_t(out_t, 4)}} t;
-            t.x = {{from_acc(act("acc[i][j]" .. b))}};
-            t.y = {{from_acc(act("acc[i][j + 1]" .. b))}};
-            t.z = {{from_acc(act("acc[i][j + 2]" .. b))}};
-            t.w = {{from_acc(act("acc[i][j + 3]" .. b))}};
+            t.x = {{from_acc(radd(act("acc[i][j]" .. b), "x"))}};
+            t.y = {{from_acc(radd(act("acc[i][j + 1]" .. b), "y"))}};
+            t.z = {{from_acc(radd(act("acc[i][j + 2]" .. b), "z"))}};
+            t.w = {{from_acc(radd(act("acc[i][j + 3]" .. b), "w"))}};
             *reinterpret_cast<{{vec_t(out_t, 4)}}*>(out + img * {{M * P}} + m * {{P}} + at) = t;
 %   end
         }
@@ -896,7 +901,7 @@ local epilogue_source = engine.compile([=[
 %   if mguard then
                 if (m >= {{M}}) break;
 %   end
-                out[img * {{M * P}} + m * {{P}} + at] = {{from_acc(act("acc[i][j + d]" .. (bias and (" + " .. w_to_acc("__ldg(b_arg + m)")) or "")))}};
+                out[img * {{M * P}} + m * {{P}} + at] = {{from_acc(radd(act("acc[i][j + d]" .. (bias and (" + " .. w_to_acc("__ldg(b_arg + m)")) or "")), nil, "img * " .. M * P .. " + m * " .. P .. " + at"))}};
             }
         }
 % end
@@ -905,8 +910,12 @@ local epilogue_source = engine.compile([=[
 ]=], "conv2d_igemm")
 
 -- The epilogue's text for values v (which carry common.typed's types), to stand
--- on a line of its own.
-function igemm.epilogue(v) return (epilogue_source(v):gsub("\n$", "")) end
+-- on a line of its own; v.res and v.radd (an add computed here) default to none.
+function igemm.epilogue(v)
+  if v.res == nil then v.res = false end
+  if v.radd == nil then v.radd = function(e) return e end end
+  return (epilogue_source(v):gsub("\n$", ""))
+end
 
 -- The test that weight i of a slice is inside the layer (w: the weight
 -- layout's flags): in the general layout its index is -1 outside; with whole
@@ -992,15 +1001,17 @@ local function kernel(l, p, tc)
   local g = s.g
   local whole = not s.free and p.bk % s.KK == 0
   local act = s.fused and l.act or "none"
+  -- an add computed here (common.residual): its other operands read at the stored elements
+  local res = common.residual(l, s.fused and not s.pooled)
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.bm, p.bn, p.bk, p.tm, p.tn, p.stages) .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
-    .. (s.mma and "_tc" or "") .. (s.tf32 and "_tf32" or "")
+    .. (s.mma and "_tc" or "") .. (s.tf32 and "_tf32" or "") .. (res and res.tag or "")
   local ty = common.types(l)
   -- inputs and weights share the staging buffers, copy and register declarations
   if ty.in_t ~= ty.w_t then error("conv2d_igemm stages inputs and weights of one element type", 2) end
-  local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg",
-    types = ty }), nil, p.occ)
+  local std = common.std_args({ w_name = "w_arg", b_name = "b_arg", types = ty })
+  local head, args = common.kernel_head(name, s.threads, res and res.args(std) or std, nil, p.occ)
   -- padding: kernel rows p in [pt, ylim) and columns q in [pl, xlim) are inside the
   -- input for every column of the product; only the others test their mask bit
   local rowok, colok = "1", "1"
@@ -1057,9 +1068,21 @@ local function kernel(l, p, tc)
   -- the byte offset in a slice of this thread's quad i of weights
   v.wqdst = s.WR == p.bm and string.format("16 * (tid + i * %d)", s.threads)
     or string.format("wqx + i * %d", 4 * (s.threads // (p.bm // 4)) * s.WR)
+  v.res = res or false
+  -- e, the conv's value, with the add applied: its other operands from the float4
+  -- registers rK (component c) or, c nil, their elements at index idx
+  v.radd = function(e, c, idx)
+    if not res then return e end
+    local others = {}
+    for k = 1, res.n do
+      others[k] = c and string.format("r%d.%s", k, c) or ty.to_acc(string.format("__ldg(%s + %s)", res.names[k], idx))
+    end
+    return res.sum(e, others)
+  end
   v.epilogue = igemm.epilogue(v)
   local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
   k.const_bytes = s.const_bytes
+  k.residual = res ~= nil
   if s.tf32 then k.precision = "tf32" end
   return k
 end
@@ -1068,6 +1091,7 @@ end
 -- check, cost and kernel for that mode.
 function igemm.template(tc)
   local T = {}
+  T.fuses_add = true   -- common.residual: an add computed in the epilogue
   T.doc = tc and "implicit GEMM with the products on tensor cores (3xTF32: FP32 accuracy); sm_80+"
     or "implicit GEMM; a block computes a maps x pixels tile through shared-memory slices"
   T.params = params(tc)

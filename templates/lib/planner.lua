@@ -418,6 +418,60 @@ function planner.precision_line(l, k)
   return string.format("fp32 (the layer asks %s; %s computes its products in FP32)", l.precision, k.template)
 end
 
+-- The adds a conv's kernel may compute in its epilogue (the conv's strategy
+-- permitting, `fuses_add` of its template): by conv layer name, { add = the add
+-- layer, at = the conv's place among the add's inputs, others = the other
+-- inputs by layer name, in the add's order }. An add qualifies through operand
+-- X where X is a conv's output (or that of a batchnorm folded into the conv)
+-- that nothing else reads and the add reads once, the conv has no pool (its
+-- activation, its own or a folded batchnorm's, applies before the sum, the
+-- add's after it) and every other operand is made before the conv (so its
+-- kernel can read it): of several such operands the last conv's.
+function planner.residual_adds(net)
+  local by_name, alias, readers = {}, {}, {}
+  for _, l in ipairs(net.layers) do
+    by_name[l.name] = l
+    local ins = l.inputs and #l.inputs > 0 and l.inputs or nil
+    if l.op == "batchnorm" and l.folded then
+      -- a folded batchnorm's output is its conv's: its readers are the conv's
+      local src = ins and ins[1] or net.layers[l.index - 1].name
+      alias[l.name] = alias[src] or src
+    else
+      local list = ins or { l.index > 1 and net.layers[l.index - 1].name or "input" }
+      for _, name in ipairs(list) do
+        local root = alias[name] or name
+        readers[root] = (readers[root] or 0) + 1
+      end
+    end
+  end
+  local function root(name) return alias[name] or name end
+  local out = {}
+  for _, a in ipairs(net.layers) do
+    if a.op == "add" and a.inputs and #a.inputs >= 2 then
+      local best
+      for j, name in ipairs(a.inputs) do
+        local c = by_name[root(name)]
+        if c and c.op == "conv" and readers[c.name] == 1 and (c.pool or 0) == 0 and (c.pool_pad or 0) == 0
+            and (not best or c.index > best.conv.index) then
+          best = { conv = c, at = j }
+        end
+      end
+      if best then
+        local others, ok = {}, true
+        for j, name in ipairs(a.inputs) do
+          if j ~= best.at then
+            local src = by_name[root(name)]
+            if root(name) == best.conv.name or (src and src.index >= best.conv.index) then ok = false end
+            others[#others + 1] = name
+          end
+        end
+        if ok then out[best.conv.name] = { add = a, at = best.at, others = others } end
+      end
+    end
+  end
+  return out
+end
+
 function planner.build(net)
   local out = { tensors = {}, layers = {}, kernels = {}, input = "pixels", predict = "predict" }
   local tensors = {}
@@ -438,11 +492,13 @@ function planner.build(net)
   -- constant memory left for weights: all kernels of a network may share one
   -- module (a fat binary), and a module has one 64 KiB constant bank
   local const_left = common.CONST_BUDGET
+  local was_seen   -- whether the last kernel add() made had a name seen before it (to undo it)
   local function add(tname, l, given, index, layer, inputs, output_name, shape, dtype)
     local T = import(tname)
     l.const_left = const_left
     local p, listed = resolve(T, tname, l, given, index)
     local k = common.add_pdl(T.kernel(l, p), net.target)
+    was_seen = seen[k.name]
     if seen[k.name] and (k.weights:sub(1, 6) == "const:") then
       -- constant-memory symbols belong to one layer: give this one its own kernel
       fail(index, nil, "two layers generate the same kernel '" .. k.name ..
@@ -470,8 +526,12 @@ function planner.build(net)
   local prev = add("input_u8", { elems = elems_in, scale_text = net.scale_text, offset_text = net.offset_text,
     norm = net.norm, C = net.C, HW = net.H * net.W }, nil, 0, "input", { "pixels" }, "input", shape_in).out
   -- the tensor each layer's output is: its name, but a folded batchnorm's is
-  -- the conv's it was folded into
+  -- the conv's it was folded into, and a conv's whose add its kernel computes
+  -- (and the batchnorm's folded into that conv) is the add's
   local tensor_of = {}
+  local residuals = planner.residual_adds(net)
+  local fused_by = {}   -- add layer name -> the conv whose kernel computes it
+  local into = {}       -- a conv's own tensor name -> the add computed in its kernel
   for _, l in ipairs(net.layers) do
     local i = l.index
     local inputs = layer_inputs(l, prev)
@@ -479,6 +539,7 @@ function planner.build(net)
     local shape = { l.OC, l.OH, l.OW }
     l.batch = batch
     local out_name = l.name
+    local fused_into
     if l.op == "conv" and (l.pool_pad or 0) > 0 then
       -- a padded pool is no template's epilogue: the conv at full size (its bias
       -- only), then the pool kernel with the activation
@@ -492,7 +553,36 @@ function planner.build(net)
         nil, i, l.name, { k.out }, l.name, shape)
     elseif l.op == "conv" then
       local tname, why, own = layer_choice(l)
-      local k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
+      local r = residuals[l.name]
+      local k
+      if r and import(tname).fuses_add then
+        -- the add's other operands (tensors made before this kernel) read in the epilogue
+        local operands = {}
+        for j, name in ipairs(r.others) do operands[j] = tensor_of[name] or name end
+        l.residual = { n = #r.others, at = r.at, act = r.add.act }
+        local kin = { inputs[1] }
+        for _, name in ipairs(operands) do kin[#kin + 1] = name end
+        k = add(tname, l, own or l.params, i, l.name, kin, r.add.name, shape)
+        l.residual = nil
+        if k.residual then
+          fused_by[r.add.name] = l.name
+          into[l.name] = r.add.name
+          out_name, fused_into = r.add.name, r.add.name
+          k.shape = string.format("%s; then add %s (%s + %s, %s) in the epilogue", k.shape, r.add.name,
+            l.name, table.concat(operands, " + "), r.add.act)
+        else
+          -- the template left its epilogue unfused (e.g. direct's fuse=0): as without the add
+          out.kernels[#out.kernels] = nil
+          out.tensors[#out.tensors] = nil
+          tensors[r.add.name] = nil
+          seen[k.name] = was_seen
+          const_left = const_left + (k.const_bytes or 0)
+          k = nil
+        end
+      end
+      if not k then
+        k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
+      end
       k.chosen = why
       k.precision_line = planner.precision_line(l, k)
       if not k.fused then
@@ -520,6 +610,12 @@ function planner.build(net)
       -- folded into the conv before it (its weights, bias and activation): no
       -- kernel; the layer's output is the conv's tensor
       out_name = inputs[1]
+      for _, add_name in pairs(into) do
+        if add_name == out_name then fused_into = add_name end
+      end
+    elseif l.op == "add" and fused_by[l.name] then
+      -- computed in the epilogue of the conv that produces one of its operands
+      out_name = l.name
     elseif l.op == "batchnorm" then
       local s = tensors[inputs[1]].shape
       add("batchnorm", { elems = s[1] * s[2] * s[3], C = s[1], H = s[2], W = s[3], act = l.act }, nil, i, l.name,
@@ -536,7 +632,7 @@ function planner.build(net)
     else
       fail(i, nil, "no template for op '" .. tostring(l.op) .. "'")
     end
-    out.layers[#out.layers + 1] = { name = l.name, op = l.op, inputs = inputs, out = out_name }
+    out.layers[#out.layers + 1] = { name = l.name, op = l.op, inputs = inputs, out = out_name, fused_into = fused_into }
     tensor_of[l.name] = out_name
     prev = out_name
   end
