@@ -48,8 +48,10 @@ class _Options(ctypes.Structure):
     _fields_ = [("backend", ctypes.c_int), ("device", ctypes.c_int),
                 ("fatbin", ctypes.c_char_p), ("tuning", ctypes.c_char_p),
                 ("no_tuning", ctypes.c_int), ("no_cache", ctypes.c_int),
-                ("batch", ctypes.c_longlong), ("profile", ctypes.c_int),
-                ("poison", ctypes.c_int), ("weights_seed", ctypes.c_longlong),
+                ("streams", ctypes.c_int), ("batch", ctypes.c_longlong),
+                ("profile", ctypes.c_int), ("poison", ctypes.c_int),
+                ("weights_seed", ctypes.c_longlong), ("no_graphs", ctypes.c_int),
+                ("no_pdl", ctypes.c_int), ("keep_tensors", ctypes.c_int),
                 ("_reserved", ctypes.c_char * 256)]
 
 

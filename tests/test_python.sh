@@ -20,6 +20,25 @@ if [ -n "$CONVGEN_LIB" ] && nm -D "$CONVGEN_LIB" 2>/dev/null | grep -q ' U __asa
   echo "test_python: 0 passed, 0 failed"; exit 0
 fi
 [ -n "$CONVGEN_LIB" ] && ok || bad "build/libconvgen.so.* missing (make lib)"
+# _Options mirrors cg_net_options field by field: the offsets C's compiler gives
+# each field are the ones ctypes computes
+fields="backend device fatbin tuning no_tuning no_cache streams batch profile poison weights_seed no_graphs no_pdl keep_tensors"
+{ echo '#include <stddef.h>'; echo '#include <stdio.h>'; echo '#include "convgen.h"'
+  echo 'int main(void) {'
+  for f in $fields; do echo "printf(\"$f %zu\\n\", offsetof(cg_net_options, $f));"; done
+  echo 'printf("size %zu\n", sizeof(cg_net_options)); return 0; }'; } >"$t/off.c"
+if cc -Iruntime "$t/off.c" -o "$t/off" 2>"$t/e"; then
+  "$t/off" >"$t/c_off"
+  python3 -c "
+import ctypes, convgen
+for name, _ in convgen._Options._fields_:
+    if name != '_reserved': print(name, getattr(convgen._Options, name).offset)
+print('size', ctypes.sizeof(convgen._Options))" >"$t/py_off" 2>&1
+  # the C struct fits in ctypes' (whose reserved room takes later fields)
+  awk 'NR==FNR { c[$1] = $2; next } $1 == "size" { if (c["size"] > $2) exit 1; next } c[$1] != $2 { exit 1 }' \
+    "$t/c_off" "$t/py_off" && [ "$(grep -vc '^size' "$t/py_off")" -eq "$(grep -vc '^size' "$t/c_off")" ] && ok \
+    || bad "_Options differs from cg_net_options: C $(tr '\n' ' ' <"$t/c_off"); python $(tr '\n' ' ' <"$t/py_off")"
+else bad "offsetof program: $(cat "$t/e")"; fi
 "$cg" build specs/ece408-2017.yaml --arch 75 -o "$t/net.cgb" >"$t/e" 2>&1 && ok || bad "build: $(cat "$t/e")"
 python3 - "$t/net.cgb" >"$t/out" 2>&1 <<'PY' && ok || bad "ctypes part: $(cat "$t/out")"
 import sys, convgen
