@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp.yaml (network ece408-2018sp)
 // layer:      predict
 // shape:      10 scores -> class index
-// template:   argmax (templates/ops/argmax.lua, hash e575f3a40672be6b)
+// template:   argmax (templates/ops/argmax.lua, hash ec559d58123da0e5)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none

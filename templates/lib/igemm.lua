@@ -185,8 +185,10 @@ local function params(tc)
     -- block's partial sums stored raw into a partials tensor that a kernel of
     -- its own (ops/splitk_reduce) sums in order; the planner chooses it for
     -- small batches (planner.split_of). Quiet: split=1 is left out of the
-    -- "k=v" lists, so files generated before it stay as they were.
-    t[#t + 1] = { name = "split", tune = false, quiet = true,
+    -- "k=v" lists, so files generated before it stay as they were; no search:
+    -- a layer's other parameters are searched with split=1 (or the split given)
+    -- as before it was declared, within the same search limit.
+    t[#t + 1] = { name = "split", tune = false, quiet = true, search = false,
       doc = "parts of the C*K*K reduction, each a run of whole slices in its own blocks (grid z); "
         .. "> 1: partial sums, then a splitk_reduce kernel adds them, the bias and the activation",
       legal = function(_) return { 1, 2, 4, 8, 16 } end,

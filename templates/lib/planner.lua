@@ -56,7 +56,10 @@ local function choices(T, tname, l, given, index)
     else
       local def = d.default(l, given)   -- (a default may depend on the values given)
       local list = { def }
-      for _, x in ipairs(legal) do if x ~= def then list[#list + 1] = x end end
+      -- (a parameter declared `search = false`, conv2d_igemm's split: its default alone)
+      if d.search ~= false then
+        for _, x in ipairs(legal) do if x ~= def then list[#list + 1] = x end end
+      end
       out[i] = list
     end
   end
