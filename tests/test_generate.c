@@ -1064,7 +1064,7 @@ static void test_split_rule(void)
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);
     cg_err e = {""};
-    const char *line;
+    const char *line = NULL;
     if (!s || !o || cg_spec_load("tests/gpu/layers-splitk.yaml", s, &e)) {
         CHECK(0, "layers-splitk: %s", e.msg);
         return free(s), free(o);
@@ -1120,19 +1120,26 @@ static void test_split_rule(void)
     }
     /* refusals: more parts than slices (c4: 1x1, C = 256 in 4 slices of 64), a split that leaves
      * parts of no whole slices, a fused 2x2 pool */
-    char why[512] = "";
-    CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "bk=64,split=8", why, sizeof why, &e) == 1, "split=8 of 4 slices");
+    char whybuf[512] = "", *why = whybuf;
+    CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "bk=64,split=8", why, sizeof whybuf, &e) == 1, "split=8 of 4 slices");
     CHECK_CONTAINS(why, "split=8: more parts than the reduction C*K*K = 256 has slices of bk=64 (4)");
-    CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "bk=64,split=4", why, sizeof why, &e) == 0, "split=4: %s", why);
-    CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "split=32", why, sizeof why, &e) == 1, "split=32 accepted");
+    CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "bk=64,split=4", why, sizeof whybuf, &e) == 0, "split=4: %s", why);
+    CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "split=32", why, sizeof whybuf, &e) == 1, "split=32 accepted");
     CHECK_CONTAINS(why, "split=32 is not legal for conv2d_igemm");
+    /* a split is checked alone but not emitted alone: the harness would time half the layer */
+    cg_gen_kernel k1;
+    cg_kernel_launch kl1;
+    memset(&k1, 0, sizeof k1);
+    CHECK(cg_gen_emit_one(s, 3, "conv2d_igemm", "split=4", &k1, &kl1, &e) != 0, "split=4 emitted alone");
+    CHECK_CONTAINS(e.msg, "split=4 runs as two kernels (the partial sums, then splitk_reduce)");
+    cg_gen_kernel_free(&k1);
     static const char text[] = "network: p\ninput: {channels: 5, height: 10, width: 10}\nlayers:\n"
                                "  - {name: a, op: conv, M: 16, K: 3, strategy: igemm}\n"
                                "  - {name: b, op: conv, M: 8, K: 3, pool: max2, strategy: igemm}\n";
     if (cg_spec_parse("p.yaml", text, strlen(text), s, &e) == 0) {
-        CHECK(cg_gen_check_one(s, 0, "conv2d_igemm", "bk=9,split=2", why, sizeof why, &e) == 1, "5 slices in 2");
+        CHECK(cg_gen_check_one(s, 0, "conv2d_igemm", "bk=9,split=2", why, sizeof whybuf, &e) == 1, "5 slices in 2");
         CHECK_CONTAINS(why, "split=2 does not divide the 5 slices of bk=9 (C*K*K = 45) into whole slices");
-        CHECK(cg_gen_check_one(s, 1, "conv2d_igemm", "bk=18,split=2", why, sizeof why, &e) == 1, "pooled split");
+        CHECK(cg_gen_check_one(s, 1, "conv2d_igemm", "bk=18,split=2", why, sizeof whybuf, &e) == 1, "pooled split");
         CHECK_CONTAINS(why, "split=2: a fused 2x2 pool is not split");
     } else {
         CHECK(0, "p.yaml: %s", e.msg);
