@@ -403,7 +403,7 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     if (!src) return lua_pop(L, 1), cg_fail(e, "%s: kernel has no source", tfile);
 
     /* optional: why `strategy: auto` chose this template */
-    char chosen[200] = "";
+    char chosen[512] = "";
     lua_getfield(L, -2, "chosen");
     if (lua_type(L, -1) == LUA_TSTRING) snprintf(chosen, sizeof chosen, "%s", lua_tostring(L, -1));
     lua_pop(L, 1);

@@ -20,7 +20,8 @@
  * layers-slide-align (its weights after an odd number of staged floats),
  * layers-slide-pad (its padding's columns left out where a thread holds a whole row),
  * layers-small-batch at bucket 1 (conv2d_direct's map splits, conv2d_igemm's
- * small tiles, fc_gemv), layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
+ * small tiles, fc_gemv), layers-splitk at bucket 1 (conv2d_igemm's split reductions,
+ * grid z, and splitk_reduce), layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
  * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24) and
  * layers-fc-odd (fc_vec's single-float and float2 loads), layers-bn (input mean/std,
  * batch norms folded into convs with the runtime's folded weights against the
@@ -88,16 +89,16 @@ static const char shim[] =
     "typedef void (*emu_k5)(void *, void *, void *, void *, void *, int);\n"
     "typedef void (*emu_k6)(void *, void *, void *, void *, void *, void *, int);\n"
     "typedef void (*emu_k7)(void *, void *, void *, void *, void *, void *, void *, int);\n"
-    "extern \"C\" void emu_launch(emu_kernel k, unsigned gx, unsigned gy, unsigned bx, void *const *a, int na,\n"
-    "                           int n) {\n"
-    "  blockDim = {bx, 1, 1}; gridDim = {gx, gy, 1};\n"
-    "  for (unsigned y = 0; y < gy; y++) for (unsigned x = 0; x < gx; x++) {\n"
+    "    "extern \"C\" void emu_launch(emu_kernel k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, void *const *a,\n"
+    "                           int na, int n) {\n"
+    "  blockDim = {bx, 1, 1}; gridDim = {gx, gy, gz};\n"
+    "  for (unsigned z = 0; z < gz; z++) for (unsigned y = 0; y < gy; y++) for (unsigned x = 0; x < gx; x++) {\n"
     "    std::barrier<> block(bx); emu_block = &block;\n"
     "    std::vector<std::barrier<> *> warps;\n"
     "    for (unsigned w = 0; w * 32 < bx; w++) emu_warp[w] = new std::barrier<>(bx - w * 32 < 32 ? bx - w * 32 : 32);\n"
     "    std::vector<std::thread> ts;\n"
     "    for (unsigned t = 0; t < bx; t++) ts.emplace_back([=] {\n"
-    "      threadIdx = {t, 0, 0}; blockIdx = {x, y, 0};\n"
+    "      threadIdx = {t, 0, 0}; blockIdx = {x, y, z};\n"
     "      if (na == 2) ((emu_k2)k)(a[0], a[1], n);\n"
     "      else if (na == 3) ((emu_k3)k)(a[0], a[1], a[2], n);\n"
     "      else if (na == 4) k(a[0], a[1], a[2], a[3], n);\n"
@@ -111,7 +112,7 @@ static const char shim[] =
     "}\n";
 
 typedef void (*emu_kernel)(void *, void *, void *, void *, int);
-typedef void (*emu_launch_fn)(emu_kernel, unsigned, unsigned, unsigned, void *const *, int, int);
+typedef void (*emu_launch_fn)(emu_kernel, unsigned, unsigned, unsigned, unsigned, void *const *, int, int);
 
 /* Runs argv (NULL-terminated) and waits: 0 when it exited 0. */
 static int run_cmd(char *const argv[])
@@ -318,11 +319,12 @@ static void emulate(const char *spec_path, const char *dir, int batch)
                  : role == CG_ARG_WEIGHTS ? (void *)wa : (void *)ba;
         }
         CHECK(std, "%s: %s: arguments other than (2 to 7 pointers, n)", spec_path, mk->name);
-        long long gx = cg_mdim_eval(mk->grid[0], IMAGES), gy = cg_mdim_eval(mk->grid[1], IMAGES);
-        CHECK(mk->grid[2].mul == 1 && mk->grid[2].div == 0 && mk->block[1] == 1 && mk->block[2] == 1 &&
+        long long gx = cg_mdim_eval(mk->grid[0], IMAGES), gy = cg_mdim_eval(mk->grid[1], IMAGES),
+                  gz = cg_mdim_eval(mk->grid[2], IMAGES);
+        CHECK(mk->grid[2].div == 0 && mk->block[1] == 1 && mk->block[2] == 1 &&
                   mk->shared <= (int)sizeof(float) * 4 * (1 << 15),
               "%s: %s: a launch the emulation does not take", spec_path, mk->name);
-        if (std && okw && okb) launch(fn, (unsigned)gx, (unsigned)gy, (unsigned)mk->block[0], a, na, IMAGES);
+        if (std && okw && okb) launch(fn, (unsigned)gx, (unsigned)gy, (unsigned)gz, (unsigned)mk->block[0], a, na, IMAGES);
         if (mk->wplace == CG_PLACE_ARG_T) free(wa);
         if (mk->bplace == CG_PLACE_ARG_T) free(ba);
         dlclose(so);
@@ -416,13 +418,14 @@ int main(void)
          * there is emulated without a change here); layers-small-batch at bucket
          * 1: direct's map splits, igemm's small tiles, gemv (bucket 8, gemv's 8
          * images a block of which 3 are there, and the large-batch choice for
-         * C > 16: CG_EMULATE_BATCH=8) */
+         * C > 16: CG_EMULATE_BATCH=8); layers-splitk at bucket 1 too: the split
+         * reductions the planner chooses there */
         emulate("specs/example-conv.yaml", dir, 0);
         glob_t g;
         int grc = glob("tests/gpu/layers-*.yaml", 0, NULL, &g);
         CHECK(grc == 0 && g.gl_pathc >= 20, "tests/gpu/layers-*.yaml: %zu specs", grc ? 0 : g.gl_pathc);
         for (size_t i = 0; !grc && i < g.gl_pathc; i++)
-            emulate(g.gl_pathv[i], dir, strstr(g.gl_pathv[i], "small-batch") ? 1 : 0);
+            emulate(g.gl_pathv[i], dir, strstr(g.gl_pathv[i], "small-batch") || strstr(g.gl_pathv[i], "splitk") ? 1 : 0);
         if (!grc) globfree(&g);
     }
     char *rm[] = {"rm", "-rf", dir, NULL};

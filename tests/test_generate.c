@@ -1054,6 +1054,100 @@ static void test_groups_refused(void)
     free(s), free(o);
 }
 
+/* Split reductions: at bucket 1 the planner splits layers-splitk's deep layers
+ * (conv2d_igemm split=S, its partials into "<layer>.partials", then splitk_reduce
+ * writing the layer's tensor), S from the target's SMs (100 when unknown); at the
+ * large batch and at bucket 8 nothing is split; a split the reduction cannot take
+ * is refused naming split. */
+static void test_split_rule(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    const char *line = NULL;
+    if (!s || !o || cg_spec_load("tests/gpu/layers-splitk.yaml", s, &e)) {
+        CHECK(0, "layers-splitk: %s", e.msg);
+        return free(s), free(o);
+    }
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.batch = 1;
+    if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+        /* c3: C*K*K 2304 on 8x8 maps, 2 column tiles x 8 map tiles of one warp: 16 warps */
+        const cg_gen_kernel *k = conv_kernel(o, "c3"), *r = layer_kernel(o, "c3", "splitk_reduce");
+        CHECK(k && !strcmp(k->tpl, "conv2d_igemm") && params_has(k, "split=16", &line), "c3 at batch 1: %s",
+              line ? line : "none");
+        CHECK(k && strstr(k->kernel, "_z16"), "c3's kernel name: %s", k ? k->kernel : "none");
+        if (k) CHECK_CONTAINS(k->source, "split 16 ways (C*K*K = 2304 in parts of 144): 16 warps at 1 image, "
+                                         "under 8 for each of an assumed 100 SMs");
+        if (k) CHECK_CONTAINS(k->source, "out += (long long)blockIdx.z * n * 4096;");
+        CHECK(r != NULL, "c3: no splitk_reduce kernel");
+        /* c2: C*K*K 576 keeps 64 a part: 8, not 16; c4's 1x1 256: 4 */
+        CHECK(params_has(conv_kernel(o, "c2"), "split=8", &line), "c2: %s", line ? line : "none");
+        CHECK(params_has(conv_kernel(o, "c4"), "split=4", &line), "c4: %s", line ? line : "none");
+        CHECK_CONTAINS(o->manifest, " layer=c3 template=conv2d_igemm in=c2 out=c3.partials grid=N*64/32,8,16 ");
+        CHECK_CONTAINS(o->manifest, " layer=c3 template=splitk_reduce in=c3.partials out=c3 ");
+        CHECK_CONTAINS(o->manifest, "\ntensor c3.partials f32 65536\n");
+        /* the padded pool after a split conv: conv -> partials -> reduce (bias) -> pool (relu) */
+        CHECK_CONTAINS(o->manifest, " template=splitk_reduce in=c4.conv.partials out=c4.conv ");
+        CHECK_CONTAINS(o->manifest, " template=pool in=c4.conv out=c4 ");
+        cg_gen_free(o);
+    } else {
+        CHECK(0, "layers-splitk at batch 1: %s", e.msg);
+    }
+    /* a device's 132 SMs: c2 would take 16 parts for 1,056 warps, but keeps 72 of C*K*K a part */
+    tg.sms = 132;
+    if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *k = conv_kernel(o, "c3");
+        if (k) CHECK_CONTAINS(k->source, "under 8 for each of the target's 132 SMs");
+        CHECK(params_has(conv_kernel(o, "c2"), "split=8", &line), "c2 on 132 SMs: %s", line ? line : "none");
+        cg_gen_free(o);
+    } else {
+        CHECK(0, "layers-splitk at batch 1, 132 SMs: %s", e.msg);
+    }
+    /* the large batch and bucket 8: no split, no reduce, and split=1 not listed */
+    for (int b = 0; b <= 8; b += 8) {
+        cg_target_default(&tg);
+        tg.batch = b;
+        if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+            CHECK(!strstr(o->manifest, "splitk_reduce") && !strstr(o->manifest, ".partials"), "batch %d split", b);
+            for (int i = 0; i < o->nkernels; i++)
+                CHECK(strcmp(o->k[i].tpl, "conv2d_igemm") || !params_has(&o->k[i], "split=", &line),
+                      "batch %d: %s lists split: %s", b, o->k[i].kernel, line);
+            cg_gen_free(o);
+        } else {
+            CHECK(0, "layers-splitk at batch %d: %s", b, e.msg);
+        }
+    }
+    /* refusals: more parts than slices (c4: 1x1, C = 256 in 4 slices of 64), a split that leaves
+     * parts of no whole slices, a fused 2x2 pool */
+    char whybuf[512] = "", *why = whybuf;
+    CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "bk=64,split=8", why, sizeof whybuf, &e) == 1, "split=8 of 4 slices");
+    CHECK_CONTAINS(why, "split=8: more parts than the reduction C*K*K = 256 has slices of bk=64 (4)");
+    CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "bk=64,split=4", why, sizeof whybuf, &e) == 0, "split=4: %s", why);
+    CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "split=32", why, sizeof whybuf, &e) == 1, "split=32 accepted");
+    CHECK_CONTAINS(why, "split=32 is not legal for conv2d_igemm");
+    /* a split is checked alone but not emitted alone: the harness would time half the layer */
+    cg_gen_kernel k1;
+    cg_kernel_launch kl1;
+    memset(&k1, 0, sizeof k1);
+    CHECK(cg_gen_emit_one(s, 3, "conv2d_igemm", "split=4", &k1, &kl1, &e) != 0, "split=4 emitted alone");
+    CHECK_CONTAINS(e.msg, "split=4 runs as two kernels (the partial sums, then splitk_reduce)");
+    cg_gen_kernel_free(&k1);
+    static const char text[] = "network: p\ninput: {channels: 5, height: 10, width: 10}\nlayers:\n"
+                               "  - {name: a, op: conv, M: 16, K: 3, strategy: igemm}\n"
+                               "  - {name: b, op: conv, M: 8, K: 3, pool: max2, strategy: igemm}\n";
+    if (cg_spec_parse("p.yaml", text, strlen(text), s, &e) == 0) {
+        CHECK(cg_gen_check_one(s, 0, "conv2d_igemm", "bm=16,bn=128,bk=9,tm=8,tn=8,split=2", why, sizeof whybuf, &e) == 1, "5 slices in 2");
+        CHECK_CONTAINS(why, "split=2 does not divide the 5 slices of bk=9 (C*K*K = 45) into whole slices");
+        CHECK(cg_gen_check_one(s, 1, "conv2d_igemm", "bm=8,bn=32,bk=18,tm=2,tn=4,split=2", why, sizeof whybuf, &e) == 1, "pooled split");
+        CHECK_CONTAINS(why, "split=2: a fused 2x2 pool is not split");
+    } else {
+        CHECK(0, "p.yaml: %s", e.msg);
+    }
+    free(s), free(o);
+}
+
 /* A layer no configuration suits for want of a legal value of one parameter
  * (a 100x100 kernel: igemm's slices hold at most 64 reduction rows) says which,
  * through generate and through the one-layer calls. */
@@ -1408,6 +1502,7 @@ int main(void)
     test_candidates_emit();
     test_identical_layers();
     test_no_legal_value();
+    test_split_rule();
     test_graph_manifest();
     test_residual_fusion();
     test_groups_refused();

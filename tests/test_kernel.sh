@@ -54,6 +54,10 @@ expect 3 "no template 'conv2d_fft' (templates/conv2d/fft.lua)" specs/example-con
 expect 3 "layer 'conv2': Winograd serves kernels up to 7x7; this layer's is 9x9" bench/specs/zoo-bigk.yaml --layer conv2 --strategy winograd
 expect 3 "layer 'conv1': maps_unroll=8 with cols=4 needs 128 accumulators" specs/example-conv.yaml --layer conv1 --params maps_unroll=8,cols=4,fuse=1
 expect 3 "unknown parameter 'blok'" specs/example-conv.yaml --layer conv1 --params blok=64
+# a split reduction into more parts than slices (1x1, C = 256 in 4 slices of 64), or not into whole slices
+expect 3 "split=8: more parts than the reduction C*K*K = 256 has slices of bk=64 (4)" tests/gpu/layers-splitk.yaml \
+  --layer c4 --strategy igemm --params bk=64,split=8
+expect 3 "split=32 is not legal for conv2d_igemm" tests/gpu/layers-splitk.yaml --layer c4 --strategy igemm --params split=32
 
 # no GPU here: the harness says why, exit 4
 if ! [ -e /dev/nvidia0 ]; then

@@ -180,6 +180,20 @@ local function params(tc)
   t[#t + 1] = { name = "stages", doc = "slices in shared memory (sm_80+: copied by cp.async, stages-1 in flight; older: 2, through registers)",
     legal = function(_) return { 2, 3, 4 } end,
     default = function(_) return 2 end }
+  if not tc then
+    -- split > 1: grid z cuts the reduction into `split` runs of whole slices, each
+    -- block's partial sums stored raw into a partials tensor that a kernel of
+    -- its own (ops/splitk_reduce) sums in order; the planner chooses it for
+    -- small batches (planner.split_of). Quiet: split=1 is left out of the
+    -- "k=v" lists, so files generated before it stay as they were; no search:
+    -- a layer's other parameters are searched with split=1 (or the split given)
+    -- as before it was declared, within the same search limit.
+    t[#t + 1] = { name = "split", tune = false, quiet = true, search = false,
+      doc = "parts of the C*K*K reduction, each a run of whole slices in its own blocks (grid z); "
+        .. "> 1: partial sums, then a splitk_reduce kernel adds them, the bias and the activation",
+      legal = function(_) return { 1, 2, 4, 8, 16 } end,
+      default = function(_) return 1 end }
+  end
   return t
 end
 
@@ -233,6 +247,8 @@ local function shape(l, p, tc)
   s.LC = s.threads > 0 and p.bn // s.threads or 0   -- columns each thread gathers
   s.WL = common.ceil_div(p.bk * p.bm, math.max(s.threads, 1))  -- weights each thread loads
   s.slices = common.ceil_div(s.R, p.bk)
+  s.split = p.split or 1
+  s.SS = s.slices // s.split           -- slices of one block's part of the reduction
   s.tail = s.free and s.R % p.bk ~= 0   -- the first slice is short: its first pad0 rows are zeros
   s.pad0 = s.tail and s.slices * p.bk - s.R or 0
   -- a free slice's offset table (and, with padding, its kernel rows and columns) in constant memory
@@ -290,6 +306,25 @@ local function check(l, p, tc)
   if not s.free and s.R % p.bk ~= 0 then
     return string.format("bk=%d does not divide the reduction C*K*K = %d", p.bk, s.R), "bk"
   end
+  if s.split > 1 then
+    if s.split > s.slices then
+      return string.format("split=%d: more parts than the reduction C*K*K = %d has slices of bk=%d (%d)",
+        s.split, s.R, p.bk, s.slices), "split"
+    end
+    if s.slices % s.split ~= 0 then
+      return string.format("split=%d does not divide the %d slices of bk=%d (C*K*K = %d) into whole slices",
+        s.split, s.slices, p.bk, s.R), "split"
+    end
+    if s.pooled then
+      return string.format("split=%d: a fused 2x2 pool is not split (the partial sums are stored unpooled); "
+        .. "split=1 pools in the epilogue", s.split), "split"
+    end
+    if s.tail then return string.format("split=%d: the first slice is short", s.split), "split" end
+    if common.types(l).out_t ~= common.ACC then
+      return string.format("split=%d: partial sums are stored as %s; the layer's output is %s", s.split,
+        common.ACC, common.types(l).out_t), "split"
+    end
+  end
   if not s.mma and p.bk * p.tm * p.tn > BODY_BUDGET then
     return string.format("bk*tm*tn = %d unrolled multiply-adds per slice; the budget is %d",
       p.bk * p.tm * p.tn, BODY_BUDGET), "bk"
@@ -318,11 +353,11 @@ end
 -- registers squeezed out are paid for as spills (common.cost.spills).
 local function cost(l, p, tc)
   local s = shape(l, p, tc)
-  local blocks = common.ceil_div(common.cost.images(l) * s.COLS, p.bn) * common.ceil_div(l.M, p.bm)
+  local blocks = common.ceil_div(common.cost.images(l) * s.COLS, p.bn) * common.ceil_div(l.M, p.bm) * s.split
   local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
   if conc == 0 then return math.huge end
   local reuse = math.min(1, p.tm * p.tn / (p.tm + p.tn) / 4) * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
-  local depth = s.R
+  local depth = s.R // s.split
   if s.mma then
     -- three mma.sync a product, the padded rows included; each split column element
     -- feeds tm/8 map tiles: measured on an H100 (bench/RESULTS.md) at 0.89x FFMA's
@@ -334,13 +369,17 @@ local function cost(l, p, tc)
     if s.tf32 then reuse = 3 * reuse end
   end
   local compute = seq * p.bm * p.bn * depth / (common.cost.FMA_PER_CLOCK * reuse * common.cost.busy(conc, s.threads, 2))
-  local memory = common.ceil_div(seq, conc) * s.slices * common.cost.LATENCY / math.max(p.stages - 1, 1)
+  local memory = common.ceil_div(seq, conc) * s.SS * common.cost.LATENCY / math.max(p.stages - 1, 1)
   return math.max(compute, memory) * common.cost.spills(squeezed)
 end
 
 local source = engine.compile([=[
-// GEMM view: {{M}} maps x (N*{{COLS}}) columns, reduced over C*K*K = {{R}} in {{S}} slices of {{BK}}
+// GEMM view: {{M}} maps x (N*{{COLS}}) columns, reduced over C*K*K = {{R}} in {{SLICES}} slices of {{BK}}
 // ({{slice_doc}}); block tile {{BM}}x{{BN}}, thread tile {{TM}}x{{TN}}, {{NT}} threads.
+% if SPLIT > 1 then
+// Split {{SPLIT}} ways (grid z): block z reduces slices z*{{S}} .. z*{{S}} + {{S - 1}} and stores its raw partial
+// sums (no bias, no activation) as part z of out = partials[{{SPLIT}}][n][{{M}}][{{P}}]; splitk_reduce adds them.
+% end
 // Shared memory (dynamic, {{smem}} B): xs[{{ST}}][{{KP}}][{{XR}}] gathered input, ws[{{ST}}][{{KP}}][{{WR}}] weights.
 % if mma and tf32 then
 // Products on tensor cores in precision tf32: warps of {{TM}} maps x {{8 * TN}} columns, m16n8k8 TF32 tiles with
@@ -394,6 +433,9 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     const int col0 = blockIdx.x * {{BN}};
     const int m0 = blockIdx.y * {{BM}};
     const int total = n * {{COLS}};
+% if SPLIT > 1 then
+    const int s0 = blockIdx.z * {{S}};   // this block's first slice of the reduction
+% end
     (void)b_arg;
 
     // the input element under reduction index 0 of each column this thread gathers
@@ -691,6 +733,9 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     // main loop's copies carry no test)
 % end
     auto issue = [&](int s, int b{{tail and ", bool first" or ""}}) {
+% if SPLIT > 1 then
+        s += s0;   // from the block's slice to the reduction's
+% end
         const unsigned x = sx + b * {{4 * KP * XR}} + 4 * tid;
         const unsigned w = sw + b * {{4 * KP * WR}};
         const int o = xo(s);
@@ -756,6 +801,9 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     // two buffers: the next slice is loaded into registers during the products
     {{in_t}} xr[{{LC}}][{{BK}}], wr[{{WL}}];
     auto fetch = [&](int s) {
+% if SPLIT > 1 then
+        s += s0;   // from the block's slice to the reduction's
+% end
 % if tail then
         const bool first = s == 0;
 % end
@@ -1002,11 +1050,13 @@ local function kernel(l, p, tc)
   local whole = not s.free and p.bk % s.KK == 0
   local act = s.fused and l.act or "none"
   -- an add computed here (common.residual): its other operands read at the stored elements
-  local res = common.residual(l, s.fused and not s.pooled)
+  -- (not with a split: the parts are raw partial sums, and the add stays a kernel)
+  local res = common.residual(l, s.fused and not s.pooled and s.split == 1)
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.bm, p.bn, p.bk, p.tm, p.tn, p.stages) .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
     .. (s.mma and "_tc" or "") .. (s.tf32 and "_tf32" or "") .. (res and res.tag or "")
+    .. (s.split > 1 and string.format("_z%d", s.split) or "")
   local ty = common.types(l)
   -- inputs and weights share the staging buffers, copy and register declarations
   if ty.in_t ~= ty.w_t then error("conv2d_igemm stages inputs and weights of one element type", 2) end
@@ -1032,10 +1082,10 @@ local function kernel(l, p, tc)
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
     BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn, ST = p.stages,
     mma = s.mma, tf32 = s.tf32, split = common.tf32x3_split(), tf32_round = common.tf32_round(),
-    tf32_round_emu = common.tf32_round_emu(), loop = common.prefetch_loop(s.slices),
+    tf32_round_emu = common.tf32_round_emu(), loop = common.prefetch_loop(s.SS),
     zero_cf = s.mma and common.tf32x3_zero("cf", s.FP, s.FM, 4) or "",
     mma_defs = common.tf32x3_mma_defs(), KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
-    NT = s.threads, LC = s.LC, WL = s.WL, S = s.slices, COLS = s.COLS, P = s.P, OW = s.OW,
+    NT = s.threads, LC = s.LC, WL = s.WL, S = s.SS, SLICES = s.slices, SPLIT = s.split, COLS = s.COLS, P = s.P, OW = s.OW,
     smem = s.smem, pooled = s.pooled, bias = l.bias,
     whole = whole, SPC = (whole or s.free) and 1 or (l.K // (p.bk // l.K)),
     slice_doc = s.free and string.format("%d reduction rows each, offsets from a table", p.bk)
@@ -1079,9 +1129,30 @@ local function kernel(l, p, tc)
     end
     return res.sum(e, others)
   end
-  v.epilogue = igemm.epilogue(v)
+  if s.split > 1 then
+    -- the block's raw partial sums, stored as the epilogue stores outputs (float4
+    -- where a thread's four columns lie in one image) into part z of the partials
+    local pv = {}
+    for key, x in pairs(v) do pv[key] = x end
+    pv.bias, pv.pooled, pv.pool_doc = false, false, ""
+    pv.actname = string.format("part z of %d, raw partial sums (splitk_reduce adds the bias%s)", s.split,
+      act ~= "none" and (" and " .. act) or "")
+    pv.act = function(e) return e end
+    v.epilogue = string.format("    out += (long long)blockIdx.z * n * %d;   // partials[z]\n", l.M * s.P)
+      .. igemm.epilogue(pv)
+  else
+    v.epilogue = igemm.epilogue(v)
+  end
   local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
   k.const_bytes = s.const_bytes
+  if s.split > 1 then
+    -- the partials [split][n][M][P]: the planner names the tensor and adds splitk_reduce
+    k.grid[3] = s.split
+    k.out_elems = s.split * l.M * s.P
+    k.bias = "none"
+    k.split = s.split
+    k.shape = k.shape .. string.format(", reduced in %d parts (partial sums)", s.split)
+  end
   k.residual = res ~= nil
   if s.tf32 then k.precision = "tf32" end
   return k

@@ -56,7 +56,10 @@ local function choices(T, tname, l, given, index)
     else
       local def = d.default(l, given)   -- (a default may depend on the values given)
       local list = { def }
-      for _, x in ipairs(legal) do if x ~= def then list[#list + 1] = x end end
+      -- (a parameter declared `search = false`, conv2d_igemm's split: its default alone)
+      if d.search ~= false then
+        for _, x in ipairs(legal) do if x ~= def then list[#list + 1] = x end end
+      end
       out[i] = list
     end
   end
@@ -71,16 +74,24 @@ local function choices(T, tname, l, given, index)
   return out
 end
 
+-- The "k=v" list of values p in T's declared order; a parameter declared
+-- `quiet` is left out where it has its default (conv2d_igemm's split=1), so that
+-- headers and tuning records written before it was declared stay as they were.
+local function listing(T, l, p)
+  local out = {}
+  for _, d in ipairs(T.params) do
+    if not (d.quiet and p[d.name] == d.default(l)) then out[#out + 1] = d.name .. "=" .. p[d.name] end
+  end
+  return table.concat(out, " ")
+end
+
 -- A template's parameter values for one layer: the given values, defaults for
 -- the rest. Returns the values and their "k=v" list in declared order; the
 -- template's check is not run.
 local function values(T, tname, l, given, index)
-  local c, p, listed = choices(T, tname, l, given, index), {}, {}
-  for i, d in ipairs(T.params) do
-    p[d.name] = c[i][1]
-    listed[#listed + 1] = d.name .. "=" .. p[d.name]
-  end
-  return p, table.concat(listed, " ")
+  local c, p = choices(T, tname, l, given, index), {}
+  for i, d in ipairs(T.params) do p[d.name] = c[i][1] end
+  return p, listing(T, l, p)
 end
 
 -- Resolve a template's parameters for one layer: every parameter the caller
@@ -106,9 +117,7 @@ local function resolve(T, tname, l, given, index)
     return false
   end
   if not search(1) then fail(index, first_param, first_msg) end
-  local listed = {}
-  for _, d in ipairs(T.params) do listed[#listed + 1] = d.name .. "=" .. p[d.name] end
-  return p, table.concat(listed, " ")
+  return p, listing(T, l, p)
 end
 
 -- The rule `strategy: auto` follows until a tuner measures: `direct` unrolls
@@ -313,6 +322,48 @@ planner.AUTO_SMALL_DIRECT_MAX_CKK = 1024
 planner.AUTO_SMALL_DIRECT_MAX_C = 16
 planner.AUTO_SMALL_DIRECT_MAX_CKK_8 = 160
 planner.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
+
+-- Split reductions (conv2d_igemm's `split`): at one image a deep layer's small
+-- tiles are few (ResNet-18's 512-map 3x3 layer on 7x7 maps: 2 column tiles x 64
+-- map tiles of one warp each, 128 warps for 132 SMs), and each block walks the
+-- whole C*K*K = 4608 reduction alone. Split S ways, S blocks share a tile's
+-- reduction, each a run of whole slices, and splitk_reduce adds their partial
+-- sums in order. S: the least power of two (up to SPLIT_MAX) that gives the
+-- target's SMs SPLIT_WARPS_PER_SM warps each, while every part keeps at least
+-- SPLIT_MIN_DEPTH of the reduction and a whole number of slices; 1 where the
+-- tiles already give that many warps, or the layer pools in the epilogue (a
+-- fused 2x2 pool is not split). The SM count is the target's (a JIT's device),
+-- 100 where unknown (a fat binary, `generate` without a device). The thresholds
+-- are estimates, not yet timed on a GPU.
+planner.SPLIT_MAX = 16
+planner.SPLIT_WARPS_PER_SM = 8
+planner.SPLIT_MIN_DEPTH = 64
+planner.SPLIT_UNKNOWN_SMS = 100
+
+-- The split of layer l under conv2d_igemm's parameters p (split 1), and why:
+-- 1 and nil, or S > 1 and the reason's words.
+function planner.split_of(l, p)
+  local g = common.conv_geom(l)
+  if common.fused_pool2(g) then return 1, nil end
+  local R = l.C * l.K * l.K
+  if R % p.bk ~= 0 then return 1, nil end
+  local slices = R // p.bk
+  local tiles = common.ceil_div((l.batch or 1) * g.CH * g.CW, p.bn) * common.ceil_div(l.M, p.bm)
+  local warps = tiles * math.max(1, (p.bm // p.tm) * (p.bn // p.tn) // 32)
+  local known = l.target and l.target.sms and l.target.sms > 0
+  local sms = known and l.target.sms or planner.SPLIT_UNKNOWN_SMS
+  local want = sms * planner.SPLIT_WARPS_PER_SM
+  local S = 1
+  while S < planner.SPLIT_MAX and warps * S < want and slices % (2 * S) == 0
+      and R // (2 * S) >= planner.SPLIT_MIN_DEPTH do
+    S = 2 * S
+  end
+  if S == 1 then return 1, nil end
+  return S, string.format("split %d ways (C*K*K = %d in parts of %d): %d warp%s at %d image%s, under %d for " ..
+    "each of %s %d SMs", S, R, R // S, warps, warps == 1 and "" or "s", l.batch or 1, (l.batch or 1) == 1 and "" or "s",
+    planner.SPLIT_WARPS_PER_SM, known and "the target's" or "an assumed", sms)
+end
+
 function planner.small_conv(l)
   local ckk = l.C * l.K * l.K
   local spec = l.strategy ~= "auto" and string.format("; the spec's strategy %s is for the large batch", l.strategy)
@@ -330,10 +381,14 @@ function planner.small_conv(l)
     if l.batch > 1 then return nil end
     local given = {}
     for k, v in pairs(planner.SMALL_IGEMM) do given[k] = v end
-    if not pcall(resolve, import("conv2d_igemm"), "conv2d_igemm", l, given, nil) then return nil end
+    local ok, p = pcall(resolve, import("conv2d_igemm"), "conv2d_igemm", l, given, nil)
+    if not ok then return nil end
+    local S, split_why = planner.split_of(l, p)
+    if S > 1 then given.split = S end
     return { "conv2d_igemm", string.format("small batch: igemm in 32-pixel tiles, since the network is generated " ..
-      "for 1 image and direct is for layers with C <= %d and C*K*K <= %d (C = %d, C*K*K = %d)%s",
-      planner.AUTO_SMALL_DIRECT_MAX_C, planner.AUTO_SMALL_DIRECT_MAX_CKK, l.C, ckk, spec), given }
+      "for 1 image and direct is for layers with C <= %d and C*K*K <= %d (C = %d, C*K*K = %d)%s%s",
+      planner.AUTO_SMALL_DIRECT_MAX_C, planner.AUTO_SMALL_DIRECT_MAX_CKK, l.C, ckk,
+      split_why and ("; " .. split_why) or "", spec), given }
   end
   return { "conv2d_direct", string.format("small batch: direct, since the network is generated for %d image%s " ..
     "(at most %d), C = %d <= %d and C*K*K = %d <= %d%s", l.batch, l.batch == 1 and "" or "s",
@@ -519,6 +574,24 @@ function planner.build(net)
     return k
   end
 
+  -- A kernel k of conv layer table kl that splits its reduction (k.split > 1)
+  -- writes partial sums: its output becomes the partials tensor "<out>.partials"
+  -- ([split][n][M][P]) and splitk_reduce, which adds them in order, then the
+  -- bias and, where k's epilogue is fused, the activation, writes the tensor k
+  -- was given. Returns the kernel that writes that tensor.
+  local function reduce_split(k, kl, index)
+    if not k.split then return k end
+    local g = common.conv_geom(kl)
+    local name, P = k.out, g.CH * g.CW
+    k.out = rename(k.out, name .. ".partials")
+    tensors[k.out].shape = { k.split * kl.M, g.CH, g.CW }
+    local r = add("splitk_reduce", { S = k.split, M = kl.M, P = P, bias = kl.bias,
+      act = k.fused and kl.act or "none" }, nil, index, kl.name, { k.out }, name, tensors[k.out].shape)
+    tensors[name].shape = { kl.M, g.CH, g.CW }
+    r.fused = k.fused
+    return r
+  end
+
   local batch = batch_of(net)
   local elems_in = net.C * net.H * net.W
   local shape_in = { net.C, net.H, net.W }
@@ -548,6 +621,7 @@ function planner.build(net)
       local k = add(tname, bare, own or l.params, i, l.name, inputs, l.name .. ".conv", { l.M, bare.OH, bare.OW })
       k.chosen = why
       k.precision_line = planner.precision_line(l, k)
+      k = reduce_split(k, bare, i)
       local g = common.conv_geom(l)
       add("pool", { C = l.M, H = g.CH, W = g.CW, kind = g.kind, PK = g.PK, PS = g.PS, PP = g.PP, act = l.act },
         nil, i, l.name, { k.out }, l.name, shape)
@@ -585,6 +659,7 @@ function planner.build(net)
       end
       k.chosen = why
       k.precision_line = planner.precision_line(l, k)
+      k = reduce_split(k, l, i)
       if not k.fused then
         -- unfused epilogue: conv (+bias) at full size, then the pool (which applies
         -- the activation to what it reads), or the activation alone
@@ -737,11 +812,8 @@ function planner.candidates(net, index, tname, cap)
   local at, by = {}, {}
   for i = 1, #lists do at[i] = 1 end
   while res.examined < math.min(total, cap) do
-    local p, listed = {}, {}
-    for i, d in ipairs(names) do
-      p[d] = lists[i][at[i]]
-      listed[i] = d .. "=" .. p[d]
-    end
+    local p = {}
+    for i, d in ipairs(names) do p[d] = lists[i][at[i]] end
     res.examined = res.examined + 1
     local msg, param = T.check(l, p)
     if msg then
@@ -753,7 +825,7 @@ function planner.candidates(net, index, tname, cap)
       end
       by[key].count = by[key].count + 1
     else
-      res.accepted[#res.accepted + 1] = { params = p, text = table.concat(listed, " "), cost = cost_of(T, name, l, p) }
+      res.accepted[#res.accepted + 1] = { params = p, text = listing(T, l, p), cost = cost_of(T, name, l, p) }
     end
     -- next combination: the last parameter advances fastest
     local i = #lists
@@ -811,6 +883,12 @@ function planner.emit_one(net, index, tname, params)
   local T, name, l = setup(net, index, tname)
   local p, listed = configure(T, name, l, net, index, params)
   local k = common.add_pdl(T.kernel(l, p), l.target or net.target)
+  if k.split then
+    -- the harness launches one kernel and compares its output with the layer's
+    fail(index, "split", string.format("split=%d runs as two kernels (the partial sums, then splitk_reduce), " ..
+      "and a kernel is timed alone here; generate the network to run it (generate --batch 1 splits " ..
+      "where planner.split_of finds the tiles too few)", k.split))
+  end
   k.template = name
   k.layer = l.name
   k.params = listed

@@ -1,0 +1,92 @@
+-- splitk_reduce.lua — the second kernel of a split reduction (conv2d_igemm with
+-- split > 1, which the planner chooses for small batches): the S partial sums
+-- of every output, stored as partials[S][n][M][P], added in a fixed order (part
+-- 0, then 1 .. S-1: the same sums whatever order the blocks ran in), then the
+-- bias and the activation (where the conv's epilogue is fused; else the pool
+-- kernel after this one applies it). One thread per four outputs where M*P is a
+-- multiple of four (float4 loads and stores: every part and image then starts
+-- on a multiple of four), else one per output.
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+T.doc = "sums a split reduction's partial sums in order, then bias and activation"
+T.params = { common.block_param(256) }
+function T.check(_, _) return nil end
+
+local source = engine.compile([[
+{{head}}
+{
+    (void)w;
+% if not bias then
+    (void)b;
+% end
+    // in: the partial sums [{{S}}][n][{{M}}][{{P}}], out: n x {{M}} x {{P}}: the sum of the {{S}} parts in
+    // order{{bias and ", bias" or ""}}{{act_name ~= "none" and (", " .. act_name) or ""}}
+% if vec then
+    const int q = blockIdx.x * {{block}} + threadIdx.x;   // outputs 4q .. 4q + 3 of the batch
+    if (q >= n * {{MP // 4}}) return;
+    const {{v4}}* const p = reinterpret_cast<const {{v4}}*>(in) + q;
+    const int part = n * {{MP // 4}};   // quads of one part
+    {{v4}} a = p[0];
+#pragma unroll
+    for (int s = 1; s < {{S}}; s++) {
+        const {{v4}} t = p[s * part];
+        a.x += t.x, a.y += t.y, a.z += t.z, a.w += t.w;
+    }
+%   if bias and P % 4 == 0 then
+    const {{acc_t}} bv = {{w_to_acc("__ldg(b + (q / " .. (P // 4) .. ") % " .. M .. ")")}};   // one map for the four
+    a.x += bv, a.y += bv, a.z += bv, a.w += bv;
+%   elseif bias then
+    const int e = (4 * q) % {{MP}};   // the first one's place in its image; the four may span two maps
+    a.x += {{w_to_acc("__ldg(b + e / " .. P .. ")")}};
+    a.y += {{w_to_acc("__ldg(b + (e + 1) / " .. P .. ")")}};
+    a.z += {{w_to_acc("__ldg(b + (e + 2) / " .. P .. ")")}};
+    a.w += {{w_to_acc("__ldg(b + (e + 3) / " .. P .. ")")}};
+%   end
+%   if act_name ~= "none" then
+    a.x = {{act("a.x")}};
+    a.y = {{act("a.y")}};
+    a.z = {{act("a.z")}};
+    a.w = {{act("a.w")}};
+%   end
+    reinterpret_cast<{{v4}}*>(out)[q] = a;
+% else
+    const int i = blockIdx.x * {{block}} + threadIdx.x;
+    if (i >= n * {{MP}}) return;
+    const int part = n * {{MP}};   // elements of one part
+    {{acc_t}} a = {{to_acc("in[i]")}};
+#pragma unroll
+    for (int s = 1; s < {{S}}; s++) a += {{to_acc("in[s * part + i]")}};
+%   if bias then
+    a += {{w_to_acc("__ldg(b + (i / " .. P .. ") % " .. M .. ")")}};
+%   end
+    out[i] = {{from_acc(act("a"))}};
+% end
+}
+]], "splitk_reduce")
+
+-- l: { S (parts), M, P (outputs a map), bias (boolean), act } of the split conv
+function T.kernel(l, p)
+  local act = l.act or "none"
+  local ty = common.types(l)
+  local vec = (l.M * l.P) % 4 == 0 and ty.in_t == "float" and ty.out_t == "float"
+  local name = string.format("splitk_reduce_s%d_m%dp%d_%s%s_b%d", l.S, l.M, l.P, act, l.bias and "_bias" or "",
+    p.block)
+  local head, args = common.kernel_head(name, p.block, common.std_args({ types = ty }))
+  local per = vec and l.M * l.P // 4 or l.M * l.P
+  return {
+    name = name,
+    args = args,
+    source = source(common.typed(l, { name = name, head = head, block = p.block, S = l.S, M = l.M, P = l.P,
+      MP = l.M * l.P, bias = l.bias, vec = vec, v4 = vec and common.vec_t("float", 4) or nil, act_name = act,
+      act = function(e) return common.act(act, e) end })),
+    grid = { common.batch_dim(per, p.block), 1, 1 },
+    block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = l.bias and "arg" or "none",
+    out_elems = l.M * l.P,
+    shape = string.format("%d parts of %dx%d -> %s%s, %dx%d", l.S, l.M, l.P, l.bias and "bias, " or "", act,
+      l.M, l.P),
+  }
+end
+return T
