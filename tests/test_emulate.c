@@ -89,7 +89,7 @@ static const char shim[] =
     "typedef void (*emu_k5)(void *, void *, void *, void *, void *, int);\n"
     "typedef void (*emu_k6)(void *, void *, void *, void *, void *, void *, int);\n"
     "typedef void (*emu_k7)(void *, void *, void *, void *, void *, void *, void *, int);\n"
-    "    "extern \"C\" void emu_launch(emu_kernel k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, void *const *a,\n"
+    "extern \"C\" void emu_launch(emu_kernel k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, void *const *a,\n"
     "                           int na, int n) {\n"
     "  blockDim = {bx, 1, 1}; gridDim = {gx, gy, gz};\n"
     "  for (unsigned z = 0; z < gz; z++) for (unsigned y = 0; y < gy; y++) for (unsigned x = 0; x < gx; x++) {\n"

@@ -5,6 +5,7 @@
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../runtime/cuda/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's */
 #include "check.h"
@@ -1293,7 +1294,7 @@ static void test_graph_manifest(void)
         /* 2048 elements: float4 loads of the operand; 125: single loads, the sum in the add's order */
         CHECK(c2 && strstr(c2->source, "__ldg(reinterpret_cast<const float4*>(in1 + img * 2048 + m * 256 + at))") &&
                   strstr(c2->source, "t.x = fmaxf(acc[i][j] + bv + r1.x, 0.0f);") &&
-                  strstr(c2->source, "then add res1 (conv2 + conv1, relu) in the epilogue"),
+                  strstr(c2->source, "then an add of 2 tensors (the conv's at place 1), relu, in the epilogue"),
               "conv2: the add's operand in float4 loads, relu after the sum, the header says so");
         CHECK(c4 && strstr(c4->source, "= __ldg(in1 + img * 125 + m * 25 + at) + (acc[i][j + d]) + "
                                        "__ldg(in2 + img * 125 + m * 25 + at);"),
@@ -1309,6 +1310,45 @@ static void test_graph_manifest(void)
  * also read by h, stays an add kernel. An add does not fuse where the conv's
  * epilogue is not fused (direct's fuse=0), the conv pools, its template has no
  * such epilogue (slide) or an operand is made after the conv. */
+/* Two residual blocks of one shape (as MobileNet V2's repeated bottlenecks): their
+ * fused convs are one kernel, shared by both layers (the header's shape line names
+ * no layer or tensor, so the two sources are the same kernel). */
+static void test_residual_shared_kernel(void)
+{
+    static const char text[] =
+        "network: twin\ninput: {channels: 8, height: 6, width: 6}\nlayers:\n"
+        "  - {name: a, op: conv, M: 8, K: 1, bias: true, strategy: igemm}\n"
+        "  - {name: b, op: conv, M: 8, K: 1, bias: true, strategy: igemm}\n"
+        "  - {name: r1, op: add, input: [a, b]}\n"
+        "  - {name: c, op: conv, M: 8, K: 1, bias: true, strategy: igemm}\n"
+        "  - {name: r2, op: add, input: [r1, c]}\n"
+        "  - {name: f, op: fc, out: 10}\n";
+    char path[] = "/tmp/cg_twin_XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    CHECK(f != NULL, "temporary spec");
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    int rc = !s || !o ? -1 : cg_spec_load(path, s, &e);
+    if (!rc) rc = cg_generate(s, "x", o, &e);
+    CHECK(rc == 0, "twin residual blocks generate: %s", rc ? e.msg : "");
+    if (!rc) {
+        int fused = 0;
+        const cg_gen_kernel *kf = NULL;
+        for (int i = 0; i < o->nkernels; i++)
+            if (strstr(o->k[i].kernel, "_add2p2_none")) fused++, kf = &o->k[i];
+        CHECK(fused == 1 && strstr(kf->source, "// layer:      b, c\n"),
+              "b's and c's fused kernels are one file naming both layers (%d: %s)", fused, kf ? kf->kernel : "-");
+        cg_gen_free(o);
+    }
+    unlink(path);
+    free(s), free(o);
+}
+
 static void test_residual_fusion(void)
 {
     cg_spec *s = malloc(sizeof *s);
@@ -1505,6 +1545,7 @@ int main(void)
     test_split_rule();
     test_graph_manifest();
     test_residual_fusion();
+    test_residual_shared_kernel();
     test_groups_refused();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");

@@ -642,8 +642,10 @@ function planner.build(net)
           fused_by[r.add.name] = l.name
           into[l.name] = r.add.name
           out_name, fused_into = r.add.name, r.add.name
-          k.shape = string.format("%s; then add %s (%s + %s, %s) in the epilogue", k.shape, r.add.name,
-            l.name, table.concat(operands, " + "), r.add.act)
+          -- (the shape line names no layer or tensor: two layers may share the kernel,
+          -- and the header's layer line names each; the manifest's into= names the add)
+          k.shape = string.format("%s; then an add of %d tensors (the conv's at place %d), %s, in the epilogue",
+            k.shape, #r.others + 1, r.at, r.add.act)
         else
           -- the template left its epilogue unfused (e.g. direct's fuse=0): as without the add
           out.kernels[#out.kernels] = nil
