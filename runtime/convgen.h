@@ -165,7 +165,10 @@ cg_status cg_net_run_device(cg_net *net, const cg_input *in, int *pred, float *s
  * keep_tensors (or poison): else CG_STATUS_USAGE naming the layer, nothing
  * run. cg_net_times: the last host run's wall time (CPU) or kernel time
  * (CUDA events) in milliseconds, in total and per layer (layer_ms NULL or
- * cg_net_layer_count entries). */
+ * cg_net_layer_count entries; NaN for every layer where the kernels were
+ * generated for a small batch and launched overlapping one another - on a
+ * cc 9.0+ device without no_pdl - which no event between layers may cut:
+ * open with profile to time each layer). */
 int cg_net_layer_count(const cg_net *net);
 const char *cg_net_layer_name(const cg_net *net, int i);
 long long cg_net_layer_size(const cg_net *net, int i);

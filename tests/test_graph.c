@@ -17,6 +17,7 @@
  * LD_LIBRARY_PATH naming the fake and the JIT cache in a temporary directory.
  * Skipped where NVRTC is missing. */
 #include <dlfcn.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -143,13 +144,14 @@ static void plain(const char *spec)
  * programmatic stream serialization; *k: all its launches; flagged(prefix) below
  * reads which. */
 static int pdl_names0;
-static int pdl_launches(const char *spec, int cc, int no_launch_ex, int no_pdl, int profile, int *k)
+static int pdl_untimed; /* the last pdl_launches(): its layers' times read NaN (not timed alone) */
+static int pdl_launches_at(const char *spec, int cc, int no_launch_ex, int no_pdl, int profile, long long batch, int *k)
 {
     st->cc = cc, st->no_launch_ex = no_launch_ex;
     cg_net_options o;
     cg_net_options_init(&o);
     o.backend = CG_BACKEND_CUDA;
-    o.batch = 8;
+    o.batch = batch;
     o.no_pdl = no_pdl;
     o.profile = profile;
     cg_net *net = NULL;
@@ -168,11 +170,19 @@ static int pdl_launches(const char *spec, int cc, int no_launch_ex, int no_pdl, 
             CHECK(profile || (st->captures - a.captures == 1 && st->graph_launches - a.graph_launches == 1),
                   "cc %d: %d captures, %d graph launches", cc, st->captures - a.captures,
                   st->graph_launches - a.graph_launches);
+            double total = -1, layer_ms[8];
+            CHECK(cg_net_times(net, &total, layer_ms) == CG_STATUS_OK, "times");
+            pdl_untimed = isnan(layer_ms[0]);
         }
     }
     cg_net_close(net);
     st->cc = 0, st->no_launch_ex = 0;
     return n;
+}
+
+static int pdl_launches(const char *spec, int cc, int no_launch_ex, int no_pdl, int profile, int *k)
+{
+    return pdl_launches_at(spec, cc, no_launch_ex, no_pdl, profile, 8, k);
 }
 
 /* Whether the launch of the kernel named `prefix`... in the last pdl_launches() asked for PDL (-1: not launched). */
@@ -186,19 +196,27 @@ static int flagged(const char *prefix)
 static void pdl(const char *spec)
 {
     int k = 0;
+    /* graphnet at bucket 8: input_u8, the conv, fc1, fc2, softmax, argmax; no event
+     * inside the network (small-batch kernels), so every kernel but the first
+     * (after the upload) overlaps the one before, and no layer is timed alone */
     int n = pdl_launches(spec, 90, 0, 0, 0, &k);
-    /* graphnet: input_u8, the conv, fc1, fc2, softmax, argmax; events stay at the
-     * conv layer's boundaries (its Op Time), so fc2, softmax and argmax overlap
-     * the kernel before them */
-    CHECK(k == 6 && n == 3, "sm_90: %d of %d launches with programmatic stream serialization", n, k);
-    CHECK(flagged("input_u8") == 0 && flagged("conv2d_") == 0, "after an event: no PDL (input %d, conv %d)",
+    CHECK(k == 6 && n == 5, "sm_90: %d of %d launches with programmatic stream serialization", n, k);
+    CHECK(flagged("input_u8") == 0 && flagged("conv2d_") == 1, "after the upload: no PDL (input %d, conv %d)",
           flagged("input_u8"), flagged("conv2d_"));
     CHECK(flagged("softmax") == 1 && flagged("argmax") == 1, "kernel after kernel: PDL (softmax %d, argmax %d)",
           flagged("softmax"), flagged("argmax"));
+    CHECK(pdl_untimed, "bucket 8 under PDL: the layers read NaN (not timed alone)");
+    /* the large batch's kernels: events stay at the conv layer's boundaries (its
+     * Op Time), so fc2, softmax and argmax overlap the kernel before them */
+    n = pdl_launches_at(spec, 90, 0, 0, 0, 0, &k);
+    CHECK(k == 6 && n == 3, "sm_90, large batch: %d of %d launches with PDL", n, k);
+    CHECK(flagged("input_u8") == 0 && flagged("conv2d_") == 0, "after an event: no PDL (input %d, conv %d)",
+          flagged("input_u8"), flagged("conv2d_"));
+    CHECK(!pdl_untimed, "large batch: the conv layer is timed");
     n = pdl_launches(spec, 90, 0, 1, 0, &k);
     CHECK(n == 0 && k == 6, "no_pdl: %d PDL launches of %d", n, k);
     n = pdl_launches(spec, 90, 0, 0, 1, &k);
-    CHECK(n == 0 && k == 6, "profile: %d PDL launches of %d", n, k);
+    CHECK(n == 0 && k == 6 && !pdl_untimed, "profile: %d PDL launches of %d, layers timed", n, k);
     n = pdl_launches(spec, 80, 0, 0, 0, &k);
     CHECK(n == 0 && k == 6, "sm_80: %d PDL launches of %d", n, k);
     n = pdl_launches(spec, 90, 1, 0, 0, &k);

@@ -339,7 +339,8 @@ static int write_json(const char *path, const cg_job *j, const cg_run_nets *rn, 
     for (int l = 0; l < j->s->nlayers; l++) {
         fprintf(f, "%s\n    {\"name\": ", l ? "," : "");
         cg_json_str(f, j->s->layers[l].name);
-        fprintf(f, ", \"op\": \"%s\", \"time_s\": %.9f", cg_op_name(j->s->layers[l].op), layer_s[l]);
+        fprintf(f, ", \"op\": \"%s\", \"time_s\": ", cg_op_name(j->s->layers[l].op));
+        fprintf(f, isnan(layer_s[l]) ? "null" : "%.9f", layer_s[l]); /* null: not timed alone */
         if (from_record && from_record[l]) {
             /* the tuning record's choice: strategy and every parameter */
             const cg_layer *L = &j->s->layers[l];
@@ -528,7 +529,8 @@ static int run_nets(cg_run_nets *rn, const cg_input *in, int *pred, float *score
         double ms[CG_MAX_LAYERS], total = 0;
         if (!rn->sh[i].n) continue;
         cg_net_times(rn->nets[i], &total, ms);
-        for (int l = 0; l < nlayers; l++) layer_ms[l] = ms[l] > layer_ms[l] ? ms[l] : layer_ms[l];
+        for (int l = 0; l < nlayers; l++) /* NaN (a layer not timed alone) stays NaN */
+            layer_ms[l] = isnan(ms[l]) || isnan(layer_ms[l]) ? NAN : ms[l] > layer_ms[l] ? ms[l] : layer_ms[l];
         *total_ms = total > *total_ms ? total : *total_ms;
     }
     return 0;
@@ -688,8 +690,13 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     }
     if (!rc) {
         printf("New Inference\n");
+        int untimed = 0;
         for (int l = 0; l < s->nlayers; l++)
-            if (s->layers[l].op == CG_OP_CONV) printf("Op Time: %.6f\n", layer_s[l]);
+            if (s->layers[l].op == CG_OP_CONV && isnan(layer_s[l])) untimed = 1;
+            else if (s->layers[l].op == CG_OP_CONV) printf("Op Time: %.6f\n", layer_s[l]);
+        if (untimed)
+            printf("Op Time: not measured per layer (kernels for %lld image%s overlap their launches; "
+                   "--profile times each layer)\n", no.batch, no.batch == 1 ? "" : "s");
         double acc = j.labels ? accuracy(pred, j.labels, j.n) : 0;
         if (random_seed >= 0) printf("Correctness: - Model: %s (random input)\n", s->name);
         else if (j.labels) printf("Correctness: %.4f Model: %s\n", acc, s->name);

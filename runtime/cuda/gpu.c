@@ -58,6 +58,7 @@ struct cg_gpu {
      * kernels there, and the overlap would blur each kernel's time) */
     int pdl;
     int pdl_launches;                     /* launches of the last queued batch that carried it */
+    int layers_timed;                     /* events at layer boundaries (else layer_ms reads NaN) */
     int nsets;
     cg_gpu_set set[CG_PIPE_MAX_SETS];
     cg_memplan plan;                      /* the tensors' places in each set's arena */
@@ -319,14 +320,21 @@ static int conv_kernel(const cg_gpu *g, int i)
  * kernels would stand between them in the stream and cut their overlap, so only
  * the boundaries of convolution layers keep theirs (each one's time, the `Op
  * Time` a run prints, is measured as without PDL); a stretch of other layers
- * between two marks is timed as one and counted to its first layer. */
+ * between two marks is timed as one and counted to its first layer. Kernels
+ * generated for a small batch keep no event inside the network under PDL:
+ * their layers are not timed alone (layer_ms NaN) unless --profile. */
 static void set_marks(cg_gpu *g)
 {
     const cg_manifest *m = g->m;
     g->nev = 0;
+    /* kernels generated for a small batch (a bucket) run a few microseconds each,
+     * and an event between two of them costs about as much as one: under PDL they
+     * keep none inside the network (only --profile times each layer there) */
+    g->layers_timed = g->profile || !g->pdl || m->bucket == 0;
     for (int i = 0; i <= m->nkernels; i++) {
         int boundary = i == 0 || i == m->nkernels || g->profile || strcmp(m->k[i].layer, m->k[i - 1].layer);
-        if (boundary && g->pdl && i > 0 && i < m->nkernels) boundary = conv_kernel(g, i) || conv_kernel(g, i - 1);
+        if (boundary && g->pdl && i > 0 && i < m->nkernels)
+            boundary = g->layers_timed && (conv_kernel(g, i) || conv_kernel(g, i - 1));
         g->mark[i] = boundary ? g->nev++ : -1;
     }
 }
@@ -730,7 +738,7 @@ static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e
         int j = i + 1;
         while (g->mark[j] < 0) j++;
         if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[g->mark[i]], st->ev[g->mark[j]]))) return -1;
-        if (m->k[i].layer_index >= 0) t->layer_ms[m->k[i].layer_index] += ms;
+        if (m->k[i].layer_index >= 0 && g->layers_timed) t->layer_ms[m->k[i].layer_index] += ms;
         if (g->profile) prof_add(t, m->k[i].name, ms);
     }
     if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->up0, st->up1))) return -1;
@@ -869,6 +877,7 @@ static int run_current(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred
     long long nb = (n + g->batch - 1) / g->batch;
     t->images = n;
     t->bucket = m->bucket;
+    for (int l = 0; !g->layers_timed && l < CG_MAX_LAYERS; l++) t->layer_ms[l] = NAN;
     t->streams = nb < g->nsets ? (int)nb : g->nsets;
     double t0 = cg_now_ms();
     cg_pipe_ops ops = {submit_batch, finish_batch, drain_sets};

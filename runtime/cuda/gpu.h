@@ -77,7 +77,8 @@ typedef struct {
 } cg_kernel_prof;
 
 typedef struct {
-    double layer_ms[CG_MAX_LAYERS]; /* per spec layer, summed over batches */
+    double layer_ms[CG_MAX_LAYERS]; /* per spec layer, summed over batches; NaN: not timed
+                                       alone (small-batch kernels under PDL, no --profile) */
     double total_ms;                /* first kernel start to last kernel end, summed */
     int nprof;
     cg_kernel_prof prof[CG_MAN_KERNELS];
