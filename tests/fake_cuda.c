@@ -108,13 +108,17 @@ static int captured;
 static CUresult f_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned sh, CUstream s, void **params, void **extra)
 {
-    (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)sh, (void)s, (void)params, (void)extra;
+    (void)bx, (void)by, (void)bz, (void)sh, (void)s, (void)params, (void)extra;
     const fake_sym *k = (const fake_sym *)f;
     if (!k || !gx) return CUDA_ERROR_INVALID_VALUE;
     st.launches++;
     if (capturing) captured++;
     else st.kernels_run++;
-    if (st.nnames < FAKE_MAX_NAMES) snprintf(st.names[st.nnames++], sizeof st.names[0], "%s", k->name);
+    if (st.nnames < FAKE_MAX_NAMES) {
+        st.blocks[st.nnames] = (unsigned long long)gx * gy * gz;
+        st.pdl[st.nnames] = 0;
+        snprintf(st.names[st.nnames++], sizeof st.names[0], "%s", k->name);
+    }
     return CUDA_SUCCESS;
 }
 /* cuLaunchKernelEx: as cuLaunchKernel, noting whether programmatic stream
@@ -321,7 +325,7 @@ static CUresult f_DeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
     switch (a) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = (st.cc ? st.cc : 90) / 10; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = (st.cc ? st.cc : 90) % 10; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = st.sms ? st.sms : 132; break;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *v = 48 * 1024; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 227 * 1024; break;

@@ -18,9 +18,11 @@ typedef struct {
     int nnames;
     char names[FAKE_MAX_NAMES][128]; /* every launched kernel's name, in order */
     unsigned char pdl[FAKE_MAX_NAMES]; /* 1 where that launch asked for programmatic stream serialization */
+    unsigned long long blocks[FAKE_MAX_NAMES]; /* that launch's grid, in blocks */
     /* set by the test before a device is opened */
     int cc;             /* the device's compute capability, 10 * major + minor; 0: 90 */
     int no_launch_ex;   /* cuGetProcAddress does not find cuLaunchKernelEx (an older driver) */
+    int sms;            /* the device's multiprocessors; 0: 132 */
 } fake_cu_stats_t;
 
 fake_cu_stats_t *fake_cu_stats(void);

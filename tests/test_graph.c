@@ -176,7 +176,7 @@ static int pdl_launches_at(const char *spec, int cc, int no_launch_ex, int no_pd
         }
     }
     cg_net_close(net);
-    st->cc = 0, st->no_launch_ex = 0;
+    st->cc = 0, st->no_launch_ex = 0, st->sms = 0;
     return n;
 }
 
@@ -213,6 +213,18 @@ static void pdl(const char *spec)
     CHECK(flagged("input_u8") == 0 && flagged("conv2d_") == 0, "after an event: no PDL (input %d, conv %d)",
           flagged("input_u8"), flagged("conv2d_"));
     CHECK(!pdl_untimed, "large batch: the conv layer is timed");
+    /* a grid of more blocks than the device has multiprocessors is launched
+     * plainly (launched early, its blocks could crowd a few of them): on a
+     * two-multiprocessor fake, only the grids of one or two blocks overlap */
+    st->sms = 2;
+    n = pdl_launches(spec, 90, 0, 0, 0, &k);
+    int small = 0, wrong = 0;
+    for (int i = pdl_names0 + 1; i < st->nnames; i++) {
+        small += st->blocks[i] <= 2;
+        wrong += st->pdl[i] != (st->blocks[i] <= 2);
+    }
+    CHECK(k == 6 && n == small && !wrong && small < 5, "2 SMs: %d PDL launches, %d after the first of <= 2 blocks, "
+          "%d launches the other way", n, small, wrong);
     n = pdl_launches(spec, 90, 0, 1, 0, &k);
     CHECK(n == 0 && k == 6, "no_pdl: %d PDL launches of %d", n, k);
     n = pdl_launches(spec, 90, 0, 0, 1, &k);
