@@ -1584,14 +1584,39 @@ int main(void)
             for (int l = 0; l < s->nlayers && l < m->nlayers; l++)
                 CHECK(m->t[m->l[l].out].elems == cg_layer_out_elems(&s->layers[l]), "%s: layer %s output elements",
                       path, s->layers[l].name);
-            /* every kernel names its parameters by role, the runtime binds them by role */
-            for (int i = 0; i < m->nkernels; i++)
-                CHECK(m->k[i].nargs == 5 && m->k[i].args[0] == CG_ARG_IN && m->k[i].args[4] == CG_ARG_N,
-                      "%s: %s takes (in, out, weights, bias, n) by role", path, m->k[i].name);
-            /* a chain: every kernel reads one tensor, the one written before it */
-            for (int i = 0; i < m->nkernels; i++)
-                CHECK(m->k[i].nin == 1 && (i ? m->k[i].in[0] == m->k[i - 1].out : m->k[i].in[0] == m->input),
-                      "%s: %s reads the tensor written before it", path, m->k[i].name);
+            /* every kernel names its parameters by role, the runtime binds them by role: one
+             * input (in, out, weights, bias, n); an add or concat its inputs first, then out, n */
+            for (int i = 0; i < m->nkernels; i++) {
+                const cg_mkernel *k = &m->k[i];
+                if (k->nin == 1)
+                    CHECK(k->nargs == 5 && k->args[0] == CG_ARG_IN && k->args[4] == CG_ARG_N,
+                          "%s: %s takes (in, out, weights, bias, n) by role", path, k->name);
+                else
+                    CHECK(k->nargs == k->nin + 2 && k->args[0] == CG_ARG_IN && k->args[1] == CG_ARG_IN1 &&
+                              k->args[k->nin] == CG_ARG_OUT && k->args[k->nin + 1] == CG_ARG_N,
+                          "%s: %s takes (in, in1.., out, n) by role", path, k->name);
+            }
+            /* a chain (every layer reads the one before it): every kernel reads one tensor,
+             * the one written before it; a graph (specs/fashion-resnet.yaml's adds and
+             * shortcuts): every kernel reads the network input or tensors earlier kernels wrote */
+            int chain = 1;
+            for (int l = 0; l < s->nlayers; l++) {
+                int in[CG_MAX_INPUTS];
+                if (cg_layer_inputs(s, l, in) != 1 || in[0] != l - 1) chain = 0;
+            }
+            for (int i = 0; i < m->nkernels; i++) {
+                if (chain) {
+                    CHECK(m->k[i].nin == 1 && (i ? m->k[i].in[0] == m->k[i - 1].out : m->k[i].in[0] == m->input),
+                          "%s: %s reads the tensor written before it", path, m->k[i].name);
+                    continue;
+                }
+                for (int j = 0; j < m->k[i].nin; j++) {
+                    int t = m->k[i].in[j], written = t == m->input;
+                    for (int q = 0; q < i && !written; q++) written = m->k[q].out == t;
+                    CHECK(written, "%s: %s input %d is the network input or an earlier kernel's output", path,
+                          m->k[i].name, j);
+                }
+            }
             /* igemm reads its weights reduction-major: the runtime must upload them transposed */
             for (int i = 0; i < m->nkernels; i++)
                 if (!strcmp(m->k[i].tpl, "conv2d_igemm"))
