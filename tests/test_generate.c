@@ -1141,10 +1141,50 @@ static void test_split_rule(void)
     if (cg_spec_parse("p.yaml", text, strlen(text), s, &e) == 0) {
         CHECK(cg_gen_check_one(s, 0, "conv2d_igemm", "bm=16,bn=128,bk=9,tm=8,tn=8,split=2", why, sizeof whybuf, &e) == 1, "5 slices in 2");
         CHECK_CONTAINS(why, "split=2 does not divide the 5 slices of bk=9 (C*K*K = 45) into whole slices");
-        CHECK(cg_gen_check_one(s, 1, "conv2d_igemm", "bm=8,bn=32,bk=18,tm=2,tn=4,split=2", why, sizeof whybuf, &e) == 1, "pooled split");
-        CHECK_CONTAINS(why, "split=2: a fused 2x2 pool is not split");
+        /* a fused 2x2 pool splits: the partials keep the GEMM columns, splitk_reduce pools */
+        CHECK(cg_gen_check_one(s, 1, "conv2d_igemm", "bm=8,bn=32,bk=18,tm=2,tn=4,split=2", why, sizeof whybuf, &e) == 0,
+              "pooled split: %s", why);
     } else {
         CHECK(0, "p.yaml: %s", e.msg);
+    }
+    free(s), free(o);
+}
+
+/* Split reductions of layers pooling 2x2 in the epilogue (layers-splitk-pool at
+ * bucket 1): the partials hold every GEMM column, four a pooled output, and
+ * splitk_reduce pools them (max or avg) after the sum, the bias and the activation. */
+static void test_split_pool(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    const char *line = NULL;
+    if (!s || !o || cg_spec_load("tests/gpu/layers-splitk-pool.yaml", s, &e)) {
+        CHECK(0, "layers-splitk-pool: %s", e.msg);
+        return free(s), free(o);
+    }
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.batch = 1;
+    if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+        /* c3: 20 maps, 11x11 conv output pooled (average) to 5x5: 100 columns an image */
+        const cg_gen_kernel *k = conv_kernel(o, "c3"), *r = layer_kernel(o, "c3", "splitk_reduce");
+        CHECK(k && params_has(k, "split=4", &line), "c3 at batch 1: %s", line ? line : "none");
+        if (k) CHECK_CONTAINS(k->source, "out += (long long)blockIdx.z * n * 2000;");
+        if (k) CHECK_CONTAINS(k->source, "(splitk_reduce adds the bias and tanh, pools 2x2 avg)");
+        CHECK(r && strstr(r->kernel, "_avg2_"), "c3's reduce: %s", r ? r->kernel : "none");
+        if (r) CHECK_CONTAINS(r->source, "out[i] = (tanhf(a.x + bv) + tanhf(a.y + bv) +");
+        CHECK_CONTAINS(o->manifest, "\ntensor c3.partials f32 8000\n");
+        CHECK_CONTAINS(o->manifest, " layer=c3 template=splitk_reduce in=c3.partials out=c3 grid=N*500/256,1,1 ");
+        /* c2, c4: max; the largest of the four, then the bias and the activation */
+        const cg_gen_kernel *r4 = layer_kernel(o, "c4", "splitk_reduce");
+        CHECK(r4 && strstr(r4->kernel, "_max2_"), "c4's reduce: %s", r4 ? r4->kernel : "none");
+        if (r4) CHECK_CONTAINS(r4->source, "const float v = fmaxf(fmaxf(a.x, a.y), fmaxf(a.z, a.w)) + bv;");
+        CHECK(params_has(conv_kernel(o, "c2"), "split=2", &line), "c2: %s", line ? line : "none");
+        CHECK(layer_kernel(o, "c2", "pool") == NULL, "c2: a pool kernel");
+        cg_gen_free(o);
+    } else {
+        CHECK(0, "layers-splitk-pool at batch 1: %s", e.msg);
     }
     free(s), free(o);
 }
@@ -1543,6 +1583,7 @@ int main(void)
     test_identical_layers();
     test_no_legal_value();
     test_split_rule();
+    test_split_pool();
     test_graph_manifest();
     test_residual_fusion();
     test_residual_shared_kernel();

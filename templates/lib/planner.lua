@@ -344,11 +344,12 @@ planner.SPLIT_UNKNOWN_SMS = 100
 -- 1 and nil, or S > 1 and the reason's words.
 function planner.split_of(l, p)
   local g = common.conv_geom(l)
-  if common.fused_pool2(g) then return 1, nil end
+  -- the GEMM columns an image: four a pooled output where the epilogue pools 2x2
+  local cols = common.fused_pool2(g) and 4 * g.OH * g.OW or g.CH * g.CW
   local R = l.C * l.K * l.K
   if R % p.bk ~= 0 then return 1, nil end
   local slices = R // p.bk
-  local tiles = common.ceil_div((l.batch or 1) * g.CH * g.CW, p.bn) * common.ceil_div(l.M, p.bm)
+  local tiles = common.ceil_div((l.batch or 1) * cols, p.bn) * common.ceil_div(l.M, p.bm)
   local warps = tiles * math.max(1, (p.bm // p.tm) * (p.bn // p.tn) // 32)
   local known = l.target and l.target.sms and l.target.sms > 0
   local sms = known and l.target.sms or planner.SPLIT_UNKNOWN_SMS
@@ -579,15 +580,20 @@ function planner.build(net)
   -- ([split][n][M][P]) and splitk_reduce, which adds them in order, then the
   -- bias and, where k's epilogue is fused, the activation, writes the tensor k
   -- was given. Returns the kernel that writes that tensor.
+  -- Where k pools 2x2 in its epilogue (k.split_pool), the partials hold its GEMM
+  -- columns (four a pooled output: [split][n][M][4*OH*OW]) and splitk_reduce pools.
   local function reduce_split(k, kl, index)
     if not k.split then return k end
     local g = common.conv_geom(kl)
-    local name, P = k.out, g.CH * g.CW
+    local H, W = g.CH, g.CW
+    if k.split_pool then H, W = g.OH, g.OW end
+    local name, P = k.out, H * W
     k.out = rename(k.out, name .. ".partials")
-    tensors[k.out].shape = { k.split * kl.M, g.CH, g.CW }
+    tensors[k.out].shape = k.split_pool and { k.split * kl.M, 2 * H, 2 * W } or { k.split * kl.M, H, W }
     local r = add("splitk_reduce", { S = k.split, M = kl.M, P = P, bias = kl.bias,
-      act = k.fused and kl.act or "none" }, nil, index, kl.name, { k.out }, name, tensors[k.out].shape)
-    tensors[name].shape = { kl.M, g.CH, g.CW }
+      act = k.fused and kl.act or "none", pool = k.split_pool }, nil, index, kl.name, { k.out }, name,
+      tensors[k.out].shape)
+    tensors[name].shape = { kl.M, H, W }
     r.fused = k.fused
     return r
   end
