@@ -331,8 +331,8 @@ planner.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
 -- sums in order. S: the least power of two (up to SPLIT_MAX) that gives the
 -- target's SMs SPLIT_WARPS_PER_SM warps each, while every part keeps at least
 -- SPLIT_MIN_DEPTH of the reduction and a whole number of slices; 1 where the
--- tiles already give that many warps, or the layer pools in the epilogue (a
--- fused 2x2 pool is not split). The SM count is the target's (a JIT's device),
+-- tiles already give that many warps. A layer pooling 2x2 in the epilogue splits
+-- too (its partials keep the GEMM columns, splitk_reduce pools). The SM count is the target's (a JIT's device),
 -- 100 where unknown (a fat binary, `generate` without a device). The thresholds
 -- are estimates, not yet timed on a GPU.
 planner.SPLIT_MAX = 16
