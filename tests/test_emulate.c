@@ -20,8 +20,9 @@
  * layers-slide-align (its weights after an odd number of staged floats),
  * layers-slide-pad (its padding's columns left out where a thread holds a whole row),
  * layers-small-batch at bucket 1 (conv2d_direct's map splits, conv2d_igemm's
- * small tiles, fc_gemv), layers-splitk at bucket 1 (conv2d_igemm's split reductions,
- * grid z, and splitk_reduce), layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
+ * small tiles, fc_gemv), layers-splitk and layers-splitk-pool at bucket 1 (conv2d_igemm's
+ * split reductions, grid z, and splitk_reduce, its 2x2 pools), layers-splitk8-tc at bucket 8
+ * (conv2d_igemm_tc's split reductions under the small-batch rule), layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
  * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24) and
  * layers-fc-odd (fc_vec's single-float and float2 loads), layers-bn (input mean/std,
  * batch norms folded into convs with the runtime's folded weights against the
@@ -418,14 +419,16 @@ int main(void)
          * there is emulated without a change here); layers-small-batch at bucket
          * 1: direct's map splits, igemm's small tiles, gemv (bucket 8, gemv's 8
          * images a block of which 3 are there, and the large-batch choice for
-         * C > 16: CG_EMULATE_BATCH=8); layers-splitk at bucket 1 too: the split
-         * reductions the planner chooses there */
+         * C > 16: CG_EMULATE_BATCH=8); layers-splitk* at bucket 1 too: the split
+         * reductions the planner chooses there; layers-splitk8* at bucket 8: the
+         * split of the default tiles where the large-batch choice has too few blocks */
         emulate("specs/example-conv.yaml", dir, 0);
         glob_t g;
         int grc = glob("tests/gpu/layers-*.yaml", 0, NULL, &g);
         CHECK(grc == 0 && g.gl_pathc >= 20, "tests/gpu/layers-*.yaml: %zu specs", grc ? 0 : g.gl_pathc);
         for (size_t i = 0; !grc && i < g.gl_pathc; i++)
-            emulate(g.gl_pathv[i], dir, strstr(g.gl_pathv[i], "small-batch") || strstr(g.gl_pathv[i], "splitk") ? 1 : 0);
+            emulate(g.gl_pathv[i], dir, strstr(g.gl_pathv[i], "splitk8") ? 8
+                                        : strstr(g.gl_pathv[i], "small-batch") || strstr(g.gl_pathv[i], "splitk") ? 1 : 0);
         if (!grc) globfree(&g);
     }
     char *rm[] = {"rm", "-rf", dir, NULL};

@@ -1057,9 +1057,10 @@ static void test_groups_refused(void)
 
 /* Split reductions: at bucket 1 the planner splits layers-splitk's deep layers
  * (conv2d_igemm split=S, its partials into "<layer>.partials", then splitk_reduce
- * writing the layer's tensor), S from the target's SMs (100 when unknown); at the
- * large batch and at bucket 8 nothing is split; a split the reduction cannot take
- * is refused naming split. */
+ * writing the layer's tensor), S from the target's SMs (100 when unknown); at
+ * bucket 8 where the large-batch choice launches fewer blocks than the SMs
+ * (conv2d_igemm_tc on sm_80); at the large batch nothing is split; a split the
+ * reduction cannot take is refused naming split. */
 static void test_split_rule(void)
 {
     cg_spec *s = malloc(sizeof *s);
@@ -1106,20 +1107,75 @@ static void test_split_rule(void)
     } else {
         CHECK(0, "layers-splitk at batch 1, 132 SMs: %s", e.msg);
     }
-    /* the large batch and bucket 8: no split, no reduce, and split=1 not listed */
-    for (int b = 0; b <= 8; b += 8) {
+    /* the large batch: no split, no reduce, and split=1 not listed */
+    cg_target_default(&tg);
+    if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+        CHECK(!strstr(o->manifest, "splitk_reduce") && !strstr(o->manifest, ".partials"), "large batch split");
+        for (int i = 0; i < o->nkernels; i++)
+            CHECK(strcmp(o->k[i].tpl, "conv2d_igemm") || !params_has(&o->k[i], "split=", &line),
+                  "large batch: %s lists split: %s", o->k[i].kernel, line);
+        cg_gen_free(o);
+    } else {
+        CHECK(0, "layers-splitk at the large batch: %s", e.msg);
+    }
+    /* bucket 8: the large-batch choice (igemm's 64x128 tiles) where it launches as many
+     * blocks as the SMs, else its default tiles split as split_of splits them (c3: 4 blocks
+     * at 8 images, split 16 ways) */
+    cg_target_default(&tg);
+    tg.batch = 8;
+    if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *k = conv_kernel(o, "c3");
+        CHECK(k && !strcmp(k->tpl, "conv2d_igemm") && params_has(k, "bm=64 bn=128 bk=18 tm=8 tn=8 occ=1 stages=2 split=16",
+                                                                 &line), "c3 at bucket 8: %s", line ? line : "none");
+        if (k) CHECK_CONTAINS(k->source, "small batch: igemm in 64x128 tiles, split, since igemm would launch 4 blocks "
+                                         "at 8 images, fewer than an assumed 100 SMs; split 16 ways (C*K*K = 2304 in "
+                                         "parts of 144): 16 warps at 8 images, under 8 for each of an assumed 100 SMs");
+        CHECK(layer_kernel(o, "c3", "splitk_reduce") != NULL, "c3 at bucket 8: no splitk_reduce");
+        cg_gen_free(o);
+    } else {
+        CHECK(0, "layers-splitk at bucket 8: %s", e.msg);
+    }
+    /* on 4 SMs c3's 4 blocks are enough; c5's one block is not */
+    tg.sms = 4;
+    if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+        CHECK(!params_has(conv_kernel(o, "c3"), "split=", &line), "c3 on 4 SMs: %s", line ? line : "none");
+        CHECK(params_has(conv_kernel(o, "c5"), "split=", &line), "c5 on 4 SMs: %s", line ? line : "none");
+        if (conv_kernel(o, "c5")) CHECK_CONTAINS(conv_kernel(o, "c5")->source, "fewer than the target's 4 SMs");
+        cg_gen_free(o);
+    } else {
+        CHECK(0, "layers-splitk at bucket 8, 4 SMs: %s", e.msg);
+    }
+    /* sm_80 at bucket 8 (layers-splitk8-tc): conv2d_igemm_tc's default tiles, split, its
+     * pooled layers too; at the large batch nothing is split */
+    if (cg_spec_load("tests/gpu/layers-splitk8-tc.yaml", s, &e) == 0) {
         cg_target_default(&tg);
-        tg.batch = b;
+        tg.cc = 80;
+        tg.batch = 8;
         if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
-            CHECK(!strstr(o->manifest, "splitk_reduce") && !strstr(o->manifest, ".partials"), "batch %d split", b);
-            for (int i = 0; i < o->nkernels; i++)
-                CHECK(strcmp(o->k[i].tpl, "conv2d_igemm") || !params_has(&o->k[i], "split=", &line),
-                      "batch %d: %s lists split: %s", b, o->k[i].kernel, line);
+            const cg_gen_kernel *k = conv_kernel(o, "c4"), *k2 = conv_kernel(o, "c2");
+            CHECK(k && !strcmp(k->tpl, "conv2d_igemm_tc") && params_has(k, "split=2", &line), "c4 at bucket 8: %s",
+                  line ? line : "none");
+            if (k) CHECK_CONTAINS(k->source, "small batch: igemm_tc in 48x128 tiles, split, since igemm_tc would launch "
+                                             "1 block at 8 images, fewer than an assumed 100 SMs (tensor cores: sm_80");
+            CHECK(k && strstr(k->kernel, "_tc_z2"), "c4's kernel: %s", k ? k->kernel : "none");
+            CHECK(k2 && !strcmp(k2->tpl, "conv2d_igemm_tc") && params_has(k2, "split=4", &line), "c2 at bucket 8: %s",
+                  line ? line : "none");
+            CHECK_CONTAINS(o->manifest, " layer=c2 template=splitk_reduce in=c2.partials out=c2 ");
             cg_gen_free(o);
         } else {
-            CHECK(0, "layers-splitk at batch %d: %s", b, e.msg);
+            CHECK(0, "layers-splitk8-tc at bucket 8: %s", e.msg);
         }
+        tg.batch = 0;
+        if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+            CHECK(!strstr(o->manifest, "splitk_reduce"), "layers-splitk8-tc split at the large batch");
+            cg_gen_free(o);
+        } else {
+            CHECK(0, "layers-splitk8-tc at the large batch: %s", e.msg);
+        }
+    } else {
+        CHECK(0, "layers-splitk8-tc: %s", e.msg);
     }
+    if (cg_spec_load("tests/gpu/layers-splitk.yaml", s, &e)) CHECK(0, "layers-splitk: %s", e.msg);
     /* refusals: more parts than slices (c4: 1x1, C = 256 in 4 slices of 64), a split that leaves
      * parts of no whole slices, a fused 2x2 pool */
     char whybuf[512] = "", *why = whybuf;
@@ -1141,10 +1197,50 @@ static void test_split_rule(void)
     if (cg_spec_parse("p.yaml", text, strlen(text), s, &e) == 0) {
         CHECK(cg_gen_check_one(s, 0, "conv2d_igemm", "bm=16,bn=128,bk=9,tm=8,tn=8,split=2", why, sizeof whybuf, &e) == 1, "5 slices in 2");
         CHECK_CONTAINS(why, "split=2 does not divide the 5 slices of bk=9 (C*K*K = 45) into whole slices");
-        CHECK(cg_gen_check_one(s, 1, "conv2d_igemm", "bm=8,bn=32,bk=18,tm=2,tn=4,split=2", why, sizeof whybuf, &e) == 1, "pooled split");
-        CHECK_CONTAINS(why, "split=2: a fused 2x2 pool is not split");
+        /* a fused 2x2 pool splits: the partials keep the GEMM columns, splitk_reduce pools */
+        CHECK(cg_gen_check_one(s, 1, "conv2d_igemm", "bm=8,bn=32,bk=18,tm=2,tn=4,split=2", why, sizeof whybuf, &e) == 0,
+              "pooled split: %s", why);
     } else {
         CHECK(0, "p.yaml: %s", e.msg);
+    }
+    free(s), free(o);
+}
+
+/* Split reductions of layers pooling 2x2 in the epilogue (layers-splitk-pool at
+ * bucket 1): the partials hold every GEMM column, four a pooled output, and
+ * splitk_reduce pools them (max or avg) after the sum, the bias and the activation. */
+static void test_split_pool(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    const char *line = NULL;
+    if (!s || !o || cg_spec_load("tests/gpu/layers-splitk-pool.yaml", s, &e)) {
+        CHECK(0, "layers-splitk-pool: %s", e.msg);
+        return free(s), free(o);
+    }
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.batch = 1;
+    if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+        /* c3: 20 maps, 11x11 conv output pooled (average) to 5x5: 100 columns an image */
+        const cg_gen_kernel *k = conv_kernel(o, "c3"), *r = layer_kernel(o, "c3", "splitk_reduce");
+        CHECK(k && params_has(k, "split=4", &line), "c3 at batch 1: %s", line ? line : "none");
+        if (k) CHECK_CONTAINS(k->source, "out += (long long)blockIdx.z * n * 2000;");
+        if (k) CHECK_CONTAINS(k->source, "(splitk_reduce adds the bias and tanh, pools 2x2 avg)");
+        CHECK(r && strstr(r->kernel, "_avg2_"), "c3's reduce: %s", r ? r->kernel : "none");
+        if (r) CHECK_CONTAINS(r->source, "out[i] = (tanhf(a.x + bv) + tanhf(a.y + bv) +");
+        CHECK_CONTAINS(o->manifest, "\ntensor c3.partials f32 8000\n");
+        CHECK_CONTAINS(o->manifest, " layer=c3 template=splitk_reduce in=c3.partials out=c3 grid=N*500/256,1,1 ");
+        /* c2, c4: max; the largest of the four, then the bias and the activation */
+        const cg_gen_kernel *r4 = layer_kernel(o, "c4", "splitk_reduce");
+        CHECK(r4 && strstr(r4->kernel, "_max2_"), "c4's reduce: %s", r4 ? r4->kernel : "none");
+        if (r4) CHECK_CONTAINS(r4->source, "const float v = fmaxf(fmaxf(a.x, a.y), fmaxf(a.z, a.w)) + bv;");
+        CHECK(params_has(conv_kernel(o, "c2"), "split=2", &line), "c2: %s", line ? line : "none");
+        CHECK(layer_kernel(o, "c2", "pool") == NULL, "c2: a pool kernel");
+        cg_gen_free(o);
+    } else {
+        CHECK(0, "layers-splitk-pool at batch 1: %s", e.msg);
     }
     free(s), free(o);
 }
@@ -1543,6 +1639,7 @@ int main(void)
     test_identical_layers();
     test_no_legal_value();
     test_split_rule();
+    test_split_pool();
     test_graph_manifest();
     test_residual_fusion();
     test_residual_shared_kernel();

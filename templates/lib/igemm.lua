@@ -180,20 +180,19 @@ local function params(tc)
   t[#t + 1] = { name = "stages", doc = "slices in shared memory (sm_80+: copied by cp.async, stages-1 in flight; older: 2, through registers)",
     legal = function(_) return { 2, 3, 4 } end,
     default = function(_) return 2 end }
-  if not tc then
-    -- split > 1: grid z cuts the reduction into `split` runs of whole slices, each
-    -- block's partial sums stored raw into a partials tensor that a kernel of
-    -- its own (ops/splitk_reduce) sums in order; the planner chooses it for
-    -- small batches (planner.split_of). Quiet: split=1 is left out of the
-    -- "k=v" lists, so files generated before it stay as they were; no search:
-    -- a layer's other parameters are searched with split=1 (or the split given)
-    -- as before it was declared, within the same search limit.
-    t[#t + 1] = { name = "split", tune = false, quiet = true, search = false,
-      doc = "parts of the C*K*K reduction, each a run of whole slices in its own blocks (grid z); "
-        .. "> 1: partial sums, then a splitk_reduce kernel adds them, the bias and the activation",
-      legal = function(_) return { 1, 2, 4, 8, 16 } end,
-      default = function(_) return 1 end }
-  end
+  -- split > 1 (both templates): grid z cuts the reduction into `split` runs of whole
+  -- slices, each block's partial sums stored raw into a partials tensor that a
+  -- kernel of its own (ops/splitk_reduce) sums in order; the planner chooses it for
+  -- small batches (planner.split_of). Quiet: split=1 is left out of the
+  -- "k=v" lists, so files generated before it stay as they were; no search:
+  -- a layer's other parameters are searched with split=1 (or the split given)
+  -- as before it was declared, within the same search limit. conv2d_igemm_tc's
+  -- slices of no whole kernel rows split where they divide C*K*K (no short first slice).
+  t[#t + 1] = { name = "split", tune = false, quiet = true, search = false,
+    doc = "parts of the C*K*K reduction, each a run of whole slices in its own blocks (grid z); "
+      .. "> 1: partial sums, then a splitk_reduce kernel adds them, the bias and the activation",
+    legal = function(_) return { 1, 2, 4, 8, 16 } end,
+    default = function(_) return 1 end }
   return t
 end
 
@@ -315,11 +314,10 @@ local function check(l, p, tc)
       return string.format("split=%d does not divide the %d slices of bk=%d (C*K*K = %d) into whole slices",
         s.split, s.slices, p.bk, s.R), "split"
     end
-    if s.pooled then
-      return string.format("split=%d: a fused 2x2 pool is not split (the partial sums are stored unpooled); "
-        .. "split=1 pools in the epilogue", s.split), "split"
+    if s.tail then
+      return string.format("split=%d: the first slice is short (bk=%d does not divide C*K*K = %d)", s.split,
+        p.bk, s.R), "split"
     end
-    if s.tail then return string.format("split=%d: the first slice is short", s.split), "split" end
     if common.types(l).out_t ~= common.ACC then
       return string.format("split=%d: partial sums are stored as %s; the layer's output is %s", s.split,
         common.ACC, common.types(l).out_t), "split"
@@ -363,7 +361,7 @@ local function cost(l, p, tc)
     -- feeds tm/8 map tiles: measured on an H100 (bench/RESULTS.md) at 0.89x FFMA's
     -- time with tm = 16 and 1.14x with tm = 32, after the pad rows
     reuse = (0.98 + 0.08 * s.FM) * math.min(1, p.bm * p.bn / (p.bm + p.bn) / 12)
-    depth = s.slices * s.KP
+    depth = s.SS * s.KP
     -- precision tf32: one mma.sync a tile and a conversion a fragment element, where
     -- 3xTF32 took three and a split (an estimate, not yet measured: a third of the time)
     if s.tf32 then reuse = 3 * reuse end
@@ -378,7 +376,10 @@ local source = engine.compile([=[
 // ({{slice_doc}}); block tile {{BM}}x{{BN}}, thread tile {{TM}}x{{TN}}, {{NT}} threads.
 % if SPLIT > 1 then
 // Split {{SPLIT}} ways (grid z): block z reduces slices z*{{S}} .. z*{{S}} + {{S - 1}} and stores its raw partial
-// sums (no bias, no activation) as part z of out = partials[{{SPLIT}}][n][{{M}}][{{P}}]; splitk_reduce adds them.
+// sums (no bias, no activation) as part z of out = partials[{{SPLIT}}][n][{{M}}][{{COLS}}]; splitk_reduce adds them.
+%   if pooled then
+// The partials keep every GEMM column: a 2x2 pooling window's four conv outputs side by side; splitk_reduce pools.
+%   end
 % end
 // Shared memory (dynamic, {{smem}} B): xs[{{ST}}][{{KP}}][{{XR}}] gathered input, ws[{{ST}}][{{KP}}][{{WR}}] weights.
 % if mma and tf32 then
@@ -1131,14 +1132,18 @@ local function kernel(l, p, tc)
   end
   if s.split > 1 then
     -- the block's raw partial sums, stored as the epilogue stores outputs (float4
-    -- where a thread's four columns lie in one image) into part z of the partials
+    -- where a thread's four columns lie in one image) into part z of the partials;
+    -- with a fused 2x2 pool every GEMM column is stored, in the columns' order (a
+    -- pooling window's four conv outputs side by side: COLS = 4P an image and map),
+    -- and splitk_reduce pools
     local pv = {}
     for key, x in pairs(v) do pv[key] = x end
     pv.bias, pv.pooled, pv.pool_doc = false, false, ""
-    pv.actname = string.format("part z of %d, raw partial sums (splitk_reduce adds the bias%s)", s.split,
-      act ~= "none" and (" and " .. act) or "")
+    pv.P, pv.vec = s.COLS, s.COLS % 4 == 0
+    pv.actname = string.format("part z of %d, raw partial sums (splitk_reduce adds the bias%s%s)", s.split,
+      act ~= "none" and (" and " .. act) or "", s.pooled and (", pools 2x2 " .. g.kind) or "")
     pv.act = function(e) return e end
-    v.epilogue = string.format("    out += (long long)blockIdx.z * n * %d;   // partials[z]\n", l.M * s.P)
+    v.epilogue = string.format("    out += (long long)blockIdx.z * n * %d;   // partials[z]\n", l.M * s.COLS)
       .. igemm.epilogue(pv)
   else
     v.epilogue = igemm.epilogue(v)
@@ -1148,9 +1153,10 @@ local function kernel(l, p, tc)
   if s.split > 1 then
     -- the partials [split][n][M][P]: the planner names the tensor and adds splitk_reduce
     k.grid[3] = s.split
-    k.out_elems = s.split * l.M * s.P
+    k.out_elems = s.split * l.M * s.COLS
     k.bias = "none"
     k.split = s.split
+    k.split_pool = s.pooled and g.kind or nil   -- "max" or "avg": splitk_reduce pools the four columns
     k.shape = k.shape .. string.format(", reduced in %d parts (partial sums)", s.split)
   end
   k.residual = res ~= nil

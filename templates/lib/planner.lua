@@ -331,8 +331,8 @@ planner.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
 -- sums in order. S: the least power of two (up to SPLIT_MAX) that gives the
 -- target's SMs SPLIT_WARPS_PER_SM warps each, while every part keeps at least
 -- SPLIT_MIN_DEPTH of the reduction and a whole number of slices; 1 where the
--- tiles already give that many warps, or the layer pools in the epilogue (a
--- fused 2x2 pool is not split). The SM count is the target's (a JIT's device),
+-- tiles already give that many warps. A layer pooling 2x2 in the epilogue splits
+-- too (its partials keep the GEMM columns, splitk_reduce pools). The SM count is the target's (a JIT's device),
 -- 100 where unknown (a fat binary, `generate` without a device). The thresholds
 -- are estimates, not yet timed on a GPU.
 planner.SPLIT_MAX = 16
@@ -340,16 +340,17 @@ planner.SPLIT_WARPS_PER_SM = 8
 planner.SPLIT_MIN_DEPTH = 64
 planner.SPLIT_UNKNOWN_SMS = 100
 
--- The split of layer l under conv2d_igemm's parameters p (split 1), and why:
--- 1 and nil, or S > 1 and the reason's words.
-function planner.split_of(l, p)
+-- The split of layer l under conv2d_igemm's parameters p (split 1; tc: conv2d_igemm_tc's,
+-- whose warps own tm x 8*tn tiles), and why: 1 and nil, or S > 1 and the reason's words.
+function planner.split_of(l, p, tc)
   local g = common.conv_geom(l)
-  if common.fused_pool2(g) then return 1, nil end
+  -- the GEMM columns an image: four a pooled output where the epilogue pools 2x2
+  local cols = common.fused_pool2(g) and 4 * g.OH * g.OW or g.CH * g.CW
   local R = l.C * l.K * l.K
   if R % p.bk ~= 0 then return 1, nil end
   local slices = R // p.bk
-  local tiles = common.ceil_div((l.batch or 1) * g.CH * g.CW, p.bn) * common.ceil_div(l.M, p.bm)
-  local warps = tiles * math.max(1, (p.bm // p.tm) * (p.bn // p.tn) // 32)
+  local tiles = common.ceil_div((l.batch or 1) * cols, p.bn) * common.ceil_div(l.M, p.bm)
+  local warps = tiles * (tc and (p.bm // p.tm) * (p.bn // (8 * p.tn)) or math.max(1, (p.bm // p.tm) * (p.bn // p.tn) // 32))
   local known = l.target and l.target.sms and l.target.sms > 0
   local sms = known and l.target.sms or planner.SPLIT_UNKNOWN_SMS
   local want = sms * planner.SPLIT_WARPS_PER_SM
@@ -362,6 +363,91 @@ function planner.split_of(l, p)
   return S, string.format("split %d ways (C*K*K = %d in parts of %d): %d warp%s at %d image%s, under %d for " ..
     "each of %s %d SMs", S, R, R // S, warps, warps == 1 and "" or "s", l.batch or 1, (l.batch or 1) == 1 and "" or "s",
     planner.SPLIT_WARPS_PER_SM, known and "the target's" or "an assumed", sms)
+end
+
+-- From two images on (buckets 2..64), a deep layer keeps its large-batch choice
+-- unless that launches fewer blocks than the target has SMs (SMALL_SPLIT_BLOCKS_PER_SM
+-- a multiprocessor; the SM count as split_of takes it): ResNet-18's 512-map layer on
+-- 7x7 maps at 8 images gives igemm_tc's 64x128 tiles 32 blocks, and zoo-bigk's conv3
+-- 2. There the layer takes igemm_tc (the target has TF32 tensor cores and C, M reach
+-- auto's thresholds AUTO_TC_MIN_C, AUTO_TC_MIN_M; products in FP32 accuracy), else
+-- igemm, in the template's default tiles, its reduction split as split_of splits it
+-- (by warps an SM), where that split is more than 1 and gives more blocks than the
+-- large-batch choice. The default tiles and not one image's 32-pixel ones: with 8
+-- images and more the columns are enough that a split of the default tiles reaches the
+-- SMs, and an 8x8 thread tile feeds 64 FMAs from 16 shared-memory reads where 2x4 feeds
+-- 8 from 6 (a third of the FMA rate, common.cost's reuse); igemm_tc's tiles beat
+-- igemm's on 11 of 13 zoo layers at the large batch. Estimates, not yet timed on a GPU.
+planner.SMALL_SPLIT_BLOCKS_PER_SM = 1
+
+-- The blocks kernel record k launches for `batch` images (its grid's x extent
+-- evaluated as the runtime evaluates "N*per/div").
+local function launch_blocks(k, batch)
+  local n = 1
+  for _, d in ipairs(k.grid) do
+    if type(d) == "string" then
+      local per, div = d:match("^N%*(%d+)/(%d+)$")
+      if not per then return nil end
+      d = common.ceil_div(batch * tonumber(per), tonumber(div))
+    end
+    n = n * d
+  end
+  return n
+end
+
+-- The rule above: nil (the large-batch choice stays) or { template, why, params }.
+local function small_split(l, spec)
+  local tname, chosen
+  if l.strategy == "auto" then tname, chosen = planner.auto_strategy(l) else tname = "conv2d_" .. l.strategy end
+  local T = import(tname)
+  local ok, p = pcall(resolve, T, tname, l, l.params, nil)
+  if not ok then return nil end
+  local ok2, k = pcall(T.kernel, l, p)
+  local blocks = ok2 and launch_blocks(k, l.batch)
+  if not blocks then return nil end
+  local known = l.target and l.target.sms and l.target.sms > 0
+  local sms = known and l.target.sms or planner.SPLIT_UNKNOWN_SMS
+  if blocks >= sms * planner.SMALL_SPLIT_BLOCKS_PER_SM then return nil end
+  local cc = l.target and l.target.cc or 75
+  local tc = cc >= 80 and l.C >= planner.AUTO_TC_MIN_C and l.M >= planner.AUTO_TC_MIN_M
+  local alt = tc and "conv2d_igemm_tc" or "conv2d_igemm"
+  local ok3, q = pcall(resolve, import(alt), alt, l, {}, nil)
+  if not ok3 and tc then
+    tc, alt = false, "conv2d_igemm"
+    ok3, q = pcall(resolve, import(alt), alt, l, {}, nil)
+  end
+  if not ok3 then return nil end
+  local S, split_why = planner.split_of(l, q, tc)
+  if S == 1 then
+    -- the default slice depth may leave an odd number of slices (zoo-bigk's conv2:
+    -- C*K*K = 1944 in 81 slices of 24): the first other legal depth that splits
+    local depths = {}
+    for _, d in ipairs(import(alt).params) do if d.name == "bk" then depths = d.legal(l) end end
+    for _, bk in ipairs(depths) do
+      local ok4, q4 = pcall(resolve, import(alt), alt, l, { bk = bk }, nil)
+      if ok4 then
+        local S4, why4 = planner.split_of(l, q4, tc)
+        if S4 > 1 then q, S, split_why = q4, S4, why4; break end
+      end
+    end
+  end
+  local g = common.conv_geom(l)
+  local cols = common.fused_pool2(g) and 4 * g.OH * g.OW or g.CH * g.CW
+  local mine = common.ceil_div(l.batch * cols, q.bn) * common.ceil_div(l.M, q.bm) * S
+  if S == 1 or mine <= blocks then return nil end
+  local given = {}
+  for key, v in pairs(q) do given[key] = v end
+  given.split = S
+  local fewer = planner.SMALL_SPLIT_BLOCKS_PER_SM == 1
+    and string.format("%s %d SMs", known and "the target's" or "an assumed", sms)
+    or string.format("%g a SM on %s %d SMs", planner.SMALL_SPLIT_BLOCKS_PER_SM, known and "the target's" or "an assumed",
+      sms)
+  return { alt, string.format("small batch: %s in %dx%d tiles, split, since %s would launch %d block%s at " ..
+    "%d images, fewer than %s%s; %s%s", tc and "igemm_tc" or "igemm", q.bm, q.bn,
+    (tname:gsub("^conv2d_", "")), blocks, blocks == 1 and "" or "s", l.batch, fewer,
+    tc and string.format(" (tensor cores: sm_%d, C = %d >= %d, M = %d >= %d)", cc, l.C, planner.AUTO_TC_MIN_C, l.M,
+      planner.AUTO_TC_MIN_M) or "",
+    split_why, chosen and "" or spec), given }
 end
 
 function planner.small_conv(l)
@@ -378,7 +464,8 @@ function planner.small_conv(l)
     -- deeper layers: igemm's small tiles at one image; from two images on, the
     -- large-batch choice (zoo-1x1's C = 64-256 1x1 layers under direct at 8 and
     -- 64 images ran 1.6x and 6x slower than their own strategies, on an H200)
-    if l.batch > 1 then return nil end
+    -- unless it leaves SMs without a block (small_split)
+    if l.batch > 1 then return small_split(l, spec) end
     local given = {}
     for k, v in pairs(planner.SMALL_IGEMM) do given[k] = v end
     local ok, p = pcall(resolve, import("conv2d_igemm"), "conv2d_igemm", l, given, nil)
@@ -579,15 +666,20 @@ function planner.build(net)
   -- ([split][n][M][P]) and splitk_reduce, which adds them in order, then the
   -- bias and, where k's epilogue is fused, the activation, writes the tensor k
   -- was given. Returns the kernel that writes that tensor.
+  -- Where k pools 2x2 in its epilogue (k.split_pool), the partials hold its GEMM
+  -- columns (four a pooled output: [split][n][M][4*OH*OW]) and splitk_reduce pools.
   local function reduce_split(k, kl, index)
     if not k.split then return k end
     local g = common.conv_geom(kl)
-    local name, P = k.out, g.CH * g.CW
+    local H, W = g.CH, g.CW
+    if k.split_pool then H, W = g.OH, g.OW end
+    local name, P = k.out, H * W
     k.out = rename(k.out, name .. ".partials")
-    tensors[k.out].shape = { k.split * kl.M, g.CH, g.CW }
+    tensors[k.out].shape = k.split_pool and { k.split * kl.M, 2 * H, 2 * W } or { k.split * kl.M, H, W }
     local r = add("splitk_reduce", { S = k.split, M = kl.M, P = P, bias = kl.bias,
-      act = k.fused and kl.act or "none" }, nil, index, kl.name, { k.out }, name, tensors[k.out].shape)
-    tensors[name].shape = { kl.M, g.CH, g.CW }
+      act = k.fused and kl.act or "none", pool = k.split_pool }, nil, index, kl.name, { k.out }, name,
+      tensors[k.out].shape)
+    tensors[name].shape = { kl.M, H, W }
     r.fused = k.fused
     return r
   end

@@ -5,7 +5,12 @@
 -- bias and the activation (where the conv's epilogue is fused; else the pool
 -- kernel after this one applies it). One thread per four outputs where M*P is a
 -- multiple of four (float4 loads and stores: every part and image then starts
--- on a multiple of four), else one per output.
+-- on a multiple of four), else one per output. Where the conv's epilogue pools 2x2
+-- (max or average: `pool`), the partials hold every GEMM column, [S][n][M][4P], a
+-- pooling window's four conv outputs side by side: one thread per pooled output
+-- adds the window's float4 of every part in the same order, then pools as the
+-- conv's epilogue would have (max: the largest of the four, then the bias and the
+-- activation; average: the bias and the activation on each, then their mean).
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -22,9 +27,36 @@ local source = engine.compile([[
 % if not bias then
     (void)b;
 % end
+% if pool then
+    // in: the partial sums [{{S}}][n][{{M}}][{{4 * P}}] (2x2 windows of four columns), out: n x {{M}} x {{P}}:
+    // the sum of the {{S}} parts in order, then 2x2 {{pool}}{{bias and ", bias" or ""}}{{act_name ~= "none" and (", " .. act_name) or ""}}
+% else
     // in: the partial sums [{{S}}][n][{{M}}][{{P}}], out: n x {{M}} x {{P}}: the sum of the {{S}} parts in
     // order{{bias and ", bias" or ""}}{{act_name ~= "none" and (", " .. act_name) or ""}}
-% if vec then
+% end
+% if pool then
+    // the four columns of a pooling window, summed over the parts, then pooled {{pool}}
+    const int i = blockIdx.x * {{block}} + threadIdx.x;   // pooled output i of the batch: window i
+    if (i >= n * {{MP}}) return;
+    const {{v4}}* const p = reinterpret_cast<const {{v4}}*>(in) + i;
+    const int part = n * {{MP}};   // windows of one part
+    {{v4}} a = p[0];
+#pragma unroll
+    for (int s = 1; s < {{S}}; s++) {
+        const {{v4}} t = p[s * part];
+        a.x += t.x, a.y += t.y, a.z += t.z, a.w += t.w;
+    }
+%   local bv = bias and " + bv" or ""
+%   if bias then
+    const {{acc_t}} bv = {{w_to_acc("__ldg(b + (i / " .. P .. ") % " .. M .. ")")}};
+%   end
+%   if pool == "max" then
+    const {{acc_t}} v = fmaxf(fmaxf(a.x, a.y), fmaxf(a.z, a.w)){{bv}};
+    out[i] = {{from_acc(act("v"))}};
+%   else
+    out[i] = {{from_acc("(" .. act("a.x" .. bv) .. " + " .. act("a.y" .. bv) .. " +\n        " .. act("a.z" .. bv) .. " + " .. act("a.w" .. bv) .. ") * 0.25f")}};
+%   end
+% elseif vec then
     const int q = blockIdx.x * {{block}} + threadIdx.x;   // outputs 4q .. 4q + 3 of the batch
     if (q >= n * {{MP // 4}}) return;
     const {{v4}}* const p = reinterpret_cast<const {{v4}}*>(in) + q;
@@ -67,25 +99,34 @@ local source = engine.compile([[
 }
 ]], "splitk_reduce")
 
--- l: { S (parts), M, P (outputs a map), bias (boolean), act } of the split conv
+-- l: { S (parts), M, P (outputs a map), bias (boolean), act, pool ("max" or "avg"
+-- where the conv's epilogue pools 2x2: P is then the pooled outputs, the partials
+-- 4P a map; nil else) } of the split conv
 function T.kernel(l, p)
   local act = l.act or "none"
   local ty = common.types(l)
-  local vec = (l.M * l.P) % 4 == 0 and ty.in_t == "float" and ty.out_t == "float"
-  local name = string.format("splitk_reduce_s%d_m%dp%d_%s%s_b%d", l.S, l.M, l.P, act, l.bias and "_bias" or "",
-    p.block)
+  local pool = l.pool
+  if pool and (ty.in_t ~= "float" or (pool ~= "max" and pool ~= "avg")) then
+    error("splitk_reduce pools 2x2 max or avg from float partial sums", 2)
+  end
+  local vec = not pool and (l.M * l.P) % 4 == 0 and ty.in_t == "float" and ty.out_t == "float"
+  local name = string.format("splitk_reduce_s%d_m%dp%d_%s%s%s_b%d", l.S, l.M, l.P, act, l.bias and "_bias" or "",
+    pool and ("_" .. pool .. "2") or "", p.block)
   local head, args = common.kernel_head(name, p.block, common.std_args({ types = ty }))
   local per = vec and l.M * l.P // 4 or l.M * l.P
   return {
     name = name,
     args = args,
     source = source(common.typed(l, { name = name, head = head, block = p.block, S = l.S, M = l.M, P = l.P,
-      MP = l.M * l.P, bias = l.bias, vec = vec, v4 = vec and common.vec_t("float", 4) or nil, act_name = act,
+      MP = l.M * l.P, bias = l.bias, vec = vec, pool = pool or false,
+      v4 = (vec or pool) and common.vec_t("float", 4) or nil, act_name = act,
       act = function(e) return common.act(act, e) end })),
     grid = { common.batch_dim(per, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = l.bias and "arg" or "none",
     out_elems = l.M * l.P,
-    shape = string.format("%d parts of %dx%d -> %s%s, %dx%d", l.S, l.M, l.P, l.bias and "bias, " or "", act,
+    shape = pool and string.format("%d parts of %dx%d -> 2x2 %s, %s%s, %dx%d", l.S, l.M, 4 * l.P, pool,
+        l.bias and "bias, " or "", act, l.M, l.P)
+      or string.format("%d parts of %dx%d -> %s%s, %dx%d", l.S, l.M, l.P, l.bias and "bias, " or "", act,
       l.M, l.P),
   }
 end
