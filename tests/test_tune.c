@@ -1293,9 +1293,30 @@ static void test_write_no_links(const cg_spec *s)
     free(r), free(back);
 }
 
+/* The kernel hash reads the code, not its header, and not the programmatic-
+ * dependent-launch prologue: the same kernel with and without it hashes alike,
+ * another statement does not. */
+static void test_kernel_hash_prologue(void)
+{
+    static const char plain[] = "// template: x\n// hash: 1\nextern \"C\" __global__ void k(float *o)\n{\n"
+                                "    o[0] = 1.0f;\n}\n";
+    static const char with[] = "// template: x\n// hash: 2\nextern \"C\" __global__ void k(float *o)\n{\n"
+                               "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+                               "    // programmatic dependent launch: wait for the kernel before, then let the next one launch\n"
+                               "    asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+                               "    asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
+                               "#endif\n    o[0] = 1.0f;\n}\n";
+    static const char other[] = "// template: x\nextern \"C\" __global__ void k(float *o)\n{\n    o[0] = 2.0f;\n}\n";
+    char a[17], b[17], c[17];
+    cg_tune_kernel_hash(plain, a), cg_tune_kernel_hash(with, b), cg_tune_kernel_hash(other, c);
+    CHECK(!strcmp(a, b), "the PDL prologue leaves the kernel hash as it was (%s, %s)", a, b);
+    CHECK(strcmp(a, c) != 0, "another statement changes it");
+}
+
 int main(void)
 {
     test_layer_images();
+    test_kernel_hash_prologue();
     snprintf(dir, sizeof dir, "/tmp/cg_tune_XXXXXX");
     if (!mkdtemp(dir)) return printf("mkdtemp failed\n"), 1;
     snprintf(spec_path, sizeof spec_path, "%s/net.yaml", dir);

@@ -875,6 +875,11 @@ int cg_tune_read(const char *path, cg_tune_record *r, cg_err *e)
     return rc;
 }
 
+/* The kernel's code as the hash sees it: after the header's comment lines, and
+ * without the programmatic-dependent-launch prologue (common.PDL_PROLOGUE: an
+ * `#if` line, the comment naming it, its instructions, `#endif`), which changes
+ * when a kernel may start, not what it computes: a record tuned before it was
+ * added, or on an older architecture, still names the same kernel. */
 void cg_tune_kernel_hash(const char *source, char out[17])
 {
     const char *p = source;
@@ -883,7 +888,29 @@ void cg_tune_kernel_hash(const char *source, char out[17])
         if (!nl) break;
         p = nl + 1;
     }
-    cg_hex64(cg_hash64(p, strlen(p), CG_HASH_SEED), out);
+    uint64_t h;
+    const char *mark = strstr(p, "\n    // programmatic dependent launch: ");
+    const char *from = NULL, *to = NULL;
+    if (mark) {
+        from = mark; /* back to the start of the #if line before the comment */
+        while (from > p && from[-1] != '\n') from--;
+        to = strstr(mark, "\n#endif\n");
+    }
+    if (mark && to && !strncmp(from, "#if", 3)) {
+        to += strlen("\n#endif\n");
+        size_t a = (size_t)(from - p), b = strlen(to);
+        char *code = malloc(a + b + 1);
+        if (code) {
+            memcpy(code, p, a), memcpy(code + a, to, b + 1);
+            h = cg_hash64(code, a + b, CG_HASH_SEED);
+            free(code);
+        } else {
+            h = cg_hash64(p, strlen(p), CG_HASH_SEED); /* out of memory: the hash as it stands */
+        }
+    } else {
+        h = cg_hash64(p, strlen(p), CG_HASH_SEED);
+    }
+    cg_hex64(h, out);
 }
 
 void cg_tune_default_path(const char *spec_path, char *out, size_t n)

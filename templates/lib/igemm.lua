@@ -318,9 +318,9 @@ local function check(l, p, tc)
       return string.format("split=%d: the first slice is short (bk=%d does not divide C*K*K = %d)", s.split,
         p.bk, s.R), "split"
     end
-    if common.types(l).out_t ~= common.ACC then
-      return string.format("split=%d: partial sums are stored as %s; the layer's output is %s", s.split,
-        common.ACC, common.types(l).out_t), "split"
+    if (l.out_dtype or l.dtype or "f32") ~= "f32" then
+      return string.format("split=%d: partial sums are stored as f32; the layer's output is %s", s.split,
+        l.out_dtype or l.dtype), "split"
     end
   end
   if not s.mma and p.bk * p.tm * p.tn > BODY_BUDGET then

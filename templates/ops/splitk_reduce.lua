@@ -106,10 +106,14 @@ function T.kernel(l, p)
   local act = l.act or "none"
   local ty = common.types(l)
   local pool = l.pool
-  if pool and (ty.in_t ~= "float" or (pool ~= "max" and pool ~= "avg")) then
-    error("splitk_reduce pools 2x2 max or avg from float partial sums", 2)
+  -- the vector paths add the partials in their own type: FP32 partial sums (dtype
+  -- f32, the accumulator's width) into an FP32 output
+  local f32_in = (l.in_dtype or l.dtype or "f32") == "f32"
+  local f32_out = (l.out_dtype or l.dtype or "f32") == "f32"
+  if pool and (not f32_in or (pool ~= "max" and pool ~= "avg")) then
+    error("splitk_reduce pools 2x2 max or avg from f32 partial sums", 2)
   end
-  local vec = not pool and (l.M * l.P) % 4 == 0 and ty.in_t == "float" and ty.out_t == "float"
+  local vec = not pool and (l.M * l.P) % 4 == 0 and f32_in and f32_out
   local name = string.format("splitk_reduce_s%d_m%dp%d_%s%s%s_b%d", l.S, l.M, l.P, act, l.bias and "_bias" or "",
     pool and ("_" .. pool .. "2") or "", p.block)
   local head, args = common.kernel_head(name, p.block, common.std_args({ types = ty }))
@@ -119,7 +123,7 @@ function T.kernel(l, p)
     args = args,
     source = source(common.typed(l, { name = name, head = head, block = p.block, S = l.S, M = l.M, P = l.P,
       MP = l.M * l.P, bias = l.bias, vec = vec, pool = pool or false,
-      v4 = (vec or pool) and common.vec_t("float", 4) or nil, act_name = act,
+      v4 = (vec or pool) and common.vec_t(ty.in_t, 4) or nil, act_name = act,
       act = function(e) return common.act(act, e) end })),
     grid = { common.batch_dim(per, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = l.bias and "arg" or "none",
