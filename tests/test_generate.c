@@ -1058,7 +1058,7 @@ static void test_groups_refused(void)
 /* Split reductions: at bucket 1 the planner splits layers-splitk's deep layers
  * (conv2d_igemm split=S, its partials into "<layer>.partials", then splitk_reduce
  * writing the layer's tensor), S from the target's SMs (100 when unknown); at
- * bucket 8 where the large-batch choice launches fewer blocks than the SMs
+ * bucket 8 where the large-batch choice launches blocks for fewer than half the SMs
  * (conv2d_igemm_tc on sm_80); at the large batch nothing is split; a split the
  * reduction cannot take is refused naming split. */
 static void test_split_rule(void)

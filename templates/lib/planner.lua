@@ -377,8 +377,13 @@ end
 -- images and more the columns are enough that a split of the default tiles reaches the
 -- SMs, and an 8x8 thread tile feeds 64 FMAs from 16 shared-memory reads where 2x4 feeds
 -- 8 from 6 (a third of the FMA rate, common.cost's reuse); igemm_tc's tiles beat
--- igemm's on 11 of 13 zoo layers at the large batch. Estimates, not yet timed on a GPU.
-planner.SMALL_SPLIT_BLOCKS_PER_SM = 1
+-- igemm's on 11 of 13 zoo layers at the large batch. Measured on an H200 (132 SMs, 8
+-- images, against the large-batch choice): ResNet-18 2176 -> 1020 us, MobileNet V2 1024
+-- -> 599, zoo-vgg-same 229 -> 117, zoo-wide3x3 115 -> 63, zoo-deep512 183 -> 92, but
+-- zoo-7x7-large 127 -> 187: its 7x7 layer under planes launches a near-full wave
+-- (between 100 and 131 blocks of wgmma tiles), which a split of igemm_tc loses to. So
+-- the rule switches only a choice that fills fewer than half the SMs.
+planner.SMALL_SPLIT_BLOCKS_PER_SM = 0.5
 
 -- The blocks kernel record k launches for `batch` images (its grid's x extent
 -- evaluated as the runtime evaluates "N*per/div").
