@@ -1128,7 +1128,7 @@ static void test_split_rule(void)
         CHECK(k && !strcmp(k->tpl, "conv2d_igemm") && params_has(k, "bm=64 bn=128 bk=18 tm=8 tn=8 occ=1 stages=2 split=16",
                                                                  &line), "c3 at bucket 8: %s", line ? line : "none");
         if (k) CHECK_CONTAINS(k->source, "small batch: igemm in 64x128 tiles, split, since igemm would launch 4 blocks "
-                                         "at 8 images, fewer than an assumed 100 SMs; split 16 ways (C*K*K = 2304 in "
+                                         "at 8 images, fewer than half of an assumed 100 SMs; split 16 ways (C*K*K = 2304 in "
                                          "parts of 144): 16 warps at 8 images, under 8 for each of an assumed 100 SMs");
         CHECK(layer_kernel(o, "c3", "splitk_reduce") != NULL, "c3 at bucket 8: no splitk_reduce");
         cg_gen_free(o);
@@ -1140,7 +1140,7 @@ static void test_split_rule(void)
     if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
         CHECK(!params_has(conv_kernel(o, "c3"), "split=", &line), "c3 on 4 SMs: %s", line ? line : "none");
         CHECK(params_has(conv_kernel(o, "c5"), "split=", &line), "c5 on 4 SMs: %s", line ? line : "none");
-        if (conv_kernel(o, "c5")) CHECK_CONTAINS(conv_kernel(o, "c5")->source, "fewer than the target's 4 SMs");
+        if (conv_kernel(o, "c5")) CHECK_CONTAINS(conv_kernel(o, "c5")->source, "fewer than half of the target's 4 SMs");
         cg_gen_free(o);
     } else {
         CHECK(0, "layers-splitk at bucket 8, 4 SMs: %s", e.msg);
@@ -1156,7 +1156,7 @@ static void test_split_rule(void)
             CHECK(k && !strcmp(k->tpl, "conv2d_igemm_tc") && params_has(k, "split=2", &line), "c4 at bucket 8: %s",
                   line ? line : "none");
             if (k) CHECK_CONTAINS(k->source, "small batch: igemm_tc in 48x128 tiles, split, since igemm_tc would launch "
-                                             "1 block at 8 images, fewer than an assumed 100 SMs (tensor cores: sm_80");
+                                             "1 block at 8 images, fewer than half of an assumed 100 SMs (tensor cores: sm_80");
             CHECK(k && strstr(k->kernel, "_tc_z2"), "c4's kernel: %s", k ? k->kernel : "none");
             CHECK(k2 && !strcmp(k2->tpl, "conv2d_igemm_tc") && params_has(k2, "split=4", &line), "c2 at bucket 8: %s",
                   line ? line : "none");
@@ -1688,10 +1688,15 @@ int main(void)
                 if (k->nin == 1)
                     CHECK(k->nargs == 5 && k->args[0] == CG_ARG_IN && k->args[4] == CG_ARG_N,
                           "%s: %s takes (in, out, weights, bias, n) by role", path, k->name);
-                else
-                    CHECK(k->nargs == k->nin + 2 && k->args[0] == CG_ARG_IN && k->args[1] == CG_ARG_IN1 &&
-                              k->args[k->nin] == CG_ARG_OUT && k->args[k->nin + 1] == CG_ARG_N,
+                else if (k->nargs == k->nin + 2) /* an add or a concat */
+                    CHECK(k->args[0] == CG_ARG_IN && k->args[1] == CG_ARG_IN1 && k->args[k->nin] == CG_ARG_OUT &&
+                              k->args[k->nin + 1] == CG_ARG_N,
                           "%s: %s takes (in, in1.., out, n) by role", path, k->name);
+                else /* a conv computing an add in its epilogue: (in, out, weights, bias, in1.., n) */
+                    CHECK(k->nargs == k->nin + 4 && k->args[0] == CG_ARG_IN && k->args[1] == CG_ARG_OUT &&
+                              k->args[2] == CG_ARG_WEIGHTS && k->args[3] == CG_ARG_BIAS && k->args[4] == CG_ARG_IN1 &&
+                              k->args[k->nargs - 1] == CG_ARG_N,
+                          "%s: %s takes (in, out, weights, bias, in1.., n) by role", path, k->name);
             }
             /* a chain (every layer reads the one before it): every kernel reads one tensor,
              * the one written before it; a graph (specs/fashion-resnet.yaml's adds and

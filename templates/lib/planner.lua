@@ -443,10 +443,10 @@ local function small_split(l, spec)
   local given = {}
   for key, v in pairs(q) do given[key] = v end
   given.split = S
-  local fewer = planner.SMALL_SPLIT_BLOCKS_PER_SM == 1
-    and string.format("%s %d SMs", known and "the target's" or "an assumed", sms)
-    or string.format("%g a SM on %s %d SMs", planner.SMALL_SPLIT_BLOCKS_PER_SM, known and "the target's" or "an assumed",
-      sms)
+  local whose = string.format("%s %d SMs", known and "the target's" or "an assumed", sms)
+  local fewer = planner.SMALL_SPLIT_BLOCKS_PER_SM == 1 and whose
+    or planner.SMALL_SPLIT_BLOCKS_PER_SM == 0.5 and "half of " .. whose
+    or string.format("%g a SM on %s", planner.SMALL_SPLIT_BLOCKS_PER_SM, whose)
   return { alt, string.format("small batch: %s in %dx%d tiles, split, since %s would launch %d block%s at " ..
     "%d images, fewer than %s%s; %s%s", tc and "igemm_tc" or "igemm", q.bm, q.bn,
     (tname:gsub("^conv2d_", "")), blocks, blocks == 1 and "" or "s", l.batch, fewer,
