@@ -1,7 +1,7 @@
 /* test_emulate.c — generated kernels run without a GPU: each kernel's CUDA source
  * is compiled as C++ (g++) against a small emulation of the CUDA execution model
- * (one host thread per CUDA thread, a barrier per block for __syncthreads and per
- * warp for shuffles, __shared__ as memory every thread of the block sees; the
+ * (a fiber per CUDA thread, a barrier per block for __syncthreads and per warp for
+ * shuffles, __shared__ as memory every thread of the block sees; the
  * pre-sm_80 paths of the templates, since __CUDA_ARCH__ is not defined), then the
  * network runs kernel by kernel as the manifest says, from random pixels and the
  * spec's seeded random weights, outputs poisoned with NaN first. Every layer's
@@ -33,7 +33,8 @@
  * several tensors, a tensor read by two later layers). The
  * kernels are built to trap on a misaligned vector access, as a GPU faults on
  * one; the trap fails the test naming the kernel. For local
- * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket).
+ * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket);
+ * CG_EMULATE_TIMES=1 prints each spec's CPU time (g++, and the emulation with the comparison).
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
 #include "aot.h"
 #include "check.h"
@@ -49,6 +50,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,9 +60,14 @@
 #define IMAGES 3
 #define MAX_REL_L2 1e-5
 
-/* The emulation every kernel is compiled with (-include). */
+/* The emulation every kernel is compiled with (-include, precompiled once per
+ * run): CUDA's types and built-ins; threadIdx and the other launch variables,
+ * the warp exchange and the dynamic shared memory are one per library (weak: a
+ * spec's kernels are linked into one), written by the scheduler below; a barrier
+ * calls back into it (emu_sync: 0 the block's, 1 + w warp w's). __device__
+ * functions are static, so that two kernels' helpers of one name stay apart. */
 static const char shim[] =
-    "#include <math.h>\n#include <string.h>\n#include <barrier>\n#include <thread>\n#include <vector>\n"
+    "#include <math.h>\n#include <string.h>\n"
     "struct emu_dim3 { unsigned x, y, z; };\n"
     "struct alignas(16) float4 { float x, y, z, w; };\n"
     "struct alignas(8) float2 { float x, y; };\n"
@@ -67,53 +76,150 @@ static const char shim[] =
 
     "static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }\n"
     "static inline float2 make_float2(float a, float b) { return {a, b}; }\n"
-    "static thread_local emu_dim3 threadIdx, blockIdx;\n"
-    "static emu_dim3 blockDim, gridDim;\n"
-    "static std::barrier<> *emu_block;\n"
-    "static std::barrier<> *emu_warp[32];\n"
-    "static float emu_xch[1024];\n"
-    "float4 smem4[1 << 15];\n" /* dynamic shared memory (extern __shared__ float4 smem4[]) */
-    "static inline void __syncthreads() { emu_block->arrive_and_wait(); }\n"
+    "extern \"C\" {\n"
+    "__attribute__((weak)) emu_dim3 threadIdx, blockIdx, blockDim, gridDim;\n"
+    "__attribute__((weak)) void (*emu_sync)(int);\n"
+    "__attribute__((weak)) float emu_xch[1024];\n"
+    "}\n"
+    "__attribute__((weak)) float4 smem4[1 << 15];\n" /* dynamic shared memory (extern __shared__ float4 smem4[]) */
+    "static inline void __syncthreads() { emu_sync(0); }\n"
     "static inline float __shfl_xor_sync(unsigned, float v, int o) {\n"
     "  unsigned t = threadIdx.x, w = t / 32;\n"
-    "  emu_xch[t] = v; emu_warp[w]->arrive_and_wait();\n"
-    "  float r = emu_xch[w * 32 + ((t % 32) ^ (unsigned)o)]; emu_warp[w]->arrive_and_wait(); return r; }\n"
+    "  emu_xch[t] = v; emu_sync(1 + (int)w);\n"
+    "  float r = emu_xch[w * 32 + ((t % 32) ^ (unsigned)o)]; emu_sync(1 + (int)w); return r; }\n"
     "template <class T> static inline T __ldg(const T *p) { return *p; }\n"
     "static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
     "static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
-    "#define __global__\n#define __device__\n#define __forceinline__ inline\n"
+    "#define __global__\n#define __device__ static\n#define __forceinline__ inline\n"
     "#define __launch_bounds__(...)\n#define __restrict__ __restrict\n#define __constant__\n"
-    "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n"
-    "typedef void (*emu_kernel)(void *, void *, void *, void *, int);\n"
-    "typedef void (*emu_k2)(void *, void *, int);\n"
-    "typedef void (*emu_k3)(void *, void *, void *, int);\n"
-    "typedef void (*emu_k5)(void *, void *, void *, void *, void *, int);\n"
-    "typedef void (*emu_k6)(void *, void *, void *, void *, void *, void *, int);\n"
-    "typedef void (*emu_k7)(void *, void *, void *, void *, void *, void *, void *, int);\n"
-    "extern \"C\" void emu_launch(emu_kernel k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, void *const *a,\n"
-    "                           int na, int n) {\n"
-    "  blockDim = {bx, 1, 1}; gridDim = {gx, gy, gz};\n"
-    "  for (unsigned z = 0; z < gz; z++) for (unsigned y = 0; y < gy; y++) for (unsigned x = 0; x < gx; x++) {\n"
-    "    std::barrier<> block(bx); emu_block = &block;\n"
-    "    std::vector<std::barrier<> *> warps;\n"
-    "    for (unsigned w = 0; w * 32 < bx; w++) emu_warp[w] = new std::barrier<>(bx - w * 32 < 32 ? bx - w * 32 : 32);\n"
-    "    std::vector<std::thread> ts;\n"
-    "    for (unsigned t = 0; t < bx; t++) ts.emplace_back([=] {\n"
-    "      threadIdx = {t, 0, 0}; blockIdx = {x, y, z};\n"
-    "      if (na == 2) ((emu_k2)k)(a[0], a[1], n);\n"
-    "      else if (na == 3) ((emu_k3)k)(a[0], a[1], a[2], n);\n"
-    "      else if (na == 4) k(a[0], a[1], a[2], a[3], n);\n"
-    "      else if (na == 5) ((emu_k5)k)(a[0], a[1], a[2], a[3], a[4], n);\n"
-    "      else if (na == 6) ((emu_k6)k)(a[0], a[1], a[2], a[3], a[4], a[5], n);\n"
-    "      else ((emu_k7)k)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], n);\n"
-    "      emu_block->arrive_and_drop(); emu_warp[t / 32]->arrive_and_drop(); });\n"
-    "    for (auto &t : ts) t.join();\n"
-    "    for (unsigned w = 0; w * 32 < bx; w++) delete emu_warp[w];\n"
-    "  }\n"
-    "}\n";
+    "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n";
 
+typedef void (*emu_any)(void); /* a kernel before its cast to its arguments */
 typedef void (*emu_kernel)(void *, void *, void *, void *, int);
-typedef void (*emu_launch_fn)(emu_kernel, unsigned, unsigned, unsigned, unsigned, void *const *, int, int);
+typedef void (*emu_k2)(void *, void *, int);
+typedef void (*emu_k3)(void *, void *, void *, int);
+typedef void (*emu_k5)(void *, void *, void *, void *, void *, int);
+typedef void (*emu_k6)(void *, void *, void *, void *, void *, void *, int);
+typedef void (*emu_k7)(void *, void *, void *, void *, void *, void *, void *, int);
+typedef struct {
+    unsigned x, y, z;
+} emu_dim3;
+
+/* The threads of a block run as fibers (ucontext) on this thread, one after
+ * another: each runs until it waits at a barrier or returns; a barrier (0: the
+ * block's, 1 + w: warp w's) lets its waiters on when every thread of its block
+ * or warp that has not returned has reached it (a returned thread drops out, as
+ * on the GPU). Threads all waiting at barriers some never reach end the launch
+ * with an error instead of hanging. Each fiber's stack has an inaccessible page
+ * below it: an overflow faults instead of writing another thread's stack. */
+#define FIB_MAX 1024
+#define FIB_STACK (256 * 1024)
+#define FIB_PAGE 4096
+static struct {
+    ucontext_t ctx;
+    int wait, done;
+} fib[FIB_MAX];
+static ucontext_t fib_main;
+static char *fib_mem;
+static unsigned fib_cur, fib_bx;
+static int fib_live[1 + FIB_MAX / 32], fib_arrived[1 + FIB_MAX / 32];
+static emu_dim3 *fib_tid; /* the library's threadIdx */
+static emu_any fib_k;
+static void *const *fib_a;
+static int fib_na, fib_n;
+
+static void fib_release(int b)
+{
+    fib_arrived[b] = 0;
+    for (unsigned i = 0; i < fib_bx; i++)
+        if (fib[i].wait == b) fib[i].wait = -1;
+}
+
+/* a thread at barrier b: the last to arrive goes on, the others wait */
+static void fib_sync(int b)
+{
+    if (++fib_arrived[b] == fib_live[b]) {
+        fib_release(b);
+        return;
+    }
+    fib[fib_cur].wait = b;
+    swapcontext(&fib[fib_cur].ctx, &fib_main);
+}
+
+static void fib_entry(void)
+{
+    void *const *a = fib_a;
+    int n = fib_n;
+    if (fib_na == 2) ((emu_k2)fib_k)(a[0], a[1], n);
+    else if (fib_na == 3) ((emu_k3)fib_k)(a[0], a[1], a[2], n);
+    else if (fib_na == 4) ((emu_kernel)fib_k)(a[0], a[1], a[2], a[3], n);
+    else if (fib_na == 5) ((emu_k5)fib_k)(a[0], a[1], a[2], a[3], a[4], n);
+    else if (fib_na == 6) ((emu_k6)fib_k)(a[0], a[1], a[2], a[3], a[4], a[5], n);
+    else ((emu_k7)fib_k)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], n);
+    unsigned t = fib_cur;
+    fib[t].done = 1;
+    for (int i = 0; i < 2; i++) {
+        int b = i ? 1 + (int)(t / 32) : 0;
+        if (--fib_live[b] > 0 && fib_arrived[b] == fib_live[b]) fib_release(b);
+    }
+}
+
+/* The fibers' stacks, once: 0, or -1 */
+static int fib_init(void)
+{
+    const size_t each = FIB_STACK + FIB_PAGE;
+    fib_mem = mmap(NULL, each * FIB_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (fib_mem == MAP_FAILED) return fib_mem = NULL, -1;
+    for (unsigned t = 0; t < FIB_MAX; t++) {
+        if (mprotect(fib_mem + t * each, FIB_PAGE, PROT_NONE) || getcontext(&fib[t].ctx)) return -1;
+        fib[t].ctx.uc_stack.ss_sp = fib_mem + t * each + FIB_PAGE;
+        fib[t].ctx.uc_stack.ss_size = FIB_STACK;
+        fib[t].ctx.uc_link = &fib_main;
+    }
+    return 0;
+}
+
+/* Kernel k of library so over the grid, bx threads a block: 0, or -1 (a block's
+ * threads stuck at barriers, or a launch the emulation does not take). */
+static int emu_launch(void *so, emu_any k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, void *const *a,
+                      int na, int n)
+{
+    emu_dim3 *bid = dlsym(so, "blockIdx"), *bdim = dlsym(so, "blockDim"), *gdim = dlsym(so, "gridDim");
+    void (**sync)(int) = dlsym(so, "emu_sync");
+    fib_tid = dlsym(so, "threadIdx");
+    if (!fib_mem || !bid || !bdim || !gdim || !sync || !fib_tid || bx == 0 || bx > FIB_MAX) return -1;
+    *sync = fib_sync;
+    *bdim = (emu_dim3){bx, 1, 1}, *gdim = (emu_dim3){gx, gy, gz};
+    fib_k = k, fib_a = a, fib_na = na, fib_n = n, fib_bx = bx;
+    for (unsigned z = 0; z < gz; z++)
+        for (unsigned y = 0; y < gy; y++)
+            for (unsigned x = 0; x < gx; x++) {
+                *bid = (emu_dim3){x, y, z};
+                fib_live[0] = (int)bx, fib_arrived[0] = 0;
+                for (unsigned w = 0; w * 32 < bx; w++)
+                    fib_live[1 + w] = bx - w * 32 < 32 ? (int)(bx - w * 32) : 32, fib_arrived[1 + w] = 0;
+                for (unsigned t = 0; t < bx; t++) {
+                    fib[t].wait = -1, fib[t].done = 0;
+                    makecontext(&fib[t].ctx, fib_entry, 0);
+                }
+                for (unsigned left = bx; left > 0;) {
+                    int ran = 0;
+                    for (unsigned t = 0; t < bx; t++) {
+                        if (fib[t].done || fib[t].wait >= 0) continue;
+                        fib_cur = t, *fib_tid = (emu_dim3){t, 0, 0}, ran = 1;
+                        if (swapcontext(&fib_main, &fib[t].ctx)) return -1;
+                        if (fib[t].done) left--;
+                    }
+                    if (!ran) {
+                        printf("FAIL tests/test_emulate.c: block (%u, %u, %u): %u threads wait at barriers not all "
+                               "of them reach\n",
+                               x, y, z, left);
+                        return -1;
+                    }
+                }
+            }
+    return 0;
+}
 
 /* Runs argv (NULL-terminated) and waits: 0 when it exited 0. */
 static int run_cmd(char *const argv[])
@@ -156,6 +262,21 @@ static char *host_source(const char *src)
     return out;
 }
 
+/* FNV-1a over the source after its leading comment lines (the header, which names the
+ * spec and the command): kernels of one source in two specs hash alike. */
+static unsigned long long body_hash(const char *src)
+{
+    while (!strncmp(src, "//", 2) && strchr(src, '\n')) src = strchr(src, '\n') + 1;
+    unsigned long long h = 1469598103934665603ull;
+    for (; *src; src++) h = (h ^ (unsigned char)*src) * 1099511628211ull;
+    return h;
+}
+
+/* How the shim (precompiled) and every kernel are compiled: -O0 (it compiles faster than
+ * it would run faster); a vector access off its alignment traps (SIGILL) */
+#define EMU_CXXFLAGS                                                                                                   \
+    "-std=c++20", "-O0", "-w", "-fPIC", "-fsanitize=alignment", "-fsanitize-undefined-trap-on-error"
+
 /* Places a weight tensor where the kernel finds it: in its __constant__ symbol,
  * as an argument, or as an argument transposed to (rest x rows). */
 static float *place(void *so, cg_place where, const char *sym, const cg_tensor *t, long long rows, int *ok)
@@ -195,7 +316,29 @@ static void on_trap(int sig)
  * generated for the default target, or for sm_80 where the spec's kernels need
  * it (conv2d_igemm_tc: the emulation runs its path without tensor cores), or for
  * sm_90 (as sm_90a: conv2d_igemm_wg, its path without wgmma). */
+/* CPU seconds so far: who RUSAGE_SELF (the emulated blocks, the CPU reference) or
+ * RUSAGE_CHILDREN (g++) */
+static double cpu_s(int who)
+{
+    struct rusage u;
+    if (getrusage(who, &u)) return 0;
+    return (double)u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+static void emulate_one(const char *spec_path, const char *dir, int batch);
+
+/* emulate_one, with its CPU time (g++ and the rest) on one line under CG_EMULATE_TIMES=1 */
 static void emulate(const char *spec_path, const char *dir, int batch)
+{
+    double self0 = cpu_s(RUSAGE_SELF), kids0 = cpu_s(RUSAGE_CHILDREN);
+    emulate_one(spec_path, dir, batch);
+    const char *times = getenv("CG_EMULATE_TIMES");
+    if (times && !strcmp(times, "1"))
+        printf("note: %s: %.1f s CPU compiling, %.1f s CPU running and comparing\n", spec_path,
+               cpu_s(RUSAGE_CHILDREN) - kids0, cpu_s(RUSAGE_SELF) - self0);
+}
+
+static void emulate_one(const char *spec_path, const char *dir, int batch)
 {
     static cg_spec s;
     static cg_gen_output o;
@@ -232,16 +375,19 @@ static void emulate(const char *spec_path, const char *dir, int batch)
     unsigned char *px = buf[m.input];
     unsigned r = 4242;
     for (long long j = 0; j < m.t[m.input].elems * IMAGES; j++) px[j] = (unsigned char)((r = r * 1103515245u + 12345u) >> 24);
-    /* compile every kernel first, two g++ at a time */
+    /* compile every kernel to an object first, two g++ at a time; an object is kept under
+     * the hash of its source less the header (whose comment lines name the spec), and a
+     * kernel of the same source in a later spec takes it again. The spec's kernels are
+     * then linked into one library. */
     int ok_all = 1, running = 0;
-    /* each spec's kernels in a directory of their own: a library once loaded (libstdc++'s
-     * unique symbols keep it) is not loaded again from the same path */
+    /* each spec's library in a directory of its own: a path once loaded is not loaded again */
     static int serial;
     char sub[256];
     snprintf(sub, sizeof sub, "%s/%d", dir, serial++);
     CHECK(mkdir(sub, 0700) == 0, "%s: mkdir %s", spec_path, sub);
     pid_t pid[CG_MAN_KERNELS];
     int built[CG_MAN_KERNELS] = {0};
+    static char obj[CG_MAN_KERNELS][1024];
     char shim_path[1024];
     snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
     for (int k = 0; k <= m.nkernels; k++) {
@@ -258,15 +404,20 @@ static void emulate(const char *spec_path, const char *dir, int batch)
         const cg_gen_kernel *gk = NULL;
         for (int j = 0; j < o.nkernels; j++)
             if (!strcmp(o.k[j].kernel, m.k[k].name)) gk = &o.k[j];
-        char cu[1024], so_path[1024];
+        pid[k] = -1;
+        if (!gk) continue;
+        snprintf(obj[k], sizeof obj[k], "%s/obj/%s-%016llx.o", dir, m.k[k].name, body_hash(gk->source));
+        if (access(obj[k], F_OK) == 0) {
+            built[k] = 1;
+            continue;
+        }
+        char cu[1024];
         snprintf(cu, sizeof cu, "%s/%s.cu", sub, m.k[k].name);
-        snprintf(so_path, sizeof so_path, "%s/%s.so", sub, m.k[k].name);
-        char *src = gk ? host_source(gk->source) : NULL;
+        char *src = host_source(gk->source);
         int written = src && !write_text(cu, src, strlen(src));
         free(src);
         /* vector loads and stores off their alignment trap (SIGILL), as they fault on a GPU */
-        char *argv[] = {"g++", "-std=c++20", "-O0", "-w", "-shared", "-fPIC", "-pthread", "-fsanitize=alignment",
-                        "-fsanitize-undefined-trap-on-error", "-include", shim_path, "-x", "c++", cu, "-o", so_path, NULL};
+        char *argv[] = {"g++", EMU_CXXFLAGS, "-c", "-include", shim_path, "-x", "c++", cu, "-o", obj[k], NULL};
         pid[k] = written ? fork() : -1;
         if (pid[k] == 0) {
             execvp(argv[0], argv);
@@ -274,21 +425,30 @@ static void emulate(const char *spec_path, const char *dir, int batch)
         }
         if (pid[k] > 0) running++;
     }
+    for (int k = 0; k < m.nkernels && ok_all; k++)
+        if (!built[k]) {
+            CHECK(0, "%s: kernel %s does not compile as C++", spec_path, m.k[k].name);
+            unlink(obj[k]);
+            ok_all = 0;
+        }
+    char so_path[1024];
+    snprintf(so_path, sizeof so_path, "%s/kernels.so", sub);
+    void *so = NULL;
+    if (ok_all) {
+        char *argv[CG_MAN_KERNELS + 8] = {"g++", "-shared", "-o", so_path};
+        int na = 4;
+        for (int k = 0; k < m.nkernels; k++) argv[na++] = obj[k];
+        argv[na] = NULL;
+        int linked = run_cmd(argv) == 0;
+        so = linked ? dlopen(so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
+        CHECK(so, "%s: the kernels do not link into one library: %s", spec_path, linked ? dlerror() : "g++ failed");
+        ok_all = so != NULL;
+    }
     for (int k = 0; k < m.nkernels && ok_all; k++) {
         const cg_mkernel *mk = &m.k[k];
-        char so_path[1024];
-        snprintf(so_path, sizeof so_path, "%s/%s.so", sub, mk->name);
-        if (!built[k]) {
-            CHECK(0, "%s: kernel %s does not compile as C++", spec_path, mk->name);
-            ok_all = 0;
-            break;
-        }
-        void *so = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
-        emu_launch_fn launch = so ? (emu_launch_fn)dlsym(so, "emu_launch") : NULL;
-        emu_kernel fn = so ? (emu_kernel)dlsym(so, mk->name) : NULL;
-        CHECK(launch && fn, "%s: %s: %s", spec_path, mk->name, so ? "no symbol" : dlerror());
-        if (!launch || !fn) {
-            if (so) dlclose(so);
+        emu_any fn = (emu_any)dlsym(so, mk->name);
+        CHECK(fn, "%s: %s: no symbol", spec_path, mk->name);
+        if (!fn) {
             ok_all = 0;
             break;
         }
@@ -325,11 +485,15 @@ static void emulate(const char *spec_path, const char *dir, int batch)
         CHECK(mk->grid[2].div == 0 && mk->block[1] == 1 && mk->block[2] == 1 &&
                   mk->shared <= (int)sizeof(float) * 4 * (1 << 15),
               "%s: %s: a launch the emulation does not take", spec_path, mk->name);
-        if (std && okw && okb) launch(fn, (unsigned)gx, (unsigned)gy, (unsigned)gz, (unsigned)mk->block[0], a, na, IMAGES);
+        if (std && okw && okb) {
+            int lrc = emu_launch(so, fn, (unsigned)gx, (unsigned)gy, (unsigned)gz, (unsigned)mk->block[0], a, na, IMAGES);
+            CHECK(lrc == 0, "%s: %s: the emulated launch failed (threads stuck at barriers, or no memory)", spec_path,
+                  mk->name);
+        }
         if (mk->wplace == CG_PLACE_ARG_T) free(wa);
         if (mk->bplace == CG_PLACE_ARG_T) free(ba);
-        dlclose(so);
     }
+    if (so) dlclose(so);
     /* every layer against the CPU reference */
     float *lo[CG_MAX_LAYERS] = {0};
     for (int i = 0; i < s.nlayers; i++) lo[i] = malloc((size_t)cg_layer_out_elems(&s.layers[i]) * IMAGES * sizeof(float));
@@ -410,6 +574,13 @@ int main(void)
     char shim_path[1024];
     snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
     CHECK(write_text(shim_path, shim, strlen(shim)) == 0, "shim");
+    /* the shim precompiled (g++ takes shim.h.gch for -include shim.h), and a directory for the kernels' objects */
+    char gch_path[1100], obj_dir[1100];
+    snprintf(gch_path, sizeof gch_path, "%s.gch", shim_path);
+    snprintf(obj_dir, sizeof obj_dir, "%s/obj", dir);
+    char *pch[] = {"g++", EMU_CXXFLAGS, "-x", "c++-header", shim_path, "-o", gch_path, NULL};
+    CHECK(run_cmd(pch) == 0 && mkdir(obj_dir, 0700) == 0, "the shim precompiled");
+    CHECK(fib_init() == 0, "stacks for the emulated threads");
     const char *one = getenv("CG_EMULATE_SPEC");
     const char *bucket = getenv("CG_EMULATE_BATCH");
     if (one && *one)

@@ -6,6 +6,7 @@
  * NVRTC, not a GPU; compiles run in parallel (OpenMP), one NVRTC program each. A
  * network named *-tc.yaml (tensor cores) is generated for sm_80 and compiled for sm_80 up. */
 #include <glob.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +30,44 @@ typedef struct {
     const cg_gen_kernel *k;
     const char *spec;
     int arch;
+    const char *body; /* the source after its leading comment lines */
+    size_t body_len;
+    int also; /* how many other jobs (kernels of other specs, or twins) this compile stands for */
 } job;
+
+/* The source after its header (the leading "//" lines, which name the spec and
+ * the command): two kernels whose bodies are byte-identical compile to the same
+ * cubin, so one compile per body and arch stands for both. */
+static const char *source_body(const cg_gen_kernel *k, size_t *len)
+{
+    const char *p = k->source;
+    while (!strncmp(p, "//", 2)) {
+        const char *nl = strchr(p, '\n');
+        if (!nl) break;
+        p = nl + 1;
+    }
+    *len = k->source_len - (size_t)(p - k->source);
+    return p;
+}
+
+/* Jobs sorted by arch, then body length (longest first), then body bytes: equal
+ * bodies of one arch side by side. */
+static int by_body(const void *x, const void *y)
+{
+    const job *a = x, *b = y;
+    if (a->arch != b->arch) return a->arch - b->arch;
+    if (a->body_len != b->body_len) return a->body_len > b->body_len ? -1 : 1;
+    return memcmp(a->body, b->body, a->body_len);
+}
+
+/* Longest body first (the longest compile the longest, roughly): the parallel
+ * compiles end together instead of one long compile left alone at the end. */
+static int by_length(const void *x, const void *y)
+{
+    const job *a = x, *b = y;
+    if (a->body_len != b->body_len) return a->body_len > b->body_len ? -1 : 1;
+    return a->arch - b->arch;
+}
 
 /* The fc_vec cluster split exists only for targets of cc 9.0 and later: the
  * default target refuses it, an sm_90 target lists split 2, 4, 8 among the
@@ -132,34 +170,56 @@ int main(void)
                     if (!nj) break;
                     jobs = nj;
                 }
-                jobs[njobs++] = (job){&outs[i].k[k], g.gl_pathv[i], archs[a]};
+                size_t len;
+                const char *body = source_body(&outs[i].k[k], &len);
+                jobs[njobs++] = (job){&outs[i].k[k], g.gl_pathv[i], archs[a], body, len, 0};
             }
     }
     CHECK(outs != NULL, "out of memory");
 
+    /* one compile per distinct (body, arch); a failure names the first spec with it and how many more share it */
+    int builds = njobs;
+    if (jobs) qsort(jobs, (size_t)njobs, sizeof *jobs, by_body);
+    int distinct = 0;
+    for (int j = 0; j < njobs; j++)
+        if (!distinct || by_body(&jobs[distinct - 1], &jobs[j])) jobs[distinct++] = jobs[j];
+        else jobs[distinct - 1].also++;
+    njobs = distinct;
+    if (jobs) qsort(jobs, (size_t)njobs, sizeof *jobs, by_length);
+
     int failed = 0, spilled = 0;
-#pragma omp parallel for schedule(dynamic) reduction(+ : failed, spilled)
+    double cpu = 0, cpu_twins = 0; /* CPU seconds of the compiles, and what the skipped ones would have taken */
+#pragma omp parallel for schedule(dynamic) reduction(+ : failed, spilled, cpu, cpu_twins)
     for (int j = 0; j < njobs; j++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
         cg_buf img, log;
         cg_nvrtc_stats st;
         cg_err je = {""};
         const job *jb = &jobs[j];
         if (cg_nvrtc_compile(nv, jb->k->source, jb->k->file, jb->arch, 0, &img, &log, &st, &je)) {
 #pragma omp critical
-            printf("FAIL %s: %s\n%s\n", jb->spec, je.msg, log.data ? log.data : "");
+            printf("FAIL %s: %s sm_%d (and %d more of the same source): %s\n%s\n", jb->spec, jb->k->kernel, jb->arch,
+                   jb->also, je.msg, log.data ? log.data : "");
             failed++;
         } else if (st.spill_stores || st.spill_loads || !st.known) {
 #pragma omp critical
-            printf("FAIL %s: %s sm_%d: %ld bytes spill stores, %ld bytes spill loads "
+            printf("FAIL %s: %s sm_%d (and %d more of the same source): %ld bytes spill stores, %ld bytes spill loads "
                    "(ptxas numbers %s)\n",
-                   jb->spec, jb->k->kernel, jb->arch, st.spill_stores, st.spill_loads,
+                   jb->spec, jb->k->kernel, jb->arch, jb->also, st.spill_stores, st.spill_loads,
                    st.known ? "read" : "missing");
             spilled++;
         }
         cg_buf_free(&img), cg_buf_free(&log);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+        double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+        cpu += took, cpu_twins += took * jb->also;
     }
-    printf("note: %d kernel builds across %zu specs (%s)\n", njobs, g.gl_pathc,
-           all ? "every NVRTC arch >= 75" : "the shipped archs");
+    printf("note: %d kernel builds across %zu specs (%s), %d of them distinct and compiled\n", builds, g.gl_pathc,
+           all ? "every NVRTC arch >= 75" : "the shipped archs", njobs);
+    printf("note: %.0f s CPU in NVRTC; compiling the %d repeated sources as well would have taken %.0f s more\n", cpu,
+           builds - njobs, cpu_twins);
+    CHECK(njobs <= builds && (builds == 0 || njobs > 0), "one compile per distinct kernel and arch");
     CHECK(njobs > 0, "something was compiled");
     CHECK(failed == 0, "%d of %d kernel builds failed", failed, njobs);
     CHECK(spilled == 0, "%d of %d kernel builds spilled", spilled, njobs);
