@@ -508,11 +508,15 @@ def convgen_templates(convgen, path, layers, arch=None):
         run_convgen([convgen, "generate", path, "-o", d] + (["--arch", arch] if arch else []))
         with open(os.path.join(d, "manifest.txt")) as f:
             manifest = f.read().splitlines()
-        tensors, chosen = {}, {}
+        tensors, chosen, layer_tensor = {}, {}, {}
         for line in manifest:
             w = line.split()
             if w[:1] == ["tensor"]:
                 tensors[w[1]] = int(w[3])
+            elif w[:1] == ["layer"] and len(w) >= 4:
+                # the tensor holding the layer's output: its own, or (a batch norm folded
+                # into its conv, a conv computing an add: into=ADD) the one it shares
+                layer_tensor[w[1]] = w[3]
             elif w[:1] == ["kernel"]:
                 kv = dict(x.split("=", 1) for x in w[2:] if "=" in x)
                 if kv.get("template", "").startswith("conv2d_"):
@@ -522,8 +526,9 @@ def convgen_templates(convgen, path, layers, arch=None):
                     chosen[kv["layer"]] = kv["template"] + (f" ({m.group(1)})" if m else "")
     for l in layers:
         want = l["OC"] * l["OH"] * l["OW"]
-        if tensors.get(l["name"]) != want:
-            raise CheckError(f"{path}: layer '{l['name']}': convgen's manifest has {tensors.get(l['name'])} "
+        have = tensors.get(layer_tensor.get(l["name"], l["name"]))
+        if have != want:
+            raise CheckError(f"{path}: layer '{l['name']}': convgen's manifest has {have} "
                              f"elements per image, this script derived {want}")
         if l["op"] == "conv" and l["name"] not in chosen:
             raise CheckError(f"{path}: layer '{l['name']}': no conv2d_* kernel in convgen's manifest")
