@@ -84,6 +84,13 @@ void cg_harness_compare(const float *gpu, const float *cpu, size_t n, double tol
 
 double cg_precision_tol(cg_precision p, long long n)
 {
+    if (p == CG_PREC_BF16 || p == CG_PREC_FP16) {
+        /* operands rounded to the 16-bit type (2u a product), the FP32 sum, then the
+         * stored value rounded once (u); an op of no reduction stores one rounding */
+        double u = ldexp(1.0, p == CG_PREC_BF16 ? -8 : -11);
+        double t = n < 1 ? u : 2 * u * sqrt((double)n) + (double)n * ldexp(1.0, -24) + u;
+        return t > CG_HARNESS_TOL ? t : CG_HARNESS_TOL;
+    }
     if (p != CG_PREC_TF32 || n < 1) return CG_HARNESS_TOL;
     double u = ldexp(1.0, -11), t = 2 * u * sqrt((double)n) + (double)n * ldexp(1.0, -24);
     return t > CG_HARNESS_TOL ? t : CG_HARNESS_TOL;

@@ -640,8 +640,14 @@ end
 -- C statements defining the lambdas mma(d, a, b): d += a*b, and mma0(d, a, b): d =
 -- a*b (the accumulator not read: no zeroing moves), one mma.sync.m16n8k8 each, d the
 -- four accumulators (common.ACC, FP32) of a C fragment, a and b the A and B fragments' registers.
-function common.tf32x3_mma_defs()
+-- kind: nil for the m16n8k8 TF32 product; "bf16" or "f16" for m16n8k16 with
+-- operands of that type (A four registers of two elements, B two, FP32 accumulators).
+function common.tf32x3_mma_defs(kind)
   local head = 'asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, '
+  if kind then
+    head = string.format('asm("mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%%0, %%1, %%2, %%3}, ' ..
+      '{%%4, %%5, %%6, %%7}, {%%8, %%9}, ', kind, kind)
+  end
   local ab = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])'
   return table.concat({
     "auto mma = [](" .. common.ACC .. " (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",

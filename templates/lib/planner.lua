@@ -343,6 +343,8 @@ planner.SPLIT_UNKNOWN_SMS = 100
 -- The split of layer l under conv2d_igemm's parameters p (split 1), and why:
 -- 1 and nil, or S > 1 and the reason's words.
 function planner.split_of(l, p)
+  -- (16-bit tensors: not split yet; conv2d_igemm stores partial sums in its output's type)
+  if l.dtype and l.dtype ~= "f32" then return 1, nil end
   local g = common.conv_geom(l)
   if common.fused_pool2(g) then return 1, nil end
   local R = l.C * l.K * l.K
@@ -600,6 +602,20 @@ function planner.build(net)
   -- the network's tensor type: every tensor between layers, every layer's weights
   -- and bias (pixels stay u8, predictions i32)
   local dt = planner.half_target(net)
+  -- the tensor that is the network's output: the last layer's (a folded
+  -- batchnorm's is its conv's)
+  local final_out
+  do
+    local last = net.layers[#net.layers]
+    local by_name = {}
+    for _, x in ipairs(net.layers) do by_name[x.name] = x end
+    while last and last.op == "batchnorm" and last.folded do
+      local src = last.inputs and #last.inputs > 0 and last.inputs[1] or
+        (last.index > 1 and net.layers[last.index - 1].name)
+      last = src and by_name[src]
+    end
+    final_out = last and last.name
+  end
   -- constant memory left for weights: all kernels of a network may share one
   -- module (a fat binary), and a module has one 64 KiB constant bank
   local const_left = common.CONST_BUDGET
@@ -607,13 +623,17 @@ function planner.build(net)
   local function add(tname, l, given, index, layer, inputs, output_name, shape, dtype)
     local T = import(tname)
     l.const_left = const_left
-    if dt ~= "f32" and l.dtype == nil then
-      -- half-width tensors: input_u8 reads pixels, argmax writes indices, splitk_reduce
-      -- reads FP32 partial sums; every other role is the network's type
-      l.dtype = dt
+    if dt ~= "f32" then
+      -- half-width tensors: input_u8 reads pixels, argmax writes indices; a kernel
+      -- reads its input in the type that tensor has, and the one writing the
+      -- network's output (the scores the host reads) writes FP32; every other
+      -- role is the network's type
+      if l.dtype == nil then l.dtype = dt end
       if tname == "input_u8" then l.in_dtype = "u8" end
       if tname == "argmax" then l.out_dtype = "i32" end
-      if tname == "splitk_reduce" then l.in_dtype = "f32" end
+      local src = tname ~= "input_u8" and tensors[inputs[1]]
+      if src and src.dtype ~= l.dtype then l.in_dtype = src.dtype end
+      if output_name == final_out then l.out_dtype = "f32" end
     end
     local p, listed = resolve(T, tname, l, given, index)
     local k = common.add_pdl(planner.half_kernel(T.kernel(l, p), l, net.precision), net.target)
@@ -633,7 +653,7 @@ function planner.build(net)
       if not tensors[name] then fail(index, nil, "input '" .. tostring(name) .. "' is no tensor made before it") end
       k.inputs[j] = name
     end
-    k.out = tensor(output_name, dtype or dt, k.out_elems, shape)
+    k.out = tensor(output_name, dtype or l.out_dtype or dt, k.out_elems, shape)
     out.kernels[#out.kernels + 1] = k
     return k
   end
