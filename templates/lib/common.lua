@@ -743,6 +743,11 @@ function common.check_wgmma(l, p, tname)
     return string.format("%s computes 3xTF32 (FP32 accuracy) only; precision tf32 (one TF32 product) is not "
       .. "written for it yet: write strategy igemm_tc or auto, or precision fp32", tname)
   end
+  local ty = common.types(l)
+  if ty.in_t ~= "float" or ty.w_t ~= "float" then
+    return string.format("%s stages FP32 operands for wgmma only; 16-bit tensors (precision %s) are not written "
+      .. "for it yet: write strategy igemm_tc or auto", tname, l.precision or ty.in_t)
+  end
   if not t.sm90a then
     return string.format("%s needs wgmma: sm_90 built as sm_90a (the target is sm_%d%s)", tname,
       t.cc or 75, (t.cc == 90) and ", built for more than sm_90" or "")

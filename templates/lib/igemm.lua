@@ -1181,7 +1181,7 @@ local function kernel(l, p, tc)
     if not res then return e end
     local others = {}
     for k = 1, res.n do
-      others[k] = c and string.format("r%d.%s", k, c) or ty.to_acc(string.format("__ldg(%s + %s)", res.names[k], idx))
+      others[k] = c and ty.to_acc(string.format("r%d.%s", k, c)) or ty.to_acc(string.format("__ldg(%s + %s)", res.names[k], idx))
     end
     return res.sum(e, others)
   end

@@ -258,6 +258,15 @@ function planner.auto_strategy(l)
       "the target has TF32 tensor cores (sm_%d), C = %d >= %d and M = %d >= %d", cc, l.C, planner.AUTO_TF32_MIN_C,
       l.M, planner.AUTO_TF32_MIN_M)
   end
+  -- bf16 and fp16: the same rule (one m16n8k16 product a tile on 16-bit operands;
+  -- the wgmma templates refuse 16-bit tensors); not yet timed on a GPU
+  if (l.precision == "bf16" or l.precision == "fp16") and cc >= 80 and l.C >= planner.AUTO_TF32_MIN_C
+      and l.M >= planner.AUTO_TF32_MIN_M
+      and pcall(resolve, import("conv2d_igemm_tc"), "conv2d_igemm_tc", l, nil, nil) then
+    return "conv2d_igemm_tc", string.format("auto: igemm_tc, since precision is %s (one m16n8k16 product a " ..
+      "tile), the target has its tensor cores (sm_%d), C = %d >= %d and M = %d >= %d", l.precision, cc, l.C,
+      planner.AUTO_TF32_MIN_C, l.M, planner.AUTO_TF32_MIN_M)
+  end
   local planes, why = planes_rule(l)
   if planes then return planes, why end
   if l.C <= planner.AUTO_DIRECT_MAX_C and ckk <= planner.AUTO_DIRECT_MAX_CKK then
