@@ -229,6 +229,9 @@ function common.vec_t(ctype, width)
   error("no " .. width .. "-wide vector type of " .. ctype, 2)
 end
 
+-- Whether C type `ctype` is one of the 16-bit floats (__half, __nv_bfloat16).
+function common.is_half(ctype) return HALF_VEC[ctype] ~= nil end
+
 -- What a kernel with 16-bit tensors opens with (NVRTC has no CUDA headers on its
 -- search path, so nothing is included): the types __half and __nv_bfloat16 as
 -- their 16 bits, their conversions to and from float (PTX cvt, rounding to
@@ -744,7 +747,7 @@ function common.check_wgmma(l, p, tname)
       .. "written for it yet: write strategy igemm_tc or auto, or precision fp32", tname)
   end
   local ty = common.types(l)
-  if ty.in_t ~= "float" or ty.w_t ~= "float" then
+  if common.is_half(ty.in_t) or common.is_half(ty.w_t) then
     return string.format("%s stages FP32 operands for wgmma only; 16-bit tensors (precision %s) are not written "
       .. "for it yet: write strategy igemm_tc or auto", tname, l.precision or ty.in_t)
   end

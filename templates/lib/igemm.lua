@@ -233,7 +233,7 @@ local function shape(l, p, tc)
   -- type a tile (s.half: "bf16" or "f16"); both templates stage the slices as stored
   -- (2 bytes an element), through registers (cp.async copies 4, 8 or 16 bytes)
   local ty = common.types(l)
-  s.narrow = ty.in_t ~= "float" or ty.w_t ~= "float"
+  s.narrow = common.is_half(ty.in_t) or common.is_half(ty.w_t)
   s.half = tc and s.narrow and (ty.in_t == "__nv_bfloat16" and "bf16" or "f16") or nil
   -- a tensor-core slice of a depth that is no whole number of kernel rows or channels
   s.free = tc and not common.contains(slice_depths(l), p.bk)
