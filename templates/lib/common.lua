@@ -232,6 +232,16 @@ end
 -- Whether C type `ctype` is one of the 16-bit floats (__half, __nv_bfloat16).
 function common.is_half(ctype) return HALF_VEC[ctype] ~= nil end
 
+-- The 16-bit dtype ("bf16" or "f16") of layer table l's input or weights, nil
+-- where both are FP32 (cheap: checks ask it of every candidate configuration).
+function common.half_dtype(l)
+  local d = l.in_dtype or l.dtype
+  if d == "bf16" or d == "f16" then return d end
+  d = l.w_dtype or l.dtype
+  if d == "bf16" or d == "f16" then return d end
+  return nil
+end
+
 -- What a kernel with 16-bit tensors opens with (NVRTC has no CUDA headers on its
 -- search path, so nothing is included): the types __half and __nv_bfloat16 as
 -- their 16 bits, their conversions to and from float (PTX cvt, rounding to
@@ -746,10 +756,9 @@ function common.check_wgmma(l, p, tname)
     return string.format("%s computes 3xTF32 (FP32 accuracy) only; precision tf32 (one TF32 product) is not "
       .. "written for it yet: write strategy igemm_tc or auto, or precision fp32", tname)
   end
-  local ty = common.types(l)
-  if common.is_half(ty.in_t) or common.is_half(ty.w_t) then
+  if common.half_dtype(l) then
     return string.format("%s stages FP32 operands for wgmma only; 16-bit tensors (precision %s) are not written "
-      .. "for it yet: write strategy igemm_tc or auto", tname, l.precision or ty.in_t)
+      .. "for it yet: write strategy igemm_tc or auto", tname, l.precision or common.half_dtype(l))
   end
   if not t.sm90a then
     return string.format("%s needs wgmma: sm_90 built as sm_90a (the target is sm_%d%s)", tname,

@@ -232,9 +232,9 @@ local function shape(l, p, tc)
   -- 16-bit tensors (bf16, fp16): conv2d_igemm_tc takes one m16n8k16 product of that
   -- type a tile (s.half: "bf16" or "f16"); both templates stage the slices as stored
   -- (2 bytes an element), through registers (cp.async copies 4, 8 or 16 bytes)
-  local ty = common.types(l)
-  s.narrow = common.is_half(ty.in_t) or common.is_half(ty.w_t)
-  s.half = tc and s.narrow and (ty.in_t == "__nv_bfloat16" and "bf16" or "f16") or nil
+  local hd = common.half_dtype(l)
+  s.narrow = hd ~= nil
+  s.half = tc and hd or nil
   -- a tensor-core slice of a depth that is no whole number of kernel rows or channels
   s.free = tc and not common.contains(slice_depths(l), p.bk)
   if s.mma then
