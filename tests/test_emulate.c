@@ -29,7 +29,10 @@
  * pools), layers-depthwise (conv2d_depthwise's windows, strides, padding and pools,
  * conv2d_direct's channel groups, relu6 and sigmoid fused and standalone), layers-graph (a residual add
  * read from two layers, concat of two branches, a three-input add: kernels reading
- * several tensors, a tensor read by two later layers). The
+ * several tensors, a tensor read by two later layers), layers-bf16 and layers-fp16
+ * (16-bit tensors generated for sm_80, weights narrowed as the runtime narrows them,
+ * 16-bit outputs widened before the comparison, within cg_spec_tols' 16-bit
+ * tolerance; the shim declares __half and __nv_bfloat16 and their conversions). The
  * kernels are built to trap on a misaligned vector access, as a GPU faults on
  * one; the trap fails the test naming the kernel. For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket).
