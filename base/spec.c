@@ -219,6 +219,11 @@ const char *cg_precision_name(cg_precision p)
     return "?";
 }
 
+const char *cg_precision_dtype(cg_precision p)
+{
+    return p == CG_PREC_BF16 ? "bf16" : p == CG_PREC_FP16 ? "f16" : "f32";
+}
+
 const char *cg_act_name(cg_act a)
 {
     switch (a) {

@@ -35,8 +35,10 @@ typedef enum { CG_OP_CONV, CG_OP_FC, CG_SAME_SHAPE_OPS(CG_OP_ENUM_ENTRY) CG_OP_B
 typedef enum { CG_ACT_NONE, CG_ACT_TANH, CG_ACT_RELU, CG_ACT_RELU6, CG_ACT_SIGMOID } cg_act;
 /* How a conv's or fc's products are computed (`precision:`, docs/spec.md): fp32
  * (the default), tf32 (FP32 tensors, each product one TF32 product on tensor
- * cores where the template has them, FP32 accumulation); bf16 and fp16 are
- * names the reader knows and refuses (half-width tensors are not generated yet). */
+ * cores where the template has them, FP32 accumulation), bf16 and fp16 (the
+ * tensors between layers, weights and biases in that 16-bit format, products on
+ * tensor cores where the template has them, FP32 accumulation and epilogue, one
+ * rounding per stored value). */
 typedef enum { CG_PREC_FP32, CG_PREC_TF32, CG_PREC_BF16, CG_PREC_FP16 } cg_precision;
 /* What a conv's pool computes over each window (after the activation). */
 typedef enum { CG_POOL_MAX, CG_POOL_AVG, CG_POOL_GLOBAL_AVG } cg_pool_op;
@@ -147,6 +149,9 @@ int cg_spec_parse(const char *path, const char *text, size_t len, cg_spec *out, 
 const char *cg_act_name(cg_act a);
 /* "fp32", "tf32", "bf16" or "fp16". */
 const char *cg_precision_name(cg_precision p);
+/* The element type of the tensors a precision stores, as the manifest names it:
+ * "f32" (fp32, tf32), "bf16" or "f16". */
+const char *cg_precision_dtype(cg_precision p);
 /* "none", "max", "avg" or "global_avg". */
 const char *cg_pool_name(const cg_layer *l);
 /* A conv layer's output before its pool (*ch x *cw) and after (*oh x *ow), from

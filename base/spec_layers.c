@@ -96,9 +96,6 @@ int cg_spec_read_precision(const cg_yctx *c, const cg_ynode *v, const char *wher
                          cg_y_show(v->text, show, sizeof show), *where ? " " : "", where,
                          near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
     }
-    if (p == CG_PREC_BF16 || p == CG_PREC_FP16)
-        return cg_y_fail(c, v->pos, "precision '%s'%s%s is not implemented yet: half-width (16-bit) tensors are "
-                         "not generated; write fp32 or tf32", precisions[p], *where ? " " : "", where);
     *out = (cg_precision)p;
     return 0;
 }
@@ -539,6 +536,18 @@ static int read_layer(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i,
     if ((v = cg_y_get(item, "precision"))) {
         if (cg_spec_read_precision(c, v, where, &l->precision)) return -1;
         l->precision_pos = v->pos;
+        /* the tensors between layers hold the network's element type (fp32 and tf32:
+         * FP32, bf16 and fp16 their 16-bit formats); a layer may change how its products
+         * are computed within that type, not the type */
+        if (cg_precision_dtype(l->precision) != cg_precision_dtype(s->precision))
+            return cg_y_fail(c, v->pos, "layer '%s': precision %s stores %s tensors, the network's precision %s "
+                             "stores %s; a layer's precision must keep the network's tensor type (write "
+                             "precision: %s at network level, or %s)",
+                             l->name, cg_precision_name(l->precision), cg_precision_dtype(l->precision),
+                             cg_precision_name(s->precision), cg_precision_dtype(s->precision),
+                             cg_precision_name(l->precision),
+                             s->precision == CG_PREC_FP32 || s->precision == CG_PREC_TF32 ? "fp32 or tf32"
+                                                                                            : cg_precision_name(s->precision));
     }
     return 0;
 }

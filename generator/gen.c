@@ -439,12 +439,25 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     lua_getfield(L, -1, "pdl");
     int pdl = lua_toboolean(L, -1);
     lua_pop(L, 1);
+    /* optional: the 16-bit type its weights and bias are read in (absent: f32) */
+    char wdt[8] = "";
+    lua_getfield(L, -1, "wdtype");
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        const char *d = lua_tostring(L, -1);
+        if (strcmp(d, "f16") && strcmp(d, "bf16") && strcmp(d, "f32")) {
+            lua_pop(L, 1);
+            cg_buf_free(&b);
+            return cg_fail(e, "%s: kernel %s: wdtype '%s' is none of f32, f16, bf16", tfile, k->kernel, d);
+        }
+        if (strcmp(d, "f32")) snprintf(wdt, sizeof wdt, "%s", d);
+    }
+    lua_pop(L, 1);
     size_t line_at = man->len;
     bad = bad || cg_buf_printf(man,
         "kernel %s layer=%s template=%s in=%s out=%s grid=%s,%s,%s block=%lld,%lld,%lld "
-        "shared=%lld weights=%s bias=%s args=%s%s\n",
+        "shared=%lld weights=%s bias=%s args=%s%s%s%s\n",
         k->kernel, k->layer, k->tpl, in, out, grid[0], grid[1], grid[2], block[0], block[1],
-        block[2], shared, weights, bias, args, pdl ? " pdl=1" : "");
+        block[2], shared, weights, bias, args, pdl ? " pdl=1" : "", wdt[0] ? " wdtype=" : "", wdt);
     if (!bad && launch) {
         memset(launch, 0, sizeof *launch);
         for (int d = 0; d < 3; d++) {

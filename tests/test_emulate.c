@@ -30,7 +30,10 @@
  * pools), layers-depthwise (conv2d_depthwise's windows, strides, padding and pools,
  * conv2d_direct's channel groups, relu6 and sigmoid fused and standalone), layers-graph (a residual add
  * read from two layers, concat of two branches, a three-input add: kernels reading
- * several tensors, a tensor read by two later layers). The
+ * several tensors, a tensor read by two later layers), layers-bf16 and layers-fp16
+ * (16-bit tensors generated for sm_80, weights narrowed as the runtime narrows them,
+ * 16-bit outputs widened before the comparison, within cg_spec_tols' 16-bit
+ * tolerance; the shim declares __half and __nv_bfloat16 and their conversions). The
  * kernels are built to trap on a misaligned vector access, as a GPU faults on
  * one; the trap fails the test naming the kernel. For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket);
@@ -91,6 +94,34 @@ static const char shim[] =
     "static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
     "static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
     "#define __global__\n#define __device__ static\n#define __forceinline__ inline\n"
+    /* 16-bit floats as the kernels' half prelude declares them (templates/lib/common.lua
+     * HALF_PRELUDE), their conversions bit for bit as the GPU's cvt.rn: to nearest, ties to even */
+    "#define CG_HALF_TYPES\n"
+    "struct __attribute__((aligned(2))) __half { unsigned short x; };\n"
+    "struct __attribute__((aligned(2))) __nv_bfloat16 { unsigned short x; };\n"
+    "static inline float __half2float(__half h) {\n"
+    "  unsigned s = (unsigned)(h.x >> 15) << 31, e = h.x >> 10 & 0x1f, m = h.x & 0x3ff;\n"
+    "  if (e == 0x1f) return __uint_as_float(s | 0x7f800000u | m << 13);\n"
+    "  if (e) return __uint_as_float(s | (e + 112) << 23 | m << 13);\n"
+    "  if (!m) return __uint_as_float(s);\n"
+    "  unsigned e32 = 113; while (!(m & 0x400)) m <<= 1, e32--;\n"
+    "  return __uint_as_float(s | e32 << 23 | (m & 0x3ff) << 13); }\n"
+    "static inline __half __float2half_rn(float f) {\n"
+    "  unsigned x = __float_as_uint(f), e8 = x >> 23 & 0xff, man = x & 0x7fffff;\n"
+    "  unsigned short s = (unsigned short)(x >> 16 & 0x8000);\n"
+    "  if (e8 == 0xff) return {(unsigned short)(s | 0x7c00 | (man ? 0x200 | man >> 13 : 0))};\n"
+    "  int e = (int)e8 - 127;\n"
+    "  if (e > 15) return {(unsigned short)(s | 0x7c00)};\n"
+    "  if (e >= -14) { unsigned m = (unsigned)(e + 15) << 10 | man >> 13, rem = man & 0x1fff;\n"
+    "    if (rem > 0x1000 || (rem == 0x1000 && (m & 1))) m++; return {(unsigned short)(s | m)}; }\n"
+    "  if (e8 == 0 || e < -25) return {s};\n"
+    "  unsigned m = man | 0x800000, sh = (unsigned)(-e - 1), q = m >> sh, rem = m & ((1u << sh) - 1), hf = 1u << (sh - 1);\n"
+    "  if (rem > hf || (rem == hf && (q & 1))) q++; return {(unsigned short)(s | q)}; }\n"
+    "static inline float __bfloat162float(__nv_bfloat16 b) { return __uint_as_float((unsigned)b.x << 16); }\n"
+    "static inline __nv_bfloat16 __float2bfloat16_rn(float f) {\n"
+    "  unsigned u = __float_as_uint(f);\n"
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return {(unsigned short)((u >> 16) | 0x40u)};\n"
+    "  return {(unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)}; }\n"
     "#define __launch_bounds__(...)\n#define __restrict__ __restrict\n#define __constant__\n"
     "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n";
 
@@ -278,24 +309,41 @@ static unsigned long long body_hash(const char *src)
     "-std=c++20", "-O0", "-w", "-fPIC", "-fsanitize=alignment", "-fsanitize-undefined-trap-on-error"
 
 /* Places a weight tensor where the kernel finds it: in its __constant__ symbol,
- * as an argument, or as an argument transposed to (rest x rows). */
-static float *place(void *so, cg_place where, const char *sym, const cg_tensor *t, long long rows, int *ok)
+ * as an argument, or as an argument transposed to (rest x rows); in the kernel's
+ * weight type dt (a 16-bit one converted as the runtime converts it,
+ * cg_weights_narrowed). *owned: whether the caller frees the result. */
+static void *place(void *so, cg_place where, const char *sym, const cg_tensor *t, long long rows, cg_dtype dt,
+                   int *ok, int *owned)
 {
-    *ok = 1;
+    *ok = 1, *owned = 0;
     if (where == CG_PLACE_NONE || !t) return NULL;
-    if (where == CG_PLACE_ARG) return t->data;
-    if (where == CG_PLACE_CONST) {
-        float *dst = dlsym(so, sym);
-        if (!dst) return *ok = 0, NULL;
-        memcpy(dst, t->data, (size_t)t->count * sizeof(float));
-        return NULL;
+    const float *src = t->data;
+    float *tr = NULL;
+    if (where == CG_PLACE_ARG_T) {
+        long long rest = t->count / rows;
+        tr = malloc((size_t)t->count * sizeof(float));
+        if (!tr) return *ok = 0, NULL;
+        for (long long m = 0; m < rows; m++)
+            for (long long r = 0; r < rest; r++) tr[r * rows + m] = t->data[m * rest + r];
+        src = tr;
     }
-    long long rest = t->count / rows;
-    float *tr = malloc((size_t)t->count * sizeof(float));
-    if (!tr) return *ok = 0, NULL;
-    for (long long m = 0; m < rows; m++)
-        for (long long r = 0; r < rest; r++) tr[r * rows + m] = t->data[m * rest + r];
-    return tr;
+    void *data = (void *)src;
+    if (dt == CG_DT_F16 || dt == CG_DT_BF16) {
+        data = cg_weights_narrowed(src, t->count, dt == CG_DT_F16 ? CG_W_F16 : CG_W_BF16);
+        free(tr), tr = NULL;
+        if (!data) return *ok = 0, NULL;
+        *owned = 1;
+    } else if (tr) {
+        *owned = 1;
+    }
+    if (where == CG_PLACE_CONST) {
+        void *dst = dlsym(so, sym);
+        if (dst) memcpy(dst, data, (size_t)t->count * cg_dtype_size(dt));
+        if (*owned) free(data);
+        *owned = 0;
+        return *ok = dst != NULL, NULL;
+    }
+    return data;
 }
 
 /* The kernel being emulated, for the trap handler: the kernels are built to
@@ -346,7 +394,9 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
     cg_err e = {""};
     cg_target tg;
     cg_target_default(&tg);
-    if (strstr(spec_path, "-tc.yaml") || strstr(spec_path, "-tf32.yaml")) tg.cc = 80;
+    if (strstr(spec_path, "-tc.yaml") || strstr(spec_path, "-tf32.yaml") || strstr(spec_path, "-bf16.yaml") ||
+        strstr(spec_path, "-fp16.yaml"))
+        tg.cc = 80;
     if (strstr(spec_path, "-wg.yaml")) cg_aot_target((int[]){90}, 1, &tg);
     tg.batch = batch;
     if (cg_spec_load(spec_path, &s, &e) || cg_generate_for(&s, "test", &tg, &o, &e) ||
@@ -465,9 +515,9 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
             tb = cg_weights_find(&fw, name);
             rows = l->op == CG_OP_CONV ? l->M : l->op == CG_OP_BATCHNORM ? l->C : l->out;
         }
-        int okw, okb;
-        float *wa = place(so, mk->wplace, mk->wsym, tw, rows, &okw);
-        float *ba = place(so, mk->bplace, mk->bsym, tb, rows, &okb);
+        int okw, okb, ownw, ownb;
+        void *wa = place(so, mk->wplace, mk->wsym, tw, rows, mk->wdtype, &okw, &ownw);
+        void *ba = place(so, mk->bplace, mk->bsym, tb, rows, mk->wdtype, &okb, &ownb);
         CHECK(okw && okb, "%s: %s: weights not placed", spec_path, mk->name);
         /* arguments by role: 2 to 7 pointers (inputs, out, weights, bias), then n */
         void *a[7] = {0};
@@ -490,8 +540,8 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
             CHECK(lrc == 0, "%s: %s: the emulated launch failed (threads stuck at barriers, or no memory)", spec_path,
                   mk->name);
         }
-        if (mk->wplace == CG_PLACE_ARG_T) free(wa);
-        if (mk->bplace == CG_PLACE_ARG_T) free(ba);
+        if (ownw) free(wa);
+        if (ownb) free(ba);
     }
     if (so) dlclose(so);
     /* every layer against the CPU reference */
@@ -530,7 +580,16 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
         CHECK(m.t[t].elems * IMAGES == (long long)count, "%s: layer %s: %lld elements, the CPU has %zu", spec_path,
               s.layers[i].name, m.t[t].elems * IMAGES, count);
         if (m.t[t].elems * IMAGES != (long long)count) continue;
+        /* a 16-bit tensor widened, exactly, as the runtime downloads it */
+        float *wide = NULL;
         const float *g = buf[t];
+        if (m.t[t].dtype == CG_DT_F16 || m.t[t].dtype == CG_DT_BF16) {
+            const uint16_t *h = buf[t];
+            g = wide = malloc(count * sizeof(float));
+            for (size_t j = 0; wide && j < count; j++)
+                wide[j] = m.t[t].dtype == CG_DT_F16 ? cg_f16_to_f32(h[j]) : cg_bf16_to_f32(h[j]);
+            if (!wide) continue;
+        }
         double num = 0, den = 0;
         size_t nan = 0;
         for (size_t j = 0; j < count; j++) {
@@ -538,6 +597,7 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
             double d = (double)g[j] - ref[j];
             num += d * d, den += (double)ref[j] * ref[j];
         }
+        free(wide);
         double rel = sqrt(num / (den > 0 ? den : 1));
         double lim = s.layers[i].precision == CG_PREC_FP32 && tol[i] == CG_HARNESS_TOL ? MAX_REL_L2 : tol[i];
         CHECK(nan == 0 && rel <= lim, "%s: layer %s: %zu unwritten, relative L2 error %.3g (tolerance %.3g)", spec_path,

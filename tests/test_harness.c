@@ -108,6 +108,13 @@ static void test_tolerance(void)
     CHECK(cg_precision_tol(CG_PREC_TF32, 4608) > cg_precision_tol(CG_PREC_TF32, 400), "grows with n");
     CHECK(cg_precision_tol(CG_PREC_TF32, 0) == CG_HARNESS_TOL, "no products: 1e-5");
     CHECK(cg_precision_tol(CG_PREC_TF32, 1) > 9.7e-4 && cg_precision_tol(CG_PREC_TF32, 1) < 9.8e-4, "one product: 2u");
+    /* bf16 and fp16: 2u*sqrt(n) + n*2^-24 + u (the stored value's rounding), u alone for an op */
+    CHECK(fabs(cg_precision_tol(CG_PREC_BF16, 100) - (2 * 0x1p-8 * 10 + 100 * 0x1p-24 + 0x1p-8)) < 1e-15,
+          "bf16, 100 terms: %g", cg_precision_tol(CG_PREC_BF16, 100));
+    CHECK(fabs(cg_precision_tol(CG_PREC_FP16, 100) - (2 * 0x1p-11 * 10 + 100 * 0x1p-24 + 0x1p-11)) < 1e-15,
+          "fp16, 100 terms: %g", cg_precision_tol(CG_PREC_FP16, 100));
+    CHECK(cg_precision_tol(CG_PREC_BF16, 0) == 0x1p-8 && cg_precision_tol(CG_PREC_FP16, 0) == 0x1p-11,
+          "an op of no reduction: one rounding");
     cg_spec s;
     memset(&s, 0, sizeof s);
     s.nlayers = 3;

@@ -4,7 +4,9 @@
  * supports; CG_TEST_ALL_ARCHS=1 takes every NVRTC arch from sm_75 up instead
  * (about twice the time: the big convolutions take seconds per arch). Needs
  * NVRTC, not a GPU; compiles run in parallel (OpenMP), one NVRTC program each. A
- * network named *-tc.yaml (tensor cores) is generated for sm_80 and compiled for sm_80 up. */
+ * network named *-tc.yaml (tensor cores), *-tf32.yaml, *-bf16.yaml or *-fp16.yaml
+ * (16-bit tensors) is generated for sm_80 and compiled for sm_80 up; the 16-bit
+ * networks are refused for sm_75 (test_half_refusals). */
 #include <glob.h>
 #include <time.h>
 #include <stdlib.h>
@@ -117,6 +119,36 @@ static void test_fc_split(cg_nvrtc *nv)
     free(s);
 }
 
+/* 16-bit networks need sm_80: layers-bf16 generated for sm_75 is refused for its
+ * precision, naming the target; layers-fp16 (fp16's FFMA templates would run
+ * there) is refused at its igemm_tc layer, whose m16n8k16 product needs sm_80;
+ * both generate for sm_80 (and compile below, with the -bf16/-fp16 specs). */
+static void test_half_refusals(void)
+{
+    static cg_spec s;
+    static cg_gen_output o;
+    cg_err e = {""};
+    cg_target t75;
+    cg_target_default(&t75);
+    t75.cc = 75;
+    int rc = cg_spec_load("tests/gpu/layers-bf16.yaml", &s, &e);
+    CHECK(rc == 0, "layers-bf16: %s", e.msg);
+    if (!rc) {
+        rc = cg_generate_for(&s, "test", &t75, &o, &e);
+        CHECK(rc != 0, "layers-bf16 generated for sm_75");
+        if (rc) CHECK_CONTAINS(e.msg, "precision bf16 needs sm_80 or newer (BF16 conversions and tensor cores); the target is sm_75");
+        else cg_gen_free(&o);
+    }
+    rc = cg_spec_load("tests/gpu/layers-fp16.yaml", &s, &e);
+    CHECK(rc == 0, "layers-fp16: %s", e.msg);
+    if (!rc) {
+        rc = cg_generate_for(&s, "test", &t75, &o, &e);
+        CHECK(rc != 0, "layers-fp16 generated for sm_75");
+        if (rc) CHECK_CONTAINS(e.msg, "layer 'b2': conv2d_igemm_tc needs tensor cores with FP16 m16n8k16 (sm_80 or newer); the target is sm_75");
+        else cg_gen_free(&o);
+    }
+}
+
 int main(void)
 {
     cg_nvrtc *nv = NULL;
@@ -129,6 +161,7 @@ int main(void)
     int narch = 0;
     const int *archs = cg_nvrtc_archs(nv, &narch);
     test_fc_split(nv);
+    test_half_refusals();
     const char *all_env = getenv("CG_TEST_ALL_ARCHS");
     int all = all_env && !strcmp(all_env, "1");
 
@@ -154,7 +187,9 @@ int main(void)
     cg_aot_target(&sm90, 1, &wg_target);
     for (size_t i = 0; i < g.gl_pathc && outs; i++) {
         cg_spec spec;
-        const int tc = strstr(g.gl_pathv[i], "-tc.yaml") != NULL || strstr(g.gl_pathv[i], "-tf32.yaml") != NULL, wg = strstr(g.gl_pathv[i], "-wg.yaml") != NULL;
+        const int tc = strstr(g.gl_pathv[i], "-tc.yaml") != NULL || strstr(g.gl_pathv[i], "-tf32.yaml") != NULL ||
+                       strstr(g.gl_pathv[i], "-bf16.yaml") != NULL || strstr(g.gl_pathv[i], "-fp16.yaml") != NULL,
+                  wg = strstr(g.gl_pathv[i], "-wg.yaml") != NULL;
         int rc = cg_spec_load(g.gl_pathv[i], &spec, &e) ||
                  cg_generate_for(&spec, "tests/test_kernels_compile", tc ? &tc_target : wg ? &wg_target : NULL,
                                  &outs[i], &e);

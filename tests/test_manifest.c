@@ -103,6 +103,25 @@ static void test_pdl(cg_manifest *m)
     CHECK_CONTAINS(e.msg, "t/manifest.txt:13: bad value for pdl: ''");
 }
 
+/* The optional wdtype field: the 16-bit type a kernel reads its weights and bias
+ * in (f16 or bf16); absent is f32; f32 itself, any other word, or the field
+ * twice is refused at the record's origin:line. */
+static void test_wdtype(cg_manifest *m)
+{
+    cg_err e;
+    int rc = parse("a,b", "sum", "in,in1,out,n wdtype=bf16", m, &e);
+    CHECK(rc == 0 && m->k[2].wdtype == CG_DT_BF16 && m->k[1].wdtype == CG_DT_F32 && m->k[3].wdtype == CG_DT_F32,
+          "wdtype=bf16 on k_add only: %s", rc ? e.msg : "");
+    rc = parse("a,b", "sum", "in,in1,out,n wdtype=f16", m, &e);
+    CHECK(rc == 0 && m->k[2].wdtype == CG_DT_F16, "wdtype=f16: %s", rc ? e.msg : "");
+    CHECK(parse("a,b", "sum", "in,in1,out,n wdtype=f32", m, &e) != 0, "wdtype=f32 refused (absent means it)");
+    CHECK_CONTAINS(e.msg, "t/manifest.txt:13: bad value for wdtype: 'f32'");
+    CHECK(parse("a,b", "sum", "in,in1,out,n wdtype=half", m, &e) != 0, "wdtype=half refused");
+    CHECK_CONTAINS(e.msg, "t/manifest.txt:13: bad value for wdtype: 'half'");
+    CHECK(parse("a,b", "sum", "in,in1,out,n wdtype=f16 wdtype=f16", m, &e) != 0, "wdtype twice refused");
+    CHECK_CONTAINS(e.msg, "t/manifest.txt:13: wdtype given twice");
+}
+
 /* A layer record's into=ADD (a conv whose kernel computes an add): parsed with
  * the add's tensor as the layer's; refused, at its line, naming another tensor
  * or with another key. */
@@ -185,6 +204,7 @@ int main(void)
     test_inputs(m);
     test_refusals(m);
     test_pdl(m);
+    test_wdtype(m);
     test_lua_roles();
     free(m);
     return cg_test_done("test_manifest");

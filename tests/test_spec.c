@@ -707,8 +707,9 @@ static void test_bn_norm_pool_pad(void)
                 "layers:\n  - {name: s, op: softmax}\n", "mem.yaml:2:49:", "mean");
 }
 
-/* precision: the network's (default fp32) and a conv's or fc's own; bf16 and
- * fp16 refused as not implemented yet, unknown words and other ops' keys refused. */
+/* precision: the network's (default fp32) and a conv's or fc's own within the
+ * network's tensor type (bf16 or fp16 in an fp32 network refused, and fp32 or tf32
+ * in a 16-bit one), unknown words and other ops' keys refused. */
 static void test_precision(void)
 {
     static const char ok[] =
@@ -737,12 +738,26 @@ static void test_precision(void)
     rc = cg_spec_parse("mem.yaml", plain, strlen(plain), &spec, &err);
     CHECK(rc == 0 && spec.precision == CG_PREC_FP32 && spec.layers[0].precision == CG_PREC_FP32,
           "default fp32: %s", err.msg);
-    expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\nprecision: fp16\n"
-                "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n",
-                "mem.yaml:3:12:", "precision 'fp16' is not implemented yet: half-width (16-bit) tensors");
+    static const char half[] = "network: t\ninput: {channels: 1, height: 8, width: 8}\nprecision: fp16\n"
+                               "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n  - {name: p, op: softmax}\n";
+    rc = cg_spec_parse("mem.yaml", half, strlen(half), &spec, &err);
+    CHECK(rc == 0 && spec.precision == CG_PREC_FP16 && spec.layers[0].precision == CG_PREC_FP16 &&
+              spec.layers[1].precision == CG_PREC_FP16,
+          "fp16 network, every layer fp16: %s", err.msg);
+    CHECK(!strcmp(cg_precision_dtype(CG_PREC_BF16), "bf16") && !strcmp(cg_precision_dtype(CG_PREC_FP16), "f16") &&
+              !strcmp(cg_precision_dtype(CG_PREC_TF32), "f32") && !strcmp(cg_precision_dtype(CG_PREC_FP32), "f32"),
+          "tensor types");
+    /* a layer keeps the network's tensor type: tf32 in fp32 (above), not bf16 in fp32 nor fp32 in bf16 */
     expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\n"
                 "layers:\n  - {name: c1, op: conv, M: 2, K: 3, precision: bf16}\n",
-                "mem.yaml:4:49:", "precision 'bf16' in layer 'c1' is not implemented yet");
+                "mem.yaml:4:49:", "layer 'c1': precision bf16 stores bf16 tensors, the network's precision fp32 "
+                "stores f32; a layer's precision must keep the network's tensor type (write precision: bf16 at "
+                "network level, or fp32 or tf32)");
+    expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\nprecision: bf16\n"
+                "layers:\n  - {name: c1, op: conv, M: 2, K: 3, precision: tf32}\n",
+                "mem.yaml:5:49:", "layer 'c1': precision tf32 stores f32 tensors, the network's precision bf16 "
+                "stores bf16; a layer's precision must keep the network's tensor type (write precision: tf32 at "
+                "network level, or bf16)");
     expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\nprecision: tf33\n"
                 "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n",
                 "mem.yaml:3:12:", "unknown precision 'tf33' (expected fp32, tf32, bf16 or fp16; did you mean 'tf32'?)");

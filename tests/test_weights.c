@@ -359,6 +359,22 @@ static float bitsf(uint32_t u)
  * rounded to nearest, ties to even, at every boundary that matters. */
 static void test_conversions(void)
 {
+    /* cg_weights_narrowed: an array as the runtime uploads 16-bit weights, each element
+     * rounded to nearest even: normal, tie, subnormal, overflow, inf, NaN, signed zero */
+    {
+        static const uint32_t in[] = {0x3f800000, 0x3f801000, 0x33800000, 0x477ff000, 0xff800000,
+                                      0x7fc00000, 0x80000000, 0x3f808000, 0x00018000, 0x7f7fffff};
+        static const uint16_t want16[] = {0x3c00, 0x3c00, 0x0001, 0x7c00, 0xfc00, 0x7e00, 0x8000, 0x3c04, 0x0000, 0x7c00};
+        static const uint16_t wantb[] = {0x3f80, 0x3f80, 0x3380, 0x4780, 0xff80, 0x7fc0, 0x8000, 0x3f80, 0x0002, 0x7f80};
+        float f[10];
+        for (int k = 0; k < 10; k++) f[k] = bitsf(in[k]);
+        uint16_t *h = cg_weights_narrowed(f, 10, CG_W_F16), *b = cg_weights_narrowed(f, 10, CG_W_BF16);
+        CHECK(h && b && cg_weights_narrowed(f, 10, CG_W_F32) == NULL, "narrowed arrays (none for F32)");
+        for (int k = 0; h && b && k < 10; k++)
+            CHECK(h[k] == want16[k] && b[k] == wantb[k], "narrowed %08x: f16 %04x (want %04x), bf16 %04x (want %04x)",
+                  in[k], h[k], want16[k], b[k], wantb[k]);
+        free(h), free(b);
+    }
     static const struct { uint16_t h; uint32_t f; } up[] = {
         {0x0000, 0x00000000}, {0x8000, 0x80000000}, {0x0001, 0x33800000}, /* 2^-24 */
         {0x8001, 0xb3800000}, {0x0002, 0x34000000}, {0x0003, 0x34400000},

@@ -211,32 +211,54 @@ static int bind_functions(cg_gpu *g, cg_err *e)
     return 0;
 }
 
-/* Copy a tensor into a kernel's __constant__ symbol, checking the sizes agree. */
-static int to_symbol(cg_gpu *g, const char *kernel, const char *sym, const cg_tensor *t, cg_err *e)
+/* The bytes of tensor t as a kernel of weight type dt reads them: t's floats
+ * (transposed: first dimension made the last), converted once to dt where dt is
+ * f16 or bf16 (rounded to nearest even). *owned: a buffer the caller frees, or
+ * NULL where the result is t's own data. NULL when out of memory. */
+static const void *weight_bytes(const cg_tensor *t, int transposed, cg_dtype dt, void **owned)
+{
+    const float *src = t->data;
+    float *tr = NULL;
+    *owned = NULL;
+    if (transposed && !(src = tr = cg_weights_transposed(t->data, t->shape[0], t->count))) return NULL;
+    if (dt != CG_DT_F16 && dt != CG_DT_BF16) return *owned = tr, src;
+    uint16_t *h = cg_weights_narrowed(src, t->count, dt == CG_DT_F16 ? CG_W_F16 : CG_W_BF16);
+    free(tr);
+    return *owned = h, h;
+}
+
+/* Copy a tensor into a kernel's __constant__ symbol (in the kernel's weight
+ * type dt), checking the sizes agree. */
+static int to_symbol(cg_gpu *g, const char *kernel, const char *sym, const cg_tensor *t, cg_dtype dt, cg_err *e)
 {
     CUdeviceptr p;
-    size_t n;
+    size_t n, want = (size_t)t->count * cg_dtype_size(dt);
     CUmodule mod = module_of(g, kernel);
     if (!mod || g->cu->cuModuleGetGlobal(&p, &n, mod, sym) != CUDA_SUCCESS)
         return cg_fail(e, "constant symbol '%s' of kernel '%s' not found", sym, kernel);
-    if (n != (size_t)t->count * 4)
-        return cg_fail(e, "constant symbol '%s' holds %zu bytes, tensor '%s' has %lld", sym, n, t->name,
-                       t->count * 4);
-    return CG_CU(e, g->cu->cuMemcpyHtoD(p, t->data, n));
+    if (n != want)
+        return cg_fail(e, "constant symbol '%s' holds %zu bytes, tensor '%s' has %zu", sym, n, t->name, want);
+    void *owned;
+    const void *src = weight_bytes(t, 0, dt, &owned);
+    if (!src) return cg_fail(e, "out of memory converting '%s'", t->name);
+    int rc = CG_CU(e, g->cu->cuMemcpyHtoD(p, src, n));
+    free(owned);
+    return rc;
 }
 
-/* Upload tensor t as a kernel argument; transposed: its first dimension made
- * the last, (d0 x rest) -> (rest x d0), for kernels that read it reduction-major. */
-static int to_device(cg_gpu *g, const cg_tensor *t, int transposed, CUdeviceptr *out, cg_err *e)
+/* Upload tensor t as a kernel argument in the kernel's weight type dt (FP32, or
+ * converted once to f16/bf16); transposed: its first dimension made the last,
+ * (d0 x rest) -> (rest x d0), for kernels that read it reduction-major. */
+static int to_device(cg_gpu *g, const cg_tensor *t, int transposed, cg_dtype dt, CUdeviceptr *out, cg_err *e)
 {
-    size_t n = (size_t)t->count * 4;
+    size_t n = (size_t)t->count * cg_dtype_size(dt);
     if (CG_CU(e, g->cu->cuMemAlloc(out, n))) return -1;
     g->owned[g->nowned++] = *out;
-    if (!transposed) return CG_CU(e, g->cu->cuMemcpyHtoD(*out, t->data, n));
-    float *tr = cg_weights_transposed(t->data, t->shape[0], t->count);
-    if (!tr) return cg_fail(e, "out of memory transposing '%s'", t->name);
-    int rc = CG_CU(e, g->cu->cuMemcpyHtoD(*out, tr, n));
-    free(tr);
+    void *owned;
+    const void *src = weight_bytes(t, transposed, dt, &owned);
+    if (!src) return cg_fail(e, "out of memory %s '%s'", transposed ? "transposing" : "converting", t->name);
+    int rc = CG_CU(e, g->cu->cuMemcpyHtoD(*out, src, n));
+    free(owned);
     return rc;
 }
 
@@ -252,8 +274,9 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
             snprintf(name, sizeof name, "%s.%s", k->layer, b ? "bias" : "weight");
             const cg_tensor *t = cg_weights_find(w, name);
             if (!t) return cg_fail(e, "kernel '%s' needs tensor '%s', which the weights lack", k->name, name);
-            int rc = pl == CG_PLACE_CONST ? to_symbol(g, k->name, b ? k->bsym : k->wsym, t, e)
-                                          : to_device(g, t, pl == CG_PLACE_ARG_T, b ? &g->bdev[i] : &g->wdev[i], e);
+            int rc = pl == CG_PLACE_CONST
+                         ? to_symbol(g, k->name, b ? k->bsym : k->wsym, t, k->wdtype, e)
+                         : to_device(g, t, pl == CG_PLACE_ARG_T, k->wdtype, b ? &g->bdev[i] : &g->wdev[i], e);
             if (rc) return -1;
         }
     }
@@ -562,6 +585,8 @@ typedef struct {
     size_t per;
     unsigned char *dst;
     size_t at; /* offset in hout: batch * (bytes per image of the downloads before it) */
+    cg_dtype half; /* CG_DT_F16 or CG_DT_BF16: a 16-bit tensor, widened to the caller's floats;
+                    * else CG_DT_F32 (copied as it is) */
 } cg_download;
 
 /* One cg_gpu_run: what the pipeline's callbacks share. */
@@ -570,6 +595,8 @@ typedef struct {
     const unsigned char *src; /* host input: uint8 pixels, or floats when skip >= 0 */
     int tin;                  /* the tensor the input goes to */
     size_t in_per;            /* its bytes per image */
+    cg_dtype in_half;         /* CG_DT_F16/CG_DT_BF16: float input narrowed to that type while staged
+                               * (src holds in_per / 2 floats an image); else CG_DT_F32 */
     int skip;                 /* the kernel a float input replaces, -1: none */
     cg_gpu_times *t;
     int ndl;
@@ -691,7 +718,14 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
     cg_gpu_set *st = &g->set[si];
     size_t in_bytes = (size_t)n * r->in_per;
     double t0 = cg_now_ms();
-    copy_wide(st->hin, r->src + (size_t)off * r->in_per, in_bytes);
+    if (r->in_half != CG_DT_F32) {
+        /* float images into a 16-bit input tensor: each element rounded to nearest even */
+        const float *f = (const float *)r->src + (size_t)off * (r->in_per / 2);
+        uint16_t *h = (uint16_t *)st->hin;
+        for (size_t q = 0; q < in_bytes / 2; q++) h[q] = r->in_half == CG_DT_F16 ? cg_f32_to_f16(f[q]) : cg_f32_to_bf16(f[q]);
+    } else {
+        copy_wide(st->hin, r->src + (size_t)off * r->in_per, in_bytes);
+    }
     r->t->stage_ms += cg_now_ms() - t0;
     for (int i = 0; g->poison && i < m->ntensors; i++) {
         if (m->t[i].dtype == CG_DT_U8) continue;
@@ -756,7 +790,15 @@ static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e
     t0 = cg_now_ms();
     for (int d = 0; d < r->ndl; d++) {
         const cg_download *dl = &r->dl[d];
-        copy_wide(dl->dst + (size_t)off * dl->per, st->hout + dl->at, (size_t)n * dl->per);
+        if (dl->half != CG_DT_F32) {
+            /* a 16-bit tensor: each element widened (exactly) to the caller's float */
+            const uint16_t *h = (const uint16_t *)(st->hout + dl->at);
+            float *f = (float *)dl->dst + (size_t)off * (dl->per / 2);
+            size_t cnt = (size_t)n * (dl->per / 2);
+            for (size_t q = 0; q < cnt; q++) f[q] = dl->half == CG_DT_F16 ? cg_f16_to_f32(h[q]) : cg_bf16_to_f32(h[q]);
+        } else {
+            copy_wide(dl->dst + (size_t)off * dl->per, st->hout + dl->at, (size_t)n * dl->per);
+        }
     }
     t->stage_ms += cg_now_ms() - t0;
     t->batches++;
@@ -779,6 +821,8 @@ static void add_download(const cg_gpu *g, cg_gpu_runctx *r, int tensor, void *ds
     cg_download *d = &r->dl[r->ndl++];
     d->tensor = tensor;
     d->per = (size_t)g->m->t[tensor].elems * cg_dtype_size(g->m->t[tensor].dtype);
+    d->half = g->m->t[tensor].dtype == CG_DT_F16 || g->m->t[tensor].dtype == CG_DT_BF16 ? g->m->t[tensor].dtype
+                                                                                       : CG_DT_F32;
     d->dst = dst;
     d->at = *at;
     *at += (size_t)rows * d->per;
@@ -877,9 +921,16 @@ static int run_current(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred
                        g->s->path);
     /* a float input goes where the input kernel would have written it */
     int tin = in->f32 ? m->k[skip].out : m->input;
+    const cg_dtype tdt = m->t[tin].dtype, odt = m->t[m->output].dtype;
+    const int half_in = in->f32 && (tdt == CG_DT_F16 || tdt == CG_DT_BF16);
+    if (in->on_device && (half_in || (probs && (odt == CG_DT_F16 || odt == CG_DT_BF16))))
+        return cg_fail(e, "%s: the network's tensors are %s: device-resident float input and probabilities "
+                          "need an fp32 or tf32 network; give host memory", g->s->path,
+                       cg_dtype_get(half_in ? tdt : odt)->name);
     if (in->on_device) return run_on_device(g, in, tin, skip, n, pred, probs, e);
     cg_gpu_runctx r = {.g = g, .src = in->input, .tin = tin, .skip = skip, .t = t, .prev = -1};
     r.in_per = (size_t)m->t[tin].elems * cg_dtype_size(m->t[tin].dtype);
+    r.in_half = half_in ? tdt : CG_DT_F32;
     if (cg_gpu_layers_kept(g, layer_out, e)) return -1;
     if (plan_staging(g, &r, n, pred, probs, layer_out, hc, e)) return -1;
     long long nb = (n + g->batch - 1) / g->batch;

@@ -191,9 +191,10 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
     if (m->nkernels >= CG_MAN_KERNELS) return cg_fail(e, "%s:%d: too many kernels", origin, ln);
     cg_mkernel *k = &m->k[m->nkernels];
     memset(k, 0, sizeof *k);
+    k->wdtype = CG_DT_F32;
     if (!word(&rest, k->name, sizeof k->name)) return cg_fail(e, "%s:%d: kernel name", origin, ln);
     enum { F_LAYER = 1, F_TPL = 2, F_IN = 4, F_OUT = 8, F_GRID = 16, F_BLOCK = 32, F_SHARED = 64,
-           F_W = 128, F_B = 256, F_ARGS = 512, F_ALL = 1023, F_PDL = 1024 /* optional */ };
+           F_W = 128, F_B = 256, F_ARGS = 512, F_ALL = 1023, F_PDL = 1024, F_WDT = 2048 /* optional */ };
     int seen = 0;
     char w[256];
     while (word(&rest, w, sizeof w)) {
@@ -249,6 +250,9 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
             flag = F_PDL;
             bad = strcmp(val, "0") && strcmp(val, "1");
             k->pdl = !strcmp(val, "1");
+        } else if (!strcmp(key, "wdtype")) {
+            flag = F_WDT;
+            bad = cg_dtype_parse(val, &k->wdtype) || (k->wdtype != CG_DT_F16 && k->wdtype != CG_DT_BF16);
         } else {
             return cg_fail(e, "%s:%d: unknown kernel field '%s'", origin, ln, key);
         }

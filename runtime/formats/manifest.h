@@ -27,6 +27,9 @@
  *                                 before any global access, templates/lib/common.lua
  *                                 common.add_pdl), so it may be launched with programmatic
  *                                 stream serialization; absent: 0
+ *          [wdtype=f16|bf16]      optional: the kernel reads its weights and bias in that
+ *                                 16-bit type (the runtime converts the FP32 tensors once at
+ *                                 load, rounding to nearest even); absent: f32
  *   input TENSOR / output TENSOR / predict TENSOR
  *   hash HEX16                  identifies the build (sources + manifest)
  * A grid extent G is an integer or "N*a/b": ceil(N*a/b) blocks for N images.
@@ -89,6 +92,7 @@ typedef struct {
     cg_place wplace, bplace;
     char wsym[160], bsym[160];
     int pdl; /* the source has the programmatic-dependent-launch prologue (pdl=1) */
+    cg_dtype wdtype; /* the element type of its weights and bias in device memory (wdtype=; absent: f32) */
 } cg_mkernel;
 
 typedef struct {

@@ -215,6 +215,15 @@ float *cg_weights_transposed(const float *p, long long rows, long long count)
     return t;
 }
 
+uint16_t *cg_weights_narrowed(const float *p, long long count, cg_wdtype dtype)
+{
+    if (dtype != CG_W_F16 && dtype != CG_W_BF16) return NULL;
+    uint16_t *h = malloc(count > 0 ? (size_t)count * sizeof *h : 1);
+    if (!h) return NULL;
+    for (long long i = 0; i < count; i++) h[i] = dtype == CG_W_F16 ? cg_f32_to_f16(p[i]) : cg_f32_to_bf16(p[i]);
+    return h;
+}
+
 /* A new tensor `name` of count floats (shape [count]) at the end of w's list,
  * or NULL when out of memory. w->t has room (the caller allocated it). */
 static cg_tensor *add_tensor(cg_weights *w, const char *layer, const char *what, long long count)

@@ -82,5 +82,10 @@ void cg_weights_free(cg_weights *w);
  * reduction-major kernels read (a conv's M x C x K x K weights as (C*K*K) x M).
  * NULL when out of memory. */
 float *cg_weights_transposed(const float *p, long long rows, long long count);
+/* A malloc'd copy of the count floats at p in dtype (CG_W_F16 or CG_W_BF16),
+ * each rounded to nearest, ties to even (cg_f32_to_f16, cg_f32_to_bf16: overflow
+ * to inf, NaN kept a NaN, subnormals rounded); what kernels of half-width
+ * weights read. NULL when out of memory or dtype is neither. */
+uint16_t *cg_weights_narrowed(const float *p, long long count, cg_wdtype dtype);
 
 #endif

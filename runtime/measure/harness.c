@@ -84,6 +84,13 @@ void cg_harness_compare(const float *gpu, const float *cpu, size_t n, double tol
 
 double cg_precision_tol(cg_precision p, long long n)
 {
+    if (p == CG_PREC_BF16 || p == CG_PREC_FP16) {
+        /* operands rounded to the 16-bit type (2u a product), the FP32 sum, then the
+         * stored value rounded once (u); an op of no reduction stores one rounding */
+        double u = ldexp(1.0, p == CG_PREC_BF16 ? -8 : -11);
+        double t = n < 1 ? u : 2 * u * sqrt((double)n) + (double)n * ldexp(1.0, -24) + u;
+        return t > CG_HARNESS_TOL ? t : CG_HARNESS_TOL;
+    }
     if (p != CG_PREC_TF32 || n < 1) return CG_HARNESS_TOL;
     double u = ldexp(1.0, -11), t = 2 * u * sqrt((double)n) + (double)n * ldexp(1.0, -24);
     return t > CG_HARNESS_TOL ? t : CG_HARNESS_TOL;
@@ -155,6 +162,7 @@ typedef struct {
     float *hout;
     cg_arg_role roles[CG_MAX_ARGS]; /* the kernel's parameters by role, parsed once */
     int nroles;
+    int out16; /* the output is 16-bit (a bf16 or fp16 layer) */
 } bench;
 
 /* A grid extent as the generator wrote it ("N*a/b" or an integer) for n images. */
@@ -172,28 +180,52 @@ static int upload(cg_cu *cu, CUdeviceptr *d, const void *p, size_t n, cg_err *e)
     return p ? CG_CU(e, cu->cuMemcpyHtoD(*d, p, n)) : 0;
 }
 
+/* The 16-bit type a layer's kernels read and write (bf16 and fp16 networks:
+ * tensors, weights and bias), or CG_W_F32 for FP32 tensors. */
+static cg_wdtype layer_wdtype(const cg_layer *l)
+{
+    return l->precision == CG_PREC_BF16 ? CG_W_BF16 : l->precision == CG_PREC_FP16 ? CG_W_F16 : CG_W_F32;
+}
+
+/* upload() of count floats at p in type dt: narrowed to 16 bits (as the runtime
+ * converts weights and input) where dt is F16 or BF16. */
+static int upload_as(cg_cu *cu, CUdeviceptr *d, const float *p, size_t count, cg_wdtype dt, cg_err *e)
+{
+    if (dt == CG_W_F32 || !p) return upload(cu, d, p, count * (dt == CG_W_F32 ? 4 : 2), e);
+    uint16_t *h = cg_weights_narrowed(p, (long long)count, dt);
+    if (!h) return cg_fail(e, "out of memory");
+    int rc = upload(cu, d, h, count * 2, e);
+    free(h);
+    return rc;
+}
+
 /* Weights or bias where the launch says they live: a __constant__ symbol of
  * the module or a device buffer passed as an argument (as stored, or
  * transposed to rest x rows for reduction-major kernels). */
-static int place(bench *b, const char *where, const float *p, size_t count, long long rows, CUdeviceptr *arg,
-                 cg_err *e)
+static int place(bench *b, const char *where, const float *p, size_t count, long long rows, cg_wdtype dt,
+                 CUdeviceptr *arg, cg_err *e)
 {
     if (!strcmp(where, "none")) return 0;
-    if (!strcmp(where, "arg")) return upload(b->cu, arg, p, count * 4, e);
+    if (!strcmp(where, "arg")) return upload_as(b->cu, arg, p, count, dt, e);
     if (!strcmp(where, "arg:transposed")) {
         float *t = cg_weights_transposed(p, rows, (long long)count);
         if (!t) return cg_fail(e, "out of memory");
-        int rc = upload(b->cu, arg, t, count * 4, e);
+        int rc = upload_as(b->cu, arg, t, count, dt, e);
         free(t);
         return rc;
     }
     if (strncmp(where, "const:", 6)) return cg_fail(e, "unknown weight placement '%s'", where);
     CUdeviceptr sym;
-    size_t n;
+    size_t n, want = count * (dt == CG_W_F32 ? 4 : 2);
     if (b->cu->cuModuleGetGlobal(&sym, &n, b->mod, where + 6) != CUDA_SUCCESS)
         return cg_fail(e, "constant symbol '%s' not found in the module", where + 6);
-    if (n != count * 4) return cg_fail(e, "constant symbol '%s' holds %zu bytes, the layer has %zu", where + 6, n, count * 4);
-    return CG_CU(e, b->cu->cuMemcpyHtoD(sym, p, n));
+    if (n != want) return cg_fail(e, "constant symbol '%s' holds %zu bytes, the layer has %zu", where + 6, n, want);
+    if (dt == CG_W_F32) return CG_CU(e, b->cu->cuMemcpyHtoD(sym, p, n));
+    uint16_t *h = cg_weights_narrowed(p, (long long)count, dt);
+    if (!h) return cg_fail(e, "out of memory");
+    int rc = CG_CU(e, b->cu->cuMemcpyHtoD(sym, h, n));
+    free(h);
+    return rc;
 }
 
 /* One launch of the kernel over n images, output poisoned with NaN first;
@@ -208,7 +240,9 @@ static int launch(bench *b, const cg_kernel_launch *kl, long long n, long long f
         return cg_fail(e, "kernel arguments: a role names an input past the first; the harness gives a kernel one");
     unsigned g[3];
     for (int d = 0; d < 3; d++) g[d] = (unsigned)grid_extent(kl->grid[d], n);
-    if (CG_CU(e, cu->cuMemsetD32(b->out, 0x7fbadbadu, (size_t)(n * kl->out_elems)))) return -1;
+    if (b->out16 ? CG_CU(e, cu->cuMemsetD16Async(b->out, 0x7fff, (size_t)(n * kl->out_elems), NULL))
+                 : CG_CU(e, cu->cuMemsetD32(b->out, 0x7fbadbadu, (size_t)(n * kl->out_elems))))
+        return -1;
     if (flush_words && CG_CU(e, cu->cuMemsetD32(b->flush, (unsigned)flush_words, (size_t)flush_words))) return -1;
     if (CG_CU(e, cu->cuEventRecord(b->ev[0], NULL))) return -1;
     if (cg_cu_check(e, cu->cuLaunchKernel(b->fn, g[0], g[1], g[2], (unsigned)kl->block[0], (unsigned)kl->block[1],
@@ -354,7 +388,7 @@ int cg_harness_layer_open(cg_harness_layer **out, const cg_spec *s, int layer, c
      * candidate of a tuner's search is compared with it */
     if (!layer_reference(h, 1, cg_layer_out_elems(l), e)) return -1;
     if (cg_cu_open(&h->cu, o->device, e)) return -1;
-    if (upload(h->cu, &h->in, h->hin, nin * 4, e)) return -1;
+    if (upload_as(h->cu, &h->in, h->hin, nin, layer_wdtype(l), e)) return -1;
     h->flush_words = 2LL * (h->cu->l2_bytes > 0 ? h->cu->l2_bytes : 64 << 20) / 4;
     return upload(h->cu, &h->flush, NULL, (size_t)h->flush_words * 4, e);
 }
@@ -404,11 +438,15 @@ static int layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kerne
         else h->hout_n = nout;
     }
     b.hout = h->hout;
-    if (!rc) rc = upload(b.cu, &b.out, NULL, (size_t)(n * kl->out_elems) * 4, e);
+    /* a 16-bit layer's kernel reads and writes 16-bit tensors and weights */
+    const cg_wdtype dt = layer_wdtype(l);
+    const size_t osz = dt == CG_W_F32 ? 4 : 2;
+    b.out16 = dt != CG_W_F32;
+    if (!rc) rc = upload(b.cu, &b.out, NULL, (size_t)(n * kl->out_elems) * osz, e);
     long long rows, fan_in; /* rows: the weights' first dimension */
     (void)cg_op_weights(l, &rows, &fan_in);
-    if (!rc) rc = place(&b, kl->weights, h->hw, h->nw, rows, &b.w, e);
-    if (!rc && l->bias) rc = place(&b, kl->bias, h->hb, (size_t)rows, 1, &b.b, e);
+    if (!rc) rc = place(&b, kl->weights, h->hw, h->nw, rows, dt, &b.w, e);
+    if (!rc && l->bias) rc = place(&b, kl->bias, h->hb, (size_t)rows, 1, dt, &b.b, e);
     for (int i = 0; !rc && i < 2; i++) rc = CG_CU(e, b.cu->cuEventCreate(&b.ev[i], CU_EVENT_DEFAULT));
     if (!rc && cg_args_parse(kl->args, b.roles, &b.nroles))
         rc = cg_fail(e, "kernel arguments '%s': not a list of roles (in, in1, in2, in3, out, weights, bias, n)",
@@ -420,7 +458,13 @@ static int layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kerne
     /* check */
     if (!check) r->diff.ok = 1, r->checked_images = 0;
     if (!rc && check) rc = launch(&b, kl, n, 0, NULL, e);
-    if (!rc && check) rc = CG_CU(e, b.cu->cuMemcpyDtoH(b.hout, b.out, (size_t)(n * kl->out_elems) * 4));
+    if (!rc && check) rc = CG_CU(e, b.cu->cuMemcpyDtoH(b.hout, b.out, (size_t)(n * kl->out_elems) * osz));
+    if (!rc && check && dt != CG_W_F32) {
+        /* 16-bit outputs, packed at the front of hout: widened in place from the end */
+        const uint16_t *h16 = (const uint16_t *)b.hout;
+        for (size_t i = (size_t)(n * kl->out_elems); i-- > 0;)
+            b.hout[i] = dt == CG_W_F16 ? cg_f16_to_f32(h16[i]) : cg_bf16_to_f32(h16[i]);
+    }
     if (!rc && check) {
         cg_harness_compare(b.hout, ref, (size_t)(nref * kl->out_elems), cg_layer_tol(l), &r->diff);
         /* the rest of the batch is not compared, but every element must be written */

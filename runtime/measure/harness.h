@@ -78,7 +78,10 @@ void cg_harness_compare(const float *gpu, const float *cpu, size_t n, double tol
  * CG_HARNESS_TOL; tf32 2u*sqrt(n) + n*2^-24 with u = 2^-11, TF32's unit roundoff
  * (a product of two operands rounded to TF32 is off by up to about 2u; a sum of
  * n such products of random signs has sum|t|/|sum t| about sqrt(n); the FP32
- * accumulation adds about n*2^-24), at least CG_HARNESS_TOL. */
+ * accumulation adds about n*2^-24), at least CG_HARNESS_TOL; bf16 and fp16 the same
+ * with u = 2^-8 (bf16) or 2^-11 (fp16), the unit roundoff of the 16-bit operands, plus
+ * u for the one rounding of each stored value (n < 1, an op that reduces nothing:
+ * that u alone). */
 double cg_precision_tol(cg_precision p, long long n);
 /* A layer's reduction length: conv C/groups*K*K, fc C*H*W, 0 for the other ops. */
 long long cg_layer_reduction(const cg_layer *l);

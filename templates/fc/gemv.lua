@@ -166,7 +166,8 @@ function T.kernel(l, p)
     WARPS = common.ceil_div(p.threads, 32), V = V, CHUNKS = chunks, ITER = iter,
     UNROLL = math.min(iter, 8), bias = l.bias, FIELDS = F,
     VT = common.vec_t(ty.in_t, V),
-    zero = V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",
+    zero = common.is_half(ty.in_t) and (common.vec_t(ty.in_t, V) .. "{}")
+      or V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",
     act = function(e) return common.act(l.act, e) end,
   }
   return common.fc.record(l, name, args, source(common.typed(l, v)),

@@ -218,11 +218,117 @@ function common.types(l)
 end
 
 -- The CUDA vector type of `width` elements of C type `ctype` for wide loads
--- (1: ctype itself): float2, float4. Only FP32 has them so far.
+-- (1: ctype itself): float2, float4; for the 16-bit types the structs of
+-- common.HALF_PRELUDE (cg_f16x2, cg_f16x4, cg_bf16x2, cg_bf16x4: 4 and 8 bytes,
+-- aligned to their size, so a template's alignment reasoning in elements holds).
+local HALF_VEC = { __half = "cg_f16x", __nv_bfloat16 = "cg_bf16x" }
 function common.vec_t(ctype, width)
   if width == 1 then return ctype end
   if ctype == "float" and (width == 2 or width == 4) then return "float" .. width end
+  if HALF_VEC[ctype] and (width == 2 or width == 4) then return HALF_VEC[ctype] .. width end
   error("no " .. width .. "-wide vector type of " .. ctype, 2)
+end
+
+-- Whether C type `ctype` is one of the 16-bit floats (__half, __nv_bfloat16).
+function common.is_half(ctype) return HALF_VEC[ctype] ~= nil end
+
+-- The 16-bit dtype ("bf16" or "f16") of layer table l's input or weights, nil
+-- where both are FP32 (cheap: checks ask it of every candidate configuration).
+function common.half_dtype(l)
+  local d = l.in_dtype or l.dtype
+  if d == "bf16" or d == "f16" then return d end
+  d = l.w_dtype or l.dtype
+  if d == "bf16" or d == "f16" then return d end
+  return nil
+end
+
+-- What a kernel with 16-bit tensors opens with (NVRTC has no CUDA headers on its
+-- search path, so nothing is included): the types __half and __nv_bfloat16 as
+-- their 16 bits, their conversions to and from float (PTX cvt, rounding to
+-- nearest even; bf16 below sm_80 in integer arithmetic, bit for bit the same),
+-- __ldg of each, and the vector structs of common.vec_t with __ldg as one wide
+-- load. Each part once per translation unit (a fat binary's module holds every
+-- kernel); test_emulate's shim defines CG_HALF_TYPES and the types and
+-- conversions for the host.
+common.HALF_PRELUDE = [[
+#ifndef CG_HALF_TYPES
+#define CG_HALF_TYPES
+// 16-bit floats: IEEE binary16 and bfloat16, as their bits
+struct __align__(2) __half { unsigned short x; };
+struct __align__(2) __nv_bfloat16 { unsigned short x; };
+static __device__ __forceinline__ float __half2float(const __half h)
+{
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x));
+    return f;
+}
+static __device__ __forceinline__ __half __float2half_rn(const float f)
+{
+    __half h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f));
+    return h;
+}
+static __device__ __forceinline__ float __bfloat162float(const __nv_bfloat16 b)
+{
+    return __uint_as_float((unsigned)b.x << 16);
+}
+static __device__ __forceinline__ __nv_bfloat16 __float2bfloat16_rn(const float f)
+{
+    __nv_bfloat16 b;
+#if __CUDA_ARCH__ >= 800
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b.x) : "f"(f));
+#else
+    const unsigned u = __float_as_uint(f);
+    b.x = (u & 0x7fffffffu) > 0x7f800000u ? (unsigned short)((u >> 16) | 0x40u)
+                                          : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+#endif
+    return b;
+}
+static __device__ __forceinline__ __half __ldg(const __half* p)
+{
+    __half h;
+    h.x = __ldg(reinterpret_cast<const unsigned short*>(p));
+    return h;
+}
+static __device__ __forceinline__ __nv_bfloat16 __ldg(const __nv_bfloat16* p)
+{
+    __nv_bfloat16 b;
+    b.x = __ldg(reinterpret_cast<const unsigned short*>(p));
+    return b;
+}
+#endif
+#ifndef CG_HALF_VECTORS
+#define CG_HALF_VECTORS
+// vectors of 16-bit elements for wide loads and stores (4 and 8 bytes)
+struct __align__(4) cg_f16x2 { __half x, y; };
+struct __align__(8) cg_f16x4 { __half x, y, z, w; };
+struct __align__(4) cg_bf16x2 { __nv_bfloat16 x, y; };
+struct __align__(8) cg_bf16x4 { __nv_bfloat16 x, y, z, w; };
+#ifdef __CUDA_ARCH__
+#define CG_HALF_LDG(T, U) \
+    static __device__ __forceinline__ T __ldg(const T* p) \
+    { const U u = __ldg(reinterpret_cast<const U*>(p)); T t; memcpy(&t, &u, sizeof t); return t; }
+CG_HALF_LDG(cg_f16x2, unsigned)
+CG_HALF_LDG(cg_f16x4, uint2)
+CG_HALF_LDG(cg_bf16x2, unsigned)
+CG_HALF_LDG(cg_bf16x4, uint2)
+#undef CG_HALF_LDG
+#endif
+#endif
+]]
+
+-- Kernel record k with common.HALF_PRELUDE put before its source where layer
+-- table l's tensors or weights are 16-bit; k unchanged otherwise (FP32 kernels
+-- stay as they were).
+function common.add_half_prelude(k, l)
+  local t = common.types(l)
+  for _, c in ipairs({ t.in_t, t.out_t, t.w_t }) do
+    if HALF_VEC[c] then
+      k.source = common.HALF_PRELUDE .. k.source
+      return k
+    end
+  end
+  return k
 end
 
 -- `values` (a template's values table) with the types of common.types(l) added
@@ -547,8 +653,14 @@ end
 -- C statements defining the lambdas mma(d, a, b): d += a*b, and mma0(d, a, b): d =
 -- a*b (the accumulator not read: no zeroing moves), one mma.sync.m16n8k8 each, d the
 -- four accumulators (common.ACC, FP32) of a C fragment, a and b the A and B fragments' registers.
-function common.tf32x3_mma_defs()
+-- kind: nil for the m16n8k8 TF32 product; "bf16" or "f16" for m16n8k16 with
+-- operands of that type (A four registers of two elements, B two, FP32 accumulators).
+function common.tf32x3_mma_defs(kind)
   local head = 'asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, '
+  if kind then
+    head = string.format('asm("mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%%0, %%1, %%2, %%3}, ' ..
+      '{%%4, %%5, %%6, %%7}, {%%8, %%9}, ', kind, kind)
+  end
   local ab = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])'
   return table.concat({
     "auto mma = [](" .. common.ACC .. " (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
@@ -643,6 +755,10 @@ function common.check_wgmma(l, p, tname)
   if l.precision == "tf32" then
     return string.format("%s computes 3xTF32 (FP32 accuracy) only; precision tf32 (one TF32 product) is not "
       .. "written for it yet: write strategy igemm_tc or auto, or precision fp32", tname)
+  end
+  if common.half_dtype(l) then
+    return string.format("%s stages FP32 operands for wgmma only; 16-bit tensors (precision %s) are not written "
+      .. "for it yet: write strategy igemm_tc or auto", tname, l.precision or common.half_dtype(l))
   end
   if not t.sm90a then
     return string.format("%s needs wgmma: sm_90 built as sm_90a (the target is sm_%d%s)", tname,

@@ -228,11 +228,17 @@ local function shape(l, p, tc)
   s.mma = tc
   -- precision tf32 (conv2d_igemm_tc only): one TF32 product a tile, no split
   s.tf32 = tc and l.precision == "tf32"
+  -- 16-bit tensors (bf16, fp16): conv2d_igemm_tc takes one m16n8k16 product of that
+  -- type a tile (s.half: "bf16" or "f16"); both templates stage the slices as stored
+  -- (2 bytes an element), through registers (cp.async copies 4, 8 or 16 bytes)
+  local hd = common.half_dtype(l)
+  s.narrow = hd ~= nil
+  s.half = tc and hd or nil
   -- a tensor-core slice of a depth that is no whole number of kernel rows or channels
   s.free = tc and not common.contains(slice_depths(l), p.bk)
   if s.mma then
     s.threads = 32 * (p.bm // math.max(p.tm, 1)) * (p.bn // (8 * p.tn))
-    s.KP = common.ceil_div(p.bk, 8) * 8          -- slice rows, zero-padded
+    s.KP = common.ceil_div(p.bk, s.half and 16 or 8) * (s.half and 16 or 8)   -- slice rows, zero-padded
     s.XR, s.WR = p.bn + 8, pad_maps(p.bm)        -- row strides of the slices
     s.ER = p.bn + 4                              -- row stride of the staged tile
     s.FP, s.FM = p.tn // 2, p.tm // 8            -- m16 column tiles, n8 map tiles of a warp
@@ -256,7 +262,7 @@ local function shape(l, p, tc)
   if s.mma then s.smem = math.max(s.smem, 4 * p.bm * s.ER) end
   -- registers: the tile, fragments, gather pointers and weight offsets; the
   -- register-prefetch path (before sm_80) also holds a whole slice
-  s.async = not (l.target and l.target.cc and l.target.cc < 80)
+  s.async = not (l.target and l.target.cc and l.target.cc < 80) and not s.narrow
   local tile = s.mma and (p.tm * p.tn // 2 + 4 * p.tn + p.tm // 2) or (p.tm * p.tn + p.tm + p.tn)
   s.regs = tile + 2 * s.LC + (s.threads > 0 and s.threads % p.bm == 0 and 2 or 2 * s.WL) + (s.async and 0 or (p.bk * s.LC + s.WL))
     + (g.padded and 2 * s.LC or 0)
@@ -272,7 +278,8 @@ local function check(l, p, tc)
   if s.mma then
     local cc = l.target and l.target.cc or 75
     if cc < 80 then
-      return string.format("conv2d_igemm_tc needs tensor cores with TF32 (sm_80 or newer); the target is sm_%d", cc)
+      return string.format("conv2d_igemm_tc needs tensor cores with %s (sm_80 or newer); the target is sm_%d",
+        s.half and (s.half == "bf16" and "BF16" or "FP16 m16n8k16") or "TF32", cc)
     end
     if p.tm % 8 ~= 0 then return string.format("the tensor cores take maps by eight: tm=%d", p.tm), "tm" end
     if p.bn % (8 * p.tn) ~= 0 then
@@ -365,6 +372,9 @@ local function cost(l, p, tc)
     -- precision tf32: one mma.sync a tile and a conversion a fragment element, where
     -- 3xTF32 took three and a split (an estimate, not yet measured: a third of the time)
     if s.tf32 then reuse = 3 * reuse end
+    -- 16-bit operands: one m16n8k16 a tile (twice tf32's depth a product; an
+    -- estimate, not yet measured)
+    if s.half then reuse = 6 * reuse end
   end
   local compute = seq * p.bm * p.bn * depth / (common.cost.FMA_PER_CLOCK * reuse * common.cost.busy(conc, s.threads, 2))
   local memory = common.ceil_div(seq, conc) * s.SS * common.cost.LATENCY / math.max(p.stages - 1, 1)
@@ -382,7 +392,11 @@ local source = engine.compile([=[
 %   end
 % end
 // Shared memory (dynamic, {{smem}} B): xs[{{ST}}][{{KP}}][{{XR}}] gathered input, ws[{{ST}}][{{KP}}][{{WR}}] weights.
-% if mma and tf32 then
+% if mma and half then
+// Products on tensor cores in precision {{half}}: warps of {{TM}} maps x {{8 * TN}} columns, m16n8k16 {{half}} tiles
+// with the columns as rows, one mma.sync a tile, FP32 accumulation. Slices padded from {{BK}} to {{KP}} rows with
+// zeros; the block's tile is staged in shared memory (es[{{BM}}][{{ER}}], FP32) for the epilogue.
+% elseif mma and tf32 then
 // Products on tensor cores in precision tf32: warps of {{TM}} maps x {{8 * TN}} columns, m16n8k8 TF32 tiles with
 // the columns as rows; each operand rounded to TF32 (cvt.rna.tf32.f32: to nearest, ties away from zero), one
 // mma.sync a tile, FP32 accumulation. Slices padded from {{BK}} to {{KP}} rows with zeros; the block's tile is
@@ -545,11 +559,11 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     // the slices' pad rows {{BK}} .. {{KP - 1}}: zeros, never copied over
     for (int e = tid; e < {{ST * (KP - BK) * XR}}; e += {{NT}}) {
         const int b = e / {{(KP - BK) * XR}}, o = e - b * {{(KP - BK) * XR}};
-        xs[b * {{KP * XR}} + {{BK * XR}} + o] = 0.0f;
+        xs[b * {{KP * XR}} + {{BK * XR}} + o] = {{in_zero}};
     }
     for (int e = tid; e < {{ST * (KP - BK) * WR}}; e += {{NT}}) {
         const int b = e / {{(KP - BK) * WR}}, o = e - b * {{(KP - BK) * WR}};
-        ws[b * {{KP * WR}} + {{BK * WR}} + o] = 0.0f;
+        ws[b * {{KP * WR}} + {{BK * WR}} + o] = {{w_zero}};
     }
 %   end
 
@@ -558,7 +572,38 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         const {{in_t}}* const x = xs + b * {{KP * XR}} + wp0 + g8;
         const {{w_t}}* const w = ws + b * {{KP * WR}} + wm0 + g8;
 #if __CUDA_ARCH__ >= 800
-% if tf32 then
+% if half then
+        // one {{half}} product a tile: m16n8k16 with the columns as rows, the A fragments from the
+        // columns, B from the weights, two reduction rows a register (the lower one in the low
+        // half); the slice summed apart, then added to cf
+        {{mma_defs}}
+        {{acc_t}} sl[{{FP}}][{{FM}}][4];   // set by the first k step's products
+#pragma unroll
+        for (int k = 0; k < {{KP}}; k += 16) {
+            unsigned ah[{{FP}}][4], bh[{{FM}}][2];
+#pragma unroll
+            for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+                for (int r = 0; r < 4; r++) {
+                    const {{in_t}}* const xk = x + (k + 2 * t4 + 8 * (r >> 1)) * {{XR}} + 16 * i + 8 * (r & 1);
+                    ah[i][r] = (unsigned)xk[0].x | ((unsigned)xk[{{XR}}].x << 16);
+                }
+#pragma unroll
+            for (int j = 0; j < {{FM}}; j++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const {{w_t}}* const wk = w + (k + 2 * t4 + 8 * r) * {{WR}} + 8 * j;
+                    bh[j][r] = (unsigned)wk[0].x | ((unsigned)wk[{{WR}}].x << 16);
+                }
+#pragma unroll
+            for (int i = 0; i < {{FP}}; i++)
+#pragma unroll
+                for (int j = 0; j < {{FM}}; j++) {
+                    if (k == 0) mma0(sl[i][j], ah[i], bh[j]);
+                    else mma(sl[i][j], ah[i], bh[j]);
+                }
+        }
+% elseif tf32 then
         // one TF32 product a tile (lib/common.lua): the A fragments from the columns, B from the
         // weights, each rounded to TF32; the slice summed apart, then added to cf
         {{tf32_round}}
@@ -695,6 +740,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     };
 % end
 
+% if cpasync then
 #if __CUDA_ARCH__ >= 800
     // {{ST}}-stage pipeline: slices copied global -> shared by cp.async, {{ST - 1}} in flight
     // while one is multiplied; one barrier per slice
@@ -799,6 +845,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         multiply(s % {{ST}});
     }
 #else
+% end
     // two buffers: the next slice is loaded into registers during the products
     {{in_t}} xr[{{LC}}][{{BK}}], wr[{{WL}}];
     auto fetch = [&](int s) {
@@ -823,7 +870,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #pragma unroll
         for (int i = 0; i < {{WL}}; i++)
 % if wguard then
-            wr[i] = {{name}}_WOK(i) ? __ldg(w_arg + {{name}}_WG(i) + {{wso}}) : 0.0f;
+            wr[i] = {{name}}_WOK(i) ? __ldg(w_arg + {{name}}_WG(i) + {{wso}}) : {{w_zero}};
 % else
             wr[i] = __ldg(w_arg + {{name}}_WG(i) + {{wso}});
 % end
@@ -844,7 +891,9 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         }
     };
     {{loop}}
+% if cpasync then
 #endif
+% end
 
 % if mma then
     // the block's tile through shared memory (over the slices' buffers, read by now):
@@ -855,7 +904,11 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     __syncthreads();
 % -- es: the accumulators over the staging buffers (as written, in_t == acc_t; a narrower
 % -- in_t needs es = reinterpret_cast<acc_t*>(smem4) and ER sized in acc_t)
+% if narrow then
+    {{acc_t}}* const es = reinterpret_cast<{{acc_t}}*>(smem4);
+% else
     {{acc_t}}* const es = xs;
+% end
 #pragma unroll
     for (int i = 0; i < {{FP}}; i++)
 #pragma unroll
@@ -1085,7 +1138,8 @@ local function kernel(l, p, tc)
     mma = s.mma, tf32 = s.tf32, split = common.tf32x3_split(), tf32_round = common.tf32_round(),
     tf32_round_emu = common.tf32_round_emu(), loop = common.prefetch_loop(s.SS),
     zero_cf = s.mma and common.tf32x3_zero("cf", s.FP, s.FM, 4) or "",
-    mma_defs = common.tf32x3_mma_defs(), KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
+    mma_defs = common.tf32x3_mma_defs(s.half), half = s.half or false, narrow = s.narrow, cpasync = not s.narrow,
+    KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
     NT = s.threads, LC = s.LC, WL = s.WL, S = s.SS, SLICES = s.slices, SPLIT = s.split, COLS = s.COLS, P = s.P, OW = s.OW,
     smem = s.smem, pooled = s.pooled, bias = l.bias,
     whole = whole, SPC = (whole or s.free) and 1 or (l.K // (p.bk // l.K)),
@@ -1114,7 +1168,9 @@ local function kernel(l, p, tc)
   v.free, v.tail, v.pad0 = s.free, s.tail, s.pad0
   for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, s.free)) do v[k] = x end
   common.typed(l, v)
-  v.xload = (g.padded or s.tail) and string.format("%s_OK(j, r) ? __ldg(%s) : 0.0f", name, v.xat)
+  -- a zero element of the input and weight types ("0.0f" for FP32)
+  v.in_zero, v.w_zero = common.convert("float", ty.in_t, "0.0f"), common.convert("float", ty.w_t, "0.0f")
+  v.xload = (g.padded or s.tail) and string.format("%s_OK(j, r) ? __ldg(%s) : %s", name, v.xat, v.in_zero)
     or string.format("__ldg(%s)", v.xat)
   -- the byte offset in a slice of this thread's quad i of weights
   v.wqdst = s.WR == p.bm and string.format("16 * (tid + i * %d)", s.threads)
@@ -1126,7 +1182,7 @@ local function kernel(l, p, tc)
     if not res then return e end
     local others = {}
     for k = 1, res.n do
-      others[k] = c and string.format("r%d.%s", k, c) or ty.to_acc(string.format("__ldg(%s + %s)", res.names[k], idx))
+      others[k] = c and ty.to_acc(string.format("r%d.%s", k, c)) or ty.to_acc(string.format("__ldg(%s + %s)", res.names[k], idx))
     end
     return res.sum(e, others)
   end
@@ -1161,6 +1217,7 @@ local function kernel(l, p, tc)
   end
   k.residual = res ~= nil
   if s.tf32 then k.precision = "tf32" end
+  if s.half then k.precision = l.precision end
   return k
 end
 

@@ -258,6 +258,15 @@ function planner.auto_strategy(l)
       "the target has TF32 tensor cores (sm_%d), C = %d >= %d and M = %d >= %d", cc, l.C, planner.AUTO_TF32_MIN_C,
       l.M, planner.AUTO_TF32_MIN_M)
   end
+  -- bf16 and fp16: the same rule (one m16n8k16 product a tile on 16-bit operands;
+  -- the wgmma templates refuse 16-bit tensors); not yet timed on a GPU
+  if (l.precision == "bf16" or l.precision == "fp16") and cc >= 80 and l.C >= planner.AUTO_TF32_MIN_C
+      and l.M >= planner.AUTO_TF32_MIN_M
+      and pcall(resolve, import("conv2d_igemm_tc"), "conv2d_igemm_tc", l, nil, nil) then
+    return "conv2d_igemm_tc", string.format("auto: igemm_tc, since precision is %s (one m16n8k16 product a " ..
+      "tile), the target has its tensor cores (sm_%d), C = %d >= %d and M = %d >= %d", l.precision, cc, l.C,
+      planner.AUTO_TF32_MIN_C, l.M, planner.AUTO_TF32_MIN_M)
+  end
   local planes, why = planes_rule(l)
   if planes then return planes, why end
   if l.C <= planner.AUTO_DIRECT_MAX_C and ckk <= planner.AUTO_DIRECT_MAX_CKK then
@@ -343,6 +352,8 @@ planner.SPLIT_UNKNOWN_SMS = 100
 -- The split of layer l under conv2d_igemm's parameters p (split 1; tc: conv2d_igemm_tc's,
 -- whose warps own tm x 8*tn tiles), and why: 1 and nil, or S > 1 and the reason's words.
 function planner.split_of(l, p, tc)
+  -- (16-bit tensors: not split yet; conv2d_igemm stores partial sums in its output's type)
+  if l.dtype and l.dtype ~= "f32" then return 1, nil end
   local g = common.conv_geom(l)
   -- the GEMM columns an image: four a pooled output where the epilogue pools 2x2
   local cols = common.fused_pool2(g) and 4 * g.OH * g.OW or g.CH * g.CW
@@ -554,6 +565,50 @@ planner.layer_inputs = layer_inputs
 -- of its first input (concat: elems of its output), n_in and parts (each
 -- input's elements per image) and the layer's act. A tensor may be read by
 -- several later kernels (a residual: conv1 read by conv2 and by the add).
+-- The element type (the manifest's dtype) of the tensors between the layers of a
+-- network of precision `precision`, and of a layer's weights and bias: FP32 for
+-- fp32 and tf32, the 16-bit formats for bf16 and fp16 (base/spec.c cg_precision_dtype).
+function planner.dtype_of(precision)
+  if precision == "bf16" then return "bf16" end
+  if precision == "fp16" then return "f16" end
+  return "f32"
+end
+
+-- The network's tensor type (planner.dtype_of its precision), after refusing
+-- bf16 on a target below sm_80 (BF16 conversions and tensor cores; fp16's FFMA
+-- templates run on sm_75 too, its tensor-core template refuses).
+function planner.half_target(net)
+  local dt = planner.dtype_of(net.precision)
+  local cc = net.target and net.target.cc or 75
+  if dt == "bf16" and cc < 80 then
+    fail(0, nil, string.format("precision bf16 needs sm_80 or newer (BF16 conversions and tensor cores); the " ..
+      "target is sm_%d (generate for --arch 80 or newer, or use fp16, tf32 or fp32)", cc))
+  end
+  return dt
+end
+
+-- Kernel record k of layer table l in a network of precision `precision`: for
+-- 16-bit tensors the source opens with common.HALF_PRELUDE, the name (the
+-- function and every symbol named after it) ends in the type ("_bf16", "_f16"),
+-- the header's precision line says so and k.wdtype names its weights' type (the
+-- manifest's wdtype=, which the runtime converts them to at load); k unchanged
+-- for FP32 tensors.
+function planner.half_kernel(k, l, precision)
+  local dt = planner.dtype_of(precision)
+  if dt == "f32" then return k end
+  common.add_half_prelude(k, l)
+  local old, new = k.name, k.name .. "_" .. dt
+  k.source = k.source:gsub(old, new)
+  k.name = new
+  if k.weights:sub(1, 6) == "const:" then k.weights = k.weights:gsub(old, new) end
+  if k.bias:sub(1, 6) == "const:" then k.bias = k.bias:gsub(old, new) end
+  k.precision_line = string.format("%s (%s tensors; FP32 arithmetic)", precision, dt)
+  if k.weights ~= "none" or k.bias ~= "none" then
+    k.wdtype = common.types(l).w_t == "float" and "f32" or dt
+  end
+  return k
+end
+
 -- The generated header's precision line for kernel record k of layer l: nil
 -- for fp32 (so fp32 files stay as they were), else what the kernel computes:
 -- the layer's precision where the template computes it (k.precision, set by
@@ -561,6 +616,15 @@ planner.layer_inputs = layer_inputs
 -- templates: more accurate than asked).
 function planner.precision_line(l, k)
   if not l.precision or l.precision == "fp32" then return nil end
+  if l.precision == "bf16" or l.precision == "fp16" then
+    -- half-width tensors: what the products are computed in
+    if k.precision == l.precision then
+      return string.format("%s (%s tensors, weights and bias; products on tensor cores, FP32 accumulation)",
+        l.precision, planner.dtype_of(l.precision))
+    end
+    return string.format("%s (%s tensors, weights and bias; %s computes its products in FP32)", l.precision,
+      planner.dtype_of(l.precision), k.template)
+  end
   if k.precision == l.precision then return l.precision end
   return string.format("fp32 (the layer asks %s; %s computes its products in FP32)", l.precision, k.template)
 end
@@ -636,6 +700,23 @@ function planner.build(net)
     return new
   end
   local seen = {}
+  -- the network's tensor type: every tensor between layers, every layer's weights
+  -- and bias (pixels stay u8, predictions i32)
+  local dt = planner.half_target(net)
+  -- the tensor that is the network's output: the last layer's (a folded
+  -- batchnorm's is its conv's)
+  local final_out
+  do
+    local last = net.layers[#net.layers]
+    local by_name = {}
+    for _, x in ipairs(net.layers) do by_name[x.name] = x end
+    while last and last.op == "batchnorm" and last.folded do
+      local src = last.inputs and #last.inputs > 0 and last.inputs[1] or
+        (last.index > 1 and net.layers[last.index - 1].name)
+      last = src and by_name[src]
+    end
+    final_out = last and last.name
+  end
   -- constant memory left for weights: all kernels of a network may share one
   -- module (a fat binary), and a module has one 64 KiB constant bank
   local const_left = common.CONST_BUDGET
@@ -643,8 +724,20 @@ function planner.build(net)
   local function add(tname, l, given, index, layer, inputs, output_name, shape, dtype)
     local T = import(tname)
     l.const_left = const_left
+    if dt ~= "f32" then
+      -- half-width tensors: input_u8 reads pixels, argmax writes indices; a kernel
+      -- reads its input in the type that tensor has, and the one writing the
+      -- network's output (the scores the host reads) writes FP32; every other
+      -- role is the network's type
+      if l.dtype == nil then l.dtype = dt end
+      if tname == "input_u8" then l.in_dtype = "u8" end
+      if tname == "argmax" then l.out_dtype = "i32" end
+      local src = tname ~= "input_u8" and tensors[inputs[1]]
+      if src and src.dtype ~= l.dtype then l.in_dtype = src.dtype end
+      if output_name == final_out then l.out_dtype = "f32" end
+    end
     local p, listed = resolve(T, tname, l, given, index)
-    local k = common.add_pdl(T.kernel(l, p), net.target)
+    local k = common.add_pdl(planner.half_kernel(T.kernel(l, p), l, net.precision), net.target)
     was_seen = seen[k.name]
     if seen[k.name] and (k.weights:sub(1, 6) == "const:") then
       -- constant-memory symbols belong to one layer: give this one its own kernel
@@ -661,7 +754,7 @@ function planner.build(net)
       if not tensors[name] then fail(index, nil, "input '" .. tostring(name) .. "' is no tensor made before it") end
       k.inputs[j] = name
     end
-    k.out = tensor(output_name, dtype or "f32", k.out_elems, shape)
+    k.out = tensor(output_name, dtype or l.out_dtype or dt, k.out_elems, shape)
     out.kernels[#out.kernels + 1] = k
     return k
   end
@@ -690,6 +783,9 @@ function planner.build(net)
   end
 
   local batch = batch_of(net)
+  for _, l in ipairs(net.layers) do
+    if dt ~= "f32" then l.dtype = dt end
+  end
   local elems_in = net.C * net.H * net.W
   local shape_in = { net.C, net.H, net.W }
   tensor("pixels", "u8", elems_in, shape_in)
@@ -854,6 +950,7 @@ function planner.layer_table(net, index, const_left)
   if (src.pool_pad or 0) > 0 then src = planner.unpooled(src) end
   for k, v in pairs(src) do l[k] = v end
   l.params = nil
+  if planner.half_target(net) ~= "f32" then l.dtype = planner.dtype_of(net.precision) end
   l.const_left = const_left or common.CONST_BUDGET
   l.batch = batch_of(net)
   return l
@@ -981,7 +1078,7 @@ end
 function planner.emit_one(net, index, tname, params)
   local T, name, l = setup(net, index, tname)
   local p, listed = configure(T, name, l, net, index, params)
-  local k = common.add_pdl(T.kernel(l, p), l.target or net.target)
+  local k = common.add_pdl(planner.half_kernel(T.kernel(l, p), l, net.precision), l.target or net.target)
   if k.split then
     -- the harness launches one kernel and compares its output with the layer's
     fail(index, "split", string.format("split=%d runs as two kernels (the partial sums, then splitk_reduce), " ..

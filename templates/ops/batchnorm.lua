@@ -18,7 +18,7 @@ local source = engine.compile([[
     const int i = blockIdx.x * {{block}} + threadIdx.x;
     if (i >= n * {{E}}) return;
     const int c = (i / {{HW}}) % {{C}};
-    const {{acc_t}} v = fmaf({{to_acc("in[i]")}}, w[c], b[c]);
+    const {{acc_t}} v = fmaf({{to_acc("in[i]")}}, {{w_to_acc("w[c]")}}, {{w_to_acc("b[c]")}});
     out[i] = {{from_acc(act("v"))}};
 }
 ]], "batchnorm")
