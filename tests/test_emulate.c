@@ -611,6 +611,22 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
         printf("ok %s: layer %s%s: relative L2 error %.2g (tolerance %.2g)\n", spec_path, s.layers[i].name,
                lf[i] ? " (conv + batchnorm folded)" : "", rel, lim);
     }
+    /* the predictions: the argmax kernel's class is the first maximum of the
+     * scores the network's last kernel wrote (whatever the tensors' widths) */
+    if (ok_all && !rc && m.predict >= 0 && m.output >= 0 && m.t[m.output].dtype == CG_DT_F32) {
+        const int *pk = buf[m.predict];
+        const float *sc = buf[m.output];
+        long long E = m.t[m.output].elems;
+        int wrong = 0;
+        for (int img = 0; img < IMAGES; img++) {
+            int best = 0;
+            for (long long c = 1; c < E; c++)
+                if (sc[img * E + c] > sc[img * E + best]) best = (int)c;
+            wrong += pk[img] != best;
+        }
+        CHECK(wrong == 0, "%s: %d of %d predictions are not the first maximum of the network's scores", spec_path,
+              wrong, IMAGES);
+    }
     for (int i = 0; i < s.nlayers; i++) free(lo[i]), free(lf[i]);
     cg_weights_free(&fw);
     free(probs);

@@ -33,8 +33,9 @@ local source = engine.compile([[
 -- l: { elems = scores per image }
 function T.kernel(l, p)
   local name = string.format("argmax_e%d_b%d", l.elems, p.block)
-  -- the scores in the layer's dtype, the class index an i32
-  local ty = { dtype = l.dtype, out_dtype = "i32" }
+  -- the scores as the tensor it reads holds them (FP32 where a 16-bit network writes
+  -- its output; l.in_dtype), the class index an i32
+  local ty = { dtype = l.dtype, in_dtype = l.in_dtype, out_dtype = "i32" }
   local head, args = common.kernel_head(name, p.block, common.std_args({ types = common.types(ty) }))
   return {
     name = name,
