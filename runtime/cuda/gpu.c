@@ -66,7 +66,6 @@ struct cg_gpu {
      * for none: per kernel with --profile, else at layer boundaries */
     int mark[CG_MAN_KERNELS + 1];
     int nev;
-    int nev_alloc; /* events made per set: the marks without PDL (a superset of those with it) */
     CUevent first; /* the run's first upload starts */
 };
 
@@ -321,7 +320,7 @@ static int alloc_sets(cg_gpu *g, long long want, int keep, cg_host_costs *hc, cg
         if (CG_CU(e, cu->cuMemAlloc(&st->arena, g->plan.arena ? g->plan.arena : CG_MEMPLAN_ALIGN))) return -1;
         for (int i = 0; i < m->ntensors; i++) st->tdev[i] = st->arena + (CUdeviceptr)g->plan.off[i];
         if (CG_CU(e, cu->cuStreamCreate(&st->stream, CU_STREAM_NON_BLOCKING))) return -1;
-        for (int i = 0; i < g->nev_alloc; i++)
+        for (int i = 0; i < g->nev; i++)
             if (CG_CU(e, cu->cuEventCreate(&st->ev[i], CU_EVENT_DEFAULT))) return -1;
         if (CG_CU(e, cu->cuEventCreate(&st->up0, CU_EVENT_DEFAULT)) ||
             CG_CU(e, cu->cuEventCreate(&st->up1, CU_EVENT_DEFAULT)) ||
@@ -436,14 +435,7 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
     if (!rc) rc = upload_weights(g, w, e);
     hc->weights_ms = cg_now_ms() - t0;
     t0 = cg_now_ms();
-    if (!rc) {
-        int pdl = g->pdl;
-        g->pdl = 0;
-        set_marks(g);
-        g->nev_alloc = g->nev;
-        g->pdl = pdl;
-        set_marks(g);
-    }
+    if (!rc) set_marks(g);
     if (!rc) rc = alloc_sets(g, o->batch, o->keep_tensors || o->poison, hc, e);
     hc->alloc_ms = cg_now_ms() - t0;
     return rc;
