@@ -910,7 +910,82 @@ function planner.build(net)
   local s = tensors[prev].shape
   add("argmax", { elems = s[1] * s[2] * s[3] }, nil, #net.layers, "predict", { prev }, "predict", { 1, 1, 1 }, "i32")
   out.max_batch = 0x7fffffff // elems_max
+  -- at a few images, the whole network in one kernel besides the per-layer ones
+  -- (the runtime runs one or the other: `--whole`, by measurement by default)
+  local phases = dt == "f32" and planner.whole_phases(net, out, tensors, tensor_of, residuals, fused_by)
+  if phases then
+    local T = import("network")
+    local wl = { phases = phases, batch = batch, target = net.target,
+      input = { C = net.C, HW = net.H * net.W, scale_text = net.scale_text, offset_text = net.offset_text,
+                norm = net.norm } }
+    local p, listed = resolve(T, "network", wl, nil, #net.layers)
+    local k = T.kernel(wl, p)
+    k.template, k.layer, k.params, k.inputs, k.out = "network", "*", listed, { "pixels" }, "predict"
+    out.kernels[#out.kernels + 1] = k
+  end
   return out
+end
+
+-- The whole-network kernel (templates/ops/network.lua) is generated for buckets
+-- of up to WHOLE_MAX_BATCH images, networks of at most WHOLE_MAX_PHASES layers
+-- (its code grows with them), and at most WHOLE_MAX_MACS convolution
+-- multiply-adds a launch: it spreads each output's reduction over at most a warp
+-- and tiles nothing, so a deep convolution at many images is the tiled per-layer
+-- kernels' work (a launch's worth of FP32 FMAs at 10 % of an H100's peak: 32 M
+-- multiply-adds take about 10 us, more than the launches it saves).
+planner.WHOLE_MAX_BATCH = 8
+planner.WHOLE_MAX_PHASES = 16
+planner.WHOLE_MAX_MACS = 32 * 1024 * 1024
+
+-- The layers of the network as the whole-network kernel runs them: a list of
+-- phases { op, layer, ins, out, ... } over the tensors the per-layer kernels
+-- write (out.layers, built by planner.build), or nil where the network has a
+-- layer the kernel does not run (a padded or global pool, a batch norm not
+-- folded, 16-bit tensors), is too large (above), or no bucket is asked for.
+function planner.whole_phases(net, out, tensors, tensor_of, residuals, fused_by)
+  local batch = batch_of(net)
+  if not batch or batch > planner.WHOLE_MAX_BATCH then return nil end
+  local phases, macs = {}, 0
+  for idx, l in ipairs(net.layers) do
+    local ol = out.layers[idx]
+    local ph = { op = l.op, layer = l, ins = ol.inputs, out = ol.out }
+    if l.op == "conv" then
+      local g = common.conv_geom(l)
+      if (l.pool_pad or 0) > 0 or g.kind == "global_avg" or (g.kind ~= "none" and g.PK ~= g.PS) then return nil end
+      macs = macs + l.M * g.CH * g.CW * (l.C // g.G) * l.K * l.K * batch
+      local r = residuals[l.name]
+      if ol.fused_into and r then
+        local others = {}
+        for j, name in ipairs(r.others) do others[j] = tensor_of[name] or name end
+        ph.residual = { others = others, at = r.at, act = r.add.act, n = #r.others }
+        ph.ins = { ol.inputs[1] }
+      end
+    elseif l.op == "fc" then
+      ph.ins = { ol.inputs[1] }
+    elseif l.op == "batchnorm" and l.folded then
+      ph = nil
+    elseif l.op == "add" then
+      -- (an add computed in a conv's epilogue is that conv's phase)
+      if fused_by[l.name] then ph = nil else ph.E = tensors[ol.inputs[1]].elems end
+    elseif l.op == "concat" then
+      ph.E = tensors[ol.out].elems
+      ph.parts = {}
+      for j, name in ipairs(ol.inputs) do ph.parts[j] = tensors[name].elems end
+    elseif l.op == "softmax" then
+      ph.E = tensors[ol.inputs[1]].elems
+    else
+      return nil
+    end
+    if ph then phases[#phases + 1] = ph end
+  end
+  if #phases == 0 or #phases > planner.WHOLE_MAX_PHASES or macs > planner.WHOLE_MAX_MACS then return nil end
+  local last = phases[#phases]
+  if last.op == "softmax" and last.out == out.output then
+    last.predict = true
+  else
+    phases[#phases + 1] = { op = "argmax", ins = { out.output }, E = tensors[out.output].elems }
+  end
+  return phases
 end
 
 -- ---- one layer, one template, one configuration (for tuning and the harness) ----

@@ -1,0 +1,490 @@
+-- network.lua — the whole network in one kernel, for a few images.
+--
+-- At one to eight images a layer's work is a few microseconds or less, and a
+-- network of per-layer kernels pays a launch (1-3 us on the GPU, inside a graph
+-- too) for each. Here one persistent kernel runs every layer: its blocks are all
+-- resident at once (a cooperative launch, `grid = res:CAP`: the runtime launches
+-- at most what fits), each layer's work is spread over every warp of the grid,
+-- and a grid-wide barrier separates one layer from the next. Each layer writes
+-- the tensor its per-layer kernel writes (the manifest's t: roles name them), so
+-- `check` compares the layers of either path alike, and the memory plan serves
+-- both: the layers write in the same order.
+--
+-- The layers (the planner passes them as `phases`, planner.whole_phases):
+--   conv     L lanes an output (a power of two up to 32, chosen so that the
+--            grid's threads have work), each lane reducing every L-th of the
+--            C/G*K*K products of each pool window's conv value, the lanes'
+--            sums joined by a butterfly (a fixed order); bias, activation, the
+--            pool and a residual add in the epilogue, as the per-layer kernels
+--   fc       a warp a (row, chunk of the reduction): vector loads of the row's
+--            weights (each read once) and the images' inputs; where a row is
+--            split into S chunks, the chunks' sums go to scratch and the warp
+--            that finishes a row last (a counter a row) adds them in chunk
+--            order, then bias and activation: deterministic, no extra barrier
+--   softmax  a warp an image; the argmax (first maximum) of the values it
+--            stores is the prediction where it is the network's last layer
+--   add, concat   elementwise over every thread of the grid
+-- The network's first layer reads the pixels and scales them as input_u8 does
+-- (no input kernel, no barrier for it). The last phase writes the predictions.
+--
+-- Every index bound is a literal (the bucket's images, every layer's shape);
+-- the run-time image count `n` (at most the bucket) predicates the loads. The
+-- scratch buffer (the barrier's two words, the split rows' counters and sums) is
+-- zeroed once by the runtime and left zeroed by the kernel: every counter returns
+-- to zero when its row is finished, the barrier's arrival count when it opens.
+-- Code size grows with the layers (one block of code each, no loop unrolled over
+-- C, M or the images beyond the bucket), not with their sizes.
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+T.doc = "every layer of a small-batch network in one persistent kernel, grid-wide barriers between layers"
+
+-- The SMs to fill: the target's, else an H100's 132.
+local function sms(l) return (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132 end
+
+T.params = {
+  { name = "threads", doc = "threads per block", legal = function(_) return { 256, 512, 1024 } end,
+    default = function(_) return 512 end },
+  { name = "per_sm", doc = "blocks per SM the grid is sized for (the runtime caps it at what is resident)",
+    legal = function(_) return { 1, 2 } end, default = function(_) return 1 end },
+}
+
+function T.check(l, p)
+  if p.threads > common.MAX_THREADS then
+    return string.format("threads=%d: a block has at most %d", p.threads, common.MAX_THREADS), "threads"
+  end
+  if not l.phases or #l.phases == 0 then return "no layers to run" end
+  return nil
+end
+
+local FULL = "0xffffffffu"
+
+-- The grid-wide barrier (sense by generation): every block's thread 0 arrives
+-- on bar[0] after a fence; the last to arrive resets the count and advances the
+-- generation bar[1], which the others wait on. The fences on both sides and the
+-- block barriers make every write before the barrier visible to every read after
+-- it, grid-wide (the pattern of a cooperative grid sync). The CPU emulation
+-- defines CG_EMU_GRID and its own barrier (its blocks are fibers of one thread).
+local prelude = engine.compile([[
+#ifndef CG_EMU_GRID
+static __device__ __forceinline__ void {{name}}_sync(unsigned* bar)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile unsigned* gen = bar + 1;
+        const unsigned g = *gen;
+        __threadfence();
+        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+            bar[0] = 0;
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            while (*gen == g) {}
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+#define {{name}}_SYNC() {{name}}_sync(scratch)
+#else
+#define {{name}}_SYNC() emu_grid_sync()
+#endif
+]], "network")
+
+local conv_source = engine.compile([[
+    // ---- layer {{layer}}: {{shape}}
+    //      {{L}} lanes an output, each reducing every {{L}}-th of the {{R}} products ({{GPW}} outputs a warp)
+    for (int g0 = gwarp * {{GPW}}; g0 < n * {{OUTS}}; g0 += nwarps * {{GPW}}) {
+        const int o = g0 + lane / {{L}}, sub = lane % {{L}};
+        const bool ok = o < n * {{OUTS}};
+        const int b = o / {{OUTS}}, m = (o / {{OH * OW}}) % {{M}}, oh = (o / {{OW}}) % {{OH}}, ow = o % {{OW}};
+        float acc[{{WIN}}];
+#pragma unroll
+        for (int j = 0; j < {{WIN}}; j++) acc[j] = 0.0f;
+        if (ok) {
+            const int x0 = b * {{XE}}{{cbase}};
+            const float* wm = {{w}} + m * {{R}};
+#pragma unroll 4
+            for (int r = sub; r < {{R}}; r += {{L}}) {
+                const int c = r / {{KK}}, p = (r / {{K}}) % {{K}}, q = r % {{K}};
+                const float wv = __ldg(wm + r);
+% for j, win in ipairs(wins) do
+                {   // window ({{win[1]}}, {{win[2]}})
+                    const int ih = (oh * {{PS}} + {{win[1]}}) * {{S}} + p - {{PT}}, iw = (ow * {{PS}} + {{win[2]}}) * {{S}} + q - {{PL}};
+% if padded then
+                    if (ih >= 0 && ih < {{H}} && iw >= 0 && iw < {{W}})
+% end
+                    acc[{{j - 1}}] = fmaf({{load("x0 + c * " .. (H * W) .. " + ih * " .. W .. " + iw")}}, wv, acc[{{j - 1}}]);
+                }
+% end
+            }
+        }
+% if L > 1 then
+#pragma unroll
+        for (int j = 0; j < {{WIN}}; j++)
+#pragma unroll
+            for (int s = {{L // 2}}; s > 0; s >>= 1) acc[j] += __shfl_xor_sync({{FULL}}, acc[j], s);
+% end
+        if (ok && sub == 0) {
+% if pool == "none" then
+            float v = {{act("acc[0]" .. bias_term)}};
+% else
+            float v = {{act("acc[0]" .. bias_term)}};
+#pragma unroll
+            for (int j = 1; j < {{WIN}}; j++) {
+                const float u = {{act("acc[j]" .. bias_term)}};
+% if pool == "max" then
+                v = fmaxf(v, u);
+% else
+                v += u;
+% end
+            }
+% if pool == "avg" then
+            v *= {{1.0 / WIN}}f;
+% end
+% end
+% if residual then
+            // the add computed here: {{residual.n + 1}} tensors in order, this conv's at place {{residual.at}}, then {{residual.act}}
+            v = {{residual.expr}};
+% end
+            {{out}}[o] = v;
+        }
+    }
+]], "network")
+
+local fc_source = engine.compile([[
+    // ---- layer {{layer}}: {{shape}}
+    //      a warp a (row, chunk): {{OUT}} rows x {{S}} chunks of {{CH}} {{VT}} ({{NV}} a row)
+    for (int u = gwarp; u < {{OUT * S}}; u += nwarps) {
+        const int row = u / {{S}}, s = u % {{S}};
+        float acc[{{B}}];
+#pragma unroll
+        for (int i = 0; i < {{B}}; i++) acc[i] = 0.0f;
+        const {{VT}}* wr = reinterpret_cast<const {{VT}}*>({{w}} + row * {{IN}});
+        const int v_end = s == {{S - 1}} ? {{NV}} : (s + 1) * {{CH}};
+#pragma unroll 4
+        for (int v = s * {{CH}} + lane; v < v_end; v += 32) {
+            const {{VT}} wv = __ldg(wr + v);
+#pragma unroll
+            for (int i = 0; i < {{B}}; i++) {
+                if (i < n) {
+% if V == 4 then
+                    const float4 xv = reinterpret_cast<const float4*>({{x}} + i * {{IN}})[v];
+                    acc[i] = fmaf(wv.x, xv.x, fmaf(wv.y, xv.y, fmaf(wv.z, xv.z, fmaf(wv.w, xv.w, acc[i]))));
+% else
+                    acc[i] = fmaf(wv, {{load("i * " .. IN .. " + v")}}, acc[i]);
+% end
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < {{B}}; i++)
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) acc[i] += __shfl_xor_sync({{FULL}}, acc[i], o);
+% if S == 1 then
+        if (lane < n && lane < {{B}}) {
+            float t = acc[0];
+#pragma unroll
+            for (int i = 1; i < {{B}}; i++) if (lane == i) t = acc[i];
+            {{out}}[lane * {{OUT}} + row] = {{act("t" .. bias_term)}};
+        }
+% else
+        // the chunk's sums to scratch; the warp finishing the row's last chunk adds them in chunk order
+        float* part = reinterpret_cast<float*>(scratch + {{part_at}});
+        unsigned* count = scratch + {{count_at}};
+        int last = 0;
+        if (lane == 0) {
+#pragma unroll
+            for (int i = 0; i < {{B}}; i++) part[(s * {{B}} + i) * {{OUT}} + row] = acc[i];
+            __threadfence();
+            last = atomicAdd(count + row, 1u) == {{S - 1}};
+        }
+        last = __shfl_sync({{FULL}}, last, 0);
+        if (last) {
+            __threadfence();
+            if (lane < n && lane < {{B}}) {
+                float t = 0.0f;
+                for (int c = 0; c < {{S}}; c++) t += __ldcg(part + (c * {{B}} + lane) * {{OUT}} + row);
+                {{out}}[lane * {{OUT}} + row] = {{act("t" .. bias_term)}};
+            }
+            if (lane == 0) count[row] = 0;
+        }
+% end
+    }
+]], "network")
+
+local softmax_source = engine.compile([[
+    // ---- layer {{layer}}: softmax over {{E}} values, a warp an image{{predict and ", and the prediction (the first maximum)" or ""}}
+    for (int b = gwarp; b < n; b += nwarps) {
+        float mx = {{load("b * " .. E)}};
+        for (int i = lane; i < {{E}}; i += 32) mx = fmaxf(mx, {{load("b * " .. E .. " + i")}});
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync({{FULL}}, mx, o));
+        float sum = 0.0f;
+        for (int i = lane; i < {{E}}; i += 32) sum += expf({{load("b * " .. E .. " + i")}} - mx);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync({{FULL}}, sum, o);
+        const float inv = 1.0f / sum;
+% if predict then
+        float best = __uint_as_float(0xff800000u);
+        int arg = {{E}};
+% end
+        for (int i = lane; i < {{E}}; i += 32) {
+            const float v = expf({{load("b * " .. E .. " + i")}} - mx) * inv;
+            {{out}}[b * {{E}} + i] = v;
+% if predict then
+            if (arg == {{E}} || v > best) best = v, arg = i;
+% end
+        }
+% if predict then
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ob = __shfl_xor_sync({{FULL}}, best, o);
+            const int oa = __shfl_xor_sync({{FULL}}, arg, o);
+            if (oa < {{E}} && (arg == {{E}} || ob > best || (ob == best && oa < arg))) best = ob, arg = oa;
+        }
+        if (lane == 0) pred[b] = arg;
+% end
+    }
+]], "network")
+
+local argmax_source = engine.compile([[
+    // ---- the prediction: the first maximum of {{E}} scores, a warp an image
+    for (int b = gwarp; b < n; b += nwarps) {
+        float best = __uint_as_float(0xff800000u);
+        int arg = {{E}};
+        for (int i = lane; i < {{E}}; i += 32) {
+            const float v = {{load("b * " .. E .. " + i")}};
+            if (arg == {{E}} || v > best) best = v, arg = i;
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ob = __shfl_xor_sync({{FULL}}, best, o);
+            const int oa = __shfl_xor_sync({{FULL}}, arg, o);
+            if (oa < {{E}} && (arg == {{E}} || ob > best || (ob == best && oa < arg))) best = ob, arg = oa;
+        }
+        if (lane == 0) pred[b] = arg;
+    }
+]], "network")
+
+local add_source = engine.compile([[
+    // ---- layer {{layer}}: the sum of {{#ins}} tensors of {{E}} values, then {{act_name}}
+    for (int i = gtid; i < n * {{E}}; i += nthreads) {{out}}[i] = {{act(sum)}};
+]], "network")
+
+local concat_source = engine.compile([[
+    // ---- layer {{layer}}: {{#ins}} tensors joined along channels ({{E}} values an image)
+    for (int i = gtid; i < n * {{E}}; i += nthreads) {
+        const int b = i / {{E}}, e = i % {{E}};
+% for j, part in ipairs(parts) do
+        {{j > 1 and "else " or ""}}if (e < {{part.to}}) {{out}}[i] = {{part.load}};
+% end
+    }
+]], "network")
+
+local kernel_source = engine.compile([[
+// {{#phases}} layers for {{B}} images at most, {{barriers}} grid-wide barriers between them
+{{prelude}}
+extern "C" __global__ void __launch_bounds__({{threads}}, 1)
+{{name}}({{params}})
+{
+    const int lane = threadIdx.x % 32;
+    const int gwarp = blockIdx.x * {{WPB}} + threadIdx.x / 32, nwarps = gridDim.x * {{WPB}};
+    const int gtid = blockIdx.x * {{threads}} + threadIdx.x, nthreads = gridDim.x * {{threads}};
+    (void)lane, (void)gwarp, (void)nwarps, (void)gtid, (void)nthreads, (void)pred, (void)px;
+% for _, c in ipairs(consts) do
+{{c}}
+% end
+% for j, body in ipairs(bodies) do
+{{body}}
+% if j < #bodies then
+    {{name}}_SYNC();
+% end
+% end
+}
+#ifdef CG_EMULATION
+// the CPU emulation calls the kernel through this (its arguments as one array)
+extern "C" void {{name}}_emu(void* const* a, int n)
+{
+    {{name}}({{emu_args}});
+}
+#endif
+]], "network")
+
+-- FNV-1a of a string, 8 hex digits: the kernel's name carries its layers' digest.
+local function digest(s)
+  local h = 0x811c9dc5
+  for i = 1, #s do h = ((h ~ s:byte(i)) * 0x01000193) & 0xffffffff end
+  return string.format("%08x", h)
+end
+
+-- The kernel record. l: { phases, input = { C, HW, scale_text, offset_text, norm },
+-- batch, target }; each phase: { op, layer (its table), ins (tensor names),
+-- out (tensor name), residual = { others, at, act } for a conv computing an add,
+-- predict (softmax: also write the predictions) }, and a last { op = "argmax" }
+-- where the network's last layer is no softmax.
+function T.kernel(l, p)
+  local B = l.batch
+  local threads, WPB = p.threads, p.threads // 32
+  local TT = sms(l) * p.per_sm * threads       -- the threads the grid is sized for
+  local TW = TT // 32
+  -- the kernel's pointer arguments, by role, in order of first use
+  local params, roles, emu, cname = {}, {}, {}, {}
+  local function arg(role, decl)
+    roles[#roles + 1] = role
+    params[#params + 1] = decl
+    emu[#emu + 1] = "(" .. decl:gsub("%s*[%w_]+$", "") .. ")a[" .. (#emu) .. "]"
+  end
+  arg("in", "const unsigned char* __restrict__ px")
+  arg("out", "int* pred")
+  local function tensor(name)
+    if not cname[name] then
+      cname[name] = "t" .. (#roles - 1)
+      arg("t:" .. name, "float* " .. cname[name])
+    end
+    return cname[name]
+  end
+  local weights = {}
+  local function wptr(layer, kind)
+    local key = kind .. ":" .. layer
+    if not weights[key] then
+      weights[key] = kind .. (#roles - 1)
+      arg(key, "const float* __restrict__ " .. weights[key])
+    end
+    return weights[key]
+  end
+  -- an element of tensor `name` at index expression idx (c: its channel where
+  -- the pixels are normalised per channel): the network's input is read as pixels
+  local inp = l.input
+  local consts = {}
+  local function loader(name)
+    if name ~= "input" then
+      local t = tensor(name)
+      return function(idx) return t .. "[" .. idx .. "]" end
+    end
+    if inp.norm then
+      local a, t = {}, {}
+      for c, ft in ipairs(inp.norm) do a[c], t[c] = ft[1] .. "f", ft[2] .. "f" end
+      consts[#consts + 1] = string.format("    const float na[%d] = { %s }, nb[%d] = { %s };", inp.C,
+        table.concat(a, ", "), inp.C, table.concat(t, ", "))
+      return function(idx)
+        local c = string.format("(((%s) / %d) %% %d)", idx, inp.HW, inp.C)
+        return string.format("fmaf((float)px[%s], na[%s], nb[%s])", idx, c, c)
+      end
+    end
+    return function(idx)
+      return string.format("fmaf((float)px[%s], %sf, %sf)", idx, inp.scale_text, inp.offset_text)
+    end
+  end
+
+  local bodies, scratch_words, shapes = {}, 2, {}
+  for _, ph in ipairs(l.phases) do
+    local ly = ph.layer
+    if ph.op == "conv" then
+      local g = common.conv_geom(ly)
+      local Cg = ly.C // g.G
+      local R = Cg * ly.K * ly.K
+      local OUTS = ly.M * g.OH * g.OW
+      local L = 1
+      while L < 32 and L < R and B * OUTS * L < TT do L = L * 2 end
+      local wins = {}
+      local PK, PS = 1, 1
+      if g.kind == "max" or g.kind == "avg" then PK, PS = g.PK, g.PS end
+      for a = 0, PK - 1 do for c = 0, PK - 1 do wins[#wins + 1] = { a, c } end end
+      local bias_term = ly.bias and (" + " .. wptr(ly.name, "b") .. "[m]") or ""
+      local residual
+      if ph.residual then
+        local terms, k = {}, 0
+        for j = 1, ph.residual.n + 1 do
+          if j - 1 == ph.residual.at then terms[j] = "v"
+          else k = k + 1; terms[j] = loader(ph.residual.others[k])("o") end
+        end
+        residual = { n = ph.residual.n, at = ph.residual.at, act = ph.residual.act,
+          expr = common.act(ph.residual.act, table.concat(terms, " + ")) }
+      end
+      local shape = string.format("conv %dx%dx%d -> %dx%dx%d (K %d, stride %d, pad %d,%d,%d,%d%s), %s%s%s",
+        ly.C, ly.H, ly.W, ly.M, g.CH, g.CW, ly.K, g.S, g.pt, g.pl, g.pb, g.pr,
+        g.G > 1 and (", groups " .. g.G) or "", ly.act,
+        (g.kind ~= "none") and string.format(", %s pool %dx%d/%d -> %dx%d", g.kind, PK, PK, PS, g.OH, g.OW) or "",
+        ly.bias and ", bias" or "")
+      shapes[#shapes + 1] = ly.name .. ": " .. shape
+      bodies[#bodies + 1] = conv_source({
+        layer = ly.name, shape = shape, L = L, R = R, GPW = 32 // L, OUTS = OUTS, OH = g.OH, OW = g.OW, M = ly.M,
+        WIN = #wins, wins = wins, XE = ly.C * ly.H * ly.W,
+        cbase = g.G > 1 and string.format(" + (m / %d) * %d", ly.M // g.G, Cg * ly.H * ly.W) or "",
+        w = wptr(ly.name, "w"), KK = ly.K * ly.K, K = ly.K, PS = PS, S = g.S, PT = g.pt, PL = g.pl,
+        padded = g.padded, H = ly.H, W = ly.W, load = loader(ph.ins[1]), FULL = FULL, pool = PK > 1 and g.kind or
+          "none", act = function(v) return common.act(ly.act, v) end, bias_term = bias_term, residual = residual or false,
+        out = tensor(ph.out),
+      })
+    elseif ph.op == "fc" then
+      local IN, OUT = ly.C * ly.H * ly.W, ly.out
+      local V = (IN % 4 == 0 and ph.ins[1] ~= "input") and 4 or 1
+      local NV = IN // V
+      -- chunks a row: the warps the grid has over the rows, at least a vector a lane a chunk
+      local S = math.max(1, math.min(TW // OUT, NV // 32))
+      local CH = common.ceil_div(NV, S)
+      S = common.ceil_div(NV, CH)
+      local count_at, part_at = scratch_words, scratch_words + OUT
+      if S > 1 then
+        part_at = common.ceil_div(part_at, 4) * 4
+        scratch_words = part_at + S * B * OUT
+      end
+      local shape = string.format("fc %d -> %d, %s%s", IN, OUT, ly.act, ly.bias and ", bias" or "")
+      shapes[#shapes + 1] = ly.name .. ": " .. shape
+      bodies[#bodies + 1] = fc_source({
+        layer = ly.name, shape = shape, OUT = OUT, S = S, CH = CH, NV = NV, VT = V == 4 and "float4" or "float",
+        V = V, B = B, IN = IN, w = wptr(ly.name, "w"), x = V == 4 and tensor(ph.ins[1]) or false,
+        load = loader(ph.ins[1]), FULL = FULL, out = tensor(ph.out), count_at = count_at, part_at = part_at,
+        act = function(v) return common.act(ly.act, v) end,
+        bias_term = ly.bias and (" + " .. wptr(ly.name, "b") .. "[row]") or "",
+      })
+    elseif ph.op == "softmax" then
+      shapes[#shapes + 1] = ly.name .. ": softmax over " .. ph.E
+      bodies[#bodies + 1] = softmax_source({ layer = ly.name, E = ph.E, load = loader(ph.ins[1]), FULL = FULL,
+        out = tensor(ph.out), predict = ph.predict or false })
+    elseif ph.op == "argmax" then
+      shapes[#shapes + 1] = "predict: argmax over " .. ph.E
+      bodies[#bodies + 1] = argmax_source({ E = ph.E, load = loader(ph.ins[1]), FULL = FULL })
+    elseif ph.op == "add" then
+      local terms = {}
+      for j, name in ipairs(ph.ins) do terms[j] = loader(name)("i") end
+      shapes[#shapes + 1] = ly.name .. ": add of " .. #ph.ins
+      bodies[#bodies + 1] = add_source({ layer = ly.name, ins = ph.ins, E = ph.E, out = tensor(ph.out),
+        act_name = ly.act, act = function(v) return common.act(ly.act, v) end, sum = table.concat(terms, " + ") })
+    elseif ph.op == "concat" then
+      local parts, at = {}, 0
+      for j, name in ipairs(ph.ins) do
+        local P = ph.parts[j]
+        parts[j] = { to = at + P, load = loader(name)(string.format("b * %d + e - %d", P, at)) }
+        at = at + P
+      end
+      shapes[#shapes + 1] = ly.name .. ": concat of " .. #ph.ins
+      bodies[#bodies + 1] = concat_source({ layer = ly.name, ins = ph.ins, E = ph.E, parts = parts,
+        out = tensor(ph.out) })
+    else
+      error("network: no phase for op '" .. tostring(ph.op) .. "'", 0)
+    end
+  end
+  arg("scratch", "unsigned* scratch")
+  params[#params + 1] = "int n"
+  roles[#roles + 1] = "n"
+  local emu_args = table.concat(emu, ", ") .. ", n"
+  local name = string.format("network_b%d_t%d_s%d_%s", B, threads, p.per_sm,
+    digest(table.concat(roles, ",") .. table.concat(consts, "\n") .. table.concat(bodies, "\n")))
+  local source = kernel_source({
+    name = name, prelude = prelude({ name = name }), threads = threads, WPB = WPB, B = B,
+    phases = l.phases, barriers = #bodies - 1, consts = consts, bodies = bodies,
+    params = table.concat(params, ",\n    "), emu_args = emu_args,
+  })
+  return {
+    name = name, source = source, args = table.concat(roles, ","),
+    grid = { "res:" .. (sms(l) * p.per_sm), 1, 1 }, block = { threads, 1, 1 }, shared = 0,
+    weights = "none", bias = "none", whole = true, scratch = scratch_words * 4,
+    out_elems = 1, shape = table.concat(shapes, "; "),
+  }
+end
+
+return T
