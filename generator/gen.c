@@ -309,8 +309,10 @@ static int get_inputs(lua_State *L, const char *kernel, char *dst, size_t cap, c
     return 0;
 }
 
-/* "N*a/b" or a positive integer: the forms a grid extent may take. */
-static int grid_text(lua_State *L, int idx, char out[64], cg_err *e)
+/* "N*a/b" or a positive integer: the forms a grid extent may take; the x extent
+ * (x set) also "res:CAP", a whole-network kernel's: as many blocks as are
+ * resident at once, at most CAP (the runtime refuses it on any other kernel). */
+static int grid_text(lua_State *L, int idx, int x, char out[64], cg_err *e)
 {
     if (lua_isinteger(L, idx)) {
         long long v = lua_tointeger(L, idx);
@@ -321,9 +323,10 @@ static int grid_text(lua_State *L, int idx, char out[64], cg_err *e)
     const char *s = lua_tostring(L, idx);
     long long a, b;
     char tail;
-    if (!s || sscanf(s, "N*%lld/%lld%c", &a, &b, &tail) != 2 || a < 1 || b < 1)
-        return cg_fail(e, "templates: bad grid extent '%s' (expected an integer or N*a/b)",
-                       s ? s : "?");
+    int res = x && s && sscanf(s, "res:%lld%c", &a, &tail) == 1 && a >= 1 && a <= 0x7fffffffLL;
+    if (!res && (!s || sscanf(s, "N*%lld/%lld%c", &a, &b, &tail) != 2 || a < 1 || b < 1))
+        return cg_fail(e, "templates: bad grid extent '%s' (expected an integer or N*a/b%s)",
+                       s ? s : "?", x ? ", or res:CAP" : "");
     snprintf(out, 64, "%s", s);
     return 0;
 }
@@ -345,7 +348,7 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
 {
     lua_State *L = cg_lua_state(h);
     char in[CG_MAX_INPUTS * (CG_NAME_MAX + 17)], out[CG_NAME_MAX + 16], weights[200], bias[200], params[512],
-        shape[512], grid[3][64], args[64];
+        shape[512], grid[3][64], args[8192];
     long long block[3], shared;
     if (get_str(L, "name", k->kernel, sizeof k->kernel, e) ||
         get_str(L, "template", k->tpl, sizeof k->tpl, e) ||
@@ -357,8 +360,9 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     char tfile[sizeof k->tpl + 64]; /* the template's file, for messages and the header */
     if (cg_template_path(NULL, k->tpl, tfile, sizeof tfile) < 0)
         return cg_fail(e, "templates/lib/planner.lua: kernel template '%s' is not a template name", k->tpl);
-    /* the kernel's parameters by role (common.kernel_head); the runtime checks the names */
-    if (!args[0] || strspn(args, "abcdefghijklmnopqrstuvwxyz0123456789,") != strlen(args))
+    /* the kernel's parameters by role (common.kernel_head; a whole-network kernel's
+     * t:TENSOR, w:LAYER, b:LAYER name tensors and layers); the runtime checks the names */
+    if (!args[0] || strspn(args, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789,:_.-") != strlen(args))
         return cg_fail(e, "%s: kernel args '%s' are not a list of roles", tfile, args);
     if (!is_identifier(k->kernel, strlen(k->kernel)))
         return cg_fail(e, "%s: kernel name '%s' is not an identifier", tfile,
@@ -378,7 +382,7 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     lua_getfield(L, -2, "block");
     for (int d = 0; d < 3; d++) {
         lua_rawgeti(L, -2, d + 1);
-        int rc = grid_text(L, -1, grid[d], e);
+        int rc = grid_text(L, -1, d == 0, grid[d], e);
         lua_pop(L, 1);
         lua_rawgeti(L, -1, d + 1);
         block[d] = lua_tointeger(L, -1);
@@ -452,12 +456,30 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
         if (strcmp(d, "f32")) snprintf(wdt, sizeof wdt, "%s", d);
     }
     lua_pop(L, 1);
+    /* optional: the whole-network kernel (whole = true) and the bytes of its zeroed
+     * scratch buffer (scratch = N); written only when set */
+    lua_getfield(L, -1, "whole");
+    int whole = lua_toboolean(L, -1);
+    lua_getfield(L, -2, "scratch");
+    long long scratch = lua_isinteger(L, -1) ? (long long)lua_tointeger(L, -1) : 0;
+    int bad_scratch = !lua_isnil(L, -1) && (!lua_isinteger(L, -1) || scratch < 1 || scratch > (1LL << 30) || !whole);
+    lua_pop(L, 2);
+    if (bad_scratch) {
+        cg_buf_free(&b);
+        return cg_fail(e, "%s: kernel %s: scratch must be a whole-network kernel's bytes, 1 to 2^30", tfile, k->kernel);
+    }
+    if (!whole && !strncmp(grid[0], "res:", 4)) {
+        cg_buf_free(&b);
+        return cg_fail(e, "%s: kernel %s: grid res:CAP is the whole-network kernel's alone", tfile, k->kernel);
+    }
+    char extra[64] = "";
+    if (whole) snprintf(extra, sizeof extra, scratch ? " whole=1 scratch=%lld" : " whole=1", scratch);
     size_t line_at = man->len;
     bad = bad || cg_buf_printf(man,
         "kernel %s layer=%s template=%s in=%s out=%s grid=%s,%s,%s block=%lld,%lld,%lld "
-        "shared=%lld weights=%s bias=%s args=%s%s%s%s\n",
+        "shared=%lld weights=%s bias=%s args=%s%s%s%s%s\n",
         k->kernel, k->layer, k->tpl, in, out, grid[0], grid[1], grid[2], block[0], block[1],
-        block[2], shared, weights, bias, args, pdl ? " pdl=1" : "", wdt[0] ? " wdtype=" : "", wdt);
+        block[2], shared, weights, bias, args, pdl ? " pdl=1" : "", wdt[0] ? " wdtype=" : "", wdt, extra);
     if (!bad && launch) {
         memset(launch, 0, sizeof *launch);
         for (int d = 0; d < 3; d++) {

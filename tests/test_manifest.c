@@ -5,7 +5,9 @@
  * kernel's own output among its inputs, an empty name, and an argument role
  * naming an input the list lacks. common.kernel_head (templates/lib/common.lua)
  * knows the same roles as the manifest's table and declares further inputs
- * const like the first. */
+ * const like the first. The whole-network kernel's record (whole=1, scratch=,
+ * grid res:CAP, layer=*, roles t:/w:/b:/scratch, up to CG_MAX_ARGS arguments)
+ * parses, and each misuse is refused at its line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +153,152 @@ static void test_layer_into(cg_manifest *m)
     }
 }
 
+/* A manifest of two layers (conv1, fc1) and their kernels, then `tail` (kernel
+ * records from line 12 on) and the closing records. */
+static int parse_whole(const char *tail, cg_manifest *m, cg_err *e)
+{
+    char text[8192];
+    snprintf(text, sizeof text,
+             "convgen-manifest 1\nnetwork t\ngenerator 0\nmax_batch 100\nbucket 1\n"
+             "tensor pixels u8 16\ntensor conv1 f32 8\ntensor fc1 f32 4\ntensor predict i32 1\n"
+             "layer conv1 conv conv1\nlayer fc1 fc fc1\n"
+             "%s"
+             "input pixels\noutput fc1\npredict predict\nhash 0123456789abcdef\n",
+             tail);
+    return cg_manifest_parse(text, strlen(text), "w/manifest.txt", m, e);
+}
+
+#define K_CONV "kernel kc layer=conv1 template=conv2d_direct in=pixels out=conv1 grid=N*1/8,1,1 block=64,1,1 " \
+               "shared=0 weights=arg bias=arg args=in,out,weights,bias,n\n"
+#define K_FC "kernel kf layer=fc1 template=fc_vec in=conv1 out=fc1 grid=N*1/8,1,1 block=64,1,1 " \
+             "shared=0 weights=arg bias=arg args=in,out,weights,bias,n\n"
+#define K_MAX "kernel km layer=predict template=argmax in=fc1 out=predict grid=N*1/8,1,1 block=64,1,1 " \
+              "shared=0 weights=none bias=none args=in,out,n\n"
+#define K_WHOLE_HEAD "kernel net_b1 layer=* template=network in=pixels out=predict grid=res:264,1,1 block=256,1,1 " \
+                     "shared=0 weights=none bias=none "
+#define K_WHOLE K_WHOLE_HEAD "args=in,out,t:conv1,t:fc1,w:conv1,b:conv1,w:fc1,b:fc1,scratch,n whole=1 scratch=4096\n"
+
+/* The whole-network kernel's record: whole=1, scratch=, grid res:CAP, layer=*
+ * and the roles t:, w:, b: and scratch, parsed; every misuse refused at its
+ * line: a whole kernel that is not the last record, two of them, res:, scratch=
+ * or layer=* on another kernel, scratch without whole, role names that are no
+ * roles, t: naming no tensor, w: no layer, an argument list past CG_MAX_ARGS. */
+static void test_whole(cg_manifest *m)
+{
+    cg_err e;
+    int rc = parse_whole(K_CONV K_FC K_MAX K_WHOLE, m, &e);
+    CHECK(rc == 0, "a whole-network kernel parses: %s", rc ? e.msg : "");
+    if (!rc) {
+        CHECK(m->nkernels == 4 && cg_manifest_layer_kernels(m) == 3 && cg_manifest_whole(m) == 3,
+              "4 kernels, 3 per-layer, the whole one last: %d %d %d", m->nkernels, cg_manifest_layer_kernels(m),
+              cg_manifest_whole(m));
+        const cg_mkernel *k = &m->k[3];
+        CHECK(k->whole == 1 && k->scratch == 4096 && k->res_cap == 264 && cg_mdim_eval(k->grid[0], 1) == 264 &&
+                  k->layer_index == -1 && !strcmp(k->layer, "*"),
+              "whole %d scratch %lld res %lld layer %d", k->whole, k->scratch, k->res_cap, k->layer_index);
+        CHECK(k->nargs == 10 && k->args[0] == CG_ARG_IN && k->args[1] == CG_ARG_OUT && k->args[9] == CG_ARG_N,
+              "10 arguments: %d", k->nargs);
+        CHECK(k->args[2] == CG_ARG_TENSOR && k->argref[2] == cg_manifest_tensor(m, "conv1") &&
+                  k->args[3] == CG_ARG_TENSOR && k->argref[3] == cg_manifest_tensor(m, "fc1"),
+              "t:conv1, t:fc1");
+        CHECK(k->args[4] == CG_ARG_LWEIGHTS && k->argref[4] == 0 && k->args[5] == CG_ARG_LBIAS && k->argref[5] == 0 &&
+                  k->args[6] == CG_ARG_LWEIGHTS && k->argref[6] == 1 && k->args[7] == CG_ARG_LBIAS && k->argref[7] == 1,
+              "w:/b: of layers 0 and 1");
+        CHECK(k->args[8] == CG_ARG_SCRATCH && k->argref[8] == -1 && k->argref[0] == -1, "scratch, plain roles ref -1");
+        CHECK(!m->k[0].whole && m->k[0].scratch == 0 && m->k[0].res_cap == 0 && m->k[0].layer_index == 0,
+              "the conv kernel is per-layer");
+        /* bound as a per-layer kernel: refused, nothing bound */
+        void *argv[CG_MAX_ARGS] = {0}, *in[1] = {NULL};
+        int count = 1;
+        CHECK(cg_args_bind(k->args, k->nargs, in, 1, NULL, NULL, NULL, &count, argv) == -1 && !argv[9],
+              "cg_args_bind refuses the whole kernel's roles");
+    }
+    /* whole=0 is a plain kernel; scratch without an argument and the other way */
+    rc = parse_whole(K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,n whole=1\n", m, &e);
+    CHECK(rc == 0 && m->k[3].scratch == 0 && cg_manifest_whole(m) == 3, "no scratch: %s", rc ? e.msg : "");
+    rc = parse_whole(K_CONV K_FC K_MAX, m, &e);
+    CHECK(rc == 0 && cg_manifest_whole(m) == -1 && cg_manifest_layer_kernels(m) == 3, "no whole kernel: %s",
+          rc ? e.msg : "");
+
+    struct {
+        const char *tail, *msg;
+    } bad[] = {
+        {K_CONV K_FC K_WHOLE K_MAX, "w/manifest.txt:15: kernel km follows the whole-network kernel net_b1, which must be the last"},
+        {K_CONV K_FC K_MAX K_WHOLE "kernel net2 layer=* template=network in=pixels out=predict grid=res:8,1,1 "
+                                  "block=32,1,1 shared=0 weights=none bias=none args=in,out,n whole=1\n",
+         "w/manifest.txt:16: kernel net2: a second whole-network kernel (net_b1 is one): at most one"},
+        {K_CONV K_FC "kernel km layer=predict template=argmax in=fc1 out=predict grid=res:8,1,1 block=64,1,1 "
+                     "shared=0 weights=none bias=none args=in,out,n\n" K_WHOLE,
+         "w/manifest.txt:14: kernel km: grid=res: belong to the whole-network kernel alone (whole=1)"},
+        {K_CONV K_FC "kernel km layer=predict template=argmax in=fc1 out=predict grid=1,res:8,1 block=64,1,1 "
+                     "shared=0 weights=none bias=none args=in,out,n\n",
+         "w/manifest.txt:14: bad value for grid: '1,res:8,1'"},
+        {K_CONV K_FC "kernel km layer=predict template=argmax in=fc1 out=predict grid=N*1/8,1,1 block=64,1,1 "
+                     "shared=0 weights=none bias=none args=in,out,scratch,n scratch=64\n",
+         "w/manifest.txt:14: kernel km: scratch= belong to the whole-network kernel alone (whole=1)"},
+        {K_CONV K_FC "kernel km layer=* template=argmax in=fc1 out=predict grid=N*1/8,1,1 block=64,1,1 "
+                     "shared=0 weights=none bias=none args=in,out,n\n",
+         "w/manifest.txt:14: kernel km: layer=* belong to the whole-network kernel alone (whole=1)"},
+        {K_CONV K_FC "kernel km layer=predict template=argmax in=fc1 out=predict grid=N*1/8,1,1 block=64,1,1 "
+                     "shared=0 weights=none bias=none args=in,out,t:conv1,n\n",
+         "w/manifest.txt:14: kernel km: arguments t:, w:, b: and scratch belong to the whole-network kernel alone"},
+        {K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,scratch,n whole=1\n",
+         "w/manifest.txt:15: kernel net_b1: argument scratch without scratch=BYTES"},
+        {K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,n whole=1 scratch=16\n",
+         "w/manifest.txt:15: kernel net_b1: scratch= without an argument scratch"},
+        {K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,scratch,n whole=1 scratch=0\n",
+         "w/manifest.txt:15: bad value for scratch: '0'"},
+        {K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,scratch,n whole=1 scratch=1073741825\n",
+         "w/manifest.txt:15: bad value for scratch: '1073741825'"},
+        {K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,n whole=2\n", "w/manifest.txt:15: bad value for whole: '2'"},
+        {K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,t:zz,n whole=1\n",
+         "w/manifest.txt:15: kernel net_b1: argument t:zz names no tensor declared before it"},
+        {K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,w:fc9,n whole=1\n",
+         "w/manifest.txt:15: kernel net_b1: argument w:fc9 names no layer declared before it"},
+        {K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,b:conv1,b:conv1,n whole=1\n",
+         "w/manifest.txt:15: bad value for args: 'b:conv1' given twice"},
+        {K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,x:conv1,n whole=1\n",
+         "w/manifest.txt:15: bad value for args: 'x:conv1' is no role"},
+        {K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,t:,n whole=1\n",
+         "w/manifest.txt:15: bad value for args: 't:' is no role"},
+        {K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,t:a/b,n whole=1\n",
+         "w/manifest.txt:15: kernel net_b1: argument 't:a/b' names no tensor or layer"},
+        {K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,,n whole=1\n", "w/manifest.txt:15: bad value for args: "},
+        {K_CONV K_FC K_MAX "kernel net_b1 layer=fc1 template=network in=pixels out=predict grid=res:264,1,1 "
+                           "block=256,1,1 shared=0 weights=none bias=none args=in,out,n whole=1\n",
+         "w/manifest.txt:15: kernel net_b1: the whole-network kernel runs every layer: layer=*, not layer=fc1"},
+        {K_WHOLE, "w/manifest.txt: incomplete manifest"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        e.msg[0] = 0;
+        rc = parse_whole(bad[i].tail, m, &e);
+        CHECK(rc != 0, "case %zu accepted", i);
+        CHECK_CONTAINS(e.msg, bad[i].msg);
+        CHECK(!strchr(e.msg, '\n'), "case %zu: one line", i);
+    }
+    /* up to CG_MAX_ARGS arguments (here in, out, n and 61 tensors); one more is refused */
+    for (int more = 0; more < 2; more++) {
+        static char text[32768];
+        int at = snprintf(text, sizeof text, "convgen-manifest 1\nnetwork t\ngenerator 0\nmax_batch 100\n"
+                                             "tensor pixels u8 16\ntensor conv1 f32 8\ntensor fc1 f32 4\n"
+                                             "tensor predict i32 1\n");
+        for (int t = 0; t < 62; t++) at += snprintf(text + at, sizeof text - (size_t)at, "tensor x%d f32 4\n", t);
+        at += snprintf(text + at, sizeof text - (size_t)at, "layer conv1 conv conv1\nlayer fc1 fc fc1\n"
+                       K_CONV K_FC K_MAX K_WHOLE_HEAD "args=in,out,n");
+        for (int t = 0; t < 61 + more; t++) at += snprintf(text + at, sizeof text - (size_t)at, ",t:x%d", t);
+        snprintf(text + at, sizeof text - (size_t)at,
+                 " whole=1\ninput pixels\noutput fc1\npredict predict\nhash 0123456789abcdef\n");
+        rc = cg_manifest_parse(text, strlen(text), "w/manifest.txt", m, &e);
+        if (!more)
+            CHECK(rc == 0 && m->k[3].nargs == CG_MAX_ARGS && m->k[3].argref[63] == cg_manifest_tensor(m, "x60"),
+                  "%d arguments: %s", CG_MAX_ARGS, rc ? e.msg : "");
+        else {
+            CHECK(rc != 0, "%d arguments accepted", CG_MAX_ARGS + 1);
+            CHECK_CONTAINS(e.msg, "w/manifest.txt:76: kernel net_b1 takes more than 64 arguments");
+        }
+    }
+}
+
 /* Every role of the C table declared by common.kernel_head, in the order given,
  * and its roles string parsed back into the same roles. */
 static void test_lua_roles(void)
@@ -205,6 +353,7 @@ int main(void)
     test_refusals(m);
     test_pdl(m);
     test_wdtype(m);
+    test_whole(m);
     test_lua_roles();
     free(m);
     return cg_test_done("test_manifest");

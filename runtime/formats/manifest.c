@@ -2,6 +2,7 @@
  * trusts nothing it reads: every field is checked, errors name origin:line. */
 #include "manifest.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,13 @@ int cg_manifest_tensor(const cg_manifest *m, const char *name)
         if (strcmp(m->t[i].name, name) == 0) return i;
     return -1;
 }
+
+int cg_manifest_whole(const cg_manifest *m)
+{
+    return m->nkernels > 0 && m->k[m->nkernels - 1].whole ? m->nkernels - 1 : -1;
+}
+
+int cg_manifest_layer_kernels(const cg_manifest *m) { return m->nkernels - (cg_manifest_whole(m) >= 0); }
 
 /* Next whitespace-separated word of *p into w (bounded); 0 if none. */
 static int word(const char **p, char *w, size_t cap)
@@ -135,6 +143,8 @@ int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void
                  void *count, void **argv)
 {
     if (cg_args_past_inputs(roles, n, nin) >= 0) return -1;
+    for (int i = 0; i < n; i++)
+        if ((int)roles[i] < 0 || roles[i] >= CG_ARG_ROLES) return -1;
     for (int i = 0; i < n; i++) {
         switch (roles[i]) {
         case CG_ARG_OUT: argv[i] = out; break;
@@ -145,6 +155,65 @@ int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void
         }
     }
     return 0;
+}
+
+/* Whether s is a name the spec and manifest allow for a tensor or layer:
+ * letters, digits, '_', '.', '-'. */
+static int plain_name(const char *s, size_t n)
+{
+    if (!n) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-') return 0;
+    return 1;
+}
+
+/* A kernel's args=: the per-layer roles by name, and the whole-network kernel's
+ * t:TENSOR (a tensor declared before), w:LAYER and b:LAYER (a layer record
+ * before) and scratch, each with what it names in k->argref. Whether the kernel
+ * may take the latter is checked once its whole= is known. */
+static int parse_roles(const char *val, const cg_manifest *m, cg_mkernel *k, const char *origin, int ln,
+                       cg_err *e)
+{
+    k->nargs = 0;
+    for (const char *p = val;; p++) {
+        size_t len = strcspn(p, ",");
+        if (!len) return cg_fail(e, "%s:%d: bad value for args: '%s' (an empty role)", origin, ln, val);
+        if (k->nargs >= CG_MAX_ARGS)
+            return cg_fail(e, "%s:%d: kernel %s takes more than %d arguments", origin, ln, k->name, CG_MAX_ARGS);
+        int r = -1, ref = -1;
+        for (int i = 0; i < CG_ARG_ROLES; i++)
+            if (strlen(role_names[i]) == len && !strncmp(p, role_names[i], len)) r = i;
+        if (len == 7 && !strncmp(p, "scratch", 7)) r = CG_ARG_SCRATCH;
+        if (r < 0 && len > 2 && p[1] == ':' && (p[0] == 't' || p[0] == 'w' || p[0] == 'b')) {
+            char name[CG_NAME_MAX + 16];
+            if (len - 2 >= sizeof name || !plain_name(p + 2, len - 2))
+                return cg_fail(e, "%s:%d: kernel %s: argument '%.*s' names no tensor or layer", origin, ln, k->name,
+                               (int)len, p);
+            memcpy(name, p + 2, len - 2);
+            name[len - 2] = 0;
+            if (p[0] == 't') {
+                r = CG_ARG_TENSOR;
+                if ((ref = cg_manifest_tensor(m, name)) < 0)
+                    return cg_fail(e, "%s:%d: kernel %s: argument t:%s names no tensor declared before it", origin,
+                                   ln, k->name, name);
+            } else {
+                r = p[0] == 'w' ? CG_ARG_LWEIGHTS : CG_ARG_LBIAS;
+                for (int i = 0; i < m->nlayers && ref < 0; i++)
+                    if (!strcmp(m->l[i].name, name)) ref = i;
+                if (ref < 0)
+                    return cg_fail(e, "%s:%d: kernel %s: argument %c:%s names no layer declared before it", origin,
+                                   ln, k->name, p[0], name);
+            }
+        }
+        if (r < 0) return cg_fail(e, "%s:%d: bad value for args: '%.*s' is no role", origin, ln, (int)len, p);
+        for (int i = 0; i < k->nargs; i++)
+            if ((int)k->args[i] == r && k->argref[i] == ref)
+                return cg_fail(e, "%s:%d: bad value for args: '%.*s' given twice", origin, ln, (int)len, p);
+        k->args[k->nargs] = (cg_arg_role)r;
+        k->argref[k->nargs++] = ref;
+        p += len;
+        if (!*p) return 0;
+    }
 }
 
 static int parse_place(const char *s, cg_place *p, char *sym, size_t cap)
@@ -193,10 +262,15 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
     memset(k, 0, sizeof *k);
     k->wdtype = CG_DT_F32;
     if (!word(&rest, k->name, sizeof k->name)) return cg_fail(e, "%s:%d: kernel name", origin, ln);
+    int whole = cg_manifest_whole(m);
+    if (whole >= 0)
+        return cg_fail(e, "%s:%d: kernel %s follows the whole-network kernel %s, which must be the last kernel record",
+                       origin, ln, k->name, m->k[whole].name);
     enum { F_LAYER = 1, F_TPL = 2, F_IN = 4, F_OUT = 8, F_GRID = 16, F_BLOCK = 32, F_SHARED = 64,
-           F_W = 128, F_B = 256, F_ARGS = 512, F_ALL = 1023, F_PDL = 1024, F_WDT = 2048 /* optional */ };
+           F_W = 128, F_B = 256, F_ARGS = 512, F_ALL = 1023, F_PDL = 1024, F_WDT = 2048, /* optional: */
+           F_WHOLE = 4096, F_SCRATCH = 8192 };
     int seen = 0;
-    char w[256];
+    char w[CG_MAN_LINE];
     while (word(&rest, w, sizeof w)) {
         char *eq = strchr(w, '=');
         if (!eq) return cg_fail(e, "%s:%d: expected key=value, got '%s'", origin, ln, w);
@@ -223,7 +297,12 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
             char parts[3][64];
             if (sscanf(val, "%63[^,],%63[^,],%63s", parts[0], parts[1], parts[2]) != 3) bad = 1;
             for (int d = 0; d < 3 && !bad; d++) {
-                if (flag == F_GRID) bad = parse_dim(parts[d], &k->grid[d]);
+                long long cap = 0;
+                if (flag == F_GRID && d == 0 && !strncmp(parts[0], "res:", 4)) {
+                    /* as many blocks as are resident at once, at most CAP (whole=1, checked below) */
+                    bad = parse_ll(parts[0] + 4, 1, 0x7fffffffLL, &cap);
+                    k->res_cap = cap, k->grid[0].mul = cap, k->grid[0].div = 0;
+                } else if (flag == F_GRID) bad = parse_dim(parts[d], &k->grid[d]);
                 else {
                     long long b = 0;
                     bad = parse_ll(parts[d], 1, 1024, &b);
@@ -245,7 +324,8 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
             bad = parse_place(val, &k->bplace, k->bsym, sizeof k->bsym);
         } else if (!strcmp(key, "args")) {
             flag = F_ARGS;
-            bad = cg_args_parse(val, k->args, &k->nargs) != 0;
+            if (seen & F_ARGS) return cg_fail(e, "%s:%d: args given twice", origin, ln);
+            if (parse_roles(val, m, k, origin, ln, e)) return -1;
         } else if (!strcmp(key, "pdl")) {
             flag = F_PDL;
             bad = strcmp(val, "0") && strcmp(val, "1");
@@ -253,6 +333,13 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
         } else if (!strcmp(key, "wdtype")) {
             flag = F_WDT;
             bad = cg_dtype_parse(val, &k->wdtype) || (k->wdtype != CG_DT_F16 && k->wdtype != CG_DT_BF16);
+        } else if (!strcmp(key, "whole")) {
+            flag = F_WHOLE;
+            bad = strcmp(val, "0") && strcmp(val, "1");
+            k->whole = !strcmp(val, "1");
+        } else if (!strcmp(key, "scratch")) {
+            flag = F_SCRATCH;
+            bad = parse_ll(val, 1, CG_MAX_SCRATCH, &k->scratch);
         } else {
             return cg_fail(e, "%s:%d: unknown kernel field '%s'", origin, ln, key);
         }
@@ -261,6 +348,21 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
         seen |= flag;
     }
     if ((seen & F_ALL) != F_ALL) return cg_fail(e, "%s:%d: kernel record incomplete", origin, ln);
+    /* what only the whole-network kernel may have, and what it must */
+    const char *alone = !strcmp(k->layer, "*") ? "layer=*" : k->res_cap ? "grid=res:" : k->scratch ? "scratch=" : NULL;
+    for (int i = 0; i < k->nargs && !alone; i++)
+        if (k->args[i] >= CG_ARG_ROLES) alone = "arguments t:, w:, b: and scratch";
+    if (!k->whole && alone)
+        return cg_fail(e, "%s:%d: kernel %s: %s belong to the whole-network kernel alone (whole=1)", origin, ln,
+                       k->name, alone);
+    if (k->whole && strcmp(k->layer, "*"))
+        return cg_fail(e, "%s:%d: kernel %s: the whole-network kernel runs every layer: layer=*, not layer=%s", origin,
+                       ln, k->name, k->layer);
+    int takes_scratch = 0;
+    for (int i = 0; i < k->nargs; i++) takes_scratch |= k->args[i] == CG_ARG_SCRATCH;
+    if (k->whole && takes_scratch != (k->scratch > 0))
+        return cg_fail(e, "%s:%d: kernel %s: %s", origin, ln, k->name,
+                       takes_scratch ? "argument scratch without scratch=BYTES" : "scratch= without an argument scratch");
     for (int j = 0; j < k->nin; j++)
         if (k->in[j] == k->out)
             return cg_fail(e, "%s:%d: kernel %s reads its own output '%s'", origin, ln, k->name,
@@ -271,7 +373,7 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
                        origin, ln, k->name, cg_arg_role_name(k->args[past]), cg_arg_input(k->args[past]) + 1,
                        k->nin);
     k->layer_index = -1;
-    for (int i = 0; i < m->nlayers; i++)
+    for (int i = 0; i < m->nlayers && !k->whole; i++)
         if (!strcmp(m->l[i].name, k->layer)) k->layer_index = i;
     m->nkernels++;
     return 0;
@@ -284,7 +386,7 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
     if (memchr(text, 0, len)) return cg_fail(e, "%s: not a text file", origin);
     int ln = 0;
     const char *p = text, *end = text + len;
-    char line[4096];
+    char line[CG_MAN_LINE];
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -342,7 +444,15 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
             }
             m->nlayers++;
         } else if (!strcmp(kw, "kernel")) {
-            if (parse_kernel(rest, m, origin, ln, e)) return -1;
+            int had = cg_manifest_whole(m);
+            if (parse_kernel(rest, m, origin, ln, e)) {
+                /* a second whole-network kernel: say so rather than that it is not last */
+                char name[128];
+                if (had >= 0 && word(&rest, name, sizeof name) && strstr(rest, " whole=1"))
+                    return cg_fail(e, "%s:%d: kernel %s: a second whole-network kernel (%s is one): at most one", origin,
+                                   ln, name, m->k[had].name);
+                return -1;
+            }
         } else if (!strcmp(kw, "input") || !strcmp(kw, "output") || !strcmp(kw, "predict")) {
             int t = word(&rest, a, sizeof a) ? cg_manifest_tensor(m, a) : -1;
             if (t < 0) return cg_fail(e, "%s:%d: %s names no tensor", origin, ln, kw);
@@ -360,7 +470,7 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
             return cg_fail(e, "%s:%d: unexpected '%s'", origin, ln, a);
     }
     if (ln == 0) return cg_fail(e, "%s: empty manifest", origin);
-    if (!m->nkernels || m->input < 0 || m->output < 0 || m->predict < 0 || !m->hash[0] ||
+    if (!cg_manifest_layer_kernels(m) || m->input < 0 || m->output < 0 || m->predict < 0 || !m->hash[0] ||
         !m->max_batch)
         return cg_fail(e, "%s: incomplete manifest (kernels, input, output, predict, hash)", origin);
     if (m->t[m->input].dtype != CG_DT_U8 || m->t[m->output].dtype != CG_DT_F32 ||

@@ -14,7 +14,7 @@
  *                               conv NAME (or of the conv a batchnorm NAME folds into)
  *                               computes layer ADD, an add reading it, in its epilogue, and
  *                               OUT_TENSOR is ADD's
- *   kernel NAME layer=L template=T in=TENSOR[,TENSOR...] out=TENSOR grid=G,G,G block=X,Y,Z
+ *   kernel NAME layer=L|* template=T in=TENSOR[,TENSOR...] out=TENSOR grid=G,G,G block=X,Y,Z
  *          shared=BYTES weights=none|arg|arg:transposed|const:SYMBOL bias=none|arg|const:SYMBOL
  *          args=ROLE,ROLE,...     the kernel's parameters in order, by role (in, in1, in2,
  *                                 in3, out, weights, bias, n): the runtime binds each by its role
@@ -30,9 +30,28 @@
  *          [wdtype=f16|bf16]      optional: the kernel reads its weights and bias in that
  *                                 16-bit type (the runtime converts the FP32 tensors once at
  *                                 load, rounding to nearest even); absent: f32
+ *          [whole=1]              optional: the whole-network kernel (absent: 0), a persistent
+ *                                 kernel that runs every layer in one launch (grid-wide barriers
+ *                                 between layers), writing every tensor the per-layer kernels
+ *                                 write, in their order, and the predictions; the runtime runs
+ *                                 either it alone or the per-layer kernels for one batch. At most
+ *                                 one, the last kernel record; `layer=*` (layer_index -1) and
+ *                                 `grid=res:CAP,1,1` are for it alone: it is launched
+ *                                 cooperatively (every block resident) with min(CAP, SMs x the
+ *                                 blocks an SM holds of it) blocks, at least 1. Its args may
+ *                                 also take the roles t:TENSOR (that tensor in the stream set's
+ *                                 memory, as the per-layer kernels get it), w:LAYER and b:LAYER
+ *                                 (spec layer LAYER's weights and bias, FP32, as the weights file
+ *                                 lays them out, batch norms folded) and scratch; up to
+ *                                 CG_MAX_ARGS arguments, all pointers but n
+ *          [scratch=BYTES]        optional, whole=1 only (0 < BYTES <= 1 GiB): a device buffer of
+ *                                 that many bytes per stream set, zeroed once when allocated; the
+ *                                 kernel leaves it zeroed when it ends (its counters back at 0)
  *   input TENSOR / output TENSOR / predict TENSOR
  *   hash HEX16                  identifies the build (sources + manifest)
- * A grid extent G is an integer or "N*a/b": ceil(N*a/b) blocks for N images.
+ * A grid extent G is an integer or "N*a/b": ceil(N*a/b) blocks for N images; the
+ * whole-network kernel's x extent may be "res:CAP" (as many blocks as are resident
+ * at once, at most CAP).
  * Kernel arguments are bound by role, in the order `args` gives (the template's
  * contract, templates/lib/common.lua common.kernel_head). */
 #ifndef CG_MANIFEST_H
@@ -41,6 +60,8 @@
 
 #define CG_MAX_TENSORS 512
 #define CG_MAN_KERNELS 256
+/* The longest manifest line (a whole-network kernel's args name up to CG_MAX_ARGS tensors and layers). */
+#define CG_MAN_LINE 16384
 
 /* A tensor's element type. The table in manifest.c gives each its manifest
  * name, its size in bytes and the C type a kernel declares it with; f16 and
@@ -69,18 +90,30 @@ typedef struct {
 
 /* The roles a kernel parameter may have (templates/lib/common.lua): CG_ARG_IN is
  * the first tensor of the record's `in` list, CG_ARG_IN1..CG_ARG_IN3 the second to
- * the fourth. */
+ * the fourth. The roles before CG_ARG_ROLES are those of a per-layer kernel
+ * (common.kernel_head declares them); the ones after are the whole-network
+ * kernel's alone, each naming what it points at (cg_mkernel.argref): t:TENSOR,
+ * w:LAYER, b:LAYER, and its scratch buffer. */
 typedef enum {
     CG_ARG_IN, CG_ARG_OUT, CG_ARG_WEIGHTS, CG_ARG_BIAS, CG_ARG_N, CG_ARG_IN1, CG_ARG_IN2, CG_ARG_IN3,
-    CG_ARG_ROLES
+    CG_ARG_ROLES,
+    CG_ARG_TENSOR = CG_ARG_ROLES, /* t:TENSOR */
+    CG_ARG_LWEIGHTS,              /* w:LAYER */
+    CG_ARG_LBIAS,                 /* b:LAYER */
+    CG_ARG_SCRATCH,               /* scratch */
+    CG_ARG_ALL_ROLES
 } cg_arg_role;
-#define CG_MAX_ARGS 8
+#define CG_MAX_ARGS 64
+/* The largest scratch= a whole-network kernel may ask for: 1 GiB. */
+#define CG_MAX_SCRATCH (1LL << 30)
 
 typedef struct {
     char name[128];
     char layer[CG_NAME_MAX];
     char tpl[64];
     cg_arg_role args[CG_MAX_ARGS]; /* the kernel's parameters, in order */
+    int argref[CG_MAX_ARGS];       /* what args[i] names: the tensor of t:, the manifest layer
+                                    * (index into cg_manifest.l) of w: and b:; else -1 */
     int nargs;
     int in[CG_MAX_INPUTS]; /* the tensors it reads (indices), in the `in` list's order */
     int nin;               /* 1 to CG_MAX_INPUTS */
@@ -93,6 +126,9 @@ typedef struct {
     char wsym[160], bsym[160];
     int pdl; /* the source has the programmatic-dependent-launch prologue (pdl=1) */
     cg_dtype wdtype; /* the element type of its weights and bias in device memory (wdtype=; absent: f32) */
+    int whole;          /* the whole-network kernel (whole=1) */
+    long long res_cap;  /* grid x given as res:CAP (whole=1 only): CAP; grid[0] then holds CAP; else 0 */
+    long long scratch;  /* bytes of its zeroed scratch buffer (scratch=; whole=1 only); 0: none */
 } cg_mkernel;
 
 typedef struct {
@@ -108,7 +144,7 @@ typedef struct {
     char hash[17];
     long long max_batch;
     int bucket; /* the batch the kernels were generated for; 0: large-batch kernels */
-    int ntensors, nkernels, nlayers;
+    int ntensors, nkernels, nlayers; /* nkernels counts the whole-network kernel, if any */
     cg_mtensor t[CG_MAX_TENSORS];
     cg_mkernel k[CG_MAN_KERNELS];
     cg_mlayer l[CG_MAX_LAYERS];
@@ -117,6 +153,12 @@ typedef struct {
 
 /* Parse; `origin` names the source in errors ("generated/x/manifest.txt"). */
 int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manifest *m, cg_err *e);
+/* The per-layer kernels are k[0..cg_manifest_layer_kernels(m)): every kernel but
+ * the whole-network kernel, which is the last when there is one (what walks the
+ * kernels for per-layer work — the memory plan, events, profiles — stops there). */
+int cg_manifest_layer_kernels(const cg_manifest *m);
+/* The index of the whole-network kernel (whole=1), -1 when there is none. */
+int cg_manifest_whole(const cg_manifest *m);
 /* Evaluate a grid extent for n images. */
 long long cg_mdim_eval(cg_mdim d, long long n);
 int cg_manifest_tensor(const cg_manifest *m, const char *name);
@@ -126,7 +168,8 @@ const cg_dtype_info *cg_dtype_get(cg_dtype t);
 /* The dtype a manifest names `name`: 0 and *t, or -1 for an unknown name. */
 int cg_dtype_parse(const char *name, cg_dtype *t);
 
-/* "in,out,weights,bias,n" into roles; -1 on an unknown or repeated role. */
+/* "in,out,weights,bias,n" into roles; -1 on an unknown or repeated role. Only the
+ * per-layer roles (before CG_ARG_ROLES): t:, w:, b: and scratch are refused. */
 int cg_args_parse(const char *text, cg_arg_role *roles, int *n);
 /* The role's name as the manifest writes it ("in1"). */
 const char *cg_arg_role_name(cg_arg_role r);
@@ -138,7 +181,8 @@ int cg_arg_input(cg_arg_role r);
 int cg_args_past_inputs(const cg_arg_role *roles, int n, int nin);
 /* The launch argument array for roles: each entry points at the value its role
  * names (in[0..nin): the inputs in list order, out, w, b: device pointers;
- * count: an int). -1 when a role names an input past nin (nothing is bound). */
+ * count: an int). -1 when a role names an input past nin, or is one of the
+ * whole-network kernel's roles (nothing is bound). */
 int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void *out, void *w, void *b,
                  void *count, void **argv);
 

@@ -6,7 +6,9 @@
 
 void cg_memplan_live(const cg_manifest *m, int keep_all, cg_memplan *p)
 {
-    const int end = m->nkernels;
+    /* the per-layer kernels' steps; the whole-network kernel writes the same
+     * tensors in the same order, so their plan serves it too */
+    const int end = cg_manifest_layer_kernels(m);
     p->n = m->ntensors;
     p->keep_all = keep_all;
     p->sum = 0;
@@ -15,7 +17,7 @@ void cg_memplan_live(const cg_manifest *m, int keep_all, cg_memplan *p)
         p->bytes[t] = (size_t)m->t[t].elems * cg_dtype_size(m->t[t].dtype);
         p->sum += p->bytes[t];
     }
-    for (int k = 0; k < m->nkernels; k++) {
+    for (int k = 0; k < end; k++) {
         const cg_mkernel *kr = &m->k[k];
         int touched[CG_MAX_INPUTS + 1], nt = 0;
         touched[nt++] = kr->out;
@@ -98,7 +100,7 @@ size_t cg_memplan_per_image(const cg_memplan *p)
 
 int cg_memplan_kept(const cg_memplan *p, const cg_manifest *m, int t)
 {
-    return t >= 0 && t < p->n && p->last[t] >= m->nkernels;
+    return t >= 0 && t < p->n && p->last[t] >= cg_manifest_layer_kernels(m);
 }
 
 void cg_memplan_bytes_text(size_t b, char *buf, size_t n)

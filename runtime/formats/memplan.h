@@ -1,7 +1,9 @@
 /* memplan.h — where each manifest tensor lives in one device arena.
  *
  * The kernels of a batch run in manifest order, one after another; step k is
- * kernel k, and step nkernels the downloads after the last. A tensor is live
+ * kernel k, and step nkernels the downloads after the last (the per-layer
+ * kernels, cg_manifest_layer_kernels: a whole-network kernel runs the same
+ * layers in the same order, so the plan serves it too). A tensor is live
  * from the first step that writes or reads it to the last, both ends included:
  * a kernel's output is then live while its inputs are, so no kernel writes over
  * what it reads. Tensors whose live ranges share a step get disjoint bytes;

@@ -398,7 +398,7 @@ function T.kernel(l, p)
       if ph.residual then
         local terms, k = {}, 0
         for j = 1, ph.residual.n + 1 do
-          if j - 1 == ph.residual.at then terms[j] = "v"
+          if j == ph.residual.at then terms[j] = "v"
           else k = k + 1; terms[j] = loader(ph.residual.others[k])("o") end
         end
         residual = { n = ph.residual.n, at = ph.residual.at, act = ph.residual.act,
