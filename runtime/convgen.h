@@ -86,6 +86,12 @@ typedef struct {
                                 default tensors no longer needed share device memory with later
                                 ones, and cg_net_run_layers returns only the last layer's.
                                 Ignored by the CPU backend, whose layers are always kept */
+    int whole;               /* CUDA, where the network's kernels include a whole-network kernel (one
+                                launch running every layer, generated for batches of 1 and 8 images):
+                                0 or -1 (the default): auto, the faster of it and the per-layer
+                                kernels, timed the first time a number of images is run; 1: always
+                                it (where there is none, the per-layer kernels, and the profile
+                                says so); 2: never */
 } cg_net_options;
 
 void cg_net_options_init(cg_net_options *o);

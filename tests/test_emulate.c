@@ -83,14 +83,29 @@ static const char shim[] =
     "__attribute__((weak)) emu_dim3 threadIdx, blockIdx, blockDim, gridDim;\n"
     "__attribute__((weak)) void (*emu_sync)(int);\n"
     "__attribute__((weak)) float emu_xch[1024];\n"
+    "__attribute__((weak)) unsigned emu_xbase;\n" /* the block's first slot of emu_xch (a cooperative launch's blocks share it) */
     "}\n"
     "__attribute__((weak)) float4 smem4[1 << 15];\n" /* dynamic shared memory (extern __shared__ float4 smem4[]) */
     "static inline void __syncthreads() { emu_sync(0); }\n"
     "static inline float __shfl_xor_sync(unsigned, float v, int o) {\n"
     "  unsigned t = threadIdx.x, w = t / 32;\n"
-    "  emu_xch[t] = v; emu_sync(1 + (int)w);\n"
-    "  float r = emu_xch[w * 32 + ((t % 32) ^ (unsigned)o)]; emu_sync(1 + (int)w); return r; }\n"
+    "  emu_xch[emu_xbase + t] = v; emu_sync(1 + (int)w);\n"
+    "  float r = emu_xch[emu_xbase + w * 32 + ((t % 32) ^ (unsigned)o)]; emu_sync(1 + (int)w); return r; }\n"
     "template <class T> static inline T __ldg(const T *p) { return *p; }\n"
+    /* what the whole-network kernel (templates/ops/network.lua) uses beyond the others:
+     * the fibers of one thread need no atomics or fences, and its grid-wide barrier is
+     * the scheduler's (emu_sync(-1): every thread of every block of the launch) */
+    "#define CG_EMULATION\n#define CG_EMU_GRID\n"
+    "static inline void emu_grid_sync() { emu_sync(-1); }\n"
+    "static inline unsigned atomicAdd(unsigned *p, unsigned v) { unsigned o = *p; *p = o + v; return o; }\n"
+    "static inline void __threadfence() {}\n"
+    "template <class T> static inline T __ldcg(const T *p) { return *p; }\n"
+    "static inline int __shfl_xor_sync(unsigned m, int v, int o) {\n"
+    "  float f; memcpy(&f, &v, 4); f = __shfl_xor_sync(m, f, o); memcpy(&v, &f, 4); return v; }\n"
+    "static inline int __shfl_sync(unsigned, int v, int src) {\n"
+    "  unsigned t = threadIdx.x, w = t / 32; float f; memcpy(&f, &v, 4);\n"
+    "  emu_xch[emu_xbase + t] = f; emu_sync(1 + (int)w);\n"
+    "  f = emu_xch[emu_xbase + w * 32 + (unsigned)src]; emu_sync(1 + (int)w); memcpy(&v, &f, 4); return v; }\n"
     "static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
     "static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
     "#define __global__\n#define __device__ static\n#define __forceinline__ inline\n"
@@ -146,29 +161,42 @@ typedef struct {
 #define FIB_MAX 1024
 #define FIB_STACK (256 * 1024)
 #define FIB_PAGE 4096
+/* barriers: a block's own (0 in the shim) and its warps' (1 + w), 1 + warps of them a
+ * block, then the grid's (-1 in the shim, a cooperative launch's only) */
+#define FIB_BARS (2 * FIB_MAX / 32 + 2)
 static struct {
     ucontext_t ctx;
     int wait, done;
 } fib[FIB_MAX];
 static ucontext_t fib_main;
 static char *fib_mem;
-static unsigned fib_cur, fib_bx;
-static int fib_live[1 + FIB_MAX / 32], fib_arrived[1 + FIB_MAX / 32];
-static emu_dim3 *fib_tid; /* the library's threadIdx */
+static unsigned fib_cur, fib_bx, fib_total, fib_nb;
+static int fib_live[FIB_BARS], fib_arrived[FIB_BARS];
+static emu_dim3 *fib_tid, *fib_bid; /* the library's threadIdx and blockIdx */
+static unsigned *fib_xbase;        /* the library's emu_xbase */
 static emu_any fib_k;
 static void *const *fib_a;
 static int fib_na, fib_n;
 
+/* The barrier index of the shim's barrier b for thread t of the launch: each
+ * block's 1 + warps slots (its fibers are t / bx's), the grid's after them. */
+static int fib_bar(unsigned t, int b)
+{
+    unsigned per = 1 + (fib_bx + 31) / 32;
+    return b < 0 ? (int)(fib_nb * per) : (int)((t / fib_bx) * per) + b;
+}
+
 static void fib_release(int b)
 {
     fib_arrived[b] = 0;
-    for (unsigned i = 0; i < fib_bx; i++)
+    for (unsigned i = 0; i < fib_total; i++)
         if (fib[i].wait == b) fib[i].wait = -1;
 }
 
 /* a thread at barrier b: the last to arrive goes on, the others wait */
-static void fib_sync(int b)
+static void fib_sync(int shim_b)
 {
+    int b = fib_bar(fib_cur, shim_b);
     if (++fib_arrived[b] == fib_live[b]) {
         fib_release(b);
         return;
@@ -181,7 +209,8 @@ static void fib_entry(void)
 {
     void *const *a = fib_a;
     int n = fib_n;
-    if (fib_na == 2) ((emu_k2)fib_k)(a[0], a[1], n);
+    if (fib_na < 0) ((void (*)(void *const *, int))fib_k)(a, n); /* the whole-network kernel's _emu entry */
+    else if (fib_na == 2) ((emu_k2)fib_k)(a[0], a[1], n);
     else if (fib_na == 3) ((emu_k3)fib_k)(a[0], a[1], a[2], n);
     else if (fib_na == 4) ((emu_kernel)fib_k)(a[0], a[1], a[2], a[3], n);
     else if (fib_na == 5) ((emu_k5)fib_k)(a[0], a[1], a[2], a[3], a[4], n);
@@ -189,8 +218,9 @@ static void fib_entry(void)
     else ((emu_k7)fib_k)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], n);
     unsigned t = fib_cur;
     fib[t].done = 1;
-    for (int i = 0; i < 2; i++) {
-        int b = i ? 1 + (int)(t / 32) : 0;
+    int bars[3] = {fib_bar(t, 0), fib_bar(t, 1 + (int)(t % fib_bx / 32)), fib_bar(t, -1)};
+    for (int i = 0; i < 3; i++) {
+        int b = bars[i];
         if (--fib_live[b] > 0 && fib_arrived[b] == fib_live[b]) fib_release(b);
     }
 }
@@ -210,45 +240,66 @@ static int fib_init(void)
     return 0;
 }
 
-/* Kernel k of library so over the grid, bx threads a block: 0, or -1 (a block's
- * threads stuck at barriers, or a launch the emulation does not take). */
-static int emu_launch(void *so, emu_any k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, void *const *a,
-                      int na, int n)
+/* Runs nb blocks of fib_bx threads, all at once (nb > 1: a cooperative launch,
+ * whose blocks meet at the grid barrier), blocks first..first+nb-1 of the grid
+ * (x, y, z) given for block ids. 0, or -1 when threads wait at barriers some
+ * never reach. */
+static int fib_run(unsigned nb, emu_dim3 first)
 {
-    emu_dim3 *bid = dlsym(so, "blockIdx"), *bdim = dlsym(so, "blockDim"), *gdim = dlsym(so, "gridDim");
+    unsigned bx = fib_bx, per = 1 + (bx + 31) / 32;
+    fib_nb = nb, fib_total = nb * bx;
+    memset(fib_live, 0, sizeof fib_live);
+    memset(fib_arrived, 0, sizeof fib_arrived);
+    for (unsigned blk = 0; blk < nb; blk++) {
+        fib_live[blk * per] = (int)bx;
+        for (unsigned w = 0; w * 32 < bx; w++) fib_live[blk * per + 1 + w] = bx - w * 32 < 32 ? (int)(bx - w * 32) : 32;
+    }
+    fib_live[nb * per] = (int)fib_total;
+    for (unsigned t = 0; t < fib_total; t++) {
+        fib[t].wait = -1, fib[t].done = 0;
+        makecontext(&fib[t].ctx, fib_entry, 0);
+    }
+    for (unsigned left = fib_total; left > 0;) {
+        int ran = 0;
+        for (unsigned t = 0; t < fib_total; t++) {
+            if (fib[t].done || fib[t].wait >= 0) continue;
+            fib_cur = t, ran = 1;
+            *fib_tid = (emu_dim3){t % bx, 0, 0};
+            *fib_bid = (emu_dim3){first.x + t / bx, first.y, first.z};
+            *fib_xbase = t / bx * bx;
+            if (swapcontext(&fib_main, &fib[t].ctx)) return -1;
+            if (fib[t].done) left--;
+        }
+        if (!ran) {
+            printf("FAIL tests/test_emulate.c: block (%u, %u, %u)%s: %u threads wait at barriers not all of them reach\n",
+                   first.x, first.y, first.z, nb > 1 ? " and the others of the cooperative launch" : "", left);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Kernel k of library so over the grid, bx threads a block (coop: the grid's gx
+ * blocks all at once, k the whole-network kernel's _emu entry taking the
+ * argument array): 0, or -1 (a block's threads stuck at barriers, or a launch
+ * the emulation does not take). */
+static int emu_launch(void *so, emu_any k, unsigned gx, unsigned gy, unsigned gz, unsigned bx, void *const *a,
+                      int na, int n, int coop)
+{
+    emu_dim3 *bdim = dlsym(so, "blockDim"), *gdim = dlsym(so, "gridDim");
     void (**sync)(int) = dlsym(so, "emu_sync");
-    fib_tid = dlsym(so, "threadIdx");
-    if (!fib_mem || !bid || !bdim || !gdim || !sync || !fib_tid || bx == 0 || bx > FIB_MAX) return -1;
+    fib_bid = dlsym(so, "blockIdx"), fib_tid = dlsym(so, "threadIdx"), fib_xbase = dlsym(so, "emu_xbase");
+    if (!fib_mem || !fib_bid || !bdim || !gdim || !sync || !fib_tid || !fib_xbase || bx == 0 || bx > FIB_MAX ||
+        (coop && (gy != 1 || gz != 1 || bx % 32 || (unsigned long long)gx * bx > FIB_MAX)) || (!coop && na < 0))
+        return -1;
     *sync = fib_sync;
     *bdim = (emu_dim3){bx, 1, 1}, *gdim = (emu_dim3){gx, gy, gz};
-    fib_k = k, fib_a = a, fib_na = na, fib_n = n, fib_bx = bx;
+    fib_k = k, fib_a = a, fib_na = coop ? -1 : na, fib_n = n, fib_bx = bx;
+    if (coop) return fib_run(gx, (emu_dim3){0, 0, 0});
     for (unsigned z = 0; z < gz; z++)
         for (unsigned y = 0; y < gy; y++)
-            for (unsigned x = 0; x < gx; x++) {
-                *bid = (emu_dim3){x, y, z};
-                fib_live[0] = (int)bx, fib_arrived[0] = 0;
-                for (unsigned w = 0; w * 32 < bx; w++)
-                    fib_live[1 + w] = bx - w * 32 < 32 ? (int)(bx - w * 32) : 32, fib_arrived[1 + w] = 0;
-                for (unsigned t = 0; t < bx; t++) {
-                    fib[t].wait = -1, fib[t].done = 0;
-                    makecontext(&fib[t].ctx, fib_entry, 0);
-                }
-                for (unsigned left = bx; left > 0;) {
-                    int ran = 0;
-                    for (unsigned t = 0; t < bx; t++) {
-                        if (fib[t].done || fib[t].wait >= 0) continue;
-                        fib_cur = t, *fib_tid = (emu_dim3){t, 0, 0}, ran = 1;
-                        if (swapcontext(&fib_main, &fib[t].ctx)) return -1;
-                        if (fib[t].done) left--;
-                    }
-                    if (!ran) {
-                        printf("FAIL tests/test_emulate.c: block (%u, %u, %u): %u threads wait at barriers not all "
-                               "of them reach\n",
-                               x, y, z, left);
-                        return -1;
-                    }
-                }
-            }
+            for (unsigned x = 0; x < gx; x++)
+                if (fib_run(1, (emu_dim3){x, y, z})) return -1;
     return 0;
 }
 
@@ -386,6 +437,128 @@ static void emulate(const char *spec_path, const char *dir, int batch)
                cpu_s(RUSAGE_CHILDREN) - kids0, cpu_s(RUSAGE_SELF) - self0);
 }
 
+/* Every layer's tensor in buf against the CPU reference (lo; lf: the folded
+ * reference where a batch norm folds into the layer), then the predictions
+ * against the scores; label names the path in each line ("" or " (whole-network
+ * kernel)"). */
+static void compare_layers(const char *spec_path, const char *label, const cg_spec *s, const cg_manifest *m,
+                           const cg_gen_output *o, void *const *buf, float *const *lo, float *const *lf,
+                           const double *tol)
+{
+    for (int i = 0; i < s->nlayers; i++) {
+        int t = m->l[i].out;
+        if (m->l[i].into[0]) {
+            /* a conv (or the batchnorm folded into it) whose kernel computes an add in its
+             * epilogue: no tensor of its own; the add's layer is compared */
+            printf("ok %s: layer %s: computed with add %s in one kernel (compared there)\n", spec_path,
+                   s->layers[i].name, m->l[i].into);
+            continue;
+        }
+        const float *ref = lf[i] ? lf[i] : lo[i];
+        size_t count = (size_t)cg_layer_out_elems(&s->layers[i]) * IMAGES;
+        CHECK(m->t[t].elems * IMAGES == (long long)count, "%s: layer %s: %lld elements, the CPU has %zu", spec_path,
+              s->layers[i].name, m->t[t].elems * IMAGES, count);
+        if (m->t[t].elems * IMAGES != (long long)count) continue;
+        /* a 16-bit tensor widened, exactly, as the runtime downloads it */
+        float *wide = NULL;
+        const float *g = buf[t];
+        if (m->t[t].dtype == CG_DT_F16 || m->t[t].dtype == CG_DT_BF16) {
+            const uint16_t *h = buf[t];
+            g = wide = malloc(count * sizeof(float));
+            for (size_t j = 0; wide && j < count; j++)
+                wide[j] = m->t[t].dtype == CG_DT_F16 ? cg_f16_to_f32(h[j]) : cg_bf16_to_f32(h[j]);
+            if (!wide) continue;
+        }
+        double num = 0, den = 0;
+        size_t nan = 0;
+        for (size_t j = 0; j < count; j++) {
+            if (isnan(g[j])) nan++;
+            double d = (double)g[j] - ref[j];
+            num += d * d, den += (double)ref[j] * ref[j];
+        }
+        free(wide);
+        double rel = sqrt(num / (den > 0 ? den : 1));
+        double lim = s->layers[i].precision == CG_PREC_FP32 && tol[i] == CG_HARNESS_TOL ? MAX_REL_L2 : tol[i];
+        CHECK(nan == 0 && rel <= lim, "%s: layer %s%s: %zu unwritten, relative L2 error %.3g (tolerance %.3g)", spec_path,
+              s->layers[i].name, label, nan, rel, lim);
+        /* a kernel of one TF32 product a tile: its operands rounded as the GPU rounds
+         * them, so the error is TF32's, above FP32's (the emulation is not FP32's) */
+        for (int k = 0; k < o->nkernels; k++)
+            if (!strcmp(o->k[k].layer, s->layers[i].name) && strstr(o->k[k].kernel, "_tf32"))
+                CHECK(rel > MAX_REL_L2, "%s: layer %s: tf32 kernel %s within FP32's error (%.3g): its operands "
+                      "are not rounded to TF32", spec_path, s->layers[i].name, o->k[k].kernel, rel);
+        printf("ok %s: layer %s%s%s: relative L2 error %.2g (tolerance %.2g)\n", spec_path, s->layers[i].name,
+               lf[i] ? " (conv + batchnorm folded)" : "", label, rel, lim);
+    }
+    /* the predictions: the argmax kernel's class is the first maximum of the
+     * scores the network's last kernel wrote (whatever the tensors' widths) */
+    if (m->predict >= 0 && m->output >= 0 && m->t[m->output].dtype == CG_DT_F32) {
+        const int *pk = buf[m->predict];
+        const float *sc = buf[m->output];
+        long long E = m->t[m->output].elems;
+        int wrong = 0;
+        for (int img = 0; img < IMAGES; img++) {
+            int best = 0;
+            for (long long c = 1; c < E; c++)
+                if (sc[img * E + c] > sc[img * E + best]) best = (int)c;
+            wrong += pk[img] != best;
+        }
+        CHECK(wrong == 0, "%s%s: %d of %d predictions are not the first maximum of the network's scores", spec_path,
+              label, wrong, IMAGES);
+    }
+}
+
+/* Runs the whole-network kernel of m over the tensors in buf (every one but the
+ * pixels poisoned first), its arguments bound by role: t: a tensor, w: and b: the
+ * layer's (folded) weights as the file lays them out, scratch zeroed. 1 when it
+ * ran (the failure is reported). */
+static int emulate_whole(void *so, const char *spec_path, const cg_manifest *m, const cg_weights *fw, void **buf)
+{
+    const cg_mkernel *mk = &m->k[cg_manifest_whole(m)];
+    for (int i = 0; i < m->ntensors; i++) {
+        if (i == m->input) continue;
+        size_t bytes = (size_t)m->t[i].elems * IMAGES * cg_dtype_size(m->t[i].dtype);
+        if (m->t[i].dtype == CG_DT_F32)
+            for (size_t j = 0; j < bytes / 4; j++) ((float *)buf[i])[j] = NAN;
+        else
+            memset(buf[i], 0xff, bytes);
+    }
+    char sym[sizeof mk->name + 8];
+    snprintf(sym, sizeof sym, "%s_emu", mk->name);
+    emu_any fn = (emu_any)dlsym(so, sym);
+    void *scratch = calloc(1, (size_t)mk->scratch + 4);
+    void *a[CG_MAX_ARGS] = {0};
+    int bound = fn && scratch;
+    for (int i = 0; bound && i < mk->nargs; i++) {
+        cg_arg_role r = mk->args[i];
+        char name[CG_NAME_MAX + 8];
+        const cg_tensor *t = NULL;
+        if (r == CG_ARG_IN) a[i] = buf[mk->in[0]];
+        else if (r == CG_ARG_OUT) a[i] = buf[mk->out];
+        else if (r == CG_ARG_TENSOR) a[i] = buf[mk->argref[i]];
+        else if (r == CG_ARG_SCRATCH) a[i] = scratch;
+        else if (r == CG_ARG_LWEIGHTS || r == CG_ARG_LBIAS) {
+            snprintf(name, sizeof name, "%s.%s", m->l[mk->argref[i]].name, r == CG_ARG_LWEIGHTS ? "weight" : "bias");
+            t = cg_weights_find(fw, name);
+            a[i] = t ? t->data : NULL;
+            bound = t != NULL;
+        } else if (r != CG_ARG_N) bound = 0;
+    }
+    CHECK(bound, "%s: %s: its entry %s, scratch or arguments not bound", spec_path, mk->name, sym);
+    /* as many blocks as the emulation's threads hold, the launch's cap at most */
+    long long gx = FIB_MAX / mk->block[0];
+    if (mk->res_cap > 0 && gx > mk->res_cap) gx = mk->res_cap;
+    int ok = bound && emu_launch(so, fn, (unsigned)gx, 1, 1, (unsigned)mk->block[0], a, 0, IMAGES, 1) == 0;
+    CHECK(!bound || ok, "%s: %s: the emulated cooperative launch failed", spec_path, mk->name);
+    /* every counter and the barrier's count back at zero: the next launch finds them so */
+    int zero = 1;
+    for (long long j = 0; ok && j < mk->scratch / 4; j++)
+        if (((unsigned *)scratch)[j] && j != 1) zero = 0;
+    CHECK(!ok || zero, "%s: %s: the kernel left its scratch counters other than zero", spec_path, mk->name);
+    free(scratch);
+    return ok;
+}
+
 static void emulate_one(const char *spec_path, const char *dir, int batch)
 {
     static cg_spec s;
@@ -494,7 +667,7 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
         CHECK(so, "%s: the kernels do not link into one library: %s", spec_path, linked ? dlerror() : "g++ failed");
         ok_all = so != NULL;
     }
-    for (int k = 0; k < m.nkernels && ok_all; k++) {
+    for (int k = 0; k < cg_manifest_layer_kernels(&m) && ok_all; k++) {
         const cg_mkernel *mk = &m.k[k];
         emu_any fn = (emu_any)dlsym(so, mk->name);
         CHECK(fn, "%s: %s: no symbol", spec_path, mk->name);
@@ -536,14 +709,13 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
                   mk->shared <= (int)sizeof(float) * 4 * (1 << 15),
               "%s: %s: a launch the emulation does not take", spec_path, mk->name);
         if (std && okw && okb) {
-            int lrc = emu_launch(so, fn, (unsigned)gx, (unsigned)gy, (unsigned)gz, (unsigned)mk->block[0], a, na, IMAGES);
+            int lrc = emu_launch(so, fn, (unsigned)gx, (unsigned)gy, (unsigned)gz, (unsigned)mk->block[0], a, na, IMAGES, 0);
             CHECK(lrc == 0, "%s: %s: the emulated launch failed (threads stuck at barriers, or no memory)", spec_path,
                   mk->name);
         }
         if (ownw) free(wa);
         if (ownb) free(ba);
     }
-    if (so) dlclose(so);
     /* every layer against the CPU reference */
     float *lo[CG_MAX_LAYERS] = {0};
     for (int i = 0; i < s.nlayers; i++) lo[i] = malloc((size_t)cg_layer_out_elems(&s.layers[i]) * IMAGES * sizeof(float));
@@ -566,67 +738,17 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
      * and the layers before it (cg_spec_tols: the tolerance convgen check applies) */
     double tol[CG_MAX_LAYERS];
     cg_spec_tols(&s, tol);
-    for (int i = 0; ok_all && !rc && i < s.nlayers; i++) {
-        int t = m.l[i].out;
-        if (m.l[i].into[0]) {
-            /* a conv (or the batchnorm folded into it) whose kernel computes an add in its
-             * epilogue: no tensor of its own; the add's layer is compared */
-            printf("ok %s: layer %s: computed with add %s in one kernel (compared there)\n", spec_path,
-                   s.layers[i].name, m.l[i].into);
-            continue;
-        }
-        const float *ref = lf[i] ? lf[i] : lo[i];
-        size_t count = (size_t)cg_layer_out_elems(&s.layers[i]) * IMAGES;
-        CHECK(m.t[t].elems * IMAGES == (long long)count, "%s: layer %s: %lld elements, the CPU has %zu", spec_path,
-              s.layers[i].name, m.t[t].elems * IMAGES, count);
-        if (m.t[t].elems * IMAGES != (long long)count) continue;
-        /* a 16-bit tensor widened, exactly, as the runtime downloads it */
-        float *wide = NULL;
-        const float *g = buf[t];
-        if (m.t[t].dtype == CG_DT_F16 || m.t[t].dtype == CG_DT_BF16) {
-            const uint16_t *h = buf[t];
-            g = wide = malloc(count * sizeof(float));
-            for (size_t j = 0; wide && j < count; j++)
-                wide[j] = m.t[t].dtype == CG_DT_F16 ? cg_f16_to_f32(h[j]) : cg_bf16_to_f32(h[j]);
-            if (!wide) continue;
-        }
-        double num = 0, den = 0;
-        size_t nan = 0;
-        for (size_t j = 0; j < count; j++) {
-            if (isnan(g[j])) nan++;
-            double d = (double)g[j] - ref[j];
-            num += d * d, den += (double)ref[j] * ref[j];
-        }
-        free(wide);
-        double rel = sqrt(num / (den > 0 ? den : 1));
-        double lim = s.layers[i].precision == CG_PREC_FP32 && tol[i] == CG_HARNESS_TOL ? MAX_REL_L2 : tol[i];
-        CHECK(nan == 0 && rel <= lim, "%s: layer %s: %zu unwritten, relative L2 error %.3g (tolerance %.3g)", spec_path,
-              s.layers[i].name, nan, rel, lim);
-        /* a kernel of one TF32 product a tile: its operands rounded as the GPU rounds
-         * them, so the error is TF32's, above FP32's (the emulation is not FP32's) */
-        for (int k = 0; k < o.nkernels; k++)
-            if (!strcmp(o.k[k].layer, s.layers[i].name) && strstr(o.k[k].kernel, "_tf32"))
-                CHECK(rel > MAX_REL_L2, "%s: layer %s: tf32 kernel %s within FP32's error (%.3g): its operands "
-                      "are not rounded to TF32", spec_path, s.layers[i].name, o.k[k].kernel, rel);
-        printf("ok %s: layer %s%s: relative L2 error %.2g (tolerance %.2g)\n", spec_path, s.layers[i].name,
-               lf[i] ? " (conv + batchnorm folded)" : "", rel, lim);
+    if (ok_all && !rc) compare_layers(spec_path, "", &s, &m, &o, buf, lo, lf, tol);
+    /* the whole-network kernel, where the planner made one: every tensor poisoned
+     * again, its blocks run all at once (as many as the emulation's threads allow,
+     * at least two where its block does), each layer and the predictions compared */
+    int wk = cg_manifest_whole(&m);
+    if (ok_all && !rc && wk >= 0) {
+        snprintf(trap_what, sizeof trap_what, "%s: kernel %s", spec_path, m.k[wk].name);
+        if (emulate_whole(so, spec_path, &m, &fw, buf))
+            compare_layers(spec_path, " (whole-network kernel)", &s, &m, &o, buf, lo, lf, tol);
     }
-    /* the predictions: the argmax kernel's class is the first maximum of the
-     * scores the network's last kernel wrote (whatever the tensors' widths) */
-    if (ok_all && !rc && m.predict >= 0 && m.output >= 0 && m.t[m.output].dtype == CG_DT_F32) {
-        const int *pk = buf[m.predict];
-        const float *sc = buf[m.output];
-        long long E = m.t[m.output].elems;
-        int wrong = 0;
-        for (int img = 0; img < IMAGES; img++) {
-            int best = 0;
-            for (long long c = 1; c < E; c++)
-                if (sc[img * E + c] > sc[img * E + best]) best = (int)c;
-            wrong += pk[img] != best;
-        }
-        CHECK(wrong == 0, "%s: %d of %d predictions are not the first maximum of the network's scores", spec_path,
-              wrong, IMAGES);
-    }
+    if (so) dlclose(so);
     for (int i = 0; i < s.nlayers; i++) free(lo[i]), free(lf[i]);
     cg_weights_free(&fw);
     free(probs);

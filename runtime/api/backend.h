@@ -28,6 +28,7 @@ typedef struct {
     int no_graphs;       /* CUDA: plain launches, no captured graph */
     int no_pdl;          /* CUDA: no programmatic dependent launch */
     int keep_tensors;    /* CUDA: every tensor readable after a batch (no memory reuse) */
+    int whole;           /* CUDA: the whole-network kernel: CG_WHOLE_AUTO, _ON or _OFF (gpu.h) */
 } cg_backend_opts;
 
 /* One run: n images in, predictions (and optionally scores and per-layer outputs) out. */
@@ -62,5 +63,8 @@ const cg_gpu_times *cg_backend_cuda_times(const void *state);
 const cg_host_costs *cg_backend_cuda_costs(const void *state);
 /* cg_gpu_layer_into of its network. */
 const char *cg_backend_cuda_into(const void *state, int l);
+/* cg_gpu_has_whole and cg_gpu_set_whole of its network. */
+int cg_backend_cuda_has_whole(const void *state);
+void cg_backend_cuda_set_whole(void *state, int mode);
 
 #endif

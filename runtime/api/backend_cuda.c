@@ -20,7 +20,7 @@ static int cuda_open(void **state, const cg_spec *s, const cg_weights *w, const 
     *state = c;
     cg_gpu_opts go = {o->fatbin,   o->no_cache, o->batch,        o->poison,      o->profile,  o->device,
                       o->log,      o->streams,  o->manifest,     o->manifest_len, o->fatbin_data, o->fatbin_len,
-                      o->no_graphs, o->no_pdl, o->keep_tensors};
+                      o->no_graphs, o->no_pdl, o->keep_tensors, o->whole};
     return cg_gpu_open(&c->g, s, w, &go, &c->hc, e) ? CG_STATUS_DEVICE : 0;
 }
 
@@ -56,5 +56,7 @@ static void cuda_close(void *state)
 const cg_gpu_times *cg_backend_cuda_times(const void *state) { return &((const cuda_state *)state)->t; }
 const cg_host_costs *cg_backend_cuda_costs(const void *state) { return &((const cuda_state *)state)->hc; }
 const char *cg_backend_cuda_into(const void *state, int l) { return cg_gpu_layer_into(((const cuda_state *)state)->g, l); }
+int cg_backend_cuda_has_whole(const void *state) { return cg_gpu_has_whole(((const cuda_state *)state)->g); }
+void cg_backend_cuda_set_whole(void *state, int mode) { cg_gpu_set_whole(((cuda_state *)state)->g, mode); }
 
 const cg_backend cg_backend_cuda = {"cuda", cuda_open, cuda_run, cuda_device_name, cuda_takes_f32, cuda_close};

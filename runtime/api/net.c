@@ -76,10 +76,12 @@ static int check_options(const cg_net_options *o, cg_err *e)
     if (o->batch < 0) return cg_fail(e, "batch %lld: 0 (as many as fit) or more", o->batch), CG_STATUS_USAGE;
     if (o->streams < 0 || o->streams > CG_PIPE_MAX_SETS)
         return cg_fail(e, "streams %d: 0 (the default, 2) or 1 to %d", o->streams, CG_PIPE_MAX_SETS), CG_STATUS_USAGE;
+    if (o->whole < -1 || o->whole > CG_WHOLE_OFF)
+        return cg_fail(e, "whole %d: 0 or -1 (auto), 1 (on) or 2 (off)", o->whole), CG_STATUS_USAGE;
     if (o->backend != CG_BACKEND_CPU) return 0;
     const char *gpu = o->fatbin ? "fatbin" : o->tuning ? "tuning" : o->no_cache ? "no_cache" : o->batch ? "batch"
                     : o->profile ? "profile" : o->poison ? "poison" : o->device ? "device"
-                    : o->streams ? "streams" : NULL;
+                    : o->streams ? "streams" : o->whole > 0 ? "whole" : NULL;
     if (gpu) return cg_fail(e, "option %s needs the cuda backend", gpu), CG_STATUS_USAGE;
     return 0;
 }
@@ -100,7 +102,8 @@ static cg_status open_backend(cg_net *net, const cg_spec *s, const cg_weights *w
     net->s = s, net->w = w;
     net->be = backend_of(o->backend);
     cg_backend_opts bo = {o->device, o->fatbin, o->no_cache, o->batch, o->poison, o->profile, &net->log,
-                          o->streams, NULL, 0, NULL, 0, o->no_graphs, o->no_pdl, o->keep_tensors};
+                          o->streams, NULL, 0, NULL, 0, o->no_graphs, o->no_pdl, o->keep_tensors,
+                          o->whole < 0 ? CG_WHOLE_AUTO : o->whole};
     if (b) {
         bo.manifest = b->sec[CG_BUNDLE_MANIFEST].data, bo.manifest_len = b->sec[CG_BUNDLE_MANIFEST].len;
         bo.fatbin_data = b->sec[CG_BUNDLE_FATBIN].data, bo.fatbin_len = b->sec[CG_BUNDLE_FATBIN].len;
@@ -370,6 +373,16 @@ const cg_gpu_times *cg_net_gpu_times(const cg_net *net)
 const char *cg_net_layer_into(const cg_net *net, int i)
 {
     return net && net->opened && net->be == &cg_backend_cuda ? cg_backend_cuda_into(net->state, i) : NULL;
+}
+
+int cg_net_has_whole(const cg_net *net)
+{
+    return net && net->opened && net->be == &cg_backend_cuda && cg_backend_cuda_has_whole(net->state);
+}
+
+void cg_net_set_whole(cg_net *net, int mode)
+{
+    if (net && net->opened && net->be == &cg_backend_cuda) cg_backend_cuda_set_whole(net->state, mode);
 }
 
 const cg_host_costs *cg_net_host_costs(const cg_net *net)

@@ -52,6 +52,12 @@ const cg_host_costs *cg_net_host_costs(const cg_net *net);
  * tensor of layer i and run_layers gives NaN for it. NULL otherwise and on the CPU. */
 const char *cg_net_layer_into(const cg_net *net, int i);
 
+/* Whether the CUDA backend's kernels include a whole-network kernel (0 on the CPU). */
+int cg_net_has_whole(const cg_net *net);
+/* How the runs after choose between it and the per-layer kernels: CG_WHOLE_AUTO,
+ * CG_WHOLE_ON or CG_WHOLE_OFF (runtime/cuda/gpu.h); nothing on the CPU. */
+void cg_net_set_whole(cg_net *net, int mode);
+
 /* How many CUDA devices the driver sees (`run --devices all`): CG_STATUS_OK,
  * or CG_STATUS_DEVICE with why (one line, at most n bytes) saying why none. */
 cg_status cg_cuda_device_count(int *count, char *why, size_t n);

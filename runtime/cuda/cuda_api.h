@@ -57,6 +57,7 @@
     X(cuMemsetD8, 3020)                                                                        \
     X(cuMemGetInfo, 3020)                                                                      \
     X(cuLaunchKernel, 4000)                                                                    \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050)                                       \
     X(cuStreamCreate, 2000)                                                                    \
     X(cuStreamDestroy, 4000)                                                                   \
     X(cuStreamSynchronize, 2000)                                                               \

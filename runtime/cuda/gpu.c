@@ -15,6 +15,11 @@
 #include <string.h>
 
 #define CG_SET_GRAPHS 4
+/* choosing between the whole-network kernel and the per-layer kernels: runs
+ * each way before timing, runs timed (the median is kept), counts remembered */
+#define CG_WHOLE_WARM 3
+#define CG_WHOLE_REPS 10
+#define CG_WHOLE_PICKS 8
 
 /* One stream set: what one batch in flight needs. While one set's kernels
  * run, another's copies do, so each has its own tensors and staging. */
@@ -29,6 +34,9 @@ typedef struct {
     CUgraphExec graph[CG_SET_GRAPHS];
     long long graph_n[CG_SET_GRAPHS]; /* the images each was captured for; 0: none */
     int graph_skip[CG_SET_GRAPHS];    /* the kernel it leaves out (a float input), -1: none */
+    int graph_whole[CG_SET_GRAPHS];   /* it holds the whole-network kernel, not the per-layer ones */
+    CUdeviceptr scratch;              /* the whole-network kernel's scratch (manifest scratch=), zeroed once */
+    int ran_whole;                    /* the batch queued last ran the whole-network kernel */
     int graph_next;                   /* the slot the next capture takes */
     unsigned char *hin;               /* pinned: one batch of input pixels */
     unsigned char *hout;              /* pinned: one batch of every result downloaded */
@@ -45,7 +53,7 @@ struct cg_gpu {
     CUfunction fn[CG_MAN_KERNELS];        /* per manifest kernel */
     CUdeviceptr wdev[CG_MAN_KERNELS];     /* weights passed as arguments, per kernel */
     CUdeviceptr bdev[CG_MAN_KERNELS];
-    CUdeviceptr owned[2 * CG_MAN_KERNELS]; /* device weight buffers to free */
+    CUdeviceptr owned[2 * CG_MAN_KERNELS + CG_MAX_ARGS]; /* device weight buffers to free */
     int nowned;
     long long batch;                      /* images per batch, per set */
     int poison, profile;
@@ -67,6 +75,22 @@ struct cg_gpu {
     int mark[CG_MAN_KERNELS + 1];
     int nev;
     CUevent first; /* the run's first upload starts */
+    /* the whole-network kernel (manifest whole=1), run for a batch instead of the
+     * per-layer kernels k[0..nlk) where chosen */
+    int nlk;                 /* the per-layer kernels (cg_manifest_layer_kernels) */
+    int wk;                  /* the whole kernel's index in m->k, -1: none */
+    int whole_mode;          /* CG_WHOLE_AUTO, _ON, _OFF */
+    int whole_off;           /* refused once (driver, capture, launch): per-layer kernels from then on */
+    char whole_note[256];    /* why it is not used */
+    unsigned whole_blocks;   /* its grid x: min(CAP, SMs x resident blocks an SM), at least 1 */
+    CUdeviceptr warg[CG_MAX_ARGS]; /* its w:/b: arguments' device pointers */
+    CUevent wev[CG_WHOLE_REPS + 1]; /* timing the two ways (auto) */
+    struct {
+        long long n;         /* images; 0: unused */
+        int whole;           /* the whole kernel was the faster */
+        double whole_ms, layers_ms;
+    } pick[CG_WHOLE_PICKS];
+    int npick;
 };
 
 /* JIT: every kernel of the generated output through NVRTC (several at a
@@ -182,6 +206,34 @@ static CUmodule module_of(const cg_gpu *g, const char *name)
     return NULL;
 }
 
+/* The whole-network kernel's grid: every block must be resident at once (it
+ * waits at grid-wide barriers), so with res:CAP as many blocks as the device
+ * holds of it — its SMs times the blocks of this size and shared memory one SM
+ * takes (the driver's occupancy answer) —, at most CAP and at least 1; a plain
+ * extent as the manifest gives it. No cuLaunchKernelEx (a driver before 11.8):
+ * no cooperative launch with it, the per-layer kernels run. */
+static int whole_grid(cg_gpu *g, cg_err *e)
+{
+    const cg_mkernel *k = &g->m->k[g->wk];
+    if (!g->cu->cuLaunchKernelEx) {
+        g->whole_off = 1;
+        snprintf(g->whole_note, sizeof g->whole_note, "the driver has no cuLaunchKernelEx (cooperative launch)");
+        return 0;
+    }
+    if (!k->res_cap) {
+        g->whole_blocks = (unsigned)k->grid[0].mul;
+        return 0;
+    }
+    int per_sm = 0, threads = k->block[0] * k->block[1] * k->block[2];
+    if (CG_CU(e, g->cu->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, g->fn[g->wk], threads,
+                                                                    (size_t)k->shared)))
+        return -1;
+    long long b = (long long)g->cu->sm_count * per_sm;
+    if (b > k->res_cap) b = k->res_cap;
+    g->whole_blocks = b < 1 ? 1 : (unsigned)b;
+    return 0;
+}
+
 /* Find each manifest kernel's function in the module that holds it, and let
  * it have its shared memory: a block gets 48 KiB (static + dynamic) unless
  * the function opts in to more, up to the device's opt-in limit; the
@@ -207,7 +259,7 @@ static int bind_functions(cg_gpu *g, cg_err *e)
                                             k->shared)))
             return -1;
     }
-    return 0;
+    return g->wk >= 0 ? whole_grid(g, e) : 0;
 }
 
 /* The bytes of tensor t as a kernel of weight type dt reads them: t's floats
@@ -261,6 +313,34 @@ static int to_device(cg_gpu *g, const cg_tensor *t, int transposed, cg_dtype dt,
     return rc;
 }
 
+/* The whole-network kernel's w:LAYER and b:LAYER arguments: the layer's FP32
+ * weights or bias as the weights hold them (batch norms folded by the caller),
+ * the device copy of a per-layer kernel of that layer which takes exactly that
+ * tensor (weights=arg, bias=arg, FP32), else one uploaded here. */
+static int whole_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
+{
+    const cg_mkernel *k = &g->m->k[g->wk];
+    for (int i = 0; i < k->nargs; i++) {
+        if (k->args[i] != CG_ARG_LWEIGHTS && k->args[i] != CG_ARG_LBIAS) continue;
+        int bias = k->args[i] == CG_ARG_LBIAS;
+        const char *layer = g->m->l[k->argref[i]].name;
+        char name[CG_NAME_MAX + 16];
+        snprintf(name, sizeof name, "%s.%s", layer, bias ? "bias" : "weight");
+        const cg_tensor *t = cg_weights_find(w, name);
+        if (!t)
+            return cg_fail(e, "kernel '%s': argument %c:%s: layer %s has no %s (no tensor '%s' in the weights)",
+                           k->name, bias ? 'b' : 'w', layer, layer, bias ? "bias" : "weights", name);
+        for (int j = 0; j < g->nlk && !g->warg[i]; j++) {
+            const cg_mkernel *o = &g->m->k[j];
+            if (strcmp(o->layer, layer) || o->wdtype != CG_DT_F32 || (bias ? o->bplace : o->wplace) != CG_PLACE_ARG)
+                continue;
+            g->warg[i] = bias ? g->bdev[j] : g->wdev[j];
+        }
+        if (!g->warg[i] && to_device(g, t, 0, CG_DT_F32, &g->warg[i], e)) return -1;
+    }
+    return 0;
+}
+
 /* Weights and biases where each kernel's manifest entry says they live. */
 static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
 {
@@ -279,7 +359,7 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
             if (rc) return -1;
         }
     }
-    return 0;
+    return g->wk >= 0 ? whole_weights(g, w, e) : 0;
 }
 
 /* Batch size: what the user asked, at most max_batch, and what fits in 80% of
@@ -300,6 +380,8 @@ static int alloc_sets(cg_gpu *g, long long want, int keep, cg_host_costs *hc, cg
     if (per < 1) per = 1;
     if (CG_CU(e, cu->cuMemGetInfo(&freeb, &total))) return -1;
     size_t budget = freeb / 10 * 8 / (size_t)g->nsets;
+    size_t scratch = g->wk >= 0 ? (size_t)m->k[g->wk].scratch : 0; /* each set's, beside its arena */
+    budget = budget > scratch ? budget - scratch : 0;
     long long fit = (long long)(budget / per);
     long long b = want > 0 ? want : 65536;
     if (b > m->max_batch) b = m->max_batch;
@@ -326,7 +408,13 @@ static int alloc_sets(cg_gpu *g, long long want, int keep, cg_host_costs *hc, cg
             CG_CU(e, cu->cuEventCreate(&st->up1, CU_EVENT_DEFAULT)) ||
             CG_CU(e, cu->cuEventCreate(&st->dn1, CU_EVENT_DEFAULT)))
             return -1;
+        /* zeroed once: the whole kernel leaves its counters at zero when it ends */
+        if (scratch && (CG_CU(e, cu->cuMemAlloc(&st->scratch, scratch)) ||
+                        CG_CU(e, cu->cuMemsetD8(st->scratch, 0, scratch))))
+            return -1;
     }
+    for (int i = 0; g->wk >= 0 && i <= CG_WHOLE_REPS; i++)
+        if (CG_CU(e, cu->cuEventCreate(&g->wev[i], CU_EVENT_DEFAULT))) return -1;
     return CG_CU(e, cu->cuEventCreate(&g->first, CU_EVENT_DEFAULT));
 }
 
@@ -353,9 +441,9 @@ static void set_marks(cg_gpu *g)
      * and an event between two of them costs about as much as one: under PDL they
      * keep none inside the network (only --profile times each layer there) */
     g->layers_timed = g->profile || !g->pdl || m->bucket == 0;
-    for (int i = 0; i <= m->nkernels; i++) {
-        int boundary = i == 0 || i == m->nkernels || g->profile || strcmp(m->k[i].layer, m->k[i - 1].layer);
-        if (boundary && g->pdl && i > 0 && i < m->nkernels)
+    for (int i = 0; i <= g->nlk; i++) {
+        int boundary = i == 0 || i == g->nlk || g->profile || strcmp(m->k[i].layer, m->k[i - 1].layer);
+        if (boundary && g->pdl && i > 0 && i < g->nlk)
             boundary = g->layers_timed && (conv_kernel(g, i) || conv_kernel(g, i - 1));
         g->mark[i] = boundary ? g->nev++ : -1;
     }
@@ -430,6 +518,10 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
     }
     cg_buf_free(&fat);
     if (nv) cg_nvrtc_close(nv);
+    if (!rc) {
+        g->nlk = cg_manifest_layer_kernels(g->m);
+        g->wk = cg_manifest_whole(g->m);
+    }
     if (!rc) rc = bind_functions(g, e);
     double t0 = cg_now_ms();
     if (!rc) rc = upload_weights(g, w, e);
@@ -459,6 +551,8 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     g->graphs = !o->no_graphs;
     g->pdl = !o->no_pdl && !o->profile; /* and the device and driver allow it: below, once opened */
     g->nsets = o->streams ? o->streams : 2;
+    g->wk = -1;
+    g->whole_mode = o->whole == CG_WHOLE_ON || o->whole == CG_WHOLE_OFF ? o->whole : CG_WHOLE_AUTO;
     *out = g;
     if (g->nsets < 1 || g->nsets > CG_PIPE_MAX_SETS) {
         cg_fail(e, "%d stream sets asked for: from 1 to %d", o->streams, CG_PIPE_MAX_SETS);
@@ -530,6 +624,58 @@ static int launch(cg_gpu *g, cg_gpu_set *st, int i, long long n, CUstream s, int
                        what);
 }
 
+/* Launch the whole-network kernel for n images of set st on stream s:
+ * cooperative (all its blocks resident at once: it waits at grid-wide
+ * barriers), its grid whole_blocks, its arguments bound by role — in, out and
+ * t:TENSOR the set's tensors, w:/b: the layers' weights, scratch the set's
+ * buffer, n the images. A launch the driver refuses turns the whole kernel off
+ * for this cg_gpu (whole_note says why) and returns 1: nothing was queued (a
+ * capture is invalidated) and the caller runs the per-layer kernels. */
+static int launch_whole(cg_gpu *g, cg_gpu_set *st, long long n, CUstream s, cg_err *e)
+{
+    const cg_mkernel *k = &g->m->k[g->wk];
+    CUdeviceptr val[CG_MAX_ARGS];
+    void *args[CG_MAX_ARGS];
+    int nn = (int)n;
+    for (int i = 0; i < k->nargs; i++) {
+        int in = cg_arg_input(k->args[i]);
+        switch (k->args[i]) {
+        case CG_ARG_OUT: val[i] = st->tdev[k->out]; break;
+        case CG_ARG_N: break;
+        case CG_ARG_TENSOR: val[i] = st->tdev[k->argref[i]]; break;
+        case CG_ARG_LWEIGHTS:
+        case CG_ARG_LBIAS: val[i] = g->warg[i]; break;
+        case CG_ARG_SCRATCH: val[i] = st->scratch; break;
+        default:
+            if (in < 0 || in >= k->nin)
+                return cg_fail(e, "kernel %s: argument role %s has nothing to bind", k->name,
+                               cg_arg_role_name(k->args[i]));
+            val[i] = st->tdev[k->in[in]]; /* in, in1, in2, in3 */
+        }
+        args[i] = k->args[i] == CG_ARG_N ? (void *)&nn : (void *)&val[i];
+    }
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attr.value.cooperative = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = g->whole_blocks;
+    cfg.gridDimY = (unsigned)cg_mdim_eval(k->grid[1], n), cfg.gridDimZ = (unsigned)cg_mdim_eval(k->grid[2], n);
+    cfg.blockDimX = (unsigned)k->block[0], cfg.blockDimY = (unsigned)k->block[1], cfg.blockDimZ = (unsigned)k->block[2];
+    cfg.sharedMemBytes = (unsigned)k->shared;
+    cfg.hStream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    CUresult r = g->cu->cuLaunchKernelEx(&cfg, g->fn[g->wk], args, NULL);
+    if (r == CUDA_SUCCESS) return 0;
+    char why[160];
+    g->whole_off = 1;
+    snprintf(g->whole_note, sizeof g->whole_note, "its cooperative launch of %u blocks was refused (%s)",
+             g->whole_blocks, cg_cu_strerror(r, why, sizeof why));
+    return 1;
+}
+
 static void prof_add(cg_gpu_times *t, const char *name, double ms)
 {
     int j = 0;
@@ -552,7 +698,7 @@ static void prof_add(cg_gpu_times *t, const char *name, double ms)
  * when it is the input_u8 template's (its output is the network's float input). */
 static int input_kernel(const cg_gpu *g)
 {
-    for (int i = 0; i < g->m->nkernels; i++)
+    for (int i = 0; i < cg_manifest_layer_kernels(g->m); i++)
         for (int j = 0; j < g->m->k[i].nin; j++)
             if (g->m->k[i].in[j] == g->m->input) return strcmp(g->m->k[i].tpl, "input_u8") ? -1 : i;
     return -1;
@@ -614,24 +760,34 @@ static void copy_wide(unsigned char *dst, const unsigned char *src, size_t n)
     }
 }
 
-/* The kernels of a batch of n images on set st (without kernel `skip`), with
- * the events at the marks; `external`: each event recorded as a graph's capture
- * needs it (an external event node, so that its time can be read), else plainly. */
-static int queue_kernels(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int external, cg_err *e)
+/* Record event ev on set st's stream; `external`: as a graph's capture needs it
+ * (an external event node, so that its time can be read), else plainly. */
+static int record(cg_gpu *g, cg_gpu_set *st, CUevent ev, int external, cg_err *e)
 {
-    const cg_manifest *m = g->m;
     cg_cu *cu = g->cu;
+    return external ? CG_CU(e, cu->cuEventRecordWithFlags(ev, st->stream, CU_EVENT_RECORD_EXTERNAL))
+                    : CG_CU(e, cu->cuEventRecord(ev, st->stream));
+}
+
+/* The kernels of a batch of n images on set st (without kernel `skip`), with
+ * the events at the marks, recorded as `record` says; `whole`: the
+ * whole-network kernel instead, between the first mark's event and the last's
+ * (1: it was refused, nothing queued but the first event). */
+static int queue_kernels(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int external, int whole, cg_err *e)
+{
     int after_kernel = 0; /* the last operation queued is a kernel */
     g->pdl_launches = 0;
-    for (int i = 0; i <= m->nkernels; i++) {
+    if (whole) {
+        int rc = record(g, st, st->ev[0], external, e);
+        if (!rc) rc = launch_whole(g, st, n, st->stream, e);
+        return rc ? rc : record(g, st, st->ev[g->nev - 1], external, e);
+    }
+    for (int i = 0; i <= g->nlk; i++) {
         if (g->mark[i] >= 0) {
-            CUevent ev = st->ev[g->mark[i]];
-            if (external ? CG_CU(e, cu->cuEventRecordWithFlags(ev, st->stream, CU_EVENT_RECORD_EXTERNAL))
-                         : CG_CU(e, cu->cuEventRecord(ev, st->stream)))
-                return -1;
+            if (record(g, st, st->ev[g->mark[i]], external, e)) return -1;
             after_kernel = 0;
         }
-        if (i < m->nkernels && i != skip) {
+        if (i < g->nlk && i != skip) {
             if (launch(g, st, i, n, st->stream, after_kernel, e)) return -1;
             after_kernel = 1;
         }
@@ -640,16 +796,21 @@ static int queue_kernels(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int e
 }
 
 /* The set's kernels for n images as one CUDA graph: captured from the set's
- * stream the first time a count (and skipped kernel) is met — the grid and the
- * argument n are baked in — and kept, a few counts per set, then replayed with
- * one launch. A capture the driver refuses turns graphs off for this cg_gpu and
- * the batch runs as plain launches (the profile says which). */
-static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, cg_gpu_times *t, cg_err *e)
+ * stream the first time a count (skipped kernel, and path: `whole`, the
+ * whole-network kernel) is met — the grid and the argument n are baked in —
+ * and kept, a few counts per set, then replayed with one launch. A capture the
+ * driver refuses turns graphs off for this cg_gpu and the batch runs as plain
+ * launches (the profile says which); a whole kernel whose launch, capture or
+ * graph is refused is turned off (whole_note) and the per-layer kernels are
+ * captured instead. *ran_whole: whether the whole kernel was queued. */
+static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int whole, int *ran_whole, cg_gpu_times *t,
+                       cg_err *e)
 {
     cg_cu *cu = g->cu;
     int slot = -1;
+    *ran_whole = 0;
     for (int i = 0; i < CG_SET_GRAPHS && slot < 0; i++)
-        if (st->graph[i] && st->graph_n[i] == n && st->graph_skip[i] == skip) slot = i;
+        if (st->graph[i] && st->graph_n[i] == n && st->graph_skip[i] == skip && st->graph_whole[i] == whole) slot = i;
     if (slot < 0) {
         slot = st->graph_next;
         st->graph_next = (st->graph_next + 1) % CG_SET_GRAPHS;
@@ -660,21 +821,33 @@ static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, cg_gpu_
         CUgraph gr = NULL;
         CUresult inst = CUDA_ERROR_UNKNOWN;
         for (;;) {
-            int pdl = g->pdl;
+            int pdl = g->pdl && !whole;
             if (CG_CU(e, cu->cuStreamBeginCapture(st->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))) return -1;
-            int rc = queue_kernels(g, st, skip, n, 1, e);
+            int rc = queue_kernels(g, st, skip, n, 1, whole, e);
             CUresult end = cu->cuStreamEndCapture(st->stream, &gr);
             if (!rc && end == CUDA_SUCCESS) inst = cu->cuGraphInstantiateWithFlags(&st->graph[slot], gr, 0);
-            if (pdl && (rc || end != CUDA_SUCCESS || inst != CUDA_SUCCESS)) {
+            if ((pdl || whole) && (rc || end != CUDA_SUCCESS || inst != CUDA_SUCCESS)) {
                 /* a driver that takes the launches but not their capture, or not
                  * the graph they make: PDL off for this cg_gpu, captured again
-                 * (the marks stay: they are a subset of those without PDL) */
+                 * (the marks stay: they are a subset of those without PDL); the
+                 * whole kernel likewise, the per-layer kernels captured instead */
                 if (gr && CG_CU(e, cu->cuGraphDestroy(gr))) return -1;
                 gr = NULL;
                 if (inst == CUDA_SUCCESS && CG_CU(e, cu->cuGraphExecDestroy(st->graph[slot]))) return -1;
                 st->graph[slot] = NULL;
                 inst = CUDA_ERROR_UNKNOWN;
-                g->pdl = 0;
+                if (whole) {
+                    if (!g->whole_off) {
+                        char why[160];
+                        snprintf(g->whole_note, sizeof g->whole_note, "its capture in a CUDA graph was refused (%s)",
+                                 cg_cu_strerror(rc ? CUDA_ERROR_NOT_SUPPORTED : end != CUDA_SUCCESS ? end : inst,
+                                                why, sizeof why));
+                        g->whole_off = 1;
+                    }
+                    whole = 0;
+                } else {
+                    g->pdl = 0;
+                }
                 continue;
             }
             if (rc) {
@@ -688,24 +861,155 @@ static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, cg_gpu_
         if (inst != CUDA_SUCCESS) {
             st->graph[slot] = NULL;
             g->graphs = 0;
-            return queue_kernels(g, st, skip, n, 0, e);
+            return queue_kernels(g, st, skip, n, 0, 0, e);
         }
-        st->graph_n[slot] = n, st->graph_skip[slot] = skip;
+        st->graph_n[slot] = n, st->graph_skip[slot] = skip, st->graph_whole[slot] = whole;
         t->graph_captures++;
     }
+    CUresult r = cu->cuGraphLaunch(st->graph[slot], st->stream);
+    if (r != CUDA_SUCCESS && whole) {
+        /* the graph of the cooperative launch refused at its launch: the whole
+         * kernel off, the per-layer kernels' graph instead */
+        char why[160];
+        snprintf(g->whole_note, sizeof g->whole_note, "the launch of its CUDA graph was refused (%s)",
+                 cg_cu_strerror(r, why, sizeof why));
+        g->whole_off = 1;
+        if (CG_CU(e, cu->cuGraphExecDestroy(st->graph[slot]))) return -1;
+        st->graph[slot] = NULL, st->graph_n[slot] = 0;
+        return queue_graph(g, st, skip, n, 0, ran_whole, t, e);
+    }
     t->graph_replays++;
-    return CG_CU(e, cu->cuGraphLaunch(st->graph[slot], st->stream));
+    *ran_whole = whole;
+    return CG_CU(e, r);
+}
+
+/* Queue one batch of n images on set st the way the set normally runs it (its
+ * graph, or plain launches), by the whole-network kernel or the per-layer
+ * kernels; a whole kernel refused falls back to the per-layer kernels.
+ * *ran_whole: which ran. */
+static int queue_batch(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int whole, int *ran_whole, cg_gpu_times *t,
+                       cg_err *e)
+{
+    if (g->whole_off) whole = 0;
+    if (g->graphs) return queue_graph(g, st, skip, n, whole, ran_whole, t, e);
+    int rc = queue_kernels(g, st, skip, n, 0, whole, e);
+    *ran_whole = whole && !rc;
+    if (rc == 1) rc = queue_kernels(g, st, skip, n, 0, 0, e); /* refused: the first event is re-recorded */
+    return rc;
+}
+
+/* The median of v[0..n) (sorted in place). */
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double x = v[j];
+            v[j] = v[j - 1], v[j - 1] = x;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Auto: time a batch of n images on set st both ways — CG_WHOLE_WARM runs,
+ * then CG_WHOLE_REPS timed by events, the per-layer kernels first, each the
+ * way the set normally queues them — and remember the faster for n. The host
+ * waits for the timings (once per count of images). A whole kernel refused
+ * while being timed leaves the per-layer kernels chosen. */
+static int measure_whole(cg_gpu *g, cg_gpu_set *st, int skip, long long n, cg_gpu_times *t, cg_err *e)
+{
+    cg_cu *cu = g->cu;
+    double ms[2] = {NAN, NAN};
+    for (int way = 0; way < 2 && !g->whole_off; way++) {
+        int ran = 0;
+        double v[CG_WHOLE_REPS];
+        for (int r = 0; r < CG_WHOLE_WARM + CG_WHOLE_REPS; r++) {
+            if (r >= CG_WHOLE_WARM && CG_CU(e, cu->cuEventRecord(g->wev[r - CG_WHOLE_WARM], st->stream))) return -1;
+            if (queue_batch(g, st, skip, n, way, &ran, t, e)) return -1;
+        }
+        if (CG_CU(e, cu->cuEventRecord(g->wev[CG_WHOLE_REPS], st->stream)) ||
+            CG_CU(e, cu->cuEventSynchronize(g->wev[CG_WHOLE_REPS])))
+            return -1;
+        if (ran != way) break; /* the whole kernel was refused */
+        for (int r = 0; r < CG_WHOLE_REPS; r++) {
+            float f;
+            if (CG_CU(e, cu->cuEventElapsedTime(&f, g->wev[r], g->wev[r + 1]))) return -1;
+            v[r] = f;
+        }
+        ms[way] = median(v, CG_WHOLE_REPS);
+    }
+    int at = g->npick++ % CG_WHOLE_PICKS; /* the oldest replaced */
+    g->pick[at].n = n;
+    g->pick[at].whole = !g->whole_off && ms[1] < ms[0];
+    g->pick[at].layers_ms = ms[0], g->pick[at].whole_ms = ms[1];
+    return 0;
+}
+
+/* Whether a batch of n images runs the whole-network kernel: never without
+ * one, with a float input (it starts from the uint8 pixels), once refused, or
+ * with CG_WHOLE_OFF; always with CG_WHOLE_ON; with auto what was measured for
+ * n (-1: not yet: measure_whole). *pick: the measurement, NULL if none. */
+static int whole_for(cg_gpu *g, int skip, long long n, int *pick)
+{
+    *pick = -1;
+    for (int i = 0; i < g->npick && i < CG_WHOLE_PICKS; i++)
+        if (g->pick[i].n == n) *pick = i;
+    if (g->wk < 0 || skip >= 0 || g->whole_off || g->whole_mode == CG_WHOLE_OFF) return 0;
+    if (g->whole_mode == CG_WHOLE_ON) return 1;
+    return *pick >= 0 ? g->pick[*pick].whole : -1;
+}
+
+/* What a run says about the whole-network kernel (cg_gpu_times): which way the
+ * last batch of n images ran, the times measured to choose, and why the whole
+ * kernel did not run where it could have. */
+static void whole_times(cg_gpu *g, int skip, long long n, int ran, cg_gpu_times *t)
+{
+    int pick;
+    (void)whole_for(g, skip, n, &pick);
+    t->whole_ms = pick >= 0 ? g->pick[pick].whole_ms : NAN;
+    t->layers_ms = pick >= 0 ? g->pick[pick].layers_ms : NAN;
+    t->whole_note[0] = 0;
+    if (g->wk < 0) {
+        t->whole = g->whole_mode == CG_WHOLE_ON ? CG_RAN_LAYERS : CG_RAN_NO_WHOLE;
+        if (t->whole)
+            snprintf(t->whole_note, sizeof t->whole_note, "the manifest has no whole-network kernel (%s)",
+                     g->m->bucket ? "not for this batch's kernels" : "large-batch kernels");
+        return;
+    }
+    t->whole = ran ? CG_RAN_WHOLE : CG_RAN_LAYERS;
+    if (ran) return;
+    if (g->whole_off) snprintf(t->whole_note, sizeof t->whole_note, "%s", g->whole_note);
+    else if (skip >= 0) snprintf(t->whole_note, sizeof t->whole_note, "a float input skips the input kernel, which it runs");
+    else if (g->whole_mode == CG_WHOLE_OFF) snprintf(t->whole_note, sizeof t->whole_note, "turned off (--whole off)");
+}
+
+/* With poison: every float tensor of set st, n images, filled with a NaN
+ * pattern on its stream, so that anything a kernel fails to write shows up in
+ * the checks (0x7fff is a NaN as f16 and as bf16). */
+static int poison_tensors(cg_gpu *g, cg_gpu_set *st, long long n, cg_err *e)
+{
+    const cg_manifest *m = g->m;
+    cg_cu *cu = g->cu;
+    for (int i = 0; g->poison && i < m->ntensors; i++) {
+        if (m->t[i].dtype == CG_DT_U8) continue;
+        size_t count = (size_t)n * (size_t)m->t[i].elems;
+        if (cg_dtype_size(m->t[i].dtype) == 2) {
+            if (CG_CU(e, cu->cuMemsetD16Async(st->tdev[i], 0x7fff, count, st->stream))) return -1;
+        } else if (CG_CU(e, cu->cuMemsetD32Async(st->tdev[i], 0x7fbadbadu, count, st->stream))) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Pipeline submit: stage the pixels in pinned memory, then on the set's stream
  * poison (if asked), upload, wait for the previous batch's kernels (so that
  * kernels never share the device and each layer's events time it alone), run
- * every kernel with events at the marks, and download into pinned memory. */
+ * every kernel with events at the marks — or the whole-network kernel where
+ * chosen (auto: the first batch of a count of images times both ways first) —,
+ * and download into pinned memory. */
 static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e)
 {
     cg_gpu_runctx *r = ctx;
     cg_gpu *g = r->g;
-    const cg_manifest *m = g->m;
     cg_cu *cu = g->cu;
     cg_gpu_set *st = &g->set[si];
     size_t in_bytes = (size_t)n * r->in_per;
@@ -719,17 +1023,7 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
         copy_wide(st->hin, r->src + (size_t)off * r->in_per, in_bytes);
     }
     r->t->stage_ms += cg_now_ms() - t0;
-    for (int i = 0; g->poison && i < m->ntensors; i++) {
-        if (m->t[i].dtype == CG_DT_U8) continue;
-        /* a NaN pattern: anything a kernel fails to write shows up in the checks
-         * (0x7fff is a NaN as f16 and as bf16) */
-        size_t count = (size_t)n * (size_t)m->t[i].elems;
-        if (cg_dtype_size(m->t[i].dtype) == 2) {
-            if (CG_CU(e, cu->cuMemsetD16Async(st->tdev[i], 0x7fff, count, st->stream))) return -1;
-        } else if (CG_CU(e, cu->cuMemsetD32Async(st->tdev[i], 0x7fbadbadu, count, st->stream))) {
-            return -1;
-        }
-    }
+    if (poison_tensors(g, st, n, e)) return -1;
     if (off == 0 && CG_CU(e, cu->cuEventRecord(g->first, st->stream))) return -1;
     if (CG_CU(e, cu->cuEventRecord(st->up0, st->stream)) ||
         CG_CU(e, cu->cuMemcpyHtoDAsync(st->tdev[r->tin], st->hin, in_bytes, st->stream)) ||
@@ -738,7 +1032,15 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
     if (r->prev >= 0 && r->prev != si &&
         CG_CU(e, cu->cuStreamWaitEvent(st->stream, g->set[r->prev].ev[g->nev - 1], 0)))
         return -1;
-    if (g->graphs ? queue_graph(g, st, r->skip, n, r->t, e) : queue_kernels(g, st, r->skip, n, 0, e)) return -1;
+    int pick, whole = whole_for(g, r->skip, n, &pick);
+    if (whole < 0) {
+        /* auto, first batch of n images: both ways timed on this batch's input,
+         * then its tensors poisoned again (the input is uint8, not poisoned) */
+        if (measure_whole(g, st, r->skip, n, r->t, e) || poison_tensors(g, st, n, e)) return -1;
+        whole = whole_for(g, r->skip, n, &pick) == 1;
+    }
+    if (queue_batch(g, st, r->skip, n, whole, &st->ran_whole, r->t, e)) return -1;
+    whole_times(g, r->skip, n, st->ran_whole, r->t);
     r->t->pdl_launches = g->pdl_launches;
     for (int d = 0; d < r->ndl; d++) {
         const cg_download *dl = &r->dl[d];
@@ -767,7 +1069,12 @@ static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e
     t->wait_ms += cg_now_ms() - t0;
     if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[0], st->ev[g->nev - 1]))) return -1;
     t->total_ms += ms;
-    for (int i = 0; i < m->nkernels; i++) {
+    if (st->ran_whole) {
+        /* one launch ran every layer: no layer timed alone */
+        for (int l = 0; l < CG_MAX_LAYERS; l++) t->layer_ms[l] = NAN;
+        if (g->profile) prof_add(t, m->k[g->wk].name, ms);
+    }
+    for (int i = 0; i < g->nlk && !st->ran_whole; i++) {
         if (g->mark[i] < 0) continue;
         int j = i + 1;
         while (g->mark[j] < 0) j++;
@@ -870,7 +1177,9 @@ static int plan_staging(cg_gpu *g, cg_gpu_runctx *r, long long n, int *pred, flo
 
 /* A run on device pointers (cg_gpu_input.on_device): batch after batch through
  * the first set's tensors, every copy and launch queued on the caller's stream,
- * nothing waited for or timed. */
+ * nothing waited for or timed: the whole-network kernel where it is forced on or
+ * was measured the faster for that count of images, else the per-layer kernels
+ * (also where its launch is refused). */
 static int run_on_device(cg_gpu *g, const cg_gpu_input *in, int tin, int skip, long long n, int *pred,
                          float *probs, cg_err *e)
 {
@@ -886,7 +1195,13 @@ static int run_on_device(cg_gpu *g, const cg_gpu_input *in, int tin, int skip, l
         long long b = n - done < g->batch ? n - done : g->batch;
         if (CG_CU(e, cu->cuMemcpyDtoDAsync(st->tdev[tin], src + (size_t)done * in_per, (size_t)b * in_per, s)))
             return -1;
-        for (int i = 0, after_kernel = 0; i < m->nkernels; i++) {
+        int pick, whole = whole_for(g, skip, b, &pick) == 1;
+        if (whole) {
+            int rc = launch_whole(g, st, b, s, e); /* 1: refused, the per-layer kernels instead */
+            if (rc < 0) return -1;
+            whole = rc == 0;
+        }
+        for (int i = 0, after_kernel = 0; i < g->nlk && !whole; i++) {
             if (i == skip) continue;
             if (launch(g, st, i, b, s, after_kernel, e)) return -1;
             after_kernel = 1;
@@ -920,6 +1235,7 @@ static int run_current(cg_gpu *g, const cg_gpu_input *in, long long n, int *pred
                           "need an fp32 or tf32 network; give host memory", g->s->path,
                        cg_dtype_get(half_in ? tdt : odt)->name);
     if (in->on_device) return run_on_device(g, in, tin, skip, n, pred, probs, e);
+    whole_times(g, skip, n, 0, t); /* before any batch: what a run of none says */
     cg_gpu_runctx r = {.g = g, .src = in->input, .tin = tin, .skip = skip, .t = t, .prev = -1};
     r.in_per = (size_t)m->t[tin].elems * cg_dtype_size(m->t[tin].dtype);
     r.in_half = half_in ? tdt : CG_DT_F32;
@@ -984,6 +1300,30 @@ void cg_gpu_stream_summary(const cg_gpu_times *t, char *buf, size_t n)
              "device span (events)", t->span_ms, "host copies", t->stage_ms, t->wait_ms);
 }
 
+void cg_gpu_whole_summary(const cg_gpu_times *t, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (t->whole == CG_RAN_NO_WHOLE) return;
+    const char *ran = t->whole == CG_RAN_WHOLE ? "whole" : "per-layer";
+    if (!isnan(t->whole_ms) || !isnan(t->layers_ms)) {
+        char w[32] = "not timed", l[32] = "not timed";
+        if (!isnan(t->whole_ms)) snprintf(w, sizeof w, "%.1f us", t->whole_ms * 1e3);
+        if (!isnan(t->layers_ms)) snprintf(l, sizeof l, "%.1f us", t->layers_ms * 1e3);
+        snprintf(buf, n, "network: whole-network kernel %s, per-layer kernels %s: %s%s%s", w, l, ran,
+                 t->whole_note[0] ? "; whole-network kernel not used: " : "", t->whole_note);
+    } else {
+        snprintf(buf, n, "network: %s%s%s", t->whole == CG_RAN_WHOLE ? "whole-network kernel" : "per-layer kernels",
+                 t->whole_note[0] ? "; whole-network kernel not used: " : "", t->whole_note);
+    }
+}
+
+int cg_gpu_has_whole(const cg_gpu *g) { return g && g->m && cg_manifest_whole(g->m) >= 0; }
+
+void cg_gpu_set_whole(cg_gpu *g, int mode)
+{
+    g->whole_mode = mode == CG_WHOLE_ON || mode == CG_WHOLE_OFF ? mode : CG_WHOLE_AUTO;
+}
+
 const char *cg_gpu_device_name(const cg_gpu *g) { return g->cu ? g->cu->name : "?"; }
 
 const char *cg_gpu_layer_into(const cg_gpu *g, int l)
@@ -1010,10 +1350,13 @@ void cg_gpu_close(cg_gpu *g)
                 if (more[i]) cu->cuEventDestroy(more[i]);
             if (st->stream) cu->cuStreamDestroy(st->stream);
             if (st->arena) cu->cuMemFree(st->arena);
+            if (st->scratch) cu->cuMemFree(st->scratch);
             if (st->hin) cu->cuMemFreeHost(st->hin);
             if (st->hout) cu->cuMemFreeHost(st->hout);
         }
         if (g->first) cu->cuEventDestroy(g->first);
+        for (int i = 0; i <= CG_WHOLE_REPS; i++)
+            if (g->wev[i]) cu->cuEventDestroy(g->wev[i]);
         for (int i = 0; i < g->nowned; i++) cu->cuMemFree(g->owned[i]);
         for (int i = 0; i < g->nmods; i++) cu->cuModuleUnload(g->mods[i]);
         if (pushed) ctx_leave(g);

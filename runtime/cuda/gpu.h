@@ -44,7 +44,12 @@ typedef struct {
     int keep_tensors;    /* every tensor readable after a batch, none sharing memory (a run's
                             layer_out needs it; poison implies it); 0: tensors share the
                             arena where their live ranges allow (runtime/formats/memplan.h) */
+    int whole;           /* the whole-network kernel (manifest whole=1), where the manifest has
+                            one: CG_WHOLE_AUTO (0, or -1): the faster of it and the per-layer
+                            kernels, measured the first time a count of images is run;
+                            CG_WHOLE_ON: it; CG_WHOLE_OFF: the per-layer kernels */
 } cg_gpu_opts;
+enum { CG_WHOLE_AUTO = 0, CG_WHOLE_ON = 1, CG_WHOLE_OFF = 2 };
 
 /* Where one kernel's device code came from, and what it cost (--profile). */
 typedef struct {
@@ -94,7 +99,14 @@ typedef struct {
     int graph_replays;              /* batches run as one graph launch; 0: plain launches */
     int bucket;                     /* the batch the kernels were generated for; 0: large */
     int pdl_launches;               /* a batch's launches with programmatic stream serialization */
+    /* the whole-network kernel: CG_RAN_NO_WHOLE (the manifest has none and none was asked
+     * for), CG_RAN_WHOLE (it ran the last batch) or CG_RAN_LAYERS (the per-layer kernels did) */
+    int whole;
+    double whole_ms, layers_ms;     /* one batch each way as measured to choose (median); NaN: not measured */
+    char whole_note[256];           /* why the whole kernel did not run where it was asked for or
+                                       could have ("" where nothing is to be said) */
 } cg_gpu_times;
+enum { CG_RAN_NO_WHOLE = 0, CG_RAN_WHOLE = 1, CG_RAN_LAYERS = 2 };
 
 /* The share of the copies' time hidden behind kernels, 0..1: (upload +
  * kernels + download, one after another) minus the device span, over the
@@ -136,6 +148,15 @@ int cg_gpu_takes_f32(const cg_gpu *g);
  * a batch under g's memory plan; else -1 and e names the first that does not
  * (open with keep_tensors to read them). */
 int cg_gpu_layers_kept(const cg_gpu *g, float *const *layer_out, cg_err *e);
+/* The --profile line about the whole-network kernel ("network: whole-network
+ * kernel 4.2 us, per-layer kernels 11.0 us: whole"); "" where the manifest has
+ * none and none was asked for. */
+void cg_gpu_whole_summary(const cg_gpu_times *t, char *buf, size_t n);
+/* Whether g's manifest has a whole-network kernel. */
+int cg_gpu_has_whole(const cg_gpu *g);
+/* Change how g chooses between it and the per-layer kernels (CG_WHOLE_*), for
+ * the runs after (check compares the layers as each path computes them). */
+void cg_gpu_set_whole(cg_gpu *g, int mode);
 const char *cg_gpu_device_name(const cg_gpu *g);
 /* The add whose kernel computes spec layer l's output in its epilogue (the
  * manifest's into=; the layer has no tensor of its own and a run's layer_out

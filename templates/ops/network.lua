@@ -320,6 +320,21 @@ local function digest(s)
   return string.format("%08x", h)
 end
 
+-- The header's shape line: every layer's shape where they fit on one line (the
+-- manifest's limit), else their number and the first ones (each layer's shape
+-- opens its code's block too).
+local function shape_line(shapes)
+  local all = table.concat(shapes, "; ")
+  if #all <= 400 then return all end
+  local head, used = {}, 0
+  for _, s in ipairs(shapes) do
+    if used + #s > 340 then break end
+    head[#head + 1] = s
+    used = used + #s + 2
+  end
+  return string.format("%d layers: %s; ... (each in its block below)", #shapes, table.concat(head, "; "))
+end
+
 -- The kernel record. l: { phases, input = { C, HW, scale_text, offset_text, norm },
 -- batch, target }; each phase: { op, layer (its table), ins (tensor names),
 -- out (tensor name), residual = { others, at, act } for a conv computing an add,
@@ -483,7 +498,7 @@ function T.kernel(l, p)
     name = name, source = source, args = table.concat(roles, ","),
     grid = { "res:" .. (sms(l) * p.per_sm), 1, 1 }, block = { threads, 1, 1 }, shared = 0,
     weights = "none", bias = "none", whole = true, scratch = scratch_words * 4,
-    out_elems = 1, shape = table.concat(shapes, "; "),
+    out_elems = 1, shape = shape_line(shapes),
   }
 end
 
