@@ -915,7 +915,9 @@ function planner.build(net)
   local phases = dt == "f32" and planner.whole_phases(net, out, tensors, tensor_of, residuals, fused_by)
   if phases then
     local T = import("network")
-    local wl = { phases = phases, batch = batch, target = net.target,
+    local elems = { input = net.C * net.H * net.W }
+    for name, t in pairs(tensors) do elems[name] = t.elems end
+    local wl = { phases = phases, batch = batch, target = net.target, elems = elems,
       input = { C = net.C, HW = net.H * net.W, scale_text = net.scale_text, offset_text = net.offset_text,
                 norm = net.norm } }
     local p, listed = resolve(T, "network", wl, nil, #net.layers)

@@ -293,16 +293,25 @@ extern "C" __global__ void __launch_bounds__({{threads}}, 1)
     const int lane = threadIdx.x % 32;
     const int gwarp = blockIdx.x * {{WPB}} + threadIdx.x / 32, nwarps = gridDim.x * {{WPB}};
     const int gtid = blockIdx.x * {{threads}} + threadIdx.x, nthreads = gridDim.x * {{threads}};
-    (void)lane, (void)gwarp, (void)nwarps, (void)gtid, (void)nthreads, (void)pred, (void)px;
+    (void)lane, (void)gwarp, (void)nwarps, (void)gtid, (void)nthreads;
 % for _, c in ipairs(consts) do
 {{c}}
 % end
+    // the images {{B}} at a time (the bucket: at most one group where the runtime serves it)
+    for (int i0 = 0; i0 < n_all; i0 += {{B}}) {
+        const int n = n_all - i0 < {{B}} ? n_all - i0 : {{B}};
+% for _, g in ipairs(groups) do
+{{g}}
+% end
+        (void)px, (void)pred;
 % for j, body in ipairs(bodies) do
 {{body}}
 % if j < #bodies then
-    {{name}}_SYNC();
+        {{name}}_SYNC();
 % end
 % end
+        if (i0 + {{B}} < n_all) {{name}}_SYNC();   // the next group reuses the scratch
+    }
 }
 #ifdef CG_EMULATION
 // the CPU emulation calls the kernel through this (its arguments as one array)
@@ -352,12 +361,19 @@ function T.kernel(l, p)
     params[#params + 1] = decl
     emu[#emu + 1] = "(" .. decl:gsub("%s*[%w_]+$", "") .. ")a[" .. (#emu) .. "]"
   end
-  arg("in", "const unsigned char* __restrict__ px")
-  arg("out", "int* pred")
+  -- each image group's pointers: the arguments (named with a trailing _) offset by
+  -- the group's first image
+  local groups = {}
+  arg("in", "const unsigned char* __restrict__ px_")
+  groups[1] = string.format("        const unsigned char* px = px_ + (size_t)i0 * %d;", l.input.C * l.input.HW)
+  arg("out", "int* pred_")
+  groups[2] = "        int* pred = pred_ + i0;"
   local function tensor(name)
     if not cname[name] then
       cname[name] = "t" .. (#roles - 1)
-      arg("t:" .. name, "float* " .. cname[name])
+      arg("t:" .. name, "float* " .. cname[name] .. "_")
+      local e = l.elems[name] or error("network: no tensor '" .. tostring(name) .. "'", 0)
+      groups[#groups + 1] = string.format("        float* %s = %s_ + (size_t)i0 * %d;", cname[name], cname[name], e)
     end
     return cname[name]
   end
@@ -483,15 +499,19 @@ function T.kernel(l, p)
       error("network: no phase for op '" .. tostring(ph.op) .. "'", 0)
     end
   end
+  -- the bodies sit inside the loop over image groups: one more level of indentation
+  for j, text in ipairs(bodies) do
+    bodies[j] = text:gsub("[^\n]+", function(line) return line:sub(1, 1) == "#" and line or ("    " .. line) end)
+  end
   arg("scratch", "unsigned* scratch")
-  params[#params + 1] = "int n"
+  params[#params + 1] = "int n_all"
   roles[#roles + 1] = "n"
   local emu_args = table.concat(emu, ", ") .. ", n"
   local name = string.format("network_b%d_t%d_s%d_%s", B, threads, p.per_sm,
     digest(table.concat(roles, ",") .. table.concat(consts, "\n") .. table.concat(bodies, "\n")))
   local source = kernel_source({
     name = name, prelude = prelude({ name = name }), threads = threads, WPB = WPB, B = B,
-    phases = l.phases, barriers = #bodies - 1, consts = consts, bodies = bodies,
+    phases = l.phases, barriers = #bodies - 1, consts = consts, bodies = bodies, groups = groups,
     params = table.concat(params, ",\n    "), emu_args = emu_args,
   })
   return {
