@@ -35,6 +35,25 @@ typedef struct {
 static void read_symbols(const unsigned char *img, fake_mod *m)
 {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+    if (!memcmp(img, "\x50\xed\x55\xba", 4)) {
+        /* a fat binary: the symbols of its first cubin (an ELF entry, kind 2) */
+        unsigned hs = (unsigned)img[6] | (unsigned)img[7] << 8;
+        unsigned long long size;
+        memcpy(&size, img + 8, 8);
+        for (size_t at = hs; at + 32 <= hs + size;) {
+            unsigned kind = (unsigned)img[at] | (unsigned)img[at + 1] << 8;
+            unsigned ehs;
+            unsigned long long n;
+            memcpy(&ehs, img + at + 4, 4);
+            memcpy(&n, img + at + 8, 8);
+            if (kind == 2 && !memcmp(img + at + ehs, ELFMAG, SELFMAG)) {
+                read_symbols(img + at + ehs, m);
+                return;
+            }
+            at += ehs + n;
+        }
+        return;
+    }
     if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64) return;
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
     for (int i = 0; i < eh->e_shnum; i++) {
@@ -44,8 +63,14 @@ static void read_symbols(const unsigned char *img, fake_mod *m)
         int n = (int)(sh[i].sh_size / sizeof *sy);
         m->sym = calloc((size_t)n, sizeof *m->sym);
         for (int j = 0; m->sym && j < n; j++) {
-            snprintf(m->sym[m->nsym].name, sizeof m->sym[0].name, "%s", names + sy[j].st_name);
-            m->sym[m->nsym++].size = sy[j].st_size;
+            fake_sym *f = &m->sym[m->nsym++];
+            snprintf(f->name, sizeof f->name, "%s", names + sy[j].st_name);
+            f->size = sy[j].st_size;
+            /* initialised data (a fat binary's cg_build_id): its bytes, copied now */
+            unsigned sx = sy[j].st_shndx;
+            if (f->size && sx > 0 && sx < eh->e_shnum && sh[sx].sh_type == SHT_PROGBITS &&
+                sy[j].st_value + f->size <= sh[sx].sh_size && (f->mem = malloc(f->size)))
+                memcpy(f->mem, img + sh[sx].sh_offset + sy[j].st_value, f->size);
         }
     }
 }
@@ -100,23 +125,47 @@ static CUresult f_ModuleGetGlobal(CUdeviceptr *p, size_t *n, CUmodule m, const c
 
 typedef struct {
     int nlaunch;
+    double cost; /* its launches' costs: what a replay advances the clock by */
 } fake_graph;
 
 static int capturing;
 static int captured;
+static double captured_cost, clock_now;
+
+/* A kernel's run time on the fake clock. */
+static double cost_of(const char *name)
+{
+    return strncmp(name, "network", 7) ? 1.0 : st.whole_cost > 0 ? st.whole_cost : 1.0;
+}
+
+/* The argument values of a launch of a kernel the test asked to record. */
+static void record_args(const char *name, void **params)
+{
+    for (int j = 0; j < 2; j++) {
+        if (!st.rec_name[j][0] || strcmp(st.rec_name[j], name) || !params) continue;
+        st.rec_count[j]++;
+        for (int i = 0; i < st.rec_nargs[j] && i < 64; i++) {
+            st.rec_val[j][i] = 0;
+            if (i == st.rec_int_at[j]) st.rec_val[j][i] = (unsigned long long)*(const int *)params[i];
+            else memcpy(&st.rec_val[j][i], params[i], 8);
+        }
+    }
+}
 
 static CUresult f_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned sh, CUstream s, void **params, void **extra)
 {
-    (void)bx, (void)by, (void)bz, (void)sh, (void)s, (void)params, (void)extra;
+    (void)bx, (void)by, (void)bz, (void)sh, (void)s, (void)extra;
     const fake_sym *k = (const fake_sym *)f;
     if (!k || !gx) return CUDA_ERROR_INVALID_VALUE;
     st.launches++;
-    if (capturing) captured++;
-    else st.kernels_run++;
+    record_args(k->name, params);
+    if (capturing) captured++, captured_cost += cost_of(k->name);
+    else st.kernels_run++, clock_now += cost_of(k->name);
     if (st.nnames < FAKE_MAX_NAMES) {
         st.blocks[st.nnames] = (unsigned long long)gx * gy * gz;
         st.pdl[st.nnames] = 0;
+        st.coop[st.nnames] = 0;
         snprintf(st.names[st.nnames++], sizeof st.names[0], "%s", k->name);
     }
     return CUDA_SUCCESS;
@@ -126,11 +175,17 @@ static CUresult f_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
 static CUresult f_LaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
-    int pdl = 0;
-    for (unsigned i = 0; i < c->numAttrs; i++)
+    int pdl = 0, coop = 0;
+    for (unsigned i = 0; i < c->numAttrs; i++) {
         if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
             pdl = c->attrs[i].value.programmaticStreamSerializationAllowed != 0;
+        if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) coop = c->attrs[i].value.cooperative != 0;
+    }
     if (pdl && st.cc && st.cc < 90) return CUDA_ERROR_NOT_SUPPORTED;
+    if (coop && (st.refuse_coop || (capturing && st.refuse_coop_capture))) {
+        if (capturing) capturing = 2; /* the capture is invalidated */
+        return st.refuse_coop ? CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     int at = st.nnames;
     CUresult r = f_LaunchKernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
                                 c->blockDimZ, c->sharedMemBytes, c->hStream, params, extra);
@@ -138,13 +193,17 @@ static CUresult f_LaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p
         st.pdl_launches++;
         if (at < FAKE_MAX_NAMES) st.pdl[at] = 1;
     }
+    if (r == CUDA_SUCCESS && coop) {
+        st.coop_launches++;
+        if (at < FAKE_MAX_NAMES) st.coop[at] = 1;
+    }
     return r;
 }
 static CUresult f_StreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
 {
     (void)s, (void)mode;
     if (capturing) return CUDA_ERROR_ILLEGAL_STATE;
-    capturing = 1, captured = 0;
+    capturing = 1, captured = 0, captured_cost = 0;
     st.captures++;
     return CUDA_SUCCESS;
 }
@@ -152,10 +211,14 @@ static CUresult f_StreamEndCapture(CUstream s, CUgraph *g)
 {
     (void)s;
     if (!capturing) return CUDA_ERROR_ILLEGAL_STATE;
+    int invalidated = capturing == 2;
     capturing = 0;
+    *g = NULL;
+    if (invalidated) return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     fake_graph *fg = calloc(1, sizeof *fg);
     if (!fg) return CUDA_ERROR_OUT_OF_MEMORY;
     fg->nlaunch = captured;
+    fg->cost = captured_cost;
     *g = (CUgraph)fg;
     return CUDA_SUCCESS;
 }
@@ -174,6 +237,7 @@ static CUresult f_GraphLaunch(CUgraphExec x, CUstream s)
     (void)s;
     st.graph_launches++;
     st.kernels_run += ((fake_graph *)x)->nlaunch;
+    clock_now += ((fake_graph *)x)->cost;
     return CUDA_SUCCESS;
 }
 static CUresult f_GraphExecDestroy(CUgraphExec x)
@@ -187,18 +251,26 @@ static CUresult f_GraphDestroy(CUgraph g)
     free(g);
     return CUDA_SUCCESS;
 }
+static int the_ctx, handles[4096], nhandles;
+static double ev_time[4096]; /* the clock an event read when recorded outside a capture; -1: none */
+
+/* An event's slot in ev_time. */
+static int ev_index(CUevent e) { return (int)((int *)(void *)e - handles); }
+
 static CUresult f_EventRecord(CUevent e, CUstream s)
 {
-    (void)e, (void)s;
+    (void)s;
     if (capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* an internal node: no time to read */
     st.event_records++;
+    ev_time[ev_index(e)] = clock_now;
     return CUDA_SUCCESS;
 }
 static CUresult f_EventRecordWithFlags(CUevent e, CUstream s, unsigned flags)
 {
-    (void)e, (void)s;
+    (void)s;
     if (capturing && !(flags & CU_EVENT_RECORD_EXTERNAL)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     st.event_records++;
+    if (!capturing) ev_time[ev_index(e)] = clock_now;
     return CUDA_SUCCESS;
 }
 static CUresult f_EventSynchronize(CUevent e)
@@ -209,8 +281,8 @@ static CUresult f_EventSynchronize(CUevent e)
 }
 static CUresult f_EventElapsedTime(float *ms, CUevent a, CUevent b)
 {
-    (void)a, (void)b;
-    *ms = 0.001f;
+    double ta = ev_time[ev_index(a)], tb = ev_time[ev_index(b)];
+    *ms = ta >= 0 && tb >= 0 && tb > ta ? (float)(tb - ta) : 0.001f;
     return CUDA_SUCCESS;
 }
 static CUresult f_StreamSynchronize(CUstream s)
@@ -287,6 +359,7 @@ static CUresult f_MemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream x
 }
 static CUresult f_MemsetD8(CUdeviceptr d, unsigned char v, size_t n)
 {
+    st.memset8++, st.memset8_bytes = n;
     memset((void *)(uintptr_t)d, v, n);
     return CUDA_SUCCESS;
 }
@@ -344,7 +417,6 @@ static CUresult f_DeviceTotalMem(size_t *n, CUdevice d)
     *n = (size_t)2 << 30;
     return CUDA_SUCCESS;
 }
-static int the_ctx, handles[4096], nhandles;
 static CUresult f_PrimaryCtxRetain(CUcontext *c, CUdevice d)
 {
     (void)d;
@@ -371,6 +443,7 @@ static CUresult f_CtxPopCurrent(CUcontext *c)
 static CUresult handle(void **out)
 {
     if (nhandles >= 4096) return CUDA_ERROR_OUT_OF_MEMORY;
+    ev_time[nhandles] = -1;
     *out = &handles[nhandles++];
     return CUDA_SUCCESS;
 }
@@ -394,6 +467,13 @@ static CUresult f_GetErrorString(CUresult r, const char **s)
 {
     (void)r;
     *s = "an error of the fake driver";
+    return CUDA_SUCCESS;
+}
+static CUresult f_Occupancy(int *n, CUfunction f, int threads, size_t shared)
+{
+    (void)f;
+    st.occ_calls++, st.occ_threads = threads, st.occ_shared = shared;
+    *n = st.occupancy < 0 ? 0 : st.occupancy ? st.occupancy : 2;
     return CUDA_SUCCESS;
 }
 /* everything else the runtime asks for: nothing to do, success */
@@ -425,6 +505,7 @@ static const struct {
     FN("cuGraphInstantiateWithFlags", f_GraphInstantiateWithFlags), FN("cuGraphLaunch", f_GraphLaunch),
     FN("cuGraphExecDestroy", f_GraphExecDestroy), FN("cuGraphDestroy", f_GraphDestroy),
     FN("cuGetErrorName", f_GetErrorName), FN("cuGetErrorString", f_GetErrorString),
+    FN("cuOccupancyMaxActiveBlocksPerMultiprocessor", f_Occupancy),
 };
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,

@@ -23,6 +23,29 @@ typedef struct {
     int cc;             /* the device's compute capability, 10 * major + minor; 0: 90 */
     int no_launch_ex;   /* cuGetProcAddress does not find cuLaunchKernelEx (an older driver) */
     int sms;            /* the device's multiprocessors; 0: 132 */
+    /* cooperative launches (CU_LAUNCH_ATTRIBUTE_COOPERATIVE through cuLaunchKernelEx) */
+    unsigned char coop[FAKE_MAX_NAMES]; /* 1 where that launch was cooperative */
+    int coop_launches;
+    int refuse_coop;         /* set by the test: a cooperative launch is refused (nothing launched) */
+    int refuse_coop_capture; /* set by the test: refused while a stream captures */
+    /* cuOccupancyMaxActiveBlocksPerMultiprocessor */
+    int occupancy;           /* set by the test: its answer; 0: 2; negative: 0 (nothing fits) */
+    int occ_calls, occ_threads;
+    size_t occ_shared;
+    /* cuMemsetD8 (synchronous): calls and the bytes of the last */
+    int memset8;
+    size_t memset8_bytes;
+    /* the argument values of the launches of two kernels (set by the test: name,
+     * argument count, the index of the one int argument or -1; the others are
+     * 8-byte pointers): the last launch's, and how many launches were seen */
+    char rec_name[2][128];
+    int rec_nargs[2], rec_int_at[2], rec_count[2];
+    unsigned long long rec_val[2][64];
+    /* a device clock: every kernel run advances it by its cost (1, or whole_cost for a
+     * kernel whose name starts with "network"), an event recorded outside a capture
+     * reads it, and cuEventElapsedTime gives the difference (0.001 ms when either
+     * event has no reading) */
+    double whole_cost;       /* set by the test; 0: 1 */
 } fake_cu_stats_t;
 
 fake_cu_stats_t *fake_cu_stats(void);

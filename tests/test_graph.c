@@ -46,6 +46,7 @@ static cg_net *open_net(const char *spec, long long batch, int no_graphs)
     o.backend = CG_BACKEND_CUDA;
     o.batch = batch;
     o.no_graphs = no_graphs;
+    o.whole = 2; /* the per-layer kernels: what these tests count (the whole kernel: whole() below) */
     cg_net *net = NULL;
     cg_status rc = cg_net_open(spec, &o, &net);
     CHECK(rc == CG_STATUS_OK, "open (batch %lld): %s", batch, net ? cg_net_error(net) : "no network");
@@ -152,6 +153,7 @@ static int pdl_launches_at(const char *spec, int cc, int no_launch_ex, int no_pd
     cg_net_options_init(&o);
     o.backend = CG_BACKEND_CUDA;
     o.batch = batch;
+    o.whole = 2;
     o.no_pdl = no_pdl;
     o.profile = profile;
     cg_net *net = NULL;
@@ -246,7 +248,7 @@ static void memory(const char *spec)
         for (int sets = 1; sets <= 2; sets++) {
             cg_net_options o;
             cg_net_options_init(&o);
-            o.backend = CG_BACKEND_CUDA, o.batch = 8, o.streams = sets, o.keep_tensors = keep;
+            o.backend = CG_BACKEND_CUDA, o.batch = 8, o.streams = sets, o.keep_tensors = keep, o.whole = 2;
             cg_net *net = NULL;
             int before = st->device_allocs;
             cg_status rc = cg_net_open(spec, &o, &net);

@@ -408,10 +408,6 @@ static int alloc_sets(cg_gpu *g, long long want, int keep, cg_host_costs *hc, cg
             CG_CU(e, cu->cuEventCreate(&st->up1, CU_EVENT_DEFAULT)) ||
             CG_CU(e, cu->cuEventCreate(&st->dn1, CU_EVENT_DEFAULT)))
             return -1;
-        /* zeroed once: the whole kernel leaves its counters at zero when it ends */
-        if (scratch && (CG_CU(e, cu->cuMemAlloc(&st->scratch, scratch)) ||
-                        CG_CU(e, cu->cuMemsetD8(st->scratch, 0, scratch))))
-            return -1;
     }
     for (int i = 0; g->wk >= 0 && i <= CG_WHOLE_REPS; i++)
         if (CG_CU(e, cu->cuEventCreate(&g->wev[i], CU_EVENT_DEFAULT))) return -1;
@@ -1000,6 +996,19 @@ static int poison_tensors(cg_gpu *g, cg_gpu_set *st, long long n, cg_err *e)
     return 0;
 }
 
+/* Set st's scratch buffer for the whole-network kernel (manifest scratch=),
+ * made the first time the set may run that kernel (never where it is off) and
+ * zeroed once: the kernel leaves its counters at zero when it ends. Outside any
+ * capture (before the batch is queued). */
+static int ensure_scratch(cg_gpu *g, cg_gpu_set *st, cg_err *e)
+{
+    size_t bytes = g->wk >= 0 ? (size_t)g->m->k[g->wk].scratch : 0;
+    if (!bytes || st->scratch) return 0;
+    return CG_CU(e, g->cu->cuMemAlloc(&st->scratch, bytes)) || CG_CU(e, g->cu->cuMemsetD8(st->scratch, 0, bytes))
+               ? -1
+               : 0;
+}
+
 /* Pipeline submit: stage the pixels in pinned memory, then on the set's stream
  * poison (if asked), upload, wait for the previous batch's kernels (so that
  * kernels never share the device and each layer's events time it alone), run
@@ -1033,6 +1042,7 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
         CG_CU(e, cu->cuStreamWaitEvent(st->stream, g->set[r->prev].ev[g->nev - 1], 0)))
         return -1;
     int pick, whole = whole_for(g, r->skip, n, &pick);
+    if (whole && ensure_scratch(g, st, e)) return -1;
     if (whole < 0) {
         /* auto, first batch of n images: both ways timed on this batch's input,
          * then its tensors poisoned again (the input is uint8, not poisoned) */
@@ -1196,6 +1206,7 @@ static int run_on_device(cg_gpu *g, const cg_gpu_input *in, int tin, int skip, l
         if (CG_CU(e, cu->cuMemcpyDtoDAsync(st->tdev[tin], src + (size_t)done * in_per, (size_t)b * in_per, s)))
             return -1;
         int pick, whole = whole_for(g, skip, b, &pick) == 1;
+        if (whole && ensure_scratch(g, st, e)) return -1;
         if (whole) {
             int rc = launch_whole(g, st, b, s, e); /* 1: refused, the per-layer kernels instead */
             if (rc < 0) return -1;
