@@ -126,11 +126,13 @@ static CUresult f_ModuleGetGlobal(CUdeviceptr *p, size_t *n, CUmodule m, const c
 typedef struct {
     int nlaunch;
     double cost; /* its launches' costs: what a replay advances the clock by */
+    int coop;    /* it holds a cooperative launch */
 } fake_graph;
 
 static int capturing;
 static int captured;
 static double captured_cost, clock_now;
+static int captured_coop;
 
 /* A kernel's run time on the fake clock. */
 static double cost_of(const char *name)
@@ -182,10 +184,11 @@ static CUresult f_LaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p
         if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) coop = c->attrs[i].value.cooperative != 0;
     }
     if (pdl && st.cc && st.cc < 90) return CUDA_ERROR_NOT_SUPPORTED;
-    if (coop && (st.refuse_coop || (capturing && st.refuse_coop_capture))) {
+    if (coop && st.refuse_coop) {
         if (capturing) capturing = 2; /* the capture is invalidated */
-        return st.refuse_coop ? CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
     }
+    if (coop && capturing) captured_coop = 1; /* refuse_coop_capture: its graph is not instantiated */
     int at = st.nnames;
     CUresult r = f_LaunchKernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
                                 c->blockDimZ, c->sharedMemBytes, c->hStream, params, extra);
@@ -203,7 +206,7 @@ static CUresult f_StreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
 {
     (void)s, (void)mode;
     if (capturing) return CUDA_ERROR_ILLEGAL_STATE;
-    capturing = 1, captured = 0, captured_cost = 0;
+    capturing = 1, captured = 0, captured_cost = 0, captured_coop = 0;
     st.captures++;
     return CUDA_SUCCESS;
 }
@@ -219,12 +222,14 @@ static CUresult f_StreamEndCapture(CUstream s, CUgraph *g)
     if (!fg) return CUDA_ERROR_OUT_OF_MEMORY;
     fg->nlaunch = captured;
     fg->cost = captured_cost;
+    fg->coop = captured_coop;
     *g = (CUgraph)fg;
     return CUDA_SUCCESS;
 }
 static CUresult f_GraphInstantiateWithFlags(CUgraphExec *x, CUgraph g, unsigned long long flags)
 {
     (void)flags;
+    if (((fake_graph *)g)->coop && st.refuse_coop_capture) return CUDA_ERROR_NOT_SUPPORTED;
     fake_graph *copy = malloc(sizeof *copy);
     if (!copy) return CUDA_ERROR_OUT_OF_MEMORY;
     *copy = *(fake_graph *)g;

@@ -27,7 +27,7 @@ typedef struct {
     unsigned char coop[FAKE_MAX_NAMES]; /* 1 where that launch was cooperative */
     int coop_launches;
     int refuse_coop;         /* set by the test: a cooperative launch is refused (nothing launched) */
-    int refuse_coop_capture; /* set by the test: refused while a stream captures */
+    int refuse_coop_capture; /* set by the test: a graph holding one is not instantiated */
     /* cuOccupancyMaxActiveBlocksPerMultiprocessor */
     int occupancy;           /* set by the test: its answer; 0: 2; negative: 0 (nothing fits) */
     int occ_calls, occ_threads;

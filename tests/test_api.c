@@ -67,6 +67,20 @@ static void test_open_errors(void)
     o.backend = CG_BACKEND_CUDA, o.device = -1;
     CHECK(cg_net_open(SPEC, &o, &net) == CG_STATUS_USAGE, "negative device");
     cg_net_close(net);
+    /* whole: -1 or 0 (auto), 1 (on), 2 (off); anything else refused on either backend, and on or
+     * off refused on the CPU, which has no whole-network kernel */
+    for (int b = 0; b < 2; b++) {
+        cg_net_options_init(&o);
+        o.backend = b ? CG_BACKEND_CUDA : CG_BACKEND_CPU, o.whole = 3;
+        CHECK(cg_net_open(SPEC, &o, &net) == CG_STATUS_USAGE, "whole 3 on %s: usage", b ? "cuda" : "cpu");
+        CHECK_CONTAINS(cg_net_error(net), "whole 3: ");
+        cg_net_close(net);
+    }
+    cg_net_options_init(&o);
+    o.whole = 1;
+    CHECK(cg_net_open(SPEC, &o, &net) == CG_STATUS_USAGE, "whole on, CPU: usage");
+    CHECK_CONTAINS(cg_net_error(net), "option whole needs the cuda backend");
+    cg_net_close(net);
     /* streams: 0 (the default) or 1..4, checked before any device is asked, on either backend */
     for (int b = 0; b < 2; b++)
         for (int v = 0; v < 2; v++) {

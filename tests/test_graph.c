@@ -13,7 +13,9 @@
  * none is with no_pdl, with profile, on an sm_80 fake (no prologue generated)
  * or where the driver lacks cuLaunchKernelEx; and that a stream set's tensors are one
  * allocation and that only a network opened with keep_tensors returns every
- * layer's output (the default plan shares tensors' bytes). The test re-executes itself with
+ * layer's output (the default plan shares tensors' bytes); and the whole-network kernel
+ * the planner adds at bucket 8 (whole(): forced on, off and auto, and refused). The other
+ * tests turn it off to count the per-layer kernels. The test re-executes itself with
  * LD_LIBRARY_PATH naming the fake and the JIT cache in a temporary directory.
  * Skipped where NVRTC is missing. */
 #include <dlfcn.h>
@@ -24,7 +26,15 @@
 
 #include "check.h"
 #include "convgen.h"
+#include "cuda_api.h"
 #include "fake_cuda.h"
+#include "gen.h"
+#include "jit.h"
+#include "manifest.h"
+#include "net_internal.h"
+#include "spec.h"
+#include "weights.h"
+#include "../runtime/cuda/nvrtc.h" /* by path: a bare "nvrtc.h" finds CUDA's */
 
 static const char spec_text[] =
     "network: graphnet\n"
@@ -305,6 +315,272 @@ static void bucket_one(const char *spec)
     cg_net_close(net);
 }
 
+/* The manifest the CUDA backend generates for spec at `batch` images on the fake
+ * device (the same target: cg_jit_target on the device as opened), into m. */
+static int backend_manifest(const char *spec, long long batch, cg_manifest *m)
+{
+    static cg_spec s;
+    static cg_gen_output gen;
+    cg_err e = {""};
+    cg_cu *cu = NULL;
+    cg_nvrtc *nv = NULL;
+    cg_target tg;
+    int arch = 0, as_ptx = 0;
+    int rc = cg_spec_load(spec, &s, &e) || cg_cu_open(&cu, 0, &e) || cg_nvrtc_open(&nv, &e) ||
+             cg_jit_target(nv, cu, &arch, &as_ptx, &tg, &e);
+    if (!rc) {
+        tg.batch = cg_batch_bucket(batch);
+        rc = cg_generate_for(&s, "regen", &tg, &gen, &e) ||
+             cg_manifest_parse(gen.manifest, gen.manifest_len, "generated manifest", m, &e);
+        cg_gen_free(&gen);
+    }
+    if (nv) cg_nvrtc_close(nv);
+    cg_cu_close(cu);
+    CHECK(rc == 0, "the backend's manifest: %s", e.msg);
+    return rc;
+}
+
+/* Open spec on the fake at batch 8 with whole (0 auto, 1 on, 2 off), no_graphs. */
+static cg_net *open_whole(const char *spec, int whole, int no_graphs, int streams, int profile)
+{
+    cg_net_options o;
+    cg_net_options_init(&o);
+    o.backend = CG_BACKEND_CUDA, o.batch = 8, o.whole = whole, o.no_graphs = no_graphs, o.streams = streams;
+    o.profile = profile;
+    cg_net *net = NULL;
+    cg_status rc = cg_net_open(spec, &o, &net);
+    CHECK(rc == CG_STATUS_OK, "open (whole %d): %s", whole, net ? cg_net_error(net) : "no network");
+    if (rc == CG_STATUS_OK) return net;
+    cg_net_close(net);
+    return NULL;
+}
+
+/* The launches since name index `from` of kernels whose name starts with prefix. */
+static int count_launched(int from, const char *prefix)
+{
+    int c = 0;
+    for (int i = from; i < st->nnames; i++) c += !strncmp(st->names[i], prefix, strlen(prefix));
+    return c;
+}
+
+/* The whole-network kernel the planner adds at bucket 8 (manifest whole=1):
+ * forced on, one cooperative launch a batch of it alone, its grid min(CAP, SMs x
+ * the driver's occupancy answer) and at least 1, its scratch allocated and zeroed
+ * once per stream set, its arguments the set's tensors (t:, in, out), the layers'
+ * weights (w:, b:, their bytes those of the weights) and the scratch; forced off,
+ * the per-layer kernels only; auto, both timed on the fake clock and the faster
+ * kept; a refused cooperative launch or capture falls back to the per-layer
+ * kernels and says why. */
+static void whole(const char *spec)
+{
+    static cg_manifest m;
+    if (backend_manifest(spec, 8, &m)) return;
+    int wk = cg_manifest_whole(&m);
+    CHECK(wk >= 0, "bucket 8: the planner added no whole-network kernel");
+    if (wk < 0) return;
+    const cg_mkernel *k = &m.k[wk];
+    int nlk = cg_manifest_layer_kernels(&m), n_at = -1;
+    for (int i = 0; i < k->nargs; i++)
+        if (k->args[i] == CG_ARG_N) n_at = i;
+    char prefix[16];
+    snprintf(prefix, sizeof prefix, "network_b8");
+    CHECK(!strncmp(k->name, prefix, strlen(prefix)) && k->res_cap > 0 && k->scratch > 0 && n_at >= 0,
+          "the whole kernel %s: res %lld, scratch %lld", k->name, k->res_cap, k->scratch);
+    memset(st->rec_name, 0, sizeof st->rec_name);
+    snprintf(st->rec_name[0], sizeof st->rec_name[0], "%s", k->name);
+    st->rec_nargs[0] = k->nargs, st->rec_int_at[0] = n_at;
+    /* the softmax's arguments: where the per-layer kernels find the scores */
+    int sm = -1;
+    for (int i = 0; i < nlk; i++)
+        if (!strcmp(m.k[i].tpl, "softmax")) sm = i;
+    if (sm >= 0) {
+        snprintf(st->rec_name[1], sizeof st->rec_name[1], "%s", m.k[sm].name);
+        st->rec_nargs[1] = m.k[sm].nargs, st->rec_int_at[1] = -1;
+        for (int i = 0; i < m.k[sm].nargs; i++)
+            if (m.k[sm].args[i] == CG_ARG_N) st->rec_int_at[1] = i;
+    }
+
+    /* forced on, graphs, two sets: 20 images in batches of 8, 8, 4 */
+    int a0 = st->device_allocs, z0 = st->memset8, c0 = st->occ_calls;
+    st->occupancy = 0; /* 2 blocks an SM: the cap decides */
+    cg_net *net = open_whole(spec, 1, 0, 2, 1);
+    if (!net) return;
+    CHECK(st->occ_calls - c0 == 1 && st->occ_threads == k->block[0] * k->block[1] * k->block[2] &&
+              st->occ_shared == (size_t)k->shared,
+          "occupancy asked %d times, %d threads, %zu shared", st->occ_calls - c0, st->occ_threads, st->occ_shared);
+    CHECK(st->memset8 == z0, "nothing zeroed before a batch: %d", st->memset8 - z0);
+    int names0 = st->nnames;
+    fake_cu_stats_t a = *st;
+    if (run(net, 20)) goto done;
+    CHECK(st->memset8 - a.memset8 == 2 && st->memset8_bytes == (size_t)k->scratch,
+          "the scratch zeroed once a set: %d times, %zu bytes", st->memset8 - a.memset8, st->memset8_bytes);
+    CHECK(st->launches - a.launches == 3 && count_launched(names0, k->name) == 3,
+          "3 captures of the whole kernel alone: %d launches", st->launches - a.launches);
+    CHECK(st->kernels_run - a.kernels_run == 3 && st->graph_launches - a.graph_launches == 3,
+          "20 images: %d kernels run, %d graph launches", st->kernels_run - a.kernels_run,
+          st->graph_launches - a.graph_launches);
+    CHECK(st->coop_launches - a.coop_launches == 3, "cooperative: %d of 3", st->coop_launches - a.coop_launches);
+    for (int i = names0; i < st->nnames; i++)
+        CHECK(st->coop[i] && st->blocks[i] == (unsigned long long)k->res_cap,
+              "launch %d: cooperative %d, %llu blocks (cap %lld, 132 SMs x 2)", i, st->coop[i], st->blocks[i],
+              k->res_cap);
+    /* the arguments, as the last capture (set 0, 4 images) bound them */
+    CHECK(st->rec_count[0] == 3 && st->rec_val[0][n_at] == 4, "%d launches recorded, n = %llu", st->rec_count[0],
+          st->rec_val[0][n_at]);
+    {
+        static cg_spec s;
+        cg_weights w;
+        cg_err e = {""};
+        int ok = !cg_spec_load(spec, &s, &e) && !cg_weights_for_spec(&s, &w, &e);
+        CHECK(ok, "weights: %s", e.msg);
+        int bound = 0;
+        for (int i = 0; ok && i < k->nargs; i++) {
+            const void *p = (const void *)(uintptr_t)st->rec_val[0][i];
+            if (k->args[i] == CG_ARG_LWEIGHTS || k->args[i] == CG_ARG_LBIAS) {
+                char name[128];
+                snprintf(name, sizeof name, "%s.%s", m.l[k->argref[i]].name,
+                         k->args[i] == CG_ARG_LBIAS ? "bias" : "weight");
+                const cg_tensor *t = cg_weights_find(&w, name);
+                CHECK(t && p && !memcmp(p, t->data, (size_t)t->count * sizeof(float)), "argument %d: %s's floats", i,
+                      name);
+                bound++;
+            } else if (k->args[i] == CG_ARG_SCRATCH) {
+                const unsigned char *z = p;
+                int zero = z != NULL;
+                for (long long b = 0; zero && b < k->scratch; b++) zero = !z[b];
+                CHECK(zero, "argument %d: the scratch, all zeros", i);
+                bound++;
+            } else if (k->args[i] == CG_ARG_IN) {
+                /* the set's pixels: the last batch's 4 images, uploaded */
+                CHECK(p && !memcmp(p, pixels + 16 * 144, 4 * 144), "argument %d: the uploaded pixels", i);
+                bound++;
+            }
+        }
+        CHECK(bound >= 4, "%d arguments checked", bound);
+        if (ok) cg_weights_free(&w);
+    }
+    /* again: nothing allocated or zeroed, the graphs replayed */
+    a = *st;
+    if (run(net, 20)) goto done;
+    CHECK(st->device_allocs == a.device_allocs && st->memset8 == a.memset8 && st->captures == a.captures &&
+              st->graph_launches - a.graph_launches == 3,
+          "second run: %d allocations, %d zeroings, %d captures", st->device_allocs - a.device_allocs,
+          st->memset8 - a.memset8, st->captures - a.captures);
+    {
+        const cg_gpu_times *t = cg_net_gpu_times(net);
+        char line[512];
+        cg_gpu_whole_summary(t, line, sizeof line);
+        CHECK(t->whole == CG_RAN_WHOLE && !strcmp(line, "network: whole-network kernel"), "forced on: '%s'", line);
+        double total = -1, layer_ms[8];
+        CHECK(cg_net_times(net, &total, layer_ms) == CG_STATUS_OK && isnan(layer_ms[0]) && isnan(layer_ms[3]),
+              "the whole kernel ran: no layer timed alone");
+    }
+    CHECK(st->device_allocs - a0 >= 2, "allocations");
+done:
+    cg_net_close(net);
+
+    /* no occupancy (the driver says none fits): at least one block */
+    st->occupancy = -1;
+    net = open_whole(spec, 1, 1, 1, 0);
+    if (net) {
+        names0 = st->nnames;
+        a = *st;
+        if (!run(net, 3))
+            CHECK(st->launches - a.launches == 1 && count_launched(names0, k->name) == 1 && st->blocks[names0] == 1 &&
+                      st->coop[names0],
+                  "no_graphs, occupancy 0: %d launches, %llu blocks", st->launches - a.launches, st->blocks[names0]);
+        cg_net_close(net);
+    }
+    st->occupancy = 0;
+
+    /* forced off: the per-layer kernels, never the whole one; no scratch */
+    net = open_whole(spec, 2, 0, 2, 0);
+    if (net) {
+        names0 = st->nnames;
+        a = *st;
+        if (!run(net, 20))
+            CHECK(count_launched(names0, "network") == 0 && st->launches - a.launches == 3 * nlk &&
+                      st->memset8 == a.memset8 && st->coop_launches == a.coop_launches,
+                  "whole off: %d whole launches, %d launches, %d zeroings", count_launched(names0, "network"),
+                  st->launches - a.launches, st->memset8 - a.memset8);
+        cg_net_close(net);
+    }
+
+    /* auto: the per-layer kernels (nlk, cost 1 each on the fake clock) against the
+     * whole kernel (whole_cost): each timed CG_WHOLE_WARM + 10 times, the faster kept */
+    for (int faster = 0; faster < 2; faster++) {
+        st->whole_cost = faster ? nlk - 1 : nlk + 1;
+        net = open_whole(spec, 0, 0, 1, 1);
+        if (!net) continue;
+        names0 = st->nnames;
+        a = *st;
+        if (!run(net, 3)) {
+            int w = count_launched(names0, k->name);
+            CHECK(st->captures - a.captures == 2 && w == 1 && st->launches - a.launches == nlk + 1,
+                  "auto: %d captures, %d whole launches, %d launches", st->captures - a.captures, w,
+                  st->launches - a.launches);
+            CHECK(st->graph_launches - a.graph_launches == 2 * 13 + 1, "auto: %d graph launches (2 x 13 timed + 1)",
+                  st->graph_launches - a.graph_launches);
+            CHECK(st->kernels_run - a.kernels_run == 13 * nlk + 13 + (faster ? 1 : nlk),
+                  "auto (whole %s): %d kernels run", faster ? "faster" : "slower", st->kernels_run - a.kernels_run);
+            double total = -1, layer_ms[8];
+            CHECK(cg_net_times(net, &total, layer_ms) == CG_STATUS_OK && (faster ? isnan(layer_ms[0]) : !isnan(layer_ms[0])),
+                  "auto: layer times %s", faster ? "NaN" : "measured");
+            /* both ways ran on set 0: t:prob is where the softmax wrote the scores */
+            int out_at = -1, tp = -1;
+            for (int j = 0; sm >= 0 && j < m.k[sm].nargs; j++)
+                if (m.k[sm].args[j] == CG_ARG_OUT) out_at = j;
+            for (int j = 0; j < k->nargs; j++)
+                if (k->args[j] == CG_ARG_TENSOR && k->argref[j] == cg_manifest_tensor(&m, "prob")) tp = j;
+            CHECK(out_at >= 0 && tp >= 0 && st->rec_val[1][out_at] && st->rec_val[1][out_at] == st->rec_val[0][tp],
+                  "t:prob is the softmax's out: %llx, %llx", tp >= 0 ? st->rec_val[0][tp] : 0ULL,
+                  out_at >= 0 ? st->rec_val[1][out_at] : 0ULL);
+            const cg_gpu_times *t = cg_net_gpu_times(net);
+            char line[512], want[256];
+            cg_gpu_whole_summary(t, line, sizeof line);
+            snprintf(want, sizeof want, "network: whole-network kernel %.1f us, per-layer kernels %.1f us: %s",
+                     (double)(nlk + (faster ? -1 : 1)) * 1e3, (double)nlk * 1e3, faster ? "whole" : "per-layer");
+            CHECK(!strcmp(line, want), "auto: '%s', expected '%s'", line, want);
+            /* the next run of 3: the choice kept, nothing timed again */
+            a = *st;
+            if (!run(net, 3))
+                CHECK(st->captures == a.captures && st->graph_launches - a.graph_launches == 1 &&
+                          st->kernels_run - a.kernels_run == (faster ? 1 : nlk),
+                      "auto, again: %d captures, %d graph launches", st->captures - a.captures,
+                      st->graph_launches - a.graph_launches);
+        }
+        cg_net_close(net);
+    }
+    st->whole_cost = 0;
+
+    /* refused: the cooperative launch (plain launches) or its capture (graphs):
+     * the per-layer kernels run, every batch */
+    for (int capture = 0; capture < 2; capture++) {
+        st->refuse_coop = !capture, st->refuse_coop_capture = capture;
+        net = open_whole(spec, 1, !capture, 1, 0);
+        if (net) {
+            names0 = st->nnames;
+            a = *st;
+            int rc = run(net, 3);
+            CHECK(!rc && st->kernels_run - a.kernels_run == nlk && (capture || st->coop_launches == a.coop_launches),
+                  "%s refused: %d kernels run", capture ? "capture" : "launch", st->kernels_run - a.kernels_run);
+            a = *st;
+            rc = run(net, 3);
+            CHECK(!rc && st->kernels_run - a.kernels_run == nlk && count_launched(a.nnames, "network") == 0,
+                  "%s refused, again: %d kernels, %d tries of the whole kernel", capture ? "capture" : "launch",
+                  st->kernels_run - a.kernels_run, count_launched(a.nnames, "network"));
+            char line[512];
+            cg_gpu_whole_summary(cg_net_gpu_times(net), line, sizeof line);
+            CHECK(strstr(line, "network: per-layer kernels; whole-network kernel not used: ") &&
+                      strstr(line, capture ? "capture in a CUDA graph was refused" : "cooperative launch of"),
+                  "%s refused: '%s'", capture ? "capture" : "launch", line);
+            cg_net_close(net);
+        }
+    }
+    st->refuse_coop = st->refuse_coop_capture = 0;
+    memset(st->rec_name, 0, sizeof st->rec_name);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -347,6 +623,7 @@ int main(int argc, char **argv)
     memory(spec);
     bucket_one(spec);
     pdl(spec);
+    whole(spec);
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", getenv("CG_FAKE_CUDA_CHILD"));
     CHECK(system(cmd) == 0, "cleanup");
