@@ -33,7 +33,11 @@
  * several tensors, a tensor read by two later layers), layers-bf16 and layers-fp16
  * (16-bit tensors generated for sm_80, weights narrowed as the runtime narrows them,
  * 16-bit outputs widened before the comparison, within cg_spec_tols' 16-bit
- * tolerance; the shim declares __half and __nv_bfloat16 and their conversions). The
+ * tolerance; the shim declares __half and __nv_bfloat16 and their conversions), and the
+ * whole-network kernel (templates/ops/network.lua) of layers-graph at bucket 1 and
+ * ece408-2018sp at bucket 8, run as a cooperative launch (every block's threads
+ * fibers at once, its grid-wide barrier the scheduler's), twice over one scratch
+ * buffer, each layer and the predictions compared as the per-layer kernels'. The
  * kernels are built to trap on a misaligned vector access, as a GPU faults on
  * one; the trap fails the test naming the kernel. For local
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket);
@@ -801,6 +805,13 @@ int main(void)
             emulate(g.gl_pathv[i], dir, strstr(g.gl_pathv[i], "splitk8") ? 8
                                         : strstr(g.gl_pathv[i], "small-batch") || strstr(g.gl_pathv[i], "splitk") ? 1 : 0);
         if (!grc) globfree(&g);
+        /* the whole-network kernel (templates/ops/network.lua), which the planner adds at
+         * buckets of up to 8 images: layers-graph at bucket 1 (a residual add fused into a
+         * conv, a standalone add of three tensors, a concat; three images in groups of
+         * one), ece408-2018sp at bucket 8 (pooled conv from the pixels, a deep conv, an fc
+         * row split over chunks, softmax and the prediction) */
+        emulate("tests/gpu/layers-graph.yaml", dir, 1);
+        emulate("specs/ece408-2018sp.yaml", dir, 8);
     }
     char *rm[] = {"rm", "-rf", dir, NULL};
     run_cmd(rm);
