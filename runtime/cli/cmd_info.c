@@ -169,6 +169,9 @@ static void print_text(const cg_spec *s, const cg_manifest *m, int is_bundle, co
         }
         printf("\n");
     }
+    int wk = cg_manifest_whole(m);
+    if (wk >= 0) /* one launch running every layer, instead of the kernels above (--whole) */
+        printf("  %-12s %s %s (the whole network in one launch)\n", "*", m->k[wk].tpl, m->k[wk].name);
     /* the tensors' places in a stream set's arena (runtime/formats/memplan.h) */
     cg_memplan *p = malloc(sizeof *p);
     if (p) {

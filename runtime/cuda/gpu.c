@@ -974,7 +974,7 @@ static void whole_times(cg_gpu *g, int skip, long long n, int ran, cg_gpu_times 
     if (ran) return;
     if (g->whole_off) snprintf(t->whole_note, sizeof t->whole_note, "%s", g->whole_note);
     else if (skip >= 0) snprintf(t->whole_note, sizeof t->whole_note, "a float input skips the input kernel, which it runs");
-    else if (g->whole_mode == CG_WHOLE_OFF) snprintf(t->whole_note, sizeof t->whole_note, "turned off (--whole off)");
+    else if (g->whole_mode == CG_WHOLE_OFF) snprintf(t->whole_note, sizeof t->whole_note, "turned off (whole off)");
 }
 
 /* With poison: every float tensor of set st, n images, filled with a NaN
