@@ -100,16 +100,16 @@ local conv_source = engine.compile([[
         const int o = g0 + lane / {{L}}, sub = lane % {{L}};
         const bool ok = o < n * {{OUTS}};
         const int b = o / {{OUTS}}, m = (o / {{OH * OW}}) % {{M}}, oh = (o / {{OW}}) % {{OH}}, ow = o % {{OW}};
-        float acc[{{WIN}}];
+        {{acc_t}} acc[{{WIN}}];
 #pragma unroll
         for (int j = 0; j < {{WIN}}; j++) acc[j] = 0.0f;
         if (ok) {
             const int x0 = b * {{XE}}{{cbase}};
-            const float* wm = {{w}} + m * {{R}};
+            const {{w_t}}* wm = {{w}} + m * {{R}};
 #pragma unroll 4
             for (int r = sub; r < {{R}}; r += {{L}}) {
                 const int c = r / {{KK}}, p = (r / {{K}}) % {{K}}, q = r % {{K}};
-                const float wv = __ldg(wm + r);
+                const {{acc_t}} wv = {{w_to_acc("__ldg(wm + r)")}};
 % for j, win in ipairs(wins) do
                 {   // window ({{win[1]}}, {{win[2]}})
                     const int ih = (oh * {{PS}} + {{win[1]}}) * {{S}} + p - {{PT}}, iw = (ow * {{PS}} + {{win[2]}}) * {{S}} + q - {{PL}};
@@ -129,12 +129,12 @@ local conv_source = engine.compile([[
 % end
         if (ok && sub == 0) {
 % if pool == "none" then
-            float v = {{act("acc[0]" .. bias_term)}};
+            {{acc_t}} v = {{act("acc[0]" .. bias_term)}};
 % else
-            float v = {{act("acc[0]" .. bias_term)}};
+            {{acc_t}} v = {{act("acc[0]" .. bias_term)}};
 #pragma unroll
             for (int j = 1; j < {{WIN}}; j++) {
-                const float u = {{act("acc[j]" .. bias_term)}};
+                const {{acc_t}} u = {{act("acc[j]" .. bias_term)}};
 % if pool == "max" then
                 v = fmaxf(v, u);
 % else
@@ -149,7 +149,7 @@ local conv_source = engine.compile([[
             // the add computed here: {{residual.n + 1}} tensors in order, this conv's at place {{residual.at}}, then {{residual.act}}
             v = {{residual.expr}};
 % end
-            {{out}}[o] = v;
+            {{out}}[o] = {{from_acc("v")}};
         }
     }
 ]], "network")
@@ -159,7 +159,7 @@ local fc_source = engine.compile([[
     //      a warp a (row, chunk): {{OUT}} rows x {{S}} chunks of {{CH}} {{VT}} ({{NV}} a row)
     for (int u = gwarp; u < {{OUT * S}}; u += nwarps) {
         const int row = u / {{S}}, s = u % {{S}};
-        float acc[{{B}}];
+        {{acc_t}} acc[{{B}}];
 #pragma unroll
         for (int i = 0; i < {{B}}; i++) acc[i] = 0.0f;
         const {{VT}}* wr = reinterpret_cast<const {{VT}}*>({{w}} + row * {{IN}});
@@ -171,10 +171,12 @@ local fc_source = engine.compile([[
             for (int i = 0; i < {{B}}; i++) {
                 if (i < n) {
 % if V == 4 then
-                    const float4 xv = reinterpret_cast<const float4*>({{x}} + i * {{IN}})[v];
-                    acc[i] = fmaf(wv.x, xv.x, fmaf(wv.y, xv.y, fmaf(wv.z, xv.z, fmaf(wv.w, xv.w, acc[i]))));
+                    const {{XVT}} xv = reinterpret_cast<const {{XVT}}*>({{x}} + i * {{IN}})[v];
+% local function wx(f) return w_to_acc("wv." .. f) end
+% local function xx(f) return to_acc("xv." .. f) end
+                    acc[i] = fmaf({{wx("x")}}, {{xx("x")}}, fmaf({{wx("y")}}, {{xx("y")}}, fmaf({{wx("z")}}, {{xx("z")}}, fmaf({{wx("w")}}, {{xx("w")}}, acc[i]))));
 % else
-                    acc[i] = fmaf(wv, {{load("i * " .. IN .. " + v")}}, acc[i]);
+                    acc[i] = fmaf({{w_to_acc("wv")}}, {{load("i * " .. IN .. " + v")}}, acc[i]);
 % end
                 }
             }
@@ -185,14 +187,14 @@ local fc_source = engine.compile([[
             for (int o = 16; o > 0; o >>= 1) acc[i] += __shfl_xor_sync({{FULL}}, acc[i], o);
 % if S == 1 then
         if (lane < n && lane < {{B}}) {
-            float t = acc[0];
+            {{acc_t}} t = acc[0];
 #pragma unroll
             for (int i = 1; i < {{B}}; i++) if (lane == i) t = acc[i];
-            {{out}}[lane * {{OUT}} + row] = {{act("t" .. bias_term)}};
+            {{out}}[lane * {{OUT}} + row] = {{from_acc(act("t" .. bias_term))}};
         }
 % else
         // the chunk's sums to scratch; the warp finishing the row's last chunk adds them in chunk order
-        float* part = reinterpret_cast<float*>(scratch + {{part_at}});
+        {{acc_t}}* part = reinterpret_cast<{{acc_t}}*>(scratch + {{part_at}});
         unsigned* count = scratch + {{count_at}};
         int last = 0;
         if (lane == 0) {
@@ -205,9 +207,9 @@ local fc_source = engine.compile([[
         if (last) {
             __threadfence();
             if (lane < n && lane < {{B}}) {
-                float t = 0.0f;
+                {{acc_t}} t = 0.0f;
                 for (int c = 0; c < {{S}}; c++) t += __ldcg(part + (c * {{B}} + lane) * {{OUT}} + row);
-                {{out}}[lane * {{OUT}} + row] = {{act("t" .. bias_term)}};
+                {{out}}[lane * {{OUT}} + row] = {{from_acc(act("t" .. bias_term))}};
             }
             if (lane == 0) count[row] = 0;
         }
@@ -218,22 +220,22 @@ local fc_source = engine.compile([[
 local softmax_source = engine.compile([[
     // ---- layer {{layer}}: softmax over {{E}} values, a warp an image{{predict and ", and the prediction (the first maximum)" or ""}}
     for (int b = gwarp; b < n; b += nwarps) {
-        float mx = {{load("b * " .. E)}};
+        {{acc_t}} mx = {{load("b * " .. E)}};
         for (int i = lane; i < {{E}}; i += 32) mx = fmaxf(mx, {{load("b * " .. E .. " + i")}});
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync({{FULL}}, mx, o));
-        float sum = 0.0f;
+        {{acc_t}} sum = 0.0f;
         for (int i = lane; i < {{E}}; i += 32) sum += expf({{load("b * " .. E .. " + i")}} - mx);
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync({{FULL}}, sum, o);
-        const float inv = 1.0f / sum;
+        const {{acc_t}} inv = 1.0f / sum;
 % if predict then
-        float best = __uint_as_float(0xff800000u);
+        {{acc_t}} best = __uint_as_float(0xff800000u);
         int arg = {{E}};
 % end
         for (int i = lane; i < {{E}}; i += 32) {
-            const float v = expf({{load("b * " .. E .. " + i")}} - mx) * inv;
-            {{out}}[b * {{E}} + i] = v;
+            const {{acc_t}} v = expf({{load("b * " .. E .. " + i")}} - mx) * inv;
+            {{out}}[b * {{E}} + i] = {{from_acc("v")}};
 % if predict then
             if (arg == {{E}} || v > best) best = v, arg = i;
 % end
@@ -241,7 +243,7 @@ local softmax_source = engine.compile([[
 % if predict then
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
-            const float ob = __shfl_xor_sync({{FULL}}, best, o);
+            const {{acc_t}} ob = __shfl_xor_sync({{FULL}}, best, o);
             const int oa = __shfl_xor_sync({{FULL}}, arg, o);
             if (oa < {{E}} && (arg == {{E}} || ob > best || (ob == best && oa < arg))) best = ob, arg = oa;
         }
@@ -253,15 +255,15 @@ local softmax_source = engine.compile([[
 local argmax_source = engine.compile([[
     // ---- the prediction: the first maximum of {{E}} scores, a warp an image
     for (int b = gwarp; b < n; b += nwarps) {
-        float best = __uint_as_float(0xff800000u);
+        {{acc_t}} best = __uint_as_float(0xff800000u);
         int arg = {{E}};
         for (int i = lane; i < {{E}}; i += 32) {
-            const float v = {{load("b * " .. E .. " + i")}};
+            const {{acc_t}} v = {{load("b * " .. E .. " + i")}};
             if (arg == {{E}} || v > best) best = v, arg = i;
         }
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
-            const float ob = __shfl_xor_sync({{FULL}}, best, o);
+            const {{acc_t}} ob = __shfl_xor_sync({{FULL}}, best, o);
             const int oa = __shfl_xor_sync({{FULL}}, arg, o);
             if (oa < {{E}} && (arg == {{E}} || ob > best || (ob == best && oa < arg))) best = ob, arg = oa;
         }
@@ -271,7 +273,7 @@ local argmax_source = engine.compile([[
 
 local add_source = engine.compile([[
     // ---- layer {{layer}}: the sum of {{#ins}} tensors of {{E}} values, then {{act_name}}
-    for (int i = gtid; i < n * {{E}}; i += nthreads) {{out}}[i] = {{act(sum)}};
+    for (int i = gtid; i < n * {{E}}; i += nthreads) {{out}}[i] = {{from_acc(act(sum))}};
 ]], "network")
 
 local concat_source = engine.compile([[
@@ -279,7 +281,7 @@ local concat_source = engine.compile([[
     for (int i = gtid; i < n * {{E}}; i += nthreads) {
         const int b = i / {{E}}, e = i % {{E}};
 % for j, part in ipairs(parts) do
-        {{j > 1 and "else " or ""}}if (e < {{part.to}}) {{out}}[i] = {{part.load}};
+        {{j > 1 and "else " or ""}}if (e < {{part.to}}) {{out}}[i] = {{from_acc(part.load)}};
 % end
     }
 ]], "network")
@@ -352,6 +354,9 @@ end
 function T.kernel(l, p)
   local B = l.batch
   local threads, WPB = p.threads, p.threads // 32
+  -- the element types (FP32 tensors and weights; the accumulator FP32 always)
+  local ty = common.types({})
+  local el_t, w_t, acc_t = ty.out_t, ty.w_t, ty.acc_t
   local TT = sms(l) * p.per_sm * threads       -- the threads the grid is sized for
   local TW = TT // 32
   -- the kernel's pointer arguments, by role, in order of first use
@@ -371,9 +376,9 @@ function T.kernel(l, p)
   local function tensor(name)
     if not cname[name] then
       cname[name] = "t" .. (#roles - 1)
-      arg("t:" .. name, "float* " .. cname[name] .. "_")
+      arg("t:" .. name, el_t .. "* " .. cname[name] .. "_")
       local e = l.elems[name] or error("network: no tensor '" .. tostring(name) .. "'", 0)
-      groups[#groups + 1] = string.format("        float* %s = %s_ + (size_t)i0 * %d;", cname[name], cname[name], e)
+      groups[#groups + 1] = string.format("        " .. el_t .. "* %s = %s_ + (size_t)i0 * %d;", cname[name], cname[name], e)
     end
     return cname[name]
   end
@@ -382,7 +387,7 @@ function T.kernel(l, p)
     local key = kind .. ":" .. layer
     if not weights[key] then
       weights[key] = kind .. (#roles - 1)
-      arg(key, "const float* __restrict__ " .. weights[key])
+      arg(key, "const " .. w_t .. "* __restrict__ " .. weights[key])
     end
     return weights[key]
   end
@@ -393,20 +398,20 @@ function T.kernel(l, p)
   local function loader(name)
     if name ~= "input" then
       local t = tensor(name)
-      return function(idx) return t .. "[" .. idx .. "]" end
+      return function(idx) return ty.to_acc(t .. "[" .. idx .. "]") end
     end
     if inp.norm then
       local a, t = {}, {}
       for c, ft in ipairs(inp.norm) do a[c], t[c] = ft[1] .. "f", ft[2] .. "f" end
-      consts[#consts + 1] = string.format("    const float na[%d] = { %s }, nb[%d] = { %s };", inp.C,
+      consts[#consts + 1] = string.format("    const %s na[%d] = { %s }, nb[%d] = { %s };", acc_t, inp.C,
         table.concat(a, ", "), inp.C, table.concat(t, ", "))
       return function(idx)
         local c = string.format("(((%s) / %d) %% %d)", idx, inp.HW, inp.C)
-        return string.format("fmaf((float)px[%s], na[%s], nb[%s])", idx, c, c)
+        return string.format("fmaf((%s)px[%s], na[%s], nb[%s])", acc_t, idx, c, c)
       end
     end
     return function(idx)
-      return string.format("fmaf((float)px[%s], %sf, %sf)", idx, inp.scale_text, inp.offset_text)
+      return string.format("fmaf((%s)px[%s], %sf, %sf)", acc_t, idx, inp.scale_text, inp.offset_text)
     end
   end
 
@@ -424,7 +429,7 @@ function T.kernel(l, p)
       local PK, PS = 1, 1
       if g.kind == "max" or g.kind == "avg" then PK, PS = g.PK, g.PS end
       for a = 0, PK - 1 do for c = 0, PK - 1 do wins[#wins + 1] = { a, c } end end
-      local bias_term = ly.bias and (" + " .. wptr(ly.name, "b") .. "[m]") or ""
+      local bias_term = ly.bias and (" + " .. ty.w_to_acc(wptr(ly.name, "b") .. "[m]")) or ""
       local residual
       if ph.residual then
         local terms, k = {}, 0
@@ -441,7 +446,7 @@ function T.kernel(l, p)
         (g.kind ~= "none") and string.format(", %s pool %dx%d/%d -> %dx%d", g.kind, PK, PK, PS, g.OH, g.OW) or "",
         ly.bias and ", bias" or "")
       shapes[#shapes + 1] = ly.name .. ": " .. shape
-      bodies[#bodies + 1] = conv_source({
+      bodies[#bodies + 1] = conv_source(common.typed({}, {
         layer = ly.name, shape = shape, L = L, R = R, GPW = 32 // L, OUTS = OUTS, OH = g.OH, OW = g.OW, M = ly.M,
         WIN = #wins, wins = wins, XE = ly.C * ly.H * ly.W,
         cbase = g.G > 1 and string.format(" + (m / %d) * %d", ly.M // g.G, Cg * ly.H * ly.W) or "",
@@ -449,7 +454,7 @@ function T.kernel(l, p)
         padded = g.padded, H = ly.H, W = ly.W, load = loader(ph.ins[1]), FULL = FULL, pool = PK > 1 and g.kind or
           "none", act = function(v) return common.act(ly.act, v) end, bias_term = bias_term, residual = residual or false,
         out = tensor(ph.out),
-      })
+      }))
     elseif ph.op == "fc" then
       local IN, OUT = ly.C * ly.H * ly.W, ly.out
       local V = (IN % 4 == 0 and ph.ins[1] ~= "input") and 4 or 1
@@ -465,26 +470,26 @@ function T.kernel(l, p)
       end
       local shape = string.format("fc %d -> %d, %s%s", IN, OUT, ly.act, ly.bias and ", bias" or "")
       shapes[#shapes + 1] = ly.name .. ": " .. shape
-      bodies[#bodies + 1] = fc_source({
-        layer = ly.name, shape = shape, OUT = OUT, S = S, CH = CH, NV = NV, VT = V == 4 and "float4" or "float",
+      bodies[#bodies + 1] = fc_source(common.typed({}, {
+        layer = ly.name, shape = shape, OUT = OUT, S = S, CH = CH, NV = NV, VT = common.vec_t(w_t, V), XVT = common.vec_t(el_t, 4),
         V = V, B = B, IN = IN, w = wptr(ly.name, "w"), x = V == 4 and tensor(ph.ins[1]) or false,
         load = loader(ph.ins[1]), FULL = FULL, out = tensor(ph.out), count_at = count_at, part_at = part_at,
         act = function(v) return common.act(ly.act, v) end,
-        bias_term = ly.bias and (" + " .. wptr(ly.name, "b") .. "[row]") or "",
-      })
+        bias_term = ly.bias and (" + " .. ty.w_to_acc(wptr(ly.name, "b") .. "[row]")) or "",
+      }))
     elseif ph.op == "softmax" then
       shapes[#shapes + 1] = ly.name .. ": softmax over " .. ph.E
-      bodies[#bodies + 1] = softmax_source({ layer = ly.name, E = ph.E, load = loader(ph.ins[1]), FULL = FULL,
-        out = tensor(ph.out), predict = ph.predict or false })
+      bodies[#bodies + 1] = softmax_source(common.typed({}, { layer = ly.name, E = ph.E, load = loader(ph.ins[1]), FULL = FULL,
+        out = tensor(ph.out), predict = ph.predict or false }))
     elseif ph.op == "argmax" then
       shapes[#shapes + 1] = "predict: argmax over " .. ph.E
-      bodies[#bodies + 1] = argmax_source({ E = ph.E, load = loader(ph.ins[1]), FULL = FULL })
+      bodies[#bodies + 1] = argmax_source(common.typed({}, { E = ph.E, load = loader(ph.ins[1]), FULL = FULL }))
     elseif ph.op == "add" then
       local terms = {}
       for j, name in ipairs(ph.ins) do terms[j] = loader(name)("i") end
       shapes[#shapes + 1] = ly.name .. ": add of " .. #ph.ins
-      bodies[#bodies + 1] = add_source({ layer = ly.name, ins = ph.ins, E = ph.E, out = tensor(ph.out),
-        act_name = ly.act, act = function(v) return common.act(ly.act, v) end, sum = table.concat(terms, " + ") })
+      bodies[#bodies + 1] = add_source(common.typed({}, { layer = ly.name, ins = ph.ins, E = ph.E, out = tensor(ph.out),
+        act_name = ly.act, act = function(v) return common.act(ly.act, v) end, sum = table.concat(terms, " + ") }))
     elseif ph.op == "concat" then
       local parts, at = {}, 0
       for j, name in ipairs(ph.ins) do
@@ -493,8 +498,8 @@ function T.kernel(l, p)
         at = at + P
       end
       shapes[#shapes + 1] = ly.name .. ": concat of " .. #ph.ins
-      bodies[#bodies + 1] = concat_source({ layer = ly.name, ins = ph.ins, E = ph.E, parts = parts,
-        out = tensor(ph.out) })
+      bodies[#bodies + 1] = concat_source(common.typed({}, { layer = ly.name, ins = ph.ins, E = ph.E, parts = parts,
+        out = tensor(ph.out) }))
     else
       error("network: no phase for op '" .. tostring(ph.op) .. "'", 0)
     end
