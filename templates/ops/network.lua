@@ -28,10 +28,12 @@
 -- (no input kernel, no barrier for it). The last phase writes the predictions.
 --
 -- Every index bound is a literal (the bucket's images, every layer's shape);
--- the run-time image count `n` (at most the bucket) predicates the loads. The
--- scratch buffer (the barrier's two words, the split rows' counters and sums) is
--- zeroed once by the runtime and left zeroed by the kernel: every counter returns
--- to zero when its row is finished, the barrier's arrival count when it opens.
+-- the run-time image count `n` predicates the loads (more images than the
+-- bucket run in groups of the bucket, a barrier between groups). The scratch
+-- buffer (the barrier's word; 128 bytes on, the split rows' counters, then their
+-- sums) is zeroed once by the runtime and needs nothing from the kernel after:
+-- every counter returns to zero when its row is finished, and the barrier's word
+-- works from any value its last launch left.
 -- Code size grows with the layers (one block of code each, no loop unrolled over
 -- C, M or the images beyond the bucket), not with their sizes.
 
@@ -61,28 +63,25 @@ end
 
 local FULL = "0xffffffffu"
 
--- The grid-wide barrier (sense by generation): every block's thread 0 arrives
--- on bar[0] after a fence; the last to arrive resets the count and advances the
--- generation bar[1], which the others wait on. The fences on both sides and the
--- block barriers make every write before the barrier visible to every read after
--- it, grid-wide (the pattern of a cooperative grid sync). The CPU emulation
--- defines CG_EMU_GRID and its own barrier (its blocks are fibers of one thread).
+-- The grid-wide barrier: one word, bar[0]. Each block's thread 0 adds 1 to it,
+-- block 0 adds 2^31 - (blocks - 1), so that the word's top bit flips once every
+-- block has arrived, and waits for the flip; the word needs no reset (two
+-- barriers add 2^32). The fences on both sides and the block barriers make every
+-- write before the barrier visible to every read after it, grid-wide. Measured
+-- on an H200 (bench/scripts/grid_sync.cu): 1.0 us a barrier with 132 blocks,
+-- against 1.7-1.8 us for a count reset by the last block and a generation word
+-- waited on. The CPU emulation defines CG_EMU_GRID and its own barrier (its
+-- blocks are fibers of one thread).
 local prelude = engine.compile([[
 #ifndef CG_EMU_GRID
 static __device__ __forceinline__ void {{name}}_sync(unsigned* bar)
 {
     __syncthreads();
     if (threadIdx.x == 0) {
-        volatile unsigned* gen = bar + 1;
-        const unsigned g = *gen;
+        const unsigned add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
         __threadfence();
-        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-            bar[0] = 0;
-            __threadfence();
-            atomicAdd(bar + 1, 1u);
-        } else {
-            while (*gen == g) {}
-        }
+        const unsigned old = atomicAdd(bar, add);
+        while ((((volatile unsigned*)bar)[0] ^ old) < 0x80000000u) {}
         __threadfence();
     }
     __syncthreads();
@@ -95,7 +94,8 @@ static __device__ __forceinline__ void {{name}}_sync(unsigned* bar)
 
 local conv_source = engine.compile([[
     // ---- layer {{layer}}: {{shape}}
-    //      {{L}} lanes an output, each reducing every {{L}}-th of the {{R}} products ({{GPW}} outputs a warp)
+    //      {{L}} lanes an output ({{GPW}} outputs a warp), each reducing every {{L}}-th of the {{RR}} rows
+    //      (channel, kernel row) of {{K}} products, for each of the {{WIN}} pool windows
     for (int g0 = gwarp * {{GPW}}; g0 < n * {{OUTS}}; g0 += nwarps * {{GPW}}) {
         const int o = g0 + lane / {{L}}, sub = lane % {{L}};
         const bool ok = o < n * {{OUTS}};
@@ -104,20 +104,31 @@ local conv_source = engine.compile([[
 #pragma unroll
         for (int j = 0; j < {{WIN}}; j++) acc[j] = 0.0f;
         if (ok) {
-            const int x0 = b * {{XE}}{{cbase}};
-            const {{w_t}}* wm = {{w}} + m * {{R}};
-#pragma unroll 4
-            for (int r = sub; r < {{R}}; r += {{L}}) {
-                const int c = r / {{KK}}, p = (r / {{K}}) % {{K}}, q = r % {{K}};
-                const {{acc_t}} wv = {{w_to_acc("__ldg(wm + r)")}};
-% for j, win in ipairs(wins) do
-                {   // window ({{win[1]}}, {{win[2]}})
-                    const int ih = (oh * {{PS}} + {{win[1]}}) * {{S}} + p - {{PT}}, iw = (ow * {{PS}} + {{win[2]}}) * {{S}} + q - {{PL}};
-% if padded then
-                    if (ih >= 0 && ih < {{H}} && iw >= 0 && iw < {{W}})
+            // the input's row and column under window (0, 0) and kernel tap (0, 0)
+            const int ih0 = oh * {{PS * S}} - {{PT}}, iw0 = ow * {{PS * S}} - {{PL}};
+            const int x0 = b * {{XE}}{{cbase}} + ih0 * {{W}} + iw0;
+            const {{w_t}}* wm = {{w}} + m * {{RR * K}};
+#pragma unroll 2
+            for (int rr = sub; rr < {{RR}}; rr += {{L}}) {
+                const int c = rr / {{K}}, p = rr % {{K}};
+                const int xr = x0 + c * {{H * W}} + p * {{W}};
+% for q = 0, K - 1 do
+                const {{acc_t}} w{{q}} = {{w_to_acc("__ldg(wm + rr * " .. K .. " + " .. q .. ")")}};
 % end
-                    acc[{{j - 1}}] = fmaf({{load("x0 + c * " .. (H * W) .. " + ih * " .. W .. " + iw")}}, wv, acc[{{j - 1}}]);
+% for j, win in ipairs(wins) do
+                // window ({{win[1]}}, {{win[2]}})
+% if padded then
+                if (ih0 + p + {{win[1] * S}} >= 0 && ih0 + p + {{win[1] * S}} < {{H}}) {
+% for q = 0, K - 1 do
+                    if (iw0 + {{win[2] * S + q}} >= 0 && iw0 + {{win[2] * S + q}} < {{W}})
+                        acc[{{j - 1}}] = fmaf({{load("xr + " .. (win[1] * S * W + win[2] * S + q))}}, w{{q}}, acc[{{j - 1}}]);
+% end
                 }
+% else
+% for q = 0, K - 1 do
+                acc[{{j - 1}}] = fmaf({{load("xr + " .. (win[1] * S * W + win[2] * S + q))}}, w{{q}}, acc[{{j - 1}}]);
+% end
+% end
 % end
             }
         }
@@ -164,8 +175,11 @@ local fc_source = engine.compile([[
         for (int i = 0; i < {{B}}; i++) acc[i] = 0.0f;
         const {{VT}}* wr = reinterpret_cast<const {{VT}}*>({{w}} + row * {{IN}});
         const int v_end = s == {{S - 1}} ? {{NV}} : (s + 1) * {{CH}};
-#pragma unroll 4
-        for (int v = s * {{CH}} + lane; v < v_end; v += 32) {
+        // {{ITER}} passes a lane, unrolled{{ITER > 16 and " by 16" or ""}}: their loads independent, in flight together
+#pragma unroll {{ITER > 16 and 16 or ITER}}
+        for (int it = 0; it < {{ITER}}; it++) {
+            const int v = s * {{CH}} + lane + it * 32;
+            if (v >= v_end) continue;
             const {{VT}} wv = __ldg(wr + v);
 #pragma unroll
             for (int i = 0; i < {{B}}; i++) {
@@ -415,16 +429,17 @@ function T.kernel(l, p)
     end
   end
 
-  local bodies, scratch_words, shapes = {}, 2, {}
+  local bodies, scratch_words, shapes = {}, 32, {}
   for _, ph in ipairs(l.phases) do
     local ly = ph.layer
     if ph.op == "conv" then
       local g = common.conv_geom(ly)
       local Cg = ly.C // g.G
-      local R = Cg * ly.K * ly.K
+      local RR = Cg * ly.K
       local OUTS = ly.M * g.OH * g.OW
+      -- lanes an output: enough that the grid's threads have work, at most the rows
       local L = 1
-      while L < 32 and L < R and B * OUTS * L < TT do L = L * 2 end
+      while L < 32 and L * 2 <= RR and B * OUTS * L < TT do L = L * 2 end
       local wins = {}
       local PK, PS = 1, 1
       if g.kind == "max" or g.kind == "avg" then PK, PS = g.PK, g.PS end
@@ -447,10 +462,10 @@ function T.kernel(l, p)
         ly.bias and ", bias" or "")
       shapes[#shapes + 1] = ly.name .. ": " .. shape
       bodies[#bodies + 1] = conv_source(common.typed({}, {
-        layer = ly.name, shape = shape, L = L, R = R, GPW = 32 // L, OUTS = OUTS, OH = g.OH, OW = g.OW, M = ly.M,
+        layer = ly.name, shape = shape, L = L, RR = RR, GPW = 32 // L, OUTS = OUTS, OH = g.OH, OW = g.OW, M = ly.M,
         WIN = #wins, wins = wins, XE = ly.C * ly.H * ly.W,
         cbase = g.G > 1 and string.format(" + (m / %d) * %d", ly.M // g.G, Cg * ly.H * ly.W) or "",
-        w = wptr(ly.name, "w"), KK = ly.K * ly.K, K = ly.K, PS = PS, S = g.S, PT = g.pt, PL = g.pl,
+        w = wptr(ly.name, "w"), K = ly.K, PS = PS, S = g.S, PT = g.pt, PL = g.pl,
         padded = g.padded, H = ly.H, W = ly.W, load = loader(ph.ins[1]), FULL = FULL, pool = PK > 1 and g.kind or
           "none", act = function(v) return common.act(ly.act, v) end, bias_term = bias_term, residual = residual or false,
         out = tensor(ph.out),
@@ -471,7 +486,7 @@ function T.kernel(l, p)
       local shape = string.format("fc %d -> %d, %s%s", IN, OUT, ly.act, ly.bias and ", bias" or "")
       shapes[#shapes + 1] = ly.name .. ": " .. shape
       bodies[#bodies + 1] = fc_source(common.typed({}, {
-        layer = ly.name, shape = shape, OUT = OUT, S = S, CH = CH, NV = NV, VT = common.vec_t(w_t, V), XVT = common.vec_t(el_t, 4),
+        layer = ly.name, shape = shape, OUT = OUT, S = S, CH = CH, NV = NV, ITER = common.ceil_div(CH, 32), VT = common.vec_t(w_t, V), XVT = common.vec_t(el_t, 4),
         V = V, B = B, IN = IN, w = wptr(ly.name, "w"), x = V == 4 and tensor(ph.ins[1]) or false,
         load = loader(ph.ins[1]), FULL = FULL, out = tensor(ph.out), count_at = count_at, part_at = part_at,
         act = function(v) return common.act(ly.act, v) end,
