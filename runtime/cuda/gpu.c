@@ -15,10 +15,11 @@
 #include <string.h>
 
 #define CG_SET_GRAPHS 4
-/* choosing between the whole-network kernel and the per-layer kernels: runs
- * each way before timing, runs timed (the median is kept), counts remembered */
-#define CG_WHOLE_WARM 3
-#define CG_WHOLE_REPS 10
+/* choosing between the whole-network kernel and the per-layer kernels: rounds
+ * (one batch each way) before timing, rounds timed (the median of each way is
+ * kept), counts remembered */
+#define CG_WHOLE_WARM 10
+#define CG_WHOLE_REPS 21
 #define CG_WHOLE_PICKS 8
 
 /* One stream set: what one batch in flight needs. While one set's kernels
@@ -84,7 +85,7 @@ struct cg_gpu {
     char whole_note[256];    /* why it is not used */
     unsigned whole_blocks;   /* its grid x: min(CAP, SMs x resident blocks an SM), at least 1 */
     CUdeviceptr warg[CG_MAX_ARGS]; /* its w:/b: arguments' device pointers */
-    CUevent wev[CG_WHOLE_REPS + 1]; /* timing the two ways (auto) */
+    CUevent wev[2]; /* timing the two ways (auto): before and after one batch */
     struct {
         long long n;         /* images; 0: unused */
         int whole;           /* the whole kernel was the faster */
@@ -409,7 +410,7 @@ static int alloc_sets(cg_gpu *g, long long want, int keep, cg_host_costs *hc, cg
             CG_CU(e, cu->cuEventCreate(&st->dn1, CU_EVENT_DEFAULT)))
             return -1;
     }
-    for (int i = 0; g->wk >= 0 && i <= CG_WHOLE_REPS; i++)
+    for (int i = 0; g->wk >= 0 && i < 2; i++)
         if (CG_CU(e, cu->cuEventCreate(&g->wev[i], CU_EVENT_DEFAULT))) return -1;
     return CG_CU(e, cu->cuEventCreate(&g->first, CU_EVENT_DEFAULT));
 }
@@ -905,36 +906,36 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Auto: time a batch of n images on set st both ways — CG_WHOLE_WARM runs,
- * then CG_WHOLE_REPS timed by events, the per-layer kernels first, each the
- * way the set normally queues them — and remember the faster for n. The host
- * waits for the timings (once per count of images). A whole kernel refused
- * while being timed leaves the per-layer kernels chosen. */
+/* Auto: time a batch of n images on set st both ways and remember the faster
+ * for n. The two ways alternate, one batch each, every batch timed alone by
+ * events around it and waited for (as a call of cg_net_run is), the first
+ * CG_WHOLE_WARM rounds untimed (graph captures, clocks rising), then the median
+ * of CG_WHOLE_REPS each. (Timing each way in a run of its own favoured the one
+ * measured second by several microseconds on an H200: the first still paid the
+ * warm-up.) The host waits for the timings (once per count of images). A whole
+ * kernel refused while being timed leaves the per-layer kernels chosen. */
 static int measure_whole(cg_gpu *g, cg_gpu_set *st, int skip, long long n, cg_gpu_times *t, cg_err *e)
 {
     cg_cu *cu = g->cu;
-    double ms[2] = {NAN, NAN};
-    for (int way = 0; way < 2 && !g->whole_off; way++) {
-        int ran = 0;
-        double v[CG_WHOLE_REPS];
-        for (int r = 0; r < CG_WHOLE_WARM + CG_WHOLE_REPS; r++) {
-            if (r >= CG_WHOLE_WARM && CG_CU(e, cu->cuEventRecord(g->wev[r - CG_WHOLE_WARM], st->stream))) return -1;
-            if (queue_batch(g, st, skip, n, way, &ran, t, e)) return -1;
-        }
-        if (CG_CU(e, cu->cuEventRecord(g->wev[CG_WHOLE_REPS], st->stream)) ||
-            CG_CU(e, cu->cuEventSynchronize(g->wev[CG_WHOLE_REPS])))
-            return -1;
-        if (ran != way) break; /* the whole kernel was refused */
-        for (int r = 0; r < CG_WHOLE_REPS; r++) {
+    double ms[2] = {NAN, NAN}, v[2][CG_WHOLE_REPS];
+    int refused = g->whole_off;
+    for (int r = 0; r < CG_WHOLE_WARM + CG_WHOLE_REPS && !refused; r++)
+        for (int way = 0; way < 2 && !refused; way++) {
+            int ran = 0;
+            if (CG_CU(e, cu->cuEventRecord(g->wev[0], st->stream)) || queue_batch(g, st, skip, n, way, &ran, t, e) ||
+                CG_CU(e, cu->cuEventRecord(g->wev[1], st->stream)) || CG_CU(e, cu->cuEventSynchronize(g->wev[1])))
+                return -1;
+            if (ran != way) refused = 1; /* the whole kernel was refused */
             float f;
-            if (CG_CU(e, cu->cuEventElapsedTime(&f, g->wev[r], g->wev[r + 1]))) return -1;
-            v[r] = f;
+            if (!refused && r >= CG_WHOLE_WARM) {
+                if (CG_CU(e, cu->cuEventElapsedTime(&f, g->wev[0], g->wev[1]))) return -1;
+                v[way][r - CG_WHOLE_WARM] = f;
+            }
         }
-        ms[way] = median(v, CG_WHOLE_REPS);
-    }
+    if (!refused) ms[0] = median(v[0], CG_WHOLE_REPS), ms[1] = median(v[1], CG_WHOLE_REPS);
     int at = g->npick++ % CG_WHOLE_PICKS; /* the oldest replaced */
     g->pick[at].n = n;
-    g->pick[at].whole = !g->whole_off && ms[1] < ms[0];
+    g->pick[at].whole = !g->whole_off && !refused && ms[1] < ms[0];
     g->pick[at].layers_ms = ms[0], g->pick[at].whole_ms = ms[1];
     return 0;
 }
@@ -1366,7 +1367,7 @@ void cg_gpu_close(cg_gpu *g)
             if (st->hout) cu->cuMemFreeHost(st->hout);
         }
         if (g->first) cu->cuEventDestroy(g->first);
-        for (int i = 0; i <= CG_WHOLE_REPS; i++)
+        for (int i = 0; i < 2; i++)
             if (g->wev[i]) cu->cuEventDestroy(g->wev[i]);
         for (int i = 0; i < g->nowned; i++) cu->cuMemFree(g->owned[i]);
         for (int i = 0; i < g->nmods; i++) cu->cuModuleUnload(g->mods[i]);
