@@ -231,6 +231,70 @@ local fc_source = engine.compile([[
     }
 ]], "network")
 
+-- A last fully connected layer of at most 32 outputs and the softmax reading it,
+-- in one phase: a warp an image holds every output's sum (a lane's share of the
+-- reduction, then a butterfly, so every lane has them all), applies bias and
+-- activation, stores them, and goes on to the softmax and the prediction
+-- without a barrier between (the weights, OUT x IN, read once an image).
+local fc_softmax_source = engine.compile([[
+    // ---- layers {{layer}} and {{sm_layer}}: {{shape}}, then softmax over {{OUT}}{{predict and " and the prediction" or ""}}
+    //      a warp an image: {{ITER}} passes of a lane over the {{NV}} {{VT}} of a row, for every row
+    for (int b = gwarp; b < n; b += nwarps) {
+        {{acc_t}} acc[{{OUT}}];
+#pragma unroll
+        for (int r = 0; r < {{OUT}}; r++) acc[r] = 0.0f;
+#pragma unroll {{ITER > 8 and 8 or ITER}}
+        for (int it = 0; it < {{ITER}}; it++) {
+            const int v = lane + it * 32;
+            if (v >= {{NV}}) continue;
+% if V == 4 then
+            const {{XVT}} xv = reinterpret_cast<const {{XVT}}*>({{x}} + b * {{IN}})[v];
+% else
+            const {{acc_t}} xv = {{load("b * " .. IN .. " + v")}};
+% end
+#pragma unroll
+            for (int r = 0; r < {{OUT}}; r++) {
+                const {{VT}} wv = __ldg(reinterpret_cast<const {{VT}}*>({{w}} + r * {{IN}}) + v);
+% if V == 4 then
+% local function wx(f) return w_to_acc("wv." .. f) end
+% local function xx(f) return to_acc("xv." .. f) end
+                acc[r] = fmaf({{wx("x")}}, {{xx("x")}}, fmaf({{wx("y")}}, {{xx("y")}}, fmaf({{wx("z")}}, {{xx("z")}}, fmaf({{wx("w")}}, {{xx("w")}}, acc[r]))));
+% else
+                acc[r] = fmaf({{w_to_acc("wv")}}, xv, acc[r]);
+% end
+            }
+        }
+        {{acc_t}} mx = 0.0f;
+#pragma unroll
+        for (int r = 0; r < {{OUT}}; r++) {
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync({{FULL}}, acc[r], o);
+            acc[r] = {{act("acc[r]" .. bias_term)}};
+            mx = r == 0 ? acc[r] : fmaxf(mx, acc[r]);
+        }
+        {{acc_t}} sum = 0.0f;
+#pragma unroll
+        for (int r = 0; r < {{OUT}}; r++) sum += expf(acc[r] - mx);
+        const {{acc_t}} inv = 1.0f / sum;
+        if (lane == 0) {
+            {{acc_t}} best = 0.0f;
+            int arg = 0;
+#pragma unroll
+            for (int r = 0; r < {{OUT}}; r++) {
+                const {{acc_t}} p = expf(acc[r] - mx) * inv;
+                {{out}}[b * {{OUT}} + r] = {{from_acc("acc[r]")}};
+                {{sm_out}}[b * {{OUT}} + r] = {{from_acc("p")}};
+                if (r == 0 || p > best) best = p, arg = r;
+            }
+% if predict then
+            pred[b] = arg;
+% else
+            (void)arg;
+% end
+        }
+    }
+]], "network")
+
 local softmax_source = engine.compile([[
     // ---- layer {{layer}}: softmax over {{E}} values, a warp an image{{predict and ", and the prediction (the first maximum)" or ""}}
     for (int b = gwarp; b < n; b += nwarps) {
@@ -430,9 +494,39 @@ function T.kernel(l, p)
   end
 
   local bodies, scratch_words, shapes = {}, 32, {}
-  for _, ph in ipairs(l.phases) do
+  -- whether tensor `name` is read by a phase after the j-th
+  local function read_after(j, name)
+    for k = j + 1, #l.phases do
+      for _, t in ipairs(l.phases[k].ins or {}) do if t == name then return true end end
+      for _, t in ipairs(l.phases[k].residual and l.phases[k].residual.others or {}) do
+        if t == name then return true end
+      end
+    end
+    return false
+  end
+  local skip = {}
+  for j, ph in ipairs(l.phases) do
     local ly = ph.layer
-    if ph.op == "conv" then
+    local nx = l.phases[j + 1]
+    if skip[j] then
+      -- (computed with the phase before it)
+    elseif ph.op == "fc" and ly.out <= 32 and nx and nx.op == "softmax" and nx.ins[1] == ph.out and
+        not read_after(j + 1, ph.out) then
+      local IN, OUT = ly.C * ly.H * ly.W, ly.out
+      local V = (IN % 4 == 0 and ph.ins[1] ~= "input") and 4 or 1
+      local NV = IN // V
+      local shape = string.format("fc %d -> %d, %s%s", IN, OUT, ly.act, ly.bias and ", bias" or "")
+      shapes[#shapes + 1] = ly.name .. ": " .. shape .. " + " .. nx.layer.name .. ": softmax"
+      bodies[#bodies + 1] = fc_softmax_source(common.typed({}, {
+        layer = ly.name, sm_layer = nx.layer.name, shape = shape, OUT = OUT, IN = IN, NV = NV, V = V,
+        ITER = common.ceil_div(NV, 32), VT = common.vec_t(w_t, V), XVT = common.vec_t(el_t, 4),
+        x = V == 4 and tensor(ph.ins[1]) or false, load = loader(ph.ins[1]), w = wptr(ly.name, "w"), FULL = FULL,
+        act = function(v) return common.act(ly.act, v) end,
+        bias_term = ly.bias and (" + " .. ty.w_to_acc(wptr(ly.name, "b") .. "[r]")) or "",
+        out = tensor(ph.out), sm_out = tensor(nx.out), predict = nx.predict or false,
+      }))
+      skip[j + 1] = true
+    elseif ph.op == "conv" then
       local g = common.conv_geom(ly)
       local Cg = ly.C // g.G
       local RR = Cg * ly.K
