@@ -236,6 +236,10 @@ local fc_source = engine.compile([[
 -- reduction, then a butterfly, so every lane has them all), applies bias and
 -- activation, stores them, and goes on to the softmax and the prediction
 -- without a barrier between (the weights, OUT x IN, read once an image).
+-- At most this many weights (OUT x IN): one warp streams them all for its image
+-- (ece408-2017's fc2, 5,000: 14.4 -> 12.3 us for the whole network on an H200;
+-- zoo-odd's 22,050 -> 10 layer, 220,500, took 187 us against 45 split over the grid).
+local FUSED_TAIL_WEIGHTS = 8192
 local fc_softmax_source = engine.compile([[
     // ---- layers {{layer}} and {{sm_layer}}: {{shape}}, then softmax over {{OUT}}{{predict and " and the prediction" or ""}}
     //      a warp an image: {{ITER}} passes of a lane over the {{NV}} {{VT}} of a row, for every row
@@ -510,8 +514,8 @@ function T.kernel(l, p)
     local nx = l.phases[j + 1]
     if skip[j] then
       -- (computed with the phase before it)
-    elseif ph.op == "fc" and ly.out <= 32 and nx and nx.op == "softmax" and nx.ins[1] == ph.out and
-        not read_after(j + 1, ph.out) then
+    elseif ph.op == "fc" and ly.out <= 32 and ly.out * ly.C * ly.H * ly.W <= FUSED_TAIL_WEIGHTS and nx and
+        nx.op == "softmax" and nx.ins[1] == ph.out and not read_after(j + 1, ph.out) then
       local IN, OUT = ly.C * ly.H * ly.W, ly.out
       local V = (IN % 4 == 0 and ph.ins[1] ~= "input") and 4 or 1
       local NV = IN // V
