@@ -238,7 +238,7 @@ local fc_source = engine.compile([[
 -- without a barrier between (the weights, OUT x IN, read once an image).
 -- At most this many weights (OUT x IN): one warp streams them all for its image
 -- (ece408-2017's fc2, 5,000: 14.4 -> 12.3 us for the whole network on an H200;
--- zoo-odd's 22,050 -> 10 layer, 220,500, took 187 us against 45 split over the grid).
+-- zoo-odd's 22,050 -> 10 layer, 220,500, took 187 us against 42 split over the grid).
 local FUSED_TAIL_WEIGHTS = 8192
 local fc_softmax_source = engine.compile([[
     // ---- layers {{layer}} and {{sm_layer}}: {{shape}}, then softmax over {{OUT}}{{predict and " and the prediction" or ""}}
