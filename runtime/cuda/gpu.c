@@ -566,6 +566,24 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     return rc;
 }
 
+/* Kernel fn of record k over gx x gy x gz blocks on stream s with one launch
+ * attribute (programmatic stream serialization, or cooperative): the launch
+ * configuration both such launches share. The driver's answer, unchecked: a
+ * refusal is each caller's to handle. */
+static CUresult launch_ex(cg_gpu *g, CUfunction fn, const cg_mkernel *k, unsigned gx, unsigned gy, unsigned gz,
+                          CUstream s, CUlaunchAttribute *attr, void **args)
+{
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = gx, cfg.gridDimY = gy, cfg.gridDimZ = gz;
+    cfg.blockDimX = (unsigned)k->block[0], cfg.blockDimY = (unsigned)k->block[1], cfg.blockDimZ = (unsigned)k->block[2];
+    cfg.sharedMemBytes = (unsigned)k->shared;
+    cfg.hStream = s;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return g->cu->cuLaunchKernelEx(&cfg, fn, args, NULL);
+}
+
 /* Launch kernel i for n images of a batch held in set st's tensors, on stream s
  * (the set's own, or a caller's). after_kernel: the operation queued on s just
  * before is a kernel launch (no event, copy or memset in between), so that the
@@ -596,16 +614,7 @@ static int launch(cg_gpu *g, cg_gpu_set *st, int i, long long n, CUstream s, int
         memset(&attr, 0, sizeof attr);
         attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         attr.value.programmaticStreamSerializationAllowed = 1;
-        CUlaunchConfig cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cfg.gridDimX = gx, cfg.gridDimY = gy, cfg.gridDimZ = gz;
-        cfg.blockDimX = (unsigned)k->block[0], cfg.blockDimY = (unsigned)k->block[1],
-        cfg.blockDimZ = (unsigned)k->block[2];
-        cfg.sharedMemBytes = (unsigned)k->shared;
-        cfg.hStream = s;
-        cfg.attrs = &attr;
-        cfg.numAttrs = 1;
-        CUresult r = g->cu->cuLaunchKernelEx(&cfg, g->fn[i], args, NULL);
+        CUresult r = launch_ex(g, g->fn[i], k, gx, gy, gz, s, &attr, args);
         if (r == CUDA_SUCCESS) {
             g->pdl_launches++;
             return 0;
@@ -655,16 +664,8 @@ static int launch_whole(cg_gpu *g, cg_gpu_set *st, long long n, CUstream s, cg_e
     memset(&attr, 0, sizeof attr);
     attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     attr.value.cooperative = 1;
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = g->whole_blocks;
-    cfg.gridDimY = (unsigned)cg_mdim_eval(k->grid[1], n), cfg.gridDimZ = (unsigned)cg_mdim_eval(k->grid[2], n);
-    cfg.blockDimX = (unsigned)k->block[0], cfg.blockDimY = (unsigned)k->block[1], cfg.blockDimZ = (unsigned)k->block[2];
-    cfg.sharedMemBytes = (unsigned)k->shared;
-    cfg.hStream = s;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    CUresult r = g->cu->cuLaunchKernelEx(&cfg, g->fn[g->wk], args, NULL);
+    CUresult r = launch_ex(g, g->fn[g->wk], k, g->whole_blocks, (unsigned)cg_mdim_eval(k->grid[1], n),
+                           (unsigned)cg_mdim_eval(k->grid[2], n), s, &attr, args);
     if (r == CUDA_SUCCESS) return 0;
     char why[160];
     g->whole_off = 1;

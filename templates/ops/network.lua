@@ -299,6 +299,19 @@ local fc_softmax_source = engine.compile([[
     }
 ]], "network")
 
+-- The prediction from each lane's (best, arg) over its share of E values (arg = E:
+-- none): a butterfly keeping the larger value, the lower index on a tie, so every
+-- lane ends with the first maximum; lane 0 stores it. One text for the softmax
+-- and argmax phases.
+local first_max_source = engine.compile([[
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+            const {{acc_t}} ob = __shfl_xor_sync({{FULL}}, best, o);
+            const int oa = __shfl_xor_sync({{FULL}}, arg, o);
+            if (oa < {{E}} && (arg == {{E}} || ob > best || (ob == best && oa < arg))) best = ob, arg = oa;
+        }
+        if (lane == 0) pred[b] = arg;]], "network")
+
 local softmax_source = engine.compile([[
     // ---- layer {{layer}}: softmax over {{E}} values, a warp an image{{predict and ", and the prediction (the first maximum)" or ""}}
     for (int b = gwarp; b < n; b += nwarps) {
@@ -323,13 +336,7 @@ local softmax_source = engine.compile([[
 % end
         }
 % if predict then
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const {{acc_t}} ob = __shfl_xor_sync({{FULL}}, best, o);
-            const int oa = __shfl_xor_sync({{FULL}}, arg, o);
-            if (oa < {{E}} && (arg == {{E}} || ob > best || (ob == best && oa < arg))) best = ob, arg = oa;
-        }
-        if (lane == 0) pred[b] = arg;
+{{first_max}}
 % end
     }
 ]], "network")
@@ -343,13 +350,7 @@ local argmax_source = engine.compile([[
             const {{acc_t}} v = {{load("b * " .. E .. " + i")}};
             if (arg == {{E}} || v > best) best = v, arg = i;
         }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-            const {{acc_t}} ob = __shfl_xor_sync({{FULL}}, best, o);
-            const int oa = __shfl_xor_sync({{FULL}}, arg, o);
-            if (oa < {{E}} && (arg == {{E}} || ob > best || (ob == best && oa < arg))) best = ob, arg = oa;
-        }
-        if (lane == 0) pred[b] = arg;
+{{first_max}}
     }
 ]], "network")
 
@@ -593,10 +594,12 @@ function T.kernel(l, p)
     elseif ph.op == "softmax" then
       shapes[#shapes + 1] = ly.name .. ": softmax over " .. ph.E
       bodies[#bodies + 1] = softmax_source(common.typed({}, { layer = ly.name, E = ph.E, load = loader(ph.ins[1]), FULL = FULL,
-        out = tensor(ph.out), predict = ph.predict or false }))
+        out = tensor(ph.out), predict = ph.predict or false,
+        first_max = first_max_source(common.typed({}, { E = ph.E, FULL = FULL })) }))
     elseif ph.op == "argmax" then
       shapes[#shapes + 1] = "predict: argmax over " .. ph.E
-      bodies[#bodies + 1] = argmax_source(common.typed({}, { E = ph.E, load = loader(ph.ins[1]), FULL = FULL }))
+      bodies[#bodies + 1] = argmax_source(common.typed({}, { E = ph.E, load = loader(ph.ins[1]), FULL = FULL,
+        first_max = first_max_source(common.typed({}, { E = ph.E, FULL = FULL })) }))
     elseif ph.op == "add" then
       local terms = {}
       for j, name in ipairs(ph.ins) do terms[j] = loader(name)("i") end
