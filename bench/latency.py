@@ -77,7 +77,8 @@ def convgen_cmd(convgen, spec, batch, repeat, json_path):
 
 
 def run_convgen(convgen, spec, batch, repeat):
-    """(GPU ms, host p50, p90, p99 ms, bucket, graph replays) of one convgen binary."""
+    """(GPU ms, host p50, p90, p99 ms, bucket, graph replays, path) of one convgen binary; path:
+    "whole" where the whole-network kernel ran, "layers" where the per-layer kernels did."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "run.json")
         r = subprocess.run(convgen_cmd(convgen, spec, batch, repeat, path), cwd=ROOT, capture_output=True, text=True)
@@ -88,7 +89,7 @@ def run_convgen(convgen, spec, batch, repeat):
             j = json.load(f)
     lat = j.get("latency_ms") or {}
     return (j["total_s"] * 1e3, lat.get("p50"), lat.get("p90"), lat.get("p99"), j.get("bucket"),
-            j.get("graph_replays"))
+            j.get("graph_replays"), "whole" if j.get("whole") else "layers")
 
 
 class Torch:
@@ -247,7 +248,7 @@ def main():
             best = min(v for k, v in pt.items() if not k.startswith("compile:"))
             gf = network_gflop(layers, b)
             rows.append((spec["name"], b, cg, base, pt, best, gf))
-            print(f"{spec['name']} batch {b}: convgen {cg[0] * 1e3:.1f} µs (bucket {cg[4]}, host p50 "
+            print(f"{spec['name']} batch {b}: convgen {cg[0] * 1e3:.1f} µs (bucket {cg[4]}, {cg[6]}, host p50 "
                   f"{fmt(cg[1])}), eager {pt['eager'] * 1e3:.1f}, graph {pt['graph'] * 1e3:.1f}"
                   + "".join(f", {k[8:]} {v * 1e3:.1f}" for k, v in pt.items() if k.startswith("compile:"))
                   + (f", baseline {base[0] * 1e3:.1f}" if base else ""), flush=True)
