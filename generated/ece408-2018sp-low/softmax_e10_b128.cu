@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp-low.yaml (network ece408-2018sp-low)
 // layer:      prob
 // shape:      10 features
-// template:   softmax (templates/ops/softmax.lua, hash 4e08cb314f7cf9af)
+// template:   softmax (templates/ops/softmax.lua, hash e5f6692cd64cb457)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none

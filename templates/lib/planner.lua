@@ -915,9 +915,7 @@ function planner.build(net)
   local phases = dt == "f32" and planner.whole_phases(net, out, tensors, tensor_of, residuals, fused_by)
   if phases then
     local T = import("network")
-    local elems = { input = net.C * net.H * net.W }
-    for name, t in pairs(tensors) do elems[name] = t.elems end
-    local wl = { phases = phases, batch = batch, target = net.target, elems = elems,
+    local wl = { phases = phases, batch = batch, target = net.target, tensors = tensors,
       input = { C = net.C, HW = net.H * net.W, scale_text = net.scale_text, offset_text = net.offset_text,
                 norm = net.norm } }
     local p, listed = resolve(T, "network", wl, nil, #net.layers)
@@ -959,7 +957,7 @@ function planner.whole_phases(net, out, tensors, tensor_of, residuals, fused_by)
       if ol.fused_into and r then
         local others = {}
         for j, name in ipairs(r.others) do others[j] = tensor_of[name] or name end
-        ph.residual = { others = others, at = r.at, act = r.add.act, n = #r.others }
+        ph.residual = { others = others, at = r.at, act = r.add.act }
         ph.ins = { ol.inputs[1] }
       end
     elseif l.op == "fc" then

@@ -437,7 +437,7 @@ local function shape_line(shapes)
 end
 
 -- The kernel record. l: { phases, input = { C, HW, scale_text, offset_text, norm },
--- batch, target }; each phase: { op, layer (its table), ins (tensor names),
+-- batch, target, tensors (the planner's, by name: elems) }; each phase: { op, layer (its table), ins (tensor names),
 -- out (tensor name), residual = { others, at, act } for a conv computing an add,
 -- predict (softmax: also write the predictions) }, and a last { op = "argmax" }
 -- where the network's last layer is no softmax.
@@ -467,7 +467,7 @@ function T.kernel(l, p)
     if not cname[name] then
       cname[name] = "t" .. (#roles - 1)
       arg("t:" .. name, el_t .. "* " .. cname[name] .. "_")
-      local e = l.elems[name] or error("network: no tensor '" .. tostring(name) .. "'", 0)
+      local e = l.tensors[name] and l.tensors[name].elems or error("network: no tensor '" .. tostring(name) .. "'", 0)
       groups[#groups + 1] = string.format("        " .. el_t .. "* %s = %s_ + (size_t)i0 * %d;", cname[name], cname[name], e)
     end
     return cname[name]
@@ -491,10 +491,13 @@ function T.kernel(l, p)
       return function(idx) return ty.to_acc(t .. "[" .. idx .. "]") end
     end
     if inp.norm then
-      local a, t = {}, {}
-      for c, ft in ipairs(inp.norm) do a[c], t[c] = ft[1] .. "f", ft[2] .. "f" end
-      consts[#consts + 1] = string.format("    const %s na[%d] = { %s }, nb[%d] = { %s };", acc_t, inp.C,
-        table.concat(a, ", "), inp.C, table.concat(t, ", "))
+      -- the per-channel factors and terms, declared once however many layers read the input
+      if #consts == 0 then
+        local a, t = {}, {}
+        for c, ft in ipairs(inp.norm) do a[c], t[c] = ft[1] .. "f", ft[2] .. "f" end
+        consts[1] = string.format("    const %s na[%d] = { %s }, nb[%d] = { %s };", acc_t, inp.C,
+          table.concat(a, ", "), inp.C, table.concat(t, ", "))
+      end
       return function(idx)
         local c = string.format("(((%s) / %d) %% %d)", idx, inp.HW, inp.C)
         return string.format("fmaf((%s)px[%s], na[%s], nb[%s])", acc_t, idx, c, c)
@@ -516,6 +519,21 @@ function T.kernel(l, p)
     end
     return false
   end
+  -- what an fc phase and an fc + softmax phase share: the shapes, the vector width
+  -- (4 where rows and images stay 16-byte aligned and the input is a tensor), the
+  -- weights, the input, activation and bias (indexed by `row`)
+  local function fc_values(ly, ph, row)
+    local IN, OUT = ly.C * ly.H * ly.W, ly.out
+    local V = (IN % 4 == 0 and ph.ins[1] ~= "input") and 4 or 1
+    return {
+      layer = ly.name, IN = IN, OUT = OUT, V = V, NV = IN // V, VT = common.vec_t(w_t, V),
+      XVT = common.vec_t(el_t, 4), x = V == 4 and tensor(ph.ins[1]) or false, load = loader(ph.ins[1]),
+      w = wptr(ly.name, "w"), FULL = FULL, out = tensor(ph.out),
+      shape = string.format("fc %d -> %d, %s%s", IN, OUT, ly.act, ly.bias and ", bias" or ""),
+      act = function(v) return common.act(ly.act, v) end,
+      bias_term = ly.bias and (" + " .. ty.w_to_acc(wptr(ly.name, "b") .. "[" .. row .. "]")) or "",
+    }
+  end
   local skip = {}
   for j, ph in ipairs(l.phases) do
     local ly = ph.layer
@@ -524,19 +542,11 @@ function T.kernel(l, p)
       -- (computed with the phase before it)
     elseif ph.op == "fc" and ly.out <= 32 and ly.out * ly.C * ly.H * ly.W <= FUSED_TAIL_WEIGHTS and nx and
         nx.op == "softmax" and nx.ins[1] == ph.out and not read_after(j + 1, ph.out) then
-      local IN, OUT = ly.C * ly.H * ly.W, ly.out
-      local V = (IN % 4 == 0 and ph.ins[1] ~= "input") and 4 or 1
-      local NV = IN // V
-      local shape = string.format("fc %d -> %d, %s%s", IN, OUT, ly.act, ly.bias and ", bias" or "")
-      shapes[#shapes + 1] = ly.name .. ": " .. shape .. " + " .. nx.layer.name .. ": softmax"
-      bodies[#bodies + 1] = fc_softmax_source(common.typed({}, {
-        layer = ly.name, sm_layer = nx.layer.name, shape = shape, OUT = OUT, IN = IN, NV = NV, V = V,
-        ITER = common.ceil_div(NV, 32), VT = common.vec_t(w_t, V), XVT = common.vec_t(el_t, 4),
-        x = V == 4 and tensor(ph.ins[1]) or false, load = loader(ph.ins[1]), w = wptr(ly.name, "w"), FULL = FULL,
-        act = function(v) return common.act(ly.act, v) end,
-        bias_term = ly.bias and (" + " .. ty.w_to_acc(wptr(ly.name, "b") .. "[r]")) or "",
-        out = tensor(ph.out), sm_out = tensor(nx.out), predict = nx.predict or false,
-      }))
+      local v = fc_values(ly, ph, "r")
+      v.sm_layer, v.sm_out, v.predict = nx.layer.name, tensor(nx.out), nx.predict or false
+      v.ITER = common.ceil_div(v.NV, 32)
+      shapes[#shapes + 1] = ly.name .. ": " .. v.shape .. " + " .. nx.layer.name .. ": softmax"
+      bodies[#bodies + 1] = fc_softmax_source(common.typed({}, v))
       skip[j + 1] = true
     elseif ph.op == "conv" then
       local g = common.conv_geom(ly)
@@ -554,11 +564,11 @@ function T.kernel(l, p)
       local residual
       if ph.residual then
         local terms, k = {}, 0
-        for j = 1, ph.residual.n + 1 do
+        for j = 1, #ph.residual.others + 1 do
           if j == ph.residual.at then terms[j] = "v"
           else k = k + 1; terms[j] = loader(ph.residual.others[k])("o") end
         end
-        residual = { n = ph.residual.n, at = ph.residual.at, act = ph.residual.act,
+        residual = { n = #ph.residual.others, at = ph.residual.at, act = ph.residual.act,
           expr = common.act(ph.residual.act, table.concat(terms, " + ")) }
       end
       local shape = string.format("conv %dx%dx%d -> %dx%dx%d (K %d, stride %d, pad %d,%d,%d,%d%s), %s%s%s",
@@ -577,27 +587,19 @@ function T.kernel(l, p)
         out = tensor(ph.out),
       }))
     elseif ph.op == "fc" then
-      local IN, OUT = ly.C * ly.H * ly.W, ly.out
-      local V = (IN % 4 == 0 and ph.ins[1] ~= "input") and 4 or 1
-      local NV = IN // V
+      local v = fc_values(ly, ph, "row")
       -- chunks a row: the warps the grid has over the rows, at least a vector a lane a chunk
-      local S = math.max(1, math.min(TW // OUT, NV // 32))
-      local CH = common.ceil_div(NV, S)
-      S = common.ceil_div(NV, CH)
-      local count_at, part_at = scratch_words, scratch_words + OUT
+      local S = math.max(1, math.min(TW // v.OUT, v.NV // 32))
+      local CH = common.ceil_div(v.NV, S)
+      S = common.ceil_div(v.NV, CH)
+      local count_at, part_at = scratch_words, scratch_words + v.OUT
       if S > 1 then
         part_at = common.ceil_div(part_at, 4) * 4
-        scratch_words = part_at + S * B * OUT
+        scratch_words = part_at + S * B * v.OUT
       end
-      local shape = string.format("fc %d -> %d, %s%s", IN, OUT, ly.act, ly.bias and ", bias" or "")
-      shapes[#shapes + 1] = ly.name .. ": " .. shape
-      bodies[#bodies + 1] = fc_source(common.typed({}, {
-        layer = ly.name, shape = shape, OUT = OUT, S = S, CH = CH, NV = NV, ITER = common.ceil_div(CH, 32), VT = common.vec_t(w_t, V), XVT = common.vec_t(el_t, 4),
-        V = V, B = B, IN = IN, w = wptr(ly.name, "w"), x = V == 4 and tensor(ph.ins[1]) or false,
-        load = loader(ph.ins[1]), FULL = FULL, out = tensor(ph.out), count_at = count_at, part_at = part_at,
-        act = function(v) return common.act(ly.act, v) end,
-        bias_term = ly.bias and (" + " .. ty.w_to_acc(wptr(ly.name, "b") .. "[row]")) or "",
-      }))
+      v.S, v.CH, v.ITER, v.B, v.count_at, v.part_at = S, CH, common.ceil_div(CH, 32), B, count_at, part_at
+      shapes[#shapes + 1] = ly.name .. ": " .. v.shape
+      bodies[#bodies + 1] = fc_source(common.typed({}, v))
     elseif ph.op == "softmax" then
       shapes[#shapes + 1] = ly.name .. ": softmax over " .. ph.E
       bodies[#bodies + 1] = softmax_source(common.typed({}, { layer = ly.name, E = ph.E, load = loader(ph.ins[1]), FULL = FULL,
