@@ -815,10 +815,9 @@ static void gpu_names(const cg_run_nets *gn, char *buf, size_t n)
 /* check: one GPU run's layers (gl) and predictions (gp) against the CPU
  * reference's (cl, cp), printed; nonzero when any is beyond its tolerance. The
  * heading says which path ran: the per-layer kernels or the whole-network kernel. */
-static int check_compare(const cg_job *jb, const cg_run_nets *gnp, const char *fatbin, float *const *gl,
+static int check_compare(const cg_job *jp, const cg_run_nets *gnp, const char *fatbin, float *const *gl,
                          float *const *cl, const int *gp, const int *cp)
 {
-    const cg_job *jp = jb;
     const cg_spec *s = jp->s;
     int bad = 0;
     char where[1024];
