@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""latency.py — whole networks at small batches: convgen beside PyTorch FP32.
+"""latency.py — whole networks at small batches: convgen beside PyTorch FP32 (or another precision).
 
 Run on a GPU machine with PyTorch, from the repository root, after `make`:
 
     python3 bench/latency.py [SPEC...] [--batches 1,8,64,256,1000] [--repeat R]
                              [--convgen build/convgen] [--baseline OTHER_CONVGEN]
                              [--compile-batches 1] [--compile-modes reduce-overhead,max-autotune]
-                             [--host-latency] [--dry-run]
+                             [--host-latency] [--precision fp32|tf32|bf16|fp16] [--dry-run]
 
 With no SPEC, the three course networks. For every spec and batch size it prints:
 
@@ -27,6 +27,15 @@ With no SPEC, the three course networks. For every spec and batch size it prints
   * With --host-latency, at batch 1: PyTorch's host path as an application would
     take it (a NumPy uint8 array to a CUDA tensor, scaled, the graph replayed,
     argmax, back to the host), wall clock p50 over R calls.
+
+With --precision P (not fp32): convgen runs a copy of each spec with `precision: P`
+(written beside it as .prec-P-NAME.yaml and removed after; its baseline the same
+copy), and PyTorch at that precision: tf32 with cuDNN's and cuBLAS's TF32 flags on;
+bf16 and fp16 with the model's weights and the input in that type, channels-last
+(cuDNN's fast layout for 16-bit convolutions). The work is then also given as a
+fraction of the card's dense tensor-core peak for P (SMs x 4096 FLOP a clock for
+bf16 and fp16, 2048 for tf32, x the max SM clock; 1070 TFLOP/s bf16 on an H200 at
+1980 MHz), beside the FP32 FMA peak.
 
 Then: best PyTorch time over convgen's GPU time (the speed-up) and the work as
 GFLOP/s beside the FP32 FMA peak (small batches are bound by reading weights, so
@@ -92,19 +101,64 @@ def run_convgen(convgen, spec, batch, repeat):
             j.get("graph_replays"), "whole" if j.get("whole") else "layers")
 
 
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+# dense tensor-core FLOP a clock an SM (Hopper; an A100's are half these)
+TENSOR_FLOP_PER_CLOCK = {"tf32": 2048, "bf16": 4096, "fp16": 4096}
+
+
+def precision_spec(path, precision):
+    """A copy of spec `path` with `precision: P` (replacing any precision line at the top
+    level), beside it so that relative paths in it still resolve; the caller removes it."""
+    with open(path) as f:
+        lines = [l for l in f.read().splitlines() if not l.startswith("precision:")]
+    out, done = [], False
+    for line in lines:
+        out.append(line)
+        if not done and line.startswith("network:"):
+            out.append(f"precision: {precision}")
+            done = True
+    if not done:
+        raise compare.SpecError(f"{path}: no top-level 'network:' line to put the precision after")
+    copy = os.path.join(os.path.dirname(path) or ".", f".prec-{precision}-{os.path.basename(path)}")
+    with open(copy, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return copy
+
+
+def tensor_peak(torch, precision):
+    """Dense tensor-core TFLOP/s of device 0 at `precision` (None for fp32)."""
+    if precision not in TENSOR_FLOP_PER_CLOCK:
+        return None
+    p = torch.cuda.get_device_properties(0)
+    fp32, _ = compare.fp32_peak(torch)
+    lanes = 64 if (p.major, p.minor) in ((6, 0), (7, 0), (7, 5), (8, 0)) else 128
+    mhz = fp32 * 1e12 / (p.multi_processor_count * lanes * 2) / 1e6
+    per = TENSOR_FLOP_PER_CLOCK[precision] // (2 if p.major < 9 else 1)
+    return p.multi_processor_count * per * mhz * 1e6 / 1e12
+
+
 class Torch:
-    def __init__(self, repeat):
+    def __init__(self, repeat, precision="fp32"):
         import torch
         import torch.nn as nn
         if not torch.cuda.is_available():
             raise RuntimeError("no CUDA device for PyTorch")
-        self.torch, self.nn, self.repeat = torch, nn, repeat
+        self.torch, self.nn, self.repeat, self.precision = torch, nn, repeat, precision
         torch.backends.cudnn.benchmark = True
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = precision == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+        self.dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
 
     def model(self, layers):
-        return compare.build_model(self.torch, layers)[0]
+        m = compare.build_model(self.torch, layers)[0]
+        if self.dtype is not None:
+            m = m.to(dtype=self.dtype, memory_format=self.torch.channels_last)
+        return m
+
+    def input(self, x):
+        if self.dtype is not None:
+            return x.to(dtype=self.dtype).contiguous(memory_format=self.torch.channels_last)
+        return x
 
     def timed(self, fn, warmup=10):
         torch = self.torch
@@ -137,7 +191,7 @@ class Torch:
     def measure(self, layers, spec, batch, modes):
         torch = self.torch
         m = self.model(layers)
-        x = torch.rand(batch, spec["C"], spec["H"], spec["W"], device="cuda")
+        x = self.input(torch.rand(batch, spec["C"], spec["H"], spec["W"], device="cuda"))
         res = {}
         with torch.inference_mode():
             res["eager"] = self.timed(lambda: m(x))
@@ -191,6 +245,8 @@ def main():
     ap.add_argument("--compile-modes", default="reduce-overhead",
                     help="torch.compile modes, comma-separated (reduce-overhead, max-autotune, ...)")
     ap.add_argument("--host-latency", action="store_true")
+    ap.add_argument("--precision", default="fp32", choices=PRECISIONS,
+                    help="convgen's spec precision and PyTorch's (default fp32)")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
     try:
@@ -224,22 +280,25 @@ def main():
                 print("  " + " ".join(convgen_cmd(a.convgen, path, b, a.repeat, "RUN.json")))
         return 0
     try:
-        t = Torch(a.repeat)
+        t = Torch(a.repeat, a.precision)
     except (ImportError, RuntimeError) as err:
         print(f"latency.py: {err}", file=sys.stderr)
         return 4
     peak, peak_text = compare.fp32_peak(t.torch)  # TFLOP/s
+    tpeak = tensor_peak(t.torch, a.precision)
     print(f"device: {peak_text}; PyTorch {t.torch.__version__}, cuDNN {t.torch.backends.cudnn.version()}; "
-          f"times in µs")
+          f"precision {a.precision}" + (f" (dense tensor peak {tpeak:.0f} TFLOP/s)" if tpeak else "")
+          + "; times in µs")
     rows, failed = [], 0
     for path, spec, layers in loaded:
         if a.host_latency:
             print(f"{spec['name']}: PyTorch host path at batch 1 (uint8 NumPy -> graph -> argmax -> host): "
                   f"p50 {t.host_latency(layers, spec) * 1e3:.1f} µs")
+        run_path = precision_spec(path, a.precision) if a.precision != "fp32" else path
         for b in batches:
             try:
-                cg = run_convgen(a.convgen, path, b, a.repeat)
-                base = run_convgen(a.baseline, path, b, a.repeat) if a.baseline else None
+                cg = run_convgen(a.convgen, run_path, b, a.repeat)
+                base = run_convgen(a.baseline, run_path, b, a.repeat) if a.baseline else None
             except RuntimeError as err:
                 print(f"latency.py: {err}", file=sys.stderr)
                 failed = 1
@@ -252,14 +311,18 @@ def main():
                   f"{fmt(cg[1])}), eager {pt['eager'] * 1e3:.1f}, graph {pt['graph'] * 1e3:.1f}"
                   + "".join(f", {k[8:]} {v * 1e3:.1f}" for k, v in pt.items() if k.startswith("compile:"))
                   + (f", baseline {base[0] * 1e3:.1f}" if base else ""), flush=True)
+        if run_path != path:
+            os.remove(run_path)
     print()
-    print("| network | batch | convgen GPU µs | host p50 / p90 / p99 µs | GFLOP/s (% FP32 peak) | "
+    print("| network | batch | convgen GPU µs | host p50 / p90 / p99 µs | GFLOP/s (% FP32 peak"
+          + (f"; % {a.precision} tensor peak" if tpeak else "") + ") | "
           "baseline convgen µs | PyTorch eager | CUDA graph | torch.compile | best PyTorch / convgen |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, b, cg, base, pt, best, gf in rows:
         rate = gf / (cg[0] / 1e3)
         print(f"| {name} | {b} | {cg[0] * 1e3:.1f} | {fmt(cg[1])} / {fmt(cg[2])} / {fmt(cg[3])} | "
-              f"{rate:.0f} ({100 * rate / (peak * 1e3):.2f} %) | {fmt(base[0]) if base else '-'} | "
+              f"{rate:.0f} ({100 * rate / (peak * 1e3):.2f} %"
+              + (f"; {100 * rate / (tpeak * 1e3):.2f} %" if tpeak else "") + f") | {fmt(base[0]) if base else '-'} | "
               f"{pt['eager'] * 1e3:.1f} | {pt['graph'] * 1e3:.1f} | {fmt(pt.get('compile'))} | "
               f"{best / cg[0]:.2f}x |")
     return failed

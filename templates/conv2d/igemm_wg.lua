@@ -29,6 +29,15 @@
 -- test_emulate, or a PTX build for a later GPU) the same buffers are multiplied by
 -- plain FMAs: correct, slow, and never chosen for such a target.
 -- Measured on an H100 (2026-11-27, bench/journal/2026-11.md).
+--
+-- 16-bit tensors (precision bf16 or fp16): the operands are staged as they are
+-- stored, 2 bytes an element, and multiplied once (wgmma m64nNk16 with BF16 or FP16
+-- operands, FP32 accumulation straight into the running sum: no split, no second
+-- set of accumulators). A core matrix is then 8 rows x 8 reduction rows, the same
+-- 128 bytes as FP32's 8 x 4, so the buffers, descriptors and the steps between
+-- them are FP32's, a k16 step taking the place of two k8 steps; a thread gathers
+-- eight reduction rows of a column (16 bytes) where FP32's gathers four. Slices
+-- are a multiple of 16 rows.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -36,7 +45,7 @@ local igemm = import("lib/igemm")
 
 local T = {}
 
-T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32: FP32 accuracy), operands in shared memory; sm_90 (as sm_90a)"
+T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32: FP32 accuracy; one BF16/FP16 product for 16-bit tensors), operands in shared memory; sm_90 (as sm_90a)"
 
 -- Most registers the accumulators and a slice's prefetch may want (ADDRESSING
 -- more go to pointers, masks and loop state; an H100 build of a 56-map tile with
@@ -45,17 +54,44 @@ local REG_BUDGET = 200
 local ADDRESSING = 40
 
 
+-- The default tile of 16-bit layers (bm, bn, wgs, bk). Their products take a sixth of
+-- 3xTF32's tensor-core time, so the gather bounds them and a deeper map tile (each
+-- gathered element feeding more maps) pays: up to 64 maps, one block row of them,
+-- one warpgroup of 128 columns and slices of 64; up to 255, 128-map rows over two
+-- warpgroups of 256 columns (slices of 32, of 16 with several rows: the map tests'
+-- registers); M a multiple of 256, one row of 256 maps over 64 columns, slices of 16
+-- (the accumulators take 128 registers). Measured on an H200 in bf16 at 10,000 images
+-- (bench/RESULTS.md, 2026-11-29): a 64-map 3x3 layer on 32x32 115 TFLOP/s against
+-- 102 with 32-deep slices and 73 with bm=128; 128 maps on 16x16 175 against 106 at
+-- bm=64 and 153 on one warpgroup; 256 maps on 8x8 144 against 128 at bm=128.
+local function half_tile(l)
+  if l.M <= 64 then return common.wgmma_rows_tile(l, 1), 128, 1, 64 end
+  if l.M % 256 == 0 then return 256, 64, 1, 16 end
+  local rows = common.ceil_div(l.M, 128)
+  return common.wgmma_rows_tile(l, rows), 256, 2, rows > 1 and 16 or 32
+end
+
+local bm_param = common.wgmma_bm_param()
+local bm_fp32 = bm_param.default
+bm_param.default = function(l)
+  if common.half_dtype(l) then return (half_tile(l)) end
+  return bm_fp32(l)
+end
+
 T.params = {
-  common.wgmma_bm_param(),
+  bm_param,
   { name = "bn", doc = "output pixels (columns) per block tile: wgs warpgroups of mt m64 tiles each",
     legal = function(_) return { 128, 256, 64, 512 } end,
-    default = function(_) return 128 end },
+    default = function(l) return common.half_dtype(l) and select(2, half_tile(l)) or 128 end },
   { name = "wgs", doc = "warpgroups (128 threads each) a block",
     legal = function(_) return { 1, 2 } end,
-    default = function(_) return 1 end },
-  { name = "bk", doc = "reduction rows of one slice, a multiple of 8 (offsets from a table)",
-    legal = function(_) return { 16, 8, 24, 32, 40, 48, 56, 64 } end,
-    default = function(_) return 16 end },
+    default = function(l) return common.half_dtype(l) and select(3, half_tile(l)) or 1 end },
+  { name = "bk", doc = "reduction rows of one slice, a multiple of 8 (of 16 for 16-bit tensors; offsets from a table)",
+    legal = function(l)
+      if common.half_dtype(l) then return { 32, 16, 48, 64 } end
+      return { 16, 8, 24, 32, 40, 48, 56, 64 }
+    end,
+    default = function(l) return common.half_dtype(l) and select(4, half_tile(l)) or 16 end },
   -- (padded layers: 1, since 2 of 23 random padded shapes spilled 4-12 bytes under occ=3's
   -- cap, which the estimate does not foresee; occ=1 took the same time as occ=3 on zoo-alex
   -- conv2 and zoo-awkward conv4, an H100, 2026-11-27)
@@ -81,23 +117,27 @@ local function shape(l, p)
   s.KK = l.K * l.K
   s.R = l.C * s.KK
   s.threads = 128 * p.wgs
+  -- 16-bit operands ("bf16" or "f16"): one k16 product, 8 reduction rows a core-matrix row
+  s.half = common.half_dtype(l)
+  s.EL = s.half and 8 or 4            -- reduction rows in a core matrix's 16-byte row
+  s.ES = s.half and 2 or 4            -- bytes an element in the buffers
   s.MT = p.bn // (64 * p.wgs)         -- m64 tiles of a warpgroup
   s.NPX = math.max(p.bn // s.threads, 1)   -- columns a thread gathers (bn < threads: two threads a column)
-  s.AI = s.MT * p.bk // 8             -- its quads (4 reduction rows of one column) a slice
-  s.BQ = p.bm * p.bk // 4             -- weight quads of a slice
+  s.AI = s.MT * p.bk // (2 * s.EL)    -- its units (EL reduction rows of one column) a slice
+  s.BQ = p.bm * p.bk // s.EL          -- weight units of a slice
   s.BI = common.ceil_div(s.BQ, s.threads)
   s.slices = common.ceil_div(s.R, p.bk)
   s.pad0 = s.slices * p.bk - s.R      -- the first slice's zero rows
   s.NR = p.bm // 2                    -- accumulators of one m64 tile a thread
-  s.A, s.B = p.bk * p.bn, p.bk * p.bm -- floats of one operand's half in a buffer
-  s.BUF = 2 * (s.A + s.B)
+  s.A, s.B = p.bk * p.bn, p.bk * p.bm -- elements of one operand (one part of it, split) in a buffer
+  s.BUF = (s.half and 1 or 2) * (s.A + s.B)
   s.ER = p.bn + 4                     -- row stride of the staged tile
-  s.smem = 4 * math.max(2 * s.BUF, p.bm * s.ER)
+  s.smem = math.max(s.ES * 2 * s.BUF, 4 * p.bm * s.ER)
   s.const_bytes = 4 * (s.KK + p.bk) * (g.padded and 2 or 1)
   s.ETM = p.bm * p.bn // (4 * s.threads)
   -- (several block rows of maps: the row's first map and the map tests, 4 more; a 56-map
   -- tile in four rows spilled at 168 on an H100)
-  s.regs = 2 * s.MT * s.NR + math.max(s.MT * p.bk // 2, 4 * s.BI) + ADDRESSING
+  s.regs = (s.half and 1 or 2) * s.MT * s.NR + math.max(s.MT * p.bk // 2, s.EL * s.BI) + ADDRESSING
     + (common.ceil_div(l.M, p.bm) > 1 and 4 or 0)
   return s
 end
@@ -106,8 +146,16 @@ function T.check(l, p)
   local why_g = common.refuse_groups(l, "conv2d_igemm_wg")
   if why_g then return why_g, nil end
   local s = shape(l, p)
-  local why0, blame0 = common.check_wgmma(l, p, "conv2d_igemm_wg")
+  local why0, blame0 = common.check_wgmma(l, p, "conv2d_igemm_wg", true)
   if why0 then return why0, blame0 end
+  if s.half then
+    local t = common.types(l)
+    if t.in_t ~= t.w_t then
+      return string.format("conv2d_igemm_wg multiplies operands of one type: the input is %s, the weights %s",
+        t.in_t, t.w_t), nil
+    end
+    if p.bk % 16 ~= 0 then return string.format("bk=%d: 16-bit wgmma reduces 16 rows at a time", p.bk), "bk" end
+  end
   if s.MT ~= 1 and s.MT ~= 2 and s.MT ~= 4 then
     return string.format("bn=%d over %d warpgroup%s is %d m64 tiles each; 1, 2 or 4 are served", p.bn, p.wgs,
       p.wgs > 1 and "s" or "", s.MT), "bn"
@@ -131,16 +179,17 @@ function T.check(l, p)
 end
 
 -- The cost model: three TF32 products a multiply-add on tensor cores at about
--- four times FFMA's rate each, over the padded tile (maps to bm, reduction to
--- whole slices), or the gather, which issues about ten instructions an element
--- and feeds bm maps, when that is longer; resident warpgroups hide one another's.
+-- four times FFMA's rate each (16-bit operands: one product at twice TF32's
+-- rate), over the padded tile (maps to bm, reduction to whole slices), or the
+-- gather, which issues about ten instructions an element and feeds bm maps, when
+-- that is longer; resident warpgroups hide one another's.
 function T.cost(l, p)
   local s = shape(l, p)
   local blocks = common.ceil_div(common.cost.images(l) * s.COLS, p.bn) * common.ceil_div(l.M, p.bm)
   local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
   if conc == 0 then return math.huge end
   local depth = s.slices * p.bk
-  local tensor = seq * p.bm * p.bn * depth * 3 / (4 * common.cost.FMA_PER_CLOCK)
+  local tensor = seq * p.bm * p.bn * depth * (s.half and 1 / 8 or 3 / 4) / common.cost.FMA_PER_CLOCK
   local gather = seq * (p.bn + p.bm) * depth * 10 / (4 * 32) / common.cost.busy(conc, s.threads, 2)
   return math.max(tensor, gather) * common.cost.spills(squeezed)
 end
@@ -148,9 +197,15 @@ end
 local source = engine.compile([=[
 // GEMM view: (N*{{COLS}}) columns x {{M}} maps, reduced over C*K*K = {{R}} in {{S}} slices of {{BK}}
 // ({{pad0 > 0 and string.format("the first short: its rows 0 .. %d zeros", pad0 - 1) or "none short"}}); block tile {{BN}} columns x {{BM}} maps, {{WGS}} warpgroup{{WGS > 1 and "s" or ""}} of
+% if half then
+// {{MT}} m64 tiles, {{NT}} threads. Products: wgmma.mma_async m64n{{BM}}k16 {{wt}}, FP32 accumulation.
+// Shared memory (dynamic, {{smem}} B): two buffers, each A [{{BK // 8}}][{{BN // 8}}][8][8] (columns) and
+// B [{{BK // 8}}][{{BM // 8}}][8][8] (maps): core matrices of 8 rows x 8 reduction rows; the block's
+% else
 // {{MT}} m64 tiles, {{NT}} threads. Products: wgmma.mma_async m64n{{BM}}k8 TF32, 3xTF32 (big*big, big*small, small*big).
 // Shared memory (dynamic, {{smem}} B): two buffers, each A hi, A lo [{{BK // 4}}][{{BN // 8}}][8][4] (columns) and
 // B hi, B lo [{{BK // 4}}][{{BM // 8}}][8][4] (maps): core matrices of 8 rows x 4 reduction rows; the block's
+% end
 // tile staged as es[{{BM}}][{{ER}}] for the epilogue.
 // Slice s: reduction index r = s*{{BK}} + k - {{pad0}} lies {{xof}} elements plus
 // tab[{{e0}} + k] from its column's base, tab[i] = (i / {{KK}})*{{H * W}} + ((i % {{KK}}) / {{K}})*{{W}} + i % {{K}}
@@ -162,7 +217,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
 {{head}}
 {
-    extern __shared__ {{vec_t(stage_t, 4)}} smem4[];
+    extern __shared__ float4 smem4[];
     {{stage_t}}* const sm = reinterpret_cast<{{stage_t}}*>(smem4);
     const int tid = threadIdx.x;
     const int lane = tid & 31, wq = (tid >> 5) & 3, wg = tid >> 7;   // warp in its warpgroup, warpgroup
@@ -205,9 +260,9 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % end
     }
 
-    // a slice in registers: quad i of this thread is column slot i % {{NPX}}, reduction rows
-    // 4*({{QX}}) .. +3
-    {{stage_t}} xr[{{AI}}][4];
+    // a slice in registers: unit i of this thread is column slot i % {{NPX}}, reduction rows
+    // {{EL}}*({{QX}}) .. +{{EL - 1}}
+    {{stage_t}} xr[{{AI}}][{{EL}}];
     // first: s is the first slice, the short one (a literal at every call: the main loop's loads
     // carry no row test)
     auto fetch_x = [&](int s, bool first) {
@@ -222,20 +277,24 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #pragma unroll
         for (int i = 0; i < {{AI}}; i++) {
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int r = 4 * ({{QX}}) + e;
+            for (int e = 0; e < {{EL}}; e++) {
+                const int r = {{EL}} * ({{QX}}) + e;
 % if padded then
                 const int pq = {{name}}_pq[e0 + r];
                 const bool ok = (!first || r >= {{pad0}}) && ((rm[i % {{NPX}}] >> (pq >> 6)) & (cm[i % {{NPX}}] >> (pq & 63)) & 1);
 % else
                 const bool ok = !first || r >= {{pad0}};
 % end
+% if half then
+                xr[i][e] = ok ? __ldg(xp[i % {{NPX}}] + {{name}}_tab[e0 + r]) : {{stage_t}}{0};
+% else
                 xr[i][e] = ok ? {{to_acc("__ldg(xp[i % " .. NPX .. "] + " .. name .. "_tab[e0 + r])")}} : 0.0f;
+% end
             }
         }
     };
-    // the slice's weights: quad i of this thread is u = tid + {{NT}}*i, map u % {{BM}}, rows 4*(u / {{BM}}) .. +3
-    {{stage_t}} wr[{{BI}}][4];
+    // the slice's weights: unit i of this thread is u = tid + {{NT}}*i, map u % {{BM}}, rows {{EL}}*(u / {{BM}}) .. +{{EL - 1}}
+    {{stage_t}} wr[{{BI}}][{{EL}}];
     auto fetch_w = [&](int s, bool first) {
         const {{w_t}}* wp = w_arg + {{wso}} + m0;
         asm("" : "+l"(wp));
@@ -244,13 +303,28 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             const int u = tid + i * {{NT}};
             const int m = u % {{BM}}, q = u / {{BM}};
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int r = 4 * q + e;
+            for (int e = 0; e < {{EL}}; e++) {
+                const int r = {{EL}} * q + e;
                 const bool ok = {{wok}};
+% if half then
+                wr[i][e] = ok ? __ldg(wp + r * {{M}} + m) : {{stage_t}}{0};
+% else
                 wr[i][e] = ok ? {{w_to_acc("__ldg(wp + r * " .. M .. " + m)")}} : 0.0f;
+% end
             }
         }
     };
+% if half then
+    // eight 16-bit values as they are, one 16-byte store
+    auto put = []({{stage_t}}* at, const {{stage_t}} (&v)[8]) {
+        unsigned u[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) u[k] = (unsigned)v[2 * k].x | ((unsigned)v[2 * k + 1].x << 16);
+        float4 q;
+        memcpy(&q, u, 16);
+        *reinterpret_cast<float4*>(at) = q;
+    };
+% else
     // each value as its TF32 part (truncated) and the remainder (lib/common.lua), 16 bytes a store
     auto put = []({{stage_t}}* hi, {{stage_t}}* lo, const {{stage_t}} (&v)[4]) {
         {{vec_t(stage_t, 4)}} h, l;
@@ -261,17 +335,18 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         *reinterpret_cast<{{vec_t(stage_t, 4)}}*>(hi) = h;
         *reinterpret_cast<{{vec_t(stage_t, 4)}}*>(lo) = l;
     };
+% end
     auto stash_x = [&](int b) {
         {{stage_t}}* const a = sm + b * {{BUF}};
 #pragma unroll
         for (int i = 0; i < {{AI}}; i++) {
             const int c = {{CX}} + (i % {{NPX}}) * {{NT}}, q = {{QX}};
-            {{stage_t}}* const at = a + (q * {{BN // 8}} + c / 8) * 32 + (c % 8) * 4;
-            put(at, at + {{A}}, xr[i]);
+            {{stage_t}}* const at = a + (q * {{BN // 8}} + c / 8) * {{8 * EL}} + (c % 8) * {{EL}};
+            put(at, {{half and "" or ("at + " .. A .. ", ")}}xr[i]);
         }
     };
     auto stash_w = [&](int b) {
-        {{stage_t}}* const a = sm + b * {{BUF}} + {{2 * A}};
+        {{stage_t}}* const a = sm + b * {{BUF}} + {{BOFF}};
 #pragma unroll
         for (int i = 0; i < {{BI}}; i++) {
             const int u = tid + i * {{NT}};
@@ -279,8 +354,8 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             if (u >= {{BQ}}) break;
 % end
             const int m = u % {{BM}}, q = u / {{BM}};
-            {{stage_t}}* const at = a + (q * {{BM // 8}} + m / 8) * 32 + (m % 8) * 4;
-            put(at, at + {{B}}, wr[i]);
+            {{stage_t}}* const at = a + (q * {{BM // 8}} + m / 8) * {{8 * EL}} + (m % 8) * {{EL}};
+            put(at, {{half and "" or ("at + " .. B .. ", ")}}wr[i]);
         }
     };
     // slice s into buffer b: its input elements, then its weights (each set of registers free
@@ -292,6 +367,16 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         stash_w(b);
     };
 
+% if half then
+    // cf: the running sum, the products added to it on the tensor cores. Tile t of this
+    // warpgroup, register r: column 64*({{MT}}*wg + t) + 16*wq + lane/4 + 8*((r >> 1) & 1),
+    // map 8*(r >> 2) + 2*(lane & 3) + (r & 1)
+    {{acc_t}} cf[{{MT}}][{{NR}}];
+#pragma unroll
+    for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+        for (int r = 0; r < {{NR}}; r++) cf[t][r] = 0.0f;
+% else
     // cf: the running sum; sl: one slice's products. Tile t of this warpgroup, register r:
     // column 64*({{MT}}*wg + t) + 16*wq + lane/4 + 8*((r >> 1) & 1), map 8*(r >> 2) + 2*(lane & 3) + (r & 1)
     {{acc_t}} cf[{{MT}}][{{NR}}], sl[{{MT}}][{{NR}}];
@@ -299,27 +384,71 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     for (int t = 0; t < {{MT}}; t++)
 #pragma unroll
         for (int r = 0; r < {{NR}}; r++) cf[t][r] = 0.0f, sl[t][r] = 0.0f;
+% end
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     // descriptors of no-swizzle K-major operands: start address / 16, the distance between
     // core matrices along the reduction (leading) and along the rows (stride), in 16 bytes
     const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);
     auto wgmma = []({{acc_t}} (&d)[{{NR}}], unsigned long long da, unsigned long long db, int acc) {
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 2}}, 0;\n"
+% if half then
+            "wgmma.mma_async.sync.aligned.m64n{{BM}}k16.f32.{{wt}}.{{wt}} {{dregs}}, %{{NR}}, %{{NR + 1}}, p, 1, 1, 0, 0;\n}\n"
+% else
             "wgmma.mma_async.sync.aligned.m64n{{BM}}k8.f32.tf32.tf32 {{dregs}}, %{{NR}}, %{{NR + 1}}, p, 1, 1;\n}\n"
+% end
             : {{douts}}
             : "l"(da), "l"(db), "r"(acc));
     };
 #endif
+% if half then
+    // cf += the slice in buffer b
+    auto multiply = [&](int b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int k = 0; k < {{BK // 16}}; k++) {
+            const unsigned long long bh = d0 + {{adesc_b}} + b * {{BUF16}} + k * {{2 * BM}};
+#pragma unroll
+            for (int t = 0; t < {{MT}}; t++)
+                wgmma(cf[t], d0 + {{adesc_a}} + b * {{BUF16}} + k * {{2 * BN}} + ({{MT}} * wg + t) * 64, bh, 1);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#else
+        // without wgmma: each accumulator plus a dot product of the buffer's values, in FP32
+        const {{stage_t}}* const a = sm + b * {{BUF}};
+#pragma unroll 1
+        for (int t = 0; t < {{MT}}; t++)
+#pragma unroll 1
+            for (int r = 0; r < {{NR}}; r++) {
+                const int c = 64 * ({{MT}} * wg + t) + 16 * wq + (lane >> 2) + 8 * ((r >> 1) & 1);
+                const int m = 8 * (r >> 2) + 2 * (lane & 3) + (r & 1);
+                {{acc_t}} v = 0.0f;
+#pragma unroll 1
+                for (int k = 0; k < {{BK}}; k++) {
+                    const int ao = ((k >> 3) * {{BN // 8}} + c / 8) * 64 + (c % 8) * 8 + (k & 7);
+                    const int bo = {{A}} + ((k >> 3) * {{BM // 8}} + m / 8) * 64 + (m % 8) * 8 + (k & 7);
+                    v = fmaf({{to_acc("a[ao]")}}, {{to_acc("a[bo]")}}, v);
+                }
+                cf[t][r] += v;
+            }
+#endif
+    };
+    auto land = [&]() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+    };
+% else
     // sl = the slice in buffer b (its first products onto zero)
     auto multiply = [&](int b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int k = 0; k < {{BK // 8}}; k++) {
-            const unsigned long long bh = d0 + {{adesc_b}} + b * {{BUF // 4}} + k * {{2 * BM}};
+            const unsigned long long bh = d0 + {{adesc_b}} + b * {{BUF16}} + k * {{2 * BM}};
 #pragma unroll
             for (int t = 0; t < {{MT}}; t++) {
-                const unsigned long long ah = d0 + {{adesc_a}} + b * {{BUF // 4}} + k * {{2 * BN}} + ({{MT}} * wg + t) * 64;
+                const unsigned long long ah = d0 + {{adesc_a}} + b * {{BUF16}} + k * {{2 * BN}} + ({{MT}} * wg + t) * 64;
                 wgmma(sl[t], ah + {{A // 4}}, bh, k > 0);   // small * big
                 wgmma(sl[t], ah, bh + {{B // 4}}, 1);         // big * small
                 wgmma(sl[t], ah, bh, 1);                    // big * big
@@ -355,6 +484,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #pragma unroll
             for (int r = 0; r < {{NR}}; r++) cf[t][r] += sl[t][r];
     };
+% end
     // the tensor cores read shared memory through the async proxy: ordinary stores fenced before the barrier
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define {{name}}_FENCE() asm volatile("fence.proxy.async.shared::cta;" ::: "memory")
@@ -381,7 +511,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     // the block's tile through shared memory (over the buffers, read by now): es[map][column],
     // then each thread takes {{ETM}} maps x 4 columns of it
 % -- es: the accumulators over the stage (stage_t is acc_t: see kernel())
-    {{acc_t}}* const es = sm;
+    {{acc_t}}* const es = reinterpret_cast<{{acc_t}}*>(smem4);
 #pragma unroll
     for (int t = 0; t < {{MT}}; t++)
 #pragma unroll
@@ -459,7 +589,9 @@ function T.kernel(l, p)
     pooled = s.pooled, padded = g.padded, STR = g.S, pt = g.pt, pl = g.pl,
     mtype = l.K > 32 and "unsigned long long" or "unsigned", one = l.K > 32 and "1ull" or "1u",
     dregs = "{" .. table.concat(dregs, ", ") .. "}", douts = table.concat(douts, ", "),
-    adesc_a = desc_bits(p.bn), adesc_b = string.format("%s + %d", desc_bits(p.bm), 2 * s.A // 4),
+    adesc_a = desc_bits(p.bn), adesc_b = string.format("%s + %d", desc_bits(p.bm), (s.half and 1 or 2) * s.A * s.ES // 16),
+    -- 16-bit operands: their PTX type; the buffer in 16-byte units, B's offset in it in elements
+    half = s.half ~= nil, wt = s.half, EL = s.EL, BUF16 = s.BUF * s.ES // 16, BOFF = (s.half and 1 or 2) * s.A,
     wok = #wok > 0 and table.concat(wok, " && ") or "true",
     -- conv2d_igemm's epilogue
     bias = l.bias, vec = s.P % 4 == 0, mguard = mguard, actname = act,
@@ -469,11 +601,12 @@ function T.kernel(l, p)
   for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, true)) do v[k] = x end
   common.typed(l, v)
   -- the operands' stage: FP32 values split into a TF32 part and its remainder
-  -- (3xTF32), whatever the tensors hold: the accumulator's type
-  v.stage_t = v.acc_t
+  -- (3xTF32), the accumulator's type; 16-bit tensors' values as they are stored
+  v.stage_t = s.half and v.in_t or v.acc_t
   v.epilogue = s.pooled and igemm.epilogue(v) or ""
   local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
   k.const_bytes = s.const_bytes
+  if s.half then k.precision = l.precision end
   return k
 end
 

@@ -258,8 +258,18 @@ function planner.auto_strategy(l)
       "the target has TF32 tensor cores (sm_%d), C = %d >= %d and M = %d >= %d", cc, l.C, planner.AUTO_TF32_MIN_C,
       l.M, planner.AUTO_TF32_MIN_M)
   end
-  -- bf16 and fp16: the same rule (one m16n8k16 product a tile on 16-bit operands;
-  -- the wgmma templates refuse 16-bit tensors); not yet timed on a GPU
+  -- bf16 and fp16: igemm_wg where the target is sm_90a and the layer is one for
+  -- wgmma (C >= 16, stride 1, a conv output of 9 pixels or more) with M >= 16: one
+  -- m64nNk16 product of 16-bit operands staged as they are stored; elsewhere the
+  -- rule above (one m16n8k16 product a tile; planes refuses 16-bit tensors)
+  if (l.precision == "bf16" or l.precision == "fp16") and wgmma_layer(l, common.conv_geom(l))
+      and l.M >= planner.AUTO_TF32_MIN_M
+      and pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
+    local g = common.conv_geom(l)
+    return "conv2d_igemm_wg", string.format("auto: igemm_wg, since precision is %s (one m64nNk16 product of " ..
+      "16-bit operands), the target is sm_90 (built as sm_90a: wgmma), C = %d >= %d, M = %d >= %d, stride 1 " ..
+      "and a %dx%d conv output", l.precision, l.C, planner.AUTO_TC_MIN_C, l.M, planner.AUTO_TF32_MIN_M, g.CH, g.CW)
+  end
   if (l.precision == "bf16" or l.precision == "fp16") and cc >= 80 and l.C >= planner.AUTO_TF32_MIN_C
       and l.M >= planner.AUTO_TF32_MIN_M
       and pcall(resolve, import("conv2d_igemm_tc"), "conv2d_igemm_tc", l, nil, nil) then
