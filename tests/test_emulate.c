@@ -367,19 +367,21 @@ static unsigned long long body_hash(const char *src)
  * as an argument, or as an argument transposed to (rest x rows); in the kernel's
  * weight type dt (a 16-bit one converted as the runtime converts it,
  * cg_weights_narrowed). *owned: whether the caller frees the result. */
-static void *place(void *so, cg_place where, const char *sym, const cg_tensor *t, long long rows, cg_dtype dt,
-                   int *ok, int *owned)
+static void *place(void *so, cg_place where, int wtaps, const char *sym, const cg_tensor *t, long long rows,
+                   cg_dtype dt, int *ok, int *owned)
 {
     *ok = 1, *owned = 0;
     if (where == CG_PLACE_NONE || !t) return NULL;
     const float *src = t->data;
     float *tr = NULL;
-    if (where == CG_PLACE_ARG_T) {
-        long long rest = t->count / rows;
+    if (where == CG_PLACE_ARG_T || where == CG_PLACE_ARG_TAPS) {
+        /* (rows x C x taps) -> (taps x C x rows); transposed: taps 1 */
+        long long taps = where == CG_PLACE_ARG_TAPS ? wtaps : 1, c = t->count / (rows * taps);
         tr = malloc((size_t)t->count * sizeof(float));
         if (!tr) return *ok = 0, NULL;
         for (long long m = 0; m < rows; m++)
-            for (long long r = 0; r < rest; r++) tr[r * rows + m] = t->data[m * rest + r];
+            for (long long ch = 0; ch < c; ch++)
+                for (long long k = 0; k < taps; k++) tr[(k * c + ch) * rows + m] = t->data[(m * c + ch) * taps + k];
         src = tr;
     }
     void *data = (void *)src;
@@ -693,8 +695,8 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
             rows = l->op == CG_OP_CONV ? l->M : l->op == CG_OP_BATCHNORM ? l->C : l->out;
         }
         int okw, okb, ownw, ownb;
-        void *wa = place(so, mk->wplace, mk->wsym, tw, rows, mk->wdtype, &okw, &ownw);
-        void *ba = place(so, mk->bplace, mk->bsym, tb, rows, mk->wdtype, &okb, &ownb);
+        void *wa = place(so, mk->wplace, mk->wtaps, mk->wsym, tw, rows, mk->wdtype, &okw, &ownw);
+        void *ba = place(so, mk->bplace, 0, mk->bsym, tb, rows, mk->wdtype, &okb, &ownb);
         CHECK(okw && okb, "%s: %s: weights not placed", spec_path, mk->name);
         /* arguments by role: 2 to 7 pointers (inputs, out, weights, bias), then n */
         void *a[7] = {0};

@@ -10,7 +10,8 @@
 #    compute-sanitizer memcheck and racecheck on the two -wg networks at 64 images.
 # 2. `convgen kernel` (checked, then timed with the L2 flushed, batch 10,000) on
 #    bf16 copies of zoo-vgg-same's and zoo-wide3x3's wide layers: igemm_wg's
-#    default and other tiles, igemm_tc's bf16 path, and FP32's auto.
+#    default, its offset-table slices (kc=0), igemm_tc's bf16 path, and FP32's
+#    own choice (VARIANTS: other items).
 # 3. Each SPEC's bf16 copy checked at 64 images, then
 #    `python3 bench/latency.py SPEC... --precision bf16 --batches 10000` with the
 #    previous binary as baseline (PyTorch BF16 eager channels-last and its CUDA
@@ -49,22 +50,16 @@ kern() {  # spec layer strategy params label
   echo "$(basename "$1") $2 ${3:-own} ${4:-default}: $(echo "$out" | tail -3 | tr '\n' ' ' | cut -c1-400)"
 }
 if [ -z "${SKIP_KERNELS:-}" ]; then
+# VARIANTS: "spec|layer|strategy|params" items (spec: vgg or wide for the bf16 copies,
+# vgg32 or wide32 for the FP32 specs; an empty strategy is the layer's own)
 vb=$(copy bench/specs/zoo-vgg-same.yaml bf16)
 wb=$(copy bench/specs/zoo-wide3x3.yaml bf16)
-for l in conv1_2 conv2_2 conv3_1 conv3_2; do
-  kern "$vb" $l igemm_wg ""
-  kern "$vb" $l igemm_wg "bm=128"
-  kern "$vb" $l igemm_wg "bm=128,bk=16"
-  kern "$vb" $l igemm_wg "bm=256,bn=64,bk=16"
-  kern "$vb" $l igemm_wg "bm=128,bn=256,wgs=2"
-  kern "$vb" $l igemm_wg "bk=64"
-  kern "$vb" $l igemm_tc ""
-  kern bench/specs/zoo-vgg-same.yaml $l "" ""
-done
-for l in conv2 conv3 conv4; do
-  kern "$wb" $l igemm_wg ""
-  kern "$wb" $l igemm_wg "bm=128"
-  kern bench/specs/zoo-wide3x3.yaml $l "" ""
+for item in ${VARIANTS:-$(for l in conv1_2 conv2_2 conv3_1 conv3_2; do
+    echo "vgg|$l|igemm_wg| vgg|$l|igemm_wg|kc=0 vgg|$l|igemm_tc| vgg32|$l||"; done
+    for l in conv2 conv3 conv4; do echo "wide|$l|igemm_wg| wide32|$l||"; done)}; do
+  IFS='|' read -r sp l st pa <<<"$item"
+  case $sp in vgg) f=$vb ;; wide) f=$wb ;; vgg32) f=bench/specs/zoo-vgg-same.yaml ;; *) f=bench/specs/zoo-wide3x3.yaml ;; esac
+  kern "$f" "$l" "$st" "$pa"
 done
 rm -f "$vb" "$wb"
 fi

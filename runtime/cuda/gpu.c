@@ -264,15 +264,17 @@ static int bind_functions(cg_gpu *g, cg_err *e)
 }
 
 /* The bytes of tensor t as a kernel of weight type dt reads them: t's floats
- * (transposed: first dimension made the last), converted once to dt where dt is
- * f16 or bf16 (rounded to nearest even). *owned: a buffer the caller frees, or
- * NULL where the result is t's own data. NULL when out of memory. */
-static const void *weight_bytes(const cg_tensor *t, int transposed, cg_dtype dt, void **owned)
+ * (taps > 0: reordered taps x rest x first dimension, cg_weights_taps; 1 is the
+ * first dimension made the last), converted once to dt where dt is f16 or bf16
+ * (rounded to nearest even). *owned: a buffer the caller frees, or NULL where
+ * the result is t's own data. NULL when out of memory or t does not divide into
+ * the taps. */
+static const void *weight_bytes(const cg_tensor *t, int taps, cg_dtype dt, void **owned)
 {
     const float *src = t->data;
     float *tr = NULL;
     *owned = NULL;
-    if (transposed && !(src = tr = cg_weights_transposed(t->data, t->shape[0], t->count))) return NULL;
+    if (taps > 0 && !(src = tr = cg_weights_taps(t->data, t->shape[0], t->count, taps))) return NULL;
     if (dt != CG_DT_F16 && dt != CG_DT_BF16) return *owned = tr, src;
     uint16_t *h = cg_weights_narrowed(src, t->count, dt == CG_DT_F16 ? CG_W_F16 : CG_W_BF16);
     free(tr);
@@ -299,16 +301,20 @@ static int to_symbol(cg_gpu *g, const char *kernel, const char *sym, const cg_te
 }
 
 /* Upload tensor t as a kernel argument in the kernel's weight type dt (FP32, or
- * converted once to f16/bf16); transposed: its first dimension made the last,
- * (d0 x rest) -> (rest x d0), for kernels that read it reduction-major. */
-static int to_device(cg_gpu *g, const cg_tensor *t, int transposed, cg_dtype dt, CUdeviceptr *out, cg_err *e)
+ * converted once to f16/bf16); taps 1: its first dimension made the last,
+ * (d0 x rest) -> (rest x d0), for kernels that read it reduction-major; taps N > 1:
+ * d0 x C x N -> N x C x d0 (weights=arg:taps:N); 0: as stored. */
+static int to_device(cg_gpu *g, const cg_tensor *t, int taps, cg_dtype dt, CUdeviceptr *out, cg_err *e)
 {
     size_t n = (size_t)t->count * cg_dtype_size(dt);
     if (CG_CU(e, g->cu->cuMemAlloc(out, n))) return -1;
     g->owned[g->nowned++] = *out;
     void *owned;
-    const void *src = weight_bytes(t, transposed, dt, &owned);
-    if (!src) return cg_fail(e, "out of memory %s '%s'", transposed ? "transposing" : "converting", t->name);
+    const void *src = weight_bytes(t, taps, dt, &owned);
+    if (!src)
+        return cg_fail(e, taps > 1 && t->count % ((long long)t->shape[0] * taps)
+                              ? "tensor '%s' does not divide into the kernel's taps"
+                              : "out of memory reordering or converting '%s'", t->name);
     int rc = CG_CU(e, g->cu->cuMemcpyHtoD(*out, src, n));
     free(owned);
     return rc;
@@ -356,7 +362,8 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
             if (!t) return cg_fail(e, "kernel '%s' needs tensor '%s', which the weights lack", k->name, name);
             int rc = pl == CG_PLACE_CONST
                          ? to_symbol(g, k->name, b ? k->bsym : k->wsym, t, k->wdtype, e)
-                         : to_device(g, t, pl == CG_PLACE_ARG_T, k->wdtype, b ? &g->bdev[i] : &g->wdev[i], e);
+                         : to_device(g, t, pl == CG_PLACE_ARG_T ? 1 : pl == CG_PLACE_ARG_TAPS ? k->wtaps : 0, k->wdtype,
+                                     b ? &g->bdev[i] : &g->wdev[i], e);
             if (rc) return -1;
         }
     }

@@ -216,12 +216,20 @@ static int parse_roles(const char *val, const cg_manifest *m, cg_mkernel *k, con
     }
 }
 
-static int parse_place(const char *s, cg_place *p, char *sym, size_t cap)
+/* A placement; taps: where arg:taps:N is allowed (the weights), N goes there. */
+static int parse_place(const char *s, cg_place *p, char *sym, size_t cap, int *taps)
 {
     sym[0] = 0;
     if (strcmp(s, "none") == 0) *p = CG_PLACE_NONE;
     else if (strcmp(s, "arg") == 0) *p = CG_PLACE_ARG;
     else if (strcmp(s, "arg:transposed") == 0) *p = CG_PLACE_ARG_T;
+    else if (taps && strncmp(s, "arg:taps:", 9) == 0) {
+        char *end;
+        long n = strtol(s + 9, &end, 10);
+        if (end == s + 9 || *end || n < 1 || n > 4096) return -1;
+        *p = CG_PLACE_ARG_TAPS;
+        *taps = (int)n;
+    }
     else if (strncmp(s, "const:", 6) == 0 && s[6] && strlen(s + 6) < cap) {
         *p = CG_PLACE_CONST;
         strcpy(sym, s + 6);
@@ -318,10 +326,10 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
             k->shared = (int)v;
         } else if (!strcmp(key, "weights")) {
             flag = F_W;
-            bad = parse_place(val, &k->wplace, k->wsym, sizeof k->wsym);
+            bad = parse_place(val, &k->wplace, k->wsym, sizeof k->wsym, &k->wtaps);
         } else if (!strcmp(key, "bias")) {
             flag = F_B;
-            bad = parse_place(val, &k->bplace, k->bsym, sizeof k->bsym);
+            bad = parse_place(val, &k->bplace, k->bsym, sizeof k->bsym, NULL);
         } else if (!strcmp(key, "args")) {
             flag = F_ARGS;
             if (seen & F_ARGS) return cg_fail(e, "%s:%d: args given twice", origin, ln);

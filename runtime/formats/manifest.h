@@ -15,7 +15,7 @@
  *                               computes layer ADD, an add reading it, in its epilogue, and
  *                               OUT_TENSOR is ADD's
  *   kernel NAME layer=L|* template=T in=TENSOR[,TENSOR...] out=TENSOR grid=G,G,G block=X,Y,Z
- *          shared=BYTES weights=none|arg|arg:transposed|const:SYMBOL bias=none|arg|const:SYMBOL
+ *          shared=BYTES weights=none|arg|arg:transposed|arg:taps:N|const:SYMBOL bias=none|arg|const:SYMBOL
  *          args=ROLE,ROLE,...     the kernel's parameters in order, by role (in, in1, in2,
  *                                 in3, out, weights, bias, n): the runtime binds each by its role
  *          `in` lists the tensors the kernel reads, 1 to CG_MAX_INPUTS (4), each a tensor
@@ -76,7 +76,8 @@ typedef struct {
  * stored, e.g. M x C x K x K), as an argument transposed to (C*K*K) x M (first
  * dimension last: what reduction-major kernels read coalesced), or in a
  * __constant__ symbol of its module. */
-typedef enum { CG_PLACE_NONE, CG_PLACE_ARG, CG_PLACE_CONST, CG_PLACE_ARG_T } cg_place;
+/* ARG_TAPS: an argument reordered taps-outermost (cg_weights_taps), its taps in cg_mkernel.wtaps */
+typedef enum { CG_PLACE_NONE, CG_PLACE_ARG, CG_PLACE_CONST, CG_PLACE_ARG_T, CG_PLACE_ARG_TAPS } cg_place;
 
 typedef struct {
     char name[CG_NAME_MAX + 16];
@@ -123,6 +124,7 @@ typedef struct {
     int block[3];
     int shared;
     cg_place wplace, bplace;
+    int wtaps; /* weights=arg:taps:N: N (1 to 4096); else 0 */
     char wsym[160], bsym[160];
     int pdl; /* the source has the programmatic-dependent-launch prologue (pdl=1) */
     cg_dtype wdtype; /* the element type of its weights and bias in device memory (wdtype=; absent: f32) */

@@ -215,6 +215,18 @@ float *cg_weights_transposed(const float *p, long long rows, long long count)
     return t;
 }
 
+float *cg_weights_taps(const float *p, long long rows, long long count, long long taps)
+{
+    if (rows < 1 || taps < 1 || count % (rows * taps)) return NULL;
+    long long c = count / (rows * taps);
+    float *t = malloc(count > 0 ? (size_t)count * sizeof *t : 1);
+    if (!t) return NULL;
+    for (long long m = 0; m < rows; m++)
+        for (long long ch = 0; ch < c; ch++)
+            for (long long k = 0; k < taps; k++) t[(k * c + ch) * rows + m] = p[(m * c + ch) * taps + k];
+    return t;
+}
+
 uint16_t *cg_weights_narrowed(const float *p, long long count, cg_wdtype dtype)
 {
     if (dtype != CG_W_F16 && dtype != CG_W_BF16) return NULL;

@@ -82,6 +82,14 @@ void cg_weights_free(cg_weights *w);
  * reduction-major kernels read (a conv's M x C x K x K weights as (C*K*K) x M).
  * NULL when out of memory. */
 float *cg_weights_transposed(const float *p, long long rows, long long count);
+
+/* A malloc'd copy of the count floats at p seen as rows x C x taps (C =
+ * count/(rows*taps)), reordered to taps x C x rows: a conv's M x C x K x K
+ * weights as (K*K*C) x M, reduction-major with the kernel taps outermost (what
+ * a kernel reducing one tap's channels at a time reads: manifest weights=
+ * arg:taps:K*K). taps = 1 is cg_weights_transposed. NULL when out of memory or
+ * count is not a multiple of rows*taps. */
+float *cg_weights_taps(const float *p, long long rows, long long count, long long taps);
 /* A malloc'd copy of the count floats at p in dtype (CG_W_F16 or CG_W_BF16),
  * each rounded to nearest, ties to even (cg_f32_to_f16, cg_f32_to_bf16: overflow
  * to inf, NaN kept a NaN, subnormals rounded); what kernels of half-width

@@ -207,9 +207,11 @@ static int place(bench *b, const char *where, const float *p, size_t count, long
 {
     if (!strcmp(where, "none")) return 0;
     if (!strcmp(where, "arg")) return upload_as(b->cu, arg, p, count, dt, e);
-    if (!strcmp(where, "arg:transposed")) {
-        float *t = cg_weights_transposed(p, rows, (long long)count);
-        if (!t) return cg_fail(e, "out of memory");
+    if (!strcmp(where, "arg:transposed") || !strncmp(where, "arg:taps:", 9)) {
+        long long taps = strncmp(where, "arg:taps:", 9) ? 1 : atoll(where + 9);
+        float *t = cg_weights_taps(p, rows, (long long)count, taps);
+        if (!t) return cg_fail(e, "weight placement '%s': out of memory, or %zu weights in no %lld x C x %lld", where,
+                               count, rows, taps);
         int rc = upload_as(b->cu, arg, t, count, dt, e);
         free(t);
         return rc;

@@ -37,7 +37,12 @@
 -- 128 bytes as FP32's 8 x 4, so the buffers, descriptors and the steps between
 -- them are FP32's, a k16 step taking the place of two k8 steps; a thread gathers
 -- eight reduction rows of a column (16 bytes) where FP32's gathers four. Slices
--- are a multiple of 16 rows.
+-- are a multiple of 16 rows. With `kc` (16-bit layers whose C the slice depth
+-- divides, the default there) the reduction runs tap by tap, each slice bk
+-- channels of one kernel tap (the weights arrive reordered K*K x C x M,
+-- weights=arg:taps), so a slice's offsets are literal multiples of H*W from one
+-- base and a padded column tests its tap once a slice, not once an element: the
+-- gather, which bounds these kernels, costs a load and half a pack an element.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -64,11 +69,18 @@ local ADDRESSING = 40
 -- (bench/RESULTS.md, 2026-11-29): a 64-map 3x3 layer on 32x32 115 TFLOP/s against
 -- 102 with 32-deep slices and 73 with bm=128; 128 maps on 16x16 175 against 106 at
 -- bm=64 and 153 on one warpgroup; 256 maps on 8x8 144 against 128 at bm=128.
+-- (The slice depth is then the largest of these that divides C, where one does,
+-- for kc's tap-by-tap slices.)
 local function half_tile(l)
-  if l.M <= 64 then return common.wgmma_rows_tile(l, 1), 128, 1, 64 end
-  if l.M % 256 == 0 then return 256, 64, 1, 16 end
-  local rows = common.ceil_div(l.M, 128)
-  return common.wgmma_rows_tile(l, rows), 256, 2, rows > 1 and 16 or 32
+  local bm, bn, wgs, bk
+  if l.M <= 64 then bm, bn, wgs, bk = common.wgmma_rows_tile(l, 1), 128, 1, 64
+  elseif l.M % 256 == 0 then bm, bn, wgs, bk = 256, 64, 1, 16
+  else
+    local rows = common.ceil_div(l.M, 128)
+    bm, bn, wgs, bk = common.wgmma_rows_tile(l, rows), 256, 2, rows > 1 and 16 or 32
+  end
+  while bk > 16 and l.C % bk ~= 0 do bk = bk // 2 end
+  return bm, bn, wgs, bk
 end
 
 local bm_param = common.wgmma_bm_param()
@@ -86,6 +98,11 @@ T.params = {
   { name = "wgs", doc = "warpgroups (128 threads each) a block",
     legal = function(_) return { 1, 2 } end,
     default = function(l) return common.half_dtype(l) and select(3, half_tile(l)) or 1 end },
+  { name = "kc", quiet = true,
+    doc = "16-bit tensors: 1 reduces tap by tap (slices of bk channels of one kernel tap; bk divides C), 0 in "
+      .. "(channel, row, column) order through an offset table",
+    legal = function(l) return common.half_dtype(l) and { 1, 0 } or { 0 } end,
+    default = function(l) return common.half_dtype(l) and l.C % 16 == 0 and 1 or 0 end },
   { name = "bk", doc = "reduction rows of one slice, a multiple of 8 (of 16 for 16-bit tensors; offsets from a table)",
     legal = function(l)
       if common.half_dtype(l) then return { 32, 16, 48, 64 } end
@@ -128,12 +145,13 @@ local function shape(l, p)
   s.BI = common.ceil_div(s.BQ, s.threads)
   s.slices = common.ceil_div(s.R, p.bk)
   s.pad0 = s.slices * p.bk - s.R      -- the first slice's zero rows
+  s.kc = p.kc == 1                    -- tap by tap: slices of bk channels of one tap (bk divides C)
   s.NR = p.bm // 2                    -- accumulators of one m64 tile a thread
   s.A, s.B = p.bk * p.bn, p.bk * p.bm -- elements of one operand (one part of it, split) in a buffer
   s.BUF = (s.half and 1 or 2) * (s.A + s.B)
   s.ER = p.bn + 4                     -- row stride of the staged tile
   s.smem = math.max(s.ES * 2 * s.BUF, 4 * p.bm * s.ER)
-  s.const_bytes = 4 * (s.KK + p.bk) * (g.padded and 2 or 1)
+  s.const_bytes = s.kc and 0 or 4 * (s.KK + p.bk) * (g.padded and 2 or 1)
   s.ETM = p.bm * p.bn // (4 * s.threads)
   -- (several block rows of maps: the row's first map and the map tests, 4 more; a 56-map
   -- tile in four rows spilled at 168 on an H100)
@@ -155,6 +173,9 @@ function T.check(l, p)
         t.in_t, t.w_t), nil
     end
     if p.bk % 16 ~= 0 then return string.format("bk=%d: 16-bit wgmma reduces 16 rows at a time", p.bk), "bk" end
+  end
+  if s.kc and l.C % p.bk ~= 0 then
+    return string.format("kc=1 takes slices of bk channels of one tap: bk=%d must divide C=%d", p.bk, l.C), "kc"
   end
   if s.MT ~= 1 and s.MT ~= 2 and s.MT ~= 4 then
     return string.format("bn=%d over %d warpgroup%s is %d m64 tiles each; 1, 2 or 4 are served", p.bn, p.wgs,
@@ -207,12 +228,18 @@ local source = engine.compile([=[
 // B hi, B lo [{{BK // 4}}][{{BM // 8}}][8][4] (maps): core matrices of 8 rows x 4 reduction rows; the block's
 % end
 // tile staged as es[{{BM}}][{{ER}}] for the epilogue.
+% if kc then
+// Slice s: channels c0 .. c0 + {{BK - 1}} of kernel tap t = s / {{CB}} (row t / {{K}}, column t % {{K}}), c0 = {{BK}}*(s % {{CB}});
+// reduction row k of it lies (c0 + k)*{{H * W}} + (t / {{K}})*{{W}} + t % {{K}} elements from its column's base. The weights
+// arrive reordered {{KK}} taps x {{C}} channels x {{M}} maps (weights=arg:taps:{{KK}}).
+% else
 // Slice s: reduction index r = s*{{BK}} + k - {{pad0}} lies {{xof}} elements plus
 // tab[{{e0}} + k] from its column's base, tab[i] = (i / {{KK}})*{{H * W}} + ((i % {{KK}}) / {{K}})*{{W}} + i % {{K}}
 __constant__ int {{name}}_tab[{{KK + BK}}] = {{tab}};
 % if padded then
 // and its kernel row and column, 64*p + q
 __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
+% end
 % end
 
 {{head}}
@@ -265,6 +292,36 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     {{stage_t}} xr[{{AI}}][{{EL}}];
     // first: s is the first slice, the short one (a literal at every call: the main loop's loads
     // carry no row test)
+% if kc then
+    auto fetch_x = [&](int s, bool first) {
+        (void)first;
+        const int t = s / {{CB}};
+        const int ky = t / {{K}}, kx = t - ky * {{K}};
+        const int o = (s - t * {{CB}}) * {{BK * H * W}} + ky * {{W}} + kx;
+        const {{in_t}}* xp[{{NPX}}];
+#pragma unroll
+        for (int j = 0; j < {{NPX}}; j++) {
+            xp[j] = xb[j] + o;
+            asm("" : "+l"(xp[j]));
+        }
+% if padded then
+        bool in_tap[{{NPX}}];   // whether the tap falls inside the input for each column
+#pragma unroll
+        for (int j = 0; j < {{NPX}}; j++) in_tap[j] = (rm[j] >> ky) & (cm[j] >> kx) & 1;
+% end
+#pragma unroll
+        for (int i = 0; i < {{AI}}; i++) {
+            const {{in_t}}* const q = xp[i % {{NPX}}] + {{EL}} * ({{QX}}) * {{H * W}};
+#pragma unroll
+            for (int e = 0; e < {{EL}}; e++)
+% if padded then
+                xr[i][e] = in_tap[i % {{NPX}}] ? __ldg(q + e * {{H * W}}) : {{stage_t}}{0};
+% else
+                xr[i][e] = __ldg(q + e * {{H * W}});
+% end
+        }
+    };
+% else
     auto fetch_x = [&](int s, bool first) {
         const int o = {{xof}};
         const int e0 = {{e0}};
@@ -293,6 +350,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             }
         }
     };
+% end
     // the slice's weights: unit i of this thread is u = tid + {{NT}}*i, map u % {{BM}}, rows {{EL}}*(u / {{BM}}) .. +{{EL - 1}}
     {{stage_t}} wr[{{BI}}][{{EL}}];
     auto fetch_w = [&](int s, bool first) {
@@ -560,7 +618,7 @@ function T.kernel(l, p)
   local act = s.fused and l.act or "none"
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_g%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
-    p.bm, p.bn, p.bk, p.wgs) .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. "_wg"
+    p.bm, p.bn, p.bk, p.wgs) .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.kc and "_kc" or "") .. "_wg"
   local head, args = common.kernel_head(name, s.threads,
     common.std_args({ types = common.types(l), w_name = "w_arg", b_name = "b_arg" }), nil, p.occ)
   local dregs, douts = {}, {}
@@ -592,6 +650,7 @@ function T.kernel(l, p)
     adesc_a = desc_bits(p.bn), adesc_b = string.format("%s + %d", desc_bits(p.bm), (s.half and 1 or 2) * s.A * s.ES // 16),
     -- 16-bit operands: their PTX type; the buffer in 16-byte units, B's offset in it in elements
     half = s.half ~= nil, wt = s.half, EL = s.EL, BUF16 = s.BUF * s.ES // 16, BOFF = (s.half and 1 or 2) * s.A,
+    kc = s.kc, CB = l.C // p.bk,
     wok = #wok > 0 and table.concat(wok, " && ") or "true",
     -- conv2d_igemm's epilogue
     bias = l.bias, vec = s.P % 4 == 0, mguard = mguard, actname = act,
@@ -607,6 +666,7 @@ function T.kernel(l, p)
   local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
   k.const_bytes = s.const_bytes
   if s.half then k.precision = l.precision end
+  if s.kc then k.weights = string.format("arg:taps:%d", s.KK) end
   return k
 end
 
