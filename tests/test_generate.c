@@ -1617,8 +1617,63 @@ static void test_precision_tf32(void)
     free(ov), free(wg), free(sp[0]), free(sp[1]), free(o[0]), free(o[1]);
 }
 
+/* 16-bit layers on sm_90a: auto gives conv2d_igemm_wg (one m64nNk16 product of the
+ * network's type, no 3xTF32 split), its slices tap by tap (kc=1, weights
+ * arg:taps:K*K) where the slice depth divides C and through the offset table
+ * (arg:transposed) where it does not; planes refuses 16-bit tensors; on sm_80 the
+ * same layer is igemm_tc's. */
+static void test_half_wgmma(void)
+{
+    static const char *text[2] = {
+        "network: h\ninput: {channels: 32, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
+        "  - {name: c, op: conv, M: 128, K: 3, padding: 1, activation: relu}\n"
+        "  - {name: d, op: conv, M: 64, K: 3, padding: 1}\n"
+        "  - {name: e, op: conv, M: 24, K: 3, strategy: igemm_wg, params: {bk: 48}}\n",
+        "network: h\ninput: {channels: 32, height: 16, width: 16}\nprecision: fp16\nlayers:\n"
+        "  - {name: c, op: conv, M: 128, K: 3, padding: 1, activation: relu, strategy: planes}\n"};
+    cg_target tg;
+    int arch = 90;
+    cg_aot_target(&arch, 1, &tg);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_spec *sp = spec_text("bf16.yaml", text[0]), *pl = spec_text("fp16.yaml", text[1]);
+    cg_err e = {""};
+    if (!o || !sp || !pl) {
+        CHECK(0, "allocation");
+        free(o), free(sp), free(pl);
+        return;
+    }
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *c = conv_kernel(o, "c"), *d = conv_kernel(o, "d"), *k = conv_kernel(o, "e");
+        CHECK(c && !strcmp(c->tpl, "conv2d_igemm_wg") && strstr(c->source, "since precision is bf16"),
+              "bf16 auto on sm_90a: %s", c ? c->tpl : "none");
+        CHECK(c && strstr(c->source, "m64n128k16.f32.bf16.bf16") && !strstr(c->source, "tf32.tf32"),
+              "one BF16 product, no TF32");
+        CHECK(c && strstr(c->source, "// weights:    arg:taps:9, bias none") && strstr(c->kernel, "_kc_wg_bf16"),
+              "tap by tap: %s", c ? c->kernel : "none");
+        CHECK(d && !strcmp(d->tpl, "conv2d_igemm_wg") && strstr(d->source, "arg:taps:9"), "d: tap by tap too");
+        CHECK(k && strstr(k->source, "// weights:    arg:transposed") && strstr(k->source, "kc=0 bk=48") &&
+                  strstr(k->source, "_tab["),
+              "48-deep slices of 32 channels: the offset table");
+        cg_gen_free(o);
+    } else CHECK(0, "bf16.yaml: %s", e.msg);
+    CHECK(cg_generate_for(pl, "x", &tg, o, &e) != 0, "planes accepted fp16");
+    CHECK_CONTAINS(e.msg, "conv2d_planes stages FP32 operands for wgmma only; 16-bit tensors (precision fp16)");
+    cg_target_default(&tg);
+    tg.cc = 80;
+    CHECK(cg_generate_for(sp, "x", &tg, o, &e) != 0, "igemm_wg on sm_80 accepted");
+    CHECK_CONTAINS(e.msg, "conv2d_igemm_wg needs wgmma: sm_90 built as sm_90a (the target is sm_80)");
+    sp->nlayers = 2;   /* c and d, auto */
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *c = conv_kernel(o, "c");
+        CHECK(c && !strcmp(c->tpl, "conv2d_igemm_tc"), "bf16 auto on sm_80: %s", c ? c->tpl : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "bf16.yaml on sm_80 without e: %s", e.msg);
+    free(o), free(sp), free(pl);
+}
+
 int main(void)
 {
+    test_half_wgmma();
     test_precision_tf32();
     test_engine();
     test_arg_roles();

@@ -7,7 +7,8 @@
  * knows the same roles as the manifest's table and declares further inputs
  * const like the first. The whole-network kernel's record (whole=1, scratch=,
  * grid res:CAP, layer=*, roles t:/w:/b:/scratch, up to CG_MAX_ARGS arguments)
- * parses, and each misuse is refused at its line. */
+ * parses, and each misuse is refused at its line. Weight placements, arg:taps:N
+ * among them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +123,44 @@ static void test_wdtype(cg_manifest *m)
     CHECK_CONTAINS(e.msg, "t/manifest.txt:13: bad value for wdtype: 'half'");
     CHECK(parse("a,b", "sum", "in,in1,out,n wdtype=f16 wdtype=f16", m, &e) != 0, "wdtype twice refused");
     CHECK_CONTAINS(e.msg, "t/manifest.txt:13: wdtype given twice");
+}
+
+/* Weight placements: weights=arg:taps:N (reordered N taps x C x M for kernels
+ * reducing a tap's channels at a time) parses with its N; N outside 1..4096, no
+ * number, trailing text, or arg:taps for the bias is refused at the record's line.
+ * The other placements leave wtaps 0. */
+static int parse_place_text(const char *w, const char *b, cg_manifest *m, cg_err *e)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "convgen-manifest 1\nnetwork t\ngenerator 0\nmax_batch 100\n"
+             "tensor pixels u8 784\ntensor input f32 784\ntensor a f32 1152\ntensor predict i32 1\n"
+             "kernel k_a layer=a template=conv2d_igemm_wg in=input out=a grid=N*144/64,1,1 block=128,1,1 "
+             "shared=0 weights=%s bias=%s args=in,out,weights,bias,n\n"
+             "kernel k_max layer=predict template=argmax in=a out=predict grid=N*1/128,1,1 block=128,1,1 "
+             "shared=0 weights=none bias=none args=in,out,weights,bias,n\n"
+             "input pixels\noutput a\npredict predict\nhash 0123456789abcdef\n",
+             w, b);
+    return cg_manifest_parse(text, strlen(text), "t/manifest.txt", m, e);
+}
+
+static void test_places(cg_manifest *m)
+{
+    cg_err e;
+    int rc = parse_place_text("arg:taps:9", "arg", m, &e);
+    CHECK(rc == 0 && m->k[0].wplace == CG_PLACE_ARG_TAPS && m->k[0].wtaps == 9 && m->k[0].bplace == CG_PLACE_ARG,
+          "weights=arg:taps:9: %s", rc ? e.msg : "");
+    rc = parse_place_text("arg:taps:4096", "none", m, &e);
+    CHECK(rc == 0 && m->k[0].wtaps == 4096, "4096 taps (a 64x64 kernel): %s", rc ? e.msg : "");
+    rc = parse_place_text("arg:transposed", "none", m, &e);
+    CHECK(rc == 0 && m->k[0].wplace == CG_PLACE_ARG_T && m->k[0].wtaps == 0, "arg:transposed: no taps");
+    const char *bad[] = {"arg:taps:0", "arg:taps:4097", "arg:taps:", "arg:taps:9x", "arg:taps:-3", "arg:taps"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        CHECK(parse_place_text(bad[i], "none", m, &e) != 0, "weights=%s refused", bad[i]);
+        CHECK_CONTAINS(e.msg, "t/manifest.txt:9: bad value for weights");
+    }
+    CHECK(parse_place_text("arg", "arg:taps:9", m, &e) != 0, "bias=arg:taps:9 refused");
+    CHECK_CONTAINS(e.msg, "t/manifest.txt:9: bad value for bias");
 }
 
 /* A layer record's into=ADD (a conv whose kernel computes an add): parsed with
@@ -353,6 +392,7 @@ int main(void)
     test_refusals(m);
     test_pdl(m);
     test_wdtype(m);
+    test_places(m);
     test_whole(m);
     test_lua_roles();
     free(m);

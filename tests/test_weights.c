@@ -587,6 +587,30 @@ static void test_transposed(void)
     free(t);
 }
 
+/* cg_weights_taps: a 2 x 3 x 4 tensor (maps x channels x taps) becomes 4 x 3 x 2
+ * (taps x channels x maps); one tap is cg_weights_transposed; counts that do not
+ * divide into rows x taps are refused. */
+static void test_taps(void)
+{
+    float w[2 * 3 * 4];
+    for (int i = 0; i < 24; i++) w[i] = (float)i;
+    float *t = cg_weights_taps(w, 2, 24, 4);
+    CHECK(t != NULL, "taps: allocated");
+    if (!t) return;
+    int ok = 1;
+    for (int m = 0; m < 2; m++)
+        for (int c = 0; c < 3; c++)
+            for (int k = 0; k < 4; k++) ok &= t[(k * 3 + c) * 2 + m] == w[(m * 3 + c) * 4 + k];
+    CHECK(ok, "taps: t[k][c][m] == w[m][c][k] for every m, c, k");
+    CHECK(t[0] == 0.0f && t[1] == 12.0f && t[2] == 4.0f && t[6] == 1.0f, "taps: entries 0, 12, 4, .., 1 at [1][0][0]");
+    free(t);
+    float *one = cg_weights_taps(w, 2, 24, 1), *tr = cg_weights_transposed(w, 2, 24);
+    CHECK(one && tr && !memcmp(one, tr, sizeof w), "taps: one tap is the transposition");
+    free(one), free(tr);
+    CHECK(cg_weights_taps(w, 2, 24, 5) == NULL, "taps: 24 weights are no 2 x C x 5");
+    CHECK(cg_weights_taps(w, 0, 24, 4) == NULL, "taps: no rows refused");
+}
+
 int main(void)
 {
     strcpy(dir, "/tmp/cg_test_weights_XXXXXX");
@@ -598,6 +622,7 @@ int main(void)
     test_malformed();
     test_bounded();
     test_transposed();
+    test_taps();
     test_conversions();
     test_half_files();
     test_half_spec();
