@@ -61,20 +61,18 @@ local ADDRESSING = 40
 
 -- The default tile of 16-bit layers (bm, bn, wgs, bk). Their products take a sixth of
 -- 3xTF32's tensor-core time, so the gather bounds them and a deeper map tile (each
--- gathered element feeding more maps) pays: up to 64 maps, one block row of them,
--- one warpgroup of 128 columns and slices of 64; up to 255, 128-map rows over two
--- warpgroups of 256 columns (slices of 32, of 16 with several rows: the map tests'
--- registers); M a multiple of 256, one row of 256 maps over 64 columns, slices of 16
--- (the accumulators take 128 registers). Measured on an H200 in bf16 at 10,000 images
--- (bench/RESULTS.md, 2026-11-29): a 64-map 3x3 layer on 32x32 115 TFLOP/s against
--- 102 with 32-deep slices and 73 with bm=128; 128 maps on 16x16 175 against 106 at
--- bm=64 and 153 on one warpgroup; 256 maps on 8x8 144 against 128 at bm=128.
--- (The slice depth is then the largest of these that divides C, where one does,
--- for kc's tap-by-tap slices.)
+-- gathered element feeding more maps) pays: up to 64 maps, one block row of them
+-- over one warpgroup of 128 columns; more, rows of up to 128 maps over two
+-- warpgroups of 256 columns; slices of 32, of 16 with several rows (the map tests'
+-- registers), and the largest of these that divides C (kc's slices of one tap).
+-- Measured on an H200 in bf16 at 10,000 images, tap by tap (bench/RESULTS.md,
+-- 2026-11-29): 64 maps from 64 channels, 3x3 on 32x32, 208 TFLOP/s (200 with
+-- 64-deep slices, 200 over two warpgroups); 128 from 128 on 16x16 268; 256 from
+-- 128 and from 256 on 8x8 189 and 199 in two rows of 128 against 160 and 175 in
+-- one row of 256 over 64 columns (slices of 16: 128 accumulators a thread).
 local function half_tile(l)
   local bm, bn, wgs, bk
-  if l.M <= 64 then bm, bn, wgs, bk = common.wgmma_rows_tile(l, 1), 128, 1, 64
-  elseif l.M % 256 == 0 then bm, bn, wgs, bk = 256, 64, 1, 16
+  if l.M <= 64 then bm, bn, wgs, bk = common.wgmma_rows_tile(l, 1), 128, 1, 32
   else
     local rows = common.ceil_div(l.M, 128)
     bm, bn, wgs, bk = common.wgmma_rows_tile(l, rows), 256, 2, rows > 1 and 16 or 32
@@ -244,7 +242,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
 {{head}}
 {
-    extern __shared__ float4 smem4[];
+    extern __shared__ {{vec_t(acc_t, 4)}} smem4[];
     {{stage_t}}* const sm = reinterpret_cast<{{stage_t}}*>(smem4);
     const int tid = threadIdx.x;
     const int lane = tid & 31, wq = (tid >> 5) & 3, wg = tid >> 7;   // warp in its warpgroup, warpgroup
@@ -378,9 +376,9 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         unsigned u[4];
 #pragma unroll
         for (int k = 0; k < 4; k++) u[k] = (unsigned)v[2 * k].x | ((unsigned)v[2 * k + 1].x << 16);
-        float4 q;
+        {{vec_t(acc_t, 4)}} q;
         memcpy(&q, u, 16);
-        *reinterpret_cast<float4*>(at) = q;
+        *reinterpret_cast<{{vec_t(acc_t, 4)}}*>(at) = q;
     };
 % else
     // each value as its TF32 part (truncated) and the remainder (lib/common.lua), 16 bytes a store
