@@ -698,14 +698,14 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
         void *wa = place(so, mk->wplace, mk->wtaps, mk->wsym, tw, rows, mk->wdtype, &okw, &ownw);
         void *ba = place(so, mk->bplace, 0, mk->bsym, tb, rows, mk->wdtype, &okb, &ownb);
         CHECK(okw && okb, "%s: %s: weights not placed", spec_path, mk->name);
-        /* arguments by role: 2 to 7 pointers (inputs, out, weights, bias), then n */
+        /* arguments by role: 2 to 7 pointers (inputs, outputs, weights, bias), then n */
         void *a[7] = {0};
         int na = mk->nargs - 1, std = na >= 2 && na <= 7 && mk->args[na] == CG_ARG_N;
         for (int i = 0; std && i < na; i++) {
             cg_arg_role role = mk->args[i];
-            int j = cg_arg_input(role);
-            std = role != CG_ARG_N && j < mk->nin;
-            a[i] = j >= 0 ? buf[mk->in[j < 0 ? 0 : j]] : role == CG_ARG_OUT ? buf[mk->out]
+            int j = cg_arg_input(role), q = cg_arg_output(role);
+            std = role != CG_ARG_N && j < mk->nin && q < mk->nout;
+            a[i] = j >= 0 ? buf[mk->in[j]] : q >= 0 ? buf[mk->outs[q]]
                  : role == CG_ARG_WEIGHTS ? (void *)wa : (void *)ba;
         }
         CHECK(std, "%s: %s: arguments other than (2 to 7 pointers, n)", spec_path, mk->name);

@@ -328,9 +328,9 @@ static void test_arg_roles(void)
     CHECK(cg_args_parse("in,in", r, &n) != 0, "repeated role refused");
     CHECK(cg_args_parse("in,", r, &n) != 0 && cg_args_parse("", r, &n) != 0, "empty role refused");
     int a = 1, a1 = 6, b = 2, w = 3, bias = 4, count = 5;
-    void *argv[CG_MAX_ARGS], *in[2] = {&a, &a1};
+    void *argv[CG_MAX_ARGS], *in[2] = {&a, &a1}, *out[1] = {&b};
     cg_args_parse("n,bias,in", r, &n);
-    CHECK(cg_args_bind(r, n, in, 1, &b, &w, &bias, &count, argv) == 0, "bound");
+    CHECK(cg_args_bind(r, n, in, 1, out, 1, &w, &bias, &count, argv) == 0, "bound");
     CHECK(argv[0] == &count && argv[1] == &bias && argv[2] == &a, "each argument bound by its role");
     /* further inputs: in1 is the second tensor of the kernel's list, in any position */
     CHECK(cg_args_parse("in1,out,in,n", r, &n) == 0 && n == 4 && r[0] == CG_ARG_IN1 && cg_arg_input(r[0]) == 1 &&
@@ -342,12 +342,24 @@ static void test_arg_roles(void)
     CHECK(cg_args_parse("in4,out", r, &n) != 0 && cg_args_parse("in1,in1", r, &n) != 0, "in4 and repeats refused");
     cg_args_parse("in1,out,in,n", r, &n);
     for (int i = 0; i < CG_MAX_ARGS; i++) argv[i] = NULL;
-    CHECK(cg_args_bind(r, n, in, 2, &b, &w, &bias, &count, argv) == 0, "two inputs bound");
+    CHECK(cg_args_bind(r, n, in, 2, out, 1, &w, &bias, &count, argv) == 0, "two inputs bound");
     CHECK(argv[0] == &a1 && argv[1] == &b && argv[2] == &a && argv[3] == &count, "in1 bound to the second input");
     for (int i = 0; i < CG_MAX_ARGS; i++) argv[i] = NULL;
-    CHECK(cg_args_bind(r, n, in, 1, &b, &w, &bias, &count, argv) == -1 && !argv[0] && !argv[2],
+    CHECK(cg_args_bind(r, n, in, 1, out, 1, &w, &bias, &count, argv) == -1 && !argv[0] && !argv[2],
           "in1 of a kernel with one input refused, nothing bound");
     CHECK(cg_args_past_inputs(r, n, 1) == 0 && cg_args_past_inputs(r, n, 2) == -1, "the role past the inputs");
+    /* further outputs: out1 and out2, the second and third of the kernel's out list */
+    CHECK(cg_args_parse("out2,in,out,out1,n", r, &n) == 0 && n == 5 && cg_arg_output(r[0]) == 2 &&
+              cg_arg_output(r[3]) == 1 && cg_arg_output(r[2]) == 0 && cg_arg_output(r[1]) == -1,
+          "out1, out2 parsed as the second and third outputs");
+    int o1 = 7, o2 = 8;
+    void *outs[3] = {&b, &o1, &o2};
+    for (int i = 0; i < CG_MAX_ARGS; i++) argv[i] = NULL;
+    CHECK(cg_args_bind(r, n, in, 1, outs, 3, &w, &bias, &count, argv) == 0 && argv[0] == &o2 && argv[2] == &b &&
+              argv[3] == &o1,
+          "three outputs bound by role");
+    CHECK(cg_args_past_outputs(r, n, 2) == 0 && cg_args_past_outputs(r, n, 3) == -1, "the role past the outputs");
+    CHECK(cg_args_parse("out3,in", r, &n) != 0, "no role out3");
 }
 
 /* conv2d_winograd: the layers it serves (kernels up to 7x7, stride 1) and the
@@ -1682,12 +1694,14 @@ int main(void)
                 CHECK(m->t[m->l[l].out].elems == cg_layer_out_elems(&s->layers[l]), "%s: layer %s output elements",
                       path, s->layers[l].name);
             /* every kernel names its parameters by role, the runtime binds them by role: one
-             * input (in, out, weights, bias, n); an add or concat its inputs first, then out, n */
+             * input (in, out, weights, bias, n; a softmax writing the predictions too: out1
+             * before n); an add or concat its inputs first, then out, n */
             for (int i = 0; i < m->nkernels; i++) {
                 const cg_mkernel *k = &m->k[i];
                 if (k->nin == 1)
-                    CHECK(k->nargs == 5 && k->args[0] == CG_ARG_IN && k->args[4] == CG_ARG_N,
-                          "%s: %s takes (in, out, weights, bias, n) by role", path, k->name);
+                    CHECK(k->nargs == 4 + k->nout && k->args[0] == CG_ARG_IN && k->args[1] == CG_ARG_OUT &&
+                              (k->nout < 2 || k->args[4] == CG_ARG_OUT1) && k->args[k->nargs - 1] == CG_ARG_N,
+                          "%s: %s takes (in, out, weights, bias, out1.., n) by role", path, k->name);
                 else if (k->nargs == k->nin + 2) /* an add or a concat */
                     CHECK(k->args[0] == CG_ARG_IN && k->args[1] == CG_ARG_IN1 && k->args[k->nin] == CG_ARG_OUT &&
                               k->args[k->nin + 1] == CG_ARG_N,

@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2017-low.yaml (network ece408-2017-low)
 // layer:      prob
 // shape:      10 features
-// template:   softmax (templates/ops/softmax.lua, hash e5f6692cd64cb457)
+// template:   softmax (templates/ops/softmax.lua, hash 75fd6a9f6e76e55a)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none

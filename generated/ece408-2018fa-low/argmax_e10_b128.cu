@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa-low.yaml (network ece408-2018fa-low)
 // layer:      predict
 // shape:      10 scores -> class index
-// template:   argmax (templates/ops/argmax.lua, hash 5a26fbdbe45ef0b0)
+// template:   argmax (templates/ops/argmax.lua, hash 33b9061bed6fd901)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none
