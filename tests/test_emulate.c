@@ -792,17 +792,21 @@ int main(void)
     else {
         /* example-conv, then every layer network of tests/gpu/ (a new op's spec
          * there is emulated without a change here); layers-small-batch at bucket
-         * 1: direct's map splits, igemm's small tiles, gemv (bucket 8, gemv's 8
+         * 1: direct's map splits, igemm's small tiles, gemv, the network's tail
+         * (fc3, softmax, prediction) in one kernel (bucket 8, gemv's 8
          * images a block of which 3 are there, and the large-batch choice for
          * C > 16: CG_EMULATE_BATCH=8); layers-splitk* at bucket 1 too: the split
          * reductions the planner chooses there; layers-splitk8* at bucket 8: the
-         * split of the default tiles where the large-batch choice has too few blocks */
+         * split of the default tiles where the large-batch choice has too few blocks;
+         * layers-tail at bucket 8: the tail of a network ending in an fc (fc and
+         * prediction). The others at the large batch: a softmax ending the network
+         * writes the predictions too */
         emulate("specs/example-conv.yaml", dir, 0);
         glob_t g;
         int grc = glob("tests/gpu/layers-*.yaml", 0, NULL, &g);
         CHECK(grc == 0 && g.gl_pathc >= 20, "tests/gpu/layers-*.yaml: %zu specs", grc ? 0 : g.gl_pathc);
         for (size_t i = 0; !grc && i < g.gl_pathc; i++)
-            emulate(g.gl_pathv[i], dir, strstr(g.gl_pathv[i], "splitk8") ? 8
+            emulate(g.gl_pathv[i], dir, strstr(g.gl_pathv[i], "splitk8") || strstr(g.gl_pathv[i], "-tail") ? 8
                                         : strstr(g.gl_pathv[i], "small-batch") || strstr(g.gl_pathv[i], "splitk") ? 1 : 0);
         if (!grc) globfree(&g);
         /* the whole-network kernel (templates/ops/network.lua), which the planner adds at
