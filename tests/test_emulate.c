@@ -20,7 +20,9 @@
  * layers-slide-align (its weights after an odd number of staged floats),
  * layers-slide-pad (its padding's columns left out where a thread holds a whole row),
  * layers-small-batch at bucket 1 (conv2d_direct's map splits, conv2d_igemm's
- * small tiles, fc_gemv), layers-splitk and layers-splitk-pool at bucket 1 (conv2d_igemm's
+ * small tiles, fc_gemv, and the last fc, softmax and predictions as one kernel,
+ * templates/ops/tail.lua, writing three tensors), layers-tail at bucket 8 (the tail
+ * of a network ending in an fc: fc and predictions), layers-splitk and layers-splitk-pool at bucket 1 (conv2d_igemm's
  * split reductions, grid z, and splitk_reduce, its 2x2 pools), layers-splitk8-tc at bucket 8
  * (conv2d_igemm_tc's split reductions under the small-batch rule), layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
  * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24) and

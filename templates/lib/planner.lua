@@ -609,7 +609,9 @@ end
 -- name; `tensors` (by name, and `out.tensors` in the order the manifest lists
 -- them) holds its dtype, elements per image and shape { C, H, W } as the
 -- planner knows it, and every kernel record names the tensors it reads as a
--- list, `inputs` (a chain's kernels read one each), and the one it writes, `out`.
+-- list, `inputs` (a chain's kernels read one each), and the one it writes, `out`,
+-- with `extra_out`, the further tensors it writes where it computes later layers
+-- too (ops/tail.lua; a softmax writing the predictions), in the order of roles out1, out2.
 -- An op without a template family (generator/op.c; softmax, add, concat) is
 -- served by the template named after the op, which receives { elems, C, H, W }
 -- of its first input (concat: elems of its output), n_in and parts (each
