@@ -9,6 +9,7 @@
 #define CG_PATH_MAX 1024
 #define CG_MAX_LAYERS 64
 #define CG_MAX_INPUTS 4             /* tensors one kernel reads (the manifest's in= list) */
+#define CG_MAX_OUTPUTS 3            /* tensors one kernel writes (the manifest's out= list) */
 #define CG_MAX_PARAMS 16
 #define CG_DIM_MAX 65536            /* any single dimension */
 #define CG_ELEMS_MAX (1LL << 28)    /* elements of one tensor, per image */

@@ -309,6 +309,30 @@ static int get_inputs(lua_State *L, const char *kernel, char *dst, size_t cap, c
     return 0;
 }
 
+/* The record's optional `extra_out` (table on top): the tensors a kernel writes
+ * besides `out` (ops/tail.lua: the softmax's and the predictions), at most
+ * CG_MAX_OUTPUTS - 1 names, appended to out (its manifest list, "fc2,prob,predict"). */
+static int get_extra_out(lua_State *L, const char *kernel, char *out, size_t cap, cg_err *e)
+{
+    lua_getfield(L, -1, "extra_out");
+    const int list = lua_istable(L, -1);
+    int ok = list || lua_isnil(L, -1);
+    size_t at = strlen(out);
+    lua_Integer i = 1;
+    for (; ok && list && lua_rawgeti(L, -1, i) != LUA_TNIL; i++) {
+        const char *v = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        size_t n = v ? strlen(v) : 0;
+        ok = n && !strchr(v, ',') && i < CG_MAX_OUTPUTS && at + n + 1 < cap;
+        if (ok) at += (size_t)snprintf(out + at, cap - at, ",%s", v);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, ok && list ? 2 : 1); /* (a list read to its end: its terminating nil too) */
+    if (!ok)
+        return cg_fail(e, "templates/lib/planner.lua: kernel %s: 'extra_out' is not a list of at most %d tensor names",
+                       kernel, CG_MAX_OUTPUTS - 1);
+    return 0;
+}
+
 /* "N*a/b" or a positive integer: the forms a grid extent may take; the x extent
  * (x set) also "res:CAP", a whole-network kernel's: as many blocks as are
  * resident at once, at most CAP (the runtime refuses it on any other kernel). */
@@ -347,13 +371,15 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
                        cg_gen_kernel *k, cg_buf *man, cg_kernel_launch *launch, cg_err *e)
 {
     lua_State *L = cg_lua_state(h);
-    char in[CG_MAX_INPUTS * (CG_NAME_MAX + 17)], out[CG_NAME_MAX + 16], weights[200], bias[200], params[512],
+    char in[CG_MAX_INPUTS * (CG_NAME_MAX + 17)], out[CG_MAX_OUTPUTS * (CG_NAME_MAX + 17)], weights[200], bias[200],
+        params[512],
         shape[512], grid[3][64], args[8192];
     long long block[3], shared;
     if (get_str(L, "name", k->kernel, sizeof k->kernel, e) ||
         get_str(L, "template", k->tpl, sizeof k->tpl, e) ||
         get_str(L, "layer", k->layer, sizeof k->layer, e) || get_inputs(L, k->kernel, in, sizeof in, e) ||
-        get_str(L, "out", out, sizeof out, e) || get_str(L, "weights", weights, sizeof weights, e) ||
+        get_str(L, "out", out, sizeof out, e) || get_extra_out(L, k->kernel, out, sizeof out, e) ||
+        get_str(L, "weights", weights, sizeof weights, e) ||
         get_str(L, "bias", bias, sizeof bias, e) || get_str(L, "params", params, sizeof params, e) ||
         get_str(L, "shape", shape, sizeof shape, e) || get_str(L, "args", args, sizeof args, e))
         return -1;

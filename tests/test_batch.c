@@ -35,10 +35,11 @@ static int gen_for(const char *path, int batch, cg_spec *s, cg_gen_output *o, cg
     return 0;
 }
 
-/* In a small bucket every fc layer is a gemv and shallow conv layers direct
- * (split over blocks where one image's outputs are few blocks), at one image
- * the others igemm in 32-pixel tiles, whatever the spec's large-batch strategy;
- * the manifest says the bucket. */
+/* In a small bucket every fc layer is a gemv but the last, which with the softmax
+ * and the predictions is one kernel (templates/ops/tail.lua), and shallow conv
+ * layers direct (split over blocks where one image's outputs are few blocks), at
+ * one image the others igemm in 32-pixel tiles, whatever the spec's large-batch
+ * strategy; the manifest says the bucket. */
 static void small_choices(void)
 {
     static const char *specs[] = {"specs/ece408-2017.yaml", "specs/ece408-2018sp.yaml", "specs/ece408-2018fa.yaml",
@@ -51,6 +52,11 @@ static void small_choices(void)
         for (int b = 0; b < 3; b++) {
             if (gen_for(specs[i], batches[b], &s, &o, &m)) continue;
             CHECK(m.bucket == batches[b], "%s: manifest bucket %d, expected %d", specs[i], m.bucket, batches[b]);
+            const cg_mkernel *last = &m.k[cg_manifest_layer_kernels(&m) - 1];
+            CHECK(!strcmp(last->tpl, "tail") && last->nout == 3 && last->outs[2] == m.predict &&
+                      last->outs[1] == m.output,
+                  "%s bucket %d: the last kernel %s is no tail writing the scores and predictions", specs[i],
+                  batches[b], last->name);
             for (int k = 0; k < m.nkernels; k++) {
                 const cg_mkernel *mk = &m.k[k];
                 const char *layer = mk->layer;

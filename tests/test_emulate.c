@@ -20,7 +20,9 @@
  * layers-slide-align (its weights after an odd number of staged floats),
  * layers-slide-pad (its padding's columns left out where a thread holds a whole row),
  * layers-small-batch at bucket 1 (conv2d_direct's map splits, conv2d_igemm's
- * small tiles, fc_gemv), layers-splitk and layers-splitk-pool at bucket 1 (conv2d_igemm's
+ * small tiles, fc_gemv, and the last fc, softmax and predictions as one kernel,
+ * templates/ops/tail.lua, writing three tensors), layers-tail at bucket 8 (the tail
+ * of a network ending in an fc: fc and predictions), layers-splitk and layers-splitk-pool at bucket 1 (conv2d_igemm's
  * split reductions, grid z, and splitk_reduce, its 2x2 pools), layers-splitk8-tc at bucket 8
  * (conv2d_igemm_tc's split reductions under the small-batch rule), layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
  * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24) and
@@ -698,14 +700,14 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
         void *wa = place(so, mk->wplace, mk->wtaps, mk->wsym, tw, rows, mk->wdtype, &okw, &ownw);
         void *ba = place(so, mk->bplace, 0, mk->bsym, tb, rows, mk->wdtype, &okb, &ownb);
         CHECK(okw && okb, "%s: %s: weights not placed", spec_path, mk->name);
-        /* arguments by role: 2 to 7 pointers (inputs, out, weights, bias), then n */
+        /* arguments by role: 2 to 7 pointers (inputs, outputs, weights, bias), then n */
         void *a[7] = {0};
         int na = mk->nargs - 1, std = na >= 2 && na <= 7 && mk->args[na] == CG_ARG_N;
         for (int i = 0; std && i < na; i++) {
             cg_arg_role role = mk->args[i];
-            int j = cg_arg_input(role);
-            std = role != CG_ARG_N && j < mk->nin;
-            a[i] = j >= 0 ? buf[mk->in[j < 0 ? 0 : j]] : role == CG_ARG_OUT ? buf[mk->out]
+            int j = cg_arg_input(role), q = cg_arg_output(role);
+            std = role != CG_ARG_N && j < mk->nin && q < mk->nout;
+            a[i] = j >= 0 ? buf[mk->in[j]] : q >= 0 ? buf[mk->outs[q]]
                  : role == CG_ARG_WEIGHTS ? (void *)wa : (void *)ba;
         }
         CHECK(std, "%s: %s: arguments other than (2 to 7 pointers, n)", spec_path, mk->name);
@@ -792,17 +794,21 @@ int main(void)
     else {
         /* example-conv, then every layer network of tests/gpu/ (a new op's spec
          * there is emulated without a change here); layers-small-batch at bucket
-         * 1: direct's map splits, igemm's small tiles, gemv (bucket 8, gemv's 8
+         * 1: direct's map splits, igemm's small tiles, gemv, the network's tail
+         * (fc3, softmax, prediction) in one kernel (bucket 8, gemv's 8
          * images a block of which 3 are there, and the large-batch choice for
          * C > 16: CG_EMULATE_BATCH=8); layers-splitk* at bucket 1 too: the split
          * reductions the planner chooses there; layers-splitk8* at bucket 8: the
-         * split of the default tiles where the large-batch choice has too few blocks */
+         * split of the default tiles where the large-batch choice has too few blocks;
+         * layers-tail at bucket 8: the tail of a network ending in an fc (fc and
+         * prediction). The others at the large batch: a softmax ending the network
+         * writes the predictions too */
         emulate("specs/example-conv.yaml", dir, 0);
         glob_t g;
         int grc = glob("tests/gpu/layers-*.yaml", 0, NULL, &g);
         CHECK(grc == 0 && g.gl_pathc >= 20, "tests/gpu/layers-*.yaml: %zu specs", grc ? 0 : g.gl_pathc);
         for (size_t i = 0; !grc && i < g.gl_pathc; i++)
-            emulate(g.gl_pathv[i], dir, strstr(g.gl_pathv[i], "splitk8") ? 8
+            emulate(g.gl_pathv[i], dir, strstr(g.gl_pathv[i], "splitk8") || strstr(g.gl_pathv[i], "-tail") ? 8
                                         : strstr(g.gl_pathv[i], "small-batch") || strstr(g.gl_pathv[i], "splitk") ? 1 : 0);
         if (!grc) globfree(&g);
         /* the whole-network kernel (templates/ops/network.lua), which the planner adds at

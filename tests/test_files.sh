@@ -122,7 +122,7 @@ same_as_manifest() { # dir
 if strace -f -qq -o /dev/null true 2>/dev/null; then
   # killed at its third rename: two new kernels in place, the old manifest still there
   d="$t/gen"; "$cg" generate specs/ece408-2018fa.yaml -o "$d" >/dev/null 2>&1
-  echo 'user file' > "$d/mine.cu"; head -3 "$d/argmax_e10_b128.cu" > "$d/mine_copy.cu"
+  echo 'user file' > "$d/mine.cu"; head -3 "$d/softmax_e10_pred_b128.cu" > "$d/mine_copy.cu"
   bash -c 'strace -f -qq -o /dev/null -e trace=rename,renameat,renameat2 \
     -e inject=rename,renameat,renameat2:signal=KILL:when=3 "$0" generate specs/ece408-2017.yaml -o "$1"; exit $?' "$cg" "$d" \
     >/dev/null 2>&1

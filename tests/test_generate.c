@@ -328,9 +328,9 @@ static void test_arg_roles(void)
     CHECK(cg_args_parse("in,in", r, &n) != 0, "repeated role refused");
     CHECK(cg_args_parse("in,", r, &n) != 0 && cg_args_parse("", r, &n) != 0, "empty role refused");
     int a = 1, a1 = 6, b = 2, w = 3, bias = 4, count = 5;
-    void *argv[CG_MAX_ARGS], *in[2] = {&a, &a1};
+    void *argv[CG_MAX_ARGS], *in[2] = {&a, &a1}, *out[1] = {&b};
     cg_args_parse("n,bias,in", r, &n);
-    CHECK(cg_args_bind(r, n, in, 1, &b, &w, &bias, &count, argv) == 0, "bound");
+    CHECK(cg_args_bind(r, n, in, 1, out, 1, &w, &bias, &count, argv) == 0, "bound");
     CHECK(argv[0] == &count && argv[1] == &bias && argv[2] == &a, "each argument bound by its role");
     /* further inputs: in1 is the second tensor of the kernel's list, in any position */
     CHECK(cg_args_parse("in1,out,in,n", r, &n) == 0 && n == 4 && r[0] == CG_ARG_IN1 && cg_arg_input(r[0]) == 1 &&
@@ -342,12 +342,24 @@ static void test_arg_roles(void)
     CHECK(cg_args_parse("in4,out", r, &n) != 0 && cg_args_parse("in1,in1", r, &n) != 0, "in4 and repeats refused");
     cg_args_parse("in1,out,in,n", r, &n);
     for (int i = 0; i < CG_MAX_ARGS; i++) argv[i] = NULL;
-    CHECK(cg_args_bind(r, n, in, 2, &b, &w, &bias, &count, argv) == 0, "two inputs bound");
+    CHECK(cg_args_bind(r, n, in, 2, out, 1, &w, &bias, &count, argv) == 0, "two inputs bound");
     CHECK(argv[0] == &a1 && argv[1] == &b && argv[2] == &a && argv[3] == &count, "in1 bound to the second input");
     for (int i = 0; i < CG_MAX_ARGS; i++) argv[i] = NULL;
-    CHECK(cg_args_bind(r, n, in, 1, &b, &w, &bias, &count, argv) == -1 && !argv[0] && !argv[2],
+    CHECK(cg_args_bind(r, n, in, 1, out, 1, &w, &bias, &count, argv) == -1 && !argv[0] && !argv[2],
           "in1 of a kernel with one input refused, nothing bound");
     CHECK(cg_args_past_inputs(r, n, 1) == 0 && cg_args_past_inputs(r, n, 2) == -1, "the role past the inputs");
+    /* further outputs: out1 and out2, the second and third of the kernel's out list */
+    CHECK(cg_args_parse("out2,in,out,out1,n", r, &n) == 0 && n == 5 && cg_arg_output(r[0]) == 2 &&
+              cg_arg_output(r[3]) == 1 && cg_arg_output(r[2]) == 0 && cg_arg_output(r[1]) == -1,
+          "out1, out2 parsed as the second and third outputs");
+    int o1 = 7, o2 = 8;
+    void *outs[3] = {&b, &o1, &o2};
+    for (int i = 0; i < CG_MAX_ARGS; i++) argv[i] = NULL;
+    CHECK(cg_args_bind(r, n, in, 1, outs, 3, &w, &bias, &count, argv) == 0 && argv[0] == &o2 && argv[2] == &b &&
+              argv[3] == &o1,
+          "three outputs bound by role");
+    CHECK(cg_args_past_outputs(r, n, 2) == 0 && cg_args_past_outputs(r, n, 3) == -1, "the role past the outputs");
+    CHECK(cg_args_parse("out3,in", r, &n) != 0, "no role out3");
 }
 
 /* conv2d_winograd: the layers it serves (kernels up to 7x7, stride 1) and the
@@ -1399,6 +1411,98 @@ static void test_graph_manifest(void)
     free(s), free(o), free(m);
 }
 
+/* The network's end in fewer kernels. Generated for a small batch (buckets 1 to
+ * 64), a last fc of at most planner.TAIL_MAX_OUT outputs and TAIL_MAX_WEIGHTS
+ * weights and the softmax reading it are one kernel with the predictions
+ * (templates/ops/tail.lua: layer=fc2, out=fc2,prob,predict, roles out1 and out2,
+ * no fc_gemv, softmax or argmax kernel), the header saying why; a network ending
+ * in such an fc: fc and predictions (out=fc,predict). Elsewhere (a large batch,
+ * bucket 256; an fc too wide or too large; a 16-bit network) the softmax (a
+ * network's last layer where it has one) writes the predictions (out1, no argmax
+ * kernel), and a network ending in neither keeps its argmax kernel. */
+static void test_tail_rule(void)
+{
+    static const struct {
+        const char *name, *layers;
+        int bucket, precision16;
+        const char *kernels; /* the templates of the last kernels, and their out lists */
+    } want[] = {
+        {"fc10", "  - {name: f1, op: fc, out: 40, activation: relu}\n  - {name: f2, op: fc, out: 10, bias: true}\n"
+                 "  - {name: prob, op: softmax}\n",
+         1, 0, "fc_gemv f1; tail f2,prob,predict"},
+        {"fc10", NULL, 8, 0, "fc_gemv f1; tail f2,prob,predict"},
+        {"fc10", NULL, 64, 0, "fc_gemv f1; tail f2,prob,predict"},
+        {"fc10", NULL, 256, 0, "fc_vec f1; fc_vec f2; softmax prob,predict"},
+        {"fc10", NULL, 0, 0, "fc_vec f1; fc_vec f2; softmax prob,predict"},
+        {"fc10", NULL, 1, 1, "fc_gemv f1; fc_gemv f2; softmax prob,predict"},
+        /* 33 outputs; 410 x 40 = 16,400 weights: both past the bounds */
+        {"fc33", "  - {name: f1, op: fc, out: 40}\n  - {name: f2, op: fc, out: 33}\n  - {name: prob, op: softmax}\n",
+         1, 0, "fc_gemv f1; fc_gemv f2; softmax prob,predict"},
+        {"fc-wide", "  - {name: f1, op: fc, out: 410}\n  - {name: f2, op: fc, out: 40}\n  - {name: prob, op: softmax}\n",
+         1, 0, "fc_gemv f1; fc_gemv f2; softmax prob,predict"},
+        {"fc-limit", "  - {name: f1, op: fc, out: 512}\n  - {name: f2, op: fc, out: 32}\n  - {name: prob, op: softmax}\n",
+         8, 0, "fc_gemv f1; tail f2,prob,predict"},
+        /* ending in the fc: fc and predictions; at the large batch, argmax */
+        {"fc-end", "  - {name: f1, op: fc, out: 12}\n  - {name: f2, op: fc, out: 7}\n", 1, 0,
+         "fc_gemv f1; tail f2,predict"},
+        {"fc-end", NULL, 0, 0, "fc_vec f1; fc_vec f2; argmax predict"},
+        /* ending in a conv: argmax at every batch */
+        {"conv-end", "  - {name: c1, op: conv, M: 3, K: 3}\n", 1, 0, "conv2d_direct c1; argmax predict"},
+    };
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_manifest *m = malloc(sizeof *m);
+    const char *layers = NULL;
+    for (size_t i = 0; o && m && i < sizeof want / sizeof *want; i++) {
+        if (want[i].layers) layers = want[i].layers;
+        char text[1024];
+        snprintf(text, sizeof text, "network: %s\ninput: {channels: 1, height: 4, width: 10}\nseed: 2\n%slayers:\n%s",
+                 want[i].name, want[i].precision16 ? "precision: bf16\n" : "", layers);
+        cg_spec *s = spec_text("tail.yaml", text);
+        if (!s) continue;
+        cg_target tg;
+        cg_target_default(&tg);
+        tg.batch = want[i].bucket;
+        if (want[i].precision16) tg.cc = 80;
+        cg_err e = {""};
+        int rc = cg_generate_for(s, "x", &tg, o, &e);
+        if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, "tail", m, &e);
+        CHECK(rc == 0, "%s at %d: %s", want[i].name, want[i].bucket, e.msg);
+        if (rc) {
+            free(s);
+            continue;
+        }
+        /* the kernels after input_u8 (and before the whole-network kernel): "template out,out; ..." */
+        char got[512] = "";
+        size_t at = 0;
+        for (int k = 1; k < cg_manifest_layer_kernels(m) && at < sizeof got; k++) {
+            const cg_mkernel *mk = &m->k[k];
+            at += (size_t)snprintf(got + at, sizeof got - at, "%s%s ", k > 1 ? "; " : "", mk->tpl);
+            for (int q = 0; q < mk->nout && at < sizeof got; q++)
+                at += (size_t)snprintf(got + at, sizeof got - at, "%s%s", q ? "," : "", m->t[mk->outs[q]].name);
+        }
+        CHECK(!strcmp(got, want[i].kernels), "%s at bucket %d%s: '%s', want '%s'", want[i].name, want[i].bucket,
+              want[i].precision16 ? " (bf16)" : "", got, want[i].kernels);
+        /* the tail: its roles, layer and header */
+        for (int k = 0; k < cg_manifest_layer_kernels(m); k++) {
+            const cg_mkernel *mk = &m->k[k];
+            if (strcmp(mk->tpl, "tail")) continue;
+            int sm = mk->nout == 3;
+            CHECK(!strcmp(mk->layer, m->t[mk->out].name) && mk->nargs == 4 + mk->nout &&
+                      mk->args[4] == CG_ARG_OUT1 && (!sm || mk->args[5] == CG_ARG_OUT2) && mk->wplace == CG_PLACE_ARG,
+                  "%s: the tail's record: layer %s, %d arguments", want[i].name, mk->layer, mk->nargs);
+            const cg_gen_kernel *gk = layer_kernel(o, mk->layer, "tail");
+            CHECK(gk && strstr(gk->source, "small batch: the network's tail (") &&
+                      strstr(gk->source, sm ? "float* __restrict__ prob, int* __restrict__ pred, int n)"
+                                            : "int* __restrict__ pred, int n)") &&
+                      strstr(gk->source, sm ? "then softmax and the prediction" : "then the prediction"),
+                  "%s: the tail's header and arguments", want[i].name);
+        }
+        cg_gen_free(o);
+        free(s);
+    }
+    free(o), free(m);
+}
+
 /* Adds computed in the conv's epilogue (planner.residual_adds): in
  * layers-residual-tc (sm_80) every add whose conv operand nothing else reads
  * fuses, under igemm_tc, igemm (after a folded batchnorm, whose layer record
@@ -1696,6 +1800,7 @@ int main(void)
     test_split_rule();
     test_split_pool();
     test_graph_manifest();
+    test_tail_rule();
     test_residual_fusion();
     test_residual_shared_kernel();
     test_groups_refused();
@@ -1737,12 +1842,14 @@ int main(void)
                 CHECK(m->t[m->l[l].out].elems == cg_layer_out_elems(&s->layers[l]), "%s: layer %s output elements",
                       path, s->layers[l].name);
             /* every kernel names its parameters by role, the runtime binds them by role: one
-             * input (in, out, weights, bias, n); an add or concat its inputs first, then out, n */
+             * input (in, out, weights, bias, n; a softmax writing the predictions too: out1
+             * before n); an add or concat its inputs first, then out, n */
             for (int i = 0; i < m->nkernels; i++) {
                 const cg_mkernel *k = &m->k[i];
                 if (k->nin == 1)
-                    CHECK(k->nargs == 5 && k->args[0] == CG_ARG_IN && k->args[4] == CG_ARG_N,
-                          "%s: %s takes (in, out, weights, bias, n) by role", path, k->name);
+                    CHECK(k->nargs == 4 + k->nout && k->args[0] == CG_ARG_IN && k->args[1] == CG_ARG_OUT &&
+                              (k->nout < 2 || k->args[4] == CG_ARG_OUT1) && k->args[k->nargs - 1] == CG_ARG_N,
+                          "%s: %s takes (in, out, weights, bias, out1.., n) by role", path, k->name);
                 else if (k->nargs == k->nin + 2) /* an add or a concat */
                     CHECK(k->args[0] == CG_ARG_IN && k->args[1] == CG_ARG_IN1 && k->args[k->nin] == CG_ARG_OUT &&
                               k->args[k->nin + 1] == CG_ARG_N,

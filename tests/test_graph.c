@@ -6,7 +6,10 @@
  * set) and replayed with one launch, destroyed at close, plain
  * launches with no_graphs —, that a run synchronizes with the host once a batch
  * and allocates nothing once its staging exists, and that the batch picks the
- * kernels (bucket 1 and 8: fc_gemv), and programmatic dependent launch: on the
+ * kernels (bucket 1 and 8: fc_gemv, and the network's tail — fc2, softmax and the
+ * prediction — as one kernel, templates/ops/tail.lua, its three outputs bound by role
+ * to the tensors the whole-network kernel writes them to; the large batch's softmax
+ * writing the predictions, no argmax kernel), and programmatic dependent launch: on the
  * sm_90 fake the kernels generated with the prologue (manifest pdl=1) that follow
  * another kernel with no event between are launched through cuLaunchKernelEx with
  * programmatic stream serialization, captured into the graph like the others;
@@ -93,13 +96,16 @@ static void graphs(const char *spec)
     fake_cu_stats_t a = *st;
     /* first run of 3 images: one batch, its kernels captured and replayed once */
     if (run(net, 3)) goto done;
-    int k = st->launches - a.launches; /* the kernels of one batch */
-    CHECK(k >= 5, "a batch launched %d kernels", k);
+    int k = st->launches - a.launches; /* the kernels of one batch: input_u8, the conv, fc1, the tail */
+    CHECK(k == 4, "a batch launched %d kernels", k);
     CHECK(st->captures - a.captures == 1, "first run: %d captures", st->captures - a.captures);
     CHECK(st->graph_launches - a.graph_launches == 1, "first run: %d graph launches", st->graph_launches - a.graph_launches);
     CHECK(st->kernels_run - a.kernels_run == k, "first run ran %d kernels, captured %d", st->kernels_run - a.kernels_run, k);
     CHECK(st->host_syncs - a.host_syncs == 1, "first run: %d host synchronizations", st->host_syncs - a.host_syncs);
     CHECK(launched(names0, "fc_gemv"), "bucket 8: no fc_gemv launched");
+    CHECK(launched(names0, "tail_i20o10_none_bias_softmax") && !launched(names0, "softmax") &&
+              !launched(names0, "argmax"),
+          "bucket 8: fc2, softmax and argmax not one kernel");
     /* the same count again: replayed, nothing captured, launched or allocated */
     fake_cu_stats_t b = *st;
     if (run(net, 3)) goto done;
@@ -142,7 +148,7 @@ static void plain(const char *spec)
     fake_cu_stats_t a = *st;
     if (!run(net, 3)) {
         int k = st->launches - a.launches;
-        CHECK(k >= 5 && st->kernels_run - a.kernels_run == k, "no_graphs: %d launches, %d run", k,
+        CHECK(k == 4 && st->kernels_run - a.kernels_run == k, "no_graphs: %d launches, %d run", k,
               st->kernels_run - a.kernels_run);
         CHECK(st->captures == a.captures && st->graph_launches == a.graph_launches,
               "no_graphs captured %d, replayed %d", st->captures - a.captures, st->graph_launches - a.graph_launches);
@@ -208,20 +214,23 @@ static int flagged(const char *prefix)
 static void pdl(const char *spec)
 {
     int k = 0;
-    /* graphnet at bucket 8: input_u8, the conv, fc1, fc2, softmax, argmax; no event
-     * inside the network (small-batch kernels), so every kernel but the first
-     * (after the upload) overlaps the one before, and no layer is timed alone */
+    /* graphnet at bucket 8: input_u8, the conv, fc1, the tail (fc2, softmax and the
+     * prediction); no event inside the network (small-batch kernels), so every kernel
+     * but the first (after the upload) overlaps the one before, and no layer is timed alone */
     int n = pdl_launches(spec, 90, 0, 0, 0, &k);
-    CHECK(k == 6 && n == 5, "sm_90: %d of %d launches with programmatic stream serialization", n, k);
+    CHECK(k == 4 && n == 3, "sm_90: %d of %d launches with programmatic stream serialization", n, k);
     CHECK(flagged("input_u8") == 0 && flagged("conv2d_") == 1, "after the upload: no PDL (input %d, conv %d)",
           flagged("input_u8"), flagged("conv2d_"));
-    CHECK(flagged("softmax") == 1 && flagged("argmax") == 1, "kernel after kernel: PDL (softmax %d, argmax %d)",
-          flagged("softmax"), flagged("argmax"));
+    CHECK(flagged("fc_gemv") == 1 && flagged("tail_") == 1, "kernel after kernel: PDL (fc1 %d, the tail %d)",
+          flagged("fc_gemv"), flagged("tail_"));
     CHECK(pdl_untimed, "bucket 8 under PDL: the layers read NaN (not timed alone)");
     /* the large batch's kernels: events stay at the conv layer's boundaries (its
-     * Op Time), so fc2, softmax and argmax overlap the kernel before them */
+     * Op Time), so fc2 and the softmax (writing the predictions too) overlap the
+     * kernel before them */
     n = pdl_launches_at(spec, 90, 0, 0, 0, 0, &k);
-    CHECK(k == 6 && n == 3, "sm_90, large batch: %d of %d launches with PDL", n, k);
+    CHECK(k == 5 && n == 2, "sm_90, large batch: %d of %d launches with PDL", n, k);
+    CHECK(flagged("softmax_e10_pred") == 1 && flagged("argmax") == -1, "large batch: softmax %d, argmax %d",
+          flagged("softmax_e10_pred"), flagged("argmax"));
     CHECK(flagged("input_u8") == 0 && flagged("conv2d_") == 0, "after an event: no PDL (input %d, conv %d)",
           flagged("input_u8"), flagged("conv2d_"));
     CHECK(!pdl_untimed, "large batch: the conv layer is timed");
@@ -235,16 +244,16 @@ static void pdl(const char *spec)
         small += st->blocks[i] <= 2;
         wrong += st->pdl[i] != (st->blocks[i] <= 2);
     }
-    CHECK(k == 6 && n == small && !wrong && small < 5, "2 SMs: %d PDL launches, %d after the first of <= 2 blocks, "
+    CHECK(k == 4 && n == small && !wrong && small < 3, "2 SMs: %d PDL launches, %d after the first of <= 2 blocks, "
           "%d launches the other way", n, small, wrong);
     n = pdl_launches(spec, 90, 0, 1, 0, &k);
-    CHECK(n == 0 && k == 6, "no_pdl: %d PDL launches of %d", n, k);
+    CHECK(n == 0 && k == 4, "no_pdl: %d PDL launches of %d", n, k);
     n = pdl_launches(spec, 90, 0, 0, 1, &k);
-    CHECK(n == 0 && k == 6 && !pdl_untimed, "profile: %d PDL launches of %d, layers timed", n, k);
+    CHECK(n == 0 && k == 4 && !pdl_untimed, "profile: %d PDL launches of %d, layers timed", n, k);
     n = pdl_launches(spec, 80, 0, 0, 0, &k);
-    CHECK(n == 0 && k == 6, "sm_80: %d PDL launches of %d", n, k);
+    CHECK(n == 0 && k == 4, "sm_80: %d PDL launches of %d", n, k);
     n = pdl_launches(spec, 90, 1, 0, 0, &k);
-    CHECK(n == 0 && k == 6, "no cuLaunchKernelEx: %d PDL launches of %d", n, k);
+    CHECK(n == 0 && k == 4, "no cuLaunchKernelEx: %d PDL launches of %d", n, k);
 }
 
 /* The device memory: one arena a stream set (a second set costs one more
@@ -305,6 +314,8 @@ static void bucket_one(const char *spec)
     if (!run(net, 1)) {
         CHECK(launched(names0, "fc_gemv_i100o20_tanh_bias_b1"), "bucket 1: no one-image fc_gemv");
         CHECK(launched(names0, "conv2d_direct_c1m4k3"), "bucket 1: no direct conv");
+        CHECK(launched(names0, "tail_i20o10_none_bias_softmax_t32") && st->nnames - names0 == 4,
+              "bucket 1: the tail as one kernel, 4 launches: %d", st->nnames - names0);
     }
     cg_net_close(net);
     /* the large-batch kernels where no batch is given */
@@ -389,10 +400,13 @@ static void whole(const char *spec)
     memset(st->rec_name, 0, sizeof st->rec_name);
     snprintf(st->rec_name[0], sizeof st->rec_name[0], "%s", k->name);
     st->rec_nargs[0] = k->nargs, st->rec_int_at[0] = n_at;
-    /* the softmax's arguments: where the per-layer kernels find the scores */
+    /* the arguments of the kernel writing the scores (the tail: fc2, prob and the
+     * predictions): where the per-layer kernels find them */
     int sm = -1;
     for (int i = 0; i < nlk; i++)
-        if (!strcmp(m.k[i].tpl, "softmax")) sm = i;
+        for (int o = 0; o < m.k[i].nout; o++)
+            if (m.k[i].outs[o] == cg_manifest_tensor(&m, "prob")) sm = i;
+    CHECK(sm >= 0 && !strcmp(m.k[sm].tpl, "tail") && m.k[sm].nout == 3, "bucket 8: the tail writes prob");
     if (sm >= 0) {
         snprintf(st->rec_name[1], sizeof st->rec_name[1], "%s", m.k[sm].name);
         st->rec_nargs[1] = m.k[sm].nargs, st->rec_int_at[1] = -1;
@@ -527,15 +541,22 @@ done:
             double total = -1, layer_ms[8];
             CHECK(cg_net_times(net, &total, layer_ms) == CG_STATUS_OK && (faster ? isnan(layer_ms[0]) : !isnan(layer_ms[0])),
                   "auto: layer times %s", faster ? "NaN" : "measured");
-            /* both ways ran on set 0: t:prob is where the softmax wrote the scores */
-            int out_at = -1, tp = -1;
-            for (int j = 0; sm >= 0 && j < m.k[sm].nargs; j++)
-                if (m.k[sm].args[j] == CG_ARG_OUT) out_at = j;
-            for (int j = 0; j < k->nargs; j++)
-                if (k->args[j] == CG_ARG_TENSOR && k->argref[j] == cg_manifest_tensor(&m, "prob")) tp = j;
-            CHECK(out_at >= 0 && tp >= 0 && st->rec_val[1][out_at] && st->rec_val[1][out_at] == st->rec_val[0][tp],
-                  "t:prob is the softmax's out: %llx, %llx", tp >= 0 ? st->rec_val[0][tp] : 0ULL,
-                  out_at >= 0 ? st->rec_val[1][out_at] : 0ULL);
+            /* both ways ran on set 0: the tail's out, out1 and out2 (fc2, prob, predict) are
+             * where the whole kernel's t:fc2, t:prob and out point, three places */
+            int outs = 0, same = 0;
+            unsigned long long at[CG_MAX_OUTPUTS] = {0};
+            for (int j = 0; sm >= 0 && j < m.k[sm].nargs; j++) {
+                int o = cg_arg_output(m.k[sm].args[j]);
+                if (o < 0) continue;
+                int t = m.k[sm].outs[o];
+                at[outs++ % CG_MAX_OUTPUTS] = st->rec_val[1][j];
+                for (int q = 0; q < k->nargs; q++)
+                    if ((k->args[q] == CG_ARG_TENSOR && k->argref[q] == t) || (k->args[q] == CG_ARG_OUT && k->out == t))
+                        same += st->rec_val[1][j] && st->rec_val[1][j] == st->rec_val[0][q];
+            }
+            CHECK(outs == 3 && same == 3 && at[0] != at[1] && at[1] != at[2] && at[0] != at[2],
+                  "the tail's outputs where the whole kernel writes fc2, prob and predict: %d of %d (%llx %llx %llx)",
+                  same, outs, at[0], at[1], at[2]);
             const cg_gpu_times *t = cg_net_gpu_times(net);
             char line[512], want[256];
             cg_gpu_whole_summary(t, line, sizeof line);

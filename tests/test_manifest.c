@@ -3,9 +3,14 @@
  * in1..in3 naming the further inputs; refused, each at the record's
  * origin:line: an undeclared tensor, more than CG_MAX_INPUTS inputs, the
  * kernel's own output among its inputs, an empty name, and an argument role
- * naming an input the list lacks. common.kernel_head (templates/lib/common.lua)
- * knows the same roles as the manifest's table and declares further inputs
- * const like the first. The whole-network kernel's record (whole=1, scratch=,
+ * naming an input the list lacks. Its output list likewise: `out=` naming up to
+ * CG_MAX_OUTPUTS tensors (templates/ops/tail.lua: fc2, prob, predict), roles
+ * out1 and out2 bound to the second and third; refused: an undeclared or
+ * repeated tensor, more than CG_MAX_OUTPUTS, an output among the inputs, a role
+ * naming an output the list lacks, a whole-network kernel with more than one.
+ * common.kernel_head (templates/lib/common.lua) knows the same roles as the
+ * manifest's table, declares further inputs const like the first and further
+ * outputs writable like the first. The whole-network kernel's record (whole=1, scratch=,
  * grid res:CAP, layer=*, roles t:/w:/b:/scratch, up to CG_MAX_ARGS arguments)
  * parses, and each misuse is refused at its line. Weight placements, arg:taps:N
  * among them. */
@@ -54,14 +59,66 @@ static void test_inputs(cg_manifest *m)
         CHECK(m->k[1].nin == 1 && m->k[1].in[0] == cg_manifest_tensor(m, "input"), "a chain's kernel reads one");
         /* the launch binds the second input where in1 stands */
         int ta = 10, tb = 11, out = 12, count = 3;
-        void *in[CG_MAX_INPUTS] = {&ta, &tb}, *argv[CG_MAX_ARGS];
-        CHECK(cg_args_bind(k->args, k->nargs, in, k->nin, &out, NULL, NULL, &count, argv) == 0 && argv[0] == &tb &&
-                  argv[1] == &ta && argv[2] == &out && argv[3] == &count,
+        void *in[CG_MAX_INPUTS] = {&ta, &tb}, *outs[1] = {&out}, *argv[CG_MAX_ARGS];
+        CHECK(cg_args_bind(k->args, k->nargs, in, k->nin, outs, 1, NULL, NULL, &count, argv) == 0 &&
+                  argv[0] == &tb && argv[1] == &ta && argv[2] == &out && argv[3] == &count,
               "in1 bound to b, in to a");
     }
     rc = parse("a,b,input,a", "sum", "in,in1,in2,in3,out,n", m, &e);
     CHECK(rc == 0 && m->k[2].nin == 4 && m->k[2].in[3] == cg_manifest_tensor(m, "a"),
           "four inputs (a tensor may be read twice): %s", rc ? e.msg : "");
+}
+
+/* A kernel writing several tensors (out=sum,b,predict: ops/tail.lua's fc2, prob,
+ * predict): the list in order, out the first; roles out1 and out2 bound to the
+ * second and third; every misuse refused at the record's line. */
+static void test_outputs(cg_manifest *m)
+{
+    cg_err e;
+    int rc = parse("a", "sum,b,predict", "in,out,weights,bias,out1,out2,n", m, &e);
+    CHECK(rc == 0, "a three-output kernel parses: %s", rc ? e.msg : "");
+    if (!rc) {
+        const cg_mkernel *k = &m->k[2];
+        CHECK(k->nout == 3 && k->out == cg_manifest_tensor(m, "sum") && k->outs[0] == k->out &&
+                  k->outs[1] == cg_manifest_tensor(m, "b") && k->outs[2] == cg_manifest_tensor(m, "predict"),
+              "outputs in the list's order, out the first: %d", k->nout);
+        CHECK(k->args[4] == CG_ARG_OUT1 && k->args[5] == CG_ARG_OUT2 && cg_arg_output(k->args[5]) == 2 &&
+                  cg_arg_output(CG_ARG_OUT) == 0 && cg_arg_output(CG_ARG_IN1) == -1 &&
+                  !strcmp(cg_arg_role_name(CG_ARG_OUT2), "out2"),
+              "roles out1, out2");
+        CHECK(m->k[1].nout == 1 && m->k[1].outs[0] == m->k[1].out, "a chain's kernel writes one");
+        int ta = 10, o0 = 20, o1 = 21, o2 = 22, count = 3;
+        void *in[CG_MAX_INPUTS] = {&ta}, *outs[CG_MAX_OUTPUTS] = {&o0, &o1, &o2}, *argv[CG_MAX_ARGS] = {0};
+        CHECK(cg_args_bind(k->args, k->nargs, in, k->nin, outs, k->nout, NULL, NULL, &count, argv) == 0 &&
+                  argv[0] == &ta && argv[1] == &o0 && argv[4] == &o1 && argv[5] == &o2 && argv[6] == &count,
+              "out, out1, out2 bound to sum, b, predict");
+        argv[0] = NULL;
+        CHECK(cg_args_bind(k->args, k->nargs, in, k->nin, outs, 2, NULL, NULL, &count, argv) == -1 && !argv[0],
+              "out2 with two outputs: nothing bound");
+    }
+    /* the first output is the tensor a chain's next kernel reads: predict reads sum */
+    rc = parse("a", "sum,b", "in,out1,out,n", m, &e);
+    CHECK(rc == 0 && m->k[2].nout == 2 && m->k[2].args[1] == CG_ARG_OUT1, "any order of roles: %s", rc ? e.msg : "");
+    struct {
+        const char *in, *out, *args, *msg;
+    } bad[] = {
+        {"a", "sum,zz", "in,out,out1,n", "t/manifest.txt:13: kernel k_add writes 'zz', which is no tensor declared before it"},
+        {"a", "sum,b,sum", "in,out,n", "t/manifest.txt:13: kernel k_add writes 'sum' twice (out=sum,b,sum)"},
+        {"a", "sum,b,predict,input", "in,out,n", "t/manifest.txt:13: kernel k_add writes more than 3 tensors (out=sum,b,predict,input)"},
+        {"a,b", "sum,b", "in,in1,out,out1,n", "t/manifest.txt:13: kernel k_add reads its own output 'b'"},
+        {"a", "sum", "in,out,out1,n", "t/manifest.txt:13: kernel k_add: argument role out1 names output 2, but the kernel writes 1 (out=)"},
+        {"a", "sum,b", "in,out,out2,n", "t/manifest.txt:13: kernel k_add: argument role out2 names output 3, but the kernel writes 2 (out=)"},
+        {"a", "sum,", "in,out,n", "t/manifest.txt:13: kernel k_add: bad output list out=sum,"},
+        {"a", "sum,,b", "in,out,n", "t/manifest.txt:13: kernel k_add: bad output list out=sum,,b"},
+        {"a", "sum", "in,out,out3,n", "t/manifest.txt:13: bad value for args: 'out3' is no role"},
+        {"a", "sum,b", "in,out,out1,out1,n", "t/manifest.txt:13: bad value for args: 'out1' given twice"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        e.msg[0] = 0;
+        CHECK(parse(bad[i].in, bad[i].out, bad[i].args, m, &e) != 0, "output case %zu accepted", i);
+        CHECK_CONTAINS(e.msg, bad[i].msg);
+        CHECK(!strchr(e.msg, '\n'), "output case %zu: one line", i);
+    }
 }
 
 static void test_refusals(cg_manifest *m)
@@ -247,9 +304,9 @@ static void test_whole(cg_manifest *m)
         CHECK(!m->k[0].whole && m->k[0].scratch == 0 && m->k[0].res_cap == 0 && m->k[0].layer_index == 0,
               "the conv kernel is per-layer");
         /* bound as a per-layer kernel: refused, nothing bound */
-        void *argv[CG_MAX_ARGS] = {0}, *in[1] = {NULL};
+        void *argv[CG_MAX_ARGS] = {0}, *in[1] = {NULL}, *outs[1] = {NULL};
         int count = 1;
-        CHECK(cg_args_bind(k->args, k->nargs, in, 1, NULL, NULL, NULL, &count, argv) == -1 && !argv[9],
+        CHECK(cg_args_bind(k->args, k->nargs, in, 1, outs, 1, NULL, NULL, &count, argv) == -1 && !argv[9],
               "cg_args_bind refuses the whole kernel's roles");
     }
     /* whole=0 is a plain kernel; scratch without an argument and the other way */
@@ -306,6 +363,9 @@ static void test_whole(cg_manifest *m)
         {K_CONV K_FC K_MAX "kernel net_b1 layer=fc1 template=network in=pixels out=predict grid=res:264,1,1 "
                            "block=256,1,1 shared=0 weights=none bias=none args=in,out,n whole=1\n",
          "w/manifest.txt:15: kernel net_b1: the whole-network kernel runs every layer: layer=*, not layer=fc1"},
+        {K_CONV K_FC K_MAX "kernel net_b1 layer=* template=network in=pixels out=predict,fc1 grid=res:264,1,1 "
+                           "block=256,1,1 shared=0 weights=none bias=none args=in,out,n whole=1\n",
+         "w/manifest.txt:15: kernel net_b1: the whole-network kernel's out= names one tensor"},
         {K_WHOLE, "w/manifest.txt: incomplete manifest"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -370,10 +430,11 @@ static void test_lua_roles(void)
             CHECK(roles && cg_args_parse(roles, r, &n) == 0 && n == CG_ARG_ROLES, "roles '%s' parse",
                   roles ? roles : "(none)");
             for (int i = 0; i < n; i++) CHECK((int)r[i] == CG_ARG_ROLES - 1 - i, "role %d in order", i);
-            CHECK(head && strstr(head, "k(const float* __restrict__ in3, const float* __restrict__ in2,") &&
-                      strstr(head, " const float* __restrict__ in1, int n, ") &&
+            CHECK(head && strstr(head, "k(float* __restrict__ out2, float* __restrict__ out1,") &&
+                      strstr(head, " const float* __restrict__ in3, const float* __restrict__ in2, "
+                                   "const float* __restrict__ in1, int n, ") &&
                       strstr(head, "float* __restrict__ out, const float* __restrict__ in)"),
-                  "further inputs declared const: %s", head ? head : "(none)");
+                  "further inputs declared const, further outputs not: %s", head ? head : "(none)");
         }
     }
     cg_lua_close(h);
@@ -389,6 +450,7 @@ int main(void)
     cg_manifest *m = malloc(sizeof *m);
     if (!m) return 1;
     test_inputs(m);
+    test_outputs(m);
     test_refusals(m);
     test_pdl(m);
     test_wdtype(m);

@@ -31,8 +31,16 @@ static int add_kernel(cg_manifest *m, const char *name, const int *ins, int nin,
     snprintf(k->name, sizeof k->name, "%s", name);
     snprintf(k->layer, sizeof k->layer, "%s", name);
     for (int j = 0; j < nin; j++) k->in[j] = ins[j];
-    k->nin = nin, k->out = out;
+    k->nin = nin, k->out = k->outs[0] = out, k->nout = 1;
     return out;
+}
+
+/* The last kernel made writes tensor t too (its out list's next). */
+static int also_writes(cg_manifest *m, int t)
+{
+    cg_mkernel *k = &m->k[m->nkernels - 1];
+    k->outs[k->nout++] = t;
+    return t;
 }
 
 static int op(cg_manifest *m, const char *name, long long elems, const int *ins, int nin)
@@ -80,13 +88,23 @@ static int invariants(const cg_manifest *m, const cg_memplan *p, const char *wha
             }
         }
     }
-    /* what a kernel writes is apart from what it reads */
+    /* what a kernel writes is apart from what it reads, and its outputs from each other */
     for (int k = 0; k < m->nkernels; k++)
-        for (int j = 0; j < m->k[k].nin; j++) {
-            int a = m->k[k].out, b = m->k[k].in[j];
-            if (overlap(p->off[a], p->size[a], p->off[b], p->size[b])) {
-                bad++;
-                CHECK(0, "%s: kernel %d writes over its input %s", what, k, m->t[b].name);
+        for (int o = 0; o < m->k[k].nout; o++) {
+            int a = m->k[k].outs[o];
+            for (int j = 0; j < m->k[k].nin; j++) {
+                int b = m->k[k].in[j];
+                if (overlap(p->off[a], p->size[a], p->off[b], p->size[b])) {
+                    bad++;
+                    CHECK(0, "%s: kernel %d writes %s over its input %s", what, k, m->t[a].name, m->t[b].name);
+                }
+            }
+            for (int q = o + 1; q < m->k[k].nout; q++) {
+                int b = m->k[k].outs[q];
+                if (overlap(p->off[a], p->size[a], p->off[b], p->size[b])) {
+                    bad++;
+                    CHECK(0, "%s: kernel %d writes %s and %s over each other", what, k, m->t[a].name, m->t[b].name);
+                }
             }
         }
     int kept[] = {m->input, m->output, m->predict};
@@ -128,6 +146,36 @@ static void test_chain(cg_manifest *m)
     CHECK(p->first[m->input] == 0 && p->last[m->input] == m->nkernels, "pixels live %d..%d", p->first[m->input],
           p->last[m->input]);
     CHECK(!cg_memplan_kept(p, m, mid[3]) && cg_memplan_kept(p, m, m->output), "kept");
+    free(p);
+}
+
+/* A small-batch network's tail in one kernel (templates/ops/tail.lua): conv,
+ * fc1, then one kernel writing fc2, prob and predict (no argmax kernel). Its
+ * three outputs live from its step, apart from fc1 and from each other; fc2 is
+ * read by no kernel after it, yet written: it may not share the bytes of
+ * anything live at that step; prob and predict are kept. */
+static void test_tail(cg_manifest *m)
+{
+    int x = start(m, 784);
+    int c1 = op1(m, "conv1", 7200, x);
+    int f1 = op1(m, "fc1", 500, c1);
+    int f2 = op1(m, "fc2", 10, f1);
+    int prob = also_writes(m, add_tensor(m, "prob", CG_DT_F32, 10));
+    int pred = also_writes(m, add_tensor(m, "predict", CG_DT_I32, 1));
+    m->output = prob, m->predict = pred;
+    cg_memplan *p = malloc(sizeof *p);
+    for (long long batch = 1; batch <= 8; batch += 7) {
+        cg_memplan_make(m, 0, batch, p);
+        CHECK(invariants(m, p, "tail") == 0, "tail, batch %lld", batch);
+        int k = m->nkernels - 1;
+        CHECK(m->k[k].nout == 3 && p->first[f2] == k && p->last[f2] == k, "fc2 live %d..%d (the tail is step %d)",
+              p->first[f2], p->last[f2], k);
+        CHECK(p->first[prob] == 0 && p->last[prob] == m->nkernels && p->first[pred] == 0 &&
+                  p->last[pred] == m->nkernels && cg_memplan_kept(p, m, prob) && cg_memplan_kept(p, m, pred),
+              "prob and predict kept: %d..%d, %d..%d", p->first[prob], p->last[prob], p->first[pred], p->last[pred]);
+        CHECK(!cg_memplan_kept(p, m, f2) && !overlap(p->off[f2], p->size[f2], p->off[f1], p->size[f1]),
+              "fc2 apart from fc1, not kept");
+    }
     free(p);
 }
 
@@ -241,7 +289,8 @@ static unsigned rnd(unsigned n)
 
 /* A random network: pixels -> input, then kernels reading 1 to 4 earlier
  * tensors (the float input or later ones; never the u8 pixels or predict), of
- * random sizes, the last into scores. */
+ * random sizes, a few of them writing one or two more tensors (later kernels
+ * may read those too), the last into scores. */
 static void random_dag(cg_manifest *m, int nk)
 {
     int t = start(m, 1 + rnd(40));
@@ -257,29 +306,37 @@ static void random_dag(cg_manifest *m, int nk)
         char name[16];
         snprintf(name, sizeof name, "k%d", k);
         op(m, name, 1 + rnd(64), ins, nin);
+        for (int more = rnd(4) ? 0 : 1 + (int)rnd(CG_MAX_OUTPUTS - 1); more > 0; more--) {
+            char extra[24];
+            snprintf(extra, sizeof extra, "k%d.%d", k, more);
+            also_writes(m, add_tensor(m, extra, CG_DT_F32, 1 + rnd(64)));
+        }
     }
     finish(m, op1(m, "scores", 1 + rnd(12), m->ntensors - 1));
 }
 
 /* Run the network on the host through tensor places tp (bytes, batch n):
- * each kernel writes element i of every image as a mix of its inputs'
- * elements (uint32 words, wrapped), the first kernel from the pixels. The
- * result: the predict tensor's and scores' bytes, and every tensor's (keep). */
+ * each kernel writes element i of every image of each of its outputs as a mix
+ * of its inputs' elements (uint32 words, wrapped), the first kernel from the
+ * pixels. The result: the predict tensor's and scores' bytes, and every
+ * tensor's (keep). */
 static void execute(const cg_manifest *m, unsigned char *const *tp, long long n)
 {
     for (int k = 0; k < m->nkernels; k++) {
         const cg_mkernel *kr = &m->k[k];
-        long long oe = m->t[kr->out].elems * n;
-        uint32_t *out = (uint32_t *)tp[kr->out];
-        for (long long i = 0; i < oe; i++) {
-            uint32_t v = (uint32_t)k * 2654435761u;
-            for (int j = 0; j < kr->nin; j++) {
-                int t = kr->in[j];
-                long long ie = m->t[t].elems * n;
-                uint32_t x = m->t[t].dtype == CG_DT_U8 ? tp[t][i % ie] : ((const uint32_t *)tp[t])[i % ie];
-                v = (v ^ x) * 16777619u + (uint32_t)j;
+        for (int o = 0; o < kr->nout; o++) {
+            long long oe = m->t[kr->outs[o]].elems * n;
+            uint32_t *out = (uint32_t *)tp[kr->outs[o]];
+            for (long long i = 0; i < oe; i++) {
+                uint32_t v = (uint32_t)(k * CG_MAX_OUTPUTS + o) * 2654435761u;
+                for (int j = 0; j < kr->nin; j++) {
+                    int t = kr->in[j];
+                    long long ie = m->t[t].elems * n;
+                    uint32_t x = m->t[t].dtype == CG_DT_U8 ? tp[t][i % ie] : ((const uint32_t *)tp[t])[i % ie];
+                    v = (v ^ x) * 16777619u + (uint32_t)j;
+                }
+                out[i] = v;
             }
-            out[i] = v;
         }
     }
 }
@@ -380,6 +437,7 @@ int main(void)
     test_chain(m);
     test_residual(m);
     test_concat_add3(m);
+    test_tail(m);
     test_keep_all(m);
     test_alignment();
     test_random();

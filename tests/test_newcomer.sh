@@ -82,6 +82,16 @@ if $cg build specs/ece408-2017.yaml --arch 75 -o "$t/net.cgb" >/dev/null 2>"$t/e
 else
   echo "skip: info on a bundle (build failed: $(head -1 "$t/e"))"
 fi
+# a bundle for one image: the network's tail (fc2, the softmax, the predictions) is one
+# kernel (templates/ops/tail.lua), listed under both layers it computes
+if $cg build specs/ece408-2017.yaml --arch 75 --batch 1 -o "$t/one.cgb" >/dev/null 2>"$t/e"; then
+  $cg info "$t/one.cgb" >"$t/oinfo" 2>"$t/e" \
+    && grep -Eq '^  fc2 +tail \(tail_i500o10_none_bias_softmax_t[0-9]+\)$' "$t/oinfo" \
+    && grep -Eq '^  prob +tail \(tail_i500o10_none_bias_softmax_t[0-9]+, with fc2\)$' "$t/oinfo" \
+    && ok || bad "info one.cgb: $(cat "$t/oinfo" "$t/e")"
+else
+  echo "skip: info on a one-image bundle (build failed: $(head -1 "$t/e"))"
+fi
 $cg info "$t/absent.yaml" >/dev/null 2>"$t/e"; rc=$?
 [ $rc -eq 3 ] && grep -q "absent.yaml" "$t/e" && ok || bad "info on a missing spec: exit $rc: $(cat "$t/e")"
 $cg info >/dev/null 2>"$t/e"; [ $? -eq 2 ] && ok || bad "info without a spec should exit 2"

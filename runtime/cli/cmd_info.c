@@ -92,23 +92,42 @@ static const char *human(double v, char *buf, size_t n)
     return buf;
 }
 
-/* The manifest's kernels of layer `name`: "template name" each, space-separated. */
+/* Whether kernel k computes layer `name` alongside its own (the layer's tensor is
+ * one of its further outputs, out=: ops/tail.lua's softmax); its own layer then in *own. */
+static int computes_too(const cg_manifest *m, const cg_mkernel *k, const char *name, const char **own)
+{
+    for (int j = 0; j < m->nlayers; j++)
+        if (!strcmp(m->l[j].name, name))
+            for (int o = 1; o < k->nout; o++)
+                if (k->outs[o] == m->l[j].out) return *own = k->layer, 1;
+    return 0;
+}
+
+/* The manifest's kernels of layer `name`: "template name" each, space-separated
+ * (a kernel of an earlier layer that computes this one too: "template (name, with LAYER)"). */
 static void kernels_of(const cg_manifest *m, const char *name, char *out, size_t n, int json, FILE *f)
 {
     size_t at = 0;
     int k = 0;
     out[0] = 0;
     for (int i = 0; i < m->nkernels; i++) {
-        if (strcmp(m->k[i].layer, name)) continue;
+        const char *own = NULL;
+        if (strcmp(m->k[i].layer, name) && !computes_too(m, &m->k[i], name, &own)) continue;
         if (json) {
             fprintf(f, "%s{\"template\": ", k ? ", " : "");
             cg_json_str(f, m->k[i].tpl);
             fprintf(f, ", \"kernel\": ");
             cg_json_str(f, m->k[i].name);
-            fprintf(f, ", \"block\": %d, \"shared\": %d}", m->k[i].block[0] * m->k[i].block[1] * m->k[i].block[2],
+            fprintf(f, ", \"block\": %d, \"shared\": %d", m->k[i].block[0] * m->k[i].block[1] * m->k[i].block[2],
                     m->k[i].shared);
+            if (own) {
+                fprintf(f, ", \"with\": ");
+                cg_json_str(f, own);
+            }
+            fprintf(f, "}");
         } else if (at < n) {
-            at += (size_t)snprintf(out + at, n - at, "%s%s (%s)", k ? ", " : "", m->k[i].tpl, m->k[i].name);
+            at += (size_t)snprintf(out + at, n - at, "%s%s (%s%s%s)", k ? ", " : "", m->k[i].tpl, m->k[i].name,
+                                   own ? ", with " : "", own ? own : "");
         }
         k++;
     }

@@ -598,13 +598,15 @@ static CUresult launch_ex(cg_gpu *g, CUfunction fn, const cg_mkernel *k, unsigne
 static int launch(cg_gpu *g, cg_gpu_set *st, int i, long long n, CUstream s, int after_kernel, cg_err *e)
 {
     const cg_mkernel *k = &g->m->k[i];
-    CUdeviceptr in[CG_MAX_INPUTS], outp = st->tdev[k->out], w = g->wdev[i], b = g->bdev[i];
-    void *inp[CG_MAX_INPUTS];
+    CUdeviceptr in[CG_MAX_INPUTS], out[CG_MAX_OUTPUTS], w = g->wdev[i], b = g->bdev[i];
+    void *inp[CG_MAX_INPUTS], *outp[CG_MAX_OUTPUTS];
     for (int j = 0; j < k->nin; j++) in[j] = st->tdev[k->in[j]], inp[j] = &in[j];
+    for (int j = 0; j < k->nout; j++) out[j] = st->tdev[k->outs[j]], outp[j] = &out[j];
     int nn = (int)n;
     void *args[CG_MAX_ARGS];
-    if (cg_args_bind(k->args, k->nargs, inp, k->nin, &outp, &w, &b, &nn, args))
-        return cg_fail(e, "kernel %s: an argument role names an input it does not read", k->name);
+    if (cg_args_bind(k->args, k->nargs, inp, k->nin, outp, k->nout, &w, &b, &nn, args))
+        return cg_fail(e, "kernel %s: an argument role names an input it does not read or an output it does not "
+                          "write", k->name);
     unsigned gx = (unsigned)cg_mdim_eval(k->grid[0], n), gy = (unsigned)cg_mdim_eval(k->grid[1], n),
              gz = (unsigned)cg_mdim_eval(k->grid[2], n);
     char what[200];

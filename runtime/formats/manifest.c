@@ -99,6 +99,7 @@ static int parse_dim(const char *s, cg_mdim *d)
 static const char *const role_names[CG_ARG_ROLES] = {
     [CG_ARG_IN] = "in",       [CG_ARG_OUT] = "out", [CG_ARG_WEIGHTS] = "weights", [CG_ARG_BIAS] = "bias",
     [CG_ARG_N] = "n",         [CG_ARG_IN1] = "in1", [CG_ARG_IN2] = "in2",         [CG_ARG_IN3] = "in3",
+    [CG_ARG_OUT1] = "out1",   [CG_ARG_OUT2] = "out2",
 };
 
 const char *cg_arg_role_name(cg_arg_role r)
@@ -117,6 +118,20 @@ int cg_args_past_inputs(const cg_arg_role *roles, int n, int nin)
 {
     for (int i = 0; i < n; i++)
         if (cg_arg_input(roles[i]) >= nin) return i;
+    return -1;
+}
+
+int cg_arg_output(cg_arg_role r)
+{
+    if (r == CG_ARG_OUT) return 0;
+    if (r == CG_ARG_OUT1 || r == CG_ARG_OUT2) return 1 + (int)(r - CG_ARG_OUT1);
+    return -1;
+}
+
+int cg_args_past_outputs(const cg_arg_role *roles, int n, int nout)
+{
+    for (int i = 0; i < n; i++)
+        if (cg_arg_output(roles[i]) >= nout) return i;
     return -1;
 }
 
@@ -139,18 +154,20 @@ int cg_args_parse(const char *text, cg_arg_role *roles, int *n)
     return *n ? 0 : -1;
 }
 
-int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void *out, void *w, void *b,
-                 void *count, void **argv)
+int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void *const *out, int nout, void *w,
+                 void *b, void *count, void **argv)
 {
-    if (cg_args_past_inputs(roles, n, nin) >= 0) return -1;
+    if (cg_args_past_inputs(roles, n, nin) >= 0 || cg_args_past_outputs(roles, n, nout) >= 0) return -1;
     for (int i = 0; i < n; i++)
         if ((int)roles[i] < 0 || roles[i] >= CG_ARG_ROLES) return -1;
     for (int i = 0; i < n; i++) {
         switch (roles[i]) {
-        case CG_ARG_OUT: argv[i] = out; break;
         case CG_ARG_WEIGHTS: argv[i] = w; break;
         case CG_ARG_BIAS: argv[i] = b; break;
         case CG_ARG_N: argv[i] = count; break;
+        case CG_ARG_OUT:
+        case CG_ARG_OUT1:
+        case CG_ARG_OUT2: argv[i] = out[cg_arg_output(roles[i])]; break;
         default: argv[i] = in[cg_arg_input(roles[i])]; break; /* in, in1, in2, in3 */
         }
     }
@@ -237,28 +254,40 @@ static int parse_place(const char *s, cg_place *p, char *sym, size_t cap, int *t
     return 0;
 }
 
-/* A kernel's `in` list: 1 to CG_MAX_INPUTS declared tensors, comma-separated. */
-static int parse_inputs(const char *val, const cg_manifest *m, cg_mkernel *k, const char *origin, int ln,
-                        cg_err *e)
+/* A kernel's `in` list (writes 0: 1 to CG_MAX_INPUTS declared tensors,
+ * comma-separated, into k->in) or `out` list (writes 1: 1 to CG_MAX_OUTPUTS
+ * distinct declared tensors, into k->outs; k->out the first). */
+static int parse_tensors(const char *val, int writes, const cg_manifest *m, cg_mkernel *k, const char *origin,
+                         int ln, cg_err *e)
 {
-    k->nin = 0;
+    const char *key = writes ? "out" : "in", *verb = writes ? "writes" : "reads";
+    int *list = writes ? k->outs : k->in, *count = writes ? &k->nout : &k->nin;
+    const int cap = writes ? CG_MAX_OUTPUTS : CG_MAX_INPUTS;
+    *count = 0;
     for (const char *p = val;; p++) {
         size_t len = strcspn(p, ",");
         char name[sizeof m->t[0].name];
         if (!len || len >= sizeof name)
-            return cg_fail(e, "%s:%d: kernel %s: bad input list in=%s", origin, ln, k->name, val);
+            return cg_fail(e, "%s:%d: kernel %s: bad %s list %s=%s", origin, ln, k->name,
+                           writes ? "output" : "input", key, val);
         memcpy(name, p, len);
         name[len] = 0;
-        if (k->nin >= CG_MAX_INPUTS)
-            return cg_fail(e, "%s:%d: kernel %s reads more than %d tensors (in=%s)", origin, ln, k->name,
-                           CG_MAX_INPUTS, val);
+        if (*count >= cap)
+            return cg_fail(e, "%s:%d: kernel %s %s more than %d tensors (%s=%s)", origin, ln, k->name, verb, cap,
+                           key, val);
         int t = cg_manifest_tensor(m, name);
         if (t < 0)
-            return cg_fail(e, "%s:%d: kernel %s reads '%s', which is no tensor declared before it", origin, ln,
-                           k->name, name);
-        k->in[k->nin++] = t;
+            return cg_fail(e, "%s:%d: kernel %s %s '%s', which is no tensor declared before it", origin, ln,
+                           k->name, verb, name);
+        for (int j = 0; writes && j < *count; j++)
+            if (list[j] == t)
+                return cg_fail(e, "%s:%d: kernel %s writes '%s' twice (out=%s)", origin, ln, k->name, name, val);
+        list[(*count)++] = t;
         p += len;
-        if (!*p) return 0;
+        if (!*p) {
+            if (writes) k->out = k->outs[0];
+            return 0;
+        }
     }
 }
 
@@ -295,11 +324,10 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
             if (!bad) strcpy(k->tpl, val);
         } else if (!strcmp(key, "in")) {
             flag = F_IN;
-            if (parse_inputs(val, m, k, origin, ln, e)) return -1;
+            if (parse_tensors(val, 0, m, k, origin, ln, e)) return -1;
         } else if (!strcmp(key, "out")) {
             flag = F_OUT;
-            k->out = cg_manifest_tensor(m, val);
-            bad = k->out < 0;
+            if (parse_tensors(val, 1, m, k, origin, ln, e)) return -1;
         } else if (!strcmp(key, "grid") || !strcmp(key, "block")) {
             flag = key[0] == 'g' ? F_GRID : F_BLOCK;
             char parts[3][64];
@@ -371,15 +399,24 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
     if (k->whole && takes_scratch != (k->scratch > 0))
         return cg_fail(e, "%s:%d: kernel %s: %s", origin, ln, k->name,
                        takes_scratch ? "argument scratch without scratch=BYTES" : "scratch= without an argument scratch");
+    if (k->whole && k->nout > 1)
+        return cg_fail(e, "%s:%d: kernel %s: the whole-network kernel's out= names one tensor (the predictions; "
+                          "the others are its t: arguments)", origin, ln, k->name);
     for (int j = 0; j < k->nin; j++)
-        if (k->in[j] == k->out)
-            return cg_fail(e, "%s:%d: kernel %s reads its own output '%s'", origin, ln, k->name,
-                           m->t[k->out].name);
+        for (int o = 0; o < k->nout; o++)
+            if (k->in[j] == k->outs[o])
+                return cg_fail(e, "%s:%d: kernel %s reads its own output '%s'", origin, ln, k->name,
+                               m->t[k->outs[o]].name);
     int past = cg_args_past_inputs(k->args, k->nargs, k->nin);
     if (past >= 0)
         return cg_fail(e, "%s:%d: kernel %s: argument role %s names input %d, but the kernel reads %d (in=)",
                        origin, ln, k->name, cg_arg_role_name(k->args[past]), cg_arg_input(k->args[past]) + 1,
                        k->nin);
+    past = cg_args_past_outputs(k->args, k->nargs, k->nout);
+    if (past >= 0)
+        return cg_fail(e, "%s:%d: kernel %s: argument role %s names output %d, but the kernel writes %d (out=)",
+                       origin, ln, k->name, cg_arg_role_name(k->args[past]), cg_arg_output(k->args[past]) + 1,
+                       k->nout);
     k->layer_index = -1;
     for (int i = 0; i < m->nlayers && !k->whole; i++)
         if (!strcmp(m->l[i].name, k->layer)) k->layer_index = i;

@@ -14,14 +14,25 @@
  *                               conv NAME (or of the conv a batchnorm NAME folds into)
  *                               computes layer ADD, an add reading it, in its epilogue, and
  *                               OUT_TENSOR is ADD's
- *   kernel NAME layer=L|* template=T in=TENSOR[,TENSOR...] out=TENSOR grid=G,G,G block=X,Y,Z
- *          shared=BYTES weights=none|arg|arg:transposed|arg:taps:N|const:SYMBOL bias=none|arg|const:SYMBOL
+ *   kernel NAME layer=L|* template=T in=TENSOR[,TENSOR...] out=TENSOR[,TENSOR...] grid=G,G,G
+ *          block=X,Y,Z shared=BYTES weights=none|arg|arg:transposed|arg:taps:N|const:SYMBOL
+ *          bias=none|arg|const:SYMBOL
  *          args=ROLE,ROLE,...     the kernel's parameters in order, by role (in, in1, in2,
- *                                 in3, out, weights, bias, n): the runtime binds each by its role
+ *                                 in3, out, out1, out2, weights, bias, n): the runtime binds
+ *                                 each by its role
  *          `in` lists the tensors the kernel reads, 1 to CG_MAX_INPUTS (4), each a tensor
- *          declared above and none the kernel's own `out` (a chain's kernels read one);
+ *          declared above and none of the kernel's outputs (a chain's kernels read one);
  *          role `in` is the first, in1 the second, in2 the third, in3 the fourth, and a
  *          role naming an input the list lacks is refused (origin:line)
+ *          `out` lists the tensors the kernel writes, 1 to CG_MAX_OUTPUTS (3), distinct,
+ *          each declared above: the first is its layer's (what a chain's next kernel
+ *          reads), the others tensors of later layers it computes too (templates/ops/tail.lua:
+ *          a small-batch network's last fc, its softmax and the predictions in one kernel;
+ *          softmax with the predictions); role `out` is the first, out1 the second, out2
+ *          the third, and a role naming an output the list lacks is refused. What walks
+ *          the tensors a kernel writes (the memory plan) takes every one; layer L is the
+ *          first output's layer, and a later layer whose tensor is another output has no
+ *          kernel of its own. The whole-network kernel writes one (its others: t:)
  *          [pdl=0|1]              optional: 1 when the kernel's source opens with the
  *                                 programmatic-dependent-launch prologue (griddepcontrol.wait
  *                                 before any global access, templates/lib/common.lua
@@ -91,12 +102,14 @@ typedef struct {
 
 /* The roles a kernel parameter may have (templates/lib/common.lua): CG_ARG_IN is
  * the first tensor of the record's `in` list, CG_ARG_IN1..CG_ARG_IN3 the second to
- * the fourth. The roles before CG_ARG_ROLES are those of a per-layer kernel
+ * the fourth; CG_ARG_OUT the first of its `out` list, CG_ARG_OUT1 and CG_ARG_OUT2 the
+ * second and third. The roles before CG_ARG_ROLES are those of a per-layer kernel
  * (common.kernel_head declares them); the ones after are the whole-network
  * kernel's alone, each naming what it points at (cg_mkernel.argref): t:TENSOR,
  * w:LAYER, b:LAYER, and its scratch buffer. */
 typedef enum {
     CG_ARG_IN, CG_ARG_OUT, CG_ARG_WEIGHTS, CG_ARG_BIAS, CG_ARG_N, CG_ARG_IN1, CG_ARG_IN2, CG_ARG_IN3,
+    CG_ARG_OUT1, CG_ARG_OUT2,
     CG_ARG_ROLES,
     CG_ARG_TENSOR = CG_ARG_ROLES, /* t:TENSOR */
     CG_ARG_LWEIGHTS,              /* w:LAYER */
@@ -118,7 +131,9 @@ typedef struct {
     int nargs;
     int in[CG_MAX_INPUTS]; /* the tensors it reads (indices), in the `in` list's order */
     int nin;               /* 1 to CG_MAX_INPUTS */
-    int out;               /* the tensor it writes */
+    int out;               /* the tensor it writes (the first of outs) */
+    int outs[CG_MAX_OUTPUTS]; /* every tensor it writes (indices), in the `out` list's order */
+    int nout;              /* 1 to CG_MAX_OUTPUTS */
     int layer_index;    /* index into the spec's layers, -1 for input/predict */
     cg_mdim grid[3];
     int block[3];
@@ -181,11 +196,16 @@ int cg_arg_input(cg_arg_role r);
 /* The first role of roles[0..n) naming an input at or past nin (the kernel
  * reads nin tensors), -1 when there is none. */
 int cg_args_past_inputs(const cg_arg_role *roles, int n, int nin);
+/* The position in the kernel's output list a role names (out: 0, out1: 1,
+ * out2: 2), -1 for a role that is no output. */
+int cg_arg_output(cg_arg_role r);
+/* The first role of roles[0..n) naming an output at or past nout, -1 when there is none. */
+int cg_args_past_outputs(const cg_arg_role *roles, int n, int nout);
 /* The launch argument array for roles: each entry points at the value its role
- * names (in[0..nin): the inputs in list order, out, w, b: device pointers;
- * count: an int). -1 when a role names an input past nin, or is one of the
- * whole-network kernel's roles (nothing is bound). */
-int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void *out, void *w, void *b,
-                 void *count, void **argv);
+ * names (in[0..nin): the inputs in list order, out[0..nout) the outputs, w, b:
+ * device pointers; count: an int). -1 when a role names an input past nin or an
+ * output past nout, or is one of the whole-network kernel's roles (nothing is bound). */
+int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void *const *out, int nout, void *w,
+                 void *b, void *count, void **argv);
 
 #endif

@@ -19,9 +19,9 @@ void cg_memplan_live(const cg_manifest *m, int keep_all, cg_memplan *p)
     }
     for (int k = 0; k < end; k++) {
         const cg_mkernel *kr = &m->k[k];
-        int touched[CG_MAX_INPUTS + 1], nt = 0;
-        touched[nt++] = kr->out;
-        for (int j = 0; j < kr->nin; j++) touched[nt++] = kr->in[j];
+        int touched[CG_MAX_INPUTS + CG_MAX_OUTPUTS], nt = 0;
+        for (int j = 0; j < kr->nout && j < CG_MAX_OUTPUTS; j++) touched[nt++] = kr->outs[j];
+        for (int j = 0; j < kr->nin && j < CG_MAX_INPUTS; j++) touched[nt++] = kr->in[j];
         for (int j = 0; j < nt; j++) {
             int t = touched[j];
             if (t < 0 || t >= m->ntensors) continue;

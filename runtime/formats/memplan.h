@@ -4,7 +4,8 @@
  * kernel k, and step nkernels the downloads after the last (the per-layer
  * kernels, cg_manifest_layer_kernels: a whole-network kernel runs the same
  * layers in the same order, so the plan serves it too). A tensor is live
- * from the first step that writes or reads it to the last, both ends included:
+ * from the first step that writes or reads it (a kernel writes every tensor of its
+ * `out` list) to the last, both ends included:
  * a kernel's output is then live while its inputs are, so no kernel writes over
  * what it reads. Tensors whose live ranges share a step get disjoint bytes;
  * others may share. Kept to the end (step nkernels): the network's input, the

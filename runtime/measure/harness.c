@@ -237,9 +237,10 @@ static int launch(bench *b, const cg_kernel_launch *kl, long long n, long long f
 {
     cg_cu *cu = b->cu;
     int nn = (int)n;
-    void *args[CG_MAX_ARGS], *in = &b->in;
-    if (cg_args_bind(b->roles, b->nroles, &in, 1, &b->out, &b->w, &b->b, &nn, args))
-        return cg_fail(e, "kernel arguments: a role names an input past the first; the harness gives a kernel one");
+    void *args[CG_MAX_ARGS], *in = &b->in, *out = &b->out;
+    if (cg_args_bind(b->roles, b->nroles, &in, 1, &out, 1, &b->w, &b->b, &nn, args))
+        return cg_fail(e, "kernel arguments: a role names an input or output past the first; the harness gives a "
+                          "kernel one of each");
     unsigned g[3];
     for (int d = 0; d < 3; d++) g[d] = (unsigned)grid_extent(kl->grid[d], n);
     if (b->out16 ? CG_CU(e, cu->cuMemsetD16Async(b->out, 0x7fff, (size_t)(n * kl->out_elems), NULL))
@@ -451,12 +452,16 @@ static int layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kerne
     if (!rc && l->bias) rc = place(&b, kl->bias, h->hb, (size_t)rows, 1, dt, &b.b, e);
     for (int i = 0; !rc && i < 2; i++) rc = CG_CU(e, b.cu->cuEventCreate(&b.ev[i], CU_EVENT_DEFAULT));
     if (!rc && cg_args_parse(kl->args, b.roles, &b.nroles))
-        rc = cg_fail(e, "kernel arguments '%s': not a list of roles (in, in1, in2, in3, out, weights, bias, n)",
-                     kl->args);
+        rc = cg_fail(e, "kernel arguments '%s': not a list of roles (in, in1, in2, in3, out, out1, out2, weights, "
+                        "bias, n)", kl->args);
     int past = rc ? -1 : cg_args_past_inputs(b.roles, b.nroles, 1);
     if (past >= 0)
         rc = cg_fail(e, "kernel arguments '%s': role %s names input %d; the harness gives a kernel one input",
                      kl->args, cg_arg_role_name(b.roles[past]), cg_arg_input(b.roles[past]) + 1);
+    past = rc ? -1 : cg_args_past_outputs(b.roles, b.nroles, 1);
+    if (past >= 0)
+        rc = cg_fail(e, "kernel arguments '%s': role %s names output %d; the harness gives a kernel one output",
+                     kl->args, cg_arg_role_name(b.roles[past]), cg_arg_output(b.roles[past]) + 1);
     /* check */
     if (!check) r->diff.ok = 1, r->checked_images = 0;
     if (!rc && check) rc = launch(&b, kl, n, 0, NULL, e);

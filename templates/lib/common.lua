@@ -387,6 +387,8 @@ end
 --   in1, in2, in3  its second, third and fourth inputs, where the record lists them
 --            (the runtime refuses a role naming an input the list lacks)
 --   out      the output tensor
+--   out1, out2  a second and third output tensor, where the record names them
+--            (`extra_out`: a kernel computing later layers too, ops/tail.lua)
 --   weights  the layer's weights, where the record's `weights` says (arg, arg:transposed)
 --   bias     the layer's bias
 --   n        images in this launch (int)
@@ -397,6 +399,7 @@ common.ROLE_DEFAULTS = {
   ["in"] = { "in_t", "in" }, out = { "out_t", "out" }, weights = { "w_t", "w" },
   bias = { "b_t", "b" }, n = { nil, "n" },
   in1 = { "in_t", "in1" }, in2 = { "in_t", "in2" }, in3 = { "in_t", "in3" },
+  out1 = { "out_t", "out1" }, out2 = { "out_t", "out2" },
 }
 
 -- The standard argument list (in, out, weights, bias, n), with its C names and
@@ -427,7 +430,7 @@ function common.kernel_head(name, threads, args, attrs, min_blocks)
     if not d then error("unknown kernel argument role '" .. tostring(role) .. "'", 2) end
     local ctype, cname = a[2] or (d[1] and types[d[1]] or "int"), a[3] or d[2]
     if role == "n" then decl[i] = ctype .. " " .. cname
-    elseif role == "out" then decl[i] = ctype .. "* __restrict__ " .. cname
+    elseif role:sub(1, 3) == "out" then decl[i] = ctype .. "* __restrict__ " .. cname
     else decl[i] = "const " .. ctype .. "* __restrict__ " .. cname end
     roles[i] = role
   end

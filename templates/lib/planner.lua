@@ -565,11 +565,53 @@ local function layer_inputs(l, prev)
 end
 planner.layer_inputs = layer_inputs
 
+-- The network's tail in one kernel (templates/ops/tail.lua): where the network
+-- is generated for at most TAIL_MAX_BATCH images (AUTO_GEMV_MAX_BATCH's cut) and
+-- ends in a fully connected layer, or in one and a softmax reading it, the fc,
+-- the softmax and the prediction run as one kernel instead of fc_gemv, softmax
+-- and argmax (two launch gaps fewer: 0.8-1 us each on an H200). The kernel gives
+-- each image one block, which streams all of the fc's weights (where fc_gemv
+-- spreads a layer's rows over every SM), so the fc must be small: at most
+-- TAIL_MAX_OUT outputs (a thread holds an accumulator for each, and the softmax
+-- takes a thread an output) and TAIL_MAX_WEIGHTS weights (64 KB: at an SM's share
+-- of L2 bandwidth, some 64 bytes a clock, about 1,000 cycles or 0.6 us, under the
+-- launch gap of either kernel it saves; ece408-2017's fc2, 5,000 weights, and
+-- every shipped network's last fc fit, 5,000 to 1,600). FP32 tensors only. An
+-- estimate, not yet measured on a GPU. Returns nil, or { fc = the fc layer,
+-- softmax = the softmax layer or nil, why = the header's reason }.
+planner.TAIL_MAX_BATCH = planner.AUTO_GEMV_MAX_BATCH
+planner.TAIL_MAX_OUT = 32
+planner.TAIL_MAX_WEIGHTS = 16384
+
+function planner.tail_layers(net, batch, dt, final_out)
+  if not batch or batch <= 0 or batch > planner.TAIL_MAX_BATCH or dt ~= "f32" then return nil end
+  local n = #net.layers
+  local fc, sm = net.layers[n], nil
+  if fc and fc.op == "softmax" and fc.name == final_out and n >= 2 then
+    sm, fc = fc, net.layers[n - 1]
+    local ins = layer_inputs(sm, fc.name)
+    if #ins ~= 1 or ins[1] ~= fc.name then return nil end
+  elseif not fc or fc.name ~= final_out then
+    return nil
+  end
+  if fc.op ~= "fc" then return nil end
+  local IN = fc.C * fc.H * fc.W
+  if fc.out > planner.TAIL_MAX_OUT or IN * fc.out > planner.TAIL_MAX_WEIGHTS then return nil end
+  local why = string.format("small batch: the network's tail (%s%s and the prediction) in one kernel, since " ..
+    "the network is generated for %d image%s (at most %d) and the fc has %d outputs (at most %d) and %d " ..
+    "weights (at most %d)%s", fc.name, sm and (", " .. sm.name) or "", batch, batch == 1 and "" or "s",
+    planner.TAIL_MAX_BATCH, fc.out, planner.TAIL_MAX_OUT, IN * fc.out, planner.TAIL_MAX_WEIGHTS,
+    fc.strategy ~= "auto" and string.format("; the spec's strategy %s is for the large batch", fc.strategy) or "")
+  return { fc = fc, softmax = sm, why = why }
+end
+
 -- The kernels of a network and the tensors they thread. Every tensor has a
 -- name; `tensors` (by name, and `out.tensors` in the order the manifest lists
 -- them) holds its dtype, elements per image and shape { C, H, W } as the
 -- planner knows it, and every kernel record names the tensors it reads as a
--- list, `inputs` (a chain's kernels read one each), and the one it writes, `out`.
+-- list, `inputs` (a chain's kernels read one each), and the one it writes, `out`,
+-- with `extra_out`, the further tensors it writes where it computes later layers
+-- too (ops/tail.lua; a softmax writing the predictions), in the order of roles out1, out2.
 -- An op without a template family (generator/op.c; softmax, add, concat) is
 -- served by the template named after the op, which receives { elems, C, H, W }
 -- of its first input (concat: elems of its output), n_in and parts (each
@@ -768,6 +810,16 @@ function planner.build(net)
     out.kernels[#out.kernels + 1] = k
     return k
   end
+  -- A further tensor kernel k writes (its record's `extra_out`, the roles out1 and
+  -- out2 in order): a later layer's output or the predictions, computed in k.
+  local function also(k, name, dtype, elems, shape)
+    k.extra_out = k.extra_out or {}
+    k.extra_out[#k.extra_out + 1] = tensor(name, dtype, elems, shape)
+  end
+  -- the network's last fc, softmax and prediction in one kernel, where they fit
+  -- (planner.tail_layers), and whether a kernel has written the predictions
+  local tail = planner.tail_layers(net, batch_of(net), dt, final_out)
+  local predicted = false
 
   -- A kernel k of conv layer table kl that splits its reduction (k.split > 1)
   -- writes partial sums: its output becomes the partials tensor "<out>.partials"
@@ -881,6 +933,21 @@ function planner.build(net)
           tensors[k.out].shape = shape
         end
       end
+    elseif l.op == "fc" and tail and tail.fc == l then
+      -- ops/tail.lua: the fc, then the softmax after it (out1) and the predictions
+      l.softmax = tail.softmax and tail.softmax.name or false
+      local k = add("tail", l, nil, i, l.name, inputs, l.name, shape)
+      l.softmax = nil
+      k.chosen = tail.why
+      k.precision_line = planner.precision_line(l, k)
+      if tail.softmax then
+        local sm = tail.softmax
+        also(k, sm.name, dt, sm.OC * sm.OH * sm.OW, { sm.OC, sm.OH, sm.OW })
+      end
+      also(k, out.predict, "i32", 1, { 1, 1, 1 })
+      predicted = true
+    elseif l.op == "softmax" and tail and tail.softmax == l then
+      -- computed by the tail's kernel (its tensor made there)
     elseif l.op == "fc" then
       local tname, why, own = layer_choice(l)
       local k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
@@ -907,8 +974,14 @@ function planner.build(net)
       local parts = {}
       for j, name in ipairs(inputs) do parts[j] = tensors[name] and tensors[name].elems or 0 end
       local elems = l.op == "concat" and l.OC * l.OH * l.OW or s[1] * s[2] * s[3]
-      add(l.op, { elems = elems, C = s[1], H = s[2], W = s[3], n_in = #inputs, parts = parts, act = l.act },
-        nil, i, l.name, inputs, l.name, shape)
+      -- a softmax ending the network writes the predictions too (one kernel, not two)
+      local predict = l.op == "softmax" and l.name == final_out
+      local k = add(l.op, { elems = elems, C = s[1], H = s[2], W = s[3], n_in = #inputs, parts = parts, act = l.act,
+        predict = predict }, nil, i, l.name, inputs, l.name, shape)
+      if predict then
+        also(k, out.predict, "i32", 1, { 1, 1, 1 })
+        predicted = true
+      end
     else
       fail(i, nil, "no template for op '" .. tostring(l.op) .. "'")
     end
@@ -918,7 +991,10 @@ function planner.build(net)
   end
   out.output = prev
   local s = tensors[prev].shape
-  add("argmax", { elems = s[1] * s[2] * s[3] }, nil, #net.layers, "predict", { prev }, "predict", { 1, 1, 1 }, "i32")
+  if not predicted then
+    add("argmax", { elems = s[1] * s[2] * s[3] }, nil, #net.layers, "predict", { prev }, out.predict, { 1, 1, 1 },
+      "i32")
+  end
   out.max_batch = 0x7fffffff // elems_max
   -- at a few images, the whole network in one kernel besides the per-layer ones
   -- (the runtime runs one or the other: `--whole`, by measurement by default)

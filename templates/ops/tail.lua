@@ -1,0 +1,209 @@
+-- tail.lua — the end of a small-batch network in one kernel: its last fully
+-- connected layer, the softmax after it (where there is one) and the prediction.
+--
+-- At a few images each of the network's last kernels is a launch gap (0.8-1 us
+-- on an H200, inside a CUDA graph too) around well under a microsecond of work:
+-- fc_gemv for fc2 (ece408-2017: 500 -> 10), softmax, argmax. Here one kernel
+-- does all three, a block an image: its threads split the fc's reduction (thread
+-- t the V-float chunks t, t + threads, ... of the input row, against every
+-- output's weights: each weight read once an image, the loads of a pass
+-- independent), a warp's sums join by butterfly and the warps' partials in warp
+-- order (a fixed order: the result does not depend on scheduling), bias and
+-- activation once. It writes the three tensors the three kernels write — the fc's
+-- outputs, the probabilities, the predictions — so `convgen check` compares each
+-- layer and the memory plan sees them written (the manifest's out= list names
+-- all three: roles out, out1, out2). The softmax is ops/softmax.lua's arithmetic
+-- on the fc's outputs as stored (the maximum, expf of each less it, their sum in
+-- index order, each times the sum's inverse: the same values softmax writes from
+-- the same scores), spread over one thread an output; the prediction is
+-- ops/argmax.lua's, the first maximum of the values stored (ties to the lowest
+-- index), by one thread.
+--
+-- Where the network ends in the fc (no softmax): the fc and the prediction.
+-- The planner (planner.tail_layers) chooses it where the network is generated
+-- for a small batch and the fc is small enough for one block an image
+-- (planner.TAIL_MAX_OUT outputs, planner.TAIL_MAX_WEIGHTS weights); FP32 tensors
+-- only (16-bit networks keep the separate kernels). Not yet measured on a GPU.
+-- Code size: the OUT outputs' accumulators and their FMAs unrolled once per
+-- vector (at most 32 x 4), the passes of a thread unrolled up to 4.
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+T.doc = "a small-batch network's last fc, its softmax and the prediction in one kernel, a block an image"
+
+-- The most outputs: a thread holds an accumulator for each, and the softmax
+-- gives each to a thread of the first warp.
+T.MAX_OUT = 32
+
+local width = common.fc.width
+
+-- threads' default: a thread for each chunk of the row (one pass), from 32 to 256.
+local function default_threads(l)
+  local chunks, t = common.ceil_div(l.C * l.H * l.W, width(l)), 32
+  while t < 256 and t < chunks do t = t * 2 end
+  return t
+end
+
+T.params = {
+  { name = "threads", doc = "threads per block (an image), splitting the fc's reduction",
+    legal = function(_) return { 32, 64, 128, 256, 512 } end, default = default_threads },
+}
+
+function T.check(l, p)
+  if l.out > T.MAX_OUT then
+    return string.format("%d outputs: at most %d (an accumulator each in every thread)", l.out, T.MAX_OUT), nil
+  end
+  if common.half_dtype(l) then return "FP32 tensors only (16-bit networks keep the separate kernels)", nil end
+  if p.threads > common.MAX_THREADS then
+    return string.format("threads=%d: a block has at most %d", p.threads, common.MAX_THREADS), "threads"
+  end
+  return nil
+end
+
+local source = engine.compile([[
+{{head}}
+{
+    // one block an image: its row of x (n x {{IN}}) against w ({{OUT}} x {{IN}}) over {{THREADS}} threads
+    __shared__ {{acc_t}} part[{{WARPS}}][{{OUT}}];
+    __shared__ {{acc_t}} z[{{OUT}}];
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int img = blockIdx.x;
+    if (img >= n) return;
+% if not bias then
+    (void)b;
+% end
+    const {{VT}}* xr = reinterpret_cast<const {{VT}}*>(in + (size_t)img * {{IN}});
+    {{acc_t}} acc[{{OUT}}];
+#pragma unroll
+    for (int r = 0; r < {{OUT}}; r++) acc[r] = 0.0f;
+    // {{CHUNKS}} chunks of {{V}} a row, {{ITER}} a thread{{CHUNKS % THREADS ~= 0 and " (the last pass partial)" or ""}}
+#pragma unroll {{UNROLL}}
+    for (int it = 0; it < {{ITER}}; it++) {
+        const int c = tid + it * {{THREADS}};
+% if CHUNKS % THREADS ~= 0 then
+        if (c >= {{CHUNKS}}) continue;
+% end
+        const {{VT}} xv = __ldg(xr + c);
+#pragma unroll
+        for (int r = 0; r < {{OUT}}; r++) {
+            const {{WVT}} wv = __ldg(reinterpret_cast<const {{WVT}}*>(w + r * {{IN}}) + c);
+% for _, f in ipairs(FIELDS) do
+            acc[r] = fmaf({{w_to_acc(f("wv"))}}, {{to_acc(f("xv"))}}, acc[r]);
+% end
+        }
+    }
+    // each output: a warp's sums by butterfly, then the warps' partials in warp order
+#pragma unroll
+    for (int r = 0; r < {{OUT}}; r++) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
+    }
+    if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < {{OUT}}; r++) part[warp][r] = acc[r];
+    }
+    __syncthreads();
+    if (tid < {{OUT}}) {
+        {{acc_t}} s = part[0][tid];
+#pragma unroll
+        for (int wp = 1; wp < {{WARPS}}; wp++) s += part[wp][tid];
+        const {{acc_t}} v = {{act(bias and ("s + " .. w_to_acc("b[tid]")) or "s")}};
+        out[(size_t)img * {{OUT}} + tid] = {{from_acc("v")}};
+        z[tid] = v;
+    }
+    __syncthreads();
+% if softmax then
+    // layer {{sm_layer}}: softmax over the {{OUT}} values as ops/softmax.lua computes it
+    __shared__ {{acc_t}} ez[{{OUT}}];
+    if (tid < {{OUT}}) {
+        {{acc_t}} m = z[0];
+#pragma unroll
+        for (int i = 0; i < {{OUT}}; i++) m = fmaxf(m, z[i]);
+        ez[tid] = expf(z[tid] - m);
+    }
+    __syncthreads();
+    if (tid < {{OUT}}) {
+        {{acc_t}} s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < {{OUT}}; i++) s += ez[i];
+        const {{acc_t}} inv = 1.0f / s;
+        prob[(size_t)img * {{OUT}} + tid] = {{from_acc("ez[tid] * inv")}};
+        if (tid == 0) {
+            // the prediction: the first maximum of the probabilities stored (ops/argmax.lua)
+            {{acc_t}} best = ez[0] * inv;
+            int arg = 0;
+#pragma unroll
+            for (int i = 1; i < {{OUT}}; i++) {
+                const {{acc_t}} p = ez[i] * inv;
+                if (p > best) {
+                    best = p;
+                    arg = i;
+                }
+            }
+            pred[img] = arg;
+        }
+    }
+% else
+    if (tid == 0) {
+        // the prediction: the first maximum of the scores stored (ops/argmax.lua)
+        {{acc_t}} best = z[0];
+        int arg = 0;
+#pragma unroll
+        for (int i = 1; i < {{OUT}}; i++) {
+            if (z[i] > best) {
+                best = z[i];
+                arg = i;
+            }
+        }
+        pred[img] = arg;
+    }
+% end
+}
+]], "tail")
+
+-- l: the fc layer's table (C, H, W, out, bias, act), and softmax = the name of
+-- the softmax layer computed here too (false: none; the fc is the network's last).
+-- The arguments: in, out (the fc's outputs), weights, bias, then out1 = the
+-- probabilities and out2 = the predictions, or out1 = the predictions, then n.
+function T.kernel(l, p)
+  local IN = l.C * l.H * l.W
+  local V = width(l)
+  local chunks = IN // V
+  local iter = common.ceil_div(chunks, p.threads)
+  local ty = common.types(l)
+  local name = string.format("tail_i%do%d_%s%s%s_t%d", IN, l.out, l.act, l.bias and "_bias" or "",
+    l.softmax and "_softmax" or "", p.threads)
+  local args = common.std_args({ types = ty })
+  local n_arg = table.remove(args)
+  if l.softmax then args[#args + 1] = { "out1", ty.out_t, "prob" } end
+  args[#args + 1] = { l.softmax and "out2" or "out1", "int", "pred" }
+  args[#args + 1] = n_arg
+  local head, roles = common.kernel_head(name, p.threads, args)
+  local fields = V == 4 and { "x", "y", "z", "w" } or V == 2 and { "x", "y" } or { false }
+  local F = {}
+  for j, f in ipairs(fields) do
+    F[j] = f and function(e) return e .. "." .. f end or function(e) return e end
+  end
+  local v = {
+    head = head, IN = IN, OUT = l.out, THREADS = p.threads, WARPS = common.ceil_div(p.threads, 32), V = V,
+    CHUNKS = chunks, ITER = iter, UNROLL = math.min(iter, 4), bias = l.bias, FIELDS = F,
+    VT = common.vec_t(ty.in_t, V), WVT = common.vec_t(ty.w_t, V), softmax = l.softmax and true or false, sm_layer = l.softmax or "",
+    act = function(e) return common.act(l.act, e) end,
+  }
+  return {
+    name = name,
+    args = roles,
+    source = source(common.typed(l, v)),
+    grid = { common.batch_dim(1, 1), 1, 1 },
+    block = { p.threads, 1, 1 }, shared = 0,
+    weights = "arg", bias = l.bias and "arg" or "none",
+    out_elems = l.out,
+    shape = string.format("%d -> %d%s%s, then %sthe prediction", IN, l.out, l.bias and ", bias" or "",
+      l.act ~= "none" and (", " .. l.act) or "", l.softmax and "softmax and " or ""),
+    fused = true,
+  }
+end
+
+return T
