@@ -29,6 +29,8 @@
 -- test_emulate, or a PTX build for a later GPU) the same buffers are multiplied by
 -- plain FMAs: correct, slow, and never chosen for such a target.
 -- Measured on an H100 (2026-11-27, bench/journal/2026-11.md).
+-- A residual add (common.residual: the planner's fused adds) is computed in the
+-- epilogue without a pool: the add's other operands read at the element stored.
 --
 -- 16-bit tensors (precision bf16 or fp16): the operands are staged as they are
 -- stored, 2 bytes an element, and multiplied once (wgmma m64nNk16 with BF16 or FP16
@@ -49,6 +51,8 @@ local common = import("lib/common")
 local igemm = import("lib/igemm")
 
 local T = {}
+
+T.fuses_add = true   -- common.residual: an add computed in the epilogue
 
 T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32: FP32 accuracy; one BF16/FP16 product for 16-bit tensors), operands in shared memory; sm_90 (as sm_90a)"
 
@@ -584,7 +588,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
 {{epilogue}}
 % else
-    // epilogue: {{bias and "bias, " or ""}}{{actname}}, stored from the accumulators: this thread's columns
+    // epilogue: {{bias and "bias, " or ""}}{{actname}}, {{res and "add, " or ""}}stored from the accumulators: this thread's columns
     // are rows lane/4 and lane/4 + 8 of its m64 tiles, its maps 2*(lane & 3) and the next of each eight
     // (a warp's store: eight neighbouring columns of four maps)
 #pragma unroll
@@ -594,7 +598,8 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             const int c = col0 + 64 * ({{MT}} * wg + t) + 16 * wq + (lane >> 2) + 8 * h;
             if (c >= total) continue;
             const int img = c / {{P}}, at = c - img * {{P}};
-            {{out_t}}* const o = out + img * {{M * P}} + at;
+            const int ob = img * {{M * P}} + at;   // the column's element of map 0
+            {{out_t}}* const o = out + ob;
 #pragma unroll
             for (int j = 0; j < {{BM // 8}}; j++)
 #pragma unroll
@@ -603,7 +608,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 %   if mguard then
                     if (m >= {{M}}) continue;
 %   end
-                    o[m * {{P}}] = {{from_acc(act("cf[t][4 * j + 2 * h + e]" .. (bias and (" + " .. w_to_acc("__ldg(b_arg + m)")) or "")))}};
+                    o[m * {{P}}] = {{from_acc(radd(act("cf[t][4 * j + 2 * h + e]" .. (bias and (" + " .. w_to_acc("__ldg(b_arg + m)")) or ""))))}};
                 }
         }
 }
@@ -614,11 +619,14 @@ function T.kernel(l, p)
   local s = shape(l, p)
   local g = s.g
   local act = s.fused and l.act or "none"
+  -- an add computed here (common.residual): its other operands read at the stored elements
+  local res = common.residual(l, s.fused and not s.pooled)
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_g%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.bm, p.bn, p.bk, p.wgs) .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.kc and "_kc" or "") .. "_wg"
-  local head, args = common.kernel_head(name, s.threads,
-    common.std_args({ types = common.types(l), w_name = "w_arg", b_name = "b_arg" }), nil, p.occ)
+    .. (res and res.tag or "")
+  local std = common.std_args({ types = common.types(l), w_name = "w_arg", b_name = "b_arg" })
+  local head, args = common.kernel_head(name, s.threads, res and res.args(std) or std, nil, p.occ)
   local dregs, douts = {}, {}
   for i = 0, s.NR - 1 do
     dregs[#dregs + 1] = "%" .. i
@@ -660,11 +668,22 @@ function T.kernel(l, p)
   -- the operands' stage: FP32 values split into a TF32 part and its remainder
   -- (3xTF32), the accumulator's type; 16-bit tensors' values as they are stored
   v.stage_t = s.half and v.in_t or v.acc_t
+  -- e, the conv's value at map m of the column (element ob + m*P), with the add applied
+  v.res = res or false
+  v.radd = function(e)
+    if not res then return e end
+    local others = {}
+    for k = 1, res.n do
+      others[k] = v.to_acc(string.format("__ldg(%s + ob + m * %d)", res.names[k], s.P))
+    end
+    return res.sum(e, others)
+  end
   v.epilogue = s.pooled and igemm.epilogue(v) or ""
   local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
   k.const_bytes = s.const_bytes
   if s.half then k.precision = l.precision end
   if s.kc then k.weights = string.format("arg:taps:%d", s.KK) end
+  k.residual = res ~= nil
   return k
 end
 
