@@ -462,50 +462,20 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #endif
 % if half then
     // cf += the slice in buffer b
+% else
+    // sl = the slice in buffer b (its first products onto zero)
+% end
     auto multiply = [&](int b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-        for (int k = 0; k < {{BK // 16}}; k++) {
+        for (int k = 0; k < {{BK // KS}}; k++) {
             const unsigned long long bh = d0 + {{adesc_b}} + b * {{BUF16}} + k * {{2 * BM}};
+% if half then
 #pragma unroll
             for (int t = 0; t < {{MT}}; t++)
                 wgmma(cf[t], d0 + {{adesc_a}} + b * {{BUF16}} + k * {{2 * BN}} + ({{MT}} * wg + t) * 64, bh, 1);
-        }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-#else
-        // without wgmma: each accumulator plus a dot product of the buffer's values, in FP32
-        const {{stage_t}}* const a = sm + b * {{BUF}};
-#pragma unroll 1
-        for (int t = 0; t < {{MT}}; t++)
-#pragma unroll 1
-            for (int r = 0; r < {{NR}}; r++) {
-                const int c = 64 * ({{MT}} * wg + t) + 16 * wq + (lane >> 2) + 8 * ((r >> 1) & 1);
-                const int m = 8 * (r >> 2) + 2 * (lane & 3) + (r & 1);
-                {{acc_t}} v = 0.0f;
-#pragma unroll 1
-                for (int k = 0; k < {{BK}}; k++) {
-                    const int ao = ((k >> 3) * {{BN // 8}} + c / 8) * 64 + (c % 8) * 8 + (k & 7);
-                    const int bo = {{A}} + ((k >> 3) * {{BM // 8}} + m / 8) * 64 + (m % 8) * 8 + (k & 7);
-                    v = fmaf({{to_acc("a[ao]")}}, {{to_acc("a[bo]")}}, v);
-                }
-                cf[t][r] += v;
-            }
-#endif
-    };
-    auto land = [&]() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-#endif
-    };
 % else
-    // sl = the slice in buffer b (its first products onto zero)
-    auto multiply = [&](int b) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-        for (int k = 0; k < {{BK // 8}}; k++) {
-            const unsigned long long bh = d0 + {{adesc_b}} + b * {{BUF16}} + k * {{2 * BM}};
 #pragma unroll
             for (int t = 0; t < {{MT}}; t++) {
                 const unsigned long long ah = d0 + {{adesc_a}} + b * {{BUF16}} + k * {{2 * BN}} + ({{MT}} * wg + t) * 64;
@@ -513,10 +483,15 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
                 wgmma(sl[t], ah, bh + {{B // 4}}, 1);         // big * small
                 wgmma(sl[t], ah, bh, 1);                    // big * big
             }
+% end
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #else
+% if half then
+        // without wgmma: each accumulator plus a dot product of the buffer's values, in FP32
+% else
         // without wgmma: each accumulator a dot product of the buffer's values (big + small: exact)
+% end
         const {{stage_t}}* const a = sm + b * {{BUF}};
 #pragma unroll 1
         for (int t = 0; t < {{MT}}; t++)
@@ -527,11 +502,11 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
                 {{acc_t}} v = 0.0f;
 #pragma unroll 1
                 for (int k = 0; k < {{BK}}; k++) {
-                    const int ao = ((k >> 2) * {{BN // 8}} + c / 8) * 32 + (c % 8) * 4 + (k & 3);
-                    const int bo = {{2 * A}} + ((k >> 2) * {{BM // 8}} + m / 8) * 32 + (m % 8) * 4 + (k & 3);
-                    v = fmaf(a[ao] + a[ao + {{A}}], a[bo] + a[bo + {{B}}], v);
+                    const int ao = ((k >> {{ELS}}) * {{BN // 8}} + c / 8) * {{8 * EL}} + (c % 8) * {{EL}} + (k & {{EL - 1}});
+                    const int bo = {{BOFF}} + ((k >> {{ELS}}) * {{BM // 8}} + m / 8) * {{8 * EL}} + (m % 8) * {{EL}} + (k & {{EL - 1}});
+                    v = fmaf({{emu_x("ao", A)}}, {{emu_x("bo", B)}}, v);
                 }
-                sl[t][r] = v;
+                {{half and "cf[t][r] += v;" or "sl[t][r] = v;"}}
             }
 #endif
     };
@@ -539,12 +514,13 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 #endif
+% if not half then
 #pragma unroll
         for (int t = 0; t < {{MT}}; t++)
 #pragma unroll
             for (int r = 0; r < {{NR}}; r++) cf[t][r] += sl[t][r];
-    };
 % end
+    };
     // the tensor cores read shared memory through the async proxy: ordinary stores fenced before the barrier
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define {{name}}_FENCE() asm volatile("fence.proxy.async.shared::cta;" ::: "memory")
@@ -657,6 +633,8 @@ function T.kernel(l, p)
     -- 16-bit operands: their PTX type; the buffer in 16-byte units, B's offset in it in elements
     half = s.half ~= nil, wt = s.half, EL = s.EL, BUF16 = s.BUF * s.ES // 16, BOFF = (s.half and 1 or 2) * s.A,
     kc = s.kc, CB = l.C // p.bk,
+    -- reduction rows a wgmma takes (16-bit: 16; TF32: 8) and log2 of a core matrix row's
+    KS = s.half and 16 or 8, ELS = s.half and 3 or 2,
     wok = #wok > 0 and table.concat(wok, " && ") or "true",
     -- conv2d_igemm's epilogue
     bias = l.bias, vec = s.P % 4 == 0, mguard = mguard, actname = act,
@@ -668,6 +646,12 @@ function T.kernel(l, p)
   -- the operands' stage: FP32 values split into a TF32 part and its remainder
   -- (3xTF32), the accumulator's type; 16-bit tensors' values as they are stored
   v.stage_t = s.half and v.in_t or v.acc_t
+  -- the emulation's operand at buffer offset i: the 16-bit value widened, or the
+  -- split value's two parts summed (exact), the second `half` elements further on
+  v.emu_x = function(i, half)
+    if s.half then return v.to_acc(string.format("a[%s]", i)) end
+    return string.format("a[%s] + a[%s + %d]", i, i, half)
+  end
   -- e, the conv's value at map m of the column (element ob + m*P), with the add applied
   v.res = res or false
   v.radd = function(e)
