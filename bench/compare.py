@@ -55,6 +55,11 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_SPECS = [os.path.join("specs", n + ".yaml") for n in ("ece408-2017", "ece408-2018sp", "ece408-2018fa")]
 FLUSH_BYTES = 256 << 20
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+# dense tensor-core FLOP a clock an SM (Hopper; an A100's are half these)
+TENSOR_FLOP_PER_CLOCK = {"tf32": 2048, "bf16": 4096, "fp16": 4096}
+# PyTorch's tensor type for a 16-bit precision (tf32 keeps torch.float32, TF32 allowed)
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
 class SpecError(Exception):
@@ -353,6 +358,45 @@ def load_spec(path):
     return spec, layer_table(spec, path)
 
 
+def precision_copy(path, precision):
+    """(path, text) of a copy of spec `path` with `precision: P` after its top-level
+    'network:' line (any top-level precision line dropped), beside it (.prec-P-NAME.yaml)
+    so that relative paths in it still resolve; checked to read back as the same layers
+    at P. Nothing is written."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [l for l in f.read().splitlines() if not l.startswith("precision:")]
+    except OSError as ex:
+        raise SpecError(f"{path}: {ex.strerror}")
+    out, done = [], False
+    for line in lines:
+        out.append(line)
+        if not done and line.startswith("network:"):
+            out.append(f"precision: {precision}")
+            done = True
+    if not done:
+        raise SpecError(f"{path}: no top-level 'network:' line to put the precision after")
+    copy = os.path.join(os.path.dirname(path) or ".", f".prec-{precision}-{os.path.basename(path)}")
+    text = "\n".join(out) + "\n"
+    again = parse_yaml(text, copy)
+    if again.get("precision") != precision or layer_table(again, copy) != load_spec(path)[1]:
+        raise SpecError(f"{path}: its copy with precision: {precision} does not read back as the same layers")
+    return copy, text
+
+
+def precision_spec(path, precision):
+    """Write precision_copy's copy of spec `path` and return its path; the caller removes it."""
+    copy, text = precision_copy(path, precision)
+    try:
+        with open(copy, "w", encoding="utf-8") as f:
+            f.write(text)
+    except BaseException:
+        if os.path.exists(copy):
+            os.remove(copy)
+        raise
+    return copy
+
+
 def conv_gflop(l, n):
     """Direct-convolution work of a conv layer over n images, in GFLOP (2 per FMA; C/groups
     channels per map)."""
@@ -585,10 +629,15 @@ def algo_class(names):
     return None
 
 
+def fp32_lanes(p):
+    """FP32 lanes an SM of device properties p."""
+    return 64 if (p.major, p.minor) in ((6, 0), (7, 0), (7, 5), (8, 0)) else 128
+
+
 def fp32_peak(torch):
     """(TFLOP/s, description): SMs x FP32 lanes x 2 x max SM clock of device 0."""
     p = torch.cuda.get_device_properties(0)
-    lanes = 64 if (p.major, p.minor) in ((6, 0), (7, 0), (7, 5), (8, 0)) else 128
+    lanes = fp32_lanes(p)
     mhz, src = None, None
     try:
         r = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
@@ -607,6 +656,36 @@ def fp32_peak(torch):
                   f"{mhz:.0f} MHz ({src}) = {peak:.1f} TFLOP/s FP32 FMA peak")
 
 
+def tensor_peak(torch, precision):
+    """Dense tensor-core TFLOP/s of device 0 at `precision` (None for fp32): SMs x
+    TENSOR_FLOP_PER_CLOCK (half before sm_90) x the max SM clock fp32_peak found."""
+    if precision not in TENSOR_FLOP_PER_CLOCK:
+        return None
+    p = torch.cuda.get_device_properties(0)
+    fp32, _ = fp32_peak(torch)
+    mhz = fp32 * 1e12 / (p.multi_processor_count * fp32_lanes(p) * 2) / 1e6
+    per = TENSOR_FLOP_PER_CLOCK[precision] // (2 if p.major < 9 else 1)
+    return p.multi_processor_count * per * mhz * 1e6 / 1e12
+
+
+def torch_precision(torch, precision):
+    """Set PyTorch's TF32 flags for `precision` (on for tf32 only) and return the tensor
+    type weights and input take (None: they stay torch.float32)."""
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    return getattr(torch, TORCH_DTYPES[precision]) if precision in TORCH_DTYPES else None
+
+
+def cast_model(torch, m, dtype):
+    """Module m in dtype, channels-last (as it is where dtype is None)."""
+    return m if dtype is None else m.to(dtype=dtype, memory_format=torch.channels_last)
+
+
+def cast_input(torch, x, dtype):
+    """Tensor x in dtype, channels-last (as it is where dtype is None)."""
+    return x if dtype is None else x.to(dtype=dtype).contiguous(memory_format=torch.channels_last)
+
+
 class Torch:
     """The PyTorch measurements, in one place so that torch is imported only here."""
 
@@ -619,8 +698,7 @@ class Torch:
             raise RuntimeError("PyTorch sees no GPU")
         self.torch, self.repeat = torch, repeat
         torch.backends.cudnn.benchmark = True
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
+        torch_precision(torch, "fp32")
         torch.manual_seed(0)
         self.flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
 
