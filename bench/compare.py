@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""compare.py — every conv layer of any spec beside cuDNN's bare FP32 convolution.
+"""compare.py — every conv layer of any spec beside cuDNN's bare FP32 convolution (or another precision's).
 
 Run on a GPU machine with PyTorch, from the repository root, after `make`:
 
     python3 bench/compare.py [SPEC...] [--batch N] [--repeat R] [--convgen build/convgen]
-                             [--tuning-dir DIR] [--compile] [--dry-run]
+                             [--tuning-dir DIR] [--compile] [--precision fp32|tf32|bf16|fp16] [--dry-run]
 
 With no SPEC, the three course networks (specs/ece408-*.yaml without -low); the
 benchmark zoo is `python3 bench/compare.py bench/specs/zoo-*.yaml`.
@@ -33,14 +33,36 @@ come last. A spec without conv layers gets its whole-network row only.
   * Whole network: eager nn.Sequential of the same layers on float input, and
     torch.compile(mode="max-autotune") of it with --compile (25-60 s each).
 
+With --precision P (default fp32, as above): convgen runs a copy of each spec with
+`precision: P` (written beside it as .prec-P-NAME.yaml, so that relative paths
+still resolve, and removed afterwards, also when the run fails), so each layer's
+time is its P kernels'; the tuning record is the spec's own (or --tuning-dir's
+NAME.tuning.yaml) as at fp32, whose entries name their precision (an fp32
+record's do not apply to P layers). PyTorch runs at P too: tf32 with
+torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32 on;
+bf16 and fp16 with the bare convolution's input and weight, and the whole
+network's weights and input (eager and --compile), in that type and
+channels-last (cuDNN's fast layout for 16-bit convolutions). Each layer's
+TFLOP/s is then given as a fraction of the card's dense tensor-core peak for P
+(SMs x 4096 FLOP a clock for bf16 and fp16, 2048 for tf32, half these before
+sm_90, x the max SM clock: 1070 TFLOP/s bf16 on an H200 at 1980 MHz) instead of
+the FP32 FMA peak, the column headers naming it, and the goal is read against
+it. The fat binary holds the spec's own kernels and is timed at fp32 only.
+
 --dry-run needs neither PyTorch nor a GPU: it reads the specs, derives every
-layer's shape and prints the layer table and the PyTorch module it would build.
+layer's shape and prints the layer table and the PyTorch module it would build;
+with --precision P also the spec copy convgen would run, the dtype and memory
+format PyTorch would use and the peak the fractions would be of (it writes no
+copy).
 The spec reader is a small YAML reader for the subset convgen specs use (PyYAML
 is not relied on); the real run checks the derived shapes against the tensor
 sizes in convgen's manifest.
 
-Exit status: 0 ok, 1 convgen failed or a check failed (the table is still
-printed when measurements exist), 2 bad usage, 3 bad spec, 4 no PyTorch or GPU.
+Exit status: 0 ok, 1 convgen failed, a check failed or the spec copy could not
+be written (the table is still printed when measurements exist), 2 bad usage
+(a --precision other than fp32, tf32, bf16, fp16 included), 3 bad spec (for
+--precision P, one without a top-level 'network:' line to put `precision: P`
+after), 4 no PyTorch or GPU.
 """
 import argparse
 import json
@@ -55,6 +77,11 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_SPECS = [os.path.join("specs", n + ".yaml") for n in ("ece408-2017", "ece408-2018sp", "ece408-2018fa")]
 FLUSH_BYTES = 256 << 20
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+# dense tensor-core FLOP a clock an SM (Hopper; an A100's are half these)
+TENSOR_FLOP_PER_CLOCK = {"tf32": 2048, "bf16": 4096, "fp16": 4096}
+# PyTorch's tensor type for a 16-bit precision (tf32 keeps torch.float32, TF32 allowed)
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
 class SpecError(Exception):
@@ -353,6 +380,63 @@ def load_spec(path):
     return spec, layer_table(spec, path)
 
 
+def precision_copy(path, precision):
+    """(path, text) of a copy of spec `path` with `precision: P` after its top-level
+    'network:' line (any top-level precision line dropped), beside it (.prec-P-NAME.yaml)
+    so that relative paths in it still resolve; checked to read back as the same layers
+    at P. Nothing is written."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [l for l in f.read().splitlines() if not l.startswith("precision:")]
+    except OSError as ex:
+        raise SpecError(f"{path}: {ex.strerror}")
+    out, done = [], False
+    for line in lines:
+        out.append(line)
+        if not done and line.startswith("network:"):
+            out.append(f"precision: {precision}")
+            done = True
+    if not done:
+        raise SpecError(f"{path}: no top-level 'network:' line to put the precision after")
+    copy = os.path.join(os.path.dirname(path) or ".", f".prec-{precision}-{os.path.basename(path)}")
+    text = "\n".join(out) + "\n"
+    again = parse_yaml(text, copy)
+    if again.get("precision") != precision or layer_table(again, copy) != load_spec(path)[1]:
+        raise SpecError(f"{path}: its copy with precision: {precision} does not read back as the same layers")
+    return copy, text
+
+
+def precision_spec(path, precision):
+    """Write precision_copy's copy of spec `path` and return its path; the caller removes it."""
+    copy, text = precision_copy(path, precision)
+    try:
+        with open(copy, "w", encoding="utf-8") as f:
+            f.write(text)
+    except BaseException:
+        if os.path.exists(copy):
+            os.remove(copy)
+        raise
+    return copy
+
+
+def torch_precision_text(precision):
+    """The tensor type, memory format and flags PyTorch runs at `precision`, in words."""
+    if precision in TORCH_DTYPES:
+        return f"dtype=torch.{TORCH_DTYPES[precision]}, memory_format=torch.channels_last (weights and input)"
+    if precision == "tf32":
+        return ("dtype=torch.float32, torch.backends.cudnn.allow_tf32 = True, "
+                "torch.backends.cuda.matmul.allow_tf32 = True")
+    return "dtype=torch.float32, TF32 off"
+
+
+def peak_text(precision):
+    """What a fraction of peak at `precision` is a fraction of, in words."""
+    if precision in TENSOR_FLOP_PER_CLOCK:
+        return (f"the dense {precision} tensor-core peak (SMs x {TENSOR_FLOP_PER_CLOCK[precision]} FLOP a clock, "
+                "half that before sm_90, x the max SM clock)")
+    return "the FP32 FMA peak (SMs x FP32 lanes x 2 x the max SM clock)"
+
+
 def conv_gflop(l, n):
     """Direct-convolution work of a conv layer over n images, in GFLOP (2 per FMA; C/groups
     channels per map)."""
@@ -463,11 +547,18 @@ def plan_text(entry):
     return f"{cls}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kw.items()])})"
 
 
-def dry_run(specs, batch):
-    """Print what a real run would measure, without PyTorch."""
+def dry_run(specs, batch, precision="fp32", copies=None):
+    """Print what a real run would measure, without PyTorch; for a precision other than
+    fp32, also the spec copy convgen would run (copies: spec path -> copy path), PyTorch's
+    type and layout and the peak."""
     for path, spec, layers in specs:
         print(f"== {spec.get('network', '?')} ({path}): input {layers[0]['C']}x{layers[0]['H']}x{layers[0]['W']}, "
               f"batch {batch}")
+        if precision != "fp32":
+            print(f"   precision {precision}: convgen runs {copies[path]} (the spec with precision: {precision}, "
+                  "written beside it and removed after)")
+            print(f"   precision {precision}: PyTorch {torch_precision_text(precision)}")
+            print(f"   precision {precision}: % peak = fraction of {peak_text(precision)}")
         print(f"   {'layer':12} {'op':8} {'shape':52} {'C*K*K':>7} {'GFLOP':>9}")
         for l in layers:
             if l["op"] == "conv":
@@ -535,16 +626,21 @@ def convgen_templates(convgen, path, layers, arch=None):
     return chosen
 
 
-def convgen_times(convgen, path, layers, args, fatbin=None):
-    """convgen's own medians: {'layers': {name: ms}, 'total': ms, 'device': ...}."""
+def convgen_times(convgen, path, layers, args, fatbin=None, named=None):
+    """convgen's own medians: {'layers': {name: ms}, 'total': ms, 'device': ...}. named: the
+    spec whose tuning record applies where path is its precision copy (path itself if None)."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "run.json")
         cmd = [convgen, "run", path, "--backend", "cuda", "--random-input", "1", "--images", str(args.batch),
                "--repeat", str(args.repeat), "--json", out]
         if fatbin:
             cmd += ["--fatbin", fatbin]
-        record = os.path.join(args.tuning_dir, os.path.basename(path)[:-len(".yaml")] + ".tuning.yaml") \
+        named = named or path
+        record = os.path.join(args.tuning_dir, os.path.basename(named)[:-len(".yaml")] + ".tuning.yaml") \
             if args.tuning_dir else None
+        if not record and named != path:
+            # the spec's own record, which convgen run would look for beside the copy's name
+            record = re.sub(r"\.ya?ml$", "", named) + ".tuning.yaml"
         if record and os.path.exists(record):
             cmd += ["--tuning", record]
         run_convgen(cmd)
@@ -585,10 +681,15 @@ def algo_class(names):
     return None
 
 
+def fp32_lanes(p):
+    """FP32 lanes an SM of device properties p."""
+    return 64 if (p.major, p.minor) in ((6, 0), (7, 0), (7, 5), (8, 0)) else 128
+
+
 def fp32_peak(torch):
     """(TFLOP/s, description): SMs x FP32 lanes x 2 x max SM clock of device 0."""
     p = torch.cuda.get_device_properties(0)
-    lanes = 64 if (p.major, p.minor) in ((6, 0), (7, 0), (7, 5), (8, 0)) else 128
+    lanes = fp32_lanes(p)
     mhz, src = None, None
     try:
         r = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
@@ -607,10 +708,40 @@ def fp32_peak(torch):
                   f"{mhz:.0f} MHz ({src}) = {peak:.1f} TFLOP/s FP32 FMA peak")
 
 
+def tensor_peak(torch, precision):
+    """Dense tensor-core TFLOP/s of device 0 at `precision` (None for fp32): SMs x
+    TENSOR_FLOP_PER_CLOCK (half before sm_90) x the max SM clock fp32_peak found."""
+    if precision not in TENSOR_FLOP_PER_CLOCK:
+        return None
+    p = torch.cuda.get_device_properties(0)
+    fp32, _ = fp32_peak(torch)
+    mhz = fp32 * 1e12 / (p.multi_processor_count * fp32_lanes(p) * 2) / 1e6
+    per = TENSOR_FLOP_PER_CLOCK[precision] // (2 if p.major < 9 else 1)
+    return p.multi_processor_count * per * mhz * 1e6 / 1e12
+
+
+def torch_precision(torch, precision):
+    """Set PyTorch's TF32 flags for `precision` (on for tf32 only) and return the tensor
+    type weights and input take (None: they stay torch.float32)."""
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    return getattr(torch, TORCH_DTYPES[precision]) if precision in TORCH_DTYPES else None
+
+
+def cast_model(torch, m, dtype):
+    """Module m in dtype, channels-last (as it is where dtype is None)."""
+    return m if dtype is None else m.to(dtype=dtype, memory_format=torch.channels_last)
+
+
+def cast_input(torch, x, dtype):
+    """Tensor x in dtype, channels-last (as it is where dtype is None)."""
+    return x if dtype is None else x.to(dtype=dtype).contiguous(memory_format=torch.channels_last)
+
+
 class Torch:
     """The PyTorch measurements, in one place so that torch is imported only here."""
 
-    def __init__(self, repeat):
+    def __init__(self, repeat, precision="fp32"):
         try:
             import torch
         except ImportError as ex:
@@ -619,8 +750,7 @@ class Torch:
             raise RuntimeError("PyTorch sees no GPU")
         self.torch, self.repeat = torch, repeat
         torch.backends.cudnn.benchmark = True
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
+        self.dtype = torch_precision(torch, precision)
         torch.manual_seed(0)
         self.flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
 
@@ -667,8 +797,14 @@ class Torch:
         return out
 
     def build(self, layers):
-        """The spec's network in PyTorch (random weights) and each layer's modules."""
-        return build_model(self.torch, layers)
+        """The spec's network in PyTorch (random weights; in the precision's type and
+        channels-last for bf16 and fp16, the modules converted in place) and each layer's modules."""
+        model, mods_of = build_model(self.torch, layers)
+        return cast_model(self.torch, model, self.dtype), mods_of
+
+    def input(self, *shape):
+        """A random input of that shape on the device, in the precision's type and layout."""
+        return cast_input(self.torch, self.torch.rand(*shape, device="cuda"), self.dtype)
 
 
 def fmt(x, spec):
@@ -687,6 +823,8 @@ def main():
                     help="run each SPEC with DIR/SPEC-NAME.tuning.yaml where it exists (else SPEC's own record, "
                          "as convgen run does), e.g. bench/tune/h100")
     ap.add_argument("--compile", action="store_true", help="also time torch.compile max-autotune of each network")
+    ap.add_argument("--precision", default="fp32", choices=PRECISIONS,
+                    help="convgen's spec precision (a .prec-P-NAME.yaml copy) and PyTorch's (default fp32)")
     ap.add_argument("--dry-run", action="store_true", help="print the layer tables and modules; no PyTorch, no GPU")
     args = ap.parse_args()
     if args.batch < 1 or args.repeat < 1:
@@ -697,38 +835,60 @@ def main():
     except SpecError as ex:
         print(f"compare.py: {ex}", file=sys.stderr)
         return 3
+    try:
+        # the precision copies' names, checked now (written only when convgen runs)
+        copies = {p: precision_copy(p, args.precision)[0] if args.precision != "fp32" else p for p in paths}
+    except SpecError as ex:
+        print(f"compare.py: {ex}", file=sys.stderr)
+        return 3
     for p, spec, layers in specs:
         if not any(l["op"] == "conv" for l in layers):
             # an fc-only network (zoo-mlp) still gets its whole-network row
             print(f"compare.py: {p}: no conv layer; the whole network only", file=sys.stderr)
     if args.dry_run:
-        dry_run(specs, args.batch)
+        dry_run(specs, args.batch, args.precision, copies)
         return 0
 
     # convgen first, before PyTorch holds device memory
     ours = []
     try:
         for p, spec, layers in specs:
-            print(f"convgen: {p}", file=sys.stderr)
-            jit = convgen_times(args.convgen, p, layers, args)
-            chosen = convgen_templates(args.convgen, p, layers, jit["arch"])
-            chosen.update(jit["tuned"])
-            fb_path = os.path.join(args.fatbin_dir, spec["network"] + ".fatbin")
-            fb = convgen_times(args.convgen, p, layers, args, fb_path) if os.path.exists(fb_path) else None
+            run = precision_spec(p, args.precision) if args.precision != "fp32" else p
+            try:
+                print(f"convgen: {run}", file=sys.stderr)
+                jit = convgen_times(args.convgen, run, layers, args, named=p)
+                chosen = convgen_templates(args.convgen, run, layers, jit["arch"])
+                chosen.update(jit["tuned"])
+                fb_path = os.path.join(args.fatbin_dir, spec["network"] + ".fatbin")
+                fb = None
+                if os.path.exists(fb_path) and run != p:
+                    print(f"compare.py: {fb_path} holds the spec's own kernels: not timed at {args.precision}",
+                          file=sys.stderr)
+                elif os.path.exists(fb_path):
+                    fb = convgen_times(args.convgen, p, layers, args, fb_path)
+            finally:
+                if run != p:
+                    os.remove(run)
             ours.append((chosen, jit, fb))
-    except CheckError as ex:
+    except (CheckError, SpecError, OSError) as ex:
         print(f"compare.py: {ex}", file=sys.stderr)
         return 1
     try:
-        T = Torch(args.repeat)
+        T = Torch(args.repeat, args.precision)
     except RuntimeError as ex:
         print(f"compare.py: {ex}", file=sys.stderr)
         return 4
     torch = T.torch
     peak, card = fp32_peak(torch)
+    # the peak each layer's fraction is of: the FP32 FMA peak, or P's dense tensor-core peak
+    tpeak = tensor_peak(torch, args.precision)
+    ppeak = tpeak or peak
     print(f"device: {card}")
     print(f"convgen reports device: {ours[0][1]['device']}; torch {torch.__version__}, cuDNN "
           f"{torch.backends.cudnn.version()}, batch {args.batch}, median of {args.repeat}")
+    if tpeak:
+        print(f"precision {args.precision}: convgen runs each spec with precision: {args.precision}; PyTorch "
+              f"{torch_precision_text(args.precision)}; dense {args.precision} tensor-core peak {tpeak:.1f} TFLOP/s")
 
     problems, conv_rows, net_rows = [], [], []
     with torch.inference_mode():
@@ -740,6 +900,8 @@ def main():
                     continue
                 print(f"cuDNN: {net} {l['name']}", file=sys.stderr)
                 weight = next(m for m in mods_of[l["name"]] if hasattr(m, "weight")).weight
+                if weight.dtype != (T.dtype or torch.float32):
+                    problems.append(f"{net} {l['name']}: PyTorch weight in {weight.dtype}")
                 # the bare convolution with the layer's stride and padding; uneven
                 # padding is added to the input beforehand (same work for cuDNN)
                 sym = torch_padding(l)
@@ -747,7 +909,7 @@ def main():
                                                             padding=sym or 0, groups=l["groups"])
                 t, lf, b, r = l["pad"]
                 xh, xw = (l["H"], l["W"]) if sym else (l["H"] + t + b, l["W"] + lf + r)
-                x = torch.rand(args.batch, l["C"], xh, xw, device="cuda")
+                x = T.input(args.batch, l["C"], xh, xw)
                 y = conv(x)
                 if tuple(y.shape) != (args.batch, l["M"], l["CH"], l["CW"]):
                     problems.append(f"{net} {l['name']}: PyTorch output {tuple(y.shape)}")
@@ -763,11 +925,11 @@ def main():
                 cg = jit["layers"][l["name"]]
                 goal = "–"
                 if l["C"] >= 16:
-                    goal = "met" if g / cg >= min(g / ms / 1.2, 0.75 * peak) else "missed"
+                    goal = "met" if g / cg >= min(g / ms / 1.2, 0.75 * ppeak) else "missed"
                 conv_rows.append([net, l["name"], shape_text(l), chosen[l["name"]], g, cg,
                                   fb["layers"][l["name"]] if fb else None, ms, algo, goal, main_k])
                 torch.cuda.empty_cache()
-            x = torch.rand(args.batch, layers[0]["C"], layers[0]["H"], layers[0]["W"], device="cuda")
+            x = T.input(args.batch, layers[0]["C"], layers[0]["H"], layers[0]["W"])
             print(f"eager: {net}", file=sys.stderr)
             out = model(x)
             if out.numel() != args.batch * layers[-1]["OC"] * layers[-1]["OH"] * layers[-1]["OW"]:
@@ -785,18 +947,33 @@ def main():
     print("\ncuDNN kernels (the longest of each call):")
     for r in conv_rows:
         print(f"  {r[0]} {r[1]}: {r[10]}")
-    print(f"\nConv layers, batch {args.batch}, FP32; GFLOP = 2*N*M*C*K*K*OH*OW (direct convolution, "
-          f"before pooling); % peak of {peak:.1f} TFLOP/s; ratio = convgen time / cuDNN time; goal (C >= 16): "
-          f"convgen reaches the lower of cuDNN/1.2 and 75% of peak.\n")
-    print("| network | layer | shape | convgen template | GFLOP | convgen ms | convgen TFLOP/s | convgen % peak "
-          "| convgen fatbin ms | cuDNN ms | cuDNN TFLOP/s | cuDNN % peak | cuDNN algorithm | convgen/cuDNN | goal |")
+    if tpeak:
+        pk = f"% {args.precision} tensor peak"
+        print(f"\nConv layers, batch {args.batch}, {args.precision.upper()} (convgen: the spec with precision: "
+              f"{args.precision}; cuDNN: {torch_precision_text(args.precision)}); GFLOP = 2*N*M*C*K*K*OH*OW "
+              f"(direct convolution, before pooling); {pk} = fraction of the dense {args.precision} tensor-core peak "
+              f"of {tpeak:.1f} TFLOP/s; ratio = convgen time / cuDNN time; goal (C >= 16): convgen reaches the "
+              f"lower of cuDNN/1.2 and 75% of that peak.\n")
+    else:
+        pk = "% peak"
+        print(f"\nConv layers, batch {args.batch}, FP32; GFLOP = 2*N*M*C*K*K*OH*OW (direct convolution, "
+              f"before pooling); % peak of {peak:.1f} TFLOP/s; ratio = convgen time / cuDNN time; goal (C >= 16): "
+              f"convgen reaches the lower of cuDNN/1.2 and 75% of peak.\n")
+    print(f"| network | layer | shape | convgen template | GFLOP | convgen ms | convgen TFLOP/s | convgen {pk} "
+          f"| convgen fatbin ms | cuDNN ms | cuDNN TFLOP/s | cuDNN {pk} | cuDNN algorithm | convgen/cuDNN | goal |")
     print("|" + "---|" * 15)
     for net, name, shp, tpl, g, cg, cgfb, ms, algo, goal, _ in conv_rows:
-        print(f"| {net} | {name} | {shp} | {tpl} | {g:.2f} | {cg:.3f} | {g / cg:.1f} | {100 * g / cg / peak:.0f}% "
-              f"| {fmt(cgfb, '.3f')} | {ms:.3f} | {g / ms:.1f} | {100 * g / ms / peak:.0f}% | {algo} "
+        print(f"| {net} | {name} | {shp} | {tpl} | {g:.2f} | {cg:.3f} | {g / cg:.1f} | {100 * g / cg / ppeak:.0f}% "
+              f"| {fmt(cgfb, '.3f')} | {ms:.3f} | {g / ms:.1f} | {100 * g / ms / ppeak:.0f}% | {algo} "
               f"| {cg / ms:.2f} | {goal} |")
-    print(f"\nWhole networks, batch {args.batch}: convgen from its first kernel (uint8 to float) to its last "
-          f"(argmax); PyTorch eager nn.Sequential on float input (ratio = convgen JIT / eager).\n")
+    if args.precision == "fp32":
+        print(f"\nWhole networks, batch {args.batch}: convgen from its first kernel (uint8 to float) to its last "
+              f"(argmax); PyTorch eager nn.Sequential on float input (ratio = convgen JIT / eager).\n")
+    else:
+        first = "float" if args.precision == "tf32" else args.precision  # tf32 tensors are float in memory
+        print(f"\nWhole networks, batch {args.batch}, {args.precision.upper()}: convgen (the spec with precision: "
+              f"{args.precision}) from its first kernel (uint8 to {first}) to its last (argmax); PyTorch eager "
+              f"and torch.compile: {torch_precision_text(args.precision)} (ratio = convgen JIT / eager).\n")
     print("| network | convgen JIT ms | convgen fatbin ms | PyTorch eager ms | torch.compile ms | convgen/eager |")
     print("|---|---|---|---|---|---|")
     for net, t, tfb, eager, comp in net_rows:

@@ -101,42 +101,6 @@ def run_convgen(convgen, spec, batch, repeat):
             j.get("graph_replays"), "whole" if j.get("whole") else "layers")
 
 
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
-# dense tensor-core FLOP a clock an SM (Hopper; an A100's are half these)
-TENSOR_FLOP_PER_CLOCK = {"tf32": 2048, "bf16": 4096, "fp16": 4096}
-
-
-def precision_spec(path, precision):
-    """A copy of spec `path` with `precision: P` (replacing any precision line at the top
-    level), beside it so that relative paths in it still resolve; the caller removes it."""
-    with open(path) as f:
-        lines = [l for l in f.read().splitlines() if not l.startswith("precision:")]
-    out, done = [], False
-    for line in lines:
-        out.append(line)
-        if not done and line.startswith("network:"):
-            out.append(f"precision: {precision}")
-            done = True
-    if not done:
-        raise compare.SpecError(f"{path}: no top-level 'network:' line to put the precision after")
-    copy = os.path.join(os.path.dirname(path) or ".", f".prec-{precision}-{os.path.basename(path)}")
-    with open(copy, "w") as f:
-        f.write("\n".join(out) + "\n")
-    return copy
-
-
-def tensor_peak(torch, precision):
-    """Dense tensor-core TFLOP/s of device 0 at `precision` (None for fp32)."""
-    if precision not in TENSOR_FLOP_PER_CLOCK:
-        return None
-    p = torch.cuda.get_device_properties(0)
-    fp32, _ = compare.fp32_peak(torch)
-    lanes = 64 if (p.major, p.minor) in ((6, 0), (7, 0), (7, 5), (8, 0)) else 128
-    mhz = fp32 * 1e12 / (p.multi_processor_count * lanes * 2) / 1e6
-    per = TENSOR_FLOP_PER_CLOCK[precision] // (2 if p.major < 9 else 1)
-    return p.multi_processor_count * per * mhz * 1e6 / 1e12
-
-
 class Torch:
     def __init__(self, repeat, precision="fp32"):
         import torch
@@ -145,20 +109,13 @@ class Torch:
             raise RuntimeError("no CUDA device for PyTorch")
         self.torch, self.nn, self.repeat, self.precision = torch, nn, repeat, precision
         torch.backends.cudnn.benchmark = True
-        torch.backends.cudnn.allow_tf32 = precision == "tf32"
-        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-        self.dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+        self.dtype = compare.torch_precision(torch, precision)
 
     def model(self, layers):
-        m = compare.build_model(self.torch, layers)[0]
-        if self.dtype is not None:
-            m = m.to(dtype=self.dtype, memory_format=self.torch.channels_last)
-        return m
+        return compare.cast_model(self.torch, compare.build_model(self.torch, layers)[0], self.dtype)
 
     def input(self, x):
-        if self.dtype is not None:
-            return x.to(dtype=self.dtype).contiguous(memory_format=self.torch.channels_last)
-        return x
+        return compare.cast_input(self.torch, x, self.dtype)
 
     def timed(self, fn, warmup=10):
         torch = self.torch
@@ -245,7 +202,7 @@ def main():
     ap.add_argument("--compile-modes", default="reduce-overhead",
                     help="torch.compile modes, comma-separated (reduce-overhead, max-autotune, ...)")
     ap.add_argument("--host-latency", action="store_true")
-    ap.add_argument("--precision", default="fp32", choices=PRECISIONS,
+    ap.add_argument("--precision", default="fp32", choices=compare.PRECISIONS,
                     help="convgen's spec precision and PyTorch's (default fp32)")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
@@ -267,6 +224,8 @@ def main():
     for path in specs:
         try:
             spec, layers = compare.load_spec(path)
+            if a.precision != "fp32":
+                compare.precision_copy(path, a.precision)  # checked now, written when convgen runs
         except compare.SpecError as err:
             print(f"latency.py: {err}", file=sys.stderr)
             return 3
@@ -285,7 +244,7 @@ def main():
         print(f"latency.py: {err}", file=sys.stderr)
         return 4
     peak, peak_text = compare.fp32_peak(t.torch)  # TFLOP/s
-    tpeak = tensor_peak(t.torch, a.precision)
+    tpeak = compare.tensor_peak(t.torch, a.precision)
     print(f"device: {peak_text}; PyTorch {t.torch.__version__}, cuDNN {t.torch.backends.cudnn.version()}; "
           f"precision {a.precision}" + (f" (dense tensor peak {tpeak:.0f} TFLOP/s)" if tpeak else "")
           + "; times in µs")
@@ -294,25 +253,32 @@ def main():
         if a.host_latency:
             print(f"{spec['name']}: PyTorch host path at batch 1 (uint8 NumPy -> graph -> argmax -> host): "
                   f"p50 {t.host_latency(layers, spec) * 1e3:.1f} µs")
-        run_path = precision_spec(path, a.precision) if a.precision != "fp32" else path
-        for b in batches:
-            try:
-                cg = run_convgen(a.convgen, run_path, b, a.repeat)
-                base = run_convgen(a.baseline, run_path, b, a.repeat) if a.baseline else None
-            except RuntimeError as err:
-                print(f"latency.py: {err}", file=sys.stderr)
-                failed = 1
-                continue
-            pt = t.measure(layers, spec, b, modes if b in compiled else [])
-            best = min(v for k, v in pt.items() if not k.startswith("compile:"))
-            gf = network_gflop(layers, b)
-            rows.append((spec["name"], b, cg, base, pt, best, gf))
-            print(f"{spec['name']} batch {b}: convgen {cg[0] * 1e3:.1f} µs (bucket {cg[4]}, {cg[6]}, host p50 "
-                  f"{fmt(cg[1])}), eager {pt['eager'] * 1e3:.1f}, graph {pt['graph'] * 1e3:.1f}"
-                  + "".join(f", {k[8:]} {v * 1e3:.1f}" for k, v in pt.items() if k.startswith("compile:"))
-                  + (f", baseline {base[0] * 1e3:.1f}" if base else ""), flush=True)
-        if run_path != path:
-            os.remove(run_path)
+        try:
+            run_path = compare.precision_spec(path, a.precision) if a.precision != "fp32" else path
+        except OSError as err:
+            print(f"latency.py: {err}", file=sys.stderr)
+            failed = 1
+            continue
+        try:
+            for b in batches:
+                try:
+                    cg = run_convgen(a.convgen, run_path, b, a.repeat)
+                    base = run_convgen(a.baseline, run_path, b, a.repeat) if a.baseline else None
+                except RuntimeError as err:
+                    print(f"latency.py: {err}", file=sys.stderr)
+                    failed = 1
+                    continue
+                pt = t.measure(layers, spec, b, modes if b in compiled else [])
+                best = min(v for k, v in pt.items() if not k.startswith("compile:"))
+                gf = network_gflop(layers, b)
+                rows.append((spec["name"], b, cg, base, pt, best, gf))
+                print(f"{spec['name']} batch {b}: convgen {cg[0] * 1e3:.1f} µs (bucket {cg[4]}, {cg[6]}, host p50 "
+                      f"{fmt(cg[1])}), eager {pt['eager'] * 1e3:.1f}, graph {pt['graph'] * 1e3:.1f}"
+                      + "".join(f", {k[8:]} {v * 1e3:.1f}" for k, v in pt.items() if k.startswith("compile:"))
+                      + (f", baseline {base[0] * 1e3:.1f}" if base else ""), flush=True)
+        finally:
+            if run_path != path:
+                os.remove(run_path)
     print()
     print("| network | batch | convgen GPU µs | host p50 / p90 / p99 µs | GFLOP/s (% FP32 peak"
           + (f"; % {a.precision} tensor peak" if tpeak else "") + ") | "

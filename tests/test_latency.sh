@@ -35,6 +35,12 @@ if command -v python3 >/dev/null; then
   python3 bench/latency.py --dry-run --batches 0 >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "batch 0 accepted"
   python3 bench/latency.py --dry-run --compile-batches 1 --compile-modes , >/dev/null 2>&1; [ $? -eq 2 ] && ok \
     || bad "--compile-modes without a mode accepted"
+  # --precision: compare.py's list and spec copy (a spec copy needs a network line: exit 3)
+  python3 bench/latency.py --dry-run --precision bf16 --batches 1 >/dev/null 2>"$t/de" && ok || bad "bf16 dry run: $(cat "$t/de")"
+  python3 bench/latency.py --dry-run --precision fp64 >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "--precision fp64 accepted"
+  grep -v '^network:' specs/example-conv.yaml >"$t/nonet.yaml"
+  python3 bench/latency.py --dry-run --precision bf16 "$t/nonet.yaml" >/dev/null 2>"$t/de"; [ $? -eq 3 ] \
+    && grep -q "no top-level 'network:' line" "$t/de" && ok || bad "bf16 without a network line: $(cat "$t/de")"
 else echo "skip: no python3 for bench/latency.py"; fi
 
 echo "test_latency: $pass passed, $fail failed"
