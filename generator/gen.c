@@ -1149,15 +1149,18 @@ static int push_params(lua_State *L, const char *text, cg_err *e)
  * target tg (NULL: the conservative default), its two results handed to take.
  * extra: the cap (candidates) or the params table. batch > 0 becomes net.batch
  * (the images the cost model estimates for). */
-static int one_call(const cg_spec *s, const cg_target *tg, int layer, const char *tpl, const char *fname,
-                    const char *params, long long cap, long long batch, int (*take)(extract_ctx *, lua_State *),
-                    void *out, const char *arg, cg_err *e)
+/* keep: a sandbox kept across calls (cg_gen_emitter), its stack emptied before
+ * and after; NULL: one opened and closed here. */
+static int one_call(cg_lua *keep, const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
+                    const char *fname, const char *params, long long cap, long long batch,
+                    int (*take)(extract_ctx *, lua_State *), void *out, const char *arg, cg_err *e)
 {
     if (layer < 0 || layer >= s->nlayers)
         return cg_fail(e, "%s: no layer %d (the network has %d)", s->path, layer + 1, s->nlayers);
-    cg_lua *h;
-    if (cg_lua_open(&h, NULL, e)) return -1;
+    cg_lua *h = keep;
+    if (!h && cg_lua_open(&h, NULL, e)) return -1;
     lua_State *L = cg_lua_state(h);
+    lua_settop(L, 0);
     int rc = 0;
     char file[CG_NAME_MAX + 80];
     if (tpl && !cg_lua_template_exists(h, tpl))
@@ -1185,7 +1188,8 @@ static int one_call(const cg_spec *s, const cg_target *tg, int layer, const char
             rc = run_extract(&c);
         }
     }
-    cg_lua_close(h);
+    if (keep) lua_settop(L, 0);
+    else cg_lua_close(h);
     return rc;
 }
 
@@ -1257,7 +1261,7 @@ int cg_gen_candidates_for(const cg_spec *s, const cg_target *tg, int layer, cons
                           long long cap, long long batch, cg_candidates *out, cg_err *e)
 {
     memset(out, 0, sizeof *out);
-    int rc = one_call(s, tg, layer, tpl, "candidates", NULL, cap, batch, take_candidates, out, NULL, e);
+    int rc = one_call(NULL, s, tg, layer, tpl, "candidates", NULL, cap, batch, take_candidates, out, NULL, e);
     if (rc) cg_candidates_free(out);
     return rc;
 }
@@ -1297,7 +1301,7 @@ int cg_gen_check_one_for(const cg_spec *s, const cg_target *tg, int layer, const
 {
     check_out o = {why, why_n};
     if (why_n) why[0] = 0;
-    return one_call(s, tg, layer, tpl, "check_one", params ? params : "", 0, 0, take_check, &o, NULL, e);
+    return one_call(NULL, s, tg, layer, tpl, "check_one", params ? params : "", 0, 0, take_check, &o, NULL, e);
 }
 
 int cg_gen_check_one(const cg_spec *s, int layer, const char *tpl, const char *params, char *why,
@@ -1334,8 +1338,37 @@ int cg_gen_emit_one(const cg_spec *s, int layer, const char *tpl, const char *pa
     return cg_gen_emit_one_for(s, NULL, layer, tpl, params, out, launch, e);
 }
 
+struct cg_gen_emitter {
+    cg_lua *h;
+};
+
+int cg_gen_emitter_open(cg_gen_emitter **out, cg_err *e)
+{
+    *out = calloc(1, sizeof **out);
+    if (!*out) return cg_fail(e, "out of memory");
+    if (cg_lua_open(&(*out)->h, NULL, e)) {
+        free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void cg_gen_emitter_close(cg_gen_emitter *em)
+{
+    if (!em) return;
+    cg_lua_close(em->h);
+    free(em);
+}
+
 int cg_gen_emit_one_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
                         const char *params, cg_gen_kernel *out, cg_kernel_launch *launch, cg_err *e)
+{
+    return cg_gen_emit_one_with(NULL, s, tg, layer, tpl, params, out, launch, e);
+}
+
+int cg_gen_emit_one_with(cg_gen_emitter *em, const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
+                         const char *params, cg_gen_kernel *out, cg_kernel_launch *launch, cg_err *e)
 {
     memset(out, 0, sizeof *out);
     /* the header's regenerate line: this call as a command */
@@ -1353,7 +1386,8 @@ int cg_gen_emit_one_for(const cg_spec *s, const cg_target *tg, int layer, const 
         regen[n] = 0;
     }
     emit_out o = {out, launch};
-    int rc = one_call(s, tg, layer, tpl, "emit_one", params ? params : "", 0, 0, take_emit, &o, regen, e);
+    int rc = one_call(em ? em->h : NULL, s, tg, layer, tpl, "emit_one", params ? params : "", 0, 0, take_emit, &o,
+                      regen, e);
     if (rc) cg_gen_kernel_free(out);
     return rc;
 }

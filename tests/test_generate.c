@@ -818,8 +818,10 @@ static void test_tc_short_slice(void)
  * a 9-wide kernel once divided by zero in conv2d_igemm_tc's slice arithmetic). For
  * every conv layer of a few specs and every conv template, for sm_90: each
  * parameter's every accepted value at least once, and every step-th candidate
- * (about 24 a template and layer), emitted; no NVRTC. Each emission opens a Lua sandbox
- * of its own (~20 ms): 60 a template and layer took 174 s of this test. */
+ * (about 60 a template and layer), emitted through one kept sandbox (cg_gen_emitter);
+ * every 25th of them also emitted in a sandbox of its own, and the two sources must be
+ * the same to the byte (a planner or template keeping state between calls would show
+ * here); no NVRTC. */
 static void test_candidates_emit(void)
 {
     const char *specs[] = {"bench/specs/zoo-bigk.yaml", "bench/specs/zoo-odd.yaml", "bench/specs/zoo-resnet-stem.yaml",
@@ -829,9 +831,12 @@ static void test_candidates_emit(void)
     cg_spec *s = malloc(sizeof *s);
     CHECK(s != NULL, "out of memory");
     if (!s) return;
-    int emitted = 0, failed = 0;
+    int emitted = 0, failed = 0, compared = 0, differ = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    cg_gen_emitter *em = NULL;
+    cg_err ee = {""};
+    CHECK(cg_gen_emitter_open(&em, &ee) == 0, "emitter: %s", ee.msg);
     for (size_t f = 0; f < sizeof specs / sizeof specs[0]; f++) {
         cg_err e = {""};
         if (cg_spec_load(specs[f], s, &e)) {
@@ -850,7 +855,7 @@ static void test_candidates_emit(void)
                 }
                 /* the values seen so far, as "name=value " words */
                 char seen[8192] = " ";
-                int step = c.n / 24 + 1;
+                int step = c.n / 60 + 1;
                 for (int i = 0; i < c.n; i++) {
                     int fresh = 0;
                     char words[512];
@@ -866,20 +871,34 @@ static void test_candidates_emit(void)
                     if (!fresh && i % step) continue;
                     cg_gen_kernel k;
                     cg_kernel_launch l;
-                    if (cg_gen_emit_one_for(s, &tg, li, tpls[t], c.c[i].params, &k, &l, &e)) {
+                    if (cg_gen_emit_one_with(em, s, &tg, li, tpls[t], c.c[i].params, &k, &l, &e)) {
                         if (failed++ < 5) CHECK(0, "%s layer %d %s %s: %s", specs[f], li, tpls[t], c.c[i].params, e.msg);
                         continue;
                     }
-                    emitted++;
+                    if (emitted++ % 25 == 0) {
+                        cg_gen_kernel alone;
+                        cg_kernel_launch fl;
+                        compared++;
+                        if (cg_gen_emit_one_for(s, &tg, li, tpls[t], c.c[i].params, &alone, &fl, &e) ||
+                            alone.source_len != k.source_len || memcmp(alone.source, k.source, k.source_len)) {
+                            if (differ++ < 3)
+                                CHECK(0, "%s layer %d %s %s: a kept sandbox's source differs from a fresh one's",
+                                      specs[f], li, tpls[t], c.c[i].params);
+                        }
+                        cg_gen_kernel_free(&alone);
+                    }
                     cg_gen_kernel_free(&k);
                 }
                 cg_candidates_free(&c);
             }
         }
     }
+    cg_gen_emitter_close(em);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("note: %d accepted candidates emitted for sm_90 (%d failed) in %.1f s\n", emitted, failed,
-           (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+    printf("note: %d accepted candidates emitted for sm_90 (%d failed) in %.1f s, %d of them again in a fresh "
+           "sandbox\n", emitted, failed, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, compared);
+    CHECK(differ == 0 && compared > 100, "kept and fresh sandboxes emit the same sources: %d of %d differ", differ,
+          compared);
     CHECK(failed == 0 && emitted > 1000, "every accepted candidate tried emits: %d of %d", emitted - failed, emitted);
     free(s);
 }

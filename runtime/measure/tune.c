@@ -152,15 +152,21 @@ int cg_tune_compile(const cg_spec *s, const cg_target *tg, int li, cg_tune_cand 
     b->kl = calloc((size_t)(m ? m : 1), sizeof *b->kl);
     b->slot = calloc((size_t)(m ? m : 1), sizeof *b->slot);
     if (!b->out || !b->kl || !b->slot || m > CG_MAX_KERNELS) return cg_fail(e, "out of memory"), -1;
+    /* one sandbox for the batch: the templates imported once (NULL where it cannot
+     * be opened: each emission then opens its own) */
+    cg_gen_emitter *em = NULL;
+    cg_err oe = {{0}};
+    if (cg_gen_emitter_open(&em, &oe)) em = NULL;
     for (int j = 0; j < m; j++) {
         cg_tune_cand *x = &c[idx[j]];
         cg_err ge = {{0}};
         b->slot[j] = -1;
-        if (cg_gen_emit_one_for(s, tg, li, x->tpl, x->params, &b->out->k[b->out->nkernels], &b->kl[j], &ge)) {
+        if (cg_gen_emit_one_with(em, s, tg, li, x->tpl, x->params, &b->out->k[b->out->nkernels], &b->kl[j], &ge)) {
             x->status = CG_TUNE_COMPILE_FAILED;
             snprintf(x->reason, sizeof x->reason, "generate: %.240s", ge.msg);
         } else b->slot[j] = b->out->nkernels++;
     }
+    cg_gen_emitter_close(em);
     cg_err je = {{0}};
     if (b->out->nkernels) (void)cg_jit_build(nv, b->out, jo, &b->jr, &je); /* failures are per kernel */
     for (int j = 0; j < m; j++) {
