@@ -27,6 +27,23 @@ awk '/^layer /{s=0} /^  total: /{if ($2 != s) b=1; next} /^  [a-z0-9_]+: [0-9]+ 
 awk '/^layer /{n=0; on=0} /^  measured first/{on=1; next} on && /^    /{n++; if ($NF+0 <= 0) b=1}
      /^  total:/{t++} END{exit b || NR == 0}' "$t/o" && ok || bad "--list order: $(grep -A2 'measured first' "$t/o")"
 [ "$(grep -c '^  measured first' "$t/o")" -eq 3 ] && ok || bad "--list: an order per layer expected"
+# --arch CC: the candidates for that target; a bf16 layer refused on the default sm_75,
+# listed for sm_90 with conv2d_igemm_wg's 16-bit tiles (kc, its tap-by-tap slices, among them)
+cat >"$t/bf16.yaml" <<'EOF2'
+network: t-bf16
+input: {channels: 32, height: 16, width: 16}
+precision: bf16
+layers:
+  - {name: c, op: conv, M: 64, K: 3, padding: 1}
+EOF2
+$cg tune "$t/bf16.yaml" --list >"$t/o" 2>"$t/e" && ok || bad "--list bf16 (sm_75): $(cat "$t/e")"
+grep -q '^  total: 0 candidates' "$t/o" && grep -q 'precision bf16 needs sm_80 or newer' "$t/o" && ok \
+  || bad "--list bf16 on sm_75: every template refused, with the reason: $(head -3 "$t/o")"
+$cg tune "$t/bf16.yaml" --list --arch 90 >"$t/o" 2>"$t/e" && ok || bad "--list --arch 90: $(cat "$t/e")"
+grep -qE '^  conv2d_igemm_wg: [1-9][0-9]* candidates' "$t/o" && grep -q 'kc=0' "$t/o" && ok \
+  || bad "--list --arch 90: igemm_wg's 16-bit candidates expected: $(grep -A3 igemm_wg "$t/o")"
+expect 2 "--arch goes with --list" tune "$t/bf16.yaml" --arch 90
+expect 2 "--arch" tune "$t/bf16.yaml" --list --arch 9
 # a 3x3 layer: conv2d_winograd among the candidates; a 9x9 one: refused (n = 10 points)
 $cg tune bench/specs/zoo-wide3x3.yaml --list --layers conv3 >"$t/o" 2>"$t/e" && ok || bad "--list wide3x3: $(cat "$t/e")"
 grep -qE '^  conv2d_winograd: [1-9][0-9]* candidates of ' "$t/o" && ok || bad "--list: winograd candidates for a 3x3 layer"

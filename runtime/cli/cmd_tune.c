@@ -4,6 +4,7 @@
  * tuning record. The choice and the record are runtime/measure/tune.c (no GPU); this
  * file is the measuring loop and what a person sees. */
 #include "cli.h"
+#include "aot.h"
 #include "cache.h"
 #include "cuda_api.h"
 #include "harness.h"
@@ -44,6 +45,9 @@ static const char tune_usage[] =
     "  --csv FILE          one row per candidate: layer, template, params, status, times\n"
     "  --no-cache          compile, bypassing the JIT cache\n"
     "  --list              each layer's candidates per template, counted (no GPU needed)\n"
+    "  --arch CC           with --list: the candidates for sm_CC (e.g. 90: its shared memory,\n"
+    "                      tensor cores, wgmma and 16-bit types); default: the conservative\n"
+    "                      target `generate` has without --arch (sm_75, 48 KiB)\n"
     "  -h, --help          this text\n"
     "\n"
     "Search: the templates' cost model orders each layer's candidates (each template's\n"
@@ -61,7 +65,7 @@ static const char tune_usage[] =
 
 typedef struct {
     const char *spec, *out, *layers, *csv;
-    long long budget, batch, repeat, top, sample;
+    long long budget, batch, repeat, top, sample, arch;
     int list, no_cache, help;
 } tune_cli;
 
@@ -70,11 +74,11 @@ static int parse(int argc, char **argv, tune_cli *c, cg_err *e)
 {
     memset(c, 0, sizeof *c);
     const char *budget = NULL, *batch = NULL, *repeat = NULL, *top = NULL, *sample = NULL, *list = NULL,
-               *no_cache = NULL;
+               *no_cache = NULL, *arch = NULL;
     const cg_opt opts[] = {{"-o", 1, &c->out},         {"--output", 1, &c->out}, {"--layers", 1, &c->layers},
                            {"--budget", 1, &budget},   {"--batch", 1, &batch},   {"--repeat", 1, &repeat},
                            {"--top", 1, &top},         {"--sample", 1, &sample}, {"--csv", 1, &c->csv},
-                           {"--no-cache", 0, &no_cache}, {"--list", 0, &list}};
+                           {"--no-cache", 0, &no_cache}, {"--list", 0, &list},   {"--arch", 1, &arch}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &c->spec, tune_usage, e);
     c->budget = 60, c->batch = 10000, c->repeat = 10, c->top = 3, c->sample = 24;
     if (rc == CG_OPTS_HELP) return c->help = 1, 0;
@@ -84,7 +88,10 @@ static int parse(int argc, char **argv, tune_cli *c, cg_err *e)
     if (!rc) rc = cg_opt_int("--repeat", repeat, 1, 10000, &c->repeat, e);
     if (!rc) rc = cg_opt_int("--top", top, 1, CG_TUNE_RUNNERS + 1, &c->top, e);
     if (!rc) rc = cg_opt_int("--sample", sample, 1, 100000, &c->sample, e);
+    if (!rc) rc = cg_opt_int("--arch", arch, 30, 999, &c->arch, e);
     c->list = list != NULL, c->no_cache = no_cache != NULL;
+    if (!rc && arch && !c->list)
+        rc = (cg_fail(e, "--arch goes with --list (a tuned kernel is built for the GPU it runs on)"), CG_EXIT_USAGE);
     return rc;
 }
 
@@ -197,6 +204,9 @@ static int list_order(layer_run *lr)
 static int list(const cg_spec *s, const tune_cli *c, cg_err *e)
 {
     int rc = 0;
+    cg_target tg;
+    int cc = (int)c->arch;
+    if (cc) cg_aot_target(&cc, 1, &tg);
     /* enumerating a template's candidates can take tens of seconds: on a
      * terminal a progress line on stderr says which, erased once done */
     const int tty = isatty(fileno(stderr));
@@ -218,7 +228,7 @@ static int list(const cg_spec *s, const tune_cli *c, cg_err *e)
                         s->nlayers);
                 fflush(stderr);
             }
-            int failed = cg_gen_candidates_for(s, NULL, i, *t, 0, c->batch, &cs, &ce);
+            int failed = cg_gen_candidates_for(s, cc ? &tg : NULL, i, *t, 0, c->batch, &cs, &ce);
             if (tty) fputs("\r\033[K", stderr), fflush(stderr);
             if (failed) {
                 printf("  %s: 0 candidates (%s)\n", *t, ce.msg);
@@ -521,7 +531,7 @@ static void summary(const cg_tune_record *r, const int *cut)
 }
 
 /* convgen tune SPEC [-o FILE] [--layers a,b] [--budget S] [--batch N] [--repeat R]
- *              [--top K] [--sample N] [--csv FILE] [--no-cache] [--list] */
+ *              [--top K] [--sample N] [--csv FILE] [--no-cache] [--list [--arch CC]] */
 int cg_cmd_tune(int argc, char **argv, cg_err *e)
 {
     tune_cli c;
