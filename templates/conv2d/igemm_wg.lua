@@ -204,8 +204,11 @@ end
 -- The cost model: three TF32 products a multiply-add on tensor cores at about
 -- four times FFMA's rate each (16-bit operands: one product at twice TF32's
 -- rate), over the padded tile (maps to bm, reduction to whole slices), or the
--- gather, which issues about ten instructions an element and feeds bm maps, when
--- that is longer; resident warpgroups hide one another's.
+-- gather, which issues about ten instructions an element through the offset
+-- table and feeds bm maps (about six tap by tap, kc=1: a load and half a pack
+-- instead of a table read, two mask tests, the load and the pack; on an H200 the
+-- same bf16 layers ran 1.5-1.75x faster so), when that is longer; resident
+-- warpgroups hide one another's.
 function T.cost(l, p)
   local s = shape(l, p)
   local blocks = common.ceil_div(common.cost.images(l) * s.COLS, p.bn) * common.ceil_div(l.M, p.bm)
@@ -213,7 +216,7 @@ function T.cost(l, p)
   if conc == 0 then return math.huge end
   local depth = s.slices * p.bk
   local tensor = seq * p.bm * p.bn * depth * (s.half and 1 / 8 or 3 / 4) / common.cost.FMA_PER_CLOCK
-  local gather = seq * (p.bn + p.bm) * depth * 10 / (4 * 32) / common.cost.busy(conc, s.threads, 2)
+  local gather = seq * (p.bn + p.bm) * depth * (s.kc and 6 or 10) / (4 * 32) / common.cost.busy(conc, s.threads, 2)
   return math.max(tensor, gather) * common.cost.spills(squeezed)
 end
 
