@@ -1757,7 +1757,8 @@ static void test_half_wgmma(void)
         "network: h\ninput: {channels: 32, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
         "  - {name: c, op: conv, M: 128, K: 3, padding: 1, activation: relu}\n"
         "  - {name: d, op: conv, M: 64, K: 3, padding: 1}\n"
-        "  - {name: e, op: conv, M: 24, K: 3, strategy: igemm_wg, params: {bk: 48}}\n",
+        "  - {name: e, op: conv, M: 24, K: 3, strategy: igemm_wg, params: {bk: 48}}\n"
+        "  - {name: f, op: conv, M: 32, K: 1, stride: 2}\n",
         "network: h\ninput: {channels: 32, height: 16, width: 16}\nprecision: fp16\nlayers:\n"
         "  - {name: c, op: conv, M: 128, K: 3, padding: 1, activation: relu, strategy: planes}\n"};
     cg_target tg;
@@ -1783,6 +1784,9 @@ static void test_half_wgmma(void)
         CHECK(k && strstr(k->source, "// weights:    arg:transposed") && strstr(k->source, "kc=0 bk=48") &&
                   strstr(k->source, "_tab["),
               "48-deep slices of 32 channels: the offset table");
+        const cg_gen_kernel *f = conv_kernel(o, "f");
+        CHECK(f && !strcmp(f->tpl, "conv2d_igemm_wg") && strstr(f->source, "(stride 2)"),
+              "a strided 16-bit layer: igemm_wg too (%s)", f ? f->tpl : "none");
         cg_gen_free(o);
     } else CHECK(0, "bf16.yaml: %s", e.msg);
     CHECK(cg_generate_for(pl, "x", &tg, o, &e) != 0, "planes accepted fp16");
@@ -1791,7 +1795,7 @@ static void test_half_wgmma(void)
     tg.cc = 80;
     CHECK(cg_generate_for(sp, "x", &tg, o, &e) != 0, "igemm_wg on sm_80 accepted");
     CHECK_CONTAINS(e.msg, "conv2d_igemm_wg needs wgmma: sm_90 built as sm_90a (the target is sm_80)");
-    sp->nlayers = 2;   /* c and d, auto */
+    sp->nlayers = 2;   /* c and d, auto (f, strided, is igemm_tc's there too) */
     if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
         const cg_gen_kernel *c = conv_kernel(o, "c");
         CHECK(c && !strcmp(c->tpl, "conv2d_igemm_tc"), "bf16 auto on sm_80: %s", c ? c->tpl : "none");

@@ -258,17 +258,23 @@ function planner.auto_strategy(l)
       "the target has TF32 tensor cores (sm_%d), C = %d >= %d and M = %d >= %d", cc, l.C, planner.AUTO_TF32_MIN_C,
       l.M, planner.AUTO_TF32_MIN_M)
   end
-  -- bf16 and fp16: igemm_wg where the target is sm_90a and the layer is one for
-  -- wgmma (C >= 16, stride 1, a conv output of 9 pixels or more) with M >= 16: one
-  -- m64nNk16 product of 16-bit operands staged as they are stored; elsewhere the
-  -- rule above (one m16n8k16 product a tile; planes refuses 16-bit tensors)
-  if (l.precision == "bf16" or l.precision == "fp16") and wgmma_layer(l, common.conv_geom(l))
-      and l.M >= planner.AUTO_TF32_MIN_M
+  -- bf16 and fp16: igemm_wg where the target is sm_90a, C >= 16, M >= 16 and the
+  -- conv output has 9 pixels or more, any stride (the gather takes the stride in
+  -- each column's origin; FP32's stride-1 condition weighs 3xTF32's products, which
+  -- 16-bit layers do not pay): one m64nNk16 product of 16-bit operands staged as
+  -- they are stored; elsewhere the rule below (one m16n8k16 product a tile, slices
+  -- padded to 16 rows; planes refuses 16-bit tensors). Measured on an H200 in bf16
+  -- (bench/RESULTS.md, 2026-11-29): igemm_wg 200-270 TFLOP/s on stride-1 3x3
+  -- layers where igemm_tc took 30-34; a strided layer not timed yet.
+  local g16 = common.conv_geom(l)
+  if (l.precision == "bf16" or l.precision == "fp16") and l.target and l.target.sm90a
+      and l.C >= planner.AUTO_TC_MIN_C and l.M >= planner.AUTO_TF32_MIN_M
+      and g16.CH * g16.CW >= planner.AUTO_WG_MIN_OUT
       and pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
-    local g = common.conv_geom(l)
     return "conv2d_igemm_wg", string.format("auto: igemm_wg, since precision is %s (one m64nNk16 product of " ..
-      "16-bit operands), the target is sm_90 (built as sm_90a: wgmma), C = %d >= %d, M = %d >= %d, stride 1 " ..
-      "and a %dx%d conv output", l.precision, l.C, planner.AUTO_TC_MIN_C, l.M, planner.AUTO_TF32_MIN_M, g.CH, g.CW)
+      "16-bit operands), the target is sm_90 (built as sm_90a: wgmma), C = %d >= %d, M = %d >= %d " ..
+      "and a %dx%d conv output%s", l.precision, l.C, planner.AUTO_TC_MIN_C, l.M, planner.AUTO_TF32_MIN_M,
+      g16.CH, g16.CW, g16.S > 1 and string.format(" (stride %d)", g16.S) or "")
   end
   if (l.precision == "bf16" or l.precision == "fp16") and cc >= 80 and l.C >= planner.AUTO_TF32_MIN_C
       and l.M >= planner.AUTO_TF32_MIN_M
