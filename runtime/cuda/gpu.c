@@ -362,7 +362,7 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
             if (!t) return cg_fail(e, "kernel '%s' needs tensor '%s', which the weights lack", k->name, name);
             int rc = pl == CG_PLACE_CONST
                          ? to_symbol(g, k->name, b ? k->bsym : k->wsym, t, k->wdtype, e)
-                         : to_device(g, t, pl == CG_PLACE_ARG_T ? 1 : pl == CG_PLACE_ARG_TAPS ? k->wtaps : 0, k->wdtype,
+                         : to_device(g, t, cg_place_reorder(pl, b ? 0 : k->wtaps), k->wdtype,
                                      b ? &g->bdev[i] : &g->wdev[i], e);
             if (rc) return -1;
         }

@@ -233,8 +233,7 @@ static int parse_roles(const char *val, const cg_manifest *m, cg_mkernel *k, con
     }
 }
 
-/* A placement; taps: where arg:taps:N is allowed (the weights), N goes there. */
-static int parse_place(const char *s, cg_place *p, char *sym, size_t cap, int *taps)
+int cg_place_parse(const char *s, cg_place *p, char *sym, size_t cap, int *taps)
 {
     sym[0] = 0;
     if (strcmp(s, "none") == 0) *p = CG_PLACE_NONE;
@@ -252,6 +251,11 @@ static int parse_place(const char *s, cg_place *p, char *sym, size_t cap, int *t
         strcpy(sym, s + 6);
     } else return -1;
     return 0;
+}
+
+int cg_place_reorder(cg_place p, int taps)
+{
+    return p == CG_PLACE_ARG_T ? 1 : p == CG_PLACE_ARG_TAPS ? taps : 0;
 }
 
 /* A kernel's `in` list (writes 0: 1 to CG_MAX_INPUTS declared tensors,
@@ -354,10 +358,10 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
             k->shared = (int)v;
         } else if (!strcmp(key, "weights")) {
             flag = F_W;
-            bad = parse_place(val, &k->wplace, k->wsym, sizeof k->wsym, &k->wtaps);
+            bad = cg_place_parse(val, &k->wplace, k->wsym, sizeof k->wsym, &k->wtaps);
         } else if (!strcmp(key, "bias")) {
             flag = F_B;
-            bad = parse_place(val, &k->bplace, k->bsym, sizeof k->bsym, NULL);
+            bad = cg_place_parse(val, &k->bplace, k->bsym, sizeof k->bsym, NULL);
         } else if (!strcmp(key, "args")) {
             flag = F_ARGS;
             if (seen & F_ARGS) return cg_fail(e, "%s:%d: args given twice", origin, ln);

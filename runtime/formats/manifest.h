@@ -196,6 +196,14 @@ int cg_arg_input(cg_arg_role r);
 /* The first role of roles[0..n) naming an input at or past nin (the kernel
  * reads nin tensors), -1 when there is none. */
 int cg_args_past_inputs(const cg_arg_role *roles, int n, int nin);
+/* A weights= or bias= value s: its placement into *p, a const: symbol into sym
+ * (cap bytes), and, where taps is not NULL (the weights: arg:taps:N is refused
+ * elsewhere), arg:taps:N's N into *taps. 0, or -1 for a value of no such form. */
+int cg_place_parse(const char *s, cg_place *p, char *sym, size_t cap, int *taps);
+/* The reorder an argument placement asks of the weights before upload, as
+ * cg_weights_taps takes it: 0 none (arg, const:), 1 arg:transposed, taps for
+ * arg:taps:N (taps: N, as cg_place_parse gave it). */
+int cg_place_reorder(cg_place p, int taps);
 /* The position in the kernel's output list a role names (out: 0, out1: 1,
  * out2: 2), -1 for a role that is no output. */
 int cg_arg_output(cg_arg_role r);

@@ -207,12 +207,7 @@ void cg_weights_free(cg_weights *w)
 
 float *cg_weights_transposed(const float *p, long long rows, long long count)
 {
-    long long cols = rows > 0 ? count / rows : 0;
-    float *t = malloc(count > 0 ? (size_t)count * sizeof *t : 1);
-    if (!t) return NULL;
-    for (long long r = 0; r < rows; r++)
-        for (long long c = 0; c < cols; c++) t[c * rows + r] = p[r * cols + c];
-    return t;
+    return cg_weights_taps(p, rows, count, 1);
 }
 
 float *cg_weights_taps(const float *p, long long rows, long long count, long long taps)

@@ -80,7 +80,8 @@ void cg_weights_free(cg_weights *w);
 /* A malloc'd copy of the count floats at p seen as rows x (count/rows), with
  * the first dimension made the last: (rows x rest) -> (rest x rows). What
  * reduction-major kernels read (a conv's M x C x K x K weights as (C*K*K) x M).
- * NULL when out of memory. */
+ * NULL when out of memory or count is not a multiple of rows (cg_weights_taps with
+ * one tap). */
 float *cg_weights_transposed(const float *p, long long rows, long long count);
 
 /* A malloc'd copy of the count floats at p seen as rows x C x taps (C =

@@ -205,23 +205,26 @@ static int upload_as(cg_cu *cu, CUdeviceptr *d, const float *p, size_t count, cg
 static int place(bench *b, const char *where, const float *p, size_t count, long long rows, cg_wdtype dt,
                  CUdeviceptr *arg, cg_err *e)
 {
-    if (!strcmp(where, "none")) return 0;
-    if (!strcmp(where, "arg")) return upload_as(b->cu, arg, p, count, dt, e);
-    if (!strcmp(where, "arg:transposed") || !strncmp(where, "arg:taps:", 9)) {
-        long long taps = strncmp(where, "arg:taps:", 9) ? 1 : atoll(where + 9);
-        float *t = cg_weights_taps(p, rows, (long long)count, taps);
+    cg_place pl;
+    char name[160];
+    int taps = 0;
+    if (cg_place_parse(where, &pl, name, sizeof name, &taps)) return cg_fail(e, "unknown weight placement '%s'", where);
+    if (pl == CG_PLACE_NONE) return 0;
+    if (pl == CG_PLACE_ARG) return upload_as(b->cu, arg, p, count, dt, e);
+    if (pl != CG_PLACE_CONST) {
+        long long r = cg_place_reorder(pl, taps);
+        float *t = cg_weights_taps(p, rows, (long long)count, r);
         if (!t) return cg_fail(e, "weight placement '%s': out of memory, or %zu weights in no %lld x C x %lld", where,
-                               count, rows, taps);
+                               count, rows, r);
         int rc = upload_as(b->cu, arg, t, count, dt, e);
         free(t);
         return rc;
     }
-    if (strncmp(where, "const:", 6)) return cg_fail(e, "unknown weight placement '%s'", where);
     CUdeviceptr sym;
     size_t n, want = count * (dt == CG_W_F32 ? 4 : 2);
-    if (b->cu->cuModuleGetGlobal(&sym, &n, b->mod, where + 6) != CUDA_SUCCESS)
-        return cg_fail(e, "constant symbol '%s' not found in the module", where + 6);
-    if (n != want) return cg_fail(e, "constant symbol '%s' holds %zu bytes, the layer has %zu", where + 6, n, want);
+    if (b->cu->cuModuleGetGlobal(&sym, &n, b->mod, name) != CUDA_SUCCESS)
+        return cg_fail(e, "constant symbol '%s' not found in the module", name);
+    if (n != want) return cg_fail(e, "constant symbol '%s' holds %zu bytes, the layer has %zu", name, n, want);
     if (dt == CG_W_F32) return CG_CU(e, b->cu->cuMemcpyHtoD(sym, p, n));
     uint16_t *h = cg_weights_narrowed(p, (long long)count, dt);
     if (!h) return cg_fail(e, "out of memory");
