@@ -644,7 +644,8 @@ function T.kernel(l, p)
     act = function(e) return common.act(act, e) end,
     pool_kind = g.kind, pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
   }
-  for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, true)) do v[k] = x end
+  -- (the offset table only where the slices read it: not tap by tap)
+  for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, not s.kc)) do v[k] = x end
   common.typed(l, v)
   -- the operands' stage: FP32 values split into a TF32 part and its remainder
   -- (3xTF32), the accumulator's type; 16-bit tensors' values as they are stored

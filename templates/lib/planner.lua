@@ -181,8 +181,9 @@ planner.AUTO_PLANES_3X3_MIN_M = 64
 
 -- What both wgmma rules (planes, igemm_wg) ask first: a target built as sm_90a, C >= 16,
 -- stride 1 and a conv output of at least 9 pixels (g: the layer's conv geometry).
-local function wgmma_layer(l, g)
-  return l.target and l.target.sm90a and l.C >= planner.AUTO_TC_MIN_C and g.S == 1
+-- (any_stride: 16-bit layers', whose rule below does not ask for stride 1)
+local function wgmma_layer(l, g, any_stride)
+  return l.target and l.target.sm90a and l.C >= planner.AUTO_TC_MIN_C and (any_stride or g.S == 1)
     and g.CH * g.CW >= planner.AUTO_WG_MIN_OUT
 end
 
@@ -267,9 +268,8 @@ function planner.auto_strategy(l)
   -- (bench/RESULTS.md, 2026-11-29): igemm_wg 200-270 TFLOP/s on stride-1 3x3
   -- layers where igemm_tc took 30-34; a strided layer not timed yet.
   local g16 = common.conv_geom(l)
-  if (l.precision == "bf16" or l.precision == "fp16") and l.target and l.target.sm90a
-      and l.C >= planner.AUTO_TC_MIN_C and l.M >= planner.AUTO_TF32_MIN_M
-      and g16.CH * g16.CW >= planner.AUTO_WG_MIN_OUT
+  if (l.precision == "bf16" or l.precision == "fp16") and wgmma_layer(l, g16, true)
+      and l.M >= planner.AUTO_TF32_MIN_M
       and pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
     return "conv2d_igemm_wg", string.format("auto: igemm_wg, since precision is %s (one m64nNk16 product of " ..
       "16-bit operands), the target is sm_90 (built as sm_90a: wgmma), C = %d >= %d, M = %d >= %d " ..
