@@ -93,6 +93,49 @@ static void small_choices(void)
     }
 }
 
+/* The kernel of layer `name` whose name has `part` (the first kernel of the layer if
+ * part is NULL), or NULL. */
+static const cg_mkernel *kernel_of(const cg_manifest *m, const char *name, const char *part)
+{
+    for (int k = 0; k < m->nkernels; k++)
+        if (!strcmp(m->k[k].layer, name) && (!part || strstr(m->k[k].name, part))) return &m->k[k];
+    return NULL;
+}
+
+/* Small-batch rules for shapes the course networks lack: an odd C*K*K at one image
+ * splits by a divisor of its slice count (planner.split_of: 825 rows in 165 slices of
+ * 5, parts of 5, splitk_reduce pooling), a prime slice count above SPLIT_MAX stays
+ * whole; at 256 images an fc whose vec tiles launch fewer blocks than half the SMs
+ * (15,488 inputs into 10: 2 tiles x split 8) takes gemv, and one with enough keeps vec. */
+static void odd_splits_and_fc(void)
+{
+    static cg_spec s;
+    static cg_gen_output o;
+    static cg_manifest m;
+    if (!gen_for("tests/gpu/layers-splitk-odd.yaml", 1, &s, &o, &m)) {
+        const cg_mkernel *c2 = kernel_of(&m, "c2", "conv2d_igemm"), *r2 = kernel_of(&m, "c2", "splitk_reduce");
+        CHECK(c2 && strstr(c2->name, "_z5") && r2 && strstr(r2->name, "_s5_") && strstr(r2->name, "_max2"),
+              "c2 at one image: %s then %s, expected a split in 5 parts reduced and pooled", c2 ? c2->name : "none",
+              r2 ? r2->name : "none");
+        const cg_mkernel *c3 = kernel_of(&m, "c3", NULL);
+        CHECK(c3 && !strstr(c3->name, "_z") && !kernel_of(&m, "c3", "splitk_reduce"), "c3 at one image: %s split",
+              c3 ? c3->name : "none");
+        cg_gen_free(&o);
+    }
+    if (!gen_for("bench/specs/zoo-5x5-c64.yaml", 256, &s, &o, &m)) {
+        const cg_mkernel *fc = kernel_of(&m, "fc1", NULL);
+        CHECK(fc && !strcmp(fc->tpl, "fc_gemv"), "zoo-5x5-c64 fc1 at 256 images: %s, expected fc_gemv",
+              fc ? fc->tpl : "none");
+        cg_gen_free(&o);
+    }
+    if (!gen_for("bench/specs/zoo-mlp.yaml", 256, &s, &o, &m)) {
+        const cg_mkernel *fc = kernel_of(&m, "fc2", NULL);
+        CHECK(fc && !strcmp(fc->tpl, "fc_vec"), "zoo-mlp fc2 (2048 x 2048) at 256 images: %s, expected fc_vec",
+              fc ? fc->tpl : "none");
+        cg_gen_free(&o);
+    }
+}
+
 /* The bucket record: only the buckets themselves are accepted. */
 static void manifest_bucket(void)
 {
@@ -120,6 +163,7 @@ int main(void)
 {
     buckets();
     small_choices();
+    odd_splits_and_fc();
     manifest_bucket();
     return cg_test_done("batch");
 }

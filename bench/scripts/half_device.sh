@@ -9,7 +9,8 @@
 # memcheck and racecheck on each at 64 images; then bf16 and fp16 copies of the
 # course networks (the spec with `precision:` added, written beside it and removed
 # after) over the 10,000 test images: accuracy and GPU time (run --repeat 5
-# --json, total_s) beside FP32's. SKIP_CHECKS=1: the accuracies alone.
+# --json, total_s) beside FP32's. SKIP_CHECKS=1: the accuracies alone; PRECISIONS
+# (default "bf16 fp16") the reduced precisions to measure, e.g. "bf16 fp16 tf32".
 set -u
 cg=$1 DATA=${2:-/usr/share/datasets/fashion-mnist}
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
@@ -31,7 +32,7 @@ done
 sec() { python3 -c "import json,sys; print('%.3f' % (json.load(open(sys.argv[1]))['total_s'] * 1e3))" "$1"; }
 printf '%-16s %-6s %10s %10s\n' network prec accuracy gpu_ms
 for n in ece408-2017 ece408-2018sp ece408-2018fa; do
-  for p in fp32 bf16 fp16; do
+  for p in fp32 ${PRECISIONS:-bf16 fp16}; do
     s=specs/$n.yaml
     if [ "$p" != fp32 ]; then
       s=specs/.half-$n-$p.yaml

@@ -355,8 +355,9 @@ planner.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
 -- reduction, each a run of whole slices, and splitk_reduce adds their partial
 -- sums in order. S: the least power of two (up to SPLIT_MAX) that gives the
 -- target's SMs SPLIT_WARPS_PER_SM warps each, while every part keeps at least
--- SPLIT_MIN_DEPTH of the reduction and a whole number of slices; 1 where the
--- tiles already give that many warps. A layer pooling 2x2 in the epilogue splits
+-- SPLIT_MIN_DEPTH of the reduction and a whole number of slices; where no power of two
+-- divides the slices, the least other divisor that does (else the largest up to
+-- SPLIT_MAX); 1 where the tiles already give that many warps. A layer pooling 2x2 in the epilogue splits
 -- too (its partials keep the GEMM columns, splitk_reduce pools). The SM count is the target's (a JIT's device),
 -- 100 where unknown (a fat binary, `generate` without a device). The thresholds
 -- are estimates, not yet timed on a GPU.
@@ -385,6 +386,18 @@ function planner.split_of(l, p, tc)
   while S < planner.SPLIT_MAX and warps * S < want and slices % (2 * S) == 0
       and R // (2 * S) >= planner.SPLIT_MIN_DEPTH do
     S = 2 * S
+  end
+  if S == 1 and warps < want then
+    -- no even number of whole slices (an odd C*K*K has only odd slice counts: zoo-awkward's
+    -- C*K*K = 825 in 165 slices of 5, one 32-thread block of 8x32 a tile, 261 warps at one
+    -- image): the least divisor of the slice count that reaches the warps, else the largest
+    -- up to SPLIT_MAX, each part keeping SPLIT_MIN_DEPTH
+    for d = 3, planner.SPLIT_MAX do
+      if slices % d == 0 and R // d >= planner.SPLIT_MIN_DEPTH then
+        S = d
+        if warps * d >= want then break end
+      end
+    end
   end
   if S == 1 then return 1, nil end
   return S, string.format("split %d ways (C*K*K = %d in parts of %d): %d warp%s at %d image%s, under %d for " ..
@@ -514,6 +527,31 @@ function planner.small_conv(l)
     planner.AUTO_GEMV_MAX_BATCH, l.C, planner.AUTO_SMALL_DIRECT_MAX_C, ckk, planner.AUTO_SMALL_DIRECT_MAX_CKK, spec), {} }
 end
 
+-- Between AUTO_GEMV_MAX_BATCH and SMALL_FC_MAX_BATCH images an fc layer left to auto
+-- takes gemv where vec's default tiles would launch fewer blocks than half the SMs
+-- (SMALL_SPLIT_BLOCKS_PER_SM, as small_split counts): zoo-5x5-c64's 15,488 inputs into
+-- 10 outputs at 256 images ran vec's 128-image tiles split 8 ways, 16 blocks, in 116 us
+-- of a 745 us network (an H200, 2026-11-29), where gemv's blocks of 8 images and one
+-- output are 320 and read the 620 KB of weights from L2. Returns why, or nil.
+planner.SMALL_FC_MAX_BATCH = 1024
+
+local function few_fc_blocks(l)
+  if not (l.batch and l.batch > planner.AUTO_GEMV_MAX_BATCH and l.batch <= planner.SMALL_FC_MAX_BATCH) then
+    return nil
+  end
+  local ok, p = pcall(resolve, import("fc_vec"), "fc_vec", l, l.params, nil)
+  local ok2, k = false, nil
+  if ok then ok2, k = pcall(import("fc_vec").kernel, l, p) end
+  local blocks = ok2 and launch_blocks(k, l.batch)
+  if not blocks then return nil end
+  local known = l.target and l.target.sms and l.target.sms > 0
+  local sms = known and l.target.sms or planner.SPLIT_UNKNOWN_SMS
+  if blocks >= sms * planner.SMALL_SPLIT_BLOCKS_PER_SM then return nil end
+  if not pcall(resolve, import("fc_gemv"), "fc_gemv", l, nil, nil) then return nil end
+  return string.format("auto: gemv, since vec's tiles would launch %d block%s at %d images, fewer than half of %s " ..
+    "%d SMs", blocks, blocks == 1 and "" or "s", l.batch, known and "the target's" or "an assumed", sms)
+end
+
 -- The template serving layer l and, where `auto` chose it, why. A spec's fc
 -- strategy and params are choices for the large batch: kernels generated for a
 -- small batch (l.batch up to AUTO_GEMV_MAX_BATCH) take gemv with its own defaults
@@ -529,6 +567,8 @@ local function layer_choice(l)
   end
   if l.strategy == "auto" then
     if l.op == "conv" then return planner.auto_strategy(l) end
+    local few = few_fc_blocks(l)
+    if few then return "fc_gemv", few end
     return planner.auto_fc(l)
   end
   if l.op == "fc" and l.strategy ~= "gemv" and l.batch and l.batch > 0
