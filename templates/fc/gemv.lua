@@ -37,10 +37,13 @@ local function default_ib(l)
   return ib
 end
 
--- rows' default: the most outputs a block that still leave a block for every SM.
+-- rows' default: the most outputs a block that still leave a block for every SM, within
+-- the 32 accumulators a thread T.check allows beside ib's images (8 images: at most 4
+-- rows; before, zoo-mlp's 2048 outputs asked for 8, were refused, and fell back to the
+-- first legal value, 1: every block re-read its 8 images' inputs for one output).
 local function default_rows(l)
-  local rows = 1
-  while rows < 8 and common.ceil_div(l.out, rows * 2) >= sms(l) do rows = rows * 2 end
+  local rows, cap = 1, 32 // default_ib(l)
+  while rows < 8 and 2 * rows <= cap and common.ceil_div(l.out, rows * 2) >= sms(l) do rows = rows * 2 end
   return rows
 end
 
