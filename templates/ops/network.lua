@@ -26,7 +26,10 @@
 --            stores is the prediction where it is the network's last layer;
 --            a last fc of at most 32 outputs and 8,192 weights and the softmax
 --            after it run as one phase (a warp an image, no barrier between)
---   add, concat   elementwise over every thread of the grid
+--   add, concat   elementwise over every thread of the grid; a concat copies only
+--            the inputs not written in place: a conv writing a concat's input
+--            straight into its slice (a view, planner.concat_slices) stores at the
+--            concat's image stride
 -- The network's first layer reads the pixels and scales them as input_u8 does
 -- (no input kernel, no barrier for it). The last phase writes the predictions.
 --
