@@ -606,9 +606,14 @@ static int take_result(cg_lua *h, const cg_spec *s, const char *regen, const cg_
         lua_getfield(L, -1, "name");
         lua_getfield(L, -2, "dtype");
         lua_getfield(L, -3, "elems");
-        bad = cg_buf_printf(&man, "tensor %s %s %lld\n", lua_tostring(L, -3), lua_tostring(L, -2),
-                            (long long)lua_tointeger(L, -1));
-        lua_pop(L, 4);
+        lua_getfield(L, -4, "view");     /* a view of a concat's output (planner.concat_slices) */
+        lua_getfield(L, -5, "view_off"); /* its first element in the concat's image */
+        bad = cg_buf_printf(&man, "tensor %s %s %lld", lua_tostring(L, -5), lua_tostring(L, -4),
+                            (long long)lua_tointeger(L, -3)) ||
+              (lua_type(L, -2) == LUA_TSTRING &&
+               cg_buf_printf(&man, " view=%s:%lld", lua_tostring(L, -2), (long long)lua_tointeger(L, -1))) ||
+              cg_buf_printf(&man, "\n");
+        lua_pop(L, 6);
     }
     lua_pop(L, 2);
     lua_getfield(L, -1, "layers");

@@ -32,7 +32,11 @@
  * pools), layers-depthwise (conv2d_depthwise's windows, strides, padding and pools,
  * conv2d_direct's channel groups, relu6 and sigmoid fused and standalone), layers-graph (a residual add
  * read from two layers, concat of two branches, a three-input add: kernels reading
- * several tensors, a tensor read by two later layers), layers-bf16 and layers-fp16
+ * several tensors, a tensor read by two later layers), layers-concat, layers-concat-fp16
+ * and bench/specs/zoo-inception (concat inputs written by their kernels straight into
+ * their slices of the concat's output, manifest views: the view's slice of each image
+ * compared, as the runtime downloads it; partial concat kernels copying the
+ * others), layers-bf16 and layers-fp16
  * (16-bit tensors generated for sm_80, weights narrowed as the runtime narrows them,
  * 16-bit outputs widened before the comparison, within cg_spec_tols' 16-bit
  * tolerance; the shim declares __half and __nv_bfloat16 and their conversions), and the
@@ -467,15 +471,28 @@ static void compare_layers(const char *spec_path, const char *label, const cg_sp
         CHECK(m->t[t].elems * IMAGES == (long long)count, "%s: layer %s: %lld elements, the CPU has %zu", spec_path,
               s->layers[i].name, m->t[t].elems * IMAGES, count);
         if (m->t[t].elems * IMAGES != (long long)count) continue;
+        /* a view (a concat's input its kernel wrote into its slice): the slice of each
+         * image of the concat's tensor, gathered as the runtime downloads it */
+        void *own = NULL;
+        const void *data = buf[t];
+        if (m->t[t].view) {
+            own = malloc(count * cg_dtype_size(m->t[t].dtype));
+            if (!own) continue;
+            cg_manifest_gather(m, t, buf[m->t[t].parent], IMAGES, own);
+            data = own;
+        }
         /* a 16-bit tensor widened, exactly, as the runtime downloads it */
         float *wide = NULL;
-        const float *g = buf[t];
+        const float *g = data;
         if (m->t[t].dtype == CG_DT_F16 || m->t[t].dtype == CG_DT_BF16) {
-            const uint16_t *h = buf[t];
+            const uint16_t *h = data;
             g = wide = malloc(count * sizeof(float));
             for (size_t j = 0; wide && j < count; j++)
                 wide[j] = m->t[t].dtype == CG_DT_F16 ? cg_f16_to_f32(h[j]) : cg_bf16_to_f32(h[j]);
-            if (!wide) continue;
+            if (!wide) {
+                free(own);
+                continue;
+            }
         }
         double num = 0, den = 0;
         size_t nan = 0;
@@ -485,6 +502,7 @@ static void compare_layers(const char *spec_path, const char *label, const cg_sp
             num += d * d, den += (double)ref[j] * ref[j];
         }
         free(wide);
+        free(own);
         double rel = sqrt(num / (den > 0 ? den : 1));
         double lim = s->layers[i].precision == CG_PREC_FP32 && tol[i] == CG_HARNESS_TOL ? MAX_REL_L2 : tol[i];
         /* 16-bit layers: convgen check's tolerance adds 2u*sqrt(n) a layer along the graph, past 1
@@ -561,7 +579,7 @@ static int emulate_whole(void *so, const char *spec_path, const cg_manifest *m, 
     int ok = bound;
     for (int run = 0; ok && run < 2; run++) {
         for (int i = 0; i < m->ntensors; i++) {
-            if (i == m->input) continue;
+            if (i == m->input || m->t[i].view) continue; /* (a view: its parent's memory) */
             size_t bytes = (size_t)m->t[i].elems * IMAGES * cg_dtype_size(m->t[i].dtype);
             if (m->t[i].dtype == CG_DT_F32)
                 for (size_t j = 0; j < bytes / 4; j++) ((float *)buf[i])[j] = NAN;
@@ -605,6 +623,11 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
     void *buf[CG_MAX_TENSORS] = {0};
     for (int i = 0; i < m.ntensors; i++) {
         size_t bytes = (size_t)m.t[i].elems * IMAGES * cg_dtype_size(m.t[i].dtype);
+        if (m.t[i].view) {
+            /* a view (view=): its first element in its parent's, which is declared before it */
+            buf[i] = (unsigned char *)buf[m.t[i].parent] + (size_t)m.t[i].view_off * cg_dtype_size(m.t[i].dtype);
+            continue;
+        }
         buf[i] = malloc(bytes);
         if (m.t[i].dtype == CG_DT_F32)
             for (size_t j = 0; j < bytes / 4; j++) ((float *)buf[i])[j] = NAN;
@@ -768,7 +791,8 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
     for (int i = 0; i < s.nlayers; i++) free(lo[i]), free(lf[i]);
     cg_weights_free(&fw);
     free(probs);
-    for (int i = 0; i < m.ntensors; i++) free(buf[i]);
+    for (int i = 0; i < m.ntensors; i++)
+        if (!m.t[i].view) free(buf[i]);
     cg_weights_free(&w);
     cg_gen_free(&o);
 }
@@ -826,6 +850,12 @@ int main(void)
          * row split over chunks, softmax and the prediction) */
         emulate("tests/gpu/layers-graph.yaml", dir, 1);
         emulate("specs/ece408-2018sp.yaml", dir, 8);
+        /* concats whose branches write into their slices of the concat's output: the
+         * bench's Inception block (three igemm branches, no concat kernel), and
+         * layers-concat at bucket 1 (the whole-network kernel's conv phases writing
+         * slices, its concat phases copying only the parts not written in place) */
+        emulate("bench/specs/zoo-inception.yaml", dir, 0);
+        emulate("tests/gpu/layers-concat.yaml", dir, 1);
     }
     char *rm[] = {"rm", "-rf", dir, NULL};
     run_cmd(rm);

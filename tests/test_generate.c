@@ -1377,8 +1377,8 @@ static void test_identical_layers(void)
 
 /* A graph (tests/gpu/layers-graph.yaml): the add's kernel reads two tensors,
  * conv2's and conv1's (conv1 is read by conv2 and by the add), as roles in and
- * in1; concat reads both branches; the second add three tensors; both branches
- * read the sum. */
+ * in1; concat's branches are written into their slices of its output (no concat
+ * kernel); the second add three tensors; both branches read the sum. */
 static void test_graph_manifest(void)
 {
     cg_spec *s = malloc(sizeof *s);
@@ -1417,10 +1417,17 @@ static void test_graph_manifest(void)
                       "conv4's kernel reads conv3 as its input and as the add's two other operands");
             } else if (!strcmp(k->tpl, "concat")) {
                 seen |= 4;
-                CHECK(k->nin == 2 && k->in[0] == t_b1 && k->in[1] == t_b2, "concat reads b1 and b2");
+            } else if (!strcmp(k->layer, "b1") || !strcmp(k->layer, "b2")) {
+                seen |= k->layer[1] == '1' ? 8 : 16;
+                CHECK(k->out == (k->layer[1] == '1' ? t_b1 : t_b2) && strstr(k->name, "_os4096"),
+                      "%s: its kernel writes its slice of cat (%s)", k->layer, k->name);
             }
         }
-        CHECK(seen == 7, "conv2's and conv4's kernels and a concat kernel (%d)", seen);
+        CHECK(seen == (1 | 2 | 8 | 16), "conv2's, conv4's, b1's and b2's kernels, no concat kernel (%d)", seen);
+        int t_cat = cg_manifest_tensor(m, "cat");
+        CHECK(t_cat >= 0 && m->t[t_b1].view && m->t[t_b1].parent == t_cat && m->t[t_b1].view_off == 0 &&
+                  m->t[t_b2].view && m->t[t_b2].parent == t_cat && m->t[t_b2].view_off == 6 * 256 && t_cat < t_b1,
+              "b1 and b2 are views of cat (declared before them) at 0 and 1536");
         CHECK(readers_conv1 == 2 && readers_res1 == 2, "conv1 and res1 are read twice each (%d, %d)",
               readers_conv1, readers_res1);
         const cg_gen_kernel *c2 = conv_kernel(o, "conv2"), *c4 = conv_kernel(o, "conv4");
@@ -1434,6 +1441,138 @@ static void test_graph_manifest(void)
               "conv4: single loads of conv3, conv4's value second");
     }
     free(s), free(o), free(m);
+}
+
+/* The kernel of manifest m writing tensor `name` (NULL: none), and the concat
+ * kernel of layer `layer`. */
+static const cg_mkernel *writer_of(const cg_manifest *m, const char *name)
+{
+    int t = cg_manifest_tensor(m, name);
+    for (int i = 0; t >= 0 && i < cg_manifest_layer_kernels(m); i++)
+        for (int o = 0; o < m->k[i].nout; o++)
+            if (m->k[i].outs[o] == t) return &m->k[i];
+    return NULL;
+}
+
+static const cg_mkernel *concat_of(const cg_manifest *m, const char *layer)
+{
+    for (int i = 0; i < cg_manifest_layer_kernels(m); i++)
+        if (!strcmp(m->k[i].tpl, "concat") && !strcmp(m->k[i].layer, layer)) return &m->k[i];
+    return NULL;
+}
+
+/* Concat inputs written into their slices (planner.concat_slices), on
+ * tests/gpu/layers-concat.yaml: cat1's four branches by direct, igemm,
+ * depthwise and the activation kernel after a fuse: 0 conv (views of cat1, no
+ * concat kernel); cat2's p1 (igemm, fused pool) and p2 (the pool kernel after a
+ * fuse: 0 conv) in place, p3 (read by x too) copied by a concat kernel reading p3
+ * alone into elements 396.. of 540; cat3 copies cat2 (no conv) into its first
+ * elements, x in place. Kept apart and copied (a concat kernel reading them):
+ * a conv read by another layer, an add, a template without out_slice (slide), a
+ * split reduction (splitk_reduce writes the output), the last layer of a 16-bit
+ * network (FP32 there, its inputs 16-bit), an input read twice by the concat. */
+static void test_concat_slices(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_manifest *m = malloc(sizeof *m);
+    cg_err e = {""};
+    int rc = !s || !o || !m ? -1 : cg_spec_load("tests/gpu/layers-concat.yaml", s, &e);
+    if (!rc) rc = cg_generate(s, "x", o, &e);
+    if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, "layers-concat", m, &e);
+    CHECK(rc == 0, "layers-concat: %s", rc ? e.msg : "");
+    if (!rc) {
+        static const struct {
+            const char *t, *parent, *tpl;
+            long long off;
+        } views[] = {{"a", "cat1", "conv2d_direct", 0},       {"b", "cat1", "conv2d_igemm", 864},
+                     {"d", "cat1", "conv2d_depthwise", 2016}, {"e", "cat1", "activation", 3168},
+                     {"p1", "cat2", "conv2d_igemm", 0},       {"p2", "cat2", "pool", 216},
+                     {"x", "cat3", "conv2d_igemm", 540}};
+        for (size_t i = 0; i < sizeof views / sizeof *views; i++) {
+            int t = cg_manifest_tensor(m, views[i].t), p = cg_manifest_tensor(m, views[i].parent);
+            const cg_mkernel *k = writer_of(m, views[i].t);
+            char tag[32];
+            snprintf(tag, sizeof tag, "_os%lld", m->t[p].elems);
+            CHECK(t >= 0 && p >= 0 && m->t[t].view && m->t[t].parent == p && m->t[t].view_off == views[i].off,
+                  "%s: a view of %s at %lld", views[i].t, views[i].parent, views[i].off);
+            CHECK(k && !strcmp(k->tpl, views[i].tpl) && strstr(k->name, tag), "%s: written by %s (%s)", views[i].t,
+                  views[i].tpl, k ? k->name : "none");
+        }
+        CHECK(!m->t[cg_manifest_tensor(m, "p3")].view && !m->t[cg_manifest_tensor(m, "cat2")].view &&
+                  !m->t[cg_manifest_tensor(m, "e.conv")].view,
+              "p3, cat2 and e.conv are tensors of their own");
+        CHECK(!concat_of(m, "cat1"), "cat1: no concat kernel");
+        const cg_mkernel *c2 = concat_of(m, "cat2"), *c3 = concat_of(m, "cat3");
+        CHECK(c2 && c2->nin == 1 && c2->in[0] == cg_manifest_tensor(m, "p3") && strstr(c2->name, "_of540_at396"),
+              "cat2: a concat kernel copying p3 alone (%s)", c2 ? c2->name : "none");
+        CHECK(c3 && c3->nin == 1 && c3->in[0] == cg_manifest_tensor(m, "cat2") && strstr(c3->name, "_of684_at0"),
+              "cat3: a concat kernel copying cat2 alone (%s)", c3 ? c3->name : "none");
+        const cg_gen_kernel *g2 = layer_kernel(o, "cat2", "concat"), *gb = conv_kernel(o, "b");
+        CHECK(g2 && strstr(g2->source, "reinterpret_cast<float4*>(out)[img * 135 + r + 99] = "
+                                       "reinterpret_cast<const float4*>(in)[img * 36 + r - 0];"),
+              "cat2's kernel stores p3's float4s at 396 of 540 an image");
+        CHECK(gb && strstr(gb->source, "out + img * 3888 + m * 144 + at") &&
+                  strstr(gb->source, "into a slice of 3888 values an image"),
+              "b: igemm's epilogue stores at cat1's image stride, the header says so");
+        cg_gen_free(o);
+    }
+    /* kept apart, copied by the concat's kernel */
+    static const struct {
+        const char *text, *copied;
+    } apart[] = {
+        {"  - {name: a, op: conv, M: 4, K: 1}\n  - {name: b, op: conv, M: 4, K: 1, input: input}\n"
+         "  - {name: f, op: conv, M: 4, K: 1, input: a}\n  - {name: c, op: concat, input: [a, b, f]}\n",
+         "a"},
+        {"  - {name: a, op: conv, M: 4, K: 1}\n  - {name: b, op: add, input: [a, input]}\n"
+         "  - {name: c, op: concat, input: [b, input]}\n", "b,input"},
+        {"  - {name: a, op: conv, M: 4, K: 3, padding: same, strategy: slide}\n"
+         "  - {name: b, op: conv, M: 4, K: 1, input: input}\n  - {name: c, op: concat, input: [a, b]}\n", "a"},
+        {"  - {name: a, op: conv, M: 4, K: 1}\n  - {name: c, op: concat, input: [a, a]}\n", "a,a"},
+    };
+    for (size_t i = 0; i < sizeof apart / sizeof *apart; i++) {
+        char text[1024], want[64];
+        snprintf(text, sizeof text, "network: n\ninput: {channels: 4, height: 8, width: 8}\nlayers:\n%s", apart[i].text);
+        snprintf(want, sizeof want, "template=concat in=%s out=c ", apart[i].copied);
+        cg_spec *n = spec_text("apart.yaml", text);
+        cg_gen_output *g = malloc(sizeof *g);
+        int ok = n && g && cg_generate(n, "x", g, &e) == 0;
+        CHECK(ok, "apart %zu: %s", i, e.msg);
+        if (ok) {
+            CHECK(strstr(g->manifest, want) != NULL, "apart %zu: %s in:\n%s", i, want, g->manifest);
+            cg_gen_free(g);
+        }
+        free(n), free(g);
+    }
+    /* a split reduction (layers-splitk8-tc at bucket 8: c4's splitk_reduce writes it) and a 16-bit
+     * network's last layer (layers-fp16's cat as the output, FP32) */
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.cc = 80, tg.batch = 8;
+    rc = cg_spec_load("tests/gpu/layers-splitk8-tc.yaml", s, &e);
+    if (!rc) rc = cg_generate_for(s, "x", &tg, o, &e);
+    if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, "layers-splitk8-tc", m, &e);
+    CHECK(rc == 0, "layers-splitk8-tc: %s", rc ? e.msg : "");
+    if (!rc) {
+        const cg_mkernel *w4 = writer_of(m, "c4"), *c = concat_of(m, "cat");
+        CHECK(w4 && !strcmp(w4->tpl, "splitk_reduce") && !m->t[cg_manifest_tensor(m, "c4")].view && c &&
+                  c->in[c->nin - 1] == cg_manifest_tensor(m, "c4"),
+              "c4: written by splitk_reduce, copied by cat's kernel");
+        cg_gen_free(o);
+    }
+    cg_spec *h = spec_text("half.yaml", "network: h\ninput: {channels: 4, height: 8, width: 8}\nprecision: fp16\n"
+                                        "layers:\n  - {name: a, op: conv, M: 4, K: 1}\n"
+                                        "  - {name: b, op: conv, M: 4, K: 1, input: input}\n"
+                                        "  - {name: c, op: concat, input: [a, b]}\n");
+    tg.batch = 0;
+    rc = h ? cg_generate_for(h, "x", &tg, o, &e) : -1;
+    CHECK(rc == 0, "fp16 concat last: %s", e.msg);
+    if (!rc) {
+        CHECK(strstr(o->manifest, "template=concat in=a,b out=c ") && !strstr(o->manifest, "view="),
+              "fp16: the last layer's concat (FP32) copies its 16-bit inputs:\n%s", o->manifest);
+        cg_gen_free(o);
+    }
+    free(h), free(s), free(o), free(m);
 }
 
 /* The network's end in fewer kernels. Generated for a small batch (buckets 1 to
@@ -1829,6 +1968,7 @@ int main(void)
     test_split_rule();
     test_split_pool();
     test_graph_manifest();
+    test_concat_slices();
     test_tail_rule();
     test_residual_fusion();
     test_residual_shared_kernel();

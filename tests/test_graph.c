@@ -17,7 +17,9 @@
  * or where the driver lacks cuLaunchKernelEx; and that a stream set's tensors are one
  * allocation and that only a network opened with keep_tensors returns every
  * layer's output (the default plan shares tensors' bytes); and the whole-network kernel
- * the planner adds at bucket 8 (whole(): forced on, off and auto, and refused). The other
+ * the planner adds at bucket 8 (whole(): forced on, off and auto, and refused); a
+ * concat's inputs written into their slices (views(): the producer bound at its
+ * slice, a layer read back out of the concat's images). The other
  * tests turn it off to count the per-layer kernels. The test re-executes itself with
  * LD_LIBRARY_PATH naming the fake and the JIT cache in a temporary directory.
  * Skipped where NVRTC is missing. */
@@ -603,6 +605,72 @@ done:
     memset(st->rec_name, 0, sizeof st->rec_name);
 }
 
+/* A concat's inputs written into their slices (tests/gpu/layers-concat.yaml, a
+ * manifest's view= tensors): the kernel writing b gets cat1's pointer (the
+ * pointer p1's kernel reads) plus b's 864 elements, and a layer's output read
+ * back (keep_tensors) is its slice of each image of cat1, as the bytes lie in the
+ * arena (the fake's kernels write nothing: the test writes cat1 itself). */
+static void views(void)
+{
+    static cg_manifest m;
+    const char *spec = "tests/gpu/layers-concat.yaml";
+    if (backend_manifest(spec, 8, &m)) return;
+    int kb = -1, kp = -1, out_at = -1, in_at = -1, t_b = cg_manifest_tensor(&m, "b"),
+        t_cat = cg_manifest_tensor(&m, "cat1");
+    for (int i = 0; i < cg_manifest_layer_kernels(&m); i++) {
+        if (m.k[i].out == t_b) kb = i;
+        if (m.k[i].nin == 1 && m.k[i].in[0] == t_cat && !strcmp(m.k[i].layer, "p1")) kp = i;
+    }
+    CHECK(kb >= 0 && kp >= 0 && t_b >= 0 && m.t[t_b].view && m.t[t_b].parent == t_cat && m.t[t_b].view_off == 864,
+          "layers-concat at bucket 8: b a view of cat1 at 864, written by a kernel; p1 reads cat1");
+    if (kb < 0 || kp < 0) return;
+    memset(st->rec_name, 0, sizeof st->rec_name);
+    for (int r = 0; r < 2; r++) {
+        const cg_mkernel *k = &m.k[r ? kp : kb];
+        snprintf(st->rec_name[r], sizeof st->rec_name[r], "%s", k->name);
+        st->rec_nargs[r] = k->nargs, st->rec_int_at[r] = -1;
+        for (int i = 0; i < k->nargs; i++) {
+            if (k->args[i] == CG_ARG_N) st->rec_int_at[r] = i;
+            if (k->args[i] == (r ? CG_ARG_IN : CG_ARG_OUT)) *(r ? &in_at : &out_at) = i;
+        }
+    }
+    cg_net_options o;
+    cg_net_options_init(&o);
+    o.backend = CG_BACKEND_CUDA, o.batch = 8, o.keep_tensors = 1, o.whole = 2;
+    cg_net *net = NULL;
+    cg_status rc = cg_net_open(spec, &o, &net);
+    CHECK(rc == CG_STATUS_OK, "open layers-concat: %s", net ? cg_net_error(net) : "none");
+    int nl = rc == CG_STATUS_OK ? cg_net_layer_count(net) : 0, lb = -1, lc = -1, pred[3];
+    for (int l = 0; l < nl && l < m.nlayers; l++) {
+        if (!strcmp(m.l[l].name, "b")) lb = l;
+        if (!strcmp(m.l[l].name, "cat1")) lc = l;
+    }
+    if (rc == CG_STATUS_OK && lb >= 0 && lc >= 0) {
+        float *lo[CG_MAX_LAYERS] = {0};
+        lo[lb] = calloc(3 * 1152, sizeof(float)), lo[lc] = calloc(3 * 3888, sizeof(float));
+        cg_input in = {CG_INPUT_U8, 3, 3, 12, 12, pixels};
+        rc = cg_net_run_layers(net, &in, pred, NULL, lo);
+        CHECK(rc == CG_STATUS_OK, "run_layers: %s", cg_net_error(net));
+        unsigned long long bo = st->rec_val[0][out_at], ci = st->rec_val[1][in_at];
+        CHECK(st->rec_count[0] >= 1 && st->rec_count[1] >= 1 && bo && bo == ci + 864 * sizeof(float),
+              "b's kernel writes at cat1 + 864 floats (%#llx, cat1 %#llx)", bo, ci);
+        /* cat1 as a kernel would have left it, then read back: b's slice of each image */
+        float *cat = (float *)(uintptr_t)ci;
+        for (int img = 0; ci && img < 3; img++)
+            for (int j = 0; j < 3888; j++) cat[img * 3888 + j] = (float)(img * 10000 + j);
+        rc = ci ? cg_net_run_layers(net, &in, pred, NULL, lo) : CG_STATUS_IO;
+        int wrong = 0;
+        for (int img = 0; img < 3; img++) {
+            for (int j = 0; j < 1152; j++) wrong += lo[lb][img * 1152 + j] != (float)(img * 10000 + 864 + j);
+            for (int j = 0; j < 3888; j++) wrong += lo[lc][img * 3888 + j] != (float)(img * 10000 + j);
+        }
+        CHECK(rc == CG_STATUS_OK && wrong == 0, "b read back as its slice of cat1's images: %d wrong", wrong);
+        free(lo[lb]), free(lo[lc]);
+    }
+    cg_net_close(net);
+    memset(st->rec_name, 0, sizeof st->rec_name);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -646,6 +714,7 @@ int main(int argc, char **argv)
     bucket_one(spec);
     pdl(spec);
     whole(spec);
+    views();
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", getenv("CG_FAKE_CUDA_CHILD"));
     CHECK(system(cmd) == 0, "cleanup");

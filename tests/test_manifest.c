@@ -13,7 +13,8 @@
  * outputs writable like the first. The whole-network kernel's record (whole=1, scratch=,
  * grid res:CAP, layer=*, roles t:/w:/b:/scratch, up to CG_MAX_ARGS arguments)
  * parses, and each misuse is refused at its line. Weight placements, arg:taps:N
- * among them. */
+ * among them. Views (tensor ... view=PARENT:OFF: a concat's input written into
+ * its slice) with their checks, cg_manifest_root and cg_manifest_gather. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,102 @@ static void test_refusals(cg_manifest *m)
     CHECK(parse("a", "sum", "in,in4,out,n", m, &e) != 0, "no role in4");
     CHECK_CONTAINS(e.msg, "t/manifest.txt:13: bad value for args");
     CHECK(strchr(e.msg, '\n') == NULL, "one line");
+}
+
+/* A manifest whose tensors a and b are declared by `decl` (lines 7 and 8, after
+ * cat f32 10 at line 6), written by kernels ka and kb (lines 11, 12), and cat
+ * read by kernel kr (line 13, reading `rin`, writing `kout`), `out` the network's
+ * output: a concat's inputs written into their slices (view=PARENT:OFF). */
+static int parse_views(const char *decl, const char *rin, const char *kout, const char *out, cg_manifest *m,
+                       cg_err *e)
+{
+    char text[4096];
+    snprintf(text, sizeof text,
+             "convgen-manifest 1\nnetwork t\ngenerator 0\nmax_batch 100\n"
+             "tensor pixels u8 16\ntensor cat f32 10\n%s"
+             "tensor s f32 10\ntensor predict i32 1\n"
+             "kernel ka layer=a template=conv2d_direct in=pixels out=a grid=N*1/8,1,1 block=64,1,1 "
+             "shared=0 weights=arg bias=none args=in,out,weights,n\n"
+             "kernel kb layer=b template=conv2d_direct in=pixels out=b grid=N*1/8,1,1 block=64,1,1 "
+             "shared=0 weights=arg bias=none args=in,out,weights,n\n"
+             "kernel kr layer=s template=softmax in=%s out=%s grid=N*1/8,1,1 block=64,1,1 "
+             "shared=0 weights=none bias=none args=in,out,n\n"
+             "kernel km layer=predict template=argmax in=s out=predict grid=N*1/8,1,1 block=64,1,1 "
+             "shared=0 weights=none bias=none args=in,out,n\n"
+             "input pixels\noutput %s\npredict predict\nhash 0123456789abcdef\n",
+             decl, rin, kout, out);
+    return cg_manifest_parse(text, strlen(text), "v/manifest.txt", m, e);
+}
+
+/* Views (view=PARENT:OFF, planner.concat_slices): parsed with their parent and
+ * offset; cg_manifest_root and cg_manifest_gather (a view's slice of each image,
+ * in place too); every misuse refused with one line at the record's
+ * origin:line: no parent declared before, a view of a view, another dtype, a
+ * slice past the parent's image or overlapping another view, a malformed value,
+ * a kernel reading a tensor and writing a view of it, a kernel reading a view, a
+ * view as the output. */
+static void test_views(cg_manifest *m)
+{
+    cg_err e;
+    int rc = parse_views("tensor a f32 4 view=cat:0\ntensor b f32 6 view=cat:4\n", "cat", "s", "s", m, &e);
+    CHECK(rc == 0, "views parse: %s", rc ? e.msg : "");
+    if (!rc) {
+        int cat = cg_manifest_tensor(m, "cat"), a = cg_manifest_tensor(m, "a"), b = cg_manifest_tensor(m, "b");
+        CHECK(!m->t[cat].view && m->t[a].view && m->t[a].parent == cat && m->t[a].view_off == 0 && m->t[b].view &&
+                  m->t[b].parent == cat && m->t[b].view_off == 4 && m->t[b].elems == 6,
+              "a and b views of cat at 0 and 4");
+        CHECK(cg_manifest_root(m, a) == cat && cg_manifest_root(m, b) == cat && cg_manifest_root(m, cat) == cat,
+              "roots");
+        float img[30], out[18];
+        for (int i = 0; i < 30; i++) img[i] = (float)i;
+        cg_manifest_gather(m, b, img, 3, out);
+        CHECK(out[0] == 4 && out[5] == 9 && out[6] == 14 && out[17] == 29, "b's slices of three images: %g %g %g %g",
+              out[0], out[5], out[6], out[17]);
+        cg_manifest_gather(m, a, img, 3, img); /* in place */
+        CHECK(img[0] == 0 && img[3] == 3 && img[4] == 10 && img[11] == 23, "a's slices gathered in place");
+        cg_manifest_gather(m, cat, out, 1, img);
+        CHECK(img[0] == 4 && img[9] == 17, "a tensor of its own: its images as they are");
+    }
+    static const struct {
+        const char *decl, *rin, *kout, *msg;
+    } bad[] = {
+        {"tensor a f32 4 view=zz:0\ntensor b f32 6\n", "cat", "s",
+         "v/manifest.txt:7: tensor a: view of 'zz', which is no tensor declared before it"},
+        {"tensor a f32 4 view=s:0\ntensor b f32 6\n", "cat", "s",
+         "v/manifest.txt:7: tensor a: view of 's', which is no tensor declared before it"},
+        {"tensor a f32 4 view=cat:0\ntensor b f32 2 view=a:1\n", "cat", "s",
+         "v/manifest.txt:8: tensor b: view of 'a', itself a view (of 'cat')"},
+        {"tensor a i32 4 view=cat:0\ntensor b f32 6\n", "cat", "s",
+         "v/manifest.txt:7: tensor a: a i32 view of 'cat', a f32 tensor"},
+        {"tensor a f32 4 view=cat:7\ntensor b f32 6\n", "cat", "s",
+         "v/manifest.txt:7: tensor a: elements 7..10 past the 10 of 'cat'"},
+        {"tensor a f32 4 view=cat:0\ntensor b f32 6 view=cat:3\n", "cat", "s",
+         "v/manifest.txt:8: tensor b: its slice of 'cat' overlaps that of a"},
+        {"tensor a f32 4 view=cat\ntensor b f32 6\n", "cat", "s",
+         "v/manifest.txt:7: tensor a: bad 'view=cat' (expected view=PARENT:OFFSET)"},
+        {"tensor a f32 4 view=cat:-1\ntensor b f32 6\n", "cat", "s",
+         "v/manifest.txt:7: tensor a: bad 'view=cat:-1' (expected view=PARENT:OFFSET)"},
+        {"tensor a f32 4 view=:0\ntensor b f32 6\n", "cat", "s",
+         "v/manifest.txt:7: tensor a: bad 'view=:0' (expected view=PARENT:OFFSET)"},
+        {"tensor a f32 4 vue=cat:0\ntensor b f32 6\n", "cat", "s",
+         "v/manifest.txt:7: tensor a: bad 'vue=cat:0' (expected view=PARENT:OFFSET)"},
+        {"tensor a f32 4 view=cat:0 x\ntensor b f32 6\n", "cat", "s", "v/manifest.txt:7: unexpected 'x'"},
+        {"tensor a f32 4 view=cat:0\ntensor b f32 6 view=cat:4\n", "cat", "a",
+         "v/manifest.txt:13: kernel kr reads 'cat' and writes 'a', one memory (view=)"},
+        {"tensor a f32 4 view=cat:0\ntensor b f32 6 view=cat:4\n", "b", "s",
+         "v/manifest.txt:13: kernel kr reads 'b', a view of 'cat' (view=): views are written, not read"},
+        {"tensor a f32 4 view=cat:0\ntensor b f32 6 view=cat:4\n", "cat", "OUT",
+         "v/manifest.txt: the input, output and predictions must be tensors of their own, not views (view=)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        e.msg[0] = 0;
+        /* (kout OUT: kr writes s, and a is the network's output) */
+        int as_out = !strcmp(bad[i].kout, "OUT");
+        CHECK(parse_views(bad[i].decl, bad[i].rin, as_out ? "s" : bad[i].kout, as_out ? "a" : "s", m, &e) != 0,
+              "view case %zu refused", i);
+        CHECK_CONTAINS(e.msg, bad[i].msg);
+        CHECK(!strchr(e.msg, '\n'), "view case %zu: one line", i);
+    }
 }
 
 /* The optional pdl field: 1 marks a kernel with the programmatic-dependent-launch
@@ -456,6 +553,7 @@ int main(void)
     test_wdtype(m);
     test_places(m);
     test_whole(m);
+    test_views(m);
     test_lua_roles();
     free(m);
     return cg_test_done("test_manifest");

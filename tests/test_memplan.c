@@ -5,7 +5,9 @@
  * their output; random DAGs never give two tensors live at once overlapping
  * bytes, and run through the plan (each kernel a function of its inputs'
  * bytes, executed on the host in one arena) they compute what separate buffers
- * compute; keep_all places every tensor apart; offsets are aligned; a
+ * compute, half of them with concats whose parts are views written by kernels of
+ * their own (view=: no bytes, the parent live from its first part's kernel);
+ * keep_all places every tensor apart; offsets are aligned; a
  * ResNet-18-shaped manifest needs well under the sum of its tensors. */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +23,15 @@ static int add_tensor(cg_manifest *m, const char *name, cg_dtype dt, long long e
     snprintf(t->name, sizeof t->name, "%s", name);
     t->dtype = dt, t->elems = elems;
     return m->ntensors++;
+}
+
+/* A tensor that is a view (view=) of tensor `parent`: its image i is parent's
+ * elements off..off+elems-1 of image i. */
+static int add_view(cg_manifest *m, const char *name, int parent, long long off, long long elems)
+{
+    int t = add_tensor(m, name, m->t[parent].dtype, elems);
+    m->t[t].view = 1, m->t[t].parent = parent, m->t[t].view_off = off;
+    return t;
 }
 
 /* A kernel reading ins[0..nin) and writing a new f32 tensor of `elems`. */
@@ -72,7 +83,16 @@ static int invariants(const cg_manifest *m, const cg_memplan *p, const char *wha
 {
     int bad = 0;
     for (int i = 0; i < p->n; i++) {
-        if (p->off[i] % CG_MEMPLAN_ALIGN || p->off[i] + p->size[i] > p->arena || p->first[i] > p->last[i] ||
+        /* a view: no bytes of its own, its place its parent's plus its offset, live as its parent */
+        const cg_mtensor *v = &m->t[i];
+        if (v->view && (p->bytes[i] || p->off[i] != p->off[v->parent] + (size_t)v->view_off * 4 ||
+                        p->first[i] != p->first[v->parent] || p->last[i] != p->last[v->parent])) {
+            bad++;
+            CHECK(0, "%s: view %s at %zu (%zu bytes), live %d..%d; its parent %s at %zu, live %d..%d", what, v->name,
+                  p->off[i], p->bytes[i], p->first[i], p->last[i], m->t[v->parent].name, p->off[v->parent],
+                  p->first[v->parent], p->last[v->parent]);
+        }
+        if ((!v->view && p->off[i] % CG_MEMPLAN_ALIGN) || p->off[i] + p->size[i] > p->arena || p->first[i] > p->last[i] ||
             p->size[i] != p->bytes[i] * (size_t)p->batch) {
             bad++;
             CHECK(0, "%s: tensor %d at %zu + %zu (arena %zu), live %d..%d", what, i, p->off[i], p->size[i], p->arena,
@@ -235,6 +255,45 @@ static void test_concat_add3(cg_manifest *m)
     free(p);
 }
 
+/* A concat whose inputs a and b are views of its output written by their own
+ * kernels (view=), c copied into its slice by the concat's kernel: the output
+ * is live from a's kernel on (not from the concat's), a and b take no bytes and
+ * lie at its offset plus theirs, and a tensor made between a's kernel and the
+ * concat's (d, large) is kept apart from it; a view read after the batch is
+ * kept as its parent is. */
+static void test_concat_views(cg_manifest *m)
+{
+    int x = start(m, 300);
+    int cat = add_tensor(m, "cat", CG_DT_F32, 1200);
+    int a = add_kernel(m, "a", &x, 1, add_view(m, "a", cat, 0, 500));
+    int d = op1(m, "d", 5000, x);
+    int b = add_kernel(m, "b", &d, 1, add_view(m, "b", cat, 500, 400));
+    int c = op1(m, "c", 300, x);
+    int ka = 1, kc = m->nkernels; /* a's kernel (after input's), the concat's */
+    add_kernel(m, "cat", &c, 1, cat);
+    int e = op1(m, "e", 9000, cat);
+    finish(m, op1(m, "softmax", 10, e));
+    cg_memplan *p = malloc(sizeof *p);
+    for (long long batch = 1; batch <= 5; batch += 2) {
+        cg_memplan_make(m, 0, batch, p);
+        CHECK(invariants(m, p, "concat views") == 0, "concat views batch %lld", batch);
+        CHECK(p->first[cat] == ka && p->last[cat] == kc + 1, "cat live %d..%d, want %d..%d", p->first[cat],
+              p->last[cat], ka, kc + 1);
+        CHECK(p->bytes[a] == 0 && p->bytes[b] == 0 && p->bytes[cat] == 1200 * 4, "views take no bytes");
+        CHECK(p->off[a] == p->off[cat] && p->off[b] == p->off[cat] + 500 * 4, "a at %zu, b at %zu, cat at %zu",
+              p->off[a], p->off[b], p->off[cat]);
+        CHECK(!overlap(p->off[d], p->size[d], p->off[cat], p->size[cat]) &&
+                  !overlap(p->off[c], p->size[c], p->off[cat], p->size[cat]),
+              "d and c apart from cat");
+        CHECK(p->sum == 300 + (size_t)(300 + 1200 + 5000 + 300 + 9000 + 10) * 4 + 4, "the sum counts no view: %zu",
+              p->sum);
+    }
+    cg_memplan_make(m, 1, 2, p);
+    CHECK(invariants(m, p, "concat views, keep_all") == 0 && cg_memplan_kept(p, m, a) && cg_memplan_kept(p, m, b),
+          "views kept with keep_all");
+    free(p);
+}
+
 /* keep_all: every tensor live throughout, so every tensor apart: the arena is
  * the sum of the aligned sizes, and every tensor is kept. */
 static void test_keep_all(cg_manifest *m)
@@ -290,21 +349,39 @@ static unsigned rnd(unsigned n)
 /* A random network: pixels -> input, then kernels reading 1 to 4 earlier
  * tensors (the float input or later ones; never the u8 pixels or predict), of
  * random sizes, a few of them writing one or two more tensors (later kernels
- * may read those too), the last into scores. */
-static void random_dag(cg_manifest *m, int nk)
+ * may read those too), the last into scores. With views: now and then a
+ * concat's output whose 2 to 4 parts are views written by kernels of their own
+ * (other kernels between them), read (whole, or a part) only once every part is
+ * written, as planner.concat_slices makes them. */
+static void random_dag(cg_manifest *m, int nk, int views)
 {
     int t = start(m, 1 + rnd(40));
     (void)t;
-    for (int k = 0; k < nk; k++) {
+    int open = -1, parts = 0, filled = 0; /* a concat's output being written, its parts, those written */
+    long long part_elems = 0;
+    for (int k = 0; k < nk || open >= 0; k++) {
+        if (views && open < 0 && k < nk && !rnd(6)) {
+            char pname[16];
+            snprintf(pname, sizeof pname, "cat%d", k);
+            parts = 2 + (int)rnd(3), filled = 0, part_elems = 1 + rnd(32);
+            open = add_tensor(m, pname, CG_DT_F32, parts * part_elems);
+        }
         int ins[CG_MAX_INPUTS], nin = 1 + (int)rnd(CG_MAX_INPUTS);
         for (int j = 0; j < nin; j++) {
             /* mostly recent tensors, sometimes far back (long skips) */
             int back = rnd(3) ? 1 + (int)rnd(3) : 1 + (int)rnd((unsigned)m->ntensors - 1);
             int pick = m->ntensors - back;
-            ins[j] = pick < 1 ? 1 : pick;
+            /* (not the concat's output before its parts are all written) */
+            ins[j] = pick < 1 || pick == open ? 1 : pick;
         }
         char name[16];
         snprintf(name, sizeof name, "k%d", k);
+        if (open >= 0 && (rnd(2) || k >= nk)) {
+            /* the next part of the open concat's output, written by this kernel */
+            add_kernel(m, name, ins, nin, add_view(m, name, open, filled * part_elems, part_elems));
+            if (++filled == parts) open = -1;
+            continue;
+        }
         op(m, name, 1 + rnd(64), ins, nin);
         for (int more = rnd(4) ? 0 : 1 + (int)rnd(CG_MAX_OUTPUTS - 1); more > 0; more--) {
             char extra[24];
@@ -313,6 +390,16 @@ static void random_dag(cg_manifest *m, int nk)
         }
     }
     finish(m, op1(m, "scores", 1 + rnd(12), m->ntensors - 1));
+}
+
+/* Word i (of its n images) of f32 tensor t placed at tp[t]: a view's image
+ * steps by its parent's (the runtime binds it at its first element, and a
+ * kernel writes image img at img times the parent's elements). */
+static uint32_t *word_at(const cg_manifest *m, unsigned char *const *tp, int t, long long i)
+{
+    const cg_mtensor *x = &m->t[t];
+    if (!x->view) return (uint32_t *)tp[t] + i;
+    return (uint32_t *)tp[t] + i / x->elems * m->t[x->parent].elems + i % x->elems;
 }
 
 /* Run the network on the host through tensor places tp (bytes, batch n):
@@ -326,16 +413,15 @@ static void execute(const cg_manifest *m, unsigned char *const *tp, long long n)
         const cg_mkernel *kr = &m->k[k];
         for (int o = 0; o < kr->nout; o++) {
             long long oe = m->t[kr->outs[o]].elems * n;
-            uint32_t *out = (uint32_t *)tp[kr->outs[o]];
             for (long long i = 0; i < oe; i++) {
                 uint32_t v = (uint32_t)(k * CG_MAX_OUTPUTS + o) * 2654435761u;
                 for (int j = 0; j < kr->nin; j++) {
                     int t = kr->in[j];
                     long long ie = m->t[t].elems * n;
-                    uint32_t x = m->t[t].dtype == CG_DT_U8 ? tp[t][i % ie] : ((const uint32_t *)tp[t])[i % ie];
+                    uint32_t x = m->t[t].dtype == CG_DT_U8 ? tp[t][i % ie] : *word_at(m, tp, t, i % ie);
                     v = (v ^ x) * 16777619u + (uint32_t)j;
                 }
-                out[i] = v;
+                *word_at(m, tp, kr->outs[o], i) = v;
             }
         }
     }
@@ -348,7 +434,7 @@ static void test_random(void)
     int bad = 0, runs = 0, wrong = 0;
     size_t saved = 0, total = 0;
     for (int trial = 0; trial < 400 && bad == 0; trial++) {
-        random_dag(m, 2 + (int)rnd(40));
+        random_dag(m, 2 + (int)rnd(40), trial % 2);
         long long n = 1 + rnd(4);
         int keep = trial % 5 == 0;
         cg_memplan_make(m, keep, n, p);
@@ -359,7 +445,9 @@ static void test_random(void)
         unsigned char *arena = calloc(1, p->arena + 1), *sep[CG_MAX_TENSORS], *in_arena[CG_MAX_TENSORS];
         for (int t = 0; t < m->ntensors; t++) {
             size_t b = p->size[t];
-            sep[t] = calloc(1, b + 4);
+            /* (a view: in its parent's buffer, declared before it) */
+            const cg_mtensor *v = &m->t[t];
+            sep[t] = v->view ? sep[v->parent] + v->view_off * 4 : calloc(1, b + 4);
             in_arena[t] = arena + p->off[t];
         }
         for (long long i = 0; i < m->t[m->input].elems * n; i++)
@@ -368,7 +456,7 @@ static void test_random(void)
         execute(m, in_arena, n);
         for (int t = 0; t < m->ntensors; t++) {
             if (cg_memplan_kept(p, m, t) && memcmp(sep[t], in_arena[t], p->size[t])) wrong++;
-            free(sep[t]);
+            if (!m->t[t].view) free(sep[t]);
         }
         free(arena);
         runs++;
@@ -437,6 +525,7 @@ int main(void)
     test_chain(m);
     test_residual(m);
     test_concat_add3(m);
+    test_concat_views(m);
     test_tail(m);
     test_keep_all(m);
     test_alignment();

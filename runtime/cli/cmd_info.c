@@ -181,7 +181,10 @@ static void print_text(const cg_spec *s, const cg_manifest *m, int is_bundle, co
         const cg_layer *l = &s->layers[i];
         char ks[2048], st[CG_PARAMS_TEXT + 64];
         kernels_of(m, l->name, ks, sizeof ks, 0, NULL);
-        printf("  %-12s %s", l->name, ks[0] ? ks : "-");
+        printf("  %-12s %s", l->name, ks[0] ? ks : l->op == CG_OP_CONCAT ? "- (every input written in place)" : "-");
+        /* a concat's input written straight into its slice of the concat's tensor (view=) */
+        int t = i < m->nlayers && !strcmp(m->l[i].name, l->name) ? m->l[i].out : -1;
+        if (t >= 0 && m->t[t].view) printf("; writes its slice of %s", m->t[m->t[t].parent].name);
         if (l->op == CG_OP_CONV) {
             strategy_text(l, st, sizeof st);
             printf("; strategy %s%s", st, from_record && from_record[i] ? " (from the tuning record)" : "");
@@ -243,7 +246,14 @@ static void print_json(const cg_spec *s, const cg_manifest *m, int is_bundle, co
         fprintf(f, "\"kernels\": [");
         char unused[8];
         kernels_of(m, l->name, unused, sizeof unused, 1, f);
-        fprintf(f, "]}");
+        fprintf(f, "]");
+        /* written straight into its slice of a concat's tensor (view=) */
+        int t = i < m->nlayers && !strcmp(m->l[i].name, l->name) ? m->l[i].out : -1;
+        if (t >= 0 && m->t[t].view) {
+            fprintf(f, ", \"slice_of\": ");
+            cg_json_str(f, m->t[m->t[t].parent].name);
+        }
+        fprintf(f, "}");
     }
     fprintf(f, "\n  ],\n  \"flops\": %.0f,\n  \"parameters\": %lld,\n  \"weights_bytes\": %lld\n}\n", flops, params,
             4 * params);

@@ -726,8 +726,9 @@ int cg_gpu_layers_kept(const cg_gpu *g, float *const *layer_out, cg_err *e)
 /* One result copied back per batch: a tensor, bytes per image, where the
  * caller wants it, and its place in the set's pinned staging. */
 typedef struct {
-    int tensor;
-    size_t per;
+    int tensor;    /* the tensor copied from the device: the one asked for, or the parent of a view */
+    int want;      /* the tensor asked for (a view: its slice of each image of `tensor`) */
+    size_t per;    /* bytes an image of `tensor` */
     unsigned char *dst;
     size_t at; /* offset in hout: batch * (bytes per image of the downloads before it) */
     cg_dtype half; /* CG_DT_F16 or CG_DT_BF16: a 16-bit tensor, widened to the caller's floats;
@@ -996,7 +997,7 @@ static int poison_tensors(cg_gpu *g, cg_gpu_set *st, long long n, cg_err *e)
     const cg_manifest *m = g->m;
     cg_cu *cu = g->cu;
     for (int i = 0; g->poison && i < m->ntensors; i++) {
-        if (m->t[i].dtype == CG_DT_U8) continue;
+        if (m->t[i].dtype == CG_DT_U8 || m->t[i].view) continue; /* (a view: its parent's bytes) */
         size_t count = (size_t)n * (size_t)m->t[i].elems;
         if (cg_dtype_size(m->t[i].dtype) == 2) {
             if (CG_CU(e, cu->cuMemsetD16Async(st->tdev[i], 0x7fff, count, st->stream))) return -1;
@@ -1110,14 +1111,23 @@ static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e
     t0 = cg_now_ms();
     for (int d = 0; d < r->ndl; d++) {
         const cg_download *dl = &r->dl[d];
+        const unsigned char *src = st->hout + dl->at;
+        size_t per = dl->per;
+        if (dl->want != dl->tensor) {
+            /* a view: its slice of each image, gathered in place (the slices are no
+             * longer than the images they are taken from) */
+            unsigned char *h = st->hout + dl->at;
+            cg_manifest_gather(m, dl->want, h, n, h);
+            per = (size_t)m->t[dl->want].elems * cg_dtype_size(m->t[dl->want].dtype);
+        }
         if (dl->half != CG_DT_F32) {
             /* a 16-bit tensor: each element widened (exactly) to the caller's float */
-            const uint16_t *h = (const uint16_t *)(st->hout + dl->at);
-            float *f = (float *)dl->dst + (size_t)off * (dl->per / 2);
-            size_t cnt = (size_t)n * (dl->per / 2);
+            const uint16_t *h = (const uint16_t *)src;
+            float *f = (float *)dl->dst + (size_t)off * (per / 2);
+            size_t cnt = (size_t)n * (per / 2);
             for (size_t q = 0; q < cnt; q++) f[q] = dl->half == CG_DT_F16 ? cg_f16_to_f32(h[q]) : cg_bf16_to_f32(h[q]);
         } else {
-            copy_wide(dl->dst + (size_t)off * dl->per, st->hout + dl->at, (size_t)n * dl->per);
+            copy_wide(dl->dst + (size_t)off * per, src, (size_t)n * per);
         }
     }
     t->stage_ms += cg_now_ms() - t0;
@@ -1139,7 +1149,10 @@ static void drain_sets(void *ctx)
 static void add_download(const cg_gpu *g, cg_gpu_runctx *r, int tensor, void *dst, long long rows, size_t *at)
 {
     cg_download *d = &r->dl[r->ndl++];
-    d->tensor = tensor;
+    /* a view (a concat's input written into its slice): its parent's images are
+     * copied, and the slice of each taken out when they arrive */
+    d->want = tensor;
+    d->tensor = tensor = cg_manifest_root(g->m, tensor);
     d->per = (size_t)g->m->t[tensor].elems * cg_dtype_size(g->m->t[tensor].dtype);
     d->half = g->m->t[tensor].dtype == CG_DT_F16 || g->m->t[tensor].dtype == CG_DT_BF16 ? g->m->t[tensor].dtype
                                                                                        : CG_DT_F32;

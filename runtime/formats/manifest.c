@@ -50,6 +50,25 @@ int cg_manifest_tensor(const cg_manifest *m, const char *name)
     return -1;
 }
 
+int cg_manifest_root(const cg_manifest *m, int t)
+{
+    return t >= 0 && t < m->ntensors && m->t[t].view ? m->t[t].parent : t;
+}
+
+void cg_manifest_gather(const cg_manifest *m, int t, const void *src, long long n, void *dst)
+{
+    const cg_mtensor *x = &m->t[t];
+    const size_t size = cg_dtype_size(x->dtype), per = (size_t)x->elems * size;
+    if (!x->view) {
+        memmove(dst, src, (size_t)n * per);
+        return;
+    }
+    /* image i's slice moves down (or stays): the slices of the images after it are not yet touched */
+    const size_t stride = (size_t)m->t[x->parent].elems * size, off = (size_t)x->view_off * size;
+    for (long long i = 0; i < n; i++)
+        memmove((unsigned char *)dst + (size_t)i * per, (const unsigned char *)src + (size_t)i * stride + off, per);
+}
+
 int cg_manifest_whole(const cg_manifest *m)
 {
     return m->nkernels > 0 && m->k[m->nkernels - 1].whole ? m->nkernels - 1 : -1;
@@ -295,6 +314,41 @@ static int parse_tensors(const char *val, int writes, const cg_manifest *m, cg_m
     }
 }
 
+/* A tensor record's view=PARENT:OFF (a, the word) for tensor t: PARENT declared
+ * before, no view itself, of t's dtype, elements OFF..OFF+elems-1 inside its
+ * image and apart from its other views'. */
+static int parse_view(const char *a, const cg_manifest *m, cg_mtensor *t, const char *origin, int ln, cg_err *e)
+{
+    const char *colon = strrchr(a, ':');
+    char parent[sizeof t->name];
+    long long off;
+    if (strncmp(a, "view=", 5) || !colon || colon - (a + 5) < 1 || (size_t)(colon - (a + 5)) >= sizeof parent ||
+        parse_ll(colon + 1, 0, CG_ELEMS_MAX, &off))
+        return cg_fail(e, "%s:%d: tensor %s: bad '%s' (expected view=PARENT:OFFSET)", origin, ln, t->name, a);
+    memcpy(parent, a + 5, (size_t)(colon - (a + 5)));
+    parent[colon - (a + 5)] = 0;
+    int p = cg_manifest_tensor(m, parent);
+    if (p < 0)
+        return cg_fail(e, "%s:%d: tensor %s: view of '%s', which is no tensor declared before it", origin, ln,
+                       t->name, parent);
+    const cg_mtensor *pt = &m->t[p];
+    if (pt->view)
+        return cg_fail(e, "%s:%d: tensor %s: view of '%s', itself a view (of '%s')", origin, ln, t->name, parent,
+                       m->t[pt->parent].name);
+    if (pt->dtype != t->dtype)
+        return cg_fail(e, "%s:%d: tensor %s: a %s view of '%s', a %s tensor", origin, ln, t->name,
+                       cg_dtype_get(t->dtype)->name, parent, cg_dtype_get(pt->dtype)->name);
+    if (off + t->elems > pt->elems)
+        return cg_fail(e, "%s:%d: tensor %s: elements %lld..%lld past the %lld of '%s'", origin, ln, t->name, off,
+                       off + t->elems - 1, pt->elems, parent);
+    for (int i = 0; i < m->ntensors; i++)
+        if (m->t[i].view && m->t[i].parent == p && off < m->t[i].view_off + m->t[i].elems && m->t[i].view_off < off + t->elems)
+            return cg_fail(e, "%s:%d: tensor %s: its slice of '%s' overlaps that of %s", origin, ln, t->name, parent,
+                           m->t[i].name);
+    t->view = 1, t->parent = p, t->view_off = off;
+    return 0;
+}
+
 /* One "kernel" record: NAME then key=value fields, all required. */
 static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, int ln, cg_err *e)
 {
@@ -406,11 +460,22 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
     if (k->whole && k->nout > 1)
         return cg_fail(e, "%s:%d: kernel %s: the whole-network kernel's out= names one tensor (the predictions; "
                           "the others are its t: arguments)", origin, ln, k->name);
+    /* a kernel reads its inputs' images back to back: a view's lie a parent's image apart */
     for (int j = 0; j < k->nin; j++)
-        for (int o = 0; o < k->nout; o++)
+        if (m->t[k->in[j]].view)
+            return cg_fail(e, "%s:%d: kernel %s reads '%s', a view of '%s' (view=): views are written, not read",
+                           origin, ln, k->name, m->t[k->in[j]].name, m->t[m->t[k->in[j]].parent].name);
+    for (int j = 0; j < k->nin; j++)
+        for (int o = 0; o < k->nout; o++) {
             if (k->in[j] == k->outs[o])
                 return cg_fail(e, "%s:%d: kernel %s reads its own output '%s'", origin, ln, k->name,
                                m->t[k->outs[o]].name);
+            /* a view and the tensor it lies in (or two views of one) share memory */
+            int ri = cg_manifest_root(m, k->in[j]), ro = cg_manifest_root(m, k->outs[o]);
+            if (ri == ro && (k->in[j] == ri || k->outs[o] == ro))
+                return cg_fail(e, "%s:%d: kernel %s reads '%s' and writes '%s', one memory (view=)", origin, ln,
+                               k->name, m->t[k->in[j]].name, m->t[k->outs[o]].name);
+        }
     int past = cg_args_past_inputs(k->args, k->nargs, k->nin);
     if (past >= 0)
         return cg_fail(e, "%s:%d: kernel %s: argument role %s names input %d, but the kernel reads %d (in=)",
@@ -478,6 +543,8 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
             if (cg_manifest_tensor(m, t->name) >= 0)
                 return cg_fail(e, "%s:%d: tensor '%s' declared twice", origin, ln, t->name);
             t->elems = el;
+            t->view = 0, t->parent = 0, t->view_off = 0;
+            if (word(&rest, a, sizeof a) && parse_view(a, m, t, origin, ln, e)) return -1;
             m->ntensors++;
         } else if (!strcmp(kw, "layer")) {
             if (m->nlayers >= CG_MAX_LAYERS) return cg_fail(e, "%s:%d: too many layers", origin, ln);
@@ -525,5 +592,8 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
     if (m->t[m->input].dtype != CG_DT_U8 || m->t[m->output].dtype != CG_DT_F32 ||
         m->t[m->predict].dtype != CG_DT_I32)
         return cg_fail(e, "%s: input must be u8, output f32 and predict i32", origin);
+    if (m->t[m->input].view || m->t[m->output].view || m->t[m->predict].view)
+        return cg_fail(e, "%s: the input, output and predictions must be tensors of their own, not views (view=)",
+                       origin);
     return 0;
 }

@@ -7,8 +7,18 @@
  *   max_batch N                 images per launch so that no index passes 2^31
  *   bucket B                    (optional) the batch the kernels were generated for
  *                               (1, 8, 64, 256 or 1024); absent: the large-batch kernels
- *   tensor NAME DTYPE ELEMS     elements per image; DTYPE one of the table cg_dtype_info
- *                               reads (u8 f32 i32 f16 bf16)
+ *   tensor NAME DTYPE ELEMS [view=PARENT:OFF]   elements per image; DTYPE one of the table
+ *                               cg_dtype_info reads (u8 f32 i32 f16 bf16). view=: the tensor has
+ *                               no memory of its own: its image i is elements OFF..OFF+ELEMS-1 of
+ *                               PARENT's image i (a concat's input written straight into its slice
+ *                               of the concat's output, templates/lib/planner.lua concat_slices),
+ *                               so a kernel bound to it writes at PARENT + OFF with PARENT's image
+ *                               stride. PARENT is a tensor declared before it, no view, of the
+ *                               same dtype; the slice lies inside PARENT's image and overlaps no
+ *                               other view of it; no view is the input, output or predictions, or
+ *                               any kernel's input (a kernel reads its inputs' images back to back),
+ *                               and no kernel both reads and writes one tensor's memory (a view's
+ *                               parent and the view)
  *   layer NAME OP OUT_TENSOR [into=ADD]   spec layers in order (op conv|fc|softmax); into=:
  *                               the layer's output is no tensor of its own: the kernel of
  *                               conv NAME (or of the conv a batchnorm NAME folds into)
@@ -94,6 +104,9 @@ typedef struct {
     char name[CG_NAME_MAX + 16];
     cg_dtype dtype;
     long long elems;
+    int view;           /* 1: a view (view=), no memory of its own; 0 (as zeroed): its own */
+    int parent;         /* a view: the tensor it lies in (index) */
+    long long view_off; /* a view: its first element in the parent's image */
 } cg_mtensor;
 
 typedef struct {
@@ -179,6 +192,12 @@ int cg_manifest_whole(const cg_manifest *m);
 /* Evaluate a grid extent for n images. */
 long long cg_mdim_eval(cg_mdim d, long long n);
 int cg_manifest_tensor(const cg_manifest *m, const char *name);
+/* The tensor whose memory tensor t is in: its view= parent, or t itself. */
+int cg_manifest_root(const cg_manifest *m, int t);
+/* Tensor t's n images, one after another, into dst, from src: the n images of
+ * cg_manifest_root(m, t) as they lie in memory (a view's slice of each, its own
+ * images for any other tensor). dst may be src: the slices are gathered in place. */
+void cg_manifest_gather(const cg_manifest *m, int t, const void *src, long long n, void *dst);
 size_t cg_dtype_size(cg_dtype t);
 /* The table's row of t (NULL outside the enum). */
 const cg_dtype_info *cg_dtype_get(cg_dtype t);

@@ -14,7 +14,8 @@ void cg_memplan_live(const cg_manifest *m, int keep_all, cg_memplan *p)
     p->sum = 0;
     for (int t = 0; t < m->ntensors; t++) {
         p->first[t] = end + 1, p->last[t] = -1;
-        p->bytes[t] = (size_t)m->t[t].elems * cg_dtype_size(m->t[t].dtype);
+        /* a view (view=) has no bytes of its own: it lies in its parent's */
+        p->bytes[t] = m->t[t].view ? 0 : (size_t)m->t[t].elems * cg_dtype_size(m->t[t].dtype);
         p->sum += p->bytes[t];
     }
     for (int k = 0; k < end; k++) {
@@ -23,7 +24,9 @@ void cg_memplan_live(const cg_manifest *m, int keep_all, cg_memplan *p)
         for (int j = 0; j < kr->nout && j < CG_MAX_OUTPUTS; j++) touched[nt++] = kr->outs[j];
         for (int j = 0; j < kr->nin && j < CG_MAX_INPUTS; j++) touched[nt++] = kr->in[j];
         for (int j = 0; j < nt; j++) {
-            int t = touched[j];
+            /* a view's use is its parent's: the parent is live from the first
+             * kernel writing any of its slices */
+            int t = cg_manifest_root(m, touched[j]);
             if (t < 0 || t >= m->ntensors) continue;
             if (k < p->first[t]) p->first[t] = k;
             if (k > p->last[t]) p->last[t] = k;
@@ -34,10 +37,14 @@ void cg_memplan_live(const cg_manifest *m, int keep_all, cg_memplan *p)
             if (kr->in[j] == m->input && kr->out >= 0 && kr->out < m->ntensors) p->first[kr->out] = 0;
     }
     for (int t = 0; t < m->ntensors; t++) {
+        if (m->t[t].view) continue;
         int kept = keep_all || t == m->input || t == m->output || t == m->predict || p->last[t] < 0;
         if (kept) p->first[t] = 0, p->last[t] = end;
         if (t == m->input) p->first[t] = 0; /* uploaded before the first kernel */
     }
+    /* a view lives as long as its parent (what is kept of one is kept of the other) */
+    for (int t = 0; t < m->ntensors; t++)
+        if (m->t[t].view) p->first[t] = p->first[m->t[t].parent], p->last[t] = p->last[m->t[t].parent];
 }
 
 void cg_memplan_assign(int n, const size_t *bytes, const int *first, const int *last, size_t align, size_t *off,
@@ -89,6 +96,11 @@ void cg_memplan_make(const cg_manifest *m, int keep_all, long long batch, cg_mem
     p->batch = batch < 1 ? 1 : batch;
     for (int t = 0; t < p->n; t++) p->size[t] = p->bytes[t] * (size_t)p->batch;
     cg_memplan_assign(p->n, p->size, p->first, p->last, CG_MEMPLAN_ALIGN, p->off, &p->arena);
+    /* a view's first element: its parent's image 0 from view_off on (its image i
+     * then lies i images of the parent further: a kernel steps by the parent's) */
+    for (int t = 0; t < p->n; t++)
+        if (m->t[t].view)
+            p->off[t] = p->off[m->t[t].parent] + (size_t)m->t[t].view_off * cg_dtype_size(m->t[t].dtype);
 }
 
 size_t cg_memplan_per_image(const cg_memplan *p)

@@ -14,6 +14,11 @@
  * keep_all every tensor (then nothing is shared: a caller that reads any tensor
  * after a batch, or poisons each one before it, asks for that).
  *
+ * A view (a manifest tensor with view=PARENT:OFF) has no bytes of its own: a
+ * kernel's use of it is a use of PARENT (so PARENT is live from the first kernel
+ * writing any of its slices), it is live as PARENT is, and its off[] is PARENT's
+ * plus OFF elements (not a multiple of the alignment).
+ *
  * A plan is for a batch of B images: tensor t takes bytes[t] * B rounded up to
  * CG_MEMPLAN_ALIGN, at off[t] (a multiple of it). Placement is greedy and
  * deterministic: largest first (ties: lower index), each at the lowest offset

@@ -27,6 +27,7 @@ local common = import("lib/common")
 local T = {}
 
 T.doc = "depthwise convolution (groups = C = M); one thread per rows x cols output tile of one channel"
+T.out_slice = true   -- common.out_slice: the output written into a concat's slice
 
 -- The layer's geometry, and whether this kernel applies the activation and pool.
 local function geom(l, fuse)
@@ -168,7 +169,11 @@ local source = engine.compile([[
 % if bias then
     const {{acc_t}} bv = {{w_to_acc("__ldg(b + c)")}};
 % end
+% if OS then
+    {{out_t}}* __restrict__ y = out + img * {{OS}} + c * {{OH * OW}} + ty * {{rows * OW}} + tx * {{cols}};   // a slice of a concat's output
+% else
     {{out_t}}* __restrict__ y = out + (img * {{C}} + c) * {{OH * OW}} + ty * {{rows * OW}} + tx * {{cols}};
+% end
 % local bb = bias and " + bv" or ""
 % for r = 0, rows - 1 do
 %   for s = 0, cols - 1 do
@@ -213,6 +218,9 @@ function T.kernel(l, p)
   local name = string.format("conv2d_depthwise_c%dk%d_h%dw%d%s_%s%s%s_b%dr%dx%df%d",
     l.C, l.K, l.H, l.W, g.tag, act, pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.block, p.rows, p.cols, p.fuse)
+  -- the output written into a concat's slice (common.out_slice): its image stride
+  local slice = common.out_slice(l, fused)
+  if slice then name = name .. slice.tag end
   local head, args = common.kernel_head(name, p.block, common.std_args({ types = common.types(l) }))
   local v = {
     name = name, head = head, block = p.block, rows = p.rows, cols = p.cols,
@@ -222,8 +230,9 @@ function T.kernel(l, p)
     pool_doc = not pooled and "" or (g.kind .. " over " .. t.F .. "x" .. t.F .. ", "),
     maxtree = common.max_tree, inv = string.format("%.9ef", 1.0 / (t.F * t.F)),
     actname = act, act = function(e) return common.act(act, e) end,
+    OS = slice and slice.stride or false,
   }
-  return {
+  local k = {
     name = name,
     args = args,
     source = source(common.typed(l, v)),
@@ -235,7 +244,10 @@ function T.kernel(l, p)
     out_elems = l.C * t.OH * t.OW,
     shape = common.conv_shape(l, g, act, pooled, l.M, t.OH, t.OW),
     fused = fused,
+    out_slice = slice ~= nil,
   }
+  if slice then k.shape = k.shape .. string.format(", into a slice of %d values an image", slice.stride) end
+  return k
 end
 
 return T

@@ -29,6 +29,7 @@ local T = {}
 
 T.doc = "direct convolution; one thread per output tile and all maps"
 T.fuses_add = true   -- common.residual: an add computed in the epilogue
+T.out_slice = true   -- common.out_slice: the output written into a concat's slice
 
 -- The layer's geometry, and whether this kernel applies the activation and pool.
 local function geom(l, fuse)
@@ -317,7 +318,7 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 % else
     const {{in_t}}* __restrict__ x = in + img * {{C * H * W}} + row * {{TR * S * W}} + col * {{TR * S}};
 % end
-    {{out_t}}* __restrict__ y = out + img * {{M * P}} + row * {{TW}} + col;
+    {{out_t}}* __restrict__ y = out + img * {{OS}} + row * {{TW}} + col;
 % if res then
 %   for k = 1, res.n do
     const {{in_t}}* __restrict__ r{{k}} = {{res.names[k]}} + img * {{M * P}} + row * {{TW}} + col;   // the add's operand {{k}}
@@ -457,6 +458,9 @@ function T.kernel(l, p)
   -- an add computed here (common.residual): its other operands read at the stored elements
   local res = common.residual(l, fused and not pooled)
   if res then name = name .. res.tag end
+  -- the output written into a concat's slice (common.out_slice): its image stride
+  local slice = common.out_slice(l, fused)
+  if slice then name = name .. slice.tag end
   local ty = common.types(l)
   local std = common.std_args({ w_name = "w_arg", b_name = "b_arg", types = ty })
   local head, args = common.kernel_head(name, p.block, res and res.args(std) or std)
@@ -465,7 +469,7 @@ function T.kernel(l, p)
     block = p.block, mu = p.maps_unroll, cols = p.cols, unroll_groups = p.unroll_groups == 1, ms = p.ms,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, CKK = CKK, CG = CG, G = g.G, xv = g.G > 1 and "xg" or "x",
     TR = TR, TS = TS, PR = PR, PC = PC,
-    P = OH * OW, TW = OW,
+    P = OH * OW, TW = OW, OS = slice and slice.stride or l.M * OH * OW,
     -- a padded patch also keeps its bounds' predicates live: a smaller one is hoisted
     pooled = pooled, hoist = g.G == 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT),
     S = g.S, pt = g.pt, pl = g.pl, padded = g.padded, incond = incond,
@@ -486,7 +490,7 @@ function T.kernel(l, p)
       return res.sum(e, others)
     end,
   }
-  return {
+  local k = {
     name = name,
     args = args,
     source = source(common.typed(l, v)),
@@ -500,7 +504,10 @@ function T.kernel(l, p)
     shape = common.conv_shape(l, g, act, pooled, l.M, OH, OW),
     fused = fused,
     residual = res ~= nil,
+    out_slice = slice ~= nil,
   }
+  if slice then k.shape = k.shape .. string.format(", into a slice of %d values an image", slice.stride) end
+  return k
 end
 
 return T

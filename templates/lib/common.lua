@@ -378,6 +378,24 @@ function common.residual(l, fused)
   return t
 end
 
+-- A layer's output written straight into its slice of a concat's output
+-- (planner.concat_slices): the planner sets l.out_slice = { stride = the
+-- concat's elements an image } on the table of the kernel that writes the
+-- layer's output, where its template declares `T.out_slice`. The runtime binds
+-- the `out` argument at the slice's first element (the manifest's view= tensor),
+-- so the kernel only changes its image stride: element (img, e) of its output
+-- goes to out[img * stride + e]. nil where the layer has none or this kernel
+-- does not write the layer's output (`final` false: an unfused epilogue, a
+-- split's partial sums); else { stride, tag = the kernel name's suffix
+-- ("_os12288": kernels of other strides are other code) }. A template that
+-- applies it sets its record's `out_slice`; without that the planner keeps the
+-- tensor apart and the concat copies it.
+function common.out_slice(l, final)
+  local s = l.out_slice
+  if not s or not final then return nil end
+  return { stride = s.stride, tag = "_os" .. s.stride }
+end
+
 -- The kernel contract. A kernel's parameters are named by role; the template
 -- lists them in order, `common.kernel_head` writes the declaration, and the
 -- kernel record's `args` (which the manifest carries) names the roles, so the

@@ -969,10 +969,10 @@ local epilogue_source = engine.compile([=[
             const {{acc_t}} bv = {{w_to_acc("__ldg(b_arg + m)")}};
 %       b = " + bv"
 %     end
-            out[img * {{M * P}} + m * {{P}} + at] = {{from_acc("(" .. act("acc[i][j]" .. b) .. " + " .. act("acc[i][j + 1]" .. b) .. " +\n                " .. act("acc[i][j + 2]" .. b) .. " + " .. act("acc[i][j + 3]" .. b) .. ") * 0.25f")}};
+            out[img * {{OS}} + m * {{P}} + at] = {{from_acc("(" .. act("acc[i][j]" .. b) .. " + " .. act("acc[i][j + 1]" .. b) .. " +\n                " .. act("acc[i][j + 2]" .. b) .. " + " .. act("acc[i][j + 3]" .. b) .. ") * 0.25f")}};
 %   elseif pooled then
             const {{acc_t}} v = fmaxf(fmaxf(acc[i][j], acc[i][j + 1]), fmaxf(acc[i][j + 2], acc[i][j + 3])){{b}};
-            out[img * {{M * P}} + m * {{P}} + at] = {{from_acc(act("v"))}};
+            out[img * {{OS}} + m * {{P}} + at] = {{from_acc(act("v"))}};
 %   else
 %     if bias then
             const {{acc_t}} bv = {{w_to_acc("__ldg(b_arg + m)")}};
@@ -988,7 +988,7 @@ local epilogue_source = engine.compile([=[
             t.y = {{from_acc(radd(act("acc[i][j + 1]" .. b), "y"))}};
             t.z = {{from_acc(radd(act("acc[i][j + 2]" .. b), "z"))}};
             t.w = {{from_acc(radd(act("acc[i][j + 3]" .. b), "w"))}};
-            *reinterpret_cast<{{vec_t(out_t, 4)}}*>(out + img * {{M * P}} + m * {{P}} + at) = t;
+            *reinterpret_cast<{{vec_t(out_t, 4)}}*>(out + img * {{OS}} + m * {{P}} + at) = t;
 %   end
         }
 % else
@@ -1003,7 +1003,7 @@ local epilogue_source = engine.compile([=[
 %   if mguard then
                 if (m >= {{M}}) break;
 %   end
-                out[img * {{M * P}} + m * {{P}} + at] = {{from_acc(radd(act("acc[i][j + d]" .. (bias and (" + " .. w_to_acc("__ldg(b_arg + m)")) or "")), nil, "img * " .. M * P .. " + m * " .. P .. " + at"))}};
+                out[img * {{OS}} + m * {{P}} + at] = {{from_acc(radd(act("acc[i][j + d]" .. (bias and (" + " .. w_to_acc("__ldg(b_arg + m)")) or "")), nil, "img * " .. M * P .. " + m * " .. P .. " + at"))}};
             }
         }
 % end
@@ -1012,9 +1012,12 @@ local epilogue_source = engine.compile([=[
 ]=], "conv2d_igemm")
 
 -- The epilogue's text for values v (which carry common.typed's types), to stand
--- on a line of its own; v.res and v.radd (an add computed here) default to none.
+-- on a line of its own; v.res and v.radd (an add computed here) default to none,
+-- v.OS (the output's image stride in elements) to M*P.
 function igemm.epilogue(v)
   if v.res == nil then v.res = false end
+  -- the output's elements an image: its own M*P, or a concat's (common.out_slice)
+  if v.OS == nil then v.OS = v.M * v.P end
   if v.radd == nil then v.radd = function(e) return e end end
   return (epilogue_source(v):gsub("\n$", ""))
 end
@@ -1106,11 +1109,14 @@ local function kernel(l, p, tc)
   -- an add computed here (common.residual): its other operands read at the stored elements
   -- (not with a split: the parts are raw partial sums, and the add stays a kernel)
   local res = common.residual(l, s.fused and not s.pooled and s.split == 1)
+  -- the output written into a concat's slice (common.out_slice): not with a split
+  -- (the parts are raw partial sums; splitk_reduce writes the output)
+  local slice = common.out_slice(l, s.fused and s.split == 1)
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_t%dx%d_s%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.bm, p.bn, p.bk, p.tm, p.tn, p.stages) .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
     .. (s.mma and "_tc" or "") .. (s.tf32 and "_tf32" or "") .. (res and res.tag or "")
-    .. (s.split > 1 and string.format("_z%d", s.split) or "")
+    .. (s.split > 1 and string.format("_z%d", s.split) or "") .. (slice and slice.tag or "")
   local ty = common.types(l)
   -- inputs and weights share the staging buffers, copy and register declarations
   if ty.in_t ~= ty.w_t then error("conv2d_igemm stages inputs and weights of one element type", 2) end
@@ -1202,6 +1208,7 @@ local function kernel(l, p, tc)
     v.epilogue = string.format("    out += (long long)blockIdx.z * n * %d;   // partials[z]\n", l.M * s.COLS)
       .. igemm.epilogue(pv)
   else
+    v.OS = slice and slice.stride or nil
     v.epilogue = igemm.epilogue(v)
   end
   local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
@@ -1216,6 +1223,10 @@ local function kernel(l, p, tc)
     k.shape = k.shape .. string.format(", reduced in %d parts (partial sums)", s.split)
   end
   k.residual = res ~= nil
+  if slice then
+    k.out_slice = true
+    k.shape = k.shape .. string.format(", into a slice of %d values an image", slice.stride)
+  end
   if s.tf32 then k.precision = "tf32" end
   if s.half then k.precision = l.precision end
   return k
@@ -1226,6 +1237,7 @@ end
 function igemm.template(tc)
   local T = {}
   T.fuses_add = true   -- common.residual: an add computed in the epilogue
+  T.out_slice = true   -- common.out_slice: the output written into a concat's slice
   T.doc = tc and "implicit GEMM with the products on tensor cores (3xTF32: FP32 accuracy); sm_80+"
     or "implicit GEMM; a block computes a maps x pixels tile through shared-memory slices"
   T.params = params(tc)

@@ -727,16 +727,10 @@ function planner.precision_line(l, k)
   return string.format("fp32 (the layer asks %s; %s computes its products in FP32)", l.precision, k.template)
 end
 
--- The adds a conv's kernel may compute in its epilogue (the conv's strategy
--- permitting, `fuses_add` of its template): by conv layer name, { add = the add
--- layer, at = the conv's place among the add's inputs, others = the other
--- inputs by layer name, in the add's order }. An add qualifies through operand
--- X where X is a conv's output (or that of a batchnorm folded into the conv)
--- that nothing else reads and the add reads once, the conv has no pool (its
--- activation, its own or a folded batchnorm's, applies before the sum, the
--- add's after it) and every other operand is made before the conv (so its
--- kernel can read it): of several such operands the last conv's.
-function planner.residual_adds(net)
+-- The network's layers by name, and each layer's readers: how many times later
+-- layers read its output (a layer reading it twice counts twice), where a folded
+-- batchnorm's output is its conv's (`root`: the layer whose tensor a name is).
+local function graph_readers(net)
   local by_name, alias, readers = {}, {}, {}
   for _, l in ipairs(net.layers) do
     by_name[l.name] = l
@@ -753,7 +747,20 @@ function planner.residual_adds(net)
       end
     end
   end
-  local function root(name) return alias[name] or name end
+  return by_name, readers, function(name) return alias[name] or name end
+end
+
+-- The adds a conv's kernel may compute in its epilogue (the conv's strategy
+-- permitting, `fuses_add` of its template): by conv layer name, { add = the add
+-- layer, at = the conv's place among the add's inputs, others = the other
+-- inputs by layer name, in the add's order }. An add qualifies through operand
+-- X where X is a conv's output (or that of a batchnorm folded into the conv)
+-- that nothing else reads and the add reads once, the conv has no pool (its
+-- activation, its own or a folded batchnorm's, applies before the sum, the
+-- add's after it) and every other operand is made before the conv (so its
+-- kernel can read it): of several such operands the last conv's.
+function planner.residual_adds(net)
+  local by_name, readers, root = graph_readers(net)
   local out = {}
   for _, a in ipairs(net.layers) do
     if a.op == "add" and a.inputs and #a.inputs >= 2 then
@@ -781,6 +788,40 @@ function planner.residual_adds(net)
   return out
 end
 
+-- The concat inputs written straight into their slices of the concat's output
+-- (the concat then copies only the others, or is no kernel at all): by the name of
+-- the conv layer that produces the input (its tensor's name), { concat = the
+-- concat layer's name, off = the input's first element in the concat's image
+-- (its channel offset times H*W), stride = the concat's elements an image, shape
+-- = the concat's { C, H, W } }. An input qualifies where it is a conv's output (or
+-- that of a batchnorm folded into the conv) that nothing else reads and the concat
+-- reads once (so no other kernel reads the slice's place, and the conv's own
+-- tensor is never made), and the concat's tensor has the network's element type
+-- (a 16-bit network's last layer writes FP32: its inputs do not). Whether the
+-- kernel that writes the conv's output can write a slice is its template's
+-- (`T.out_slice`, common.out_slice; not a split's partial sums): planner.build
+-- asks it, and where it cannot, the tensor stays apart and the concat copies it.
+-- The runtime binds the conv's tensor as a view of the concat's
+-- (`tensor NAME DTYPE ELEMS view=CONCAT:OFF` in the manifest).
+function planner.concat_slices(net, dt, final_out)
+  local by_name, readers, root = graph_readers(net)
+  local out = {}
+  for _, c in ipairs(net.layers) do
+    if c.op == "concat" and c.inputs and (dt == "f32" or c.name ~= final_out) then
+      local at = 0
+      for _, name in ipairs(c.inputs) do
+        local src = by_name[name]
+        local p = by_name[root(name)]
+        if p and p.op == "conv" and readers[p.name] == 1 and not out[p.name] then
+          out[p.name] = { concat = c.name, off = at, stride = c.OC * c.OH * c.OW, shape = { c.OC, c.OH, c.OW } }
+        end
+        at = at + (src and src.OC * src.OH * src.OW or net.C * net.H * net.W)
+      end
+    end
+  end
+  return out
+end
+
 function planner.build(net)
   local out = { tensors = {}, layers = {}, kernels = {}, input = "pixels", predict = "predict" }
   local tensors = {}
@@ -790,6 +831,19 @@ function planner.build(net)
     out.tensors[#out.tensors + 1] = t
     tensors[name] = t
     if elems > elems_max then elems_max = elems end
+    return name
+  end
+  -- tensor `name` as a view of a concat's output (planner.concat_slices: place
+  -- pl), its elements of image i those of the concat's image i from pl.off on;
+  -- the concat's tensor is made here where it is not yet (before its view, as the
+  -- manifest wants it), `premade` until the concat layer takes it
+  local function view(name, dtype, elems, shape, pl)
+    if not tensors[pl.concat] then
+      tensor(pl.concat, dtype, pl.stride, pl.shape)
+      tensors[pl.concat].premade = true
+    end
+    tensor(name, dtype, elems, shape)
+    tensors[name].view, tensors[name].view_off = pl.concat, pl.off
     return name
   end
   local function rename(old, new)
@@ -815,6 +869,9 @@ function planner.build(net)
     end
     final_out = last and last.name
   end
+  -- the concat inputs their producers may write into the concat's output (by
+  -- producer: { concat, off, stride, shape }), where the kernel writing them can
+  local slices = planner.concat_slices(net, dt, final_out)
   -- constant memory left for weights: all kernels of a network may share one
   -- module (a fat binary), and a module has one 64 KiB constant bank
   local const_left = common.CONST_BUDGET
@@ -835,7 +892,12 @@ function planner.build(net)
       if output_name == final_out then l.out_dtype = "f32" end
     end
     local p, listed = resolve(T, tname, l, given, index)
+    -- a concat's input: its kernel writes the concat's slice where the template can
+    local place = slices[output_name]
+    local odt = dtype or l.out_dtype or dt
+    if place and T.out_slice and odt == dt then l.out_slice = { stride = place.stride } end
     local k = common.add_pdl(planner.half_kernel(T.kernel(l, p), l, net.precision), net.target)
+    l.out_slice = nil
     was_seen = seen[k.name]
     if seen[k.name] and (k.weights:sub(1, 6) == "const:") then
       -- constant-memory symbols belong to one layer: give this one its own kernel
@@ -852,7 +914,20 @@ function planner.build(net)
       if not tensors[name] then fail(index, nil, "input '" .. tostring(name) .. "' is no tensor made before it") end
       k.inputs[j] = name
     end
-    k.out = tensor(output_name, dtype or l.out_dtype or dt, k.out_elems, shape)
+    local made = tensors[output_name]
+    if k.out_slice then
+      k.out = view(output_name, odt, k.out_elems, shape, place)
+    elseif made and made.premade then
+      -- a concat's output, made before by its first input written in place
+      if made.elems ~= k.out_elems or made.dtype ~= odt then
+        fail(index, nil, string.format("kernel %s writes %d %s elements an image into '%s', made for %d %s",
+          k.name, k.out_elems, odt, output_name, made.elems, made.dtype))
+      end
+      made.premade = nil
+      k.out = output_name
+    else
+      k.out = tensor(output_name, odt, k.out_elems, shape)
+    end
     out.kernels[#out.kernels + 1] = k
     return k
   end
@@ -1013,6 +1088,29 @@ function planner.build(net)
       local s = tensors[inputs[1]].shape
       add("batchnorm", { elems = s[1] * s[2] * s[3], C = s[1], H = s[2], W = s[3], act = l.act }, nil, i, l.name,
         inputs, l.name, shape)
+    elseif l.op == "concat" and tensors[l.name] then
+      -- some inputs were written into their slices by their own kernels
+      -- (planner.concat_slices); the kernel copies the others, if any, to theirs
+      local parts, offs, copy, at = {}, {}, {}, 0
+      for _, name in ipairs(inputs) do
+        local t = tensors[name]
+        if not t then fail(i, nil, "input '" .. tostring(name) .. "' is no tensor made before it") end
+        if t.view ~= l.name then
+          copy[#copy + 1], parts[#parts + 1], offs[#offs + 1] = name, t.elems, at
+        elseif t.view_off ~= at then
+          fail(i, nil, string.format("input '%s' was written at element %d of '%s', not at %d", name, t.view_off,
+            l.name, at))
+        end
+        at = at + t.elems
+      end
+      if #copy > 0 then
+        local s = tensors[copy[1]].shape
+        add("concat", { elems = l.OC * l.OH * l.OW, C = s[1], H = s[2], W = s[3], n_in = #copy, parts = parts,
+          offs = offs, act = l.act }, nil, i, l.name, copy, l.name, shape)
+      else
+        -- every input in place: no kernel; the tensor is whole once its last input's kernel ran
+        tensors[l.name].premade = nil
+      end
     elseif not l.family then
       local s = tensors[inputs[1]] and tensors[inputs[1]].shape
       if not s then fail(i, nil, "input '" .. tostring(inputs[1]) .. "' is no tensor made before it") end
@@ -1100,14 +1198,25 @@ function planner.whole_phases(net, out, tensors, tensor_of, residuals, fused_by)
       -- (an add computed in a conv's epilogue is that conv's phase)
       if fused_by[l.name] then ph = nil else ph.E = tensors[ol.inputs[1]].elems end
     elseif l.op == "concat" then
+      -- (the inputs written into their slices by their conv phases are not copied:
+      -- parts and their first elements, `at`, are the others'; none, no phase)
       ph.E = tensors[ol.out].elems
-      ph.parts = {}
-      for j, name in ipairs(ol.inputs) do ph.parts[j] = tensors[name].elems end
+      ph.parts, ph.at, ph.ins = {}, {}, {}
+      local at = 0
+      for _, name in ipairs(ol.inputs) do
+        if tensors[name].view ~= ol.out then
+          ph.ins[#ph.ins + 1], ph.parts[#ph.parts + 1], ph.at[#ph.at + 1] = name, tensors[name].elems, at
+        end
+        at = at + tensors[name].elems
+      end
+      if #ph.ins == 0 then ph = nil end
     elseif l.op == "softmax" then
       ph.E = tensors[ol.inputs[1]].elems
     else
       return nil
     end
+    -- a tensor written into a concat's slice: by a conv phase alone (network.lua stores it so)
+    if ph and tensors[ph.out] and tensors[ph.out].view and ph.op ~= "conv" then return nil end
     if ph then phases[#phases + 1] = ph end
   end
   if #phases == 0 or #phases > planner.WHOLE_MAX_PHASES or macs > planner.WHOLE_MAX_MACS then return nil end

@@ -26,7 +26,10 @@
 --            stores is the prediction where it is the network's last layer;
 --            a last fc of at most 32 outputs and 8,192 weights and the softmax
 --            after it run as one phase (a warp an image, no barrier between)
---   add, concat   elementwise over every thread of the grid
+--   add, concat   elementwise over every thread of the grid; a concat copies only
+--            the inputs not written in place: a conv writing a concat's input
+--            straight into its slice (a view, planner.concat_slices) stores at the
+--            concat's image stride
 -- The network's first layer reads the pixels and scales them as input_u8 does
 -- (no input kernel, no barrier for it). The last phase writes the predictions.
 --
@@ -167,7 +170,7 @@ local conv_source = engine.compile([[
             // the add computed here: {{residual.n + 1}} tensors in order, this conv's at place {{residual.at}}, then {{residual.act}}
             v = {{residual.expr}};
 % end
-            {{out}}[o] = {{from_acc("v")}};
+            {{out}}[{{ostore}}] = {{from_acc("v")}};
         }
     }
 ]], "network")
@@ -367,11 +370,19 @@ local add_source = engine.compile([[
 ]], "network")
 
 local concat_source = engine.compile([[
+% if gaps then
+    // ---- layer {{layer}}: {{#ins}} tensor{{#ins > 1 and "s" or ""}} copied into {{#ins > 1 and "their slices" or "its slice"}} of {{E}} values an image (the others written there in place)
+% else
     // ---- layer {{layer}}: {{#ins}} tensors joined along channels ({{E}} values an image)
+% end
     for (int i = gtid; i < n * {{E}}; i += nthreads) {
         const int b = i / {{E}}, e = i % {{E}};
 % for j, part in ipairs(parts) do
+% if gaps then
+        {{j > 1 and "else " or ""}}if (e >= {{part.from}} && e < {{part.to}}) {{out}}[i] = {{from_acc(part.load)}};
+% else
         {{j > 1 and "else " or ""}}if (e < {{part.to}}) {{out}}[i] = {{from_acc(part.load)}};
+% end
 % end
     }
 ]], "network")
@@ -467,7 +478,9 @@ function T.kernel(l, p)
     if not cname[name] then
       cname[name] = "t" .. (#roles - 1)
       arg("t:" .. name, el_t .. "* " .. cname[name] .. "_")
-      local e = l.tensors[name] and l.tensors[name].elems or error("network: no tensor '" .. tostring(name) .. "'", 0)
+      local t = l.tensors[name] or error("network: no tensor '" .. tostring(name) .. "'", 0)
+      -- (a view of a concat's output, bound at its slice, steps by the concat's images)
+      local e = t.view and l.tensors[t.view].elems or t.elems
       groups[#groups + 1] = string.format("        " .. el_t .. "* %s = %s_ + (size_t)i0 * %d;", cname[name], cname[name], e)
     end
     return cname[name]
@@ -576,6 +589,13 @@ function T.kernel(l, p)
         g.G > 1 and (", groups " .. g.G) or "", ly.act,
         (g.kind ~= "none") and string.format(", %s pool %dx%d/%d -> %dx%d", g.kind, PK, PK, PS, g.OH, g.OW) or "",
         ly.bias and ", bias" or "")
+      -- output o of image b into a concat's slice (a view: its image stride the concat's)
+      local ot = l.tensors[ph.out]
+      local ostore = "o"
+      if ot and ot.view then
+        ostore = string.format("o + b * %d", l.tensors[ot.view].elems - OUTS)
+        shape = shape .. ", into a slice of " .. ot.view
+      end
       shapes[#shapes + 1] = ly.name .. ": " .. shape
       bodies[#bodies + 1] = conv_source(common.typed({}, {
         layer = ly.name, shape = shape, L = L, RR = RR, GPW = 32 // L, OUTS = OUTS, OH = g.OH, OW = g.OW, M = ly.M,
@@ -584,7 +604,7 @@ function T.kernel(l, p)
         w = wptr(ly.name, "w"), K = ly.K, PS = PS, S = g.S, PT = g.pt, PL = g.pl,
         padded = g.padded, H = ly.H, W = ly.W, load = loader(ph.ins[1]), FULL = FULL, pool = PK > 1 and g.kind or
           "none", act = function(v) return common.act(ly.act, v) end, bias_term = bias_term, residual = residual or false,
-        out = tensor(ph.out),
+        out = tensor(ph.out), ostore = ostore,
       }))
     elseif ph.op == "fc" then
       local v = fc_values(ly, ph, "row")
@@ -616,15 +636,19 @@ function T.kernel(l, p)
       bodies[#bodies + 1] = add_source(common.typed({}, { layer = ly.name, ins = ph.ins, E = ph.E, out = tensor(ph.out),
         act_name = ly.act, act = function(v) return common.act(ly.act, v) end, sum = table.concat(terms, " + ") }))
     elseif ph.op == "concat" then
+      -- (ph.at: each copied part's first element in the image, where some parts
+      -- were written into their slices by their conv phases)
       local parts, at = {}, 0
       for j, name in ipairs(ph.ins) do
         local P = ph.parts[j]
-        parts[j] = { to = at + P, load = loader(name)(string.format("b * %d + e - %d", P, at)) }
+        local from = ph.at and ph.at[j] or at
+        parts[j] = { from = from, to = from + P, load = loader(name)(string.format("b * %d + e - %d", P, from)) }
         at = at + P
       end
-      shapes[#shapes + 1] = ly.name .. ": concat of " .. #ph.ins
+      local gaps = at ~= ph.E
+      shapes[#shapes + 1] = ly.name .. ": concat of " .. #ph.ins .. (gaps and " (the others in place)" or "")
       bodies[#bodies + 1] = concat_source(common.typed({}, { layer = ly.name, ins = ph.ins, E = ph.E, parts = parts,
-        out = tensor(ph.out) }))
+        out = tensor(ph.out), gaps = gaps }))
     else
       error("network: no phase for op '" .. tostring(ph.op) .. "'", 0)
     end

@@ -13,6 +13,7 @@ local common = import("lib/common")
 
 local T = {}
 T.doc = "max or average pool (K x K, stride S) or global average, with the conv's activation"
+T.out_slice = true   -- common.out_slice: the output written into a concat's slice
 T.params = { common.block_param(256) }
 function T.check(_, _) return nil end
 
@@ -36,7 +37,7 @@ local source = engine.compile([[
 #pragma unroll
     for (int o = {{G // 2}}; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
 %   end
-    if (live && t % {{G}} == 0) out[i] = {{from_acc("s * " .. inv)}};
+    if (live && t % {{G}} == 0) out[{{oi}}] = {{from_acc("s * " .. inv)}};
 % else
     // in: n x {{C}} x {{H}} x {{W}}, out: n x {{C}} x {{OH}} x {{OW}}: {{kind}} of {{act_name}}(x) over
     // {{PK}}x{{PK}} windows, stride {{PS}}
@@ -66,9 +67,9 @@ local source = engine.compile([[
     }
 %     end
 %     if kind == "max" then
-    out[i] = {{from_acc(act("v"))}};
+    out[{{oi}}] = {{from_acc(act("v"))}};
 %     else
-    out[i] = {{from_acc("v * " .. inv)}};
+    out[{{oi}}] = {{from_acc("v * " .. inv)}};
 %     end
 %   else
     const {{in_t}}* p = in + plane * {{H * W}} + oh * {{PS * W}} + ow * {{PS}};
@@ -81,7 +82,7 @@ local source = engine.compile([[
 %         end
 %       end
 %     end
-    out[i] = {{from_acc(act("v"))}};
+    out[{{oi}}] = {{from_acc(act("v"))}};
 %   else
     {{acc_t}} v = 0.0f;
 %     for r = 0, PK - 1 do
@@ -89,7 +90,7 @@ local source = engine.compile([[
     v += {{act(to_acc("p[" .. (r * W + s) .. "]"))}};
 %       end
 %     end
-    out[i] = {{from_acc("v * " .. inv)}};
+    out[{{oi}}] = {{from_acc("v * " .. inv)}};
 %   end
 %   end
 % end
@@ -112,17 +113,22 @@ function T.kernel(l, p)
     name = string.format("pool_%s%ds%d%s_%s_c%dh%dw%d_b%d", l.kind, l.PK, l.PS, PP > 0 and ("p" .. PP) or "", act,
       l.C, l.H, l.W, p.block)
   end
+  -- output element i (of n x E) into a concat's slice (common.out_slice): image i / E at its stride
+  local E = global and l.C or l.C * OH * OW
+  local slice = common.out_slice(l, true)
+  if slice then name = name .. slice.tag end
+  local oi = slice and string.format("i + i / %d * %d", E, slice.stride - E) or "i"
   local head, args = common.kernel_head(name, p.block, common.std_args({ types = common.types(l) }))
   local count = global and l.H * l.W or l.PK * l.PK
   -- lanes per map of the global average: a power of two near count/8, 1 to 32
   local G = 1
   while G < 32 and G * 8 < count do G = G * 2 end
-  return {
+  local k = {
     name = name,
     args = args,
     source = source(common.typed(l, { name = name, head = head, block = p.block, global = global, kind = l.kind, G = G,
                       C = l.C, H = l.H, W = l.W, OH = OH, OW = OW, PK = l.PK, PS = l.PS, PP = PP,
-                      inv = string.format("%.9ef", 1.0 / count), act_name = act,
+                      inv = string.format("%.9ef", 1.0 / count), act_name = act, oi = oi,
                       act = function(e) return common.act(act, e) end })),
     grid = { global and common.batch_dim(l.C * G, p.block) or common.batch_dim(l.C * OH * OW, p.block), 1, 1 },
     block = { p.block, 1, 1 }, shared = 0, weights = "none", bias = "none",
@@ -130,6 +136,9 @@ function T.kernel(l, p)
     shape = global and string.format("%dx%dx%d -> %s, global average -> %dx1x1", l.C, l.H, l.W, act, l.C)
       or string.format("%dx%dx%d -> %s, %s-pool %dx%d stride %d%s -> %dx%dx%d", l.C, l.H, l.W, act, l.kind,
         l.PK, l.PK, l.PS, PP > 0 and (" padding " .. PP) or "", l.C, OH, OW),
+    out_slice = slice ~= nil,
   }
+  if slice then k.shape = k.shape .. string.format(", into a slice of %d values an image", slice.stride) end
+  return k
 end
 return T
