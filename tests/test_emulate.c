@@ -36,7 +36,8 @@
  * (16-bit tensors generated for sm_80, weights narrowed as the runtime narrows them,
  * 16-bit outputs widened before the comparison, within cg_spec_tols' 16-bit
  * tolerance; the shim declares __half and __nv_bfloat16 and their conversions; then
- * every unit of a layer not fp32 run alone as `convgen check` runs it, emulate_alone),
+ * every unit of a layer not fp32 run alone as `convgen check` runs it, emulate_alone;
+ * every unit of the large-batch kernels and of layers-splitk and layers-tail, fp32 too),
  * and the
  * whole-network kernel (templates/ops/network.lua) of layers-graph at bucket 1 and
  * ece408-2018sp at bucket 8, run as a cooperative launch (every block's threads
@@ -653,17 +654,19 @@ static void emu_load(const cg_mtensor *t, const void *src, float *f)
 
 /* `convgen check`'s isolated pass on the emulated kernels (runtime/formats/units.h,
  * runtime/cli/isolate.h): every unit holding a layer whose bound through the
- * network is above fp32's (a tf32, bf16 or fp16 layer, or one after it) run alone,
+ * network is above fp32's (a tf32, bf16 or fp16 layer, or one after it; with
+ * every_layer, every unit: the groupings of fp32 networks too) run alone,
  * its tensors from outside filled with the reference's outputs (the batch norms
  * folded, as the kernels compute them) rounded as stored, those it writes poisoned,
  * each of its layers compared with the reference from the same rounded inputs
  * (cg_cpu_unit) against its own tolerance (cg_unit_tols), a 16-bit one held to 4u
  * too (as the whole run above). A correct 16-bit network passes alone. */
 static void emulate_alone(void *so, const char *spec_path, const cg_spec *sp, const cg_manifest *m,
-                          const cg_weights *fw, void *const *buf)
+                          const cg_weights *fw, void *const *buf, int every_layer)
 {
     int want[CG_MAX_LAYERS];
-    if (!cg_alone_wanted(sp, want)) return;
+    if (!cg_alone_wanted(sp, want) && !every_layer) return;
+    for (int i = 0; every_layer && i < sp->nlayers; i++) want[i] = 1;
     static cg_units p;
     cg_err e = {""};
     if (cg_units_plan(sp, m, &p, &e)) {
@@ -879,8 +882,12 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
     double tol[CG_MAX_LAYERS];
     cg_spec_tols(&s, tol);
     if (ok_all && !rc) compare_layers(spec_path, "", &s, &m, &o, buf, lo, lf, tol);
-    /* each unit alone, where the network's layers ask for it (not fp32) */
-    if (ok_all && !rc) emulate_alone(so, spec_path, &s, &m, &fw, buf);
+    /* each unit alone where the network's layers ask for it (not fp32); every unit of
+     * the large-batch kernels, and of layers-splitk and layers-tail at their buckets (a
+     * split reduction's partials and pool kernel, the tail's three outputs), so that
+     * every grouping is run alone once (the other small-batch specs cost seconds each) */
+    int every = !batch || strstr(spec_path, "layers-splitk.yaml") || strstr(spec_path, "layers-tail.yaml");
+    if (ok_all && !rc) emulate_alone(so, spec_path, &s, &m, &fw, buf, every);
     /* the whole-network kernel, where the planner made one: every tensor poisoned
      * again, its blocks run all at once (as many as the emulation's threads allow,
      * at least two where its block does), each layer and the predictions compared */

@@ -73,15 +73,10 @@ int cg_units_plan(const cg_spec *s, const cg_manifest *m, cg_units *p, cg_err *e
         p->kernel_unit[k] = unit_of_root[r];
         p->kernels[p->kernel_unit[k]]++;
     }
-    /* a layer is its tensor's writer's (a kept layer), or its own kernel's (into=) */
+    /* a layer is its tensor's writer's: a kept layer's own tensor, or (into=) the
+     * add's, written by the conv's kernel (a batch norm folded into that conv too) */
     for (int i = 0; i < s->nlayers; i++) {
-        int k = -1;
-        if (p->kept[i]) {
-            k = writer_of(m, nlk, m->l[i].out);
-        } else {
-            for (int j = 0; j < nlk && k < 0; j++)
-                if (m->k[j].layer_index == i) k = j;
-        }
+        int k = writer_of(m, nlk, m->l[i].out);
         if (k < 0 || p->kernel_unit[k] < 0)
             return cg_fail(e, "%s: layer %s: no layer kernel computes it", s->path, s->layers[i].name);
         p->unit[i] = p->kernel_unit[k];
