@@ -362,6 +362,13 @@ static CUresult f_MemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream x
     (void)x;
     return f_MemsetD32(d, v, n);
 }
+/* 16-bit tensors poisoned (0x7fff: a NaN as f16 and bf16) */
+static CUresult f_MemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream x)
+{
+    (void)x;
+    for (size_t i = 0; i < n; i++) ((unsigned short *)(uintptr_t)d)[i] = v;
+    return CUDA_SUCCESS;
+}
 static CUresult f_MemsetD8(CUdeviceptr d, unsigned char v, size_t n)
 {
     st.memset8++, st.memset8_bytes = n;
@@ -501,6 +508,7 @@ static const struct {
     FN("cuMemcpyDtoH", f_MemcpyDtoH), FN("cuMemcpyHtoDAsync", f_MemcpyHtoDAsync),
     FN("cuMemcpyDtoHAsync", f_MemcpyDtoHAsync), FN("cuMemcpyDtoDAsync", f_MemcpyDtoDAsync),
     FN("cuMemsetD32", f_MemsetD32), FN("cuMemsetD32Async", f_MemsetD32Async), FN("cuMemsetD8", f_MemsetD8),
+    FN("cuMemsetD16Async", f_MemsetD16Async),
     FN("cuMemGetInfo", f_MemGetInfo), FN("cuLaunchKernel", f_LaunchKernel),
     FN("cuLaunchKernelEx", f_LaunchKernelEx), FN("cuStreamCreate", f_StreamCreate),
     FN("cuStreamSynchronize", f_StreamSynchronize), FN("cuEventCreate", f_EventCreate),

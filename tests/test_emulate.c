@@ -39,7 +39,10 @@
  * others), layers-bf16 and layers-fp16
  * (16-bit tensors generated for sm_80, weights narrowed as the runtime narrows them,
  * 16-bit outputs widened before the comparison, within cg_spec_tols' 16-bit
- * tolerance; the shim declares __half and __nv_bfloat16 and their conversions), and the
+ * tolerance; the shim declares __half and __nv_bfloat16 and their conversions; then
+ * every unit of a layer not fp32 run alone as `convgen check` runs it, emulate_alone;
+ * every unit of the large-batch kernels and of layers-splitk and layers-tail, fp32 too),
+ * and the
  * whole-network kernel (templates/ops/network.lua) of layers-graph at bucket 1 and
  * ece408-2018sp at bucket 8, run as a cooperative launch (every block's threads
  * fibers at once, its grid-wide barrier the scheduler's), twice over one scratch
@@ -52,9 +55,11 @@
 #include "aot.h"
 #include "check.h"
 #include "cpu.h"
+#include "isolate.h"
 #include "gen.h"
 #include "harness.h"
 #include "manifest.h"
+#include "units.h"
 #include "weights.h"
 
 #include <dlfcn.h>
@@ -593,6 +598,188 @@ static int emulate_whole(void *so, const char *spec_path, const cg_manifest *m, 
     return ok;
 }
 
+/* Per-layer kernel k of m launched over the tensors in buf (IMAGES images), its
+ * weights and bias from fw placed as the manifest says. 0 when the library has
+ * no such symbol; a failed launch is reported and counts as run. */
+static int emu_run_kernel(void *so, const char *spec_path, const cg_spec *sp, const cg_manifest *m, const cg_weights *fw,
+                      int k, void *const *buf)
+{
+    const cg_mkernel *mk = &m->k[k];
+    emu_any fn = (emu_any)dlsym(so, mk->name);
+    CHECK(fn, "%s: %s: no symbol", spec_path, mk->name);
+    if (!fn) return 0;
+    snprintf(trap_what, sizeof trap_what, "%s: kernel %s", spec_path, mk->name);
+    /* weights of the kernel's layer */
+    const cg_tensor *tw = NULL, *tb = NULL;
+    long long rows = 1;
+    if (mk->layer_index >= 0) {
+        const cg_layer *l = &sp->layers[mk->layer_index];
+        char name[CG_NAME_MAX + 8];
+        snprintf(name, sizeof name, "%s.weight", l->name);
+        tw = cg_weights_find(fw, name);
+        snprintf(name, sizeof name, "%s.bias", l->name);
+        tb = cg_weights_find(fw, name);
+        rows = l->op == CG_OP_CONV ? l->M : l->op == CG_OP_BATCHNORM ? l->C : l->out;
+    }
+    int okw, okb, ownw, ownb;
+    void *wa = place(so, mk->wplace, mk->wtaps, mk->wsym, tw, rows, mk->wdtype, &okw, &ownw);
+    void *ba = place(so, mk->bplace, 0, mk->bsym, tb, rows, mk->wdtype, &okb, &ownb);
+    CHECK(okw && okb, "%s: %s: weights not placed", spec_path, mk->name);
+    /* arguments by role: 2 to 7 pointers (inputs, outputs, weights, bias), then n */
+    void *a[7] = {0};
+    int na = mk->nargs - 1, std = na >= 2 && na <= 7 && mk->args[na] == CG_ARG_N;
+    for (int i = 0; std && i < na; i++) {
+        cg_arg_role role = mk->args[i];
+        int j = cg_arg_input(role), q = cg_arg_output(role);
+        std = role != CG_ARG_N && j < mk->nin && q < mk->nout;
+        a[i] = j >= 0 ? buf[mk->in[j]] : q >= 0 ? buf[mk->outs[q]]
+             : role == CG_ARG_WEIGHTS ? (void *)wa : (void *)ba;
+    }
+    CHECK(std, "%s: %s: arguments other than (2 to 7 pointers, n)", spec_path, mk->name);
+    long long gx = cg_mdim_eval(mk->grid[0], IMAGES), gy = cg_mdim_eval(mk->grid[1], IMAGES),
+              gz = cg_mdim_eval(mk->grid[2], IMAGES);
+    CHECK(mk->grid[2].div == 0 && mk->block[1] == 1 && mk->block[2] == 1 &&
+              mk->shared <= (int)sizeof(float) * 4 * (1 << 15),
+          "%s: %s: a launch the emulation does not take", spec_path, mk->name);
+    if (std && okw && okb) {
+        int lrc = emu_launch(so, fn, (unsigned)gx, (unsigned)gy, (unsigned)gz, (unsigned)mk->block[0], a, na, IMAGES, 0);
+        CHECK(lrc == 0, "%s: %s: the emulated launch failed (threads stuck at barriers, or no memory)", spec_path,
+              mk->name);
+    }
+    if (ownw) free(wa);
+    if (ownb) free(ba);
+    return 1;
+}
+
+/* The floats at f into tensor t's bytes at dst (IMAGES images), as the GPU
+ * stores them; and back, widened. */
+static void emu_store(const cg_mtensor *t, const float *f, void *dst)
+{
+    size_t count = (size_t)t->elems * IMAGES;
+    uint16_t *h = dst;
+    if (t->dtype == CG_DT_F32) memcpy(dst, f, count * sizeof(float));
+    else
+        for (size_t i = 0; i < count; i++) h[i] = t->dtype == CG_DT_F16 ? cg_f32_to_f16(f[i]) : cg_f32_to_bf16(f[i]);
+}
+static void emu_load(const cg_mtensor *t, const void *src, float *f)
+{
+    size_t count = (size_t)t->elems * IMAGES;
+    const uint16_t *h = src;
+    if (t->dtype == CG_DT_F32) memcpy(f, src, count * sizeof(float));
+    else
+        for (size_t i = 0; i < count; i++) f[i] = t->dtype == CG_DT_F16 ? cg_f16_to_f32(h[i]) : cg_bf16_to_f32(h[i]);
+}
+
+/* `convgen check`'s isolated pass on the emulated kernels (runtime/formats/units.h,
+ * runtime/cli/isolate.h): every unit holding a layer whose bound through the
+ * network is above fp32's (a tf32, bf16 or fp16 layer, or one after it; with
+ * every_layer, every unit: the groupings of fp32 networks too) run alone,
+ * its tensors from outside filled with the reference's outputs (the batch norms
+ * folded, as the kernels compute them) rounded as stored, those it writes poisoned,
+ * each of its layers compared with the reference from the same rounded inputs
+ * (cg_cpu_unit) against its own tolerance (cg_unit_tols), a 16-bit one held to 4u
+ * too (as the whole run above). A correct 16-bit network passes alone. */
+static void emulate_alone(void *so, const char *spec_path, const cg_spec *sp, const cg_manifest *m,
+                          const cg_weights *fw, void *const *buf, int every_layer)
+{
+    int want[CG_MAX_LAYERS];
+    if (!cg_alone_wanted(sp, want) && !every_layer) return;
+    for (int i = 0; every_layer && i < sp->nlayers; i++) want[i] = 1;
+    static cg_units p;
+    cg_err e = {""};
+    if (cg_units_plan(sp, m, &p, &e)) {
+        CHECK(0, "%s: units: %s", spec_path, e.msg);
+        return;
+    }
+    double tol[CG_MAX_LAYERS];
+    cg_unit_tols(sp, p.unit, tol);
+    /* the reference through the network, batch norms folded: what a unit reads */
+    float *act[CG_MAX_LAYERS] = {0}, *got[CG_MAX_LAYERS] = {0}, *ref[CG_MAX_LAYERS] = {0};
+    float *ext[CG_MAX_LAYERS + 1] = {0};
+    size_t img = (size_t)sp->C * sp->H * sp->W;
+    for (int i = 0; i < sp->nlayers; i++) {
+        size_t count = (size_t)cg_layer_out_elems(&sp->layers[i]) * IMAGES;
+        act[i] = malloc(count * sizeof(float)), got[i] = malloc(count * sizeof(float));
+        ref[i] = malloc(count * sizeof(float)), ext[i + 1] = malloc(count * sizeof(float));
+    }
+    ext[0] = malloc(img * IMAGES * sizeof(float));
+    float *probs = malloc((size_t)cg_layer_out_elems(&sp->layers[sp->nlayers - 1]) * IMAGES * sizeof(float));
+    int pred[IMAGES];
+    const unsigned char *px = buf[m->input];
+    int rc = cg_cpu_forward(sp, fw, px, IMAGES, act, probs, pred, NULL, &e);
+    CHECK(rc == 0, "%s: CPU forward, folded: %s", spec_path, e.msg);
+    cg_cpu_input(sp, px, IMAGES, ext[0]);
+    cg_units_round(p.dtype[0], ext[0], ext[0], img * IMAGES);
+    for (int i = 0; i < sp->nlayers; i++)
+        cg_units_round(p.dtype[i + 1], act[i], ext[i + 1], (size_t)cg_layer_out_elems(&sp->layers[i]) * IMAGES);
+    for (int u = 0; u < p.nunits && !rc; u++) {
+        int any = 0;
+        for (int i = 0; i < sp->nlayers; i++) any |= p.unit[i] == u && want[i] && p.kept[i];
+        if (!any) continue;
+        /* its tensors: those written poisoned, those read from outside filled */
+        int writes[CG_MAX_TENSORS] = {0};
+        for (int k = 0; k < cg_manifest_layer_kernels(m); k++) {
+            if (p.kernel_unit[k] != u) continue;
+            for (int j = 0; j < m->k[k].nin; j++) {
+                int t = m->k[k].in[j], from = -2;
+                if (writes[t] || t == m->input) continue;
+                for (int i = 0; i < sp->nlayers; i++)
+                    if (p.kept[i] && m->l[i].out == t) from = p.holder[i];
+                for (int q = 0; q < m->nkernels; q++)
+                    if (!strcmp(m->k[q].tpl, "input_u8") && m->k[q].out == t) from = -1;
+                CHECK(from > -2, "%s: unit %d reads tensor %s, which the reference does not hold", spec_path, u,
+                      m->t[t].name);
+                if (from > -2) emu_store(&m->t[t], ext[from + 1], buf[t]);
+            }
+            for (int j = 0; j < m->k[k].nout; j++) {
+                int t = m->k[k].outs[j];
+                writes[t] = 1;
+                t = cg_manifest_root(m, t); /* a view (a concat's slice): its parent's images poisoned */
+                size_t bytes = (size_t)m->t[t].elems * IMAGES * cg_dtype_size(m->t[t].dtype);
+                if (m->t[t].dtype == CG_DT_F32)
+                    for (size_t q = 0; q < bytes / 4; q++) ((float *)buf[t])[q] = NAN;
+                else
+                    memset(buf[t], 0xff, bytes);
+            }
+        }
+        for (int k = 0; k < cg_manifest_layer_kernels(m); k++)
+            if (p.kernel_unit[k] == u && !emu_run_kernel(so, spec_path, sp, m, fw, k, buf)) rc = -1;
+        if (!rc && cg_cpu_unit(sp, fw, &p, u, IMAGES, (const float *const *)ext, ref, &e)) {
+            CHECK(0, "%s: unit %d's reference: %s", spec_path, u, e.msg);
+            rc = -1;
+        }
+        for (int i = 0; i < sp->nlayers && !rc; i++) {
+            if (p.unit[i] != u || !p.kept[i]) continue;
+            const cg_layer *l = &sp->layers[i];
+            size_t count = (size_t)cg_layer_out_elems(l) * IMAGES;
+            const int t = m->l[i].out, r = cg_manifest_root(m, t);
+            if (r != t) {
+                /* a view: each image's slice of its parent, gathered, then widened */
+                void *slice = malloc((size_t)m->t[t].elems * IMAGES * cg_dtype_size(m->t[t].dtype));
+                CHECK(slice != NULL, "out of memory");
+                if (!slice) break;
+                cg_manifest_gather(m, t, buf[r], IMAGES, slice);
+                emu_load(&m->t[t], slice, got[i]);
+                free(slice);
+            } else {
+                emu_load(&m->t[t], buf[t], got[i]);
+            }
+            double lim = tol[i];
+            if (l->precision == CG_PREC_BF16 || l->precision == CG_PREC_FP16) {
+                double u4 = 4.0 * (l->precision == CG_PREC_BF16 ? 1.0 / 256 : 1.0 / 2048);
+                if (lim > u4) lim = u4;
+            }
+            cg_harness_diff d;
+            cg_harness_compare(got[i], ref[i], count, lim, &d);
+            CHECK(d.ok, "%s: layer %s alone: %lld unwritten, relative L2 error %.3g (tolerance %.3g)", spec_path,
+                  l->name, d.nonfinite, d.rel_l2, lim);
+            printf("ok %s: layer %s alone: relative L2 error %.2g (tolerance %.2g)\n", spec_path, l->name, d.rel_l2, lim);
+        }
+    }
+    for (int i = 0; i < sp->nlayers; i++) free(act[i]), free(got[i]), free(ref[i]), free(ext[i + 1]);
+    free(ext[0]), free(probs);
+}
+
 static void emulate_one(const char *spec_path, const char *dir, int batch)
 {
     static cg_spec s;
@@ -706,55 +893,7 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
         CHECK(so, "%s: the kernels do not link into one library: %s", spec_path, linked ? dlerror() : "g++ failed");
         ok_all = so != NULL;
     }
-    for (int k = 0; k < cg_manifest_layer_kernels(&m) && ok_all; k++) {
-        const cg_mkernel *mk = &m.k[k];
-        emu_any fn = (emu_any)dlsym(so, mk->name);
-        CHECK(fn, "%s: %s: no symbol", spec_path, mk->name);
-        if (!fn) {
-            ok_all = 0;
-            break;
-        }
-        snprintf(trap_what, sizeof trap_what, "%s: kernel %s", spec_path, mk->name);
-        /* weights of the kernel's layer */
-        const cg_tensor *tw = NULL, *tb = NULL;
-        long long rows = 1;
-        if (mk->layer_index >= 0) {
-            const cg_layer *l = &s.layers[mk->layer_index];
-            char name[CG_NAME_MAX + 8];
-            snprintf(name, sizeof name, "%s.weight", l->name);
-            tw = cg_weights_find(&fw, name);
-            snprintf(name, sizeof name, "%s.bias", l->name);
-            tb = cg_weights_find(&fw, name);
-            rows = l->op == CG_OP_CONV ? l->M : l->op == CG_OP_BATCHNORM ? l->C : l->out;
-        }
-        int okw, okb, ownw, ownb;
-        void *wa = place(so, mk->wplace, mk->wtaps, mk->wsym, tw, rows, mk->wdtype, &okw, &ownw);
-        void *ba = place(so, mk->bplace, 0, mk->bsym, tb, rows, mk->wdtype, &okb, &ownb);
-        CHECK(okw && okb, "%s: %s: weights not placed", spec_path, mk->name);
-        /* arguments by role: 2 to 7 pointers (inputs, outputs, weights, bias), then n */
-        void *a[7] = {0};
-        int na = mk->nargs - 1, std = na >= 2 && na <= 7 && mk->args[na] == CG_ARG_N;
-        for (int i = 0; std && i < na; i++) {
-            cg_arg_role role = mk->args[i];
-            int j = cg_arg_input(role), q = cg_arg_output(role);
-            std = role != CG_ARG_N && j < mk->nin && q < mk->nout;
-            a[i] = j >= 0 ? buf[mk->in[j]] : q >= 0 ? buf[mk->outs[q]]
-                 : role == CG_ARG_WEIGHTS ? (void *)wa : (void *)ba;
-        }
-        CHECK(std, "%s: %s: arguments other than (2 to 7 pointers, n)", spec_path, mk->name);
-        long long gx = cg_mdim_eval(mk->grid[0], IMAGES), gy = cg_mdim_eval(mk->grid[1], IMAGES),
-                  gz = cg_mdim_eval(mk->grid[2], IMAGES);
-        CHECK(mk->grid[2].div == 0 && mk->block[1] == 1 && mk->block[2] == 1 &&
-                  mk->shared <= (int)sizeof(float) * 4 * (1 << 15),
-              "%s: %s: a launch the emulation does not take", spec_path, mk->name);
-        if (std && okw && okb) {
-            int lrc = emu_launch(so, fn, (unsigned)gx, (unsigned)gy, (unsigned)gz, (unsigned)mk->block[0], a, na, IMAGES, 0);
-            CHECK(lrc == 0, "%s: %s: the emulated launch failed (threads stuck at barriers, or no memory)", spec_path,
-                  mk->name);
-        }
-        if (ownw) free(wa);
-        if (ownb) free(ba);
-    }
+    for (int k = 0; k < cg_manifest_layer_kernels(&m) && ok_all; k++) ok_all = emu_run_kernel(so, spec_path, &s, &m, &fw, k, buf);
     /* every layer against the CPU reference */
     float *lo[CG_MAX_LAYERS] = {0};
     for (int i = 0; i < s.nlayers; i++) lo[i] = malloc((size_t)cg_layer_out_elems(&s.layers[i]) * IMAGES * sizeof(float));
@@ -778,6 +917,12 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
     double tol[CG_MAX_LAYERS];
     cg_spec_tols(&s, tol);
     if (ok_all && !rc) compare_layers(spec_path, "", &s, &m, &o, buf, lo, lf, tol);
+    /* each unit alone where the network's layers ask for it (not fp32); every unit of
+     * the large-batch kernels, and of layers-splitk and layers-tail at their buckets (a
+     * split reduction's partials and pool kernel, the tail's three outputs), so that
+     * every grouping is run alone once (the other small-batch specs cost seconds each) */
+    int every = !batch || strstr(spec_path, "layers-splitk.yaml") || strstr(spec_path, "layers-tail.yaml");
+    if (ok_all && !rc) emulate_alone(so, spec_path, &s, &m, &fw, buf, every);
     /* the whole-network kernel, where the planner made one: every tensor poisoned
      * again, its blocks run all at once (as many as the emulation's threads allow,
      * at least two where its block does), each layer and the predictions compared */

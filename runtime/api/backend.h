@@ -51,6 +51,14 @@ typedef struct {
     int (*run)(void *state, cg_backend_run *r, cg_err *e);
     const char *(*device_name)(const void *state);
     int (*takes_f32)(const void *state);
+    /* `convgen check`'s isolated pass (units.h): how the backend's layers group
+     * into units that run alone (CUDA: its kernels'; CPU: a layer each), and one
+     * unit of such a plan (its own or another backend's) over n images, from
+     * the reference's tensors: pixels the uint8 images, ext and out as
+     * cg_gpu_run_unit and cg_cpu_unit take them */
+    int (*units)(const void *state, cg_units *p, cg_err *e);
+    int (*run_unit)(void *state, const cg_units *p, int u, long long n, const unsigned char *pixels,
+                    const float *const *ext, float **out, cg_err *e);
     void (*close)(void *state); /* NULL state is fine; needed after a failed open too */
 } cg_backend;
 

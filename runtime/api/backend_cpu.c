@@ -85,6 +85,28 @@ static int cpu_takes_f32(const void *state)
     return 1;
 }
 
+/* No kernels: every layer is a unit of its own. */
+static int cpu_units(const void *state, cg_units *p, cg_err *e)
+{
+    (void)e;
+    cg_units_per_layer(((const cpu_state *)state)->s, p);
+    return 0;
+}
+
+/* A unit's layers by the reference, from the floats given (the network input
+ * as floats too: the pixels are not read). */
+static int cpu_run_unit(void *state, const cg_units *p, int u, long long n, const unsigned char *pixels,
+                        const float *const *ext, float **out, cg_err *e)
+{
+    const cpu_state *c = state;
+    (void)pixels;
+    if (n > INT_MAX)
+        return cg_fail(e, "%s: %lld images: the CPU backend runs at most %d at once", c->s->path, n, INT_MAX),
+               CG_STATUS_USAGE;
+    return cg_cpu_unit(c->s, c->w, p, u, (int)n, ext, out, e) ? CG_STATUS_IO : 0;
+}
+
 static void cpu_close(void *state) { free(state); }
 
-const cg_backend cg_backend_cpu = {"cpu", cpu_open, cpu_run, cpu_device_name, cpu_takes_f32, cpu_close};
+const cg_backend cg_backend_cpu = {"cpu",     cpu_open,     cpu_run, cpu_device_name, cpu_takes_f32,
+                                   cpu_units, cpu_run_unit, cpu_close};

@@ -45,6 +45,19 @@ static const char *cuda_device_name(const void *state)
 
 static int cuda_takes_f32(const void *state) { return cg_gpu_takes_f32(((const cuda_state *)state)->g); }
 
+/* check's units: the manifest's kernels grouped (cg_units_plan). */
+static int cuda_units(const void *state, cg_units *p, cg_err *e)
+{
+    return cg_gpu_units(((const cuda_state *)state)->g, p, e) ? CG_STATUS_IO : 0;
+}
+
+/* One unit's kernels alone on the reference's tensors (cg_gpu_run_unit). */
+static int cuda_run_unit(void *state, const cg_units *p, int u, long long n, const unsigned char *pixels,
+                         const float *const *ext, float **out, cg_err *e)
+{
+    return cg_gpu_run_unit(((cuda_state *)state)->g, p, u, n, pixels, ext, out, e) ? CG_STATUS_DEVICE : 0;
+}
+
 static void cuda_close(void *state)
 {
     cuda_state *c = state;
@@ -59,4 +72,5 @@ const char *cg_backend_cuda_into(const void *state, int l) { return cg_gpu_layer
 int cg_backend_cuda_has_whole(const void *state) { return cg_gpu_has_whole(((const cuda_state *)state)->g); }
 void cg_backend_cuda_set_whole(void *state, int mode) { cg_gpu_set_whole(((cuda_state *)state)->g, mode); }
 
-const cg_backend cg_backend_cuda = {"cuda", cuda_open, cuda_run, cuda_device_name, cuda_takes_f32, cuda_close};
+const cg_backend cg_backend_cuda = {"cuda",     cuda_open,     cuda_run, cuda_device_name, cuda_takes_f32,
+                                    cuda_units, cuda_run_unit, cuda_close};

@@ -365,6 +365,25 @@ cg_status cg_net_times(cg_net *net, double *total_ms, double *layer_ms)
     return CG_STATUS_OK;
 }
 
+cg_status cg_net_units(cg_net *net, cg_units *p)
+{
+    cg_status st = begin(net);
+    if (st || !p) return st ? st : (cg_fail(&net->err, "cg_net_units: p is NULL"), CG_STATUS_USAGE);
+    return (cg_status)net->be->units(net->state, p, &net->err);
+}
+
+cg_status cg_net_run_unit(cg_net *net, const cg_units *p, int u, long long n, const unsigned char *pixels,
+                          const float *const *ext, float **out)
+{
+    cg_status st = begin(net);
+    if (st) return st;
+    if (!p || !ext || !out) return cg_fail(&net->err, "cg_net_run_unit: p, ext and out are needed"), CG_STATUS_USAGE;
+    if (u < 0 || u >= p->nunits)
+        return cg_fail(&net->err, "cg_net_run_unit: unit %d of %d", u, p->nunits), CG_STATUS_USAGE;
+    if (n < 0) return cg_fail(&net->err, "cg_net_run_unit: %lld images", n), CG_STATUS_USAGE;
+    return n ? (cg_status)net->be->run_unit(net->state, p, u, n, pixels, ext, out, &net->err) : CG_STATUS_OK;
+}
+
 const cg_gpu_times *cg_net_gpu_times(const cg_net *net)
 {
     return net && net->opened && net->be == &cg_backend_cuda ? cg_backend_cuda_times(net->state) : NULL;

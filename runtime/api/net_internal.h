@@ -9,6 +9,7 @@
 #include "convgen.h"
 #include "gpu.h"
 #include "spec.h"
+#include "units.h"
 #include "weights.h"
 
 /* cg_net_open on a spec and weights the caller has loaded (and tuned: no
@@ -43,6 +44,18 @@ cg_status cg_net_open_bundle_with(const cg_net_bundle *nb, const cg_net_options 
  * where layer i took the record's choice. notices: NULL, printed on stderr
  * (the command), else appended there. */
 int cg_net_tune(cg_spec *s, const cg_net_options *o, int from_record[CG_MAX_LAYERS], cg_buf *notices, cg_err *e);
+
+/* `convgen check`'s isolated pass (docs/design.md, "Tolerance"; units.h): the
+ * units the network's layers run alone in (CUDA: its kernels grouped; CPU: a
+ * layer each), and unit u of plan p (this network's or another's: the CPU
+ * reference runs the GPU's units) over n images. pixels: the uint8 images (a
+ * unit reading them); ext: the reference's floats by slot (layer i's holder at
+ * holder + 1, the network's float input at 0), rounded as p->dtype stores them;
+ * out[i]: n * cg_layer_out_elems floats for each layer of the unit (the GPU
+ * writes those it keeps). The CUDA network must keep its tensors (keep_tensors). */
+cg_status cg_net_units(cg_net *net, cg_units *p);
+cg_status cg_net_run_unit(cg_net *net, const cg_units *p, int u, long long n, const unsigned char *pixels,
+                          const float *const *ext, float **out);
 
 /* The CUDA backend's figures of the last open and host run; NULL on the CPU. */
 const cg_gpu_times *cg_net_gpu_times(const cg_net *net);

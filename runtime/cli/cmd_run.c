@@ -5,6 +5,7 @@
 #include "devices.h"
 #include "harness.h"
 #include "input.h"
+#include "isolate.h"
 #include "memplan.h"
 #include "net_internal.h"
 #include "npy.h"
@@ -769,7 +770,8 @@ static const char check_usage[] =
     "Run the network on the GPU and on the CPU reference and compare every layer\n"
     "(max abs, max rel and relative L2 error; above the layer's tolerance fails: 1e-5 for fp32,\n"
     "from the precision and the reduction length for tf32, bf16 and fp16, docs/design.md), then the\n"
-    "predictions.\n"
+    "predictions. A layer that is not fp32, or comes after one, is also run alone (its kernels fed\n"
+    "the reference's inputs) and judged by that run against its own tolerance.\n"
     "\n"
     "  --images N          the first N images (default 200; at most the set's size)\n"
     "  --fatbin F          kernels from a fat binary (convgen build) instead of NVRTC\n"
@@ -812,11 +814,26 @@ static void gpu_names(const cg_run_nets *gn, char *buf, size_t n)
                                cg_net_device_name(gn->nets[i]), gn->sh[i].n);
 }
 
+/* check's line of a layer compared as it came out of the network's run (d)
+ * against tol: the table of an fp32 network as it always was. */
+static void print_net_row(const cg_layer *L, const cg_harness_diff *d, double tol)
+{
+    printf("%-12s %-8s %14.3e %14.3e %14.3e %10.1e%s\n", L->name, cg_op_name(L->op), d->max_abs, d->max_rel, d->rel_l2,
+           tol, d->ok ? "" : "  FAIL (> tolerance)");
+}
+
 /* check: one GPU run's layers (gl) and predictions (gp) against the CPU
  * reference's (cl, cp), printed; nonzero when any is beyond its tolerance. The
- * heading says which path ran: the per-layer kernels or the whole-network kernel. */
+ * heading says which path ran: the per-layer kernels or the whole-network kernel.
+ * al: the isolated pass (isolate.h), NULL where none ran or the whole-network
+ * kernel computed these layers (it cannot run a layer alone). A layer run alone
+ * is judged by that run against its own tolerance, its error in the network's
+ * run printed beside it against the bound summed along the graph (information:
+ * that bound can pass 1 on a deep 16-bit network; an element the run left
+ * unwritten still fails); every other layer by the network's run against that
+ * bound, which is 1e-5 for it (nothing before it is above fp32's). */
 static int check_compare(const cg_job *jp, const cg_run_nets *gnp, const char *fatbin, float *const *gl,
-                         float *const *cl, const int *gp, const int *cp)
+                         float *const *cl, const int *gp, const int *cp, const cg_alone *al)
 {
     const cg_spec *s = jp->s;
     int bad = 0;
@@ -831,39 +848,77 @@ static int check_compare(const cg_job *jp, const cg_run_nets *gnp, const char *f
     if (t) cg_gpu_whole_summary(t, whole, sizeof whole);
     if (whole[0])
         printf("path: %s (%s)\n", t->whole == CG_RAN_WHOLE ? "the whole-network kernel" : "the per-layer kernels", whole);
-    printf("%-12s %-8s %14s %14s %14s %10s\n", "layer", "op", "max abs err", "max rel err", "rel L2 err",
-           "tolerance");
-    /* each layer's tolerance from its precision and reduction and those of the
-     * layers before it (1e-5 throughout a network of fp32 layers) */
+    /* each layer's bound through the network: its precision and reduction's and
+     * those of the layers before it (1e-5 throughout a network of fp32 layers) */
     double tol[CG_MAX_LAYERS];
     cg_spec_tols(s, tol);
+    int alone = 0;
+    for (int l = 0; al && l < s->nlayers; l++) alone |= al->alone[l];
+    if (alone)
+        printf("a layer marked 'alone': its kernels fed the CPU reference's inputs (rounded as stored), against the\n"
+               "reference from those inputs and its own tolerance; 'network' beside it: the whole run's error and the\n"
+               "bound summed along the graph (information)\n");
+    else if (t && t->whole == CG_RAN_WHOLE && cg_alone_wanted(s, (int[CG_MAX_LAYERS]){0}))
+        printf("(one kernel computes every layer: none can run alone; each is held to the bound summed along the graph)\n");
+    if (alone)
+        printf("%-12s %-8s %-7s %14s %14s %14s %10s %12s %10s\n", "layer", "op", "run", "max abs err", "max rel err",
+               "rel L2 err", "tolerance", "network L2", "bound");
+    else
+        printf("%-12s %-8s %14s %14s %14s %10s\n", "layer", "op", "max abs err", "max rel err", "rel L2 err",
+               "tolerance");
     for (int l = 0; l < s->nlayers; l++) {
-        double ma, mr;
-        size_t n = (size_t)jp->n * (size_t)cg_layer_out_elems(&s->layers[l]);
+        const cg_layer *L = &s->layers[l];
+        size_t n = (size_t)jp->n * (size_t)cg_layer_out_elems(L);
         const char *into = cg_net_layer_into(gnp->nets[0], l);
         if (into) { /* no tensor on the GPU: the add's row compares what the kernel wrote */
-            printf("%-12s %-8s %14s %14s %14s %10s  (computed with %s in one kernel: compared there)\n",
-                   s->layers[l].name, cg_op_name(s->layers[l].op), "-", "-", "-", "-", into);
+            if (alone)
+                printf("%-12s %-8s %-7s %14s %14s %14s %10s %12s %10s  (computed with %s in one kernel: compared there)\n",
+                       L->name, cg_op_name(L->op), "-", "-", "-", "-", "-", "-", "-", into);
+            else
+                printf("%-12s %-8s %14s %14s %14s %10s  (computed with %s in one kernel: compared there)\n", L->name,
+                       cg_op_name(L->op), "-", "-", "-", "-", into);
             continue;
         }
         cg_harness_diff d;
         cg_harness_compare(gl[l], cl[l], n, tol[l], &d);
-        double r = d.rel_l2;
-        ma = d.max_abs, mr = d.max_rel;
-        int fail = !d.ok;
+        if (!alone) {
+            bad |= !d.ok;
+            print_net_row(L, &d, tol[l]);
+            continue;
+        }
+        if (!al->alone[l]) {
+            bad |= !d.ok;
+            printf("%-12s %-8s %-7s %14.3e %14.3e %14.3e %10.1e %12s %10s%s\n", L->name, cg_op_name(L->op), "network",
+                   d.max_abs, d.max_rel, d.rel_l2, tol[l], "-", "-", d.ok ? "" : "  FAIL (> tolerance)");
+            continue;
+        }
+        const cg_harness_diff *a = &al->d[l];
+        int fail = !a->ok || d.nonfinite;
         bad |= fail;
-        printf("%-12s %-8s %14.3e %14.3e %14.3e %10.1e%s\n", s->layers[l].name, cg_op_name(s->layers[l].op), ma,
-               mr, r, tol[l], fail ? "  FAIL (> tolerance)" : "");
+        char net[16];
+        snprintf(net, sizeof net, d.nonfinite ? "unwritten" : "%.3e", d.rel_l2);
+        const char *why = !a->ok ? "  FAIL (> tolerance)"
+                        : d.nonfinite ? "  FAIL (the network's run left elements unwritten)"
+                        : d.rel_l2 > tol[l] ? "  (network above its bound)" : "";
+        printf("%-12s %-8s %-7s %14.3e %14.3e %14.3e %10.1e %12s %10.1e%s\n", L->name, cg_op_name(L->op), "alone",
+               a->max_abs, a->max_rel, a->rel_l2, al->tol[l], net, tol[l], why);
     }
     /* a differing prediction is allowed only where the reference's top two
-     * scores lie within the last layer's tolerance of each other (1e-5 for
-     * fp32: a genuine tie at float precision) */
+     * scores lie within the last layer's bound through the network of each
+     * other (1e-5 for fp32: a genuine tie at float precision): the predictions
+     * come from the whole run, whose scores carry every layer's error, not from
+     * the last layer run alone */
     double tie = tol[s->nlayers - 1];
     long long same = 0, ties = 0;
     long long oc = cg_layer_out_elems(&s->layers[s->nlayers - 1]);
     for (long long i = 0; i < jp->n; i++) {
         if (gp[i] == cp[i]) {
             same++;
+            continue;
+        }
+        if (gp[i] < 0 || gp[i] >= oc) { /* unwritten (the poison) or garbage: no class to compare */
+            printf("image %lld: GPU says %d, which is no class (0 to %lld)\n", i, gp[i], oc - 1);
+            bad = 1;
             continue;
         }
         const float *r = cl[s->nlayers - 1] + i * oc;
@@ -876,6 +931,29 @@ static int check_compare(const cg_job *jp, const cg_run_nets *gnp, const char *f
     printf("identical predictions: %lld of %lld (%.4f)%s\n", same, jp->n, (double)same / (double)jp->n,
            ties ? " (the rest are ties)" : "");
     return bad;
+}
+
+/* check's isolated pass over every GPU's shard of the images (the shards of
+ * the run just made), merged into al (each layer's worst). */
+static int check_alone_all(const cg_job *j, cg_run_nets *gn, cg_net *cnet, float *const *cl, const int *want,
+                           cg_alone *al, cg_err *e)
+{
+    const cg_spec *s = j->s;
+    const size_t img = (size_t)s->C * s->H * s->W;
+    memset(al, 0, sizeof *al);
+    cg_alone *one = malloc(sizeof *one);
+    if (!one) return cg_fail(e, "out of memory"), CG_EXIT_IO;
+    int rc = 0;
+    for (int i = 0; i < gn->k && !rc; i++) {
+        long long off = gn->k > 1 ? gn->sh[i].off : 0, n = gn->k > 1 ? gn->sh[i].n : j->n;
+        if (!n) continue;
+        float *act[CG_MAX_LAYERS];
+        for (int l = 0; l < s->nlayers; l++) act[l] = cl[l] + (size_t)off * (size_t)cg_layer_out_elems(&s->layers[l]);
+        rc = cg_check_alone(gn->nets[i], cnet, s, j->d.pixels + (size_t)off * img, n, act, want, one, e);
+        if (!rc) cg_alone_merge(al, one, s->nlayers);
+    }
+    free(one);
+    return rc;
 }
 
 int cg_cmd_check(int argc, char **argv, cg_err *e)
@@ -948,12 +1026,22 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
      * kernels first), each compared; a failure of either fails the check */
     int both = !rc && whole == CG_WHOLE_AUTO && cg_net_has_whole(gn.nets[0]);
     int bad = 0;
+    /* the layers whose bound through the network is above fp32's run alone too,
+     * once, beside the first run of the per-layer kernels */
+    int want[CG_MAX_LAYERS] = {0}, nwant = cg_alone_wanted(s, want);
+    cg_alone *al = nwant ? malloc(sizeof *al) : NULL;
+    if (nwant && !al && !rc) rc = (cg_fail(e, "out of memory"), CG_EXIT_IO);
+    int alone_done = 0;
     for (int pass = 0; !rc && pass < (both ? 2 : 1); pass++) {
         int mode = both ? (pass ? CG_WHOLE_ON : CG_WHOLE_OFF) : whole;
         for (int i = 0; i < gn.k && both; i++) cg_net_set_whole(gn.nets[i], mode);
         rc = run_nets(&gn, &in, gp, NULL, gl, s->nlayers, ms, &total, e);
-        if (!rc) bad |= check_compare(&j, &gn, fatbin, gl, cl, gp, cp);
+        const cg_gpu_times *gt = rc ? NULL : cg_net_gpu_times(gn.nets[0]);
+        int layers = gt && gt->whole != CG_RAN_WHOLE;
+        if (!rc && al && layers && !alone_done) rc = check_alone_all(&j, &gn, cnet, cl, want, al, e), alone_done = 1;
+        if (!rc) bad |= check_compare(&j, &gn, fatbin, gl, cl, gp, cp, layers ? al : NULL);
     }
+    free(al);
     if (!rc && bad) rc = (cg_fail(e, "%s: GPU and CPU disagree beyond the tolerance", spec), CG_EXIT_DEVICE);
     for (int i = 0; i < gn.k; i++) cg_net_close(gn.nets[i]);
     cg_net_close(cnet);

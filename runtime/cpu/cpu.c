@@ -377,6 +377,27 @@ int cg_cpu_layer(const cg_layer *l, const cg_weights *w, const float *in, float 
     return cg_cpu_layer_inputs(l, w, &in, 1, out, n, e);
 }
 
+int cg_cpu_unit(const cg_spec *s, const cg_weights *w, const cg_units *p, int u, int n, const float *const *ext,
+                float **out, cg_err *e)
+{
+    for (int i = 0; i < s->nlayers; i++) {
+        if (p->unit[i] != u) continue;
+        cg_layer run;
+        cg_spec_run_layer(s, i, w->bn_folded, &run);
+        int in[CG_MAX_INPUTS], nin = cg_layer_inputs(s, i, in);
+        const float *ins[CG_MAX_INPUTS];
+        for (int k = 0; k < nin; k++) {
+            ins[k] = in[k] >= 0 && p->unit[in[k]] == u ? out[in[k]] : ext[in[k] < 0 ? 0 : p->holder[in[k]] + 1];
+            if (!ins[k])
+                return cg_fail(e, "layer '%s': its input %s was not given", s->layers[i].name,
+                               in[k] < 0 ? "(the network's)" : s->layers[in[k]].name);
+        }
+        if (!out[i]) return cg_fail(e, "layer '%s': no buffer for its output", s->layers[i].name);
+        if (cg_cpu_layer_inputs(&run, w, ins, nin, out[i], n, e)) return -1;
+    }
+    return 0;
+}
+
 /* Where each tensor of a forward pass lives for one chunk of images: the
  * network input (-1) and every layer's output are given a slot of `widest`
  * floats per image, a slot used again only after the last layer reading its

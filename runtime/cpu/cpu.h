@@ -3,6 +3,7 @@
 #ifndef CG_CPU_H
 #define CG_CPU_H
 #include "spec.h"
+#include "units.h"
 #include "weights.h"
 
 /* x[i] = pixel[i] * scale + offset, for n images of C*H*W pixels; with the
@@ -30,5 +31,14 @@ int cg_cpu_forward_f32(const cg_spec *s, const cg_weights *w, const float *x, in
  * (s->nlayers entries, added to). */
 int cg_cpu_forward(const cg_spec *s, const cg_weights *w, const unsigned char *pixels, int n,
                    float **layer_out, float *probs, int *pred, double *layer_ms, cg_err *e);
+
+/* The layers of unit u of plan p alone (`convgen check`, units.h), over n
+ * images: each reads its unit's outputs computed here, or from outside the
+ * unit ext[slot] (layer i's holder's output at holder + 1, the network's float
+ * input at 0: n images each, as the caller rounded them); every layer of the
+ * unit written to out[i] (n * cg_layer_out_elems). Batch norms as w holds
+ * them, as cg_cpu_forward runs them. */
+int cg_cpu_unit(const cg_spec *s, const cg_weights *w, const cg_units *p, int u, int n, const float *const *ext,
+                float **out, cg_err *e);
 
 #endif

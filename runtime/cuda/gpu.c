@@ -989,22 +989,24 @@ static void whole_times(cg_gpu *g, int skip, long long n, int ran, cg_gpu_times 
     else if (g->whole_mode == CG_WHOLE_OFF) snprintf(t->whole_note, sizeof t->whole_note, "turned off (whole off)");
 }
 
-/* With poison: every float tensor of set st, n images, filled with a NaN
- * pattern on its stream, so that anything a kernel fails to write shows up in
- * the checks (0x7fff is a NaN as f16 and as bf16). */
-static int poison_tensors(cg_gpu *g, cg_gpu_set *st, long long n, cg_err *e)
+/* Tensor t of set st, n images, filled with a NaN pattern on its stream (a
+ * float tensor; uint8 left as it is), so that anything a kernel fails to write
+ * shows up in the checks (0x7fff is a NaN as f16 and as bf16). */
+static int poison_one(cg_gpu *g, cg_gpu_set *st, int t, long long n, cg_err *e)
 {
     const cg_manifest *m = g->m;
     cg_cu *cu = g->cu;
-    for (int i = 0; g->poison && i < m->ntensors; i++) {
-        if (m->t[i].dtype == CG_DT_U8 || m->t[i].view) continue; /* (a view: its parent's bytes) */
-        size_t count = (size_t)n * (size_t)m->t[i].elems;
-        if (cg_dtype_size(m->t[i].dtype) == 2) {
-            if (CG_CU(e, cu->cuMemsetD16Async(st->tdev[i], 0x7fff, count, st->stream))) return -1;
-        } else if (CG_CU(e, cu->cuMemsetD32Async(st->tdev[i], 0x7fbadbadu, count, st->stream))) {
-            return -1;
-        }
-    }
+    if (m->t[t].dtype == CG_DT_U8 || m->t[t].view) return 0; /* (a view: its parent's bytes) */
+    size_t count = (size_t)n * (size_t)m->t[t].elems;
+    if (cg_dtype_size(m->t[t].dtype) == 2) return CG_CU(e, cu->cuMemsetD16Async(st->tdev[t], 0x7fff, count, st->stream));
+    return CG_CU(e, cu->cuMemsetD32Async(st->tdev[t], 0x7fbadbadu, count, st->stream));
+}
+
+/* With poison: every tensor of set st so filled. */
+static int poison_tensors(cg_gpu *g, cg_gpu_set *st, long long n, cg_err *e)
+{
+    for (int i = 0; g->poison && i < g->m->ntensors; i++)
+        if (poison_one(g, st, i, n, e)) return -1;
     return 0;
 }
 
@@ -1308,6 +1310,127 @@ int cg_gpu_run(cg_gpu *g, const unsigned char *pixels, long long n, int *pred, f
     cg_gpu_input in = {pixels, 0, 0, NULL};
     return cg_gpu_run_input(g, &in, n, pred, probs, layer_out, t, hc, e);
 }
+
+/* The first b images of the floats at src (elems each) into tensor t of set
+ * st, in t's dtype (16-bit: each rounded to nearest even), through stage. */
+static int upload_floats(cg_gpu *g, cg_gpu_set *st, int t, const float *src, long long b, void *stage, cg_err *e)
+{
+    const cg_mtensor *mt = &g->m->t[t];
+    size_t count = (size_t)b * (size_t)mt->elems;
+    if (mt->dtype == CG_DT_F16 || mt->dtype == CG_DT_BF16) {
+        uint16_t *h = stage;
+        for (size_t q = 0; q < count; q++) h[q] = mt->dtype == CG_DT_F16 ? cg_f32_to_f16(src[q]) : cg_f32_to_bf16(src[q]);
+        return CG_CU(e, g->cu->cuMemcpyHtoD(st->tdev[t], h, count * 2));
+    }
+    if (mt->dtype != CG_DT_F32)
+        return cg_fail(e, "tensor %s is %s: a unit's input from the reference must be a float tensor", mt->name,
+                       cg_dtype_get(mt->dtype)->name);
+    return CG_CU(e, g->cu->cuMemcpyHtoD(st->tdev[t], src, count * 4));
+}
+
+/* Tensor t of set st, b images, into the floats at dst, widened from 16 bits
+ * (exactly) through stage. */
+static int download_floats(cg_gpu *g, cg_gpu_set *st, int t, float *dst, long long b, void *stage, cg_err *e)
+{
+    const cg_mtensor *mt = &g->m->t[t];
+    size_t count = (size_t)b * (size_t)mt->elems;
+    const int r = cg_manifest_root(g->m, t);
+    if (r != t) {
+        /* a view (a concat's slice): its parent's images down, then each image's slice
+         * (stage holds the parent's b images: run_unit_current sizes it so) */
+        if (CG_CU(e, g->cu->cuMemcpyDtoH(stage, st->tdev[r], (size_t)b * (size_t)g->m->t[r].elems *
+                                                                cg_dtype_size(mt->dtype))))
+            return -1;
+        cg_manifest_gather(g->m, t, stage, b, stage);
+        if (mt->dtype == CG_DT_F32) {
+            memcpy(dst, stage, count * 4);
+            return 0;
+        }
+    } else if (mt->dtype == CG_DT_F32) {
+        return CG_CU(e, g->cu->cuMemcpyDtoH(dst, st->tdev[t], count * 4));
+    } else if (CG_CU(e, g->cu->cuMemcpyDtoH(stage, st->tdev[t], count * 2))) {
+        return -1;
+    }
+    const uint16_t *h = stage;
+    for (size_t q = 0; q < count; q++) dst[q] = mt->dtype == CG_DT_F16 ? cg_f16_to_f32(h[q]) : cg_bf16_to_f32(h[q]);
+    return 0;
+}
+
+/* cg_gpu_run_unit with g's context current: batch after batch through the
+ * first stream set, its unit's tensors poisoned, its inputs uploaded, its
+ * kernels launched in manifest order, its layers' tensors downloaded. */
+static int run_unit_current(cg_gpu *g, const cg_units *p, int u, long long n, const unsigned char *pixels,
+                            const float *const *ext, float **out, cg_err *e)
+{
+    const cg_manifest *m = g->m;
+    cg_gpu_set *st = &g->set[0];
+    /* the tensors the unit reads from outside it (and where from), and those it writes */
+    int reads[CG_MAX_TENSORS] = {0}, writes[CG_MAX_TENSORS] = {0};
+    for (int k = 0; k < g->nlk; k++) {
+        if (p->kernel_unit[k] != u) continue;
+        for (int j = 0; j < m->k[k].nin; j++)
+            if (!writes[m->k[k].in[j]]) reads[m->k[k].in[j]] = 1;
+        for (int j = 0; j < m->k[k].nout; j++) writes[m->k[k].outs[j]] = 1;
+    }
+    const float *src[CG_MAX_TENSORS] = {0};
+    size_t widest = 0;
+    for (int t = 0; t < m->ntensors; t++) {
+        if (!reads[t] && !writes[t]) continue;
+        /* every tensor apart: an input uploaded first must outlive the unit's kernels */
+        if (!cg_memplan_kept(&g->plan, m, t))
+            return cg_fail(e, "%s: tensor %s shares device memory with others: open the network with "
+                              "keep_tensors to run a unit alone",
+                           g->s->path, m->t[t].name);
+        /* (a view is staged as its parent's whole images) */
+        size_t bytes = (size_t)m->t[cg_manifest_root(m, t)].elems * cg_dtype_size(m->t[t].dtype);
+        if (bytes > widest) widest = bytes;
+        if (!reads[t] || t == m->input) continue;
+        for (int i = 0; i < m->nlayers && !src[t]; i++)
+            if (p->kept[i] && m->l[i].out == t) src[t] = ext[p->holder[i] + 1];
+        for (int k = 0; k < g->nlk && !src[t]; k++)
+            if (!strcmp(m->k[k].tpl, "input_u8") && m->k[k].out == t) src[t] = ext[0];
+        if (!src[t])
+            return cg_fail(e, "%s: unit %d reads tensor %s, which was not given", g->s->path, u, m->t[t].name);
+    }
+    if (reads[m->input] && !pixels)
+        return cg_fail(e, "%s: unit %d reads the pixels, which were not given", g->s->path, u);
+    long long b = n < g->batch ? n : g->batch;
+    void *stage = malloc(widest * (size_t)(b > 0 ? b : 1));
+    if (!stage) return cg_fail(e, "out of memory staging a unit's tensors");
+    int rc = 0;
+    for (long long done = 0; done < n && !rc; done += b) {
+        long long c = n - done < b ? n - done : b;
+        for (int t = 0; t < m->ntensors && !rc; t++) {
+            size_t per = (size_t)m->t[t].elems;
+            if (writes[t]) rc = poison_one(g, st, cg_manifest_root(m, t), c, e); /* a view: its parent */
+            else if (reads[t] && t == m->input)
+                rc = CG_CU(e, g->cu->cuMemcpyHtoD(st->tdev[t], pixels + (size_t)done * per, (size_t)c * per));
+            else if (reads[t])
+                rc = upload_floats(g, st, t, src[t] + (size_t)done * per, c, stage, e);
+        }
+        for (int k = 0; k < g->nlk && !rc; k++)
+            if (p->kernel_unit[k] == u) rc = launch(g, st, k, c, st->stream, 0, e);
+        if (!rc) rc = CG_CU(e, g->cu->cuStreamSynchronize(st->stream));
+        for (int i = 0; i < m->nlayers && !rc; i++)
+            if (p->unit[i] == u && p->kept[i] && out[i])
+                rc = download_floats(g, st, m->l[i].out, out[i] + (size_t)done * (size_t)m->t[m->l[i].out].elems, c,
+                                     stage, e);
+    }
+    if (rc) g->cu->cuStreamSynchronize(st->stream); /* nothing of ours still queued */
+    free(stage);
+    return rc;
+}
+
+int cg_gpu_run_unit(cg_gpu *g, const cg_units *p, int u, long long n, const unsigned char *pixels,
+                    const float *const *ext, float **out, cg_err *e)
+{
+    if (ctx_enter(g, e)) return -1;
+    int rc = run_unit_current(g, p, u, n, pixels, ext, out, e);
+    ctx_leave(g);
+    return rc;
+}
+
+int cg_gpu_units(const cg_gpu *g, cg_units *p, cg_err *e) { return cg_units_plan(g->s, g->m, p, e); }
 
 double cg_gpu_overlap(const cg_gpu_times *t)
 {

@@ -16,6 +16,7 @@
 #include "manifest.h"
 #include "pipeline.h"
 #include "spec.h"
+#include "units.h"
 #include "weights.h"
 
 typedef struct cg_gpu cg_gpu;
@@ -163,6 +164,18 @@ const char *cg_gpu_device_name(const cg_gpu *g);
  * for it is NaN), else NULL. */
 const char *cg_gpu_layer_into(const cg_gpu *g, int l);
 long long cg_gpu_batch(const cg_gpu *g);
+/* The units `convgen check` runs alone (units.h), from g's manifest. */
+int cg_gpu_units(const cg_gpu *g, cg_units *p, cg_err *e);
+/* Unit u of plan p (cg_gpu_units) alone over n images, in batches through the
+ * first stream set: the tensors it writes poisoned, those it reads from outside
+ * uploaded (pixels: the uint8 images, for a unit reading them; ext: the
+ * reference's floats by slot, as cg_cpu_unit takes them, narrowed to the
+ * tensors' 16-bit types where they have one), its kernels launched in manifest
+ * order and every layer tensor it writes downloaded into out[i] (widened;
+ * layers out[i] NULL or not kept are skipped). g must keep its tensors
+ * (keep_tensors or poison): an input uploaded first must outlive the kernels. */
+int cg_gpu_run_unit(cg_gpu *g, const cg_units *p, int u, long long n, const unsigned char *pixels,
+                    const float *const *ext, float **out, cg_err *e);
 void cg_gpu_close(cg_gpu *g);
 
 #endif

@@ -105,16 +105,26 @@ long long cg_layer_reduction(const cg_layer *l)
 
 double cg_layer_tol(const cg_layer *l) { return cg_precision_tol(l->precision, cg_layer_reduction(l)); }
 
-void cg_spec_tols(const cg_spec *s, double tol[CG_MAX_LAYERS])
+/* Each layer's excess over CG_HARNESS_TOL plus those of the layers it reads
+ * within its group (unit[i]; NULL: the whole network is one), summed along the
+ * graph, plus CG_HARNESS_TOL. */
+static void tols_within(const cg_spec *s, const int *unit, double tol[CG_MAX_LAYERS])
 {
     double extra[CG_MAX_LAYERS];
     for (int i = 0; i < s->nlayers; i++) {
         int in[CG_MAX_INPUTS], nin = cg_layer_inputs(s, i, in);
         extra[i] = cg_layer_tol(&s->layers[i]) - CG_HARNESS_TOL;
         for (int k = 0; k < nin; k++)
-            if (in[k] >= 0) extra[i] += extra[in[k]];
+            if (in[k] >= 0 && (!unit || unit[in[k]] == unit[i])) extra[i] += extra[in[k]];
         tol[i] = CG_HARNESS_TOL + extra[i];
     }
+}
+
+void cg_spec_tols(const cg_spec *s, double tol[CG_MAX_LAYERS]) { tols_within(s, NULL, tol); }
+
+void cg_unit_tols(const cg_spec *s, const int unit[CG_MAX_LAYERS], double tol[CG_MAX_LAYERS])
+{
+    tols_within(s, unit, tol);
 }
 
 static int cmp_double(const void *x, const void *y)

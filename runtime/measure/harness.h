@@ -87,11 +87,19 @@ double cg_precision_tol(cg_precision p, long long n);
 long long cg_layer_reduction(const cg_layer *l);
 /* One layer's own tolerance: cg_precision_tol of its precision and reduction. */
 double cg_layer_tol(const cg_layer *l);
-/* Every layer's tolerance where its output comes from a whole network's run
- * (convgen check): its own excess over CG_HARNESS_TOL plus those of the layers
- * it reads, summed along the graph, plus CG_HARNESS_TOL. A network of fp32
- * layers gets CG_HARNESS_TOL throughout. */
+/* Every layer's bound where its output comes from a whole network's run: its
+ * own excess over CG_HARNESS_TOL plus those of the layers it reads, summed
+ * along the graph, plus CG_HARNESS_TOL. A network of fp32 layers gets
+ * CG_HARNESS_TOL throughout; a deep 16-bit one passes 1, where no error fails,
+ * so convgen check judges a layer whose bound is above CG_HARNESS_TOL alone
+ * (cg_unit_tols) and prints this one beside it. */
 void cg_spec_tols(const cg_spec *s, double tol[CG_MAX_LAYERS]);
+/* The same where each layer's output comes from its unit run alone on the
+ * reference's inputs (convgen check, runtime/formats/units.h; unit[i]: layer i's
+ * unit): the excesses summed only along the graph's edges inside a unit, so a
+ * layer computed by its own kernels gets cg_layer_tol, and one computed in the
+ * kernel of the layer it reads (an add in a conv's epilogue) the two summed. */
+void cg_unit_tols(const cg_spec *s, const int unit[CG_MAX_LAYERS], double tol[CG_MAX_LAYERS]);
 /* Statistics of n times (ms is sorted in place). */
 void cg_harness_stats_of(double *ms, int n, cg_harness_stats *st);
 /* Floating-point operations of the layer's main product for n images: a
