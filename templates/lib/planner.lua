@@ -355,9 +355,9 @@ planner.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
 -- reduction, each a run of whole slices, and splitk_reduce adds their partial
 -- sums in order. S: the least power of two (up to SPLIT_MAX) that gives the
 -- target's SMs SPLIT_WARPS_PER_SM warps each, while every part keeps at least
--- SPLIT_MIN_DEPTH of the reduction and a whole number of slices; where no power of two
--- divides the slices, the least other divisor that reaches the warps (else the largest
--- up to SPLIT_MAX); 1 where the tiles already give that many warps. A layer pooling 2x2 in the epilogue splits
+-- SPLIT_MIN_DEPTH of the reduction and a whole number of slices; at one image, where no
+-- power of two divides the slices, the least other divisor that reaches the warps (else
+-- the largest up to SPLIT_MAX); 1 where the tiles already give that many warps. A layer pooling 2x2 in the epilogue splits
 -- too (its partials keep the GEMM columns, splitk_reduce pools). The SM count is the target's (a JIT's device),
 -- 100 where unknown (a fat binary, `generate` without a device). The thresholds
 -- are estimates, not yet timed on a GPU.
@@ -387,13 +387,14 @@ function planner.split_of(l, p, tc)
       and R // (2 * S) >= planner.SPLIT_MIN_DEPTH do
     S = 2 * S
   end
-  if S == 1 and warps < want then
+  if S == 1 and warps < want and (l.batch or 1) == 1 then
     -- no even number of whole slices (an odd C*K*K has only odd slice counts: zoo-awkward's
     -- C*K*K = 825 in 165 slices of 5, one 32-thread block of 8x32 a tile, 261 warps at one
     -- image): the least divisor of the slice count that reaches the warps, else the largest
-    -- up to SPLIT_MAX, each part keeping SPLIT_MIN_DEPTH. (Where the powers of two stop short
-    -- instead, e.g. zoo-k7pad's 980 rows in 140 slices at 4 parts, a larger divisor is not
-    -- taken: not measured yet.)
+    -- up to SPLIT_MAX, each part keeping SPLIT_MIN_DEPTH. Measured at one image only (an
+    -- H200: zoo-awkward 113.8 -> 72.9 us); from two images on small_split tries other slice
+    -- depths instead, and where the powers of two stop short (zoo-k7pad's 980 rows in 140
+    -- slices at 4 parts) a larger divisor is not taken: neither timed yet.
     for d = 3, planner.SPLIT_MAX do
       if slices % d == 0 and R // d >= planner.SPLIT_MIN_DEPTH then
         S = d
