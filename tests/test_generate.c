@@ -1596,7 +1596,8 @@ static void test_tail_rule(void)
          1, 0, "fc_gemv f1; tail f2,prob,predict"},
         {"fc10", NULL, 8, 0, "fc_gemv f1; tail f2,prob,predict"},
         {"fc10", NULL, 64, 0, "fc_gemv f1; tail f2,prob,predict"},
-        {"fc10", NULL, 256, 0, "fc_vec f1; fc_vec f2; softmax prob,predict"},
+        /* bucket 256: no tail; both fc gemv, vec's tiles launching blocks for too few SMs */
+        {"fc10", NULL, 256, 0, "fc_gemv f1; fc_gemv f2; softmax prob,predict"},
         {"fc10", NULL, 0, 0, "fc_vec f1; fc_vec f2; softmax prob,predict"},
         {"fc10", NULL, 1, 1, "fc_gemv f1; fc_gemv f2; softmax prob,predict"},
         /* 33 outputs; 410 x 40 = 16,400 weights: both past the bounds */
@@ -1888,8 +1889,10 @@ static void test_precision_tf32(void)
 /* 16-bit layers on sm_90a: auto gives conv2d_igemm_wg (one m64nNk16 product of the
  * network's type, no 3xTF32 split), its slices tap by tap (kc=1, weights
  * arg:taps:K*K) where the slice depth divides C and through the offset table
- * (arg:transposed) where it does not; planes refuses 16-bit tensors; on sm_80 the
- * same layer is igemm_tc's. */
+ * (arg:transposed) where it does not; planes, written in the spec, takes 16-bit
+ * tensors through lib/planes_half.lua (both operands by descriptor, the planes
+ * channels innermost, weights tap by tap) and refuses a strided layer with the
+ * reason; on sm_80 the same layer is igemm_tc's. */
 static void test_half_wgmma(void)
 {
     static const char *text[2] = {
@@ -1899,7 +1902,8 @@ static void test_half_wgmma(void)
         "  - {name: e, op: conv, M: 24, K: 3, strategy: igemm_wg, params: {bk: 48}}\n"
         "  - {name: f, op: conv, M: 32, K: 1, stride: 2}\n",
         "network: h\ninput: {channels: 32, height: 16, width: 16}\nprecision: fp16\nlayers:\n"
-        "  - {name: c, op: conv, M: 128, K: 3, padding: 1, activation: relu, strategy: planes}\n"};
+        "  - {name: c, op: conv, M: 128, K: 3, padding: 1, activation: relu, strategy: planes}\n"
+        "  - {name: s, op: conv, M: 32, K: 3, stride: 2, strategy: planes}\n"};
     cg_target tg;
     int arch = 90;
     cg_aot_target(&arch, 1, &tg);
@@ -1928,8 +1932,19 @@ static void test_half_wgmma(void)
               "a strided 16-bit layer: igemm_wg too (%s)", f ? f->tpl : "none");
         cg_gen_free(o);
     } else CHECK(0, "bf16.yaml: %s", e.msg);
-    CHECK(cg_generate_for(pl, "x", &tg, o, &e) != 0, "planes accepted fp16");
-    CHECK_CONTAINS(e.msg, "conv2d_planes stages FP32 operands for wgmma only; 16-bit tensors (precision fp16)");
+    pl->nlayers = 1;
+    if (cg_generate_for(pl, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *c = conv_kernel(o, "c");
+        CHECK(c && !strcmp(c->tpl, "conv2d_planes") && strstr(c->source, "m64n128k16.f32.f16.f16") &&
+                  strstr(c->source, "// weights:    arg:taps:9") && !strstr(c->source, "tf32"),
+              "fp16 planes: one FP16 product, weights tap by tap (%s)", c ? c->kernel : "none");
+        CHECK(c && strstr(c->source, "both operands") && strstr(c->source, "[4][294 pixels][8 channels]"),
+              "fp16 planes: the planes staged channels innermost (%s)", c ? c->kernel : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "fp16.yaml: %s", e.msg);
+    pl->nlayers = 2;
+    CHECK(cg_generate_for(pl, "x", &tg, o, &e) != 0, "a strided 16-bit planes layer accepted");
+    CHECK_CONTAINS(e.msg, "16-bit planes reads a tap as the staged input shifted: stride 1 only");
     cg_target_default(&tg);
     tg.cc = 80;
     CHECK(cg_generate_for(sp, "x", &tg, o, &e) != 0, "igemm_wg on sm_80 accepted");

@@ -37,9 +37,15 @@
 -- bands changed the tile: bench/journal/2026-11.md, 2026-11-27). Without sm_90a (the CPU
 -- emulation of test_emulate, a PTX build) each accumulator is a dot product of the same
 -- planes, table and staged weights by FMAs.
+--
+-- 16-bit tensors (precision bf16 or fp16) take lib/planes_half.lua's kernel instead: the
+-- band staged channels innermost, so that a kernel tap's A operand is the staged copy
+-- shifted and both operands go to wgmma by descriptor (stride 1; its header says more).
+-- Its parameters are these: ib 1, bk the channels of a slice (a multiple of 16), fp 0.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
+local half = import("lib/planes_half")   -- 16-bit tensors: both operands by descriptor (its header)
 
 local T = {}
 
@@ -153,14 +159,25 @@ end
 
 -- The default warpgroups under the defaults of ib and rows (for fp as given).
 local function default_wgs_given(l, given)
+  if common.half_dtype(l) then return half.default_wgs(l) end
   local fp = given and given.fp
   return default_wgs(l, default_ib(l, fp), default_rows(l, fp))
+end
+
+local bm_param = common.wgmma_bm_param()
+local bm_fp32 = bm_param.default
+bm_param.default = function(l, given)
+  if common.half_dtype(l) then return half.default_bm(l) end
+  return bm_fp32(l, given)
 end
 
 T.params = {
   { name = "ib", doc = "images a block (their planes in shared memory; their pixels the block's columns)",
     legal = function(_) return { 1, 2, 3, 4, 5, 6, 7, 8 } end,
-    default = function(l, given) return default_ib(l, given and given.fp) end },
+    default = function(l, given)
+      if common.half_dtype(l) then return 1 end
+      return default_ib(l, given and given.fp)
+    end },
   { name = "rows", doc = "output rows a block (a band of one image; all of them: whole images)",
     legal = function(l)
       local g = common.conv_geom(l)
@@ -170,17 +187,23 @@ T.params = {
       end
       return v
     end,
-    default = function(l, given) return default_rows(l, given and given.fp) end },
+    default = function(l, given)
+      if common.half_dtype(l) then return half.default_rows(l) end
+      return default_rows(l, given and given.fp)
+    end },
   { name = "wgs", doc = "warpgroups (128 threads each) a block, the block's m64 tiles shared among them",
     legal = function(_) return { 1, 2, 3, 4 } end,
     default = default_wgs_given },
-  common.wgmma_bm_param(),
+  bm_param,
   { name = "bk", doc = "reduction rows of one slice, a multiple of 8 (its products summed apart)",
     legal = function(_) return { 32, 64, 16, 24, 48, 8, 128 } end,
-    default = function(_) return 32 end },
+    default = function(l) return common.half_dtype(l) and half.default_bk(l) or 32 end },
   { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
     legal = function(_) return { 3, 2, 1, 4 } end,
-    default = function(l, given) return ({ 3, 2, 1, 1 })[default_wgs_given(l, given)] end },
+    default = function(l, given)
+      if common.half_dtype(l) then return 1 end
+      return ({ 3, 2, 1, 1 })[default_wgs_given(l, given)]
+    end },
   { name = "fp", doc = "1: a 2x2 pool of stride 2 fused into the epilogue (the tile through shared memory); 0: a pool kernel after",
     legal = function(_) return { 0, 1 } end,
     default = function(_) return 0 end },
@@ -202,6 +225,7 @@ end
 function T.check(l, p)
   local why_g = common.refuse_groups(l, "conv2d_planes")
   if why_g then return why_g, nil end
+  if common.half_dtype(l) then return half.check(l, p) end
   local s = shape(l, p)
   local why0, blame0 = common.check_wgmma(l, p, "conv2d_planes")
   if why0 then return why0, blame0 end
@@ -253,6 +277,7 @@ end
 -- last tile included); or the fragment loads, about 16 instructions a tile a step for
 -- each warp, when that is longer; plus the planes' copy.
 function T.cost(l, p)
+  if common.half_dtype(l) then return half.cost(l, p) end
   local s = shape(l, p)
   local blocks = common.ceil_div(common.cost.images(l) * s.NB, p.ib) * common.ceil_div(l.M, p.bm)
   local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
@@ -592,6 +617,7 @@ local source = engine.compile([=[
 local AORDER = "(g, t4), (g + 8, t4), (g, t4 + 4), (g + 8, t4 + 4)"
 
 function T.kernel(l, p)
+  if common.half_dtype(l) then return half.kernel(l, p) end
   local s = shape(l, p)
   local g = s.g
   local fused = g.kind == "none" or s.pooled

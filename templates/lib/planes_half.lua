@@ -1,0 +1,398 @@
+-- planes_half.lua — conv2d_planes for 16-bit tensors (bf16, fp16): both wgmma
+-- operands read by descriptor from shared memory, nothing gathered through registers.
+--
+-- Why: conv2d_igemm_wg's 16-bit products take a sixth of 3xTF32's tensor time, so its
+-- gather (every (pixel, reduction row) element loaded, packed and stored once per block)
+-- bounds it at 19-25 % of the dense BF16 peak (bench/RESULTS.md, 2026-11-29). Here a
+-- block copies its input band once into shared memory channels innermost, and for a
+-- stride-1 convolution every kernel tap's A operand is then that copy shifted: output
+-- pixel (y, x) of the band, numbered y * PW + x over the padded width PW (the columns
+-- x >= the output width are computed and never stored), reads staged pixel
+-- (y + ky) * PW + x + kx = its number + ky * PW + kx. So a tap's A is a descriptor whose
+-- start moves by ky * PW + kx pixels (16 bytes each: a pixel's 8 channels of one group),
+-- and the tensor cores read it straight from the copy: no per-tap, per-element work.
+--
+-- Shared memory (16-byte units = 8 elements): two weight buffers of one slice each,
+-- [channel group bk/8][map group BM/8][8 maps][8 channels] (conv2d_igemm_wg's B layout:
+-- the no-swizzle K-major core matrices), then the planes, [channel group C16/8][pixel
+-- NPIX][8 channels]: core matrices of 8 consecutive pixels x 8 channels are 128
+-- contiguous bytes, the next 8 pixels 128 bytes on (the stride offset), the next 8
+-- channels NPIX * 16 bytes on (the leading offset). C16 is C rounded up to 16 (one k16
+-- step takes two channel groups; the padding channels are zeros in planes and weights),
+-- NPIX the staged pixels: the band's input rows (with the padding as zeros) and, past
+-- them, zeros up to what the last m64 tile's widest tap reads.
+--
+-- The loop runs over slices of bk channels of one tap (tap by tap, C16/bk slices each):
+-- the planes and slice 0's weights staged; then for each slice, the next one's weights
+-- fetched into registers, bk/16 wgmma m64nBMk16 for each of the warpgroup's MT tiles
+-- issued on this slice's buffer, the fetched weights stored into the other buffer while
+-- they run, then the wait and a barrier. (A whole tap a slice held C16*BM/threads
+-- weights a thread in registers: 128 for 256 channels into 128 maps, which spilled.) Weights arrive reordered K*K x C x M
+-- (weights=arg:taps:K*K, as conv2d_igemm_wg's tap-by-tap slices). Epilogue: bias and
+-- activation from the accumulators, stored where the pixel is an output (no fused pool:
+-- a pool runs as a kernel after it). Stride 1 only. Without sm_90a (the CPU emulation of
+-- test_emulate) each accumulator adds the same staged values by FMAs, in FP32.
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local H = {}
+
+local MAX_TILES = 4      -- m64 tiles of one warpgroup
+local REG_BUDGET = 232   -- accumulators, the next slice's weights and addressing a thread
+local ADDRESSING = 40
+
+local function c16(l) return common.ceil_div(l.C, 16) * 16 end
+
+-- What the layer and the band decide.
+function H.shape(l, p)
+  local g = common.conv_geom(l)
+  local s = { g = g }
+  s.PW = l.W + g.pl + g.pr                    -- a staged row: the padded input's width
+  s.C16 = c16(l)
+  s.CG = s.C16 // 8                           -- channel groups of 8 (16 bytes a pixel)
+  s.KK = l.K * l.K
+  s.RB = p.rows                               -- output rows of a block (a band)
+  s.NB = common.ceil_div(g.CH, p.rows)        -- bands of an image
+  s.BPX = p.rows * s.PW                       -- the band's pixels over the padded width
+  s.TT = common.ceil_div(s.BPX, 64)           -- m64 tiles
+  s.MT = common.ceil_div(s.TT, p.wgs)         -- tiles a warpgroup
+  s.threads = 128 * p.wgs
+  s.ROWS_IN = p.rows + l.K - 1                -- staged input rows
+  s.REAL = s.ROWS_IN * s.PW                   -- staged pixels holding the input (or its padding)
+  -- the widest tap of the last tile reads up to pixel TT*64 - 1 + (K-1)*PW + K-1
+  s.NPIX = math.max(s.REAL, s.TT * 64 * 1 + (l.K - 1) * (s.PW + 1))
+  s.CS = s.C16 // p.bk                        -- slices a tap
+  s.NS = s.KK * s.CS                          -- slices
+  s.WBUF = p.bk * p.bm                        -- elements of one slice's weights
+  s.PB = 2 * s.WBUF                           -- the planes' first element
+  s.smem = 2 * (s.PB + s.CG * s.NPIX * 8)
+  s.NR = p.bm // 2                            -- accumulators of one tile a thread
+  s.WU = p.bk // 8 * p.bm                     -- weight units (8 channels of one map) a slice
+  s.WI = common.ceil_div(s.WU, s.threads)
+  s.regs = s.MT * s.NR + 8 * s.WI + ADDRESSING
+  s.PU = s.CG * s.NPIX                        -- plane units (8 channels of one pixel)
+  return s
+end
+
+-- The default band: the most rows whose tiles the warpgroups' MT_MAX tiles hold (each
+-- with bm/2 accumulators a thread: at most 128 of them) and whose planes fit beside the
+-- weights; wgs 2.
+function H.default_bm(l)
+  if l.M <= 128 then return common.wgmma_rows_tile(l, 1) end
+  return common.wgmma_rows_tile(l, common.ceil_div(l.M, 128))
+end
+
+function H.default_wgs(_) return 2 end
+
+-- The default slice: the most channels of 64, 32, 16 that divide C16.
+function H.default_bk(l)
+  local C16 = c16(l)
+  for _, bk in ipairs({ 64, 32, 16 }) do if C16 % bk == 0 then return bk end end
+  return 16
+end
+
+function H.default_rows(l)
+  local g = common.conv_geom(l)
+  local bm, wgs = H.default_bm(l), 2
+  local mt = math.max(1, math.min(MAX_TILES, 128 // (bm // 2)))
+  local best = 1
+  for r = 1, g.CH do
+    local s = H.shape(l, { rows = r, wgs = wgs, bm = bm, bk = H.default_bk(l) })
+    if s.TT > wgs * mt or s.smem > common.max_shared(l) then break end
+    best = r
+  end
+  return best
+end
+
+function H.check(l, p)
+  local why0, blame0 = common.check_wgmma(l, p, "conv2d_planes", true)
+  if why0 then return why0, blame0 end
+  local s = H.shape(l, p)
+  local g = s.g
+  if g.S ~= 1 then
+    return string.format("16-bit planes reads a tap as the staged input shifted: stride 1 only (the layer's is %d)",
+      g.S), nil
+  end
+  if p.ib ~= 1 then return string.format("ib=%d: 16-bit planes holds one image's band a block", p.ib), "ib" end
+  if p.bk % 16 ~= 0 or s.C16 % p.bk ~= 0 then
+    return string.format("bk=%d: a slice is a multiple of 16 channels dividing the %d (C rounded up to 16)", p.bk,
+      s.C16), "bk"
+  end
+  if p.fp ~= 0 then return "fp=1: 16-bit planes fuses no pool (a pool kernel runs after it)", "fp" end
+  if s.NPIX >= 16384 then
+    return string.format("%d staged pixels: a descriptor's leading offset holds fewer than 16384", s.NPIX), "rows"
+  end
+  if s.MT > MAX_TILES then
+    return string.format("rows=%d: %d pixels over the padded width are %d m64 tiles, %d a warpgroup over %d; at most %d",
+      p.rows, s.BPX, s.TT, s.MT, p.wgs, MAX_TILES), "rows"
+  end
+  if s.MT * (p.wgs - 1) >= s.TT then
+    return string.format("wgs=%d: %d m64 tiles leave a warpgroup without one", p.wgs, s.TT), "wgs"
+  end
+  if s.regs > REG_BUDGET then
+    return string.format("%d tiles of %d accumulators need about %d registers a thread; at most %d", s.MT, s.NR, s.regs,
+      REG_BUDGET), "bm"
+  end
+  local why2, blame2 = common.check_occ(l, p.occ, s.threads, s.regs, s.smem, "the accumulators")
+  if why2 then return why2, blame2 end
+  if s.smem > common.max_shared(l) then
+    return string.format("rows=%d: %d staged pixels of %d channels and two taps' weights need %d bytes of shared " ..
+      "memory; at most %d fit", p.rows, s.NPIX, s.C16, s.smem, common.max_shared(l)), "rows"
+  end
+  return nil
+end
+
+-- The cost model: the tensor cores' k16 products (16 FP32 FMAs' worth a clock each lane:
+-- the dense 16-bit rate) over the block's whole tiles and padded channels, beside the
+-- issue of the planes' and weights' copies, which run before the products and between taps.
+function H.cost(l, p)
+  local s = H.shape(l, p)
+  local blocks = common.cost.images(l) * s.NB * common.ceil_div(l.M, p.bm)
+  local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
+  if conc == 0 then return math.huge end
+  local tensor = seq * 64 * s.TT * p.bm * s.C16 * s.KK / (16 * common.cost.FMA_PER_CLOCK)
+  local copy = seq * (s.PU * 10 + s.NS * s.WU * 10) / s.threads * (s.threads // 32) / 4
+  return (tensor + copy) * common.cost.spills(squeezed)
+end
+
+local source = engine.compile([=[
+// GEMM view: the band's {{BPX}} pixels ({{RB}} output row{{RB > 1 and "s" or ""}} of {{CH}} over the padded width {{PW}},
+// {{NB}} band{{NB > 1 and "s" or ""}} an image) in {{TT}} m64 tile{{TT > 1 and "s" or ""}} ({{WGS}} warpgroup{{WGS > 1 and "s" or ""}} of {{MT}}) x {{BM}} maps, reduced tap by tap
+// over {{C16}} channels ({{C16 - C}} of them zeros) in {{NS}} slices of {{BK}} (one tap's), k16 steps: wgmma.mma_async
+// m64n{{BM}}k16 {{wt}}, both operands by descriptor from shared memory. Shared memory ({{smem}} B), in elements:
+// [0, {{PB}}) two slices' weights, each [{{BK // 8}}][{{BM // 8}}][8 maps][8 channels]; from {{PB}}: the planes,
+// [{{CG}}][{{NPIX}} pixels][8 channels]
+// ({{REAL}} pixels of {{ROWS_IN}} input rows x {{PW}} with the padding as zeros, then zeros).
+{{head}}
+{
+    extern __shared__ {{vec_t(acc_t, 4)}} smem4[];
+    {{stage_t}}* const sm = reinterpret_cast<{{stage_t}}*>(smem4);
+    const int tid = threadIdx.x;
+    const int lane = tid & 31, wq = (tid >> 5) & 3, wg = tid >> 7;   // warp in its warpgroup, warpgroup
+    const int g = lane >> 2, t4 = lane & 3;
+% if NB == 1 then
+    const int img = blockIdx.x, y0 = 0;   // whole images
+% else
+    const int img = blockIdx.x / {{NB}}, y0 = (blockIdx.x - img * {{NB}}) * {{RB}};   // the band's first output row
+% end
+% if MB == 1 then
+    const int m0 = 0;
+% else
+    const int m0 = blockIdx.y * {{BM}};
+% end
+    if (img >= n) return;
+% if not bias then
+    (void)b_arg;
+% end
+
+    // eight 16-bit values as they are, one 16-byte store
+    auto put = []({{stage_t}}* at, const {{stage_t}} (&v)[8]) {
+        unsigned u[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++) u[k] = (unsigned)v[2 * k].x | ((unsigned)v[2 * k + 1].x << 16);
+        {{vec_t(acc_t, 4)}} q;
+        memcpy(&q, u, 16);
+        *reinterpret_cast<{{vec_t(acc_t, 4)}}*>(at) = q;
+    };
+    // the planes: unit u = (channel group u / {{NPIX}}, pixel u % {{NPIX}}), its 8 channels
+    {
+        const {{in_t}}* const xi = in + (long long)img * {{C * H * W}};
+#pragma unroll 4
+        for (int u = tid; u < {{PU}}; u += {{NT}}) {
+            const int cg = u / {{NPIX}}, p = u - cg * {{NPIX}};
+            const int py = p / {{PW}}, iy = y0 + py - {{pt}}, ix = p - py * {{PW}} - {{pl}};
+            const bool live = p < {{REAL}} && iy >= 0 && iy < {{H}} && ix >= 0 && ix < {{W}};
+            {{stage_t}} v[8];
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                const int c = 8 * cg + e;
+% if C16 ~= C then
+                v[e] = live && c < {{C}} ? __ldg(xi + c * {{H * W}} + iy * {{W}} + ix) : {{stage_t}}{0};
+% else
+                v[e] = live ? __ldg(xi + c * {{H * W}} + iy * {{W}} + ix) : {{stage_t}}{0};
+% end
+            }
+            put(sm + {{PB}} + (cg * {{NPIX}} + p) * 8, v);
+        }
+    }
+    // a slice's weights: unit u = tid + {{NT}}*i is (channel group u / {{BM}}, map u % {{BM}}), 8 channels
+    {{stage_t}} wr[{{WI}}][8];
+    auto fetch_w = [&](int s) {
+        const int tap = s / {{CS}}, c0 = (s - tap * {{CS}}) * {{BK}};
+        const {{w_t}}* const wp = w_arg + tap * {{C * M}} + c0 * {{M}} + m0;
+#pragma unroll
+        for (int i = 0; i < {{WI}}; i++) {
+            const int u = tid + i * {{NT}};
+            const int cg = u / {{BM}}, m = u - cg * {{BM}};
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                const int c = 8 * cg + e;
+                const bool ok = {{wok}};
+                wr[i][e] = ok ? __ldg(wp + c * {{M}} + m) : {{stage_t}}{0};
+            }
+        }
+    };
+    auto stash_w = [&](int b) {
+#pragma unroll
+        for (int i = 0; i < {{WI}}; i++) {
+            const int u = tid + i * {{NT}};
+% if WU % NT ~= 0 then
+            if (u >= {{WU}}) break;
+% end
+            const int cg = u / {{BM}}, m = u - cg * {{BM}};
+            put(sm + b * {{WBUF}} + (cg * {{BM // 8}} + m / 8) * 64 + (m % 8) * 8, wr[i]);
+        }
+    };
+
+    // cf: the sum. Tile t of this warpgroup, register r: pixel 64*({{MT}}*wg + t) + 16*wq + lane/4 +
+    // 8*((r >> 1) & 1) of the band, map 8*(r >> 2) + 2*(lane & 3) + (r & 1)
+    {{acc_t}} cf[{{MT}}][{{NR}}];
+#pragma unroll
+    for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+        for (int r = 0; r < {{NR}}; r++) cf[t][r] = 0.0f;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // descriptors of no-swizzle K-major operands: start address / 16, then the leading
+    // (channel-group) and stride (8-row) offsets in 16 bytes
+    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);
+    auto wgmma = []({{acc_t}} (&d)[{{NR}}], unsigned long long da, unsigned long long db) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 2}}, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n{{BM}}k16.f32.{{wt}}.{{wt}} {{dregs}}, %{{NR}}, %{{NR + 1}}, p, 1, 1, 0, 0;\n}\n"
+            : {{douts}}
+            : "l"(da), "l"(db), "r"(1));
+    };
+#endif
+    // cf += slice s's products, its weights in buffer b
+    auto multiply = [&](int s, int b) {
+        const int tap = s / {{CS}}, cs = s - tap * {{CS}};
+        const int ky = tap / {{K}}, kx = tap - ky * {{K}};
+        const int shift = ky * {{PW}} + kx;   // the tap's pixels: the band's, moved on this far
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        const unsigned long long da = d0 + {{adesc}} + cs * {{BK // 8 * NPIX}} + shift + {{MT}} * wg * 64;
+        const unsigned long long db = d0 + {{bdesc}} + b * {{WBUF // 8}};
+#pragma unroll
+        for (int j = 0; j < {{BK // 16}}; j++)
+#pragma unroll
+            for (int t = 0; t < {{MT}}; t++) wgmma(cf[t], da + j * {{2 * NPIX}} + t * 64, db + j * {{2 * BM}});
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#else
+        // without wgmma: each accumulator plus the tap's dot products of the staged values, in FP32
+        const {{stage_t}}* const a = sm + {{PB}};
+        const {{stage_t}}* const w = sm + b * {{WBUF}};
+#pragma unroll 1
+        for (int t = 0; t < {{MT}}; t++)
+#pragma unroll 1
+            for (int r = 0; r < {{NR}}; r++) {
+                const int p = 64 * ({{MT}} * wg + t) + 16 * wq + g + 8 * ((r >> 1) & 1) + shift;
+                const int m = 8 * (r >> 2) + 2 * t4 + (r & 1);
+                {{acc_t}} v = 0.0f;
+                for (int c = 0; c < {{BK}}; c++)
+                    v = fmaf({{to_acc("a[((cs * " .. BK // 8 .. " + (c >> 3)) * " .. NPIX .. " + p) * 8 + (c & 7)]")}},
+                             {{w_to_acc("w[((c >> 3) * " .. BM // 8 .. " + (m >> 3)) * 64 + (m & 7) * 8 + (c & 7)]")}}, v);
+                cf[t][r] += v;
+            }
+#endif
+    };
+    auto wait = [&]() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+    };
+
+    fetch_w(0);
+    stash_w(0);
+    __syncthreads();
+#pragma unroll 1
+    for (int s = 0; s < {{NS}}; s++) {
+        const int b = s & 1;
+        if (s + 1 < {{NS}}) fetch_w(s + 1);
+        multiply(s, b);
+        if (s + 1 < {{NS}}) stash_w(b ^ 1);   // the other buffer: last read by the previous slice, waited for
+        wait();
+        __syncthreads();
+    }
+
+    // epilogue: {{bias and "bias, " or ""}}{{actname}}, stored from the accumulators where the pixel is an output
+#pragma unroll
+    for (int t = 0; t < {{MT}}; t++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int p = 64 * ({{MT}} * wg + t) + 16 * wq + g + 8 * h;
+            const int py = p / {{PW}}, px = p - py * {{PW}};
+            if (p >= {{BPX}} || px >= {{CW}} || y0 + py >= {{CH}}) continue;
+            {{out_t}}* const o = out + (long long)img * {{M * COLS}} + (y0 + py) * {{CW}} + px;
+#pragma unroll
+            for (int j = 0; j < {{BM // 8}}; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int m = m0 + 8 * j + 2 * t4 + e;
+% if mguard then
+                    if (m >= {{M}}) continue;
+% end
+                    o[m * {{COLS}}] = {{from_acc(act("cf[t][4 * j + 2 * h + e]" .. b))}};
+                }
+        }
+}
+]=], "conv2d_planes_half")
+
+function H.kernel(l, p)
+  local s = H.shape(l, p)
+  local g = s.g
+  local fused = g.kind == "none"
+  local act = fused and l.act or "none"
+  local name = string.format("conv2d_planes_c%dm%dk%d_h%dw%d%s_%s%s_%s_m%d_g%d",
+    l.C, l.M, l.K, l.H, l.W, g.tag, act, l.bias and "_bias" or "",
+    p.rows < g.CH and string.format("r%d", p.rows) or "ri", p.bm, p.wgs)
+    .. (p.bk ~= H.default_bk(l) and string.format("_k%d", p.bk) or "")
+    .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
+  local ty = common.types(l)
+  local head, args = common.kernel_head(name, s.threads,
+    common.std_args({ types = ty, w_name = "w_arg", b_name = "b_arg" }), nil, p.occ)
+  local dregs, douts = {}, {}
+  for i = 0, s.NR - 1 do
+    dregs[#dregs + 1] = "%" .. i
+    douts[#douts + 1] = string.format('"+f"(d[%d])', i)
+  end
+  local mguard = l.M % p.bm ~= 0
+  local wok = {}
+  if mguard then wok[#wok + 1] = string.format("m0 + m < %d", l.M) end
+  if s.C16 ~= l.C then wok[#wok + 1] = string.format("c0 + c < %d", l.C) end
+  if s.WU % s.threads ~= 0 then wok[#wok + 1] = string.format("u < %d", s.WU) end
+  -- descriptor bits above the address: leading and stride byte offsets / 16
+  local function desc(lead16) return string.format("0x%xull", lead16 << 16 | (128 // 16) << 32) end
+  local v = {
+    name = name, head = head,
+    C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, C16 = s.C16, CG = s.CG,
+    BM = p.bm, BK = p.bk, CS = s.CS, NS = s.NS, WGS = p.wgs, MT = s.MT, TT = s.TT, NT = s.threads, NR = s.NR,
+    RB = s.RB, NB = s.NB, BPX = s.BPX, PW = s.PW, CH = g.CH, CW = g.CW, COLS = g.CH * g.CW,
+    ROWS_IN = s.ROWS_IN, REAL = s.REAL, NPIX = s.NPIX, PU = s.PU, WU = s.WU, WI = s.WI, WBUF = s.WBUF, PB = s.PB,
+    pt = g.pt, pl = g.pl, smem = s.smem, MB = common.ceil_div(l.M, p.bm),
+    dregs = "{" .. table.concat(dregs, ", ") .. "}", douts = table.concat(douts, ", "),
+    -- A: the planes (channel groups NPIX pixels apart), B: a weight buffer (groups BM/8 cores apart)
+    adesc = string.format("%s + %d", desc(s.NPIX), s.PB // 8), bdesc = desc(p.bm // 8 * 8),
+    wt = common.half_dtype(l) == "bf16" and "bf16" or "f16",
+    wok = #wok > 0 and table.concat(wok, " && ") or "true",
+    bias = l.bias, mguard = mguard, actname = act,
+    b = l.bias and (" + " .. ty.w_to_acc("__ldg(b_arg + m)")) or "",
+    act = function(e) return common.act(act, e) end,
+  }
+  common.typed(l, v)
+  v.stage_t = v.in_t
+  return {
+    name = name,
+    args = args,
+    source = source(v),
+    grid = { common.batch_dim(s.NB, 1), common.ceil_div(l.M, p.bm), 1 },
+    block = { s.threads, 1, 1 },
+    shared = s.smem,
+    weights = string.format("arg:taps:%d", s.KK),
+    bias = l.bias and "arg" or "none",
+    out_elems = l.M * g.CH * g.CW,
+    shape = common.conv_shape(l, g, act, false, l.M, g.CH, g.CW),
+    fused = fused,
+  }
+end
+
+return H
