@@ -34,6 +34,7 @@
 #include "cuda_api.h"
 #include "fake_cuda.h"
 #include "gen.h"
+#include "harness.h"
 #include "jit.h"
 #include "manifest.h"
 #include "net_internal.h"
@@ -605,6 +606,37 @@ done:
     memset(st->rec_name, 0, sizeof st->rec_name);
 }
 
+/* `convgen kernel --batch N` (cg_harness_run) generates the kernel for N's bucket, as a
+ * network launched with N images is: fc_vec's default cluster split counts the
+ * bucket's 64 images (4 tiles: split 8) where the large batch's 10,000 give 316 tiles
+ * and no split. (The fake runs nothing, so the check fails; the kernel's name is what
+ * is looked at.) */
+static void harness_bucket(void)
+{
+    static const char text[] = "network: hb\ninput: {channels: 2, height: 32, width: 32}\nseed: 3\nlayers:\n"
+                               "  - {name: f1, op: fc, out: 256, strategy: vec}\n  - {name: prob, op: softmax}\n";
+    char path[4200];
+    snprintf(path, sizeof path, "%s/hb.yaml", getenv("CG_FAKE_CUDA_CHILD"));
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0, "writing %s", path);
+    static cg_spec s;
+    cg_err e = {""};
+    if (cg_spec_load(path, &s, &e)) {
+        CHECK(0, "%s", e.msg);
+        return;
+    }
+    const long long batches[2] = {64, 10000};
+    for (int i = 0; i < 2; i++) {
+        cg_harness_opts o = {0, batches[i], 4, 0, 1, 1, 1};
+        static cg_harness_result r;
+        cg_err he = {""};
+        (void)cg_harness_run(&s, 0, "fc_vec", NULL, &o, &r, &he);
+        const int split = strstr(r.k.kernel, "_s8") != NULL;
+        CHECK(r.k.kernel[0] && split == (i == 0), "--batch %lld: %s (%s), expected %s", batches[i], r.k.kernel, he.msg,
+              i == 0 ? "the cluster split of 8 (bucket 64)" : "no split (the large batch)");
+    }
+}
+
 /* A concat's inputs written into their slices (tests/gpu/layers-concat.yaml, a
  * manifest's view= tensors): the kernel writing b gets cat1's pointer (the
  * pointer p1's kernel reads) plus b's 864 elements, and a layer's output read
@@ -715,6 +747,7 @@ int main(int argc, char **argv)
     pdl(spec);
     whole(spec);
     views();
+    harness_bucket();
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", getenv("CG_FAKE_CUDA_CHILD"));
     CHECK(system(cmd) == 0, "cleanup");

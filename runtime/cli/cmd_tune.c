@@ -572,6 +572,9 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     t.jo.cc = t.cu->cc, t.jo.driver_version = t.cu->driver_version;
     /* candidates are enumerated, checked and generated for this device's limits */
     if (!rc && cg_jit_target(t.nv, t.cu, &t.jo.arch, &t.jo.as_ptx, &t.tg, e)) rc = CG_EXIT_DEVICE;
+    /* generated for the bucket of --batch (1, 8, 64, 256, 1024; above, the large batch's), as a
+     * network launched with that many images is */
+    t.tg.batch = cg_batch_bucket(c.batch);
     cg_err ce;
     if (!rc && !c.no_cache && cg_cache_dir(t.cache_dir, sizeof t.cache_dir, &ce) == 0) t.jo.cache_dir = t.cache_dir;
     /* the CSV is gathered in memory and written as the record is (cg_write_file_atomic) */

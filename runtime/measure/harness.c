@@ -312,6 +312,7 @@ int cg_harness_run(const cg_spec *s, int layer, const char *tpl, const char *par
     int arch = 0, as_ptx = 0, bad_config = 0;
     cg_target tg;
     cg_target_widest(&tg); /* a configuration no GPU allows is bad input, GPU or not */
+    tg.batch = cg_batch_bucket(o->batch); /* generated for the bucket of its batch, as a network is */
     char why[512];
     int verdict = cg_gen_check_one_for(s, &tg, layer, tpl, params, why, sizeof why, e);
     if (verdict == 1) cg_fail(e, "%s: layer '%s': %s", s->path, s->layers[layer].name, why);
@@ -319,6 +320,7 @@ int cg_harness_run(const cg_spec *s, int layer, const char *tpl, const char *par
     int rc = cg_cu_open(&cu, o->device, e);
     if (!rc) rc = cg_nvrtc_open(&nv, e);
     if (!rc) rc = cg_jit_target(nv, cu, &arch, &as_ptx, &tg, e);
+    tg.batch = cg_batch_bucket(o->batch);
     if (!rc && cg_gen_emit_one_for(s, &tg, layer, tpl, params, &k, &kl, e)) rc = -1, bad_config = 1;
     if (!rc && !batch_fits(&kl, o->batch))
         rc = cg_fail(e, "--batch %lld: indices of this layer would pass 2^31", o->batch), bad_config = 1;
