@@ -53,6 +53,7 @@ local igemm = import("lib/igemm")
 local T = {}
 
 T.fuses_add = true   -- common.residual: an add computed in the epilogue
+T.out_slice = true   -- common.out_slice: the output written into a concat's slice
 
 T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32: FP32 accuracy; one BF16/FP16 product for 16-bit tensors), operands in shared memory; sm_90 (as sm_90a)"
 
@@ -578,7 +579,11 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             if (c >= total) continue;
             const int img = c / {{P}}, at = c - img * {{P}};
             const int ob = img * {{M * P}} + at;   // the column's element of map 0
+%   if OS == M * P then
             {{out_t}}* const o = out + ob;
+%   else
+            {{out_t}}* const o = out + img * {{OS}} + at;   // into a concat's slice: its image stride
+%   end
 #pragma unroll
             for (int j = 0; j < {{BM // 8}}; j++)
 #pragma unroll
@@ -600,10 +605,12 @@ function T.kernel(l, p)
   local act = s.fused and l.act or "none"
   -- an add computed here (common.residual): its other operands read at the stored elements
   local res = common.residual(l, s.fused and not s.pooled)
+  -- the output written into a concat's slice (common.out_slice): its image stride
+  local slice = common.out_slice(l, s.fused)
   local name = string.format("conv2d_igemm_c%dm%dk%d_h%dw%d%s_%s%s%s_m%dn%dk%d_g%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.bm, p.bn, p.bk, p.wgs) .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.kc and "_kc" or "") .. "_wg"
-    .. (res and res.tag or "")
+    .. (res and res.tag or "") .. (slice and slice.tag or "")
   local std = common.std_args({ types = common.types(l), w_name = "w_arg", b_name = "b_arg" })
   local head, args = common.kernel_head(name, s.threads, res and res.args(std) or std, nil, p.occ)
   local dregs, douts = {}, {}
@@ -643,6 +650,7 @@ function T.kernel(l, p)
     bias = l.bias, vec = s.P % 4 == 0, mguard = mguard, actname = act,
     act = function(e) return common.act(act, e) end,
     pool_kind = g.kind, pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
+    OS = slice and slice.stride or l.M * s.P,
   }
   -- (the offset table only where the slices read it: not tap by tap)
   for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, not s.kc)) do v[k] = x end
@@ -672,6 +680,8 @@ function T.kernel(l, p)
   if s.half then k.precision = l.precision end
   if s.kc then k.weights = string.format("arg:taps:%d", s.KK) end
   k.residual = res ~= nil
+  k.out_slice = slice ~= nil
+  if slice then k.shape = k.shape .. string.format(", into a slice of %d values an image", slice.stride) end
   return k
 end
 

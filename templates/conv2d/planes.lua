@@ -49,6 +49,8 @@ local half = import("lib/planes_half")   -- 16-bit tensors: both operands by des
 
 local T = {}
 
+T.out_slice = true   -- common.out_slice: the output written into a concat's slice (FP32 and 16-bit)
+
 T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32), A read from the padded input planes (whole images, or a band of rows) held in shared memory; sm_90 (as sm_90a)"
 
 -- Registers a thread spends besides accumulators, fragments and weights (row bases,
@@ -579,7 +581,7 @@ local source = engine.compile([=[
 %   else
         const {{acc_t}} v4 = fmaxf(fmaxf(e[0], e[1]), fmaxf(e[{{CW}}], e[{{CW + 1}}])){{b}};
 %   end
-        out[(img0 + il) * {{M * OH * OW}} + m * {{OH * OW}} + oy * {{OW}} + px] = {{from_acc(pool_kind == "avg" and "v4" or act("v4"))}};
+        out[(img0 + il) * {{OS}} + m * {{OH * OW}} + oy * {{OW}} + px] = {{from_acc(pool_kind == "avg" and "v4" or act("v4"))}};
     }
 }
 % else
@@ -596,7 +598,7 @@ local source = engine.compile([=[
 % else
             if (c >= {{NCB}} || img0 + il >= n) continue;
 % end
-            {{out_t}}* const o = out + (img0 + il) * {{M * COLS}} + at;
+            {{out_t}}* const o = out + (img0 + il) * {{OS}} + at;
 #pragma unroll
             for (int j = 0; j < {{BM // 8}}; j++)
 #pragma unroll
@@ -626,6 +628,9 @@ function T.kernel(l, p)
     l.C, l.M, l.K, l.H, l.W, g.tag, act, l.bias and "_bias" or "", p.ib,
     p.rows < g.CH and string.format("r%d", p.rows) or "", p.bm, p.bk, p.wgs)
     .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.pooled and "_fp" .. g.pool_tag or "")
+  -- the output written into a concat's slice (common.out_slice): its image stride
+  local slice = common.out_slice(l, fused)
+  if slice then name = name .. slice.tag end
   local ty = common.types(l)
   local head, args = common.kernel_head(name, s.threads,
     common.std_args({ types = ty, w_name = "w_arg", b_name = "b_arg" }), nil, p.occ)
@@ -658,6 +663,7 @@ function T.kernel(l, p)
     PBR = (p.rows // 2) * g.OW, PBC = p.ib * (p.rows // 2) * g.OW,
     b = l.bias and (" + " .. ty.w_to_acc("__ldg(b_arg + m)")) or "",
     act = function(e) return common.act(act, e) end,
+    OS = slice and slice.stride or (s.pooled and l.M * g.OH * g.OW or l.M * s.COLS),
   }
   common.typed(l, v)
   -- the weights' stage (and the planes): FP32 values split into a TF32 part and its
@@ -673,8 +679,10 @@ function T.kernel(l, p)
     weights = "arg:transposed",
     bias = l.bias and "arg" or "none",
     out_elems = s.pooled and l.M * g.OH * g.OW or l.M * s.COLS,
-    shape = s.pooled and common.conv_shape(l, g, act, true, l.M, g.OH, g.OW) or common.conv_shape(l, g, act, false, l.M, g.CH, g.CW),
+    shape = (s.pooled and common.conv_shape(l, g, act, true, l.M, g.OH, g.OW) or common.conv_shape(l, g, act, false, l.M, g.CH, g.CW))
+      .. (slice and string.format(", into a slice of %d values an image", slice.stride) or ""),
     fused = fused,
+    out_slice = slice ~= nil,
   }
 end
 

@@ -67,6 +67,8 @@ local common = import("lib/common")
 
 local T = {}
 
+T.out_slice = true   -- common.out_slice: the output written into a concat's slice
+
 T.doc = "direct convolution, each input row reused from registers across a thread's maps, rows and columns"
 
 -- Most multiply-adds in the unrolled body of the loop (K*tm*F*TS an input
@@ -635,7 +637,7 @@ local source = engine.compile([[
 
     // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, store
     if (!live) return;
-    {{out_t}}* const y = out + img * {{M * OH * OW}} + grp * {{tm * OH * OW}} + trow * {{OW}} + ct * {{cols}};
+    {{out_t}}* const y = out + img * {{OS}} + grp * {{tm * OH * OW}} + trow * {{OW}} + ct * {{cols}};
 #pragma unroll
     for (int m = 0; m < {{tm}}; m++) {
 % if bias then
@@ -694,6 +696,9 @@ function T.kernel(l, p)
   local name = string.format("conv2d_slide_c%dm%dk%d_h%dw%d%s_%s%s%s_t%dx%dr%dc%dx%dp%do%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.tm, p.cols, p.rows, p.cs, p.xs, p.pf, p.occ)
+  -- the output written into a concat's slice (common.out_slice): its image stride
+  local slice = common.out_slice(l, s.fused)
+  if slice then name = name .. slice.tag end
   local head, args = common.kernel_head(name, s.threads,
     common.std_args({ types = ty, w_name = "w_arg", b_name = "b_arg" }), nil, p.occ)
   local v = {
@@ -714,6 +719,7 @@ function T.kernel(l, p)
     pool_doc = not s.pooled and "" or (g.kind .. " over " .. s.F .. "x" .. s.F .. ", "),
     bias = l.bias, actname = act,
     act = function(e) return common.act(act, e) end,
+    OS = slice and slice.stride or l.M * OH * OW,
   }
   common.typed(l, v)
   return {
@@ -726,8 +732,10 @@ function T.kernel(l, p)
     weights = "arg:transposed",
     bias = l.bias and "arg" or "none",
     out_elems = l.M * OH * OW,
-    shape = common.conv_shape(l, g, act, s.pooled, l.M, OH, OW),
+    shape = common.conv_shape(l, g, act, s.pooled, l.M, OH, OW)
+      .. (slice and string.format(", into a slice of %d values an image", slice.stride) or ""),
     fused = s.fused,
+    out_slice = slice ~= nil,
   }
 end
 

@@ -42,6 +42,8 @@ local wino = import("lib/winograd")
 
 local T = {}
 
+T.out_slice = true   -- common.out_slice: the output written into a concat's slice
+
 T.doc = "Winograd F(m x m, r x r); a block computes the n*n products of a maps x tiles tile through shared-memory slices"
 
 -- Largest unrolled body: the FMAs of one slice of one thread (XG*CS*TM*TN).
@@ -391,9 +393,9 @@ local source = engine.compile([=[
         const {{acc_t}} bv = {{w_to_acc("__ldg(b_arg + m)")}};
 % end
 % if pooled then
-        {{out_t}}* const o = out + img * {{M * P}} + m * {{P}} + {{PO}} * (at / {{TW}}) * {{OW}} + {{PO}} * (at % {{TW}});
+        {{out_t}}* const o = out + img * {{OS}} + m * {{P}} + {{PO}} * (at / {{TW}}) * {{OW}} + {{PO}} * (at % {{TW}});
 % else
-        {{out_t}}* const o = out + img * {{M * P}} + m * {{P}} + {{MT}} * (at / {{TW}}) * {{CW}} + {{MT}} * (at % {{TW}});
+        {{out_t}}* const o = out + img * {{OS}} + m * {{P}} + {{MT}} * (at / {{TW}}) * {{CW}} + {{MT}} * (at % {{TW}});
 % end
 % for _, st in ipairs(stores) do
         {{st}}
@@ -487,6 +489,9 @@ function T.kernel(l, p)
   local name = string.format("conv2d_winograd_c%dm%dk%d_h%dw%d%s_%s%s%s_f%d_m%dn%dc%d_t%dx%d_x%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, s.pooled and g.pool_tag or "", l.bias and "_bias" or "",
     p.mt, p.bm, p.bn, p.cs, p.tm, p.tn, p.xg) .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
+  -- the output written into a concat's slice (common.out_slice): its image stride
+  local slice = common.out_slice(l, s.fused)
+  if slice then name = name .. slice.tag end
   local ty = common.types(l)
   local head, args = common.kernel_head(name, s.threads, common.std_args({ w_name = "w_arg", b_name = "b_arg",
     types = ty }), nil, p.occ)
@@ -516,8 +521,12 @@ function T.kernel(l, p)
     vtrans = vtrans, utrans = utrans, ytrans = ytrans,
     stores = store_lines(s, p, act, l.bias, ty), loop = common.prefetch_loop(s.slices, true),
     pool_doc = not s.pooled and "" or g.max2 and "2x2 max, " or "2x2 average, ",
+    OS = slice and slice.stride or l.M * s.P,
   }
-  return common.tiled_conv_record(l, p, s, act, name, args, source(common.typed(l, v)), s.PT)
+  local k = common.tiled_conv_record(l, p, s, act, name, args, source(common.typed(l, v)), s.PT)
+  k.out_slice = slice ~= nil
+  if slice then k.shape = k.shape .. string.format(", into a slice of %d values an image", slice.stride) end
+  return k
 end
 
 return T

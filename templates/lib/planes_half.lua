@@ -322,7 +322,7 @@ local source = engine.compile([=[
             const int p = 64 * ({{MT}} * wg + t) + 16 * wq + g + 8 * h;
             const int py = p / {{PW}}, px = p - py * {{PW}};
             if (p >= {{BPX}} || px >= {{CW}} || y0 + py >= {{CH}}) continue;
-            {{out_t}}* const o = out + (long long)img * {{M * COLS}} + (y0 + py) * {{CW}} + px;
+            {{out_t}}* const o = out + (long long)img * {{OS}} + (y0 + py) * {{CW}} + px;
 #pragma unroll
             for (int j = 0; j < {{BM // 8}}; j++)
 #pragma unroll
@@ -347,6 +347,9 @@ function H.kernel(l, p)
     p.rows < g.CH and string.format("r%d", p.rows) or "ri", p.bm, p.wgs)
     .. (p.bk ~= H.default_bk(l) and string.format("_k%d", p.bk) or "")
     .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
+  -- the output written into a concat's slice (common.out_slice): its image stride
+  local slice = common.out_slice(l, fused)
+  if slice then name = name .. slice.tag end
   local ty = common.types(l)
   local head, args = common.kernel_head(name, s.threads,
     common.std_args({ types = ty, w_name = "w_arg", b_name = "b_arg" }), nil, p.occ)
@@ -377,6 +380,7 @@ function H.kernel(l, p)
     bias = l.bias, mguard = mguard, actname = act,
     b = l.bias and (" + " .. ty.w_to_acc("__ldg(b_arg + m)")) or "",
     act = function(e) return common.act(act, e) end,
+    OS = slice and slice.stride or l.M * g.CH * g.CW,
   }
   common.typed(l, v)
   v.stage_t = v.in_t
@@ -390,8 +394,10 @@ function H.kernel(l, p)
     weights = string.format("arg:taps:%d", s.KK),
     bias = l.bias and "arg" or "none",
     out_elems = l.M * g.CH * g.CW,
-    shape = common.conv_shape(l, g, act, false, l.M, g.CH, g.CW),
+    shape = common.conv_shape(l, g, act, false, l.M, g.CH, g.CW)
+      .. (slice and string.format(", into a slice of %d values an image", slice.stride) or ""),
     fused = fused,
+    out_slice = slice ~= nil,
   }
 end
 
