@@ -7,10 +7,11 @@
 #   bash bench/scripts/graph_half_device.sh NEW_CONVGEN PREV_CONVGEN
 #
 # Through bench/scripts/device_batch.sh:
-#   checks    layers-concat (1, 7, 64), layers-concat-fp16 (64), zoo-inception (1, 7, 64),
+#   checks    layers-concat (1, 7, 64), layers-concat-fp16 (64), layers-concat-wg (7, 64: slices
+#             written by igemm_wg, planes, winograd, slide), -bf16-wg (64), zoo-inception (1, 7, 64),
 #             layers-graph (7); layers-bf16-wg, layers-bf16, layers-fp16, layers-tf32 (64:
 #             the isolated pass); layers-planes-bf16-wg and -fp16-wg (7, 64, 1000); zoo-mlp (64)
-#   sanitize  layers-concat (7), layers-planes-bf16-wg (64)
+#   sanitize  layers-concat (7), layers-concat-wg (7), layers-planes-bf16-wg (64)
 #   kernels   zoo-mlp's fc2 under gemv at 64 images with the new rows and the old (rows=1);
 #             bf16 copies of zoo-vgg-same's conv1_2 (64 -> 64 maps, 32x32) and conv2_2
 #             (128 -> 128, 16x16) and zoo-wide3x3's conv3 under planes and igemm_wg, 10,000
@@ -24,11 +25,12 @@ for n in zoo-vgg-same zoo-wide3x3; do
 done
 G=tests/gpu B=bench/specs V=$T/.planes-bf16-zoo-vgg-same.yaml W=$T/.planes-bf16-zoo-wide3x3.yaml
 CHECKS="$G/layers-concat.yaml:1 $G/layers-concat.yaml:7 $G/layers-concat.yaml:64 $G/layers-concat-fp16.yaml:64 \
+$G/layers-concat-wg.yaml:7 $G/layers-concat-wg.yaml:64 $G/layers-concat-bf16-wg.yaml:64 \
 $B/zoo-inception.yaml:1 $B/zoo-inception.yaml:7 $B/zoo-inception.yaml:64 $G/layers-graph.yaml:7 \
 $G/layers-bf16-wg.yaml:64 $G/layers-bf16.yaml:64 $G/layers-fp16.yaml:64 $G/layers-tf32.yaml:64 \
 $G/layers-planes-bf16-wg.yaml:7 $G/layers-planes-bf16-wg.yaml:64 $G/layers-planes-bf16-wg.yaml:1000 \
 $G/layers-planes-fp16-wg.yaml:64 $B/zoo-mlp.yaml:64" \
-SANITIZE="$G/layers-concat.yaml:7 $G/layers-planes-bf16-wg.yaml:64" \
+SANITIZE="$G/layers-concat.yaml:7 $G/layers-concat-wg.yaml:7 $G/layers-planes-bf16-wg.yaml:64" \
 KERNELS="$B/zoo-mlp.yaml|fc2|gemv|-|64 $B/zoo-mlp.yaml|fc2|gemv|ib=8,rows=1|64 \
 $V|conv1_2|planes|-|10000 $V|conv1_2|igemm_wg|-|10000 $V|conv2_2|planes|-|10000 $V|conv2_2|igemm_wg|-|10000 \
 $W|conv3|planes|-|10000 $W|conv3|igemm_wg|-|10000" \
