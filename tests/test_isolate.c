@@ -346,6 +346,74 @@ static void fake_gpu(const char *spec)
     cg_weights_free(&w);
 }
 
+/* A bf16 network whose concat's inputs are written in place (manifest views): on the
+ * fake driver (which writes nothing) every layer alone reads back all its elements
+ * unwritten: a/b's slices gathered out of the poisoned concat (the parent poisoned
+ * for them), the concat whole; the units hold a, b and the concat together. */
+static const char views_text[] = "network: isoviews\n"
+                                 "input: {channels: 2, height: 8, width: 8}\n"
+                                 "seed: 6\n"
+                                 "precision: bf16\n"
+                                 "layers:\n"
+                                 "  - {name: a, op: conv, M: 4, K: 3, padding: 1, activation: relu}\n"
+                                 "  - {name: b, op: conv, M: 6, K: 1, input: input, bias: true}\n"
+                                 "  - {name: cat, op: concat, input: [a, b]}\n"
+                                 "  - {name: c, op: conv, M: 4, K: 3, padding: 1}\n"
+                                 "  - {name: fc, op: fc, out: 10}\n"
+                                 "  - {name: prob, op: softmax}\n";
+
+static void fake_views(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/isoviews.yaml", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(views_text, f) >= 0 && fclose(f) == 0, "writing %s", path);
+    static cg_spec s;
+    static cg_manifest m;
+    cg_err e = {""};
+    cg_weights w;
+    if (cg_spec_load(path, &s, &e) || cg_weights_for_spec(&s, &w, &e)) {
+        CHECK(0, "%s: %s", path, e.msg);
+        return;
+    }
+    if (backend_manifest(&s, &m)) {
+        cg_weights_free(&w);
+        return;
+    }
+    const int ta = cg_manifest_tensor(&m, "a"), tb = cg_manifest_tensor(&m, "b");
+    CHECK(ta >= 0 && tb >= 0 && m.t[ta].view && m.t[tb].view, "a and b are views of cat");
+    cg_net_options o;
+    cg_net_options_init(&o);
+    o.backend = CG_BACKEND_CUDA, o.poison = 1, o.keep_tensors = 1;
+    cg_net *gpu = NULL, *ref = open_cpu(&s, &w);
+    cg_status rc = cg_net_open_with(&s, &w, &o, &gpu);
+    CHECK(rc == CG_STATUS_OK, "open on the fake: %s", gpu ? cg_net_error(gpu) : "no network");
+    const int n = IMAGES;
+    static unsigned char px[IMAGES * 128];
+    for (size_t i = 0; i < sizeof px; i++) px[i] = (unsigned char)(i * 29 + 3);
+    float *cl[CG_MAX_LAYERS] = {0};
+    cg_alone *r = malloc(sizeof *r);
+    if (!rc && ref && r && !run_layers(ref, &s, px, n, cl)) {
+        int want[CG_MAX_LAYERS];
+        cg_alone_wanted(&s, want);
+        int crc = cg_check_alone(gpu, ref, &s, px, n, cl, want, r, &e);
+        CHECK(crc == 0, "the isolated pass over views on the fake: %s", e.msg);
+        for (int l = 0; !crc && l < s.nlayers; l++) {
+            long long cnt = (long long)n * cg_layer_out_elems(&s.layers[l]);
+            CHECK(r->alone[l] && !r->d[l].ok && r->d[l].nonfinite == cnt, "layer %s alone: %lld of %lld unwritten",
+                  s.layers[l].name, r->d[l].nonfinite, cnt);
+        }
+        cg_units p;
+        CHECK(cg_net_units(gpu, &p) == CG_STATUS_OK && p.unit[0] == p.unit[1] && p.unit[1] == p.unit[2] &&
+                  p.unit[3] != p.unit[2],
+              "a, b and cat one unit, c another");
+    }
+    for (int l = 0; l < CG_MAX_LAYERS; l++) free(cl[l]);
+    free(r);
+    cg_net_close(gpu), cg_net_close(ref);
+    cg_weights_free(&w);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -380,7 +448,7 @@ int main(int argc, char **argv)
         printf("skip: the CUDA backend's units on the fake driver: no NVRTC\n");
     } else {
         CHECK(stats != NULL, "the fake libcuda.so.1 is not the one loaded (build/tests/fake)");
-        if (stats) st = stats(), fake_gpu(spec);
+        if (stats) st = stats(), fake_gpu(spec), fake_views(getenv("CG_FAKE_CUDA_CHILD"));
     }
     char cmd[4300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", getenv("CG_FAKE_CUDA_CHILD"));
