@@ -33,6 +33,7 @@
 #include "convgen.h"
 #include "cuda_api.h"
 #include "fake_cuda.h"
+#include "fake_reexec.h"
 #include "gen.h"
 #include "harness.h"
 #include "jit.h"
@@ -706,22 +707,8 @@ static void views(void)
 int main(int argc, char **argv)
 {
     (void)argc;
-    if (!getenv("CG_FAKE_CUDA_CHILD")) {
-        /* again, with the fake driver first on the loader's path and a private JIT cache */
-        char cwd[4096], lib[8400], cache[] = "/tmp/cg_test_graph_XXXXXX";
-        if (!getcwd(cwd, sizeof cwd) || !mkdtemp(cache)) {
-            CHECK(0, "setup");
-            return cg_test_done("graph");
-        }
-        const char *prev = getenv("LD_LIBRARY_PATH");
-        snprintf(lib, sizeof lib, "%s/build/tests/fake%s%.4000s", cwd, prev && *prev ? ":" : "", prev ? prev : "");
-        setenv("LD_LIBRARY_PATH", lib, 1);
-        setenv("XDG_CACHE_HOME", cache, 1);
-        setenv("CG_FAKE_CUDA_CHILD", cache, 1);
-        execv("/proc/self/exe", argv);
-        CHECK(0, "re-exec: %s", argv[0]);
-        return cg_test_done("graph");
-    }
+    /* again, with the fake driver first on the loader's path and a private JIT cache */
+    if (fake_cu_reexec(argv, "graph")) return cg_test_done("graph");
     void *nvrtc = dlopen("libnvrtc.so", RTLD_NOW);
     if (!nvrtc) nvrtc = dlopen("libnvrtc.so.13", RTLD_NOW);
     if (!nvrtc) {

@@ -31,6 +31,7 @@
 #include "check.h"
 #include "cuda_api.h"
 #include "fake_cuda.h"
+#include "fake_reexec.h"
 #include "gen.h"
 #include "harness.h"
 #include "isolate.h"
@@ -417,22 +418,8 @@ static void fake_views(const char *dir)
 int main(int argc, char **argv)
 {
     (void)argc;
-    if (!getenv("CG_FAKE_CUDA_CHILD")) {
-        /* again, with the fake driver first on the loader's path and a private JIT cache */
-        char cwd[4096], lib[8400], cache[] = "/tmp/cg_test_isolate_XXXXXX";
-        if (!getcwd(cwd, sizeof cwd) || !mkdtemp(cache)) {
-            CHECK(0, "setup");
-            return cg_test_done("isolate");
-        }
-        const char *prev = getenv("LD_LIBRARY_PATH");
-        snprintf(lib, sizeof lib, "%s/build/tests/fake%s%.4000s", cwd, prev && *prev ? ":" : "", prev ? prev : "");
-        setenv("LD_LIBRARY_PATH", lib, 1);
-        setenv("XDG_CACHE_HOME", cache, 1);
-        setenv("CG_FAKE_CUDA_CHILD", cache, 1);
-        execv("/proc/self/exe", argv);
-        CHECK(0, "re-exec: %s", argv[0]);
-        return cg_test_done("isolate");
-    }
+    /* again, with the fake driver first on the loader's path and a private JIT cache */
+    if (fake_cu_reexec(argv, "isolate")) return cg_test_done("isolate");
     char spec[4200];
     snprintf(spec, sizeof spec, "%s/isonet.yaml", getenv("CG_FAKE_CUDA_CHILD"));
     FILE *f = fopen(spec, "w");

@@ -613,20 +613,12 @@ function T.kernel(l, p)
     .. (res and res.tag or "") .. (slice and slice.tag or "")
   local std = common.std_args({ types = common.types(l), w_name = "w_arg", b_name = "b_arg" })
   local head, args = common.kernel_head(name, s.threads, res and res.args(std) or std, nil, p.occ)
-  local dregs, douts = {}, {}
-  for i = 0, s.NR - 1 do
-    dregs[#dregs + 1] = "%" .. i
-    douts[#douts + 1] = string.format('"+f"(d[%d])', i)
-  end
+  local dregs, douts = common.wgmma_dregs(s.NR)
   local mguard = l.M % p.bm ~= 0
   local wok = {}
   if mguard then wok[#wok + 1] = string.format("m0 + m < %d", l.M) end
   if s.pad0 > 0 then wok[#wok + 1] = string.format("(!first || r >= %d)", s.pad0) end
   if s.BQ % s.threads ~= 0 then wok[#wok + 1] = string.format("u < %d", s.BQ) end
-  -- descriptor bits above the address: leading (reduction) and stride (row) byte offsets / 16
-  local function desc_bits(rows)
-    return string.format("0x%xull", ((rows // 8) * 128 // 16) << 16 | (128 // 16) << 32)
-  end
   local v = {
     name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
@@ -638,8 +630,9 @@ function T.kernel(l, p)
     S = s.slices, pad0 = s.pad0, MB = common.ceil_div(l.M, p.bm), COLS = s.COLS, P = s.P, OW = s.OW, smem = s.smem,
     pooled = s.pooled, padded = g.padded, STR = g.S, pt = g.pt, pl = g.pl,
     mtype = l.K > 32 and "unsigned long long" or "unsigned", one = l.K > 32 and "1ull" or "1u",
-    dregs = "{" .. table.concat(dregs, ", ") .. "}", douts = table.concat(douts, ", "),
-    adesc_a = desc_bits(p.bn), adesc_b = string.format("%s + %d", desc_bits(p.bm), (s.half and 1 or 2) * s.A * s.ES // 16),
+    dregs = dregs, douts = douts,
+    -- descriptors: core matrices of a slice's rows (bn or bm of them) apart along the reduction
+    adesc_a = common.wgmma_desc(p.bn), adesc_b = string.format("%s + %d", common.wgmma_desc(p.bm), (s.half and 1 or 2) * s.A * s.ES // 16),
     -- 16-bit operands: their PTX type; the buffer in 16-byte units, B's offset in it in elements
     half = s.half ~= nil, wt = s.half, EL = s.EL, BUF16 = s.BUF * s.ES // 16, BOFF = (s.half and 1 or 2) * s.A,
     kc = s.kc, CB = l.C // p.bk,

@@ -634,11 +634,7 @@ function T.kernel(l, p)
   local ty = common.types(l)
   local head, args = common.kernel_head(name, s.threads,
     common.std_args({ types = ty, w_name = "w_arg", b_name = "b_arg" }), nil, p.occ)
-  local dregs, douts = {}, {}
-  for i = 0, s.NR - 1 do
-    dregs[#dregs + 1] = "%" .. i
-    douts[#douts + 1] = string.format('"+f"(d[%d])', i)
-  end
+  local dregs, douts = common.wgmma_dregs(s.NR)
   local mguard = l.M % p.bm ~= 0
   local wok = {}
   if mguard then wok[#wok + 1] = string.format("m0 + m < %d", l.M) end
@@ -653,10 +649,10 @@ function T.kernel(l, p)
     PH = s.PH, PW = s.PW, PL = s.PL, PLN = s.PLN, WB = s.WB, OT = s.OT, PB = s.PB,
     BI = s.BI, BQ = s.BQ, NR = s.NR, smem = s.smem, MB = common.ceil_div(l.M, p.bm),
     clip = l.W + g.pl > s.PW,
-    dregs = "{" .. table.concat(dregs, ", ") .. "}", douts = table.concat(douts, ", "),
+    dregs = dregs, douts = douts,
     aregs = string.format("{%%%d, %%%d, %%%d, %%%d}", s.NR, s.NR + 1, s.NR + 2, s.NR + 3),
     aorder = AORDER,
-    bdesc = string.format("0x%xull", ((p.bm // 8) * 128 // 16) << 16 | (128 // 16) << 32),
+    bdesc = common.wgmma_desc(p.bm),
     wok = #wok > 0 and table.concat(wok, " && ") or "true",
     bias = l.bias, mguard = mguard, actname = act,
     pooled = s.pooled, pool_kind = g.kind, ER = s.ER, OH = g.OH, OW = g.OW,

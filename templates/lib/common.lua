@@ -750,6 +750,24 @@ end
 -- The fewest eights that cover M in r block rows.
 function common.wgmma_rows_tile(l, r) return (l.M + 8 * r - 1) // (8 * r) * 8 end
 
+-- A wgmma's accumulator operands for an asm statement with nr of them a thread: the
+-- register list ("{%0, %1, ...}") and the outputs ('"+f"(d[0]), ...'), in that order.
+function common.wgmma_dregs(nr)
+  local dregs, douts = {}, {}
+  for i = 0, nr - 1 do
+    dregs[#dregs + 1] = "%" .. i
+    douts[#douts + 1] = string.format('"+f"(d[%d])', i)
+  end
+  return "{" .. table.concat(dregs, ", ") .. "}", table.concat(douts, ", ")
+end
+
+-- The bits of a no-swizzle K-major wgmma descriptor above its start address: the
+-- leading (reduction) byte offset lead16 and the stride (8-row) byte offset 128, each
+-- in 16-byte units, as a C literal to add the start address / 16 to.
+function common.wgmma_desc(lead16)
+  return string.format("0x%xull", lead16 << 16 | (128 // 16) << 32)
+end
+
 -- Their `bm`, maps per block tile (wgmma's N): the fewest eights covering M in one to
 -- four block rows, then 64, 128, 32, 16, 8; by default as many rows as 64-map tiles
 -- would take.

@@ -353,18 +353,12 @@ function H.kernel(l, p)
   local ty = common.types(l)
   local head, args = common.kernel_head(name, s.threads,
     common.std_args({ types = ty, w_name = "w_arg", b_name = "b_arg" }), nil, p.occ)
-  local dregs, douts = {}, {}
-  for i = 0, s.NR - 1 do
-    dregs[#dregs + 1] = "%" .. i
-    douts[#douts + 1] = string.format('"+f"(d[%d])', i)
-  end
+  local dregs, douts = common.wgmma_dregs(s.NR)
   local mguard = l.M % p.bm ~= 0
   local wok = {}
   if mguard then wok[#wok + 1] = string.format("m0 + m < %d", l.M) end
   if s.C16 ~= l.C then wok[#wok + 1] = string.format("c0 + c < %d", l.C) end
   if s.WU % s.threads ~= 0 then wok[#wok + 1] = string.format("u < %d", s.WU) end
-  -- descriptor bits above the address: leading and stride byte offsets / 16
-  local function desc(lead16) return string.format("0x%xull", lead16 << 16 | (128 // 16) << 32) end
   local v = {
     name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, C16 = s.C16, CG = s.CG,
@@ -372,9 +366,9 @@ function H.kernel(l, p)
     RB = s.RB, NB = s.NB, BPX = s.BPX, PW = s.PW, CH = g.CH, CW = g.CW, COLS = g.CH * g.CW,
     ROWS_IN = s.ROWS_IN, REAL = s.REAL, NPIX = s.NPIX, PU = s.PU, WU = s.WU, WI = s.WI, WBUF = s.WBUF, PB = s.PB,
     pt = g.pt, pl = g.pl, smem = s.smem, MB = common.ceil_div(l.M, p.bm),
-    dregs = "{" .. table.concat(dregs, ", ") .. "}", douts = table.concat(douts, ", "),
+    dregs = dregs, douts = douts,
     -- A: the planes (channel groups NPIX pixels apart), B: a weight buffer (groups BM/8 cores apart)
-    adesc = string.format("%s + %d", desc(s.NPIX), s.PB // 8), bdesc = desc(p.bm // 8 * 8),
+    adesc = string.format("%s + %d", common.wgmma_desc(s.NPIX), s.PB // 8), bdesc = common.wgmma_desc(p.bm),
     wt = common.half_dtype(l) == "bf16" and "bf16" or "f16",
     wok = #wok > 0 and table.concat(wok, " && ") or "true",
     bias = l.bias, mguard = mguard, actname = act,
