@@ -27,7 +27,7 @@
 --            a last fc of at most 32 outputs and 8,192 weights and the softmax
 --            after it run as one phase (a warp an image, no barrier between)
 --   add, concat   elementwise over every thread of the grid; a concat copies only
---            the inputs not written in place: a conv writing a concat's input
+--            the inputs not written in place (a loop over each one's own elements): a conv writing a concat's input
 --            straight into its slice (a view, planner.concat_slices) stores at the
 --            concat's image stride
 -- The network's first layer reads the pixels and scales them as input_u8 does
@@ -372,19 +372,21 @@ local add_source = engine.compile([[
 local concat_source = engine.compile([[
 % if gaps then
     // ---- layer {{layer}}: {{#ins}} tensor{{#ins > 1 and "s" or ""}} copied into {{#ins > 1 and "their slices" or "its slice"}} of {{E}} values an image (the others written there in place)
+%   for _, part in ipairs(parts) do
+    for (int i = gtid; i < n * {{part.P}}; i += nthreads) {   // only this part's elements
+        const int b = i / {{part.P}}, e = i % {{part.P}};
+        {{out}}[b * {{E}} + {{part.from}} + e] = {{from_acc(part.whole)}};
+    }
+%   end
 % else
     // ---- layer {{layer}}: {{#ins}} tensors joined along channels ({{E}} values an image)
-% end
     for (int i = gtid; i < n * {{E}}; i += nthreads) {
         const int b = i / {{E}}, e = i % {{E}};
-% for j, part in ipairs(parts) do
-% if gaps then
-        {{j > 1 and "else " or ""}}if (e >= {{part.from}} && e < {{part.to}}) {{out}}[i] = {{from_acc(part.load)}};
-% else
+%   for j, part in ipairs(parts) do
         {{j > 1 and "else " or ""}}if (e < {{part.to}}) {{out}}[i] = {{from_acc(part.load)}};
-% end
-% end
+%   end
     }
+% end
 ]], "network")
 
 local kernel_source = engine.compile([[
@@ -642,7 +644,8 @@ function T.kernel(l, p)
       for j, name in ipairs(ph.ins) do
         local P = ph.parts[j]
         local from = ph.at and ph.at[j] or at
-        parts[j] = { from = from, to = from + P, load = loader(name)(string.format("b * %d + e - %d", P, from)) }
+        parts[j] = { from = from, to = from + P, P = P, load = loader(name)(string.format("b * %d + e - %d", P, from)),
+          whole = loader(name)("i") }
         at = at + P
       end
       local gaps = at ~= ph.E
