@@ -1266,7 +1266,10 @@ static void test_split_pool(void)
         if (k) CHECK_CONTAINS(k->source, "out += (long long)blockIdx.z * n * 2000;");
         if (k) CHECK_CONTAINS(k->source, "(splitk_reduce adds the bias and tanh, pools 2x2 avg)");
         CHECK(r && strstr(r->kernel, "_avg2_"), "c3's reduce: %s", r ? r->kernel : "none");
-        if (r) CHECK_CONTAINS(r->source, "out[i] = (tanhf(a.x + bv) + tanhf(a.y + bv) +");
+        /* (cat's input: the pooled sums stored into its slice, one image in 1500 values) */
+        if (r) CHECK_CONTAINS(r->source, "const int o = (i / 500) * 1500 + i % 500;");
+        if (r) CHECK_CONTAINS(r->source, "out[o] = (tanhf(a.x + bv) + tanhf(a.y + bv) +");
+        CHECK(r && strstr(r->kernel, "_os1500"), "c3's reduce writes its slice of cat: %s", r ? r->kernel : "none");
         CHECK_CONTAINS(o->manifest, "\ntensor c3.partials f32 8000\n");
         CHECK_CONTAINS(o->manifest, " layer=c3 template=splitk_reduce in=c3.partials out=c3 grid=N*500/256,1,1 ");
         /* c2, c4: max; the largest of the four, then the bias and the activation */
@@ -1560,8 +1563,9 @@ static void test_concat_slices(void)
         }
         free(n), free(g);
     }
-    /* a split reduction (layers-splitk8-tc at bucket 8: c4's splitk_reduce writes it) and a 16-bit
-     * network's last layer (layers-fp16's cat as the output, FP32) */
+    /* a split reduction written in place (layers-splitk8-tc at bucket 8: c4's splitk_reduce
+     * stores its sums into c4's slice of cat, one output a thread) and, copied, a 16-bit network's
+     * last layer (layers-fp16's cat as the output, FP32) */
     cg_target tg;
     cg_target_default(&tg);
     tg.cc = 80, tg.batch = 8;
@@ -1571,9 +1575,10 @@ static void test_concat_slices(void)
     CHECK(rc == 0, "layers-splitk8-tc: %s", rc ? e.msg : "");
     if (!rc) {
         const cg_mkernel *w4 = writer_of(m, "c4"), *c = concat_of(m, "cat");
-        CHECK(w4 && !strcmp(w4->tpl, "splitk_reduce") && !m->t[cg_manifest_tensor(m, "c4")].view && c &&
-                  c->in[c->nin - 1] == cg_manifest_tensor(m, "c4"),
-              "c4: written by splitk_reduce, copied by cat's kernel");
+        const int t4 = cg_manifest_tensor(m, "c4");
+        CHECK(w4 && !strcmp(w4->tpl, "splitk_reduce") && strstr(w4->name, "_os") && t4 >= 0 && m->t[t4].view &&
+                  (!c || c->in[c->nin - 1] != t4),
+              "c4: written by splitk_reduce into its slice of cat (%s), not copied", w4 ? w4->name : "none");
         cg_gen_free(o);
     }
     cg_spec *h = spec_text("half.yaml", "network: h\ninput: {channels: 4, height: 8, width: 8}\nprecision: fp16\n"

@@ -960,8 +960,10 @@ function planner.build(net)
     local name, P = k.out, H * W
     k.out = rename(k.out, name .. ".partials")
     tensors[k.out].shape = k.split_pool and { k.split * kl.M, 2 * H, 2 * W } or { k.split * kl.M, H, W }
+    -- (final: the sums are the layer's output, which a concat may take in place; not where a
+    -- pool or activation kernel follows the unfused epilogue)
     local r = add("splitk_reduce", { S = k.split, M = kl.M, P = P, bias = kl.bias,
-      act = k.fused and kl.act or "none", pool = k.split_pool }, nil, index, kl.name, { k.out }, name,
+      act = k.fused and kl.act or "none", pool = k.split_pool, final = k.fused }, nil, index, kl.name, { k.out }, name,
       tensors[k.out].shape)
     tensors[name].shape = { kl.M, H, W }
     r.fused = k.fused

@@ -16,6 +16,7 @@ local engine = import("lib/engine")
 local common = import("lib/common")
 
 local T = {}
+T.out_slice = true   -- common.out_slice: the output written into a concat's slice
 T.doc = "sums a split reduction's partial sums in order, then bias and activation"
 T.params = { common.block_param(256) }
 function T.check(_, _) return nil end
@@ -38,6 +39,9 @@ local source = engine.compile([[
     // the four columns of a pooling window, summed over the parts, then pooled {{pool}}
     const int i = blockIdx.x * {{block}} + threadIdx.x;   // pooled output i of the batch: window i
     if (i >= n * {{MP}}) return;
+%   if OS ~= MP then
+    const int o = (i / {{MP}}) * {{OS}} + i % {{MP}};   // into a concat's slice: its image stride
+%   end
     const {{v4}}* const p = reinterpret_cast<const {{v4}}*>(in) + i;
     const int part = n * {{MP}};   // windows of one part
     {{v4}} a = p[0];
@@ -52,9 +56,9 @@ local source = engine.compile([[
 %   end
 %   if pool == "max" then
     const {{acc_t}} v = fmaxf(fmaxf(a.x, a.y), fmaxf(a.z, a.w)){{bv}};
-    out[i] = {{from_acc(act("v"))}};
+    out[{{oi}}] = {{from_acc(act("v"))}};
 %   else
-    out[i] = {{from_acc("(" .. act("a.x" .. bv) .. " + " .. act("a.y" .. bv) .. " +\n        " .. act("a.z" .. bv) .. " + " .. act("a.w" .. bv) .. ") * 0.25f")}};
+    out[{{oi}}] = {{from_acc("(" .. act("a.x" .. bv) .. " + " .. act("a.y" .. bv) .. " +\n        " .. act("a.z" .. bv) .. " + " .. act("a.w" .. bv) .. ") * 0.25f")}};
 %   end
 % elseif vec then
     const int q = blockIdx.x * {{block}} + threadIdx.x;   // outputs 4q .. 4q + 3 of the batch
@@ -94,14 +98,19 @@ local source = engine.compile([[
 %   if bias then
     a += {{w_to_acc("__ldg(b + (i / " .. P .. ") % " .. M .. ")")}};
 %   end
+%   if OS ~= MP then
+    out[(i / {{MP}}) * {{OS}} + i % {{MP}}] = {{from_acc(act("a"))}};   // into a concat's slice: its image stride
+%   else
     out[i] = {{from_acc(act("a"))}};
+%   end
 % end
 }
 ]], "splitk_reduce")
 
 -- l: { S (parts), M, P (outputs a map), bias (boolean), act, pool ("max" or "avg"
 -- where the conv's epilogue pools 2x2: P is then the pooled outputs, the partials
--- 4P a map; nil else) } of the split conv
+-- 4P a map; nil else), final (false where a pool or activation kernel follows, so
+-- the sums are not the layer's output) } of the split conv
 function T.kernel(l, p)
   local act = l.act or "none"
   local ty = common.types(l)
@@ -113,9 +122,12 @@ function T.kernel(l, p)
   if pool and (not f32_in or (pool ~= "max" and pool ~= "avg")) then
     error("splitk_reduce pools 2x2 max or avg from f32 partial sums", 2)
   end
-  local vec = not pool and (l.M * l.P) % 4 == 0 and f32_in and f32_out
+  -- the output written into a concat's slice (common.out_slice): its image stride; one
+  -- output a thread then (the slice's first element need not be 16-byte aligned)
+  local slice = common.out_slice(l, l.final ~= false)
+  local vec = not pool and not slice and (l.M * l.P) % 4 == 0 and f32_in and f32_out
   local name = string.format("splitk_reduce_s%d_m%dp%d_%s%s%s_b%d", l.S, l.M, l.P, act, l.bias and "_bias" or "",
-    pool and ("_" .. pool .. "2") or "", p.block)
+    pool and ("_" .. pool .. "2") or "", p.block) .. (slice and slice.tag or "")
   local head, args = common.kernel_head(name, p.block, common.std_args({ types = ty }))
   local per = vec and l.M * l.P // 4 or l.M * l.P
   return {
@@ -123,6 +135,8 @@ function T.kernel(l, p)
     args = args,
     source = source(common.typed(l, { name = name, head = head, block = p.block, S = l.S, M = l.M, P = l.P,
       MP = l.M * l.P, bias = l.bias, vec = vec, pool = pool or false,
+      OS = slice and slice.stride or l.M * l.P,
+      oi = slice and "o" or "i",
       v4 = (vec or pool) and common.vec_t(ty.in_t, 4) or nil, act_name = act,
       act = function(e) return common.act(act, e) end })),
     grid = { common.batch_dim(per, p.block), 1, 1 },
@@ -131,7 +145,9 @@ function T.kernel(l, p)
     shape = pool and string.format("%d parts of %dx%d -> 2x2 %s, %s%s, %dx%d", l.S, l.M, 4 * l.P, pool,
         l.bias and "bias, " or "", act, l.M, l.P)
       or string.format("%d parts of %dx%d -> %s%s, %dx%d", l.S, l.M, l.P, l.bias and "bias, " or "", act,
-      l.M, l.P),
+      l.M, l.P)
+      .. (slice and string.format(", into a slice of %d values an image", slice.stride) or ""),
+    out_slice = slice ~= nil,
   }
 end
 return T
