@@ -8,7 +8,8 @@
 #
 # Through bench/scripts/device_batch.sh:
 #   checks    layers-concat (1, 7, 64), layers-concat-fp16 (64), layers-concat-wg (7, 64: slices
-#             written by igemm_wg, planes, winograd, slide), -bf16-wg (64), zoo-inception (1, 7, 64),
+#             written by igemm_wg, planes, winograd, slide), -bf16-wg (64), layers-splitk and
+#             -splitk-pool (1), -splitk8-tc (8: splitk_reduce writing slices), zoo-inception (1, 7, 64),
 #             layers-graph (7); layers-bf16-wg, layers-bf16, layers-fp16, layers-tf32 (64:
 #             the isolated pass); layers-planes-bf16-wg and -fp16-wg (7, 64, 1000); zoo-mlp (64)
 #   sanitize  layers-concat (7), layers-concat-wg (7), layers-planes-bf16-wg (64)
@@ -26,6 +27,7 @@ done
 G=tests/gpu B=bench/specs V=$T/.planes-bf16-zoo-vgg-same.yaml W=$T/.planes-bf16-zoo-wide3x3.yaml
 CHECKS="$G/layers-concat.yaml:1 $G/layers-concat.yaml:7 $G/layers-concat.yaml:64 $G/layers-concat-fp16.yaml:64 \
 $G/layers-concat-wg.yaml:7 $G/layers-concat-wg.yaml:64 $G/layers-concat-bf16-wg.yaml:64 \
+$G/layers-splitk.yaml:1 $G/layers-splitk-pool.yaml:1 $G/layers-splitk8-tc.yaml:8 \
 $B/zoo-inception.yaml:1 $B/zoo-inception.yaml:7 $B/zoo-inception.yaml:64 $G/layers-graph.yaml:7 \
 $G/layers-bf16-wg.yaml:64 $G/layers-bf16.yaml:64 $G/layers-fp16.yaml:64 $G/layers-tf32.yaml:64 \
 $G/layers-planes-bf16-wg.yaml:7 $G/layers-planes-bf16-wg.yaml:64 $G/layers-planes-bf16-wg.yaml:1000 \
