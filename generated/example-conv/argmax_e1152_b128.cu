@@ -2,7 +2,7 @@
 // spec:       specs/example-conv.yaml (network example-conv)
 // layer:      predict
 // shape:      1152 scores -> class index
-// template:   argmax (templates/ops/argmax.lua, hash 53a4b7db04af7fd1)
+// template:   argmax (templates/ops/argmax.lua, hash 0c14648be56a10a8)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none
@@ -19,7 +19,7 @@ argmax_e1152_b128(const float* __restrict__ in, int* __restrict__ out,
     const float* x = in + img * 1152;
     float best = x[0];
     int arg = 0;
-#pragma unroll
+#pragma unroll 8
     for (int i = 1; i < 1152; i++) {
         const float v = x[i];
         if (v > best) {

@@ -5,6 +5,8 @@ local common = import("lib/common")
 
 local T = {}
 T.doc = "index of the first maximum, one thread per image"
+-- The scan is unrolled whole up to 64 scores, by 8 past that: a network ending in a
+-- conv of 10 maps on 17x17 (2,890 scores) unrolled whole took nvcc 7.8 s for sm_90a.
 T.params = { common.block_param(128) }
 function T.check(_, _) return nil end
 
@@ -18,7 +20,7 @@ local source = engine.compile([[
     const {{in_t}}* x = in + img * {{E}};
     {{acc_t}} best = {{to_acc("x[0]")}};
     int arg = 0;
-#pragma unroll
+#pragma unroll {{E <= 64 and "" or 8}}
     for (int i = 1; i < {{E}}; i++) {
         const {{acc_t}} v = {{to_acc("x[i]")}};
         if (v > best) {
