@@ -379,15 +379,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         }
     };
 % if half then
-    // eight 16-bit values as they are, one 16-byte store
-    auto put = []({{stage_t}}* at, const {{stage_t}} (&v)[8]) {
-        unsigned u[4];
-#pragma unroll
-        for (int k = 0; k < 4; k++) u[k] = (unsigned)v[2 * k].x | ((unsigned)v[2 * k + 1].x << 16);
-        {{vec_t(acc_t, 4)}} q;
-        memcpy(&q, u, 16);
-        *reinterpret_cast<{{vec_t(acc_t, 4)}}*>(at) = q;
-    };
+{{put8}}
 % else
     // each value as its TF32 part (truncated) and the remainder (lib/common.lua), 16 bytes a store
     auto put = []({{stage_t}}* hi, {{stage_t}}* lo, const {{stage_t}} (&v)[4]) {
@@ -584,16 +576,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 %   else
             {{out_t}}* const o = out + img * {{OS}} + at;   // into a concat's slice: its image stride
 %   end
-#pragma unroll
-            for (int j = 0; j < {{BM // 8}}; j++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int m = m0 + 8 * j + 2 * (lane & 3) + e;
-%   if mguard then
-                    if (m >= {{M}}) continue;
-%   end
-                    o[m * {{P}}] = {{from_acc(radd(act("cf[t][4 * j + 2 * h + e]" .. (bias and (" + " .. w_to_acc("__ldg(b_arg + m)")) or ""))))}};
-                }
+{{map_stores}}
         }
 }
 % end
@@ -651,6 +634,7 @@ function T.kernel(l, p)
   -- the operands' stage: FP32 values split into a TF32 part and its remainder
   -- (3xTF32), the accumulator's type; 16-bit tensors' values as they are stored
   v.stage_t = s.half and v.in_t or v.acc_t
+  v.put8 = s.half and common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4)) or ""
   -- the emulation's operand at buffer offset i: the 16-bit value widened, or the
   -- split value's two parts summed (exact), the second `half` elements further on
   v.emu_x = function(i, half)
@@ -667,6 +651,9 @@ function T.kernel(l, p)
     end
     return res.sum(e, others)
   end
+  v.map_stores = common.wgmma_map_stores(p.bm, mguard and l.M, s.P, "(lane & 3)", function(r)
+    return v.from_acc(v.radd(v.act(r .. (l.bias and (" + " .. v.w_to_acc("__ldg(b_arg + m)")) or ""))))
+  end)
   v.epilogue = s.pooled and igemm.epilogue(v) or ""
   local k = common.tiled_conv_record(l, p, s, act, name, args, source(v), s.COLS)
   k.const_bytes = s.const_bytes

@@ -599,16 +599,7 @@ local source = engine.compile([=[
             if (c >= {{NCB}} || img0 + il >= n) continue;
 % end
             {{out_t}}* const o = out + (img0 + il) * {{OS}} + at;
-#pragma unroll
-            for (int j = 0; j < {{BM // 8}}; j++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int m = m0 + 8 * j + 2 * t4 + e;
-% if mguard then
-                    if (m >= {{M}}) continue;
-% end
-                    o[m * {{COLS}}] = {{from_acc(act("cf[t][4 * j + 2 * h + e]" .. b))}};
-                }
+{{map_stores}}
         }
 }
 % end
@@ -662,6 +653,8 @@ function T.kernel(l, p)
     OS = slice and slice.stride or (s.pooled and l.M * g.OH * g.OW or l.M * s.COLS),
   }
   common.typed(l, v)
+  v.map_stores = common.wgmma_map_stores(p.bm, mguard and l.M, s.COLS, "t4",
+    function(r) return v.from_acc(v.act(r .. v.b)) end)
   -- the weights' stage (and the planes): FP32 values split into a TF32 part and its
   -- remainder (3xTF32), whatever the tensors hold: the accumulator's type
   v.stage_t = v.acc_t

@@ -761,6 +761,40 @@ function common.wgmma_dregs(nr)
   return "{" .. table.concat(dregs, ", ") .. "}", table.concat(douts, ", ")
 end
 
+-- The stores of one column's outputs from a wgmma accumulator tile (register r of tile t:
+-- map 8*(r >> 2) + 2*(lane & 3) + (r & 1), r = 4*j + 2*h + e), inside the loops over t and
+-- h with the column's output pointer `o`: for each of the bm maps from m0, where m < M
+-- (guard_m; nil: every map is one), o[m * stride] = value(register expression). t4: the
+-- lane's (lane & 3) as the kernel names it.
+function common.wgmma_map_stores(bm, guard_m, stride, t4, value)
+  local L = {
+    "#pragma unroll",
+    string.format("            for (int j = 0; j < %d; j++)", bm // 8),
+    "#pragma unroll",
+    "                for (int e = 0; e < 2; e++) {",
+    string.format("                    const int m = m0 + 8 * j + 2 * %s + e;", t4) }
+  if guard_m then L[#L + 1] = string.format("                    if (m >= %d) continue;", guard_m) end
+  L[#L + 1] = string.format("                    o[m * %d] = %s;", stride, value("cf[t][4 * j + 2 * h + e]"))
+  L[#L + 1] = "                }"
+  return table.concat(L, "\n")
+end
+
+-- The lambda `put(at, v)` of a kernel staging 16-bit operands (type stage_t) for wgmma:
+-- eight values as they are, packed in pairs, one 16-byte store of vector type v4 at
+-- `at` (a line of its own in the kernel's body, indented four).
+function common.put8_lambda(stage_t, v4)
+  return table.concat({
+    "    // eight 16-bit values as they are, one 16-byte store",
+    string.format("    auto put = [](%s* at, const %s (&v)[8]) {", stage_t, stage_t),
+    "        unsigned u[4];",
+    "#pragma unroll",
+    "        for (int k = 0; k < 4; k++) u[k] = (unsigned)v[2 * k].x | ((unsigned)v[2 * k + 1].x << 16);",
+    string.format("        %s q;", v4),
+    "        memcpy(&q, u, 16);",
+    string.format("        *reinterpret_cast<%s*>(at) = q;", v4),
+    "    };" }, "\n")
+end
+
 -- The bits of a no-swizzle K-major wgmma descriptor above its start address: the
 -- leading (reduction) byte offset lead16 and the stride (8-row) byte offset 128, each
 -- in 16-byte units, as a C literal to add the start address / 16 to.

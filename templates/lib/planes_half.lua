@@ -186,15 +186,7 @@ local source = engine.compile([=[
     (void)b_arg;
 % end
 
-    // eight 16-bit values as they are, one 16-byte store
-    auto put = []({{stage_t}}* at, const {{stage_t}} (&v)[8]) {
-        unsigned u[4];
-#pragma unroll
-        for (int k = 0; k < 4; k++) u[k] = (unsigned)v[2 * k].x | ((unsigned)v[2 * k + 1].x << 16);
-        {{vec_t(acc_t, 4)}} q;
-        memcpy(&q, u, 16);
-        *reinterpret_cast<{{vec_t(acc_t, 4)}}*>(at) = q;
-    };
+{{put8}}
     // the planes: unit u = (channel group u / {{NPIX}}, pixel u % {{NPIX}}), its 8 channels
     {
         const {{in_t}}* const xi = in + (long long)img * {{C * H * W}};
@@ -323,16 +315,7 @@ local source = engine.compile([=[
             const int py = p / {{PW}}, px = p - py * {{PW}};
             if (p >= {{BPX}} || px >= {{CW}} || y0 + py >= {{CH}}) continue;
             {{out_t}}* const o = out + (long long)img * {{OS}} + (y0 + py) * {{CW}} + px;
-#pragma unroll
-            for (int j = 0; j < {{BM // 8}}; j++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int m = m0 + 8 * j + 2 * t4 + e;
-% if mguard then
-                    if (m >= {{M}}) continue;
-% end
-                    o[m * {{COLS}}] = {{from_acc(act("cf[t][4 * j + 2 * h + e]" .. b))}};
-                }
+{{map_stores}}
         }
 }
 ]=], "conv2d_planes_half")
@@ -377,7 +360,10 @@ function H.kernel(l, p)
     OS = slice and slice.stride or l.M * g.CH * g.CW,
   }
   common.typed(l, v)
+  v.map_stores = common.wgmma_map_stores(p.bm, mguard and l.M, g.CH * g.CW, "t4",
+    function(r) return v.from_acc(v.act(r .. v.b)) end)
   v.stage_t = v.in_t
+  v.put8 = common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4))
   return {
     name = name,
     args = args,
