@@ -33,7 +33,7 @@
 #include "convgen.h"
 #include "cuda_api.h"
 #include "fake_cuda.h"
-#include "fake_reexec.h"
+#include "fake_run.h"
 #include "gen.h"
 #include "harness.h"
 #include "jit.h"
@@ -335,24 +335,12 @@ static void bucket_one(const char *spec)
 static int backend_manifest(const char *spec, long long batch, cg_manifest *m)
 {
     static cg_spec s;
-    static cg_gen_output gen;
     cg_err e = {""};
-    cg_cu *cu = NULL;
-    cg_nvrtc *nv = NULL;
-    cg_target tg;
-    int arch = 0, as_ptx = 0;
-    int rc = cg_spec_load(spec, &s, &e) || cg_cu_open(&cu, 0, &e) || cg_nvrtc_open(&nv, &e) ||
-             cg_jit_target(nv, cu, &arch, &as_ptx, &tg, &e);
-    if (!rc) {
-        tg.batch = cg_batch_bucket(batch);
-        rc = cg_generate_for(&s, "regen", &tg, &gen, &e) ||
-             cg_manifest_parse(gen.manifest, gen.manifest_len, "generated manifest", m, &e);
-        cg_gen_free(&gen);
+    if (cg_spec_load(spec, &s, &e)) {
+        CHECK(0, "%s", e.msg);
+        return -1;
     }
-    if (nv) cg_nvrtc_close(nv);
-    cg_cu_close(cu);
-    CHECK(rc == 0, "the backend's manifest: %s", e.msg);
-    return rc;
+    return fake_backend_manifest(&s, batch, m);
 }
 
 /* Open spec on the fake at batch 8 with whole (0 auto, 1 on, 2 off), no_graphs. */

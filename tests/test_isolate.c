@@ -31,7 +31,7 @@
 #include "check.h"
 #include "cuda_api.h"
 #include "fake_cuda.h"
-#include "fake_reexec.h"
+#include "fake_run.h"
 #include "gen.h"
 #include "harness.h"
 #include "isolate.h"
@@ -214,26 +214,21 @@ static void plan(const char *spec)
 
 static fake_cu_stats_t *st;
 
-/* The manifest the CUDA backend generates for spec on the fake device. */
-static int backend_manifest(const cg_spec *s, cg_manifest *m)
+/* Spec `path`, its weights and the manifest the CUDA backend generates for it on the
+ * fake device (the large batch's kernels); 0, or -1 after a failed CHECK (nothing
+ * left to free). */
+static int load_on_fake(const char *path, cg_spec *s, cg_weights *w, cg_manifest *m)
 {
-    static cg_gen_output gen;
     cg_err e = {""};
-    cg_cu *cu = NULL;
-    cg_nvrtc *nv = NULL;
-    cg_target tg;
-    int arch = 0, as_ptx = 0;
-    int rc = cg_cu_open(&cu, 0, &e) || cg_nvrtc_open(&nv, &e) || cg_jit_target(nv, cu, &arch, &as_ptx, &tg, &e);
-    if (!rc) {
-        tg.batch = 0;
-        rc = cg_generate_for(s, "regen", &tg, &gen, &e) ||
-             cg_manifest_parse(gen.manifest, gen.manifest_len, "generated manifest", m, &e);
-        cg_gen_free(&gen);
+    if (cg_spec_load(path, s, &e) || cg_weights_for_spec(s, w, &e)) {
+        CHECK(0, "%s: %s", path, e.msg);
+        return -1;
     }
-    if (nv) cg_nvrtc_close(nv);
-    cg_cu_close(cu);
-    CHECK(rc == 0, "the backend's manifest: %s", e.msg);
-    return rc;
+    if (fake_backend_manifest(s, 0, m)) {
+        cg_weights_free(w);
+        return -1;
+    }
+    return 0;
 }
 
 static void fake_gpu(const char *spec)
@@ -242,14 +237,7 @@ static void fake_gpu(const char *spec)
     static cg_manifest m;
     cg_err e = {""};
     cg_weights w;
-    if (cg_spec_load(spec, &s, &e) || cg_weights_for_spec(&s, &w, &e)) {
-        CHECK(0, "%s: %s", spec, e.msg);
-        return;
-    }
-    if (backend_manifest(&s, &m)) {
-        cg_weights_free(&w);
-        return;
-    }
+    if (load_on_fake(spec, &s, &w, &m)) return;
     /* record the arguments of c4's conv kernel and of the pool kernel after it */
     int kc = -1, kp = -1;
     for (int k = 0; k < m.nkernels; k++)
@@ -373,14 +361,7 @@ static void fake_views(const char *dir)
     static cg_manifest m;
     cg_err e = {""};
     cg_weights w;
-    if (cg_spec_load(path, &s, &e) || cg_weights_for_spec(&s, &w, &e)) {
-        CHECK(0, "%s: %s", path, e.msg);
-        return;
-    }
-    if (backend_manifest(&s, &m)) {
-        cg_weights_free(&w);
-        return;
-    }
+    if (load_on_fake(path, &s, &w, &m)) return;
     const int ta = cg_manifest_tensor(&m, "a"), tb = cg_manifest_tensor(&m, "b");
     CHECK(ta >= 0 && tb >= 0 && m.t[ta].view && m.t[tb].view, "a and b are views of cat");
     cg_net_options o;
