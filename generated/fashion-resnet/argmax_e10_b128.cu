@@ -2,7 +2,7 @@
 // spec:       specs/fashion-resnet.yaml (network fashion-resnet)
 // layer:      predict
 // shape:      10 scores -> class index
-// template:   argmax (templates/ops/argmax.lua, hash 6760bd73e283da29)
+// template:   argmax (templates/ops/argmax.lua, hash 6656aaeae67a2905)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none
@@ -19,7 +19,7 @@ argmax_e10_b128(const float* __restrict__ in, int* __restrict__ out,
     const float* x = in + img * 10;
     float best = x[0];
     int arg = 0;
-#pragma unroll 
+#pragma unroll
     for (int i = 1; i < 10; i++) {
         const float v = x[i];
         if (v > best) {

@@ -20,7 +20,7 @@ local source = engine.compile([[
     const {{in_t}}* x = in + img * {{E}};
     {{acc_t}} best = {{to_acc("x[0]")}};
     int arg = 0;
-#pragma unroll {{E <= 64 and "" or 8}}
+#pragma unroll{{E <= 64 and "" or " 8"}}
     for (int i = 1; i < {{E}}; i++) {
         const {{acc_t}} v = {{to_acc("x[i]")}};
         if (v > best) {
