@@ -60,8 +60,11 @@ function H.shape(l, p)
   s.threads = 128 * p.wgs
   s.ROWS_IN = p.rows + l.K - 1                -- staged input rows
   s.REAL = s.ROWS_IN * s.PW                   -- staged pixels holding the input (or its padding)
-  -- the widest tap of the last tile reads up to pixel TT*64 - 1 + (K-1)*PW + K-1
-  s.NPIX = math.max(s.REAL, s.TT * 64 * 1 + (l.K - 1) * (s.PW + 1))
+  -- the widest tap of the last tile a warpgroup computes reads up to pixel 64*MT*wgs - 1 +
+  -- (K-1)*PW + K-1: with wgs warpgroups of MT tiles each that is past the TT tiles the band
+  -- needs where wgs does not divide TT (22 columns x 20 rows: 7 tiles, warpgroup 1 computes
+  -- tiles 4 to 7; staged only up to tile 6's reach, wgmma read past the shared memory)
+  s.NPIX = math.max(s.REAL, s.MT * p.wgs * 64 + (l.K - 1) * (s.PW + 1))
   s.CS = s.C16 // p.bk                        -- slices a tap
   s.NS = s.KK * s.CS                          -- slices
   s.WBUF = p.bk * p.bm                        -- elements of one slice's weights
@@ -151,7 +154,7 @@ function H.cost(l, p)
   local blocks = common.cost.images(l) * s.NB * common.ceil_div(l.M, p.bm)
   local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
   if conc == 0 then return math.huge end
-  local tensor = seq * 64 * s.TT * p.bm * s.C16 * s.KK / (16 * common.cost.FMA_PER_CLOCK)
+  local tensor = seq * 64 * s.MT * p.wgs * p.bm * s.C16 * s.KK / (16 * common.cost.FMA_PER_CLOCK)
   local copy = seq * (s.PU * 10 + s.NS * s.WU * 10) / s.threads * (s.threads // 32) / 4
   return (tensor + copy) * common.cost.spills(squeezed)
 end
