@@ -5,7 +5,7 @@
 # random images, checked layer by layer, then timed beside PyTorch FP32 (eager, CUDA
 # graph, torch.compile max-autotune) at batch 1 and 256 (224x224) or 10,000 (32x32).
 #
-#   STEPS="import check time tune" bash bench/scripts/import_device.sh NEW_CONVGEN [PREV_CONVGEN]
+#   STEPS="import check time warm tune" bash bench/scripts/import_device.sh NEW_CONVGEN [PREV_CONVGEN]
 #
 # Steps (each one's lines start with ok/FAIL or are latency.py's):
 #   import  python3 bench/scripts/import_check.py --backends cuda --images ${IMPORT_IMAGES:-1000} --keep $IMP
@@ -14,6 +14,12 @@
 #           and of each spec in $CHECK_SPECS at 1, 7 and 64; compute-sanitizer memcheck
 #           and racecheck at one image on each spec in $SANITIZE_SPECS
 #   time    python3 bench/latency.py (convgen, PREV, PyTorch eager and CUDA graph)
+#   warm    torch.compile max-autotune's compiles and autotuning for every network and batch of
+#           $TUNE_NETS at once, concurrent processes on the one GPU, each cut at $TUNE_TIMEOUT
+#           seconds, their times not reported (a figure is only taken by tune, alone on the
+#           GPU): the autotuning of a 224x224 network at 256 images ran past 170-290 s a process,
+#           most of it Triton compiles on the host's cores; the choices land in
+#           $TORCHINDUCTOR_CACHE_DIR, where tune finds them
 #   tune    the same with torch.compile max-autotune, one process per network and batch,
 #           each cut at $TUNE_TIMEOUT seconds (default 240); autotuning results are kept
 #           in $TORCHINDUCTOR_CACHE_DIR (default $IMP/inductor), so a cut run can be
@@ -59,6 +65,21 @@ if has time; then
     python3 bench/latency.py "$IMP/${nb%%:*}.yaml" --batches "${nb#*:}" --repeat "$REPEAT" --convgen "$new" \
       "${base[@]}" || fail=1
   done
+fi
+if has warm; then
+  pids=()
+  for nb in ${TUNE_NETS:-$nets}; do
+    bs=${nb#*:}
+    for one in ${bs//,/ }; do
+      ( timeout "${TUNE_TIMEOUT:-240}" python3 bench/latency.py "$IMP/${nb%%:*}.yaml" --batches "$one" --repeat 3 \
+          --convgen "$new" --compile-batches "$one" --compile-modes max-autotune >/dev/null 2>&1
+        echo "   warm ${nb%%:*} batch $one: exit $?" ) &
+      pids+=($!)
+    done
+  done
+  t0=$(date +%s)
+  wait "${pids[@]}"
+  echo "   warm: $(($(date +%s) - t0)) s for ${#pids[@]} processes"
 fi
 if has tune; then
   for nb in ${TUNE_NETS:-$nets}; do
