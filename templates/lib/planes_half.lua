@@ -296,15 +296,27 @@ local source = engine.compile([=[
 #endif
     };
 
+    // the tensor cores read shared memory through the async proxy: the planes' and the weights'
+    // ordinary stores fenced before the barrier that publishes them
+    auto fence = [&]() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+    };
+
     fetch_w(0);
     stash_w(0);
+    fence();
     __syncthreads();
 #pragma unroll 1
     for (int s = 0; s < {{NS}}; s++) {
         const int b = s & 1;
         if (s + 1 < {{NS}}) fetch_w(s + 1);
         multiply(s, b);
-        if (s + 1 < {{NS}}) stash_w(b ^ 1);   // the other buffer: last read by the previous slice, waited for
+        if (s + 1 < {{NS}}) {
+            stash_w(b ^ 1);   // the other buffer: last read by the previous slice, waited for
+            fence();
+        }
         wait();
         __syncthreads();
     }
