@@ -95,15 +95,20 @@ function H.default_bk(l)
   return 16
 end
 
+-- rows' default: the band that computes the fewest m64 tiles an image (bands x the tiles
+-- its warpgroups compute), the taller band where two tie. The tallest band that fits is not
+-- it where the bands do not divide the image: zoo-vgg-same's conv1_2 (32 rows over a padded
+-- width of 34) in bands of 15 computes 3 x 8 tiles an image, in bands of 11 3 x 6.
 function H.default_rows(l)
   local g = common.conv_geom(l)
   local bm, wgs = H.default_bm(l), 2
   local mt = math.max(1, math.min(MAX_TILES, 128 // (bm // 2)))
-  local best = 1
+  local best, best_tiles = 1, math.huge
   for r = 1, g.CH do
     local s = H.shape(l, { rows = r, wgs = wgs, bm = bm, bk = H.default_bk(l) })
     if s.TT > wgs * mt or s.smem > common.max_shared(l) then break end
-    best = r
+    local tiles = s.NB * s.MT * wgs
+    if s.MT * (wgs - 1) < s.TT and tiles <= best_tiles then best, best_tiles = r, tiles end
   end
   return best
 end
