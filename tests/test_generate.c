@@ -1114,19 +1114,19 @@ static void test_split_rule(void)
     if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
         /* c3: C*K*K 2304 on 8x8 maps, 2 column tiles x 8 map tiles of one warp: 16 warps */
         const cg_gen_kernel *k = conv_kernel(o, "c3"), *r = layer_kernel(o, "c3", "splitk_reduce");
-        CHECK(k && !strcmp(k->tpl, "conv2d_igemm") && params_has(k, "split=16", &line), "c3 at batch 1: %s",
+        CHECK(k && !strcmp(k->tpl, "conv2d_igemm") && params_has(k, "split=32", &line), "c3 at batch 1: %s",
               line ? line : "none");
-        CHECK(k && strstr(k->kernel, "_z16"), "c3's kernel name: %s", k ? k->kernel : "none");
-        if (k) CHECK_CONTAINS(k->source, "split 16 ways (C*K*K = 2304 in parts of 144): 16 warps at 1 image, "
+        CHECK(k && strstr(k->kernel, "_z32"), "c3's kernel name: %s", k ? k->kernel : "none");
+        if (k) CHECK_CONTAINS(k->source, "split 32 ways (C*K*K = 2304 in parts of 72): 16 warps at 1 image, "
                                          "under 8 for each of an assumed 100 SMs");
         if (k) CHECK_CONTAINS(k->source, "out += (long long)blockIdx.z * n * 4096;");
         CHECK(r != NULL, "c3: no splitk_reduce kernel");
         /* c2: C*K*K 576 keeps 64 a part: 8, not 16; c4's 1x1 256: 4 */
         CHECK(params_has(conv_kernel(o, "c2"), "split=8", &line), "c2: %s", line ? line : "none");
         CHECK(params_has(conv_kernel(o, "c4"), "split=4", &line), "c4: %s", line ? line : "none");
-        CHECK_CONTAINS(o->manifest, " layer=c3 template=conv2d_igemm in=c2 out=c3.partials grid=N*64/32,8,16 ");
+        CHECK_CONTAINS(o->manifest, " layer=c3 template=conv2d_igemm in=c2 out=c3.partials grid=N*64/32,8,32 ");
         CHECK_CONTAINS(o->manifest, " layer=c3 template=splitk_reduce in=c3.partials out=c3 ");
-        CHECK_CONTAINS(o->manifest, "\ntensor c3.partials f32 65536\n");
+        CHECK_CONTAINS(o->manifest, "\ntensor c3.partials f32 131072\n");
         /* the padded pool after a split conv: conv -> partials -> reduce (bias) -> pool (relu) */
         CHECK_CONTAINS(o->manifest, " template=splitk_reduce in=c4.conv.partials out=c4.conv ");
         CHECK_CONTAINS(o->manifest, " template=pool in=c4.conv out=c4 ");
@@ -1157,16 +1157,16 @@ static void test_split_rule(void)
     }
     /* bucket 8: the large-batch choice (igemm's 64x128 tiles) where it launches as many
      * blocks as the SMs, else its default tiles split as split_of splits them (c3: 4 blocks
-     * at 8 images, split 16 ways) */
+     * at 8 images, split 32 ways) */
     cg_target_default(&tg);
     tg.batch = 8;
     if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
         const cg_gen_kernel *k = conv_kernel(o, "c3");
-        CHECK(k && !strcmp(k->tpl, "conv2d_igemm") && params_has(k, "bm=64 bn=128 bk=18 tm=8 tn=8 occ=1 stages=2 split=16",
+        CHECK(k && !strcmp(k->tpl, "conv2d_igemm") && params_has(k, "bm=64 bn=128 bk=18 tm=8 tn=8 occ=1 stages=2 split=32",
                                                                  &line), "c3 at bucket 8: %s", line ? line : "none");
         if (k) CHECK_CONTAINS(k->source, "small batch: igemm in 64x128 tiles, split, since igemm would launch 4 blocks "
-                                         "at 8 images, fewer than half of an assumed 100 SMs; split 16 ways (C*K*K = 2304 in "
-                                         "parts of 144): 16 warps at 8 images, under 8 for each of an assumed 100 SMs");
+                                         "at 8 images, fewer than half of an assumed 100 SMs; split 32 ways (C*K*K = 2304 in "
+                                         "parts of 72): 16 warps at 8 images, under 8 for each of an assumed 100 SMs");
         CHECK(layer_kernel(o, "c3", "splitk_reduce") != NULL, "c3 at bucket 8: no splitk_reduce");
         cg_gen_free(o);
     } else {
@@ -1219,8 +1219,8 @@ static void test_split_rule(void)
     CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "bk=64,split=8", why, sizeof whybuf, &e) == 1, "split=8 of 4 slices");
     CHECK_CONTAINS(why, "split=8: more parts than the reduction C*K*K = 256 has slices of bk=64 (4)");
     CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "bk=64,split=4", why, sizeof whybuf, &e) == 0, "split=4: %s", why);
-    CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "split=32", why, sizeof whybuf, &e) == 1, "split=32 accepted");
-    CHECK_CONTAINS(why, "split=32 is not legal for conv2d_igemm");
+    CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "split=33", why, sizeof whybuf, &e) == 1, "split=33 accepted");
+    CHECK_CONTAINS(why, "split=33 is not legal for conv2d_igemm");
     /* a split is checked alone but not emitted alone: the harness would time half the layer */
     cg_gen_kernel k1;
     cg_kernel_launch kl1;
@@ -1959,7 +1959,7 @@ static void test_half_wgmma(void)
         CHECK(c && !strcmp(c->tpl, "conv2d_planes") && strstr(c->source, "m64n128k16.f32.f16.f16") &&
                   strstr(c->source, "// weights:    arg:taps:9") && !strstr(c->source, "tf32"),
               "fp16 planes: one FP16 product, weights tap by tap (%s)", c ? c->kernel : "none");
-        CHECK(c && strstr(c->source, "both operands") && strstr(c->source, "[4][294 pixels][8 channels]"),
+        CHECK(c && strstr(c->source, "both operands") && strstr(c->source, "[4][166 pixels][8 channels]"),
               "fp16 planes: the planes staged channels innermost (%s)", c ? c->kernel : "none");
         cg_gen_free(o);
     } else CHECK(0, "fp16.yaml: %s", e.msg);

@@ -191,7 +191,11 @@ local function params(tc)
   t[#t + 1] = { name = "split", tune = false, quiet = true, search = false,
     doc = "parts of the C*K*K reduction, each a run of whole slices in its own blocks (grid z); "
       .. "> 1: partial sums, then a splitk_reduce kernel adds them, the bias and the activation",
-    legal = function(_) return { 1, 2, 4, 8, 16, 3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15 } end,
+    legal = function(_)
+      local v = { 1, 2, 4, 8, 16, 32 }
+      for d = 3, 31 do if d ~= 4 and d ~= 8 and d ~= 16 then v[#v + 1] = d end end
+      return v
+    end,
     default = function(_) return 1 end }
   return t
 end

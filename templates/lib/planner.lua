@@ -365,6 +365,7 @@ planner.SPLIT_MAX = 16
 planner.SPLIT_WARPS_PER_SM = 8
 planner.SPLIT_MIN_DEPTH = 64
 planner.SPLIT_UNKNOWN_SMS = 100
+planner.SPLIT_MAX_WIDE = 32
 
 -- The split of layer l under conv2d_igemm's parameters p (split 1; tc: conv2d_igemm_tc's,
 -- whose warps own tm x 8*tn tiles), and why: 1 and nil, or S > 1 and the reason's words.
@@ -396,6 +397,18 @@ function planner.split_of(l, p, tc)
     -- depths instead, and where the powers of two stop short (zoo-k7pad's 980 rows in 140
     -- slices at 4 parts) a larger divisor is not taken: neither timed yet.
     for d = 3, planner.SPLIT_MAX do
+      if slices % d == 0 and R // d >= planner.SPLIT_MIN_DEPTH then
+        S = d
+        if warps * d >= want then break end
+      end
+    end
+  end
+  if S > 1 and warps * S < want then
+    -- the powers of two stop short (a slice count with few factors of two: zoo-bigk's conv2
+    -- at 8 images, C*K*K = 1944 in 216 slices of 9, stops at 8 parts, 128 warps for 1,056):
+    -- the least larger divisor of the slices up to SPLIT_MAX_WIDE that reaches the warps,
+    -- else the largest, each part keeping SPLIT_MIN_DEPTH
+    for d = S + 1, planner.SPLIT_MAX_WIDE do
       if slices % d == 0 and R // d >= planner.SPLIT_MIN_DEPTH then
         S = d
         if warps * d >= want then break end
@@ -468,14 +481,15 @@ local function small_split(l, spec)
   local S, split_why = planner.split_of(l, q, tc)
   if S == 1 then
     -- the default slice depth may leave an odd number of slices (zoo-bigk's conv2:
-    -- C*K*K = 1944 in 81 slices of 24): the first other legal depth that splits
+    -- C*K*K = 1944 in 81 slices of 24): the legal depth whose split is widest (the
+    -- first of the widest in the template's order)
     local depths = {}
     for _, d in ipairs(import(alt).params) do if d.name == "bk" then depths = d.legal(l) end end
     for _, bk in ipairs(depths) do
       local ok4, q4 = pcall(resolve, import(alt), alt, l, { bk = bk }, nil)
       if ok4 then
         local S4, why4 = planner.split_of(l, q4, tc)
-        if S4 > 1 then q, S, split_why = q4, S4, why4; break end
+        if S4 > S then q, S, split_why = q4, S4, why4 end
       end
     end
   end
