@@ -91,7 +91,7 @@ expect_err "$base
   - name: fc1
     op: fc
     out: 10
-    strategy: wide" "bad.yaml:12:15: unknown strategy 'wide' for layer 'fc1' (known: auto, gemv, tc, tiled, vec)"
+    strategy: wide" "bad.yaml:12:15: unknown strategy 'wide' for layer 'fc1' (known: auto, gemv, tc, tiled, vec, wg)"
 expect_err "$base
     stride: 2
     strategy: winograd" "bad.yaml:10:15: layer 'conv1': Winograd serves stride 1 only; this layer's is 2"

@@ -1018,7 +1018,8 @@ int main(void)
          * (one column tile, mostly past the batch), and 300 (three tiles of 128, the last
          * partial) of the kernels generated for them (bucket 1,024: the split reductions
          * the planner gives narrow layers there) */
-        static const char *const fc_specs[] = {"tests/gpu/layers-fc-tc.yaml"};
+        static const char *const fc_specs[] = {"tests/gpu/layers-fc-tc.yaml", "tests/gpu/layers-fc-wg.yaml",
+                                               "tests/gpu/layers-fc-bf16-wg.yaml"};
         for (size_t i = 0; i < sizeof fc_specs / sizeof *fc_specs; i++) {
             static const int counts[] = {1, 7, 64};
             for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) emulate_images(fc_specs[i], dir, 0, counts[j]);

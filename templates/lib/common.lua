@@ -1013,7 +1013,9 @@ function common.fc.from_conv(CT, strategy, ctname, marker, doc)
     T.params[i] = w
   end
   -- (the conv's words for the fc's: its template, and C*K*K, the reduction, is the input size)
-  local function say(msg) return msg and (msg:gsub(ctname, tname):gsub("C%*K%*K", "the input size")) end
+  local function say(msg)
+    return msg and (msg:gsub(ctname, tname):gsub("C%*K%*K", "the input size"):gsub("strategy igemm_(%a+)", "strategy %1"))
+  end
   function T.check(l, p)
     local msg, param = CT.check(ct(l), p)
     return say(msg), param
@@ -1032,6 +1034,8 @@ function common.fc.from_conv(CT, strategy, ctname, marker, doc)
     k.source = k.source:gsub(k.name, name)
     if k.weights:sub(1, 6) == "const:" then k.weights = k.weights:gsub(k.name, name) end
     k.name = name
+    -- (one tap reordered is the transposition)
+    if k.weights == "arg:taps:1" then k.weights = "arg:transposed" end
     k.shape = string.format("%d -> %d%s%s (a 1x1 convolution of a 1x1 image)%s", c.C, c.M,
       l.bias and ", bias" or "", l.act ~= "none" and (", " .. l.act) or "",
       k.split and string.format(", reduced in %d parts (partial sums)", k.split) or "")

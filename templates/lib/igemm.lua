@@ -823,14 +823,16 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
     };
 % end
+% if wvec then
+    // the weights in quads: 16-byte copies of four maps; quad e = tid + i*{{NT}} of the
+    // slice's {{BK * BM // 4}}, every i of this thread on the same four maps, {{NT // (BM // 4)}} rows on
+% end
 % if wvec or (xt and V == 4) then
     auto copy16 = [](unsigned dst, const {{in_t}}* src, int bytes) {
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
     };
 % end
 % if wvec then
-    // the weights in quads: 16-byte copies of four maps; quad e = tid + i*{{NT}} of the
-    // slice's {{BK * BM // 4}}, every i of this thread on the same four maps, {{NT // (BM // 4)}} rows on
     const int wq = tid % {{BM // 4}};
     const int wq0 = (tid / {{BM // 4}}) * {{M}} + m0 + 4 * wq;
 %   if WR ~= BM then
