@@ -1003,7 +1003,14 @@ end
 function common.fc.from_conv(CT, strategy, ctname, marker, doc)
   local T = { doc = doc, conv_table = common.fc.conv_table }
   local tname = "fc_" .. strategy
-  local ct = common.fc.conv_table
+  -- the conv table of each layer table, made once (a search checks thousands of
+  -- candidates against one layer table)
+  local made = setmetatable({}, { __mode = "k" })
+  local function ct(l)
+    local c = made[l]
+    if not c then c = common.fc.conv_table(l); made[l] = c end
+    return c
+  end
   T.params = {}
   for i, d in ipairs(CT.params) do
     local w = {}
@@ -1013,8 +1020,17 @@ function common.fc.from_conv(CT, strategy, ctname, marker, doc)
     T.params[i] = w
   end
   -- (the conv's words for the fc's: its template, and C*K*K, the reduction, is the input size)
+  -- (each message rewritten once: a search meets the same refusal thousands of times,
+  -- and the sandbox charges every gsub by its matcher's steps)
+  local said = {}
   local function say(msg)
-    return msg and (msg:gsub(ctname, tname):gsub("C%*K%*K", "the input size"):gsub("strategy igemm_(%a+)", "strategy %1"))
+    if not msg then return nil end
+    local m = said[msg]
+    if not m then
+      m = msg:gsub(ctname, tname):gsub("C%*K%*K", "the input size"):gsub("strategy igemm_(%a+)", "strategy %1")
+      said[msg] = m
+    end
+    return m
   end
   function T.check(l, p)
     local msg, param = CT.check(ct(l), p)

@@ -60,15 +60,25 @@ local REG_BUDGET = 200
 
 -- Reduction depths that make slices of whole kernel rows: kp rows of one channel
 -- (kp divides K) or cs whole channels (cs divides C), at most 64 deep.
+-- (Kept by C and K, a fresh copy to each caller: a check asks for them on every
+-- candidate, and a 1x1 kernel counts C's divisors to 64 each time; an fc of 784
+-- inputs refused on sm_75, 100,000 candidates, ran past the Lua budget so.)
+local depths_of = {}
 local function slice_depths(l)
-  local out, seen = {}, {}
-  local function add(v) if v <= 64 and not seen[v] then seen[v] = true; out[#out + 1] = v end end
-  for _, kp in ipairs(common.divisors(l.K)) do if kp < l.K then add(kp * l.K) end end
-  -- (divisors up to the 64-deep bound only: a check asks for these on every
-  -- candidate, and counting to C = 2048 each time ran past the Lua budget)
-  for _, cs in ipairs(common.divisors(l.C, 64 // (l.K * l.K))) do add(cs * l.K * l.K) end
-  table.sort(out)
-  return out
+  local key = l.C .. "x" .. l.K
+  local known = depths_of[key]
+  if not known then
+    local seen = {}
+    known = {}
+    local function add(v) if v <= 64 and not seen[v] then seen[v] = true; known[#known + 1] = v end end
+    for _, kp in ipairs(common.divisors(l.K)) do if kp < l.K then add(kp * l.K) end end
+    -- (divisors up to the 64-deep bound only: a check asks for these on every
+    -- candidate, and counting to C = 2048 each time ran past the Lua budget)
+    for _, cs in ipairs(common.divisors(l.C, 64 // (l.K * l.K))) do add(cs * l.K * l.K) end
+    table.sort(known)
+    depths_of[key] = known
+  end
+  return table.move(known, 1, #known, 1, {})
 end
 
 -- The preferred slice depth: the deepest one up to 18 (one kernel row of a 5x5
