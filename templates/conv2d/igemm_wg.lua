@@ -45,6 +45,11 @@
 -- weights=arg:taps), so a slice's offsets are literal multiples of H*W from one
 -- base and a padded column tests its tap once a slice, not once an element: the
 -- gather, which bounds these kernels, costs a load and half a pack an element.
+--
+-- A 1x1 image under a 1x1 kernel (an fc layer as its convolution: fc_wg,
+-- common.fc.conv_table): a unit's EL reduction rows are EL of one image's inputs side
+-- by side, loaded at once (a float4, or two 8-byte vectors of 16-bit values) where the
+-- input size is a multiple of EL; the offset table is not needed then.
 
 local engine = import("lib/engine")
 local common = import("lib/common")

@@ -47,6 +47,13 @@
 -- that fall inside the input; a reduction index reads its element where both bits
 -- are set, else 0 (cp.async of 0 bytes: zero fill). Rows and columns that cannot
 -- fall outside, known from literals, skip the test (the compiler folds it away).
+-- A 1x1 image under a 1x1 kernel (an fc layer as its convolution: fc_tc,
+-- common.fc.conv_table): the columns are images and a column's reduction rows are
+-- one image's inputs side by side, so conv2d_igemm_tc stages a slice column by
+-- column (xs[BN][XT]) and copies it in runs along the rows, 16 bytes a copy where
+-- the input size and bk are multiples of 4, with the lanes along the rows; the
+-- gather above (a lane a column, a 4-byte copy a row) would make every lane of a
+-- warp read another image's line. The fragments read the same tile transposed.
 
 local engine = import("lib/engine")
 local common = import("lib/common")

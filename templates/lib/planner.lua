@@ -1039,7 +1039,7 @@ function planner.build(net)
   local tail = planner.tail_layers(net, batch_of(net), dt, final_out)
   local predicted = false
 
-  -- A kernel k of conv layer table kl that splits its reduction (k.split > 1)
+  -- A kernel k of conv layer table kl (or of an fc's conv table: fc_tc) that splits its reduction (k.split > 1)
   -- writes partial sums: its output becomes the partials tensor "<out>.partials"
   -- ([split][n][M][P]) and splitk_reduce, which adds them in order, then the
   -- bias and, where k's epilogue is fused, the activation, writes the tensor k
