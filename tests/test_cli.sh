@@ -91,7 +91,25 @@ expect_err "$base
   - name: fc1
     op: fc
     out: 10
-    strategy: wide" "bad.yaml:12:15: unknown strategy 'wide' for layer 'fc1' (known: auto, gemv, tiled, vec)"
+    strategy: wide" "bad.yaml:12:15: unknown strategy 'wide' for layer 'fc1' (known: auto, gemv, tc, tiled, vec, wg)"
+# the fc templates on tensor cores: refused below their targets, their parameters checked at the spec's place
+fc1='  - name: fc1
+    op: fc
+    out: 10'
+expect_err "$base
+$fc1
+    strategy: tc" "bad.yaml:12:15: layer 'fc1': fc_tc needs tensor cores with TF32 (sm_80 or newer); the target is sm_75"
+expect_err "$base
+$fc1
+    strategy: wg" "bad.yaml:12:15: layer 'fc1': fc_wg needs wgmma: sm_90 built as sm_90a (the target is sm_75)"
+expect_err "$base
+$fc1
+    strategy: tc
+    params: {bq: 16}" "bad.yaml:13:14: layer 'fc1': unknown parameter 'bq' for fc_tc (expected bm, bn, bk, tm, tn, occ, stages, split)"
+expect_err "$base
+$fc1
+    strategy: tc
+    params: {bm: 24}" "bad.yaml:13:18: layer 'fc1': bm=24 is not legal for fc_tc on this layer (output maps per block tile)"
 expect_err "$base
     stride: 2
     strategy: winograd" "bad.yaml:10:15: layer 'conv1': Winograd serves stride 1 only; this layer's is 2"

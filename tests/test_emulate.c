@@ -49,7 +49,8 @@
  * buffer, each layer and the predictions compared as the per-layer kernels'. The
  * kernels are built to trap on a misaligned vector access, as a GPU faults on
  * one; the trap fails the test naming the kernel. For local
- * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket);
+ * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket;
+ * CG_EMULATE_IMAGES=N: over N images, at most 300, 3 by default);
  * CG_EMULATE_TIMES=1 prints each spec's CPU time (g++, and the emulation with the comparison).
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
 #include "aot.h"
@@ -75,7 +76,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define IMAGES 3
+/* the images a spec's kernels are run over: 3, or (emulate_images) up to MAX_IMAGES */
+#define IMAGES_DEFAULT 3
+#define MAX_IMAGES 300
+static int images = IMAGES_DEFAULT;
 #define MAX_REL_L2 1e-5
 
 /* The emulation every kernel is compiled with (-include, precompiled once per
@@ -443,15 +447,25 @@ static double cpu_s(int who)
 
 static void emulate_one(const char *spec_path, const char *dir, int batch);
 
-/* emulate_one, with its CPU time (g++ and the rest) on one line under CG_EMULATE_TIMES=1 */
-static void emulate(const char *spec_path, const char *dir, int batch)
+/* emulate_one over n images (IMAGES_DEFAULT: with the units alone and the whole-network
+ * kernel too), with its CPU time (g++ and the rest) on one line under CG_EMULATE_TIMES=1 */
+static void emulate_images(const char *spec_path, const char *dir, int batch, int n)
 {
+    CHECK(n >= 1 && n <= MAX_IMAGES, "%s: %d images (1 to %d)", spec_path, n, MAX_IMAGES);
+    if (n < 1 || n > MAX_IMAGES) return;
     double self0 = cpu_s(RUSAGE_SELF), kids0 = cpu_s(RUSAGE_CHILDREN);
+    images = n;
     emulate_one(spec_path, dir, batch);
+    images = IMAGES_DEFAULT;
     const char *times = getenv("CG_EMULATE_TIMES");
     if (times && !strcmp(times, "1"))
-        printf("note: %s: %.1f s CPU compiling, %.1f s CPU running and comparing\n", spec_path,
-               cpu_s(RUSAGE_CHILDREN) - kids0, cpu_s(RUSAGE_SELF) - self0);
+        printf("note: %s (%d image%s, bucket %d): %.1f s CPU compiling, %.1f s CPU running and comparing\n",
+               spec_path, n, n == 1 ? "" : "s", batch, cpu_s(RUSAGE_CHILDREN) - kids0, cpu_s(RUSAGE_SELF) - self0);
+}
+
+static void emulate(const char *spec_path, const char *dir, int batch)
+{
+    emulate_images(spec_path, dir, batch, IMAGES_DEFAULT);
 }
 
 /* Every layer's tensor in buf against the CPU reference (lo; lf: the folded
@@ -472,10 +486,10 @@ static void compare_layers(const char *spec_path, const char *label, const cg_sp
             continue;
         }
         const float *ref = lf[i] ? lf[i] : lo[i];
-        size_t count = (size_t)cg_layer_out_elems(&s->layers[i]) * IMAGES;
-        CHECK(m->t[t].elems * IMAGES == (long long)count, "%s: layer %s: %lld elements, the CPU has %zu", spec_path,
-              s->layers[i].name, m->t[t].elems * IMAGES, count);
-        if (m->t[t].elems * IMAGES != (long long)count) continue;
+        size_t count = (size_t)cg_layer_out_elems(&s->layers[i]) * images;
+        CHECK(m->t[t].elems * images == (long long)count, "%s: layer %s: %lld elements, the CPU has %zu", spec_path,
+              s->layers[i].name, m->t[t].elems * images, count);
+        if (m->t[t].elems * images != (long long)count) continue;
         /* a view (a concat's input its kernel wrote into its slice): the slice of each
          * image of the concat's tensor, gathered as the runtime downloads it */
         void *own = NULL;
@@ -483,7 +497,7 @@ static void compare_layers(const char *spec_path, const char *label, const cg_sp
         if (m->t[t].view) {
             own = malloc(count * cg_dtype_size(m->t[t].dtype));
             if (!own) continue;
-            cg_manifest_gather(m, t, buf[m->t[t].parent], IMAGES, own);
+            cg_manifest_gather(m, t, buf[m->t[t].parent], images, own);
             data = own;
         }
         /* a 16-bit tensor widened, exactly, as the runtime downloads it */
@@ -536,14 +550,14 @@ static void compare_layers(const char *spec_path, const char *label, const cg_sp
         const float *sc = buf[m->output];
         long long E = m->t[m->output].elems;
         int wrong = 0;
-        for (int img = 0; img < IMAGES; img++) {
+        for (int img = 0; img < images; img++) {
             int best = 0;
             for (long long c = 1; c < E; c++)
                 if (sc[img * E + c] > sc[img * E + best]) best = (int)c;
             wrong += pk[img] != best;
         }
         CHECK(wrong == 0, "%s%s: %d of %d predictions are not the first maximum of the network's scores", spec_path,
-              label, wrong, IMAGES);
+              label, wrong, images);
     }
 }
 
@@ -585,20 +599,20 @@ static int emulate_whole(void *so, const char *spec_path, const cg_manifest *m, 
     for (int run = 0; ok && run < 2; run++) {
         for (int i = 0; i < m->ntensors; i++) {
             if (i == m->input || m->t[i].view) continue; /* (a view: its parent's memory) */
-            size_t bytes = (size_t)m->t[i].elems * IMAGES * cg_dtype_size(m->t[i].dtype);
+            size_t bytes = (size_t)m->t[i].elems * images * cg_dtype_size(m->t[i].dtype);
             if (m->t[i].dtype == CG_DT_F32)
                 for (size_t j = 0; j < bytes / 4; j++) ((float *)buf[i])[j] = NAN;
             else
                 memset(buf[i], 0xff, bytes);
         }
-        ok = emu_launch(so, fn, (unsigned)gx, 1, 1, (unsigned)mk->block[0], a, 0, IMAGES, 1) == 0;
+        ok = emu_launch(so, fn, (unsigned)gx, 1, 1, (unsigned)mk->block[0], a, 0, images, 1) == 0;
         CHECK(ok, "%s: %s: the emulated cooperative launch failed (launch %d)", spec_path, mk->name, run + 1);
     }
     free(scratch);
     return ok;
 }
 
-/* Per-layer kernel k of m launched over the tensors in buf (IMAGES images), its
+/* Per-layer kernel k of m launched over the tensors in buf (`images` of them), its
  * weights and bias from fw placed as the manifest says. 0 when the library has
  * no such symbol; a failed launch is reported and counts as run. */
 static int emu_run_kernel(void *so, const char *spec_path, const cg_spec *sp, const cg_manifest *m, const cg_weights *fw,
@@ -636,13 +650,13 @@ static int emu_run_kernel(void *so, const char *spec_path, const cg_spec *sp, co
              : role == CG_ARG_WEIGHTS ? (void *)wa : (void *)ba;
     }
     CHECK(std, "%s: %s: arguments other than (2 to 7 pointers, n)", spec_path, mk->name);
-    long long gx = cg_mdim_eval(mk->grid[0], IMAGES), gy = cg_mdim_eval(mk->grid[1], IMAGES),
-              gz = cg_mdim_eval(mk->grid[2], IMAGES);
+    long long gx = cg_mdim_eval(mk->grid[0], images), gy = cg_mdim_eval(mk->grid[1], images),
+              gz = cg_mdim_eval(mk->grid[2], images);
     CHECK(mk->grid[2].div == 0 && mk->block[1] == 1 && mk->block[2] == 1 &&
               mk->shared <= (int)sizeof(float) * 4 * (1 << 15),
           "%s: %s: a launch the emulation does not take", spec_path, mk->name);
     if (std && okw && okb) {
-        int lrc = emu_launch(so, fn, (unsigned)gx, (unsigned)gy, (unsigned)gz, (unsigned)mk->block[0], a, na, IMAGES, 0);
+        int lrc = emu_launch(so, fn, (unsigned)gx, (unsigned)gy, (unsigned)gz, (unsigned)mk->block[0], a, na, images, 0);
         CHECK(lrc == 0, "%s: %s: the emulated launch failed (threads stuck at barriers, or no memory)", spec_path,
               mk->name);
     }
@@ -651,11 +665,11 @@ static int emu_run_kernel(void *so, const char *spec_path, const cg_spec *sp, co
     return 1;
 }
 
-/* The floats at f into tensor t's bytes at dst (IMAGES images), as the GPU
+/* The floats at f into tensor t's bytes at dst (`images` of them), as the GPU
  * stores them; and back, widened. */
 static void emu_store(const cg_mtensor *t, const float *f, void *dst)
 {
-    size_t count = (size_t)t->elems * IMAGES;
+    size_t count = (size_t)t->elems * images;
     uint16_t *h = dst;
     if (t->dtype == CG_DT_F32) memcpy(dst, f, count * sizeof(float));
     else
@@ -663,7 +677,7 @@ static void emu_store(const cg_mtensor *t, const float *f, void *dst)
 }
 static void emu_load(const cg_mtensor *t, const void *src, float *f)
 {
-    size_t count = (size_t)t->elems * IMAGES;
+    size_t count = (size_t)t->elems * images;
     const uint16_t *h = src;
     if (t->dtype == CG_DT_F32) memcpy(f, src, count * sizeof(float));
     else
@@ -698,20 +712,20 @@ static void emulate_alone(void *so, const char *spec_path, const cg_spec *sp, co
     float *ext[CG_MAX_LAYERS + 1] = {0};
     size_t img = (size_t)sp->C * sp->H * sp->W;
     for (int i = 0; i < sp->nlayers; i++) {
-        size_t count = (size_t)cg_layer_out_elems(&sp->layers[i]) * IMAGES;
+        size_t count = (size_t)cg_layer_out_elems(&sp->layers[i]) * images;
         act[i] = malloc(count * sizeof(float)), got[i] = malloc(count * sizeof(float));
         ref[i] = malloc(count * sizeof(float)), ext[i + 1] = malloc(count * sizeof(float));
     }
-    ext[0] = malloc(img * IMAGES * sizeof(float));
-    float *probs = malloc((size_t)cg_layer_out_elems(&sp->layers[sp->nlayers - 1]) * IMAGES * sizeof(float));
-    int pred[IMAGES];
+    ext[0] = malloc(img * images * sizeof(float));
+    float *probs = malloc((size_t)cg_layer_out_elems(&sp->layers[sp->nlayers - 1]) * images * sizeof(float));
+    int pred[MAX_IMAGES];
     const unsigned char *px = buf[m->input];
-    int rc = cg_cpu_forward(sp, fw, px, IMAGES, act, probs, pred, NULL, &e);
+    int rc = cg_cpu_forward(sp, fw, px, images, act, probs, pred, NULL, &e);
     CHECK(rc == 0, "%s: CPU forward, folded: %s", spec_path, e.msg);
-    cg_cpu_input(sp, px, IMAGES, ext[0]);
-    cg_units_round(p.dtype[0], ext[0], ext[0], img * IMAGES);
+    cg_cpu_input(sp, px, images, ext[0]);
+    cg_units_round(p.dtype[0], ext[0], ext[0], img * images);
     for (int i = 0; i < sp->nlayers; i++)
-        cg_units_round(p.dtype[i + 1], act[i], ext[i + 1], (size_t)cg_layer_out_elems(&sp->layers[i]) * IMAGES);
+        cg_units_round(p.dtype[i + 1], act[i], ext[i + 1], (size_t)cg_layer_out_elems(&sp->layers[i]) * images);
     for (int u = 0; u < p.nunits && !rc; u++) {
         int any = 0;
         for (int i = 0; i < sp->nlayers; i++) any |= p.unit[i] == u && want[i] && p.kept[i];
@@ -735,7 +749,7 @@ static void emulate_alone(void *so, const char *spec_path, const cg_spec *sp, co
                 int t = m->k[k].outs[j];
                 writes[t] = 1;
                 t = cg_manifest_root(m, t); /* a view (a concat's slice): its parent's images poisoned */
-                size_t bytes = (size_t)m->t[t].elems * IMAGES * cg_dtype_size(m->t[t].dtype);
+                size_t bytes = (size_t)m->t[t].elems * images * cg_dtype_size(m->t[t].dtype);
                 if (m->t[t].dtype == CG_DT_F32)
                     for (size_t q = 0; q < bytes / 4; q++) ((float *)buf[t])[q] = NAN;
                 else
@@ -744,21 +758,21 @@ static void emulate_alone(void *so, const char *spec_path, const cg_spec *sp, co
         }
         for (int k = 0; k < cg_manifest_layer_kernels(m); k++)
             if (p.kernel_unit[k] == u && !emu_run_kernel(so, spec_path, sp, m, fw, k, buf)) rc = -1;
-        if (!rc && cg_cpu_unit(sp, fw, &p, u, IMAGES, (const float *const *)ext, ref, &e)) {
+        if (!rc && cg_cpu_unit(sp, fw, &p, u, images, (const float *const *)ext, ref, &e)) {
             CHECK(0, "%s: unit %d's reference: %s", spec_path, u, e.msg);
             rc = -1;
         }
         for (int i = 0; i < sp->nlayers && !rc; i++) {
             if (p.unit[i] != u || !p.kept[i]) continue;
             const cg_layer *l = &sp->layers[i];
-            size_t count = (size_t)cg_layer_out_elems(l) * IMAGES;
+            size_t count = (size_t)cg_layer_out_elems(l) * images;
             const int t = m->l[i].out, r = cg_manifest_root(m, t);
             if (r != t) {
                 /* a view: each image's slice of its parent, gathered, then widened */
-                void *slice = malloc((size_t)m->t[t].elems * IMAGES * cg_dtype_size(m->t[t].dtype));
+                void *slice = malloc((size_t)m->t[t].elems * images * cg_dtype_size(m->t[t].dtype));
                 CHECK(slice != NULL, "out of memory");
                 if (!slice) break;
-                cg_manifest_gather(m, t, buf[r], IMAGES, slice);
+                cg_manifest_gather(m, t, buf[r], images, slice);
                 emu_load(&m->t[t], slice, got[i]);
                 free(slice);
             } else {
@@ -809,7 +823,7 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
     /* every tensor on the host, poisoned; random pixels */
     void *buf[CG_MAX_TENSORS] = {0};
     for (int i = 0; i < m.ntensors; i++) {
-        size_t bytes = (size_t)m.t[i].elems * IMAGES * cg_dtype_size(m.t[i].dtype);
+        size_t bytes = (size_t)m.t[i].elems * images * cg_dtype_size(m.t[i].dtype);
         if (m.t[i].view) {
             /* a view (view=): its first element in its parent's, which is declared before it */
             buf[i] = (unsigned char *)buf[m.t[i].parent] + (size_t)m.t[i].view_off * cg_dtype_size(m.t[i].dtype);
@@ -823,7 +837,7 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
     }
     unsigned char *px = buf[m.input];
     unsigned r = 4242;
-    for (long long j = 0; j < m.t[m.input].elems * IMAGES; j++) px[j] = (unsigned char)((r = r * 1103515245u + 12345u) >> 24);
+    for (long long j = 0; j < m.t[m.input].elems * images; j++) px[j] = (unsigned char)((r = r * 1103515245u + 12345u) >> 24);
     /* compile every kernel to an object first, two g++ at a time; an object is kept under
      * the hash of its source less the header (whose comment lines name the spec), and a
      * kernel of the same source in a later spec takes it again. The spec's kernels are
@@ -886,7 +900,12 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
     if (ok_all) {
         char *argv[CG_MAN_KERNELS + 8] = {"g++", "-shared", "-o", so_path};
         int na = 4;
-        for (int k = 0; k < m.nkernels; k++) argv[na++] = obj[k];
+        /* (two layers of one kernel, e.g. two adds of one shape, list one object twice: once) */
+        for (int k = 0; k < m.nkernels; k++) {
+            int twice = 0;
+            for (int j = 4; j < na && !twice; j++) twice = !strcmp(argv[j], obj[k]);
+            if (!twice) argv[na++] = obj[k];
+        }
         argv[na] = NULL;
         int linked = run_cmd(argv) == 0;
         so = linked ? dlopen(so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
@@ -896,27 +915,32 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
     for (int k = 0; k < cg_manifest_layer_kernels(&m) && ok_all; k++) ok_all = emu_run_kernel(so, spec_path, &s, &m, &fw, k, buf);
     /* every layer against the CPU reference */
     float *lo[CG_MAX_LAYERS] = {0};
-    for (int i = 0; i < s.nlayers; i++) lo[i] = malloc((size_t)cg_layer_out_elems(&s.layers[i]) * IMAGES * sizeof(float));
+    for (int i = 0; i < s.nlayers; i++) lo[i] = malloc((size_t)cg_layer_out_elems(&s.layers[i]) * images * sizeof(float));
     size_t classes = (size_t)cg_layer_out_elems(&s.layers[s.nlayers - 1]);
-    float *probs = malloc(classes * IMAGES * sizeof(float));
-    int pred[IMAGES];
-    int rc = cg_cpu_forward(&s, &w, px, IMAGES, lo, probs, pred, NULL, &e);
+    float *probs = malloc(classes * images * sizeof(float));
+    int pred[MAX_IMAGES];
+    int rc = cg_cpu_forward(&s, &w, px, images, lo, probs, pred, NULL, &e);
     CHECK(rc == 0, "%s: CPU forward: %s", spec_path, e.msg);
     /* a conv a batchnorm folds into writes conv + batchnorm: against the
      * reference run with folded weights (every other layer against the unfolded one) */
     float *lf[CG_MAX_LAYERS] = {0};
     int folds = 0;
     for (int i = 0; i + 1 < s.nlayers; i++)
-        if (cg_bn_folds(&s, i + 1)) lf[i] = malloc((size_t)cg_layer_out_elems(&s.layers[i]) * IMAGES * sizeof(float)), folds = 1;
+        if (cg_bn_folds(&s, i + 1)) lf[i] = malloc((size_t)cg_layer_out_elems(&s.layers[i]) * images * sizeof(float)), folds = 1;
     if (!rc && folds) {
-        rc = cg_cpu_forward(&s, &fw, px, IMAGES, lf, probs, pred, NULL, &e);
+        rc = cg_cpu_forward(&s, &fw, px, images, lf, probs, pred, NULL, &e);
         CHECK(rc == 0, "%s: CPU forward, folded: %s", spec_path, e.msg);
     }
     /* 1e-5 (MAX_REL_L2) for fp32 layers; precision tf32 widens it by the layer's reduction
      * and the layers before it (cg_spec_tols: the tolerance convgen check applies) */
     double tol[CG_MAX_LAYERS];
     cg_spec_tols(&s, tol);
-    if (ok_all && !rc) compare_layers(spec_path, "", &s, &m, &o, buf, lo, lf, tol);
+    /* (another image count than the default: said on every line; the layers alone and the
+     * whole-network kernel are the default count's) */
+    char label[32] = "";
+    if (images != IMAGES_DEFAULT) snprintf(label, sizeof label, " (%d image%s)", images, images == 1 ? "" : "s");
+    if (ok_all && !rc) compare_layers(spec_path, label, &s, &m, &o, buf, lo, lf, tol);
+    if (images != IMAGES_DEFAULT) ok_all = 0;
     /* each unit alone where the network's layers ask for it (not fp32); every unit of
      * the large-batch kernels, and of layers-splitk and layers-tail at their buckets (a
      * split reduction's partials and pool kernel, the tail's three outputs), so that
@@ -966,8 +990,9 @@ int main(void)
     CHECK(fib_init() == 0, "stacks for the emulated threads");
     const char *one = getenv("CG_EMULATE_SPEC");
     const char *bucket = getenv("CG_EMULATE_BATCH");
+    const char *count = getenv("CG_EMULATE_IMAGES");
     if (one && *one)
-        emulate(one, dir, bucket ? cg_batch_bucket(atoll(bucket)) : 0);
+        emulate_images(one, dir, bucket ? cg_batch_bucket(atoll(bucket)) : 0, count ? atoi(count) : IMAGES_DEFAULT);
     else {
         /* example-conv, then every layer network of tests/gpu/ (a new op's spec
          * there is emulated without a change here); layers-small-batch at bucket
@@ -988,6 +1013,18 @@ int main(void)
             emulate(g.gl_pathv[i], dir, strstr(g.gl_pathv[i], "splitk8") || strstr(g.gl_pathv[i], "-tail") ? 8
                                         : strstr(g.gl_pathv[i], "small-batch") || strstr(g.gl_pathv[i], "splitk") ? 1 : 0);
         if (!grc) globfree(&g);
+        /* the fc layers run as 1x1 convolutions (fc_tc, fc_wg), whose GEMM columns are the
+         * images, over other image counts too: 1, 7 and 64 images of the large-batch kernels
+         * (one column tile, mostly past the batch), and 300 (three tiles of 128, the last
+         * partial) of the kernels generated for them (bucket 1,024: the split reductions
+         * the planner gives narrow layers there) */
+        static const char *const fc_specs[] = {"tests/gpu/layers-fc-tc.yaml", "tests/gpu/layers-fc-wg.yaml",
+                                               "tests/gpu/layers-fc-bf16-wg.yaml"};
+        for (size_t i = 0; i < sizeof fc_specs / sizeof *fc_specs; i++) {
+            static const int counts[] = {1, 7, 64};
+            for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) emulate_images(fc_specs[i], dir, 0, counts[j]);
+            emulate_images(fc_specs[i], dir, cg_batch_bucket(300), 300);
+        }
         /* the whole-network kernel (templates/ops/network.lua), which the planner adds at
          * buckets of up to 8 images: layers-graph at bucket 1 (a residual add fused into a
          * conv, a standalone add of three tensors, a concat; three images in groups of

@@ -1979,6 +1979,205 @@ static void test_half_wgmma(void)
     free(o), free(sp), free(pl);
 }
 
+/* The fc templates of each fc layer of s generated for target tg with the planner's
+ * switch planner.AUTO_FC_TC_MIN_BATCH set to min_batch (0: left as shipped, nil), as
+ * "fc1=fc_tc fc2=fc_vec ..." in out (the first kernel of each fc layer, in order). */
+static int fc_choices(const cg_spec *s, const cg_target *tg, int min_batch, char *out, size_t n)
+{
+    cg_lua *h;
+    cg_err e = {""};
+    out[0] = 0;
+    if (cg_lua_open(&h, NULL, &e)) return snprintf(out, n, "open: %s", e.msg), -1;
+    lua_State *L = cg_lua_state(h);
+    int rc = cg_lua_import(h, "lib/planner", &e);
+    if (!rc && min_batch > 0) {
+        lua_pushinteger(L, min_batch);
+        lua_setfield(L, -2, "AUTO_FC_TC_MIN_BATCH");
+    }
+    if (!rc) {
+        lua_getfield(L, -1, "generate");
+        cg_gen_push_net(L, s, tg);
+        rc = cg_lua_pcall(h, 1, 2, &e);
+    }
+    if (rc || !lua_istable(L, -2)) {
+        snprintf(out, n, "refused: %s", rc ? e.msg : "(a failure table)");
+        cg_lua_close(h);
+        return -1;
+    }
+    lua_getfield(L, -2, "kernels");
+    char last[64] = "";
+    for (lua_Integer k = 1; lua_rawgeti(L, -1, k) == LUA_TTABLE; k++) {
+        lua_getfield(L, -1, "layer");
+        lua_getfield(L, -2, "template");
+        const char *layer = lua_tostring(L, -2), *tpl = lua_tostring(L, -1);
+        if (layer && tpl && !strncmp(tpl, "fc_", 3) && strcmp(layer, last)) {
+            size_t at = strlen(out);
+            snprintf(out + at, n - at, "%s%s=%s", at ? " " : "", layer, tpl);
+            snprintf(last, sizeof last, "%s", layer);
+        }
+        lua_pop(L, 3);
+    }
+    cg_lua_close(h);
+    return 0;
+}
+
+/* fc layers on tensor cores: fc_tc (conv2d_igemm_tc's code on the fc's 1x1
+ * convolution) and fc_wg (conv2d_igemm_wg's). Written in a spec they serve the
+ * large batch (a small bucket's fc takes gemv, as for every fc strategy), the
+ * kernels named fc_tc_i<IN>o<out>_..., weights transposed (one tap reordered is
+ * the transposition), the slices of a 1x1 image staged column by column; at a
+ * known batch the planner splits a narrow one (layers-fc-tc's f1: 15,488 inputs into
+ * 10 outputs at 1,024 images, 8 ways) and a spec may give its own split; below
+ * sm_80 (fc_tc) or without sm_90a (fc_wg) the layer is refused at its strategy,
+ * naming the fc template. `auto` takes neither while planner.AUTO_FC_TC_MIN_BATCH
+ * is nil (no shipped or bench network's fc at any bucket), and with it set takes
+ * fc_tc for FP32 layers of at least 64 outputs and 256 inputs above gemv's batches
+ * (zoo-mlp's fc1 to fc3, not fc4's 10 outputs), fc_wg for 16-bit ones on sm_90a. */
+static void test_fc_tensor_cores(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    const char *line = NULL;
+    if (!s || !o || cg_spec_load("tests/gpu/layers-fc-tc.yaml", s, &e)) {
+        CHECK(0, "layers-fc-tc: %s", e.msg);
+        return free(s), free(o);
+    }
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.cc = 80;
+    if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *f1 = layer_kernel(o, "f1", "fc_"), *f6 = layer_kernel(o, "f6", "fc_");
+        CHECK(f1 && !strcmp(f1->tpl, "fc_tc") && !strncmp(f1->kernel, "fc_tc_i15488o10_tanh_bias_m16n128k16_", 37),
+              "f1: %s", f1 ? f1->kernel : "none");
+        if (f1) {
+            /* 16 rows a slice, copied four at a time along each image's inputs, one row a thread */
+            CHECK_CONTAINS(f1->source, "// shape:      15488 -> 10, bias, tanh (a 1x1 convolution of a 1x1 image)");
+            CHECK_CONTAINS(f1->source, "// weights:    arg:transposed, bias arg");
+            CHECK_CONTAINS(f1->source, "xs[2][128][20] input, column by column");
+            CHECK_CONTAINS(f1->source, "const int xc = tid / 4, xr0 = 4 * (tid % 4);");
+            CHECK_CONTAINS(f1->source, "copy16(x + 4 * (");
+            CHECK(!strstr(f1->source, "_tab[") && !strstr(f1->source, "conv2d_"), "f1: no offset table, no conv name");
+        }
+        /* 333 inputs (odd) in slices of 24: single elements, a column and row worked out a copy */
+        if (f6) {
+            CHECK_CONTAINS(f6->source, "_XC(i) ((tid + (i) * 64) / 24)");
+            CHECK_CONTAINS(f6->source, "copy4(x + 4 * (");
+            CHECK_CONTAINS(f6->source, "(the first short: its rows 0 .. 2 zeros)");
+        }
+        CHECK(!strstr(o->manifest, "splitk_reduce") && !strstr(o->manifest, ".partials"), "the large batch splits nothing");
+        cg_gen_free(o);
+    } else CHECK(0, "layers-fc-tc on sm_80: %s", e.msg);
+    /* 1,024 images: f1's 8 column tiles of two warps split 22 ways (968 slices: past 8 the powers of two stop); f2 (bk given, a short first slice) not */
+    tg.batch = 1024;
+    if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *f1 = layer_kernel(o, "f1", "fc_"), *r = layer_kernel(o, "f1", "splitk_reduce");
+        CHECK(f1 && strstr(f1->kernel, "_z22") && params_has(f1, "split=22", &line), "f1 at 1,024: %s",
+              line ? line : "none");
+        if (f1) CHECK_CONTAINS(f1->source, "split 22 ways (15488 inputs in parts of 704): 16 warps at 1024 images");
+        CHECK(r != NULL, "f1 at 1,024: no splitk_reduce");
+        CHECK_CONTAINS(o->manifest, " layer=f1 template=splitk_reduce in=f1.partials out=f1 ");
+        CHECK(!params_has(layer_kernel(o, "f2", "fc_"), "split=", &line), "f2 at 1,024: %s", line ? line : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "layers-fc-tc at 1,024: %s", e.msg);
+    /* 64 images: the spec's strategy is the large batch's; gemv */
+    tg.batch = 64;
+    if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *f3 = layer_kernel(o, "f3", "fc_");
+        CHECK(f3 && !strcmp(f3->tpl, "fc_gemv") && strstr(f3->source, "the spec's strategy tc is for the large batch"),
+              "f3 at 64: %s", f3 ? f3->tpl : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "layers-fc-tc at 64: %s", e.msg);
+    /* the default target (sm_75): refused at f1's strategy, in the fc template's words */
+    cg_target_default(&tg);
+    CHECK(cg_generate_for(s, "x", &tg, o, &e) != 0, "fc_tc on sm_75 accepted");
+    CHECK_CONTAINS(e.msg, "layers-fc-tc.yaml:20:73: layer 'f1': fc_tc needs tensor cores with TF32 (sm_80 or newer); "
+                          "the target is sm_75");
+    /* a spec's own split, at the large batch */
+    static const char own[] = "network: fc-split\ninput: {channels: 2, height: 32, width: 32}\nseed: 1\n"
+                              "layers:\n  - {name: f, op: fc, out: 64, strategy: tc, params: {split: 4}}\n";
+    tg.cc = 80;
+    if (!cg_spec_parse("fc-split.yaml", own, strlen(own), s, &e) && !cg_generate_for(s, "x", &tg, o, &e)) {
+        const cg_gen_kernel *f = layer_kernel(o, "f", "fc_");
+        CHECK(f && strstr(f->kernel, "_z4") && strstr(f->source, "reduced in 4 parts (partial sums)"), "split 4: %s",
+              f ? f->kernel : "none");
+        CHECK_CONTAINS(o->manifest, " layer=f template=splitk_reduce in=f.partials out=f ");
+        cg_gen_free(o);
+    } else CHECK(0, "fc-split: %s", e.msg);
+    /* fc_wg: bf16 on sm_90a (tap by tap where the slice depth divides the inputs), refused on sm_80 */
+    if (!cg_spec_load("tests/gpu/layers-fc-bf16-wg.yaml", s, &e)) {
+        int arch = 90;
+        cg_aot_target(&arch, 1, &tg);
+        if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+            const cg_gen_kernel *b1 = layer_kernel(o, "b1", "fc_"), *b6 = layer_kernel(o, "b6", "fc_");
+            CHECK(b1 && !strcmp(b1->tpl, "fc_wg") && !strncmp(b1->kernel, "fc_wg_i15488o10_", 16) &&
+                      strstr(b1->kernel, "_kc_bf16") && strstr(b1->source, "m64n16k16.f32.bf16.bf16"),
+                  "b1: %s", b1 ? b1->kernel : "none");
+            if (b1) CHECK_CONTAINS(b1->source, "// weights:    arg:transposed, bias arg");
+            CHECK_CONTAINS(o->manifest, " layer=b1 template=fc_wg in=input out=b1 ");
+            /* 33 inputs: no 16-byte units, the offset table */
+            CHECK(b6 && strstr(b6->source, "_tab[") && !strstr(b6->source, "lo = __ldg"), "b6: %s",
+                  b6 ? b6->kernel : "none");
+            cg_gen_free(o);
+        } else CHECK(0, "layers-fc-bf16-wg on sm_90: %s", e.msg);
+        cg_target_default(&tg);
+        tg.cc = 80;
+        CHECK(cg_generate_for(s, "x", &tg, o, &e) != 0, "fc_wg on sm_80 accepted");
+        CHECK_CONTAINS(e.msg, "layer 'b1': fc_wg needs wgmma: sm_90 built as sm_90a (the target is sm_80)");
+    } else CHECK(0, "layers-fc-bf16-wg: %s", e.msg);
+    /* auto, the switch off: no network's fc on tensor cores, at any bucket */
+    static const int buckets[] = {0, 256, 1024};
+    glob_t g;
+    int grc = glob("specs/*.yaml", 0, NULL, &g);
+    if (!grc) grc = glob("bench/specs/*.yaml", GLOB_APPEND, NULL, &g);
+    char got[512];
+    int nets = 0;
+    for (size_t i = 0; !grc && i < g.gl_pathc; i++) {
+        if (cg_spec_load(g.gl_pathv[i], s, &e)) continue;
+        for (int t = 0; t < 2; t++)
+            for (size_t b = 0; b < sizeof buckets / sizeof *buckets; b++) {
+                int arch = 90;
+                if (t) cg_aot_target(&arch, 1, &tg);
+                else cg_target_default(&tg), tg.cc = 80;
+                tg.batch = buckets[b];
+                if (fc_choices(s, &tg, 0, got, sizeof got)) continue;
+                CHECK(!strstr(got, "fc_tc") && !strstr(got, "fc_wg"), "%s (sm_%d, bucket %d), the switch off: %s",
+                      g.gl_pathv[i], t ? 90 : 80, buckets[b], got);
+                nets++;
+            }
+    }
+    if (!grc) globfree(&g);
+    CHECK(nets > 50, "networks generated with the switch off: %d", nets);
+    /* the switch on (65: every batch gemv does not take) */
+    if (!cg_spec_load("bench/specs/zoo-mlp.yaml", s, &e)) {
+        static const struct {
+            int cc, batch;
+            const char *want;
+        } on[] = {
+            {80, 256, "fc1=fc_tc fc2=fc_tc fc3=fc_tc fc4=fc_gemv"},
+            {80, 1024, "fc1=fc_tc fc2=fc_tc fc3=fc_tc fc4=fc_gemv"},
+            {80, 0, "fc1=fc_tc fc2=fc_tc fc3=fc_tc fc4=fc_vec"},
+            {80, 64, "fc1=fc_gemv fc2=fc_gemv fc3=fc_gemv"},   /* (fc4: the tail kernel) */
+            {75, 0, "fc1=fc_vec fc2=fc_vec fc3=fc_vec fc4=fc_vec"},
+        };
+        for (size_t i = 0; i < sizeof on / sizeof *on; i++) {
+            cg_target_default(&tg);
+            tg.cc = on[i].cc, tg.batch = on[i].batch;
+            CHECK(fc_choices(s, &tg, 65, got, sizeof got) == 0 && !strcmp(got, on[i].want),
+                  "zoo-mlp (sm_%d, bucket %d), the switch on: %s, want %s", on[i].cc, on[i].batch, got, on[i].want);
+        }
+        s->precision = CG_PREC_BF16;
+        for (int l = 0; l < s->nlayers; l++) s->layers[l].precision = CG_PREC_BF16;
+        int arch = 90;
+        cg_aot_target(&arch, 1, &tg);
+        CHECK(fc_choices(s, &tg, 65, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_wg fc2=fc_wg fc3=fc_wg fc4=fc_vec"),
+              "zoo-mlp in bf16 (sm_90a), the switch on: %s", got);
+        CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_vec fc2=fc_vec fc3=fc_vec fc4=fc_vec"),
+              "zoo-mlp in bf16 (sm_90a), the switch off: %s", got);
+    } else CHECK(0, "zoo-mlp: %s", e.msg);
+    free(s), free(o);
+}
+
 int main(void)
 {
     test_half_wgmma();
@@ -2009,6 +2208,7 @@ int main(void)
     test_residual_fusion();
     test_residual_shared_kernel();
     test_groups_refused();
+    test_fc_tensor_cores();
     glob_t g;
     CHECK(glob("specs/*.yaml", 0, NULL, &g) == 0 && g.gl_pathc >= 4, "four shipped specs");
     cg_nvrtc *nv = NULL;

@@ -37,6 +37,16 @@ n=$(sed -nE 's/^([0-9]+) candidates: [0-9]+ combinations.*/\1/p' "$t/o")
 [ -n "$n" ] && [ "$n" -gt 0 ] && [ "$(grep -cE '^ +[0-9]+  bm=' "$t/o")" -eq "$n" ] \
   && ok || bad "C=2048 tc --list --arch 90: $(head -3 "$t/o")"
 
+# an fc on tensor cores: fc_tc refused on the default sm_75 with its own name, fc_wg listed for
+# sm_90 (ece408-2017's fc2: 500 inputs into 10 outputs)
+$cg kernel specs/ece408-2017.yaml --layer fc2 --strategy tc --list >"$t/o" 2>"$t/e" && ok || bad "fc tc --list: $(cat "$t/e")"
+grep -q "^0 candidates: " "$t/o" && grep -q "fc_tc needs tensor cores with TF32 (sm_80 or newer); the target is sm_75" "$t/o" \
+  && ok || bad "fc tc --list without --arch: $(head -4 "$t/o")"
+$cg kernel specs/ece408-2017.yaml --layer fc2 --strategy wg --list --arch 90 >"$t/o" 2>"$t/e" && ok \
+  || bad "fc wg --list --arch 90: $(cat "$t/e")"
+n=$(sed -nE 's/^([0-9]+) candidates: [0-9]+ combinations.*/\1/p' "$t/o")
+[ -n "$n" ] && [ "$n" -gt 0 ] && [ "$(grep -cE '^ +[0-9]+  bm=' "$t/o")" -eq "$n" ] && ok || bad "fc wg --list --arch 90: $(head -3 "$t/o")"
+
 # errors: usage 2, bad input 3, one line each
 expect() { # exit-code expected-text args...
   local want=$1 text=$2; shift 2

@@ -119,6 +119,42 @@ static void test_fc_split(cg_nvrtc *nv)
     free(s);
 }
 
+/* fc_tc's split reduction, which only a known batch gets (the planner's at a bucket):
+ * layers-fc-tc generated for 1,024 images on sm_80 splits f1 (15,488 inputs into 10)
+ * 22 ways; its partial-sum kernel and the splitk_reduce after it compile for sm_80 and
+ * sm_90 without spills (the specs below are compiled at the large batch alone). */
+static void test_fc_tc_split(cg_nvrtc *nv)
+{
+    static cg_spec s;
+    static cg_gen_output o;
+    cg_err e = {""};
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.cc = 80, tg.batch = 1024;
+    if (cg_spec_load("tests/gpu/layers-fc-tc.yaml", &s, &e) || cg_generate_for(&s, "test", &tg, &o, &e)) {
+        CHECK(0, "layers-fc-tc at 1,024 images: %s", e.msg);
+        return;
+    }
+    int split = 0, reduce = 0;
+    for (int k = 0; k < o.nkernels; k++) {
+        const cg_gen_kernel *gk = &o.k[k];
+        int z = !strncmp(gk->kernel, "fc_tc_", 6) && strstr(gk->kernel, "_z22") != NULL;
+        int r = !strncmp(gk->kernel, "splitk_reduce_", 14);
+        if (!z && !r) continue;
+        split += z, reduce += r;
+        for (int arch = 80; arch <= 90; arch += 10) {
+            cg_buf img, log;
+            cg_nvrtc_stats st;
+            int rc = cg_nvrtc_compile(nv, gk->source, gk->file, arch, 0, &img, &log, &st, &e);
+            CHECK(rc == 0 && st.known && !st.spill_stores && !st.spill_loads, "%s for sm_%d: %s", gk->kernel, arch,
+                  rc ? e.msg : "spills");
+            cg_buf_free(&img), cg_buf_free(&log);
+        }
+    }
+    CHECK(split == 1 && reduce == 1, "layers-fc-tc at 1,024: %d split fc_tc kernels, %d splitk_reduce", split, reduce);
+    cg_gen_free(&o);
+}
+
 /* 16-bit networks need sm_80: layers-bf16 generated for sm_75 is refused for its
  * precision, naming the target; layers-fp16 (fp16's FFMA templates would run
  * there) is refused at its igemm_tc layer, whose m16n8k16 product needs sm_80;
@@ -161,6 +197,7 @@ int main(void)
     int narch = 0;
     const int *archs = cg_nvrtc_archs(nv, &narch);
     test_fc_split(nv);
+    test_fc_tc_split(nv);
     test_half_refusals();
     const char *all_env = getenv("CG_TEST_ALL_ARCHS");
     int all = all_env && !strcmp(all_env, "1");

@@ -68,7 +68,8 @@ static void test_signature(const cg_spec *s)
     CHECK(!strcmp(sig, "conv C=1 H=28 W=28 M=4 K=3 pool=1 act=relu bias=1 out=0 pool=global_avg"),
           "global average signature: %s", sig);
     CHECK(!strcmp(cg_tune_templates(&s->layers[0])[2], "conv2d_igemm"), "conv templates");
-    CHECK(!strcmp(cg_tune_templates(&s->layers[1])[0], "fc_gemv") && !strcmp(cg_tune_templates(&s->layers[1])[2], "fc_vec"),
+    CHECK(!strcmp(cg_tune_templates(&s->layers[1])[0], "fc_gemv") && !strcmp(cg_tune_templates(&s->layers[1])[1], "fc_tc") &&
+              !strcmp(cg_tune_templates(&s->layers[1])[3], "fc_vec"),
           "fc templates");
     /* the lists are the embedded files of each family's folder, templates/conv2d/X.lua
      * as conv2d_X, in their (sorted) order, and the folder on disk holds just those */
@@ -89,7 +90,7 @@ static void test_signature(const cg_spec *s)
         for (struct dirent *de; d && (de = readdir(d));)
             on_disk += strlen(de->d_name) > 4 && !strcmp(de->d_name + strlen(de->d_name) - 4, ".lua");
         if (d) closedir(d);
-        CHECK(ok && !t[n] && n == (li ? 3 : 8) && on_disk == n, "%s templates: every file of %s (%d, %d on disk)",
+        CHECK(ok && !t[n] && n == (li ? 5 : 8) && on_disk == n, "%s templates: every file of %s (%d, %d on disk)",
               fam, folder, n, on_disk);
     }
     cg_layer sm = s->layers[0];
@@ -1154,7 +1155,8 @@ static void test_list_counts(void)
     static const struct {
         int li;
         const char *layer, *tpl;
-    } cases[] = {{1, "fc1", "fc_tiled"}, {1, "fc1", "fc_vec"}, {2, "fc2", "fc_vec"}, {0, "conv1", "conv2d_direct"}};
+    } cases[] = {{1, "fc1", "fc_tiled"}, {1, "fc1", "fc_vec"}, {2, "fc2", "fc_vec"}, {0, "conv1", "conv2d_direct"},
+                 {1, "fc1", "fc_wg"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         long long total = 0, n = -1, ltotal = -1;
         long long want = count_accepted(s, cases[i].li, cases[i].tpl, &total);
@@ -1165,6 +1167,9 @@ static void test_list_counts(void)
               cases[i].layer, cases[i].tpl, n, ltotal, want, total);
         if (i == 2) CHECK(want > 0 && want <= total, "fc_vec serves a 10-input layer (float2 loads): %lld of %lld", want, total);
         if (i == 0) CHECK(want > 0 && want < total, "fc_tiled: some refused (%lld of %lld)", want, total);
+        /* fc_wg: every combination enumerated, all refused on the default sm_75 (no wgmma); fc_tc's
+         * 184,320 (conv2d_igemm_tc's parameters) are too many to count one check at a time here */
+        if (i == 4) CHECK(want == 0 && total == 1280, "fc_wg on sm_75: %lld of %lld", want, total);
     }
     /* conv2d_direct's fuse is declared `tune = false`: every candidate fuses (an unfused
      * kernel leaves its activation and pool to kernels the harness does not time) */

@@ -47,6 +47,15 @@ grep -qE '^  conv2d_igemm_wg: [1-9][0-9]* candidates' "$t/o" &&
   || bad "--list --arch 90: igemm_wg's 16-bit candidates, tap by tap first: $(grep -A3 igemm_wg "$t/o")"
 expect 2 "--arch goes with --list" tune "$t/bf16.yaml" --arch 90
 expect 2 "--arch" tune "$t/bf16.yaml" --list --arch 9
+# the fc templates on tensor cores: fc_tc refused on sm_75, listed for sm_80 (no
+# candidate splits: a split is two kernels, which the harness does not time), fc_wg for sm_90
+$cg tune specs/ece408-2017.yaml --list --layers fc2 >"$t/o" 2>"$t/e" && ok || bad "--list fc2: $(cat "$t/e")"
+grep -qE '^  fc_tc: 0 candidates of [0-9]+ combinations' "$t/o" && ok || bad "--list fc2 on sm_75: fc_tc refused: $(grep -A2 'fc_tc' "$t/o")"
+$cg tune specs/ece408-2017.yaml --list --layers fc2 --arch 80 >"$t/o" 2>"$t/e" && ok || bad "--list fc2 --arch 80: $(cat "$t/e")"
+grep -qE '^  fc_tc: [1-9][0-9]* candidates' "$t/o" && ! grep -A5 '^  fc_tc:' "$t/o" | grep -q 'split=' && \
+  grep -qE '^  fc_wg: 0 candidates' "$t/o" && ok || bad "--list fc2 --arch 80: fc_tc's candidates: $(grep -A3 'fc_' "$t/o")"
+$cg tune specs/ece408-2017.yaml --list --layers fc2 --arch 90 >"$t/o" 2>"$t/e" && ok || bad "--list fc2 --arch 90: $(cat "$t/e")"
+grep -qE '^  fc_wg: [1-9][0-9]* candidates' "$t/o" && ok || bad "--list fc2 --arch 90: fc_wg's candidates: $(grep -A3 fc_wg "$t/o")"
 # a 3x3 layer: conv2d_winograd among the candidates; a 9x9 one: refused (n = 10 points)
 $cg tune bench/specs/zoo-wide3x3.yaml --list --layers conv3 >"$t/o" 2>"$t/e" && ok || bad "--list wide3x3: $(cat "$t/e")"
 grep -qE '^  conv2d_winograd: [1-9][0-9]* candidates of ' "$t/o" && ok || bad "--list: winograd candidates for a 3x3 layer"

@@ -45,6 +45,11 @@
 -- weights=arg:taps), so a slice's offsets are literal multiples of H*W from one
 -- base and a padded column tests its tap once a slice, not once an element: the
 -- gather, which bounds these kernels, costs a load and half a pack an element.
+--
+-- A 1x1 image under a 1x1 kernel (an fc layer as its convolution: fc_wg,
+-- common.fc.conv_table): a unit's EL reduction rows are EL of one image's inputs side
+-- by side, loaded at once (a float4, or two 8-byte vectors of 16-bit values) where the
+-- input size is a multiple of EL; the offset table is not needed then.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -149,12 +154,18 @@ local function shape(l, p)
   s.slices = common.ceil_div(s.R, p.bk)
   s.pad0 = s.slices * p.bk - s.R      -- the first slice's zero rows
   s.kc = p.kc == 1                    -- tap by tap: slices of bk channels of one tap (bk divides C)
+  -- a 1x1 image under a 1x1 kernel (an fc as its convolution, common.fc.conv_table): a
+  -- unit's EL reduction rows are side by side in memory, 16 aligned bytes where C is a
+  -- multiple of EL (so is every slice's first row, and the first slice's zero rows are
+  -- whole units): one float4 or two 8-byte loads a unit, where the gather took EL loads
+  -- (the lanes still go by columns: images C elements apart)
+  s.x1 = l.K == 1 and l.H == 1 and l.W == 1 and not g.padded and l.C % s.EL == 0
   s.NR = p.bm // 2                    -- accumulators of one m64 tile a thread
   s.A, s.B = p.bk * p.bn, p.bk * p.bm -- elements of one operand (one part of it, split) in a buffer
   s.BUF = (s.half and 1 or 2) * (s.A + s.B)
   s.ER = p.bn + 4                     -- row stride of the staged tile
   s.smem = math.max(s.ES * 2 * s.BUF, 4 * p.bm * s.ER)
-  s.const_bytes = s.kc and 0 or 4 * (s.KK + p.bk) * (g.padded and 2 or 1)
+  s.const_bytes = (s.kc or s.x1) and 0 or 4 * (s.KK + p.bk) * (g.padded and 2 or 1)
   s.ETM = p.bm * p.bn // (4 * s.threads)
   -- (several block rows of maps: the row's first map and the map tests, 4 more; a 56-map
   -- tile in four rows spilled at 168 on an H100)
@@ -238,6 +249,9 @@ local source = engine.compile([=[
 // Slice s: channels c0 .. c0 + {{BK - 1}} of kernel tap t = s / {{CB}} (row t / {{K}}, column t % {{K}}), c0 = {{BK}}*(s % {{CB}});
 // reduction row k of it lies (c0 + k)*{{H * W}} + (t / {{K}})*{{W}} + t % {{K}} elements from its column's base. The weights
 // arrive reordered {{KK}} taps x {{C}} channels x {{M}} maps (weights=arg:taps:{{KK}}).
+% elseif x1 then
+// A 1x1 image: slice s is rows s*{{BK}}{{pad0 > 0 and (" - " .. pad0) or ""}} on of each column (an image's inputs), a unit of {{EL}} rows one
+// {{half and "pair of 8-byte loads" or "16-byte load"}}{{pad0 > 0 and string.format("; the first slice's first %d rows zeros", pad0) or ""}}
 % else
 // Slice s: reduction index r = s*{{BK}} + k - {{pad0}} lies {{xof}} elements plus
 // tab[{{e0}} + k] from its column's base, tab[i] = (i / {{KK}})*{{H * W}} + ((i % {{KK}}) / {{K}})*{{W}} + i % {{K}}
@@ -318,6 +332,9 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #pragma unroll
         for (int i = 0; i < {{AI}}; i++) {
             const {{in_t}}* const q = xp[i % {{NPX}}] + {{EL}} * ({{QX}}) * {{H * W}};
+% if x1 then
+            {{unit_load("q")}}
+% else
 #pragma unroll
             for (int e = 0; e < {{EL}}; e++)
 % if padded then
@@ -325,6 +342,32 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % else
                 xr[i][e] = __ldg(q + e * {{H * W}});
 % end
+% end
+        }
+    };
+% elseif x1 then
+    auto fetch_x = [&](int s, bool first) {
+%   if pad0 == 0 then
+        (void)first;
+%   end
+        const int o = {{x1_off}};
+        const {{in_t}}* xp[{{NPX}}];   // kept from folding into 64-bit index arithmetic a unit
+#pragma unroll
+        for (int j = 0; j < {{NPX}}; j++) {
+            xp[j] = xb[j] + o;
+            asm("" : "+l"(xp[j]));
+        }
+#pragma unroll
+        for (int i = 0; i < {{AI}}; i++) {
+            const {{in_t}}* const q = xp[i % {{NPX}}] + {{EL}} * ({{QX}});
+%   if pad0 > 0 then
+            if (first && {{EL}} * ({{QX}}) < {{pad0}}) {   // the first slice's zero rows
+#pragma unroll
+                for (int e = 0; e < {{EL}}; e++) xr[i][e] = {{half and (stage_t .. "{0}") or "0.0f"}};
+                continue;
+            }
+%   end
+            {{unit_load("q")}}
         }
     };
 % else
@@ -618,7 +661,7 @@ function T.kernel(l, p)
     adesc_a = common.wgmma_desc(p.bn), adesc_b = string.format("%s + %d", common.wgmma_desc(p.bm), (s.half and 1 or 2) * s.A * s.ES // 16),
     -- 16-bit operands: their PTX type; the buffer in 16-byte units, B's offset in it in elements
     half = s.half ~= nil, wt = s.half, EL = s.EL, BUF16 = s.BUF * s.ES // 16, BOFF = (s.half and 1 or 2) * s.A,
-    kc = s.kc, CB = l.C // p.bk,
+    kc = s.kc, CB = l.C // p.bk, x1 = s.x1,
     -- reduction rows a wgmma takes (16-bit: 16; TF32: 8) and log2 of a core matrix row's
     KS = s.half and 16 or 8, ELS = s.half and 3 or 2,
     wok = #wok > 0 and table.concat(wok, " && ") or "true",
@@ -629,12 +672,27 @@ function T.kernel(l, p)
     OS = slice and slice.stride or l.M * s.P,
   }
   -- (the offset table only where the slices read it: not tap by tap)
-  for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, not s.kc)) do v[k] = x end
+  for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, not s.kc and not s.x1)) do v[k] = x end
   common.typed(l, v)
   -- the operands' stage: FP32 values split into a TF32 part and its remainder
   -- (3xTF32), the accumulator's type; 16-bit tensors' values as they are stored
   v.stage_t = s.half and v.in_t or v.acc_t
   v.put8 = s.half and common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4)) or ""
+  -- a 1x1 image's unit (s.x1): its EL rows from q into xr[i], one float4 (converted) or
+  -- two 8-byte vectors of four 16-bit values; and slice s's first row
+  v.unit_load = function(q)
+    if s.half then
+      local vt = v.vec_t(v.in_t, 4)
+      return string.format("const %s lo = __ldg(reinterpret_cast<const %s*>(%s)), hi = __ldg(reinterpret_cast<const %s*>(%s + 4));\n"
+        .. "            xr[i][0] = lo.x, xr[i][1] = lo.y, xr[i][2] = lo.z, xr[i][3] = lo.w;\n"
+        .. "            xr[i][4] = hi.x, xr[i][5] = hi.y, xr[i][6] = hi.z, xr[i][7] = hi.w;", vt, vt, q, vt, q)
+    end
+    local vt = v.vec_t(v.in_t, 4)
+    return string.format("const %s u = __ldg(reinterpret_cast<const %s*>(%s));\n"
+      .. "            xr[i][0] = %s, xr[i][1] = %s, xr[i][2] = %s, xr[i][3] = %s;", vt, vt, q,
+      v.to_acc("u.x"), v.to_acc("u.y"), v.to_acc("u.z"), v.to_acc("u.w"))
+  end
+  v.x1_off = string.format("s * %d", p.bk) .. (s.pad0 > 0 and (" - " .. s.pad0) or "")
   -- the emulation's operand at buffer offset i: the 16-bit value widened, or the
   -- split value's two parts summed (exact), the second `half` elements further on
   v.emu_x = function(i, half)

@@ -970,4 +970,94 @@ function common.fc.kernel(l, p, strategy, source, values)
     { common.batch_dim(1, p.bm), common.ceil_div(l.out, p.bn), split }, v.threads)
 end
 
+-- ---- an fc layer as the 1x1 convolution it is (fc_tc, fc_wg) ----
+--
+-- out[i][o] = act(sum_k x[i][k] * w[o][k] + b[o]) is a convolution of a 1x1 image of
+-- IN = C*H*W channels (the flatten of the input) into out maps with a 1x1 kernel:
+-- weights [out][IN] are conv weights [M][C][1][1], the input [n][IN] a conv input
+-- [n][IN][1][1], the output [n][out] a conv output [n][out][1][1]. The implicit-GEMM
+-- conv templates then run it with the images as their columns (output pixels)
+-- and the outputs as their maps.
+
+-- The conv layer table of fc layer table l: C = IN, H = W = K = 1, stride 1, no
+-- padding, no pool, M = out, its bias and activation; every other field (target,
+-- batch, dtypes, precision, const_left) as l has it.
+function common.fc.conv_table(l)
+  local c = {}
+  for k, v in pairs(l) do c[k] = v end
+  c.C, c.H, c.W, c.M, c.K = l.C * l.H * l.W, 1, 1, l.out, 1
+  c.pad_t, c.pad_l, c.pad_b, c.pad_r, c.stride, c.groups = 0, 0, 0, 0, 1, 1
+  c.pool, c.pool_stride, c.pool_op, c.pool_pad = 0, 0, "none", nil
+  c.OC, c.OH, c.OW = l.out, 1, 1
+  return c
+end
+
+-- The fc template `fc_<strategy>` that conv template CT (its params, check, cost
+-- and kernel, named `ctname` in its messages) is for the fc's conv table: the same
+-- parameters, checks and cost model; its kernel renamed fc_<strategy>_i<IN>o<out>
+-- followed by what CT's name says after the conv's shape (activation, tile,
+-- split, ...) less the word `marker` that tells CT's kernels from its sibling's
+-- ("tc": the strategy says it), every symbol named after it following, and its
+-- shape line the fc's. T.conv_table gives the planner the table a split's
+-- reduction is planned on.
+function common.fc.from_conv(CT, strategy, ctname, marker, doc)
+  local T = { doc = doc, conv_table = common.fc.conv_table }
+  local tname = "fc_" .. strategy
+  -- the conv table of each layer table, made once (a search checks thousands of
+  -- candidates against one layer table)
+  local made = setmetatable({}, { __mode = "k" })
+  local function ct(l)
+    local c = made[l]
+    if not c then c = common.fc.conv_table(l); made[l] = c end
+    return c
+  end
+  T.params = {}
+  for i, d in ipairs(CT.params) do
+    local w = {}
+    for k, v in pairs(d) do w[k] = v end
+    w.legal = function(l) return d.legal(ct(l)) end
+    w.default = function(l, given) return d.default(ct(l), given) end
+    T.params[i] = w
+  end
+  -- (the conv's words for the fc's: its template, and C*K*K, the reduction, is the input size)
+  -- (each message rewritten once: a search meets the same refusal thousands of times,
+  -- and the sandbox charges every gsub by its matcher's steps)
+  local said = {}
+  local function say(msg)
+    if not msg then return nil end
+    local m = said[msg]
+    if not m then
+      m = msg:gsub(ctname, tname):gsub("C%*K%*K", "the input size"):gsub("strategy igemm_(%a+)", "strategy %1")
+      said[msg] = m
+    end
+    return m
+  end
+  function T.check(l, p)
+    local msg, param = CT.check(ct(l), p)
+    return say(msg), param
+  end
+  if CT.cost then function T.cost(l, p) return CT.cost(ct(l), p) end end
+  function T.kernel(l, p)
+    local c = ct(l)
+    local k = CT.kernel(c, p)
+    local head = string.format("conv2d_igemm_c%dm%dk1_h1w1_", c.C, c.M)
+    if k.name:sub(1, #head) ~= head then
+      error(string.format("%s: kernel name %s does not start %s", tname, k.name, head), 0)
+    end
+    local rest = (k.name:sub(#head + 1) .. "_"):gsub("_" .. marker .. "_", "_", 1):sub(1, -2)
+    local name = string.format("fc_%s_i%do%d_", strategy, c.C, c.M) .. rest
+    -- (names are letters, digits and underscores: no pattern characters)
+    k.source = k.source:gsub(k.name, name)
+    if k.weights:sub(1, 6) == "const:" then k.weights = k.weights:gsub(k.name, name) end
+    k.name = name
+    -- (one tap reordered is the transposition)
+    if k.weights == "arg:taps:1" then k.weights = "arg:transposed" end
+    k.shape = string.format("%d -> %d%s%s (a 1x1 convolution of a 1x1 image)%s", c.C, c.M,
+      l.bias and ", bias" or "", l.act ~= "none" and (", " .. l.act) or "",
+      k.split and string.format(", reduced in %d parts (partial sums)", k.split) or "")
+    return k
+  end
+  return T
+end
+
 return common

@@ -47,6 +47,13 @@
 -- that fall inside the input; a reduction index reads its element where both bits
 -- are set, else 0 (cp.async of 0 bytes: zero fill). Rows and columns that cannot
 -- fall outside, known from literals, skip the test (the compiler folds it away).
+-- A 1x1 image under a 1x1 kernel (an fc layer as its convolution: fc_tc,
+-- common.fc.conv_table): the columns are images and a column's reduction rows are
+-- one image's inputs side by side, so conv2d_igemm_tc stages a slice column by
+-- column (xs[BN][XT]) and copies it in runs along the rows, 16 bytes a copy where
+-- the input size and bk are multiples of 4, with the lanes along the rows; the
+-- gather above (a lane a column, a 4-byte copy a row) would make every lane of a
+-- warp read another image's line. The fragments read the same tile transposed.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -60,15 +67,25 @@ local REG_BUDGET = 200
 
 -- Reduction depths that make slices of whole kernel rows: kp rows of one channel
 -- (kp divides K) or cs whole channels (cs divides C), at most 64 deep.
+-- (Kept by C and K, a fresh copy to each caller: a check asks for them on every
+-- candidate, and a 1x1 kernel counts C's divisors to 64 each time; an fc of 784
+-- inputs refused on sm_75, 100,000 candidates, ran past the Lua budget so.)
+local depths_of = {}
 local function slice_depths(l)
-  local out, seen = {}, {}
-  local function add(v) if v <= 64 and not seen[v] then seen[v] = true; out[#out + 1] = v end end
-  for _, kp in ipairs(common.divisors(l.K)) do if kp < l.K then add(kp * l.K) end end
-  -- (divisors up to the 64-deep bound only: a check asks for these on every
-  -- candidate, and counting to C = 2048 each time ran past the Lua budget)
-  for _, cs in ipairs(common.divisors(l.C, 64 // (l.K * l.K))) do add(cs * l.K * l.K) end
-  table.sort(out)
-  return out
+  local key = l.C .. "x" .. l.K
+  local known = depths_of[key]
+  if not known then
+    local seen = {}
+    known = {}
+    local function add(v) if v <= 64 and not seen[v] then seen[v] = true; known[#known + 1] = v end end
+    for _, kp in ipairs(common.divisors(l.K)) do if kp < l.K then add(kp * l.K) end end
+    -- (divisors up to the 64-deep bound only: a check asks for these on every
+    -- candidate, and counting to C = 2048 each time ran past the Lua budget)
+    for _, cs in ipairs(common.divisors(l.C, 64 // (l.K * l.K))) do add(cs * l.K * l.K) end
+    table.sort(known)
+    depths_of[key] = known
+  end
+  return table.move(known, 1, #known, 1, {})
 end
 
 -- The preferred slice depth: the deepest one up to 18 (one kernel row of a 5x5
@@ -101,6 +118,11 @@ end
 -- every padded slice on four layers (a 9x9 one: 1.91 ms at bk=24 against 2.39 at
 -- 27 padded to 32), and deeper ones took more registers and lost.
 local function default_bk_tc(l)
+  -- a 1x1 image (an fc): 16, four 16-byte copies a column where the input size is a
+  -- multiple of 4, so that a thread keeps one row of every column it copies (the
+  -- slices are staged column by column; a short first slice is a few zero rows of a
+  -- deep reduction). Not yet timed on a GPU.
+  if l.K == 1 and l.H == 1 and l.W == 1 then return 16 end
   local R = l.C * l.K * l.K
   return (-R) % 24 <= (-R) % 16 and 24 or 16
 end
@@ -254,6 +276,28 @@ local function shape(l, p, tc)
     s.ETM, s.ETN = p.tm, p.tn
   end
   s.LC = s.threads > 0 and p.bn // s.threads or 0   -- columns each thread gathers
+  -- a 1x1 image under a 1x1 kernel (an fc layer as its convolution, common.fc.conv_table):
+  -- a column's reduction rows lie side by side in memory (an image's inputs), and the
+  -- columns of a tile are images IN elements apart, so conv2d_igemm_tc's gather (lanes
+  -- along the columns, a 4-byte copy a row) would touch a line a lane. Here the tensor-core
+  -- path stages a slice column by column instead, xs[BN][XT] (XT = KP + 4 words, KP + 8
+  -- 16-bit elements: the A fragments' reads meet 32 banks), and copies it in runs of V
+  -- elements along each column's rows (V = 4 where the input size and bk are multiples of
+  -- 4, a 16-byte copy; else 1), QPC copies a column, the lanes along the rows: a warp reads
+  -- whole runs of an image's inputs. A thread's copies are q = tid + i*threads (XQ of
+  -- them): column q / QPC, rows V*(q % QPC) on; with threads a multiple of QPC (xfix) its
+  -- row is fixed and its columns are threads/QPC apart.
+  s.xt = tc and l.K == 1 and l.H == 1 and l.W == 1 and not g.padded
+  if s.xt then
+    s.V = (l.C % 4 == 0 and p.bk % 4 == 0) and 4 or 1
+    s.XT = s.KP + (s.half and 8 or 4)
+    s.XB = p.bn * s.XT
+    s.QPC = p.bk // s.V
+    s.XQ = common.ceil_div(p.bn * s.QPC, math.max(s.threads, 1))   -- (whole: check has threads divide bn)
+    s.xfix = s.threads % s.QPC == 0
+  else
+    s.XB = s.KP * s.XR                 -- a stage's gathered input, in elements
+  end
   s.WL = common.ceil_div(p.bk * p.bm, math.max(s.threads, 1))  -- weights each thread loads
   s.slices = common.ceil_div(s.R, p.bk)
   s.split = p.split or 1
@@ -261,14 +305,20 @@ local function shape(l, p, tc)
   s.tail = s.free and s.R % p.bk ~= 0   -- the first slice is short: its first pad0 rows are zeros
   s.pad0 = s.tail and s.slices * p.bk - s.R or 0
   -- a free slice's offset table (and, with padding, its kernel rows and columns) in constant memory
-  s.const_bytes = s.free and 4 * (s.KK + p.bk) * (g.padded and 2 or 1) or 0
-  s.smem = 4 * p.stages * s.KP * (s.XR + s.WR)
+  s.const_bytes = s.free and not s.xt and 4 * (s.KK + p.bk) * (g.padded and 2 or 1) or 0
+  s.smem = 4 * p.stages * (s.XB + s.KP * s.WR)
   if s.mma then s.smem = math.max(s.smem, 4 * p.bm * s.ER) end
   -- registers: the tile, fragments, gather pointers and weight offsets; the
   -- register-prefetch path (before sm_80) also holds a whole slice
   s.async = not (l.target and l.target.cc and l.target.cc < 80) and not s.narrow
   local tile = s.mma and (p.tm * p.tn // 2 + 4 * p.tn + p.tm // 2) or (p.tm * p.tn + p.tm + p.tn)
-  s.regs = tile + 2 * s.LC + (s.threads > 0 and s.threads % p.bm == 0 and 2 or 2 * s.WL) + (s.async and 0 or (p.bk * s.LC + s.WL))
+  -- (a column-staged slice: one pointer, or a column and row worked out a copy, whose
+  -- addresses the compiler keeps, a pointer each: 333 inputs in slices of 24 through 64
+  -- threads, 48 copies a thread, took 255 registers and spilled on sm_80; the register
+  -- path holds XQ copies of V elements)
+  local gather = s.xt and (s.xfix and 2 or 2 + 2 * s.XQ) or 2 * s.LC
+  local held = s.xt and s.XQ * s.V or p.bk * s.LC
+  s.regs = tile + gather + (s.threads > 0 and s.threads % p.bm == 0 and 2 or 2 * s.WL) + (s.async and 0 or (held + s.WL))
     + (g.padded and 2 * s.LC or 0)
   return s
 end
@@ -395,7 +445,12 @@ local source = engine.compile([=[
 // The partials keep every GEMM column: a 2x2 pooling window's four conv outputs side by side; splitk_reduce pools.
 %   end
 % end
+% if xt then
+// Shared memory (dynamic, {{smem}} B): xs[{{ST}}][{{BN}}][{{XT}}] input, column by column (a 1x1 image: a column's
+// slice rows lie side by side in memory), ws[{{ST}}][{{KP}}][{{WR}}] weights.
+% else
 // Shared memory (dynamic, {{smem}} B): xs[{{ST}}][{{KP}}][{{XR}}] gathered input, ws[{{ST}}][{{KP}}][{{WR}}] weights.
+% end
 % if mma and half then
 // Products on tensor cores in precision {{half}}: warps of {{TM}} maps x {{8 * TN}} columns, m16n8k16 {{half}} tiles
 // with the columns as rows, one mma.sync a tile, FP32 accumulation. Slices padded from {{BK}} to {{KP}} rows with
@@ -412,7 +467,12 @@ local source = engine.compile([=[
 // staged in shared memory (es[{{BM}}][{{ER}}]) for the epilogue.
 % end
 
-% if free then
+% if xt then
+// a 1x1 image: reduction index r of a column (an image) is its input r; slice s is rows s*{{BK}}{{pad0 > 0 and (" - " .. pad0) or ""}} on
+% if pad0 > 0 then
+// (the first short: its rows 0 .. {{pad0 - 1}} zeros)
+% end
+% elseif free then
 % if tail then
 // slices of {{BK}}, no whole number of kernel rows, the first one short: its rows 0 .. {{pad0 - 1}} are
 // zeros, so that reduction index r = s*{{BK}} + k - {{pad0}} of every other slice needs no test; r
@@ -438,7 +498,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     extern __shared__ {{vec_t(acc_t, 4)}} smem4[];
 % -- the slices staged as stored (cp.async copies bytes): inputs, then weights
     {{in_t}}* const xs = reinterpret_cast<{{in_t}}*>(smem4);
-    {{w_t}}* const ws = xs + {{ST * KP * XR}};
+    {{w_t}}* const ws = xs + {{ST * XB}};
     const int tid = threadIdx.x;
 % if mma then
     const int lane = tid & 31, warp = tid >> 5;
@@ -457,6 +517,21 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % end
     (void)b_arg;
 
+% if xt then
+    // this thread's copies of a slice: copy q = tid + {{NT}}*i of the {{BN}} columns' {{QPC}} runs of {{V}} row{{V > 1 and "s" or ""}} is
+    // column q / {{QPC}}, rows {{V}}*(q % {{QPC}}) on{{xfix and string.format(" (%d threads a multiple of %d: one row for every i, the columns %d apart)", NT, QPC, NT // QPC) or ""}}
+%   if xfix then
+    const int xc = tid / {{QPC}}, xr0 = {{V > 1 and string.format("%d * (tid %% %d)", V, QPC) or string.format("tid %% %d", QPC)}};
+    const {{in_t}}* const xq = in + (col0 + xc) * {{C}} + xr0;   // (a column past the batch is never read)
+#define {{name}}_XC(i) (xc + (i) * {{NT // QPC}})
+#define {{name}}_XR(i) xr0
+%   else
+#define {{name}}_XC(i) ((tid + (i) * {{NT}}) / {{QPC}})
+#define {{name}}_XR(i) ({{V > 1 and (V .. " * ") or ""}}(tid + (i) * {{NT}} - {{name}}_XC(i) * {{QPC}}))
+%   end
+    // whether copy i reads: its column is an image of the batch{{tail and string.format(" and its rows are not the first slice's %d zero rows", pad0) or ""}}
+#define {{name}}_XOK(i) (col0 + {{name}}_XC(i) < total{{tail and string.format(" && (!first || %s_XR(i) >= %d)", name, pad0) or ""}})
+% else
     // the input element under reduction index 0 of each column this thread gathers
     const {{in_t}}* xb[{{LC}}];
 % if padded then
@@ -501,6 +576,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         xb[j] = in + img * {{C * H * W}} + oy * {{W}} + ox;
 % end
     }
+% end
     // the weights this thread loads: element e = tid + i*{{NT}} of the {{BK}}x{{BM}} slice; the
     // weights arrive transposed, {{R}} x {{M}} (reduction-major), so lanes read and store along m
 % if wstep then
@@ -533,7 +609,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #define {{name}}_WG(i) wg[i]
 #define {{name}}_WX(i) wsx[i]
 % end
-% if free and tail and not padded then
+% if free and tail and not padded and not xt then
     // whether slice row r is inside the reduction (not in the first slice's zero rows)
 #define {{name}}_OK(j, r) (!first || (r) >= {{pad0}})
 % end
@@ -544,7 +620,9 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
     // slice s starts at input offset xo(s) from each column's base, and at s*{{BK}} in a weight row
     auto xo = [&](int s) {
-% if free then
+% if xt then
+        return s * {{BK}}{{pad0 > 0 and (" - " .. pad0) or ""}};
+% elseif free then
         return {{xof}};
 % elseif whole then
         return s * {{BK // KK * H * W}};
@@ -560,11 +638,19 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     {{acc_t}} cf[{{FP}}][{{FM}}][4];
 {{zero_cf}}
 %   if KP > BK then
+%     if xt then
+    // the slices' pad rows {{BK}} .. {{KP - 1}} of every column: zeros, never copied over
+    for (int e = tid; e < {{ST * BN * (KP - BK)}}; e += {{NT}}) {
+        const int c = e / {{KP - BK}}, k = e - c * {{KP - BK}};   // c: stage * {{BN}} + column
+        xs[c * {{XT}} + {{BK}} + k] = {{in_zero}};
+    }
+%     else
     // the slices' pad rows {{BK}} .. {{KP - 1}}: zeros, never copied over
     for (int e = tid; e < {{ST * (KP - BK) * XR}}; e += {{NT}}) {
         const int b = e / {{(KP - BK) * XR}}, o = e - b * {{(KP - BK) * XR}};
         xs[b * {{KP * XR}} + {{BK * XR}} + o] = {{in_zero}};
     }
+%     end
     for (int e = tid; e < {{ST * (KP - BK) * WR}}; e += {{NT}}) {
         const int b = e / {{(KP - BK) * WR}}, o = e - b * {{(KP - BK) * WR}};
         ws[b * {{KP * WR}} + {{BK * WR}} + o] = {{w_zero}};
@@ -573,7 +659,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
     // cf += the slice in shared-memory buffer b
     auto multiply = [&](int b) {
-        const {{in_t}}* const x = xs + b * {{KP * XR}} + wp0 + g8;
+        const {{in_t}}* const x = xs + b * {{XB}} + {{xt and ("(wp0 + g8) * " .. XT) or "wp0 + g8"}};
         const {{w_t}}* const w = ws + b * {{KP * WR}} + wm0 + g8;
 #if __CUDA_ARCH__ >= 800
 % if half then
@@ -589,8 +675,8 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             for (int i = 0; i < {{FP}}; i++)
 #pragma unroll
                 for (int r = 0; r < 4; r++) {
-                    const {{in_t}}* const xk = x + (k + 2 * t4 + 8 * (r >> 1)) * {{XR}} + 16 * i + 8 * (r & 1);
-                    ah[i][r] = (unsigned)xk[0].x | ((unsigned)xk[{{XR}}].x << 16);
+                    const {{in_t}}* const xk = x + {{xi("(k + 2 * t4 + 8 * (r >> 1))", "16 * i + 8 * (r & 1)")}};
+                    ah[i][r] = (unsigned)xk[0].x | ((unsigned)xk[{{XK}}].x << 16);
                 }
 #pragma unroll
             for (int j = 0; j < {{FM}}; j++)
@@ -619,7 +705,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #pragma unroll
             for (int i = 0; i < {{FP}}; i++)
 #pragma unroll
-                for (int r = 0; r < 4; r++) ah[i][r] = tf32(x[(k + t4 + 4 * (r >> 1)) * {{XR}} + 16 * i + 8 * (r & 1)]);
+                for (int r = 0; r < 4; r++) ah[i][r] = tf32(x[{{xi("(k + t4 + 4 * (r >> 1))", "16 * i + 8 * (r & 1)")}}]);
 #pragma unroll
             for (int j = 0; j < {{FM}}; j++)
 #pragma unroll
@@ -645,7 +731,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             for (int i = 0; i < {{FP}}; i++)
 #pragma unroll
                 for (int r = 0; r < 4; r++)
-                    split(x[(k + t4 + 4 * (r >> 1)) * {{XR}} + 16 * i + 8 * (r & 1)], ah[i][r], al[i][r]);
+                    split(x[{{xi("(k + t4 + 4 * (r >> 1))", "16 * i + 8 * (r & 1)")}}], ah[i][r], al[i][r]);
 #pragma unroll
             for (int j = 0; j < {{FM}}; j++)
 #pragma unroll
@@ -684,7 +770,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % else
         // without tensor cores (and in emulation): each fragment element as its own dot product
 % end
-        const {{in_t}}* const xw = x - g8, * const ww = w - g8;
+        const {{in_t}}* const xw = x - {{xt and ("g8 * " .. XT) or "g8"}}, * const ww = w - g8;
 #pragma unroll
         for (int i = 0; i < {{FP}}; i++)
 #pragma unroll
@@ -693,10 +779,10 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
                 for (int r = 0; r < 4; r++)
                     for (int k = 0; k < {{BK}}; k++)
 % if tf32 then
-                        cf[i][j][r] = fmaf(tf32r({{to_acc("xw[k * " .. XR .. " + 16 * i + g8 + 8 * (r >> 1)]")}}),
+                        cf[i][j][r] = fmaf(tf32r({{to_acc("xw[" .. xi("k", "16 * i + g8 + 8 * (r >> 1)") .. "]")}}),
                                            tf32r({{w_to_acc("ww[k * " .. WR .. " + 8 * j + 2 * t4 + (r & 1)]")}}), cf[i][j][r]);
 % else
-                        cf[i][j][r] = fmaf({{to_acc("xw[k * " .. XR .. " + 16 * i + g8 + 8 * (r >> 1)]")}},
+                        cf[i][j][r] = fmaf({{to_acc("xw[" .. xi("k", "16 * i + g8 + 8 * (r >> 1)") .. "]")}},
                                            {{w_to_acc("ww[k * " .. WR .. " + 8 * j + 2 * t4 + (r & 1)]")}}, cf[i][j][r]);
 % end
 #endif
@@ -751,17 +837,23 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     // shared-memory addresses as cp.async takes them (32-bit, in bytes)
     unsigned sx;
     asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(sx) : "l"(xs));
-    const unsigned sw = sx + {{4 * ST * KP * XR}};
+    const unsigned sw = sx + {{4 * ST * XB}};
 % -- copy4 and copy16 copy inputs and weights alike (one element type: see kernel())
+% if not (xt and V == 4 and wvec) then
     auto copy4 = [](unsigned dst, const {{in_t}}* src, int bytes) {
         asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
     };
+% end
 % if wvec then
     // the weights in quads: 16-byte copies of four maps; quad e = tid + i*{{NT}} of the
     // slice's {{BK * BM // 4}}, every i of this thread on the same four maps, {{NT // (BM // 4)}} rows on
+% end
+% if wvec or (xt and V == 4) then
     auto copy16 = [](unsigned dst, const {{in_t}}* src, int bytes) {
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
     };
+% end
+% if wvec then
     const int wq = tid % {{BM // 4}};
     const int wq0 = (tid / {{BM // 4}}) * {{M}} + m0 + 4 * wq;
 %   if WR ~= BM then
@@ -787,9 +879,22 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % if SPLIT > 1 then
         s += s0;   // from the block's slice to the reduction's
 % end
+% if xt then
+        const unsigned x = sx + b * {{4 * XB}};
+% else
         const unsigned x = sx + b * {{4 * KP * XR}} + 4 * tid;
+% end
         const unsigned w = sw + b * {{4 * KP * WR}};
         const int o = xo(s);
+% if xt then
+        // the columns' runs of rows, {{4 * V}} bytes a copy; a column past the batch{{tail and " or a zero row" or ""}}: 0
+        // bytes copied, zeros filled, nothing read
+{{xt_src_def}}
+#pragma unroll
+        for (int i = 0; i < {{XQ}}; i++) {
+            {{V == 4 and "copy16" or "copy4"}}(x + 4 * ({{name}}_XC(i) * {{XT}} + {{name}}_XR(i)), {{xt_src}}, {{name}}_XOK(i) ? {{4 * V}} : 0);
+        }
+% else
 % if free then
         const int e0 = {{e0}};
 % elseif padded and not whole then
@@ -805,6 +910,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #pragma unroll
             for (int r = 0; r < {{BK}}; r++) copy4(x + 4 * (r * {{XR}} + j * {{NT}}), {{xat}}, {{xbytes}});
         }
+% end
         // the slice's weights (kept from folding into 64-bit index arithmetic, as xp);
         // a copy of 0 bytes reads nothing, so its address may lie outside them
         const {{w_t}}* wp = w_arg + {{wso}};
@@ -851,7 +957,12 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #else
 % end
     // two buffers: the next slice is loaded into registers during the products
+% if xt then
+    {{VT}} xr[{{XQ}}];
+    {{in_t}} wr[{{WL}}];
+% else
     {{in_t}} xr[{{LC}}][{{BK}}], wr[{{WL}}];
+% end
     auto fetch = [&](int s) {
 % if SPLIT > 1 then
         s += s0;   // from the block's slice to the reduction's
@@ -860,6 +971,13 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
         const bool first = s == 0;
 % end
         const int o = xo(s);
+% if xt then
+{{xt_src_def}}
+#pragma unroll
+        for (int i = 0; i < {{XQ}}; i++) {
+            xr[i] = {{name}}_XOK(i) ? __ldg(reinterpret_cast<const {{VT}}*>({{xt_src}})) : {{VT}}{};
+        }
+% else
 % if free then
         const int e0 = {{e0}};
 % elseif padded and not whole then
@@ -871,6 +989,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 #pragma unroll
             for (int r = 0; r < {{BK}}; r++) xr[j][r] = {{xload}};
         }
+% end
 #pragma unroll
         for (int i = 0; i < {{WL}}; i++)
 % if wguard then
@@ -880,12 +999,19 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % end
     };
     auto stash = [&](int b) {
-        {{in_t}}* const x = xs + b * {{KP * XR}};
+        {{in_t}}* const x = xs + b * {{XB}};
         {{w_t}}* const w = ws + b * {{KP * WR}};
+% if xt then
+#pragma unroll
+        for (int i = 0; i < {{XQ}}; i++) {
+            *reinterpret_cast<{{VT}}*>(x + {{name}}_XC(i) * {{XT}} + {{name}}_XR(i)) = xr[i];
+        }
+% else
 #pragma unroll
         for (int j = 0; j < {{LC}}; j++)
 #pragma unroll
             for (int r = 0; r < {{BK}}; r++) x[r * {{XR}} + tid + j * {{NT}}] = xr[j][r];
+% end
 #pragma unroll
         for (int i = 0; i < {{WL}}; i++) {
 % if wtail then
@@ -931,7 +1057,11 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 
 % end
 {{epilogue}}
-% if not free then
+% if xt then
+#undef {{name}}_XC
+#undef {{name}}_XR
+#undef {{name}}_XOK
+% elseif not free then
 #undef {{name}}_OFF
 % end
 #undef {{name}}_WG
@@ -939,7 +1069,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 % if wguard then
 #undef {{name}}_WOK
 % end
-% if padded or tail then
+% if (padded or tail) and not xt then
 #undef {{name}}_OK
 % end
 ]=], "conv2d_igemm")
@@ -1153,7 +1283,8 @@ local function kernel(l, p, tc)
     NT = s.threads, LC = s.LC, WL = s.WL, S = s.SS, SLICES = s.slices, SPLIT = s.split, COLS = s.COLS, P = s.P, OW = s.OW,
     smem = s.smem, pooled = s.pooled, bias = l.bias,
     whole = whole, SPC = (whole or s.free) and 1 or (l.K // (p.bk // l.K)),
-    slice_doc = s.free and string.format("%d reduction rows each, offsets from a table", p.bk)
+    slice_doc = s.xt and string.format("%d rows each, staged column by column", p.bk)
+      or s.free and string.format("%d reduction rows each, offsets from a table", p.bk)
       or whole and string.format("%d whole channel%s each", p.bk // s.KK, p.bk // s.KK > 1 and "s" or "")
       or string.format("%d kernel row%s of one channel each", p.bk // l.K, p.bk // l.K > 1 and "s" or ""),
     vec = s.P % 4 == 0,
@@ -1176,6 +1307,27 @@ local function kernel(l, p, tc)
   }
   for k, x in pairs(weight_layout(l, p, s)) do v[k] = x end
   v.free, v.tail, v.pad0 = s.free, s.tail, s.pad0
+  -- the input's stage: row k, column c of a slice at xs + b*XB + xi(k, c); XK between rows
+  v.xt, v.XB = s.xt, s.XB
+  v.XK = s.xt and 1 or s.XR
+  v.xi = function(k, c)
+    if s.xt then return string.format("(%s) * %d + %s", c, s.XT, k) end
+    return string.format("%s * %d + %s", k, s.XR, c)
+  end
+  if s.xt then
+    v.XT, v.V, v.QPC, v.XQ, v.xfix = s.XT, s.V, s.QPC, s.XQ, s.xfix
+    v.VT = common.vec_t(ty.in_t, s.V)
+    -- copy i's first element: from this thread's pointer at a literal offset (xfix), or
+    -- from its column and row
+    if s.xfix then
+      v.xt_src_def = "        const " .. ty.in_t .. "* xp = xq + o;   // (kept from folding into 64-bit index arithmetic a copy)\n"
+        .. '        asm("" : "+l"(xp));'
+      v.xt_src = string.format("xp + i * %d", s.threads // s.QPC * l.C)
+    else
+      v.xt_src_def = "        // copy i reads from in + (col0 + its column)*" .. l.C .. " + o + its row"
+      v.xt_src = string.format("in + (col0 + %s_XC(i)) * %d + o + %s_XR(i)", name, l.C, name)
+    end
+  end
   for k, x in pairs(igemm.free_slices(l, p.bk, s.pad0, s.free)) do v[k] = x end
   common.typed(l, v)
   -- a zero element of the input and weight types ("0.0f" for FP32)

@@ -569,6 +569,97 @@ local function few_fc_blocks(l)
     "%d SMs", blocks, blocks == 1 and "" or "s", l.batch, known and "the target's" or "an assumed", sms)
 end
 
+-- fc layers on tensor cores under `auto`: fc_tc (FP32 tensors, 3xTF32; one TF32 product
+-- under precision tf32) on an sm_80 or newer target, fc_wg (bf16 and fp16 tensors, one
+-- wgmma m64nNk16 product) on an sm_90a one, where the network is generated for at least
+-- AUTO_FC_TC_MIN_BATCH images (the large batch counts as more than any), the fc has
+-- AUTO_FC_TC_MIN_OUT outputs or more (the GEMM's maps: fewer leave most of a 16-map tile
+-- empty) and AUTO_FC_TC_MIN_IN inputs or more (a reduction deep enough to amortise a
+-- block's tile and epilogue), and a legal configuration exists; before the rules below
+-- (gemv, vec). The switch is AUTO_FC_TC_MIN_BATCH: nil leaves the rule off, so that auto
+-- picks what it picked before for every network; AUTO_GEMV_MAX_BATCH + 1 (65) turns it
+-- on for every batch that gemv does not take. Off until timed on a GPU: on an H200
+-- zoo-mlp (784 -> 2048 -> 2048 -> 512 -> 10) lost to PyTorch's FP32 at 64 to 1,000
+-- images (124.7 against 104.4 us at 64, 462 against 381 at 1,000) with its 2048 x 2048
+-- layer under gemv and vec (bench/scripts/fc_tc_check.sh times the rule's choice).
+planner.AUTO_FC_TC_MIN_BATCH = nil
+planner.AUTO_FC_TC_MIN_OUT = 64
+planner.AUTO_FC_TC_MIN_IN = 256
+
+-- The rule above: nil, or the template and why.
+function planner.auto_fc_tc(l)
+  local min = planner.AUTO_FC_TC_MIN_BATCH
+  if not min then return nil end
+  local images = (l.batch and l.batch > 0) and l.batch or math.huge
+  local IN = l.C * l.H * l.W
+  if images < min or l.out < planner.AUTO_FC_TC_MIN_OUT or IN < planner.AUTO_FC_TC_MIN_IN then return nil end
+  local t = l.target or {}
+  local cc = t.cc or 75
+  local gen = images == math.huge and "the large batch" or string.format("%d images", images)
+  local why = string.format("the network is generated for %s (at least %d), out = %d >= %d and %d inputs >= %d",
+    gen, min, l.out, planner.AUTO_FC_TC_MIN_OUT, IN, planner.AUTO_FC_TC_MIN_IN)
+  if l.precision == "bf16" or l.precision == "fp16" then
+    if t.sm90a and pcall(resolve, import("fc_wg"), "fc_wg", l, nil, nil) then
+      return "fc_wg", string.format("auto: wg, since precision is %s (one m64nNk16 product of 16-bit operands), " ..
+        "the target is sm_90 (built as sm_90a: wgmma), %s", l.precision, why)
+    end
+    return nil
+  end
+  if cc >= 80 and pcall(resolve, import("fc_tc"), "fc_tc", l, nil, nil) then
+    return "fc_tc", string.format("auto: tc, since the target has TF32 tensor cores (sm_%d), %s", cc, why)
+  end
+  return nil
+end
+
+-- Split reductions of fc_tc (conv2d_igemm_tc's `split` on the fc's conv table: the
+-- partial sums of each part, then splitk_reduce): its GEMM's columns are the images, so
+-- where the network is generated for a known batch (a bucket: l.batch) a deep layer's
+-- tiles may be few (15,488 inputs into 10 outputs at 1,024 images: 8 tiles of two warps),
+-- and planner.split_of splits it as it splits a conv at a small batch (warps for every
+-- SM, whole slices, each part at least SPLIT_MIN_DEPTH deep), over the layer's slice
+-- depth or, where that splits nothing (an odd number of slices) and the spec gives none,
+-- the first of FC_SPLIT_DEPTHS that does. Not at the large batch (10,000 images are 79
+-- column tiles) nor where the spec gives a split. An estimate, not yet timed on a GPU.
+-- Returns the parameters with the split and why, or nil.
+planner.FC_SPLIT_DEPTHS = { 16, 32, 8, 24, 48, 64, 40, 56 }
+
+local function fc_split(l, tname, given)
+  if tname ~= "fc_tc" or not (l.batch and l.batch > 0) then return nil end
+  given = given or {}
+  if given.split ~= nil then return nil end
+  local T = import(tname)
+  local c = T.conv_table(l)
+  local function try(q)
+    local ok, p = pcall(resolve, T, tname, l, q, nil)
+    if not ok then return nil end
+    local S, why = planner.split_of(c, p, true)
+    if S > 1 then return p, S, why end
+    return nil
+  end
+  local p, S, why = try(given)
+  if not p and given.bk == nil then
+    for _, bk in ipairs(planner.FC_SPLIT_DEPTHS) do
+      local q = { bk = bk }
+      for k, v in pairs(given) do q[k] = v end
+      p, S, why = try(q)
+      if p then break end
+    end
+  end
+  if not p then return nil end
+  local out = {}
+  for k, v in pairs(p) do out[k] = v end
+  out.split = S
+  return out, (why:gsub("C%*K%*K = (%d+)", "%1 inputs"))
+end
+
+-- Template tname of fc layer l with its split where fc_split gives one (its params
+-- and the reason then), else as chosen (why, own).
+local function with_fc_split(l, tname, why, own)
+  local p, split_why = fc_split(l, tname, own or l.params)
+  if not p then return tname, why, own end
+  return tname, (why and (why .. "; ") or "") .. split_why, p
+end
+
 -- The template serving layer l and, where `auto` chose it, why. A spec's fc
 -- strategy and params are choices for the large batch: kernels generated for a
 -- small batch (l.batch up to AUTO_GEMV_MAX_BATCH) take gemv with its own defaults
@@ -584,6 +675,8 @@ local function layer_choice(l)
   end
   if l.strategy == "auto" then
     if l.op == "conv" then return planner.auto_strategy(l) end
+    local tc, tc_why = planner.auto_fc_tc(l)
+    if tc then return with_fc_split(l, tc, tc_why, nil) end
     local few = few_fc_blocks(l)
     if few then return "fc_gemv", few end
     return planner.auto_fc(l)
@@ -593,7 +686,8 @@ local function layer_choice(l)
     local _, why = planner.auto_fc(l)
     return "fc_gemv", why .. string.format("; the spec's strategy %s is for the large batch", l.strategy), {}
   end
-  return (l.op == "conv" and "conv2d_" or "fc_") .. l.strategy, nil
+  if l.op == "fc" then return with_fc_split(l, "fc_" .. l.strategy, nil, nil) end
+  return "conv2d_" .. l.strategy, nil
 end
 
 -- A conv layer table without its pool and activation, at the conv's full
@@ -959,7 +1053,7 @@ function planner.build(net)
   local tail = planner.tail_layers(net, batch_of(net), dt, final_out)
   local predicted = false
 
-  -- A kernel k of conv layer table kl that splits its reduction (k.split > 1)
+  -- A kernel k of conv layer table kl (or of an fc's conv table: fc_tc) that splits its reduction (k.split > 1)
   -- writes partial sums: its output becomes the partials tensor "<out>.partials"
   -- ([split][n][M][P]) and splitk_reduce, which adds them in order, then the
   -- bias and, where k's epilogue is fused, the activation, writes the tensor k
@@ -1093,6 +1187,8 @@ function planner.build(net)
       local k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
       k.chosen = why
       k.precision_line = planner.precision_line(l, k)
+      -- a split reduction (fc_tc's, as the 1x1 convolution it runs): its partials, then splitk_reduce
+      if k.split then reduce_split(k, import(tname).conv_table(l), i) end
     elseif l.op == "batchnorm" and l.folded then
       -- folded into the conv before it (its weights, bias and activation): no
       -- kernel; the layer's output is the conv's tensor
