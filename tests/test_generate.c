@@ -1990,9 +1990,12 @@ static int fc_choices(const cg_spec *s, const cg_target *tg, int min_batch, char
     if (cg_lua_open(&h, NULL, &e)) return snprintf(out, n, "open: %s", e.msg), -1;
     lua_State *L = cg_lua_state(h);
     int rc = cg_lua_import(h, "lib/planner", &e);
-    if (!rc && min_batch > 0) {
-        lua_pushinteger(L, min_batch);
-        lua_setfield(L, -2, "AUTO_FC_TC_MIN_BATCH");
+    if (!rc && min_batch != 0) {   /* 0: the planner's own; < 0: the rules off (fc_tc's and fc_wg's) */
+        for (int w = 0; w < 2; w++) {
+            if (min_batch > 0) lua_pushinteger(L, min_batch);
+            else lua_pushnil(L);
+            lua_setfield(L, -2, w ? "AUTO_FC_WG_MIN_BATCH" : "AUTO_FC_TC_MIN_BATCH");
+        }
     }
     if (!rc) {
         lua_getfield(L, -1, "generate");
@@ -2125,7 +2128,10 @@ static void test_fc_tensor_cores(void)
         CHECK(cg_generate_for(s, "x", &tg, o, &e) != 0, "fc_wg on sm_80 accepted");
         CHECK_CONTAINS(e.msg, "layer 'b1': fc_wg needs wgmma: sm_90 built as sm_90a (the target is sm_80)");
     } else CHECK(0, "layers-fc-bf16-wg: %s", e.msg);
-    /* auto, the switch off: no network's fc on tensor cores, at any bucket */
+    /* auto as shipped (the rule from 1,025 images: the large batch alone): no fc on tensor
+     * cores at a bucket; at the large batch only where out >= 64 and inputs >= 256, which no
+     * shipped network's fc left to auto has (the course networks name vec); the switch off
+     * (nil): none anywhere */
     static const int buckets[] = {0, 256, 1024};
     glob_t g;
     int grc = glob("specs/*.yaml", 0, NULL, &g);
@@ -2140,7 +2146,13 @@ static void test_fc_tensor_cores(void)
                 if (t) cg_aot_target(&arch, 1, &tg);
                 else cg_target_default(&tg), tg.cc = 80;
                 tg.batch = buckets[b];
-                if (fc_choices(s, &tg, 0, got, sizeof got)) continue;
+                int shipped = !strncmp(g.gl_pathv[i], "specs/", 6);
+                if (buckets[b] || shipped) {
+                    if (fc_choices(s, &tg, 0, got, sizeof got)) continue;
+                    CHECK(!strstr(got, "fc_tc") && !strstr(got, "fc_wg"), "%s (sm_%d, bucket %d), as shipped: %s",
+                          g.gl_pathv[i], t ? 90 : 80, buckets[b], got);
+                }
+                if (fc_choices(s, &tg, -1, got, sizeof got)) continue;
                 CHECK(!strstr(got, "fc_tc") && !strstr(got, "fc_wg"), "%s (sm_%d, bucket %d), the switch off: %s",
                       g.gl_pathv[i], t ? 90 : 80, buckets[b], got);
                 nets++;
@@ -2160,6 +2172,21 @@ static void test_fc_tensor_cores(void)
             {80, 64, "fc1=fc_gemv fc2=fc_gemv fc3=fc_gemv"},   /* (fc4: the tail kernel) */
             {75, 0, "fc1=fc_vec fc2=fc_vec fc3=fc_vec fc4=fc_vec"},
         };
+        /* as shipped: the large batch alone */
+        static const struct {
+            int batch;
+            const char *want;
+        } shipped[] = {
+            {0, "fc1=fc_tc fc2=fc_tc fc3=fc_tc fc4=fc_vec"},
+            {1024, "fc1=fc_vec fc2=fc_vec fc3=fc_vec fc4=fc_gemv"},
+            {256, "fc1=fc_vec fc2=fc_vec fc3=fc_gemv fc4=fc_gemv"},
+        };
+        for (size_t i = 0; i < sizeof shipped / sizeof *shipped; i++) {
+            cg_target_default(&tg);
+            tg.cc = 80, tg.batch = shipped[i].batch;
+            CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strcmp(got, shipped[i].want),
+                  "zoo-mlp (sm_80, bucket %d), as shipped: %s, want %s", shipped[i].batch, got, shipped[i].want);
+        }
         for (size_t i = 0; i < sizeof on / sizeof *on; i++) {
             cg_target_default(&tg);
             tg.cc = on[i].cc, tg.batch = on[i].batch;
@@ -2172,8 +2199,10 @@ static void test_fc_tensor_cores(void)
         cg_aot_target(&arch, 1, &tg);
         CHECK(fc_choices(s, &tg, 65, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_wg fc2=fc_wg fc3=fc_wg fc4=fc_vec"),
               "zoo-mlp in bf16 (sm_90a), the switch on: %s", got);
-        CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_vec fc2=fc_vec fc3=fc_vec fc4=fc_vec"),
+        CHECK(fc_choices(s, &tg, -1, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_vec fc2=fc_vec fc3=fc_vec fc4=fc_vec"),
               "zoo-mlp in bf16 (sm_90a), the switch off: %s", got);
+        CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_vec fc2=fc_vec fc3=fc_vec fc4=fc_vec"),
+              "zoo-mlp in bf16 (sm_90a), as shipped (fc_wg's rule off): %s", got);
     } else CHECK(0, "zoo-mlp: %s", e.msg);
     free(s), free(o);
 }

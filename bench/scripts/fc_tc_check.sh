@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # fc_tc_check.sh — on a GPU machine: fc layers on tensor cores (fc_tc; fc_wg with
 # STRAT=wg, for 16-bit networks on sm_90) against auto's choice for them (gemv, vec),
-# the timing planner.AUTO_FC_TC_MIN_BATCH (templates/lib/planner.lua) waits for before
-# auto takes them. For each spec (default: bench/specs/zoo-mlp.yaml, the course
+# the timing behind planner.AUTO_FC_TC_MIN_BATCH and AUTO_FC_WG_MIN_BATCH
+# (templates/lib/planner.lua: from which batch auto takes them). For each spec (default: bench/specs/zoo-mlp.yaml, the course
 # networks, tests/gpu/layers-fc-tc.yaml) a copy is written with every fc layer that
 # names no strategy given `strategy: STRAT` (`weights:` made absolute), then:
 #   - `convgen check` on the copy (--random-input 1, IMAGES images) at the large batch

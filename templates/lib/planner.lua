@@ -576,19 +576,29 @@ end
 -- AUTO_FC_TC_MIN_OUT outputs or more (the GEMM's maps: fewer leave most of a 16-map tile
 -- empty) and AUTO_FC_TC_MIN_IN inputs or more (a reduction deep enough to amortise a
 -- block's tile and epilogue), and a legal configuration exists; before the rules below
--- (gemv, vec). The switch is AUTO_FC_TC_MIN_BATCH: nil leaves the rule off, so that auto
--- picks what it picked before for every network; AUTO_GEMV_MAX_BATCH + 1 (65) turns it
--- on for every batch that gemv does not take. Off until timed on a GPU: on an H200
--- zoo-mlp (784 -> 2048 -> 2048 -> 512 -> 10) lost to PyTorch's FP32 at 64 to 1,000
--- images (124.7 against 104.4 us at 64, 462 against 381 at 1,000) with its 2048 x 2048
--- layer under gemv and vec (bench/scripts/fc_tc_check.sh times the rule's choice).
-planner.AUTO_FC_TC_MIN_BATCH = nil
+-- (gemv, vec). The switch is AUTO_FC_TC_MIN_BATCH: nil leaves the rule off; 1025 (past
+-- the largest bucket) gives it the large batch alone. Measured on an H200 (2026-11-29,
+-- bench/fc-tc-2026-11-29.log): single kernels, L2 flushed, fc_tc / vec: zoo-mlp's 2048 x
+-- 2048 layer 1.622 / 2.065 ms at 10,000 images, 0.184 / 0.239 at 1,000, 0.107 / 0.106
+-- (vec split 8) at 256; ece408-2017's 7,200 -> 500 layer 1.370 / 1.858 ms at 10,000. Whole
+-- networks at 10,000 images with the rule on the large batch: zoo-mlp 3517.9 -> 2852.1 us,
+-- zoo-vgg3x3 29469 -> 28621, zoo-wide3x3 18421 -> 18210, zoo-1x1 10438 -> 10356. On from
+-- 65 images it lost zoo-mlp at 256 images, 193.8 -> 279.4 us (its layers split 4 to 16
+-- ways at that bucket, partial sums of 8 MB a layer), and gained nothing at 1,000 (447.2
+-- -> 442.8). And fc_tc
+-- on 15,488 inputs into 10 outputs at 256 images took 0.731 ms where gemv took 0.024 (the
+-- MIN_OUT bound keeps such layers off it).
+planner.AUTO_FC_TC_MIN_BATCH = 1025
+-- The same rule for 16-bit layers (fc_wg): off (nil) until fc_wg is timed on a GPU; it has
+-- been checked there (tests/gpu/layers-fc-bf16-wg at 64 images), not timed.
+planner.AUTO_FC_WG_MIN_BATCH = nil
 planner.AUTO_FC_TC_MIN_OUT = 64
 planner.AUTO_FC_TC_MIN_IN = 256
 
 -- The rule above: nil, or the template and why.
 function planner.auto_fc_tc(l)
-  local min = planner.AUTO_FC_TC_MIN_BATCH
+  local half = l.precision == "bf16" or l.precision == "fp16"
+  local min = half and planner.AUTO_FC_WG_MIN_BATCH or (not half and planner.AUTO_FC_TC_MIN_BATCH)
   if not min then return nil end
   local images = (l.batch and l.batch > 0) and l.batch or math.huge
   local IN = l.C * l.H * l.W
@@ -598,7 +608,7 @@ function planner.auto_fc_tc(l)
   local gen = images == math.huge and "the large batch" or string.format("%d images", images)
   local why = string.format("the network is generated for %s (at least %d), out = %d >= %d and %d inputs >= %d",
     gen, min, l.out, planner.AUTO_FC_TC_MIN_OUT, IN, planner.AUTO_FC_TC_MIN_IN)
-  if l.precision == "bf16" or l.precision == "fp16" then
+  if half then
     if t.sm90a and pcall(resolve, import("fc_wg"), "fc_wg", l, nil, nil) then
       return "fc_wg", string.format("auto: wg, since precision is %s (one m64nNk16 product of 16-bit operands), " ..
         "the target is sm_90 (built as sm_90a: wgmma), %s", l.precision, why)
