@@ -67,7 +67,7 @@ expect 3 "unknown parameter 'blok'" specs/example-conv.yaml --layer conv1 --para
 # a split reduction into more parts than slices (1x1, C = 256 in 4 slices of 64), or not into whole slices
 expect 3 "split=8: more parts than the reduction C*K*K = 256 has slices of bk=64 (4)" tests/gpu/layers-splitk.yaml \
   --layer c4 --strategy igemm --params bk=64,split=8
-expect 3 "split=32 is not legal for conv2d_igemm" tests/gpu/layers-splitk.yaml --layer c4 --strategy igemm --params split=32
+expect 3 "split=33 is not legal for conv2d_igemm" tests/gpu/layers-splitk.yaml --layer c4 --strategy igemm --params split=33
 
 # no GPU here: the harness says why, exit 4
 if ! [ -e /dev/nvidia0 ]; then
