@@ -117,6 +117,20 @@ int cg_layer_groups(const cg_layer *l);
 /* Channels an input's per-channel mean and std may have (`input.mean`, `input.std`). */
 #define CG_INPUT_NORM_MAX 64
 
+/* A tuning record's decision between the whole-network kernel and the per-layer
+ * kernels for one batch bucket (docs/tuning.md, "The whole-network kernel"): which
+ * path was faster when both were checked and timed, for the kernels whose build id
+ * (the manifest's hash) is `kernels`. cg_tune_apply copies a record's into the spec
+ * (the generator never reads them); the CUDA backend takes the one of its bucket
+ * when its own kernels have that build id, instead of timing both at first use. */
+#define CG_WHOLE_TUNED_MAX 8
+typedef struct {
+    int bucket;       /* 1, 8, 64, 256 or 1024 */
+    int whole;        /* 1: the whole-network kernel; 0: the per-layer kernels */
+    char kernels[17]; /* the build id of the kernels it was measured on */
+    double whole_ms, layers_ms; /* one batch each way as tuned (median) */
+} cg_whole_tuned;
+
 typedef struct {
     char path[CG_PATH_MAX]; /* as given on the command line */
     char name[CG_NAME_MAX];
@@ -139,6 +153,11 @@ typedef struct {
     double mean[CG_INPUT_NORM_MAX], std[CG_INPUT_NORM_MAX];
     /* the network's `precision:` (default fp32), every layer's unless it writes its own */
     cg_precision precision;
+    /* the whole-network decisions of the tuning record applied (none from the spec
+     * file), and that record's path for the notices about them */
+    int nwhole_tuned;
+    cg_whole_tuned whole_tuned[CG_WHOLE_TUNED_MAX];
+    char whole_tuned_from[CG_PATH_MAX];
 } cg_spec;
 
 /* Read and validate a spec. On error: returns non-zero, e->msg is one line

@@ -226,6 +226,35 @@ static void test_round_trip(const cg_spec *s)
     cg_tune_format(a, &t1, &e), cg_tune_format(b, &t2, &e);
     CHECK(t1.len == t2.len && !memcmp(t1.data, t2.data, t1.len), "written again: the same text");
     cg_buf_free(&t1), cg_buf_free(&t2);
+    /* no whole-network decision: no `whole` key written */
+    CHECK(a->nwhole == 0 && b->nwhole == 0, "no whole entries (%d)", b->nwhole);
+    cg_buf_init(&t1);
+    CHECK(cg_tune_format(a, &t1, &e) == 0 && !strstr(t1.data, "whole:"), "no whole key written");
+    cg_buf_free(&t1);
+    /* whole-network decisions: one a bucket, written after the layers and read back;
+     * a time not taken (NaN) left out and read back as NaN; put replaces its bucket's */
+    cg_whole_tuned w8 = {8, 1, "0123456789abcdef", 0.0160, 0.0272}, w1 = {1, 0, "fedcba9876543210", NAN, 0.0105};
+    cg_tune_whole_put(a, &w8);
+    cg_tune_whole_put(a, &w1);
+    w8.whole_ms = 0.0150;
+    cg_tune_whole_put(a, &w8);
+    CHECK(a->nwhole == 2 && cg_tune_whole_find(a, 8)->whole_ms == 0.0150 && cg_tune_whole_find(a, 64) == NULL,
+          "put: %d entries, bucket 8 replaced", a->nwhole);
+    CHECK(cg_tune_write(a, path, &e) == 0 && cg_tune_read(path, b, &e) == 0, "whole entries: written and read: %s",
+          e.msg);
+    const cg_whole_tuned *r8 = cg_tune_whole_find(b, 8), *r1 = cg_tune_whole_find(b, 1);
+    CHECK(b->nwhole == 2 && r8 && r1 && r8->whole == 1 && !strcmp(r8->kernels, "0123456789abcdef") &&
+              fabs(r8->whole_ms - 0.0150) < 1e-9 && fabs(r8->layers_ms - 0.0272) < 1e-9 && r1->whole == 0 &&
+              !strcmp(r1->kernels, "fedcba9876543210") && isnan(r1->whole_ms) && fabs(r1->layers_ms - 0.0105) < 1e-9,
+          "whole entries survive the round trip (%d)", b->nwhole);
+    cg_buf_init(&t1), cg_buf_init(&t2);
+    cg_tune_format(a, &t1, &e), cg_tune_format(b, &t2, &e);
+    CHECK(t1.len == t2.len && !memcmp(t1.data, t2.data, t1.len), "with whole entries, written again: the same text");
+    CHECK(strstr(t1.data, "whole:\n  - bucket: 8\n    choice: whole\n    kernels: \"0123456789abcdef\"\n"
+                          "    whole_ms: 0.015\n    layers_ms: 0.0272\n  - bucket: 1\n    choice: layers\n") != NULL,
+          "the whole entries as written:\n%s", t1.data);
+    cg_buf_free(&t1), cg_buf_free(&t2);
+    a->nwhole = 0;
     /* `network` is optional: a record without one is written without one and
      * reads back (make fuzz found it written as an empty `network:` that did not) */
     a->network[0] = 0;
@@ -282,6 +311,32 @@ static void test_malformed(void)
     snprintf(t, sizeof t, "%slayers: {a: 1}\n", head);
     bad(t, "rec.yaml:4:9: expected a sequence for 'layers'");
     bad("convgen: 0.1.0\ndevice: [\n", "rec.yaml:");
+    /* the whole-network decisions: each key checked, at its line and column */
+    const char *ok_layers = "convgen: 0.1.0\ndevice: \"X\"\ncc: 90\nlayers: []\n";
+    snprintf(t, sizeof t, "%swhole:\n  - bucket: 7\n    choice: whole\n    kernels: \"ab\"\n", ok_layers);
+    bad(t, "rec.yaml:6:13: bucket in whole entry 1: 7 is no batch bucket (1, 8, 64, 256 or 1024)");
+    snprintf(t, sizeof t, "%swhole:\n  - bucket: 2048\n    choice: whole\n    kernels: \"ab\"\n", ok_layers);
+    bad(t, "rec.yaml:6:13: ");
+    snprintf(t, sizeof t, "%swhole:\n  - bucket: 8\n    choice: hole\n    kernels: \"ab\"\n", ok_layers);
+    bad(t, "rec.yaml:7:13: unknown choice 'hole' in whole entry 1");
+    snprintf(t, sizeof t, "%swhole:\n  - bucket: 8\n    choice: whole\n    kernels: \"xyz\"\n", ok_layers);
+    bad(t, "rec.yaml:8:14: kernels in whole entry 1: expected hexadecimal digits, got 'xyz'");
+    snprintf(t, sizeof t, "%swhole:\n  - bucket: 8\n    choice: whole\n", ok_layers);
+    bad(t, "rec.yaml:6:5: missing required key 'kernels' in whole entry 1");
+    snprintf(t, sizeof t, "%swhole:\n  - bucket: 8\n    choice: whole\n    kernels: ab\n    whole_ms: -2\n",
+             ok_layers);
+    bad(t, "rec.yaml:9:15: 'whole_ms' in whole entry 1 must not be negative");
+    snprintf(t, sizeof t, "%swhole:\n  - bucket: 8\n    choice: whole\n    kernels: ab\n    layer_ms: 2\n",
+             ok_layers);
+    bad(t, "rec.yaml:9:5: unknown key 'layer_ms' in whole entry 1 (did you mean 'layers_ms'?)");
+    snprintf(t, sizeof t,
+             "%swhole:\n  - bucket: 8\n    choice: whole\n    kernels: ab\n  - bucket: 8\n    choice: layers\n"
+             "    kernels: ab\n", ok_layers);
+    bad(t, "rec.yaml:9:13: bucket of whole entry 2 repeats entry 1's");
+    snprintf(t, sizeof t, "%swhole: {bucket: 8}\n", ok_layers);
+    bad(t, "rec.yaml:5:8: expected a sequence for 'whole'");
+    snprintf(t, sizeof t, "%swhole:\n  - 8\n", ok_layers);
+    bad(t, "rec.yaml:6:5: ");
 }
 
 static void test_apply(void)
@@ -364,6 +419,19 @@ static void test_apply(void)
     CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && from[0] == 0, "changed template skipped");
     CHECK(strstr(notice, "layer conv1: template conv2d_direct changed since it was tuned") != NULL, "notice: %s", notice);
     CHECK(s->layers[0].nparams == 0, "skipped: layer unchanged");
+
+    /* the whole-network decisions go into the spec as recorded (the CUDA backend
+     * checks their build id against its kernels), none from a stale record */
+    cg_whole_tuned w8 = {8, 1, "0123456789abcdef", 0.016, 0.027};
+    cg_tune_whole_put(r, &w8);
+    *s = *orig;
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nwhole_tuned == 1 &&
+              s->whole_tuned[0].bucket == 8 && s->whole_tuned[0].whole == 1 &&
+              !strcmp(s->whole_tuned[0].kernels, "0123456789abcdef"),
+          "whole decisions applied: %d", s->nwhole_tuned);
+    *s = *orig;
+    CHECK(cg_tune_apply(s, r, &other, from, notice, sizeof notice, &e) == 1 && s->nwhole_tuned == 0,
+          "stale record: no whole decision (%d)", s->nwhole_tuned);
     free(s), free(orig), free(r);
 }
 
@@ -383,6 +451,8 @@ static void test_use(void)
     CHECK(make_record(s, "Dev A", 90, r) == 0 && cg_tune_write(r, def, &e) == 0, "record written: %s", e.msg);
     CHECK(cg_tune_use(s, NULL, 1, &dev, from, &e) == 0 && from[0] == 0, "--no-tuning ignores it");
     CHECK(cg_tune_use(s, NULL, 0, &dev, from, &e) == 0 && from[0] == 1, "the record beside the spec is used");
+    CHECK(!strcmp(s->whole_tuned_from, def), "the record's path kept for the whole decisions' notices: '%s'",
+          s->whole_tuned_from);
     snprintf(bad_path, sizeof bad_path, "%s/bad.yaml", dir);
     put(bad_path, "convgen: 0.1.0\ndevice: X\ncc: 90\nlayers: 5\n");
     CHECK(cg_spec_load(spec_path, s, &e) == 0, "spec again");

@@ -721,6 +721,16 @@ int cg_tune_format(const cg_tune_record *r, cg_buf *b, cg_err *e)
         if (!rc && t->nrunners) rc = cg_buf_puts(b, "    runners_up:\n");
         for (int j = 0; !rc && j < t->nrunners; j++) rc = put_choice(b, "      - ", "        ", &t->runner[j]);
     }
+    /* the whole-network decisions, where there are any (a record without them reads as before) */
+    if (!rc && r->nwhole) rc = cg_buf_puts(b, "whole:\n");
+    for (int i = 0; !rc && i < r->nwhole; i++) {
+        const cg_whole_tuned *w = &r->whole[i];
+        rc = cg_buf_printf(b, "  - bucket: %d\n    choice: %s\n    kernels: \"%s\"\n", w->bucket,
+                           w->whole ? "whole" : "layers", w->kernels);
+        /* a time the tuner could not take (the whole kernel refused) is left out */
+        if (!rc && isfinite(w->whole_ms)) rc = cg_buf_printf(b, "    whole_ms: %.6g\n", w->whole_ms);
+        if (!rc && isfinite(w->layers_ms)) rc = cg_buf_printf(b, "    layers_ms: %.6g\n", w->layers_ms);
+    }
     if (rc) return cg_fail(e, "out of memory");
     return 0;
 }
@@ -826,10 +836,46 @@ static int read_entry(const cg_yctx *c, const cg_ynode *m, int i, cg_tune_entry 
     return 0;
 }
 
+/* A hash as convgen writes it: hexadecimal (so safe to write back between
+ * quotes), at most 16 digits. */
+static int read_hex(const cg_yctx *c, const cg_ynode *v, const char *key, const char *where, char out[17])
+{
+    if (cg_y_str(c, v, key, where, out, 17)) return -1;
+    if (!out[0] || strspn(out, "0123456789abcdef") != strlen(out))
+        return cg_y_fail(c, v->pos, "%s %s: expected hexadecimal digits, got '%s'", key, where, out);
+    return 0;
+}
+
+/* One entry of 'whole': a bucket's decision between the whole-network kernel and
+ * the per-layer kernels. */
+static int read_whole(const cg_yctx *c, const cg_ynode *m, int i, cg_whole_tuned *w)
+{
+    static const char *const keys[] = {"bucket", "choice", "kernels", "whole_ms", "layers_ms", NULL};
+    static const char *const choices[] = {"layers", "whole", NULL};
+    char where[64];
+    snprintf(where, sizeof where, "in whole entry %d", i + 1);
+    if (cg_y_kind(c, m, CG_Y_MAP, "whole", "", "a mapping") || cg_y_check_keys(c, m, keys, where)) return -1;
+    const cg_ynode *v;
+    long long b = 0;
+    if (!(v = REQ(m, "bucket", where)) || cg_y_int(c, v, "bucket", where, 1, 1024, &b)) return -1;
+    if (cg_batch_bucket(b) != b)
+        return cg_y_fail(c, v->pos, "bucket %s: %lld is no batch bucket (1, 8, 64, 256 or 1024)", where, b);
+    w->bucket = (int)b;
+    if (!(v = REQ(m, "choice", where)) || cg_y_enum(c, v, "choice", where, choices, &w->whole)) return -1;
+    if (!(v = REQ(m, "kernels", where)) || read_hex(c, v, "kernels", where, w->kernels)) return -1;
+    w->whole_ms = w->layers_ms = NAN;
+    if ((v = cg_y_get(m, "whole_ms")) && cg_y_float(c, v, "whole_ms", where, &w->whole_ms)) return -1;
+    if (v && w->whole_ms < 0) return cg_y_fail(c, v->pos, "'whole_ms' %s must not be negative", where);
+    if ((v = cg_y_get(m, "layers_ms")) && cg_y_float(c, v, "layers_ms", where, &w->layers_ms)) return -1;
+    if (v && w->layers_ms < 0) return cg_y_fail(c, v->pos, "'layers_ms' %s must not be negative", where);
+    return 0;
+}
+
 /* The top-level mapping. */
 static int read_record(const cg_yctx *c, const cg_ynode *root, cg_tune_record *r)
 {
-    static const char *const keys[] = {"convgen", "device", "cc", "sms", "driver", "network", "batch", "layers", NULL};
+    static const char *const keys[] = {"convgen", "device", "cc",     "sms",   "driver",
+                                       "network", "batch",  "layers", "whole", NULL};
     const char *top = "";
     if (cg_y_kind(c, root, CG_Y_MAP, "record", "", "a mapping") || cg_y_check_keys(c, root, keys, "at top level"))
         return -1;
@@ -856,6 +902,19 @@ static int read_record(const cg_yctx *c, const cg_ynode *root, cg_tune_record *r
                 return cg_y_fail(c, cg_y_get(ls->kids[i], "signature")->pos,
                                  "signature of layers entry %zu repeats entry %zu's", i + 1, j + 1);
         r->n++;
+    }
+    const cg_ynode *wh = cg_y_get(root, "whole");
+    if (!wh) return 0;
+    if (cg_y_kind(c, wh, CG_Y_SEQ, "whole", top, "a sequence")) return -1;
+    if (wh->n > CG_WHOLE_TUNED_MAX)
+        return cg_y_fail(c, wh->pos, "'whole' holds %zu entries, at most %d", wh->n, CG_WHOLE_TUNED_MAX);
+    for (size_t i = 0; i < wh->n; i++) {
+        if (read_whole(c, wh->kids[i], (int)i, &r->whole[i])) return -1;
+        for (size_t j = 0; j < i; j++)
+            if (r->whole[j].bucket == r->whole[i].bucket)
+                return cg_y_fail(c, cg_y_get(wh->kids[i], "bucket")->pos,
+                                 "bucket of whole entry %zu repeats entry %zu's", i + 1, j + 1);
+        r->nwhole++;
     }
     return 0;
 }
@@ -917,6 +976,20 @@ void cg_tune_kernel_hash(const char *source, char out[17])
         h = cg_hash64(p, strlen(p), CG_HASH_SEED);
     }
     cg_hex64(h, out);
+}
+
+const cg_whole_tuned *cg_tune_whole_find(const cg_tune_record *r, int bucket)
+{
+    for (int i = 0; i < r->nwhole; i++)
+        if (r->whole[i].bucket == bucket) return &r->whole[i];
+    return NULL;
+}
+
+void cg_tune_whole_put(cg_tune_record *r, const cg_whole_tuned *w)
+{
+    cg_whole_tuned *have = (cg_whole_tuned *)cg_tune_whole_find(r, w->bucket);
+    if (have) *have = *w;
+    else if (r->nwhole < CG_WHOLE_TUNED_MAX) r->whole[r->nwhole++] = *w;
 }
 
 void cg_tune_default_path(const char *spec_path, char *out, size_t n)
@@ -1042,6 +1115,10 @@ int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev
         }
         from_record[i] = 1;
     }
+    /* the whole-network decisions as recorded: the CUDA backend checks each
+     * against the kernels it generates (their build id) */
+    s->nwhole_tuned = r->nwhole;
+    memcpy(s->whole_tuned, r->whole, sizeof r->whole);
     (void)e;
     return 0;
 }
@@ -1068,6 +1145,7 @@ int cg_tune_use_to(cg_spec *s, const char *explicit_path, int no_tuning, const c
     char notice[2048];
     int rc = cg_tune_read(path, r, e) ? CG_STATUS_INPUT : 0;
     if (!rc && cg_tune_apply(s, r, dev, from_record, notice, sizeof notice, e) < 0) rc = CG_STATUS_INPUT;
+    if (!rc) snprintf(s->whole_tuned_from, sizeof s->whole_tuned_from, "%.*s", CG_PATH_MAX - 1, path);
     if (!rc && notice[0]) {
         /* one line for a stale record; one per skipped layer otherwise */
         char *save = NULL;

@@ -203,6 +203,10 @@ typedef struct {
     long long batch;
     int n;
     cg_tune_entry e[CG_MAX_LAYERS];
+    /* `whole`: per batch bucket, the whole-network kernel against the per-layer
+     * kernels (base/spec.h; tune_whole.h measures it), one entry a bucket */
+    int nwhole;
+    cg_whole_tuned whole[CG_WHOLE_TUNED_MAX];
 } cg_tune_record;
 
 /* Write r as YAML to path through cg_write_file_atomic (a fresh temp file
@@ -225,6 +229,12 @@ long long cg_tune_layer_images(const cg_layer *l, long long batch);
  * entry stays valid while its template generates the same kernel for it. */
 void cg_tune_kernel_hash(const char *source, char out[17]);
 
+/* The whole-network entry of r for bucket (cg_batch_bucket), NULL if none. */
+const cg_whole_tuned *cg_tune_whole_find(const cg_tune_record *r, int bucket);
+/* Put w into r: it replaces the entry of its bucket, else is added (the
+ * buckets are five, the table holds eight). */
+void cg_tune_whole_put(cg_tune_record *r, const cg_whole_tuned *w);
+
 /* The record a spec uses by default: the spec's path with ".yaml" (or ".yml")
  * replaced by ".tuning.yaml" (otherwise appended). */
 void cg_tune_default_path(const char *spec_path, char *out, size_t n);
@@ -246,7 +256,10 @@ typedef struct {
  * spec is unchanged). A layer keeps the spec's choice when the spec writes
  * params for it, or a strategy naming another template than the record's; an
  * entry whose template changed since (hash) or whose parameters the template
- * now refuses is skipped, with a line added to notice. -1 on an error (e). */
+ * now refuses is skipped, with a line added to notice. The record's whole-network
+ * decisions are copied into s->whole_tuned as they are: whether one still holds
+ * (the build id of the kernels) is known only once the kernels are generated, and
+ * the CUDA backend checks it. -1 on an error (e). */
 int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev, int from_record[CG_MAX_LAYERS],
                   char *notice, size_t notice_n, cg_err *e);
 
