@@ -89,7 +89,9 @@ typedef struct {
     int whole;               /* CUDA, where the network's kernels include a whole-network kernel (one
                                 launch running every layer, generated for batches of 1 and 8 images):
                                 0 or -1 (the default): auto, the faster of it and the per-layer
-                                kernels, timed the first time a number of images is run; 1: always
+                                kernels, as the tuning record decided for these kernels (`convgen
+                                tune --batch N`), else timed the first time a number of images
+                                is run; 1: always
                                 it (where there is none, the per-layer kernels, and the profile
                                 says so); 2: never */
 } cg_net_options;

@@ -74,5 +74,8 @@ const char *cg_backend_cuda_into(const void *state, int l);
 /* cg_gpu_has_whole and cg_gpu_set_whole of its network. */
 int cg_backend_cuda_has_whole(const void *state);
 void cg_backend_cuda_set_whole(void *state, int mode);
+/* cg_gpu_build_id and cg_gpu_whole_notice of its network. */
+const char *cg_backend_cuda_build_id(const void *state);
+const char *cg_backend_cuda_whole_notice(const void *state);
 
 #endif

@@ -71,6 +71,11 @@ const cg_host_costs *cg_backend_cuda_costs(const void *state) { return &((const 
 const char *cg_backend_cuda_into(const void *state, int l) { return cg_gpu_layer_into(((const cuda_state *)state)->g, l); }
 int cg_backend_cuda_has_whole(const void *state) { return cg_gpu_has_whole(((const cuda_state *)state)->g); }
 void cg_backend_cuda_set_whole(void *state, int mode) { cg_gpu_set_whole(((cuda_state *)state)->g, mode); }
+const char *cg_backend_cuda_build_id(const void *state) { return cg_gpu_build_id(((const cuda_state *)state)->g); }
+const char *cg_backend_cuda_whole_notice(const void *state)
+{
+    return cg_gpu_whole_notice(((const cuda_state *)state)->g);
+}
 
 const cg_backend cg_backend_cuda = {"cuda",     cuda_open,     cuda_run, cuda_device_name, cuda_takes_f32,
                                     cuda_units, cuda_run_unit, cuda_close};

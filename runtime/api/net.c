@@ -111,6 +111,10 @@ static cg_status open_backend(cg_net *net, const cg_spec *s, const cg_weights *w
     int rc = net->be->open(&net->state, s, w, &bo, &net->err);
     if (rc) return (cg_status)rc;
     net->opened = 1;
+    /* a tuning record's whole-network decision that no longer holds: a notice in
+     * the log, as the record's other notices are (the command prints it itself) */
+    const char *notice = cg_net_whole_notice(net);
+    if (notice[0] && cg_buf_printf(&net->log, "%s\n", notice)) return cg_fail(&net->err, "out of memory"), CG_STATUS_IO;
     return CG_STATUS_OK;
 }
 
@@ -402,6 +406,16 @@ int cg_net_has_whole(const cg_net *net)
 void cg_net_set_whole(cg_net *net, int mode)
 {
     if (net && net->opened && net->be == &cg_backend_cuda) cg_backend_cuda_set_whole(net->state, mode);
+}
+
+const char *cg_net_build_id(const cg_net *net)
+{
+    return net && net->opened && net->be == &cg_backend_cuda ? cg_backend_cuda_build_id(net->state) : "";
+}
+
+const char *cg_net_whole_notice(const cg_net *net)
+{
+    return net && net->opened && net->be == &cg_backend_cuda ? cg_backend_cuda_whole_notice(net->state) : "";
 }
 
 const cg_host_costs *cg_net_host_costs(const cg_net *net)

@@ -70,6 +70,13 @@ int cg_net_has_whole(const cg_net *net);
 /* How the runs after choose between it and the per-layer kernels: CG_WHOLE_AUTO,
  * CG_WHOLE_ON or CG_WHOLE_OFF (runtime/cuda/gpu.h); nothing on the CPU. */
 void cg_net_set_whole(cg_net *net, int mode);
+/* The build id of the CUDA backend's kernels (the manifest's hash; "" on the CPU):
+ * what a tuning record's whole-network decision is made for. */
+const char *cg_net_build_id(const cg_net *net);
+/* Why the tuning record's whole-network decision for the network's bucket was
+ * not taken (one line naming the record), "" when there is nothing to say; also
+ * appended to cg_net_log when the network opens. */
+const char *cg_net_whole_notice(const cg_net *net);
 
 /* How many CUDA devices the driver sees (`run --devices all`): CG_STATUS_OK,
  * or CG_STATUS_DEVICE with why (one line, at most n bytes) saying why none. */

@@ -353,8 +353,12 @@ static int write_json(const char *path, const cg_job *j, const cg_run_nets *rn, 
     if (t && !strcmp(backend, "cuda")) {
         fprintf(f, "  \"bucket\": %d,\n  \"graph_replays\": %d,\n  \"pdl_launches\": %d,\n", t->bucket,
                 t->graph_replays, t->pdl_launches);
-        /* the whole-network kernel: whether it ran, and the times that chose it (ms; null: not timed) */
-        fprintf(f, "  \"whole\": %s,\n  \"whole_ms\": ", t->whole == CG_RAN_WHOLE ? "true" : "false");
+        /* the whole-network kernel: whether it ran, where the choice came from (measured now,
+         * the tuning record, forced; null: none made) and the times that chose it (ms; null:
+         * not timed) */
+        const char *from = cg_whole_from_name(t->whole_from);
+        fprintf(f, "  \"whole\": %s,\n  \"whole_choice\": %s%s%s,\n  \"whole_ms\": ",
+                t->whole == CG_RAN_WHOLE ? "true" : "false", from ? "\"" : "", from ? from : "null", from ? "\"" : "");
         fprintf(f, isnan(t->whole_ms) ? "null" : "%.6f", t->whole_ms);
         fprintf(f, ",\n  \"layers_ms\": ");
         fprintf(f, isnan(t->layers_ms) ? "null" : "%.6f", t->layers_ms);
@@ -533,6 +537,9 @@ static int open_nets(const cg_job *j, cg_net_options *o, cg_run_nets *rn, cg_err
         int rc = job_open(j, o, &rn->nets[i], e);
         if (rc && rn->dev) cg_devices_fail(rn->dev, rn->nets, i, e);
         if (rc) return rc;
+        /* a tuning record's whole-network decision not taken: said once, as the
+         * record's other notices are (every GPU's kernels are the same) */
+        if (!i && cg_net_whole_notice(rn->nets[0])[0]) fprintf(stderr, "convgen: %s\n", cg_net_whole_notice(rn->nets[0]));
     }
     return 0;
 }

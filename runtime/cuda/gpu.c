@@ -92,6 +92,12 @@ struct cg_gpu {
         double whole_ms, layers_ms;
     } pick[CG_WHOLE_PICKS];
     int npick;
+    /* the tuning record's decision for this bucket (the spec's whole_tuned), taken
+     * under auto for every count of images instead of measuring: -1 none, else
+     * whether the whole kernel; tuned_note: why a decision given was not taken */
+    int tuned;
+    double tuned_whole_ms, tuned_layers_ms;
+    char tuned_note[CG_PATH_MAX + 256];
 };
 
 /* JIT: every kernel of the generated output through NVRTC (several at a
@@ -476,6 +482,32 @@ static int check_bundle_manifest(const cg_manifest *m, const cg_spec *s, cg_err 
     return 0;
 }
 
+
+/* The tuning record's whole-network decision for the bucket of g's kernels
+ * (cg_spec.whole_tuned): taken when it was made on kernels of the same build id
+ * (a template's code, the per-layer choices, the target or the bucket changed
+ * since: another id), else ignored with a notice, and auto measures as before. */
+static void whole_record(cg_gpu *g)
+{
+    const cg_spec *s = g->s;
+    g->tuned = -1;
+    g->tuned_note[0] = 0;
+    for (int i = 0; i < s->nwhole_tuned; i++) {
+        const cg_whole_tuned *w = &s->whole_tuned[i];
+        if (w->bucket != g->m->bucket || !g->m->bucket) continue;
+        if (g->wk >= 0 && !strcmp(w->kernels, g->m->hash)) {
+            g->tuned = w->whole;
+            g->tuned_whole_ms = w->whole_ms, g->tuned_layers_ms = w->layers_ms;
+        } else {
+            snprintf(g->tuned_note, sizeof g->tuned_note,
+                     "tuning record %.1024s: whole-network kernel, bucket %d: the network's kernels changed since it "
+                     "was tuned (build %.16s, now %.16s%s): ignored, both paths timed at first use",
+                     s->whole_tuned_from, w->bucket, w->kernels, g->m->hash,
+                     g->wk < 0 ? ", with no whole-network kernel" : "");
+        }
+    }
+}
+
 /* Everything cg_gpu_open does once the device is open and current: the
  * target, the generated code for it (or a bundle's manifest, with no
  * generator run), its images, weights, buffers, events. */
@@ -525,6 +557,7 @@ static int open_current(cg_gpu *g, const cg_spec *s, const cg_weights *w, const 
     if (!rc) {
         g->nlk = cg_manifest_layer_kernels(g->m);
         g->wk = cg_manifest_whole(g->m);
+        whole_record(g);
     }
     if (!rc) rc = bind_functions(g, e);
     double t0 = cg_now_ms();
@@ -556,6 +589,7 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     g->pdl = !o->no_pdl && !o->profile; /* and the device and driver allow it: below, once opened */
     g->nsets = o->streams ? o->streams : 2;
     g->wk = -1;
+    g->tuned = -1;
     g->whole_mode = o->whole == CG_WHOLE_ON || o->whole == CG_WHOLE_OFF ? o->whole : CG_WHOLE_AUTO;
     *out = g;
     if (g->nsets < 1 || g->nsets > CG_PIPE_MAX_SETS) {
@@ -954,7 +988,8 @@ static int measure_whole(cg_gpu *g, cg_gpu_set *st, int skip, long long n, cg_gp
 /* Whether a batch of n images runs the whole-network kernel: never without
  * one, with a float input (it starts from the uint8 pixels), once refused, or
  * with CG_WHOLE_OFF; always with CG_WHOLE_ON; with auto what was measured for
- * n (-1: not yet: measure_whole). *pick: the measurement, NULL if none. */
+ * n, else what the tuning record decided (-1: neither yet: measure_whole).
+ * *pick: the measurement, -1 if none. */
 static int whole_for(cg_gpu *g, int skip, long long n, int *pick)
 {
     *pick = -1;
@@ -962,7 +997,8 @@ static int whole_for(cg_gpu *g, int skip, long long n, int *pick)
         if (g->pick[i].n == n) *pick = i;
     if (g->wk < 0 || skip >= 0 || g->whole_off || g->whole_mode == CG_WHOLE_OFF) return 0;
     if (g->whole_mode == CG_WHOLE_ON) return 1;
-    return *pick >= 0 ? g->pick[*pick].whole : -1;
+    if (*pick >= 0) return g->pick[*pick].whole;
+    return g->tuned >= 0 ? g->tuned : -1; /* the tuning record's, else measure */
 }
 
 /* What a run says about the whole-network kernel (cg_gpu_times): which way the
@@ -975,6 +1011,19 @@ static void whole_times(cg_gpu *g, int skip, long long n, int ran, cg_gpu_times 
     t->whole_ms = pick >= 0 ? g->pick[pick].whole_ms : NAN;
     t->layers_ms = pick >= 0 ? g->pick[pick].layers_ms : NAN;
     t->whole_note[0] = 0;
+    /* where the choice came from: forced, measured for n, or the tuning record;
+     * none where no choice could be made (no whole kernel, a float input, the
+     * whole kernel refused: the note says why) */
+    t->whole_from = CG_WHOLE_FROM_NONE;
+    int choosing = g->wk >= 0 && skip < 0 && !g->whole_off;
+    if (choosing && (g->whole_mode == CG_WHOLE_ON || g->whole_mode == CG_WHOLE_OFF)) {
+        t->whole_from = CG_WHOLE_FROM_FORCED;
+    } else if (choosing && pick >= 0) {
+        t->whole_from = CG_WHOLE_FROM_MEASURED;
+    } else if (choosing && g->tuned >= 0) {
+        t->whole_from = CG_WHOLE_FROM_RECORD;
+        t->whole_ms = g->tuned_whole_ms, t->layers_ms = g->tuned_layers_ms;
+    }
     if (g->wk < 0) {
         t->whole = g->whole_mode == CG_WHOLE_ON ? CG_RAN_LAYERS : CG_RAN_NO_WHOLE;
         if (t->whole)
@@ -1467,13 +1516,27 @@ void cg_gpu_whole_summary(const cg_gpu_times *t, char *buf, size_t n)
         char w[32] = "not timed", l[32] = "not timed";
         if (!isnan(t->whole_ms)) snprintf(w, sizeof w, "%.1f us", t->whole_ms * 1e3);
         if (!isnan(t->layers_ms)) snprintf(l, sizeof l, "%.1f us", t->layers_ms * 1e3);
-        snprintf(buf, n, "network: whole-network kernel %s, per-layer kernels %s: %s%s%s", w, l, ran,
+        snprintf(buf, n, "network: whole-network kernel %s, per-layer kernels %s: %s (%s)%s%s", w, l, ran,
+                 t->whole_from == CG_WHOLE_FROM_RECORD ? "tuning record" : "measured now",
                  t->whole_note[0] ? "; whole-network kernel not used: " : "", t->whole_note);
     } else {
-        snprintf(buf, n, "network: %s%s%s", t->whole == CG_RAN_WHOLE ? "whole-network kernel" : "per-layer kernels",
+        snprintf(buf, n, "network: %s%s%s%s", t->whole == CG_RAN_WHOLE ? "whole-network kernel" : "per-layer kernels",
+                 t->whole_from == CG_WHOLE_FROM_FORCED ? " (forced)" : "",
                  t->whole_note[0] ? "; whole-network kernel not used: " : "", t->whole_note);
     }
 }
+
+const char *cg_whole_from_name(int from)
+{
+    return from == CG_WHOLE_FROM_MEASURED ? "measured"
+         : from == CG_WHOLE_FROM_RECORD   ? "record"
+         : from == CG_WHOLE_FROM_FORCED   ? "forced"
+                                          : NULL;
+}
+
+const char *cg_gpu_build_id(const cg_gpu *g) { return g && g->m ? g->m->hash : ""; }
+
+const char *cg_gpu_whole_notice(const cg_gpu *g) { return g ? g->tuned_note : ""; }
 
 int cg_gpu_has_whole(const cg_gpu *g) { return g && g->m && cg_manifest_whole(g->m) >= 0; }
 

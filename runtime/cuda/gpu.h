@@ -47,8 +47,10 @@ typedef struct {
                             arena where their live ranges allow (runtime/formats/memplan.h) */
     int whole;           /* the whole-network kernel (manifest whole=1), where the manifest has
                             one: CG_WHOLE_AUTO (0, or -1): the faster of it and the per-layer
-                            kernels, measured the first time a count of images is run;
-                            CG_WHOLE_ON: it; CG_WHOLE_OFF: the per-layer kernels */
+                            kernels: as the tuning record decided for this bucket and these
+                            kernels (the spec's whole_tuned), else measured the first time a
+                            count of images is run; CG_WHOLE_ON: it; CG_WHOLE_OFF: the
+                            per-layer kernels */
 } cg_gpu_opts;
 enum { CG_WHOLE_AUTO = 0, CG_WHOLE_ON = 1, CG_WHOLE_OFF = 2 };
 
@@ -103,11 +105,19 @@ typedef struct {
     /* the whole-network kernel: CG_RAN_NO_WHOLE (the manifest has none and none was asked
      * for), CG_RAN_WHOLE (it ran the last batch) or CG_RAN_LAYERS (the per-layer kernels did) */
     int whole;
-    double whole_ms, layers_ms;     /* one batch each way as measured to choose (median); NaN: not measured */
+    int whole_from;                 /* where the choice came from: CG_WHOLE_FROM_* */
+    double whole_ms, layers_ms;     /* one batch each way as measured to choose (median), now or when
+                                       tuned (whole_from); NaN: not measured */
     char whole_note[256];           /* why the whole kernel did not run where it was asked for or
                                        could have ("" where nothing is to be said) */
 } cg_gpu_times;
 enum { CG_RAN_NO_WHOLE = 0, CG_RAN_WHOLE = 1, CG_RAN_LAYERS = 2 };
+/* Where the choice between the two came from: none made (no whole-network kernel,
+ * or none could run: whole_note), measured at this count's first batch (auto),
+ * the tuning record (auto, cg_spec.whole_tuned), or forced (CG_WHOLE_ON, _OFF). */
+enum { CG_WHOLE_FROM_NONE = 0, CG_WHOLE_FROM_MEASURED, CG_WHOLE_FROM_RECORD, CG_WHOLE_FROM_FORCED };
+/* The word --json writes for it: "measured", "record", "forced", NULL for none. */
+const char *cg_whole_from_name(int from);
 
 /* The share of the copies' time hidden behind kernels, 0..1: (upload +
  * kernels + download, one after another) minus the device span, over the
@@ -155,6 +165,13 @@ int cg_gpu_layers_kept(const cg_gpu *g, float *const *layer_out, cg_err *e);
 void cg_gpu_whole_summary(const cg_gpu_times *t, char *buf, size_t n);
 /* Whether g's manifest has a whole-network kernel. */
 int cg_gpu_has_whole(const cg_gpu *g);
+/* The build id of g's kernels (the manifest's hash): what a tuning record's
+ * whole-network decision names. */
+const char *cg_gpu_build_id(const cg_gpu *g);
+/* Why the tuning record's whole-network decision for g's bucket was not taken
+ * (one line, naming the record: its kernels are not g's any more), "" when
+ * none was given or it was taken. */
+const char *cg_gpu_whole_notice(const cg_gpu *g);
 /* Change how g chooses between it and the per-layer kernels (CG_WHOLE_*), for
  * the runs after (check compares the layers as each path computes them). */
 void cg_gpu_set_whole(cg_gpu *g, int mode);
