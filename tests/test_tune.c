@@ -254,7 +254,16 @@ static void test_round_trip(const cg_spec *s)
                           "    whole_ms: 0.015\n    layers_ms: 0.0272\n  - bucket: 1\n    choice: layers\n") != NULL,
           "the whole entries as written:\n%s", t1.data);
     cg_buf_free(&t1), cg_buf_free(&t2);
-    a->nwhole = 0;
+    /* no layer entry (every layer failed, or a whole-network decision alone): an
+     * empty sequence, which reads back (a bare `layers:` was null, and refused) */
+    int n = a->n;
+    a->n = 0;
+    cg_buf_init(&t1);
+    CHECK(cg_tune_format(a, &t1, &e) == 0 && strstr(t1.data, "\nlayers: []\nwhole:\n"), "no layers: 'layers: []'");
+    CHECK(cg_tune_parse("empty.yaml", t1.data, t1.len, b, &e) == 0 && b->n == 0 && b->nwhole == 2,
+          "no layers: read back: %s", e.msg);
+    cg_buf_free(&t1);
+    a->n = n, a->nwhole = 0;
     /* `network` is optional: a record without one is written without one and
      * reads back (make fuzz found it written as an empty `network:` that did not) */
     a->network[0] = 0;

@@ -704,9 +704,12 @@ int cg_tune_format(const cg_tune_record *r, cg_buf *b, cg_err *e)
                            r->version);
     if (!rc) rc = put_quoted(b, r->device);
     if (!rc)
-        rc = cg_buf_printf(b, "\ncc: %d\nsms: %d\ndriver: %d\n%s%s%sbatch: %lld\nlayers:\n", r->cc, r->sms, r->driver,
+        rc = cg_buf_printf(b, "\ncc: %d\nsms: %d\ndriver: %d\n%s%s%sbatch: %lld\nlayers:%s\n", r->cc, r->sms, r->driver,
                            /* optional when read: a record without one is written without one */
-                           r->network[0] ? "network: " : "", r->network, r->network[0] ? "\n" : "", r->batch);
+                           r->network[0] ? "network: " : "", r->network, r->network[0] ? "\n" : "", r->batch,
+                           /* no entry (every layer failed, or a whole-network decision alone):
+                            * an empty sequence, which reads back, where nothing would be null */
+                           r->n ? "" : " []");
     for (int i = 0; !rc && i < r->n; i++) {
         const cg_tune_entry *t = &r->e[i];
         rc = cg_buf_puts(b, "  - signature: ");
