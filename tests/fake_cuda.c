@@ -162,6 +162,7 @@ static CUresult f_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
     if (!k || !gx) return CUDA_ERROR_INVALID_VALUE;
     st.launches++;
     record_args(k->name, params);
+    if (st.on_launch) st.on_launch(k->name, params);
     if (capturing) captured++, captured_cost += cost_of(k->name);
     else st.kernels_run++, clock_now += cost_of(k->name);
     if (st.nnames < FAKE_MAX_NAMES) {

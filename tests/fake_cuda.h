@@ -46,6 +46,13 @@ typedef struct {
      * reads it, and cuEventElapsedTime gives the difference (0.001 ms when either
      * event has no reading) */
     double whole_cost;       /* set by the test; 0: 1 */
+    /* set by the test: called at every launch, captured ones included, with the
+     * kernel's name and its argument pointers as the launch passed them, so that a
+     * test can write what the kernel would (tests/test_whole_tune.c). The fake has
+     * no device timeline: every copy and memset queued before the launch is done.
+     * A graph's replay calls nothing, so outputs are written when a count of
+     * images is first captured */
+    void (*on_launch)(const char *name, void **params);
 } fake_cu_stats_t;
 
 fake_cu_stats_t *fake_cu_stats(void);

@@ -98,6 +98,11 @@ printf 'convgen: 0.1.0\ndevice: "X"\ncc: 90\nlayers:\n  - signature: "s"\n    te
 expect 3 "$t/bad.yaml:6:15: unknown template 'conv2d_direkt' in layers entry 1 (did you mean 'conv2d_direct'?)" \
   build specs/example-conv.yaml --tuning "$t/bad.yaml" -o "$t/x.fatbin"
 expect 3 "$t/absent.yaml: cannot open" build specs/example-conv.yaml --tuning "$t/absent.yaml" -o "$t/x.fatbin"
+# a malformed whole-network decision: the same, one line naming the file, line and column
+printf 'convgen: 0.1.0\ndevice: "X"\ncc: 90\nlayers: []\nwhole:\n  - bucket: 8\n    choice: both\n    kernels: "ab"\n' >"$t/badw.yaml"
+expect 3 "$t/badw.yaml:7:13: unknown choice 'both' in whole entry 1 (expected layers or whole)" \
+  build specs/example-conv.yaml --tuning "$t/badw.yaml" -o "$t/x.fatbin"
+[ "$(wc -l <"$t/e")" -eq 1 ] && ok || bad "a malformed whole entry: one line expected: $(cat "$t/e")"
 [ ! -e "$t/x.fatbin" ] && ok || bad "no fat binary after a bad record"
 # the record beside a spec is read by default (a malformed one stops the build); --no-tuning skips it
 cp specs/example-conv.yaml "$t/net.yaml"; cp "$t/bad.yaml" "$t/net.tuning.yaml"

@@ -12,6 +12,7 @@
 #include "jit.h"
 #include "options.h"
 #include "tune.h"
+#include "tune_whole.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -60,8 +61,11 @@ static const char tune_usage[] =
     "times within 1 % are a tie, won by the candidate earlier in the order, so two runs\n"
     "choose alike. No compile batch, timing or pass starts that the costs measured so far\n"
     "say would end past the layer's share, so the budget is a ceiling (compiles included);\n"
-    "the summary says how many candidates were measured of how many. Exit 4 without a GPU\n"
-    "(except --list).\n";
+    "the summary says how many candidates were measured of how many. Where --batch is a\n"
+    "small bucket (1 to 1024 images) whose kernels include a whole-network kernel, it and\n"
+    "the per-layer kernels just chosen are then each checked against the CPU reference and\n"
+    "timed as run's --whole auto times them; the faster correct one is recorded for the\n"
+    "bucket. Exit 4 without a GPU (except --list).\n";
 
 typedef struct {
     const char *spec, *out, *layers, *csv;
@@ -504,6 +508,9 @@ static void keep_others(cg_tune_record *rec, const char *path)
         for (int j = 0; j < rec->n && !have; j++) have = !strcmp(rec->e[j].sig, old->e[i].sig);
         if (!have) rec->e[rec->n++] = old->e[i];
     }
+    /* and its whole-network decisions (this run's bucket is measured again after) */
+    for (int i = 0; i < old->nwhole; i++)
+        if (!cg_tune_whole_find(rec, old->whole[i].bucket)) cg_tune_whole_put(rec, &old->whole[i]);
     free(old);
 }
 
@@ -625,6 +632,12 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
         free(csv_text);
     }
     if (!rc && c.layers) keep_others(rec, out);
+    /* a small bucket's whole-network kernel against the per-layer kernels just
+     * chosen, both checked, then timed as run times them (outside the budget) */
+    if (!rc) {
+        cg_harness_layer_close(t.hl), t.hl = NULL;
+        rc = cg_exit_of(cg_tune_whole_step(s, rec, t.cu->name, t.cu->cc, c.batch, 0, c.no_cache, e));
+    }
     if (!rc && cg_tune_write(rec, out, e)) rc = CG_EXIT_IO;
     if (!rc) printf("record written to %s%s\n", out, c.csv ? ", every candidate to the CSV" : "");
     free(rec);
