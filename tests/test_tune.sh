@@ -218,5 +218,44 @@ sed 's/ms: 1.000/ms: fast/' "$t/ra.yaml" >"$t/rbad.yaml"
 python3 tools/tune_repeat.py "$t/rbad.yaml" "$t/rb.yaml" 2>"$t/e" >/dev/null; rc=$?
 [ $rc -eq 3 ] && grep -q "^tune_repeat.py: $t/rbad.yaml:15: ms: not a number" "$t/e" && ok || bad "tune_repeat bad record: exit $rc: $(cat "$t/e")"
 
+# on the stand-in driver (tests/fake_cuda.c, which runs no kernel: every check fails there):
+# tune's whole-network step at a small bucket, and run taking or refusing a record's decision
+fake=build/tests/fake
+if [ -e "$fake/libcuda.so.1" ]; then
+  printf 'network: wholenet\ninput: {channels: 1, height: 12, width: 12}\nseed: 5\nlayers:\n  - {name: c1, op: conv, M: 4, K: 3, activation: relu, pool: max2}\n  - {name: fc1, op: fc, out: 20, bias: true, activation: tanh}\n  - {name: fc2, op: fc, out: 10, bias: true}\n  - {name: prob, op: softmax}\n' >"$t/w.yaml"
+  onfake() { LD_LIBRARY_PATH="$fake" XDG_CACHE_HOME="$t/cache" $cg "$@"; }
+  # a record of an earlier run: bucket 1's decision is kept by --layers, bucket 8's measured again
+  printf 'convgen: %s\ndevice: "fake sm_90"\ncc: 90\nlayers: []\nwhole:\n  - bucket: 1\n    choice: whole\n    kernels: "ab"\n  - bucket: 8\n    choice: whole\n    kernels: "cd"\n' \
+    "$($cg --version | awk '{print $2}')" >"$t/w.tuning.yaml"
+  onfake tune "$t/w.yaml" --batch 8 --budget 1 --layers fc2 >"$t/o" 2>"$t/e"; rc=$?
+  if [ $rc -eq 4 ] && grep -qi nvrtc "$t/e"; then
+    echo "skip: tune on the stand-in driver: no NVRTC"
+  else
+    [ $rc -eq 0 ] && ok || bad "tune on the fake: exit $rc: $(cat "$t/e")"
+    grep -q "^whole-network kernel, bucket 8: neither path passed its check (per-layer kernels: layer c1: 800 elements unwritten or not finite; whole-network kernel: layer c1: .*): nothing recorded$" "$t/o" \
+      && ok || bad "tune's whole line: $(grep whole "$t/o")"
+    grep -q '^  - bucket: 1$' "$t/w.tuning.yaml" && ! grep -q '^  - bucket: 8$' "$t/w.tuning.yaml" && ok \
+      || bad "--layers: bucket 1 kept, bucket 8 measured again (nothing right): $(cat "$t/w.tuning.yaml")"
+    # run: a decision for other kernels is one line naming the record, both paths timed
+    printf 'convgen: %s\ndevice: "fake sm_90"\ncc: 90\nlayers: []\nwhole:\n  - bucket: 8\n    choice: layers\n    kernels: "00000000deadbeef"\n    whole_ms: 2\n    layers_ms: 1\n' \
+      "$($cg --version | awk '{print $2}')" >"$t/w8.yaml"
+    onfake run "$t/w.yaml" --random-input 1 --images 3 --batch 8 --tuning "$t/w8.yaml" --profile --json "$t/w.json" >"$t/o" 2>"$t/e"; rc=$?
+    [ $rc -eq 0 ] && [ "$(wc -l <"$t/e")" -eq 1 ] && grep -q "^convgen: tuning record $t/w8.yaml: whole-network kernel, bucket 8: the network's kernels changed since it was tuned (build 00000000deadbeef, now [0-9a-f]*): ignored, both paths timed at first use$" "$t/e" \
+      && ok || bad "stale whole decision: exit $rc: $(cat "$t/e")"
+    grep -q '"whole_choice": "measured"' "$t/w.json" && grep -q "^  network: .* (measured now)$" "$t/o" && ok \
+      || bad "stale: measured now: $(grep whole "$t/w.json")"
+    # the same decision for these kernels: taken, nothing timed, said in the profile and the JSON
+    id=$(sed -n 's/.*now \([0-9a-f]*\)).*/\1/p' "$t/e")
+    sed -i "s/00000000deadbeef/$id/" "$t/w8.yaml"
+    onfake run "$t/w.yaml" --random-input 1 --images 3 --batch 8 --tuning "$t/w8.yaml" --profile --json "$t/w.json" >"$t/o" 2>"$t/e"; rc=$?
+    [ $rc -eq 0 ] && [ ! -s "$t/e" ] && grep -q '"whole_choice": "record"' "$t/w.json" && grep -q '"whole": false' "$t/w.json" \
+      && grep -q "^  network: whole-network kernel 2000.0 us, per-layer kernels 1000.0 us: per-layer (tuning record)$" "$t/o" \
+      && ok || bad "the record's decision: exit $rc: $(cat "$t/e") $(grep network: "$t/o")"
+    onfake run "$t/w.yaml" --random-input 1 --images 3 --batch 8 --tuning "$t/w8.yaml" --whole on --json "$t/w.json" >"$t/o" 2>"$t/e"; rc=$?
+    [ $rc -eq 0 ] && grep -q '"whole_choice": "forced"' "$t/w.json" && grep -q '"whole": true' "$t/w.json" && ok \
+      || bad "--whole on over the record: exit $rc: $(cat "$t/e") $(grep whole "$t/w.json")"
+  fi
+fi
+
 echo "test_tune.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -38,6 +38,9 @@ def read_record(path):
         raise BadRecord(f"{path}: cannot open: {ex.strerror}") from None
     out, cur = [], None
     for n, line in enumerate(lines, 1):
+        if line.startswith("whole:"):  # the whole-network decisions: no layer's
+            cur = None
+            continue
         m = re.match(r"^  - signature: \"(.*)\"$", line)
         if m:
             cur = {"layer": "?", "sig": m.group(1), "tpl": None, "params": None, "ms": None, "line": n}

@@ -508,9 +508,11 @@ static void keep_others(cg_tune_record *rec, const char *path)
         for (int j = 0; j < rec->n && !have; j++) have = !strcmp(rec->e[j].sig, old->e[i].sig);
         if (!have) rec->e[rec->n++] = old->e[i];
     }
-    /* and its whole-network decisions (this run's bucket is measured again after) */
+    /* and its whole-network decisions for other buckets (this run's is measured
+     * again after, against the per-layer kernels as now chosen) */
     for (int i = 0; i < old->nwhole; i++)
-        if (!cg_tune_whole_find(rec, old->whole[i].bucket)) cg_tune_whole_put(rec, &old->whole[i]);
+        if (old->whole[i].bucket != cg_batch_bucket(rec->batch) && !cg_tune_whole_find(rec, old->whole[i].bucket))
+            cg_tune_whole_put(rec, &old->whole[i]);
     free(old);
 }
 
@@ -633,10 +635,15 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     }
     if (!rc && c.layers) keep_others(rec, out);
     /* a small bucket's whole-network kernel against the per-layer kernels just
-     * chosen, both checked, then timed as run times them (outside the budget) */
+     * chosen, both checked, then timed as run times them (outside the budget). A
+     * failure there (a kernel that does not compile, the device) costs the record
+     * that decision alone, as a candidate that fails costs nothing but itself */
     if (!rc) {
         cg_harness_layer_close(t.hl), t.hl = NULL;
-        rc = cg_exit_of(cg_tune_whole_step(s, rec, t.cu->name, t.cu->cc, c.batch, 0, c.no_cache, e));
+        cg_err we = {{0}};
+        if (cg_tune_whole_step(s, rec, t.cu->name, t.cu->cc, c.batch, 0, c.no_cache, &we))
+            fprintf(stderr, "convgen: whole-network kernel, bucket %d: not measured (%s); the record has no decision "
+                            "for it\n", cg_batch_bucket(c.batch), we.msg);
     }
     if (!rc && cg_tune_write(rec, out, e)) rc = CG_EXIT_IO;
     if (!rc) printf("record written to %s%s\n", out, c.csv ? ", every candidate to the CSV" : "");

@@ -337,6 +337,8 @@ static int run_share(mpi_job *j, const mpi_opts *o, cg_err *e)
     int rc = 0;
     if (cg_gpu_open(&g, j->s, &j->w, &go, &hc, e)) rc = CG_EXIT_DEVICE;
     if (!rc) snprintf(r->device, sizeof r->device, "GPU %d: %.80s", j->device, cg_gpu_device_name(g));
+    /* the tuning record's whole-network decision not taken: said as its other notices are */
+    if (!rc && cg_gpu_whole_notice(g)[0]) fprintf(stderr, "convgen: %s\n", cg_gpu_whole_notice(g));
     t0 = cg_now_ms();
     if (!rc && cg_gpu_run(g, px, j->n, pred, NULL, NULL, &t, &hc, e)) rc = CG_EXIT_DEVICE;
     r->wall_ms = cg_now_ms() - t0;
