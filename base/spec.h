@@ -125,9 +125,9 @@ int cg_layer_groups(const cg_layer *l);
  * when its own kernels have that build id, instead of timing both at first use. */
 #define CG_WHOLE_TUNED_MAX 8
 typedef struct {
-    int bucket;       /* 1, 8, 64, 256 or 1024 */
-    int whole;        /* 1: the whole-network kernel; 0: the per-layer kernels */
-    char kernels[17]; /* the build id of the kernels it was measured on */
+    int bucket;                 /* 1, 8, 64, 256 or 1024 */
+    int whole;                  /* 1: the whole-network kernel; 0: the per-layer kernels */
+    char kernels[17];           /* the build id of the kernels it was measured on */
     double whole_ms, layers_ms; /* one batch each way as tuned (median) */
 } cg_whole_tuned;
 

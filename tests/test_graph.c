@@ -554,7 +554,8 @@ done:
             const cg_gpu_times *t = cg_net_gpu_times(net);
             char line[512], want[256];
             cg_gpu_whole_summary(t, line, sizeof line);
-            snprintf(want, sizeof want, "network: whole-network kernel %.1f us, per-layer kernels %.1f us: %s (measured now)",
+            snprintf(want, sizeof want,
+                     "network: whole-network kernel %.1f us, per-layer kernels %.1f us: %s (measured now)",
                      (double)(nlk + (faster ? -1 : 1)) * 1e3, (double)nlk * 1e3, faster ? "whole" : "per-layer");
             CHECK(!strcmp(line, want) && t->whole_from == CG_WHOLE_FROM_MEASURED, "auto: '%s', expected '%s'", line,
                   want);

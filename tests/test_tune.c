@@ -340,7 +340,8 @@ static void test_malformed(void)
     bad(t, "rec.yaml:9:5: unknown key 'layer_ms' in whole entry 1 (did you mean 'layers_ms'?)");
     snprintf(t, sizeof t,
              "%swhole:\n  - bucket: 8\n    choice: whole\n    kernels: ab\n  - bucket: 8\n    choice: layers\n"
-             "    kernels: ab\n", ok_layers);
+             "    kernels: ab\n",
+             ok_layers);
     bad(t, "rec.yaml:9:13: bucket of whole entry 2 repeats entry 1's");
     snprintf(t, sizeof t, "%swhole: {bucket: 8}\n", ok_layers);
     bad(t, "rec.yaml:5:8: expected a sequence for 'whole'");

@@ -50,13 +50,13 @@ static unsigned char pixels[IMAGES * 144];
 /* ---- the launch hook: what a right kernel would write ---- */
 
 static struct {
-    cg_manifest m;            /* the kernels the backend generates at bucket 8 */
+    cg_manifest m; /* the kernels the backend generates at bucket 8 */
     cg_spec s;
-    cg_net *cpu;              /* the reference */
+    cg_net *cpu;                 /* the reference */
     int skip_whole, skip_layers; /* leave that path's outputs unwritten (a wrong kernel) */
     float *ref[CG_MAX_LAYERS];
     int pred[IMAGES];
-    long long n;              /* images of the reference held */
+    long long n; /* images of the reference held */
 } hk;
 
 /* The spec layer whose output tensor t is (the manifest's layer records), -1 for none. */
@@ -83,7 +83,8 @@ static void on_launch(const char *name, void **params)
     for (int i = 0; i < k->nargs; i++) {
         int in = cg_arg_input(k->args[i]);
         if (k->args[i] == CG_ARG_N) n = *(const int *)params[i];
-        else if (in >= 0 && in < k->nin && k->in[in] == pix) px = (const unsigned char *)(uintptr_t)*(CUdeviceptr *)params[i];
+        else if (in >= 0 && in < k->nin && k->in[in] == pix)
+            px = (const unsigned char *)(uintptr_t) * (CUdeviceptr *)params[i];
     }
     if (n <= 0 || n > IMAGES) return;
     if (px) { /* the kernel reading the batch's pixels: the reference of them */
@@ -96,7 +97,7 @@ static void on_launch(const char *name, void **params)
         if (k->args[i] == CG_ARG_TENSOR) t = k->argref[i];
         else if (o >= 0) t = o < k->nout ? k->outs[o] : k->out;
         if (t < 0) continue;
-        void *dst = (void *)(uintptr_t)*(CUdeviceptr *)params[i];
+        void *dst = (void *)(uintptr_t) * (CUdeviceptr *)params[i];
         int l = layer_of_tensor(t);
         if (t == m->predict) memcpy(dst, hk.pred, (size_t)n * sizeof(int));
         else if (l >= 0 && m->t[t].dtype == CG_DT_F32)
@@ -229,12 +230,14 @@ static void record_taken(int nlk)
         if (!run3(net)) {
             CHECK(st->graph_launches - a.graph_launches == 1 && st->captures - a.captures == 1 &&
                       st->kernels_run - a.kernels_run == (faster ? 1 : nlk),
-                  "the record's %s, nothing timed: %d graph launches, %d kernels run", faster ? "whole kernel" : "per-layer kernels",
-                  st->graph_launches - a.graph_launches, st->kernels_run - a.kernels_run);
+                  "the record's %s, nothing timed: %d graph launches, %d kernels run",
+                  faster ? "whole kernel" : "per-layer kernels", st->graph_launches - a.graph_launches,
+                  st->kernels_run - a.kernels_run);
             const cg_gpu_times *t = cg_net_gpu_times(net);
             char line[512], want[256];
             cg_gpu_whole_summary(t, line, sizeof line);
-            snprintf(want, sizeof want, "network: whole-network kernel %.1f us, per-layer kernels %.1f us: %s (tuning record)",
+            snprintf(want, sizeof want,
+                     "network: whole-network kernel %.1f us, per-layer kernels %.1f us: %s (tuning record)",
                      (double)(nlk + (faster ? -1 : 1)) * 1e3, (double)nlk * 1e3, faster ? "whole" : "per-layer");
             CHECK(t->whole_from == CG_WHOLE_FROM_RECORD && (t->whole == CG_RAN_WHOLE) == faster && !strcmp(line, want),
                   "the profile says the record chose: '%s'", line);

@@ -540,7 +540,8 @@ static int open_nets(const cg_job *j, cg_net_options *o, cg_run_nets *rn, cg_err
         if (rc) return rc;
         /* a tuning record's whole-network decision not taken: said once, as the
          * record's other notices are (every GPU's kernels are the same) */
-        if (!i && cg_net_whole_notice(rn->nets[0])[0]) fprintf(stderr, "convgen: %s\n", cg_net_whole_notice(rn->nets[0]));
+        const char *notice = cg_net_whole_notice(rn->nets[0]);
+        if (!i && notice[0]) fprintf(stderr, "convgen: %s\n", notice);
     }
     return 0;
 }

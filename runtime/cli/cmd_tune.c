@@ -643,7 +643,8 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
         cg_err we = {{0}};
         if (cg_tune_whole_step(s, rec, t.cu->name, t.cu->cc, c.batch, 0, c.no_cache, &we))
             fprintf(stderr, "convgen: whole-network kernel, bucket %d: not measured (%s); the record has no decision "
-                            "for it\n", cg_batch_bucket(c.batch), we.msg);
+                            "for it\n",
+                    cg_batch_bucket(c.batch), we.msg);
     }
     if (!rc && cg_tune_write(rec, out, e)) rc = CG_EXIT_IO;
     if (!rc) printf("record written to %s%s\n", out, c.csv ? ", every candidate to the CSV" : "");

@@ -198,7 +198,8 @@ int cg_tune_whole_step(const cg_spec *s, cg_tune_record *rec, const char *device
         printf("whole-network kernel, bucket %d: none among this network's kernels (nothing to record)\n", bucket);
     } else if (!r.decided) {
         printf("whole-network kernel, bucket %d: neither path passed its check (per-layer kernels: %s; whole-network "
-               "kernel: %s): nothing recorded\n", bucket, r.why[0], r.why[1]);
+               "kernel: %s): nothing recorded\n",
+               bucket, r.why[0], r.why[1]);
     } else {
         cg_tune_whole_put(rec, &r.entry);
         printf("whole-network kernel, bucket %d: %s, per-layer kernels %s", bucket, us_text(r.whole_ms, w, sizeof w),

@@ -16,14 +16,14 @@
 
 /* What was found for one bucket. */
 typedef struct {
-    int has;               /* the kernels include a whole-network kernel (else nothing else is set) */
-    int bucket;            /* the bucket of the images timed */
-    char kernels[17];      /* the build id of the kernels checked and timed */
-    int ok[2];             /* per path, 0 the per-layer kernels and 1 the whole kernel: passed its check */
-    char why[2][320];      /* why a path failed its check ("" where it passed) */
+    int has;                    /* the kernels include a whole-network kernel (else nothing else is set) */
+    int bucket;                 /* the bucket of the images timed */
+    char kernels[17];           /* the build id of the kernels checked and timed */
+    int ok[2];                  /* per path, 0 the per-layer kernels and 1 the whole kernel: passed its check */
+    char why[2][320];           /* why a path failed its check ("" where it passed) */
     double layers_ms, whole_ms; /* the runtime's medians of one batch each way; NaN: not timed */
-    char note[256];        /* why the two were not both timed (the runtime's words), "" */
-    int decided;           /* a path passed its check, and entry holds the choice */
+    char note[256];             /* why the two were not both timed (the runtime's words), "" */
+    int decided;                /* a path passed its check, and entry holds the choice */
     cg_whole_tuned entry;
 } cg_tune_whole_result;
 

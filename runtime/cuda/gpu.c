@@ -482,7 +482,6 @@ static int check_bundle_manifest(const cg_manifest *m, const cg_spec *s, cg_err 
     return 0;
 }
 
-
 /* The tuning record's whole-network decision for the bucket of g's kernels
  * (cg_spec.whole_tuned): taken when it was made on kernels of the same build id
  * (a template's code, the per-layer choices, the target or the bucket changed
@@ -1528,10 +1527,9 @@ void cg_gpu_whole_summary(const cg_gpu_times *t, char *buf, size_t n)
 
 const char *cg_whole_from_name(int from)
 {
-    return from == CG_WHOLE_FROM_MEASURED ? "measured"
-         : from == CG_WHOLE_FROM_RECORD   ? "record"
-         : from == CG_WHOLE_FROM_FORCED   ? "forced"
-                                          : NULL;
+    if (from == CG_WHOLE_FROM_MEASURED) return "measured";
+    if (from == CG_WHOLE_FROM_RECORD) return "record";
+    return from == CG_WHOLE_FROM_FORCED ? "forced" : NULL;
 }
 
 const char *cg_gpu_build_id(const cg_gpu *g) { return g && g->m ? g->m->hash : ""; }

@@ -877,8 +877,8 @@ static int read_whole(const cg_yctx *c, const cg_ynode *m, int i, cg_whole_tuned
 /* The top-level mapping. */
 static int read_record(const cg_yctx *c, const cg_ynode *root, cg_tune_record *r)
 {
-    static const char *const keys[] = {"convgen", "device", "cc",     "sms",   "driver",
-                                       "network", "batch",  "layers", "whole", NULL};
+    static const char *const keys[] = {"convgen", "device", "cc", "sms", "driver",
+                                       "network", "batch", "layers", "whole", NULL};
     const char *top = "";
     if (cg_y_kind(c, root, CG_Y_MAP, "record", "", "a mapping") || cg_y_check_keys(c, root, keys, "at top level"))
         return -1;
