@@ -1515,8 +1515,11 @@ void cg_gpu_whole_summary(const cg_gpu_times *t, char *buf, size_t n)
         char w[32] = "not timed", l[32] = "not timed";
         if (!isnan(t->whole_ms)) snprintf(w, sizeof w, "%.1f us", t->whole_ms * 1e3);
         if (!isnan(t->layers_ms)) snprintf(l, sizeof l, "%.1f us", t->layers_ms * 1e3);
-        snprintf(buf, n, "network: whole-network kernel %s, per-layer kernels %s: %s (%s)%s%s", w, l, ran,
-                 t->whole_from == CG_WHOLE_FROM_RECORD ? "tuning record" : "measured now",
+        const char *from = t->whole_from == CG_WHOLE_FROM_RECORD   ? " (tuning record)"
+                         : t->whole_from == CG_WHOLE_FROM_MEASURED ? " (measured now)"
+                         : t->whole_from == CG_WHOLE_FROM_FORCED   ? " (forced)"
+                                                                   : "";
+        snprintf(buf, n, "network: whole-network kernel %s, per-layer kernels %s: %s%s%s%s", w, l, ran, from,
                  t->whole_note[0] ? "; whole-network kernel not used: " : "", t->whole_note);
     } else {
         snprintf(buf, n, "network: %s%s%s%s", t->whole == CG_RAN_WHOLE ? "whole-network kernel" : "per-layer kernels",
