@@ -350,13 +350,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
 %   if pad0 == 0 then
         (void)first;
 %   end
-        const int o = {{x1_off}};
-        const {{in_t}}* xp[{{NPX}}];   // kept from folding into 64-bit index arithmetic a unit
-#pragma unroll
-        for (int j = 0; j < {{NPX}}; j++) {
-            xp[j] = xb[j] + o;
-            asm("" : "+l"(xp[j]));
-        }
+{{xp_init(x1_off, "a unit")}}
 #pragma unroll
         for (int i = 0; i < {{AI}}; i++) {
             const {{in_t}}* const q = xp[i % {{NPX}}] + {{EL}} * ({{QX}});
@@ -372,14 +366,7 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     };
 % else
     auto fetch_x = [&](int s, bool first) {
-        const int o = {{xof}};
-        const int e0 = {{e0}};
-        const {{in_t}}* xp[{{NPX}}];   // kept from folding into 64-bit index arithmetic an element
-#pragma unroll
-        for (int j = 0; j < {{NPX}}; j++) {
-            xp[j] = xb[j] + o;
-            asm("" : "+l"(xp[j]));
-        }
+{{xp_init(xof, "an element", "        const int e0 = " .. e0 .. ";\n")}}
 #pragma unroll
         for (int i = 0; i < {{AI}}; i++) {
 #pragma unroll
@@ -693,6 +680,16 @@ function T.kernel(l, p)
       v.to_acc("u.x"), v.to_acc("u.y"), v.to_acc("u.z"), v.to_acc("u.w"))
   end
   v.x1_off = string.format("s * %d", p.bk) .. (s.pad0 > 0 and (" - " .. s.pad0) or "")
+  -- a slice's column pointers: xb[j] moved on by the slice's offset `off` (after_o: a line after o's)
+  v.xp_init = function(off, what, after_o)
+    return string.format("        const int o = %s;\n%s"
+      .. "        const %s* xp[%d];   // kept from folding into 64-bit index arithmetic %s\n"
+      .. "#pragma unroll\n"
+      .. "        for (int j = 0; j < %d; j++) {\n"
+      .. "            xp[j] = xb[j] + o;\n"
+      .. "            asm(\"\" : \"+l\"(xp[j]));\n"
+      .. "        }", off, after_o or "", v.in_t, v.NPX, what, v.NPX)
+  end
   -- the emulation's operand at buffer offset i: the 16-bit value widened, or the
   -- split value's two parts summed (exact), the second `half` elements further on
   v.emu_x = function(i, half)

@@ -383,6 +383,17 @@ function planner.split_of(l, p, tc)
   local known = l.target and l.target.sms and l.target.sms > 0
   local sms = known and l.target.sms or planner.SPLIT_UNKNOWN_SMS
   local want = sms * planner.SPLIT_WARPS_PER_SM
+  -- the least divisor d of the slices in [lo, hi] whose parts keep SPLIT_MIN_DEPTH and whose
+  -- warps reach want, else the largest such d, else S
+  local function divisor_split(S, lo, hi)
+    for d = lo, hi do
+      if slices % d == 0 and R // d >= planner.SPLIT_MIN_DEPTH then
+        S = d
+        if warps * d >= want then break end
+      end
+    end
+    return S
+  end
   local S = 1
   while S < planner.SPLIT_MAX and warps * S < want and slices % (2 * S) == 0
       and R // (2 * S) >= planner.SPLIT_MIN_DEPTH do
@@ -394,26 +405,15 @@ function planner.split_of(l, p, tc)
     -- image): the least divisor of the slice count that reaches the warps, else the largest
     -- up to SPLIT_MAX, each part keeping SPLIT_MIN_DEPTH. Measured at one image only (an
     -- H200: zoo-awkward 113.8 -> 72.9 us); from two images on small_split tries other slice
-    -- depths instead, and where the powers of two stop short (zoo-k7pad's 980 rows in 140
-    -- slices at 4 parts) a larger divisor is not taken: neither timed yet.
-    for d = 3, planner.SPLIT_MAX do
-      if slices % d == 0 and R // d >= planner.SPLIT_MIN_DEPTH then
-        S = d
-        if warps * d >= want then break end
-      end
-    end
+    -- depths instead.
+    S = divisor_split(S, 3, planner.SPLIT_MAX)
   end
   if S > 1 and warps * S < want then
     -- the powers of two stop short (a slice count with few factors of two: zoo-bigk's conv2
     -- at 8 images, C*K*K = 1944 in 216 slices of 9, stops at 8 parts, 128 warps for 1,056):
-    -- the least larger divisor of the slices up to SPLIT_MAX_WIDE that reaches the warps,
-    -- else the largest, each part keeping SPLIT_MIN_DEPTH
-    for d = S + 1, planner.SPLIT_MAX_WIDE do
-      if slices % d == 0 and R // d >= planner.SPLIT_MIN_DEPTH then
-        S = d
-        if warps * d >= want then break end
-      end
-    end
+    -- the least larger divisor up to SPLIT_MAX_WIDE that reaches the warps, else the largest
+    -- (zoo-bigk at 8 images 112.2 -> 58.4 us on an H200, bench/RESULTS.md)
+    S = divisor_split(S, S + 1, planner.SPLIT_MAX_WIDE)
   end
   if S == 1 then return 1, nil end
   return S, string.format("split %d ways (C*K*K = %d in parts of %d): %d warp%s at %d image%s, under %d for " ..
