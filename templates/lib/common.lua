@@ -750,6 +750,20 @@ end
 -- The fewest eights that cover M in r block rows.
 function common.wgmma_rows_tile(l, r) return (l.M + 8 * r - 1) // (8 * r) * 8 end
 
+-- What conv2d_planes' kernels (FP32 and 16-bit) declare first: kernel `name` (with a
+-- concat slice's tag where the output is written into one: common.out_slice, `fused` as
+-- it takes it) on `threads` threads (`occ` blocks an SM), the standard arguments with
+-- weights and bias named w_arg and b_arg, and the accumulator operands of nr registers.
+-- Returns { name, slice, ty, head, args, dregs, douts }.
+function common.planes_prelude(l, name, fused, threads, occ, nr)
+  local r = { slice = common.out_slice(l, fused), ty = common.types(l) }
+  r.name = r.slice and (name .. r.slice.tag) or name
+  r.head, r.args = common.kernel_head(r.name, threads,
+    common.std_args({ types = r.ty, w_name = "w_arg", b_name = "b_arg" }), nil, occ)
+  r.dregs, r.douts = common.wgmma_dregs(nr)
+  return r
+end
+
 -- A wgmma's accumulator operands for an asm statement with nr of them a thread: the
 -- register list ("{%0, %1, ...}") and the outputs ('"+f"(d[0]), ...'), in that order.
 function common.wgmma_dregs(nr)

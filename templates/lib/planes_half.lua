@@ -351,12 +351,9 @@ function H.kernel(l, p)
     .. (p.bk ~= H.default_bk(l) and string.format("_k%d", p.bk) or "")
     .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
   -- the output written into a concat's slice (common.out_slice): its image stride
-  local slice = common.out_slice(l, fused)
-  if slice then name = name .. slice.tag end
-  local ty = common.types(l)
-  local head, args = common.kernel_head(name, s.threads,
-    common.std_args({ types = ty, w_name = "w_arg", b_name = "b_arg" }), nil, p.occ)
-  local dregs, douts = common.wgmma_dregs(s.NR)
+  local pre = common.planes_prelude(l, name, fused, s.threads, p.occ, s.NR)
+  local slice, ty, head, args, dregs, douts = pre.slice, pre.ty, pre.head, pre.args, pre.dregs, pre.douts
+  name = pre.name
   local mguard = l.M % p.bm ~= 0
   local wok = {}
   if mguard then wok[#wok + 1] = string.format("m0 + m < %d", l.M) end

@@ -598,7 +598,8 @@ planner.AUTO_FC_TC_MIN_IN = 256
 -- The rule above: nil, or the template and why.
 function planner.auto_fc_tc(l)
   local half = l.precision == "bf16" or l.precision == "fp16"
-  local min = half and planner.AUTO_FC_WG_MIN_BATCH or (not half and planner.AUTO_FC_TC_MIN_BATCH)
+  local min = planner.AUTO_FC_TC_MIN_BATCH
+  if half then min = planner.AUTO_FC_WG_MIN_BATCH end
   if not min then return nil end
   local images = (l.batch and l.batch > 0) and l.batch or math.huge
   local IN = l.C * l.H * l.W
