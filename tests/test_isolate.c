@@ -76,6 +76,19 @@ static cg_net *open_cpu(const cg_spec *s, const cg_weights *w)
     return NULL;
 }
 
+/* The network on the fake driver as check opens it (poisoned, every tensor kept) and its
+ * CPU reference (*ref; NULL where it did not open). Returns the fake's open status. */
+static cg_status open_as_check(const cg_spec *s, const cg_weights *w, cg_net **gpu, cg_net **ref)
+{
+    cg_net_options o;
+    cg_net_options_init(&o);
+    o.backend = CG_BACKEND_CUDA, o.poison = 1, o.keep_tensors = 1;
+    *gpu = NULL, *ref = open_cpu(s, w);
+    cg_status rc = cg_net_open_with(s, w, &o, gpu);
+    CHECK(rc == CG_STATUS_OK, "open on the fake: %s", *gpu ? cg_net_error(*gpu) : "no network");
+    return rc;
+}
+
 /* Every layer's output of net over n images (buffers malloc'd into lo). */
 static int run_layers(cg_net *net, const cg_spec *s, const unsigned char *px, int n, float **lo)
 {
@@ -258,12 +271,8 @@ static void fake_gpu(const char *spec)
         for (int i = 0; i < k->nargs; i++)
             if (k->args[i] == CG_ARG_N) st->rec_int_at[j] = i;
     }
-    cg_net_options o;
-    cg_net_options_init(&o);
-    o.backend = CG_BACKEND_CUDA, o.poison = 1, o.keep_tensors = 1; /* as check opens it */
-    cg_net *gpu = NULL, *ref = open_cpu(&s, &w);
-    cg_status rc = cg_net_open_with(&s, &w, &o, &gpu);
-    CHECK(rc == CG_STATUS_OK, "open on the fake: %s", gpu ? cg_net_error(gpu) : "no network");
+    cg_net *gpu, *ref;
+    cg_status rc = open_as_check(&s, &w, &gpu, &ref);
     const int n = IMAGES;
     static unsigned char px[IMAGES * 200];
     for (size_t i = 0; i < sizeof px; i++) px[i] = (unsigned char)(i * 37 + 11);
@@ -312,7 +321,9 @@ static void fake_gpu(const char *spec)
     }
     /* a network that reuses its tensors' memory cannot run a unit alone */
     cg_net *shared = NULL;
-    o.poison = 0, o.keep_tensors = 0;
+    cg_net_options o;
+    cg_net_options_init(&o);
+    o.backend = CG_BACKEND_CUDA;
     if (cg_net_open_with(&s, &w, &o, &shared) == CG_STATUS_OK && r) {
         cg_units p;
         unsigned char need[CG_MAX_LAYERS + 1] = {0};
@@ -364,12 +375,8 @@ static void fake_views(const char *dir)
     if (load_on_fake(path, &s, &w, &m)) return;
     const int ta = cg_manifest_tensor(&m, "a"), tb = cg_manifest_tensor(&m, "b");
     CHECK(ta >= 0 && tb >= 0 && m.t[ta].view && m.t[tb].view, "a and b are views of cat");
-    cg_net_options o;
-    cg_net_options_init(&o);
-    o.backend = CG_BACKEND_CUDA, o.poison = 1, o.keep_tensors = 1;
-    cg_net *gpu = NULL, *ref = open_cpu(&s, &w);
-    cg_status rc = cg_net_open_with(&s, &w, &o, &gpu);
-    CHECK(rc == CG_STATUS_OK, "open on the fake: %s", gpu ? cg_net_error(gpu) : "no network");
+    cg_net *gpu, *ref;
+    cg_status rc = open_as_check(&s, &w, &gpu, &ref);
     const int n = IMAGES;
     static unsigned char px[IMAGES * 128];
     for (size_t i = 0; i < sizeof px; i++) px[i] = (unsigned char)(i * 29 + 3);
