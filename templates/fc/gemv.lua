@@ -17,6 +17,14 @@
 -- stream once per group, from L2 where it fits), outputs in groups of `rows`
 -- along y. `auto` picks this template where the network is generated for a
 -- small batch (network.auto_fc).
+--
+-- split > 1 (sm_90 and later): the reduction's chunks are cut into `split` equal
+-- ranges, one per block of a thread-block cluster along z. Each block reduces its
+-- range as above; block 0 of the cluster then adds the others' sums through
+-- distributed shared memory in rank order (the result does not depend on
+-- scheduling) and applies bias and activation. A narrow layer otherwise launches
+-- one block per output group: zoo-awkward's 45,000 inputs into 10 outputs at 8
+-- images ran as 10 blocks, 29 us to stream 1.8 MB (an H200, 2026-11-29).
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -30,9 +38,12 @@ local width = common.fc.width
 -- The SMs to fill: the target's, else an H100's 132 (a fat binary serves many).
 local function sms(l) return (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132 end
 
--- ib's default: the batch the network is generated for, up to 8 (a power of two).
+-- ib's default: the batch the network is generated for, up to 8 (a power of two); 4 from
+-- MANY images on (with rows 4, below: see there).
+local MANY = 16
 local function default_ib(l)
   local b, ib = common.cost.images(l), 1
+  if b >= MANY then return 4 end
   while ib < 8 and ib < b do ib = ib * 2 end
   return ib
 end
@@ -41,17 +52,48 @@ end
 -- the 32 accumulators a thread T.check allows beside ib's images (8 images: at most 4
 -- rows; before, zoo-mlp's 2048 outputs asked for 8, were refused, and fell back to the
 -- first legal value, 1: every block re-read its 8 images' inputs for one output).
+--
+-- From MANY images on, 4 rows (or the outputs' largest power of two below 4) for 4 images:
+-- each block re-reads its images' inputs for its rows and the weights are streamed once
+-- per image group, so a block of 4 x 4 reads a sixteenth of the bytes of 8 x 1 for the same
+-- products. Measured on an H200 (2026-11-29, `convgen tune --batch 64 / 256`, single kernels,
+-- L2 flushed; bench/scripts/gemv_split_device.sh): ece408-2018fa's 17,496 -> 160 layer at 64
+-- images 40.2 us against 76.5 under the 8 x 1 default, zoo-vgg3x3's 21,632 -> 256 at 256
+-- images 229.2 against 658.3, zoo-wide3x3's 4,608 -> 128 at 64 10.2 against 14.5; within
+-- 12-35 % of the best of each layer's 136-307 candidates (rows 8 won the 160-output layer,
+-- lost the 128-output one by 85 %).
 local function default_rows(l)
+  if common.cost.images(l) >= MANY then
+    local rows = 4
+    while rows > l.out do rows = rows // 2 end
+    return rows
+  end
   local rows, cap = 1, 32 // default_ib(l)
   while rows < 8 and 2 * rows <= cap and common.ceil_div(l.out, rows * 2) >= sms(l) do rows = rows * 2 end
   return rows
 end
 
 -- threads' default: enough for every thread to hold about 8 chunks of a row or fewer.
+-- (Up to 256 from MANY images on: its blocks are many.)
 local function default_threads(l)
   local chunks, t = common.ceil_div(l.C * l.H * l.W, width(l)), 64
-  while t < 512 and chunks > 8 * t do t = t * 2 end
+  local most = common.cost.images(l) >= MANY and 256 or 512
+  while t < most and chunks > 8 * t do t = t * 2 end
   return t
+end
+
+local function cluster_ok(l) return l.target and l.target.cc and l.target.cc >= 90 end
+
+-- split's default: none before sm_90; else, where the blocks of the default ib and rows
+-- are fewer than the SMs, the fewest cluster blocks (up to 8) that give every SM one,
+-- while each block's share keeps a chunk for each of its threads.
+local function default_split(l)
+  if not cluster_ok(l) then return 1 end
+  local blocks = common.ceil_div(common.cost.images(l), default_ib(l)) * common.ceil_div(l.out, default_rows(l))
+  local chunks, t = common.ceil_div(l.C * l.H * l.W, width(l)), default_threads(l)
+  local split = 1
+  while split < 8 and blocks * split < sms(l) and common.ceil_div(chunks, 2 * split) >= t do split = split * 2 end
+  return split
 end
 
 T.params = {
@@ -59,6 +101,8 @@ T.params = {
   { name = "rows", doc = "outputs per block", legal = function(_) return { 1, 2, 4, 8 } end, default = default_rows },
   { name = "threads", doc = "threads per block, splitting the reduction",
     legal = function(_) return { 32, 64, 128, 256, 512, 1024 } end, default = default_threads },
+  { name = "split", doc = "blocks of a cluster sharing the reduction (sm_90+)",
+    legal = function(l) return cluster_ok(l) and { 1, 2, 4, 8 } or { 1 } end, default = default_split },
 }
 
 function T.check(l, p)
@@ -69,16 +113,23 @@ function T.check(l, p)
     return string.format("threads=%d: a block has at most %d", p.threads, common.MAX_THREADS), "threads"
   end
   if p.rows > l.out then return string.format("rows=%d: the layer has %d outputs", p.rows, l.out), "rows" end
+  local chunks = common.ceil_div(l.C * l.H * l.W, width(l))
+  if p.split > 1 and common.ceil_div(chunks, p.split) < p.threads // 2 then
+    return string.format("split=%d leaves %d chunks of %d inputs a block, fewer than half of its %d threads",
+      p.split, common.ceil_div(chunks, p.split), width(l), p.threads), "split"
+  end
   return nil
 end
 
 -- The cost model: per thread its chunks of the block's rows (a load of weights and
 -- ib of inputs each, V*rows*ib FMAs), and the reduction's shuffles and barrier.
+-- A split adds its blocks and, per extra block, the cluster's exchange (two barriers and
+-- a remote read of each sum).
 function T.cost(l, p)
-  local V = width(l)
-  local chunks = common.ceil_div(common.ceil_div(l.C * l.H * l.W, V), p.threads)
-  local blocks = common.ceil_div(common.cost.images(l), p.ib) * common.ceil_div(l.out, p.rows)
-  local per_thread = chunks * (p.rows + p.ib + V * p.rows * p.ib + 2) + 5 * p.rows * p.ib + 40
+  local V, split = width(l), p.split or 1
+  local chunks = common.ceil_div(common.ceil_div(common.ceil_div(l.C * l.H * l.W, V), split), p.threads)
+  local blocks = common.ceil_div(common.cost.images(l), p.ib) * common.ceil_div(l.out, p.rows) * split
+  local per_thread = chunks * (p.rows + p.ib + V * p.rows * p.ib + 2) + 5 * p.rows * p.ib + 40 + 30 * (split - 1)
   return common.cost.issue(l, blocks, p.threads, p.rows * p.ib + V * (p.rows + p.ib) + 8, 0, per_thread, chunks)
 end
 
@@ -99,12 +150,19 @@ local source = engine.compile([[
     for (int r = 0; r < {{ROWS}}; r++)
 #pragma unroll
         for (int i = 0; i < {{IB}}; i++) acc[r][i] = 0.0f;
-    // {{CHUNKS}} chunks of {{V}} a row, {{ITER}} a thread (the last pass partial)
+% if SPLIT > 1 then
+    // this block's share of the {{CHUNKS}} chunks of {{V}} a row: [rank*{{CPS}}, rank*{{CPS}} + {{CPS}})
+    const int rank = blockIdx.z;          // == its rank in the (1, 1, {{SPLIT}}) cluster
+    const int cbeg = rank * {{CPS}};
+% else
+    const int cbeg = 0;
+% end
+    // {{CPS}} chunks of {{V}} a row, {{ITER}} a thread (the last pass partial)
 #pragma unroll {{UNROLL}}
     for (int it = 0; it < {{ITER}}; it++) {
-        const int c = tid + it * {{THREADS}};
-% if CHUNKS % THREADS ~= 0 then
-        if (c >= {{CHUNKS}}) continue;   // (a predicate: the passes' loads still issue together)
+        const int c = cbeg + tid + it * {{THREADS}};
+% if PARTIAL then
+        if (c >= {{CHUNKS}} || c >= cbeg + {{CPS}}) continue;   // (a predicate: the passes' loads still issue together)
 % end
         {{VT}} xv[{{IB}}], wv[{{ROWS}}];
 #pragma unroll
@@ -137,6 +195,37 @@ local source = engine.compile([[
             for (int i = 0; i < {{IB}}; i++) part[tid / 32][r * {{IB}} + i] = acc[r][i];
     }
     __syncthreads();
+% if SPLIT > 1 then
+    // the cluster's reduction: ranks 1.. publish their sums, rank 0 adds them in rank
+    // order, and no block leaves while rank 0 still reads its shared memory
+    __shared__ {{acc_t}} mine[{{ROWS * IB}}];
+    {{acc_t}} s = 0.0f;
+    if (tid < {{ROWS * IB}}) {
+        s = part[0][tid];
+#pragma unroll
+        for (int wp = 1; wp < {{WARPS}}; wp++) s += part[wp][tid];
+        mine[tid] = s;
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (rank == 0 && tid < {{ROWS * IB}}) {
+        const unsigned at = (unsigned)__cvta_generic_to_shared(&mine[tid]);
+#pragma unroll 1
+        for (int r = 1; r < {{SPLIT}}; r++) {
+            unsigned theirs;
+            {{acc_t}} x;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(theirs) : "r"(at), "r"(r));
+% -- the partial sums are acc_t, FP32: ld.shared::cluster.f32 and "=f" read them
+            asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(x) : "r"(theirs) : "memory");
+            s += x;
+        }
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (rank == 0 && tid < {{ROWS * IB}}) {
+        const int r = tid / {{IB}}, i = tid % {{IB}};
+        const int go = o0 + r, gi = i0 + i;
+        if (go < {{OUT}} && gi < n) out[(size_t)gi * {{OUT}} + go] = {{from_acc(act(bias and ("s + " .. w_to_acc("b[go]")) or "s"))}};
+    }
+% else
     if (tid < {{ROWS * IB}}) {
         const int r = tid / {{IB}}, i = tid % {{IB}};
         const int go = o0 + r, gi = i0 + i;
@@ -145,6 +234,7 @@ local source = engine.compile([[
         for (int wp = 1; wp < {{WARPS}}; wp++) s += part[wp][tid];
         if (go < {{OUT}} && gi < n) out[(size_t)gi * {{OUT}} + go] = {{from_acc(act(bias and ("s + " .. w_to_acc("b[go]")) or "s"))}};
     }
+% end
 }
 ]], "fc_gemv")
 
@@ -152,13 +242,16 @@ function T.kernel(l, p)
   local IN = l.C * l.H * l.W
   local V = width(l)
   local chunks = IN // V
-  local iter = common.ceil_div(chunks, p.threads)
-  local name = string.format("fc_gemv_i%do%d_%s%s_b%dr%dt%d", IN, l.out, l.act, l.bias and "_bias" or "",
-    p.ib, p.rows, p.threads)
+  local split = p.split or 1
+  local cps = common.ceil_div(chunks, split)
+  local iter = common.ceil_div(cps, p.threads)
+  local name = string.format("fc_gemv_i%do%d_%s%s_b%dr%dt%d%s", IN, l.out, l.act, l.bias and "_bias" or "",
+    p.ib, p.rows, p.threads, split > 1 and ("_s" .. split) or "")
   local ty = common.types(l)
   -- x and w go through the same V-wide registers: one element type for both
   if ty.in_t ~= ty.w_t then error("fc_gemv loads inputs and weights of one element type", 2) end
-  local head, args = common.kernel_head(name, p.threads, common.std_args({ types = ty }))
+  local head, args = common.kernel_head(name, p.threads, common.std_args({ types = ty }),
+    split > 1 and string.format("__cluster_dims__(1, 1, %d)", split) or nil)
   local fields = V == 4 and { "x", "y", "z", "w" } or V == 2 and { "x", "y" } or { false }
   local F = {}
   for j, f in ipairs(fields) do
@@ -166,7 +259,8 @@ function T.kernel(l, p)
   end
   local v = {
     head = head, IN = IN, OUT = l.out, IB = p.ib, ROWS = p.rows, THREADS = p.threads,
-    WARPS = common.ceil_div(p.threads, 32), V = V, CHUNKS = chunks, ITER = iter,
+    WARPS = common.ceil_div(p.threads, 32), V = V, CHUNKS = chunks, ITER = iter, SPLIT = split, CPS = cps,
+    PARTIAL = cps % p.threads ~= 0 or chunks % cps ~= 0,
     UNROLL = math.min(iter, 8), bias = l.bias, FIELDS = F,
     VT = common.vec_t(ty.in_t, V),
     zero = common.is_half(ty.in_t) and (common.vec_t(ty.in_t, V) .. "{}")
@@ -174,7 +268,7 @@ function T.kernel(l, p)
     act = function(e) return common.act(l.act, e) end,
   }
   return common.fc.record(l, name, args, source(common.typed(l, v)),
-    { common.batch_dim(1, p.ib), common.ceil_div(l.out, p.rows), 1 }, p.threads)
+    { common.batch_dim(1, p.ib), common.ceil_div(l.out, p.rows), split }, p.threads)
 end
 
 return T

@@ -512,6 +512,58 @@ local function small_split(l, spec)
     split_why, chosen and "" or spec), given }
 end
 
+-- At one image on a target with warpgroup tensor cores (sm_90, built as sm_90a), an FP32
+-- layer of a large kernel (K at least SMALL_PLANES_MIN_K, M at least SMALL_PLANES_MIN_M,
+-- C*K*K at least SMALL_PLANES_MIN_CKK, maps of SMALL_PLANES_MIN_PIXELS or more; before
+-- direct's and igemm's rules below) takes conv2d_planes in narrow map tiles and deep
+-- slices, the first of SMALL_PLANES the template accepts, in bands of rows that give half
+-- the SMs a block: a 16-map tile gives a layer of 48-144 maps three to nine times the
+-- blocks of planes' default tile, and a 128-row slice a fourth of the 32-row slice's
+-- barriers. Measured on an H200 (2026-11-29; bench/scripts/gemv_split_device.sh's `convgen
+-- tune --batch 1`, single kernels, L2 flushed): zoo-7x7-large's conv2 (32 -> 64 maps, 7x7)
+-- 30.4 us under planes bm=16 bk=128 against 119.2 under igemm's 32-pixel tiles,
+-- zoo-stem96's stem (3 -> 48, 7x7 stride 2) 8.2 (bm=16 bk=64) against 33.6 under direct.
+-- Whole networks at one image (bench/scripts/planes1_gemv_device.sh: every deep layer,
+-- no bound on K or M, against the binary before): zoo-7x7-large 101.4 -> 64.4 us (its one
+-- 7x7 layer), zoo-stem96 74.8 -> 54.7, but ten networks lost 1.4-33 us (zoo-vgg-same 53.3
+-- -> 86.5, zoo-wide3x3 37.5 -> 57.6: their 3x3 layers). The next call, K >= 5 against
+-- K >= 7: zoo-stem96 59.1 / 53.5, zoo-awkward 76.3 / 72.9, zoo-odd 34.9 / 30.5, zoo-5x5-c64
+-- 39.4 / 42.8, the other eight networks within 1 us; hence 7.
+planner.SMALL_PLANES_MIN_CKK = 128
+planner.SMALL_PLANES_MIN_PIXELS = 128
+planner.SMALL_PLANES_MIN_K = 7
+planner.SMALL_PLANES_MIN_M = 32
+planner.SMALL_PLANES = { { bm = 16, bk = 128 }, { bm = 16, bk = 64 }, { bm = 8, bk = 128 }, { bm = 8, bk = 64 } }
+
+-- The band: the most output rows whose pixels fill at most two m64 tiles and still give
+-- half the SMs a block (rows 2 the best on zoo-7x7-large's conv2, where rows 3 lost 39 %:
+-- 76 blocks for 132 SMs; rows 2 and 3 within 1 % of the best on zoo-awkward's conv4).
+local function small_planes(l, spec)
+  local t = l.target or {}
+  if not t.sm90a or (l.dtype and l.dtype ~= "f32") or l.C * l.K * l.K < planner.SMALL_PLANES_MIN_CKK
+      or l.K < planner.SMALL_PLANES_MIN_K or l.M < planner.SMALL_PLANES_MIN_M then return nil end
+  local g = common.conv_geom(l)
+  -- (maps of fewer than SMALL_PLANES_MIN_PIXELS pixels leave most of an m64 tile empty and
+  -- cannot split their reduction: igemm's split serves them)
+  if g.CH * g.CW < planner.SMALL_PLANES_MIN_PIXELS then return nil end
+  local sms = (t.sms and t.sms > 0) and t.sms or planner.SPLIT_UNKNOWN_SMS
+  for _, q in ipairs(planner.SMALL_PLANES) do
+    local rows = math.max(1, 128 // g.CW)
+    while rows > 1 and common.ceil_div(g.CH, rows) * common.ceil_div(l.M, q.bm) < sms * planner.SMALL_SPLIT_BLOCKS_PER_SM do
+      rows = rows - 1
+    end
+    for _, given in ipairs({ { bm = q.bm, bk = q.bk, rows = rows }, { bm = q.bm, bk = q.bk } }) do
+      if pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, given, nil) then
+        return { "conv2d_planes", string.format("small batch: planes in %d-map tiles and %d-row slices%s, since the " ..
+          "network is generated for 1 image, the target is sm_90 (built as sm_90a: wgmma) and C*K*K = %d >= %d%s",
+          q.bm, q.bk, given.rows and string.format(", bands of %d row%s", rows, rows == 1 and "" or "s") or "",
+          l.C * l.K * l.K, planner.SMALL_PLANES_MIN_CKK, spec), given }
+      end
+    end
+  end
+  return nil
+end
+
 function planner.small_conv(l)
   local ckk = l.C * l.K * l.K
   local spec = l.strategy ~= "auto" and string.format("; the spec's strategy %s is for the large batch", l.strategy)
@@ -520,6 +572,10 @@ function planner.small_conv(l)
   -- and zoo-stem96's 7x7 stride 2) ran 1.1-2.1x slower under direct than under
   -- their large-batch strategies at 8 and 64 images (an H200): direct there only
   -- for stride 1 and C*K*K up to AUTO_SMALL_DIRECT_MAX_CKK_8
+  if l.batch == 1 then
+    local planes = small_planes(l, spec)
+    if planes then return planes end
+  end
   local wide = l.batch > 1 and ((l.stride or 1) > 1 or ckk > planner.AUTO_SMALL_DIRECT_MAX_CKK_8)
   if wide or l.C > planner.AUTO_SMALL_DIRECT_MAX_C or ckk > planner.AUTO_SMALL_DIRECT_MAX_CKK
       or not pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, nil, nil) then
