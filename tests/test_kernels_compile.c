@@ -71,6 +71,34 @@ static int by_length(const void *x, const void *y)
     return a->arch - b->arch;
 }
 
+/* Kernel k compiles through NVRTC for arch without a byte of spill. */
+static void compiles_clean(cg_nvrtc *nv, const cg_gen_kernel *k, int arch)
+{
+    cg_buf img, log;
+    cg_nvrtc_stats st;
+    cg_err e = {""};
+    int rc = cg_nvrtc_compile(nv, k->source, k->file, arch, 0, &img, &log, &st, &e);
+    CHECK(rc == 0 && st.known && !st.spill_stores && !st.spill_loads, "%s for sm_%d: %s", k->kernel, arch,
+          rc ? e.msg : "spills");
+    cg_buf_free(&img), cg_buf_free(&log);
+}
+
+/* s generated for sm_90 (as the fat binaries build it) at `batch` images into o: 0, or
+ * -1 after a failed check naming what. */
+static int generate_sm90(const cg_spec *s, int batch, cg_gen_output *o, const char *what)
+{
+    cg_target tg;
+    int arch90 = 90;
+    cg_err e = {""};
+    cg_aot_target(&arch90, 1, &tg);
+    tg.batch = batch;
+    if (cg_generate_for(s, "test", &tg, o, &e)) {
+        CHECK(0, "%s at %d image(s) on sm_90: %s", what, batch, e.msg);
+        return -1;
+    }
+    return 0;
+}
+
 /* The fc_vec cluster split exists only for targets of cc 9.0 and later: the
  * default target refuses it, an sm_90 target lists split 2, 4, 8 among the
  * candidates, and the emitted kernel declares its cluster, puts the split on
@@ -142,17 +170,81 @@ static void test_fc_tc_split(cg_nvrtc *nv)
         int r = !strncmp(gk->kernel, "splitk_reduce_", 14);
         if (!z && !r) continue;
         split += z, reduce += r;
-        for (int arch = 80; arch <= 90; arch += 10) {
-            cg_buf img, log;
-            cg_nvrtc_stats st;
-            int rc = cg_nvrtc_compile(nv, gk->source, gk->file, arch, 0, &img, &log, &st, &e);
-            CHECK(rc == 0 && st.known && !st.spill_stores && !st.spill_loads, "%s for sm_%d: %s", gk->kernel, arch,
-                  rc ? e.msg : "spills");
-            cg_buf_free(&img), cg_buf_free(&log);
-        }
+        for (int arch = 80; arch <= 90; arch += 10) compiles_clean(nv, gk, arch);
     }
     CHECK(split == 1 && reduce == 1, "layers-fc-tc at 1,024: %d split fc_tc kernels, %d splitk_reduce", split, reduce);
     cg_gen_free(&o);
+}
+
+/* fc_gemv's cluster split (sm_90 only): the default target refuses split=2 for
+ * zoo-awkward's fc1 (45,000 inputs into 10 outputs); generated for 8 images on sm_90
+ * its 10 blocks split 8 ways by default: the kernel declares its (1, 1, 8) cluster,
+ * puts the split on grid z and compiles for sm_90 without spills. From 16 images on
+ * its default block is 4 images x 4 outputs. */
+static void test_gemv_split(cg_nvrtc *nv)
+{
+    static cg_spec s;
+    static cg_gen_output o;
+    cg_err e = {""};
+    if (cg_spec_load("bench/specs/zoo-awkward.yaml", &s, &e)) {
+        CHECK(0, "zoo-awkward: %s", e.msg);
+        return;
+    }
+    int fc1 = -1;
+    for (int i = 0; i < s.nlayers; i++)
+        if (!strcmp(s.layers[i].name, "fc1")) fc1 = i;
+    char why[256];
+    int verdict = cg_gen_check_one(&s, fc1, "fc_gemv", "split=2", why, sizeof why, &e);
+    CHECK(verdict == 1, "gemv's split refused on the default target (%d: %s)", verdict, e.msg);
+    const char *said = why;
+    CHECK_CONTAINS(said, "split=2 is not legal for fc_gemv");
+    if (generate_sm90(&s, 8, &o, "zoo-awkward")) return;
+    int found = 0;
+    for (int k = 0; k < o.nkernels; k++) {
+        const cg_gen_kernel *gk = &o.k[k];
+        if (strncmp(gk->kernel, "fc_gemv_", 8)) continue;
+        found++;
+        CHECK(!strcmp(gk->kernel, "fc_gemv_i45000o10_none_bias_b8r1t512_s8"), "gemv at 8 images: %s", gk->kernel);
+        CHECK_CONTAINS(gk->source, "__cluster_dims__(1, 1, 8) __launch_bounds__(512)");
+        CHECK_CONTAINS(gk->source, "launch:     grid (N*1/8, 10, 8)");
+        compiles_clean(nv, gk, 90);
+    }
+    CHECK(found == 1, "one fc_gemv kernel at 8 images (%d)", found);
+    cg_gen_free(&o);
+    if (generate_sm90(&s, 64, &o, "zoo-awkward")) return;
+    found = 0;
+    for (int k = 0; k < o.nkernels; k++)
+        found += !strcmp(o.k[k].kernel, "fc_gemv_i45000o10_none_bias_b4r4t256_s4");
+    CHECK(found == 1, "gemv at 64 images in 4 x 4 blocks of 256 threads (48 blocks: split 4 ways)");
+    cg_gen_free(&o);
+}
+
+/* At one image on sm_90 a layer of a 7x7 kernel takes planes in 16-map tiles and
+ * 128-row slices (planner.small_planes), a 3x3 layer does not: zoo-7x7-large's conv2
+ * and zoo-vgg-same's layers; the planes kernel compiles for sm_90 without spills. */
+static void test_small_planes(cg_nvrtc *nv)
+{
+    static cg_spec s;
+    static cg_gen_output o;
+    cg_err e = {""};
+    const char *specs[] = {"bench/specs/zoo-7x7-large.yaml", "bench/specs/zoo-vgg-same.yaml"};
+    for (int i = 0; i < 2; i++) {
+        if (cg_spec_load(specs[i], &s, &e)) {
+            CHECK(0, "%s: %s", specs[i], e.msg);
+            return;
+        }
+        if (generate_sm90(&s, 1, &o, specs[i])) return;
+        int planes = 0;
+        for (int k = 0; k < o.nkernels; k++) {
+            const cg_gen_kernel *gk = &o.k[k];
+            if (strncmp(gk->kernel, "conv2d_planes_", 14)) continue;
+            planes++;
+            CHECK_CONTAINS(gk->source, "small batch: planes in 16-map tiles and 128-row slices, bands of 2 rows");
+            compiles_clean(nv, gk, 90);
+        }
+        CHECK(planes == (i == 0 ? 1 : 0), "%s at one image: %d planes kernels", specs[i], planes);
+        cg_gen_free(&o);
+    }
 }
 
 /* 16-bit networks need sm_80: layers-bf16 generated for sm_75 is refused for its
@@ -198,6 +290,8 @@ int main(void)
     const int *archs = cg_nvrtc_archs(nv, &narch);
     test_fc_split(nv);
     test_fc_tc_split(nv);
+    test_gemv_split(nv);
+    test_small_planes(nv);
     test_half_refusals();
     const char *all_env = getenv("CG_TEST_ALL_ARCHS");
     int all = all_env && !strcmp(all_env, "1");

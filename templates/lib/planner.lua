@@ -521,8 +521,9 @@ end
 -- blocks of planes' default tile, and a 128-row slice a fourth of the 32-row slice's
 -- barriers. Measured on an H200 (2026-11-29; bench/scripts/gemv_split_device.sh's `convgen
 -- tune --batch 1`, single kernels, L2 flushed): zoo-7x7-large's conv2 (32 -> 64 maps, 7x7)
--- 30.4 us under planes bm=16 bk=128 against 119.2 under igemm's 32-pixel tiles,
--- zoo-stem96's stem (3 -> 48, 7x7 stride 2) 8.2 (bm=16 bk=64) against 33.6 under direct.
+-- 30.4 us under planes bm=16 bk=128, where the network's kernel (igemm's 32-pixel tiles,
+-- split 2 ways) took 78 in its profile (bench/prof-cells-2026-11-29.log), zoo-stem96's stem
+-- (3 -> 48, 7x7 stride 2) 8.2 (bm=16 bk=64) against 33.6 under direct.
 -- Whole networks at one image (bench/scripts/planes1_gemv_device.sh: every deep layer,
 -- no bound on K or M, against the binary before): zoo-7x7-large 101.4 -> 64.4 us (its one
 -- 7x7 layer), zoo-stem96 74.8 -> 54.7, but ten networks lost 1.4-33 us (zoo-vgg-same 53.3
