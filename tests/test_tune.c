@@ -7,8 +7,11 @@
  * one within the noise, under differently seeded noisy timings), a compile batch through NVRTC (what
  * does not generate or compile is dropped with its reason), the tuning record (round trip, malformed records refused with
  * FILE:LINE:COL), its application (spec > record > defaults; stale records
- * ignored) and `tune --list` counts against the templates' declared legal
- * values, computed here independently. */
+ * ignored), its entries per batch bucket (old records' entries their
+ * `batch:`'s; a run's bucket merged into a record keeping the others') and
+ * `tune --list` counts against the templates' declared legal values, computed
+ * here independently. */
+#include "aot.h"
 #include "check.h"
 #include "cli.h"
 #include "gen.h"
@@ -443,6 +446,170 @@ static void test_apply(void)
     CHECK(cg_tune_apply(s, r, &other, from, notice, sizeof notice, &e) == 1 && s->nwhole_tuned == 0,
           "stale record: no whole decision (%d)", s->nwhole_tuned);
     free(s), free(orig), free(r);
+}
+
+/* ---- per-bucket entries: `tune --batch N` records a layer's choice for N's bucket ---- */
+
+/* The target run generates for on Dev A (sm_90) at bucket (0: the large batch). */
+static void bucket_target(int bucket, cg_target *tg)
+{
+    int cc = 90;
+    cg_aot_target(&cc, 1, tg);
+    tg->batch = bucket;
+}
+
+/* An entry for layer li of s at bucket as `tune --batch` writes it: template tpl's
+ * candidate `pick` for that bucket's target, with its hashes. */
+static int bucket_entry(const cg_spec *s, int li, int bucket, const char *tpl, int pick, cg_tune_entry *t)
+{
+    cg_target tg;
+    bucket_target(bucket, &tg);
+    cg_err e = {{0}};
+    cg_candidates cs;
+    memset(t, 0, sizeof *t);
+    if (cg_gen_candidates_for(s, &tg, li, tpl, 0, bucket ? bucket : 10000, &cs, &e) || !cs.n) {
+        CHECK(0, "%s candidates for %s: %s", tpl, s->layers[li].name, e.msg);
+        return -1;
+    }
+    cg_tune_signature(&s->layers[li], t->sig, sizeof t->sig);
+    t->bucket = bucket;
+    snprintf(t->layer, sizeof t->layer, "%s", s->layers[li].name);
+    t->measured = t->candidates = cs.n;
+    snprintf(t->winner.tpl, sizeof t->winner.tpl, "%s", tpl);
+    snprintf(t->winner.params, sizeof t->winner.params, "%s", cs.c[pick % cs.n].params);
+    t->winner.ms = 0.001;
+    cg_candidates_free(&cs);
+    cg_gen_kernel k;
+    cg_kernel_launch kl;
+    if (cg_gen_emit_one_for(s, &tg, li, tpl, t->winner.params, &k, &kl, &e)) {
+        CHECK(0, "%s %s: %s", tpl, t->winner.params, e.msg);
+        return -1;
+    }
+    snprintf(t->tpl_hash, sizeof t->tpl_hash, "%s", k.tpl_hash);
+    cg_tune_kernel_hash(k.source, t->kernel_hash);
+    cg_gen_kernel_free(&k);
+    return 0;
+}
+
+/* A record of Dev A (sm_90) with no entry yet, made by `tune --batch batch`. */
+static void empty_record(cg_tune_record *r, long long batch)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->version, sizeof r->version, "%s", CG_VERSION);
+    snprintf(r->device, sizeof r->device, "Dev A");
+    r->cc = 90, r->sms = 132, r->driver = 13000, r->batch = batch;
+    snprintf(r->network, sizeof r->network, "tune-test");
+}
+
+/* The record keeps a bucket per entry: written `bucket: 8` or `bucket: large`, read
+ * back; an entry without one (a record written before they had one) is the
+ * bucket of the record's `batch:` (the large batch without one); one shape may have
+ * an entry per bucket, but not two for one bucket; a bucket other than 1, 8, 64,
+ * 256, 1024 or large is refused with its position. */
+static void test_bucket_record(const cg_spec *s)
+{
+    cg_tune_record *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    cg_err e = {{0}};
+    CHECK(make_record(s, "Dev A", 90, a) == 0, "record made");
+    a->e[1] = a->e[0];
+    a->e[1].bucket = 8;
+    a->n = 2;
+    cg_buf t1;
+    cg_buf_init(&t1);
+    CHECK(cg_tune_format(a, &t1, &e) == 0 && cg_tune_parse("b.yaml", t1.data, t1.len, b, &e) == 0, "round trip: %s",
+          e.msg);
+    CHECK(b->n == 2 && b->e[0].bucket == 0 && b->e[1].bucket == 8 && !strcmp(b->e[0].sig, b->e[1].sig),
+          "one shape, two buckets, read back (%d %d)", b->e[0].bucket, b->e[1].bucket);
+    CHECK(t1.data && strstr(t1.data, "  - signature: \"conv C=1 H=28 W=28 M=4 K=3 pool=2 act=relu bias=1 out=0\"\n"
+                                     "    bucket: large\n") &&
+              strstr(t1.data, "\n    bucket: 8\n"),
+          "written: 'bucket: large', 'bucket: 8'");
+    CHECK(cg_tune_entry_find(b, a->e[0].sig, 8) == &b->e[1] && cg_tune_entry_find(b, a->e[0].sig, 0) == &b->e[0] &&
+              !cg_tune_entry_find(b, a->e[0].sig, 64),
+          "found by signature and bucket");
+    cg_buf_free(&t1);
+    /* old records: the entries are their `batch:`'s */
+    static const struct {
+        const char *batch;
+        int bucket;
+    } old[] = {{"batch: 8\n", 8}, {"batch: 1000\n", 1024}, {"batch: 10000\n", 0}, {"", 0}, {"batch: 1\n", 1}};
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
+        char t[1024];
+        snprintf(t, sizeof t,
+                 "convgen: %s\ndevice: \"Dev A\"\ncc: 90\n%slayers:\n  - signature: \"%s\"\n    template_hash: ab\n"
+                 "    template: conv2d_direct\n    params: \"%s\"\n    ms: 1\n",
+                 CG_VERSION, old[i].batch, a->e[0].sig, a->e[0].winner.params);
+        CHECK(cg_tune_parse("old.yaml", t, strlen(t), b, &e) == 0 && b->n == 1 && b->e[0].bucket == old[i].bucket,
+              "old record, '%.*s': bucket %d (%s)", (int)strcspn(old[i].batch, "\n"), old[i].batch, b->e[0].bucket,
+              e.msg);
+    }
+    /* bad buckets, at their line and column */
+    const char *head = "convgen: 0.1.0\ndevice: \"X\"\ncc: 90\nbatch: 8\nlayers:\n  - signature: s\n";
+    const char *tail = "    template_hash: ab\n    template: fc_vec\n    params: \"bm=32\"\n    ms: 1\n";
+    char t[1024];
+    snprintf(t, sizeof t, "%s    bucket: 16\n%s", head, tail);
+    bad(t, "rec.yaml:7:13: bucket in layers entry 1: '16' is no batch bucket (1, 8, 64, 256, 1024 or large)");
+    snprintf(t, sizeof t, "%s    bucket: 10000\n%s", head, tail);
+    bad(t, "rec.yaml:7:13: bucket in layers entry 1: '10000' is no batch bucket");
+    snprintf(t, sizeof t, "%s    bucket: huge\n%s", head, tail);
+    bad(t, "rec.yaml:7:13: bucket in layers entry 1: 'huge' is no batch bucket");
+    snprintf(t, sizeof t, "%s    bucket: [8]\n%s", head, tail);
+    bad(t, "rec.yaml:7:13: expected a batch bucket for 'bucket' in layers entry 1");
+    snprintf(t, sizeof t, "%s    buckett: 8\n%s", head, tail);
+    bad(t, "rec.yaml:7:5: unknown key 'buckett' in layers entry 1 (did you mean 'bucket'?)");
+    /* one shape twice for one bucket (the second without `bucket`: the record's 8) */
+    snprintf(t, sizeof t, "%s    bucket: 8\n%s  - signature: s\n%s", head, tail, tail);
+    bad(t, "rec.yaml:12:16: signature of layers entry 2 repeats entry 1's, both for bucket 8");
+    snprintf(t, sizeof t, "%s    bucket: large\n%s  - signature: s\n%s", head, tail, tail);
+    CHECK(cg_tune_parse("rec.yaml", t, strlen(t), b, &e) == 0 && b->n == 2 && b->e[0].bucket == 0 &&
+              b->e[1].bucket == 8,
+          "one shape for the large batch and for 8: %s", e.msg);
+    free(a), free(b);
+}
+
+/* `tune --batch 8` on a record with entries for other buckets keeps them and
+ * replaces bucket 8's; with --layers it keeps bucket 8's for other shapes too; the
+ * whole-network decisions of other buckets stay, bucket 8's is measured again. */
+static void test_bucket_merge(const cg_spec *s)
+{
+    cg_tune_record *old = malloc(sizeof *old), *rec = malloc(sizeof *rec);
+    if (!old || !rec) return;
+    empty_record(old, 10000);
+    int rc = bucket_entry(s, 0, 0, "conv2d_direct", 1, &old->e[old->n++]);
+    rc = rc || bucket_entry(s, 0, 8, "conv2d_direct", 2, &old->e[old->n++]);
+    rc = rc || bucket_entry(s, 1, 8, "fc_tiled", 0, &old->e[old->n++]);
+    rc = rc || bucket_entry(s, 0, 64, "conv2d_igemm", 0, &old->e[old->n++]);
+    if (rc) return;
+    cg_whole_tuned w1 = {1, 1, "ab", 0.01, 0.02}, w8 = {8, 0, "cd", 0.03, 0.01};
+    cg_tune_whole_put(old, &w1);
+    cg_tune_whole_put(old, &w8);
+    for (int layers_only = 0; layers_only < 2; layers_only++) {
+        empty_record(rec, 8);
+        if (bucket_entry(s, 0, 8, "conv2d_igemm", 1, &rec->e[rec->n++])) return;
+        cg_tune_entry mine = rec->e[0];
+        cg_tune_merge(rec, old, 8, layers_only);
+        const cg_tune_entry *c0 = cg_tune_entry_find(rec, old->e[0].sig, 0), *c8 = cg_tune_entry_find(rec, old->e[0].sig, 8),
+                            *c64 = cg_tune_entry_find(rec, old->e[0].sig, 64),
+                            *f8 = cg_tune_entry_find(rec, old->e[2].sig, 8);
+        CHECK(c0 && !strcmp(c0->winner.params, old->e[0].winner.params) && c64 &&
+                  !strcmp(c64->winner.tpl, "conv2d_igemm"),
+              "%s: the large batch's and bucket 64's entries kept", layers_only ? "--layers" : "all layers");
+        CHECK(c8 && !strcmp(c8->winner.tpl, mine.winner.tpl) && !strcmp(c8->winner.params, mine.winner.params),
+              "bucket 8's replaced by this run's (%s)", c8 ? c8->winner.tpl : "-");
+        CHECK(layers_only ? f8 != NULL : f8 == NULL, "bucket 8's entry of another shape: %s",
+              layers_only ? "kept with --layers" : "dropped, every layer tuned again");
+        CHECK(rec->n == (layers_only ? 4 : 3), "%d entries", rec->n);
+        CHECK(rec->nwhole == 1 && cg_tune_whole_find(rec, 1) && !cg_tune_whole_find(rec, 8),
+              "whole: bucket 1's kept, bucket 8's left to be measured again (%d)", rec->nwhole);
+    }
+    /* a large-batch run keeps every small bucket's */
+    empty_record(rec, 10000);
+    if (bucket_entry(s, 0, 0, "conv2d_igemm", 0, &rec->e[rec->n++])) return;
+    cg_tune_merge(rec, old, 0, 0);
+    CHECK(rec->n == 4 && !strcmp(cg_tune_entry_find(rec, old->e[0].sig, 0)->winner.tpl, "conv2d_igemm") &&
+              rec->nwhole == 2,
+          "large batch: its entry replaced, the buckets' kept (%d, %d whole)", rec->n, rec->nwhole);
+    free(old), free(rec);
 }
 
 /* cg_tune_use: the default record beside the spec, --tuning, --no-tuning, malformed. */
@@ -1425,6 +1592,8 @@ int main(void)
         test_write_no_links(s);
         test_malformed();
         test_apply();
+        test_bucket_record(s);
+        test_bucket_merge(s);
         test_use();
         test_use_fatbin();
         test_list_counts();

@@ -714,6 +714,10 @@ int cg_tune_format(const cg_tune_record *r, cg_buf *b, cg_err *e)
         const cg_tune_entry *t = &r->e[i];
         rc = cg_buf_puts(b, "  - signature: ");
         if (!rc) rc = put_quoted(b, t->sig);
+        /* the bucket it was tuned for, always written (a reader of an entry without one
+         * takes the record's `batch:`) */
+        if (!rc && t->bucket) rc = cg_buf_printf(b, "\n    bucket: %d", t->bucket);
+        else if (!rc) rc = cg_buf_puts(b, "\n    bucket: large");
         if (!rc)
             rc = cg_buf_printf(b, "\n%s%s%s    template_hash: \"%s\"\n%s%s%s    measured: %lld\n    candidates: %lld\n",
                                t->layer[0] ? "    layer: " : "", t->layer, t->layer[0] ? "\n" : "", t->tpl_hash,
@@ -794,16 +798,33 @@ static int read_choice(const cg_yctx *c, const cg_ynode *m, const char *where, c
     return 0;
 }
 
-/* One entry of 'layers'. */
-static int read_entry(const cg_yctx *c, const cg_ynode *m, int i, cg_tune_entry *t)
+/* A layer entry's bucket: 1, 8, 64, 256 or 1024 (cg_batch_bucket's), or `large`
+ * (0), quoted or not. */
+static int read_bucket(const cg_yctx *c, const cg_ynode *v, const char *where, int *out)
 {
-    static const char *const keys[] = {"signature", "layer", "template_hash", "kernel_hash", "measured",
-                                       "candidates", "template", "params", "ms", "default_ms", "runners_up", NULL};
+    static const char *const names[] = {"1", "8", "64", "256", "1024", "large", NULL};
+    static const int buckets[] = {1, 8, 64, 256, 1024, 0};
+    if (cg_y_kind(c, v, CG_Y_SCALAR, "bucket", where, "a batch bucket")) return -1;
+    for (int k = 0; names[k]; k++)
+        if (!strcmp(v->text, names[k])) return *out = buckets[k], 0;
+    char buf[80];
+    return cg_y_fail(c, v->pos, "bucket %s: '%s' is no batch bucket (1, 8, 64, 256, 1024 or large)", where,
+                     cg_y_show(v->text, buf, sizeof buf));
+}
+
+/* One entry of 'layers'; def_bucket: the bucket of one without `bucket` (the record's `batch:`'s). */
+static int read_entry(const cg_yctx *c, const cg_ynode *m, int i, int def_bucket, cg_tune_entry *t)
+{
+    static const char *const keys[] = {"signature",  "bucket",   "layer",      "template_hash",
+                                       "kernel_hash", "measured", "candidates", "template",
+                                       "params",      "ms",       "default_ms", "runners_up", NULL};
     char where[64];
     snprintf(where, sizeof where, "in layers entry %d", i + 1);
     if (cg_y_kind(c, m, CG_Y_MAP, "layers", "", "a mapping") || cg_y_check_keys(c, m, keys, where)) return -1;
     const cg_ynode *v;
     if (!(v = REQ(m, "signature", where)) || read_text(c, v, "signature", where, t->sig, sizeof t->sig)) return -1;
+    t->bucket = def_bucket;
+    if ((v = cg_y_get(m, "bucket")) && read_bucket(c, v, where, &t->bucket)) return -1;
     if ((v = cg_y_get(m, "layer")) && cg_y_ident(c, v, "layer", where, 0, t->layer, sizeof t->layer)) return -1;
     if (!(v = REQ(m, "template_hash", where)) ||
         cg_y_str(c, v, "template_hash", where, t->tpl_hash, sizeof t->tpl_hash))
@@ -897,13 +918,21 @@ static int read_record(const cg_yctx *c, const cg_ynode *root, cg_tune_record *r
     if ((v = cg_y_get(root, "batch")) && cg_y_int(c, v, "batch", top, 0, 1LL << 30, &r->batch)) return -1;
     const cg_ynode *ls = REQ(root, "layers", top);
     if (!ls || cg_y_kind(c, ls, CG_Y_SEQ, "layers", top, "a sequence")) return -1;
-    if (ls->n > CG_MAX_LAYERS) return cg_y_fail(c, ls->pos, "'layers' holds %zu entries, at most %d", ls->n, CG_MAX_LAYERS);
+    if (ls->n > CG_TUNE_ENTRIES_MAX)
+        return cg_y_fail(c, ls->pos, "'layers' holds %zu entries, at most %d", ls->n, CG_TUNE_ENTRIES_MAX);
+    /* an entry without `bucket` (a record written before entries had one) belongs to the
+     * bucket of the record's `batch:` (none: the large batch, as tune's default batch is) */
+    int def_bucket = cg_batch_bucket(r->batch);
     for (size_t i = 0; i < ls->n; i++) {
-        if (read_entry(c, ls->kids[i], (int)i, &r->e[i])) return -1;
+        if (read_entry(c, ls->kids[i], (int)i, def_bucket, &r->e[i])) return -1;
         for (size_t j = 0; j < i; j++)
-            if (!strcmp(r->e[j].sig, r->e[i].sig))
+            if (!strcmp(r->e[j].sig, r->e[i].sig) && r->e[j].bucket == r->e[i].bucket) {
+                char b[16];
+                snprintf(b, sizeof b, "bucket %d", r->e[i].bucket);
                 return cg_y_fail(c, cg_y_get(ls->kids[i], "signature")->pos,
-                                 "signature of layers entry %zu repeats entry %zu's", i + 1, j + 1);
+                                 "signature of layers entry %zu repeats entry %zu's, both for %s", i + 1, j + 1,
+                                 r->e[i].bucket ? b : "the large batch");
+            }
         r->n++;
     }
     const cg_ynode *wh = cg_y_get(root, "whole");
@@ -995,6 +1024,25 @@ void cg_tune_whole_put(cg_tune_record *r, const cg_whole_tuned *w)
     else if (r->nwhole < CG_WHOLE_TUNED_MAX) r->whole[r->nwhole++] = *w;
 }
 
+const cg_tune_entry *cg_tune_entry_find(const cg_tune_record *r, const char *sig, int bucket)
+{
+    for (int i = 0; i < r->n; i++)
+        if (r->e[i].bucket == bucket && !strcmp(r->e[i].sig, sig)) return &r->e[i];
+    return NULL;
+}
+
+void cg_tune_merge(cg_tune_record *rec, const cg_tune_record *old, int bucket, int layers_only)
+{
+    for (int i = 0; i < old->n && rec->n < CG_TUNE_ENTRIES_MAX; i++) {
+        const cg_tune_entry *t = &old->e[i];
+        if (t->bucket == bucket && (!layers_only || cg_tune_entry_find(rec, t->sig, bucket))) continue;
+        rec->e[rec->n++] = *t;
+    }
+    for (int i = 0; i < old->nwhole; i++)
+        if (old->whole[i].bucket != bucket && !cg_tune_whole_find(rec, old->whole[i].bucket))
+            cg_tune_whole_put(rec, &old->whole[i]);
+}
+
 void cg_tune_default_path(const char *spec_path, char *out, size_t n)
 {
     size_t len = strlen(spec_path);
@@ -1078,9 +1126,8 @@ int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev
         if (!pre || l->nparams > 0) continue;
         char sig[CG_TUNE_SIG];
         cg_tune_signature(l, sig, sizeof sig);
-        const cg_tune_entry *t = NULL;
-        for (int j = 0; j < r->n && !t; j++)
-            if (!strcmp(r->e[j].sig, sig)) t = &r->e[j];
+        /* the large batch's entry (a small bucket's is not applied) */
+        const cg_tune_entry *t = cg_tune_entry_find(r, sig, 0);
         if (!t) continue;
         if (strncmp(t->winner.tpl, pre, strlen(pre))) continue;
         if (strategy_written(l)) {
