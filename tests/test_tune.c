@@ -7,8 +7,9 @@
  * one within the noise, under differently seeded noisy timings), a compile batch through NVRTC (what
  * does not generate or compile is dropped with its reason), the tuning record (round trip, malformed records refused with
  * FILE:LINE:COL), its application (spec > record > defaults; stale records
- * ignored), its entries per batch bucket (old records' entries their
- * `batch:`'s; a run's bucket merged into a record keeping the others') and
+ * ignored), its entries per batch bucket (taken by the kernels generated for
+ * their bucket alone; old records' entries their `batch:`'s; a run's bucket
+ * merged into a record keeping the others') and
  * `tune --list` counts against the templates' declared legal values, computed
  * here independently. */
 #include "aot.h"
@@ -458,6 +459,25 @@ static void bucket_target(int bucket, cg_target *tg)
     tg->batch = bucket;
 }
 
+/* s's kernels generated for bucket on Dev A. */
+static int generate_at(const cg_spec *s, int bucket, cg_gen_output *o)
+{
+    cg_target tg;
+    bucket_target(bucket, &tg);
+    cg_err e = {{0}};
+    int rc = cg_generate_for(s, "test", &tg, o, &e);
+    CHECK(rc == 0, "generate at bucket %d: %s", bucket, e.msg);
+    return rc;
+}
+
+/* The kernel o runs layer `layer` with (a conv's or fc's own, or the tail's), NULL if none. */
+static const cg_gen_kernel *kernel_of(const cg_gen_output *o, const char *layer)
+{
+    for (int i = 0; i < o->nkernels; i++)
+        if (!strcmp(o->k[i].layer, layer)) return &o->k[i];
+    return NULL;
+}
+
 /* An entry for layer li of s at bucket as `tune --batch` writes it: template tpl's
  * candidate `pick` for that bucket's target, with its hashes. */
 static int bucket_entry(const cg_spec *s, int li, int bucket, const char *tpl, int pick, cg_tune_entry *t)
@@ -499,6 +519,157 @@ static void empty_record(cg_tune_record *r, long long batch)
     snprintf(r->device, sizeof r->device, "Dev A");
     r->cc = 90, r->sms = 132, r->driver = 13000, r->batch = batch;
     snprintf(r->network, sizeof r->network, "tune-test");
+}
+
+/* An entry for bucket 8 changes the kernels generated for bucket 8 and no others:
+ * conv1 takes the record's igemm where the small-batch rules give it direct, fc2
+ * its own fc_tiled kernel where the network's tail would run it; the kernels for
+ * bucket 64 and the large batch stay those of the untuned spec, byte for byte. */
+static void test_bucket_apply(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_tune_record *r = malloc(sizeof *r);
+    cg_gen_output *plain = calloc(3, sizeof *plain), *tuned = calloc(3, sizeof *tuned);
+    static const int buckets[] = {8, 64, 0};
+    cg_err e = {{0}};
+    if (!s || !r || !plain || !tuned || cg_spec_load(spec_path, s, &e)) {
+        CHECK(0, "setup: %s", e.msg);
+        free(s), free(r), free(plain), free(tuned);
+        return;
+    }
+    for (int b = 0; b < 3; b++)
+        if (generate_at(s, buckets[b], &plain[b])) return;
+    const cg_gen_kernel *c8 = kernel_of(&plain[0], "conv1"), *f8 = kernel_of(&plain[0], "fc2");
+    CHECK(c8 && strcmp(c8->tpl, "conv2d_igemm") && f8 && !strcmp(f8->tpl, "tail"),
+          "untuned at bucket 8: conv1 not on igemm (%s), fc2 in the tail (%s)", c8 ? c8->tpl : "-",
+          f8 ? f8->tpl : "-");
+    empty_record(r, 8);
+    int rc = bucket_entry(s, 0, 8, "conv2d_igemm", 0, &r->e[r->n++]);
+    rc = rc || bucket_entry(s, 2, 8, "fc_tiled", 0, &r->e[r->n++]);
+    if (rc) return;
+    cg_tune_device dev = {"Dev A", 90, NULL};
+    int from[CG_MAX_LAYERS];
+    char notice[2048];
+    rc = cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e);
+    CHECK(rc == 0 && !notice[0] && s->nbucket_tuned == 2 && !from[0] && !from[2], "applied: %d entries kept ('%s')",
+          s->nbucket_tuned, notice);
+    const cg_bucket_tuned *bt = cg_spec_bucket_tuned(s, 0, 8);
+    CHECK(bt && !strcmp(bt->tpl, "conv2d_igemm") && !strcmp(bt->params, r->e[0].winner.params) &&
+              !cg_spec_bucket_tuned(s, 0, 64) && !cg_spec_bucket_tuned(s, 0, 0) && !cg_spec_bucket_tuned(s, 1, 8),
+          "conv1's choice kept for bucket 8 alone");
+    CHECK(!strcmp(s->layers[0].strategy, "auto") && s->layers[0].nparams == 0,
+          "the layer's own strategy and params untouched (%s)", s->layers[0].strategy);
+    for (int b = 0; b < 3; b++)
+        if (generate_at(s, buckets[b], &tuned[b])) return;
+    const cg_gen_kernel *t8 = kernel_of(&tuned[0], "conv1"), *g8 = kernel_of(&tuned[0], "fc2");
+    char kh[17] = "";
+    if (t8) cg_tune_kernel_hash(t8->source, kh);
+    CHECK(t8 && !strcmp(t8->tpl, "conv2d_igemm") && !strcmp(kh, r->e[0].kernel_hash),
+          "bucket 8: conv1's kernel the record's (%s, code %s, tuned %s)", t8 ? t8->tpl : "-", kh,
+          r->e[0].kernel_hash);
+    CHECK(t8 && strstr(t8->source, "tuned: the tuning record's choice for 8 images"),
+          "its header says where the choice came from");
+    kh[0] = 0;
+    if (g8) cg_tune_kernel_hash(g8->source, kh);
+    CHECK(g8 && !strcmp(g8->tpl, "fc_tiled") && !strcmp(kh, r->e[1].kernel_hash),
+          "bucket 8: fc2 on the record's fc_tiled, not in the tail (%s)", g8 ? g8->tpl : "-");
+    CHECK(strcmp(tuned[0].hash, plain[0].hash) != 0, "bucket 8: another build");
+    for (int b = 1; b < 3; b++) {
+        int same = tuned[b].nkernels == plain[b].nkernels && !strcmp(tuned[b].hash, plain[b].hash);
+        for (int k = 0; same && k < tuned[b].nkernels; k++)
+            same = !strcmp(tuned[b].k[k].source, plain[b].k[k].source);
+        CHECK(same, "bucket %d: the untuned kernels, byte for byte (build %s, untuned %s)", buckets[b], tuned[b].hash,
+              plain[b].hash);
+    }
+    /* a large-batch entry is checked on the large batch's kernel, also where the caller
+     * generates for a bucket (build --batch 8), whose small-batch rules give conv1 direct */
+    cg_spec *t = malloc(sizeof *t);
+    empty_record(r, 10000);
+    cg_target tg8;
+    bucket_target(8, &tg8);
+    cg_tune_device build8 = {NULL, 0, &tg8};
+    if (t && cg_spec_load(spec_path, t, &e) == 0 && bucket_entry(t, 0, 0, "conv2d_igemm", 0, &r->e[r->n++]) == 0)
+        CHECK(cg_tune_apply(t, r, &build8, from, notice, sizeof notice, &e) == 0 && from[0] && !notice[0] &&
+                  !strcmp(t->layers[0].strategy, "igemm") && t->nbucket_tuned == 0,
+              "a large-batch entry applied for build --batch 8 ('%s')", notice);
+    free(t);
+    for (int b = 0; b < 3; b++) cg_gen_free(&plain[b]), cg_gen_free(&tuned[b]);
+    free(plain), free(tuned), free(s), free(r);
+}
+
+/* The choices that stand for a bucket follow the rules of the large batch's: params
+ * written in the spec, or a strategy naming another template, keep the spec's; a
+ * choice the template refuses now, or a template whose kernel changed since, is
+ * skipped with one line naming the layer and the bucket, and the bucket's kernels are
+ * what they were. A choice the template refuses only in the network (it was checked
+ * alone) leaves the layer to the small-batch rules, the header saying why. */
+static void test_bucket_refused(void)
+{
+    cg_spec *s = malloc(sizeof *s), *orig = malloc(sizeof *orig);
+    cg_tune_record *r = malloc(sizeof *r);
+    cg_gen_output *o = calloc(2, sizeof *o);
+    cg_err e = {{0}};
+    if (!s || !orig || !r || !o || cg_spec_load(spec_path, orig, &e)) {
+        CHECK(0, "setup: %s", e.msg);
+        free(s), free(orig), free(r), free(o);
+        return;
+    }
+    empty_record(r, 8);
+    if (bucket_entry(orig, 0, 8, "conv2d_igemm", 0, &r->e[r->n++])) return;
+    cg_tune_device dev = {"Dev A", 90, NULL};
+    int from[CG_MAX_LAYERS];
+    char notice[2048];
+    /* params written in the spec, or another template named: the spec's */
+    *s = *orig;
+    s->layers[0].nparams = 1;
+    snprintf(s->layers[0].params[0].key, CG_NAME_MAX, "block");
+    s->layers[0].params[0].value = 64;
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nbucket_tuned == 0,
+          "spec params win at bucket 8 too");
+    *s = *orig;
+    snprintf(s->layers[0].strategy, CG_NAME_MAX, "direct");
+    s->layers[0].strategy_pos.line = s->layers[0].pos.line + 1;
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nbucket_tuned == 0,
+          "a spec strategy naming another template wins at bucket 8 too");
+    snprintf(s->layers[0].strategy, CG_NAME_MAX, "igemm");
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nbucket_tuned == 1,
+          "the spec's strategy the record's template: its choice for bucket 8 (%d)", s->nbucket_tuned);
+    /* a choice the template refuses now: one line, the bucket left as it was */
+    *s = *orig;
+    if (generate_at(s, 8, &o[0])) return;
+    cg_tune_entry good = r->e[0];
+    snprintf(r->e[0].winner.params, sizeof r->e[0].winner.params, "bm=3 bn=5");
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nbucket_tuned == 0,
+          "refused: not kept (%d)", s->nbucket_tuned);
+    CHECK(!strncmp(notice, "layer conv1 at 8 images: the record's choice is refused now (", 61) &&
+              strstr(notice, "): skipped\n") && strchr(notice, '\n') == notice + strlen(notice) - 1,
+          "one line naming the layer and the bucket: '%s'", notice);
+    if (generate_at(s, 8, &o[1])) return;
+    CHECK(!strcmp(o[0].hash, o[1].hash), "refused: bucket 8's kernels as untuned");
+    cg_gen_free(&o[1]);
+    /* unreadable params, and a template whose kernel changed since */
+    snprintf(r->e[0].winner.params, sizeof r->e[0].winner.params, "bm=x");
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nbucket_tuned == 0 &&
+              !strcmp(notice, "layer conv1 at 8 images: unreadable params 'bm=x' in the record: skipped\n"),
+          "unreadable: '%s'", notice);
+    r->e[0] = good;
+    snprintf(r->e[0].tpl_hash, sizeof r->e[0].tpl_hash, "ffffffffffffffff");
+    snprintf(r->e[0].kernel_hash, sizeof r->e[0].kernel_hash, "fffffffffffffffe");
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nbucket_tuned == 0 &&
+              !strcmp(notice, "layer conv1 at 8 images: template conv2d_igemm changed since it was tuned: skipped\n"),
+          "changed: '%s'", notice);
+    r->e[0] = good;
+    /* refused only in the network: the rules choose, and the header says why */
+    *s = *orig;
+    s->nbucket_tuned = 1;
+    s->bucket_tuned[0] = (cg_bucket_tuned){0, 8, "conv2d_igemm", "bm=3"};
+    if (generate_at(s, 8, &o[1])) return;
+    const cg_gen_kernel *was = kernel_of(&o[0], "conv1"), *now = kernel_of(&o[1], "conv1");
+    CHECK(was && now && !strcmp(was->tpl, now->tpl) &&
+              strstr(now->source, "the tuning record's choice for 8 images (conv2d_igemm) is refused here: "),
+          "refused in the network: the rules' %s, said in the header", now ? now->tpl : "-");
+    cg_gen_free(&o[0]), cg_gen_free(&o[1]);
+    free(s), free(orig), free(r), free(o);
 }
 
 /* The record keeps a bucket per entry: written `bucket: 8` or `bucket: large`, read
@@ -1592,6 +1763,8 @@ int main(void)
         test_write_no_links(s);
         test_malformed();
         test_apply();
+        test_bucket_apply();
+        test_bucket_refused();
         test_bucket_record(s);
         test_bucket_merge(s);
         test_use();

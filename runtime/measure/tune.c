@@ -1094,6 +1094,34 @@ static void note(char *notice, size_t n, const char *fmt, const char *a, const c
     if (len + 1 < n) snprintf(notice + len, n - len, fmt, a, b);
 }
 
+/* Whether entry t's choice still holds for layer i of s, generated for target tg:
+ * the template accepts it (emitted as tpl with its params, or with tpl NULL as
+ * the layer's own, whose strategy and params the caller set from it) and it is
+ * the template tuned, or generates the same kernel code. A line naming who
+ * ("conv1", "conv1 at 8 images") goes to notice when it does not. */
+static int entry_holds(cg_gen_emitter *em, const cg_spec *s, const cg_target *tg, int i, const cg_tune_entry *t,
+                       const char *tpl, const char *who, char *notice, size_t notice_n)
+{
+    /* the template must still be the one tuned, and still accept the choice */
+    cg_gen_kernel k;
+    cg_kernel_launch kl;
+    cg_err ke = {{0}};
+    if (cg_gen_emit_one_with(em, s, tg, i, tpl, tpl ? t->winner.params : NULL, &k, &kl, &ke)) {
+        note(notice, notice_n, "layer %s: the record's choice is refused now (%s): skipped\n", who, ke.msg);
+        return 0;
+    }
+    /* the same template, or (a template edited since) the same kernel code */
+    int same = !strcmp(k.tpl_hash, t->tpl_hash);
+    if (!same && t->kernel_hash[0]) {
+        char kh[17];
+        cg_tune_kernel_hash(k.source, kh);
+        same = !strcmp(kh, t->kernel_hash);
+    }
+    cg_gen_kernel_free(&k);
+    if (!same) note(notice, notice_n, "layer %s: template %s changed since it was tuned: skipped\n", who, t->winner.tpl);
+    return same;
+}
+
 int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev, int from_record[CG_MAX_LAYERS],
                   char *notice, size_t notice_n, cg_err *e)
 {
@@ -1120,51 +1148,69 @@ int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev
         cg_aot_target(&cc, 1, &tg);
         dev_tg = &tg;
     }
+    /* each entry on the kernel generated for its bucket: the same target but for its
+     * batch (the large batch's: batch 0, whatever bucket the caller generates for) */
+    cg_target btg, ltg;
+    if (dev_tg) btg = *dev_tg;
+    else cg_target_default(&btg);
+    ltg = btg, ltg.batch = 0;
+    /* one sandbox for every check (NULL where it cannot be opened: each opens its own) */
+    cg_gen_emitter *em = NULL;
+    cg_err oe = {{0}};
+    if (cg_gen_emitter_open(&em, &oe)) em = NULL;
+    s->nbucket_tuned = 0;
     for (int i = 0; i < s->nlayers; i++) {
         cg_layer *l = &s->layers[i];
         const char *pre = cg_ops[l->op].family;
         if (!pre || l->nparams > 0) continue;
         char sig[CG_TUNE_SIG];
         cg_tune_signature(l, sig, sizeof sig);
-        /* the large batch's entry (a small bucket's is not applied) */
-        const cg_tune_entry *t = cg_tune_entry_find(r, sig, 0);
-        if (!t) continue;
-        if (strncmp(t->winner.tpl, pre, strlen(pre))) continue;
-        if (strategy_written(l)) {
-            char tpl[CG_NAME_MAX + 16];
-            if (cg_op_template(l, l->strategy, tpl, sizeof tpl) || strcmp(tpl, t->winner.tpl)) continue;
+        /* a strategy the spec writes, as written (before a large-batch entry sets it):
+         * an entry of another template leaves the layer the spec's, at every bucket */
+        char written[CG_NAME_MAX + 16] = "";
+        if (strategy_written(l) && cg_op_template(l, l->strategy, written, sizeof written)) continue;
+        /* the small buckets' entries first, checked on the layer as the spec has it */
+        for (int j = 0; j < r->n; j++) {
+            const cg_tune_entry *t = &r->e[j];
+            if (!t->bucket || strcmp(t->sig, sig) || strncmp(t->winner.tpl, pre, strlen(pre)) ||
+                (written[0] && strcmp(written, t->winner.tpl)))
+                continue;
+            char who[CG_NAME_MAX + 32];
+            snprintf(who, sizeof who, "%s at %d image%s", l->name, t->bucket, t->bucket == 1 ? "" : "s");
+            cg_layer scratch = *l;
+            if (set_params(&scratch, t->winner.params)) {
+                note(notice, notice_n, "layer %s: unreadable params '%s' in the record: skipped\n", who,
+                     t->winner.params);
+                continue;
+            }
+            btg.batch = t->bucket;
+            if (s->nbucket_tuned >= CG_BUCKET_TUNED_MAX ||
+                !entry_holds(em, s, &btg, i, t, t->winner.tpl, who, notice, notice_n))
+                continue;
+            cg_bucket_tuned *b = &s->bucket_tuned[s->nbucket_tuned++];
+            b->layer = i, b->bucket = t->bucket;
+            snprintf(b->tpl, sizeof b->tpl, "%s", t->winner.tpl);
+            snprintf(b->params, sizeof b->params, "%s", t->winner.params);
         }
+        /* the large batch's entry: the layer's strategy and params, as records always set them */
+        const cg_tune_entry *t = cg_tune_entry_find(r, sig, 0);
+        if (!t || strncmp(t->winner.tpl, pre, strlen(pre)) || (written[0] && strcmp(written, t->winner.tpl)))
+            continue;
         cg_layer saved = *l;
         snprintf(l->strategy, sizeof l->strategy, "%s", t->winner.tpl + strlen(pre));
         if (set_params(l, t->winner.params)) {
             *l = saved;
-            note(notice, notice_n, "layer %s: unreadable params '%s' in the record: skipped\n", l->name, t->winner.params);
+            note(notice, notice_n, "layer %s: unreadable params '%s' in the record: skipped\n", l->name,
+                 t->winner.params);
             continue;
         }
-        /* the template must still be the one tuned, and still accept the choice */
-        cg_gen_kernel k;
-        cg_kernel_launch kl;
-        cg_err ke = {{0}};
-        if (cg_gen_emit_one_for(s, dev_tg, i, NULL, NULL, &k, &kl, &ke)) {
+        if (!entry_holds(em, s, &ltg, i, t, NULL, l->name, notice, notice_n)) {
             *l = saved;
-            note(notice, notice_n, "layer %s: the record's choice is refused now (%s): skipped\n", l->name, ke.msg);
-            continue;
-        }
-        /* the same template, or (a template edited since) the same kernel code */
-        int same = !strcmp(k.tpl_hash, t->tpl_hash);
-        if (!same && t->kernel_hash[0]) {
-            char kh[17];
-            cg_tune_kernel_hash(k.source, kh);
-            same = !strcmp(kh, t->kernel_hash);
-        }
-        cg_gen_kernel_free(&k);
-        if (!same) {
-            *l = saved;
-            note(notice, notice_n, "layer %s: template %s changed since it was tuned: skipped\n", l->name, t->winner.tpl);
             continue;
         }
         from_record[i] = 1;
     }
+    cg_gen_emitter_close(em);
     /* the whole-network decisions as recorded: the CUDA backend checks each
      * against the kernels it generates (their build id) */
     s->nwhole_tuned = r->nwhole;
@@ -1192,7 +1238,7 @@ int cg_tune_use_to(cg_spec *s, const char *explicit_path, int no_tuning, const c
     }
     cg_tune_record *r = malloc(sizeof *r);
     if (!r) return cg_fail(e, "out of memory"), CG_STATUS_IO;
-    char notice[2048];
+    char notice[8192];
     int rc = cg_tune_read(path, r, e) ? CG_STATUS_INPUT : 0;
     if (!rc && cg_tune_apply(s, r, dev, from_record, notice, sizeof notice, e) < 0) rc = CG_STATUS_INPUT;
     if (!rc) snprintf(s->whole_tuned_from, sizeof s->whole_tuned_from, "%.*s", CG_PATH_MAX - 1, path);

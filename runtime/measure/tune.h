@@ -267,12 +267,16 @@ typedef struct {
 
 /* Apply record r to spec s, layer by layer. Returns 0 and sets from_record[i]
  * for each layer that took the record's large-batch choice (its strategy and
- * params set from it; an entry for a small bucket is not applied); 1 when the whole record is
+ * params set from it); 1 when the whole record is
  * stale (another device or convgen version: notice says so in one line, the
  * spec is unchanged). A layer keeps the spec's choice when the spec writes
  * params for it, or a strategy naming another template than the record's; an
  * entry whose template changed since (hash) or whose parameters the template
- * now refuses is skipped, with a line added to notice. The record's whole-network
+ * now refuses is skipped, with a line added to notice. An entry for a small
+ * bucket is checked the same way on the kernel generated for that bucket and
+ * kept in s->bucket_tuned (cg_spec_bucket_tuned), which only the kernels
+ * generated for that bucket take; the layer's strategy and params stay the
+ * spec's (or the large-batch entry's). The record's whole-network
  * decisions are copied into s->whole_tuned as they are: whether one still holds
  * (the build id of the kernels) is known only once the kernels are generated, and
  * the CUDA backend checks it. -1 on an error (e). */
