@@ -9,7 +9,7 @@
  * FILE:LINE:COL), its application (spec > record > defaults; stale records
  * ignored), its entries per batch bucket (taken by the kernels generated for
  * their bucket alone; old records' entries their `batch:`'s; a run's bucket
- * merged into a record keeping the others') and
+ * merged into a record keeping the others'; what `info` says of them) and
  * `tune --list` counts against the templates' declared legal values, computed
  * here independently. */
 #include "aot.h"
@@ -781,6 +781,45 @@ static void test_bucket_merge(const cg_spec *s)
               rec->nwhole == 2,
           "large batch: its entry replaced, the buckets' kept (%d, %d whole)", rec->n, rec->nwhole);
     free(old), free(rec);
+}
+
+/* `convgen info` generates the large batch's kernels: a record with entries for
+ * bucket 8 alone marks no layer as tuned there, and lists the bucket's choices
+ * (text and JSON). */
+static void test_bucket_info(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_tune_record *r = malloc(sizeof *r);
+    cg_err e = {{0}};
+    if (!s || !r || cg_spec_load(spec_path, s, &e)) {
+        CHECK(0, "setup: %s", e.msg);
+        free(s), free(r);
+        return;
+    }
+    empty_record(r, 8);
+    char path[160], cmd[512], out[16384];
+    snprintf(path, sizeof path, "%s/info.tuning.yaml", dir);
+    if (bucket_entry(s, 0, 8, "conv2d_igemm", 0, &r->e[r->n++]) || cg_tune_write(r, path, &e)) {
+        CHECK(0, "record: %s", e.msg);
+        free(s), free(r);
+        return;
+    }
+    for (int json = 0; json < 2; json++) {
+        snprintf(cmd, sizeof cmd, "build/convgen info %s --tuning %s%s 2>&1", spec_path, path, json ? " --json" : "");
+        FILE *p = popen(cmd, "r");
+        size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[got] = 0;
+        int st = p ? pclose(p) : -1;
+        char want[700];
+        if (json)
+            snprintf(want, sizeof want,
+                     "\"tuned\": false, \"tuned_buckets\": {\"8\": {\"strategy\": \"igemm\", \"params\": \"%s\"}}, ",
+                     r->e[0].winner.params);
+        else snprintf(want, sizeof want, "\n  tuning record, for kernels generated for bucket 8 (--batch): conv1 (igemm)\n");
+        CHECK(st == 0 && strstr(out, want) && !strstr(out, json ? "\"tuned\": true" : "(from the tuning record)"),
+              "info%s: '%s' in:\n%s", json ? " --json" : "", want, out);
+    }
+    free(s), free(r);
 }
 
 /* cg_tune_use: the default record beside the spec, --tuning, --no-tuning, malformed. */
@@ -1767,6 +1806,7 @@ int main(void)
         test_bucket_refused();
         test_bucket_record(s);
         test_bucket_merge(s);
+        test_bucket_info();
         test_use();
         test_use_fatbin();
         test_list_counts();
