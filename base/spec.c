@@ -326,3 +326,10 @@ int cg_layer_inputs(const cg_spec *s, int i, int out[CG_MAX_INPUTS])
     for (int k = 0; k < l->ninputs; k++) out[k] = l->inputs[k];
     return l->ninputs;
 }
+
+const cg_bucket_tuned *cg_spec_bucket_tuned(const cg_spec *s, int i, int bucket)
+{
+    for (int j = 0; bucket > 0 && j < s->nbucket_tuned; j++)
+        if (s->bucket_tuned[j].layer == i && s->bucket_tuned[j].bucket == bucket) return &s->bucket_tuned[j];
+    return NULL;
+}

@@ -131,6 +131,21 @@ typedef struct {
     double whole_ms, layers_ms; /* one batch each way as tuned (median) */
 } cg_whole_tuned;
 
+/* A tuning record's choice for one layer at one small batch bucket (docs/tuning.md,
+ * "Batch buckets"): cg_tune_apply keeps those that still hold (the generator never
+ * reads a record); the generator hands the one of the bucket it generates for to the
+ * planner as the layer table's `tuned`, which takes it in place of its small-batch
+ * rules. The large batch's choices are the layer's own strategy and params, as a
+ * record has always set them. */
+#define CG_BUCKET_TUNED_MAX (CG_MAX_LAYERS * 5) /* every layer at each of the five buckets */
+#define CG_TUNED_PARAMS_MAX 512                 /* a record's params text (generator/gen.h CG_PARAMS_TEXT) */
+typedef struct {
+    int layer;                        /* index into cg_spec.layers */
+    int bucket;                       /* 1, 8, 64, 256 or 1024 */
+    char tpl[CG_NAME_MAX];            /* the template, "conv2d_igemm" */
+    char params[CG_TUNED_PARAMS_MAX]; /* its parameters as the record writes them, "k=v k=v" */
+} cg_bucket_tuned;
+
 typedef struct {
     char path[CG_PATH_MAX]; /* as given on the command line */
     char name[CG_NAME_MAX];
@@ -158,6 +173,9 @@ typedef struct {
     int nwhole_tuned;
     cg_whole_tuned whole_tuned[CG_WHOLE_TUNED_MAX];
     char whole_tuned_from[CG_PATH_MAX];
+    /* the tuning record's per-layer choices for small batch buckets (none from the spec file) */
+    int nbucket_tuned;
+    cg_bucket_tuned bucket_tuned[CG_BUCKET_TUNED_MAX];
 } cg_spec;
 
 /* Read and validate a spec. On error: returns non-zero, e->msg is one line
@@ -198,5 +216,9 @@ long long cg_layer_in_elems(const cg_layer *l);
  * network input); returns how many (1 to CG_MAX_INPUTS). ninputs 0 counts as
  * one input, the layer before. */
 int cg_layer_inputs(const cg_spec *s, int i, int out[CG_MAX_INPUTS]);
+/* The tuning record's choice for layer i at bucket (1, 8, 64, 256 or 1024) that
+ * cg_tune_apply kept in s, NULL if none (always NULL for bucket 0, the large batch,
+ * whose choices are the layer's strategy and params). */
+const cg_bucket_tuned *cg_spec_bucket_tuned(const cg_spec *s, int i, int bucket);
 
 #endif

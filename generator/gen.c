@@ -39,6 +39,8 @@ static void float_text(double v, char out[48])
     if (!strpbrk(out, ".eE")) strcat(out, ".0");
 }
 
+static int push_params(lua_State *L, const char *text, cg_err *e);
+
 /* The target as the Lua table templates read (net.target, l.target). */
 static void push_target(lua_State *L, const cg_target *tg)
 {
@@ -132,6 +134,23 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
         lua_createtable(L, 0, l->nparams);
         for (int j = 0; j < l->nparams; j++) set_int(L, l->params[j].key, l->params[j].value);
         lua_setfield(L, -2, "params");
+        /* the tuning record's choice for the bucket generated for (cg_tune_apply checked
+         * it): { template, bucket, params }, which the planner takes as it stands; params
+         * that do not read as "k=v" leave the layer without one */
+        const cg_bucket_tuned *bt = cg_spec_bucket_tuned(s, i, tg->batch);
+        if (bt) {
+            int top = lua_gettop(L);
+            cg_err pe;
+            lua_createtable(L, 0, 3);
+            set_str(L, "template", bt->tpl);
+            set_int(L, "bucket", bt->bucket);
+            if (push_params(L, bt->params, &pe)) {
+                lua_settop(L, top);
+            } else {
+                lua_setfield(L, -2, "params");
+                lua_setfield(L, -2, "tuned");
+            }
+        }
         /* the tensors it reads, by name: a layer's output is its name, the network's input "input" */
         int in[CG_MAX_INPUTS], nin = cg_layer_inputs(s, i, in);
         lua_createtable(L, nin, 0);

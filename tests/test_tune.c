@@ -7,8 +7,12 @@
  * one within the noise, under differently seeded noisy timings), a compile batch through NVRTC (what
  * does not generate or compile is dropped with its reason), the tuning record (round trip, malformed records refused with
  * FILE:LINE:COL), its application (spec > record > defaults; stale records
- * ignored) and `tune --list` counts against the templates' declared legal
- * values, computed here independently. */
+ * ignored), its entries per batch bucket (taken by the kernels generated for
+ * their bucket alone; old records' entries their `batch:`'s; a run's bucket
+ * merged into a record keeping the others'; what `info` says of them) and
+ * `tune --list` counts against the templates' declared legal values, computed
+ * here independently. */
+#include "aot.h"
 #include "check.h"
 #include "cli.h"
 #include "gen.h"
@@ -443,6 +447,379 @@ static void test_apply(void)
     CHECK(cg_tune_apply(s, r, &other, from, notice, sizeof notice, &e) == 1 && s->nwhole_tuned == 0,
           "stale record: no whole decision (%d)", s->nwhole_tuned);
     free(s), free(orig), free(r);
+}
+
+/* ---- per-bucket entries: `tune --batch N` records a layer's choice for N's bucket ---- */
+
+/* The target run generates for on Dev A (sm_90) at bucket (0: the large batch). */
+static void bucket_target(int bucket, cg_target *tg)
+{
+    int cc = 90;
+    cg_aot_target(&cc, 1, tg);
+    tg->batch = bucket;
+}
+
+/* s's kernels generated for bucket on Dev A. */
+static int generate_at(const cg_spec *s, int bucket, cg_gen_output *o)
+{
+    cg_target tg;
+    bucket_target(bucket, &tg);
+    cg_err e = {{0}};
+    int rc = cg_generate_for(s, "test", &tg, o, &e);
+    CHECK(rc == 0, "generate at bucket %d: %s", bucket, e.msg);
+    return rc;
+}
+
+/* The kernel o runs layer `layer` with (a conv's or fc's own, or the tail's), NULL if none. */
+static const cg_gen_kernel *kernel_of(const cg_gen_output *o, const char *layer)
+{
+    for (int i = 0; i < o->nkernels; i++)
+        if (!strcmp(o->k[i].layer, layer)) return &o->k[i];
+    return NULL;
+}
+
+/* An entry for layer li of s at bucket as `tune --batch` writes it: template tpl's
+ * candidate `pick` for that bucket's target, with its hashes. */
+static int bucket_entry(const cg_spec *s, int li, int bucket, const char *tpl, int pick, cg_tune_entry *t)
+{
+    cg_target tg;
+    bucket_target(bucket, &tg);
+    cg_err e = {{0}};
+    cg_candidates cs;
+    memset(t, 0, sizeof *t);
+    if (cg_gen_candidates_for(s, &tg, li, tpl, 0, bucket ? bucket : 10000, &cs, &e) || !cs.n) {
+        CHECK(0, "%s candidates for %s: %s", tpl, s->layers[li].name, e.msg);
+        return -1;
+    }
+    cg_tune_signature(&s->layers[li], t->sig, sizeof t->sig);
+    t->bucket = bucket;
+    snprintf(t->layer, sizeof t->layer, "%s", s->layers[li].name);
+    t->measured = t->candidates = cs.n;
+    snprintf(t->winner.tpl, sizeof t->winner.tpl, "%s", tpl);
+    snprintf(t->winner.params, sizeof t->winner.params, "%s", cs.c[pick % cs.n].params);
+    t->winner.ms = 0.001;
+    cg_candidates_free(&cs);
+    cg_gen_kernel k;
+    cg_kernel_launch kl;
+    if (cg_gen_emit_one_for(s, &tg, li, tpl, t->winner.params, &k, &kl, &e)) {
+        CHECK(0, "%s %s: %s", tpl, t->winner.params, e.msg);
+        return -1;
+    }
+    snprintf(t->tpl_hash, sizeof t->tpl_hash, "%s", k.tpl_hash);
+    cg_tune_kernel_hash(k.source, t->kernel_hash);
+    cg_gen_kernel_free(&k);
+    return 0;
+}
+
+/* A record of Dev A (sm_90) with no entry yet, made by `tune --batch batch`. */
+static void empty_record(cg_tune_record *r, long long batch)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->version, sizeof r->version, "%s", CG_VERSION);
+    snprintf(r->device, sizeof r->device, "Dev A");
+    r->cc = 90, r->sms = 132, r->driver = 13000, r->batch = batch;
+    snprintf(r->network, sizeof r->network, "tune-test");
+}
+
+/* An entry for bucket 8 changes the kernels generated for bucket 8 and no others:
+ * conv1 takes the record's igemm where the small-batch rules give it direct, fc2
+ * its own fc_tiled kernel where the network's tail would run it; the kernels for
+ * bucket 64 and the large batch stay those of the untuned spec, byte for byte. */
+static void test_bucket_apply(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_tune_record *r = malloc(sizeof *r);
+    cg_gen_output *plain = calloc(3, sizeof *plain), *tuned = calloc(3, sizeof *tuned);
+    static const int buckets[] = {8, 64, 0};
+    cg_err e = {{0}};
+    if (!s || !r || !plain || !tuned || cg_spec_load(spec_path, s, &e)) {
+        CHECK(0, "setup: %s", e.msg);
+        free(s), free(r), free(plain), free(tuned);
+        return;
+    }
+    for (int b = 0; b < 3; b++)
+        if (generate_at(s, buckets[b], &plain[b])) return;
+    const cg_gen_kernel *c8 = kernel_of(&plain[0], "conv1"), *f8 = kernel_of(&plain[0], "fc2");
+    CHECK(c8 && strcmp(c8->tpl, "conv2d_igemm") && f8 && !strcmp(f8->tpl, "tail"),
+          "untuned at bucket 8: conv1 not on igemm (%s), fc2 in the tail (%s)", c8 ? c8->tpl : "-",
+          f8 ? f8->tpl : "-");
+    empty_record(r, 8);
+    int rc = bucket_entry(s, 0, 8, "conv2d_igemm", 0, &r->e[r->n++]);
+    rc = rc || bucket_entry(s, 2, 8, "fc_tiled", 0, &r->e[r->n++]);
+    if (rc) return;
+    cg_tune_device dev = {"Dev A", 90, NULL};
+    int from[CG_MAX_LAYERS];
+    char notice[2048];
+    rc = cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e);
+    CHECK(rc == 0 && !notice[0] && s->nbucket_tuned == 2 && !from[0] && !from[2], "applied: %d entries kept ('%s')",
+          s->nbucket_tuned, notice);
+    const cg_bucket_tuned *bt = cg_spec_bucket_tuned(s, 0, 8);
+    CHECK(bt && !strcmp(bt->tpl, "conv2d_igemm") && !strcmp(bt->params, r->e[0].winner.params) &&
+              !cg_spec_bucket_tuned(s, 0, 64) && !cg_spec_bucket_tuned(s, 0, 0) && !cg_spec_bucket_tuned(s, 1, 8),
+          "conv1's choice kept for bucket 8 alone");
+    CHECK(!strcmp(s->layers[0].strategy, "auto") && s->layers[0].nparams == 0,
+          "the layer's own strategy and params untouched (%s)", s->layers[0].strategy);
+    for (int b = 0; b < 3; b++)
+        if (generate_at(s, buckets[b], &tuned[b])) return;
+    const cg_gen_kernel *t8 = kernel_of(&tuned[0], "conv1"), *g8 = kernel_of(&tuned[0], "fc2");
+    char kh[17] = "";
+    if (t8) cg_tune_kernel_hash(t8->source, kh);
+    CHECK(t8 && !strcmp(t8->tpl, "conv2d_igemm") && !strcmp(kh, r->e[0].kernel_hash),
+          "bucket 8: conv1's kernel the record's (%s, code %s, tuned %s)", t8 ? t8->tpl : "-", kh,
+          r->e[0].kernel_hash);
+    CHECK(t8 && strstr(t8->source, "tuned: the tuning record's choice for 8 images"),
+          "its header says where the choice came from");
+    kh[0] = 0;
+    if (g8) cg_tune_kernel_hash(g8->source, kh);
+    CHECK(g8 && !strcmp(g8->tpl, "fc_tiled") && !strcmp(kh, r->e[1].kernel_hash),
+          "bucket 8: fc2 on the record's fc_tiled, not in the tail (%s)", g8 ? g8->tpl : "-");
+    CHECK(strcmp(tuned[0].hash, plain[0].hash) != 0, "bucket 8: another build");
+    for (int b = 1; b < 3; b++) {
+        int same = tuned[b].nkernels == plain[b].nkernels && !strcmp(tuned[b].hash, plain[b].hash);
+        for (int k = 0; same && k < tuned[b].nkernels; k++)
+            same = !strcmp(tuned[b].k[k].source, plain[b].k[k].source);
+        CHECK(same, "bucket %d: the untuned kernels, byte for byte (build %s, untuned %s)", buckets[b], tuned[b].hash,
+              plain[b].hash);
+    }
+    /* a large-batch entry is checked on the large batch's kernel, also where the caller
+     * generates for a bucket (build --batch 8), whose small-batch rules give conv1 direct */
+    cg_spec *t = malloc(sizeof *t);
+    empty_record(r, 10000);
+    cg_target tg8;
+    bucket_target(8, &tg8);
+    cg_tune_device build8 = {NULL, 0, &tg8};
+    if (t && cg_spec_load(spec_path, t, &e) == 0 && bucket_entry(t, 0, 0, "conv2d_igemm", 0, &r->e[r->n++]) == 0)
+        CHECK(cg_tune_apply(t, r, &build8, from, notice, sizeof notice, &e) == 0 && from[0] && !notice[0] &&
+                  !strcmp(t->layers[0].strategy, "igemm") && t->nbucket_tuned == 0,
+              "a large-batch entry applied for build --batch 8 ('%s')", notice);
+    free(t);
+    for (int b = 0; b < 3; b++) cg_gen_free(&plain[b]), cg_gen_free(&tuned[b]);
+    free(plain), free(tuned), free(s), free(r);
+}
+
+/* The choices that stand for a bucket follow the rules of the large batch's: params
+ * written in the spec, or a strategy naming another template, keep the spec's; a
+ * choice the template refuses now, or a template whose kernel changed since, is
+ * skipped with one line naming the layer and the bucket, and the bucket's kernels are
+ * what they were. A choice the template refuses only in the network (it was checked
+ * alone) leaves the layer to the small-batch rules, the header saying why. */
+static void test_bucket_refused(void)
+{
+    cg_spec *s = malloc(sizeof *s), *orig = malloc(sizeof *orig);
+    cg_tune_record *r = malloc(sizeof *r);
+    cg_gen_output *o = calloc(2, sizeof *o);
+    cg_err e = {{0}};
+    if (!s || !orig || !r || !o || cg_spec_load(spec_path, orig, &e)) {
+        CHECK(0, "setup: %s", e.msg);
+        free(s), free(orig), free(r), free(o);
+        return;
+    }
+    empty_record(r, 8);
+    if (bucket_entry(orig, 0, 8, "conv2d_igemm", 0, &r->e[r->n++])) return;
+    cg_tune_device dev = {"Dev A", 90, NULL};
+    int from[CG_MAX_LAYERS];
+    char notice[2048];
+    /* params written in the spec, or another template named: the spec's */
+    *s = *orig;
+    s->layers[0].nparams = 1;
+    snprintf(s->layers[0].params[0].key, CG_NAME_MAX, "block");
+    s->layers[0].params[0].value = 64;
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nbucket_tuned == 0,
+          "spec params win at bucket 8 too");
+    *s = *orig;
+    snprintf(s->layers[0].strategy, CG_NAME_MAX, "direct");
+    s->layers[0].strategy_pos.line = s->layers[0].pos.line + 1;
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nbucket_tuned == 0,
+          "a spec strategy naming another template wins at bucket 8 too");
+    snprintf(s->layers[0].strategy, CG_NAME_MAX, "igemm");
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nbucket_tuned == 1,
+          "the spec's strategy the record's template: its choice for bucket 8 (%d)", s->nbucket_tuned);
+    /* a choice the template refuses now: one line, the bucket left as it was */
+    *s = *orig;
+    if (generate_at(s, 8, &o[0])) return;
+    cg_tune_entry good = r->e[0];
+    snprintf(r->e[0].winner.params, sizeof r->e[0].winner.params, "bm=3 bn=5");
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nbucket_tuned == 0,
+          "refused: not kept (%d)", s->nbucket_tuned);
+    CHECK(!strncmp(notice, "layer conv1 at 8 images: the record's choice is refused now (", 61) &&
+              strstr(notice, "): skipped\n") && strchr(notice, '\n') == notice + strlen(notice) - 1,
+          "one line naming the layer and the bucket: '%s'", notice);
+    if (generate_at(s, 8, &o[1])) return;
+    CHECK(!strcmp(o[0].hash, o[1].hash), "refused: bucket 8's kernels as untuned");
+    cg_gen_free(&o[1]);
+    /* unreadable params, and a template whose kernel changed since */
+    snprintf(r->e[0].winner.params, sizeof r->e[0].winner.params, "bm=x");
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nbucket_tuned == 0 &&
+              !strcmp(notice, "layer conv1 at 8 images: unreadable params 'bm=x' in the record: skipped\n"),
+          "unreadable: '%s'", notice);
+    r->e[0] = good;
+    snprintf(r->e[0].tpl_hash, sizeof r->e[0].tpl_hash, "ffffffffffffffff");
+    snprintf(r->e[0].kernel_hash, sizeof r->e[0].kernel_hash, "fffffffffffffffe");
+    CHECK(cg_tune_apply(s, r, &dev, from, notice, sizeof notice, &e) == 0 && s->nbucket_tuned == 0 &&
+              !strcmp(notice, "layer conv1 at 8 images: template conv2d_igemm changed since it was tuned: skipped\n"),
+          "changed: '%s'", notice);
+    r->e[0] = good;
+    /* refused only in the network: the rules choose, and the header says why */
+    *s = *orig;
+    s->nbucket_tuned = 1;
+    s->bucket_tuned[0] = (cg_bucket_tuned){0, 8, "conv2d_igemm", "bm=3"};
+    if (generate_at(s, 8, &o[1])) return;
+    const cg_gen_kernel *was = kernel_of(&o[0], "conv1"), *now = kernel_of(&o[1], "conv1");
+    CHECK(was && now && !strcmp(was->tpl, now->tpl) &&
+              strstr(now->source, "the tuning record's choice for 8 images (conv2d_igemm) is refused here: "),
+          "refused in the network: the rules' %s, said in the header", now ? now->tpl : "-");
+    cg_gen_free(&o[0]), cg_gen_free(&o[1]);
+    free(s), free(orig), free(r), free(o);
+}
+
+/* The record keeps a bucket per entry: written `bucket: 8` or `bucket: large`, read
+ * back; an entry without one (a record written before they had one) is the
+ * bucket of the record's `batch:` (the large batch without one); one shape may have
+ * an entry per bucket, but not two for one bucket; a bucket other than 1, 8, 64,
+ * 256, 1024 or large is refused with its position. */
+static void test_bucket_record(const cg_spec *s)
+{
+    cg_tune_record *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    cg_err e = {{0}};
+    CHECK(make_record(s, "Dev A", 90, a) == 0, "record made");
+    a->e[1] = a->e[0];
+    a->e[1].bucket = 8;
+    a->n = 2;
+    cg_buf t1;
+    cg_buf_init(&t1);
+    CHECK(cg_tune_format(a, &t1, &e) == 0 && cg_tune_parse("b.yaml", t1.data, t1.len, b, &e) == 0, "round trip: %s",
+          e.msg);
+    CHECK(b->n == 2 && b->e[0].bucket == 0 && b->e[1].bucket == 8 && !strcmp(b->e[0].sig, b->e[1].sig),
+          "one shape, two buckets, read back (%d %d)", b->e[0].bucket, b->e[1].bucket);
+    CHECK(t1.data && strstr(t1.data, "  - signature: \"conv C=1 H=28 W=28 M=4 K=3 pool=2 act=relu bias=1 out=0\"\n"
+                                     "    bucket: large\n") &&
+              strstr(t1.data, "\n    bucket: 8\n"),
+          "written: 'bucket: large', 'bucket: 8'");
+    CHECK(cg_tune_entry_find(b, a->e[0].sig, 8) == &b->e[1] && cg_tune_entry_find(b, a->e[0].sig, 0) == &b->e[0] &&
+              !cg_tune_entry_find(b, a->e[0].sig, 64),
+          "found by signature and bucket");
+    cg_buf_free(&t1);
+    /* old records: the entries are their `batch:`'s */
+    static const struct {
+        const char *batch;
+        int bucket;
+    } old[] = {{"batch: 8\n", 8}, {"batch: 1000\n", 1024}, {"batch: 10000\n", 0}, {"", 0}, {"batch: 1\n", 1}};
+    for (size_t i = 0; i < sizeof old / sizeof *old; i++) {
+        char t[1024];
+        snprintf(t, sizeof t,
+                 "convgen: %s\ndevice: \"Dev A\"\ncc: 90\n%slayers:\n  - signature: \"%s\"\n    template_hash: ab\n"
+                 "    template: conv2d_direct\n    params: \"%s\"\n    ms: 1\n",
+                 CG_VERSION, old[i].batch, a->e[0].sig, a->e[0].winner.params);
+        CHECK(cg_tune_parse("old.yaml", t, strlen(t), b, &e) == 0 && b->n == 1 && b->e[0].bucket == old[i].bucket,
+              "old record, '%.*s': bucket %d (%s)", (int)strcspn(old[i].batch, "\n"), old[i].batch, b->e[0].bucket,
+              e.msg);
+    }
+    /* bad buckets, at their line and column */
+    const char *head = "convgen: 0.1.0\ndevice: \"X\"\ncc: 90\nbatch: 8\nlayers:\n  - signature: s\n";
+    const char *tail = "    template_hash: ab\n    template: fc_vec\n    params: \"bm=32\"\n    ms: 1\n";
+    char t[1024];
+    snprintf(t, sizeof t, "%s    bucket: 16\n%s", head, tail);
+    bad(t, "rec.yaml:7:13: bucket in layers entry 1: '16' is no batch bucket (1, 8, 64, 256, 1024 or large)");
+    snprintf(t, sizeof t, "%s    bucket: 10000\n%s", head, tail);
+    bad(t, "rec.yaml:7:13: bucket in layers entry 1: '10000' is no batch bucket");
+    snprintf(t, sizeof t, "%s    bucket: huge\n%s", head, tail);
+    bad(t, "rec.yaml:7:13: bucket in layers entry 1: 'huge' is no batch bucket");
+    snprintf(t, sizeof t, "%s    bucket: [8]\n%s", head, tail);
+    bad(t, "rec.yaml:7:13: expected a batch bucket for 'bucket' in layers entry 1");
+    snprintf(t, sizeof t, "%s    buckett: 8\n%s", head, tail);
+    bad(t, "rec.yaml:7:5: unknown key 'buckett' in layers entry 1 (did you mean 'bucket'?)");
+    /* one shape twice for one bucket (the second without `bucket`: the record's 8) */
+    snprintf(t, sizeof t, "%s    bucket: 8\n%s  - signature: s\n%s", head, tail, tail);
+    bad(t, "rec.yaml:12:16: signature of layers entry 2 repeats entry 1's, both for bucket 8");
+    snprintf(t, sizeof t, "%s    bucket: large\n%s  - signature: s\n%s", head, tail, tail);
+    CHECK(cg_tune_parse("rec.yaml", t, strlen(t), b, &e) == 0 && b->n == 2 && b->e[0].bucket == 0 &&
+              b->e[1].bucket == 8,
+          "one shape for the large batch and for 8: %s", e.msg);
+    free(a), free(b);
+}
+
+/* `tune --batch 8` on a record with entries for other buckets keeps them and
+ * replaces bucket 8's; with --layers it keeps bucket 8's for other shapes too; the
+ * whole-network decisions of other buckets stay, bucket 8's is measured again. */
+static void test_bucket_merge(const cg_spec *s)
+{
+    cg_tune_record *old = malloc(sizeof *old), *rec = malloc(sizeof *rec);
+    if (!old || !rec) return;
+    empty_record(old, 10000);
+    int rc = bucket_entry(s, 0, 0, "conv2d_direct", 1, &old->e[old->n++]);
+    rc = rc || bucket_entry(s, 0, 8, "conv2d_direct", 2, &old->e[old->n++]);
+    rc = rc || bucket_entry(s, 1, 8, "fc_tiled", 0, &old->e[old->n++]);
+    rc = rc || bucket_entry(s, 0, 64, "conv2d_igemm", 0, &old->e[old->n++]);
+    if (rc) return;
+    cg_whole_tuned w1 = {1, 1, "ab", 0.01, 0.02}, w8 = {8, 0, "cd", 0.03, 0.01};
+    cg_tune_whole_put(old, &w1);
+    cg_tune_whole_put(old, &w8);
+    for (int layers_only = 0; layers_only < 2; layers_only++) {
+        empty_record(rec, 8);
+        if (bucket_entry(s, 0, 8, "conv2d_igemm", 1, &rec->e[rec->n++])) return;
+        cg_tune_entry mine = rec->e[0];
+        cg_tune_merge(rec, old, 8, layers_only);
+        const cg_tune_entry *c0 = cg_tune_entry_find(rec, old->e[0].sig, 0), *c8 = cg_tune_entry_find(rec, old->e[0].sig, 8),
+                            *c64 = cg_tune_entry_find(rec, old->e[0].sig, 64),
+                            *f8 = cg_tune_entry_find(rec, old->e[2].sig, 8);
+        CHECK(c0 && !strcmp(c0->winner.params, old->e[0].winner.params) && c64 &&
+                  !strcmp(c64->winner.tpl, "conv2d_igemm"),
+              "%s: the large batch's and bucket 64's entries kept", layers_only ? "--layers" : "all layers");
+        CHECK(c8 && !strcmp(c8->winner.tpl, mine.winner.tpl) && !strcmp(c8->winner.params, mine.winner.params),
+              "bucket 8's replaced by this run's (%s)", c8 ? c8->winner.tpl : "-");
+        CHECK(layers_only ? f8 != NULL : f8 == NULL, "bucket 8's entry of another shape: %s",
+              layers_only ? "kept with --layers" : "dropped, every layer tuned again");
+        CHECK(rec->n == (layers_only ? 4 : 3), "%d entries", rec->n);
+        CHECK(rec->nwhole == 1 && cg_tune_whole_find(rec, 1) && !cg_tune_whole_find(rec, 8),
+              "whole: bucket 1's kept, bucket 8's left to be measured again (%d)", rec->nwhole);
+    }
+    /* a large-batch run keeps every small bucket's */
+    empty_record(rec, 10000);
+    if (bucket_entry(s, 0, 0, "conv2d_igemm", 0, &rec->e[rec->n++])) return;
+    cg_tune_merge(rec, old, 0, 0);
+    CHECK(rec->n == 4 && !strcmp(cg_tune_entry_find(rec, old->e[0].sig, 0)->winner.tpl, "conv2d_igemm") &&
+              rec->nwhole == 2,
+          "large batch: its entry replaced, the buckets' kept (%d, %d whole)", rec->n, rec->nwhole);
+    free(old), free(rec);
+}
+
+/* `convgen info` generates the large batch's kernels: a record with entries for
+ * bucket 8 alone marks no layer as tuned there, and lists the bucket's choices
+ * (text and JSON). */
+static void test_bucket_info(void)
+{
+    cg_spec *s = malloc(sizeof *s);
+    cg_tune_record *r = malloc(sizeof *r);
+    cg_err e = {{0}};
+    if (!s || !r || cg_spec_load(spec_path, s, &e)) {
+        CHECK(0, "setup: %s", e.msg);
+        free(s), free(r);
+        return;
+    }
+    empty_record(r, 8);
+    char path[160], cmd[512], out[16384];
+    snprintf(path, sizeof path, "%s/info.tuning.yaml", dir);
+    if (bucket_entry(s, 0, 8, "conv2d_igemm", 0, &r->e[r->n++]) || cg_tune_write(r, path, &e)) {
+        CHECK(0, "record: %s", e.msg);
+        free(s), free(r);
+        return;
+    }
+    for (int json = 0; json < 2; json++) {
+        snprintf(cmd, sizeof cmd, "build/convgen info %s --tuning %s%s 2>&1", spec_path, path, json ? " --json" : "");
+        FILE *p = popen(cmd, "r");
+        size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[got] = 0;
+        int st = p ? pclose(p) : -1;
+        char want[700];
+        if (json)
+            snprintf(want, sizeof want,
+                     "\"tuned\": false, \"tuned_buckets\": {\"8\": {\"strategy\": \"igemm\", \"params\": \"%s\"}}, ",
+                     r->e[0].winner.params);
+        else snprintf(want, sizeof want, "\n  tuning record, for kernels generated for bucket 8 (--batch): conv1 (igemm)\n");
+        CHECK(st == 0 && strstr(out, want) && !strstr(out, json ? "\"tuned\": true" : "(from the tuning record)"),
+              "info%s: '%s' in:\n%s", json ? " --json" : "", want, out);
+    }
+    free(s), free(r);
 }
 
 /* cg_tune_use: the default record beside the spec, --tuning, --no-tuning, malformed. */
@@ -1425,6 +1802,11 @@ int main(void)
         test_write_no_links(s);
         test_malformed();
         test_apply();
+        test_bucket_apply();
+        test_bucket_refused();
+        test_bucket_record(s);
+        test_bucket_merge(s);
+        test_bucket_info();
         test_use();
         test_use_fatbin();
         test_list_counts();

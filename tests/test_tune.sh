@@ -2,7 +2,9 @@
 # test_tune.sh — `convgen tune` and the tuning options as a user meets them
 # without a GPU: --list, usage errors, exit 4 with one line, malformed records
 # refused with FILE:LINE:COL by the verbs that read them, a stale record
-# ignored with one line, and tools/plot_tune.py's pictures of a tune CSV.
+# ignored with one line, a tune run for one bucket keeping the record's entries
+# for the others (on the stand-in driver), tools/plot_tune.py's pictures of a
+# tune CSV and tools/tune_repeat.py's comparison of two records.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -214,6 +216,20 @@ grep -qE '^conv1 +no .*bm=32 bn=256 \(1\.0000\).*bm=32 bn=128 \(1\.0200\) +1\.02
 rec "$t/rc.yaml" "bm=64 bn=128" 1.050 "bm=128 bn=32" 0.5
 python3 tools/tune_repeat.py "$t/ra.yaml" "$t/rc.yaml" >"$t/o" 2>&1; rc=$?
 [ $rc -eq 1 ] && grep -q "^NOT alike: largest difference 5.00 %" "$t/o" && ok || bad "tune_repeat: 5 % apart: exit $rc: $(cat "$t/o")"
+# an entry per bucket: compared with the other record's of its shape and bucket (one without
+# `bucket` is its record's `batch:`'s)
+bucket8() { # FILE params ms: conv1's entry for bucket 8 appended
+  printf '  - signature: "conv C=1"\n    bucket: 8\n    layer: conv1\n    template_hash: "ab"\n' >>"$1"
+  printf '    template: conv2d_direct\n    params: "%s"\n    ms: %s\n' "$2" "$3" >>"$1"
+}
+cp "$t/ra.yaml" "$t/rd.yaml" && bucket8 "$t/rd.yaml" "block=32" 0.100
+cp "$t/rb.yaml" "$t/re.yaml" && bucket8 "$t/re.yaml" "block=32" 0.101
+python3 tools/tune_repeat.py "$t/rd.yaml" "$t/re.yaml" >"$t/o" 2>"$t/e" && grep -qE '^conv1 +no .*bm=32 bn=256' "$t/o" \
+  && grep -qE '^conv1@8 +yes .*block=32 \(0\.1000\)' "$t/o" && ok || bad "tune_repeat, bucket 8: $(cat "$t/o" "$t/e")"
+printf 'convgen: 0.1.0\ndevice: "X"\ncc: 90\nbatch: 8\nlayers:\n  - signature: "conv C=1"\n    layer: conv1\n    template_hash: "ab"\n    template: conv2d_direct\n    params: "block=64"\n    ms: 0.2\n' >"$t/rf.yaml"
+python3 tools/tune_repeat.py "$t/rf.yaml" "$t/re.yaml" >"$t/o" 2>"$t/e"; rc=$?
+[ $rc -eq 1 ] && grep -qE '^conv1@8 +no .*block=64 \(0\.2000\).*block=32 \(0\.1010\)' "$t/o" && ok \
+  || bad "tune_repeat, an old record's entries are its batch's bucket: exit $rc: $(cat "$t/o" "$t/e")"
 sed 's/ms: 1.000/ms: fast/' "$t/ra.yaml" >"$t/rbad.yaml"
 python3 tools/tune_repeat.py "$t/rbad.yaml" "$t/rb.yaml" 2>"$t/e" >/dev/null; rc=$?
 [ $rc -eq 3 ] && grep -q "^tune_repeat.py: $t/rbad.yaml:15: ms: not a number" "$t/e" && ok || bad "tune_repeat bad record: exit $rc: $(cat "$t/e")"
@@ -236,6 +252,17 @@ if [ -e "$fake/libcuda.so.1" ]; then
       && ok || bad "tune's whole line: $(grep whole "$t/o")"
     grep -q '^  - bucket: 1$' "$t/w.tuning.yaml" && ! grep -q '^  - bucket: 8$' "$t/w.tuning.yaml" && ok \
       || bad "--layers: bucket 1 kept, bucket 8 measured again (nothing right): $(cat "$t/w.tuning.yaml")"
+    # every layer tuned again for bucket 8: the record's entries for other buckets kept, bucket 8's
+    # replaced (by nothing: no candidate is right on the stand-in), bucket 1's whole decision kept
+    printf 'convgen: %s\ndevice: "fake sm_90"\ncc: 90\nbatch: 8\nlayers:\n' "$($cg --version | awk '{print $2}')" >"$t/w.tuning.yaml"
+    for b in large 8 64; do
+      printf '  - signature: "fc C=99 H=1 W=1 M=0 K=0 pool=0 act=none bias=1 out=%s"\n    bucket: %s\n    template_hash: "ab"\n    template: fc_vec\n    params: "bm=32"\n    ms: 1\n' "$b" "$b" >>"$t/w.tuning.yaml"
+    done
+    printf 'whole:\n  - bucket: 1\n    choice: whole\n    kernels: "ab"\n' >>"$t/w.tuning.yaml"
+    onfake tune "$t/w.yaml" --batch 5 --budget 1 >"$t/o" 2>"$t/e"; rc=$?
+    [ $rc -eq 0 ] && grep -q '^    bucket: large$' "$t/w.tuning.yaml" && grep -q '^    bucket: 64$' "$t/w.tuning.yaml" \
+      && ! grep -q '^    bucket: 8$' "$t/w.tuning.yaml" && grep -q '^  - bucket: 1$' "$t/w.tuning.yaml" && ok \
+      || bad "tune --batch 5: other buckets' entries kept, bucket 8's replaced: exit $rc: $(cat "$t/e" "$t/w.tuning.yaml")"
     # run: a decision for other kernels is one line naming the record, both paths timed
     printf 'convgen: %s\ndevice: "fake sm_90"\ncc: 90\nlayers: []\nwhole:\n  - bucket: 8\n    choice: layers\n    kernels: "00000000deadbeef"\n    whole_ms: 2\n    layers_ms: 1\n' \
       "$($cg --version | awk '{print $2}')" >"$t/w8.yaml"

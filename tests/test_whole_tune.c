@@ -11,7 +11,9 @@
  * decision without timing both paths (and says so); an explicit whole on or
  * off overrides it; a record made for other kernels (another build id) is
  * ignored with one notice naming the record, and both paths are timed; a
- * malformed whole entry is refused with FILE:LINE:COL. The test re-executes
+ * malformed whole entry is refused with FILE:LINE:COL. A layer's entry for
+ * bucket 8 is taken by the kernels generated for bucket 8 and by no others, and
+ * run's --profile and --json say so for the bucket served. The test re-executes
  * itself with LD_LIBRARY_PATH naming the fake and the JIT cache in a temporary
  * directory. Skipped where NVRTC is missing. */
 #include <dlfcn.h>
@@ -21,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aot.h"
 #include "check.h"
 #include "convgen.h"
 #include "fake_cuda.h"
@@ -341,6 +344,111 @@ static void record_malformed(int nlk)
     cg_net_close(net);
 }
 
+/* ---- a layer's choice for bucket 8 ---- */
+
+/* Whether net's kernels include one of template tpl (its name starts with it). */
+static int built_with(const cg_net *net, const char *tpl)
+{
+    const cg_host_costs *hc = cg_net_host_costs(net);
+    for (int i = 0; hc && i < hc->nbuild; i++)
+        if (!strncmp(hc->build[i].name, tpl, strlen(tpl))) return 1;
+    return 0;
+}
+
+/* `convgen run` of wholenet on the fake at `batch` with the record at path, its
+ * --profile output into out (n bytes) and --json into json; the exit status. */
+static int run_cli(const char *path, long long batch, char *out, size_t n, const char *json)
+{
+    char cmd[13000];
+    snprintf(cmd, sizeof cmd,
+             "build/convgen run '%s' --random-input 1 --images 3 --batch %lld --tuning '%s' --profile --json '%s' "
+             "2>&1",
+             spec_path, batch, path, json);
+    FILE *p = popen(cmd, "r");
+    size_t got = p ? fread(out, 1, n - 1, p) : 0;
+    out[got] = 0;
+    return p ? pclose(p) : -1;
+}
+
+/* A record with c1's choice for bucket 8 (igemm, where the small-batch rules give it
+ * direct): the network opened for 8 images runs it; for 64 and for the large batch,
+ * not. run --profile and --json name c1 as the record's at bucket 8 alone. */
+static void bucket_entry_taken(void)
+{
+    cg_tune_record *rec = calloc(1, sizeof *rec);
+    if (!rec) return;
+    snprintf(rec->version, sizeof rec->version, "%s", CG_VERSION);
+    snprintf(rec->device, sizeof rec->device, "fake sm_90");
+    rec->cc = 90, rec->sms = 132, rec->driver = 13000, rec->batch = IMAGES;
+    cg_tune_entry *t = &rec->e[rec->n++];
+    cg_target tg;
+    int cc = 90;
+    cg_aot_target(&cc, 1, &tg);
+    tg.batch = 8;
+    cg_candidates cs;
+    cg_err e = {""};
+    int rc = cg_gen_candidates_for(&hk.s, &tg, 0, "conv2d_igemm", 0, IMAGES, &cs, &e);
+    CHECK(rc == 0 && cs.n > 0, "igemm's candidates for c1: %s", e.msg);
+    if (rc || !cs.n) return free(rec);
+    cg_tune_signature(&hk.s.layers[0], t->sig, sizeof t->sig);
+    t->bucket = 8;
+    snprintf(t->layer, sizeof t->layer, "c1");
+    snprintf(t->winner.tpl, sizeof t->winner.tpl, "conv2d_igemm");
+    snprintf(t->winner.params, sizeof t->winner.params, "%s", cs.c[0].params);
+    t->winner.ms = 0.001;
+    cg_candidates_free(&cs);
+    cg_gen_kernel k;
+    cg_kernel_launch kl;
+    if (cg_gen_emit_one_for(&hk.s, &tg, 0, t->winner.tpl, t->winner.params, &k, &kl, &e)) {
+        CHECK(0, "emit: %s", e.msg);
+        return free(rec);
+    }
+    snprintf(t->tpl_hash, sizeof t->tpl_hash, "%s", k.tpl_hash);
+    cg_tune_kernel_hash(k.source, t->kernel_hash);
+    cg_gen_kernel_free(&k);
+    char path[4300], json[4300];
+    snprintf(path, sizeof path, "%s/bucket8.tuning.yaml", dir);
+    snprintf(json, sizeof json, "%s/bucket.json", dir);
+    CHECK(cg_tune_write(rec, path, &e) == 0, "record written: %s", e.msg);
+    static const long long batches[] = {IMAGES, 64, 10000};
+    for (int b = 0; b < 3; b++) {
+        cg_net_options o;
+        cg_net_options_init(&o);
+        o.backend = CG_BACKEND_CUDA, o.batch = batches[b], o.tuning = path, o.streams = 1;
+        cg_net *net = NULL;
+        cg_status os = cg_net_open(spec_path, &o, &net);
+        CHECK(os == CG_STATUS_OK && !cg_net_log(net)[0], "open at %lld: %s %s", batches[b], cg_net_error(net),
+              cg_net_log(net));
+        if (os == CG_STATUS_OK)
+            CHECK(built_with(net, "conv2d_igemm") == (b == 0) && built_with(net, "conv2d_direct") == (b != 0),
+                  "%lld images: c1 on %s", batches[b], b ? "direct, as untuned" : "the record's igemm");
+        cg_net_close(net);
+    }
+    /* what run says of it, for the bucket served */
+    static const char *const said[] = {"Tuning record: c1 (igemm) from the record for bucket 8\n",
+                                       "Tuning record: no layer from a record for bucket 64\n",
+                                       "Tuning record: no layer from a record\n"};
+    char out[16384], want[700];
+    for (int b = 0; b < 3; b++) {
+        int rrc = run_cli(path, batches[b], out, sizeof out, json);
+        CHECK(rrc == 0 && strstr(out, said[b]), "run --batch %lld --profile: '%s' in:\n%s", batches[b], said[b], out);
+        /* c1's line of the JSON: its "tuned" at bucket 8 alone, no other layer's */
+        cg_buf j;
+        int have = cg_read_file(json, &j, &e) == 0;
+        const char *c1 = have ? strstr(j.data, "{\"name\": \"c1\", \"op\": \"conv\"") : NULL;
+        char line[1024] = "";
+        if (c1) snprintf(line, sizeof line, "%.*s", (int)strcspn(c1, "\n"), c1);
+        snprintf(want, sizeof want, ", \"tuned\": {\"strategy\": \"igemm\", \"params\": \"%s\"}}",
+                 rec->e[0].winner.params);
+        int tuned = strstr(line, want) != NULL;
+        CHECK(c1 && tuned == (b == 0) && (b == 0 ? strstr(j.data, "\"tuned\"") == strstr(c1, "\"tuned\"")
+                                                 : !strstr(j.data, "\"tuned\"")),
+              "--json at %lld: c1 %s: %s", batches[b], b ? "not tuned" : "tuned, with the record's params", line);
+        if (have) cg_buf_free(&j);
+    }
+    free(rec);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -370,6 +478,7 @@ int main(int argc, char **argv)
         record_taken(nlk);
         record_stale(nlk);
         record_malformed(nlk);
+        bucket_entry_taken();
     }
     st->on_launch = NULL;
     cg_net_close(hk.cpu);

@@ -141,6 +141,13 @@ static void strategy_text(const cg_layer *l, char *out, size_t n)
         at += (size_t)snprintf(out + at, n - at, " %s=%lld", l->params[i].key, l->params[i].value);
 }
 
+/* The strategy of a tuning record's choice for a small bucket: its template less the op's family. */
+static const char *bucket_strategy(const cg_spec *s, const cg_bucket_tuned *b)
+{
+    const char *fam = cg_ops[s->layers[b->layer].op].family;
+    return b->tpl + (fam && !strncmp(b->tpl, fam, strlen(fam)) ? strlen(fam) : 0);
+}
+
 static void print_text(const cg_spec *s, const cg_manifest *m, int is_bundle, const int *from_record)
 {
     char a[32], b[32];
@@ -194,6 +201,18 @@ static void print_text(const cg_spec *s, const cg_manifest *m, int is_bundle, co
     int wk = cg_manifest_whole(m);
     if (wk >= 0) /* one launch running every layer, instead of the kernels above (--whole) */
         printf("  %-12s %s %s (the whole network in one launch)\n", "*", m->k[wk].tpl, m->k[wk].name);
+    /* the record's choices for small buckets, which only kernels generated for them take */
+    static const int buckets[] = {1, 8, 64, 256, 1024};
+    for (size_t k = 0; k < sizeof buckets / sizeof *buckets; k++) {
+        int n = 0;
+        for (int i = 0; i < s->nlayers; i++) {
+            const cg_bucket_tuned *t = cg_spec_bucket_tuned(s, i, buckets[k]);
+            if (!t) continue;
+            if (!n++) printf("  tuning record, for kernels generated for bucket %d (--batch):", buckets[k]);
+            printf("%s %s (%s)", n > 1 ? "," : "", s->layers[i].name, bucket_strategy(s, t));
+        }
+        if (n) printf("\n");
+    }
     /* the tensors' places in a stream set's arena (runtime/formats/memplan.h) */
     cg_memplan *p = malloc(sizeof *p);
     if (p) {
@@ -243,6 +262,18 @@ static void print_json(const cg_spec *s, const cg_manifest *m, int is_bundle, co
             for (int p = 0; p < l->nparams; p++) fprintf(f, "%s\"%s\": %lld", p ? ", " : "", l->params[p].key, l->params[p].value);
             fprintf(f, "}, \"tuned\": %s, ", from_record && from_record[i] ? "true" : "false");
         }
+        /* the record's choices for small buckets, where it has any for the layer */
+        int nb = 0;
+        for (int b = 0; b < s->nbucket_tuned; b++) {
+            const cg_bucket_tuned *t = &s->bucket_tuned[b];
+            if (t->layer != i) continue;
+            fprintf(f, "%s\"%d\": {\"strategy\": ", nb++ ? ", " : "\"tuned_buckets\": {", t->bucket);
+            cg_json_str(f, bucket_strategy(s, t));
+            fprintf(f, ", \"params\": ");
+            cg_json_str(f, t->params);
+            fprintf(f, "}");
+        }
+        if (nb) fprintf(f, "}, ");
         fprintf(f, "\"kernels\": [");
         char unused[8];
         kernels_of(m, l->name, unused, sizeof unused, 1, f);

@@ -9,6 +9,7 @@
 #include "memplan.h"
 #include "net_internal.h"
 #include "npy.h"
+#include "op.h"
 #include "options.h"
 #include "tune.h"
 
@@ -83,14 +84,29 @@ static int bundle_refuses(const cg_job *j, const char *fatbin, const char *tunin
                    opt), CG_EXIT_USAGE;
 }
 
-/* Which layers took the tuning record's choice, for --profile. */
-static void print_tuned(const cg_spec *s, const int from_record[CG_MAX_LAYERS])
+/* The strategy a tuning record chose for layer l at the bucket served (0: the large
+ * batch, whose choice is the layer's strategy as the record set it), NULL where the
+ * layer's kernel there is no record's choice (a small bucket takes only its own entries). */
+static const char *tuned_strategy(const cg_spec *s, int l, const int *from_record, int bucket)
+{
+    const cg_bucket_tuned *b = cg_spec_bucket_tuned(s, l, bucket);
+    const char *fam = cg_ops[s->layers[l].op].family;
+    if (b) return b->tpl + (fam && !strncmp(b->tpl, fam, strlen(fam)) ? strlen(fam) : 0);
+    return !bucket && from_record && from_record[l] ? s->layers[l].strategy : NULL;
+}
+
+/* Which layers took the tuning record's choice for the bucket served, for --profile. */
+static void print_tuned(const cg_spec *s, const int from_record[CG_MAX_LAYERS], int bucket)
 {
     int n = 0;
     printf("Tuning record: ");
-    for (int i = 0; i < s->nlayers; i++)
-        if (from_record[i]) printf("%s%s (%s)", n++ ? ", " : "", s->layers[i].name, s->layers[i].strategy);
-    printf("%s\n", n ? " from the record" : "no layer from a record");
+    for (int i = 0; i < s->nlayers; i++) {
+        const char *st = tuned_strategy(s, i, from_record, bucket);
+        if (st) printf("%s%s (%s)", n++ ? ", " : "", s->layers[i].name, st);
+    }
+    printf("%s", n ? " from the record" : "no layer from a record");
+    if (bucket) printf(" for bucket %d", bucket);
+    printf("\n");
 }
 
 static int job_weights(cg_job *j, int quiet, cg_err *e);
@@ -364,21 +380,31 @@ static int write_json(const char *path, const cg_job *j, const cg_run_nets *rn, 
         fprintf(f, isnan(t->layers_ms) ? "null" : "%.6f", t->layers_ms);
         fprintf(f, ",\n");
     }
+    /* the tuning record's choices are the ones for the bucket the kernels were generated for */
+    int bucket = t && !strcmp(backend, "cuda") ? t->bucket : 0;
     fprintf(f, "  \"layers\": [");
     for (int l = 0; l < j->s->nlayers; l++) {
         fprintf(f, "%s\n    {\"name\": ", l ? "," : "");
         cg_json_str(f, j->s->layers[l].name);
         fprintf(f, ", \"op\": \"%s\", \"time_s\": ", cg_op_name(j->s->layers[l].op));
         fprintf(f, isnan(layer_s[l]) ? "null" : "%.9f", layer_s[l]); /* null: not timed alone */
-        if (from_record && from_record[l]) {
-            /* the tuning record's choice: strategy and every parameter */
+        const char *st = tuned_strategy(j->s, l, from_record, bucket);
+        if (st) {
+            /* the tuning record's choice for the bucket served: strategy and every parameter */
             const cg_layer *L = &j->s->layers[l];
+            const cg_bucket_tuned *bt = cg_spec_bucket_tuned(j->s, l, bucket);
             fprintf(f, ", \"tuned\": {\"strategy\": ");
-            cg_json_str(f, L->strategy);
-            fprintf(f, ", \"params\": \"");
-            for (int i = 0; i < L->nparams; i++)
-                fprintf(f, "%s%s=%lld", i ? " " : "", L->params[i].key, L->params[i].value);
-            fprintf(f, "\"}");
+            cg_json_str(f, st);
+            fprintf(f, ", \"params\": ");
+            if (bt) {
+                cg_json_str(f, bt->params);
+            } else {
+                fprintf(f, "\"");
+                for (int i = 0; i < L->nparams; i++)
+                    fprintf(f, "%s%s=%lld", i ? " " : "", L->params[i].key, L->params[i].value);
+                fprintf(f, "\"");
+            }
+            fprintf(f, "}");
         }
         fprintf(f, "}");
     }
@@ -761,7 +787,7 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
                    lat[percentile_at(50, repeat)], lat[percentile_at(90, repeat)], lat[percentile_at(99, repeat)],
                    j.n, j.n == 1 ? "" : "s", repeat, use_gpu ? "GPU" : "compute", gpu_ms);
         }
-        if (use_gpu && profile) print_profiles(&rn), print_tuned(s, from_record);
+        if (use_gpu && profile) print_profiles(&rn), print_tuned(s, from_record, gt ? gt->bucket : 0);
         if (!rc && json &&
             write_json(json, &j, &rn, j.labels && random_seed < 0 ? &acc : NULL, layer_s, total_s, (int)repeat,
                        repeat > 1 ? lat : NULL, use_gpu ? from_record : NULL, e))

@@ -38,7 +38,10 @@ static const char tune_usage[] =
     "  --budget SECONDS    wall-time ceiling for the whole run, compiles included (default 60)\n"
     "  --batch N           images per timed launch (default 10000); the cost model\n"
     "                      estimates for as many (--list too); a layer whose tensors would\n"
-    "                      pass 2^31 elements is timed at fewer, its times scaled to N\n"
+    "                      pass 2^31 elements is timed at fewer, its times scaled to N.\n"
+    "                      The choices are recorded for N's bucket (1, 8, 64, 256, 1024;\n"
+    "                      above, the large batch) and apply to kernels generated for it;\n"
+    "                      the record's entries for other buckets are kept\n"
     "  --repeat R          timed launches per candidate (default 10); the top K get 3 more\n"
     "                      passes of R, interleaved\n"
     "  --top K             candidates re-timed before choosing (default 3)\n"
@@ -414,6 +417,7 @@ static int entry_of(const tuner *t, const layer_run *lr, cg_tune_entry *en, cg_e
     const cg_layer *l = &t->s->layers[lr->li];
     memset(en, 0, sizeof *en);
     cg_tune_signature(l, en->sig, sizeof en->sig);
+    en->bucket = t->tg.batch; /* the bucket of --batch, 0 for the large batch */
     snprintf(en->layer, sizeof en->layer, "%s", l->name);
     en->measured = lr->t.measured, en->candidates = lr->t.n;
     for (int j = 0; j < k; j++) {
@@ -480,20 +484,19 @@ static int tune_layer(tuner *t, int li, double deadline, cg_tune_record *rec, cg
     return rc;
 }
 
-/* The entry of rec for layer l's shape, or NULL. */
-static const cg_tune_entry *entry_for(const cg_tune_record *rec, const cg_layer *l)
+/* The entry of rec for layer l's shape at bucket, or NULL. */
+static const cg_tune_entry *entry_for(const cg_tune_record *rec, const cg_layer *l, int bucket)
 {
     char sig[CG_TUNE_SIG];
     cg_tune_signature(l, sig, sizeof sig);
-    for (int i = 0; i < rec->n; i++)
-        if (!strcmp(rec->e[i].sig, sig)) return &rec->e[i];
-    return NULL;
+    return cg_tune_entry_find(rec, sig, bucket);
 }
 
-/* With --layers, the record at path keeps its entries for the other layers'
- * shapes when it was made on this device by this convgen (else it is
- * replaced whole, as it would be ignored anyway). */
-static void keep_others(cg_tune_record *rec, const char *path)
+/* The record at path keeps what this run (for bucket) did not measure when it was
+ * made on this device by this convgen (else it is replaced whole, as it would be
+ * ignored anyway): its entries for other buckets, and with --layers (layers_only)
+ * this bucket's for the other layers' shapes (cg_tune_merge). */
+static void keep_others(cg_tune_record *rec, const char *path, int bucket, int layers_only)
 {
     cg_tune_record *old = malloc(sizeof *old);
     cg_err e = {{0}};
@@ -503,16 +506,9 @@ static void keep_others(cg_tune_record *rec, const char *path)
         free(old);
         return;
     }
-    for (int i = 0; i < old->n && rec->n < CG_MAX_LAYERS; i++) {
-        int have = 0;
-        for (int j = 0; j < rec->n && !have; j++) have = !strcmp(rec->e[j].sig, old->e[i].sig);
-        if (!have) rec->e[rec->n++] = old->e[i];
-    }
     /* and its whole-network decisions for other buckets (this run's is measured
      * again after, against the per-layer kernels as now chosen) */
-    for (int i = 0; i < old->nwhole; i++)
-        if (old->whole[i].bucket != cg_batch_bucket(rec->batch) && !cg_tune_whole_find(rec, old->whole[i].bucket))
-            cg_tune_whole_put(rec, &old->whole[i]);
+    cg_tune_merge(rec, old, bucket, layers_only);
     free(old);
 }
 
@@ -610,7 +606,7 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
     for (int i = 0; i < s->nlayers; i++) left += wanted(&s->layers[i], c.layers);
     for (int i = 0; !rc && i < s->nlayers; i++) {
         if (!wanted(&s->layers[i], c.layers)) continue;
-        const cg_tune_entry *same = entry_for(rec, &s->layers[i]);
+        const cg_tune_entry *same = entry_for(rec, &s->layers[i], t.tg.batch);
         if (same) {
             /* one entry per shape: a layer shaped like one tuned already takes its choice */
             printf("%-12s the same shape as %s: its choice applies\n", s->layers[i].name, same->layer);
@@ -633,7 +629,7 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
         else if (bad) fprintf(stderr, "convgen: %s\n", ce2.msg);
         free(csv_text);
     }
-    if (!rc && c.layers) keep_others(rec, out);
+    if (!rc) keep_others(rec, out, t.tg.batch, c.layers != NULL);
     /* a small bucket's whole-network kernel against the per-layer kernels just
      * chosen, both checked, then timed as run times them (outside the budget). A
      * failure there (a kernel that does not compile, the device) costs the record

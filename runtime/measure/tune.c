@@ -714,6 +714,10 @@ int cg_tune_format(const cg_tune_record *r, cg_buf *b, cg_err *e)
         const cg_tune_entry *t = &r->e[i];
         rc = cg_buf_puts(b, "  - signature: ");
         if (!rc) rc = put_quoted(b, t->sig);
+        /* the bucket it was tuned for, always written (a reader of an entry without one
+         * takes the record's `batch:`) */
+        if (!rc && t->bucket) rc = cg_buf_printf(b, "\n    bucket: %d", t->bucket);
+        else if (!rc) rc = cg_buf_puts(b, "\n    bucket: large");
         if (!rc)
             rc = cg_buf_printf(b, "\n%s%s%s    template_hash: \"%s\"\n%s%s%s    measured: %lld\n    candidates: %lld\n",
                                t->layer[0] ? "    layer: " : "", t->layer, t->layer[0] ? "\n" : "", t->tpl_hash,
@@ -794,16 +798,33 @@ static int read_choice(const cg_yctx *c, const cg_ynode *m, const char *where, c
     return 0;
 }
 
-/* One entry of 'layers'. */
-static int read_entry(const cg_yctx *c, const cg_ynode *m, int i, cg_tune_entry *t)
+/* A layer entry's bucket: 1, 8, 64, 256 or 1024 (cg_batch_bucket's), or `large`
+ * (0), quoted or not. */
+static int read_bucket(const cg_yctx *c, const cg_ynode *v, const char *where, int *out)
 {
-    static const char *const keys[] = {"signature", "layer", "template_hash", "kernel_hash", "measured",
-                                       "candidates", "template", "params", "ms", "default_ms", "runners_up", NULL};
+    static const char *const names[] = {"1", "8", "64", "256", "1024", "large", NULL};
+    static const int buckets[] = {1, 8, 64, 256, 1024, 0};
+    if (cg_y_kind(c, v, CG_Y_SCALAR, "bucket", where, "a batch bucket")) return -1;
+    for (int k = 0; names[k]; k++)
+        if (!strcmp(v->text, names[k])) return *out = buckets[k], 0;
+    char buf[80];
+    return cg_y_fail(c, v->pos, "bucket %s: '%s' is no batch bucket (1, 8, 64, 256, 1024 or large)", where,
+                     cg_y_show(v->text, buf, sizeof buf));
+}
+
+/* One entry of 'layers'; def_bucket: the bucket of one without `bucket` (the record's `batch:`'s). */
+static int read_entry(const cg_yctx *c, const cg_ynode *m, int i, int def_bucket, cg_tune_entry *t)
+{
+    static const char *const keys[] = {"signature",  "bucket",   "layer",      "template_hash",
+                                       "kernel_hash", "measured", "candidates", "template",
+                                       "params",      "ms",       "default_ms", "runners_up", NULL};
     char where[64];
     snprintf(where, sizeof where, "in layers entry %d", i + 1);
     if (cg_y_kind(c, m, CG_Y_MAP, "layers", "", "a mapping") || cg_y_check_keys(c, m, keys, where)) return -1;
     const cg_ynode *v;
     if (!(v = REQ(m, "signature", where)) || read_text(c, v, "signature", where, t->sig, sizeof t->sig)) return -1;
+    t->bucket = def_bucket;
+    if ((v = cg_y_get(m, "bucket")) && read_bucket(c, v, where, &t->bucket)) return -1;
     if ((v = cg_y_get(m, "layer")) && cg_y_ident(c, v, "layer", where, 0, t->layer, sizeof t->layer)) return -1;
     if (!(v = REQ(m, "template_hash", where)) ||
         cg_y_str(c, v, "template_hash", where, t->tpl_hash, sizeof t->tpl_hash))
@@ -897,13 +918,21 @@ static int read_record(const cg_yctx *c, const cg_ynode *root, cg_tune_record *r
     if ((v = cg_y_get(root, "batch")) && cg_y_int(c, v, "batch", top, 0, 1LL << 30, &r->batch)) return -1;
     const cg_ynode *ls = REQ(root, "layers", top);
     if (!ls || cg_y_kind(c, ls, CG_Y_SEQ, "layers", top, "a sequence")) return -1;
-    if (ls->n > CG_MAX_LAYERS) return cg_y_fail(c, ls->pos, "'layers' holds %zu entries, at most %d", ls->n, CG_MAX_LAYERS);
+    if (ls->n > CG_TUNE_ENTRIES_MAX)
+        return cg_y_fail(c, ls->pos, "'layers' holds %zu entries, at most %d", ls->n, CG_TUNE_ENTRIES_MAX);
+    /* an entry without `bucket` (a record written before entries had one) belongs to the
+     * bucket of the record's `batch:` (none: the large batch, as tune's default batch is) */
+    int def_bucket = cg_batch_bucket(r->batch);
     for (size_t i = 0; i < ls->n; i++) {
-        if (read_entry(c, ls->kids[i], (int)i, &r->e[i])) return -1;
+        if (read_entry(c, ls->kids[i], (int)i, def_bucket, &r->e[i])) return -1;
         for (size_t j = 0; j < i; j++)
-            if (!strcmp(r->e[j].sig, r->e[i].sig))
+            if (!strcmp(r->e[j].sig, r->e[i].sig) && r->e[j].bucket == r->e[i].bucket) {
+                char b[16];
+                snprintf(b, sizeof b, "bucket %d", r->e[i].bucket);
                 return cg_y_fail(c, cg_y_get(ls->kids[i], "signature")->pos,
-                                 "signature of layers entry %zu repeats entry %zu's", i + 1, j + 1);
+                                 "signature of layers entry %zu repeats entry %zu's, both for %s", i + 1, j + 1,
+                                 r->e[i].bucket ? b : "the large batch");
+            }
         r->n++;
     }
     const cg_ynode *wh = cg_y_get(root, "whole");
@@ -995,6 +1024,25 @@ void cg_tune_whole_put(cg_tune_record *r, const cg_whole_tuned *w)
     else if (r->nwhole < CG_WHOLE_TUNED_MAX) r->whole[r->nwhole++] = *w;
 }
 
+const cg_tune_entry *cg_tune_entry_find(const cg_tune_record *r, const char *sig, int bucket)
+{
+    for (int i = 0; i < r->n; i++)
+        if (r->e[i].bucket == bucket && !strcmp(r->e[i].sig, sig)) return &r->e[i];
+    return NULL;
+}
+
+void cg_tune_merge(cg_tune_record *rec, const cg_tune_record *old, int bucket, int layers_only)
+{
+    for (int i = 0; i < old->n && rec->n < CG_TUNE_ENTRIES_MAX; i++) {
+        const cg_tune_entry *t = &old->e[i];
+        if (t->bucket == bucket && (!layers_only || cg_tune_entry_find(rec, t->sig, bucket))) continue;
+        rec->e[rec->n++] = *t;
+    }
+    for (int i = 0; i < old->nwhole; i++)
+        if (old->whole[i].bucket != bucket && !cg_tune_whole_find(rec, old->whole[i].bucket))
+            cg_tune_whole_put(rec, &old->whole[i]);
+}
+
 void cg_tune_default_path(const char *spec_path, char *out, size_t n)
 {
     size_t len = strlen(spec_path);
@@ -1046,6 +1094,34 @@ static void note(char *notice, size_t n, const char *fmt, const char *a, const c
     if (len + 1 < n) snprintf(notice + len, n - len, fmt, a, b);
 }
 
+/* Whether entry t's choice still holds for layer i of s, generated for target tg:
+ * the template accepts it (emitted as tpl with its params, or with tpl NULL as
+ * the layer's own, whose strategy and params the caller set from it) and it is
+ * the template tuned, or generates the same kernel code. A line naming who
+ * ("conv1", "conv1 at 8 images") goes to notice when it does not. */
+static int entry_holds(cg_gen_emitter *em, const cg_spec *s, const cg_target *tg, int i, const cg_tune_entry *t,
+                       const char *tpl, const char *who, char *notice, size_t notice_n)
+{
+    /* the template must still be the one tuned, and still accept the choice */
+    cg_gen_kernel k;
+    cg_kernel_launch kl;
+    cg_err ke = {{0}};
+    if (cg_gen_emit_one_with(em, s, tg, i, tpl, tpl ? t->winner.params : NULL, &k, &kl, &ke)) {
+        note(notice, notice_n, "layer %s: the record's choice is refused now (%s): skipped\n", who, ke.msg);
+        return 0;
+    }
+    /* the same template, or (a template edited since) the same kernel code */
+    int same = !strcmp(k.tpl_hash, t->tpl_hash);
+    if (!same && t->kernel_hash[0]) {
+        char kh[17];
+        cg_tune_kernel_hash(k.source, kh);
+        same = !strcmp(kh, t->kernel_hash);
+    }
+    cg_gen_kernel_free(&k);
+    if (!same) note(notice, notice_n, "layer %s: template %s changed since it was tuned: skipped\n", who, t->winner.tpl);
+    return same;
+}
+
 int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev, int from_record[CG_MAX_LAYERS],
                   char *notice, size_t notice_n, cg_err *e)
 {
@@ -1072,52 +1148,69 @@ int cg_tune_apply(cg_spec *s, const cg_tune_record *r, const cg_tune_device *dev
         cg_aot_target(&cc, 1, &tg);
         dev_tg = &tg;
     }
+    /* each entry on the kernel generated for its bucket: the same target but for its
+     * batch (the large batch's: batch 0, whatever bucket the caller generates for) */
+    cg_target btg, ltg;
+    if (dev_tg) btg = *dev_tg;
+    else cg_target_default(&btg);
+    ltg = btg, ltg.batch = 0;
+    /* one sandbox for every check (NULL where it cannot be opened: each opens its own) */
+    cg_gen_emitter *em = NULL;
+    cg_err oe = {{0}};
+    if (cg_gen_emitter_open(&em, &oe)) em = NULL;
+    s->nbucket_tuned = 0;
     for (int i = 0; i < s->nlayers; i++) {
         cg_layer *l = &s->layers[i];
         const char *pre = cg_ops[l->op].family;
         if (!pre || l->nparams > 0) continue;
         char sig[CG_TUNE_SIG];
         cg_tune_signature(l, sig, sizeof sig);
-        const cg_tune_entry *t = NULL;
-        for (int j = 0; j < r->n && !t; j++)
-            if (!strcmp(r->e[j].sig, sig)) t = &r->e[j];
-        if (!t) continue;
-        if (strncmp(t->winner.tpl, pre, strlen(pre))) continue;
-        if (strategy_written(l)) {
-            char tpl[CG_NAME_MAX + 16];
-            if (cg_op_template(l, l->strategy, tpl, sizeof tpl) || strcmp(tpl, t->winner.tpl)) continue;
+        /* a strategy the spec writes, as written (before a large-batch entry sets it):
+         * an entry of another template leaves the layer the spec's, at every bucket */
+        char written[CG_NAME_MAX + 16] = "";
+        if (strategy_written(l) && cg_op_template(l, l->strategy, written, sizeof written)) continue;
+        /* the small buckets' entries first, checked on the layer as the spec has it */
+        for (int j = 0; j < r->n; j++) {
+            const cg_tune_entry *t = &r->e[j];
+            if (!t->bucket || strcmp(t->sig, sig) || strncmp(t->winner.tpl, pre, strlen(pre)) ||
+                (written[0] && strcmp(written, t->winner.tpl)))
+                continue;
+            char who[CG_NAME_MAX + 32];
+            snprintf(who, sizeof who, "%s at %d image%s", l->name, t->bucket, t->bucket == 1 ? "" : "s");
+            cg_layer scratch = *l;
+            if (set_params(&scratch, t->winner.params)) {
+                note(notice, notice_n, "layer %s: unreadable params '%s' in the record: skipped\n", who,
+                     t->winner.params);
+                continue;
+            }
+            btg.batch = t->bucket;
+            if (s->nbucket_tuned >= CG_BUCKET_TUNED_MAX ||
+                !entry_holds(em, s, &btg, i, t, t->winner.tpl, who, notice, notice_n))
+                continue;
+            cg_bucket_tuned *b = &s->bucket_tuned[s->nbucket_tuned++];
+            b->layer = i, b->bucket = t->bucket;
+            snprintf(b->tpl, sizeof b->tpl, "%s", t->winner.tpl);
+            snprintf(b->params, sizeof b->params, "%s", t->winner.params);
         }
+        /* the large batch's entry: the layer's strategy and params, as records always set them */
+        const cg_tune_entry *t = cg_tune_entry_find(r, sig, 0);
+        if (!t || strncmp(t->winner.tpl, pre, strlen(pre)) || (written[0] && strcmp(written, t->winner.tpl)))
+            continue;
         cg_layer saved = *l;
         snprintf(l->strategy, sizeof l->strategy, "%s", t->winner.tpl + strlen(pre));
         if (set_params(l, t->winner.params)) {
             *l = saved;
-            note(notice, notice_n, "layer %s: unreadable params '%s' in the record: skipped\n", l->name, t->winner.params);
+            note(notice, notice_n, "layer %s: unreadable params '%s' in the record: skipped\n", l->name,
+                 t->winner.params);
             continue;
         }
-        /* the template must still be the one tuned, and still accept the choice */
-        cg_gen_kernel k;
-        cg_kernel_launch kl;
-        cg_err ke = {{0}};
-        if (cg_gen_emit_one_for(s, dev_tg, i, NULL, NULL, &k, &kl, &ke)) {
+        if (!entry_holds(em, s, &ltg, i, t, NULL, l->name, notice, notice_n)) {
             *l = saved;
-            note(notice, notice_n, "layer %s: the record's choice is refused now (%s): skipped\n", l->name, ke.msg);
-            continue;
-        }
-        /* the same template, or (a template edited since) the same kernel code */
-        int same = !strcmp(k.tpl_hash, t->tpl_hash);
-        if (!same && t->kernel_hash[0]) {
-            char kh[17];
-            cg_tune_kernel_hash(k.source, kh);
-            same = !strcmp(kh, t->kernel_hash);
-        }
-        cg_gen_kernel_free(&k);
-        if (!same) {
-            *l = saved;
-            note(notice, notice_n, "layer %s: template %s changed since it was tuned: skipped\n", l->name, t->winner.tpl);
             continue;
         }
         from_record[i] = 1;
     }
+    cg_gen_emitter_close(em);
     /* the whole-network decisions as recorded: the CUDA backend checks each
      * against the kernels it generates (their build id) */
     s->nwhole_tuned = r->nwhole;
@@ -1145,7 +1238,7 @@ int cg_tune_use_to(cg_spec *s, const char *explicit_path, int no_tuning, const c
     }
     cg_tune_record *r = malloc(sizeof *r);
     if (!r) return cg_fail(e, "out of memory"), CG_STATUS_IO;
-    char notice[2048];
+    char notice[8192];
     int rc = cg_tune_read(path, r, e) ? CG_STATUS_INPUT : 0;
     if (!rc && cg_tune_apply(s, r, dev, from_record, notice, sizeof notice, e) < 0) rc = CG_STATUS_INPUT;
     if (!rc) snprintf(s->whole_tuned_from, sizeof s->whole_tuned_from, "%.*s", CG_PATH_MAX - 1, path);

@@ -20,6 +20,8 @@
 #define CG_TUNE_SIG 256
 #define CG_TUNE_RUNNERS 4 /* runners-up kept per layer in the record */
 #define CG_TUNE_MARGIN 0.01 /* times closer than this (relative) are a tie: the noise of one timing */
+#define CG_TUNE_ENTRIES_MAX (CG_MAX_LAYERS * 6) /* a record's layer entries: each shape at the large
+                                                   batch and at the five small buckets */
 
 /* ---- the layer's identity in a record ---- */
 
@@ -185,6 +187,9 @@ typedef struct {
 
 typedef struct {
     char sig[CG_TUNE_SIG];
+    int bucket;               /* the batch bucket it was tuned for (cg_batch_bucket of tune's --batch:
+                                 1, 8, 64, 256 or 1024); 0: the large batch. Written `bucket: N` or
+                                 `bucket: large`; an entry without one is the record's `batch:`'s */
     char layer[CG_NAME_MAX];  /* the layer it was tuned on (for a reader) */
     char tpl_hash[17];        /* the winner's template hash when tuned */
     char kernel_hash[17];     /* its kernel's code (cg_tune_kernel_hash) as tuned; "" when unknown */
@@ -202,7 +207,7 @@ typedef struct {
     char network[CG_NAME_MAX];
     long long batch;
     int n;
-    cg_tune_entry e[CG_MAX_LAYERS];
+    cg_tune_entry e[CG_TUNE_ENTRIES_MAX]; /* one per layer shape and bucket */
     /* `whole`: per batch bucket, the whole-network kernel against the per-layer
      * kernels (base/spec.h; tune_whole.h measures it), one entry a bucket */
     int nwhole;
@@ -235,6 +240,16 @@ const cg_whole_tuned *cg_tune_whole_find(const cg_tune_record *r, int bucket);
  * buckets are five, the table holds eight). */
 void cg_tune_whole_put(cg_tune_record *r, const cg_whole_tuned *w);
 
+/* The layer entry of r for signature sig at bucket (0: the large batch), NULL if none. */
+const cg_tune_entry *cg_tune_entry_find(const cg_tune_record *r, const char *sig, int bucket);
+/* A record written again by a tune run for bucket (0: the large batch) keeps what
+ * that run did not measure: into rec (the run's entries) go old's layer entries for
+ * other buckets, and with layers_only (tune --layers) old's entries for this bucket
+ * whose shapes rec lacks; and old's whole-network entries for other buckets (this
+ * bucket's is measured again). old must be of the same device and convgen: the
+ * caller checks (another's would be ignored anyway). */
+void cg_tune_merge(cg_tune_record *rec, const cg_tune_record *old, int bucket, int layers_only);
+
 /* The record a spec uses by default: the spec's path with ".yaml" (or ".yml")
  * replaced by ".tuning.yaml" (otherwise appended). */
 void cg_tune_default_path(const char *spec_path, char *out, size_t n);
@@ -251,12 +266,17 @@ typedef struct {
 } cg_tune_device;
 
 /* Apply record r to spec s, layer by layer. Returns 0 and sets from_record[i]
- * for each layer that took the record's choice; 1 when the whole record is
+ * for each layer that took the record's large-batch choice (its strategy and
+ * params set from it); 1 when the whole record is
  * stale (another device or convgen version: notice says so in one line, the
  * spec is unchanged). A layer keeps the spec's choice when the spec writes
  * params for it, or a strategy naming another template than the record's; an
  * entry whose template changed since (hash) or whose parameters the template
- * now refuses is skipped, with a line added to notice. The record's whole-network
+ * now refuses is skipped, with a line added to notice. An entry for a small
+ * bucket is checked the same way on the kernel generated for that bucket and
+ * kept in s->bucket_tuned (cg_spec_bucket_tuned), which only the kernels
+ * generated for that bucket take; the layer's strategy and params stay the
+ * spec's (or the large-batch entry's). The record's whole-network
  * decisions are copied into s->whole_tuned as they are: whether one still holds
  * (the build id of the kernels) is known only once the kernels are generated, and
  * the CUDA backend checks it. -1 on an error (e). */

@@ -728,12 +728,13 @@ local function with_fc_split(l, tname, why, own)
   return tname, (why and (why .. "; ") or "") .. split_why, p
 end
 
--- The template serving layer l and, where `auto` chose it, why. A spec's fc
+-- The template serving layer l by the rules below (layer_choice, without a tuning
+-- record's choice) and, where `auto` chose it, why. A spec's fc
 -- strategy and params are choices for the large batch: kernels generated for a
 -- small batch (l.batch up to AUTO_GEMV_MAX_BATCH) take gemv with its own defaults
 -- instead (so do conv layers: planner.small_conv); the third result is then the
 -- params to use in place of the spec's.
-local function layer_choice(l)
+local function rule_choice(l)
   -- grouped layers: the spec's strategy, or auto's, at every batch (small_conv's
   -- choices reduce over all channels)
   if l.op == "conv" and (l.groups or 1) > 1 and l.strategy == "auto" then return planner.auto_strategy(l) end
@@ -756,6 +757,33 @@ local function layer_choice(l)
   end
   if l.op == "fc" then return with_fc_split(l, "fc_" .. l.strategy, nil, nil) end
   return "conv2d_" .. l.strategy, nil
+end
+
+-- The template serving layer l, why where a rule chose it, and the params to use in
+-- place of the spec's where they are not its. A tuning record's choice for the bucket
+-- the network is generated for (l.tuned = { template, bucket, params }: the generator
+-- passes one for that bucket alone, after cg_tune_apply checked it) is a measurement
+-- made at that many images: it is taken as it stands, before the small-batch rules and
+-- the spec's strategy, with its params and no split added. Where the template's check
+-- refuses it here (say, constant memory the layers before took, which a layer tuned
+-- alone had: const_left, planner.build's), the rules choose, and the kernel's header
+-- says why.
+local function layer_choice(l, const_left)
+  local t = l.tuned
+  if not t then return rule_choice(l) end
+  local images = string.format("%d image%s", t.bucket, t.bucket == 1 and "" or "s")
+  local lc = l
+  if const_left then
+    lc = {}
+    for k, v in pairs(l) do lc[k] = v end
+    lc.const_left = const_left
+  end
+  local ok, err = pcall(function() return resolve(import(t.template), t.template, lc, t.params, nil) end)
+  if ok then return t.template, "tuned: the tuning record's choice for " .. images, t.params end
+  local tname, why, own = rule_choice(l)
+  local msg = type(err) == "table" and err.message or tostring(err)
+  return tname, string.format("the tuning record's choice for %s (%s) is refused here: %s%s", images,
+    t.template, msg, why and ("; " .. why) or ""), own
 end
 
 -- A conv layer table without its pool and activation, at the conv's full
@@ -820,6 +848,8 @@ function planner.tail_layers(net, batch, dt, final_out)
     return nil
   end
   if fc.op ~= "fc" then return nil end
+  -- an fc the tuning record chose a kernel for at this bucket runs that kernel (layer_choice)
+  if fc.tuned then return nil end
   local IN = fc.C * fc.H * fc.W
   if fc.out > planner.TAIL_MAX_OUT or IN * fc.out > planner.TAIL_MAX_WEIGHTS then return nil end
   local why = string.format("small batch: the network's tail (%s%s and the prediction) in one kernel, since " ..
@@ -1174,7 +1204,7 @@ function planner.build(net)
       -- a padded pool is no template's epilogue: the conv at full size (its bias
       -- only), then the pool kernel with the activation
       local bare = planner.unpooled(l)
-      local tname, why, own = layer_choice(bare)
+      local tname, why, own = layer_choice(bare, const_left)
       local k = add(tname, bare, own or l.params, i, l.name, inputs, l.name .. ".conv", { l.M, bare.OH, bare.OW })
       k.chosen = why
       k.precision_line = planner.precision_line(l, k)
@@ -1183,7 +1213,7 @@ function planner.build(net)
       add("pool", { C = l.M, H = g.CH, W = g.CW, kind = g.kind, PK = g.PK, PS = g.PS, PP = g.PP, act = l.act },
         nil, i, l.name, { k.out }, l.name, shape)
     elseif l.op == "conv" then
-      local tname, why, own = layer_choice(l)
+      local tname, why, own = layer_choice(l, const_left)
       local r = residuals[l.name]
       local k
       if r and import(tname).fuses_add then
@@ -1251,7 +1281,7 @@ function planner.build(net)
     elseif l.op == "softmax" and tail and tail.softmax == l then
       -- computed by the tail's kernel (its tensor made there)
     elseif l.op == "fc" then
-      local tname, why, own = layer_choice(l)
+      local tname, why, own = layer_choice(l, const_left)
       local k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
       k.chosen = why
       k.precision_line = planner.precision_line(l, k)
@@ -1536,10 +1566,13 @@ function planner.candidates(net, index, tname, cap)
 end
 
 -- The parameters a caller gives for layer `index`, over the spec's own when
--- `tname` is the layer's template (the spec's values were written for it).
+-- `tname` is the layer's template (the spec's values were written for it), or
+-- over the tuning record's for this bucket when `tname` is its template.
 local function given(net, index, tname, params)
   local l, out = net.layers[index], {}
-  if tname == planner.layer_template(l) then
+  if l.tuned and tname == l.tuned.template then
+    for k, v in pairs(l.tuned.params) do out[k] = v end
+  elseif tname == planner.layer_template(l) then
     for k, v in pairs(l.params or {}) do out[k] = v end
   end
   for k, v in pairs(params or {}) do out[k] = v end
