@@ -818,7 +818,7 @@ static void test_tc_short_slice(void)
  * a 9-wide kernel once divided by zero in conv2d_igemm_tc's slice arithmetic). For
  * every conv layer of a few specs and every conv template, for sm_90: each
  * parameter's every accepted value at least once, and every step-th candidate
- * (about 60 a template and layer), emitted through one kept sandbox (cg_gen_emitter);
+ * (about 30 a template and layer: 60 took 384 s of make test's CPU time), emitted through one kept sandbox (cg_gen_emitter);
  * every 25th of them also emitted in a sandbox of its own, and the two sources must be
  * the same to the byte (a planner or template keeping state between calls would show
  * here); no NVRTC. */
@@ -855,7 +855,7 @@ static void test_candidates_emit(void)
                 }
                 /* the values seen so far, as "name=value " words */
                 char seen[8192] = " ";
-                int step = c.n / 60 + 1;
+                int step = c.n / 30 + 1;
                 for (int i = 0; i < c.n; i++) {
                     int fresh = 0;
                     char words[512];
