@@ -10,6 +10,7 @@
 # Default cells: those still below issue 30's 1.5x in bench/RESULTS.md's "The 44 slow cells
 # profiled" table. BUDGET: tune's wall-time ceiling a cell (default 40 s).
 set -u
+. "$(dirname "$0")/cell_spec.sh"
 cg=$1
 shift
 cells=${*:-zoo-5x5-c64:256 zoo-mlp:256 zoo-k7pad:8 ece408-2018sp:256 zoo-mlp:64 zoo-awkward:1 ece408-2018fa:64 \
@@ -19,11 +20,7 @@ export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$work/cache}
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
 fail=0
 for c in $cells; do
-  s=${c%:*} b=${c##*:}
-  case $s in
-    */*) ;;
-    *) if [ -f "bench/specs/$s.yaml" ]; then s=bench/specs/$s.yaml; else s=specs/$s.yaml; fi ;;
-  esac
+  s=$(cell_spec "${c%:*}") b=${c##*:}
   n=$(basename "$s" .yaml)
   mkdir -p "$work/$n-$b"
   cp "$s" "$work/$n-$b/$n.yaml"

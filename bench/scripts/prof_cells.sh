@@ -9,6 +9,7 @@
 # below issue 30's 1.5x (2026-11-29), worst first. A spec named without a directory is
 # looked up in bench/specs/, then specs/.
 set -u
+. "$(dirname "$0")/cell_spec.sh"
 cg=$1
 shift
 cells=${*:-zoo-bigk:8 zoo-awkward:1 zoo-5x5-c64:1000 zoo-mlp:1000 zoo-mlp:64 zoo-5x5-c64:256 zoo-k7pad:8 \
@@ -21,11 +22,7 @@ export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
 fail=0
 for c in $cells; do
-  s=${c%:*} b=${c##*:}
-  case $s in
-    */*) ;;
-    *) if [ -f "bench/specs/$s.yaml" ]; then s=bench/specs/$s.yaml; else s=specs/$s.yaml; fi ;;
-  esac
+  s=$(cell_spec "${c%:*}") b=${c##*:}
   echo "=== $s $b"
   "$cg" run "$s" --random-input 1 --images "$b" --batch "$b" --repeat 20 --profile 2>&1 |
     grep -v '^Op Time' || fail=1
