@@ -86,5 +86,20 @@ if ! [ -e /dev/nvidia0 ]; then
 fi
 # a layer no configuration of the template suits is still refused, with the template's reason
 expect 3 "layer 'conv2': the unrolled body makes 588 tile calls" specs/ece408-2018fa.yaml --layer conv2 --strategy direct
+# the configuration a layer gets at a small bucket when none is given is the network's kernel
+# there, less its split (a kernel is timed alone): zoo-awkward's conv3 at one image in igemm's
+# 32-pixel tiles (the network splits it 5 ways), at 1,100 (the large batch) in igemm's default tiles and
+# under the network's own template, planes (the fake driver's sm_90)
+fake=build/tests/fake
+if [ -e "$fake/libcuda.so.1" ]; then
+  LD_LIBRARY_PATH=$fake $cg kernel bench/specs/zoo-awkward.yaml --layer conv3 --batch 1 >"$t/o" 2>&1
+  grep -q "template conv2d_igemm, params bm=8 bn=32 bk=5 tm=2 tn=4 occ=1 stages=2$" "$t/o" && ok \
+    || bad "one image's default: $(head -2 "$t/o")"
+  LD_LIBRARY_PATH=$fake $cg kernel bench/specs/zoo-awkward.yaml --layer conv3 --strategy igemm --batch 1100 >"$t/o" 2>&1
+  grep -q "template conv2d_igemm, params bm=64 bn=128 bk=5 tm=8 tn=8 occ=1 stages=2$" "$t/o" && ok \
+    || bad "10,000 images' igemm: $(head -2 "$t/o")"
+  LD_LIBRARY_PATH=$fake $cg kernel bench/specs/zoo-awkward.yaml --layer conv3 --batch 1100 >"$t/o" 2>&1
+  grep -q "template conv2d_planes, " "$t/o" && ok || bad "10,000 images' default: $(head -2 "$t/o")"
+fi
 echo "test_kernel: $pass passed, $fail failed"
 [ $fail -eq 0 ]

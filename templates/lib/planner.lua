@@ -1568,10 +1568,25 @@ end
 -- The parameters a caller gives for layer `index`, over the spec's own when
 -- `tname` is the layer's template (the spec's values were written for it), or
 -- over the tuning record's for this bucket when `tname` is its template.
+--
+-- At a bucket whose rules give the layer's template parameters of their own (small_conv's
+-- 32-pixel tiles, small_planes' 16-map tiles, fc_split's), those, less a `split` (a kernel is
+-- timed alone here): the kernel the network runs at that bucket, or its unsplit self. Before,
+-- `tune --batch 1` measured its candidates against the template's own defaults (47.7-119.2 us
+-- on an H200 where the networks' kernels took 20-78 us: bench/RESULTS.md, 2026-11-29).
 local function given(net, index, tname, params)
   local l, out = net.layers[index], {}
+  local tn, own = nil, nil
+  if not (l.tuned and tname == l.tuned.template) and batch_of(net) then
+    local _
+    tn, _, own = layer_choice(planner.layer_table(net, index))
+  end
   if l.tuned and tname == l.tuned.template then
     for k, v in pairs(l.tuned.params) do out[k] = v end
+  elseif own and tname == tn then
+    for k, v in pairs(own) do
+      if k ~= "split" then out[k] = v end
+    end
   elseif tname == planner.layer_template(l) then
     for k, v in pairs(l.params or {}) do out[k] = v end
   end
