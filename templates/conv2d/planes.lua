@@ -41,7 +41,8 @@
 -- 16-bit tensors (precision bf16 or fp16) take lib/planes_half.lua's kernel instead: the
 -- band staged channels innermost, so that a kernel tap's A operand is the staged copy
 -- shifted and both operands go to wgmma by descriptor (stride 1; its header says more).
--- Its parameters are these: ib 1, bk the channels of a slice (a multiple of 16), fp 0.
+-- Its parameters are these: ib 1, bk the channels of a slice (a multiple of 16), fp 0; and tr
+-- (16-bit only): which of maps and pixels is wgmma's M.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -169,11 +170,16 @@ end
 local bm_param = common.wgmma_bm_param()
 local bm_fp32 = bm_param.default
 bm_param.default = function(l, given)
-  if common.half_dtype(l) then return half.default_bm(l) end
+  if common.half_dtype(l) then return half.default_bm(l, given) end
   return bm_fp32(l, given)
 end
 
 T.params = {
+  { name = "tr", quiet = true,
+    doc = "16-bit tensors: 1 makes maps wgmma's M (64 a warpgroup) and the band's pixels its N, weights copied by "
+      .. "cp.async; 0 the pixels M and the maps N",
+    legal = function(l) return common.half_dtype(l) and { 1, 0 } or { 0 } end,
+    default = function(l, given) return common.half_dtype(l) and half.default_tr(l, given) or 0 end },
   { name = "ib", doc = "images a block (their planes in shared memory; their pixels the block's columns)",
     legal = function(_) return { 1, 2, 3, 4, 5, 6, 7, 8 } end,
     default = function(l, given)
@@ -190,7 +196,7 @@ T.params = {
       return v
     end,
     default = function(l, given)
-      if common.half_dtype(l) then return half.default_rows(l) end
+      if common.half_dtype(l) then return half.default_rows(l, given) end
       return default_rows(l, given and given.fp)
     end },
   { name = "wgs", doc = "warpgroups (128 threads each) a block, the block's m64 tiles shared among them",

@@ -33,12 +33,31 @@
 -- a pool runs as a kernel after it). Stride 1 only. Without sm_90a (the CPU emulation of
 -- test_emulate) each accumulator adds the same staged values by FMAs, in FP32.
 
+-- tr=1 (a spec's or the tuner's choice; H.default_tr says why not the default): maps
+-- are wgmma's M and pixels its N. With the maps
+-- as N (tr=0, above) a warpgroup's m64 tile of pixels meets at most bm maps, so every
+-- k16 step reads 2 KB of planes and bm*32 bytes of weights for 64*bm*32 FLOP: at
+-- bm = 64 shared memory's 128 bytes a clock only just feed the tensor cores, and the
+-- H200 ran such layers at 19-21 % of the BF16 peak. With 64 maps as M and up to 256
+-- pixels as N (m64nNPk16) a step reads 2 KB of weights and NP*32 bytes of planes for
+-- 64*NP*32 FLOP, half the bytes a FLOP at NP = 256. The planes are the same (B, K-major:
+-- 8 pixels x 8 channels a core matrix); the weights (A) are copied by 16-byte cp.async
+-- straight from the taps-reordered tensor, 8 maps of one channel a copy, into
+-- [channel group][map group][8 channels][8 maps]: the MN-major (transposed) no-swizzle
+-- layout, map groups 128 bytes apart (the stride offset), channel groups bm*16 (the
+-- leading offset); so M must be a multiple of 8. Slices go through a ring of TR_STAGES
+-- buffers: slice s + TR_STAGES - 2 is copied while slice s multiplies and slice s - 1
+-- may still be on the tensor cores (wgmma.wait_group 1), one barrier a slice. A block is
+-- bm/64 warpgroups over maps times wgs/(bm/64) over the band's pixels, NP each.
+
 local engine = import("lib/engine")
 local common = import("lib/common")
 
 local H = {}
 
 local MAX_TILES = 4      -- m64 tiles of one warpgroup
+local TR_STAGES = 4      -- tr=1: weight buffers in the ring (two slices copied ahead)
+local TR_MAX_N = 256     -- tr=1: wgmma's largest N, a warpgroup's pixels
 local REG_BUDGET = 232   -- accumulators, the next slice's weights and addressing a thread
 local ADDRESSING = 40
 
@@ -75,13 +94,50 @@ function H.shape(l, p)
   s.WI = common.ceil_div(s.WU, s.threads)
   s.regs = s.MT * s.NR + 8 * s.WI + ADDRESSING
   s.PU = s.CG * s.NPIX                        -- plane units (8 channels of one pixel)
+  s.tr = p.tr == 1
+  if s.tr then
+    -- maps as wgmma's M: MR warpgroups over the block's bm maps (64 each), PG over its
+    -- pixels, NP pixels (wgmma's N) each
+    s.MR = math.max(1, p.bm // 64)
+    s.PG = math.max(1, p.wgs // s.MR)
+    s.NP = common.ceil_div(common.ceil_div(s.BPX, s.PG), 8) * 8
+    s.NPIX = math.max(s.REAL, s.PG * s.NP + (l.K - 1) * (s.PW + 1))
+    s.MG = p.bm // 8                          -- map groups of a slice's weights
+    s.PB = TR_STAGES * s.WBUF
+    s.smem = 2 * (s.PB + s.CG * s.NPIX * 8)
+    s.NR = s.NP // 2                          -- accumulators a thread
+    s.WU = p.bk * s.MG                        -- weight copies (8 maps of one channel) a slice
+    s.WI = common.ceil_div(s.WU, s.threads)
+    s.regs = s.NR + 2 * s.WI + ADDRESSING
+    s.PU = s.CG * s.NPIX
+    -- the epilogue's staged tile: bm maps x EP pixels (a row 4 bytes past a multiple of 128, so
+    -- that the eight maps a warp stores at once fall in different banks), in the output's type
+    s.EP = s.PG * s.NP + 2
+    s.smem = math.max(s.smem, p.bm * s.EP * (common.types(l).out_t == "float" and 4 or 2))
+  end
   return s
+end
+
+-- tr's default for l, given the parameters the spec gives: 0, tr=1 a choice of the spec
+-- and the tuner. On an H200 in bf16 at 10,000 images tr=1 (with its first epilogue, the
+-- stores straight from the accumulators) lost to tr=0 on four of five zoo-vgg-same layers
+-- (conv1_2 4.21 against 3.63 ms, conv2_1 2.65 / 2.49, conv3_1 3.08 / 2.97) and won on two
+-- (conv2_2 3.79 / 4.58, conv3_2 5.39 / 5.52); Nsight Compute put conv1_2's at 70 % of the L2's
+-- throughput, 12.5 % occupancy (146 registers, one block an SM): the stores (a warp's
+-- reaching eight maps of four pixels two apart, eight 32-byte sectors for 64 bytes) bound
+-- it, which the tile staged through shared memory (the epilogue now) is to remove; that
+-- epilogue is checked on the CPU emulation and compiled for sm_90a (94 registers on conv1_2)
+-- but not yet timed (bench/RESULTS.md, 2026-11-29).
+function H.default_tr(l, given)
+  if given and given.tr ~= nil then return given.tr end
+  return 0
 end
 
 -- The default band: the most rows whose tiles the warpgroups' MT_MAX tiles hold (each
 -- with bm/2 accumulators a thread: at most 128 of them) and whose planes fit beside the
 -- weights; wgs 2.
-function H.default_bm(l)
+function H.default_bm(l, given)
+  if H.default_tr(l, given) == 1 then return l.M <= 64 and 64 or 128 end
   if l.M <= 128 then return common.wgmma_rows_tile(l, 1) end
   return common.wgmma_rows_tile(l, common.ceil_div(l.M, 128))
 end
@@ -99,9 +155,21 @@ end
 -- its warpgroups compute), the taller band where two tie. The tallest band that fits is not
 -- it where the bands do not divide the image: zoo-vgg-same's conv1_2 (32 rows over a padded
 -- width of 34) in bands of 15 computes 3 x 8 tiles an image, in bands of 11 3 x 6.
-function H.default_rows(l)
+function H.default_rows(l, given)
   local g = common.conv_geom(l)
-  local bm, wgs = H.default_bm(l), 2
+  local bm, wgs = H.default_bm(l, given), 2
+  if H.default_tr(l, given) == 1 then
+    -- tr=1: the band computing the fewest pixel columns an image (bands x PG x NP), within
+    -- wgmma's N and the shared memory; the taller band where two tie
+    local best, best_cols = 1, math.huge
+    for r = 1, g.CH do
+      local s = H.shape(l, { rows = r, wgs = wgs, bm = bm, bk = H.default_bk(l), tr = 1 })
+      if s.NP > TR_MAX_N or s.smem > common.max_shared(l) then break end
+      local cols = s.NB * s.PG * s.NP
+      if cols <= best_cols then best, best_cols = r, cols end
+    end
+    return best
+  end
   local mt = math.max(1, math.min(MAX_TILES, 128 // (bm // 2)))
   local best, best_tiles = 1, math.huge
   for r = 1, g.CH do
@@ -131,16 +199,38 @@ function H.check(l, p)
   if s.NPIX >= 16384 then
     return string.format("%d staged pixels: a descriptor's leading offset holds fewer than 16384", s.NPIX), "rows"
   end
-  if s.MT > MAX_TILES then
-    return string.format("rows=%d: %d pixels over the padded width are %d m64 tiles, %d a warpgroup over %d; at most %d",
-      p.rows, s.BPX, s.TT, s.MT, p.wgs, MAX_TILES), "rows"
-  end
-  if s.MT * (p.wgs - 1) >= s.TT then
-    return string.format("wgs=%d: %d m64 tiles leave a warpgroup without one", p.wgs, s.TT), "wgs"
-  end
-  if s.regs > REG_BUDGET then
-    return string.format("%d tiles of %d accumulators need about %d registers a thread; at most %d", s.MT, s.NR, s.regs,
-      REG_BUDGET), "bm"
+  if s.tr then
+    if p.bm % 64 ~= 0 then
+      return string.format("tr=1: maps are wgmma's M, 64 a warpgroup: bm=%d must be a multiple of 64", p.bm), "bm"
+    end
+    if p.wgs % s.MR ~= 0 then
+      return string.format("tr=1: bm=%d maps take %d warpgroups of 64; wgs=%d is not a multiple", p.bm, s.MR, p.wgs),
+        "wgs"
+    end
+    if l.M % 8 ~= 0 then
+      return string.format("tr=1: weights are copied 8 maps (16 bytes) at a time: M=%d must be a multiple of 8", l.M),
+        "tr"
+    end
+    if s.NP > TR_MAX_N then
+      return string.format("rows=%d: %d pixels over the padded width are %d a warpgroup over %d; wgmma's N is at most %d",
+        p.rows, s.BPX, s.NP, s.PG, TR_MAX_N), "rows"
+    end
+    if s.regs > REG_BUDGET then
+      return string.format("%d pixels a warpgroup need about %d registers a thread; at most %d", s.NP, s.regs,
+        REG_BUDGET), "rows"
+    end
+  else
+    if s.MT > MAX_TILES then
+      return string.format("rows=%d: %d pixels over the padded width are %d m64 tiles, %d a warpgroup over %d; at most %d",
+        p.rows, s.BPX, s.TT, s.MT, p.wgs, MAX_TILES), "rows"
+    end
+    if s.MT * (p.wgs - 1) >= s.TT then
+      return string.format("wgs=%d: %d m64 tiles leave a warpgroup without one", p.wgs, s.TT), "wgs"
+    end
+    if s.regs > REG_BUDGET then
+      return string.format("%d tiles of %d accumulators need about %d registers a thread; at most %d", s.MT, s.NR, s.regs,
+        REG_BUDGET), "bm"
+    end
   end
   local why2, blame2 = common.check_occ(l, p.occ, s.threads, s.regs, s.smem, "the accumulators")
   if why2 then return why2, blame2 end
@@ -159,19 +249,17 @@ function H.cost(l, p)
   local blocks = common.cost.images(l) * s.NB * common.ceil_div(l.M, p.bm)
   local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
   if conc == 0 then return math.huge end
-  local tensor = seq * 64 * s.MT * p.wgs * p.bm * s.C16 * s.KK / (16 * common.cost.FMA_PER_CLOCK)
-  local copy = seq * (s.PU * 10 + s.NS * s.WU * 10) / s.threads * (s.threads // 32) / 4
+  local cols = s.tr and s.NP * s.PG or 64 * s.MT * p.wgs
+  local tensor = seq * cols * p.bm * s.C16 * s.KK / (16 * common.cost.FMA_PER_CLOCK)
+  -- (tr=1's weights go by cp.async, a copy an instruction where tr=0 loads and packs eight)
+  local copy = seq * (s.PU * 10 + s.NS * s.WU * (s.tr and 2 or 10)) / s.threads * (s.threads // 32) / 4
   return (tensor + copy) * common.cost.spills(squeezed)
 end
 
-local source = engine.compile([=[
-// GEMM view: the band's {{BPX}} pixels ({{RB}} output row{{RB > 1 and "s" or ""}} of {{CH}} over the padded width {{PW}},
-// {{NB}} band{{NB > 1 and "s" or ""}} an image) in {{TT}} m64 tile{{TT > 1 and "s" or ""}} ({{WGS}} warpgroup{{WGS > 1 and "s" or ""}} of {{MT}}) x {{BM}} maps, reduced tap by tap
-// over {{C16}} channels ({{C16 - C}} of them zeros) in {{NS}} slices of {{BK}} (one tap's), k16 steps: wgmma.mma_async
-// m64n{{BM}}k16 {{wt}}, both operands by descriptor from shared memory. Shared memory ({{smem}} B), in elements:
-// [0, {{PB}}) two slices' weights, each [{{BK // 8}}][{{BM // 8}}][8 maps][8 channels]; from {{PB}}: the planes,
-// [{{CG}}][{{NPIX}} pixels][8 channels]
-// ({{REAL}} pixels of {{ROWS_IN}} input rows x {{PW}} with the padding as zeros, then zeros).
+-- Both kernels' start: the head, the block's image, band and map tile, and the band's
+-- planes staged (unit u = 8 channels of one pixel, one 16-byte store; the kernel's
+-- stores still to be fenced for wgmma). tr=1 issues its first weight copies first.
+local prologue = engine.compile([=[
 {{head}}
 {
     extern __shared__ {{vec_t(acc_t, 4)}} smem4[];
@@ -195,6 +283,9 @@ local source = engine.compile([=[
 % end
 
 {{put8}}
+% if tr then
+{{issue_first}}
+% end
     // the planes: unit u = (channel group u / {{NPIX}}, pixel u % {{NPIX}}), its 8 channels
     {
         const {{in_t}}* const xi = in + (long long)img * {{C * H * W}};
@@ -216,7 +307,17 @@ local source = engine.compile([=[
             put(sm + {{PB}} + (cg * {{NPIX}} + p) * 8, v);
         }
     }
-    // a slice's weights: unit u = tid + {{NT}}*i is (channel group u / {{BM}}, map u % {{BM}}), 8 channels
+]=], "conv2d_planes_half_prologue")
+
+local source = engine.compile([=[
+// GEMM view: the band's {{BPX}} pixels ({{RB}} output row{{RB > 1 and "s" or ""}} of {{CH}} over the padded width {{PW}},
+// {{NB}} band{{NB > 1 and "s" or ""}} an image) in {{TT}} m64 tile{{TT > 1 and "s" or ""}} ({{WGS}} warpgroup{{WGS > 1 and "s" or ""}} of {{MT}}) x {{BM}} maps, reduced tap by tap
+// over {{C16}} channels ({{C16 - C}} of them zeros) in {{NS}} slices of {{BK}} (one tap's), k16 steps: wgmma.mma_async
+// m64n{{BM}}k16 {{wt}}, both operands by descriptor from shared memory. Shared memory ({{smem}} B), in elements:
+// [0, {{PB}}) two slices' weights, each [{{BK // 8}}][{{BM // 8}}][8 maps][8 channels]; from {{PB}}: the planes,
+// [{{CG}}][{{NPIX}} pixels][8 channels]
+// ({{REAL}} pixels of {{ROWS_IN}} input rows x {{PW}} with the padding as zeros, then zeros).
+{{prologue}}    // a slice's weights: unit u = tid + {{NT}}*i is (channel group u / {{BM}}, map u % {{BM}}), 8 channels
     {{stage_t}} wr[{{WI}}][8];
     auto fetch_w = [&](int s) {
         const int tap = s / {{CS}}, c0 = (s - tap * {{CS}}) * {{BK}};
@@ -340,6 +441,165 @@ local source = engine.compile([=[
 }
 ]=], "conv2d_planes_half")
 
+-- tr=1's kernel (the header's last paragraph).
+local source_tr = engine.compile([=[
+// GEMM view, maps as wgmma's M: {{BM}} maps ({{MR}} warpgroup{{MR > 1 and "s" or ""}} of 64) x the band's {{BPX}} pixels ({{RB}} output row{{RB > 1 and "s" or ""}} of {{CH}}
+// over the padded width {{PW}}, {{NB}} band{{NB > 1 and "s" or ""}} an image; {{PG}} warpgroup{{PG > 1 and "s" or ""}} of {{NP}} pixels), reduced tap by tap over {{C16}} channels
+// ({{C16 - C}} of them zeros) in {{NS}} slices of {{BK}}, k16 steps: wgmma.mma_async m64n{{NP}}k16 {{wt}}, the weights (A,
+// transposed: maps innermost) and the planes (B) by descriptor. Shared memory ({{smem}} B), in elements: [0, {{PB}})
+// a ring of {{ST}} slices' weights, each [{{BK // 8}}][{{MG}}][8 channels][8 maps]; from {{PB}}: the planes,
+// [{{CG}}][{{NPIX}} pixels][8 channels] ({{REAL}} pixels of {{ROWS_IN}} input rows x {{PW}} with the padding as zeros, then zeros).
+{{prologue}}
+    // cf: the sum. Register r: map {{MR > 1 and "64*mr + " or ""}}16*wq + lane/4 + 8*((r >> 1) & 1) of the tile, pixel
+    // {{PG > 1 and (NP .. "*pg + ") or ""}}8*(r >> 2) + 2*(lane & 3) + (r & 1) of the band
+% if MR > 1 then
+    const int mr = wg % {{MR}}, pg = wg / {{MR}};   // this warpgroup's maps (of 64) and pixels (of {{NP}})
+% else
+    const int mr = 0, pg = wg;
+% end
+    (void)mr, (void)pg;
+    {{acc_t}} cf[{{NR}}];
+#pragma unroll
+    for (int r = 0; r < {{NR}}; r++) cf[r] = 0.0f;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // descriptors of no-swizzle operands: start address / 16, then the leading (channel-group)
+    // and stride (8-map or 8-pixel group) offsets in 16 bytes
+    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);
+    auto wgmma = []({{acc_t}} (&d)[{{NR}}], unsigned long long da, unsigned long long db) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 2}}, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n{{NP}}k16.f32.{{wt}}.{{wt}} {{dregs}}, %{{NR}}, %{{NR + 1}}, p, 1, 1, 1, 0;\n}\n"
+            : {{douts}}
+            : "l"(da), "l"(db), "r"(1));
+    };
+#endif
+    // cf += slice s's products, its weights in ring buffer b
+    auto multiply = [&](int s, int b) {
+        const int tap = s / {{CS}}, cs = s - tap * {{CS}};
+        const int ky = tap / {{K}}, kx = tap - ky * {{K}};
+        const int shift = ky * {{PW}} + kx;   // the tap's pixels: the band's, moved on this far
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        const unsigned long long da = d0 + {{adesc}} + b * {{WBUF // 8}} + mr * 64;
+        const unsigned long long db = d0 + {{bdesc}} + cs * {{BK // 8 * NPIX}} + shift + pg * {{NP}};
+#pragma unroll
+        for (int j = 0; j < {{BK // 16}}; j++) wgmma(cf, da + j * {{2 * BM}}, db + j * {{2 * NPIX}});
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#else
+        // without wgmma: each accumulator plus the tap's dot products of the staged values, in FP32
+        const {{stage_t}}* const a = sm + {{PB}};
+        const {{stage_t}}* const w = sm + b * {{WBUF}};
+#pragma unroll 1
+        for (int r = 0; r < {{NR}}; r++) {
+            const int m = 64 * mr + 16 * wq + g + 8 * ((r >> 1) & 1);
+            const int p = {{NP}} * pg + 8 * (r >> 2) + 2 * t4 + (r & 1) + shift;
+            {{acc_t}} v = 0.0f;
+            for (int c = 0; c < {{BK}}; c++)
+                v = fmaf({{w_to_acc("w[((c >> 3) * " .. MG .. " + (m >> 3)) * 64 + (c & 7) * 8 + (m & 7)]")}},
+                         {{to_acc("a[((cs * " .. BK // 8 .. " + (c >> 3)) * " .. NPIX .. " + p) * 8 + (c & 7)]")}}, v);
+            cf[r] += v;
+        }
+#endif
+    };
+
+    // the tensor cores read shared memory through the async proxy: the copies' and the
+    // planes' writes fenced before the barrier that publishes them
+#pragma unroll 1
+    for (int s = 0; s < {{NS}}; s++) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("cp.async.wait_group {{ST - 3}};" ::: "memory");   // slice s's copies (this thread's) landed
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+        // after it every thread's copies of slice s are in, and every warpgroup is past its
+        // wait for slice s - 2's products: that slice's buffer takes slice s + {{ST - 2}}
+        __syncthreads();
+        if (s + {{ST - 2}} < {{NS}}) issue_w(s + {{ST - 2}}, (s + {{ST - 2}}) % {{ST}});
+        commit_w();
+        multiply(s, s % {{ST}});
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");   // slice s - 1's products landed
+#endif
+    }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+#endif
+
+    // epilogue: {{bias and "bias, " or ""}}{{actname}}, the block's tile through shared memory, es[map][pixel]
+    // ({{BM}} x {{EP}}: the planes and weights are read by now), then stored a row of {{CW}} outputs at a
+    // time, consecutive threads consecutive outputs (stored from the accumulators, a warp's store
+    // reached eight maps of four pixels two apart: eight sectors for 64 bytes, which bound it)
+    __syncthreads();
+    {{out_t}}* const es = reinterpret_cast<{{out_t}}*>(smem4);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int ml = 64 * mr + 16 * wq + g + 8 * h;
+% if bias then
+        const {{acc_t}} bm = {{w_to_acc("__ldg(b_arg + (m0 + ml < " .. M .. " ? m0 + ml : 0))")}};
+% end
+#pragma unroll
+        for (int j = 0; j < {{NP // 8}}; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++)
+                es[ml * {{EP}} + {{NP}} * pg + 8 * j + 2 * t4 + e] = {{from_acc(act("cf[4 * j + 2 * h + e]" .. (bias and " + bm" or "")))}};
+    }
+    __syncthreads();
+    {{out_t}}* const ob = out + (long long)img * {{OS}} + m0 * {{COLS}} + y0 * {{CW}};
+#pragma unroll 4
+    for (int i = tid; i < {{BM * RB * CW}}; i += {{NT}}) {
+        const int m = i / {{RB * CW}}, rem = i - m * {{RB * CW}};
+        const int py = rem / {{CW}}, px = rem - py * {{CW}};
+% if mguard then
+        if (m0 + m >= {{M}}) break;
+% end
+% if NB * RB > CH then
+        if (y0 + py >= {{CH}}) continue;   // the last band's rows past the output
+% end
+        ob[m * {{COLS}} + py * {{CW}} + px] = es[m * {{EP}} + py * {{PW}} + px];
+    }
+}
+]=], "conv2d_planes_half_tr")
+
+-- tr=1's weight copies: the lambda issue_w(s, b) (slice s's weights into ring buffer b,
+-- 16-byte cp.async, zeros past M or C), commit_w(), and the first TR_STAGES - 2 slices issued.
+local issue_src = engine.compile([=[
+    // slice s's weights into ring buffer b: copy u = tid + {{NT}}*i is channel u / {{MG}} of the slice,
+    // maps 8*(u % {{MG}}) .. +7 of the tile (zeros past M or C)
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    const unsigned smw = (unsigned)__cvta_generic_to_shared(sm);
+#endif
+    auto issue_w = [&](int s, int b) {
+        const int tap = s / {{CS}}, c0 = (s - tap * {{CS}}) * {{BK}};
+        const {{w_t}}* const wp = w_arg + tap * {{C * M}} + c0 * {{M}} + m0;
+#pragma unroll
+        for (int i = 0; i < {{WI}}; i++) {
+            const int u = tid + i * {{NT}};
+% if WU % NT ~= 0 then
+            if (u >= {{WU}}) break;
+% end
+            const int c = u / {{MG}}, mg = u - c * {{MG}};
+            const int d = b * {{WBUF}} + ((c >> 3) * {{MG}} + mg) * 64 + (c & 7) * 8;
+            const bool ok = {{wok}};
+            const {{w_t}}* const src = ok ? wp + c * {{M}} + 8 * mg : w_arg;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(smw + 2 * d), "l"(src), "r"(ok ? 16 : 0)
+                         : "memory");
+#else
+            if (ok) memcpy(sm + d, src, 16);
+            else memset(sm + d, 0, 16);
+#endif
+        }
+    };
+    auto commit_w = [&]() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+    };
+#pragma unroll
+    for (int s = 0; s < {{ST - 2}}; s++) {
+        if (s < {{NS}}) issue_w(s, s);
+        commit_w();
+    }
+]=], "conv2d_planes_half_issue")
+
 function H.kernel(l, p)
   local s = H.shape(l, p)
   local g = s.g
@@ -349,16 +609,16 @@ function H.kernel(l, p)
     l.C, l.M, l.K, l.H, l.W, g.tag, act, l.bias and "_bias" or "",
     p.rows < g.CH and string.format("r%d", p.rows) or "ri", p.bm, p.wgs)
     .. (p.bk ~= H.default_bk(l) and string.format("_k%d", p.bk) or "")
-    .. (p.occ > 1 and string.format("_o%d", p.occ) or "")
+    .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.tr and "_tr" or "")
   -- the output written into a concat's slice (common.out_slice): its image stride
   local pre = common.planes_prelude(l, name, fused, s.threads, p.occ, s.NR)
   local slice, ty, head, args, dregs, douts = pre.slice, pre.ty, pre.head, pre.args, pre.dregs, pre.douts
   name = pre.name
   local mguard = l.M % p.bm ~= 0
   local wok = {}
-  if mguard then wok[#wok + 1] = string.format("m0 + m < %d", l.M) end
+  if mguard then wok[#wok + 1] = string.format(s.tr and "m0 + 8 * mg < %d" or "m0 + m < %d", l.M) end
   if s.C16 ~= l.C then wok[#wok + 1] = string.format("c0 + c < %d", l.C) end
-  if s.WU % s.threads ~= 0 then wok[#wok + 1] = string.format("u < %d", s.WU) end
+  if s.WU % s.threads ~= 0 and not s.tr then wok[#wok + 1] = string.format("u < %d", s.WU) end
   local v = {
     name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, C16 = s.C16, CG = s.CG,
@@ -375,16 +635,23 @@ function H.kernel(l, p)
     b = l.bias and (" + " .. ty.w_to_acc("__ldg(b_arg + m)")) or "",
     act = function(e) return common.act(act, e) end,
     OS = slice and slice.stride or l.M * g.CH * g.CW,
+    tr = s.tr, MR = s.MR, PG = s.PG, NP = s.NP, MG = s.MG, ST = TR_STAGES, EP = s.EP,
   }
+  if s.tr then
+    -- A: a weight buffer, transposed (channel groups bm/8 cores apart), B: the planes
+    v.adesc, v.bdesc = common.wgmma_desc(p.bm), string.format("%s + %d", common.wgmma_desc(s.NPIX), s.PB // 8)
+  end
   common.typed(l, v)
   v.map_stores = common.wgmma_map_stores(p.bm, mguard and l.M, g.CH * g.CW, "t4",
     function(r) return v.from_acc(v.act(r .. v.b)) end)
   v.stage_t = v.in_t
   v.put8 = common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4))
+  v.issue_first = s.tr and issue_src(v) or ""
+  v.prologue = prologue(v)
   return {
     name = name,
     args = args,
-    source = source(v),
+    source = (s.tr and source_tr or source)(v),
     grid = { common.batch_dim(s.NB, 1), common.ceil_div(l.M, p.bm), 1 },
     block = { s.threads, 1, 1 },
     shared = s.smem,
