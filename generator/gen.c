@@ -1175,6 +1175,8 @@ static int push_params(lua_State *L, const char *text, cg_err *e)
  * (the images the cost model estimates for). */
 /* keep: a sandbox kept across calls (cg_gen_emitter), its stack emptied before
  * and after; NULL: one opened and closed here. */
+#define CANDIDATES_INSTR_FACTOR 10 /* planner.candidates' instruction budget, in calls' (one_call) */
+
 static int one_call(cg_lua *keep, const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
                     const char *fname, const char *params, long long cap, long long batch,
                     int (*take)(extract_ctx *, lua_State *), void *out, const char *arg, cg_err *e)
@@ -1206,7 +1208,15 @@ static int one_call(cg_lua *keep, const cg_spec *s, const cg_target *tg, int lay
         if (params) rc = push_params(L, params, e);
         else if (cap > 0) lua_pushinteger(L, cap);
         else lua_pushnil(L);
+        /* planner.candidates checks up to its cap of configurations (1,000,000), a
+         * template's check of some hundreds of instructions each: it gets
+         * CANDIDATES_INSTR_FACTOR times one call's budget (conv2d_planes on
+         * zoo-resnet-stem's stem, 344,064 configurations, every one refused, came within
+         * a few percent of 200 million); the CPU-time backstop still holds */
+        long long budget = cg_lua_instruction_limit(h);
+        if (!rc && !strcmp(fname, "candidates")) cg_lua_set_instruction_limit(h, budget * CANDIDATES_INSTR_FACTOR);
         if (!rc) rc = cg_lua_pcall(h, 5, 2, e);
+        cg_lua_set_instruction_limit(h, budget);
         if (!rc) {
             extract_ctx c = {h, s, take, out, arg, tg, e, 0, tpl};
             rc = run_extract(&c);

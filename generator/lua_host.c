@@ -1321,6 +1321,13 @@ void cg_lua_set_limits(cg_lua *h, long long max_instructions, size_t max_bytes)
     h->max_bytes = max_bytes > 0 ? max_bytes : CG_LUA_MAX_BYTES;
 }
 
+long long cg_lua_instruction_limit(const cg_lua *h) { return h->max_instr; }
+
+void cg_lua_set_instruction_limit(cg_lua *h, long long max_instructions)
+{
+    h->max_instr = max_instructions > 0 ? max_instructions : CG_LUA_MAX_INSTRUCTIONS;
+}
+
 void cg_lua_set_time_limit(cg_lua *h, double seconds)
 {
     h->max_seconds = seconds > 0 ? seconds : CG_LUA_MAX_SECONDS;

@@ -69,6 +69,9 @@ int cg_lua_open(cg_lua **out, const char *template_dir, cg_err *e);
 void cg_lua_close(cg_lua *h);
 lua_State *cg_lua_state(cg_lua *h);
 void cg_lua_set_limits(cg_lua *h, long long max_instructions, size_t max_bytes);
+/* The instruction budget of an outermost call, and setting it alone (0: the default). */
+long long cg_lua_instruction_limit(const cg_lua *h);
+void cg_lua_set_instruction_limit(cg_lua *h, long long max_instructions);
 /* CPU seconds one outermost call may take (0: the default). */
 void cg_lua_set_time_limit(cg_lua *h, double seconds);
 /* The limits every state opened from now on starts with, process-wide (0:
