@@ -143,6 +143,7 @@ static double captured_cost, clock_now;
 static int captured_coop;
 static fake_node *cap_nodes; /* the capture's steps so far */
 static int cap_n, cap_cap;
+static int launching_pdl; /* the launch under way asked for programmatic stream serialization */
 static int the_ctx, handles[4096], nhandles;
 static double ev_time[4096]; /* the clock an event read when last recorded (outside a capture, or
                                 by the replay of a graph it was recorded into); -1: none */
@@ -163,7 +164,7 @@ static void cap_node(double cost, int ev)
 /* A kernel's run time on the fake clock. */
 static double cost_of(const char *name)
 {
-    double c = st.kernel_cost ? st.kernel_cost(name) : 0;
+    double c = st.kernel_cost ? st.kernel_cost(name, launching_pdl) : 0;
     if (c > 0) return c;
     return strncmp(name, "network", 7) ? 1.0 : st.whole_cost > 0 ? st.whole_cost : 1.0;
 }
@@ -223,8 +224,10 @@ static CUresult f_LaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p
     }
     if (coop && capturing) captured_coop = 1; /* refuse_coop_capture: its graph is not instantiated */
     int at = st.nnames;
+    launching_pdl = pdl;
     CUresult r = f_LaunchKernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
                                 c->blockDimZ, c->sharedMemBytes, c->hStream, params, extra);
+    launching_pdl = 0;
     if (r == CUDA_SUCCESS && pdl) {
         st.pdl_launches++;
         if (at < FAKE_MAX_NAMES) st.pdl[at] = 1;

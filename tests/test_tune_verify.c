@@ -8,7 +8,9 @@
  * kernel_cost), and the profile's events read that clock through the network's
  * CUDA graph. Checked: an entry whose kernels are slower in the network is
  * dropped and one whose kernels are faster is kept, each judged on every layer
- * of its shape; the 2 % margin on both sides; an fc entry that moves a layer out
+ * of its shape; the 2 % margin on both sides; every entry dropped where the
+ * network with those kept is slower as run runs it (no profile: a kernel the
+ * test makes slower where its launch overlaps the kernel before); an fc entry that moves a layer out
  * of the network's one-kernel tail is charged that layer's new kernel; the
  * record written holds the entries kept and not those dropped, with the older
  * record's other buckets, and the lines printed say so with both times; an older
@@ -58,17 +60,18 @@ static cg_spec spec;
 
 static struct {
     const char *prefix;
-    double cost;
+    double cost, pdl_cost; /* launched alone, and overlapping the kernel before (0: the same) */
 } costs[4];
 static cg_manifest own[2]; /* the network's kernels at bucket 8 and at the large batch */
 
-static double kernel_cost(const char *name)
+static double kernel_cost(const char *name, int pdl)
 {
     for (int b = 0; b < 2; b++)
         for (int i = 0; i < own[b].nkernels; i++)
             if (!strcmp(own[b].k[i].name, name)) return 0; /* the fake's own: 1 */
     for (int i = 0; i < 4 && costs[i].prefix; i++)
-        if (!strncmp(name, costs[i].prefix, strlen(costs[i].prefix))) return costs[i].cost;
+        if (!strncmp(name, costs[i].prefix, strlen(costs[i].prefix)))
+            return pdl && costs[i].pdl_cost > 0 ? costs[i].pdl_cost : costs[i].cost;
     return 0;
 }
 
@@ -233,9 +236,14 @@ static void verdicts(void)
                   f->without_ms == 1 && f->keep == (vec < 1),
               "fc1 (fc_vec at %g ms): %s, %g ms with it, %g ms without, layers %s", vec, f->keep ? "kept" : "dropped",
               f->with_ms, f->without_ms, b1);
-        /* the whole network: the input kernel, c0, the two convs (two kernels each without), fc1, the tail */
+        /* the whole network: the input kernel, c0, the two convs (two kernels each without), fc1, the tail;
+         * then as run runs it, with the entry kept alone */
         CHECK(r->without_ms == 8 && r->with_ms == 3 + 2 * ig + vec, "the network: %g ms with, %g without",
               r->with_ms, r->without_ms);
+        double kept = way ? 8 - 4 + 2 * ig : 8 - 1 + vec;
+        CHECK(r->run_checked && !r->run_slower && r->run_rounds == 15 && r->run_with_ms == kept &&
+                  r->run_without_ms == 8 && c->layers_keep == c->keep && f->layers_keep == f->keep,
+              "as run runs it: %g ms with the entry kept, %g without", r->run_with_ms, r->run_without_ms);
     }
     /* the margin: 2 % less time, else dropped (3.98 ms against 4 is within it, 3.9 is not) */
     for (int k = 0; k < 2; k++) {
@@ -247,6 +255,31 @@ static void verdicts(void)
               "igemm at %g ms: %s (%g ms with it, %g without)", ig, k ? "kept" : "dropped", r->v[0].with_ms,
               r->v[0].without_ms);
     }
+    free(rec), free(r);
+}
+
+/* fc_vec faster alone (a profile launches every kernel so) but slower overlapping the kernel
+ * before it (programmatic dependent launch, as run launches it): fc1's entry kept by its
+ * layer's time, then the network as run runs it slower with it, and no entry is kept; with
+ * c1's entry kept too and faster by more, the network is faster and both stay. */
+static void run_slower(void)
+{
+    cg_tune_record *rec = run_record();
+    cg_tune_verify_result *r = malloc(sizeof *r);
+    if (!rec || !r) return free(rec), free(r);
+    for (int both = 0; both < 2; both++) {
+        set_costs(both ? 0.5 : 3, 0.25);
+        costs[1].pdl_cost = 2;
+        cg_err e = {{0}};
+        int rc = cg_tune_verify(&spec, rec, 2, DEVICE, 90, IMAGES, 0, 0, r, &e);
+        double with = both ? 8 - 4 + 1 - 1 + 2 : 8 - 1 + 2;
+        CHECK(rc == 0 && r->n == 2 && r->v[0].layers_keep == both && r->v[1].layers_keep && r->run_checked &&
+                  r->run_with_ms == with && r->run_without_ms == 8 && r->run_slower == !both &&
+                  r->v[0].keep == both && r->v[1].keep == both,
+              "%s: as run runs it %g ms with, %g without: %s (%s)", both ? "c1 and fc1" : "fc1 alone",
+              r->run_with_ms, r->run_without_ms, r->v[1].keep ? "kept" : "dropped", e.msg);
+    }
+    costs[1].pdl_cost = 0;
     free(rec), free(r);
 }
 
@@ -343,7 +376,8 @@ static void written(void)
         CHECK(strstr(out, "verify, bucket 8: c1 (conv2d_igemm) dropped: 6000.0 us with it, 4000.0 us without (c1 c2)\n") &&
                   strstr(out, "verify, bucket 8: fc1 (fc_vec) kept: 250.0 us with it, 1000.0 us without (fc1)\n") &&
                   strstr(out, "verify, bucket 8: the network 9250.0 us with this run's entries, 8000.0 us without "
-                              "(medians of 15 rounds of 8 images); 1 of 2 entries dropped\n") &&
+                              "(profiled, medians of 15 rounds of 8 images); as run runs it, 7250.0 us with the 1 "
+                              "kept by their layers, 8000.0 us without (15 rounds); 1 of 2 entries dropped\n") &&
                   !strstr(out, "dropped too"),
               "the lines printed:\n%s", out);
         /* then the whole-network step, on the record as it now stands (no kernel runs on the
@@ -406,6 +440,7 @@ int main(int argc, char **argv)
     CHECK(rc == 0, "spec: %s", e.msg);
     if (!rc && !own_kernels()) {
         verdicts();
+        run_slower();
         tail_charged();
         large_batch();
         written();

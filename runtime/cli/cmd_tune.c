@@ -76,11 +76,12 @@ static const char tune_usage[] =
     "Verify: a layer's candidates are timed alone, where a split pair of the network's own\n"
     "kernel cannot run, so before the whole-network step and the write, the network with\n"
     "this run's entries for its bucket and the network without them are run alternately\n"
-    "(3 warm-up rounds, then 15 timed, each layer's median; at the large batch at most\n"
-    "10000 images and 30 s). An entry is kept only where the layers it decides take 2 %\n"
-    "less time with it than without; one line per entry says kept or dropped, with both\n"
-    "times. Where the device fails there, the entries are kept as measured (stderr says\n"
-    "why). --no-verify skips it.\n";
+    "profiled (3 warm-up rounds, then 15 timed, each layer's median; at the large batch at\n"
+    "most 10000 images and 30 s). An entry is kept only where the layers it decides take\n"
+    "2 % less time with it than without, and then only if the network with those kept is\n"
+    "faster as run runs it (timed again without profile); one line per entry says kept\n"
+    "or dropped, with both times. Where the device fails there, the entries are kept as\n"
+    "measured (stderr says why). --no-verify skips it.\n";
 
 typedef struct {
     const char *spec, *out, *layers, *csv;

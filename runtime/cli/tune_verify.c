@@ -86,12 +86,13 @@ static int side_run(side *x, const cg_input *in, int *pred, int round, cg_err *e
     return (int)st;
 }
 
-/* Side x's medians over its `rounds` timed runs, and which layer computes which;
- * a layer left untimed (NaN) is an error: nothing can be compared. */
-static int side_medians(side *x, int rounds, cg_err *e)
+/* Side x's median over its `rounds` timed runs and, with layers (a profile),
+ * each layer's and which layer computes which; a layer left untimed (NaN) is
+ * an error: nothing can be compared. */
+static int side_medians(side *x, int rounds, int layers, cg_err *e)
 {
     double v[VERIFY_ROUNDS];
-    for (int l = 0; l < x->s->nlayers; l++) {
+    for (int l = 0; layers && l < x->s->nlayers; l++) {
         for (int k = 0; k < rounds; k++) v[k] = x->lms[k][l];
         x->med[l] = median(v, rounds);
         if (isnan(x->med[l])) return cg_fail(e, "layer %s was not timed", x->s->layers[l].name), CG_STATUS_DEVICE;
@@ -106,6 +107,36 @@ static void side_free(side *x)
 {
     cg_net_close(x->net);
     free(x->s);
+    x->net = NULL, x->s = NULL;
+}
+
+/* The two networks of x run alternately, the one first changing every round so
+ * that a drift of the device (clocks, temperature) falls on both alike:
+ * VERIFY_WARMUP rounds, then VERIFY_ROUNDS timed, fewer (at least
+ * VERIFY_ROUNDS_MIN) once CG_TUNE_VERIFY_SECONDS have passed; *rounds: how many. */
+static int alternate(side *x, const cg_input *in, int *pred, int *rounds, cg_err *e)
+{
+    int rc = 0;
+    double t0 = cg_now_ms();
+    *rounds = 0;
+    for (int round = 0; !rc && round < VERIFY_WARMUP + VERIFY_ROUNDS; round++) {
+        int timed = round - VERIFY_WARMUP;
+        for (int k = 0; k < 2 && !rc; k++) rc = side_run(&x[(round + k) % 2], in, pred, timed, e);
+        if (!rc && timed >= 0) *rounds = timed + 1;
+        if (*rounds >= VERIFY_ROUNDS_MIN && cg_now_ms() - t0 > CG_TUNE_VERIFY_SECONDS * 1e3) break;
+    }
+    return rc;
+}
+
+/* rec less its first nfresh entries into out, and those of the fresh ones whose
+ * verdict keeps them (keep NULL: none) before them. */
+static void record_with(const cg_tune_record *rec, int nfresh, const cg_tune_verify_result *r, cg_tune_record *out)
+{
+    *out = *rec;
+    out->n = 0;
+    for (int k = 0; r && k < r->n; k++)
+        if (r->v[k].keep) out->e[out->n++] = rec->e[r->v[k].entry];
+    for (int i = nfresh; i < rec->n; i++) out->e[out->n++] = rec->e[i];
 }
 
 /* The layers entry `t` is judged by (docs/tuning.md, "Verified in the network"):
@@ -154,10 +185,10 @@ int cg_tune_verify(const cg_spec *s, const cg_tune_record *rec, int nfresh, cons
     memset(r, 0, sizeof *r);
     r->bucket = cg_batch_bucket(batch);
     r->images = r->bucket || batch <= CG_TUNE_VERIFY_LARGE_IMAGES ? batch : CG_TUNE_VERIFY_LARGE_IMAGES;
-    r->with_ms = r->without_ms = NAN;
+    r->with_ms = r->without_ms = r->run_with_ms = r->run_without_ms = NAN;
     if (nfresh < 0 || nfresh > rec->n || nfresh > CG_MAX_LAYERS)
         return cg_fail(e, "%d entries of this run in a record of %d", nfresh, rec->n), CG_STATUS_USAGE;
-    side *x = calloc(2, sizeof *x); /* x[0] with this run's entries, x[1] without */
+    side *x = calloc(2, sizeof *x); /* x[0] with this run's entries (those kept), x[1] without */
     cg_tune_record *less = malloc(sizeof *less);
     cg_weights w;
     memset(&w, 0, sizeof w);
@@ -165,39 +196,51 @@ int cg_tune_verify(const cg_spec *s, const cg_tune_record *rec, int nfresh, cons
     memset(&d, 0, sizeof d);
     int *pred = malloc((size_t)r->images * sizeof *pred);
     int rc = x && less && pred ? CG_STATUS_OK : (cg_fail(e, "out of memory"), CG_STATUS_IO);
-    if (!rc) {
-        /* the record as it would be had this run written nothing for its bucket */
-        *less = *rec;
-        less->n = rec->n - nfresh;
-        memmove(less->e, rec->e + nfresh, (size_t)less->n * sizeof *less->e);
-        rc = side_spec(&x[0], s, rec, device_name, cc, e);
-        if (!rc) rc = side_spec(&x[1], s, less, device_name, cc, e);
-    }
+    /* the record as it would be had this run written nothing for its bucket */
+    if (!rc) record_with(rec, nfresh, NULL, less);
+    if (!rc) rc = side_spec(&x[0], s, rec, device_name, cc, e);
+    if (!rc) rc = side_spec(&x[1], s, less, device_name, cc, e);
     if (!rc && cg_weights_for_spec(s, &w, e)) rc = CG_STATUS_INPUT;
     if (!rc && cg_data_random(&d, r->images, (size_t)s->C * (size_t)s->H * (size_t)s->W, s->H, s->W, VERIFY_SEED, e))
         rc = CG_STATUS_IO;
+    cg_input in = {CG_INPUT_U8, r->images, s->C, s->H, s->W, d.pixels};
+    /* each entry judged by its layers' times: a profile times every layer */
     cg_net_options o;
     cg_net_options_init(&o);
     o.backend = CG_BACKEND_CUDA, o.device = device, o.batch = r->images, o.no_cache = no_cache;
     o.profile = 1, o.streams = 1, o.whole = CG_WHOLE_OFF;
     for (int k = 0; k < 2 && !rc; k++) rc = side_open(&x[k], &w, &o, e);
-    cg_input in = {CG_INPUT_U8, r->images, s->C, s->H, s->W, d.pixels};
-    /* alternately, the one first changing every round, so that a drift of the
-     * device (clocks, temperature) falls on both alike */
-    double t0 = cg_now_ms();
-    for (int round = 0; !rc && round < VERIFY_WARMUP + VERIFY_ROUNDS; round++) {
-        int timed = round - VERIFY_WARMUP;
-        for (int k = 0; k < 2 && !rc; k++) rc = side_run(&x[(round + k) % 2], &in, pred, timed, e);
-        if (!rc && timed >= 0) r->rounds = timed + 1;
-        if (r->rounds >= VERIFY_ROUNDS_MIN && cg_now_ms() - t0 > CG_TUNE_VERIFY_SECONDS * 1e3) break;
-    }
-    for (int k = 0; k < 2 && !rc; k++) rc = side_medians(&x[k], r->rounds, e);
+    if (!rc) rc = alternate(x, &in, pred, &r->rounds, e);
+    for (int k = 0; k < 2 && !rc; k++) rc = side_medians(&x[k], r->rounds, 1, e);
+    int kept = 0;
     if (!rc) {
         r->with_ms = x[0].total, r->without_ms = x[1].total;
         for (int i = 0; i < nfresh; i++) {
             cg_tune_verdict *v = &r->v[r->n++];
             v->entry = i;
             judge(&rec->e[i], &x[0], &x[1], r->bucket, v);
+            v->layers_keep = v->keep;
+            kept += v->keep;
+        }
+    }
+    /* then the network with the entries kept against the network without them as
+     * run runs them (no profile: its events between kernels cut the overlap of
+     * programmatic dependent launch), the whole network's time alone */
+    for (int k = 0; x && k < 2; k++) cg_net_close(x[k].net), x[k].net = NULL;
+    if (!rc && kept) {
+        record_with(rec, nfresh, r, less);
+        free(x[0].s), x[0].s = NULL;
+        rc = side_spec(&x[0], s, less, device_name, cc, e);
+        o.profile = 0;
+        for (int k = 0; k < 2 && !rc; k++) rc = side_open(&x[k], &w, &o, e);
+        if (!rc) rc = alternate(x, &in, pred, &r->run_rounds, e);
+        for (int k = 0; k < 2 && !rc; k++) rc = side_medians(&x[k], r->run_rounds, 0, e);
+        if (!rc) {
+            r->run_checked = 1;
+            r->run_with_ms = x[0].total, r->run_without_ms = x[1].total;
+            /* no slower as run runs it, else none of this run's entries */
+            r->run_slower = !(r->run_with_ms < r->run_without_ms);
+            for (int k = 0; k < r->n && r->run_slower; k++) r->v[k].keep = 0;
         }
     }
     for (int k = 0; x && k < 2; k++) side_free(&x[k]);
@@ -219,8 +262,9 @@ static void print_verdicts(const cg_spec *s, const cg_tune_record *rec, const un
                            const cg_tune_verify_result *r)
 {
     char b[16], w[32], wo[32];
-    int dropped = 0;
+    int dropped = 0, kept = 0;
     bucket_text(r->bucket, b, sizeof b);
+    for (int k = 0; k < r->n; k++) kept += r->v[k].layers_keep;
     for (int k = 0; k < r->n; k++) {
         const cg_tune_verdict *v = &r->v[k];
         const cg_tune_entry *t = &rec->e[v->entry];
@@ -234,13 +278,18 @@ static void print_verdicts(const cg_spec *s, const cg_tune_record *rec, const un
                 if (v->counted[i]) printf("%s%s", first ? "" : " ", s->layers[i].name), first = 0;
             printf(")");
         }
+        if (v->layers_keep && !v->keep) printf("; the network slower with the entries kept (below)");
         if (!v->keep && replaced && replaced[v->entry]) printf("; the record's older entry for it is dropped too");
         printf("\n");
     }
-    printf("verify, bucket %s: the network %s with this run's entries, %s without (medians of %d rounds of %lld "
-           "image%s); %d of %d entr%s dropped\n",
+    printf("verify, bucket %s: the network %s with this run's entries, %s without (profiled, medians of %d rounds "
+           "of %lld image%s)",
            b, us(r->with_ms, w, sizeof w), us(r->without_ms, wo, sizeof wo), r->rounds, r->images,
-           r->images == 1 ? "" : "s", dropped, r->n, r->n == 1 ? "y" : "ies");
+           r->images == 1 ? "" : "s");
+    if (r->run_checked)
+        printf("; as run runs it, %s with the %d kept by their layers, %s without (%d rounds)%s", us(r->run_with_ms, w, sizeof w),
+               kept, us(r->run_without_ms, wo, sizeof wo), r->run_rounds, r->run_slower ? ": slower, none kept" : "");
+    printf("; %d of %d entr%s dropped\n", dropped, r->n, r->n == 1 ? "y" : "ies");
     fflush(stdout);
 }
 

@@ -27,6 +27,8 @@
 typedef struct {
     int entry;                            /* its index in the record */
     int keep;                             /* 1: kept; 0: dropped */
+    int layers_keep;                      /* kept by its layers' times (keep: and the network
+                                             as run runs it no slower) */
     int applied;                          /* the layers of its shape it decides (0: none, it was
                                              skipped or the spec chooses for them) */
     unsigned char counted[CG_MAX_LAYERS]; /* the layers whose times were summed (the rule in
@@ -38,7 +40,12 @@ typedef struct {
     int bucket;                   /* the bucket checked (0: the large batch) */
     long long images;             /* the images of each run */
     int rounds;                   /* runs of each network timed (after the warm-up) */
-    double with_ms, without_ms;   /* the whole network's median, each way */
+    double with_ms, without_ms;   /* the whole network's median, each way (profiled) */
+    int run_checked;              /* some entry was kept by its layers' times, and the
+                                     network with those timed as run runs it: */
+    int run_rounds;
+    double run_with_ms, run_without_ms; /* its median with them and without any (NaN: not timed) */
+    int run_slower;               /* not faster with them: no entry kept */
     int n;                        /* verdicts: one per entry of this run */
     cg_tune_verdict v[CG_MAX_LAYERS];
 } cg_tune_verify_result;
@@ -51,11 +58,16 @@ typedef struct {
  * off: the per-layer kernels are what the entries choose) are opened on CUDA
  * device `device` with profile on, for `batch` images (at the large batch at
  * most CG_TUNE_VERIFY_LARGE_IMAGES), and run alternately on the same seeded random
- * images: 3 warm-up rounds, then 15 timed ones (fewer at the large batch
- * where they would pass CG_TUNE_VERIFY_SECONDS, at least 5). Each layer's
- * time is the median of its per-layer GPU times; the verdicts go into r (rec
- * is not changed). CG_STATUS_OK, or another cg_status with e set (a device
- * error, out of memory). */
+ * images: 3 warm-up rounds, then 15 timed ones (fewer where they would pass
+ * CG_TUNE_VERIFY_SECONDS, at least 5). Each layer's time is the median of its
+ * per-layer GPU times, and each entry is judged on its layers'. Where some are
+ * kept, the network with those and the network without any are then opened
+ * without profile, as run opens them (the profile's events between kernels
+ * leave out programmatic dependent launch, and on an H200 zoo-mlp's record at
+ * 256 images was about 30 % faster profiled and 5 % slower as run ran it) and timed
+ * the same way, the whole network alone: where it is not faster with them, none
+ * is kept. The verdicts go into r (rec is not changed). CG_STATUS_OK, or
+ * another cg_status with e set (a device error, out of memory). */
 #define CG_TUNE_VERIFY_LARGE_IMAGES 10000
 #define CG_TUNE_VERIFY_SECONDS 30.0
 int cg_tune_verify(const cg_spec *s, const cg_tune_record *rec, int nfresh, const char *device_name, int cc,
