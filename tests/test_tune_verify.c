@@ -8,9 +8,9 @@
  * kernel_cost), and the profile's events read that clock through the network's
  * CUDA graph. Checked: an entry whose kernels are slower in the network is
  * dropped and one whose kernels are faster is kept, each judged on every layer
- * of its shape; the 2 % margin on both sides; every entry dropped where the
- * network with those kept is slower as run runs it (no profile: a kernel the
- * test makes slower where its launch overlaps the kernel before); an fc entry that moves a layer out
+ * of its shape; the 2 % margin on both sides; where the network with those kept
+ * is slower as run runs it (no profile: a kernel the test makes slower where its
+ * launch overlaps the kernel before), each timed alone and the one faster kept; an fc entry that moves a layer out
  * of the network's one-kernel tail is charged that layer's new kernel; the
  * record written holds the entries kept and not those dropped, with the older
  * record's other buckets, and the lines printed say so with both times; an older
@@ -259,25 +259,41 @@ static void verdicts(void)
 }
 
 /* fc_vec faster alone (a profile launches every kernel so) but slower overlapping the kernel
- * before it (programmatic dependent launch, as run launches it): fc1's entry kept by its
- * layer's time, then the network as run runs it slower with it, and no entry is kept; with
- * c1's entry kept too and faster by more, the network is faster and both stay. */
+ * before it (programmatic dependent launch, as run launches it). fc1's entry kept by its
+ * layer's time alone: the network as run runs it slower with it, and it is dropped. With c1's
+ * entry kept too and faster by more, the network is faster and both stay; with fc_vec slower
+ * still, the two together are slower, each is timed alone, and c1's stays alone. */
 static void run_slower(void)
 {
     cg_tune_record *rec = run_record();
     cg_tune_verify_result *r = malloc(sizeof *r);
     if (!rec || !r) return free(rec), free(r);
-    for (int both = 0; both < 2; both++) {
-        set_costs(both ? 0.5 : 3, 0.25);
-        costs[1].pdl_cost = 2;
+    static const struct {
+        double ig, pdl;
+        int c1, fc1;         /* kept */
+        double with;         /* the network with those kept by their layers, as run runs it */
+        double alone[2];     /* c1's and fc1's alone (0: not timed alone) */
+    } cases[] = {
+        {3, 2, 0, 0, 8 - 1 + 2, {0, 0}},
+        {0.5, 2, 1, 1, 8 - 4 + 1 - 1 + 2, {0, 0}},
+        {0.5, 5, 1, 0, 8 - 4 + 1 - 1 + 5, {8 - 4 + 1, 8 - 1 + 5}},
+    };
+    for (int c = 0; c < 3; c++) {
+        set_costs(cases[c].ig, 0.25);
+        costs[1].pdl_cost = cases[c].pdl;
         cg_err e = {{0}};
         int rc = cg_tune_verify(&spec, rec, 2, DEVICE, 90, IMAGES, 0, 0, r, &e);
-        double with = both ? 8 - 4 + 1 - 1 + 2 : 8 - 1 + 2;
-        CHECK(rc == 0 && r->n == 2 && r->v[0].layers_keep == both && r->v[1].layers_keep && r->run_checked &&
-                  r->run_with_ms == with && r->run_without_ms == 8 && r->run_slower == !both &&
-                  r->v[0].keep == both && r->v[1].keep == both,
-              "%s: as run runs it %g ms with, %g without: %s (%s)", both ? "c1 and fc1" : "fc1 alone",
-              r->run_with_ms, r->run_without_ms, r->v[1].keep ? "kept" : "dropped", e.msg);
+        CHECK(rc == 0 && r->n == 2 && r->v[0].layers_keep == (cases[c].ig < 2) && r->v[1].layers_keep &&
+                  r->run_checked && r->run_with_ms == cases[c].with && r->run_without_ms == 8 &&
+                  r->run_slower == (cases[c].with >= 8) && !r->again_checked,
+              "case %d: as run runs it %g ms with those kept by their layers, %g without (%s)", c, r->run_with_ms,
+              r->run_without_ms, e.msg);
+        for (int k = 0; k < 2; k++)
+            CHECK(r->v[k].alone_checked == (cases[c].alone[k] > 0) &&
+                      (!cases[c].alone[k] || (r->v[k].alone_ms == cases[c].alone[k] && r->v[k].alone_without_ms == 8)),
+                  "case %d, entry %d alone: %d, %g ms", c, k, r->v[k].alone_checked, r->v[k].alone_ms);
+        CHECK(r->v[0].keep == cases[c].c1 && r->v[1].keep == cases[c].fc1, "case %d: c1 %s, fc1 %s", c,
+              r->v[0].keep ? "kept" : "dropped", r->v[1].keep ? "kept" : "dropped");
     }
     costs[1].pdl_cost = 0;
     free(rec), free(r);
@@ -377,7 +393,7 @@ static void written(void)
                   strstr(out, "verify, bucket 8: fc1 (fc_vec) kept: 250.0 us with it, 1000.0 us without (fc1)\n") &&
                   strstr(out, "verify, bucket 8: the network 9250.0 us with this run's entries, 8000.0 us without "
                               "(profiled, medians of 15 rounds of 8 images); as run runs it, 7250.0 us with the 1 "
-                              "kept by their layers, 8000.0 us without (15 rounds); 1 of 2 entries dropped\n") &&
+                              "kept by their layers, 8000.0 us without; 1 of 2 entries dropped\n") &&
                   !strstr(out, "dropped too"),
               "the lines printed:\n%s", out);
         /* then the whole-network step, on the record as it now stands (no kernel runs on the

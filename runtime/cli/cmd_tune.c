@@ -79,9 +79,9 @@ static const char tune_usage[] =
     "profiled (3 warm-up rounds, then 15 timed, each layer's median; at the large batch at\n"
     "most 10000 images and 30 s). An entry is kept only where the layers it decides take\n"
     "2 % less time with it than without, and then only if the network with those kept is\n"
-    "faster as run runs it (timed again without profile); one line per entry says kept\n"
-    "or dropped, with both times. Where the device fails there, the entries are kept as\n"
-    "measured (stderr says why). --no-verify skips it.\n";
+    "faster as run runs it (timed again without profile; where it is not, each alone);\n"
+    "one line per entry says kept or dropped, with the times. Where the device fails\n"
+    "there, the entries are kept as measured (stderr says why). --no-verify skips it.\n";
 
 typedef struct {
     const char *spec, *out, *layers, *csv;

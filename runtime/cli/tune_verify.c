@@ -128,15 +128,98 @@ static int alternate(side *x, const cg_input *in, int *pred, int *rounds, cg_err
     return rc;
 }
 
-/* rec less its first nfresh entries into out, and those of the fresh ones whose
- * verdict keeps them (keep NULL: none) before them. */
-static void record_with(const cg_tune_record *rec, int nfresh, const cg_tune_verify_result *r, cg_tune_record *out)
+/* rec less its first nfresh entries into out, and before them those of the
+ * fresh ones whose verdict `pick` marks (NULL: none). */
+static void record_with(const cg_tune_record *rec, int nfresh, const cg_tune_verify_result *r,
+                        const unsigned char *pick, cg_tune_record *out)
 {
     *out = *rec;
     out->n = 0;
-    for (int k = 0; r && k < r->n; k++)
-        if (r->v[k].keep) out->e[out->n++] = rec->e[r->v[k].entry];
+    for (int k = 0; pick && k < r->n; k++)
+        if (pick[k]) out->e[out->n++] = rec->e[r->v[k].entry];
     for (int i = nfresh; i < rec->n; i++) out->e[out->n++] = rec->e[i];
+}
+
+/* What timing the networks as run runs them needs. */
+typedef struct {
+    const cg_spec *s;
+    const cg_tune_record *rec;
+    int nfresh;
+    const char *device_name;
+    int cc;
+    const cg_weights *w;
+    const cg_net_options *o; /* profile off */
+    const cg_input *in;
+    int *pred;
+    cg_tune_record *scratch;
+} as_run;
+
+/* The network with the entries of this run `pick` marks and the network without
+ * any, opened as run opens them and timed alternately, the whole network alone:
+ * their medians into *with and *without, the rounds timed into *rounds. */
+static int time_as_run(const as_run *a, const cg_tune_verify_result *r, const unsigned char *pick, double *with,
+                       double *without, int *rounds, cg_err *e)
+{
+    side x[2];
+    memset(x, 0, sizeof x);
+    record_with(a->rec, a->nfresh, r, pick, a->scratch);
+    int rc = side_spec(&x[0], a->s, a->scratch, a->device_name, a->cc, e);
+    record_with(a->rec, a->nfresh, r, NULL, a->scratch);
+    if (!rc) rc = side_spec(&x[1], a->s, a->scratch, a->device_name, a->cc, e);
+    for (int k = 0; k < 2 && !rc; k++) rc = side_open(&x[k], a->w, a->o, e);
+    if (!rc) rc = alternate(x, a->in, a->pred, rounds, e);
+    for (int k = 0; k < 2 && !rc; k++) rc = side_medians(&x[k], *rounds, 0, e);
+    if (!rc) *with = x[0].total, *without = x[1].total;
+    for (int k = 0; k < 2; k++) side_free(&x[k]);
+    return rc;
+}
+
+/* The entries kept by their layers' times (r->v[].keep) checked as run runs
+ * the network: all together; where that is not faster than without any, each
+ * alone, and those faster alone together again; where that is still not faster,
+ * the one faster by most alone. What is kept in the end was timed faster than
+ * without any; r->v[].keep says what. */
+static int check_as_run(const as_run *a, cg_tune_verify_result *r, cg_err *e)
+{
+    unsigned char pick[CG_MAX_LAYERS];
+    int kept = 0;
+    for (int k = 0; k < r->n; k++) kept += pick[k] = (unsigned char)r->v[k].keep;
+    if (!kept) return 0;
+    int rc = time_as_run(a, r, pick, &r->run_with_ms, &r->run_without_ms, &r->run_rounds, e);
+    if (rc) return rc;
+    r->run_checked = 1;
+    r->run_slower = !(r->run_with_ms < r->run_without_ms);
+    if (!r->run_slower) return 0;
+    if (kept == 1) {
+        for (int k = 0; k < r->n; k++) r->v[k].keep = 0;
+        return 0;
+    }
+    /* each alone */
+    int best = -1, faster = 0;
+    for (int k = 0; k < r->n && !rc; k++) {
+        if (!pick[k]) continue;
+        cg_tune_verdict *v = &r->v[k];
+        unsigned char one[CG_MAX_LAYERS] = {0};
+        one[k] = 1;
+        int rounds;
+        rc = time_as_run(a, r, one, &v->alone_ms, &v->alone_without_ms, &rounds, e);
+        if (rc) break;
+        v->alone_checked = 1;
+        v->keep = v->alone_ms < v->alone_without_ms;
+        faster += v->keep;
+        if (v->keep && (best < 0 || v->alone_without_ms - v->alone_ms >
+                                        r->v[best].alone_without_ms - r->v[best].alone_ms))
+            best = k;
+    }
+    if (rc || faster < 2) return rc;
+    /* those faster alone, together */
+    for (int k = 0; k < r->n; k++) pick[k] = (unsigned char)r->v[k].keep;
+    rc = time_as_run(a, r, pick, &r->again_with_ms, &r->again_without_ms, &r->run_rounds, e);
+    if (rc) return rc;
+    r->again_checked = 1;
+    if (!(r->again_with_ms < r->again_without_ms))
+        for (int k = 0; k < r->n; k++) r->v[k].keep = k == best;
+    return 0;
 }
 
 /* The layers entry `t` is judged by (docs/tuning.md, "Verified in the network"):
@@ -197,7 +280,7 @@ int cg_tune_verify(const cg_spec *s, const cg_tune_record *rec, int nfresh, cons
     int *pred = malloc((size_t)r->images * sizeof *pred);
     int rc = x && less && pred ? CG_STATUS_OK : (cg_fail(e, "out of memory"), CG_STATUS_IO);
     /* the record as it would be had this run written nothing for its bucket */
-    if (!rc) record_with(rec, nfresh, NULL, less);
+    if (!rc) record_with(rec, nfresh, r, NULL, less);
     if (!rc) rc = side_spec(&x[0], s, rec, device_name, cc, e);
     if (!rc) rc = side_spec(&x[1], s, less, device_name, cc, e);
     if (!rc && cg_weights_for_spec(s, &w, e)) rc = CG_STATUS_INPUT;
@@ -223,27 +306,14 @@ int cg_tune_verify(const cg_spec *s, const cg_tune_record *rec, int nfresh, cons
             kept += v->keep;
         }
     }
-    /* then the network with the entries kept against the network without them as
-     * run runs them (no profile: its events between kernels cut the overlap of
-     * programmatic dependent launch), the whole network's time alone */
-    for (int k = 0; x && k < 2; k++) cg_net_close(x[k].net), x[k].net = NULL;
-    if (!rc && kept) {
-        record_with(rec, nfresh, r, less);
-        free(x[0].s), x[0].s = NULL;
-        rc = side_spec(&x[0], s, less, device_name, cc, e);
-        o.profile = 0;
-        for (int k = 0; k < 2 && !rc; k++) rc = side_open(&x[k], &w, &o, e);
-        if (!rc) rc = alternate(x, &in, pred, &r->run_rounds, e);
-        for (int k = 0; k < 2 && !rc; k++) rc = side_medians(&x[k], r->run_rounds, 0, e);
-        if (!rc) {
-            r->run_checked = 1;
-            r->run_with_ms = x[0].total, r->run_without_ms = x[1].total;
-            /* no slower as run runs it, else none of this run's entries */
-            r->run_slower = !(r->run_with_ms < r->run_without_ms);
-            for (int k = 0; k < r->n && r->run_slower; k++) r->v[k].keep = 0;
-        }
-    }
+    /* then the networks as run runs them (no profile: a profile launches each
+     * kernel after the one before has ended), the whole network's time alone */
     for (int k = 0; x && k < 2; k++) side_free(&x[k]);
+    if (!rc && kept) {
+        o.profile = 0;
+        as_run a = {s, rec, nfresh, device_name, cc, &w, &o, &in, pred, less};
+        rc = check_as_run(&a, r, e);
+    }
     free(x), free(less), free(pred);
     cg_weights_free(&w);
     cg_dataset_free(&d);
@@ -278,7 +348,10 @@ static void print_verdicts(const cg_spec *s, const cg_tune_record *rec, const un
                 if (v->counted[i]) printf("%s%s", first ? "" : " ", s->layers[i].name), first = 0;
             printf(")");
         }
-        if (v->layers_keep && !v->keep) printf("; the network slower with the entries kept (below)");
+        if (v->alone_checked)
+            printf("; as run runs the network, %s with it alone, %s without", us(v->alone_ms, w, sizeof w),
+                   us(v->alone_without_ms, wo, sizeof wo));
+        else if (v->layers_keep && !v->keep) printf("; the network slower with it as run runs it (below)");
         if (!v->keep && replaced && replaced[v->entry]) printf("; the record's older entry for it is dropped too");
         printf("\n");
     }
@@ -287,8 +360,12 @@ static void print_verdicts(const cg_spec *s, const cg_tune_record *rec, const un
            b, us(r->with_ms, w, sizeof w), us(r->without_ms, wo, sizeof wo), r->rounds, r->images,
            r->images == 1 ? "" : "s");
     if (r->run_checked)
-        printf("; as run runs it, %s with the %d kept by their layers, %s without (%d rounds)%s", us(r->run_with_ms, w, sizeof w),
-               kept, us(r->run_without_ms, wo, sizeof wo), r->run_rounds, r->run_slower ? ": slower, none kept" : "");
+        printf("; as run runs it, %s with the %d kept by their layers, %s without%s", us(r->run_with_ms, w, sizeof w),
+               kept, us(r->run_without_ms, wo, sizeof wo), r->run_slower ? " (slower)" : "");
+    if (r->again_checked)
+        printf("; with those faster alone, %s, %s without%s", us(r->again_with_ms, w, sizeof w),
+               us(r->again_without_ms, wo, sizeof wo),
+               r->again_with_ms < r->again_without_ms ? "" : " (slower: the fastest alone kept)");
     printf("; %d of %d entr%s dropped\n", dropped, r->n, r->n == 1 ? "y" : "ies");
     fflush(stdout);
 }

@@ -27,8 +27,10 @@
 typedef struct {
     int entry;                            /* its index in the record */
     int keep;                             /* 1: kept; 0: dropped */
-    int layers_keep;                      /* kept by its layers' times (keep: and the network
-                                             as run runs it no slower) */
+    int layers_keep;                      /* kept by its layers' times (keep: and then by the
+                                             network's as run runs it) */
+    int alone_checked;                    /* the network with it alone timed as run runs it: */
+    double alone_ms, alone_without_ms;    /* with it alone, and without any of this run's */
     int applied;                          /* the layers of its shape it decides (0: none, it was
                                              skipped or the spec chooses for them) */
     unsigned char counted[CG_MAX_LAYERS]; /* the layers whose times were summed (the rule in
@@ -45,7 +47,10 @@ typedef struct {
                                      network with those timed as run runs it: */
     int run_rounds;
     double run_with_ms, run_without_ms; /* its median with them and without any (NaN: not timed) */
-    int run_slower;               /* not faster with them: no entry kept */
+    int run_slower;               /* not faster with them: each timed alone (alone_*), those
+                                     faster alone kept, and where two or more are: */
+    int again_checked;            /* those timed together again: */
+    double again_with_ms, again_without_ms; /* not faster with them: only the best alone kept */
     int n;                        /* verdicts: one per entry of this run */
     cg_tune_verdict v[CG_MAX_LAYERS];
 } cg_tune_verify_result;
@@ -65,8 +70,10 @@ typedef struct {
  * without profile, as run opens them (the profile's events between kernels
  * leave out programmatic dependent launch, and on an H200 zoo-mlp's record at
  * 256 images was about 30 % faster profiled and 5 % slower as run ran it) and timed
- * the same way, the whole network alone: where it is not faster with them, none
- * is kept. The verdicts go into r (rec is not changed). CG_STATUS_OK, or
+ * the same way, the whole network alone: where it is not faster with them, each
+ * of them alone, and those faster alone together; so what is kept was timed
+ * faster as run runs it (check_as_run in tune_verify.c). The verdicts go into r
+ * (rec is not changed). CG_STATUS_OK, or
  * another cg_status with e set (a device error, out of memory). */
 #define CG_TUNE_VERIFY_LARGE_IMAGES 10000
 #define CG_TUNE_VERIFY_SECONDS 30.0
