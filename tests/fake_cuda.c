@@ -123,20 +123,49 @@ static CUresult f_ModuleGetGlobal(CUdeviceptr *p, size_t *n, CUmodule m, const c
 
 /* ---- launches, streams, graphs ---- */
 
+/* One step of a graph, in order: a kernel (its cost) or an event recorded into it. */
+typedef struct {
+    double cost;
+    int ev; /* the event's slot in ev_time; -1: a kernel */
+} fake_node;
+
 typedef struct {
     int nlaunch;
     double cost; /* its launches' costs: what a replay advances the clock by */
     int coop;    /* it holds a cooperative launch */
+    int nnodes;
+    fake_node *nodes; /* what a replay does, in order */
 } fake_graph;
 
 static int capturing;
 static int captured;
 static double captured_cost, clock_now;
 static int captured_coop;
+static fake_node *cap_nodes; /* the capture's steps so far */
+static int cap_n, cap_cap;
+static int launching_pdl; /* the launch under way asked for programmatic stream serialization */
+static int the_ctx, handles[4096], nhandles;
+static double ev_time[4096]; /* the clock an event read when last recorded (outside a capture, or
+                                by the replay of a graph it was recorded into); -1: none */
+
+/* A step appended to the capture (dropped when out of memory: the replay's
+ * total cost stays right, only its events' readings are lost). */
+static void cap_node(double cost, int ev)
+{
+    if (cap_n == cap_cap) {
+        int cap = cap_cap ? 2 * cap_cap : 64;
+        fake_node *n = realloc(cap_nodes, (size_t)cap * sizeof *n);
+        if (!n) return;
+        cap_nodes = n, cap_cap = cap;
+    }
+    cap_nodes[cap_n++] = (fake_node){cost, ev};
+}
 
 /* A kernel's run time on the fake clock. */
 static double cost_of(const char *name)
 {
+    double c = st.kernel_cost ? st.kernel_cost(name, launching_pdl) : 0;
+    if (c > 0) return c;
     return strncmp(name, "network", 7) ? 1.0 : st.whole_cost > 0 ? st.whole_cost : 1.0;
 }
 
@@ -160,10 +189,14 @@ static CUresult f_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
     (void)bx, (void)by, (void)bz, (void)sh, (void)s, (void)extra;
     const fake_sym *k = (const fake_sym *)f;
     if (!k || !gx) return CUDA_ERROR_INVALID_VALUE;
+    if (st.fail_launches) {
+        if (capturing) capturing = 2; /* the capture is invalidated */
+        return CUDA_ERROR_LAUNCH_FAILED;
+    }
     st.launches++;
     record_args(k->name, params);
     if (st.on_launch) st.on_launch(k->name, params);
-    if (capturing) captured++, captured_cost += cost_of(k->name);
+    if (capturing) captured++, captured_cost += cost_of(k->name), cap_node(cost_of(k->name), -1);
     else st.kernels_run++, clock_now += cost_of(k->name);
     if (st.nnames < FAKE_MAX_NAMES) {
         st.blocks[st.nnames] = (unsigned long long)gx * gy * gz;
@@ -191,8 +224,10 @@ static CUresult f_LaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p
     }
     if (coop && capturing) captured_coop = 1; /* refuse_coop_capture: its graph is not instantiated */
     int at = st.nnames;
+    launching_pdl = pdl;
     CUresult r = f_LaunchKernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
                                 c->blockDimZ, c->sharedMemBytes, c->hStream, params, extra);
+    launching_pdl = 0;
     if (r == CUDA_SUCCESS && pdl) {
         st.pdl_launches++;
         if (at < FAKE_MAX_NAMES) st.pdl[at] = 1;
@@ -207,7 +242,7 @@ static CUresult f_StreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
 {
     (void)s, (void)mode;
     if (capturing) return CUDA_ERROR_ILLEGAL_STATE;
-    capturing = 1, captured = 0, captured_cost = 0, captured_coop = 0;
+    capturing = 1, captured = 0, captured_cost = 0, captured_coop = 0, cap_n = 0;
     st.captures++;
     return CUDA_SUCCESS;
 }
@@ -224,6 +259,10 @@ static CUresult f_StreamEndCapture(CUstream s, CUgraph *g)
     fg->nlaunch = captured;
     fg->cost = captured_cost;
     fg->coop = captured_coop;
+    if (cap_n && (fg->nodes = malloc((size_t)cap_n * sizeof *fg->nodes))) {
+        memcpy(fg->nodes, cap_nodes, (size_t)cap_n * sizeof *fg->nodes);
+        fg->nnodes = cap_n;
+    }
     *g = (CUgraph)fg;
     return CUDA_SUCCESS;
 }
@@ -234,6 +273,12 @@ static CUresult f_GraphInstantiateWithFlags(CUgraphExec *x, CUgraph g, unsigned 
     fake_graph *copy = malloc(sizeof *copy);
     if (!copy) return CUDA_ERROR_OUT_OF_MEMORY;
     *copy = *(fake_graph *)g;
+    copy->nodes = NULL, copy->nnodes = 0;
+    const fake_graph *from = (const fake_graph *)g;
+    if (from->nnodes && (copy->nodes = malloc((size_t)from->nnodes * sizeof *copy->nodes))) {
+        memcpy(copy->nodes, from->nodes, (size_t)from->nnodes * sizeof *copy->nodes);
+        copy->nnodes = from->nnodes;
+    }
     *x = (CUgraphExec)copy;
     st.graphs_live++;
     return CUDA_SUCCESS;
@@ -241,24 +286,32 @@ static CUresult f_GraphInstantiateWithFlags(CUgraphExec *x, CUgraph g, unsigned 
 static CUresult f_GraphLaunch(CUgraphExec x, CUstream s)
 {
     (void)s;
+    const fake_graph *fg = (const fake_graph *)x;
+    if (st.fail_launches) return CUDA_ERROR_LAUNCH_FAILED;
     st.graph_launches++;
-    st.kernels_run += ((fake_graph *)x)->nlaunch;
-    clock_now += ((fake_graph *)x)->cost;
+    st.kernels_run += fg->nlaunch;
+    /* its steps in order: each event recorded into it reads the clock where it stands */
+    double start = clock_now;
+    for (int i = 0; i < fg->nnodes; i++) {
+        if (fg->nodes[i].ev >= 0) ev_time[fg->nodes[i].ev] = clock_now;
+        else clock_now += fg->nodes[i].cost;
+    }
+    clock_now = start + fg->cost;
     return CUDA_SUCCESS;
 }
 static CUresult f_GraphExecDestroy(CUgraphExec x)
 {
+    if (x) free(((fake_graph *)x)->nodes);
     free(x);
     st.graphs_live--;
     return CUDA_SUCCESS;
 }
 static CUresult f_GraphDestroy(CUgraph g)
 {
+    if (g) free(((fake_graph *)g)->nodes);
     free(g);
     return CUDA_SUCCESS;
 }
-static int the_ctx, handles[4096], nhandles;
-static double ev_time[4096]; /* the clock an event read when recorded outside a capture; -1: none */
 
 /* An event's slot in ev_time. */
 static int ev_index(CUevent e) { return (int)((int *)(void *)e - handles); }
@@ -277,6 +330,7 @@ static CUresult f_EventRecordWithFlags(CUevent e, CUstream s, unsigned flags)
     if (capturing && !(flags & CU_EVENT_RECORD_EXTERNAL)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     st.event_records++;
     if (!capturing) ev_time[ev_index(e)] = clock_now;
+    else cap_node(0, ev_index(e));
     return CUDA_SUCCESS;
 }
 static CUresult f_EventSynchronize(CUevent e)

@@ -46,6 +46,16 @@ typedef struct {
      * reads it, and cuEventElapsedTime gives the difference (0.001 ms when either
      * event has no reading) */
     double whole_cost;       /* set by the test; 0: 1 */
+    /* set by the test: a kernel's cost on the clock by its name and whether its
+     * launch asked for programmatic stream serialization (pdl), in place of the
+     * above where it answers more than 0 (tests/test_tune_verify.c makes one
+     * template's kernels slower or faster than the network's own, and one slower
+     * where it overlaps the kernel before it, which a profile's launches never
+     * do). An event recorded into a graph (CU_EVENT_RECORD_EXTERNAL) reads the
+     * clock where it stands in the graph each time the graph is replayed, so a
+     * profile's per-kernel events time each kernel through graphs too */
+    double (*kernel_cost)(const char *name, int pdl);
+    int fail_launches;       /* set by the test: every launch fails (a device error) */
     /* set by the test: called at every launch, captured ones included, with the
      * kernel's name and its argument pointers as the launch passed them, so that a
      * test can write what the kernel would (tests/test_whole_tune.c). The fake has

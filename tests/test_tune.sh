@@ -3,7 +3,7 @@
 # without a GPU: --list, usage errors, exit 4 with one line, malformed records
 # refused with FILE:LINE:COL by the verbs that read them, a stale record
 # ignored with one line, a tune run for one bucket keeping the record's entries
-# for the others (on the stand-in driver), tools/plot_tune.py's pictures of a
+# for the others and taking --no-verify (on the stand-in driver), tools/plot_tune.py's pictures of a
 # tune CSV and tools/tune_repeat.py's comparison of two records.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -82,6 +82,7 @@ expect 2 "--budget" tune specs/ece408-2017.yaml --budget 0
 expect 2 "unknown option '--topp'" tune specs/ece408-2017.yaml --topp 3
 expect 3 "no conv or fc layer 'nope'" tune specs/ece408-2017.yaml --layers conv1,nope --list
 $cg tune --help >"$t/o" 2>&1 && grep -q "^usage: convgen tune SPEC" "$t/o" && ok || bad "tune --help"
+grep -q '^  --no-verify  ' "$t/o" && grep -q 'this run.s entries' "$t/o" && ok || bad "tune --help: --no-verify"
 $cg help | grep -q "^  tune SPEC" && ok || bad "tune in convgen help"
 
 # without a GPU: one line saying why, exit 4, nothing written
@@ -263,6 +264,13 @@ if [ -e "$fake/libcuda.so.1" ]; then
     [ $rc -eq 0 ] && grep -q '^    bucket: large$' "$t/w.tuning.yaml" && grep -q '^    bucket: 64$' "$t/w.tuning.yaml" \
       && ! grep -q '^    bucket: 8$' "$t/w.tuning.yaml" && grep -q '^  - bucket: 1$' "$t/w.tuning.yaml" && ok \
       || bad "tune --batch 5: other buckets' entries kept, bucket 8's replaced: exit $rc: $(cat "$t/e" "$t/w.tuning.yaml")"
+    # no entry of this run to check in the network: no verify line; --no-verify is taken and writes
+    # the same record (tests/test_tune_verify.c checks the check itself, with entries)
+    ! grep -q '^verify' "$t/o" && ok || bad "nothing to verify, no line expected: $(grep verify "$t/o")"
+    cp "$t/w.tuning.yaml" "$t/w.verified.yaml"
+    onfake tune "$t/w.yaml" --batch 5 --budget 1 --no-verify >"$t/o" 2>"$t/e"; rc=$?
+    [ $rc -eq 0 ] && cmp -s "$t/w.tuning.yaml" "$t/w.verified.yaml" && ! grep -q '^verify' "$t/o" && ok \
+      || bad "tune --no-verify: exit $rc: $(cat "$t/e"; diff "$t/w.verified.yaml" "$t/w.tuning.yaml")"
     # run: a decision for other kernels is one line naming the record, both paths timed
     printf 'convgen: %s\ndevice: "fake sm_90"\ncc: 90\nlayers: []\nwhole:\n  - bucket: 8\n    choice: layers\n    kernels: "00000000deadbeef"\n    whole_ms: 2\n    layers_ms: 1\n' \
       "$($cg --version | awk '{print $2}')" >"$t/w8.yaml"

@@ -25,10 +25,10 @@ mkdir -p "$OUT"
 t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader 2>/dev/null
 # copy SPEC to DEST with the network's precision P
+. "$(dirname "$0")/cell_spec.sh" # spec_copy: `weights:` made absolute
 copy() {
-    local spec=$1 dest=$2 p=$3 dir
-    dir=$(cd "$(dirname "$spec")" && pwd)
-    sed -E -e '/^precision:/d' -e "s|^weights:[[:space:]]*([^/[:space:]#][^[:space:]#]*)|weights: $dir/\1|" "$spec" >"$dest"
+    local spec=$1 dest=$2 p=$3
+    spec_copy "$spec" "$dest.tmp" && sed '/^precision:/d' "$dest.tmp" >"$dest" && rm -f "$dest.tmp"
     printf 'precision: %s\n' "$p" >>"$dest"
 }
 total() { python3 -c 'import json,sys; print("%.3f" % (1e3 * json.load(open(sys.argv[1]))["total_s"]))' "$1" 2>/dev/null || echo "-"; }

@@ -12,6 +12,7 @@
 #include "jit.h"
 #include "options.h"
 #include "tune.h"
+#include "tune_verify.h"
 #include "tune_whole.h"
 
 #include <math.h>
@@ -48,6 +49,8 @@ static const char tune_usage[] =
     "  --sample N          candidates taken down the cost model's order at a time (default 24)\n"
     "  --csv FILE          one row per candidate: layer, template, params, status, times\n"
     "  --no-cache          compile, bypassing the JIT cache\n"
+    "  --no-verify         keep every entry measured, without timing the network with\n"
+    "                      and without this run's entries (see below)\n"
     "  --list              each layer's candidates per template, counted (no GPU needed)\n"
     "  --arch CC           with --list: the candidates for sm_CC (e.g. 90: its shared memory,\n"
     "                      tensor cores, wgmma and 16-bit types); default: the conservative\n"
@@ -68,12 +71,22 @@ static const char tune_usage[] =
     "small bucket (1 to 1024 images) whose kernels include a whole-network kernel, it and\n"
     "the per-layer kernels just chosen are then each checked against the CPU reference and\n"
     "timed as run's --whole auto times them; the faster correct one is recorded for the\n"
-    "bucket. Exit 4 without a GPU (except --list).\n";
+    "bucket. Exit 4 without a GPU (except --list).\n"
+    "\n"
+    "Verify: a layer's candidates are timed alone, where a split pair of the network's own\n"
+    "kernel cannot run, so before the whole-network step and the write, the network with\n"
+    "this run's entries for its bucket and the network without them are run alternately\n"
+    "profiled (3 warm-up rounds, then 15 timed, each layer's median; at the large batch at\n"
+    "most 10000 images and 30 s). An entry is kept only where the layers it decides take\n"
+    "2 % less time with it than without, and then only if the network with those kept is\n"
+    "faster as run runs it (timed again without profile; where it is not, each alone);\n"
+    "one line per entry says kept or dropped, with the times. Where the device fails\n"
+    "there, the entries are kept as measured (stderr says why). --no-verify skips it.\n";
 
 typedef struct {
     const char *spec, *out, *layers, *csv;
     long long budget, batch, repeat, top, sample, arch;
-    int list, no_cache, help;
+    int list, no_cache, no_verify, help;
 } tune_cli;
 
 /* The command line into c; 0 or CG_EXIT_USAGE. */
@@ -81,11 +94,12 @@ static int parse(int argc, char **argv, tune_cli *c, cg_err *e)
 {
     memset(c, 0, sizeof *c);
     const char *budget = NULL, *batch = NULL, *repeat = NULL, *top = NULL, *sample = NULL, *list = NULL,
-               *no_cache = NULL, *arch = NULL;
+               *no_cache = NULL, *arch = NULL, *no_verify = NULL;
     const cg_opt opts[] = {{"-o", 1, &c->out},         {"--output", 1, &c->out}, {"--layers", 1, &c->layers},
                            {"--budget", 1, &budget},   {"--batch", 1, &batch},   {"--repeat", 1, &repeat},
                            {"--top", 1, &top},         {"--sample", 1, &sample}, {"--csv", 1, &c->csv},
-                           {"--no-cache", 0, &no_cache}, {"--list", 0, &list},   {"--arch", 1, &arch}};
+                           {"--no-cache", 0, &no_cache}, {"--list", 0, &list},   {"--arch", 1, &arch},
+                           {"--no-verify", 0, &no_verify}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &c->spec, tune_usage, e);
     c->budget = 60, c->batch = 10000, c->repeat = 10, c->top = 3, c->sample = 24;
     if (rc == CG_OPTS_HELP) return c->help = 1, 0;
@@ -96,7 +110,7 @@ static int parse(int argc, char **argv, tune_cli *c, cg_err *e)
     if (!rc) rc = cg_opt_int("--top", top, 1, CG_TUNE_RUNNERS + 1, &c->top, e);
     if (!rc) rc = cg_opt_int("--sample", sample, 1, 100000, &c->sample, e);
     if (!rc) rc = cg_opt_int("--arch", arch, 30, 999, &c->arch, e);
-    c->list = list != NULL, c->no_cache = no_cache != NULL;
+    c->list = list != NULL, c->no_cache = no_cache != NULL, c->no_verify = no_verify != NULL;
     if (!rc && arch && !c->list)
         rc = (cg_fail(e, "--arch goes with --list (a tuned kernel is built for the GPU it runs on)"), CG_EXIT_USAGE);
     return rc;
@@ -495,9 +509,11 @@ static const cg_tune_entry *entry_for(const cg_tune_record *rec, const cg_layer 
 /* The record at path keeps what this run (for bucket) did not measure when it was
  * made on this device by this convgen (else it is replaced whole, as it would be
  * ignored anyway): its entries for other buckets, and with --layers (layers_only)
- * this bucket's for the other layers' shapes (cg_tune_merge). */
-static void keep_others(cg_tune_record *rec, const char *path, int bucket, int layers_only)
+ * this bucket's for the other layers' shapes (cg_tune_merge). replaced[i], for each
+ * of this run's entries (rec's before the merge): it replaces one of the record's. */
+static void keep_others(cg_tune_record *rec, const char *path, int bucket, int layers_only, unsigned char *replaced)
 {
+    memset(replaced, 0, (size_t)rec->n);
     cg_tune_record *old = malloc(sizeof *old);
     cg_err e = {{0}};
     if (!old || access(path, F_OK) || cg_tune_read(path, old, &e) || strcmp(old->version, rec->version) ||
@@ -506,6 +522,7 @@ static void keep_others(cg_tune_record *rec, const char *path, int bucket, int l
         free(old);
         return;
     }
+    for (int i = 0; i < rec->n; i++) replaced[i] = cg_tune_entry_find(old, rec->e[i].sig, bucket) != NULL;
     /* and its whole-network decisions for other buckets (this run's is measured
      * again after, against the per-layer kernels as now chosen) */
     cg_tune_merge(rec, old, bucket, layers_only);
@@ -536,7 +553,7 @@ static void summary(const cg_tune_record *r, const int *cut)
 }
 
 /* convgen tune SPEC [-o FILE] [--layers a,b] [--budget S] [--batch N] [--repeat R]
- *              [--top K] [--sample N] [--csv FILE] [--no-cache] [--list [--arch CC]] */
+ *              [--top K] [--sample N] [--csv FILE] [--no-cache] [--no-verify] [--list [--arch CC]] */
 int cg_cmd_tune(int argc, char **argv, cg_err *e)
 {
     tune_cli c;
@@ -629,20 +646,18 @@ int cg_cmd_tune(int argc, char **argv, cg_err *e)
         else if (bad) fprintf(stderr, "convgen: %s\n", ce2.msg);
         free(csv_text);
     }
-    if (!rc) keep_others(rec, out, t.tg.batch, c.layers != NULL);
-    /* a small bucket's whole-network kernel against the per-layer kernels just
-     * chosen, both checked, then timed as run times them (outside the budget). A
-     * failure there (a kernel that does not compile, the device) costs the record
-     * that decision alone, as a candidate that fails costs nothing but itself */
+    /* this run's entries are rec's first nfresh; the older record's follow them */
+    int nfresh = rec ? rec->n : 0;
+    unsigned char replaced[CG_TUNE_ENTRIES_MAX];
+    if (!rc) keep_others(rec, out, t.tg.batch, c.layers != NULL, replaced);
+    /* the network with this run's entries against the network without them (the
+     * entries that do not make it faster dropped), the whole-network step on what
+     * is left, and the write (runtime/cli/tune_verify.c) */
     if (!rc) {
         cg_harness_layer_close(t.hl), t.hl = NULL;
-        cg_err we = {{0}};
-        if (cg_tune_whole_step(s, rec, t.cu->name, t.cu->cc, c.batch, 0, c.no_cache, &we))
-            fprintf(stderr, "convgen: whole-network kernel, bucket %d: not measured (%s); the record has no decision "
-                            "for it\n",
-                    cg_batch_bucket(c.batch), we.msg);
+        cg_tune_finish_opts fo = {t.cu->name, t.cu->cc, 0, c.no_cache, c.no_verify, c.batch};
+        rc = cg_tune_finish(s, rec, nfresh, replaced, &fo, out, e);
     }
-    if (!rc && cg_tune_write(rec, out, e)) rc = CG_EXIT_IO;
     if (!rc) printf("record written to %s%s\n", out, c.csv ? ", every candidate to the CSV" : "");
     free(rec);
     cg_harness_layer_close(t.hl);
