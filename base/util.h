@@ -72,6 +72,8 @@ int cg_mul_size(size_t a, size_t b, size_t *out);
 
 /* Milliseconds on the monotonic clock (for differences only). */
 double cg_now_ms(void);
+/* The median of v[0..n) (n >= 1; v sorted in place, an insertion sort: short lists). */
+double cg_median(double *v, int n);
 
 /* The batch bucket kernels are generated for to serve launches of n images: the
  * smallest of 1, 8, 64, 256 and 1024 holding n; 0 (the large-batch kernels, tiled

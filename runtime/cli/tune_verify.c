@@ -35,17 +35,6 @@ static const char *bucket_text(int bucket, char *buf, size_t n)
     return buf;
 }
 
-/* The median of v[0..n) (sorted in place). */
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double x = v[j];
-            v[j] = v[j - 1], v[j - 1] = x;
-        }
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* The index of the layer named `name` in s, -1 for none (or NULL). */
 static int layer_index(const cg_spec *s, const char *name)
 {
@@ -94,12 +83,12 @@ static int side_medians(side *x, int rounds, int layers, cg_err *e)
     double v[VERIFY_ROUNDS];
     for (int l = 0; layers && l < x->s->nlayers; l++) {
         for (int k = 0; k < rounds; k++) v[k] = x->lms[k][l];
-        x->med[l] = median(v, rounds);
+        x->med[l] = cg_median(v, rounds);
         if (isnan(x->med[l])) return cg_fail(e, "layer %s was not timed", x->s->layers[l].name), CG_STATUS_DEVICE;
         x->into[l] = layer_index(x->s, cg_net_layer_into(x->net, l));
     }
     for (int k = 0; k < rounds; k++) v[k] = x->tot[k];
-    x->total = median(v, rounds);
+    x->total = cg_median(v, rounds);
     return CG_STATUS_OK;
 }
 

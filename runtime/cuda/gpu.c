@@ -939,17 +939,6 @@ static int queue_batch(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int who
     return rc;
 }
 
-/* The median of v[0..n) (sorted in place). */
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double x = v[j];
-            v[j] = v[j - 1], v[j - 1] = x;
-        }
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* Auto: time a batch of n images on set st both ways and remember the faster
  * for n. The two ways alternate, one batch each, every batch timed alone by
  * events around it and waited for (as a call of cg_net_run is), the first
@@ -976,7 +965,7 @@ static int measure_whole(cg_gpu *g, cg_gpu_set *st, int skip, long long n, cg_gp
                 v[way][r - CG_WHOLE_WARM] = f;
             }
         }
-    if (!refused) ms[0] = median(v[0], CG_WHOLE_REPS), ms[1] = median(v[1], CG_WHOLE_REPS);
+    if (!refused) ms[0] = cg_median(v[0], CG_WHOLE_REPS), ms[1] = cg_median(v[1], CG_WHOLE_REPS);
     int at = g->npick++ % CG_WHOLE_PICKS; /* the oldest replaced */
     g->pick[at].n = n;
     g->pick[at].whole = !g->whole_off && !refused && ms[1] < ms[0];

@@ -259,6 +259,22 @@ end
 -- Both kernels' start: the head, the block's image, band and map tile, and the band's
 -- planes staged (unit u = 8 channels of one pixel, one 16-byte store; the kernel's
 -- stores still to be fenced for wgmma). tr=1 issues its first weight copies first.
+-- Both kernels' wgmma(d, da, db): d += A * B, m64nNk16 of 16-bit operands by no-swizzle
+-- descriptors (start address / 16, then the leading (channel-group) and stride (8-row group)
+-- offsets in 16 bytes), A transposed (MN-major) where trans_a; and d0, the shared memory's
+-- start address / 16.
+local wgmma_src = engine.compile([=[
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);
+    auto wgmma = []({{acc_t}} (&d)[{{NR}}], unsigned long long da, unsigned long long db) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 2}}, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n{{N}}k16.f32.{{wt}}.{{wt}} {{dregs}}, %{{NR}}, %{{NR + 1}}, p, 1, 1, {{TA}}, 0;\n}\n"
+            : {{douts}}
+            : "l"(da), "l"(db), "r"(1));
+    };
+#endif
+]=], "conv2d_planes_half_wgmma")
+
 local prologue = engine.compile([=[
 {{head}}
 {
@@ -353,18 +369,7 @@ local source = engine.compile([=[
     for (int t = 0; t < {{MT}}; t++)
 #pragma unroll
         for (int r = 0; r < {{NR}}; r++) cf[t][r] = 0.0f;
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    // descriptors of no-swizzle K-major operands: start address / 16, then the leading
-    // (channel-group) and stride (8-row) offsets in 16 bytes
-    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);
-    auto wgmma = []({{acc_t}} (&d)[{{NR}}], unsigned long long da, unsigned long long db) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 2}}, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n{{BM}}k16.f32.{{wt}}.{{wt}} {{dregs}}, %{{NR}}, %{{NR + 1}}, p, 1, 1, 0, 0;\n}\n"
-            : {{douts}}
-            : "l"(da), "l"(db), "r"(1));
-    };
-#endif
-    // cf += slice s's products, its weights in buffer b
+{{wgmma_fn}}    // cf += slice s's products, its weights in buffer b
     auto multiply = [&](int s, int b) {
         const int tap = s / {{CS}}, cs = s - tap * {{CS}};
         const int ky = tap / {{K}}, kx = tap - ky * {{K}};
@@ -461,18 +466,7 @@ local source_tr = engine.compile([=[
     {{acc_t}} cf[{{NR}}];
 #pragma unroll
     for (int r = 0; r < {{NR}}; r++) cf[r] = 0.0f;
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    // descriptors of no-swizzle operands: start address / 16, then the leading (channel-group)
-    // and stride (8-map or 8-pixel group) offsets in 16 bytes
-    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);
-    auto wgmma = []({{acc_t}} (&d)[{{NR}}], unsigned long long da, unsigned long long db) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 2}}, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n{{NP}}k16.f32.{{wt}}.{{wt}} {{dregs}}, %{{NR}}, %{{NR + 1}}, p, 1, 1, 1, 0;\n}\n"
-            : {{douts}}
-            : "l"(da), "l"(db), "r"(1));
-    };
-#endif
-    // cf += slice s's products, its weights in ring buffer b
+{{wgmma_fn}}    // cf += slice s's products, its weights in ring buffer b
     auto multiply = [&](int s, int b) {
         const int tap = s / {{CS}}, cs = s - tap * {{CS}};
         const int ky = tap / {{K}}, kx = tap - ky * {{K}};
@@ -647,6 +641,8 @@ function H.kernel(l, p)
   v.stage_t = v.in_t
   v.put8 = common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4))
   v.issue_first = s.tr and issue_src(v) or ""
+  v.N, v.TA = s.tr and s.NP or p.bm, s.tr and 1 or 0
+  v.wgmma_fn = wgmma_src(v)
   v.prologue = prologue(v)
   return {
     name = name,
