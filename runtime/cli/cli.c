@@ -29,7 +29,7 @@ static const char usage[] =
     "           [--seed S] [--list]\n"
     "                                one layer's kernel alone: candidates, or checked and timed\n"
     "  tune SPEC [-o FILE] [--layers a,b] [--budget S] [--batch N] [--top K] [--csv FILE]\n"
-    "           [--list]\n"
+    "           [--no-verify] [--list]\n"
     "                                measure every layer's candidates, write a tuning record\n"
     "  info SPEC|NET.cgb [--json]     every layer: shapes, parameters, FLOPs, weight\n"
     "                                tensors, the kernels chosen\n"
