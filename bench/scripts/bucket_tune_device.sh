@@ -43,5 +43,16 @@ for c in $cells; do
     2>&1 | grep "batch $b:" || fail=1
   python3 bench/latency.py "$s" --batches "$b" --repeat "${REPEAT:-20}" --convgen "$cg" 2>&1 | grep "batch $b:" \
     | sed 's/^/untuned: /' || fail=1
+  # both without programmatic dependent launch (run --no-pdl): how much of a record's gain or
+  # loss the overlapped launches make (zoo-mlp at 256 ran 30 % faster profiled, launch by launch)
+  for sp in "$work/$n-$b/$n.yaml" "$s"; do
+    for pdl in "" --no-pdl; do
+      "$cg" run "$sp" --random-input 1 --images "$b" --batch "$b" --repeat "${REPEAT:-20}" $pdl \
+        --json "$work/run.json" >/dev/null 2>&1 && python3 -c "import json, sys
+print('run %s %s: %.1f us' % (sys.argv[2], sys.argv[3] or 'pdl', json.load(open(sys.argv[1]))['total_s'] * 1e6))" \
+        "$work/run.json" "$([ "$sp" = "$s" ] && echo untuned || echo tuned)" "$pdl" || fail=1
+      rm -f "$work/run.json"
+    done
+  done
 done
 exit $fail
