@@ -159,15 +159,21 @@ function H.default_rows(l, given)
   local g = common.conv_geom(l)
   local bm, wgs = H.default_bm(l, given), 2
   if H.default_tr(l, given) == 1 then
-    -- tr=1: the band computing the fewest pixel columns an image (bands x PG x NP), within
-    -- wgmma's N and the shared memory; the taller band where two tie
-    local best, best_cols = 1, math.huge
+    -- tr=1 (for the map tile and warpgroups given, else their defaults): the tallest band,
+    -- within wgmma's N and the shared memory, computing at most 5 % more pixel columns an
+    -- image (bands x PG x NP) than the fewest; not the fewest alone, which with a wide kernel
+    -- is often one-row bands whose K - 1 extra staged rows cost more than the columns saved
+    -- (a 7x7 layer over 29 rows: 29 bands of one row, staging 7 rows each)
+    bm, wgs = given and given.bm or bm, given and given.wgs or wgs
+    local fit = {}
     for r = 1, g.CH do
       local s = H.shape(l, { rows = r, wgs = wgs, bm = bm, bk = H.default_bk(l), tr = 1 })
       if s.NP > TR_MAX_N or s.smem > common.max_shared(l) then break end
-      local cols = s.NB * s.PG * s.NP
-      if cols <= best_cols then best, best_cols = r, cols end
+      fit[r] = s.NB * s.PG * s.NP
     end
+    local fewest, best = math.huge, 1
+    for _, cols in pairs(fit) do fewest = math.min(fewest, cols) end
+    for r, cols in pairs(fit) do if cols <= 1.05 * fewest and r > best then best = r end end
     return best
   end
   local mt = math.max(1, math.min(MAX_TILES, 128 // (bm // 2)))
