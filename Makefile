@@ -143,7 +143,7 @@ build/tools/weights_dtype: tools/weights_dtype.c $(LIB_OBJ)
 build/convgen-mpi: runtime/mpi/convgen_mpi.c $(LIB_OBJ)
 	OMPI_CC=$(CC) $(MPICC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@
 
-build/tests/%: tests/%.c $(LIB_OBJ) tests/check.h
+build/tests/%: tests/%.c $(LIB_OBJ) $(wildcard tests/*.h)
 	@mkdir -p build/tests
 	$(CC) $(CFLAGS) -Itests $< $(LIB_OBJ) $(LDLIBS) -o $@
 

@@ -161,3 +161,10 @@ int cg_op_template(const cg_layer *l, const char *strategy, char *out, size_t n)
     int k = snprintf(out, n, "%s%s", d->family, strategy);
     return k < 0 || (size_t)k >= n ? -1 : 0;
 }
+
+const char *cg_op_strategy(const cg_layer *l, const char *tpl)
+{
+    const cg_op_desc *d = cg_op_of(l->op);
+    size_t f = d && d->family ? strlen(d->family) : 0;
+    return f && !strncmp(tpl, d->family, f) ? tpl + f : tpl;
+}

@@ -57,5 +57,8 @@ int cg_op_weights(const cg_layer *l, long long *rows, long long *fan_in);
 /* The template a strategy names for l: its family followed by strategy. -1
  * when l's op has no family or the name does not fit in n bytes. */
 int cg_op_template(const cg_layer *l, const char *strategy, char *out, size_t n);
+/* The strategy template tpl names for l: tpl less its op's family ("conv2d_igemm" ->
+ * "igemm"); tpl itself where it does not start with the family. */
+const char *cg_op_strategy(const cg_layer *l, const char *tpl);
 
 #endif

@@ -19,6 +19,7 @@
 #include "lua_host.h"
 #include "net_internal.h"
 #include "tune.h"
+#include "tune_entry.h"
 
 #include <dirent.h>
 #include <lauxlib.h>
@@ -478,39 +479,6 @@ static const cg_gen_kernel *kernel_of(const cg_gen_output *o, const char *layer)
     return NULL;
 }
 
-/* An entry for layer li of s at bucket as `tune --batch` writes it: template tpl's
- * candidate `pick` for that bucket's target, with its hashes. */
-static int bucket_entry(const cg_spec *s, int li, int bucket, const char *tpl, int pick, cg_tune_entry *t)
-{
-    cg_target tg;
-    bucket_target(bucket, &tg);
-    cg_err e = {{0}};
-    cg_candidates cs;
-    memset(t, 0, sizeof *t);
-    if (cg_gen_candidates_for(s, &tg, li, tpl, 0, bucket ? bucket : 10000, &cs, &e) || !cs.n) {
-        CHECK(0, "%s candidates for %s: %s", tpl, s->layers[li].name, e.msg);
-        return -1;
-    }
-    cg_tune_signature(&s->layers[li], t->sig, sizeof t->sig);
-    t->bucket = bucket;
-    snprintf(t->layer, sizeof t->layer, "%s", s->layers[li].name);
-    t->measured = t->candidates = cs.n;
-    snprintf(t->winner.tpl, sizeof t->winner.tpl, "%s", tpl);
-    snprintf(t->winner.params, sizeof t->winner.params, "%s", cs.c[pick % cs.n].params);
-    t->winner.ms = 0.001;
-    cg_candidates_free(&cs);
-    cg_gen_kernel k;
-    cg_kernel_launch kl;
-    if (cg_gen_emit_one_for(s, &tg, li, tpl, t->winner.params, &k, &kl, &e)) {
-        CHECK(0, "%s %s: %s", tpl, t->winner.params, e.msg);
-        return -1;
-    }
-    snprintf(t->tpl_hash, sizeof t->tpl_hash, "%s", k.tpl_hash);
-    cg_tune_kernel_hash(k.source, t->kernel_hash);
-    cg_gen_kernel_free(&k);
-    return 0;
-}
-
 /* A record of Dev A (sm_90) with no entry yet, made by `tune --batch batch`. */
 static void empty_record(cg_tune_record *r, long long batch)
 {
@@ -544,8 +512,8 @@ static void test_bucket_apply(void)
           "untuned at bucket 8: conv1 not on igemm (%s), fc2 in the tail (%s)", c8 ? c8->tpl : "-",
           f8 ? f8->tpl : "-");
     empty_record(r, 8);
-    int rc = bucket_entry(s, 0, 8, "conv2d_igemm", 0, &r->e[r->n++]);
-    rc = rc || bucket_entry(s, 2, 8, "fc_tiled", 0, &r->e[r->n++]);
+    int rc = tune_entry_for(s, 0, 8, "conv2d_igemm", 0, &r->e[r->n++]);
+    rc = rc || tune_entry_for(s, 2, 8, "fc_tiled", 0, &r->e[r->n++]);
     if (rc) return;
     cg_tune_device dev = {"Dev A", 90, NULL};
     int from[CG_MAX_LAYERS];
@@ -588,7 +556,7 @@ static void test_bucket_apply(void)
     cg_target tg8;
     bucket_target(8, &tg8);
     cg_tune_device build8 = {NULL, 0, &tg8};
-    if (t && cg_spec_load(spec_path, t, &e) == 0 && bucket_entry(t, 0, 0, "conv2d_igemm", 0, &r->e[r->n++]) == 0)
+    if (t && cg_spec_load(spec_path, t, &e) == 0 && tune_entry_for(t, 0, 0, "conv2d_igemm", 0, &r->e[r->n++]) == 0)
         CHECK(cg_tune_apply(t, r, &build8, from, notice, sizeof notice, &e) == 0 && from[0] && !notice[0] &&
                   !strcmp(t->layers[0].strategy, "igemm") && t->nbucket_tuned == 0,
               "a large-batch entry applied for build --batch 8 ('%s')", notice);
@@ -615,7 +583,7 @@ static void test_bucket_refused(void)
         return;
     }
     empty_record(r, 8);
-    if (bucket_entry(orig, 0, 8, "conv2d_igemm", 0, &r->e[r->n++])) return;
+    if (tune_entry_for(orig, 0, 8, "conv2d_igemm", 0, &r->e[r->n++])) return;
     cg_tune_device dev = {"Dev A", 90, NULL};
     int from[CG_MAX_LAYERS];
     char notice[2048];
@@ -746,17 +714,17 @@ static void test_bucket_merge(const cg_spec *s)
     cg_tune_record *old = malloc(sizeof *old), *rec = malloc(sizeof *rec);
     if (!old || !rec) return;
     empty_record(old, 10000);
-    int rc = bucket_entry(s, 0, 0, "conv2d_direct", 1, &old->e[old->n++]);
-    rc = rc || bucket_entry(s, 0, 8, "conv2d_direct", 2, &old->e[old->n++]);
-    rc = rc || bucket_entry(s, 1, 8, "fc_tiled", 0, &old->e[old->n++]);
-    rc = rc || bucket_entry(s, 0, 64, "conv2d_igemm", 0, &old->e[old->n++]);
+    int rc = tune_entry_for(s, 0, 0, "conv2d_direct", 1, &old->e[old->n++]);
+    rc = rc || tune_entry_for(s, 0, 8, "conv2d_direct", 2, &old->e[old->n++]);
+    rc = rc || tune_entry_for(s, 1, 8, "fc_tiled", 0, &old->e[old->n++]);
+    rc = rc || tune_entry_for(s, 0, 64, "conv2d_igemm", 0, &old->e[old->n++]);
     if (rc) return;
     cg_whole_tuned w1 = {1, 1, "ab", 0.01, 0.02}, w8 = {8, 0, "cd", 0.03, 0.01};
     cg_tune_whole_put(old, &w1);
     cg_tune_whole_put(old, &w8);
     for (int layers_only = 0; layers_only < 2; layers_only++) {
         empty_record(rec, 8);
-        if (bucket_entry(s, 0, 8, "conv2d_igemm", 1, &rec->e[rec->n++])) return;
+        if (tune_entry_for(s, 0, 8, "conv2d_igemm", 1, &rec->e[rec->n++])) return;
         cg_tune_entry mine = rec->e[0];
         cg_tune_merge(rec, old, 8, layers_only);
         const cg_tune_entry *c0 = cg_tune_entry_find(rec, old->e[0].sig, 0), *c8 = cg_tune_entry_find(rec, old->e[0].sig, 8),
@@ -775,7 +743,7 @@ static void test_bucket_merge(const cg_spec *s)
     }
     /* a large-batch run keeps every small bucket's */
     empty_record(rec, 10000);
-    if (bucket_entry(s, 0, 0, "conv2d_igemm", 0, &rec->e[rec->n++])) return;
+    if (tune_entry_for(s, 0, 0, "conv2d_igemm", 0, &rec->e[rec->n++])) return;
     cg_tune_merge(rec, old, 0, 0);
     CHECK(rec->n == 4 && !strcmp(cg_tune_entry_find(rec, old->e[0].sig, 0)->winner.tpl, "conv2d_igemm") &&
               rec->nwhole == 2,
@@ -799,7 +767,7 @@ static void test_bucket_info(void)
     empty_record(r, 8);
     char path[160], cmd[512], out[16384];
     snprintf(path, sizeof path, "%s/info.tuning.yaml", dir);
-    if (bucket_entry(s, 0, 8, "conv2d_igemm", 0, &r->e[r->n++]) || cg_tune_write(r, path, &e)) {
+    if (tune_entry_for(s, 0, 8, "conv2d_igemm", 0, &r->e[r->n++]) || cg_tune_write(r, path, &e)) {
         CHECK(0, "record: %s", e.msg);
         free(s), free(r);
         return;

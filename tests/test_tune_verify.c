@@ -31,6 +31,7 @@
 #include "convgen.h"
 #include "fake_cuda.h"
 #include "fake_run.h"
+#include "tune_entry.h"
 #include "spec.h"
 #include "tune.h"
 #include "tune_verify.h"
@@ -84,38 +85,12 @@ static void set_costs(double igemm, double vec)
 
 /* ---- records ---- */
 
-/* Layer li's entry for bucket (0: the large batch): template tpl's first candidate. */
+/* Layer li's entry for bucket (0: the large batch): template tpl's first candidate
+ * (tune_entry.h), its default timed at 0.002 ms. */
 static int entry(int li, int bucket, const char *tpl, cg_tune_entry *t)
 {
-    cg_target tg;
-    int cc = 90;
-    cg_aot_target(&cc, 1, &tg);
-    tg.batch = bucket;
-    cg_err e = {{0}};
-    cg_candidates cs;
-    memset(t, 0, sizeof *t);
-    if (cg_gen_candidates_for(&spec, &tg, li, tpl, 0, bucket ? bucket : 10000, &cs, &e) || !cs.n) {
-        CHECK(0, "%s candidates for %s: %s", tpl, spec.layers[li].name, e.msg);
-        return -1;
-    }
-    cg_tune_signature(&spec.layers[li], t->sig, sizeof t->sig);
-    t->bucket = bucket;
-    snprintf(t->layer, sizeof t->layer, "%s", spec.layers[li].name);
-    t->measured = t->candidates = cs.n;
-    snprintf(t->winner.tpl, sizeof t->winner.tpl, "%s", tpl);
-    snprintf(t->winner.params, sizeof t->winner.params, "%s", cs.c[0].params);
-    t->winner.ms = 0.001;
+    if (tune_entry_for(&spec, li, bucket, tpl, 0, t)) return -1;
     t->default_ms = 0.002;
-    cg_candidates_free(&cs);
-    cg_gen_kernel k;
-    cg_kernel_launch kl;
-    if (cg_gen_emit_one_for(&spec, &tg, li, tpl, t->winner.params, &k, &kl, &e)) {
-        CHECK(0, "%s %s: %s", tpl, t->winner.params, e.msg);
-        return -1;
-    }
-    snprintf(t->tpl_hash, sizeof t->tpl_hash, "%s", k.tpl_hash);
-    cg_tune_kernel_hash(k.source, t->kernel_hash);
-    cg_gen_kernel_free(&k);
     return 0;
 }
 

@@ -141,13 +141,6 @@ static void strategy_text(const cg_layer *l, char *out, size_t n)
         at += (size_t)snprintf(out + at, n - at, " %s=%lld", l->params[i].key, l->params[i].value);
 }
 
-/* The strategy of a tuning record's choice for a small bucket: its template less the op's family. */
-static const char *bucket_strategy(const cg_spec *s, const cg_bucket_tuned *b)
-{
-    const char *fam = cg_ops[s->layers[b->layer].op].family;
-    return b->tpl + (fam && !strncmp(b->tpl, fam, strlen(fam)) ? strlen(fam) : 0);
-}
-
 static void print_text(const cg_spec *s, const cg_manifest *m, int is_bundle, const int *from_record)
 {
     char a[32], b[32];
@@ -209,7 +202,7 @@ static void print_text(const cg_spec *s, const cg_manifest *m, int is_bundle, co
             const cg_bucket_tuned *t = cg_spec_bucket_tuned(s, i, buckets[k]);
             if (!t) continue;
             if (!n++) printf("  tuning record, for kernels generated for bucket %d (--batch):", buckets[k]);
-            printf("%s %s (%s)", n > 1 ? "," : "", s->layers[i].name, bucket_strategy(s, t));
+            printf("%s %s (%s)", n > 1 ? "," : "", s->layers[i].name, cg_op_strategy(&s->layers[i], t->tpl));
         }
         if (n) printf("\n");
     }
@@ -268,7 +261,7 @@ static void print_json(const cg_spec *s, const cg_manifest *m, int is_bundle, co
             const cg_bucket_tuned *t = &s->bucket_tuned[b];
             if (t->layer != i) continue;
             fprintf(f, "%s\"%d\": {\"strategy\": ", nb++ ? ", " : "\"tuned_buckets\": {", t->bucket);
-            cg_json_str(f, bucket_strategy(s, t));
+            cg_json_str(f, cg_op_strategy(&s->layers[i], t->tpl));
             fprintf(f, ", \"params\": ");
             cg_json_str(f, t->params);
             fprintf(f, "}");

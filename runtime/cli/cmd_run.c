@@ -90,8 +90,7 @@ static int bundle_refuses(const cg_job *j, const char *fatbin, const char *tunin
 static const char *tuned_strategy(const cg_spec *s, int l, const int *from_record, int bucket)
 {
     const cg_bucket_tuned *b = cg_spec_bucket_tuned(s, l, bucket);
-    const char *fam = cg_ops[s->layers[l].op].family;
-    if (b) return b->tpl + (fam && !strncmp(b->tpl, fam, strlen(fam)) ? strlen(fam) : 0);
+    if (b) return cg_op_strategy(&s->layers[l], b->tpl);
     return !bucket && from_record && from_record[l] ? s->layers[l].strategy : NULL;
 }
 

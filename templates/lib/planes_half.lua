@@ -79,21 +79,13 @@ function H.shape(l, p)
   s.threads = 128 * p.wgs
   s.ROWS_IN = p.rows + l.K - 1                -- staged input rows
   s.REAL = s.ROWS_IN * s.PW                   -- staged pixels holding the input (or its padding)
-  -- the widest tap of the last tile a warpgroup computes reads up to pixel 64*MT*wgs - 1 +
-  -- (K-1)*PW + K-1: with wgs warpgroups of MT tiles each that is past the TT tiles the band
-  -- needs where wgs does not divide TT (22 columns x 20 rows: 7 tiles, warpgroup 1 computes
-  -- tiles 4 to 7; staged only up to tile 6's reach, wgmma read past the shared memory)
-  s.NPIX = math.max(s.REAL, s.MT * p.wgs * 64 + (l.K - 1) * (s.PW + 1))
   s.CS = s.C16 // p.bk                        -- slices a tap
   s.NS = s.KK * s.CS                          -- slices
   s.WBUF = p.bk * p.bm                        -- elements of one slice's weights
-  s.PB = 2 * s.WBUF                           -- the planes' first element
-  s.smem = 2 * (s.PB + s.CG * s.NPIX * 8)
-  s.NR = p.bm // 2                            -- accumulators of one tile a thread
-  s.WU = p.bk // 8 * p.bm                     -- weight units (8 channels of one map) a slice
+  -- weight units a slice, 16 bytes each (tr=0: 8 channels of one map, through registers;
+  -- tr=1: 8 maps of one channel, a cp.async copy)
+  s.WU = p.bk * p.bm // 8
   s.WI = common.ceil_div(s.WU, s.threads)
-  s.regs = s.MT * s.NR + 8 * s.WI + ADDRESSING
-  s.PU = s.CG * s.NPIX                        -- plane units (8 channels of one pixel)
   s.tr = p.tr == 1
   if s.tr then
     -- maps as wgmma's M: MR warpgroups over the block's bm maps (64 each), PG over its
@@ -103,13 +95,22 @@ function H.shape(l, p)
     s.NP = common.ceil_div(common.ceil_div(s.BPX, s.PG), 8) * 8
     s.NPIX = math.max(s.REAL, s.PG * s.NP + (l.K - 1) * (s.PW + 1))
     s.MG = p.bm // 8                          -- map groups of a slice's weights
-    s.PB = TR_STAGES * s.WBUF
-    s.smem = 2 * (s.PB + s.CG * s.NPIX * 8)
+    s.PB = TR_STAGES * s.WBUF                 -- the planes' first element, after the ring
     s.NR = s.NP // 2                          -- accumulators a thread
-    s.WU = p.bk * s.MG                        -- weight copies (8 maps of one channel) a slice
-    s.WI = common.ceil_div(s.WU, s.threads)
     s.regs = s.NR + 2 * s.WI + ADDRESSING
-    s.PU = s.CG * s.NPIX
+  else
+    -- the widest tap of the last tile a warpgroup computes reads up to pixel 64*MT*wgs - 1 +
+    -- (K-1)*PW + K-1: with wgs warpgroups of MT tiles each that is past the TT tiles the band
+    -- needs where wgs does not divide TT (22 columns x 20 rows: 7 tiles, warpgroup 1 computes
+    -- tiles 4 to 7; staged only up to tile 6's reach, wgmma read past the shared memory)
+    s.NPIX = math.max(s.REAL, s.MT * p.wgs * 64 + (l.K - 1) * (s.PW + 1))
+    s.PB = 2 * s.WBUF                         -- the planes' first element, after two slices
+    s.NR = p.bm // 2                          -- accumulators of one tile a thread
+    s.regs = s.MT * s.NR + 8 * s.WI + ADDRESSING
+  end
+  s.PU = s.CG * s.NPIX                        -- plane units (8 channels of one pixel)
+  s.smem = 2 * (s.PB + s.PU * 8)
+  if s.tr then
     -- the epilogue's staged tile: bm maps x EP pixels (a row 4 bytes past a multiple of 128, so
     -- that the eight maps a warp stores at once fall in different banks), in the output's type
     s.EP = s.PG * s.NP + 2
