@@ -91,7 +91,7 @@ expect_err "$base
   - name: fc1
     op: fc
     out: 10
-    strategy: wide" "bad.yaml:12:15: unknown strategy 'wide' for layer 'fc1' (known: auto, gemv, tc, tiled, vec, wg)"
+    strategy: wide" "bad.yaml:12:15: unknown strategy 'wide' for layer 'fc1' (known: auto, gemv, mma, tc, tiled, vec, wg)"
 # the fc templates on tensor cores: refused below their targets, their parameters checked at the spec's place
 fc1='  - name: fc1
     op: fc

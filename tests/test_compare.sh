@@ -69,6 +69,31 @@ python3 $cmp --dry-run --precision tf32 specs/example-conv.yaml >"$t/outtf" 2>&1
 if grep -qF "precision tf32: PyTorch dtype=torch.float32, torch.backends.cudnn.allow_tf32 = True, torch.backends.cuda.matmul.allow_tf32 = True" "$t/outtf" \
    && grep -qF "convgen runs specs/.prec-tf32-example-conv.yaml" "$t/outtf" \
    && grep -qF "the dense tf32 tensor-core peak (SMs x 2048 FLOP" "$t/outtf"; then ok; else bad "tf32 dry run: $(cat "$t/outtf")"; fi
+# --auto: the precision copy less its layers' strategy and params (the course specs name
+# FP32 templates), block-style keys only; refused without a precision other than fp32 and
+# on a flow-style layer that names a strategy (exit 3, the file and line)
+python3 $cmp --dry-run --precision bf16 --auto specs/ece408-2018fa.yaml >"$t/outau" 2>&1
+if grep -qF "convgen runs specs/.prec-bf16-ece408-2018fa.yaml (the spec with precision: bf16, less its layers strategy and params" "$t/outau"
+then ok; else bad "--auto dry run: $(grep precision "$t/outau")"; fi
+python3 $cmp --dry-run --auto specs/example-conv.yaml >/dev/null 2>"$t/err"; rc=$?
+if [ $rc -eq 2 ] && grep -q "auto needs --precision" "$t/err"; then ok; else bad "--auto without a precision: exit $rc"; fi
+printf 'network: flow\ninput: {channels: 1, height: 8, width: 8}\nlayers:\n  - {name: c1, op: conv, M: 4, K: 3, strategy: direct}\n' \
+  >"$t/flow.yaml"
+python3 $cmp --dry-run --precision bf16 --auto "$t/flow.yaml" >/dev/null 2>"$t/err"; rc=$?
+if [ $rc -eq 3 ] && grep -q "flow.yaml:4: a flow-style layer" "$t/err"; then ok
+else bad "--auto on flow-style layers: exit $rc: $(cat "$t/err")"; fi
+python3 - <<'PY' >"$t/au" 2>&1 || bad "--auto copy: $(cat "$t/au")"
+import importlib.util
+spec = importlib.util.spec_from_file_location("compare", "bench/compare.py")
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+for path in ("specs/ece408-2017.yaml", "specs/ece408-2018sp.yaml", "specs/ece408-2018fa.yaml"):
+    _, text = m.precision_copy(path, "bf16", True)
+    _, kept = m.precision_copy(path, "bf16")
+    assert "strategy:" not in text and "params:" not in text and "block: 64" not in text, path
+    assert "strategy:" in kept and "precision: bf16" in text, path
+    assert m.layer_table(m.parse_yaml(text, path), path) == m.load_spec(path)[1], path
+PY
+[ -s "$t/au" ] || ok
 python3 $cmp --dry-run --precision fp16 specs/example-conv.yaml >"$t/outfp" 2>&1
 if grep -qF "precision fp16: PyTorch dtype=torch.float16, memory_format=torch.channels_last" "$t/outfp"; then ok
 else bad "fp16 dry run: $(cat "$t/outfp")"; fi

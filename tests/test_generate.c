@@ -1907,23 +1907,68 @@ static void test_precision_tf32(void)
     free(ov), free(wg), free(sp[0]), free(sp[1]), free(o[0]), free(o[1]);
 }
 
-/* 16-bit layers on sm_90a: auto gives conv2d_igemm_wg (one m64nNk16 product of the
- * network's type, no 3xTF32 split), its slices tap by tap (kc=1, weights
- * arg:taps:K*K) where the slice depth divides C and through the offset table
- * (arg:transposed) where it does not; planes, written in the spec, takes 16-bit
- * tensors through lib/planes_half.lua (both operands by descriptor, the planes
- * channels innermost, weights tap by tap) and refuses a strided layer with the
- * reason; on sm_80 the same layer is igemm_tc's. */
+/* 16-bit layers of fewer than 16 channels on sm_90a (the course networks' second layers):
+ * planes where C >= 12 (C padded to 16), igemm_wg below that, and direct where C*K*K < 128;
+ * under fp32 the same layers keep the FFMA templates. */
+static void test_half_small_c(void)
+{
+    static const char text[] =
+        "network: s\ninput: {channels: 1, height: 72, width: 72}\nprecision: bf16\nlayers:\n"
+        "  - {name: a, op: conv, M: 12, K: 7, activation: tanh, pool: max2}\n"   /* 1 channel: direct */
+        "  - {name: b, op: conv, M: 24, K: 7}\n"                                 /* 12 -> 24 on 33x33: planes */
+        "  - {name: c, op: conv, M: 6, K: 5}\n"                                  /* 24 channels: the 16-bit rule */
+        "  - {name: d, op: conv, M: 16, K: 5}\n";                                /* 6 -> 16: igemm_wg */
+    cg_target tg;
+    int arch = 90;
+    cg_aot_target(&arch, 1, &tg);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_spec *sp = spec_text("small-c.yaml", text);
+    cg_err e = {""};
+    if (!o) {
+        CHECK(0, "allocation");
+        free(sp);
+        return;
+    }
+    if (sp && cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *a = conv_kernel(o, "a"), *b = conv_kernel(o, "b"), *d = conv_kernel(o, "d");
+        CHECK(a && !strcmp(a->tpl, "conv2d_direct"), "bf16, 1 channel, 7x7: %s", a ? a->tpl : "none");
+        CHECK(b && !strcmp(b->tpl, "conv2d_planes") && strstr(b->source, "C = 12 >= 12"),
+              "bf16, 12 channels into 24 maps, 7x7: %s", b ? b->tpl : "none");
+        CHECK(d && !strcmp(d->tpl, "conv2d_igemm_wg") && strstr(d->source, "C = 6 < 16"),
+              "bf16, 6 channels into 16 maps, 5x5: %s", d ? d->tpl : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "small-c.yaml: %s", e.msg);
+    if (sp) {
+        sp->precision = CG_PREC_FP32;
+        for (int l = 0; l < sp->nlayers; l++) sp->layers[l].precision = CG_PREC_FP32;
+        if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+            const cg_gen_kernel *b = conv_kernel(o, "b");
+            CHECK(b && strcmp(b->tpl, "conv2d_planes") && strcmp(b->tpl, "conv2d_igemm_wg"),
+                  "fp32, 12 channels: an FFMA template (%s)", b ? b->tpl : "none");
+            cg_gen_free(o);
+        } else CHECK(0, "small-c.yaml in fp32: %s", e.msg);
+    }
+    free(sp), free(o);
+}
+
+/* 16-bit layers on sm_90a: auto gives a stride-1 layer of 64 maps or more on outputs
+ * 12 or more columns wide conv2d_planes with the maps as wgmma's M (tr=1, its 2x2 pool
+ * fused: fp=1), and others conv2d_igemm_wg (one m64nNk16 product of the network's
+ * type, no 3xTF32 split), its slices tap by tap (kc=1, weights arg:taps:K*K) where
+ * the slice depth divides C and through the offset table (arg:transposed) where it
+ * does not; planes with tr=0 takes 16-bit tensors through lib/planes_half.lua (both
+ * operands by descriptor, the planes channels innermost, weights tap by tap) and
+ * refuses a strided layer with the reason; on sm_80 the same layer is igemm_tc's. */
 static void test_half_wgmma(void)
 {
     static const char *text[2] = {
         "network: h\ninput: {channels: 32, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
-        "  - {name: c, op: conv, M: 128, K: 3, padding: 1, activation: relu}\n"
+        "  - {name: c, op: conv, M: 128, K: 3, padding: 1, activation: relu, pool: max2}\n"
         "  - {name: d, op: conv, M: 64, K: 3, padding: 1}\n"
         "  - {name: e, op: conv, M: 24, K: 3, strategy: igemm_wg, params: {bk: 48}}\n"
         "  - {name: f, op: conv, M: 32, K: 1, stride: 2}\n",
         "network: h\ninput: {channels: 32, height: 16, width: 16}\nprecision: fp16\nlayers:\n"
-        "  - {name: c, op: conv, M: 128, K: 3, padding: 1, activation: relu, strategy: planes}\n"
+        "  - {name: c, op: conv, M: 128, K: 3, padding: 1, activation: relu, strategy: planes, params: {tr: 0}}\n"
         "  - {name: s, op: conv, M: 32, K: 3, stride: 2, strategy: planes}\n"};
     cg_target tg;
     int arch = 90;
@@ -1938,16 +1983,21 @@ static void test_half_wgmma(void)
     }
     if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
         const cg_gen_kernel *c = conv_kernel(o, "c"), *d = conv_kernel(o, "d"), *k = conv_kernel(o, "e");
-        CHECK(c && !strcmp(c->tpl, "conv2d_igemm_wg") && strstr(c->source, "since precision is bf16"),
-              "bf16 auto on sm_90a: %s", c ? c->tpl : "none");
-        CHECK(c && strstr(c->source, "m64n128k16.f32.bf16.bf16") && !strstr(c->source, "tf32.tf32"),
-              "one BF16 product, no TF32");
-        CHECK(c && strstr(c->source, "// weights:    arg:taps:9, bias none") && strstr(c->kernel, "_kc_wg_bf16"),
-              "tap by tap: %s", c ? c->kernel : "none");
-        CHECK(d && !strcmp(d->tpl, "conv2d_igemm_wg") && strstr(d->source, "arg:taps:9"), "d: tap by tap too");
+        CHECK(c && !strcmp(c->tpl, "conv2d_planes") && strstr(c->source, "auto: planes (maps as wgmma's M), since "
+                  "precision is bf16") && strstr(c->source, "(16 columns >= 12)"),
+              "bf16 auto on sm_90a, 16 columns: %s", c ? c->tpl : "none");
+        /* 16 rows over the padded width 18, two warpgroups of 144 pixels; the pool fused */
+        CHECK(c && strstr(c->source, "m64n144k16.f32.bf16.bf16") && !strstr(c->source, "tf32.tf32"),
+              "maps as M: one BF16 product, N the band's pixels, no TF32");
+        CHECK(c && strstr(c->source, "// weights:    arg:taps:9, bias none") && strstr(c->kernel, "_tr_fp_bf16") &&
+                  strstr(c->source, "relu, max-pool 2x2 -> 128x8x8") && strstr(c->source, "fp=1"),
+              "tap by tap, the pool fused: %s", c ? c->kernel : "none");
+        CHECK(d && !strcmp(d->tpl, "conv2d_igemm_wg") && strstr(d->source, "arg:taps:9") &&
+                  strstr(d->source, "since precision is bf16"),
+              "d (8 columns): igemm_wg, tap by tap (%s)", d ? d->tpl : "none");
         CHECK(k && strstr(k->source, "// weights:    arg:transposed") && strstr(k->source, "kc=0 bk=48") &&
                   strstr(k->source, "_tab["),
-              "48-deep slices of 32 channels: the offset table");
+              "48-deep slices of 64 channels: the offset table");
         const cg_gen_kernel *f = conv_kernel(o, "f");
         CHECK(f && !strcmp(f->tpl, "conv2d_igemm_wg") && strstr(f->source, "(stride 2)"),
               "a strided 16-bit layer: igemm_wg too (%s)", f ? f->tpl : "none");
@@ -2197,12 +2247,23 @@ static void test_fc_tensor_cores(void)
         for (int l = 0; l < s->nlayers; l++) s->layers[l].precision = CG_PREC_BF16;
         int arch = 90;
         cg_aot_target(&arch, 1, &tg);
-        CHECK(fc_choices(s, &tg, 65, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_wg fc2=fc_wg fc3=fc_wg fc4=fc_vec"),
+        /* 16-bit: fc_mma (input sizes multiples of 8) under the rule, fc4 (10 outputs) vec */
+        CHECK(fc_choices(s, &tg, 65, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_mma fc2=fc_mma fc3=fc_mma fc4=fc_vec"),
               "zoo-mlp in bf16 (sm_90a), the switch on: %s", got);
         CHECK(fc_choices(s, &tg, -1, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_vec fc2=fc_vec fc3=fc_vec fc4=fc_vec"),
               "zoo-mlp in bf16 (sm_90a), the switch off: %s", got);
-        CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_vec fc2=fc_vec fc3=fc_vec fc4=fc_vec"),
-              "zoo-mlp in bf16 (sm_90a), as shipped (fc_wg's rule off): %s", got);
+        CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_mma fc2=fc_mma fc3=fc_mma fc4=fc_vec"),
+              "zoo-mlp in bf16 (sm_90a), as shipped (the large batch): %s", got);
+        tg.batch = 256;
+        CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strstr(got, "fc_mma") && !strstr(got, "fc_wg"),
+              "zoo-mlp in bf16 (sm_90a) at bucket 256, as shipped: no tensor-core fc (%s)", got);
+        /* an input size not a multiple of 8 (3x19x19): fc_mma refuses it, fc_wg serves */
+        cg_spec *odd = spec_text("odd.yaml", "network: o\ninput: {channels: 3, height: 19, width: 19}\nprecision: bf16\n"
+                                             "layers:\n  - {name: fc1, op: fc, out: 264}\n  - {name: fc2, op: fc, out: 64}\n");
+        tg.batch = 0;
+        CHECK(odd && fc_choices(odd, &tg, 0, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_wg fc2=fc_mma"),
+              "bf16 fc layers of 1,083 and 264 inputs (sm_90a): %s", got);
+        free(odd);
     } else CHECK(0, "zoo-mlp: %s", e.msg);
     free(s), free(o);
 }
@@ -2210,6 +2271,7 @@ static void test_fc_tensor_cores(void)
 int main(void)
 {
     test_half_wgmma();
+    test_half_small_c();
     test_precision_tf32();
     test_engine();
     test_arg_roles();

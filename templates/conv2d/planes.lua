@@ -214,7 +214,7 @@ T.params = {
     end },
   { name = "fp", doc = "1: a 2x2 pool of stride 2 fused into the epilogue (the tile through shared memory); 0: a pool kernel after",
     legal = function(_) return { 0, 1 } end,
-    default = function(_) return 0 end },
+    default = function(l, given) return common.half_dtype(l) and half.default_fp(l, given) or 0 end },
 }
 
 -- The shape of the least block a layer may have (see T.check), worked out once a layer

@@ -30,11 +30,11 @@
 -- weights a thread in registers: 128 for 256 channels into 128 maps, which spilled.) Weights arrive reordered K*K x C x M
 -- (weights=arg:taps:K*K, as conv2d_igemm_wg's tap-by-tap slices). Epilogue: bias and
 -- activation from the accumulators, stored where the pixel is an output (no fused pool:
--- a pool runs as a kernel after it). Stride 1 only. Without sm_90a (the CPU emulation of
+-- a pool runs as a kernel after it; tr=1 below fuses one). Stride 1 only. Without sm_90a (the CPU emulation of
 -- test_emulate) each accumulator adds the same staged values by FMAs, in FP32.
 
--- tr=1 (a spec's or the tuner's choice; H.default_tr says why not the default): maps
--- are wgmma's M and pixels its N. With the maps
+-- tr=1 (the default on layers of 64 maps or more whose outputs are 12 columns wide or more:
+-- H.default_tr): maps are wgmma's M and pixels its N. With the maps
 -- as N (tr=0, above) a warpgroup's m64 tile of pixels meets at most bm maps, so every
 -- k16 step reads 2 KB of planes and bm*32 bytes of weights for 64*bm*32 FLOP: at
 -- bm = 64 shared memory's 128 bytes a clock only just feed the tensor cores, and the
@@ -49,6 +49,10 @@
 -- buffers: slice s + TR_STAGES - 2 is copied while slice s multiplies and slice s - 1
 -- may still be on the tensor cores (wgmma.wait_group 1), one barrier a slice. A block is
 -- bm/64 warpgroups over maps times wgs/(bm/64) over the band's pixels, NP each.
+-- Its epilogue stages the block's tile in shared memory (map-major rows of the band's
+-- pixels) and stores rows of consecutive outputs; with fp=1 (a 2x2 pool of stride 2, bands
+-- of an even number of rows) the tile is staged as FP32 sums and each thread takes pooled
+-- outputs, so the conv output is never written.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -113,32 +117,49 @@ function H.shape(l, p)
   if s.tr then
     -- the epilogue's staged tile: bm maps x EP pixels (a row 4 bytes past a multiple of 128, so
     -- that the eight maps a warp stores at once fall in different banks), in the output's type
+    -- (with a fused pool, fp=1: the sums in FP32, pooled and rounded once)
     s.EP = s.PG * s.NP + 2
-    s.smem = math.max(s.smem, p.bm * s.EP * (common.types(l).out_t == "float" and 4 or 2))
+    s.pooled = p.fp == 1
+    s.smem = math.max(s.smem, p.bm * s.EP * ((s.pooled or common.types(l).out_t == "float") and 4 or 2))
   end
   return s
 end
 
--- tr's default for l, given the parameters the spec gives: 0, tr=1 a choice of the spec
--- and the tuner. On an H200 in bf16 at 10,000 images tr=1 (with its first epilogue, the
--- stores straight from the accumulators) lost to tr=0 on four of five zoo-vgg-same layers
--- (conv1_2 4.21 against 3.63 ms, conv2_1 2.65 / 2.49, conv3_1 3.08 / 2.97) and won on two
--- (conv2_2 3.79 / 4.58, conv3_2 5.39 / 5.52); Nsight Compute put conv1_2's at 70 % of the L2's
--- throughput, 12.5 % occupancy (146 registers, one block an SM): the stores (a warp's
--- reaching eight maps of four pixels two apart, eight 32-byte sectors for 64 bytes) bound
--- it, which the tile staged through shared memory (the epilogue now) is to remove; that
--- epilogue is checked on the CPU emulation and compiled for sm_90a (94 registers on conv1_2)
--- but not yet timed (bench/RESULTS.md, 2026-11-29).
+-- tr's default for l, given the parameters the spec gives: 1 for a stride-1 layer of at
+-- least 64 maps (a multiple of 8: the weights' 16-byte copies) whose conv output is 12 or
+-- more columns wide, else 0. On an H200 in bf16 at 10,000 images (bench/RESULTS.md,
+-- 2026-11-30), tr=1 with the epilogue staged through shared memory against tr=0 and
+-- igemm_wg (ms): zoo-vgg-same conv1_2 (64 -> 64, 32x32) 2.40 against 3.70 and 3.65
+-- (without its pool, a kernel after it then: the pool is fused since, fp), conv2_2
+-- (128 -> 128, 16x16) 2.17 (bm=64) against 4.64 and 2.83, zoo-wide3x3 conv3 (64 -> 128,
+-- 14x14) 1.09 against 1.57 (igemm_wg); conv2_1 (64 -> 128, 16x16) 1.82 against 1.84
+-- (bm=128); on 8x8 maps tr=1 lost (conv3_1 2.63 against igemm_wg's 2.02, conv3_2 4.93 /
+-- 3.82): a band's padded width (10 for 8) wastes a fifth of the columns and a block has
+-- too few pixels for wgmma's N. (Its first epilogue, stores straight from the
+-- accumulators, lost to tr=0 on four of five of those layers: a warp's store reached
+-- eight maps of four pixels two apart, 5.5x the output's bytes in L2 sectors.)
+H.TR_MIN_CW = 12
+H.TR_MIN_M = 64
 function H.default_tr(l, given)
   if given and given.tr ~= nil then return given.tr end
-  return 0
+  local g = common.conv_geom(l)
+  return (g.S == 1 and g.CW >= H.TR_MIN_CW and l.M >= H.TR_MIN_M and l.M % 8 == 0) and 1 or 0
+end
+
+-- fp's default: 1 (the pool in the epilogue) where tr=1 and the layer has a 2x2 pool of
+-- stride 2, as tr=0's pool kernel after it reads the whole conv output again.
+function H.default_fp(l, given)
+  if given and given.fp ~= nil then return given.fp end
+  return (H.default_tr(l, given) == 1 and common.fused_pool2(common.conv_geom(l))) and 1 or 0
 end
 
 -- The default band: the most rows whose tiles the warpgroups' MT_MAX tiles hold (each
 -- with bm/2 accumulators a thread: at most 128 of them) and whose planes fit beside the
 -- weights; wgs 2.
 function H.default_bm(l, given)
-  if H.default_tr(l, given) == 1 then return l.M <= 64 and 64 or 128 end
+  -- tr=1: 64 maps, one warpgroup's M (zoo-vgg-same's conv2_2, 128 maps: 2.17 ms in two
+  -- block rows of 64, 2.83 in one of 128 on an H200 in bf16)
+  if H.default_tr(l, given) == 1 then return 64 end
   if l.M <= 128 then return common.wgmma_rows_tile(l, 1) end
   return common.wgmma_rows_tile(l, common.ceil_div(l.M, 128))
 end
@@ -165,12 +186,14 @@ function H.default_rows(l, given)
     -- image (bands x PG x NP) than the fewest; not the fewest alone, which with a wide kernel
     -- is often one-row bands whose K - 1 extra staged rows cost more than the columns saved
     -- (a 7x7 layer over 29 rows: 29 bands of one row, staging 7 rows each)
+    -- (with a fused pool, fp=1, an even band or the whole image)
     bm, wgs = given and given.bm or bm, given and given.wgs or wgs
+    local fp = H.default_fp(l, given)
     local fit = {}
     for r = 1, g.CH do
-      local s = H.shape(l, { rows = r, wgs = wgs, bm = bm, bk = H.default_bk(l), tr = 1 })
+      local s = H.shape(l, { rows = r, wgs = wgs, bm = bm, bk = H.default_bk(l), tr = 1, fp = fp })
       if s.NP > TR_MAX_N or s.smem > common.max_shared(l) then break end
-      fit[r] = s.NB * s.PG * s.NP
+      if fp ~= 1 or r % 2 == 0 or r == g.CH then fit[r] = s.NB * s.PG * s.NP end
     end
     local fewest, best = math.huge, 1
     for _, cols in pairs(fit) do fewest = math.min(fewest, cols) end
@@ -202,7 +225,12 @@ function H.check(l, p)
     return string.format("bk=%d: a slice is a multiple of 16 channels dividing the %d (C rounded up to 16)", p.bk,
       s.C16), "bk"
   end
-  if p.fp ~= 0 then return "fp=1: 16-bit planes fuses no pool (a pool kernel runs after it)", "fp" end
+  if p.fp == 1 and p.tr ~= 1 then return "fp=1: 16-bit planes fuses a pool with tr=1 only (tr=0: a pool kernel after)", "fp" end
+  if p.fp == 1 and not common.fused_pool2(g) then return "fp=1: the layer has no 2x2 pool of stride 2 to fuse", "fp" end
+  if p.fp == 1 and p.rows < g.CH and p.rows % 2 == 1 then
+    return string.format("fp=1: bands of %d rows would split pooling windows (an even number, or all %d)", p.rows, g.CH),
+      "rows"
+  end
   if s.NPIX >= 16384 then
     return string.format("%d staged pixels: a descriptor's leading offset holds fewer than 16384", s.NPIX), "rows"
   end
@@ -529,7 +557,12 @@ local source_tr = engine.compile([=[
     // time, consecutive threads consecutive outputs (stored from the accumulators, a warp's store
     // reached eight maps of four pixels two apart: eight sectors for 64 bytes, which bound it)
     __syncthreads();
+% if pooled then
+    // (a fused 2x2 {{pool_kind}} pool: the sums{{bias and " and bias" or ""}} staged as they are, in {{acc_t}}; the {{actname}} at the pool)
+    {{acc_t}}* const es = reinterpret_cast<{{acc_t}}*>(smem4);
+% else
     {{out_t}}* const es = reinterpret_cast<{{out_t}}*>(smem4);
+% end
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int ml = 64 * mr + 16 * wq + g + 8 * h;
@@ -540,9 +573,36 @@ local source_tr = engine.compile([=[
         for (int j = 0; j < {{NP // 8}}; j++)
 #pragma unroll
             for (int e = 0; e < 2; e++)
+% if pooled then
+                es[ml * {{EP}} + {{NP}} * pg + 8 * j + 2 * t4 + e] = cf[4 * j + 2 * h + e]{{bias and " + bm" or ""}};
+% else
                 es[ml * {{EP}} + {{NP}} * pg + 8 * j + 2 * t4 + e] = {{from_acc(act("cf[4 * j + 2 * h + e]" .. (bias and " + bm" or "")))}};
+% end
     }
     __syncthreads();
+% if pooled then
+    // pooled outputs: {{PR}} rows of {{OW}} a band, consecutive threads consecutive outputs
+    {{out_t}}* const ob = out + (long long)img * {{OS}} + m0 * {{OH * OW}} + (y0 / 2) * {{OW}};
+#pragma unroll 4
+    for (int i = tid; i < {{BM * PR * OW}}; i += {{NT}}) {
+        const int m = i / {{PR * OW}}, rem = i - m * {{PR * OW}};
+        const int py = rem / {{OW}}, px = rem - py * {{OW}};
+%   if mguard then
+        if (m0 + m >= {{M}}) break;
+%   end
+%   if NB * PR > OH then
+        if (y0 / 2 + py >= {{OH}}) continue;   // the last band's rows past the pooled output
+%   end
+        const {{acc_t}}* const e = es + m * {{EP}} + 2 * py * {{PW}} + 2 * px;
+%   if pool_kind == "avg" then
+        const {{acc_t}} v4 = ({{act("e[0]")}} + {{act("e[1]")}} + {{act("e[" .. PW .. "]")}} + {{act("e[" .. PW + 1 .. "]")}}) * 0.25f;
+        ob[m * {{OH * OW}} + py * {{OW}} + px] = {{from_acc("v4")}};
+%   else
+        const {{acc_t}} v4 = fmaxf(fmaxf(e[0], e[1]), fmaxf(e[{{PW}}], e[{{PW + 1}}]));
+        ob[m * {{OH * OW}} + py * {{OW}} + px] = {{from_acc(act("v4"))}};
+%   end
+    }
+% else
     {{out_t}}* const ob = out + (long long)img * {{OS}} + m0 * {{COLS}} + y0 * {{CW}};
 #pragma unroll 4
     for (int i = tid; i < {{BM * RB * CW}}; i += {{NT}}) {
@@ -556,6 +616,7 @@ local source_tr = engine.compile([=[
 % end
         ob[m * {{COLS}} + py * {{CW}} + px] = es[m * {{EP}} + py * {{PW}} + px];
     }
+% end
 }
 ]=], "conv2d_planes_half_tr")
 
@@ -604,13 +665,13 @@ local issue_src = engine.compile([=[
 function H.kernel(l, p)
   local s = H.shape(l, p)
   local g = s.g
-  local fused = g.kind == "none"
+  local fused = g.kind == "none" or s.pooled
   local act = fused and l.act or "none"
   local name = string.format("conv2d_planes_c%dm%dk%d_h%dw%d%s_%s%s_%s_m%d_g%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, l.bias and "_bias" or "",
     p.rows < g.CH and string.format("r%d", p.rows) or "ri", p.bm, p.wgs)
     .. (p.bk ~= H.default_bk(l) and string.format("_k%d", p.bk) or "")
-    .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.tr and "_tr" or "")
+    .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.tr and "_tr" or "") .. (s.pooled and "_fp" or "")
   -- the output written into a concat's slice (common.out_slice): its image stride
   local pre = common.planes_prelude(l, name, fused, s.threads, p.occ, s.NR)
   local slice, ty, head, args, dregs, douts = pre.slice, pre.ty, pre.head, pre.args, pre.dregs, pre.douts
@@ -635,7 +696,8 @@ function H.kernel(l, p)
     bias = l.bias, mguard = mguard, actname = act,
     b = l.bias and (" + " .. ty.w_to_acc("__ldg(b_arg + m)")) or "",
     act = function(e) return common.act(act, e) end,
-    OS = slice and slice.stride or l.M * g.CH * g.CW,
+    OS = slice and slice.stride or (s.pooled and l.M * g.OH * g.OW or l.M * g.CH * g.CW),
+    pooled = s.pooled, pool_kind = g.kind, OH = g.OH, OW = g.OW, PR = math.min(p.rows, g.CH) // 2,
     tr = s.tr, MR = s.MR, PG = s.PG, NP = s.NP, MG = s.MG, ST = TR_STAGES, EP = s.EP,
   }
   if s.tr then
@@ -660,8 +722,8 @@ function H.kernel(l, p)
     shared = s.smem,
     weights = string.format("arg:taps:%d", s.KK),
     bias = l.bias and "arg" or "none",
-    out_elems = l.M * g.CH * g.CW,
-    shape = common.conv_shape(l, g, act, false, l.M, g.CH, g.CW)
+    out_elems = s.pooled and l.M * g.OH * g.OW or l.M * g.CH * g.CW,
+    shape = (s.pooled and common.conv_shape(l, g, act, true, l.M, g.OH, g.OW) or common.conv_shape(l, g, act, false, l.M, g.CH, g.CW))
       .. (slice and string.format(", into a slice of %d values an image", slice.stride) or ""),
     fused = fused,
     out_slice = slice ~= nil,

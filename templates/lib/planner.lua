@@ -248,6 +248,8 @@ end
 -- gone). Not yet timed on a GPU. Elsewhere the fp32 rule.
 planner.AUTO_TF32_MIN_C = 16
 planner.AUTO_TF32_MIN_M = 16
+planner.AUTO_HALF_SMALL_C_MIN_CKK = 128
+planner.AUTO_HALF_PLANES_MIN_C = 12
 
 function planner.auto_strategy(l)
   if (l.groups or 1) > 1 then return planner.grouped_strategy(l) end
@@ -264,10 +266,46 @@ function planner.auto_strategy(l)
   -- each column's origin; FP32's stride-1 condition weighs 3xTF32's products, which
   -- 16-bit layers do not pay): one m64nNk16 product of 16-bit operands staged as
   -- they are stored; elsewhere the rule below (one m16n8k16 product a tile, slices
-  -- padded to 16 rows; planes refuses 16-bit tensors). Measured on an H200 in bf16
+  -- padded to 16 rows). Measured on an H200 in bf16
   -- (bench/RESULTS.md, 2026-11-29): igemm_wg 200-270 TFLOP/s on stride-1 3x3
   -- layers where igemm_tc took 30-34; a strided layer not timed yet.
   local g16 = common.conv_geom(l)
+  -- Before it, planes with maps as wgmma's M (tr=1, whose default takes stride-1 layers
+  -- of 64 maps or more, a multiple of 8, with conv outputs 12 or more columns wide) where
+  -- K >= 2: both operands read by descriptor from shared memory, the input staged once
+  -- a block. On an H200 in bf16 at 10,000 images 1.3-1.5x igemm_wg's time on 3x3 layers
+  -- of 64 to 128 maps on 14x14 to 32x32 outputs, level on one; it lost on 8x8 outputs,
+  -- which tr's default leaves out (lib/planes_half.lua, H.default_tr).
+  if (l.precision == "bf16" or l.precision == "fp16") and wgmma_layer(l, g16) and l.K >= 2
+      and import("lib/planes_half").default_tr(l) == 1
+      and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
+    return "conv2d_planes", string.format("auto: planes (maps as wgmma's M), since precision is %s, the target " ..
+      "is sm_90 (built as sm_90a: wgmma), C = %d >= %d, M = %d >= %d, K = %d >= 2, stride 1 and a %dx%d conv output " ..
+      "(%d columns >= %d)", l.precision, l.C, planner.AUTO_TC_MIN_C, l.M, import("lib/planes_half").TR_MIN_M, l.K,
+      g16.CH, g16.CW, g16.CW, import("lib/planes_half").TR_MIN_CW)
+  end
+  -- 16-bit layers of fewer than 16 channels (the course networks' second layers) on sm_90a,
+  -- C*K*K >= AUTO_HALF_SMALL_C_MIN_CKK and M >= 16: planes where C >= AUTO_HALF_PLANES_MIN_C
+  -- (C is padded to 16 with zero channels: a quarter wasted at 12), stride 1 and K >= 2, else
+  -- igemm_wg (its offset table pads the reduction to 16 rows alone). On an H200 in bf16 at 10,000
+  -- images (bench/scripts/small_c_half_device.sh): ece408-2018fa's conv2 (12 -> 24, 7x7) 1.86 ms
+  -- under planes, 2.97 igemm_wg, 3.18 igemm_tc, 6.84 under igemm's FFMA (the rule before);
+  -- ece408-2018sp's (6 -> 16, 5x5) 0.725 igemm_wg, 0.685 igemm_tc, 0.99-1.49 planes, 1.14 igemm.
+  if (l.precision == "bf16" or l.precision == "fp16") and l.target and l.target.sm90a
+      and l.C < planner.AUTO_TC_MIN_C and l.C * l.K * l.K >= planner.AUTO_HALF_SMALL_C_MIN_CKK
+      and l.M >= planner.AUTO_TF32_MIN_M and g16.CH * g16.CW >= planner.AUTO_WG_MIN_OUT then
+    local why = string.format("since precision is %s, the target is sm_90 (built as sm_90a: wgmma), C = %d < %d, " ..
+      "C*K*K = %d >= %d and M = %d >= %d", l.precision, l.C, planner.AUTO_TC_MIN_C, l.C * l.K * l.K,
+      planner.AUTO_HALF_SMALL_C_MIN_CKK, l.M, planner.AUTO_TF32_MIN_M)
+    if l.C >= planner.AUTO_HALF_PLANES_MIN_C and g16.S == 1 and l.K >= 2
+        and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
+      return "conv2d_planes", string.format("auto: planes, %s, C = %d >= %d (a quarter or less of the 16 padded " ..
+        "channels zeros), stride 1 and K = %d >= 2", why, l.C, planner.AUTO_HALF_PLANES_MIN_C, l.K)
+    end
+    if pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
+      return "conv2d_igemm_wg", "auto: igemm_wg, " .. why
+    end
+  end
   if (l.precision == "bf16" or l.precision == "fp16") and wgmma_layer(l, g16, true)
       and l.M >= planner.AUTO_TF32_MIN_M
       and pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
@@ -646,9 +684,13 @@ end
 -- on 15,488 inputs into 10 outputs at 256 images took 0.731 ms where gemv took 0.024 (the
 -- MIN_OUT bound keeps such layers off it).
 planner.AUTO_FC_TC_MIN_BATCH = 1025
--- The same rule for 16-bit layers (fc_wg): off (nil) until fc_wg is timed on a GPU; it has
--- been checked there (tests/gpu/layers-fc-bf16-wg at 64 images), not timed.
-planner.AUTO_FC_WG_MIN_BATCH = nil
+-- The same rule for 16-bit layers (fc_wg), on the large batch alone: on an H200 in bf16 at
+-- 10,000 images (bench/fc-wg-2026-11-29.log, bench/scripts/fc_wg_device.sh: single
+-- kernels, L2 flushed) fc_wg / vec took 1.039 / 2.828 ms on ece408-2017's 7,200 -> 500
+-- layer, 0.921 / 1.810 on ece408-2018sp's 10,816 -> 140, 1.238 / 3.258 on ece408-2018fa's
+-- 17,496 -> 160, 0.319 / 0.789 on zoo-vgg-same's 4,096 -> 256 and 0.287 / 1.002, 0.794 /
+-- 2.700, 0.340 / 0.812 on zoo-mlp's three; small batches not timed.
+planner.AUTO_FC_WG_MIN_BATCH = 1025
 planner.AUTO_FC_TC_MIN_OUT = 64
 planner.AUTO_FC_TC_MIN_IN = 256
 
@@ -667,6 +709,12 @@ function planner.auto_fc_tc(l)
   local why = string.format("the network is generated for %s (at least %d), out = %d >= %d and %d inputs >= %d",
     gen, min, l.out, planner.AUTO_FC_TC_MIN_OUT, IN, planner.AUTO_FC_TC_MIN_IN)
   if half then
+    -- fc_mma first (both operands copied by cp.async, where the input size is a multiple of 8),
+    -- else fc_wg (conv2d_igemm_wg's gather)
+    if t.sm90a and pcall(resolve, import("fc_mma"), "fc_mma", l, nil, nil) then
+      return "fc_mma", string.format("auto: mma, since precision is %s (one m64nNk16 product of 16-bit operands "
+        .. "copied by cp.async), the target is sm_90 (built as sm_90a: wgmma), %s", l.precision, why)
+    end
     if t.sm90a and pcall(resolve, import("fc_wg"), "fc_wg", l, nil, nil) then
       return "fc_wg", string.format("auto: wg, since precision is %s (one m64nNk16 product of 16-bit operands), " ..
         "the target is sm_90 (built as sm_90a: wgmma), %s", l.precision, why)
