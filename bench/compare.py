@@ -380,16 +380,41 @@ def load_spec(path):
     return spec, layer_table(spec, path)
 
 
-def precision_copy(path, precision):
+def drop_choices(lines, path):
+    """`lines` of a spec less its layers' `strategy:` and `params:` keys (block style: a
+    params mapping on the lines below it, indented deeper, goes too). A layer written
+    in flow style ({name: ..., strategy: ...}) is refused: SpecError."""
+    out, depth = [], None
+    for n, line in enumerate(lines, 1):
+        body = line.lstrip()
+        indent = len(line) - len(body)
+        if depth is not None and body and indent > depth:
+            continue
+        depth = None
+        if line.lstrip("- ").startswith("{") and ("strategy:" in line or "params:" in line):
+            raise SpecError(f"{path}:{n}: a flow-style layer with strategy or params; --auto drops block-style keys only")
+        if body.startswith(("strategy:", "params:")) and indent > 0:
+            if body.startswith("params:") and not body[len("params:"):].split("#")[0].strip():
+                depth = indent
+            continue
+        out.append(line)
+    return out
+
+
+def precision_copy(path, precision, auto=False):
     """(path, text) of a copy of spec `path` with `precision: P` after its top-level
     'network:' line (any top-level precision line dropped), beside it (.prec-P-NAME.yaml)
     so that relative paths in it still resolve; checked to read back as the same layers
-    at P. Nothing is written."""
+    at P. With `auto`, the layers' strategy and params are dropped too (drop_choices: the
+    course specs name FP32 templates, which a copy would otherwise keep at P). Nothing is
+    written."""
     try:
         with open(path, encoding="utf-8") as f:
             lines = [l for l in f.read().splitlines() if not l.startswith("precision:")]
     except OSError as ex:
         raise SpecError(f"{path}: {ex.strerror}")
+    if auto:
+        lines = drop_choices(lines, path)
     out, done = [], False
     for line in lines:
         out.append(line)
@@ -406,9 +431,9 @@ def precision_copy(path, precision):
     return copy, text
 
 
-def precision_spec(path, precision):
+def precision_spec(path, precision, auto=False):
     """Write precision_copy's copy of spec `path` and return its path; the caller removes it."""
-    copy, text = precision_copy(path, precision)
+    copy, text = precision_copy(path, precision, auto)
     try:
         with open(copy, "w", encoding="utf-8") as f:
             f.write(text)
@@ -547,7 +572,7 @@ def plan_text(entry):
     return f"{cls}({', '.join([repr(a) for a in args] + [f'{k}={v!r}' for k, v in kw.items()])})"
 
 
-def dry_run(specs, batch, precision="fp32", copies=None):
+def dry_run(specs, batch, precision="fp32", copies=None, auto=False):
     """Print what a real run would measure, without PyTorch; for a precision other than
     fp32, also the spec copy convgen would run (copies: spec path -> copy path), PyTorch's
     type and layout and the peak."""
@@ -555,8 +580,8 @@ def dry_run(specs, batch, precision="fp32", copies=None):
         print(f"== {spec.get('network', '?')} ({path}): input {layers[0]['C']}x{layers[0]['H']}x{layers[0]['W']}, "
               f"batch {batch}")
         if precision != "fp32":
-            print(f"   precision {precision}: convgen runs {copies[path]} (the spec with precision: {precision}, "
-                  "written beside it and removed after)")
+            print(f"   precision {precision}: convgen runs {copies[path]} (the spec with precision: {precision}"
+                  f"{', less its layers strategy and params' if auto else ''}, written beside it and removed after)")
             print(f"   precision {precision}: PyTorch {torch_precision_text(precision)}")
             print(f"   precision {precision}: % peak = fraction of {peak_text(precision)}")
         print(f"   {'layer':12} {'op':8} {'shape':52} {'C*K*K':>7} {'GFLOP':>9}")
@@ -825,8 +850,12 @@ def main():
     ap.add_argument("--compile", action="store_true", help="also time torch.compile max-autotune of each network")
     ap.add_argument("--precision", default="fp32", choices=PRECISIONS,
                     help="convgen's spec precision (a .prec-P-NAME.yaml copy) and PyTorch's (default fp32)")
+    ap.add_argument("--auto", action="store_true",
+                    help="with --precision P: the copy drops its layers' strategy and params (auto's choices at P)")
     ap.add_argument("--dry-run", action="store_true", help="print the layer tables and modules; no PyTorch, no GPU")
     args = ap.parse_args()
+    if args.auto and args.precision == "fp32":
+        ap.error("--auto needs --precision other than fp32 (it applies to the precision copy)")
     if args.batch < 1 or args.repeat < 1:
         ap.error("--batch and --repeat must be at least 1")
     paths = args.specs or [os.path.join(ROOT, p) for p in DEFAULT_SPECS]
@@ -837,7 +866,7 @@ def main():
         return 3
     try:
         # the precision copies' names, checked now (written only when convgen runs)
-        copies = {p: precision_copy(p, args.precision)[0] if args.precision != "fp32" else p for p in paths}
+        copies = {p: precision_copy(p, args.precision, args.auto)[0] if args.precision != "fp32" else p for p in paths}
     except SpecError as ex:
         print(f"compare.py: {ex}", file=sys.stderr)
         return 3
@@ -846,14 +875,14 @@ def main():
             # an fc-only network (zoo-mlp) still gets its whole-network row
             print(f"compare.py: {p}: no conv layer; the whole network only", file=sys.stderr)
     if args.dry_run:
-        dry_run(specs, args.batch, args.precision, copies)
+        dry_run(specs, args.batch, args.precision, copies, args.auto)
         return 0
 
     # convgen first, before PyTorch holds device memory
     ours = []
     try:
         for p, spec, layers in specs:
-            run = precision_spec(p, args.precision) if args.precision != "fp32" else p
+            run = precision_spec(p, args.precision, args.auto) if args.precision != "fp32" else p
             try:
                 print(f"convgen: {run}", file=sys.stderr)
                 jit = convgen_times(args.convgen, run, layers, args, named=p)
@@ -950,7 +979,7 @@ def main():
     if tpeak:
         pk = f"% {args.precision} tensor peak"
         print(f"\nConv layers, batch {args.batch}, {args.precision.upper()} (convgen: the spec with precision: "
-              f"{args.precision}; cuDNN: {torch_precision_text(args.precision)}); GFLOP = 2*N*M*C*K*K*OH*OW "
+              f"{args.precision}{', strategies and params dropped' if args.auto else ''}; cuDNN: {torch_precision_text(args.precision)}); GFLOP = 2*N*M*C*K*K*OH*OW "
               f"(direct convolution, before pooling); {pk} = fraction of the dense {args.precision} tensor-core peak "
               f"of {tpeak:.1f} TFLOP/s; ratio = convgen time / cuDNN time; goal (C >= 16): convgen reaches the "
               f"lower of cuDNN/1.2 and 75% of that peak.\n")
@@ -972,7 +1001,7 @@ def main():
     else:
         first = "float" if args.precision == "tf32" else args.precision  # tf32 tensors are float in memory
         print(f"\nWhole networks, batch {args.batch}, {args.precision.upper()}: convgen (the spec with precision: "
-              f"{args.precision}) from its first kernel (uint8 to {first}) to its last (argmax); PyTorch eager "
+              f"{args.precision}{', strategies and params dropped' if args.auto else ''}) from its first kernel (uint8 to {first}) to its last (argmax); PyTorch eager "
               f"and torch.compile: {torch_precision_text(args.precision)} (ratio = convgen JIT / eager).\n")
     print("| network | convgen JIT ms | convgen fatbin ms | PyTorch eager ms | torch.compile ms | convgen/eager |")
     print("|---|---|---|---|---|---|")

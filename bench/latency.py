@@ -6,7 +6,7 @@ Run on a GPU machine with PyTorch, from the repository root, after `make`:
     python3 bench/latency.py [SPEC...] [--batches 1,8,64,256,1000] [--repeat R]
                              [--convgen build/convgen] [--baseline OTHER_CONVGEN]
                              [--compile-batches 1] [--compile-modes reduce-overhead,max-autotune]
-                             [--host-latency] [--precision fp32|tf32|bf16|fp16] [--dry-run]
+                             [--host-latency] [--precision fp32|tf32|bf16|fp16 [--auto]] [--dry-run]
 
 With no SPEC, the three course networks. For every spec and batch size it prints:
 
@@ -35,7 +35,9 @@ bf16 and fp16 with the model's weights and the input in that type, channels-last
 (cuDNN's fast layout for 16-bit convolutions). The work is then also given as a
 fraction of the card's dense tensor-core peak for P (SMs x 4096 FLOP a clock for
 bf16 and fp16, 2048 for tf32, x the max SM clock; 1070 TFLOP/s bf16 on an H200 at
-1980 MHz), beside the FP32 FMA peak.
+1980 MHz), beside the FP32 FMA peak. With --auto the copy also drops its layers'
+`strategy` and `params` (the course specs name FP32 templates and tiles), so that
+convgen runs auto's choices at P.
 
 Then: best PyTorch time over convgen's GPU time (the speed-up) and the work as
 GFLOP/s beside the FP32 FMA peak (small batches are bound by reading weights, so
@@ -204,8 +206,12 @@ def main():
     ap.add_argument("--host-latency", action="store_true")
     ap.add_argument("--precision", default="fp32", choices=compare.PRECISIONS,
                     help="convgen's spec precision and PyTorch's (default fp32)")
+    ap.add_argument("--auto", action="store_true",
+                    help="with --precision P: the copy drops its layers' strategy and params (auto's choices at P)")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
+    if a.auto and a.precision == "fp32":
+        ap.error("--auto needs --precision other than fp32 (it applies to the precision copy)")
     try:
         batches = [int(b) for b in a.batches.split(",") if b]
         compiled = {int(b) for b in a.compile_batches.split(",") if b}
@@ -225,7 +231,7 @@ def main():
         try:
             spec, layers = compare.load_spec(path)
             if a.precision != "fp32":
-                compare.precision_copy(path, a.precision)  # checked now, written when convgen runs
+                compare.precision_copy(path, a.precision, a.auto)  # checked now, written when convgen runs
         except compare.SpecError as err:
             print(f"latency.py: {err}", file=sys.stderr)
             return 3
@@ -254,7 +260,7 @@ def main():
             print(f"{spec['name']}: PyTorch host path at batch 1 (uint8 NumPy -> graph -> argmax -> host): "
                   f"p50 {t.host_latency(layers, spec) * 1e3:.1f} µs")
         try:
-            run_path = compare.precision_spec(path, a.precision) if a.precision != "fp32" else path
+            run_path = compare.precision_spec(path, a.precision, a.auto) if a.precision != "fp32" else path
         except OSError as err:
             print(f"latency.py: {err}", file=sys.stderr)
             failed = 1

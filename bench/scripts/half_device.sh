@@ -10,7 +10,8 @@
 # course networks (the spec with `precision:` added, written beside it and removed
 # after) over the 10,000 test images: accuracy and GPU time (run --repeat 5
 # --json, total_s) beside FP32's. SKIP_CHECKS=1: the accuracies alone; PRECISIONS
-# (default "bf16 fp16") the reduced precisions to measure, e.g. "bf16 fp16 tf32".
+# (default "bf16 fp16") the reduced precisions to measure, e.g. "bf16 fp16 tf32". AUTO=1:
+# the copies drop the layers' strategy and params (auto's choices at that precision).
 set -u
 cg=$1 DATA=${2:-/usr/share/datasets/fashion-mnist}
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
@@ -36,7 +37,12 @@ for n in ece408-2017 ece408-2018sp ece408-2018fa; do
     s=specs/$n.yaml
     if [ "$p" != fp32 ]; then
       s=specs/.half-$n-$p.yaml
-      sed "s/^network: .*/&\nprecision: $p/" "specs/$n.yaml" >"$s"
+      if [ -n "${AUTO:-}" ]; then   # the layers' strategy and params dropped too (bench/compare.py --auto)
+        python3 -c "import sys; sys.path.insert(0, 'bench'); import compare; open(sys.argv[3], 'w').write(
+compare.precision_copy(sys.argv[1], sys.argv[2], True)[1])" "specs/$n.yaml" "$p" "$s"
+      else
+        sed "s/^network: .*/&\nprecision: $p/" "specs/$n.yaml" >"$s"
+      fi
     fi
     acc=$("$cg" run "$s" --input "$DATA/t10k-images-idx3-ubyte.gz" --labels "$DATA/t10k-labels-idx1-ubyte.gz" \
       --repeat 5 --json "$log.json" 2>"$log" | awk '/^Correctness/ {print $2}')

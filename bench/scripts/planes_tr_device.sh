@@ -12,7 +12,8 @@
 # 2. `convgen kernel` (checked, then timed with the L2 flushed, batch 10,000, median of
 #    REPEAT) on bf16 copies of zoo-vgg-same's and zoo-wide3x3's layers of 16 channels or
 #    more: planes (tr=1 by default), planes tr=0, igemm_wg. LAYERS: "spec|layer" items
-#    (spec vgg or wide) to time instead.
+#    (spec vgg or wide) to time instead; CHECK_IMAGES (default 64) the images each is checked on
+#    (the CPU reference of 10,000 images took about 30 s a kernel).
 set -u
 cg=$1
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
@@ -45,9 +46,9 @@ wb=$(copy bench/specs/zoo-wide3x3.yaml bf16)
 for item in ${LAYERS:-vgg\|conv1_2 vgg\|conv2_1 vgg\|conv2_2 vgg\|conv3_1 vgg\|conv3_2 wide\|conv2 wide\|conv3 wide\|conv4}; do
   IFS='|' read -r sp l <<<"$item"
   case $sp in vgg) f=$vb ;; *) f=$wb ;; esac
-  for v in "planes|" "planes|tr=0" "igemm_wg|"; do
+  for v in ${VARIANTS:-"planes|tr=1" "planes|tr=0" "igemm_wg|"}; do
     IFS='|' read -r st pa <<<"$v"
-    out=$("$cg" kernel "$f" --layer "$l" --strategy "$st" ${pa:+--params "$pa"} --repeat "${REPEAT:-10}" 2>&1)
+    out=$("$cg" kernel "$f" --layer "$l" --strategy "$st" ${pa:+--params "$pa"} --repeat "${REPEAT:-10}" --check-images "${CHECK_IMAGES:-64}" 2>&1)
     echo "$sp $l $st ${pa:-default}: $(echo "$out" | grep -E 'params|ms|FAIL|error' | tr '\n' ' ' | cut -c1-420)"
   done
 done
