@@ -1953,7 +1953,8 @@ static void test_half_small_c(void)
 
 /* 16-bit layers on sm_90a: auto gives a stride-1 layer of 64 maps or more on outputs
  * 12 or more columns wide conv2d_planes with the maps as wgmma's M (tr=1, its 2x2 pool
- * fused: fp=1), and others conv2d_igemm_wg (one m64nNk16 product of the network's
+ * fused: fp=1), 8 to 11 columns wide the same with whole images stacked (ib), and others
+ * conv2d_igemm_wg (one m64nNk16 product of the network's
  * type, no 3xTF32 split), its slices tap by tap (kc=1, weights arg:taps:K*K) where
  * the slice depth divides C and through the offset table (arg:transposed) where it
  * does not; planes with tr=0 takes 16-bit tensors through lib/planes_half.lua (both
@@ -1992,9 +1993,10 @@ static void test_half_wgmma(void)
         CHECK(c && strstr(c->source, "// weights:    arg:taps:9, bias none") && strstr(c->kernel, "_tr_fp_bf16") &&
                   strstr(c->source, "relu, max-pool 2x2 -> 128x8x8") && strstr(c->source, "fp=1"),
               "tap by tap, the pool fused: %s", c ? c->kernel : "none");
-        CHECK(d && !strcmp(d->tpl, "conv2d_igemm_wg") && strstr(d->source, "arg:taps:9") &&
-                  strstr(d->source, "since precision is bf16"),
-              "d (8 columns): igemm_wg, tap by tap (%s)", d ? d->tpl : "none");
+        /* d: 8x8 outputs, three whole images a block (padded 10x10: 280 pixels) */
+        CHECK(d && !strcmp(d->tpl, "conv2d_planes") && strstr(d->kernel, "_tr_i3_bf16") &&
+                  strstr(d->source, "arg:taps:9") && strstr(d->source, "since precision is bf16"),
+              "d (8 columns): planes, three images a block (%s, %s)", d ? d->tpl : "none", d ? d->kernel : "");
         CHECK(k && strstr(k->source, "// weights:    arg:transposed") && strstr(k->source, "kc=0 bk=48") &&
                   strstr(k->source, "_tab["),
               "48-deep slices of 64 channels: the offset table");

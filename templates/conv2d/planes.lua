@@ -183,7 +183,7 @@ T.params = {
   { name = "ib", doc = "images a block (their planes in shared memory; their pixels the block's columns)",
     legal = function(_) return { 1, 2, 3, 4, 5, 6, 7, 8 } end,
     default = function(l, given)
-      if common.half_dtype(l) then return 1 end
+      if common.half_dtype(l) then return half.default_ib(l, given) end
       return default_ib(l, given and given.fp)
     end },
   { name = "rows", doc = "output rows a block (a band of one image; all of them: whole images)",

@@ -7,10 +7,11 @@
 -- w: OUT x IN, rows of 16-byte chunks of 8 inputs), so a block copies them by 16-byte
 -- cp.async straight into the no-swizzle core-matrix layout wgmma reads: nothing goes
 -- through registers. (fc_wg runs the fc as conv2d_igemm_wg's 1x1 convolution, whose
--- operands are gathered, packed and stored by every thread: 69-106 TFLOP/s on an H200 in
--- bf16, where PyTorch's cuBLAS ran zoo-mlp's layers near 490.)
+-- operands are gathered, packed and stored by every thread: 33-112 TFLOP/s on seven layers on
+-- an H200 in bf16, where PyTorch's cuBLAS ran zoo-mlp's at about 530 TFLOP/s; this template
+-- 67-167, bench/RESULTS.md.)
 --
--- Shared memory: a ring of st stages, each bk inputs deep: the x tile [bk/8][bm][8] then
+-- Shared memory: a ring of st stages (4: see the parameter), each bk inputs deep: the x tile [bk/8][bm][8] then
 -- the w tile [bk/8][bn][8] (16-byte chunks; 8 rows of one chunk column are a 128-byte
 -- core matrix, the stride offset; chunk columns bm*16 or bn*16 bytes apart, the leading
 -- offset). A warp's copy is 8 rows x 4 chunks: each row's 64 bytes are two whole sectors
@@ -162,13 +163,7 @@ local source = engine.compile([=[
             const bool ok = i0 + row < n{{kguard}};
             const {{in_t}}* const src = ok ? x_arg + (long long)(i0 + row) * {{IN}} + k0 + 8 * kc : x_arg;
             const int d = b * {{STAGE}} + (kc * {{BM}} + row) * 8;
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(sbase + 2 * d), "l"(src), "r"(ok ? 16 : 0)
-                         : "memory");
-#else
-            if (ok) memcpy(sm + d, src, 16);
-            else memset(sm + d, 0, 16);
-#endif
+{{cp16}}
         }
 #pragma unroll
         for (int j = 0; j < {{WU}}; j++) {
@@ -180,13 +175,7 @@ local source = engine.compile([=[
             const bool ok = {{oguard}}{{kguard_w}};
             const {{w_t}}* const src = ok ? w_arg + (long long)(o0 + row) * {{IN}} + k0 + 8 * kc : w_arg;
             const int d = b * {{STAGE}} + {{BM * BK}} + (kc * {{BN}} + row) * 8;
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(sbase + 2 * d), "l"(src), "r"(ok ? 16 : 0)
-                         : "memory");
-#else
-            if (ok) memcpy(sm + d, src, 16);
-            else memset(sm + d, 0, 16);
-#endif
+{{cp16}}
         }
     };
     auto commit = [&]() {
@@ -294,6 +283,7 @@ function T.kernel(l, p)
     oedge = l.out % p.bn ~= 0,
     dregs = dregs, douts = douts,
     adesc = common.wgmma_desc(p.bm), bdesc = common.wgmma_desc(p.bn),
+    cp16 = common.cp_async16("            ", "sbase + 2 * d", "sm + d", "src", "ok"),
     wt = common.half_dtype(l) == "bf16" and "bf16" or "f16",
     bias = l.bias, actname = l.act,
     act = function(e) return common.act(l.act, e) end,

@@ -793,6 +793,22 @@ function common.wgmma_map_stores(bm, guard_m, stride, t4, value)
   return table.concat(L, "\n")
 end
 
+-- A 16-byte copy from global memory into shared memory as the 16-bit wgmma templates stage
+-- their operands (fc_mma, planes' tr=1 weights): the lines (indented `ind`) of one cp.async
+-- of `src` to shared address `saddr`, zero-filled where `ok` is false (a source size of 0),
+-- and, without sm_90a (the CPU emulation), a memcpy to element pointer `dst` or zeros.
+function common.cp_async16(ind, saddr, dst, src, ok)
+  return table.concat({
+    "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)",
+    string.format('%sasm volatile("cp.async.cg.shared.global [%%0], [%%1], 16, %%2;" :: "r"(%s), "l"(%s), "r"(%s ? 16 : 0)',
+      ind, saddr, src, ok),
+    ind .. '             : "memory");',
+    "#else",
+    string.format("%sif (%s) memcpy(%s, %s, 16);", ind, ok, dst, src),
+    string.format("%selse memset(%s, 0, 16);", ind, dst),
+    "#endif" }, "\n")
+end
+
 -- The lambda `put(at, v)` of a kernel staging 16-bit operands (type stage_t) for wgmma:
 -- eight values as they are, packed in pairs, one 16-byte store of vector type v4 at
 -- `at` (a line of its own in the kernel's body, indented four).

@@ -78,10 +78,19 @@ function H.shape(l, p)
   s.RB = p.rows                               -- output rows of a block (a band)
   s.NB = common.ceil_div(g.CH, p.rows)        -- bands of an image
   s.BPX = p.rows * s.PW                       -- the band's pixels over the padded width
+  -- tr=1 with ib > 1 (whole images): ib images' padded inputs staged one below the other, PH rows
+  -- each, and computed as one tall band: output row y of image i is band row i*PH + y; the K - 1
+  -- rows between images straddle two and are never stored
+  s.IB = p.ib or 1
+  s.PH = l.H + g.pt + g.pb
   s.TT = common.ceil_div(s.BPX, 64)           -- m64 tiles
   s.MT = common.ceil_div(s.TT, p.wgs)         -- tiles a warpgroup
   s.threads = 128 * p.wgs
   s.ROWS_IN = p.rows + l.K - 1                -- staged input rows
+  if s.IB > 1 then
+    s.ROWS_IN = s.IB * s.PH
+    s.BPX = (s.ROWS_IN - l.K + 1) * s.PW
+  end
   s.REAL = s.ROWS_IN * s.PW                   -- staged pixels holding the input (or its padding)
   s.CS = s.C16 // p.bk                        -- slices a tap
   s.NS = s.KK * s.CS                          -- slices
@@ -138,12 +147,48 @@ end
 -- too few pixels for wgmma's N. (Its first epilogue, stores straight from the
 -- accumulators, lost to tr=0 on four of five of those layers: a warp's store reached
 -- eight maps of four pixels two apart, 5.5x the output's bytes in L2 sectors.)
+--
+-- Outputs of 8 to 11 columns take tr=1 too where whole images stack (stack_ib below): on 8x8
+-- outputs (zoo-vgg-same's conv3_1, 128 -> 256, and conv3_2, 256 -> 256 with its pool) one image a
+-- block lost (2.63 and 4.93 ms against igemm_wg's 2.02 and 3.82: 80 pixels a block, 20 of them
+-- padding columns, the weights copied for each), 2 / 3 / 4 images a block took 1.569 / 1.284 /
+-- 1.563 ms and 3.284 / 2.564 / 2.481 (bench/scripts/planes_ib_device.sh, H200, bf16, 10,000 images).
 H.TR_MIN_CW = 12
 H.TR_MIN_M = 64
+H.TR_STACK_MIN_CW = 8
+H.TR_STACK_PIX = 320   -- the tallest stack's computed pixels (3 images of 8x8, padded 10x10: 280)
+
+-- The whole images a block stacks by default under tr=1: for a stride-1 layer whose outputs
+-- are TR_STACK_MIN_CW to TR_MIN_CW - 1 columns wide, the most (up to 4, at least 2) whose
+-- stack computes at most TR_STACK_PIX pixels and whose block fits (wgmma's N, shared memory,
+-- registers), for the map tile and warpgroups given (else 64 and 2); else 1.
+local function stack_ib(l, given)
+  local g = common.conv_geom(l)
+  if g.S ~= 1 or g.CW < H.TR_STACK_MIN_CW or g.CW >= H.TR_MIN_CW then return 1 end
+  local PH, PW = l.H + g.pt + g.pb, l.W + g.pl + g.pr
+  local fp = (given and given.fp) or (common.fused_pool2(g) and 1 or 0)
+  for ib = 4, 2, -1 do
+    if (ib * PH - l.K + 1) * PW <= H.TR_STACK_PIX then
+      local s = H.shape(l, { rows = g.CH, ib = ib, wgs = given and given.wgs or 2, bm = given and given.bm or 64,
+        bk = H.default_bk(l), tr = 1, fp = fp })
+      if s.NP <= TR_MAX_N and s.smem <= common.max_shared(l) and s.regs <= REG_BUDGET then return ib end
+    end
+  end
+  return 1
+end
+
 function H.default_tr(l, given)
   if given and given.tr ~= nil then return given.tr end
   local g = common.conv_geom(l)
-  return (g.S == 1 and g.CW >= H.TR_MIN_CW and l.M >= H.TR_MIN_M and l.M % 8 == 0) and 1 or 0
+  if g.S ~= 1 or l.M < H.TR_MIN_M or l.M % 8 ~= 0 then return 0 end
+  if g.CW >= H.TR_MIN_CW then return 1 end
+  return (given and given.ib or stack_ib(l, given)) > 1 and 1 or 0
+end
+
+-- ib's default: stack_ib's where tr is 1, else 1.
+function H.default_ib(l, given)
+  if given and given.ib then return given.ib end
+  return H.default_tr(l, given) == 1 and stack_ib(l, given) or 1
 end
 
 -- fp's default: 1 (the pool in the epilogue) where tr=1 and the layer has a 2x2 pool of
@@ -179,6 +224,7 @@ end
 -- width of 34) in bands of 15 computes 3 x 8 tiles an image, in bands of 11 3 x 6.
 function H.default_rows(l, given)
   local g = common.conv_geom(l)
+  if (given and given.ib or H.default_ib(l, given)) > 1 then return g.CH end   -- several whole images
   local bm, wgs = H.default_bm(l, given), 2
   if H.default_tr(l, given) == 1 then
     -- tr=1 (for the map tile and warpgroups given, else their defaults): the tallest band,
@@ -220,7 +266,12 @@ function H.check(l, p)
     return string.format("16-bit planes reads a tap as the staged input shifted: stride 1 only (the layer's is %d)",
       g.S), nil
   end
-  if p.ib ~= 1 then return string.format("ib=%d: 16-bit planes holds one image's band a block", p.ib), "ib" end
+  if p.ib ~= 1 and p.tr ~= 1 then
+    return string.format("ib=%d: 16-bit planes with tr=0 holds one image's band a block", p.ib), "ib"
+  end
+  if p.ib > 1 and p.rows < g.CH then
+    return string.format("ib=%d: several images a block need whole images (rows=%d, not %d)", p.ib, g.CH, p.rows), "ib"
+  end
   if p.bk % 16 ~= 0 or s.C16 % p.bk ~= 0 then
     return string.format("bk=%d: a slice is a multiple of 16 channels dividing the %d (C rounded up to 16)", p.bk,
       s.C16), "bk"
@@ -281,7 +332,7 @@ end
 -- issue of the planes' and weights' copies, which run before the products and between taps.
 function H.cost(l, p)
   local s = H.shape(l, p)
-  local blocks = common.cost.images(l) * s.NB * common.ceil_div(l.M, p.bm)
+  local blocks = common.ceil_div(common.cost.images(l), s.IB) * s.NB * common.ceil_div(l.M, p.bm)
   local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
   if conc == 0 then return math.huge end
   local cols = s.tr and s.NP * s.PG or 64 * s.MT * p.wgs
@@ -318,7 +369,9 @@ local prologue = engine.compile([=[
     const int tid = threadIdx.x;
     const int lane = tid & 31, wq = (tid >> 5) & 3, wg = tid >> 7;   // warp in its warpgroup, warpgroup
     const int g = lane >> 2, t4 = lane & 3;
-% if NB == 1 then
+% if IB > 1 then
+    const int img = blockIdx.x * {{IB}}, y0 = 0;   // images img .. img + {{IB - 1}}, whole
+% elseif NB == 1 then
     const int img = blockIdx.x, y0 = 0;   // whole images
 % else
     const int img = blockIdx.x / {{NB}}, y0 = (blockIdx.x - img * {{NB}}) * {{RB}};   // the band's first output row
@@ -339,12 +392,24 @@ local prologue = engine.compile([=[
 % end
     // the planes: unit u = (channel group u / {{NPIX}}, pixel u % {{NPIX}}), its 8 channels
     {
+% if IB > 1 then
+        // (pixel p: image p / {{PH * PW}} of the block's {{IB}}, its padded input's row and column)
+        const {{in_t}}* const xb = in + (long long)img * {{C * H * W}};
+#pragma unroll 4
+        for (int u = tid; u < {{PU}}; u += {{NT}}) {
+            const int cg = u / {{NPIX}}, p = u - cg * {{NPIX}};
+            const int im = p / {{PH * PW}}, q = p - im * {{PH * PW}};
+            const int py = q / {{PW}}, iy = py - {{pt}}, ix = q - py * {{PW}} - {{pl}};
+            const bool live = p < {{REAL}} && img + im < n && iy >= 0 && iy < {{H}} && ix >= 0 && ix < {{W}};
+            const {{in_t}}* const xi = xb + (long long)(live ? im : 0) * {{C * H * W}};
+% else
         const {{in_t}}* const xi = in + (long long)img * {{C * H * W}};
 #pragma unroll 4
         for (int u = tid; u < {{PU}}; u += {{NT}}) {
             const int cg = u / {{NPIX}}, p = u - cg * {{NPIX}};
             const int py = p / {{PW}}, iy = y0 + py - {{pt}}, ix = p - py * {{PW}} - {{pl}};
             const bool live = p < {{REAL}} && iy >= 0 && iy < {{H}} && ix >= 0 && ix < {{W}};
+% end
             {{stage_t}} v[8];
 #pragma unroll
             for (int e = 0; e < 8; e++) {
@@ -584,37 +649,37 @@ local source_tr = engine.compile([=[
     // pooled outputs: {{PR}} rows of {{OW}} a band, consecutive threads consecutive outputs
     {{out_t}}* const ob = out + (long long)img * {{OS}} + m0 * {{OH * OW}} + (y0 / 2) * {{OW}};
 #pragma unroll 4
-    for (int i = tid; i < {{BM * PR * OW}}; i += {{NT}}) {
-        const int m = i / {{PR * OW}}, rem = i - m * {{PR * OW}};
-        const int py = rem / {{OW}}, px = rem - py * {{OW}};
-%   if mguard then
-        if (m0 + m >= {{M}}) break;
-%   end
-%   if NB * PR > OH then
+    for (int i = tid; i < {{BM * IB * PR * OW}}; i += {{NT}}) {
+{{unpack(PR, OW, "pooled row and column")}}
+%   if IB > 1 then
+        const {{acc_t}}* const e = es + m * {{EP}} + (im * {{PH}} + 2 * py) * {{PW}} + 2 * px;
+%   else
+%     if NB * PR > OH then
         if (y0 / 2 + py >= {{OH}}) continue;   // the last band's rows past the pooled output
-%   end
+%     end
         const {{acc_t}}* const e = es + m * {{EP}} + 2 * py * {{PW}} + 2 * px;
+%   end
 %   if pool_kind == "avg" then
         const {{acc_t}} v4 = ({{act("e[0]")}} + {{act("e[1]")}} + {{act("e[" .. PW .. "]")}} + {{act("e[" .. PW + 1 .. "]")}}) * 0.25f;
-        ob[m * {{OH * OW}} + py * {{OW}} + px] = {{from_acc("v4")}};
+        ob[{{IB > 1 and ("im * " .. OS .. " + ") or ""}}m * {{OH * OW}} + py * {{OW}} + px] = {{from_acc("v4")}};
 %   else
         const {{acc_t}} v4 = fmaxf(fmaxf(e[0], e[1]), fmaxf(e[{{PW}}], e[{{PW + 1}}]));
-        ob[m * {{OH * OW}} + py * {{OW}} + px] = {{from_acc(act("v4"))}};
+        ob[{{IB > 1 and ("im * " .. OS .. " + ") or ""}}m * {{OH * OW}} + py * {{OW}} + px] = {{from_acc(act("v4"))}};
 %   end
     }
 % else
     {{out_t}}* const ob = out + (long long)img * {{OS}} + m0 * {{COLS}} + y0 * {{CW}};
 #pragma unroll 4
-    for (int i = tid; i < {{BM * RB * CW}}; i += {{NT}}) {
-        const int m = i / {{RB * CW}}, rem = i - m * {{RB * CW}};
-        const int py = rem / {{CW}}, px = rem - py * {{CW}};
-% if mguard then
-        if (m0 + m >= {{M}}) break;
-% end
+    for (int i = tid; i < {{BM * IB * RB * CW}}; i += {{NT}}) {
+{{unpack(RB, CW, "row and column")}}
+% if IB > 1 then
+        ob[im * {{OS}} + m * {{COLS}} + py * {{CW}} + px] = es[m * {{EP}} + (im * {{PH}} + py) * {{PW}} + px];
+% else
 % if NB * RB > CH then
         if (y0 + py >= {{CH}}) continue;   // the last band's rows past the output
 % end
         ob[m * {{COLS}} + py * {{CW}} + px] = es[m * {{EP}} + py * {{PW}} + px];
+% end
     }
 % end
 }
@@ -641,13 +706,7 @@ local issue_src = engine.compile([=[
             const int d = b * {{WBUF}} + ((c >> 3) * {{MG}} + mg) * 64 + (c & 7) * 8;
             const bool ok = {{wok}};
             const {{w_t}}* const src = ok ? wp + c * {{M}} + 8 * mg : w_arg;
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(smw + 2 * d), "l"(src), "r"(ok ? 16 : 0)
-                         : "memory");
-#else
-            if (ok) memcpy(sm + d, src, 16);
-            else memset(sm + d, 0, 16);
-#endif
+{{cp16}}
         }
     };
     auto commit_w = [&]() {
@@ -671,7 +730,7 @@ function H.kernel(l, p)
     l.C, l.M, l.K, l.H, l.W, g.tag, act, l.bias and "_bias" or "",
     p.rows < g.CH and string.format("r%d", p.rows) or "ri", p.bm, p.wgs)
     .. (p.bk ~= H.default_bk(l) and string.format("_k%d", p.bk) or "")
-    .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.tr and "_tr" or "") .. (s.pooled and "_fp" or "")
+    .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.tr and "_tr" or "") .. (s.IB > 1 and ("_i" .. s.IB) or "") .. (s.pooled and "_fp" or "")
   -- the output written into a concat's slice (common.out_slice): its image stride
   local pre = common.planes_prelude(l, name, fused, s.threads, p.occ, s.NR)
   local slice, ty, head, args, dregs, douts = pre.slice, pre.ty, pre.head, pre.args, pre.dregs, pre.douts
@@ -698,6 +757,7 @@ function H.kernel(l, p)
     act = function(e) return common.act(act, e) end,
     OS = slice and slice.stride or (s.pooled and l.M * g.OH * g.OW or l.M * g.CH * g.CW),
     pooled = s.pooled, pool_kind = g.kind, OH = g.OH, OW = g.OW, PR = math.min(p.rows, g.CH) // 2,
+    IB = s.IB, PH = s.PH,
     tr = s.tr, MR = s.MR, PG = s.PG, NP = s.NP, MG = s.MG, ST = TR_STAGES, EP = s.EP,
   }
   if s.tr then
@@ -709,6 +769,23 @@ function H.kernel(l, p)
     function(r) return v.from_acc(v.act(r .. v.b)) end)
   v.stage_t = v.in_t
   v.put8 = common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4))
+  v.cp16 = common.cp_async16("            ", "smw + 2 * d", "sm + d", "src", "ok")
+  -- tr=1's epilogue: output i of the block's tile as map m, image im of the block (ib > 1), row py
+  -- of R and column px of Wd; past M (a partial map tile) the loop ends, past the batch it skips
+  v.unpack = function(R, Wd, what)
+    local L = {}
+    if s.IB > 1 then
+      L[#L + 1] = string.format("        // (output i: map, image of the block, %s)", what)
+      L[#L + 1] = string.format("        const int m = i / %d, rem0 = i - m * %d;", s.IB * R * Wd, s.IB * R * Wd)
+      L[#L + 1] = string.format("        const int im = rem0 / %d, rem = rem0 - im * %d;", R * Wd, R * Wd)
+    else
+      L[#L + 1] = string.format("        const int m = i / %d, rem = i - m * %d;", R * Wd, R * Wd)
+    end
+    L[#L + 1] = string.format("        const int py = rem / %d, px = rem - py * %d;", Wd, Wd)
+    if mguard then L[#L + 1] = string.format("        if (m0 + m >= %d) break;", l.M) end
+    if s.IB > 1 then L[#L + 1] = "        if (img + im >= n) continue;   // images past the batch" end
+    return table.concat(L, "\n")
+  end
   v.issue_first = s.tr and issue_src(v) or ""
   v.N, v.TA = s.tr and s.NP or p.bm, s.tr and 1 or 0
   v.wgmma_fn = wgmma_src(v)
@@ -717,7 +794,7 @@ function H.kernel(l, p)
     name = name,
     args = args,
     source = (s.tr and source_tr or source)(v),
-    grid = { common.batch_dim(s.NB, 1), common.ceil_div(l.M, p.bm), 1 },
+    grid = { s.IB > 1 and common.batch_dim(1, s.IB) or common.batch_dim(s.NB, 1), common.ceil_div(l.M, p.bm), 1 },
     block = { s.threads, 1, 1 },
     shared = s.smem,
     weights = string.format("arg:taps:%d", s.KK),

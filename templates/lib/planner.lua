@@ -271,18 +271,21 @@ function planner.auto_strategy(l)
   -- layers where igemm_tc took 30-34; a strided layer not timed yet.
   local g16 = common.conv_geom(l)
   -- Before it, planes with maps as wgmma's M (tr=1, whose default takes stride-1 layers
-  -- of 64 maps or more, a multiple of 8, with conv outputs 12 or more columns wide) where
-  -- K >= 2: both operands read by descriptor from shared memory, the input staged once
-  -- a block. On an H200 in bf16 at 10,000 images 1.3-1.5x igemm_wg's time on 3x3 layers
-  -- of 64 to 128 maps on 14x14 to 32x32 outputs, level on one; it lost on 8x8 outputs,
-  -- which tr's default leaves out (lib/planes_half.lua, H.default_tr).
+  -- of 64 maps or more, a multiple of 8, with conv outputs 12 or more columns wide, or 8 to
+  -- 11 with whole images stacked a block) where K >= 2: both operands read by descriptor
+  -- from shared memory, the input staged once a block. On an H200 in bf16 at 10,000 images
+  -- 1.3-1.5x igemm_wg's time on 3x3 layers of 64 to 128 maps on 14x14 to 32x32 outputs, level
+  -- on one; on 8x8 outputs 1.5x with three images a block, where one lost
+  -- (lib/planes_half.lua, H.default_tr).
   if (l.precision == "bf16" or l.precision == "fp16") and wgmma_layer(l, g16) and l.K >= 2
       and import("lib/planes_half").default_tr(l) == 1
       and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
     return "conv2d_planes", string.format("auto: planes (maps as wgmma's M), since precision is %s, the target " ..
       "is sm_90 (built as sm_90a: wgmma), C = %d >= %d, M = %d >= %d, K = %d >= 2, stride 1 and a %dx%d conv output " ..
-      "(%d columns >= %d)", l.precision, l.C, planner.AUTO_TC_MIN_C, l.M, import("lib/planes_half").TR_MIN_M, l.K,
-      g16.CH, g16.CW, g16.CW, import("lib/planes_half").TR_MIN_CW)
+      "(%s)", l.precision, l.C, planner.AUTO_TC_MIN_C, l.M, import("lib/planes_half").TR_MIN_M, l.K,
+      g16.CH, g16.CW, g16.CW >= import("lib/planes_half").TR_MIN_CW
+        and string.format("%d columns >= %d", g16.CW, import("lib/planes_half").TR_MIN_CW)
+        or string.format("%d columns: whole images stacked a block", g16.CW))
   end
   -- 16-bit layers of fewer than 16 channels (the course networks' second layers) on sm_90a,
   -- C*K*K >= AUTO_HALF_SMALL_C_MIN_CKK and M >= 16: planes where C >= AUTO_HALF_PLANES_MIN_C
