@@ -12,6 +12,7 @@
 # 2. `python3 bench/latency.py SPEC... --precision bf16 --auto --batches 10000` with PREV as
 #    the baseline (PyTorch BF16 eager channels-last and its CUDA graph in the same process).
 set -u
+. "$(dirname "$0")/cell_spec.sh"
 new=$1 prev=$2
 shift 2
 specs=${*:-specs/ece408-2017.yaml specs/ece408-2018sp.yaml specs/ece408-2018fa.yaml bench/specs/zoo-mlp.yaml \
@@ -22,7 +23,7 @@ fail=0
 log=$(mktemp)
 if [ -z "${SKIP_CHECKS:-}" ]; then
   for s in $specs; do
-    c=$(python3 -c "import sys; sys.path.insert(0, 'bench'); import compare; print(compare.precision_spec(sys.argv[1], 'bf16', True))" "$s")
+    c=$(auto_copy "$s" bf16)
     if "$new" check "$c" --random-input 1 --images 300 >"$log" 2>&1; then
       echo "ok   check $c 300 (large batch): $(grep -cE 'tolerance' "$log") lines within tolerance"
     else echo "FAIL check $c 300"; grep -E "FAIL|above|error" "$log" | head -4; tail -2 "$log"; fail=1; fi

@@ -15,35 +15,13 @@ set -u
 cg=$1
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
-t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
-bf16_auto() {  # spec -> a bf16 copy in $t, strategies and params dropped
-  local n; n=$(basename "$1" .yaml)
-  spec_copy "$1" "$t/$n.yaml"
-  sed -i "s/^network: .*/&\nprecision: bf16/" "$t/$n.yaml"
-  python3 - "$t/$n.yaml" <<'PY'
-import sys
-out, skip = [], False
-for line in open(sys.argv[1]):
-    st = line.strip()
-    if skip and line.startswith('      '):
-        continue
-    skip = False
-    if st.startswith('strategy:'):
-        continue
-    if st.startswith('params:'):
-        skip = st == 'params:'
-        continue
-    out.append(line)
-open(sys.argv[1], 'w').write(''.join(out))
-PY
-  echo "$t/$n.yaml"
-}
 for item in ${LAYERS:-specs/ece408-2017.yaml\|fc1 specs/ece408-2018sp.yaml\|fc1 specs/ece408-2018fa.yaml\|fc1 \
 bench/specs/zoo-vgg-same.yaml\|fc1 bench/specs/zoo-mlp.yaml\|fc1 bench/specs/zoo-mlp.yaml\|fc2 bench/specs/zoo-mlp.yaml\|fc3}; do
   IFS='|' read -r sp l <<<"$item"
-  c=$(bf16_auto "$sp")
+  c=$(auto_copy "$sp" bf16)
   for st in ${STRATS:-wg vec}; do
     out=$("$cg" kernel "$c" --layer "$l" --strategy "$st" --repeat "${REPEAT:-10}" --check-images "${CHECK_IMAGES:-64}" 2>&1)
     echo "$(basename "$sp" .yaml) $l $st: $(echo "$out" | grep -E 'params|median|WRONG|convgen:' | tr '\n' ' ' | cut -c1-360)"
   done
+  rm -f "$c"
 done

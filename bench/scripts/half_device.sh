@@ -13,6 +13,7 @@
 # (default "bf16 fp16") the reduced precisions to measure, e.g. "bf16 fp16 tf32". AUTO=1:
 # the copies drop the layers' strategy and params (auto's choices at that precision).
 set -u
+. "$(dirname "$0")/cell_spec.sh"
 cg=$1 DATA=${2:-/usr/share/datasets/fashion-mnist}
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
@@ -36,11 +37,10 @@ for n in ece408-2017 ece408-2018sp ece408-2018fa; do
   for p in fp32 ${PRECISIONS:-bf16 fp16}; do
     s=specs/$n.yaml
     if [ "$p" != fp32 ]; then
-      s=specs/.half-$n-$p.yaml
       if [ -n "${AUTO:-}" ]; then   # the layers' strategy and params dropped too (bench/compare.py --auto)
-        python3 -c "import sys; sys.path.insert(0, 'bench'); import compare; open(sys.argv[3], 'w').write(
-compare.precision_copy(sys.argv[1], sys.argv[2], True)[1])" "specs/$n.yaml" "$p" "$s"
+        s=$(auto_copy "specs/$n.yaml" "$p")
       else
+        s=specs/.half-$n-$p.yaml
         sed "s/^network: .*/&\nprecision: $p/" "specs/$n.yaml" >"$s"
       fi
     fi

@@ -10,6 +10,7 @@
 # 2. `convgen kernel` (checked on 16 images, then timed at 10,000, L2 flushed, median of 10) on
 #    the bf16 copy of zoo-vgg-same's conv3_1 and conv3_2 under planes tr=1 with ib 2, 3 and 4.
 set -u
+. "$(dirname "$0")/cell_spec.sh"
 cg=$1
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
@@ -23,8 +24,7 @@ done
 if compute-sanitizer --tool memcheck --error-exitcode 9 "$cg" run "$s" --random-input 64 --images 64 --batch 64 \
     >"$log" 2>&1; then echo "ok   memcheck $s 64"
 else echo "FAIL memcheck $s 64"; grep -m3 -E "ERROR|Invalid|error" "$log"; fail=1; fi
-c=$(python3 -c "import sys; sys.path.insert(0, 'bench'); import compare; print(compare.precision_spec(sys.argv[1], 'bf16', True))" \
-  bench/specs/zoo-vgg-same.yaml)
+c=$(auto_copy bench/specs/zoo-vgg-same.yaml bf16)
 for l in conv3_1 conv3_2; do
   for pa in ${PARAMS:-tr=1,ib=2 tr=1,ib=3 tr=1,ib=4}; do
     out=$("$cg" kernel "$c" --layer "$l" --strategy planes --params "$pa" --repeat 10 --check-images 16 2>&1)

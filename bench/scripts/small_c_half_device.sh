@@ -8,11 +8,12 @@
 #
 #   bash bench/scripts/small_c_half_device.sh CONVGEN
 set -u
+. "$(dirname "$0")/cell_spec.sh"
 cg=$1
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
 for n in ece408-2018fa ece408-2018sp; do
-  c=$(python3 -c "import sys; sys.path.insert(0, 'bench'); import compare; print(compare.precision_spec(sys.argv[1], 'bf16', True))" "specs/$n.yaml")
+  c=$(auto_copy "specs/$n.yaml" bf16)
   for v in ${VARIANTS:-"|" "planes|" "planes|bm=16" "planes|rows=8" "igemm_wg|" "igemm_tc|"}; do
     IFS='|' read -r st pa <<<"$v"
     out=$("$cg" kernel "$c" --layer conv2 ${st:+--strategy "$st"} ${pa:+--params "$pa"} --repeat 10 \

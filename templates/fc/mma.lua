@@ -172,7 +172,7 @@ local source = engine.compile([=[
             if (u >= {{BN * BK // 8}}) break;
 % end
             const int row = 8 * (w % {{BN // 8}}) + (ln & 7), kc = 4 * (w / {{BN // 8}}) + (ln >> 3);
-            const bool ok = {{oguard}}{{kguard_w}};
+            const bool ok = {{oguard}}{{kguard}};
             const {{w_t}}* const src = ok ? w_arg + (long long)(o0 + row) * {{IN}} + k0 + 8 * kc : w_arg;
             const int d = b * {{STAGE}} + {{BM * BK}} + (kc * {{BN}} + row) * 8;
 {{cp16}}
@@ -187,16 +187,7 @@ local source = engine.compile([=[
     {{acc_t}} cf[{{NR}}];
 #pragma unroll
     for (int r = 0; r < {{NR}}; r++) cf[r] = 0.0f;
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    auto wgmma = []({{acc_t}} (&d)[{{NR}}], unsigned long long da, unsigned long long db) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 2}}, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n{{BN}}k16.f32.{{wt}}.{{wt}} {{dregs}}, %{{NR}}, %{{NR + 1}}, p, 1, 1, 0, 0;\n}\n"
-            : {{douts}}
-            : "l"(da), "l"(db), "r"(1));
-    };
-    const unsigned long long d0 = sbase >> 4;
-#endif
-
+{{wgmma_fn}}
 #pragma unroll
     for (int s = 0; s < {{ST - 2}}; s++) {
         if (s < {{NK}}) issue(s, s);
@@ -271,17 +262,14 @@ function T.kernel(l, p)
   local head, args = common.kernel_head(name, threads,
     { { "in", nil, "x_arg" }, { "out" }, { "weights", nil, "w_arg" }, { "bias", nil, "b_arg" }, { "n" }, types = ty },
     nil, 1)
-  local dregs, douts = common.wgmma_dregs(p.bn // 2)
   local kguard = IN % p.bk ~= 0
   local v = {
     head = head, IN = IN, OUT = l.out, BM = p.bm, BN = p.bn, BK = p.bk, ST = p.st, NK = NK, NT = threads,
     NR = p.bn // 2, STAGE = (p.bm + p.bn) * p.bk, OB = common.ceil_div(l.out, p.bn),
     XU = p.bm * p.bk // 8 // threads, WU = common.ceil_div(p.bn * p.bk // 8, threads),
     kguard = kguard and string.format(" && k0 + 8 * kc < %d", IN) or "",
-    kguard_w = kguard and string.format(" && k0 + 8 * kc < %d", IN) or "",
     oguard = l.out % p.bn ~= 0 and string.format("o0 + row < %d", l.out) or "true",
     oedge = l.out % p.bn ~= 0,
-    dregs = dregs, douts = douts,
     adesc = common.wgmma_desc(p.bm), bdesc = common.wgmma_desc(p.bn),
     cp16 = common.cp_async16("            ", "sbase + 2 * d", "sm + d", "src", "ok"),
     wt = common.half_dtype(l) == "bf16" and "bf16" or "f16",
@@ -289,6 +277,7 @@ function T.kernel(l, p)
     act = function(e) return common.act(l.act, e) end,
   }
   common.typed(l, v)
+  v.wgmma_fn = common.wgmma16_lambda(v.acc_t, v.NR, p.bn, v.wt, 0)
   local rec = common.fc.record(l, name, args, source(v), { common.batch_dim(1, p.bm), v.OB, 1 }, threads)
   rec.shared = smem(p)
   return rec

@@ -793,6 +793,27 @@ function common.wgmma_map_stores(bm, guard_m, stride, t4, value)
   return table.concat(L, "\n")
 end
 
+-- The 16-bit wgmma templates' lambda wgmma(d, da, db): d += A * B, one m64nNk16 product of
+-- `wt` (bf16 or f16) operands by no-swizzle descriptors (start address / 16, then the leading
+-- and stride offsets in 16 bytes), A transposed (MN-major) where trans_a is 1, into nr FP32
+-- accumulators of type acc_t a thread; and d0, the shared memory `sm`'s start address / 16.
+-- Lines of a kernel's body (under sm_90a), ending in a newline.
+function common.wgmma16_lambda(acc_t, nr, n, wt, trans_a)
+  local dregs, douts = common.wgmma_dregs(nr)
+  return table.concat({
+    "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)",
+    "    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);",
+    string.format("    auto wgmma = [](%s (&d)[%d], unsigned long long da, unsigned long long db) {", acc_t, nr),
+    string.format([[        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %%%d, 0;\n"]], nr + 2),
+    string.format([[            "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s %s, %%%d, %%%d, p, 1, 1, %d, 0;\n}\n"]],
+      n, wt, wt, dregs, nr, nr + 1, trans_a),
+    "            : " .. douts,
+    [[            : "l"(da), "l"(db), "r"(1));]],
+    "    };",
+    "#endif",
+    "" }, "\n")
+end
+
 -- A 16-byte copy from global memory into shared memory as the 16-bit wgmma templates stage
 -- their operands (fc_mma, planes' tr=1 weights): the lines (indented `ind`) of one cp.async
 -- of `src` to shared address `saddr`, zero-filled where `ok` is false (a source size of 0),

@@ -136,8 +136,8 @@ end
 
 -- tr's default for l, given the parameters the spec gives: 1 for a stride-1 layer of at
 -- least 64 maps (a multiple of 8: the weights' 16-byte copies) whose conv output is 12 or
--- more columns wide, else 0. On an H200 in bf16 at 10,000 images (bench/RESULTS.md,
--- 2026-11-30), tr=1 with the epilogue staged through shared memory against tr=0 and
+-- more columns wide, or 8 to 11 where whole images stack (below), else 0. On an H200 in bf16
+-- at 10,000 images (bench/RESULTS.md, 2026-11-29), tr=1 with the epilogue staged through shared memory against tr=0 and
 -- igemm_wg (ms): zoo-vgg-same conv1_2 (64 -> 64, 32x32) 2.40 against 3.70 and 3.65
 -- (without its pool, a kernel after it then: the pool is fused since, fp), conv2_2
 -- (128 -> 128, 16x16) 2.17 (bm=64) against 4.64 and 2.83, zoo-wide3x3 conv3 (64 -> 128,
@@ -162,7 +162,15 @@ H.TR_STACK_PIX = 320   -- the tallest stack's computed pixels (3 images of 8x8, 
 -- are TR_STACK_MIN_CW to TR_MIN_CW - 1 columns wide, the most (up to 4, at least 2) whose
 -- stack computes at most TR_STACK_PIX pixels and whose block fits (wgmma's N, shared memory,
 -- registers), for the map tile and warpgroups given (else 64 and 2); else 1.
+local stack_memo = setmetatable({}, { __mode = "k" })   -- per layer table and given tile: the defaults ask often
 local function stack_ib(l, given)
+  local key = string.format("%s/%s/%s", given and given.wgs, given and given.bm, given and given.fp)
+  stack_memo[l] = stack_memo[l] or {}
+  if stack_memo[l][key] == nil then stack_memo[l][key] = H.stack_ib(l, given) end
+  return stack_memo[l][key]
+end
+
+function H.stack_ib(l, given)
   local g = common.conv_geom(l)
   if g.S ~= 1 or g.CW < H.TR_STACK_MIN_CW or g.CW >= H.TR_MIN_CW then return 1 end
   local PH, PW = l.H + g.pt + g.pb, l.W + g.pl + g.pr
@@ -345,21 +353,6 @@ end
 -- Both kernels' start: the head, the block's image, band and map tile, and the band's
 -- planes staged (unit u = 8 channels of one pixel, one 16-byte store; the kernel's
 -- stores still to be fenced for wgmma). tr=1 issues its first weight copies first.
--- Both kernels' wgmma(d, da, db): d += A * B, m64nNk16 of 16-bit operands by no-swizzle
--- descriptors (start address / 16, then the leading (channel-group) and stride (8-row group)
--- offsets in 16 bytes), A transposed (MN-major) where trans_a; and d0, the shared memory's
--- start address / 16.
-local wgmma_src = engine.compile([=[
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);
-    auto wgmma = []({{acc_t}} (&d)[{{NR}}], unsigned long long da, unsigned long long db) {
-        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 2}}, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n{{N}}k16.f32.{{wt}}.{{wt}} {{dregs}}, %{{NR}}, %{{NR + 1}}, p, 1, 1, {{TA}}, 0;\n}\n"
-            : {{douts}}
-            : "l"(da), "l"(db), "r"(1));
-    };
-#endif
-]=], "conv2d_planes_half_wgmma")
 
 local prologue = engine.compile([=[
 {{head}}
@@ -788,7 +781,9 @@ function H.kernel(l, p)
   end
   v.issue_first = s.tr and issue_src(v) or ""
   v.N, v.TA = s.tr and s.NP or p.bm, s.tr and 1 or 0
-  v.wgmma_fn = wgmma_src(v)
+  -- both kernels' wgmma(d, da, db) (A the planes and B the weights; tr=1: A the weights,
+  -- transposed) and d0
+  v.wgmma_fn = common.wgmma16_lambda(v.acc_t, s.NR, v.N, v.wt, v.TA)
   v.prologue = prologue(v)
   return {
     name = name,

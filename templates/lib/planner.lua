@@ -277,14 +277,14 @@ function planner.auto_strategy(l)
   -- 1.3-1.5x igemm_wg's time on 3x3 layers of 64 to 128 maps on 14x14 to 32x32 outputs, level
   -- on one; on 8x8 outputs 1.5x with three images a block, where one lost
   -- (lib/planes_half.lua, H.default_tr).
-  if (l.precision == "bf16" or l.precision == "fp16") and wgmma_layer(l, g16) and l.K >= 2
-      and import("lib/planes_half").default_tr(l) == 1
+  local half = l.precision == "bf16" or l.precision == "fp16"
+  local ph = import("lib/planes_half")
+  if half and wgmma_layer(l, g16) and l.K >= 2 and ph.default_tr(l) == 1
       and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
     return "conv2d_planes", string.format("auto: planes (maps as wgmma's M), since precision is %s, the target " ..
       "is sm_90 (built as sm_90a: wgmma), C = %d >= %d, M = %d >= %d, K = %d >= 2, stride 1 and a %dx%d conv output " ..
-      "(%s)", l.precision, l.C, planner.AUTO_TC_MIN_C, l.M, import("lib/planes_half").TR_MIN_M, l.K,
-      g16.CH, g16.CW, g16.CW >= import("lib/planes_half").TR_MIN_CW
-        and string.format("%d columns >= %d", g16.CW, import("lib/planes_half").TR_MIN_CW)
+      "(%s)", l.precision, l.C, planner.AUTO_TC_MIN_C, l.M, ph.TR_MIN_M, l.K, g16.CH, g16.CW,
+      g16.CW >= ph.TR_MIN_CW and string.format("%d columns >= %d", g16.CW, ph.TR_MIN_CW)
         or string.format("%d columns: whole images stacked a block", g16.CW))
   end
   -- 16-bit layers of fewer than 16 channels (the course networks' second layers) on sm_90a,
@@ -294,8 +294,7 @@ function planner.auto_strategy(l)
   -- images (bench/scripts/small_c_half_device.sh): ece408-2018fa's conv2 (12 -> 24, 7x7) 1.86 ms
   -- under planes, 2.97 igemm_wg, 3.18 igemm_tc, 6.84 under igemm's FFMA (the rule before);
   -- ece408-2018sp's (6 -> 16, 5x5) 0.725 igemm_wg, 0.685 igemm_tc, 0.99-1.49 planes, 1.14 igemm.
-  if (l.precision == "bf16" or l.precision == "fp16") and l.target and l.target.sm90a
-      and l.C < planner.AUTO_TC_MIN_C and l.C * l.K * l.K >= planner.AUTO_HALF_SMALL_C_MIN_CKK
+  if half and l.target and l.target.sm90a and l.C < planner.AUTO_TC_MIN_C and l.C * l.K * l.K >= planner.AUTO_HALF_SMALL_C_MIN_CKK
       and l.M >= planner.AUTO_TF32_MIN_M and g16.CH * g16.CW >= planner.AUTO_WG_MIN_OUT then
     local why = string.format("since precision is %s, the target is sm_90 (built as sm_90a: wgmma), C = %d < %d, " ..
       "C*K*K = %d >= %d and M = %d >= %d", l.precision, l.C, planner.AUTO_TC_MIN_C, l.C * l.K * l.K,
@@ -309,7 +308,7 @@ function planner.auto_strategy(l)
       return "conv2d_igemm_wg", "auto: igemm_wg, " .. why
     end
   end
-  if (l.precision == "bf16" or l.precision == "fp16") and wgmma_layer(l, g16, true)
+  if half and wgmma_layer(l, g16, true)
       and l.M >= planner.AUTO_TF32_MIN_M
       and pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
     return "conv2d_igemm_wg", string.format("auto: igemm_wg, since precision is %s (one m64nNk16 product of " ..
@@ -317,7 +316,7 @@ function planner.auto_strategy(l)
       "and a %dx%d conv output%s", l.precision, l.C, planner.AUTO_TC_MIN_C, l.M, planner.AUTO_TF32_MIN_M,
       g16.CH, g16.CW, g16.S > 1 and string.format(" (stride %d)", g16.S) or "")
   end
-  if (l.precision == "bf16" or l.precision == "fp16") and cc >= 80 and l.C >= planner.AUTO_TF32_MIN_C
+  if half and cc >= 80 and l.C >= planner.AUTO_TF32_MIN_C
       and l.M >= planner.AUTO_TF32_MIN_M
       and pcall(resolve, import("conv2d_igemm_tc"), "conv2d_igemm_tc", l, nil, nil) then
     return "conv2d_igemm_tc", string.format("auto: igemm_tc, since precision is %s (one m16n8k16 product a " ..
