@@ -89,7 +89,8 @@ def convgen_cmd(convgen, spec, batch, repeat, json_path):
 
 def run_convgen(convgen, spec, batch, repeat):
     """(GPU ms, host p50, p90, p99 ms, bucket, graph replays, path) of one convgen binary; path:
-    "whole" where the whole-network kernel ran, "layers" where the per-layer kernels did."""
+    "whole" where the whole-network kernel ran, "layers" where the per-layer kernels did with
+    programmatic dependent launch, "plain" where they did without it (auto measured it faster)."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "run.json")
         r = subprocess.run(convgen_cmd(convgen, spec, batch, repeat, path), cwd=ROOT, capture_output=True, text=True)
@@ -100,7 +101,8 @@ def run_convgen(convgen, spec, batch, repeat):
             j = json.load(f)
     lat = j.get("latency_ms") or {}
     return (j["total_s"] * 1e3, lat.get("p50"), lat.get("p90"), lat.get("p99"), j.get("bucket"),
-            j.get("graph_replays"), "whole" if j.get("whole") else "layers")
+            j.get("graph_replays"), "whole" if j.get("whole") else "plain" if j.get("launch") == "plain" and
+            j.get("plain_ms") is not None else "layers")
 
 
 class Torch:

@@ -94,6 +94,13 @@ typedef struct {
                                 is run; 1: always
                                 it (where there is none, the per-layer kernels, and the profile
                                 says so); 2: never */
+    int pdl_always;          /* CUDA, with programmatic dependent launch in effect: every launch
+                                that can overlap the kernel before does. By default, for kernels
+                                generated for a small batch (1 to 1024 images), the first time a
+                                number of images is run the per-layer kernels are timed both with
+                                their launches overlapped and launched plainly, and the faster
+                                way is kept (launched early, a kernel's blocks can crowd a few
+                                multiprocessors; see docs/design.md) */
 } cg_net_options;
 
 void cg_net_options_init(cg_net_options *o);

@@ -144,6 +144,7 @@ static int captured_coop;
 static fake_node *cap_nodes; /* the capture's steps so far */
 static int cap_n, cap_cap;
 static int launching_pdl; /* the launch under way asked for programmatic stream serialization */
+static int after_kernel;  /* the last operation queued was a kernel launch (no event, copy or memset since) */
 static int the_ctx, handles[4096], nhandles;
 static double ev_time[4096]; /* the clock an event read when last recorded (outside a capture, or
                                 by the replay of a graph it was recorded into); -1: none */
@@ -164,7 +165,7 @@ static void cap_node(double cost, int ev)
 /* A kernel's run time on the fake clock. */
 static double cost_of(const char *name)
 {
-    double c = st.kernel_cost ? st.kernel_cost(name, launching_pdl) : 0;
+    double c = st.kernel_cost ? st.kernel_cost(name, launching_pdl ? 1 : after_kernel ? 2 : 0) : 0;
     if (c > 0) return c;
     return strncmp(name, "network", 7) ? 1.0 : st.whole_cost > 0 ? st.whole_cost : 1.0;
 }
@@ -204,6 +205,7 @@ static CUresult f_LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
         st.coop[st.nnames] = 0;
         snprintf(st.names[st.nnames++], sizeof st.names[0], "%s", k->name);
     }
+    after_kernel = 1;
     return CUDA_SUCCESS;
 }
 /* cuLaunchKernelEx: as cuLaunchKernel, noting whether programmatic stream
@@ -242,7 +244,7 @@ static CUresult f_StreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
 {
     (void)s, (void)mode;
     if (capturing) return CUDA_ERROR_ILLEGAL_STATE;
-    capturing = 1, captured = 0, captured_cost = 0, captured_coop = 0, cap_n = 0;
+    capturing = 1, captured = 0, captured_cost = 0, captured_coop = 0, cap_n = 0, after_kernel = 0;
     st.captures++;
     return CUDA_SUCCESS;
 }
@@ -290,6 +292,7 @@ static CUresult f_GraphLaunch(CUgraphExec x, CUstream s)
     if (st.fail_launches) return CUDA_ERROR_LAUNCH_FAILED;
     st.graph_launches++;
     st.kernels_run += fg->nlaunch;
+    after_kernel = 0;
     /* its steps in order: each event recorded into it reads the clock where it stands */
     double start = clock_now;
     for (int i = 0; i < fg->nnodes; i++) {
@@ -320,7 +323,7 @@ static CUresult f_EventRecord(CUevent e, CUstream s)
 {
     (void)s;
     if (capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* an internal node: no time to read */
-    st.event_records++;
+    st.event_records++, after_kernel = 0;
     ev_time[ev_index(e)] = clock_now;
     return CUDA_SUCCESS;
 }
@@ -328,7 +331,7 @@ static CUresult f_EventRecordWithFlags(CUevent e, CUstream s, unsigned flags)
 {
     (void)s;
     if (capturing && !(flags & CU_EVENT_RECORD_EXTERNAL)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    st.event_records++;
+    st.event_records++, after_kernel = 0;
     if (!capturing) ev_time[ev_index(e)] = clock_now;
     else cap_node(0, ev_index(e));
     return CUDA_SUCCESS;
@@ -392,18 +395,21 @@ static CUresult f_MemcpyDtoH(void *d, CUdeviceptr s, size_t n)
 static CUresult f_MemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstream x)
 {
     (void)x;
+    after_kernel = 0;
     st.copies++;
     return f_MemcpyHtoD(d, s, n);
 }
 static CUresult f_MemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream x)
 {
     (void)x;
+    after_kernel = 0;
     st.copies++;
     return f_MemcpyDtoH(d, s, n);
 }
 static CUresult f_MemcpyDtoDAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream x)
 {
     (void)x;
+    after_kernel = 0;
     memcpy((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
     return CUDA_SUCCESS;
 }
@@ -415,12 +421,14 @@ static CUresult f_MemsetD32(CUdeviceptr d, unsigned v, size_t n)
 static CUresult f_MemsetD32Async(CUdeviceptr d, unsigned v, size_t n, CUstream x)
 {
     (void)x;
+    after_kernel = 0;
     return f_MemsetD32(d, v, n);
 }
 /* 16-bit tensors poisoned (0x7fff: a NaN as f16 and bf16) */
 static CUresult f_MemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream x)
 {
     (void)x;
+    after_kernel = 0;
     for (size_t i = 0; i < n; i++) ((unsigned short *)(uintptr_t)d)[i] = v;
     return CUDA_SUCCESS;
 }

@@ -46,9 +46,12 @@ typedef struct {
      * reads it, and cuEventElapsedTime gives the difference (0.001 ms when either
      * event has no reading) */
     double whole_cost;       /* set by the test; 0: 1 */
-    /* set by the test: a kernel's cost on the clock by its name and whether its
-     * launch asked for programmatic stream serialization (pdl), in place of the
-     * above where it answers more than 0 (tests/test_tune_verify.c makes one
+    /* set by the test: a kernel's cost on the clock by its name and how it was
+     * launched (pdl: 1 where the launch asked for programmatic stream serialization,
+     * 2 where it was launched plainly right after another kernel, no event, copy or
+     * memset between: a graph's kernels with no event inside, 0 otherwise: after an
+     * event, as a profile launches every kernel), in place of the above where it
+     * answers more than 0 (tests/test_tune_verify.c makes one
      * template's kernels slower or faster than the network's own, and one slower
      * where it overlaps the kernel before it, which a profile's launches never
      * do). An event recorded into a graph (CU_EVENT_RECORD_EXTERNAL) reads the

@@ -19,7 +19,9 @@
  * layer's output (the default plan shares tensors' bytes); and the whole-network kernel
  * the planner adds at bucket 8 (whole(): forced on, off and auto, and refused); a
  * concat's inputs written into their slices (views(): the producer bound at its
- * slice, a layer read back out of the concat's images). The other
+ * slice, a layer read back out of the concat's images); auto's choice between
+ * overlapped and plain launches for a bucket's kernels (launch_ways(): both timed,
+ * the faster kept; with the whole kernel, three ways). The other
  * tests turn it off to count the per-layer kernels. The test re-executes itself with
  * LD_LIBRARY_PATH naming the fake and the JIT cache in a temporary directory.
  * Skipped where NVRTC is missing. */
@@ -64,6 +66,7 @@ static cg_net *open_net(const char *spec, long long batch, int no_graphs)
     o.batch = batch;
     o.no_graphs = no_graphs;
     o.whole = 2; /* the per-layer kernels: what these tests count (the whole kernel: whole() below) */
+    o.pdl_always = 1; /* overlapped launches as they are (auto's timing of plain ones: launch_ways() below) */
     cg_net *net = NULL;
     cg_status rc = cg_net_open(spec, &o, &net);
     CHECK(rc == CG_STATUS_OK, "open (batch %lld): %s", batch, net ? cg_net_error(net) : "no network");
@@ -174,7 +177,7 @@ static int pdl_launches_at(const char *spec, int cc, int no_launch_ex, int no_pd
     o.backend = CG_BACKEND_CUDA;
     o.batch = batch;
     o.whole = 2;
-    o.no_pdl = no_pdl;
+    o.no_pdl = no_pdl, o.pdl_always = 1;
     o.profile = profile;
     cg_net *net = NULL;
     cg_status rc = cg_net_open(spec, &o, &net);
@@ -271,7 +274,7 @@ static void memory(const char *spec)
         for (int sets = 1; sets <= 2; sets++) {
             cg_net_options o;
             cg_net_options_init(&o);
-            o.backend = CG_BACKEND_CUDA, o.batch = 8, o.streams = sets, o.keep_tensors = keep, o.whole = 2;
+            o.backend = CG_BACKEND_CUDA, o.batch = 8, o.streams = sets, o.keep_tensors = keep, o.whole = 2, o.pdl_always = 1;
             cg_net *net = NULL;
             int before = st->device_allocs;
             cg_status rc = cg_net_open(spec, &o, &net);
@@ -349,7 +352,7 @@ static cg_net *open_whole(const char *spec, int whole, int no_graphs, int stream
     cg_net_options o;
     cg_net_options_init(&o);
     o.backend = CG_BACKEND_CUDA, o.batch = 8, o.whole = whole, o.no_graphs = no_graphs, o.streams = streams;
-    o.profile = profile;
+    o.profile = profile, o.pdl_always = 1;
     cg_net *net = NULL;
     cg_status rc = cg_net_open(spec, &o, &net);
     CHECK(rc == CG_STATUS_OK, "open (whole %d): %s", whole, net ? cg_net_error(net) : "no network");
@@ -661,7 +664,7 @@ static void views(void)
     }
     cg_net_options o;
     cg_net_options_init(&o);
-    o.backend = CG_BACKEND_CUDA, o.batch = 8, o.keep_tensors = 1, o.whole = 2;
+    o.backend = CG_BACKEND_CUDA, o.batch = 8, o.keep_tensors = 1, o.whole = 2, o.pdl_always = 1;
     cg_net *net = NULL;
     cg_status rc = cg_net_open(spec, &o, &net);
     CHECK(rc == CG_STATUS_OK, "open layers-concat: %s", net ? cg_net_error(net) : "none");
@@ -696,6 +699,113 @@ static void views(void)
     memset(st->rec_name, 0, sizeof st->rec_name);
 }
 
+/* ---- auto's choice between overlapped and plain launches ---- */
+
+/* The fake's clock: a launch carrying PDL costs way_pdl_cost, a plain one 1 (the
+ * whole-network kernel whole_cost as set). */
+static double way_pdl_cost;
+static double way_cost(const char *name, int pdl)
+{
+    if (!strncmp(name, "network", 7)) return 0; /* the fake's default: whole_cost */
+    return pdl == 1 ? way_pdl_cost : 1.0;
+}
+
+static cg_net *open_ways(const char *spec, long long batch, int whole, int pdl_always)
+{
+    cg_net_options o;
+    cg_net_options_init(&o);
+    o.backend = CG_BACKEND_CUDA, o.batch = batch, o.whole = whole, o.streams = 1, o.pdl_always = pdl_always;
+    cg_net *net = NULL;
+    cg_status rc = cg_net_open(spec, &o, &net);
+    CHECK(rc == CG_STATUS_OK, "open (batch %lld, whole %d): %s", batch, whole, net ? cg_net_error(net) : "none");
+    if (rc == CG_STATUS_OK) return net;
+    cg_net_close(net);
+    return NULL;
+}
+
+/* graphnet at bucket 8 on the sm_90 fake: 4 per-layer kernels, 3 of them launched
+ * with PDL. Auto (whole off) times both launch ways 31 rounds and keeps the faster
+ * (3 PDL launches at 3 ms and the first at 1: 10 ms, against 4 ms plain; then at
+ * 0.5: 2.5 against 4); the next run replays the choice, nothing timed. With the
+ * whole kernel in auto too, three ways timed and the fastest kept. Not timed: the
+ * large batch's kernels, pdl_always, no_pdl. */
+static void launch_ways(const char *spec)
+{
+    st->kernel_cost = way_cost;
+    for (int plain_wins = 0; plain_wins < 2; plain_wins++) {
+        way_pdl_cost = plain_wins ? 3.0 : 0.5;
+        cg_net *net = open_ways(spec, 8, 2, 0);
+        if (!net) continue;
+        fake_cu_stats_t a = *st;
+        if (!run(net, 3)) {
+            const cg_gpu_times *t = cg_net_gpu_times(net);
+            double pdl_ms = 1 + 3 * way_pdl_cost;
+            CHECK(st->captures - a.captures == 2 && st->graph_launches - a.graph_launches == 2 * 31 + 1,
+                  "plain %s: %d captures, %d graph launches (2 x 31 rounds + 1)", plain_wins ? "faster" : "slower",
+                  st->captures - a.captures, st->graph_launches - a.graph_launches);
+            CHECK(t->pdl_ms == pdl_ms && t->plain_ms == 4.0 && t->plain == plain_wins &&
+                      t->layers_ms == (plain_wins ? 4.0 : pdl_ms) && t->pdl_launches == (plain_wins ? 0 : 3) &&
+                      isnan(t->whole_ms),
+                  "plain %s: pdl %g ms, plain %g ms, ran plain %d, layers %g ms, %d PDL launches",
+                  plain_wins ? "faster" : "slower", t->pdl_ms, t->plain_ms, t->plain, t->layers_ms, t->pdl_launches);
+            a = *st;
+            if (!run(net, 3))
+                CHECK(st->captures == a.captures && st->graph_launches - a.graph_launches == 1 &&
+                          cg_net_gpu_times(net)->plain == plain_wins,
+                      "again: %d captures, %d graph launches, plain %d", st->captures - a.captures,
+                      st->graph_launches - a.graph_launches, cg_net_gpu_times(net)->plain);
+        }
+        cg_net_close(net);
+    }
+    /* bucket 64 (no whole kernel): both launch ways timed likewise */
+    cg_net *net64 = open_ways(spec, 64, 0, 0);
+    if (net64) {
+        fake_cu_stats_t a = *st;
+        if (!run(net64, 20)) {
+            const cg_gpu_times *t = cg_net_gpu_times(net64);
+            CHECK(t->bucket == 64 && st->captures - a.captures == 2 && st->graph_launches - a.graph_launches == 2 * 31 + 1 &&
+                      !isnan(t->pdl_ms) && t->plain_ms < t->pdl_ms && t->plain && t->whole == CG_RAN_NO_WHOLE,
+                  "bucket %d: %d captures, %d graph launches, pdl %g ms, plain %g ms", t->bucket,
+                  st->captures - a.captures, st->graph_launches - a.graph_launches, t->pdl_ms, t->plain_ms);
+        }
+        cg_net_close(net64);
+    }
+    /* three ways: plain launches 4 ms, PDL 10, the whole kernel 6 (then 2) */
+    way_pdl_cost = 3.0;
+    for (int whole_wins = 0; whole_wins < 2; whole_wins++) {
+        st->whole_cost = whole_wins ? 2.0 : 6.0;
+        cg_net *net = open_ways(spec, 8, 0, 0);
+        if (!net) continue;
+        fake_cu_stats_t a = *st;
+        if (!run(net, 3)) {
+            const cg_gpu_times *t = cg_net_gpu_times(net);
+            CHECK(st->captures - a.captures == 3 && st->graph_launches - a.graph_launches == 3 * 31 + 1 &&
+                      t->whole_ms == st->whole_cost && t->pdl_ms == 10.0 && t->plain_ms == 4.0 &&
+                      (t->whole == CG_RAN_WHOLE) == whole_wins && t->plain == !whole_wins,
+                  "three ways (whole %g ms): %d captures, %d graph launches, whole ran %d, plain %d",
+                  st->whole_cost, st->captures - a.captures, st->graph_launches - a.graph_launches,
+                  t->whole == CG_RAN_WHOLE, t->plain);
+        }
+        cg_net_close(net);
+    }
+    st->whole_cost = 0;
+    /* nothing timed: the large batch's kernels, and pdl_always */
+    for (int c = 0; c < 2; c++) {
+        cg_net *net = open_ways(spec, c ? 8 : 0, 2, c);
+        if (!net) continue;
+        fake_cu_stats_t a = *st;
+        if (!run(net, 3)) {
+            const cg_gpu_times *t = cg_net_gpu_times(net);
+            CHECK(st->captures - a.captures == 1 && st->graph_launches - a.graph_launches == 1 && isnan(t->plain_ms) &&
+                      !t->plain && t->pdl_launches > 0,
+                  "%s: %d captures, %d graph launches, %d PDL launches", c ? "pdl_always" : "large batch",
+                  st->captures - a.captures, st->graph_launches - a.graph_launches, t->pdl_launches);
+        }
+        cg_net_close(net);
+    }
+    st->kernel_cost = NULL;
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -725,6 +835,7 @@ int main(int argc, char **argv)
     bucket_one(spec);
     pdl(spec);
     whole(spec);
+    launch_ways(spec);
     views();
     harness_bucket();
     char cmd[4300];

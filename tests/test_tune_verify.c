@@ -10,7 +10,7 @@
  * dropped and one whose kernels are faster is kept, each judged on every layer
  * of its shape; the 2 % margin on both sides; where the network with those kept
  * is slower as run runs it (no profile: a kernel the test makes slower where its
- * launch overlaps the kernel before), each timed alone and the one faster kept; an fc entry that moves a layer out
+ * launch follows the kernel before with no event between, with PDL or without), each timed alone and the one faster kept; an fc entry that moves a layer out
  * of the network's one-kernel tail is charged that layer's new kernel; the
  * record written holds the entries kept and not those dropped, with the older
  * record's other buckets, and the lines printed say so with both times; an older
@@ -61,7 +61,8 @@ static cg_spec spec;
 
 static struct {
     const char *prefix;
-    double cost, pdl_cost; /* launched alone, and overlapping the kernel before (0: the same) */
+    double cost, pdl_cost; /* launched after an event (a profile), and right after the kernel
+                            * before, overlapping it or not, as run launches it (0: the same) */
 } costs[4];
 static cg_manifest own[2]; /* the network's kernels at bucket 8 and at the large batch */
 
@@ -233,8 +234,9 @@ static void verdicts(void)
     free(rec), free(r);
 }
 
-/* fc_vec faster alone (a profile launches every kernel so) but slower overlapping the kernel
- * before it (programmatic dependent launch, as run launches it). fc1's entry kept by its
+/* fc_vec faster alone (after an event, as a profile launches every kernel) but slower right
+ * after the kernel before it, whether its launch overlaps that one or not (run times both ways
+ * and keeps the faster: neither escapes it). fc1's entry kept by its
  * layer's time alone: the network as run runs it slower with it, and it is dropped. With c1's
  * entry kept too and faster by more, the network is faster and both stay; with fc_vec slower
  * still, the two together are slower, each is timed alone, and c1's stays alone. */

@@ -29,6 +29,7 @@ typedef struct {
     int no_pdl;          /* CUDA: no programmatic dependent launch */
     int keep_tensors;    /* CUDA: every tensor readable after a batch (no memory reuse) */
     int whole;           /* CUDA: the whole-network kernel: CG_WHOLE_AUTO, _ON or _OFF (gpu.h) */
+    int pdl_always;      /* CUDA: overlapped launches without timing plain ones (cg_net_options) */
 } cg_backend_opts;
 
 /* One run: n images in, predictions (and optionally scores and per-layer outputs) out. */

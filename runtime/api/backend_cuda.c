@@ -20,7 +20,7 @@ static int cuda_open(void **state, const cg_spec *s, const cg_weights *w, const 
     *state = c;
     cg_gpu_opts go = {o->fatbin,   o->no_cache, o->batch,        o->poison,      o->profile,  o->device,
                       o->log,      o->streams,  o->manifest,     o->manifest_len, o->fatbin_data, o->fatbin_len,
-                      o->no_graphs, o->no_pdl, o->keep_tensors, o->whole};
+                      o->no_graphs, o->no_pdl, o->keep_tensors, o->whole, o->pdl_always};
     return cg_gpu_open(&c->g, s, w, &go, &c->hc, e) ? CG_STATUS_DEVICE : 0;
 }
 

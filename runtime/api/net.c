@@ -103,7 +103,7 @@ static cg_status open_backend(cg_net *net, const cg_spec *s, const cg_weights *w
     net->be = backend_of(o->backend);
     cg_backend_opts bo = {o->device, o->fatbin, o->no_cache, o->batch, o->poison, o->profile, &net->log,
                           o->streams, NULL, 0, NULL, 0, o->no_graphs, o->no_pdl, o->keep_tensors,
-                          o->whole < 0 ? CG_WHOLE_AUTO : o->whole};
+                          o->whole < 0 ? CG_WHOLE_AUTO : o->whole, o->pdl_always};
     if (b) {
         bo.manifest = b->sec[CG_BUNDLE_MANIFEST].data, bo.manifest_len = b->sec[CG_BUNDLE_MANIFEST].len;
         bo.fatbin_data = b->sec[CG_BUNDLE_FATBIN].data, bo.fatbin_len = b->sec[CG_BUNDLE_FATBIN].len;

@@ -377,6 +377,12 @@ static int write_json(const char *path, const cg_job *j, const cg_run_nets *rn, 
         fprintf(f, isnan(t->whole_ms) ? "null" : "%.6f", t->whole_ms);
         fprintf(f, ",\n  \"layers_ms\": ");
         fprintf(f, isnan(t->layers_ms) ? "null" : "%.6f", t->layers_ms);
+        /* how the per-layer kernels were launched (plain where measured faster than with PDL)
+         * and the two times that chose it */
+        fprintf(f, ",\n  \"launch\": \"%s\",\n  \"pdl_ms\": ", t->plain ? "plain" : t->pdl_launches ? "pdl" : "plain");
+        fprintf(f, isnan(t->pdl_ms) ? "null" : "%.6f", t->pdl_ms);
+        fprintf(f, ",\n  \"plain_ms\": ");
+        fprintf(f, isnan(t->plain_ms) ? "null" : "%.6f", t->plain_ms);
         fprintf(f, ",\n");
     }
     /* the tuning record's choices are the ones for the bucket the kernels were generated for */
@@ -491,6 +497,9 @@ static const char run_usage[] =
     "                      per-layer kernels once and keeps the faster; on: always it; off: never (GPU)\n"
     "  --no-pdl            no programmatic dependent launch: each kernel launched only once\n"
     "                      the one before has ended (GPU, sm_90 and newer; --profile implies it)\n"
+    "  --pdl-always        every launch that can overlap the kernel before does; by default\n"
+    "                      kernels for a batch of up to 1024 images are first timed both with\n"
+    "                      overlapped and with plain launches, and the faster kept (GPU)\n"
     "  --no-cache          compile every kernel, bypassing the JIT cache (GPU)\n"
     "  --profile           per-kernel times and host-side costs (GPU)\n"
     "  --device N          the GPU to run on (default 0)\n"
@@ -639,9 +648,9 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
                *data = NULL, *no_cache = NULL, *profile = NULL, *json = NULL, *repeat_t = NULL,
                *random_t = NULL, *device_t = NULL, *tuning = NULL, *no_tuning = NULL, *repeat_ds_t = NULL,
                *streams_t = NULL, *input = NULL, *labels = NULL, *output = NULL, *devices_t = NULL,
-               *no_graphs = NULL, *no_pdl = NULL, *whole_t = NULL;
+               *no_graphs = NULL, *no_pdl = NULL, *whole_t = NULL, *pdl_always = NULL;
     const cg_opt opts[] = {{"--images", 1, &images_t}, {"--no-graphs", 0, &no_graphs}, {"--no-pdl", 0, &no_pdl}, {"--batch", 1, &batch_t}, {"--backend", 1, &backend_t},
-                           {"--whole", 1, &whole_t},
+                           {"--whole", 1, &whole_t}, {"--pdl-always", 0, &pdl_always},
                            {"--repeat-dataset", 1, &repeat_ds_t}, {"--streams", 1, &streams_t},
                            {"--fatbin", 1, &fatbin},   {"--data", 1, &data},     {"--no-cache", 0, &no_cache},
                            {"--profile", 0, &profile}, {"--json", 1, &json},     {"--repeat", 1, &repeat_t},
@@ -696,7 +705,7 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     const char *gpu_opt = devices_t ? "--devices" : fatbin ? "--fatbin" : profile ? "--profile" : batch_t ? "--batch"
                         : no_cache ? "--no-cache" : device_t ? "--device" : tuning ? "--tuning"
                         : no_tuning ? "--no-tuning" : streams_t ? "--streams" : no_graphs ? "--no-graphs"
-                        : no_pdl ? "--no-pdl" : whole_t ? "--whole" : NULL;
+                        : no_pdl ? "--no-pdl" : whole_t ? "--whole" : pdl_always ? "--pdl-always" : NULL;
     if (devices_t && dev.k) device = dev.id[0]; /* the one the tuning record is checked against */
     rc = gpu_opt ? gpu_only(gpu_opt, backend, (int)device, &use_gpu, e)
                  : pick_backend(backend, (int)device, 0, &use_gpu, e);
@@ -707,7 +716,7 @@ int cg_cmd_run(int argc, char **argv, cg_err *e)
     no.device = (int)device, no.fatbin = fatbin, no.no_cache = no_cache != NULL, no.batch = batch;
     no.streams = (int)streams;
     no.profile = profile != NULL, no.tuning = tuning, no.no_tuning = no_tuning != NULL;
-    no.no_graphs = no_graphs != NULL, no.no_pdl = no_pdl != NULL, no.whole = whole;
+    no.no_graphs = no_graphs != NULL, no.no_pdl = no_pdl != NULL, no.whole = whole, no.pdl_always = pdl_always != NULL;
     int from_record[CG_MAX_LAYERS] = {0};
     if (!rc && use_gpu && !j.is_bundle) rc = cg_net_tune(j.s, &no, from_record, NULL, e);
     if (!rc) rc = input ? job_load_user(&j, input, labels, images, images_t != NULL, classes, e)
@@ -1020,7 +1029,9 @@ int cg_cmd_check(int argc, char **argv, cg_err *e)
     cg_net_options_init(&co);
     go.backend = CG_BACKEND_CUDA, go.device = (int)device, go.fatbin = fatbin, go.no_cache = no_cache != NULL;
     go.poison = 1, go.keep_tensors = 1, go.tuning = tuning, go.no_tuning = no_tuning != NULL, go.batch = batch;
-    go.no_pdl = no_pdl != NULL, go.whole = whole;
+    /* every overlapped launch as it is (no timing of plain launches against it): the
+     * overlapped launches are the ones whose results could differ */
+    go.no_pdl = no_pdl != NULL, go.whole = whole, go.pdl_always = 1;
     cg_job j;
     int from_record[CG_MAX_LAYERS];
     if ((rc = job_spec(&j, spec, e)) || (rc = bundle_refuses(&j, fatbin, tuning, no_tuning, no_cache, e)) ||

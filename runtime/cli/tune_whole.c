@@ -117,6 +117,7 @@ int cg_tune_whole(const cg_spec *s_in, long long batch, int device, int no_cache
     cg_net_options_init(&go);
     go.backend = CG_BACKEND_CUDA, go.device = device, go.batch = batch, go.no_cache = no_cache;
     go.poison = 1, go.keep_tensors = 1, go.whole = CG_WHOLE_OFF; /* checking: every tensor poisoned and kept */
+    go.pdl_always = 1; /* and the overlapped launches checked as they are, nothing timed */
     rc = open_net(s, &w, &go, &gpu, e);
     if (!rc && cg_net_has_whole(gpu)) {
         r->has = 1;
@@ -139,7 +140,7 @@ int cg_tune_whole(const cg_spec *s_in, long long batch, int device, int no_cache
     if (!rc && r->has) {
         /* timing: a network opened as run opens it (no poison, tensors sharing memory,
          * auto), its first batch of this many images timing both ways */
-        go.poison = 0, go.keep_tensors = 0, go.whole = CG_WHOLE_AUTO;
+        go.poison = 0, go.keep_tensors = 0, go.whole = CG_WHOLE_AUTO, go.pdl_always = 0;
         rc = open_net(s, &w, &go, &timed, e);
         if (!rc && (rc = cg_net_run(timed, &in, b.gp, NULL))) cg_fail(e, "%s", cg_net_error(timed));
         if (!rc) {

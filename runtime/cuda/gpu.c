@@ -15,12 +15,25 @@
 #include <string.h>
 
 #define CG_SET_GRAPHS 4
-/* choosing between the whole-network kernel and the per-layer kernels: rounds
- * (one batch each way) before timing, rounds timed (the median of each way is
- * kept), counts remembered */
+/* choosing how a batch runs (auto): rounds (one batch each way) before timing,
+ * rounds timed (the median of each way is kept), counts remembered. (31 rounds of
+ * two ways cost 62 batches once per count of images: about 0.6 s for the slowest
+ * bucketed network measured, zoo-7x7-large at 1,000 images, 9 ms a batch.) */
 #define CG_WHOLE_WARM 10
 #define CG_WHOLE_REPS 21
 #define CG_WHOLE_PICKS 8
+
+/* The ways a batch can run: the per-layer kernels with programmatic dependent
+ * launch where it applies (a kernel launched early overlaps the tail of the one
+ * before), the whole-network kernel, or the per-layer kernels each launched
+ * plainly after the one before. Launched early, a kernel's blocks are placed
+ * where the kernel before leaves room: on an H200 (2026-11-29) that made
+ * ece408-2018sp at 256 images 275 us against 134 launched plainly, and
+ * zoo-awkward at one image 74 against 86 the other way, so where both are
+ * possible (kernels generated for a bucket, PDL in effect and some launch
+ * carrying it) auto times them and keeps the faster, as it does the whole
+ * kernel. */
+enum { WAY_LAYERS = 0, WAY_WHOLE = 1, WAY_PLAIN = 2, CG_WAYS = 3 };
 
 /* One stream set: what one batch in flight needs. While one set's kernels
  * run, another's copies do, so each has its own tensors and staging. */
@@ -35,9 +48,10 @@ typedef struct {
     CUgraphExec graph[CG_SET_GRAPHS];
     long long graph_n[CG_SET_GRAPHS]; /* the images each was captured for; 0: none */
     int graph_skip[CG_SET_GRAPHS];    /* the kernel it leaves out (a float input), -1: none */
-    int graph_whole[CG_SET_GRAPHS];   /* it holds the whole-network kernel, not the per-layer ones */
+    int graph_way[CG_SET_GRAPHS];     /* how it runs the batch: WAY_* */
+    int graph_pdl[CG_SET_GRAPHS];     /* its launches with programmatic stream serialization */
     CUdeviceptr scratch;              /* the whole-network kernel's scratch (manifest scratch=), zeroed once */
-    int ran_whole;                    /* the batch queued last ran the whole-network kernel */
+    int ran_way;                      /* how the batch queued last ran: WAY_* */
     int graph_next;                   /* the slot the next capture takes */
     unsigned char *hin;               /* pinned: one batch of input pixels */
     unsigned char *hout;              /* pinned: one batch of every result downloaded */
@@ -66,6 +80,7 @@ struct cg_gpu {
      * --no-pdl and without --profile (per-kernel events sit between every two
      * kernels there, and the overlap would blur each kernel's time) */
     int pdl;
+    int pdl_always;                       /* no timing of plain launches against it (cg_gpu_opts) */
     int pdl_launches;                     /* launches of the last queued batch that carried it */
     int layers_timed;                     /* events at layer boundaries (else layer_ms reads NaN) */
     int nsets;
@@ -85,11 +100,11 @@ struct cg_gpu {
     char whole_note[256];    /* why it is not used */
     unsigned whole_blocks;   /* its grid x: min(CAP, SMs x resident blocks an SM), at least 1 */
     CUdeviceptr warg[CG_MAX_ARGS]; /* its w:/b: arguments' device pointers */
-    CUevent wev[2]; /* timing the two ways (auto): before and after one batch */
+    CUevent wev[2]; /* timing the ways (auto): before and after one batch */
     struct {
         long long n;         /* images; 0: unused */
-        int whole;           /* the whole kernel was the faster */
-        double whole_ms, layers_ms;
+        int way;             /* the fastest way: WAY_* */
+        double ms[CG_WAYS];  /* each way's median; NaN: not timed */
     } pick[CG_WHOLE_PICKS];
     int npick;
     /* the tuning record's decision for this bucket (the spec's whole_tuned), taken
@@ -423,7 +438,7 @@ static int alloc_sets(cg_gpu *g, long long want, int keep, cg_host_costs *hc, cg
             CG_CU(e, cu->cuEventCreate(&st->dn1, CU_EVENT_DEFAULT)))
             return -1;
     }
-    for (int i = 0; g->wk >= 0 && i < 2; i++)
+    for (int i = 0; i < 2; i++) /* (any bucket may time its launch ways) */
         if (CG_CU(e, cu->cuEventCreate(&g->wev[i], CU_EVENT_DEFAULT))) return -1;
     return CG_CU(e, cu->cuEventCreate(&g->first, CU_EVENT_DEFAULT));
 }
@@ -586,6 +601,7 @@ int cg_gpu_open(cg_gpu **out, const cg_spec *s, const cg_weights *w, const cg_gp
     g->profile = o->profile;
     g->graphs = !o->no_graphs;
     g->pdl = !o->no_pdl && !o->profile; /* and the device and driver allow it: below, once opened */
+    g->pdl_always = o->pdl_always;
     g->nsets = o->streams ? o->streams : 2;
     g->wk = -1;
     g->tuned = -1;
@@ -624,6 +640,23 @@ static CUresult launch_ex(cg_gpu *g, CUfunction fn, const cg_mkernel *k, unsigne
     return g->cu->cuLaunchKernelEx(&cfg, fn, args, NULL);
 }
 
+/* Whether kernel i, launched for n images right after another kernel in its
+ * stream (after_kernel), carries programmatic stream serialization: PDL in
+ * effect, the kernel with the prologue, and its grid at most one block a
+ * multiprocessor. Launched early, a larger grid's blocks are placed where the
+ * kernel before leaves room and can crowd some multiprocessors while others
+ * idle (measured on an H200: ResNet-18 at one image, whose split convolutions
+ * launch thousands of one-warp blocks, took 834 us with every launch overlapped
+ * against 628 with the convolutions launched plainly after an event). */
+static int pdl_launch(const cg_gpu *g, int i, long long n, int after_kernel)
+{
+    const cg_mkernel *k = &g->m->k[i];
+    if (!g->pdl || !k->pdl || !after_kernel) return 0;
+    unsigned long long blocks = (unsigned long long)cg_mdim_eval(k->grid[0], n) * cg_mdim_eval(k->grid[1], n) *
+                                cg_mdim_eval(k->grid[2], n);
+    return g->cu->sm_count <= 0 || blocks <= (unsigned long long)g->cu->sm_count;
+}
+
 /* Launch kernel i for n images of a batch held in set st's tensors, on stream s
  * (the set's own, or a caller's). after_kernel: the operation queued on s just
  * before is a kernel launch (no event, copy or memset in between), so that the
@@ -643,15 +676,7 @@ static int launch(cg_gpu *g, cg_gpu_set *st, int i, long long n, CUstream s, int
     unsigned gx = (unsigned)cg_mdim_eval(k->grid[0], n), gy = (unsigned)cg_mdim_eval(k->grid[1], n),
              gz = (unsigned)cg_mdim_eval(k->grid[2], n);
     char what[200];
-    /* PDL only for a grid of at most one block a multiprocessor: launched early,
-     * a larger grid's blocks are placed where the kernel before leaves room and
-     * can crowd some multiprocessors while others idle (measured on an H200:
-     * ResNet-18 at one image, whose split convolutions launch thousands of
-     * one-warp blocks, took 834 us with every launch overlapped against 628 with
-     * the convolutions launched plainly after an event) */
-    unsigned long long blocks = (unsigned long long)gx * gy * gz;
-    int fits = g->cu->sm_count <= 0 || blocks <= (unsigned long long)g->cu->sm_count;
-    if (g->pdl && k->pdl && after_kernel && fits) {
+    if (pdl_launch(g, i, n, after_kernel)) {
         CUlaunchAttribute attr;
         memset(&attr, 0, sizeof attr);
         attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -811,14 +836,15 @@ static int record(cg_gpu *g, cg_gpu_set *st, CUevent ev, int external, cg_err *e
 }
 
 /* The kernels of a batch of n images on set st (without kernel `skip`), with
- * the events at the marks, recorded as `record` says; `whole`: the
- * whole-network kernel instead, between the first mark's event and the last's
- * (1: it was refused, nothing queued but the first event). */
-static int queue_kernels(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int external, int whole, cg_err *e)
+ * the events at the marks, recorded as `record` says, run the way `way` says:
+ * WAY_WHOLE, the whole-network kernel instead, between the first mark's event
+ * and the last's (1: it was refused, nothing queued but the first event);
+ * WAY_PLAIN, every launch without programmatic stream serialization. */
+static int queue_kernels(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int external, int way, cg_err *e)
 {
     int after_kernel = 0; /* the last operation queued is a kernel */
     g->pdl_launches = 0;
-    if (whole) {
+    if (way == WAY_WHOLE) {
         int rc = record(g, st, st->ev[0], external, e);
         if (!rc) rc = launch_whole(g, st, n, st->stream, e);
         return rc ? rc : record(g, st, st->ev[g->nev - 1], external, e);
@@ -829,7 +855,7 @@ static int queue_kernels(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int e
             after_kernel = 0;
         }
         if (i < g->nlk && i != skip) {
-            if (launch(g, st, i, n, st->stream, after_kernel, e)) return -1;
+            if (launch(g, st, i, n, st->stream, after_kernel && way == WAY_LAYERS, e)) return -1;
             after_kernel = 1;
         }
     }
@@ -837,21 +863,21 @@ static int queue_kernels(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int e
 }
 
 /* The set's kernels for n images as one CUDA graph: captured from the set's
- * stream the first time a count (skipped kernel, and path: `whole`, the
- * whole-network kernel) is met — the grid and the argument n are baked in —
- * and kept, a few counts per set, then replayed with one launch. A capture the
- * driver refuses turns graphs off for this cg_gpu and the batch runs as plain
- * launches (the profile says which); a whole kernel whose launch, capture or
- * graph is refused is turned off (whole_note) and the per-layer kernels are
- * captured instead. *ran_whole: whether the whole kernel was queued. */
-static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int whole, int *ran_whole, cg_gpu_times *t,
+ * stream the first time a count (skipped kernel, and way) is met — the grid
+ * and the argument n are baked in — and kept, a few counts per set, then
+ * replayed with one launch. A capture the driver refuses turns graphs off for
+ * this cg_gpu and the batch runs as plain launches (the profile says which); a
+ * whole kernel whose launch, capture or graph is refused is turned off
+ * (whole_note) and the per-layer kernels are captured instead. *ran: the way
+ * queued. */
+static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int way, int *ran, cg_gpu_times *t,
                        cg_err *e)
 {
     cg_cu *cu = g->cu;
     int slot = -1;
-    *ran_whole = 0;
+    *ran = WAY_LAYERS;
     for (int i = 0; i < CG_SET_GRAPHS && slot < 0; i++)
-        if (st->graph[i] && st->graph_n[i] == n && st->graph_skip[i] == skip && st->graph_whole[i] == whole) slot = i;
+        if (st->graph[i] && st->graph_n[i] == n && st->graph_skip[i] == skip && st->graph_way[i] == way) slot = i;
     if (slot < 0) {
         slot = st->graph_next;
         st->graph_next = (st->graph_next + 1) % CG_SET_GRAPHS;
@@ -862,9 +888,9 @@ static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int who
         CUgraph gr = NULL;
         CUresult inst = CUDA_ERROR_UNKNOWN;
         for (;;) {
-            int pdl = g->pdl && !whole;
+            int pdl = g->pdl && way == WAY_LAYERS, whole = way == WAY_WHOLE;
             if (CG_CU(e, cu->cuStreamBeginCapture(st->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))) return -1;
-            int rc = queue_kernels(g, st, skip, n, 1, whole, e);
+            int rc = queue_kernels(g, st, skip, n, 1, way, e);
             CUresult end = cu->cuStreamEndCapture(st->stream, &gr);
             if (!rc && end == CUDA_SUCCESS) inst = cu->cuGraphInstantiateWithFlags(&st->graph[slot], gr, 0);
             if ((pdl || whole) && (rc || end != CUDA_SUCCESS || inst != CUDA_SUCCESS)) {
@@ -885,7 +911,7 @@ static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int who
                                                 why, sizeof why));
                         g->whole_off = 1;
                     }
-                    whole = 0;
+                    way = WAY_LAYERS;
                 } else {
                     g->pdl = 0;
                 }
@@ -902,13 +928,14 @@ static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int who
         if (inst != CUDA_SUCCESS) {
             st->graph[slot] = NULL;
             g->graphs = 0;
-            return queue_kernels(g, st, skip, n, 0, 0, e);
+            return queue_kernels(g, st, skip, n, 0, way == WAY_WHOLE ? WAY_LAYERS : way, e);
         }
-        st->graph_n[slot] = n, st->graph_skip[slot] = skip, st->graph_whole[slot] = whole;
+        st->graph_n[slot] = n, st->graph_skip[slot] = skip, st->graph_way[slot] = way;
+        st->graph_pdl[slot] = g->pdl_launches;
         t->graph_captures++;
     }
     CUresult r = cu->cuGraphLaunch(st->graph[slot], st->stream);
-    if (r != CUDA_SUCCESS && whole) {
+    if (r != CUDA_SUCCESS && way == WAY_WHOLE) {
         /* the graph of the cooperative launch refused at its launch: the whole
          * kernel off, the per-layer kernels' graph instead */
         char why[160];
@@ -917,96 +944,137 @@ static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int who
         g->whole_off = 1;
         if (CG_CU(e, cu->cuGraphExecDestroy(st->graph[slot]))) return -1;
         st->graph[slot] = NULL, st->graph_n[slot] = 0;
-        return queue_graph(g, st, skip, n, 0, ran_whole, t, e);
+        return queue_graph(g, st, skip, n, WAY_LAYERS, ran, t, e);
     }
     t->graph_replays++;
-    *ran_whole = whole;
+    g->pdl_launches = st->graph_pdl[slot];
+    *ran = way;
     return CG_CU(e, r);
 }
 
-/* Queue one batch of n images on set st the way the set normally runs it (its
- * graph, or plain launches), by the whole-network kernel or the per-layer
- * kernels; a whole kernel refused falls back to the per-layer kernels.
- * *ran_whole: which ran. */
-static int queue_batch(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int whole, int *ran_whole, cg_gpu_times *t,
+/* Queue one batch of n images on set st the way `way` says, as the set
+ * normally runs it (its graph, or plain launches); a whole kernel refused falls
+ * back to the per-layer kernels. *ran: the way that ran. */
+static int queue_batch(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int way, int *ran, cg_gpu_times *t,
                        cg_err *e)
 {
-    if (g->whole_off) whole = 0;
-    if (g->graphs) return queue_graph(g, st, skip, n, whole, ran_whole, t, e);
-    int rc = queue_kernels(g, st, skip, n, 0, whole, e);
-    *ran_whole = whole && !rc;
-    if (rc == 1) rc = queue_kernels(g, st, skip, n, 0, 0, e); /* refused: the first event is re-recorded */
+    if (g->whole_off && way == WAY_WHOLE) way = WAY_LAYERS;
+    if (g->graphs) return queue_graph(g, st, skip, n, way, ran, t, e);
+    int rc = queue_kernels(g, st, skip, n, 0, way, e);
+    *ran = rc ? WAY_LAYERS : way;
+    if (rc == 1) rc = queue_kernels(g, st, skip, n, 0, WAY_LAYERS, e); /* refused: the first event is re-recorded */
     return rc;
 }
 
-/* Auto: time a batch of n images on set st both ways and remember the faster
- * for n. The two ways alternate, one batch each, every batch timed alone by
- * events around it and waited for (as a call of cg_net_run is), the first
- * CG_WHOLE_WARM rounds untimed (graph captures, clocks rising), then the median
- * of CG_WHOLE_REPS each. (Timing each way in a run of its own favoured the one
- * measured second by several microseconds on an H200: the first still paid the
- * warm-up.) The host waits for the timings (once per count of images). A whole
- * kernel refused while being timed leaves the per-layer kernels chosen. */
-static int measure_whole(cg_gpu *g, cg_gpu_set *st, int skip, long long n, cg_gpu_times *t, cg_err *e)
+/* Whether the whole-network kernel can run a batch (a float input skips the
+ * input kernel, which it runs) and is left to auto to choose. */
+static int whole_possible(const cg_gpu *g, int skip) { return g->wk >= 0 && skip < 0 && !g->whole_off; }
+
+/* Whether the per-layer kernels for n images have two ways to be launched worth
+ * timing: kernels generated for a bucket (the large batch keeps PDL where it
+ * applies: its kernels are few a launch and long), and some launch that would
+ * carry PDL. */
+static int pdl_in_play(const cg_gpu *g, int skip, long long n)
 {
-    cg_cu *cu = g->cu;
-    double ms[2] = {NAN, NAN}, v[2][CG_WHOLE_REPS];
-    int refused = g->whole_off;
-    for (int r = 0; r < CG_WHOLE_WARM + CG_WHOLE_REPS && !refused; r++)
-        for (int way = 0; way < 2 && !refused; way++) {
-            int ran = 0;
-            if (CG_CU(e, cu->cuEventRecord(g->wev[0], st->stream)) || queue_batch(g, st, skip, n, way, &ran, t, e) ||
-                CG_CU(e, cu->cuEventRecord(g->wev[1], st->stream)) || CG_CU(e, cu->cuEventSynchronize(g->wev[1])))
-                return -1;
-            if (ran != way) refused = 1; /* the whole kernel was refused */
-            float f;
-            if (!refused && r >= CG_WHOLE_WARM) {
-                if (CG_CU(e, cu->cuEventElapsedTime(&f, g->wev[0], g->wev[1]))) return -1;
-                v[way][r - CG_WHOLE_WARM] = f;
-            }
-        }
-    if (!refused) ms[0] = cg_median(v[0], CG_WHOLE_REPS), ms[1] = cg_median(v[1], CG_WHOLE_REPS);
-    int at = g->npick++ % CG_WHOLE_PICKS; /* the oldest replaced */
-    g->pick[at].n = n;
-    g->pick[at].whole = !g->whole_off && !refused && ms[1] < ms[0];
-    g->pick[at].layers_ms = ms[0], g->pick[at].whole_ms = ms[1];
+    if (!g->pdl || g->pdl_always || !g->m->bucket) return 0;
+    for (int i = 0, after_kernel = 0; i < g->nlk; i++) {
+        if (g->mark[i] >= 0) after_kernel = 0;
+        if (i == skip) continue;
+        if (pdl_launch(g, i, n, after_kernel)) return 1;
+        after_kernel = 1;
+    }
     return 0;
 }
 
-/* Whether a batch of n images runs the whole-network kernel: never without
- * one, with a float input (it starts from the uint8 pixels), once refused, or
- * with CG_WHOLE_OFF; always with CG_WHOLE_ON; with auto what was measured for
- * n, else what the tuning record decided (-1: neither yet: measure_whole).
- * *pick: the measurement, -1 if none. */
-static int whole_for(cg_gpu *g, int skip, long long n, int *pick)
+/* Auto: time a batch of n images on set st each way in `ways` (bits 1 << WAY_*)
+ * and remember the fastest for n. The ways alternate, one batch each, every
+ * batch timed alone by events around it and waited for (as a call of
+ * cg_net_run is), the first CG_WHOLE_WARM rounds untimed (graph captures,
+ * clocks rising), then the median of CG_WHOLE_REPS each. (Timing each way in a run of its own
+ * favoured the one measured second by several microseconds on an H200: the
+ * first still paid the warm-up.) The host waits for the timings (once per count
+ * of images). A whole kernel refused while being timed is left out. */
+static int measure_ways(cg_gpu *g, cg_gpu_set *st, int skip, long long n, unsigned ways, cg_gpu_times *t, cg_err *e)
 {
-    *pick = -1;
-    for (int i = 0; i < g->npick && i < CG_WHOLE_PICKS; i++)
-        if (g->pick[i].n == n) *pick = i;
-    if (g->wk < 0 || skip >= 0 || g->whole_off || g->whole_mode == CG_WHOLE_OFF) return 0;
-    if (g->whole_mode == CG_WHOLE_ON) return 1;
-    if (*pick >= 0) return g->pick[*pick].whole;
-    return g->tuned >= 0 ? g->tuned : -1; /* the tuning record's, else measure */
+    cg_cu *cu = g->cu;
+    double ms[CG_WAYS], v[CG_WAYS][CG_WHOLE_REPS];
+    const int warm = CG_WHOLE_WARM, reps = CG_WHOLE_REPS;
+    for (int r = 0; r < warm + reps; r++) {
+        for (int way = 0; way < CG_WAYS; way++) {
+            if (!(ways >> way & 1)) continue;
+            int ran = WAY_LAYERS;
+            if (CG_CU(e, cu->cuEventRecord(g->wev[0], st->stream)) || queue_batch(g, st, skip, n, way, &ran, t, e) ||
+                CG_CU(e, cu->cuEventRecord(g->wev[1], st->stream)) || CG_CU(e, cu->cuEventSynchronize(g->wev[1])))
+                return -1;
+            if (ran != way) { /* the whole kernel was refused */
+                ways &= ~(1u << way);
+                continue;
+            }
+            float f;
+            if (r >= warm) {
+                if (CG_CU(e, cu->cuEventElapsedTime(&f, g->wev[0], g->wev[1]))) return -1;
+                v[way][r - warm] = f;
+            }
+        }
+    }
+    int at = g->npick++ % CG_WHOLE_PICKS; /* the oldest replaced */
+    g->pick[at].n = n;
+    g->pick[at].way = WAY_LAYERS;
+    for (int way = 0; way < CG_WAYS; way++) {
+        ms[way] = ways >> way & 1 ? cg_median(v[way], reps) : NAN;
+        g->pick[at].ms[way] = ms[way];
+        if (!isnan(ms[way]) && (isnan(ms[g->pick[at].way]) || ms[way] < ms[g->pick[at].way])) g->pick[at].way = way;
+    }
+    if (g->pick[at].way == WAY_WHOLE && g->whole_off) g->pick[at].way = WAY_LAYERS;
+    return 0;
 }
 
-/* What a run says about the whole-network kernel (cg_gpu_times): which way the
- * last batch of n images ran, the times measured to choose, and why the whole
- * kernel did not run where it could have. */
+/* How a batch of n images runs: the whole-network kernel never without one,
+ * with a float input (it starts from the uint8 pixels), once refused, or with
+ * CG_WHOLE_OFF; always with CG_WHOLE_ON; with auto what was measured for n,
+ * else the tuning record's decision where it leaves nothing to time. -1:
+ * measure first (*ways: the ways to time, bits 1 << WAY_*). *pick: the
+ * measurement, -1 if none. */
+static int way_for(cg_gpu *g, int skip, long long n, int *pick, unsigned *ways)
+{
+    *pick = -1, *ways = 0;
+    for (int i = 0; i < g->npick && i < CG_WHOLE_PICKS; i++)
+        if (g->pick[i].n == n) *pick = i;
+    int whole = whole_possible(g, skip) && g->whole_mode != CG_WHOLE_OFF;
+    if (whole && g->whole_mode == CG_WHOLE_ON) return WAY_WHOLE;
+    if (*pick >= 0) return g->pick[*pick].way == WAY_WHOLE && !whole ? WAY_LAYERS : g->pick[*pick].way;
+    if (whole && g->tuned == 1) return WAY_WHOLE;
+    int plain = pdl_in_play(g, skip, n);
+    if (whole && g->tuned < 0) *ways |= 1u << WAY_WHOLE;
+    if (plain) *ways |= 1u << WAY_PLAIN;
+    if (!*ways) return WAY_LAYERS;
+    *ways |= 1u << WAY_LAYERS;
+    return -1;
+}
+
+/* What a run says about how its last batch of n images ran (cg_gpu_times): the
+ * whole-network kernel or the per-layer kernels, the times measured to choose,
+ * and why the whole kernel did not run where it could have. */
 static void whole_times(cg_gpu *g, int skip, long long n, int ran, cg_gpu_times *t)
 {
     int pick;
-    (void)whole_for(g, skip, n, &pick);
-    t->whole_ms = pick >= 0 ? g->pick[pick].whole_ms : NAN;
-    t->layers_ms = pick >= 0 ? g->pick[pick].layers_ms : NAN;
+    unsigned ways;
+    (void)way_for(g, skip, n, &pick, &ways);
+    t->whole_ms = pick >= 0 ? g->pick[pick].ms[WAY_WHOLE] : NAN;
+    t->pdl_ms = pick >= 0 ? g->pick[pick].ms[WAY_LAYERS] : NAN;
+    t->plain_ms = pick >= 0 ? g->pick[pick].ms[WAY_PLAIN] : NAN;
+    /* the per-layer kernels as they run: the faster of their two ways where both were timed */
+    t->layers_ms = !isnan(t->plain_ms) && !(t->plain_ms >= t->pdl_ms) ? t->plain_ms : t->pdl_ms;
+    t->plain = ran == WAY_PLAIN;
     t->whole_note[0] = 0;
     /* where the choice came from: forced, measured for n, or the tuning record;
      * none where no choice could be made (no whole kernel, a float input, the
      * whole kernel refused: the note says why) */
     t->whole_from = CG_WHOLE_FROM_NONE;
-    int choosing = g->wk >= 0 && skip < 0 && !g->whole_off;
+    int choosing = whole_possible(g, skip);
     if (choosing && (g->whole_mode == CG_WHOLE_ON || g->whole_mode == CG_WHOLE_OFF)) {
         t->whole_from = CG_WHOLE_FROM_FORCED;
-    } else if (choosing && pick >= 0) {
+    } else if (choosing && pick >= 0 && !isnan(t->whole_ms)) {
         t->whole_from = CG_WHOLE_FROM_MEASURED;
     } else if (choosing && g->tuned >= 0) {
         t->whole_from = CG_WHOLE_FROM_RECORD;
@@ -1019,8 +1087,8 @@ static void whole_times(cg_gpu *g, int skip, long long n, int ran, cg_gpu_times 
                      g->m->bucket ? "not for this batch's kernels" : "large-batch kernels");
         return;
     }
-    t->whole = ran ? CG_RAN_WHOLE : CG_RAN_LAYERS;
-    if (ran) return;
+    t->whole = ran == WAY_WHOLE ? CG_RAN_WHOLE : CG_RAN_LAYERS;
+    if (ran == WAY_WHOLE) return;
     if (g->whole_off) snprintf(t->whole_note, sizeof t->whole_note, "%s", g->whole_note);
     else if (skip >= 0) snprintf(t->whole_note, sizeof t->whole_note, "a float input skips the input kernel, which it runs");
     else if (g->whole_mode == CG_WHOLE_OFF) snprintf(t->whole_note, sizeof t->whole_note, "turned off (whole off)");
@@ -1092,16 +1160,18 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
     if (r->prev >= 0 && r->prev != si &&
         CG_CU(e, cu->cuStreamWaitEvent(st->stream, g->set[r->prev].ev[g->nev - 1], 0)))
         return -1;
-    int pick, whole = whole_for(g, r->skip, n, &pick);
-    if (whole && ensure_scratch(g, st, e)) return -1;
-    if (whole < 0) {
-        /* auto, first batch of n images: both ways timed on this batch's input,
+    int pick;
+    unsigned ways;
+    int way = way_for(g, r->skip, n, &pick, &ways);
+    if ((way == WAY_WHOLE || (way < 0 && ways >> WAY_WHOLE & 1)) && ensure_scratch(g, st, e)) return -1;
+    if (way < 0) {
+        /* auto, first batch of n images: the ways timed on this batch's input,
          * then its tensors poisoned again (the input is uint8, not poisoned) */
-        if (measure_whole(g, st, r->skip, n, r->t, e) || poison_tensors(g, st, n, e)) return -1;
-        whole = whole_for(g, r->skip, n, &pick) == 1;
+        if (measure_ways(g, st, r->skip, n, ways, r->t, e) || poison_tensors(g, st, n, e)) return -1;
+        way = way_for(g, r->skip, n, &pick, &ways);
     }
-    if (queue_batch(g, st, r->skip, n, whole, &st->ran_whole, r->t, e)) return -1;
-    whole_times(g, r->skip, n, st->ran_whole, r->t);
+    if (queue_batch(g, st, r->skip, n, way, &st->ran_way, r->t, e)) return -1;
+    whole_times(g, r->skip, n, st->ran_way, r->t);
     r->t->pdl_launches = g->pdl_launches;
     for (int d = 0; d < r->ndl; d++) {
         const cg_download *dl = &r->dl[d];
@@ -1130,12 +1200,12 @@ static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e
     t->wait_ms += cg_now_ms() - t0;
     if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[0], st->ev[g->nev - 1]))) return -1;
     t->total_ms += ms;
-    if (st->ran_whole) {
+    if (st->ran_way == WAY_WHOLE) {
         /* one launch ran every layer: no layer timed alone */
         for (int l = 0; l < CG_MAX_LAYERS; l++) t->layer_ms[l] = NAN;
         if (g->profile) prof_add(t, m->k[g->wk].name, ms);
     }
-    for (int i = 0; i < g->nlk && !st->ran_whole; i++) {
+    for (int i = 0; i < g->nlk && st->ran_way != WAY_WHOLE; i++) {
         if (g->mark[i] < 0) continue;
         int j = i + 1;
         while (g->mark[j] < 0) j++;
@@ -1268,7 +1338,9 @@ static int run_on_device(cg_gpu *g, const cg_gpu_input *in, int tin, int skip, l
         long long b = n - done < g->batch ? n - done : g->batch;
         if (CG_CU(e, cu->cuMemcpyDtoDAsync(st->tdev[tin], src + (size_t)done * in_per, (size_t)b * in_per, s)))
             return -1;
-        int pick, whole = whole_for(g, skip, b, &pick) == 1;
+        int pick;
+        unsigned ways;
+        int way = way_for(g, skip, b, &pick, &ways), whole = way == WAY_WHOLE;
         if (whole && ensure_scratch(g, st, e)) return -1;
         if (whole) {
             int rc = launch_whole(g, st, b, s, e); /* 1: refused, the per-layer kernels instead */
@@ -1277,7 +1349,7 @@ static int run_on_device(cg_gpu *g, const cg_gpu_input *in, int tin, int skip, l
         }
         for (int i = 0, after_kernel = 0; i < g->nlk && !whole; i++) {
             if (i == skip) continue;
-            if (launch(g, st, i, b, s, after_kernel, e)) return -1;
+            if (launch(g, st, i, b, s, after_kernel && way != WAY_PLAIN, e)) return -1;
             after_kernel = 1;
         }
         if (CG_CU(e, cu->cuMemcpyDtoDAsync(dpred + (size_t)done * 4, st->tdev[m->predict], (size_t)b * 4, s)))

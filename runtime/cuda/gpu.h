@@ -51,6 +51,9 @@ typedef struct {
                             kernels (the spec's whole_tuned), else measured the first time a
                             count of images is run; CG_WHOLE_ON: it; CG_WHOLE_OFF: the
                             per-layer kernels */
+    int pdl_always;      /* with PDL in effect, every launch that can overlap does; 0: for
+                            kernels of a bucket, overlapped and plain launches are timed the first
+                            time a count of images is run and the faster kept */
 } cg_gpu_opts;
 enum { CG_WHOLE_AUTO = 0, CG_WHOLE_ON = 1, CG_WHOLE_OFF = 2 };
 
@@ -107,7 +110,13 @@ typedef struct {
     int whole;
     int whole_from;                 /* where the choice came from: CG_WHOLE_FROM_* */
     double whole_ms, layers_ms;     /* one batch each way as measured to choose (median), now or when
-                                       tuned (whole_from); NaN: not measured */
+                                       tuned (whole_from); NaN: not measured. layers_ms: the per-layer
+                                       kernels the way they run (the faster of pdl_ms and plain_ms) */
+    double pdl_ms, plain_ms;        /* the per-layer kernels measured to choose how they are launched:
+                                       with programmatic dependent launch where it applies, and each
+                                       after the one before completes; NaN: not measured */
+    int plain;                      /* the last batch's per-layer kernels ran without PDL, having been
+                                       measured faster so (pdl_ms, plain_ms) */
     char whole_note[256];           /* why the whole kernel did not run where it was asked for or
                                        could have ("" where nothing is to be said) */
 } cg_gpu_times;
