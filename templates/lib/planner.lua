@@ -250,6 +250,24 @@ planner.AUTO_TF32_MIN_C = 16
 planner.AUTO_TF32_MIN_M = 16
 planner.AUTO_HALF_SMALL_C_MIN_CKK = 128
 planner.AUTO_HALF_PLANES_MIN_C = 12
+-- First layers in 16 bits (C < 16 and C*K*K below AUTO_HALF_SMALL_C_MIN_CKK: images of 1 to 3
+-- channels) of AUTO_HALF_FIRST_MIN_M maps or more on sm_90a: igemm_wg, or igemm_tc where C*K*K <=
+-- AUTO_HALF_FIRST_TC_MAX_CKK (one 3x3 tap set of one channel: igemm_wg's k16 slice would be
+-- mostly padding), not direct's FFMA. On an H200 in bf16 at 10,000 images (bench/first-half-2026-11-29.log,
+-- single kernels, L2 flushed; direct / igemm_wg / igemm_tc / planes, ms): zoo-vgg-same's conv1_1
+-- (3 -> 64, 3x3 pad 1, 32x32) 2.24 / 1.01 / 1.85 / 1.27; zoo-5x5-c64's conv1 (1 -> 64, 3x3, 28x28)
+-- 1.70 / 1.12 / 0.79 / 1.43; six first layers outside bench/specs: 1 -> 32 3x3 on 48x48 1.15 / 1.24 /
+-- 0.56 / 2.11, 1 -> 64 3x3 on 32x32 1.79 / 1.03 / 1.09 / 1.28, 1 -> 64 5x5 on 28x28 1.25 / 0.60 /
+-- 0.67 / 1.22, 3 -> 128 3x3 on 32x32 6.31 / 2.51 / 3.70 / 2.54, 3 -> 32 3x3 on 64x64 4.09 / 2.16 /
+-- 2.68 / 3.59, 3 -> 64 5x5 on 32x32 8.15 (igemm's FFMA, auto before: 3.33) / 1.39 / 2.62 / 2.07.
+-- Networks (bench/launch-ways-2026-11-29.log's call after it, bf16 at 10,000 images, GPU ms, before /
+-- after): zoo-vgg-same 12.29 / 11.04, zoo-5x5-c64 6.46 / 5.63, zoo-wide3x3 4.73 / 4.57, ece408-2017
+-- (1 -> 50, 5x5, pool fused) 1.010 / 0.876; but zoo-deep512 (1 -> 128, 3x3 pad 1, 2x2 max pool fused)
+-- 10.18 / 11.12 under igemm_tc: direct's fused pool writes a quarter of the outputs, so a layer
+-- with a pool keeps direct unless C*K*K > AUTO_HALF_FIRST_TC_MAX_CKK (ece408-2017's 25 gained).
+-- Fewer maps (the course networks' 6 and 12) keep the rules below (not timed).
+planner.AUTO_HALF_FIRST_MIN_M = 32
+planner.AUTO_HALF_FIRST_TC_MAX_CKK = 9
 
 function planner.auto_strategy(l)
   if (l.groups or 1) > 1 then return planner.grouped_strategy(l) end
@@ -306,6 +324,22 @@ function planner.auto_strategy(l)
     end
     if pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
       return "conv2d_igemm_wg", "auto: igemm_wg, " .. why
+    end
+  end
+  if half and l.target and l.target.sm90a and l.C < planner.AUTO_TC_MIN_C and ckk < planner.AUTO_HALF_SMALL_C_MIN_CKK
+      and l.M >= planner.AUTO_HALF_FIRST_MIN_M and g16.CH * g16.CW >= planner.AUTO_WG_MIN_OUT
+      and (g16.kind == "none" or ckk > planner.AUTO_HALF_FIRST_TC_MAX_CKK) then
+    local why = string.format("since precision is %s, the target is sm_90 (built as sm_90a), C = %d < %d, " ..
+      "C*K*K = %d < %d and M = %d >= %d", l.precision, l.C, planner.AUTO_TC_MIN_C, ckk,
+      planner.AUTO_HALF_SMALL_C_MIN_CKK, l.M, planner.AUTO_HALF_FIRST_MIN_M)
+    local first = ckk <= planner.AUTO_HALF_FIRST_TC_MAX_CKK and { "conv2d_igemm_tc", "conv2d_igemm_wg" }
+      or { "conv2d_igemm_wg", "conv2d_igemm_tc" }
+    for i, t in ipairs(first) do
+      if pcall(resolve, import(t), t, l, nil, nil) then
+        return t, string.format("auto: %s, %s%s", t:sub(8), why, i == 1 and (ckk <= planner.AUTO_HALF_FIRST_TC_MAX_CKK
+          and string.format(" (C*K*K = %d <= %d: igemm_tc's slices)", ckk, planner.AUTO_HALF_FIRST_TC_MAX_CKK) or "")
+          or string.format(" (%s has no legal configuration)", first[1]:sub(8)))
+      end
     end
   end
   if half and wgmma_layer(l, g16, true)
