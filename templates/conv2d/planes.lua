@@ -205,7 +205,7 @@ T.params = {
   bm_param,
   { name = "bk", doc = "reduction rows of one slice, a multiple of 8 (its products summed apart)",
     legal = function(_) return { 32, 64, 16, 24, 48, 8, 128 } end,
-    default = function(l) return common.half_dtype(l) and half.default_bk(l) or 32 end },
+    default = function(l, given) return common.half_dtype(l) and half.default_bk(l, given) or 32 end },
   { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
     legal = function(_) return { 3, 2, 1, 4 } end,
     default = function(l, given)

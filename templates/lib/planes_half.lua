@@ -158,6 +158,14 @@ H.TR_MIN_M = 64
 H.TR_STACK_MIN_CW = 8
 H.TR_STACK_PIX = 320   -- the tallest stack's computed pixels (3 images of 8x8, padded 10x10: 280)
 
+-- The slice the band and the stack are sized with: the most channels of 64, 32, 16 that
+-- divide C16.
+local function base_bk(l)
+  local C16 = c16(l)
+  for _, bk in ipairs({ 64, 32, 16 }) do if C16 % bk == 0 then return bk end end
+  return 16
+end
+
 -- The whole images a block stacks by default under tr=1: for a stride-1 layer whose outputs
 -- are TR_STACK_MIN_CW to TR_MIN_CW - 1 columns wide, the most (up to 4, at least 2) whose
 -- stack computes at most TR_STACK_PIX pixels and whose block fits (wgmma's N, shared memory,
@@ -178,7 +186,7 @@ function H.stack_ib(l, given)
   for ib = 4, 2, -1 do
     if (ib * PH - l.K + 1) * PW <= H.TR_STACK_PIX then
       local s = H.shape(l, { rows = g.CH, ib = ib, wgs = given and given.wgs or 2, bm = given and given.bm or 64,
-        bk = H.default_bk(l), tr = 1, fp = fp })
+        bk = base_bk(l), tr = 1, fp = fp })
       if s.NP <= TR_MAX_N and s.smem <= common.max_shared(l) and s.regs <= REG_BUDGET then return ib end
     end
   end
@@ -219,11 +227,25 @@ end
 
 function H.default_wgs(_) return 2 end
 
--- The default slice: the most channels of 64, 32, 16 that divide C16.
-function H.default_bk(l)
-  local C16 = c16(l)
-  for _, bk in ipairs({ 64, 32, 16 }) do if C16 % bk == 0 then return bk end end
-  return 16
+-- bk's default: base_bk, or under tr=1 half of it where the block (its other parameters as
+-- given, else their defaults) holds one block an SM at base_bk and two at half (the weight ring
+-- is TR_STAGES slices: half the slice, a quarter to a half less shared memory). On an H200 in
+-- bf16 at 10,000 images (bench/probe-2026-11-29.log) zoo-vgg-same's conv2_2 took 2.17 ms at
+-- bk=64 (116,224 bytes: one block an SM, 45 % of its stalls on the planes' loads before the
+-- first product) and 1.84 at 32 (99,840: two); layers already holding two gained nothing.
+function H.default_bk(l, given)
+  local bk = base_bk(l)
+  if bk < 32 or H.default_tr(l, given) ~= 1 then return bk end
+  local p = { tr = 1, ib = H.default_ib(l, given), wgs = given and given.wgs or H.default_wgs(l),
+    bm = given and given.bm or H.default_bm(l, given), fp = H.default_fp(l, given) }
+  p.rows = given and given.rows or H.default_rows(l, given)
+  local function two(b)
+    p.bk = b
+    local s = H.shape(l, p)
+    return s.smem <= common.max_shared(l) and not common.check_occ(l, 2, s.threads, s.regs, s.smem, "")
+  end
+  if not two(bk) and two(bk // 2) then return bk // 2 end
+  return bk
 end
 
 -- rows' default: the band that computes the fewest m64 tiles an image (bands x the tiles
@@ -245,7 +267,7 @@ function H.default_rows(l, given)
     local fp = H.default_fp(l, given)
     local fit = {}
     for r = 1, g.CH do
-      local s = H.shape(l, { rows = r, wgs = wgs, bm = bm, bk = H.default_bk(l), tr = 1, fp = fp })
+      local s = H.shape(l, { rows = r, wgs = wgs, bm = bm, bk = base_bk(l), tr = 1, fp = fp })
       if s.NP > TR_MAX_N or s.smem > common.max_shared(l) then break end
       if fp ~= 1 or r % 2 == 0 or r == g.CH then fit[r] = s.NB * s.PG * s.NP end
     end
@@ -257,7 +279,7 @@ function H.default_rows(l, given)
   local mt = math.max(1, math.min(MAX_TILES, 128 // (bm // 2)))
   local best, best_tiles = 1, math.huge
   for r = 1, g.CH do
-    local s = H.shape(l, { rows = r, wgs = wgs, bm = bm, bk = H.default_bk(l) })
+    local s = H.shape(l, { rows = r, wgs = wgs, bm = bm, bk = base_bk(l) })
     if s.TT > wgs * mt or s.smem > common.max_shared(l) then break end
     local tiles = s.NB * s.MT * wgs
     if s.MT * (wgs - 1) < s.TT and tiles <= best_tiles then best, best_tiles = r, tiles end
@@ -722,7 +744,7 @@ function H.kernel(l, p)
   local name = string.format("conv2d_planes_c%dm%dk%d_h%dw%d%s_%s%s_%s_m%d_g%d",
     l.C, l.M, l.K, l.H, l.W, g.tag, act, l.bias and "_bias" or "",
     p.rows < g.CH and string.format("r%d", p.rows) or "ri", p.bm, p.wgs)
-    .. (p.bk ~= H.default_bk(l) and string.format("_k%d", p.bk) or "")
+    .. (p.bk ~= H.default_bk(l, p) and string.format("_k%d", p.bk) or "")
     .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.tr and "_tr" or "") .. (s.IB > 1 and ("_i" .. s.IB) or "") .. (s.pooled and "_fp" or "")
   -- the output written into a concat's slice (common.out_slice): its image stride
   local pre = common.planes_prelude(l, name, fused, s.threads, p.occ, s.NR)

@@ -260,7 +260,7 @@ planner.AUTO_HALF_PLANES_MIN_C = 12
 -- 0.56 / 2.11, 1 -> 64 3x3 on 32x32 1.79 / 1.03 / 1.09 / 1.28, 1 -> 64 5x5 on 28x28 1.25 / 0.60 /
 -- 0.67 / 1.22, 3 -> 128 3x3 on 32x32 6.31 / 2.51 / 3.70 / 2.54, 3 -> 32 3x3 on 64x64 4.09 / 2.16 /
 -- 2.68 / 3.59, 3 -> 64 5x5 on 32x32 8.15 (igemm's FFMA, auto before: 3.33) / 1.39 / 2.62 / 2.07.
--- Networks (bench/launch-ways-2026-11-29.log's call after it, bf16 at 10,000 images, GPU ms, before /
+-- Networks (bench/first-half-2026-11-29.log, bf16 at 10,000 images, GPU ms, before /
 -- after): zoo-vgg-same 12.29 / 11.04, zoo-5x5-c64 6.46 / 5.63, zoo-wide3x3 4.73 / 4.57, ece408-2017
 -- (1 -> 50, 5x5, pool fused) 1.010 / 0.876; but zoo-deep512 (1 -> 128, 3x3 pad 1, 2x2 max pool fused)
 -- 10.18 / 11.12 under igemm_tc: direct's fused pool writes a quarter of the outputs, so a layer
