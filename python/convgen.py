@@ -52,8 +52,8 @@ class _Options(ctypes.Structure):
                 ("profile", ctypes.c_int), ("poison", ctypes.c_int),
                 ("weights_seed", ctypes.c_longlong), ("no_graphs", ctypes.c_int),
                 ("no_pdl", ctypes.c_int), ("keep_tensors", ctypes.c_int),
-                ("whole", ctypes.c_int),
-                ("_reserved", ctypes.c_char * 256)]
+                ("whole", ctypes.c_int), ("pdl_always", ctypes.c_int),
+                ("_reserved", ctypes.c_char * 252)]
 
 
 class _Input(ctypes.Structure):

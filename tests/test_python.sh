@@ -22,7 +22,7 @@ fi
 [ -n "$CONVGEN_LIB" ] && ok || bad "build/libconvgen.so.* missing (make lib)"
 # _Options mirrors cg_net_options field by field: the offsets C's compiler gives
 # each field are the ones ctypes computes
-fields="backend device fatbin tuning no_tuning no_cache streams batch profile poison weights_seed no_graphs no_pdl keep_tensors whole"
+fields="backend device fatbin tuning no_tuning no_cache streams batch profile poison weights_seed no_graphs no_pdl keep_tensors whole pdl_always"
 { echo '#include <stddef.h>'; echo '#include <stdio.h>'; echo '#include "convgen.h"'
   echo 'int main(void) {'
   for f in $fields; do echo "printf(\"$f %zu\\n\", offsetof(cg_net_options, $f));"; done

@@ -289,6 +289,24 @@ if [ -e "$fake/libcuda.so.1" ]; then
     onfake run "$t/w.yaml" --random-input 1 --images 3 --batch 8 --tuning "$t/w8.yaml" --whole on --json "$t/w.json" >"$t/o" 2>"$t/e"; rc=$?
     [ $rc -eq 0 ] && grep -q '"whole_choice": "forced"' "$t/w.json" && grep -q '"whole": true' "$t/w.json" && ok \
       || bad "--whole on over the record: exit $rc: $(cat "$t/e") $(grep whole "$t/w.json")"
+    # run's launch ways at bucket 64 (no whole kernel): overlapped and plain launches both timed
+    # (the fake's kernels cost the same either way: the overlapped kept), --pdl-always times
+    # neither, --no-pdl launches plainly; --pdl-always is a GPU option
+    onfake run "$t/w.yaml" --random-input 1 --images 20 --json "$t/l.json" >"$t/o" 2>"$t/e"; rc=$?
+    [ $rc -eq 0 ] && grep -q '"bucket": 64,' "$t/l.json" && grep -q '"launch": "pdl",' "$t/l.json" \
+      && grep -q '"pdl_ms": [0-9]' "$t/l.json" && grep -q '"plain_ms": [0-9]' "$t/l.json" && ok \
+      || bad "run at 20 images, launch ways timed: exit $rc: $(cat "$t/e") $(grep -E 'bucket|launch|_ms' "$t/l.json")"
+    onfake run "$t/w.yaml" --random-input 1 --images 20 --pdl-always --json "$t/l.json" >"$t/o" 2>"$t/e"; rc=$?
+    [ $rc -eq 0 ] && grep -q '"launch": "pdl",' "$t/l.json" && grep -q '"pdl_ms": null' "$t/l.json" \
+      && grep -q '"plain_ms": null' "$t/l.json" && ok \
+      || bad "run --pdl-always: nothing timed: exit $rc: $(cat "$t/e") $(grep -E 'launch|_ms' "$t/l.json")"
+    onfake run "$t/w.yaml" --random-input 1 --images 20 --no-pdl --json "$t/l.json" >"$t/o" 2>"$t/e"; rc=$?
+    [ $rc -eq 0 ] && grep -q '"launch": "plain",' "$t/l.json" && grep -q '"pdl_launches": 0,' "$t/l.json" \
+      && grep -q '"plain_ms": null' "$t/l.json" && ok \
+      || bad "run --no-pdl: plain launches, nothing timed: exit $rc: $(cat "$t/e") $(grep -E 'launch|_ms' "$t/l.json")"
+    $cg run "$t/w.yaml" --random-input 1 --images 2 --backend cpu --pdl-always >"$t/o" 2>"$t/e"; rc=$?
+    [ $rc -eq 2 ] && grep -q -- "^convgen: --pdl-always needs the cuda backend" "$t/e" && ok \
+      || bad "--pdl-always with the CPU backend: exit $rc: $(cat "$t/e")"
   fi
 fi
 
