@@ -3,7 +3,7 @@
  * network's kernels for N's bucket include one, both paths (the per-layer
  * kernels, the whole-network kernel) are checked against the CPU reference,
  * every layer and the predictions, then timed the way the runtime's auto
- * times them at first use (runtime/cuda/gpu.c, measure_whole: the two
+ * times them at first use (runtime/cuda/gpu.c, measure_ways: the ways
  * alternating a batch at a time, warm-up rounds, then the median of each); a
  * path that fails its check is never chosen. The decision goes into the
  * tuning record, keyed by bucket, for run, check and the library to take
