@@ -789,6 +789,23 @@ static void launch_ways(const char *spec)
         cg_net_close(net);
     }
     st->whole_cost = 0;
+    /* the whole kernel's cooperative launch refused while the ways are timed: left out, the
+     * two launch ways of the per-layer kernels still timed and the faster kept */
+    st->refuse_coop = 1;
+    cg_net *nr = open_ways(spec, 8, 0, 0);
+    if (nr) {
+        if (!run(nr, 3)) {
+            const cg_gpu_times *t = cg_net_gpu_times(nr);
+            char line[512];
+            cg_gpu_whole_summary(t, line, sizeof line);
+            CHECK(t->whole == CG_RAN_LAYERS && isnan(t->whole_ms) && t->pdl_ms == 10.0 && t->plain_ms == 4.0 &&
+                      t->plain && strstr(line, "whole-network kernel not used: its cooperative launch of"),
+                  "whole refused while timing: ran whole %d, pdl %g ms, plain %g ms, plain %d ('%s')",
+                  t->whole == CG_RAN_WHOLE, t->pdl_ms, t->plain_ms, t->plain, line);
+        }
+        cg_net_close(nr);
+    }
+    st->refuse_coop = 0;
     /* nothing timed: the large batch's kernels, and pdl_always */
     for (int c = 0; c < 2; c++) {
         cg_net *net = open_ways(spec, c ? 8 : 0, 2, c);
