@@ -1,7 +1,10 @@
 /* test_emulate.c — generated kernels run without a GPU: each kernel's CUDA source
  * is compiled as C++ (g++) against a small emulation of the CUDA execution model
  * (a fiber per CUDA thread, a barrier per block for __syncthreads and per warp for
- * shuffles, __shared__ as memory every thread of the block sees; the
+ * shuffles, __shared__ as memory every thread of the block sees; a thread-block
+ * cluster's blocks one after another, its last rank first, for the templates'
+ * CG_EMULATION reduction of fc_vec's and fc_gemv's splits (layers-fc-split-wg at the
+ * large batch and at bucket 8); the
  * pre-sm_80 paths of the templates, since __CUDA_ARCH__ is not defined), then the
  * network runs kernel by kernel as the manifest says, from random pixels and the
  * spec's seeded random weights, outputs poisoned with NaN first. Every layer's
@@ -125,6 +128,8 @@ static const char shim[] =
     "  unsigned t = threadIdx.x, w = t / 32; float f; memcpy(&f, &v, 4);\n"
     "  emu_xch[emu_xbase + t] = f; emu_sync(1 + (int)w);\n"
     "  f = emu_xch[emu_xbase + w * 32 + (unsigned)src]; emu_sync(1 + (int)w); memcpy(&v, &f, 4); return v; }\n"
+    "static inline int min(int a, int b) { return a < b ? a : b; }\n"
+    "static inline int max(int a, int b) { return a > b ? a : b; }\n"
     "static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }\n"
     "static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }\n"
     "#define __global__\n#define __device__ static\n#define __forceinline__ inline\n"
@@ -156,7 +161,7 @@ static const char shim[] =
     "  unsigned u = __float_as_uint(f);\n"
     "  if ((u & 0x7fffffffu) > 0x7f800000u) return {(unsigned short)((u >> 16) | 0x40u)};\n"
     "  return {(unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16)}; }\n"
-    "#define __launch_bounds__(...)\n#define __restrict__ __restrict\n#define __constant__\n"
+    "#define __launch_bounds__(...)\n#define __cluster_dims__(...)\n#define __restrict__ __restrict\n#define __constant__\n"
     "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n";
 
 typedef void (*emu_any)(void); /* a kernel before its cast to its arguments */
@@ -315,9 +320,13 @@ static int emu_launch(void *so, emu_any k, unsigned gx, unsigned gy, unsigned gz
     *bdim = (emu_dim3){bx, 1, 1}, *gdim = (emu_dim3){gx, gy, gz};
     fib_k = k, fib_a = a, fib_na = coop ? -1 : na, fib_n = n, fib_bx = bx;
     if (coop) return fib_run(gx, (emu_dim3){0, 0, 0});
-    for (unsigned z = 0; z < gz; z++)
-        for (unsigned y = 0; y < gy; y++)
-            for (unsigned x = 0; x < gx; x++)
+    /* the blocks of one (x, y) one after another, z innermost and from the last: the
+     * cluster along z of fc_vec's and fc_gemv's split has its other ranks done before
+     * rank 0, whose emulated reduction (CG_EMULATION in the templates) adds what they
+     * left (on a GPU the cluster's barriers make the order free) */
+    for (unsigned y = 0; y < gy; y++)
+        for (unsigned x = 0; x < gx; x++)
+            for (unsigned z = gz; z-- > 0;)
                 if (fib_run(1, (emu_dim3){x, y, z})) return -1;
     return 0;
 }
@@ -1032,6 +1041,10 @@ int main(void)
          * row split over chunks, softmax and the prediction) */
         emulate("tests/gpu/layers-graph.yaml", dir, 1);
         emulate("specs/ece408-2018sp.yaml", dir, 8);
+        /* fc reductions split over a cluster's blocks: fc_vec's at the large batch (the
+         * glob above), fc_gemv's at bucket 8 (their ranks run last first, the templates'
+         * CG_EMULATION reduction adding what the others left) */
+        emulate("tests/gpu/layers-fc-split-wg.yaml", dir, 8);
         /* concats whose branches write into their slices of the concat's output: the
          * bench's Inception block (three igemm branches, no concat kernel), and
          * layers-concat at bucket 1 (the whole-network kernel's conv phases writing

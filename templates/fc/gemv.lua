@@ -196,16 +196,28 @@ local source = engine.compile([[
     }
     __syncthreads();
 % if SPLIT > 1 then
-    // the cluster's reduction: ranks 1.. publish their sums, rank 0 adds them in rank
-    // order, and no block leaves while rank 0 still reads its shared memory
-    __shared__ {{acc_t}} mine[{{ROWS * IB}}];
     {{acc_t}} s = 0.0f;
     if (tid < {{ROWS * IB}}) {
         s = part[0][tid];
 #pragma unroll
         for (int wp = 1; wp < {{WARPS}}; wp++) s += part[wp][tid];
-        mine[tid] = s;
     }
+#if defined(CG_EMULATION)
+    // the CPU emulation (tests/test_emulate.c) runs a cluster's blocks one after another, its
+    // last rank first: ranks 1.. leave their sums in one static array, rank 0 adds them in
+    // rank order
+    static {{acc_t}} mine_emu[{{SPLIT}}][{{ROWS * IB}}];
+    if (rank != 0) {
+        if (tid < {{ROWS * IB}}) mine_emu[rank][tid] = s;
+        return;
+    }
+    if (tid < {{ROWS * IB}})
+        for (int r = 1; r < {{SPLIT}}; r++) s += mine_emu[r][tid];
+#else
+    // the cluster's reduction: ranks 1.. publish their sums, rank 0 adds them in rank
+    // order, and no block leaves while rank 0 still reads its shared memory
+    __shared__ {{acc_t}} mine[{{ROWS * IB}}];
+    if (tid < {{ROWS * IB}}) mine[tid] = s;
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
     if (rank == 0 && tid < {{ROWS * IB}}) {
         const unsigned at = (unsigned)__cvta_generic_to_shared(&mine[tid]);
@@ -220,6 +232,7 @@ local source = engine.compile([[
         }
     }
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
     if (rank == 0 && tid < {{ROWS * IB}}) {
         const int r = tid / {{IB}}, i = tid % {{IB}};
         const int go = o0 + r, gi = i0 + i;

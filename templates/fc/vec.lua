@@ -205,6 +205,18 @@ local source = engine.compile([[
 #undef STAGE
 % if SPLIT > 1 then
 
+#if defined(CG_EMULATION)
+    // the CPU emulation (tests/test_emulate.c) runs a cluster's blocks one after another, its
+    // last rank first: ranks 1.. leave their partial tiles in one static array, rank 0 adds
+    // them in rank order
+    static {{acc_t}} part_emu[{{SPLIT}}][{{TM * TN}}][{{threads}}];
+    if (rank != 0) {
+        for (int v = 0; v < {{TM * TN}}; v++) part_emu[rank][v][tid] = acc[v / {{TN}}][v % {{TN}}];
+        return;
+    }
+    for (int r = 1; r < {{SPLIT}}; r++)
+        for (int v = 0; v < {{TM * TN}}; v++) acc[v / {{TN}}][v % {{TN}}] += part_emu[r][v][tid];
+#else
     // the cluster's reduction, in {{PH}} phase(s) of {{VP}} values per thread: ranks 1..
     // publish, rank 0 adds them in rank order, and no block moves on (or leaves)
     // while rank 0 still reads its shared memory
@@ -235,6 +247,7 @@ local source = engine.compile([[
         asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
     }
     if (rank != 0) return;
+#endif
 % end
 
 #pragma unroll
