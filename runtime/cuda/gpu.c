@@ -926,9 +926,12 @@ static int queue_graph(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int way
         }
         if (CG_CU(e, cu->cuGraphDestroy(gr))) return -1;
         if (inst != CUDA_SUCCESS) {
+            /* no graph: plain launches from now on, the way asked (the whole kernel's capture
+             * was refused above, so a whole way that reaches here ran the per-layer kernels) */
             st->graph[slot] = NULL;
             g->graphs = 0;
-            return queue_kernels(g, st, skip, n, 0, way == WAY_WHOLE ? WAY_LAYERS : way, e);
+            *ran = way == WAY_WHOLE ? WAY_LAYERS : way;
+            return queue_kernels(g, st, skip, n, 0, *ran, e);
         }
         st->graph_n[slot] = n, st->graph_skip[slot] = skip, st->graph_way[slot] = way;
         st->graph_pdl[slot] = g->pdl_launches;
