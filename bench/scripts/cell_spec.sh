@@ -5,7 +5,8 @@
 # copy of specs/ece408-2018sp.yaml looked for DEST's ../models/ and failed: "cannot open").
 # auto_copy SPEC P: bench/compare.py's copy of SPEC at precision P less its layers' strategy
 # and params (compare.py --auto), written beside SPEC as .prec-P-NAME.yaml; prints its path,
-# which the caller removes.
+# which the caller removes. spec_check and spec_sanitize (below): the checks and sanitizer runs of one
+# spec, a line each.
 cell_spec() {
   case $1 in
     */*) echo "$1" ;;
@@ -20,4 +21,27 @@ spec_copy() {
 auto_copy() {
   python3 -c "import sys; sys.path.insert(0, sys.argv[3]); import compare
 print(compare.precision_spec(sys.argv[1], sys.argv[2], True))" "$1" "$2" "$(dirname "${BASH_SOURCE[0]}")/.."
+}
+# spec_check CONVGEN SPEC IMAGES: `convgen check SPEC --random-input 1 --images IMAGES`, one
+# line "ok   check SPEC IMAGES" or "FAIL ..." and the failing lines; its status.
+spec_check() {
+  local log rc=0
+  log=$(mktemp)
+  if "$1" check "$2" --random-input 1 --images "$3" >"$log" 2>&1; then echo "ok   check $2 $3"
+  else echo "FAIL check $2 $3"; grep -E "FAIL" "$log" | head -3; tail -3 "$log"; rc=1; fi
+  rm -f "$log"
+  return $rc
+}
+# spec_sanitize CONVGEN SPEC IMAGES: `compute-sanitizer --tool T convgen run SPEC --random-input 1
+# --images IMAGES` for memcheck and racecheck, a line each; its status.
+spec_sanitize() {
+  local log tool rc=0
+  log=$(mktemp)
+  for tool in memcheck racecheck; do
+    if compute-sanitizer --tool "$tool" --error-exitcode 9 "$1" run "$2" --random-input 1 --images "$3" >"$log" 2>&1
+    then echo "ok   $tool $2 $3"
+    else echo "FAIL $tool $2 $3"; grep -m3 -E "ERROR|Invalid|hazard|error" "$log"; rc=1; fi
+  done
+  rm -f "$log"
+  return $rc
 }

@@ -12,22 +12,14 @@
 # 3. bench/scripts/bf16_auto_device.sh NEW PREV SPEC... (checks at 300 images, then
 #    bench/latency.py --precision bf16 --auto --batches 10000 beside PyTorch BF16).
 set -u
+. "$(dirname "$0")/cell_spec.sh"
 new=$1 prev=$2
 shift 2
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
 fail=0
-log=$(mktemp)
 s=tests/gpu/layers-fc-mma-bf16-wg.yaml
-for b in 300 1000; do
-  if "$new" check "$s" --random-input 1 --images "$b" >"$log" 2>&1; then echo "ok   check $s $b (large batch)"
-  else echo "FAIL check $s $b"; tail -5 "$log"; fail=1; fi
-done
-for tool in memcheck racecheck; do
-  if compute-sanitizer --tool "$tool" --error-exitcode 9 "$new" run "$s" --random-input 1 --images 200 >"$log" 2>&1
-  then echo "ok   $tool $s 200"
-  else echo "FAIL $tool $s 200"; grep -m3 -E "ERROR|Invalid|hazard|error" "$log"; fail=1; fi
-done
-rm -f "$log"
+for b in 300 1000; do spec_check "$new" "$s" "$b" || fail=1; done
+spec_sanitize "$new" "$s" 200 || fail=1
 STRATS="mma wg" CHECK_IMAGES=${CHECK_IMAGES:-16} bash "$(dirname "$0")/fc_wg_device.sh" "$new" || fail=1
 bash "$(dirname "$0")/bf16_auto_device.sh" "$new" "$prev" "$@" || fail=1
 exit $fail

@@ -12,21 +12,13 @@
 #    over the 10,000 test images in fp32, bf16 and fp16 (copies without the specs' strategies).
 # 3. BUDGET=${BUDGET:-60} bench/scripts/bucket_tune_device.sh CONVGEN zoo-mlp:256.
 set -u
+. "$(dirname "$0")/cell_spec.sh"
 cg=$1 data=$2
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
 fail=0
-log=$(mktemp)
 s=tests/gpu/layers-mma-fp16-wg.yaml
-for b in 300 1000; do
-  if "$cg" check "$s" --random-input 1 --images "$b" >"$log" 2>&1; then echo "ok   check $s $b (large batch)"
-  else echo "FAIL check $s $b"; grep -E "FAIL" "$log" | head -3; tail -3 "$log"; fail=1; fi
-done
-for tool in memcheck racecheck; do
-  if compute-sanitizer --tool "$tool" --error-exitcode 9 "$cg" run "$s" --random-input 1 --images 200 >"$log" 2>&1
-  then echo "ok   $tool $s 200"
-  else echo "FAIL $tool $s 200"; grep -m3 -E "ERROR|Invalid|hazard|error" "$log"; fail=1; fi
-done
-rm -f "$log"
+for b in 300 1000; do spec_check "$cg" "$s" "$b" || fail=1; done
+spec_sanitize "$cg" "$s" 200 || fail=1
 AUTO=1 SKIP_CHECKS=1 bash "$(dirname "$0")/half_device.sh" "$cg" "$data" || fail=1
 BUDGET=${BUDGET:-60} bash "$(dirname "$0")/bucket_tune_device.sh" "$cg" zoo-mlp:256 || fail=1
 exit $fail

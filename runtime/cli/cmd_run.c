@@ -379,7 +379,7 @@ static int write_json(const char *path, const cg_job *j, const cg_run_nets *rn, 
         fprintf(f, isnan(t->layers_ms) ? "null" : "%.6f", t->layers_ms);
         /* how the per-layer kernels were launched (plain where measured faster than with PDL)
          * and the two times that chose it */
-        fprintf(f, ",\n  \"launch\": \"%s\",\n  \"pdl_ms\": ", t->plain ? "plain" : t->pdl_launches ? "pdl" : "plain");
+        fprintf(f, ",\n  \"launch\": \"%s\",\n  \"pdl_ms\": ", t->pdl_launches ? "pdl" : "plain");
         fprintf(f, isnan(t->pdl_ms) ? "null" : "%.6f", t->pdl_ms);
         fprintf(f, ",\n  \"plain_ms\": ");
         fprintf(f, isnan(t->plain_ms) ? "null" : "%.6f", t->plain_ms);

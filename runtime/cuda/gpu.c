@@ -969,8 +969,9 @@ static int queue_batch(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int way
     return rc;
 }
 
-/* Whether the whole-network kernel can run a batch (a float input skips the
- * input kernel, which it runs) and is left to auto to choose. */
+/* Whether the whole-network kernel can run a batch: there is one, it was not
+ * refused, and the input is the pixels (a float input skips the input kernel,
+ * which it runs). */
 static int whole_possible(const cg_gpu *g, int skip) { return g->wk >= 0 && skip < 0 && !g->whole_off; }
 
 /* Whether the per-layer kernels for n images have two ways to be launched worth
@@ -1000,7 +1001,7 @@ static int pdl_in_play(const cg_gpu *g, int skip, long long n)
 static int measure_ways(cg_gpu *g, cg_gpu_set *st, int skip, long long n, unsigned ways, cg_gpu_times *t, cg_err *e)
 {
     cg_cu *cu = g->cu;
-    double ms[CG_WAYS], v[CG_WAYS][CG_WHOLE_REPS];
+    double v[CG_WAYS][CG_WHOLE_REPS];
     const int warm = CG_WHOLE_WARM, reps = CG_WHOLE_REPS;
     for (int r = 0; r < warm + reps; r++) {
         for (int way = 0; way < CG_WAYS; way++) {
@@ -1021,12 +1022,12 @@ static int measure_ways(cg_gpu *g, cg_gpu_set *st, int skip, long long n, unsign
         }
     }
     int at = g->npick++ % CG_WHOLE_PICKS; /* the oldest replaced */
+    double *ms = g->pick[at].ms;
     g->pick[at].n = n;
-    g->pick[at].way = WAY_LAYERS;
+    g->pick[at].way = WAY_LAYERS; /* always timed */
     for (int way = 0; way < CG_WAYS; way++) {
         ms[way] = ways >> way & 1 ? cg_median(v[way], reps) : NAN;
-        g->pick[at].ms[way] = ms[way];
-        if (!isnan(ms[way]) && (isnan(ms[g->pick[at].way]) || ms[way] < ms[g->pick[at].way])) g->pick[at].way = way;
+        if (ms[way] < ms[g->pick[at].way]) g->pick[at].way = way;
     }
     if (g->pick[at].way == WAY_WHOLE && g->whole_off) g->pick[at].way = WAY_LAYERS;
     return 0;

@@ -332,13 +332,13 @@ function planner.auto_strategy(l)
     local why = string.format("since precision is %s, the target is sm_90 (built as sm_90a), C = %d < %d, " ..
       "C*K*K = %d < %d and M = %d >= %d", l.precision, l.C, planner.AUTO_TC_MIN_C, ckk,
       planner.AUTO_HALF_SMALL_C_MIN_CKK, l.M, planner.AUTO_HALF_FIRST_MIN_M)
-    local first = ckk <= planner.AUTO_HALF_FIRST_TC_MAX_CKK and { "conv2d_igemm_tc", "conv2d_igemm_wg" }
-      or { "conv2d_igemm_wg", "conv2d_igemm_tc" }
-    for i, t in ipairs(first) do
+    local tc = ckk <= planner.AUTO_HALF_FIRST_TC_MAX_CKK
+    local order = tc and { "conv2d_igemm_tc", "conv2d_igemm_wg" } or { "conv2d_igemm_wg", "conv2d_igemm_tc" }
+    local notes = { tc and string.format(" (C*K*K = %d <= %d: igemm_tc's slices)", ckk,
+      planner.AUTO_HALF_FIRST_TC_MAX_CKK) or "", string.format(" (%s has no legal configuration)", order[1]:sub(8)) }
+    for i, t in ipairs(order) do
       if pcall(resolve, import(t), t, l, nil, nil) then
-        return t, string.format("auto: %s, %s%s", t:sub(8), why, i == 1 and (ckk <= planner.AUTO_HALF_FIRST_TC_MAX_CKK
-          and string.format(" (C*K*K = %d <= %d: igemm_tc's slices)", ckk, planner.AUTO_HALF_FIRST_TC_MAX_CKK) or "")
-          or string.format(" (%s has no legal configuration)", first[1]:sub(8)))
+        return t, string.format("auto: %s, %s%s", t:sub(8), why, notes[i])
       end
     end
   end
