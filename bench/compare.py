@@ -376,23 +376,79 @@ def load_spec(path):
             text = f.read()
     except OSError as ex:
         raise SpecError(f"{path}: {ex.strerror}")
-    spec = parse_yaml(text, path)
+    spec = parse_yaml("\n".join(join_flows(text.splitlines())) + "\n", path)
     return spec, layer_table(spec, path)
+
+
+def join_flows(lines):
+    """`lines` with each flow mapping that spans several lines on its first (comments
+    removed), the lines it took left blank so that line numbers stay (the reader takes
+    flow collections on one line only)."""
+    out, i = [], 0
+    while i < len(lines):
+        if opens_flow(lines[i]):
+            j, text = flow_lines(lines, i)
+            out += [text] + [""] * (j - i - 1)
+            i = j
+        else:
+            out.append(lines[i])
+            i += 1
+    return out
+
+
+def drop_flow_choices(text, path, n):
+    """A flow-style layer's mapping `text` ({name: ..., strategy: S, params: {...}}, its
+    comments removed) less its strategy and params entries; SpecError where a params
+    mapping nests another."""
+    text = re.sub(r",\s*strategy:\s*[^,}]+", "", text)
+    m = re.search(r",\s*params:\s*\{", text)
+    if m:
+        end = text.index("}", m.end())
+        if "{" in text[m.end():end]:
+            raise SpecError(f"{path}:{n}: a flow-style layer whose params nest a mapping")
+        text = text[:m.start()] + text[end + 1:]
+    return text
+
+
+def opens_flow(line):
+    """Whether `line` starts a flow mapping: a layer's ({...}) or one left open at its end."""
+    code = line.split("#")[0]
+    return code.lstrip("- ").startswith("{") or code.count("{") > code.count("}")
+
+
+def flow_lines(lines, i):
+    """The index past the last line of the flow mapping that starts on lines[i] (braces
+    balanced, comments ignored) and the mapping's text on one line, comments removed."""
+    depth, parts = 0, []
+    while i < len(lines):
+        code = lines[i].split("#")[0]
+        parts.append(code.strip() if parts else code.rstrip())
+        depth += code.count("{") - code.count("}")
+        i += 1
+        if depth <= 0:
+            break
+    return i, " ".join(parts)
 
 
 def drop_choices(lines, path):
     """`lines` of a spec less its layers' `strategy:` and `params:` keys (block style: a
-    params mapping on the lines below it, indented deeper, goes too). A layer written
-    in flow style ({name: ..., strategy: ...}) is refused: SpecError."""
-    out, depth = [], None
-    for n, line in enumerate(lines, 1):
+    params mapping on the lines below it, indented deeper, goes too; flow style
+    ({name: ..., strategy: ..., params: {...}}, over one line or several): the entries)."""
+    out, depth, i = [], None, 0
+    while i < len(lines):
+        line, n = lines[i], i + 1
         body = line.lstrip()
         indent = len(line) - len(body)
         if depth is not None and body and indent > depth:
+            i += 1
             continue
         depth = None
-        if line.lstrip("- ").startswith("{") and ("strategy:" in line or "params:" in line):
-            raise SpecError(f"{path}:{n}: a flow-style layer with strategy or params; --auto drops block-style keys only")
+        if opens_flow(line):
+            i, text = flow_lines(lines, i)
+            layer = line.lstrip("- ").startswith("{") and ("strategy:" in text or "params:" in text)
+            out.append(drop_flow_choices(text, path, n) if layer else text)
+            continue
+        i += 1
         if body.startswith(("strategy:", "params:")) and indent > 0:
             if body.startswith("params:") and not body[len("params:"):].split("#")[0].strip():
                 depth = indent
@@ -413,6 +469,7 @@ def precision_copy(path, precision, auto=False):
             lines = [l for l in f.read().splitlines() if not l.startswith("precision:")]
     except OSError as ex:
         raise SpecError(f"{path}: {ex.strerror}")
+    lines0 = lines
     if auto:
         lines = drop_choices(lines, path)
     out, done = [], False
@@ -426,7 +483,8 @@ def precision_copy(path, precision, auto=False):
     copy = os.path.join(os.path.dirname(path) or ".", f".prec-{precision}-{os.path.basename(path)}")
     text = "\n".join(out) + "\n"
     again = parse_yaml(text, copy)
-    if again.get("precision") != precision or layer_table(again, copy) != load_spec(path)[1]:
+    if again.get("precision") != precision or layer_table(again, copy) != layer_table(
+            parse_yaml("\n".join(join_flows(lines0)) + "\n", path), path):
         raise SpecError(f"{path}: its copy with precision: {precision} does not read back as the same layers")
     return copy, text
 

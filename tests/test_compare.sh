@@ -70,18 +70,35 @@ if grep -qF "precision tf32: PyTorch dtype=torch.float32, torch.backends.cudnn.a
    && grep -qF "convgen runs specs/.prec-tf32-example-conv.yaml" "$t/outtf" \
    && grep -qF "the dense tf32 tensor-core peak (SMs x 2048 FLOP" "$t/outtf"; then ok; else bad "tf32 dry run: $(cat "$t/outtf")"; fi
 # --auto: the precision copy less its layers' strategy and params (the course specs name
-# FP32 templates), block-style keys only; refused without a precision other than fp32 and
-# on a flow-style layer that names a strategy (exit 3, the file and line)
+# FP32 templates), block-style keys and flow-style entries (a flow mapping over several lines
+# joined); refused without a precision other than fp32 and on a flow-style layer whose params
+# nest a mapping (exit 3, the file and line)
 python3 $cmp --dry-run --precision bf16 --auto specs/ece408-2018fa.yaml >"$t/outau" 2>&1
 if grep -qF "convgen runs specs/.prec-bf16-ece408-2018fa.yaml (the spec with precision: bf16, less its layers strategy and params" "$t/outau"
 then ok; else bad "--auto dry run: $(grep precision "$t/outau")"; fi
 python3 $cmp --dry-run --auto specs/example-conv.yaml >/dev/null 2>"$t/err"; rc=$?
 if [ $rc -eq 2 ] && grep -q "auto needs --precision" "$t/err"; then ok; else bad "--auto without a precision: exit $rc"; fi
-printf 'network: flow\ninput: {channels: 1, height: 8, width: 8}\nlayers:\n  - {name: c1, op: conv, M: 4, K: 3, strategy: direct}\n' \
+printf 'network: flow\ninput: {channels: 1, height: 8,   # comment\n        width: 8}\nlayers:\n  - {name: c1, op: conv, M: 4, K: 3, strategy: direct,\n     params: {block: 64}, activation: relu}   # c1\n  - {name: f, op: fc, out: 3, strategy: vec}\n' \
   >"$t/flow.yaml"
 python3 $cmp --dry-run --precision bf16 --auto "$t/flow.yaml" >/dev/null 2>"$t/err"; rc=$?
-if [ $rc -eq 3 ] && grep -q "flow.yaml:4: a flow-style layer" "$t/err"; then ok
+if [ $rc -eq 0 ] && [ ! -e "$t/.prec-bf16-flow.yaml" ]; then ok
 else bad "--auto on flow-style layers: exit $rc: $(cat "$t/err")"; fi
+python3 - "$t/flow.yaml" <<'PY' >"$t/au" 2>&1 || bad "--auto flow copy: $(cat "$t/au")"
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("compare", "bench/compare.py")
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+_, text = m.precision_copy(sys.argv[1], "bf16", True)
+want = ["  - {name: c1, op: conv, M: 4, K: 3, activation: relu}", "  - {name: f, op: fc, out: 3}",
+        "input: {channels: 1, height: 8, width: 8}"]
+for w in want:
+    assert w in text.splitlines(), (w, text)
+assert "strategy" not in text and "params" not in text, text
+PY
+printf 'network: flow\ninput: {channels: 1, height: 8, width: 8}\nlayers:\n  - {name: c1, op: conv, M: 4, K: 3, params: {a: {b: 1}}}\n' \
+  >"$t/flow2.yaml"
+python3 $cmp --dry-run --precision bf16 --auto "$t/flow2.yaml" >/dev/null 2>"$t/err"; rc=$?
+if [ $rc -eq 3 ] && grep -q "flow2.yaml:4: a flow-style layer whose params nest a mapping" "$t/err"; then ok
+else bad "--auto on nested flow params: exit $rc: $(cat "$t/err")"; fi
 python3 - <<'PY' >"$t/au" 2>&1 || bad "--auto copy: $(cat "$t/au")"
 import importlib.util
 spec = importlib.util.spec_from_file_location("compare", "bench/compare.py")

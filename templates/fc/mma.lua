@@ -9,23 +9,29 @@
 -- through registers. (fc_wg runs the fc as conv2d_igemm_wg's 1x1 convolution, whose
 -- operands are gathered, packed and stored by every thread: 33-112 TFLOP/s on seven layers on
 -- an H200 in bf16, where PyTorch's cuBLAS ran zoo-mlp's at about 530 TFLOP/s; this template
--- 67-167, bench/RESULTS.md.)
+-- 199-409 TFLOP/s on the same layers, bench/RESULTS.md, "fc_mma fed faster".)
 --
--- Shared memory: a ring of st stages (4: see the parameter), each bk inputs deep: the x tile [bk/8][bm][8] then
--- the w tile [bk/8][bn][8] (16-byte chunks; 8 rows of one chunk column are a 128-byte
--- core matrix, the stride offset; chunk columns bm*16 or bn*16 bytes apart, the leading
--- offset). A warp's copy is 8 rows x 4 chunks: each row's 64 bytes are two whole sectors
--- in global memory and the 32 stores fall in 8 distinct 16-byte bank groups of each
--- 128-byte line (4 wavefronts, the least for 512 bytes). Rows past the batch or the
--- outputs, and chunks past IN, are zero-filled (cp.async with a source size of 0).
+-- Shared memory (1,024-byte aligned): a ring of st stages (4: see the parameter), each bk
+-- inputs deep: the x tile then the w tile, each as panels of [rows][pw] values (pw = 64
+-- inputs, 32 where bk is 32) in wgmma's 128-byte (64-byte) swizzle: row r's 16-byte chunk c
+-- at r*128 + (c ^ (r % 8))*16 (r*64 + (c ^ (r / 2 % 4))*16); eight rows are an atom, the
+-- stride offset. A warp's copy is 32 chunks of whole rows (4 rows of 128 bytes, or 8 of
+-- 64): each row one piece of global memory, each 128 bytes of the atom written by 8 lanes
+-- in 8 distinct bank groups (4 wavefronts for 512 bytes), and half the L1 requests of
+-- copying 8 rows x 4 chunks of 64-input rows.
+-- Rows past the batch or the outputs, and chunks past IN, are zero-filled (cp.async with a
+-- source size of 0).
 --
 -- The loop: stages 0 .. st-3 copied first; for stage s, its copies awaited (this
--- thread's, then a barrier for everyone's), stage s + st - 2 copied into the buffer
--- stage s - 2 used (every warpgroup waited for s - 2's products before the barrier),
--- bk/16 wgmma issued on stage s, then a wait for stage s - 1's products (one group in
--- flight). Epilogue: bias and activation from the accumulators, each thread's pairs
--- of neighbouring outputs of its rows stored. Without sm_90a (the CPU emulation of
--- test_emulate) the accumulators add the staged values by FMAs, in FP32.
+-- thread's, then a barrier for everyone's), bk/16 wgmma issued on stage s, then stage
+-- s + st - 2 copied into the buffer stage s - 2 used (every warpgroup waited for s - 2's
+-- products before the barrier), then a wait for stage s - 1's products (one group in
+-- flight): the tensor cores start on s while the copies are issued. Blocks run the outputs'
+-- tiles of one image tile next to each other (the block index's remainder by the output
+-- tiles), so the image tile is read from DRAM once and the weights stay in L2. Epilogue:
+-- bias and activation from the accumulators, each thread's pairs of neighbouring outputs of
+-- its rows stored. Without sm_90a (the CPU emulation of test_emulate) the accumulators add
+-- the staged values by FMAs, in FP32, reading the swizzled layout.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -37,7 +43,7 @@ T.doc = "the fc as a matrix product on warpgroup tensor cores, both operands cop
 
 local function inputs(l) return l.C * l.H * l.W end
 
-local function smem(p) return p.st * (p.bm + p.bn) * p.bk * 2 end
+local function smem(p) return p.st * (p.bm + p.bn) * p.bk * 2 + 1024 end
 
 -- The cost model: each SM's share of the blocks (common.cost.spread), each block the
 -- larger of its products at the dense 16-bit rate (16 FP32 FMAs' worth a lane a clock)
@@ -87,7 +93,7 @@ T.params = {
   { name = "bn", doc = "outputs per block: wgmma's N, a multiple of 8 up to 256",
     legal = function(_) return { 256, 128, 64, 192, 96, 32, 160, 224, 16 } end,
     default = function(l) return tile(l).bn end },
-  { name = "bk", doc = "inputs a stage (a multiple of 32: a warp's copy is 4 chunks of 8 a row)",
+  { name = "bk", doc = "inputs a stage (32, 64 or 128: panels of 32 or 64, one swizzled row each)",
     legal = function(_) return { 64, 32, 128 } end,
     default = function(_) return 64 end },
   -- (4 only: on an H200, 2026-11-29, st=3 and st=5 gave wrong sums, relative L2 error 1.1-1.4, on
@@ -117,7 +123,9 @@ function T.check(l, p)
   if p.bn > 2 * l.out and p.bn > 16 then
     return string.format("bn=%d is more than twice the layer's %d outputs", p.bn, l.out), "bn"
   end
-  if p.bk % 32 ~= 0 then return string.format("bk=%d: a multiple of 32", p.bk), "bk" end
+  if p.bk ~= 32 and p.bk ~= 64 and p.bk ~= 128 then
+    return string.format("bk=%d: 32, 64 or 128 (panels of 32 or 64 inputs)", p.bk), "bk"
+  end
   if p.st ~= 4 then return string.format("st=%d: the ring holds 4 stages (3 and 5 computed wrong sums)", p.st), "st" end
   if p.st > 2 + common.ceil_div(IN, p.bk) then
     return string.format("st=%d: %d stages of %d inputs leave buffers without a stage", p.st,
@@ -137,44 +145,47 @@ local source = engine.compile([=[
     // x: n x {{IN}} (row-major), w: {{OUT}} x {{IN}}, out: n x {{OUT}}
     // block: images [i0, i0 + {{BM}}) x outputs [o0, o0 + {{BN}}); warpgroup wg its rows 64*wg .. +63
     extern __shared__ {{vec_t(acc_t, 4)}} smem4[];
-    {{in_t}}* const sm = reinterpret_cast<{{in_t}}*>(smem4);
+    // the swizzle's atoms need 1,024-byte alignment (the launch gives 1,024 bytes more)
+    {{in_t}}* const sm = reinterpret_cast<{{in_t}}*>((reinterpret_cast<unsigned long long>(smem4) + 1023) & ~1023ull);
     const int tid = threadIdx.x;
     const int lane = tid & 31, wq = (tid >> 5) & 3, wg = tid >> 7;
     const int g = lane >> 2, t4 = lane & 3;
-    const int i0 = blockIdx.x * {{BM}};
 % if OB == 1 then
+    const int i0 = blockIdx.x * {{BM}};
     const int o0 = 0;
 % else
-    const int o0 = blockIdx.y * {{BN}};
+    // the grid is (image tiles, output tiles); blocks taken output tile first
+    const int bid = blockIdx.x + blockIdx.y * gridDim.x;
+    const int i0 = (bid / {{OB}}) * {{BM}};
+    const int o0 = (bid % {{OB}}) * {{BN}};
 % end
     if (i0 >= n) return;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     const unsigned sbase = (unsigned)__cvta_generic_to_shared(sm);
 #endif
 
-    // stage s into buffer b: unit u = tid + {{NT}}*j is lane u % 32 of copy-warp u / 32: row 8*(w % R8) +
-    // (lane & 7), chunk 4*(w / R8) + (lane >> 3), of x's {{BM}} rows (R8 = {{BM // 8}}) then w's {{BN}}
+    // stage s into buffer b: unit u = tid + {{NT}}*j copies chunk kc = u % {{CPR}} (inputs k0 + 8*kc ..
+    // +7) of row u / {{CPR}}, of x's {{BM}} rows then w's {{BN}}, to panel kc / {{CPP}}, swizzled chunk
+    // (kc % {{CPP}}) ^ {{swz("row")}}
     auto issue = [&](int s, int b) {
         const int k0 = s * {{BK}};
 #pragma unroll
         for (int j = 0; j < {{XU}}; j++) {
-            const int u = tid + j * {{NT}}, w = u >> 5, ln = u & 31;
-            const int row = 8 * (w % {{BM // 8}}) + (ln & 7), kc = 4 * (w / {{BM // 8}}) + (ln >> 3);
+            const int u = tid + j * {{NT}}, row = u / {{CPR}}, kc = u % {{CPR}};
             const bool ok = i0 + row < n{{kguard}};
             const {{in_t}}* const src = ok ? x_arg + (long long)(i0 + row) * {{IN}} + k0 + 8 * kc : x_arg;
-            const int d = b * {{STAGE}} + (kc * {{BM}} + row) * 8;
+            const int d = b * {{STAGE}} + {{at(BM, "row", "kc")}};
 {{cp16}}
         }
 #pragma unroll
         for (int j = 0; j < {{WU}}; j++) {
-            const int u = tid + j * {{NT}}, w = u >> 5, ln = u & 31;
+            const int u = tid + j * {{NT}}, row = u / {{CPR}}, kc = u % {{CPR}};
 % if WU * NT ~= BN * BK // 8 then
             if (u >= {{BN * BK // 8}}) break;
 % end
-            const int row = 8 * (w % {{BN // 8}}) + (ln & 7), kc = 4 * (w / {{BN // 8}}) + (ln >> 3);
             const bool ok = {{oguard}}{{kguard}};
             const {{w_t}}* const src = ok ? w_arg + (long long)(o0 + row) * {{IN}} + k0 + 8 * kc : w_arg;
-            const int d = b * {{STAGE}} + {{BM * BK}} + (kc * {{BN}} + row) * 8;
+            const int d = b * {{STAGE}} + {{BM * BK}} + {{at(BN, "row", "kc")}};
 {{cp16}}
         }
     };
@@ -202,16 +213,16 @@ local source = engine.compile([=[
 #endif
         // everyone's copies of stage s are in, and every warpgroup waited for stage s - 2's products
         __syncthreads();
-        if (s + {{ST - 2}} < {{NK}}) issue(s + {{ST - 2}}, (s + {{ST - 2}}) % {{ST}});
-        commit();
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        const unsigned long long da = d0 + {{adesc}} + b * {{STAGE // 8}} + wg * 64;
-        const unsigned long long db = d0 + {{bdesc}} + b * {{STAGE // 8}} + {{BM * BK // 8}};
+        // k16 step k: panel k / {{PW // 16}}, 32 bytes a step inside the swizzled row
+        const unsigned long long da = d0 + {{desc}} + b * {{STAGE // 8}} + wg * {{64 * PW // 8}};
+        const unsigned long long db = d0 + {{desc}} + b * {{STAGE // 8}} + {{BM * BK // 8}};
 #pragma unroll
-        for (int k = 0; k < {{BK // 16}}; k++) wgmma(cf, da + k * {{2 * BM}}, db + k * {{2 * BN}});
+        for (int k = 0; k < {{BK // 16}}; k++)
+            wgmma(cf, da + (k / {{PW // 16}}) * {{BM * PW // 8}} + (k % {{PW // 16}}) * 2,
+                  db + (k / {{PW // 16}}) * {{BN * PW // 8}} + (k % {{PW // 16}}) * 2);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");   // stage s - 1's products landed
 #else
         // without wgmma: each accumulator plus its row's and output's staged products, in FP32
         const {{in_t}}* const xa = sm + b * {{STAGE}};
@@ -221,10 +232,16 @@ local source = engine.compile([=[
             const int row = 64 * wg + 16 * wq + g + 8 * ((r >> 1) & 1), col = 8 * (r >> 2) + 2 * t4 + (r & 1);
             {{acc_t}} v = 0.0f;
             for (int k = 0; k < {{BK}}; k++)
-                v = fmaf({{to_acc("xa[((k >> 3) * " .. BM .. " + row) * 8 + (k & 7)]")}},
-                         {{w_to_acc("wa[((k >> 3) * " .. BN .. " + col) * 8 + (k & 7)]")}}, v);
+                v = fmaf({{to_acc("xa[" .. at(BM, "row", "(k >> 3)") .. " + (k & 7)]")}},
+                         {{w_to_acc("wa[" .. at(BN, "col", "(k >> 3)") .. " + (k & 7)]")}}, v);
             cf[r] += v;
         }
+#endif
+        // the copies of stage s + {{ST - 2}} while the tensor cores work on stage s
+        if (s + {{ST - 2}} < {{NK}}) issue(s + {{ST - 2}}, (s + {{ST - 2}}) % {{ST}});
+        commit();
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");   // stage s - 1's products landed
 #endif
     }
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -263,14 +280,26 @@ function T.kernel(l, p)
     { { "in", nil, "x_arg" }, { "out" }, { "weights", nil, "w_arg" }, { "bias", nil, "b_arg" }, { "n" }, types = ty },
     nil, 1)
   local kguard = IN % p.bk ~= 0
+  -- panels of pw inputs, rows of pw*2 bytes in the swizzle of that width: the row's bits that
+  -- select its chunks' permutation (r % 8 for 128 bytes, r / 2 % 4 for 64)
+  local pw = math.min(p.bk, 64)
+  local swz = function(row)
+    return pw == 64 and string.format("(%s & 7)", row) or string.format("((%s >> 1) & 3)", row)
+  end
   local v = {
     head = head, IN = IN, OUT = l.out, BM = p.bm, BN = p.bn, BK = p.bk, ST = p.st, NK = NK, NT = threads,
     NR = p.bn // 2, STAGE = (p.bm + p.bn) * p.bk, OB = common.ceil_div(l.out, p.bn),
-    XU = p.bm * p.bk // 8 // threads, WU = common.ceil_div(p.bn * p.bk // 8, threads),
+    XU = p.bm * p.bk // 8 // threads, WU = common.ceil_div(p.bn * p.bk // 8, threads), CPR = p.bk // 8,
+    PW = pw, CPP = pw // 8, swz = swz,
+    -- the element offset in a stage's tile of `rows` rows of (row, 16-byte chunk kc of the stage)
+    at = function(rows, row, kc)
+      return string.format("(%s / %d) * %d + %s * %d + (((%s %% %d) ^ %s) << 3)", kc, pw // 8, rows * pw, row, pw, kc,
+        pw // 8, swz(row))
+    end,
     kguard = kguard and string.format(" && k0 + 8 * kc < %d", IN) or "",
     oguard = l.out % p.bn ~= 0 and string.format("o0 + row < %d", l.out) or "true",
     oedge = l.out % p.bn ~= 0,
-    adesc = common.wgmma_desc(p.bm), bdesc = common.wgmma_desc(p.bn),
+    desc = common.wgmma_desc_swizzle(pw * 2),
     cp16 = common.cp_async16("            ", "sbase + 2 * d", "sm + d", "src", "ok"),
     wt = common.half_dtype(l) == "bf16" and "bf16" or "f16",
     bias = l.bias, actname = l.act,

@@ -853,6 +853,16 @@ function common.wgmma_desc(lead16)
   return string.format("0x%xull", lead16 << 16 | (128 // 16) << 32)
 end
 
+-- The bits of a K-major wgmma descriptor in the swizzle of `bytes` (128, 64 or 32) above
+-- its start address: the leading offset 1 (unused: a k16 step's 32 bytes lie inside one
+-- swizzled row), the stride (8-row atom) offset 8 * bytes, and the layout type (1, 2, 3 for
+-- 128, 64, 32 bytes), as a C literal to add the start address / 16 to. The atoms must be
+-- aligned to their size; a k16 step inside a row adds 32 bytes to the start address.
+function common.wgmma_desc_swizzle(bytes)
+  local layout = ({ [128] = 1, [64] = 2, [32] = 3 })[bytes]
+  return string.format("0x%xull", layout << 62 | (8 * bytes // 16) << 32 | 1 << 16)
+end
+
 -- Their `bm`, maps per block tile (wgmma's N): the fewest eights covering M in one to
 -- four block rows, then 64, 128, 32, 16, 8; by default as many rows as 64-map tiles
 -- would take.
