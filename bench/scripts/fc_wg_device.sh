@@ -9,7 +9,8 @@
 # Each layer of a bf16 copy (the spec's `strategy` and `params` dropped, so both templates
 # take their own defaults) is checked against the CPU reference on CHECK_IMAGES images
 # (default 64), then timed with the L2 flushed (`convgen kernel --repeat 10`). LAYERS:
-# "spec|layer" items to time instead; STRATS the templates (default "wg vec"; mma: fc_mma).
+# "spec|layer" items to time instead; STRATS the templates (default "wg vec"; mma: fc_mma); BATCH
+# the images (default 10,000; a smaller count times the kernels generated for its bucket).
 set -u
 . "$(dirname "$0")/cell_spec.sh"
 cg=$1
@@ -20,7 +21,8 @@ bench/specs/zoo-vgg-same.yaml\|fc1 bench/specs/zoo-mlp.yaml\|fc1 bench/specs/zoo
   IFS='|' read -r sp l <<<"$item"
   c=$(auto_copy "$sp" bf16)
   for st in ${STRATS:-wg vec}; do
-    out=$("$cg" kernel "$c" --layer "$l" --strategy "$st" --repeat "${REPEAT:-10}" --check-images "${CHECK_IMAGES:-64}" 2>&1)
+    out=$("$cg" kernel "$c" --layer "$l" --strategy "$st" --batch "${BATCH:-10000}" --repeat "${REPEAT:-10}" \
+      --check-images "${CHECK_IMAGES:-64}" 2>&1)
     echo "$(basename "$sp" .yaml) $l $st: $(echo "$out" | grep -E 'params|median|WRONG|convgen:' | tr '\n' ' ' | cut -c1-360)"
   done
   rm -f "$c"

@@ -249,22 +249,38 @@ local source = engine.compile([=[
 #endif
 
     // epilogue: {{bias and "bias, " or ""}}{{actname}}; register 4*j + 2*h + e is row 16*wq + g + 8*h of the
-    // warpgroup's 64, output 8*j + 2*t4 + e
+    // warpgroup's 64, output 8*j + 2*t4 + e{{pair and "; the pair e = 0, 1 stored as one 4-byte word (OUT is even)" or ""}}
+    const int ia = i0 + 64 * wg + 16 * wq + g;
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int i = i0 + 64 * wg + 16 * wq + g + 8 * h;
-        if (i >= n) continue;
-        {{out_t}}* const o = out + (long long)i * {{OUT}};
-#pragma unroll
-        for (int j = 0; j < {{BN // 8}}; j++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int c = o0 + 8 * j + 2 * t4 + e;
+    for (int j = 0; j < {{BN // 8}}; j++) {
+        const int c = o0 + 8 * j + 2 * t4;
 % if oedge then
-                if (c >= {{OUT}}) continue;
+        if (c >= {{OUT}}) continue;
 % end
-                o[c] = {{from_acc(act("cf[4 * j + 2 * h + e]" .. (bias and (" + " .. w_to_acc("__ldg(b_arg + c)")) or "")))}};
-            }
+% if bias then
+        const {{acc_t}} b0 = {{w_to_acc("__ldg(b_arg + c)")}};
+%   if pair then
+        const {{acc_t}} b1 = {{w_to_acc("__ldg(b_arg + c + 1)")}};
+%   else
+        const {{acc_t}} b1 = c + 1 < {{OUT}} ? {{w_to_acc("__ldg(b_arg + c + 1)")}} : 0.0f;
+%   end
+% end
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int i = ia + 8 * h;
+            if (i >= n) continue;
+            {{out_t}}* const o = out + (long long)i * {{OUT}} + c;
+            const {{out_t}} v[2] = { {{from_acc(act("cf[4 * j + 2 * h]" .. (bias and " + b0" or "")))}},
+                                     {{from_acc(act("cf[4 * j + 2 * h + 1]" .. (bias and " + b1" or "")))}} };
+% if pair then
+            unsigned u;
+            memcpy(&u, v, 4);
+            *reinterpret_cast<unsigned*>(o) = u;
+% else
+            o[0] = v[0];
+            if (c + 1 < {{OUT}}) o[1] = v[1];
+% end
+        }
     }
 }
 ]=], "fc_mma")
@@ -298,7 +314,7 @@ function T.kernel(l, p)
     end,
     kguard = kguard and string.format(" && k0 + 8 * kc < %d", IN) or "",
     oguard = l.out % p.bn ~= 0 and string.format("o0 + row < %d", l.out) or "true",
-    oedge = l.out % p.bn ~= 0,
+    oedge = l.out % p.bn ~= 0, pair = l.out % 2 == 0,
     desc = common.wgmma_desc_swizzle(pw * 2),
     cp16 = common.cp_async16("            ", "sbase + 2 * d", "sm + d", "src", "ok"),
     wt = common.half_dtype(l) == "bf16" and "bf16" or "f16",
