@@ -215,6 +215,11 @@ T.params = {
   { name = "fp", doc = "1: a 2x2 pool of stride 2 fused into the epilogue (the tile through shared memory); 0: a pool kernel after",
     legal = function(_) return { 0, 1 } end,
     default = function(l, given) return common.half_dtype(l) and half.default_fp(l, given) or 0 end },
+  { name = "po", quiet = true,
+    doc = "16-bit tensors, tr=1: 1 stages the planes a channel slice at a time, the next while one multiplies; "
+      .. "0 all of them before the first product",
+    legal = function(l) return common.half_dtype(l) and { 0, 1 } or { 0 } end,
+    default = function(_) return 0 end },
 }
 
 -- The shape of the least block a layer may have (see T.check), worked out once a layer

@@ -53,6 +53,15 @@
 -- pixels) and stores rows of consecutive outputs; with fp=1 (a 2x2 pool of stride 2, bands
 -- of an even number of rows) the tile is staged as FP32 sums and each thread takes pooled
 -- outputs, so the conv output is never written.
+--
+-- po=1 (tr=1, two or more channel slices; no default yet: not timed on a GPU): the loop runs
+-- channel slice by channel slice, each tap in turn (slice s: channel slice s / K*K, tap
+-- s % K*K), and only the first channel slice's planes are staged before it. At a channel
+-- slice's first tap every thread loads its units of the next channel slice's planes into
+-- registers (SU units of 8 values), and after its last tap's products are issued stores them
+-- and fences them for the tensor cores; the barrier at the top of the next slice publishes
+-- them. The staging then runs beside the products where it ran before the first one (a block
+-- alone on its SM spent 45 % of its stalls there on zoo-vgg-same's conv2_2).
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -122,6 +131,12 @@ function H.shape(l, p)
     s.regs = s.MT * s.NR + 8 * s.WI + ADDRESSING
   end
   s.PU = s.CG * s.NPIX                        -- plane units (8 channels of one pixel)
+  -- po=1 (tr=1): the planes staged a channel slice at a time, the next slice's units held in
+  -- registers (SU a thread, 8 16-bit values each) while the slice before multiplies
+  s.PO = s.tr and p.po == 1
+  s.SUN = s.NPIX * p.bk // 8                  -- plane units of one channel slice
+  s.SU = common.ceil_div(s.SUN, s.threads)
+  if s.PO then s.regs = s.regs + 4 * s.SU end
   s.smem = 2 * (s.PB + s.PU * 8)
   if s.tr then
     -- the epilogue's staged tile: bm maps x EP pixels (a row 4 bytes past a multiple of 128, so
@@ -307,6 +322,11 @@ function H.check(l, p)
       s.C16), "bk"
   end
   if p.fp == 1 and p.tr ~= 1 then return "fp=1: 16-bit planes fuses a pool with tr=1 only (tr=0: a pool kernel after)", "fp" end
+  if p.po == 1 and p.tr ~= 1 then return "po=1: 16-bit planes overlaps the staging with tr=1 only", "po" end
+  if p.po == 1 and s.CS == 1 then
+    return string.format("po=1: bk=%d takes all %d channels in one slice: nothing is staged while a slice multiplies",
+      p.bk, s.C16), "po"
+  end
   if p.fp == 1 and not common.fused_pool2(g) then return "fp=1: the layer has no 2x2 pool of stride 2 to fuse", "fp" end
   if p.fp == 1 and p.rows < g.CH and p.rows % 2 == 1 then
     return string.format("fp=1: bands of %d rows would split pooling windows (an even number, or all %d)", p.rows, g.CH),
@@ -367,8 +387,9 @@ function H.cost(l, p)
   if conc == 0 then return math.huge end
   local cols = s.tr and s.NP * s.PG or 64 * s.MT * p.wgs
   local tensor = seq * cols * p.bm * s.C16 * s.KK / (16 * common.cost.FMA_PER_CLOCK)
-  -- (tr=1's weights go by cp.async, a copy an instruction where tr=0 loads and packs eight)
-  local copy = seq * (s.PU * 10 + s.NS * s.WU * (s.tr and 2 or 10)) / s.threads * (s.threads // 32) / 4
+  -- (tr=1's weights go by cp.async, a copy an instruction where tr=0 loads and packs eight;
+  -- po=1 stages the first channel slice's planes before the products, the others beside them)
+  local copy = seq * ((s.PO and s.SUN or s.PU) * 10 + s.NS * s.WU * (s.tr and 2 or 10)) / s.threads * (s.threads // 32) / 4
   return (tensor + copy) * common.cost.spills(squeezed)
 end
 
@@ -405,38 +426,44 @@ local prologue = engine.compile([=[
 % if tr then
 {{issue_first}}
 % end
-    // the planes: unit u = (channel group u / {{NPIX}}, pixel u % {{NPIX}}), its 8 channels
-    {
+    // the planes: unit u = (channel group u / {{NPIX}}, pixel u % {{NPIX}}), its 8 channels, loaded into v;
+    // it is stored at sm + {{PB}} + 8*u
 % if IB > 1 then
-        // (pixel p: image p / {{PH * PW}} of the block's {{IB}}, its padded input's row and column)
-        const {{in_t}}* const xb = in + (long long)img * {{C * H * W}};
-#pragma unroll 4
-        for (int u = tid; u < {{PU}}; u += {{NT}}) {
-            const int cg = u / {{NPIX}}, p = u - cg * {{NPIX}};
-            const int im = p / {{PH * PW}}, q = p - im * {{PH * PW}};
-            const int py = q / {{PW}}, iy = py - {{pt}}, ix = q - py * {{PW}} - {{pl}};
-            const bool live = p < {{REAL}} && img + im < n && iy >= 0 && iy < {{H}} && ix >= 0 && ix < {{W}};
-            const {{in_t}}* const xi = xb + (long long)(live ? im : 0) * {{C * H * W}};
+    // (pixel p: image p / {{PH * PW}} of the block's {{IB}}, its padded input's row and column)
+    const {{in_t}}* const xb = in + (long long)img * {{C * H * W}};
 % else
-        const {{in_t}}* const xi = in + (long long)img * {{C * H * W}};
-#pragma unroll 4
-        for (int u = tid; u < {{PU}}; u += {{NT}}) {
-            const int cg = u / {{NPIX}}, p = u - cg * {{NPIX}};
-            const int py = p / {{PW}}, iy = y0 + py - {{pt}}, ix = p - py * {{PW}} - {{pl}};
-            const bool live = p < {{REAL}} && iy >= 0 && iy < {{H}} && ix >= 0 && ix < {{W}};
+    const {{in_t}}* const xb = in + (long long)img * {{C * H * W}};
 % end
-            {{stage_t}} v[8];
+    auto load_unit = [&](int u, {{stage_t}} (&v)[8]) {
+        const int cg = u / {{NPIX}}, p = u - cg * {{NPIX}};
+% if IB > 1 then
+        const int im = p / {{PH * PW}}, q = p - im * {{PH * PW}};
+        const int py = q / {{PW}}, iy = py - {{pt}}, ix = q - py * {{PW}} - {{pl}};
+        const bool live = p < {{REAL}} && img + im < n && iy >= 0 && iy < {{H}} && ix >= 0 && ix < {{W}};
+        const {{in_t}}* const xi = xb + (long long)(live ? im : 0) * {{C * H * W}};
+% else
+        const int py = p / {{PW}}, iy = y0 + py - {{pt}}, ix = p - py * {{PW}} - {{pl}};
+        const bool live = p < {{REAL}} && iy >= 0 && iy < {{H}} && ix >= 0 && ix < {{W}};
+        const {{in_t}}* const xi = xb;
+% end
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                const int c = 8 * cg + e;
+        for (int e = 0; e < 8; e++) {
+            const int c = 8 * cg + e;
 % if C16 ~= C then
-                v[e] = live && c < {{C}} ? __ldg(xi + c * {{H * W}} + iy * {{W}} + ix) : {{stage_t}}{0};
+            v[e] = live && c < {{C}} ? __ldg(xi + c * {{H * W}} + iy * {{W}} + ix) : {{stage_t}}{0};
 % else
-                v[e] = live ? __ldg(xi + c * {{H * W}} + iy * {{W}} + ix) : {{stage_t}}{0};
+            v[e] = live ? __ldg(xi + c * {{H * W}} + iy * {{W}} + ix) : {{stage_t}}{0};
 % end
-            }
-            put(sm + {{PB}} + (cg * {{NPIX}} + p) * 8, v);
         }
+    };
+% if PO then
+    // (po=1: the first channel slice's {{SUN}} units here, each later one while the slice before it multiplies)
+% end
+#pragma unroll 4
+    for (int u = tid; u < {{PO and SUN or PU}}; u += {{NT}}) {
+        {{stage_t}} v[8];
+        load_unit(u, v);
+        put(sm + {{PB}} + u * 8, v);
     }
 ]=], "conv2d_planes_half_prologue")
 
@@ -581,9 +608,12 @@ local source_tr = engine.compile([=[
     {{acc_t}} cf[{{NR}}];
 #pragma unroll
     for (int r = 0; r < {{NR}}; r++) cf[r] = 0.0f;
+% if PO then
+    {{stage_t}} pv[{{SU}}][8];   // po=1: the next channel slice's planes, this thread's units
+% end
 {{wgmma_fn}}    // cf += slice s's products, its weights in ring buffer b
     auto multiply = [&](int s, int b) {
-        const int tap = s / {{CS}}, cs = s - tap * {{CS}};
+        {{tapcs}}
         const int ky = tap / {{K}}, kx = tap - ky * {{K}};
         const int shift = ky * {{PW}} + kx;   // the tap's pixels: the band's, moved on this far
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -624,6 +654,29 @@ local source_tr = engine.compile([=[
         if (s + {{ST - 2}} < {{NS}}) issue_w(s + {{ST - 2}}, (s + {{ST - 2}}) % {{ST}});
         commit_w();
         multiply(s, s % {{ST}});
+% if PO then
+        {
+            // po=1: the next channel slice's planes loaded at this slice's first tap, stored (and fenced
+            // for the tensor cores) after its last tap's products were issued: the barrier above
+            // publishes them before the next slice's first product
+            const int cs = s / {{KK}}, tap = s - cs * {{KK}};
+            if (cs + 1 < {{CS}}) {
+                if (tap == 0) {
+#pragma unroll
+                    for (int i = 0; i < {{SU}}; i++)
+                        if (tid + i * {{NT}} < {{SUN}}) load_unit((cs + 1) * {{SUN}} + tid + i * {{NT}}, pv[i]);
+                }
+                if (tap == {{KK - 1}}) {
+#pragma unroll
+                    for (int i = 0; i < {{SU}}; i++)
+                        if (tid + i * {{NT}} < {{SUN}}) put(sm + {{PB}} + ((cs + 1) * {{SUN}} + tid + i * {{NT}}) * 8, pv[i]);
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+                    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+                }
+            }
+        }
+% end
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");   // slice s - 1's products landed
 #endif
@@ -709,7 +762,8 @@ local issue_src = engine.compile([=[
     const unsigned smw = (unsigned)__cvta_generic_to_shared(sm);
 #endif
     auto issue_w = [&](int s, int b) {
-        const int tap = s / {{CS}}, c0 = (s - tap * {{CS}}) * {{BK}};
+        {{tapcs}}
+        const int c0 = cs * {{BK}};
         const {{w_t}}* const wp = w_arg + tap * {{C * M}} + c0 * {{M}} + m0;
 #pragma unroll
         for (int i = 0; i < {{WI}}; i++) {
@@ -746,6 +800,7 @@ function H.kernel(l, p)
     p.rows < g.CH and string.format("r%d", p.rows) or "ri", p.bm, p.wgs)
     .. (p.bk ~= H.default_bk(l, p) and string.format("_k%d", p.bk) or "")
     .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.tr and "_tr" or "") .. (s.IB > 1 and ("_i" .. s.IB) or "") .. (s.pooled and "_fp" or "")
+    .. (s.PO and "_po" or "")
   -- the output written into a concat's slice (common.out_slice): its image stride
   local pre = common.planes_prelude(l, name, fused, s.threads, p.occ, s.NR)
   local slice, ty, head, args, dregs, douts = pre.slice, pre.ty, pre.head, pre.args, pre.dregs, pre.douts
@@ -774,6 +829,11 @@ function H.kernel(l, p)
     pooled = s.pooled, pool_kind = g.kind, OH = g.OH, OW = g.OW, PR = math.min(p.rows, g.CH) // 2,
     IB = s.IB, PH = s.PH,
     tr = s.tr, MR = s.MR, PG = s.PG, NP = s.NP, MG = s.MG, ST = TR_STAGES, EP = s.EP,
+    PO = s.PO, SUN = s.SUN, SU = s.SU,
+    -- tr=1: slice s's tap and channel slice (po=1: channel slice by channel slice, each tap in turn;
+    -- else tap by tap)
+    tapcs = s.PO and string.format("const int cs = s / %d, tap = s - cs * %d;", s.KK, s.KK)
+      or string.format("const int tap = s / %d, cs = s - tap * %d;", s.CS, s.CS),
   }
   if s.tr then
     -- A: a weight buffer, transposed (channel groups bm/8 cores apart), B: the planes
