@@ -44,16 +44,21 @@ one() {
     { r = 0 } ($3 == "alone" || $3 == "network") && num($6) && num($7) && $7 > 0 { r = $6 / $7 }
     $3 != "alone" && $3 != "network" && num($5) && num($6) && $6 > 0 { r = $5 / $6 }
     r > w { w = r } END { printf "%.3f", w }' "$log")
-  echo "$st $p $sp $i worst=$worst"
   # a copy whose layer keeps its own precision of another tensor type is refused as the
   # reader must (a layer network mixing precisions on purpose): not a check
   if [ $st = FAIL ] && grep -q "a layer's precision must keep the network's tensor type" "$log"; then st=MIXED; fi
-  if [ $st != ok ]; then grep -E "FAIL|convgen:" "$log" | head -4 | sed 's/^/    /'; fi
+  # one write a check, its reasons with it (the checks run side by side)
+  if [ $st != ok ]; then
+    printf '%s\n%s\n' "$st $p $sp $i worst=$worst" "$(grep -E "FAIL|convgen:" "$log" | head -4 | sed 's/^/    /')"
+  else echo "$st $p $sp $i worst=$worst"; fi
   rm -f "$log"
 }
 export -f one
+# each check's CPU reference (OpenMP) gets its share of the cores, not all of them
+jobs=${JOBS:-6}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(( $(nproc) / jobs > 0 ? $(nproc) / jobs : 1 ))}
 export cg
-xargs -P "${JOBS:-6}" -L 1 bash -c 'one "$@"' _ <"$work/jobs" | tee -a "$work/out"
+xargs -P "$jobs" -L 1 bash -c 'one "$@"' _ <"$work/jobs" | tee -a "$work/out"
 echo "checks: $(grep -c '^ok' "$work/out") ok, $(grep -c '^FAIL' "$work/out") failed, $(grep -c '^SKIP' "$work/out") skipped," \
   "$(grep -c '^MIXED' "$work/out") refused (a layer's own precision of another tensor type)"
 ! grep -q '^FAIL' "$work/out"
