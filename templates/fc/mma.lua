@@ -5,11 +5,12 @@
 -- warpgroup, bm a block), the outputs its N (bn a block, one m64nBNk16 product a k16
 -- step), the inputs its K. Both operands are K-major as they lie in memory (x: n x IN,
 -- w: OUT x IN, rows of 16-byte chunks of 8 inputs), so a block copies them by 16-byte
--- cp.async straight into the no-swizzle core-matrix layout wgmma reads: nothing goes
--- through registers. (fc_wg runs the fc as conv2d_igemm_wg's 1x1 convolution, whose
+-- cp.async straight into the swizzled layout wgmma reads (below): nothing goes through
+-- registers. (fc_wg runs the fc as conv2d_igemm_wg's 1x1 convolution, whose
 -- operands are gathered, packed and stored by every thread: 33-112 TFLOP/s on seven layers on
 -- an H200 in bf16, where PyTorch's cuBLAS ran zoo-mlp's at about 530 TFLOP/s; this template
--- 199-409 TFLOP/s on the same layers, bench/RESULTS.md, "fc_mma fed faster".)
+-- 199-520 TFLOP/s on the same layers, bench/RESULTS.md, "fc_mma fed faster"; its first
+-- version, copying into the no-swizzle layout behind the products, 67-167.)
 --
 -- Shared memory (1,024-byte aligned): a ring of st stages (4: see the parameter), each bk
 -- inputs deep: the x tile then the w tile, each as panels of [rows][pw] values (pw = 64
@@ -29,8 +30,9 @@
 -- flight): the tensor cores start on s while the copies are issued. Blocks run the outputs'
 -- tiles of one image tile next to each other (the block index's remainder by the output
 -- tiles), so the image tile is read from DRAM once and the weights stay in L2. Epilogue:
--- bias and activation from the accumulators, each thread's pairs of neighbouring outputs of
--- its rows stored. Without sm_90a (the CPU emulation of test_emulate) the accumulators add
+-- bias (loaded once for a thread's two rows) and activation from the accumulators, a
+-- thread's two neighbouring outputs of a row stored as one 4-byte word where OUT is even,
+-- one by one where it is odd. Without sm_90a (the CPU emulation of test_emulate) the accumulators add
 -- the staged values by FMAs, in FP32, reading the swizzled layout.
 
 local engine = import("lib/engine")
@@ -98,7 +100,8 @@ T.params = {
     default = function(_) return 64 end },
   -- (4 only: on an H200, 2026-11-29, st=3 and st=5 gave wrong sums, relative L2 error 1.1-1.4, on
   -- every layer of tests/gpu/layers-fc-mma-bf16-wg.yaml that st=4 computed within 0.003, even where
-  -- st=5 copied every stage before the loop; the CPU emulation passed both. Not yet understood.)
+  -- st=5 copied every stage before the loop; the CPU emulation passed both. Not yet understood;
+  -- that was the first, no-swizzle version, and rings other than 4 were not tried since.)
   { name = "st", doc = "stages in the ring of shared-memory buffers (st - 2 copied ahead of the products)",
     legal = function(_) return { 4 } end,
     default = function(_) return 4 end },
