@@ -433,22 +433,18 @@ def flow_lines(lines, i):
 def drop_choices(lines, path):
     """`lines` of a spec less its layers' `strategy:` and `params:` keys (block style: a
     params mapping on the lines below it, indented deeper, goes too; flow style
-    ({name: ..., strategy: ..., params: {...}}, over one line or several): the entries)."""
-    out, depth, i = [], None, 0
-    while i < len(lines):
-        line, n = lines[i], i + 1
+    ({name: ..., strategy: ..., params: {...}}, over one line or several, joined on its
+    first: join_flows): the entries)."""
+    out, depth = [], None
+    for n, line in enumerate(join_flows(lines), 1):
         body = line.lstrip()
         indent = len(line) - len(body)
         if depth is not None and body and indent > depth:
-            i += 1
             continue
         depth = None
-        if opens_flow(line):
-            i, text = flow_lines(lines, i)
-            layer = line.lstrip("- ").startswith("{") and ("strategy:" in text or "params:" in text)
-            out.append(drop_flow_choices(text, path, n) if layer else text)
+        if line.lstrip("- ").startswith("{") and ("strategy:" in line or "params:" in line):
+            out.append(drop_flow_choices(line, path, n))
             continue
-        i += 1
         if body.startswith(("strategy:", "params:")) and indent > 0:
             if body.startswith("params:") and not body[len("params:"):].split("#")[0].strip():
                 depth = indent
@@ -469,7 +465,6 @@ def precision_copy(path, precision, auto=False):
             lines = [l for l in f.read().splitlines() if not l.startswith("precision:")]
     except OSError as ex:
         raise SpecError(f"{path}: {ex.strerror}")
-    lines0 = lines
     if auto:
         lines = drop_choices(lines, path)
     out, done = [], False
@@ -483,8 +478,7 @@ def precision_copy(path, precision, auto=False):
     copy = os.path.join(os.path.dirname(path) or ".", f".prec-{precision}-{os.path.basename(path)}")
     text = "\n".join(out) + "\n"
     again = parse_yaml(text, copy)
-    if again.get("precision") != precision or layer_table(again, copy) != layer_table(
-            parse_yaml("\n".join(join_flows(lines0)) + "\n", path), path):
+    if again.get("precision") != precision or layer_table(again, copy) != load_spec(path)[1]:
         raise SpecError(f"{path}: its copy with precision: {precision} does not read back as the same layers")
     return copy, text
 

@@ -428,15 +428,11 @@ local prologue = engine.compile([=[
 % end
     // the planes: unit u = (channel group u / {{NPIX}}, pixel u % {{NPIX}}), its 8 channels, loaded into v;
     // it is stored at sm + {{PB}} + 8*u
-% if IB > 1 then
-    // (pixel p: image p / {{PH * PW}} of the block's {{IB}}, its padded input's row and column)
     const {{in_t}}* const xb = in + (long long)img * {{C * H * W}};
-% else
-    const {{in_t}}* const xb = in + (long long)img * {{C * H * W}};
-% end
     auto load_unit = [&](int u, {{stage_t}} (&v)[8]) {
         const int cg = u / {{NPIX}}, p = u - cg * {{NPIX}};
 % if IB > 1 then
+        // (pixel p: image p / {{PH * PW}} of the block's {{IB}}, its padded input's row and column)
         const int im = p / {{PH * PW}}, q = p - im * {{PH * PW}};
         const int py = q / {{PW}}, iy = py - {{pt}}, ix = q - py * {{PW}} - {{pl}};
         const bool live = p < {{REAL}} && img + im < n && iy >= 0 && iy < {{H}} && ix >= 0 && ix < {{W}};
@@ -659,7 +655,7 @@ local source_tr = engine.compile([=[
             // po=1: the next channel slice's planes loaded at this slice's first tap, stored (and fenced
             // for the tensor cores) after its last tap's products were issued: the barrier above
             // publishes them before the next slice's first product
-            const int cs = s / {{KK}}, tap = s - cs * {{KK}};
+            {{tapcs}}
             if (cs + 1 < {{CS}}) {
                 if (tap == 0) {
 #pragma unroll
