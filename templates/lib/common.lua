@@ -793,25 +793,41 @@ function common.wgmma_map_stores(bm, guard_m, stride, t4, value)
   return table.concat(L, "\n")
 end
 
+-- A wgmma lambda's lines (under sm_90a, ending in a newline), with d0, the shared memory
+-- `sm`'s start address / 16: `instr` the instruction's text after its accumulators and two
+-- descriptors, `scale` the C expression of the scale-d predicate's operand, `extra` any
+-- parameter after db.
+local function wgmma_lambda_lines(acc_t, nr, n, shape, instr, scale, extra)
+  local dregs, douts = common.wgmma_dregs(nr)
+  return table.concat({
+    "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)",
+    "    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);",
+    string.format("    auto wgmma = [](%s (&d)[%d], unsigned long long da, unsigned long long db%s) {", acc_t, nr, extra),
+    string.format([[        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %%%d, 0;\n"]], nr + 2),
+    string.format([[            "wgmma.mma_async.sync.aligned.m64n%d%s %s, %%%d, %%%d, %s;\n}\n"]], n, shape, dregs, nr,
+      nr + 1, instr),
+    "            : " .. douts,
+    string.format([[            : "l"(da), "l"(db), "r"(%s));]], scale),
+    "    };",
+    "#endif",
+    "" }, "\n")
+end
+
 -- The 16-bit wgmma templates' lambda wgmma(d, da, db): d += A * B, one m64nNk16 product of
 -- `wt` (bf16 or f16) operands by no-swizzle descriptors (start address / 16, then the leading
 -- and stride offsets in 16 bytes), A transposed (MN-major) where trans_a is 1, into nr FP32
 -- accumulators of type acc_t a thread; and d0, the shared memory `sm`'s start address / 16.
 -- Lines of a kernel's body (under sm_90a), ending in a newline.
 function common.wgmma16_lambda(acc_t, nr, n, wt, trans_a)
-  local dregs, douts = common.wgmma_dregs(nr)
-  return table.concat({
-    "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)",
-    "    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);",
-    string.format("    auto wgmma = [](%s (&d)[%d], unsigned long long da, unsigned long long db) {", acc_t, nr),
-    string.format([[        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %%%d, 0;\n"]], nr + 2),
-    string.format([[            "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s %s, %%%d, %%%d, p, 1, 1, %d, 0;\n}\n"]],
-      n, wt, wt, dregs, nr, nr + 1, trans_a),
-    "            : " .. douts,
-    [[            : "l"(da), "l"(db), "r"(1));]],
-    "    };",
-    "#endif",
-    "" }, "\n")
+  return wgmma_lambda_lines(acc_t, nr, n, string.format("k16.f32.%s.%s", wt, wt),
+    string.format("p, 1, 1, %d, 0", trans_a), "1", "")
+end
+
+-- The same for TF32 operands (fc_mma's FP32 layers): wgmma(d, da, db, acc), one
+-- m64nNk8 product of FP32 values in shared memory as the tensor cores read them
+-- (truncated to TF32), d = a*b where acc is 0, else d += a*b; and d0, the buffers' base.
+function common.wgmma_tf32_lambda(acc_t, nr, n)
+  return wgmma_lambda_lines(acc_t, nr, n, "k8.f32.tf32.tf32", "p, 1, 1", "acc", ", int acc")
 end
 
 -- A 16-byte copy from global memory into shared memory as the 16-bit wgmma templates stage

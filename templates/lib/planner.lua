@@ -730,11 +730,26 @@ planner.AUTO_FC_WG_MIN_BATCH = 1025
 planner.AUTO_FC_TC_MIN_OUT = 64
 planner.AUTO_FC_TC_MIN_IN = 256
 
+-- FP32 fc layers on an sm_90a target take fc_mma (3xTF32, both operands copied by cp.async
+-- into wgmma's swizzled layout, the reduction split over a cluster where the tiles are few)
+-- from AUTO_FC_MMA_MIN_BATCH images, under the same bounds on outputs and inputs, before
+-- fc_tc, gemv and vec. On an H200 (2026-11-29, single kernels, L2 flushed, nine FP32 layers of
+-- the course and zoo networks; bench/RESULTS.md, "fc_mma in FP32") it ran 1.19-1.84x faster than
+-- fc_tc at 10,000 images and 1.28-2.58x faster than vec or gemv at 1,000 and 256 images, but for
+-- one layer (zoo-1x1's 3,872 -> 64 at 256 images: 20.6 against gemv's 13.7 us); zoo-mlp whole
+-- 183.8 -> 98.4 us at 256 images, 446.6 -> 205.9 at 1,000. 64 images and fewer keep gemv (not
+-- timed against it). Precision tf32 keeps fc_tc: fc_mma's one-product path was checked, not
+-- timed against it.
+planner.AUTO_FC_MMA_MIN_BATCH = 65
+
 -- The rule above: nil, or the template and why.
 function planner.auto_fc_tc(l)
   local half = l.precision == "bf16" or l.precision == "fp16"
   local min = planner.AUTO_FC_TC_MIN_BATCH
   if half then min = planner.AUTO_FC_WG_MIN_BATCH end
+  local t0 = l.target or {}
+  local mma_min = not half and l.precision ~= "tf32" and t0.sm90a and planner.AUTO_FC_MMA_MIN_BATCH
+  if mma_min and (not min or mma_min < min) then min = mma_min end
   if not min then return nil end
   local images = (l.batch and l.batch > 0) and l.batch or math.huge
   local IN = l.C * l.H * l.W
@@ -757,6 +772,11 @@ function planner.auto_fc_tc(l)
     end
     return nil
   end
+  if mma_min and images >= mma_min and pcall(resolve, import("fc_mma"), "fc_mma", l, nil, nil) then
+    return "fc_mma", string.format("auto: mma, since precision is %s (3xTF32 of FP32 operands copied by cp.async), "
+      .. "the target is sm_90 (built as sm_90a: wgmma), %s", l.precision or "fp32", why)
+  end
+  if images < (planner.AUTO_FC_TC_MIN_BATCH or math.huge) then return nil end
   if cc >= 80 and pcall(resolve, import("fc_tc"), "fc_tc", l, nil, nil) then
     return "fc_tc", string.format("auto: tc, since the target has TF32 tensor cores (sm_%d), %s", cc, why)
   end
