@@ -2042,11 +2042,12 @@ static int fc_choices(const cg_spec *s, const cg_target *tg, int min_batch, char
     if (cg_lua_open(&h, NULL, &e)) return snprintf(out, n, "open: %s", e.msg), -1;
     lua_State *L = cg_lua_state(h);
     int rc = cg_lua_import(h, "lib/planner", &e);
-    if (!rc && min_batch != 0) {   /* 0: the planner's own; < 0: the rules off (fc_tc's and fc_wg's) */
-        for (int w = 0; w < 2; w++) {
+    if (!rc && min_batch != 0) {   /* 0: the planner's own; < 0: the rules off (fc_tc's, fc_wg's and FP32 fc_mma's) */
+        static const char *const rules[] = {"AUTO_FC_TC_MIN_BATCH", "AUTO_FC_WG_MIN_BATCH", "AUTO_FC_MMA_MIN_BATCH"};
+        for (int w = 0; w < 3; w++) {
             if (min_batch > 0) lua_pushinteger(L, min_batch);
             else lua_pushnil(L);
-            lua_setfield(L, -2, w ? "AUTO_FC_WG_MIN_BATCH" : "AUTO_FC_TC_MIN_BATCH");
+            lua_setfield(L, -2, rules[w]);
         }
     }
     if (!rc) {
@@ -2180,10 +2181,11 @@ static void test_fc_tensor_cores(void)
         CHECK(cg_generate_for(s, "x", &tg, o, &e) != 0, "fc_wg on sm_80 accepted");
         CHECK_CONTAINS(e.msg, "layer 'b1': fc_wg needs wgmma: sm_90 built as sm_90a (the target is sm_80)");
     } else CHECK(0, "layers-fc-bf16-wg: %s", e.msg);
-    /* auto as shipped (the rule from 1,025 images: the large batch alone): no fc on tensor
-     * cores at a bucket; at the large batch only where out >= 64 and inputs >= 256, which no
-     * shipped network's fc left to auto has (the course networks name vec); the switch off
-     * (nil): none anywhere */
+    /* auto as shipped (fc_tc's and fc_wg's rule from 1,025 images: the large batch alone): no
+     * fc_tc or fc_wg at a bucket; at the large batch only where out >= 64 and inputs >= 256,
+     * which no shipped network's fc left to auto has (the course networks name vec), and on
+     * sm_90a FP32 fc_mma takes those layers first (below); the switches off (nil): no fc on
+     * tensor cores anywhere */
     static const int buckets[] = {0, 256, 1024};
     glob_t g;
     int grc = glob("specs/*.yaml", 0, NULL, &g);
@@ -2205,8 +2207,8 @@ static void test_fc_tensor_cores(void)
                           g.gl_pathv[i], t ? 90 : 80, buckets[b], got);
                 }
                 if (fc_choices(s, &tg, -1, got, sizeof got)) continue;
-                CHECK(!strstr(got, "fc_tc") && !strstr(got, "fc_wg"), "%s (sm_%d, bucket %d), the switch off: %s",
-                      g.gl_pathv[i], t ? 90 : 80, buckets[b], got);
+                CHECK(!strstr(got, "fc_tc") && !strstr(got, "fc_wg") && !strstr(got, "fc_mma"),
+                      "%s (sm_%d, bucket %d), the switches off: %s", g.gl_pathv[i], t ? 90 : 80, buckets[b], got);
                 nets++;
             }
     }
@@ -2245,9 +2247,39 @@ static void test_fc_tensor_cores(void)
             CHECK(fc_choices(s, &tg, 65, got, sizeof got) == 0 && !strcmp(got, on[i].want),
                   "zoo-mlp (sm_%d, bucket %d), the switch on: %s, want %s", on[i].cc, on[i].batch, got, on[i].want);
         }
+        /* FP32 on sm_90a as shipped: fc_mma (3xTF32) from 65 images, split over a cluster where
+         * its tiles are few (fc3 at 256 images), gemv at 64; precision tf32 keeps fc_tc at the
+         * large batch */
+        int arch = 90;
+        static const struct {
+            int batch;
+            const char *want, *kernel;
+        } fp32[] = {
+            {0, "fc1=fc_mma fc2=fc_mma fc3=fc_mma fc4=fc_vec", "fc_mma_i2048o2048_relu_bias_m128n128k32_s4_x3"},
+            {1024, "fc1=fc_mma fc2=fc_mma fc3=fc_mma fc4=fc_gemv", NULL},
+            {256, "fc1=fc_mma fc2=fc_mma fc3=fc_mma fc4=fc_gemv", "fc_mma_i2048o512_tanh_bias_m64n64k32_s4_p4_x3"},
+            {64, "fc1=fc_gemv fc2=fc_gemv fc3=fc_gemv", NULL},
+        };
+        for (size_t i = 0; i < sizeof fp32 / sizeof *fp32; i++) {
+            cg_aot_target(&arch, 1, &tg);
+            tg.batch = fp32[i].batch;
+            CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strcmp(got, fp32[i].want),
+                  "zoo-mlp in FP32 (sm_90a, bucket %d), as shipped: %s, want %s", fp32[i].batch, got, fp32[i].want);
+            if (fp32[i].kernel) {
+                CHECK(cg_generate_for(s, "x", &tg, o, &e) == 0, "zoo-mlp (sm_90a, bucket %d): %s", fp32[i].batch, e.msg);
+                int found = 0;
+                for (int k = 0; k < o->nkernels; k++) found |= !strcmp(o->k[k].kernel, fp32[i].kernel);
+                CHECK(found, "zoo-mlp (sm_90a, bucket %d): no kernel %s", fp32[i].batch, fp32[i].kernel);
+                cg_gen_free(o);
+            }
+        }
+        s->precision = CG_PREC_TF32;
+        for (int l = 0; l < s->nlayers; l++) s->layers[l].precision = CG_PREC_TF32;
+        cg_aot_target(&arch, 1, &tg);
+        CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_tc fc2=fc_tc fc3=fc_tc fc4=fc_vec"),
+              "zoo-mlp in tf32 (sm_90a), as shipped (the large batch): %s", got);
         s->precision = CG_PREC_BF16;
         for (int l = 0; l < s->nlayers; l++) s->layers[l].precision = CG_PREC_BF16;
-        int arch = 90;
         cg_aot_target(&arch, 1, &tg);
         /* 16-bit: fc_mma (input sizes multiples of 8) under the rule, fc4 (10 outputs) vec */
         CHECK(fc_choices(s, &tg, 65, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_mma fc2=fc_mma fc3=fc_mma fc4=fc_vec"),

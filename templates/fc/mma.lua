@@ -47,7 +47,8 @@
 -- adds them in rank order through distributed shared memory (sums independent of
 -- scheduling) and alone runs the epilogue. Epilogue: bias (loaded once for a thread's two
 -- rows) and activation from the accumulators, a thread's two neighbouring outputs of a row
--- stored as one 4- or 8-byte word where OUT is even, one by one where it is odd. Without
+-- stored as one word (4 bytes of 16-bit outputs, 8 of FP32 ones: a 16-bit layer writing the
+-- network's output writes FP32) where OUT is even, one by one where it is odd. Without
 -- sm_90a (the CPU emulation of test_emulate) the accumulators add the staged values by
 -- FMAs, in FP32, reading the swizzled layout (3xTF32: the truncated parts and remainders
 -- as the tensor cores read them).
@@ -472,7 +473,7 @@ local source = engine.compile([=[
 #endif
 % end
     // epilogue: {{bias and "bias, " or ""}}{{actname}}; register 4*j + 2*h + e is row 16*wq + g + 8*h of the
-    // warpgroup's 64, output 8*j + 2*t4 + e{{pair and ("; the pair e = 0, 1 stored as one " .. 2 * E .. "-byte word (OUT is even)") or ""}}
+    // warpgroup's 64, output 8*j + 2*t4 + e{{pair and ("; the pair e = 0, 1 stored as one " .. (out_t == "float" and 8 or 4) .. "-byte word (OUT is even)") or ""}}
     const int ia = i0 + 64 * wg + 16 * wq + g;
 #pragma unroll
     for (int j = 0; j < {{BN // 8}}; j++) {
@@ -495,10 +496,10 @@ local source = engine.compile([=[
             {{out_t}}* const o = out + (long long)i * {{OUT}} + c;
             const {{out_t}} v[2] = { {{from_acc(act("cf[4 * j + 2 * h]" .. (bias and " + b0" or "")))}},
                                      {{from_acc(act("cf[4 * j + 2 * h + 1]" .. (bias and " + b1" or "")))}} };
-% if pair and E == 4 then
-            {{vec_t(out_t, 2)}} p2;
+% if pair and out_t == "float" then
+            float2 p2;
             p2.x = v[0], p2.y = v[1];
-            *reinterpret_cast<{{vec_t(out_t, 2)}}*>(o) = p2;
+            *reinterpret_cast<float2*>(o) = p2;
 % elseif pair then
             unsigned u;
             memcpy(&u, v, 4);
