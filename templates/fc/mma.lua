@@ -226,7 +226,13 @@ function T.check(l, p)
     return string.format("split=%d: the %d x %d partial sums do not fit in the ring of %d stages", split, p.bm, p.bn,
       p.st), "split"
   end
-  if accs(l, p) + 40 > 232 then return string.format("bn=%d: %d accumulators a thread", p.bn, accs(l, p)), "bn" end
+  -- about 40 registers besides the accumulators, within the 65,536 of an SM for one block of
+  -- 128 * bm / 64 threads (232 at most: ptxas's 255 less headroom)
+  local cap = math.min(232, 65536 // (128 * (p.bm // 64)) - 8)
+  if accs(l, p) + 40 > cap then
+    return string.format("bn=%d: %d accumulators a thread, of %d threads (at most %d registers each)", p.bn,
+      accs(l, p), 128 * (p.bm // 64), cap + 8), "bn"
+  end
   if smem(l, p) > common.max_shared(l) then
     return string.format("st=%d stages of (%d + %d) x %d %d-byte values%s need %d bytes of shared memory; at most %d fit",
       p.st, p.bm, p.bn, p.bk, E, mode(l) == "x3" and " and two stages of remainders" or "", smem(l, p),
