@@ -88,6 +88,13 @@ end
 -- accumulators a thread: bn / 2 a set, 3xTF32's second set for a stage's products
 local function accs(l, p) return (p.bn // 2) * (mode(l) == "x3" and 2 or 1) end
 
+-- a block's threads: a warpgroup for each 64 images
+local function threads_of(p) return 128 * (p.bm // 64) end
+
+-- the registers a thread may take besides 8 of headroom: the 65,536 of an SM for one block,
+-- 232 at most (ptxas's 255 less headroom); a thread wants its accumulators and about 40 more
+local function reg_cap(p) return math.min(232, 65536 // threads_of(p) - 8) end
+
 -- The cost model: each SM's share of the blocks (common.cost.spread), each block the
 -- larger of its products at the dense 16-bit rate (16 FP32 FMAs' worth a lane a clock;
 -- TF32 half that, 3xTF32 three products) and its copies at 64 bytes a clock from L2, plus
@@ -95,8 +102,7 @@ local function accs(l, p) return (p.bn // 2) * (mode(l) == "x3" and 2 or 1) end
 function T.cost(l, p)
   local IN = inputs(l)
   local blocks = common.ceil_div(common.cost.images(l), p.bm) * common.ceil_div(l.out, p.bn)
-  local threads = 128 * (p.bm // 64)
-  local seq, conc = common.cost.spread(l, blocks, threads, accs(l, p) + 40, smem(l, p))
+  local seq, conc = common.cost.spread(l, blocks, threads_of(p), accs(l, p) + 40, smem(l, p))
   if conc == 0 then return math.huge end
   local kp = common.ceil_div(IN, p.bk) * p.bk
   local rate = ({ half = 16, tf32 = 8, x3 = 8 / 3 })[mode(l) or "x3"]
@@ -120,7 +126,7 @@ local function default_tile(l)
       if bn <= math.max(top, 64) then
         local p = { bm = bm, bn = bn, bk = 128 // esize(l), st = 4 }
         local c = T.cost(l, p)
-        if smem(l, p) > common.max_shared(l) or accs(l, p) + 40 > 232 then c = math.huge end
+        if smem(l, p) > common.max_shared(l) or accs(l, p) + 40 > reg_cap(p) then c = math.huge end
         if not best or c < best_cost then best, best_cost = p, c end
       end
     end
@@ -153,7 +159,7 @@ local function default_split(l)
   local t = l.target or {}
   local sms = (t.sms and t.sms > 0) and t.sms or 100
   local blocks = common.ceil_div(common.cost.images(l), p.bm) * common.ceil_div(l.out, p.bn)
-  local _, per = common.cost.spread(l, math.huge, 128 * (p.bm // 64), accs(l, p) + 40, smem(l, p))
+  local _, per = common.cost.spread(l, math.huge, threads_of(p), accs(l, p) + 40, smem(l, p))
   local slots = math.max(per, 1) * sms
   local NK, split = common.ceil_div(inputs(l), p.bk), 1
   while split < 8 and 2 * blocks * split <= slots and NK // (2 * split) >= T.SPLIT_MIN_STAGES do split = split * 2 end
@@ -226,12 +232,9 @@ function T.check(l, p)
     return string.format("split=%d: the %d x %d partial sums do not fit in the ring of %d stages", split, p.bm, p.bn,
       p.st), "split"
   end
-  -- about 40 registers besides the accumulators, within the 65,536 of an SM for one block of
-  -- 128 * bm / 64 threads (232 at most: ptxas's 255 less headroom)
-  local cap = math.min(232, 65536 // (128 * (p.bm // 64)) - 8)
-  if accs(l, p) + 40 > cap then
+  if accs(l, p) + 40 > reg_cap(p) then
     return string.format("bn=%d: %d accumulators a thread, of %d threads (at most %d registers each)", p.bn,
-      accs(l, p), 128 * (p.bm // 64), cap + 8), "bn"
+      accs(l, p), threads_of(p), reg_cap(p) + 8), "bn"
   end
   if smem(l, p) > common.max_shared(l) then
     return string.format("st=%d stages of (%d + %d) x %d %d-byte values%s need %d bytes of shared memory; at most %d fit",
@@ -522,7 +525,7 @@ local source = engine.compile([=[
 function T.kernel(l, p)
   local IN = inputs(l)
   local NK = common.ceil_div(IN, p.bk)
-  local threads = 128 * (p.bm // 64)
+  local threads = threads_of(p)
   local m, E = mode(l), esize(l)
   local split = p.split or 1
   local name = string.format("fc_mma_i%do%d_%s%s_m%dn%dk%d_s%d%s%s", IN, l.out, l.act, l.bias and "_bias" or "",

@@ -747,14 +747,13 @@ function planner.auto_fc_tc(l)
   local half = l.precision == "bf16" or l.precision == "fp16"
   local min = planner.AUTO_FC_TC_MIN_BATCH
   if half then min = planner.AUTO_FC_WG_MIN_BATCH end
-  local t0 = l.target or {}
-  local mma_min = not half and l.precision ~= "tf32" and t0.sm90a and planner.AUTO_FC_MMA_MIN_BATCH
+  local t = l.target or {}
+  local mma_min = not half and l.precision ~= "tf32" and t.sm90a and planner.AUTO_FC_MMA_MIN_BATCH
   if mma_min and (not min or mma_min < min) then min = mma_min end
   if not min then return nil end
   local images = (l.batch and l.batch > 0) and l.batch or math.huge
   local IN = l.C * l.H * l.W
   if images < min or l.out < planner.AUTO_FC_TC_MIN_OUT or IN < planner.AUTO_FC_TC_MIN_IN then return nil end
-  local t = l.target or {}
   local cc = t.cc or 75
   local gen = images == math.huge and "the large batch" or string.format("%d images", images)
   local why = string.format("the network is generated for %s (at least %d), out = %d >= %d and %d inputs >= %d",
