@@ -2248,8 +2248,8 @@ static void test_fc_tensor_cores(void)
                   "zoo-mlp (sm_%d, bucket %d), the switch on: %s, want %s", on[i].cc, on[i].batch, got, on[i].want);
         }
         /* FP32 on sm_90a as shipped: fc_mma (3xTF32) from 65 images, split over a cluster where
-         * its tiles are few (fc3 at 256 images), gemv at 64; precision tf32 keeps fc_tc at the
-         * large batch */
+         * its tiles are few (fc3 at 256 images), and at 64 on layers of at most 4,096 inputs and
+         * 256 outputs or more (all three); precision tf32 takes it alike (one TF32 product) */
         int arch = 90;
         static const struct {
             int batch;
@@ -2258,7 +2258,7 @@ static void test_fc_tensor_cores(void)
             {0, "fc1=fc_mma fc2=fc_mma fc3=fc_mma fc4=fc_vec", "fc_mma_i2048o2048_relu_bias_m128n128k32_s4_x3"},
             {1024, "fc1=fc_mma fc2=fc_mma fc3=fc_mma fc4=fc_gemv", NULL},
             {256, "fc1=fc_mma fc2=fc_mma fc3=fc_mma fc4=fc_gemv", "fc_mma_i2048o512_tanh_bias_m64n64k32_s4_p4_x3"},
-            {64, "fc1=fc_gemv fc2=fc_gemv fc3=fc_gemv", NULL},
+            {64, "fc1=fc_mma fc2=fc_mma fc3=fc_mma", "fc_mma_i784o2048_relu_bias_m64n64k32_s4_p2_x3"},
         };
         for (size_t i = 0; i < sizeof fp32 / sizeof *fp32; i++) {
             cg_aot_target(&arch, 1, &tg);
@@ -2276,8 +2276,21 @@ static void test_fc_tensor_cores(void)
         s->precision = CG_PREC_TF32;
         for (int l = 0; l < s->nlayers; l++) s->layers[l].precision = CG_PREC_TF32;
         cg_aot_target(&arch, 1, &tg);
-        CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_tc fc2=fc_tc fc3=fc_tc fc4=fc_vec"),
+        CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_mma fc2=fc_mma fc3=fc_mma fc4=fc_vec"),
               "zoo-mlp in tf32 (sm_90a), as shipped (the large batch): %s", got);
+        if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+            const cg_gen_kernel *k = layer_kernel(o, "fc2", "fc_");
+            CHECK(k && strstr(k->source, "one TF32 product") && !strstr(k->kernel, "_x3"),
+                  "zoo-mlp in tf32: fc2 one TF32 product (%s)", k ? k->kernel : "none");
+            cg_gen_free(o);
+        } else CHECK(0, "zoo-mlp in tf32 (sm_90a): %s", e.msg);
+        tg.batch = 64;
+        CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strcmp(got, "fc1=fc_mma fc2=fc_mma fc3=fc_mma"),
+              "zoo-mlp in tf32 (sm_90a) at bucket 64: %s", got);
+        tg.batch = 8;
+        CHECK(fc_choices(s, &tg, 0, got, sizeof got) == 0 && !strstr(got, "fc_mma"),
+              "zoo-mlp in tf32 (sm_90a) at bucket 8: no fc_mma (%s)", got);
+        tg.batch = 0;
         s->precision = CG_PREC_BF16;
         for (int l = 0; l < s->nlayers; l++) s->layers[l].precision = CG_PREC_BF16;
         cg_aot_target(&arch, 1, &tg);

@@ -737,10 +737,20 @@ planner.AUTO_FC_TC_MIN_IN = 256
 -- the course and zoo networks; bench/RESULTS.md, "fc_mma in FP32") it ran 1.19-1.84x faster than
 -- fc_tc at 10,000 images and 1.28-2.58x faster than vec or gemv at 1,000 and 256 images, but for
 -- one layer (zoo-1x1's 3,872 -> 64 at 256 images: 20.6 against gemv's 13.7 us); zoo-mlp whole
--- 183.8 -> 98.4 us at 256 images, 446.6 -> 205.9 at 1,000. 64 images and fewer keep gemv (not
--- timed against it). Precision tf32 keeps fc_tc: fc_mma's one-product path was checked, not
--- timed against it.
+-- 183.8 -> 98.4 us at 256 images, 446.6 -> 205.9 at 1,000. Precision tf32 (one TF32 product)
+-- takes it alike: on an H200 (2026-11-29, bench/fc-mma-small-2026-11-29.log) fc_mma / auto's
+-- previous choice took 0.538 / 1.284 ms (fc_tc) on zoo-mlp's 2,048 x 2,048 layer at 10,000
+-- images, 0.757 / 1.164 on ece408-2017's 7,200 -> 500, 0.245 / 0.450 on zoo-vgg-same's
+-- 4,096 -> 256, and 0.037-0.139 / 0.094-0.281 ms (vec) on four layers at 1,000 images.
 planner.AUTO_FC_MMA_MIN_BATCH = 65
+-- And from AUTO_FC_MMA_SMALL.batch images (the bucket of 64), where the reduction is at most
+-- max_in inputs and the layer has min_out outputs or more: on the same card (single kernels,
+-- L2 flushed, 64 images) fc_mma / gemv took 16.6 / 23.5 us on zoo-mlp's 784 -> 2,048 layer,
+-- 28.9 / 63.6 on its 2,048 -> 2,048 and 14.4-15.5 / 23.2 on its 2,048 -> 512, but 50.1-62.8 /
+-- 40.9 on ece408-2018fa's 17,496 -> 160 and 60.7-73.3 / 59.7 on zoo-vgg3x3's 21,632 -> 256
+-- (a deep reduction over few output tiles: a cluster's 8-way split leaves 2,000-2,700 inputs
+-- to each of 24-32 blocks). Fewer images keep gemv (bm = 64 rows of wgmma for 8 images).
+planner.AUTO_FC_MMA_SMALL = { batch = 64, max_in = 4096, min_out = 256 }
 
 -- The rule above: nil, or the template and why.
 function planner.auto_fc_tc(l)
@@ -748,11 +758,16 @@ function planner.auto_fc_tc(l)
   local min = planner.AUTO_FC_TC_MIN_BATCH
   if half then min = planner.AUTO_FC_WG_MIN_BATCH end
   local t = l.target or {}
-  local mma_min = not half and l.precision ~= "tf32" and t.sm90a and planner.AUTO_FC_MMA_MIN_BATCH
-  if mma_min and (not min or mma_min < min) then min = mma_min end
-  if not min then return nil end
+  local mma_min = not half and t.sm90a and planner.AUTO_FC_MMA_MIN_BATCH
   local images = (l.batch and l.batch > 0) and l.batch or math.huge
   local IN = l.C * l.H * l.W
+  local small = planner.AUTO_FC_MMA_SMALL
+  if mma_min and small and images >= small.batch and images < mma_min and IN <= small.max_in
+      and l.out >= small.min_out then
+    mma_min = small.batch
+  end
+  if mma_min and (not min or mma_min < min) then min = mma_min end
+  if not min then return nil end
   if images < min or l.out < planner.AUTO_FC_TC_MIN_OUT or IN < planner.AUTO_FC_TC_MIN_IN then return nil end
   local cc = t.cc or 75
   local gen = images == math.huge and "the large batch" or string.format("%d images", images)
@@ -772,8 +787,9 @@ function planner.auto_fc_tc(l)
     return nil
   end
   if mma_min and images >= mma_min and pcall(resolve, import("fc_mma"), "fc_mma", l, nil, nil) then
-    return "fc_mma", string.format("auto: mma, since precision is %s (3xTF32 of FP32 operands copied by cp.async), "
-      .. "the target is sm_90 (built as sm_90a: wgmma), %s", l.precision or "fp32", why)
+    return "fc_mma", string.format("auto: mma, since precision is %s (%s of FP32 operands copied by cp.async), "
+      .. "the target is sm_90 (built as sm_90a: wgmma), %s", l.precision or "fp32",
+      l.precision == "tf32" and "one TF32 product" or "3xTF32", why)
   end
   if images < (planner.AUTO_FC_TC_MIN_BATCH or math.huge) then return nil end
   if cc >= 80 and pcall(resolve, import("fc_tc"), "fc_tc", l, nil, nil) then
