@@ -1886,7 +1886,9 @@ static void test_precision_tf32(void)
               k ? k->kernel : "none");
         cg_gen_free(o[0]);
     } else CHECK(0, "ov.yaml: %s", e.msg);
-    /* sm_90a: the wgmma templates refuse tf32; auto passes them over for igemm_tc */
+    /* sm_90a: igemm_wg refuses tf32; planes takes it (one product a step, the operands rounded,
+     * the weights' buffers without remainders), and auto takes planes; a 3x3 layer of C > 128
+     * keeps igemm_tc */
     int arch = 90;
     cg_aot_target(&arch, 1, &tg);
     cg_spec *wg = spec_text("wg.yaml", "network: p\ninput: {channels: 64, height: 20, width: 20}\nprecision: tf32\n"
@@ -1894,15 +1896,33 @@ static void test_precision_tf32(void)
     if (wg && o[0]) {
         CHECK(cg_generate_for(wg, "x", &tg, o[0], &e) != 0, "igemm_wg accepted tf32");
         CHECK_CONTAINS(e.msg, "conv2d_igemm_wg computes 3xTF32 (FP32 accuracy) only; precision tf32");
+        char planes_name[256] = "";
         snprintf(wg->layers[0].strategy, sizeof wg->layers[0].strategy, "planes");
-        CHECK(cg_generate_for(wg, "x", &tg, o[0], &e) != 0, "planes accepted tf32");
-        CHECK_CONTAINS(e.msg, "conv2d_planes computes 3xTF32");
+        if (cg_generate_for(wg, "x", &tg, o[0], &e) == 0) {
+            const cg_gen_kernel *k = conv_kernel(o[0], "c");
+            CHECK(k && strstr(k->kernel, "_tf32") && count(k->source, "wgmma(sl[t]") == 1 &&
+                      count(k->source, "cvt.rna.tf32.f32") == 1 && strstr(k->source, "rna(sm[base + off])") &&
+                      !strstr(k->source, "al[") && !strstr(k->source, "0xffffe000u) &"),
+                  "planes in tf32: one product, rounded operands (%s)", k ? k->kernel : "none");
+            if (k) snprintf(planes_name, sizeof planes_name, "%s", k->kernel);
+            cg_gen_free(o[0]);
+        } else CHECK(0, "planes in tf32: %s", e.msg);
         snprintf(wg->layers[0].strategy, sizeof wg->layers[0].strategy, "auto");
         if (cg_generate_for(wg, "x", &tg, o[0], &e) == 0) {
             const cg_gen_kernel *k = conv_kernel(o[0], "c");
-            CHECK(k && !strcmp(k->tpl, "conv2d_igemm_tc"), "sm_90a tf32 auto: %s", k ? k->tpl : "none");
+            CHECK(k && !strcmp(k->tpl, "conv2d_planes") && !strcmp(k->kernel, planes_name) &&
+                      strstr(k->source, "since precision is tf32 (one TF32 product a step)"),
+                  "sm_90a tf32 auto: %s", k ? k->kernel : "none");
             cg_gen_free(o[0]);
         } else CHECK(0, "wg auto: %s", e.msg);
+        cg_spec *wide = spec_text("wide.yaml", "network: p\ninput: {channels: 256, height: 8, width: 8}\nprecision: tf32\n"
+                                  "layers:\n  - {name: c, op: conv, M: 256, K: 3, padding: 1}\n");
+        if (wide && cg_generate_for(wide, "x", &tg, o[0], &e) == 0) {
+            const cg_gen_kernel *k = conv_kernel(o[0], "c");
+            CHECK(k && !strcmp(k->tpl, "conv2d_igemm_tc"), "sm_90a tf32 auto, 3x3 of C = 256: %s", k ? k->tpl : "none");
+            cg_gen_free(o[0]);
+        } else CHECK(0, "wide.yaml: %s", e.msg);
+        free(wide);
     }
     free(ov), free(wg), free(sp[0]), free(sp[1]), free(o[0]), free(o[1]);
 }

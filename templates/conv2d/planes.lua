@@ -38,6 +38,9 @@
 -- emulation of test_emulate, a PTX build) each accumulator is a dot product of the same
 -- planes, table and staged weights by FMAs.
 --
+-- Precision tf32: each operand rounded to TF32 once (cvt.rna: the weights when staged, the
+-- fragments when loaded) and one wgmma a tile a step; the weights' buffers hold no remainders.
+--
 -- 16-bit tensors (precision bf16 or fp16) take lib/planes_half.lua's kernel instead: the
 -- band staged channels innermost, so that a kernel tap's A operand is the staged copy
 -- shifted and both operands go to wgmma by descriptor (stride 1; its header says more).
@@ -52,7 +55,7 @@ local T = {}
 
 T.out_slice = true   -- common.out_slice: the output written into a concat's slice (FP32 and 16-bit)
 
-T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32), A read from the padded input planes (whole images, or a band of rows) held in shared memory; sm_90 (as sm_90a)"
+T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32; one TF32 product under precision tf32), A read from the padded input planes (whole images, or a band of rows) held in shared memory; sm_90 (as sm_90a)"
 
 -- Registers a thread spends besides accumulators, fragments and weights (row bases,
 -- pointers, loop state). The estimate counts 10 a quad of the next slice's weights (4
@@ -129,14 +132,16 @@ local function shape(l, p)
   s.R8 = s.S * p.bk
   s.BQ = p.bm * p.bk // 4                     -- weight quads of a slice
   s.BI = common.ceil_div(s.BQ, s.threads)
-  s.WB = 4 * p.bk * p.bm                      -- floats: two buffers of weights, hi and lo
+  s.x3 = l.precision ~= "tf32"                -- 3xTF32 (FP32 accuracy), else one TF32 product
+  s.WS = (s.x3 and 2 or 1) * p.bk * p.bm      -- floats a buffer of weights: hi (and lo)
+  s.WB = 2 * s.WS                             -- two buffers
   s.OT = s.WB                                 -- the offset table: R8 ints
   s.PB = s.OT + s.R8                          -- the planes
   s.PLN = (p.ib * l.C * s.PL + 3) // 4 * 4
   s.pooled = p.fp == 1
   s.ER = common.ceil_div(s.NCB, 32) * 32 + 4    -- row stride of the tile staged for a fused pool
   s.smem = 4 * math.max(s.PB + s.PLN, s.pooled and p.bm * s.ER or 0)
-  s.regs = 2 * s.MT * s.NR + 16 * s.MT + 10 * s.BI + 2 * s.MT + ADDRESSING
+  s.regs = 2 * s.MT * s.NR + (s.x3 and 16 or 8) * s.MT + 10 * s.BI + 2 * s.MT + ADDRESSING
   return s
 end
 
@@ -240,7 +245,7 @@ function T.check(l, p)
   if why_g then return why_g, nil end
   if common.half_dtype(l) then return half.check(l, p) end
   local s = shape(l, p)
-  local why0, blame0 = common.check_wgmma(l, p, "conv2d_planes")
+  local why0, blame0 = common.check_wgmma(l, p, "conv2d_planes", false, true)
   if why0 then return why0, blame0 end
   -- no block fits where the least one does not (one image's band of one output row, two
   -- with a fused pool, and the smallest slices): said first, so a layer planes cannot
@@ -285,7 +290,7 @@ function T.check(l, p)
   return nil
 end
 
--- The cost model: three TF32 products a multiply-add on tensor cores at about four
+-- The cost model: three TF32 products (one under precision tf32) a multiply-add on tensor cores at about four
 -- times FFMA's rate, over the block's whole tiles (padding and the idle rows of the
 -- last tile included); or the fragment loads, about 16 instructions a tile a step for
 -- each warp, when that is longer; plus the planes' copy.
@@ -296,7 +301,7 @@ function T.cost(l, p)
   local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
   if conc == 0 then return math.huge end
   local rows = 64 * s.MT * p.wgs
-  local tensor = seq * rows * p.bm * s.R8 * 3 / (4 * common.cost.FMA_PER_CLOCK)
+  local tensor = seq * rows * p.bm * s.R8 * (s.x3 and 3 or 1) / (4 * common.cost.FMA_PER_CLOCK)
   local issue = seq * (s.threads // 32) * (s.R8 // 8) * (2 + 16 * s.MT) / 4 / common.cost.busy(conc, s.threads, 2)
   local copy = seq * (p.ib * l.C * s.PH * l.W * 12 + s.PLN) / s.threads * (s.threads // 32) / 4
   return (math.max(tensor, issue) + copy) * common.cost.spills(squeezed)
@@ -309,8 +314,13 @@ local source = engine.compile([=[
 // GEMM view: the block's {{NCB}} columns (a band of {{RB}} of an image's {{CH}} output rows, {{NB}} bands) in {{TT}} m64 tile{{TT > 1 and "s" or ""}} ({{WGS}} warpgroup{{WGS > 1 and "s" or ""}} of {{MT}})
 % end
 // x {{BM}} maps, reduced over C*K*K = {{R}} in {{NS}} slices of {{BK}} ({{R8 - R}} zero rows at the end). Products:
+% if x3 then
 // wgmma.mma_async m64n{{BM}}k8 TF32, A from registers, 3xTF32 (small*big, big*small, big*big).
 // Shared memory (dynamic, {{smem}} B), in floats: [0, {{WB}}) two buffers of a slice's weights, hi then lo,
+% else
+// wgmma.mma_async m64n{{BM}}k8 TF32, A from registers: precision tf32, each operand rounded to TF32 once.
+// Shared memory (dynamic, {{smem}} B), in floats: [0, {{WB}}) two buffers of a slice's weights (rounded),
+% end
 // each [{{BK // 4}}][{{BM // 8}}][8][4] (core matrices of 8 maps x 4 reduction rows); [{{OT}}, {{PB}}) the offset of
 // reduction row r in a plane, as int2 pairs (r, r + 4) of each 8-row step; from {{PB}}: {{IB}} x {{C}} planes of
 // {{PH}}x{{PW}} (the input{{NB > 1 and "'s rows the band's windows reach" or ""}} with its padding as zeros), {{PL}} floats each.
@@ -335,6 +345,14 @@ local source = engine.compile([=[
     const int m0 = blockIdx.y * {{BM}};
 % end
     (void)b_arg;
+% if not x3 then
+    // precision tf32: v rounded to TF32 (to nearest, ties away from zero), as a float
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    auto rna = []({{acc_t}} v) { unsigned r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v)); return __uint_as_float(r); };
+#else
+    auto rna = []({{acc_t}} v) { return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xffffe000u); };
+#endif
+% end
 
     // the slice's weights: quad i of this thread is u = tid + {{NT}}*i, map u % {{BM}}, rows 4*(u / {{BM}}) .. +3
     {{stage_t}} wr[{{BI}}][4];
@@ -353,9 +371,13 @@ local source = engine.compile([=[
             }
         }
     };
+% if x3 then
     // each weight as its TF32 part (truncated) and the remainder, 16 bytes a store
+% else
+    // each weight rounded to TF32, 16 bytes a store
+% end
     auto stash_w = [&](int b) {
-        {{stage_t}}* const a = sm + b * {{2 * BK * BM}};
+        {{stage_t}}* const a = sm + b * {{WS}};
 #pragma unroll
         for (int i = 0; i < {{BI}}; i++) {
             const int u = tid + i * {{NT}};
@@ -364,6 +386,7 @@ local source = engine.compile([=[
 % end
             const int m = u % {{BM}}, q = u / {{BM}};
             {{stage_t}}* const at = a + (q * {{BM // 8}} + m / 8) * 32 + (m % 8) * 4;
+% if x3 then
             {{vec_t(stage_t, 4)}} h, l;
             h.x = __uint_as_float(__float_as_uint(wr[i][0]) & 0xffffe000u), l.x = wr[i][0] - h.x;
             h.y = __uint_as_float(__float_as_uint(wr[i][1]) & 0xffffe000u), l.y = wr[i][1] - h.y;
@@ -371,6 +394,11 @@ local source = engine.compile([=[
             h.w = __uint_as_float(__float_as_uint(wr[i][3]) & 0xffffe000u), l.w = wr[i][3] - h.w;
             *reinterpret_cast<{{vec_t(stage_t, 4)}}*>(at) = h;
             *reinterpret_cast<{{vec_t(stage_t, 4)}}*>(at + {{BK * BM}}) = l;
+% else
+            {{vec_t(stage_t, 4)}} h;
+            h.x = rna(wr[i][0]), h.y = rna(wr[i][1]), h.z = rna(wr[i][2]), h.w = rna(wr[i][3]);
+            *reinterpret_cast<{{vec_t(stage_t, 4)}}*>(at) = h;
+% end
         }
     };
     // the tensor cores read the weights through the async proxy: ordinary stores fenced before the barrier
@@ -479,8 +507,13 @@ local source = engine.compile([=[
             : {{douts}}
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(acc));
     };
+% if x3 then
     // two sets of fragments, big and small parts: a step's loads overlap the last step's products
     unsigned ah[2][{{MT}}][4], al[2][{{MT}}][4];
+% else
+    // two sets of fragments (rounded to TF32): a step's loads overlap the last step's products
+    unsigned ah[2][{{MT}}][4];
+% end
     // step k (of the whole reduction) into set b
     auto frag = [&](int k, int b) {
         const int2 o = reinterpret_cast<const int2*>(ot)[4 * k + t4];
@@ -489,8 +522,12 @@ local source = engine.compile([=[
             const {{stage_t}} v[4] = { sm[rb[t][0] + o.x], sm[rb[t][1] + o.x], sm[rb[t][0] + o.y], sm[rb[t][1] + o.y] };
 #pragma unroll
             for (int e = 0; e < 4; e++) {
+% if x3 then
                 ah[b][t][e] = __float_as_uint(v[e]) & 0xffffe000u;
                 al[b][t][e] = __float_as_uint(v[e] - __uint_as_float(ah[b][t][e]));
+% else
+                ah[b][t][e] = __float_as_uint(rna(v[e]));
+% end
             }
         }
     };
@@ -499,7 +536,11 @@ local source = engine.compile([=[
 #pragma unroll
         for (int t = 0; t < {{MT}}; t++)
 #pragma unroll
+% if x3 then
             for (int e = 0; e < 4; e++) asm volatile("" : "+r"(ah[b][t][e]), "+r"(al[b][t][e]) :: "memory");
+% else
+            for (int e = 0; e < 4; e++) asm volatile("" : "+r"(ah[b][t][e]) :: "memory");
+% end
     };
 #endif
 
@@ -515,19 +556,23 @@ local source = engine.compile([=[
             }
             frag(s * {{KS}} + j, j & 1);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-            const unsigned long long db = d0 + (s & 1) * {{BK * BM // 2}} + j * {{2 * BM}};
+            const unsigned long long db = d0 + (s & 1) * {{WS // 4}} + j * {{2 * BM}};
 #pragma unroll
             for (int t = 0; t < {{MT}}; t++) {
+% if x3 then
                 wgmma(sl[t], al[j & 1][t], db, j > 0);          // small * big
                 wgmma(sl[t], ah[j & 1][t], db + {{BK * BM // 4}}, 1);   // big * small
                 wgmma(sl[t], ah[j & 1][t], db, 1);              // big * big
+% else
+                wgmma(sl[t], ah[j & 1][t], db, j > 0);
+% end
             }
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         }
 #else
         // without wgmma: each accumulator a dot product of the planes and the staged weights
         {
-            const {{stage_t}}* const wb = sm + (s & 1) * {{2 * BK * BM}};
+            const {{stage_t}}* const wb = sm + (s & 1) * {{WS}};
 #pragma unroll 1
             for (int t = 0; t < {{MT}}; t++)
 #pragma unroll 1
@@ -540,7 +585,11 @@ local source = engine.compile([=[
                         const int e = 4 * (s * {{KS}} + (k >> 3)) + (k & 3);
                         const int off = ot[2 * e + ((k >> 2) & 1)];
                         const int wo = ((k >> 2) * {{BM // 8}} + m / 8) * 32 + (m % 8) * 4 + (k & 3);
+% if x3 then
                         v = fmaf(sm[base + off], wb[wo] + wb[wo + {{BK * BM}}], v);
+% else
+                        v = fmaf(rna(sm[base + off]), wb[wo], v);
+% end
                     }
                     sl[t][r] = v;
                 }
@@ -630,6 +679,7 @@ function T.kernel(l, p)
     l.C, l.M, l.K, l.H, l.W, g.tag, act, l.bias and "_bias" or "", p.ib,
     p.rows < g.CH and string.format("r%d", p.rows) or "", p.bm, p.bk, p.wgs)
     .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.pooled and "_fp" .. g.pool_tag or "")
+    .. (s.x3 and "" or "_tf32")
   -- the output written into a concat's slice (common.out_slice): its image stride
   local pre = common.planes_prelude(l, name, fused, s.threads, p.occ, s.NR)
   local slice, ty, head, args, dregs, douts = pre.slice, pre.ty, pre.head, pre.args, pre.dregs, pre.douts
@@ -645,7 +695,7 @@ function T.kernel(l, p)
     IB = p.ib, BM = p.bm, BK = p.bk, WGS = p.wgs, MT = s.MT, TT = s.TT, NT = s.threads, KS = s.KS,
     NCB = s.NCB, COLS = s.COLS, CW = g.CW, CH = g.CH, STR = g.S, NS = s.S, pt = g.pt, pl = g.pl,
     RB = s.RB, NB = s.NB, BC = s.BC, NRW = math.min(l.H, s.PH - g.pt),
-    PH = s.PH, PW = s.PW, PL = s.PL, PLN = s.PLN, WB = s.WB, OT = s.OT, PB = s.PB,
+    PH = s.PH, PW = s.PW, PL = s.PL, PLN = s.PLN, WB = s.WB, WS = s.WS, OT = s.OT, PB = s.PB, x3 = s.x3,
     BI = s.BI, BQ = s.BQ, NR = s.NR, smem = s.smem, MB = common.ceil_div(l.M, p.bm),
     clip = l.W + g.pl > s.PW,
     dregs = dregs, douts = douts,
@@ -664,7 +714,7 @@ function T.kernel(l, p)
   v.map_stores = common.wgmma_map_stores(p.bm, mguard and l.M, s.COLS, "t4",
     function(r) return v.from_acc(v.act(r .. v.b)) end)
   -- the weights' stage (and the planes): FP32 values split into a TF32 part and its
-  -- remainder (3xTF32), whatever the tensors hold: the accumulator's type
+  -- remainder (3xTF32) or rounded to TF32 (tf32), whatever the tensors hold: the accumulator's type
   v.stage_t = v.acc_t
   return {
     name = name,

@@ -898,12 +898,12 @@ function common.wgmma_bm_param()
     default = function(l) return math.min(common.wgmma_rows_tile(l, common.ceil_div(l.M, 64)), 64) end }
 end
 
--- Their first checks: precision fp32 (their tf32 path is not written) or, where
--- `halves` (the template stages 16-bit operands), bf16 or fp16; a target built as sm_90a, bm a multiple of 8 up to 256 and at most
+-- Their first checks: precision fp32, or tf32 where `tf32` (the template has a one-product
+-- path), or, where `halves` (the template stages 16-bit operands), bf16 or fp16; a target built as sm_90a, bm a multiple of 8 up to 256 and at most
 -- twice M, bk a multiple of 8; nil or the reason and the blamed parameter.
-function common.check_wgmma(l, p, tname, halves)
+function common.check_wgmma(l, p, tname, halves, tf32)
   local t = l.target or {}
-  if l.precision == "tf32" then
+  if l.precision == "tf32" and not tf32 then
     return string.format("%s computes 3xTF32 (FP32 accuracy) only; precision tf32 (one TF32 product) is not "
       .. "written for it yet: write strategy igemm_tc or auto, or precision fp32", tname)
   end

@@ -248,6 +248,19 @@ end
 -- gone). Not yet timed on a GPU. Elsewhere the fp32 rule.
 planner.AUTO_TF32_MIN_C = 16
 planner.AUTO_TF32_MIN_M = 16
+-- Before it on an sm_90a target: planes, whose tf32 path rounds each operand once and
+-- issues one wgmma a step (3xTF32's three and the split gone), on stride-1 layers of
+-- K >= 2, C >= AUTO_TF32_PLANES_MIN_C (12: planes' offset table takes any C, unlike
+-- igemm_tc's 16-row slices), C*K*K >= AUTO_HALF_SMALL_C_MIN_CKK, M >= AUTO_TF32_MIN_M,
+-- conv outputs of AUTO_WG_MIN_OUT pixels or more and, 3x3, C <= AUTO_PLANES_3X3_MAX_C. On
+-- an H200 at 10,000 images (bench/planes-tf32-2026-11-29.log, single kernels, L2 flushed;
+-- tf32 planes / auto before, ms): ece408-2018fa's conv2 (12 -> 24, 7x7) 2.91 / 5.26 (igemm's
+-- FFMA: C < 16), zoo-5x5-c64's conv2 16.35 / 22.83 (igemm_tc), zoo-vgg-same's conv2_1 3.31 /
+-- 4.77, zoo-wide3x3's conv2 4.01 / 4.32, zoo-7x7-large's conv2 56.3 / 67.8, zoo-alex's conv2
+-- (5x5 on 7x7) 1.65 / 1.86; but zoo-vgg-same's conv3_2 (256 -> 256, 3x3 on 8x8) 13.08 /
+-- 8.57, hence the 3x3 bound FP32's planes rule has too. ece408-2018sp's conv2 (C = 6) 0.893 /
+-- 0.935: left to igemm (one layer).
+planner.AUTO_TF32_PLANES_MIN_C = 12
 planner.AUTO_HALF_SMALL_C_MIN_CKK = 128
 planner.AUTO_HALF_PLANES_MIN_C = 12
 -- First layers in 16 bits (C < 16 and C*K*K below AUTO_HALF_SMALL_C_MIN_CKK: images of 1 to 3
@@ -273,6 +286,19 @@ function planner.auto_strategy(l)
   if (l.groups or 1) > 1 then return planner.grouped_strategy(l) end
   local ckk = l.C * l.K * l.K
   local cc = l.target and l.target.cc or 75
+  if l.precision == "tf32" and l.target and l.target.sm90a then
+    local g = common.conv_geom(l)
+    if g.S == 1 and l.K >= 2 and l.C >= planner.AUTO_TF32_PLANES_MIN_C and ckk >= planner.AUTO_HALF_SMALL_C_MIN_CKK
+        and l.M >= planner.AUTO_TF32_MIN_M and g.CH * g.CW >= planner.AUTO_WG_MIN_OUT
+        and (l.K ~= 3 or l.C <= planner.AUTO_PLANES_3X3_MAX_C)
+        and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
+      return "conv2d_planes", string.format("auto: planes, since precision is tf32 (one TF32 product a step), the " ..
+        "target is sm_90 (built as sm_90a: wgmma), stride 1, K = %d >= 2, C = %d >= %d, C*K*K = %d >= %d, M = %d >= %d " ..
+        "and a %dx%d conv output%s", l.K, l.C, planner.AUTO_TF32_PLANES_MIN_C, ckk, planner.AUTO_HALF_SMALL_C_MIN_CKK,
+        l.M, planner.AUTO_TF32_MIN_M, g.CH, g.CW,
+        l.K == 3 and string.format(" (3x3: C <= %d)", planner.AUTO_PLANES_3X3_MAX_C) or "")
+    end
+  end
   if l.precision == "tf32" and cc >= 80 and l.C >= planner.AUTO_TF32_MIN_C and l.M >= planner.AUTO_TF32_MIN_M
       and pcall(resolve, import("conv2d_igemm_tc"), "conv2d_igemm_tc", l, nil, nil) then
     return "conv2d_igemm_tc", string.format("auto: igemm_tc, since precision is tf32 (one TF32 product a tile), " ..
