@@ -1887,8 +1887,8 @@ static void test_precision_tf32(void)
         cg_gen_free(o[0]);
     } else CHECK(0, "ov.yaml: %s", e.msg);
     /* sm_90a: igemm_wg refuses tf32; planes takes it (one product a step, the operands rounded,
-     * the weights' buffers without remainders), and auto takes planes; a 3x3 layer of C > 128
-     * keeps igemm_tc */
+     * the weights' buffers without remainders), and auto takes planes; 3x3 layers unpadded or
+     * of C > 128 keep igemm_tc */
     int arch = 90;
     cg_aot_target(&arch, 1, &tg);
     cg_spec *wg = spec_text("wg.yaml", "network: p\ninput: {channels: 64, height: 20, width: 20}\nprecision: tf32\n"
@@ -1915,11 +1915,20 @@ static void test_precision_tf32(void)
                   "sm_90a tf32 auto: %s", k ? k->kernel : "none");
             cg_gen_free(o[0]);
         } else CHECK(0, "wg auto: %s", e.msg);
-        cg_spec *wide = spec_text("wide.yaml", "network: p\ninput: {channels: 256, height: 8, width: 8}\nprecision: tf32\n"
-                                  "layers:\n  - {name: c, op: conv, M: 256, K: 3, padding: 1}\n");
+        /* 3x3: planes where padded and C <= 128 (a, c), else igemm_tc (b: C = 256; d: no padding) */
+        cg_spec *wide = spec_text("wide.yaml", "network: p\ninput: {channels: 64, height: 16, width: 16}\nprecision: tf32\n"
+                                  "layers:\n  - {name: a, op: conv, M: 256, K: 3, padding: 1}\n"
+                                  "  - {name: b, op: conv, M: 128, K: 3, padding: 1}\n"
+                                  "  - {name: c, op: conv, M: 64, K: 3, padding: 1}\n"
+                                  "  - {name: d, op: conv, M: 64, K: 3}\n");
         if (wide && cg_generate_for(wide, "x", &tg, o[0], &e) == 0) {
-            const cg_gen_kernel *k = conv_kernel(o[0], "c");
-            CHECK(k && !strcmp(k->tpl, "conv2d_igemm_tc"), "sm_90a tf32 auto, 3x3 of C = 256: %s", k ? k->tpl : "none");
+            static const char *const want[][2] = {
+                {"a", "conv2d_planes"}, {"b", "conv2d_igemm_tc"}, {"c", "conv2d_planes"}, {"d", "conv2d_igemm_tc"}};
+            for (int i = 0; i < 4; i++) {
+                const cg_gen_kernel *k = conv_kernel(o[0], want[i][0]);
+                CHECK(k && !strcmp(k->tpl, want[i][1]), "sm_90a tf32 auto, 3x3 layer %s: %s, want %s", want[i][0],
+                      k ? k->tpl : "none", want[i][1]);
+            }
             cg_gen_free(o[0]);
         } else CHECK(0, "wide.yaml: %s", e.msg);
         free(wide);

@@ -11,7 +11,8 @@
 #   kernels  each layer of LAYERS ("spec|layer") at each of BATCHES (default 10000): in the spec's
 #            tf32 copy (bench/compare.py --auto: strategy and params dropped) CONVGEN's planes
 #            and PREVIOUS's auto (igemm_tc where C, M >= 16), and in FP32 CONVGEN's planes
-#            (3xTF32) for reference; each kernel checked on 64 images, then timed with the L2
+#            (3xTF32) for reference, and CONVGEN's tf32 planes with each of VARIANTS (--params
+#            lists, default none); each kernel checked on 64 images, then timed with the L2
 #            flushed (`convgen kernel --repeat REPEAT`, default 10)
 set -u
 . "$(dirname "$0")/cell_spec.sh"
@@ -46,6 +47,7 @@ case " $parts " in *" kernels "*)
       run "tf32 planes" "$cg" "$c" --strategy planes
       run "tf32 previous auto" "$prev" "$c"
       run "fp32 planes" "$cg" "$f" --strategy planes
+      for v in ${VARIANTS:-}; do run "tf32 planes $v" "$cg" "$c" --strategy planes --params "$v"; done
     done
     rm -f "$c" "$f"
   done

@@ -252,14 +252,18 @@ planner.AUTO_TF32_MIN_M = 16
 -- issues one wgmma a step (3xTF32's three and the split gone), on stride-1 layers of
 -- K >= 2, C >= AUTO_TF32_PLANES_MIN_C (12: planes' offset table takes any C, unlike
 -- igemm_tc's 16-row slices), C*K*K >= AUTO_HALF_SMALL_C_MIN_CKK, M >= AUTO_TF32_MIN_M,
--- conv outputs of AUTO_WG_MIN_OUT pixels or more and, 3x3, C <= AUTO_PLANES_3X3_MAX_C. On
--- an H200 at 10,000 images (bench/planes-tf32-2026-11-29.log, single kernels, L2 flushed;
--- tf32 planes / auto before, ms): ece408-2018fa's conv2 (12 -> 24, 7x7) 2.91 / 5.26 (igemm's
--- FFMA: C < 16), zoo-5x5-c64's conv2 16.35 / 22.83 (igemm_tc), zoo-vgg-same's conv2_1 3.31 /
--- 4.77, zoo-wide3x3's conv2 4.01 / 4.32, zoo-7x7-large's conv2 56.3 / 67.8, zoo-alex's conv2
--- (5x5 on 7x7) 1.65 / 1.86; but zoo-vgg-same's conv3_2 (256 -> 256, 3x3 on 8x8) 13.08 /
--- 8.57, hence the 3x3 bound FP32's planes rule has too. ece408-2018sp's conv2 (C = 6) 0.893 /
--- 0.935: left to igemm (one layer).
+-- conv outputs of AUTO_WG_MIN_OUT pixels or more and, 3x3, padding and C <=
+-- AUTO_PLANES_3X3_MAX_C. On an H200 at 10,000 images (bench/planes-tf32-2026-11-29.log and
+-- planes-tf32-3x3-2026-11-29.log, single kernels, L2 flushed; tf32 planes / igemm_tc, ms):
+-- every layer of 5x5 or 7x7 won: ece408-2018fa's conv2 (12 -> 24, 7x7) 2.91 / 5.26 (igemm's
+-- FFMA there: C < 16), zoo-5x5-c64's conv2 16.35 / 22.83, zoo-7x7-large's conv2 56.3 / 67.8,
+-- zoo-alex's conv2 (5x5 on 7x7) 1.65 / 1.86; padded 3x3 layers won (planes reads the padding
+-- as the zeros it holds, igemm_tc tests each gathered element): zoo-vgg-same's conv1_2,
+-- conv2_1, conv2_2, conv3_1 7.23 / 9.16, 3.31 / 4.77, 6.09 / 8.68, 3.84 / 4.52, but not its
+-- conv3_2 of 256 channels, 13.08 / 8.57; unpadded 3x3 layers lost 3-23 % (zoo-wide3x3's conv3
+-- and conv4, zoo-vgg3x3's conv3 and conv4, zoo-issue3x3's conv2 and conv3), but for
+-- zoo-wide3x3's conv2, 4.01 / 4.32. ece408-2018sp's conv2 (C = 6) 0.893 / 0.935 (igemm):
+-- left to igemm (one layer).
 planner.AUTO_TF32_PLANES_MIN_C = 12
 planner.AUTO_HALF_SMALL_C_MIN_CKK = 128
 planner.AUTO_HALF_PLANES_MIN_C = 12
@@ -290,13 +294,13 @@ function planner.auto_strategy(l)
     local g = common.conv_geom(l)
     if g.S == 1 and l.K >= 2 and l.C >= planner.AUTO_TF32_PLANES_MIN_C and ckk >= planner.AUTO_HALF_SMALL_C_MIN_CKK
         and l.M >= planner.AUTO_TF32_MIN_M and g.CH * g.CW >= planner.AUTO_WG_MIN_OUT
-        and (l.K ~= 3 or l.C <= planner.AUTO_PLANES_3X3_MAX_C)
+        and (l.K ~= 3 or (l.C <= planner.AUTO_PLANES_3X3_MAX_C and (g.pt > 0 or g.pl > 0)))
         and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
       return "conv2d_planes", string.format("auto: planes, since precision is tf32 (one TF32 product a step), the " ..
         "target is sm_90 (built as sm_90a: wgmma), stride 1, K = %d >= 2, C = %d >= %d, C*K*K = %d >= %d, M = %d >= %d " ..
         "and a %dx%d conv output%s", l.K, l.C, planner.AUTO_TF32_PLANES_MIN_C, ckk, planner.AUTO_HALF_SMALL_C_MIN_CKK,
         l.M, planner.AUTO_TF32_MIN_M, g.CH, g.CW,
-        l.K == 3 and string.format(" (3x3: C <= %d)", planner.AUTO_PLANES_3X3_MAX_C) or "")
+        l.K == 3 and string.format(" (3x3: padded, C <= %d)", planner.AUTO_PLANES_3X3_MAX_C) or "")
     end
   end
   if l.precision == "tf32" and cc >= 80 and l.C >= planner.AUTO_TF32_MIN_C and l.M >= planner.AUTO_TF32_MIN_M
