@@ -2344,8 +2344,55 @@ static void test_fc_tensor_cores(void)
     free(s), free(o);
 }
 
+/* Small-batch conv choices on sm_90a (planner.small_conv, planes_rule): from two images on a
+ * stride-1 layer of 16 channels, K >= 3 and M >= 32 leaves direct for the large-batch choice
+ * (zoo-vgg3x3's and zoo-linear's conv2: igemm_tc at 8 and 64 images), while M = 16
+ * (fashion-resnet's 16 -> 16 3x3 layers) and one image keep direct; a conv output under 9
+ * pixels takes planes, several images a block, at a bucket up to 1,024 images but not at the
+ * large batch (zoo-bigk's conv3: igemm_tc there). */
+static void test_small_conv_choices(void)
+{
+    static const struct {
+        const char *spec, *layer;
+        int batch;
+        const char *tpl;
+    } want[] = {
+        {"bench/specs/zoo-vgg3x3.yaml", "conv2", 8, "conv2d_igemm_tc"},
+        {"bench/specs/zoo-vgg3x3.yaml", "conv2", 64, "conv2d_igemm_tc"},
+        {"bench/specs/zoo-vgg3x3.yaml", "conv2", 1, "conv2d_direct"},
+        {"bench/specs/zoo-linear.yaml", "conv2", 64, "conv2d_igemm_tc"},
+        {"specs/fashion-resnet.yaml", "layers_0_conv2", 8, "conv2d_direct"},
+        {"bench/specs/zoo-bigk.yaml", "conv3", 256, "conv2d_planes"},
+        {"bench/specs/zoo-bigk.yaml", "conv3", 1024, "conv2d_planes"},
+        {"bench/specs/zoo-bigk.yaml", "conv3", 0, "conv2d_igemm_tc"},
+    };
+    cg_spec *s = malloc(sizeof *s);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_err e = {""};
+    int arch = 90;
+    for (size_t i = 0; s && o && i < sizeof want / sizeof *want; i++) {
+        if (cg_spec_load(want[i].spec, s, &e)) {
+            CHECK(0, "%s: %s", want[i].spec, e.msg);
+            continue;
+        }
+        cg_target tg;
+        cg_aot_target(&arch, 1, &tg);
+        tg.batch = want[i].batch;
+        if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
+            const cg_gen_kernel *k = conv_kernel(o, want[i].layer);
+            CHECK(k && !strcmp(k->tpl, want[i].tpl), "%s %s at bucket %d: %s, want %s", want[i].spec, want[i].layer,
+                  want[i].batch, k ? k->tpl : "none", want[i].tpl);
+            if (k && !strcmp(want[i].tpl, "conv2d_planes"))
+                CHECK(strstr(k->kernel, "_i8_") != NULL, "several images a block: %s", k->kernel);
+            cg_gen_free(o);
+        } else CHECK(0, "%s at bucket %d: %s", want[i].spec, want[i].batch, e.msg);
+    }
+    free(s), free(o);
+}
+
 int main(void)
 {
+    test_small_conv_choices();
     test_half_wgmma();
     test_half_small_c();
     test_precision_tf32();

@@ -163,7 +163,7 @@ planner.AUTO_WG_MIN_OUT = 9
 
 -- planes (wgmma, A read from the input planes held in shared memory) first of all
 -- where the target is sm_90 built as sm_90a, C >= 16, M >= 16, K >= 2, C*K*K >= 256,
--- stride 1, a conv output of at least 9 pixels and, for 3x3 kernels (winograd's
+-- stride 1 and, for 3x3 kernels (winograd's
 -- ground), C <= 128 and M >= 64. Measured on an H100 (2026-11-27) against
 -- auto's former choice on 28 zoo layers: faster on every kernel from 5x5 to 9x9 (8
 -- layers against igemm_wg or igemm: 1.09-1.76x; zoo-k7pad's padded 7x7
@@ -173,7 +173,14 @@ planner.AUTO_WG_MIN_OUT = 9
 -- block rows, 0.83x); slower on 3x3 layers with C = 256 (0.75-0.77x) or M = 32
 -- (0.74x) and with C*K*K = 144 (0.86x), which the rule leaves to winograd or igemm_tc.
 -- 1x1 layers (an element of a plane read once), stride 2 and 2x2 outputs lost or
--- were hardly measured.
+-- were hardly measured. Since planes stacks up to 8 images a block (ib), conv outputs
+-- under 9 pixels take it too where the network is generated for a bucket of at most
+-- PLANES_TINY_MAX_BATCH images: zoo-bigk's conv3 (48 -> 96, 6x6 on 7x7: a 2x2 output) took
+-- 48.7 us under planes (8 images a block) against igemm_tc's 157.4 at 1,000 images on an
+-- H200 (bench/layer-candidates-2026-11-29.log; the network 503.1 -> 395.9 us at 1,000,
+-- 189.2 -> 142.8 at 256), but 0.452 against 0.368 ms at 10,000, where igemm_tc's tiles fill
+-- the card (bench/small-conv-2026-11-29.log).
+planner.PLANES_TINY_MAX_BATCH = 1024
 planner.AUTO_PLANES_MIN_CKK = 256
 planner.AUTO_PLANES_MIN_M = 16
 planner.AUTO_PLANES_3X3_MAX_C = 128
@@ -190,7 +197,12 @@ end
 -- The planes rule above; nil or the template and the reason.
 local function planes_rule(l)
   local g = common.conv_geom(l)
-  if wgmma_layer(l, g) and l.M >= planner.AUTO_PLANES_MIN_M and l.K >= 2
+  -- (conv outputs under 9 pixels too where generated for a bucket: planes stacks several
+  -- images a block there)
+  local tiny_ok = l.batch and l.batch > 0 and l.batch <= planner.PLANES_TINY_MAX_BATCH
+  if l.target and l.target.sm90a and l.C >= planner.AUTO_TC_MIN_C and g.S == 1
+      and (g.CH * g.CW >= planner.AUTO_WG_MIN_OUT or tiny_ok)
+      and l.M >= planner.AUTO_PLANES_MIN_M and l.K >= 2
       and l.C * l.K * l.K >= planner.AUTO_PLANES_MIN_CKK
       and (l.K ~= 3 or (l.C <= planner.AUTO_PLANES_3X3_MAX_C and l.M >= planner.AUTO_PLANES_3X3_MIN_M))
       and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
@@ -450,6 +462,16 @@ end
 planner.AUTO_SMALL_DIRECT_MAX_CKK = 1024
 planner.AUTO_SMALL_DIRECT_MAX_C = 16
 planner.AUTO_SMALL_DIRECT_MAX_CKK_8 = 160
+-- and from two images on, fewer than AUTO_SMALL_DIRECT_MAX_C_8 channels where K >= 3 and M >=
+-- AUTO_TC_MIN_M (the large-batch choice then has tensor cores; 1x1 layers not measured, and
+-- fashion-resnet's 16 -> 16 3x3 layer under igemm's FFMA took its network 61.2 -> 63.5 us at 8
+-- images): 16-channel 3x3
+-- layers (C*K*K = 144) ran 3-4x slower under direct than under the large-batch choice on an
+-- H200 (bench/layer-candidates-2026-11-29.log, single kernels, L2 flushed, direct / igemm_tc
+-- / winograd / planes, us): zoo-vgg3x3's conv2 (16 -> 32 on 62x62, pool) 154.6 / 50.4 / 54.4 /
+-- 64.1 at 64 images and 43.9 / 12.0 / 11.5 / 11.1 at 8; zoo-linear's conv2 (16 -> 40 on 28x28)
+-- 60.0 / 18.1 / 25.2 / 22.6 at 64 and 36.6 / 17.0 / 8.5 / 12.4 at 8.
+planner.AUTO_SMALL_DIRECT_MAX_C_8 = 16
 planner.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
 
 -- Split reductions (conv2d_igemm's `split`): at one image a deep layer's small
@@ -676,12 +698,14 @@ function planner.small_conv(l)
   -- from two images on, strided stems (zoo-alex's 11x11 stride 4, zoo-resnet-stem's
   -- and zoo-stem96's 7x7 stride 2) ran 1.1-2.1x slower under direct than under
   -- their large-batch strategies at 8 and 64 images (an H200): direct there only
-  -- for stride 1 and C*K*K up to AUTO_SMALL_DIRECT_MAX_CKK_8
+  -- for stride 1, C*K*K up to AUTO_SMALL_DIRECT_MAX_CKK_8 and, K >= 3 and M >= AUTO_TC_MIN_M, C below
+  -- AUTO_SMALL_DIRECT_MAX_C_8
   if l.batch == 1 then
     local planes = small_planes(l, spec)
     if planes then return planes end
   end
-  local wide = l.batch > 1 and ((l.stride or 1) > 1 or ckk > planner.AUTO_SMALL_DIRECT_MAX_CKK_8)
+  local wide = l.batch > 1 and ((l.stride or 1) > 1 or ckk > planner.AUTO_SMALL_DIRECT_MAX_CKK_8
+    or (l.C >= planner.AUTO_SMALL_DIRECT_MAX_C_8 and l.K >= 3 and l.M >= planner.AUTO_TC_MIN_M))
   if wide or l.C > planner.AUTO_SMALL_DIRECT_MAX_C or ckk > planner.AUTO_SMALL_DIRECT_MAX_CKK
       or not pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, nil, nil) then
     -- deeper layers: igemm's small tiles at one image; from two images on, the
