@@ -248,19 +248,18 @@ function planner.grouped_strategy(l)
     "(groups = %d: %d channels into %d maps a group)", l.groups, l.C // l.groups, l.M // l.groups)
 end
 
--- Precision tf32 (`precision: tf32`): igemm_tc first of all where the target has
--- TF32 tensor cores (every architecture sm_80 or newer), C >= 16 and M >= 16 and
--- a legal configuration exists: its products are then one mma.sync a tile, not
--- 3xTF32's three and the split, so the FFMA templates (winograd included, whose
--- transforms save 2.25x of the products of a 3x3 layer, against tensor cores'
--- 8x the FP32 rate of an H100) and the wgmma templates (planes, igemm_wg: their
--- checks refuse tf32, as their tf32 paths are not written) are passed over, and
--- M >= 16 suffices where 3xTF32 needed 32 (fewer maps leave a split input
--- element fewer products to share its cost; without the split that cost is
--- gone). Not yet timed on a GPU. Elsewhere the fp32 rule.
+-- Precision tf32 (`precision: tf32`): igemm_tc where the target has TF32 tensor
+-- cores (every architecture sm_80 or newer), C >= 16 and M >= 16 and a legal
+-- configuration exists (after planes' rule below on sm_90a): its products are then one
+-- mma.sync a tile, not 3xTF32's three and the split, so the FFMA templates (winograd
+-- included, whose transforms save 2.25x of the products of a 3x3 layer, against tensor
+-- cores' 8x the FP32 rate of an H100) and igemm_wg (its check refuses tf32: no
+-- one-product path) are passed over, and M >= 16 suffices where 3xTF32 needed 32 (fewer
+-- maps leave a split input element fewer products to share its cost; without the split
+-- that cost is gone). Elsewhere the fp32 rule.
 planner.AUTO_TF32_MIN_C = 16
 planner.AUTO_TF32_MIN_M = 16
--- Before it on an sm_90a target: planes, whose tf32 path rounds each operand once and
+-- First of all on an sm_90a target: planes, whose tf32 path rounds each operand once and
 -- issues one wgmma a step (3xTF32's three and the split gone), on stride-1 layers of
 -- K >= 2, C >= AUTO_TF32_PLANES_MIN_C (12: planes' offset table takes any C, unlike
 -- igemm_tc's 16-row slices), C*K*K >= AUTO_HALF_SMALL_C_MIN_CKK, M >= AUTO_TF32_MIN_M,
@@ -462,15 +461,15 @@ end
 planner.AUTO_SMALL_DIRECT_MAX_CKK = 1024
 planner.AUTO_SMALL_DIRECT_MAX_C = 16
 planner.AUTO_SMALL_DIRECT_MAX_CKK_8 = 160
--- and from two images on, fewer than AUTO_SMALL_DIRECT_MAX_C_8 channels where K >= 3 and M >=
--- AUTO_TC_MIN_M (the large-batch choice then has tensor cores; 1x1 layers not measured, and
--- fashion-resnet's 16 -> 16 3x3 layer under igemm's FFMA took its network 61.2 -> 63.5 us at 8
--- images): 16-channel 3x3
--- layers (C*K*K = 144) ran 3-4x slower under direct than under the large-batch choice on an
--- H200 (bench/layer-candidates-2026-11-29.log, single kernels, L2 flushed, direct / igemm_tc
--- / winograd / planes, us): zoo-vgg3x3's conv2 (16 -> 32 on 62x62, pool) 154.6 / 50.4 / 54.4 /
--- 64.1 at 64 images and 43.9 / 12.0 / 11.5 / 11.1 at 8; zoo-linear's conv2 (16 -> 40 on 28x28)
--- 60.0 / 18.1 / 25.2 / 22.6 at 64 and 36.6 / 17.0 / 8.5 / 12.4 at 8.
+-- And from two images on, fewer than AUTO_SMALL_DIRECT_MAX_C_8 channels where K >= 3 and
+-- M >= AUTO_TC_MIN_M (the large-batch choice then has tensor cores): 16-channel 3x3 layers
+-- (C*K*K = 144) ran 3-4x slower under direct than under the large-batch choice on an H200
+-- (bench/layer-candidates-2026-11-29.log, single kernels, L2 flushed, direct / igemm_tc /
+-- winograd / planes, us): zoo-vgg3x3's conv2 (16 -> 32 on 62x62, pool) 154.6 / 50.4 / 54.4 /
+-- 64.1 at 64 images and 43.9 / 12.0 / 11.5 / 11.1 at 8; zoo-linear's conv2 (16 -> 40 on
+-- 28x28) 60.0 / 18.1 / 25.2 / 22.6 at 64 and 36.6 / 17.0 / 8.5 / 12.4 at 8. 1x1 layers were
+-- not measured; fashion-resnet's 16 -> 16 3x3 layers (M < 32) under igemm's FFMA took its
+-- network from 61.2 to 63.5 us at 8 images, so they keep direct.
 planner.AUTO_SMALL_DIRECT_MAX_C_8 = 16
 planner.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
 
