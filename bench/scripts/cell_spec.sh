@@ -6,7 +6,7 @@
 # auto_copy SPEC P: bench/compare.py's copy of SPEC at precision P less its layers' strategy
 # and params (compare.py --auto), written beside SPEC as .prec-P-NAME.yaml; prints its path,
 # which the caller removes. spec_check and spec_sanitize (below): the checks and sanitizer runs of one
-# spec, a line each.
+# spec, a line each. kernel_line (below): one layer's kernel checked and timed, summed up on a line.
 cell_spec() {
   case $1 in
     */*) echo "$1" ;;
@@ -44,4 +44,13 @@ spec_sanitize() {
   done
   rm -f "$log"
   return $rc
+}
+# kernel_line CONVGEN SPEC LAYER B CHECK [ARGS...]: `convgen kernel SPEC --layer LAYER --batch B
+# --repeat REPEAT (default 10) --check-images CHECK ARGS...` (checked against the CPU reference, then
+# timed with the L2 flushed), its template, params and median (or its failure) on one line.
+kernel_line() {
+  local cg=$1 sp=$2 l=$3 b=$4 n=$5
+  shift 5
+  "$cg" kernel "$sp" --layer "$l" --batch "$b" --repeat "${REPEAT:-10}" --check-images "$n" "$@" 2>&1 |
+    grep -E 'template|params|median|WRONG|FAIL|convgen:' | tr '\n' ' ' | cut -c1-400
 }

@@ -42,10 +42,7 @@ case " $parts " in *" kernels "*)
       run() {   # label binary args...
         local label=$1 bin=$2
         shift 2
-        local out
-        out=$("$bin" kernel "$c" --layer "$l" --batch "$b" --repeat "${REPEAT:-10}" --check-images 64 "$@" 2>&1)
-        echo "$(basename "$sp" .yaml) ${PREC:-fp32} $l b=$b $label: $(echo "$out" | grep -E 'template|params|median|WRONG|FAIL|convgen:' \
-          | tr '\n' ' ' | cut -c1-400)"
+        echo "$(basename "$sp" .yaml) ${PREC:-fp32} $l b=$b $label: $(kernel_line "$bin" "$c" "$l" "$b" 64 "$@")"
       }
       run "mma" "$cg" --strategy mma
       for v in ${VARIANTS-st=8 split=1 bk=16 bk=16,st=8 bm=64,bn=64,st=8}; do run "mma $v" "$cg" --strategy mma --params "$v"; done

@@ -21,8 +21,6 @@ for item in "$@"; do
   for s in auto ${STRATEGIES:-igemm_tc planes winograd igemm direct}; do
     args=()
     [ "$s" = auto ] || args=(--strategy "$s")
-    echo "$(basename "$sp" .yaml) $l b=$b $s: $("$cg" kernel "$sp" --layer "$l" --batch "$b" --repeat "${REPEAT:-10}" \
-      --check-images "${CHECK:-64}" "${args[@]}" 2>&1 | grep -E 'template|params|median|WRONG|FAIL|convgen:' \
-      | tr '\n' ' ' | cut -c1-400)"
+    echo "$(basename "$sp" .yaml) $l b=$b $s: $(kernel_line "$cg" "$sp" "$l" "$b" "${CHECK:-64}" "${args[@]}")"
   done
 done

@@ -41,8 +41,7 @@ case " $parts " in *" kernels "*)
       run() {   # label binary spec args...
         local label=$1 bin=$2 s=$3
         shift 3
-        echo "$(basename "$sp" .yaml) $l b=$b $label: $("$bin" kernel "$s" --layer "$l" --batch "$b" --repeat "${REPEAT:-10}" \
-          --check-images 64 "$@" 2>&1 | grep -E 'template|params|median|WRONG|FAIL|convgen:' | tr '\n' ' ' | cut -c1-400)"
+        echo "$(basename "$sp" .yaml) $l b=$b $label: $(kernel_line "$bin" "$s" "$l" "$b" 64 "$@")"
       }
       run "tf32 planes" "$cg" "$c" --strategy planes
       run "tf32 previous auto" "$prev" "$c"
