@@ -350,7 +350,8 @@ local source = engine.compile([=[
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     auto rna = []({{acc_t}} v) { unsigned r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v)); return __uint_as_float(r); };
 #else
-    auto rna = []({{acc_t}} v) { return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xffffe000u); };
+    {{tf32_round_emu}}
+    auto rna = tf32r;
 #endif
 % end
 
@@ -716,6 +717,7 @@ function T.kernel(l, p)
   -- the weights' stage (and the planes): FP32 values split into a TF32 part and its
   -- remainder (3xTF32) or rounded to TF32 (tf32), whatever the tensors hold: the accumulator's type
   v.stage_t = v.acc_t
+  v.tf32_round_emu = common.tf32_round_emu()
   return {
     name = name,
     args = args,

@@ -188,10 +188,11 @@ planner.AUTO_PLANES_3X3_MIN_M = 64
 
 -- What both wgmma rules (planes, igemm_wg) ask first: a target built as sm_90a, C >= 16,
 -- stride 1 and a conv output of at least 9 pixels (g: the layer's conv geometry).
--- (any_stride: 16-bit layers', whose rule below does not ask for stride 1)
-local function wgmma_layer(l, g, any_stride)
+-- (any_stride: 16-bit layers', whose rule below does not ask for stride 1; any_out: planes'
+-- at a bucket, where it stacks the images of small outputs)
+local function wgmma_layer(l, g, any_stride, any_out)
   return l.target and l.target.sm90a and l.C >= planner.AUTO_TC_MIN_C and (any_stride or g.S == 1)
-    and g.CH * g.CW >= planner.AUTO_WG_MIN_OUT
+    and (any_out or g.CH * g.CW >= planner.AUTO_WG_MIN_OUT)
 end
 
 -- The planes rule above; nil or the template and the reason.
@@ -200,9 +201,7 @@ local function planes_rule(l)
   -- (conv outputs under 9 pixels too where generated for a bucket: planes stacks several
   -- images a block there)
   local tiny_ok = l.batch and l.batch > 0 and l.batch <= planner.PLANES_TINY_MAX_BATCH
-  if l.target and l.target.sm90a and l.C >= planner.AUTO_TC_MIN_C and g.S == 1
-      and (g.CH * g.CW >= planner.AUTO_WG_MIN_OUT or tiny_ok)
-      and l.M >= planner.AUTO_PLANES_MIN_M and l.K >= 2
+  if wgmma_layer(l, g, false, tiny_ok) and l.M >= planner.AUTO_PLANES_MIN_M and l.K >= 2
       and l.C * l.K * l.K >= planner.AUTO_PLANES_MIN_CKK
       and (l.K ~= 3 or (l.C <= planner.AUTO_PLANES_3X3_MAX_C and l.M >= planner.AUTO_PLANES_3X3_MIN_M))
       and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
