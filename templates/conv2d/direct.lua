@@ -81,7 +81,11 @@ end
 -- Whether the layer is generated for a small batch (a bucket of at most 64 images).
 local function small_batch(l) return l.batch and l.batch > 0 and l.batch <= 64 end
 
--- maps_unroll's default for a small batch: the smallest divisor of M from 2 (M
+-- Whether it is generated for one image: there a thread's tile is smaller (block and
+-- maps_unroll below) so that one image's outputs make blocks enough.
+local function one_image(l) return l.batch == 1 end
+
+-- maps_unroll's default for one image: the smallest divisor of M from 2 (M
 -- itself where it is prime), so that the map groups can be shared out over blocks.
 local function small_mu(l)
   local _, MG = per_group(l)
@@ -91,23 +95,55 @@ local function small_mu(l)
   return MG
 end
 
+-- From two images to 64 a thread keeps the large batch's block and at most
+-- SMALL_MAX_MU of its maps (SMALL_MAX_MU_8 up to 8 images; the largest divisor of M up
+-- to that, or the large batch's where M has none from 2: a prime M), and ms shares
+-- the map groups out over the fewest blocks that give the grid SMALL_FILL_THREADS
+-- threads an SM (or each group a block). On an H200 (2026-11-30, single kernels, L2
+-- flushed, 29 first layers at 8 and 64 images): the one-image tile (32 threads, 2
+-- maps, blocks enough for one an SM) ran 1.05-2.9x slower than the large batch's tile
+-- (bench/direct-small-2026-11-30.log; zoo-vgg-same's 3 -> 64 layer took 24 us at 64
+-- images under every block size: 65,536 threads). With the grid filled, maps_unroll
+-- 1, 2, 4 and 8 timed on each (bench/direct-mu-2026-11-30.log): 2 maps at 8 images and 4
+-- at 64 came within 10 % of the best on 43 of 51 layer-batches (sum 523 us against the
+-- best's 507), where 4 at both came within it on 39, 8 at both on 31; a prime M's 17
+-- maps ran 6.4x faster than 1 a thread on zoo-awkward's first layer at 64 images.
+T.SMALL_FILL_THREADS = 2048
+T.SMALL_MAX_MU_8 = 2
+T.SMALL_MAX_MU = 4
+
+local function default_block(l)
+  if one_image(l) then return 32 end
+  local F = pool_side(l, 1)
+  return default_mu(l) * F * F <= 32 and 256 or 128
+end
+
+local function mu_default(l)
+  if one_image(l) then return small_mu(l) end
+  local big = default_mu(l)
+  if not small_batch(l) then return big end
+  local _, MG = per_group(l)
+  local ds = common.divisors(MG, math.min(big, l.batch <= 8 and T.SMALL_MAX_MU_8 or T.SMALL_MAX_MU))
+  return ds[#ds] > 1 and ds[#ds] or big
+end
+
 -- ms's default: 1 at a large batch; for a small batch, the fewest splits of the
 -- map groups that give every SM of the target (an H100's 132 where unknown) a
--- block, since one image's outputs alone are a handful of blocks.
+-- block at one image, and SMALL_FILL_THREADS threads an SM from two images on.
 local function default_ms(l, given)
   if not small_batch(l) then return 1 end
-  local mu = (given and given.maps_unroll) or small_mu(l)
-  local block = (given and given.block) or 32
-  local cols = (given and given.cols) or 1
+  local mu = (given and given.maps_unroll) or mu_default(l)
+  local block = (given and given.block) or default_block(l)
   local F = pool_side(l, 1)
   local g = common.conv_geom(l)
-  local outs = (F > 1 and g.OH * g.OW or g.CH * g.CW) // cols
-  local sms = (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132
+  local outs = (F > 1 and g.OH * g.OW or g.CH * g.CW) // ((given and given.cols) or 1)
   local blocks = common.ceil_div(l.batch * outs, block)
+  local sms = (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132
+  local want = one_image(l) and sms or common.ceil_div(sms * T.SMALL_FILL_THREADS, block)
   local best = 1
   for _, d in ipairs(common.divisors(l.M // mu, 64)) do
     best = d
-    if blocks * d >= sms then break end
+    if blocks * d >= want then break end
   end
   return best
 end
@@ -119,14 +155,10 @@ T.params = {
     -- 256 where a thread's default tile is at most 32 accumulators, else 128: on
     -- an H100 (2026-11-26, bench/journal/2026-11.md) 256 ran 11 of 14 direct zoo layers
     -- 1-9 % faster and one of 52 accumulators (13 maps, pooled) 18 % slower
-    default = function(l)
-      if small_batch(l) then return 32 end
-      local F = pool_side(l, 1)
-      return default_mu(l) * F * F <= 32 and 256 or 128
-    end },
+    default = default_block },
   { name = "maps_unroll", doc = "output maps accumulated together in registers; divides M",
     legal = function(l) return common.divisors(l.M, 32) end,
-    default = function(l) return small_batch(l) and small_mu(l) or default_mu(l) end },
+    default = mu_default },
   { name = "cols", doc = "outputs (pooled outputs when pooling) per thread along a row; divides the row",
     legal = function(l) return common.divisors(row_len(l, 1), 8) end,
     default = function(_) return 1 end },

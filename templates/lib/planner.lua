@@ -689,6 +689,31 @@ local function small_planes(l, spec)
   return nil
 end
 
+-- At the 64 bucket (more than SMALL_PLANES_64_MIN_BATCH images) on a target with
+-- warpgroup tensor cores, an FP32 stride-1 layer of at least 3 channels and a K of at
+-- least 3 that direct would serve takes planes with its defaults. Measured on an H200
+-- (2026-11-30, single kernels, L2 flushed, 64 images; direct with its small-batch tile
+-- against planes, us; bench/direct-mu-2026-11-30.log and direct-small-2026-11-30.log):
+-- ece408-2018sp's conv2 (6 -> 16, 5x5) 35.1 / 12.6, zoo-prime's conv2 (13 -> 23, 3x3)
+-- 41.7 / 16.8, zoo-k7pad's conv1 (3 -> 32, 5x5) 19.4 / 12.5, 3 -> 32 and 3 -> 64 padded
+-- 3x3 stems 12.1-20.2 / 8.2-11.6, fashion-resnet's 16 -> 16 3x3 9.2 / 9.3; direct kept
+-- every 1- and 2-channel first layer but zoo-linear's (8.0 / 6.0) and zoo-k7pad's 2x2
+-- layer (5.3 / 7.0). At 8 images direct's tile won or tied on those layers (zoo-k7pad's
+-- conv1 6.9 / 7.6, zoo-inception's stem 5.2 / 6.1) but two (ece408-2018sp's conv2 9.7 /
+-- 9.4, zoo-prime's conv2 9.6 / 8.1).
+planner.SMALL_PLANES_64_MIN_BATCH = 8
+planner.SMALL_PLANES_64_MIN_C = 3
+
+local function small_planes_64(l, spec)
+  local t = l.target or {}
+  if not t.sm90a or (l.dtype and l.dtype ~= "f32") or l.batch <= planner.SMALL_PLANES_64_MIN_BATCH
+      or l.C < planner.SMALL_PLANES_64_MIN_C or l.K < 3 or (l.stride or 1) ~= 1 then return nil end
+  if not pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, {}, nil) then return nil end
+  return { "conv2d_planes", string.format("small batch: planes, since the network is generated for %d images " ..
+    "(more than %d), the target is sm_90 (built as sm_90a: wgmma), the layer has stride 1, C = %d >= %d and K = %d >= 3%s",
+    l.batch, planner.SMALL_PLANES_64_MIN_BATCH, l.C, planner.SMALL_PLANES_64_MIN_C, l.K, spec), {} }
+end
+
 function planner.small_conv(l)
   local ckk = l.C * l.K * l.K
   local spec = l.strategy ~= "auto" and string.format("; the spec's strategy %s is for the large batch", l.strategy)
@@ -722,6 +747,8 @@ function planner.small_conv(l)
       planner.AUTO_SMALL_DIRECT_MAX_C, planner.AUTO_SMALL_DIRECT_MAX_CKK, l.C, ckk,
       split_why and ("; " .. split_why) or "", spec), given }
   end
+  local planes64 = small_planes_64(l, spec)
+  if planes64 then return planes64 end
   return { "conv2d_direct", string.format("small batch: direct, since the network is generated for %d image%s " ..
     "(at most %d), C = %d <= %d and C*K*K = %d <= %d%s", l.batch, l.batch == 1 and "" or "s",
     planner.AUTO_GEMV_MAX_BATCH, l.C, planner.AUTO_SMALL_DIRECT_MAX_C, ckk, planner.AUTO_SMALL_DIRECT_MAX_CKK, spec), {} }
