@@ -81,11 +81,16 @@ end
 -- Whether the layer is generated for a small batch (a bucket of at most 64 images).
 local function small_batch(l) return l.batch and l.batch > 0 and l.batch <= 64 end
 
--- Whether it is generated for one image: there a thread's tile is smaller (block and
--- maps_unroll below) so that one image's outputs make blocks enough.
-local function one_image(l) return l.batch == 1 end
+-- Whether it takes the one-image tile (block and maps_unroll below: smaller, so that
+-- one image's outputs make blocks enough): at one image, and for 16-bit tensors at
+-- every small batch (the FP32 tile from two images on, below, was timed in FP32; the
+-- bf16 copy of ece408-2018fa took 77.3 -> 82.7 us at 64 images with it on its first
+-- layer, an H200, bench/direct-small-latency-bf16-2026-11-30.log).
+local function small_tile(l)
+  return l.batch == 1 or (small_batch(l) and l.dtype ~= nil and l.dtype ~= "f32")
+end
 
--- maps_unroll's default for one image: the smallest divisor of M from 2 (M
+-- maps_unroll's one-image default: the smallest divisor of M from 2 (M
 -- itself where it is prime), so that the map groups can be shared out over blocks.
 local function small_mu(l)
   local _, MG = per_group(l)
@@ -95,7 +100,7 @@ local function small_mu(l)
   return MG
 end
 
--- From two images to 64 a thread keeps the large batch's block and at most
+-- From two images to 64 (FP32) a thread keeps the large batch's block and at most
 -- SMALL_MAX_MU of its maps (SMALL_MAX_MU_8 up to 8 images; the largest divisor of M up
 -- to that, or the large batch's where M has none from 2: a prime M), and ms shares
 -- the map groups out over the fewest blocks that give the grid SMALL_FILL_THREADS
@@ -113,13 +118,13 @@ T.SMALL_MAX_MU_8 = 2
 T.SMALL_MAX_MU = 4
 
 local function default_block(l)
-  if one_image(l) then return 32 end
+  if small_tile(l) then return 32 end
   local F = pool_side(l, 1)
   return default_mu(l) * F * F <= 32 and 256 or 128
 end
 
 local function mu_default(l)
-  if one_image(l) then return small_mu(l) end
+  if small_tile(l) then return small_mu(l) end
   local big = default_mu(l)
   if not small_batch(l) then return big end
   local _, MG = per_group(l)
@@ -129,7 +134,7 @@ end
 
 -- ms's default: 1 at a large batch; for a small batch, the fewest splits of the
 -- map groups that give every SM of the target (an H100's 132 where unknown) a
--- block at one image, and SMALL_FILL_THREADS threads an SM from two images on.
+-- block with the one-image tile, else SMALL_FILL_THREADS threads an SM.
 local function default_ms(l, given)
   if not small_batch(l) then return 1 end
   local mu = (given and given.maps_unroll) or mu_default(l)
@@ -139,7 +144,7 @@ local function default_ms(l, given)
   local outs = (F > 1 and g.OH * g.OW or g.CH * g.CW) // ((given and given.cols) or 1)
   local blocks = common.ceil_div(l.batch * outs, block)
   local sms = (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132
-  local want = one_image(l) and sms or common.ceil_div(sms * T.SMALL_FILL_THREADS, block)
+  local want = small_tile(l) and sms or common.ceil_div(sms * T.SMALL_FILL_THREADS, block)
   local best = 1
   for _, d in ipairs(common.divisors(l.M // mu, 64)) do
     best = d
