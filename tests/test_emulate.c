@@ -27,7 +27,9 @@
  * templates/ops/tail.lua, writing three tensors), layers-tail at bucket 8 (the tail
  * of a network ending in an fc: fc and predictions), layers-splitk and layers-splitk-pool at bucket 1 (conv2d_igemm's
  * split reductions, grid z, and splitk_reduce, its 2x2 pools), layers-splitk8-tc at bucket 8
- * (conv2d_igemm_tc's split reductions under the small-batch rule), layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
+ * (conv2d_igemm_tc's split reductions under the small-batch rule), layers-small-tiles-wg
+ * at buckets 8 and 64 (direct's small-batch tile, planes with a fused pool at 8 and for a
+ * 3-channel layer at 64), layers-tiles-tc (the default map tiles: 13 maps unrolled by direct, 33, 71, 96
  * and 40 maps on igemm_tc's 40- and 48-map tiles, 23 on igemm's 24) and
  * layers-fc-odd (fc_vec's single-float and float2 loads), layers-bn (input mean/std,
  * batch norms folded into convs with the runtime's folded weights against the
@@ -1045,6 +1047,11 @@ int main(void)
          * glob above), fc_gemv's at bucket 8 (their ranks run last first, the templates'
          * CG_EMULATION reduction adding what the others left) */
         emulate("tests/gpu/layers-fc-split-wg.yaml", dir, 8);
+        /* FP32 layers' small-batch choices on sm_90a: direct's tile from two images on
+         * (the large batch's block, its map groups split over blocks) and planes with a
+         * fused pool at bucket 8, planes for a 3-channel layer at bucket 64 */
+        emulate("tests/gpu/layers-small-tiles-wg.yaml", dir, 8);
+        emulate("tests/gpu/layers-small-tiles-wg.yaml", dir, 64);
         /* concats whose branches write into their slices of the concat's output: the
          * bench's Inception block (three igemm branches, no concat kernel), and
          * layers-concat at bucket 1 (the whole-network kernel's conv phases writing

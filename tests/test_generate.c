@@ -2357,7 +2357,7 @@ static void test_small_conv_choices(void)
         int batch;
         const char *tpl;
     } want[] = {
-        {"bench/specs/zoo-vgg3x3.yaml", "conv2", 8, "conv2d_igemm_tc"},
+        {"bench/specs/zoo-vgg3x3.yaml", "conv2", 8, "conv2d_planes"}, /* igemm_tc's tiles fill half the SMs */
         {"bench/specs/zoo-vgg3x3.yaml", "conv2", 64, "conv2d_igemm_tc"},
         {"bench/specs/zoo-vgg3x3.yaml", "conv2", 1, "conv2d_direct"},
         {"bench/specs/zoo-linear.yaml", "conv2", 64, "conv2d_igemm_tc"},
@@ -2373,6 +2373,13 @@ static void test_small_conv_choices(void)
         {"bench/specs/zoo-edge.yaml", "conv2", 64, "conv2d_direct"},
         {"specs/ece408-2018sp.yaml", "conv2", 64, "conv2d_planes"},
         {"specs/ece408-2018sp.yaml", "conv1", 64, "conv2d_direct"},
+        /* up to 8 images: planes for K >= 3 layers keeping igemm or igemm_tc without a split */
+        {"bench/specs/zoo-odd.yaml", "conv2", 8, "conv2d_planes"},
+        {"bench/specs/zoo-inception.yaml", "br5", 8, "conv2d_planes"},
+        {"bench/specs/zoo-inception.yaml", "br1", 8, "conv2d_igemm"},       /* 1x1 */
+        {"bench/specs/zoo-inception.yaml", "down", 8, "conv2d_igemm_tc"},   /* split */
+        {"bench/specs/zoo-odd.yaml", "conv2", 64, "conv2d_igemm"},
+        {"bench/specs/zoo-odd.yaml", "conv2", 1, "conv2d_igemm"},
     };
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);
@@ -2392,6 +2399,8 @@ static void test_small_conv_choices(void)
                   want[i].batch, k ? k->tpl : "none", want[i].tpl);
             if (k && !strcmp(want[i].tpl, "conv2d_planes") && want[i].batch > 64)
                 CHECK(strstr(k->kernel, "_i8_") != NULL, "several images a block: %s", k->kernel);
+            if (k && !strcmp(want[i].tpl, "conv2d_planes") && !strcmp(want[i].layer, "conv2") && want[i].batch == 8)
+                CHECK(strstr(k->kernel, "_fp_pool2") != NULL, "its 2x2 pool fused: %s", k->kernel);
             cg_gen_free(o);
         } else CHECK(0, "%s at bucket %d: %s", want[i].spec, want[i].batch, e.msg);
     }

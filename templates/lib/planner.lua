@@ -714,6 +714,36 @@ local function small_planes_64(l, spec)
     l.batch, planner.SMALL_PLANES_64_MIN_BATCH, l.C, planner.SMALL_PLANES_64_MIN_C, l.K, spec), {} }
 end
 
+-- Up to 8 images (from two) on a target with warpgroup tensor cores, an FP32 layer of
+-- a K of at least 3 that keeps its large-batch igemm or igemm_tc kernel (no split: its
+-- tiles give half the SMs a block) takes planes with its defaults (a tiled 2x2 pool
+-- fused, fp=1). Measured on an H200 (2026-11-30, bench/small-layers-8-2026-11-30.log:
+-- single kernels at 8 images, L2 flushed, us, the large-batch kernel against planes):
+-- the 8 such layers in the zoo 1.08-2.9x faster (zoo-inception's 32 -> 8 5x5 branch
+-- 73.8 / 25.1, zoo-alex's 11x11 stride-4 stem 45.2 / 20.8, zoo-odd's 20 -> 30 3x3 22.0 /
+-- 12.7 and zoo-vgg3x3's 16 -> 32 3x3 12.0 / 11.1 without their pools, zoo-awkward's
+-- 17 -> 33 3x3 stride 2 17.4 / 15.3); 1x1 layers (K = 1) lost 9 of 11 (1.1-1.9x).
+planner.SMALL_PLANES_8_MAX_BATCH = 8
+
+local function small_planes_8(l, spec)
+  local t = l.target or {}
+  if not t.sm90a or (l.dtype and l.dtype ~= "f32") or l.batch > planner.SMALL_PLANES_8_MAX_BATCH or l.K < 3 then
+    return nil
+  end
+  local large = l.strategy == "auto" and planner.auto_strategy(l) or ("conv2d_" .. l.strategy)
+  if large ~= "conv2d_igemm" and large ~= "conv2d_igemm_tc" then return nil end
+  -- a pool the other templates fuse (tiled windows) and planes cannot would be a launch
+  -- more: such layers keep their kernel (overlapping windows run a pool kernel anyway)
+  local g = common.conv_geom(l)
+  local given = (g.kind ~= "none" and g.tiled_pool) and { fp = 1 } or {}
+  if (given.fp and not common.fused_pool2(g))
+      or not pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, given, nil) then return nil end
+  return { "conv2d_planes", string.format("small batch: planes%s, since the network is generated for %d images " ..
+    "(at most %d), the target is sm_90 (built as sm_90a: wgmma), K = %d >= 3 and %s's tiles need no split%s",
+    given.fp and " with its pool fused" or "", l.batch, planner.SMALL_PLANES_8_MAX_BATCH, l.K,
+    (large:gsub("^conv2d_", "")), spec), given }
+end
+
 function planner.small_conv(l)
   local ckk = l.C * l.K * l.K
   local spec = l.strategy ~= "auto" and string.format("; the spec's strategy %s is for the large batch", l.strategy)
@@ -735,7 +765,7 @@ function planner.small_conv(l)
     -- large-batch choice (zoo-1x1's C = 64-256 1x1 layers under direct at 8 and
     -- 64 images ran 1.6x and 6x slower than their own strategies, on an H200)
     -- unless it leaves SMs without a block (small_split)
-    if l.batch > 1 then return small_split(l, spec) end
+    if l.batch > 1 then return small_split(l, spec) or small_planes_8(l, spec) end
     local given = {}
     for k, v in pairs(planner.SMALL_IGEMM) do given[k] = v end
     local ok, p = pcall(resolve, import("conv2d_igemm"), "conv2d_igemm", l, given, nil)
