@@ -2356,30 +2356,45 @@ static void test_small_conv_choices(void)
         const char *spec, *layer;
         int batch;
         const char *tpl;
+        const char *tile; /* the end of the kernel's name, where given */
     } want[] = {
-        {"bench/specs/zoo-vgg3x3.yaml", "conv2", 8, "conv2d_planes"}, /* igemm_tc's tiles fill half the SMs */
-        {"bench/specs/zoo-vgg3x3.yaml", "conv2", 64, "conv2d_igemm_tc"},
-        {"bench/specs/zoo-vgg3x3.yaml", "conv2", 1, "conv2d_direct"},
-        {"bench/specs/zoo-linear.yaml", "conv2", 64, "conv2d_igemm_tc"},
-        {"specs/fashion-resnet.yaml", "layers_0_conv2", 8, "conv2d_direct"},
-        {"bench/specs/zoo-bigk.yaml", "conv3", 256, "conv2d_planes"},
-        {"bench/specs/zoo-bigk.yaml", "conv3", 1024, "conv2d_planes"},
-        {"bench/specs/zoo-bigk.yaml", "conv3", 0, "conv2d_igemm_tc"},
+        {"bench/specs/zoo-vgg3x3.yaml", "conv2", 8, "conv2d_planes", NULL}, /* igemm_tc's tiles fill half the SMs */
+        {"bench/specs/zoo-vgg3x3.yaml", "conv2", 64, "conv2d_igemm_tc", NULL},
+        {"bench/specs/zoo-vgg3x3.yaml", "conv2", 1, "conv2d_direct", NULL},
+        {"bench/specs/zoo-linear.yaml", "conv2", 64, "conv2d_igemm_tc", NULL},
+        {"specs/fashion-resnet.yaml", "layers_0_conv2", 8, "conv2d_direct", NULL},
+        {"bench/specs/zoo-bigk.yaml", "conv3", 256, "conv2d_planes", NULL},
+        {"bench/specs/zoo-bigk.yaml", "conv3", 1024, "conv2d_planes", NULL},
+        {"bench/specs/zoo-bigk.yaml", "conv3", 0, "conv2d_igemm_tc", NULL},
         /* the 64 bucket: planes for stride-1 layers of C >= 3 and K >= 3 that direct would serve */
-        {"bench/specs/zoo-k7pad.yaml", "conv1", 64, "conv2d_planes"},
-        {"bench/specs/zoo-k7pad.yaml", "conv1", 8, "conv2d_direct"},
-        {"bench/specs/zoo-k7pad.yaml", "conv3", 64, "conv2d_direct"},
-        {"bench/specs/zoo-edge.yaml", "conv1", 64, "conv2d_direct"},
-        {"bench/specs/zoo-edge.yaml", "conv2", 64, "conv2d_direct"},
-        {"specs/ece408-2018sp.yaml", "conv2", 64, "conv2d_planes"},
-        {"specs/ece408-2018sp.yaml", "conv1", 64, "conv2d_direct"},
+        {"bench/specs/zoo-k7pad.yaml", "conv1", 64, "conv2d_planes", NULL},
+        {"bench/specs/zoo-k7pad.yaml", "conv1", 8, "conv2d_direct", NULL},
+        {"bench/specs/zoo-k7pad.yaml", "conv3", 64, "conv2d_direct", NULL},
+        {"bench/specs/zoo-edge.yaml", "conv1", 64, "conv2d_direct", NULL},
+        {"bench/specs/zoo-edge.yaml", "conv2", 64, "conv2d_direct", NULL},
+        {"specs/ece408-2018sp.yaml", "conv2", 64, "conv2d_planes", NULL},
+        {"specs/ece408-2018sp.yaml", "conv1", 64, "conv2d_direct", NULL},
         /* up to 8 images: planes for K >= 3 layers keeping igemm or igemm_tc without a split */
-        {"bench/specs/zoo-odd.yaml", "conv2", 8, "conv2d_planes"},
-        {"bench/specs/zoo-inception.yaml", "br5", 8, "conv2d_planes"},
-        {"bench/specs/zoo-inception.yaml", "br1", 8, "conv2d_igemm"},       /* 1x1 */
-        {"bench/specs/zoo-inception.yaml", "down", 8, "conv2d_igemm_tc"},   /* split */
-        {"bench/specs/zoo-odd.yaml", "conv2", 64, "conv2d_igemm"},
-        {"bench/specs/zoo-odd.yaml", "conv2", 1, "conv2d_igemm"},
+        {"bench/specs/zoo-odd.yaml", "conv2", 8, "conv2d_planes", NULL},
+        {"bench/specs/zoo-inception.yaml", "br5", 8, "conv2d_planes", NULL},
+        {"bench/specs/zoo-inception.yaml", "br1", 8, "conv2d_igemm", NULL},       /* 1x1 */
+        {"bench/specs/zoo-inception.yaml", "down", 8, "conv2d_igemm_tc", NULL},   /* split */
+        {"bench/specs/zoo-odd.yaml", "conv2", 64, "conv2d_igemm", NULL},
+        {"bench/specs/zoo-odd.yaml", "conv2", 1, "conv2d_igemm", NULL},
+        /* direct's tile by bucket (templates/conv2d/direct.lua): 32 threads and 2 maps a thread
+         * at one image; from two images the large batch's block, at most 2 maps a thread up to 8
+         * images and 4 at 64, the map groups split until the grid has 2048 threads an SM; the
+         * large batch's own tile above 64. ece408-2017's conv1: 50 maps, a 2x2 pool, 12x12
+         * outputs; zoo-vgg3x3's conv1: 16 maps on 62x62 outputs. */
+        {"specs/ece408-2017.yaml", "conv1", 1, "conv2d_direct", "_b32u2x1g0f1_ms25"},
+        {"specs/ece408-2017.yaml", "conv1", 8, "conv2d_direct", "_b256u2x1g0f1_ms25"}, /* 5 blocks x 25 groups */
+        {"specs/ece408-2017.yaml", "conv1", 64, "conv2d_direct", "_b256u2x1g0f1_ms25"}, /* 4 does not divide 50 */
+        {"specs/ece408-2017.yaml", "conv1", 0, "conv2d_direct", "_b64u5x3g0f1"},       /* the spec's params */
+        {"bench/specs/zoo-vgg3x3.yaml", "conv1", 8, "conv2d_direct", "_b256u2x1g0f1_ms8"},
+        {"bench/specs/zoo-vgg3x3.yaml", "conv1", 64, "conv2d_direct", "_b256u4x1g0f1_ms2"}, /* 961 blocks x 2 */
+        {"bench/specs/zoo-vgg3x3.yaml", "conv1", 0, "conv2d_direct", "_b256u8x1g0f1"},
+        /* 16-bit tensors keep the one-image tile at every small batch */
+        {"tests/gpu/layers-small-c-bf16-wg.yaml", "a", 8, "conv2d_direct", "_b32u2x1g0f1_ms2_bf16"},
     };
     cg_spec *s = malloc(sizeof *s);
     cg_gen_output *o = malloc(sizeof *o);
@@ -2397,6 +2412,10 @@ static void test_small_conv_choices(void)
             const cg_gen_kernel *k = conv_kernel(o, want[i].layer);
             CHECK(k && !strcmp(k->tpl, want[i].tpl), "%s %s at bucket %d: %s, want %s", want[i].spec, want[i].layer,
                   want[i].batch, k ? k->tpl : "none", want[i].tpl);
+            size_t n = k ? strlen(k->kernel) : 0, t = want[i].tile ? strlen(want[i].tile) : 0;
+            if (k && want[i].tile)
+                CHECK(n >= t && !strcmp(k->kernel + n - t, want[i].tile), "%s %s at bucket %d: %s, want a name ending %s",
+                      want[i].spec, want[i].layer, want[i].batch, k->kernel, want[i].tile);
             if (k && !strcmp(want[i].tpl, "conv2d_planes") && want[i].batch > 64)
                 CHECK(strstr(k->kernel, "_i8_") != NULL, "several images a block: %s", k->kernel);
             if (k && !strcmp(want[i].tpl, "conv2d_planes") && !strcmp(want[i].layer, "conv2") && want[i].batch == 8)
@@ -2407,54 +2426,9 @@ static void test_small_conv_choices(void)
     free(s), free(o);
 }
 
-/* direct's tile by bucket (templates/conv2d/direct.lua): 32 threads and 2 maps a thread at
- * one image; from two images the large batch's block, at most 2 maps a thread up to 8
- * images and 4 at 64, the map groups split until the grid has 2048 threads an SM; the large
- * batch's own tile above 64. ece408-2017's conv1: 50 maps, a 2x2 pool, 12x12 outputs;
- * zoo-vgg3x3's conv1: 16 maps on 62x62 outputs. */
-static void test_direct_small_tiles(void)
-{
-    static const struct {
-        const char *spec, *layer;
-        int batch;
-        const char *tile;
-    } want[] = {
-        {"specs/ece408-2017.yaml", "conv1", 1, "_b32u2x1g0f1_ms25"},  /* one image: the small tile */
-        {"specs/ece408-2017.yaml", "conv1", 8, "_b256u2x1g0f1_ms25"}, /* 5 blocks of 256 x 25 groups */
-        {"specs/ece408-2017.yaml", "conv1", 64, "_b256u2x1g0f1_ms25"}, /* 4 does not divide 50: 2 */
-        {"specs/ece408-2017.yaml", "conv1", 0, "_b64u5x3g0f1"},        /* the spec's large-batch params */
-        {"bench/specs/zoo-vgg3x3.yaml", "conv1", 8, "_b256u2x1g0f1_ms8"},
-        {"bench/specs/zoo-vgg3x3.yaml", "conv1", 64, "_b256u4x1g0f1_ms2"}, /* 961 blocks: 2 splits fill */
-        {"bench/specs/zoo-vgg3x3.yaml", "conv1", 0, "_b256u8x1g0f1"},
-    };
-    cg_spec *s = malloc(sizeof *s);
-    cg_gen_output *o = malloc(sizeof *o);
-    cg_err e = {""};
-    int arch = 90;
-    for (size_t i = 0; s && o && i < sizeof want / sizeof *want; i++) {
-        if (cg_spec_load(want[i].spec, s, &e)) {
-            CHECK(0, "%s: %s", want[i].spec, e.msg);
-            continue;
-        }
-        cg_target tg;
-        cg_aot_target(&arch, 1, &tg);
-        tg.batch = want[i].batch;
-        if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
-            const cg_gen_kernel *k = conv_kernel(o, want[i].layer);
-            const char *at = k ? strstr(k->kernel, want[i].tile) : NULL;
-            CHECK(k && !strcmp(k->tpl, "conv2d_direct") && at && at[strlen(want[i].tile)] == '\0',
-                  "%s %s at bucket %d: %s, want a direct kernel ending %s", want[i].spec, want[i].layer,
-                  want[i].batch, k ? k->kernel : "none", want[i].tile);
-            cg_gen_free(o);
-        } else CHECK(0, "%s at bucket %d: %s", want[i].spec, want[i].batch, e.msg);
-    }
-    free(s), free(o);
-}
-
 int main(void)
 {
     test_small_conv_choices();
-    test_direct_small_tiles();
     test_half_wgmma();
     test_half_small_c();
     test_precision_tf32();

@@ -105,8 +105,9 @@ end
 -- to that, or the large batch's where M has none from 2: a prime M), and ms shares
 -- the map groups out over the fewest blocks that give the grid SMALL_FILL_THREADS
 -- threads an SM (or each group a block). On an H200 (2026-11-30, single kernels, L2
--- flushed, 29 first layers at 8 and 64 images): the one-image tile (32 threads, 2
--- maps, blocks enough for one an SM) ran 1.05-2.9x slower than the large batch's tile
+-- flushed, the 29 direct layer shapes of the shipped and zoo specs at 8 and 64 images):
+-- the one-image tile (32 threads, 2 maps, blocks enough for one an SM) ran 1.05-3.3x
+-- slower than the large batch's tile on 42 of 50 layer-batches
 -- (bench/direct-small-2026-11-30.log; zoo-vgg-same's 3 -> 64 layer took 24 us at 64
 -- images under every block size: 65,536 threads). With the grid filled, maps_unroll
 -- 1, 2, 4 and 8 timed on each (bench/direct-mu-2026-11-30.log): 2 maps at 8 images and 4
