@@ -697,9 +697,10 @@ end
 -- ece408-2018sp's conv2 (6 -> 16, 5x5) 35.1 / 12.6, zoo-prime's conv2 (13 -> 23, 3x3)
 -- 41.7 / 16.8, zoo-k7pad's conv1 (3 -> 32, 5x5) 19.4 / 12.5, 3 -> 32 and 3 -> 64 padded
 -- 3x3 stems 12.1-20.2 / 8.2-11.6, fashion-resnet's 16 -> 16 3x3 9.2 / 9.3; zoo-k7pad's
--- 2x2 layer (K < 3) 6.1 / 7.0. Of 19 first layers of 1 or 2 channels direct won 15 (zoo-odd's
--- 13.6 / 22.0, ece408-2018fa's 14.2 / 27.1) and lost 3 (ece408-2017's 10.8 / 8.0,
--- zoo-linear's 9.0 / 6.0, zoo-bigk's 11x11 21.9 / 16.3), so they keep it. At 8 images
+-- 2x2 layer (K < 3) 6.1 / 7.0. Of the 19 first layers of 1 or 2 channels, direct's tile
+-- won or tied on 15 (zoo-odd's 13.6 / 22.0, ece408-2018fa's 14.2 / 27.1) and lost on 3
+-- (ece408-2017's 10.8 / 8.0, zoo-linear's 9.0 / 6.0, zoo-bigk's 11x11 21.9 / 16.3;
+-- zoo-prime's 13 maps not timed with it), so they keep direct. At 8 images
 -- direct's tile won or tied on those layers (zoo-k7pad's conv1 6.9 / 7.6, zoo-inception's
 -- stem 5.2 / 6.1) but two (ece408-2018sp's conv2 9.7 / 9.4, zoo-prime's conv2 9.6 / 8.1).
 planner.SMALL_PLANES_64_MIN_BATCH = 8
