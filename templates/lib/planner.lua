@@ -706,11 +706,15 @@ end
 planner.SMALL_PLANES_64_MIN_BATCH = 8
 planner.SMALL_PLANES_64_MIN_C = 3
 
+-- Whether planes serves FP32 layer l on this target (sm_90a) with the params `given`.
+local function planes_fp32(l, given)
+  return (l.target or {}).sm90a and not (l.dtype and l.dtype ~= "f32")
+    and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, given, nil)
+end
+
 local function small_planes_64(l, spec)
-  local t = l.target or {}
-  if not t.sm90a or (l.dtype and l.dtype ~= "f32") or l.batch <= planner.SMALL_PLANES_64_MIN_BATCH
-      or l.C < planner.SMALL_PLANES_64_MIN_C or l.K < 3 or (l.stride or 1) ~= 1 then return nil end
-  if not pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, {}, nil) then return nil end
+  if l.batch <= planner.SMALL_PLANES_64_MIN_BATCH or l.C < planner.SMALL_PLANES_64_MIN_C or l.K < 3
+      or (l.stride or 1) ~= 1 or not planes_fp32(l, {}) then return nil end
   return { "conv2d_planes", string.format("small batch: planes, since the network is generated for %d images " ..
     "(more than %d), the target is sm_90 (built as sm_90a: wgmma), the layer has stride 1, C = %d >= %d and K = %d >= 3%s",
     l.batch, planner.SMALL_PLANES_64_MIN_BATCH, l.C, planner.SMALL_PLANES_64_MIN_C, l.K, spec), {} }
@@ -728,18 +732,14 @@ end
 planner.SMALL_PLANES_8_MAX_BATCH = 8
 
 local function small_planes_8(l, spec)
-  local t = l.target or {}
-  if not t.sm90a or (l.dtype and l.dtype ~= "f32") or l.batch > planner.SMALL_PLANES_8_MAX_BATCH or l.K < 3 then
-    return nil
-  end
-  local large = l.strategy == "auto" and planner.auto_strategy(l) or ("conv2d_" .. l.strategy)
-  if large ~= "conv2d_igemm" and large ~= "conv2d_igemm_tc" then return nil end
+  if l.batch > planner.SMALL_PLANES_8_MAX_BATCH or l.K < 3 then return nil end
   -- a pool the other templates fuse (tiled windows) and planes cannot would be a launch
   -- more: such layers keep their kernel (overlapping windows run a pool kernel anyway)
   local g = common.conv_geom(l)
   local given = (g.kind ~= "none" and g.tiled_pool) and { fp = 1 } or {}
-  if (given.fp and not common.fused_pool2(g))
-      or not pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, given, nil) then return nil end
+  if (given.fp and not common.fused_pool2(g)) or not planes_fp32(l, given) then return nil end
+  local large = l.strategy == "auto" and planner.auto_strategy(l) or ("conv2d_" .. l.strategy)
+  if large ~= "conv2d_igemm" and large ~= "conv2d_igemm_tc" then return nil end
   return { "conv2d_planes", string.format("small batch: planes%s, since the network is generated for %d images " ..
     "(at most %d), the target is sm_90 (built as sm_90a: wgmma), K = %d >= 3 and %s's tiles need no split%s",
     given.fp and " with its pool fused" or "", l.batch, planner.SMALL_PLANES_8_MAX_BATCH, l.K,
