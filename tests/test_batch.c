@@ -104,7 +104,7 @@ static const cg_mkernel *kernel_of(const cg_manifest *m, const char *name, const
 
 /* Small-batch rules for shapes the course networks lack: an odd C*K*K at one image
  * splits by a divisor of its slice count (planner.split_of: 825 rows in 165 slices of
- * 5, parts of 5, splitk_reduce pooling), a prime slice count above SPLIT_MAX stays
+ * 5, 11 parts, splitk_reduce pooling), a prime slice count above SPLIT_MAX stays
  * whole; at 256 images an fc whose vec tiles launch fewer blocks than half the SMs
  * (15,488 inputs into 10: 2 tiles x split 8) takes gemv, and one with enough keeps vec. */
 static void odd_splits_and_fc(void)
@@ -114,8 +114,8 @@ static void odd_splits_and_fc(void)
     static cg_manifest m;
     if (!gen_for("tests/gpu/layers-splitk-odd.yaml", 1, &s, &o, &m)) {
         const cg_mkernel *c2 = kernel_of(&m, "c2", "conv2d_igemm"), *r2 = kernel_of(&m, "c2", "splitk_reduce");
-        CHECK(c2 && strstr(c2->name, "_z5") && r2 && strstr(r2->name, "_s5_") && strstr(r2->name, "_max2"),
-              "c2 at one image: %s then %s, expected a split in 5 parts reduced and pooled", c2 ? c2->name : "none",
+        CHECK(c2 && strstr(c2->name, "_z11") && r2 && strstr(r2->name, "_s11_") && strstr(r2->name, "_max2"),
+              "c2 at one image: %s then %s, expected a split in 11 parts reduced and pooled", c2 ? c2->name : "none",
               r2 ? r2->name : "none");
         const cg_mkernel *c3 = kernel_of(&m, "c3", NULL);
         CHECK(c3 && !strstr(c3->name, "_z") && !kernel_of(&m, "c3", "splitk_reduce"), "c3 at one image: %s split",

@@ -1156,18 +1156,25 @@ static void test_split_rule(void)
         CHECK(0, "layers-splitk at the large batch: %s", e.msg);
     }
     /* bucket 8: the large-batch choice (igemm's 64x128 tiles) where it launches as many
-     * blocks as the SMs, else its default tiles split as split_of splits them (c3: 4 blocks
-     * at 8 images, split 32 ways) */
+     * blocks as the SMs, else its default tiles split as split_of splits them (c7, 2x2: 2
+     * blocks at 8 images, split 8 ways); a 3x3 stride-1 layer that would split takes
+     * winograd's small tiles instead (c3: 4 blocks of igemm, 32 parts; 64 of winograd) */
     cg_target_default(&tg);
     tg.batch = 8;
     if (cg_generate_for(s, "x", &tg, o, &e) == 0) {
-        const cg_gen_kernel *k = conv_kernel(o, "c3");
-        CHECK(k && !strcmp(k->tpl, "conv2d_igemm") && params_has(k, "bm=64 bn=128 bk=18 tm=8 tn=8 occ=1 stages=2 split=32",
-                                                                 &line), "c3 at bucket 8: %s", line ? line : "none");
-        if (k) CHECK_CONTAINS(k->source, "small batch: igemm in 64x128 tiles, split, since igemm would launch 4 blocks "
-                                         "at 8 images, fewer than half of an assumed 100 SMs; split 32 ways (C*K*K = 2304 in "
-                                         "parts of 72): 16 warps at 8 images, under 8 for each of an assumed 100 SMs");
-        CHECK(layer_kernel(o, "c3", "splitk_reduce") != NULL, "c3 at bucket 8: no splitk_reduce");
+        const cg_gen_kernel *k = conv_kernel(o, "c7");
+        CHECK(k && !strcmp(k->tpl, "conv2d_igemm") && params_has(k, "bm=64 bn=128 bk=16 tm=8 tn=8 occ=1 stages=2 split=8",
+                                                                 &line), "c7 at bucket 8: %s", line ? line : "none");
+        if (k) CHECK_CONTAINS(k->source, "small batch: igemm in 64x128 tiles, split, since igemm would launch 2 blocks "
+                                         "at 8 images, fewer than half of an assumed 100 SMs; split 8 ways (C*K*K = 512 in "
+                                         "parts of 64): 8 warps at 8 images, under 8 for each of an assumed 100 SMs");
+        CHECK(layer_kernel(o, "c7", "splitk_reduce") != NULL, "c7 at bucket 8: no splitk_reduce");
+        k = conv_kernel(o, "c3");
+        CHECK(k && !strcmp(k->tpl, "conv2d_winograd") && params_has(k, "mt=2 bm=8 bn=16 cs=8 tm=8 tn=4 xg=1", &line),
+              "c3 at bucket 8: %s", line ? line : "none");
+        if (k) CHECK_CONTAINS(k->source, "small batch: winograd F(2x2, 3x3) in 8x16 tiles, 8 channels a slice (64 blocks), "
+                                         "since the network is generated for 8 images and igemm would split 32 ways");
+        CHECK(layer_kernel(o, "c3", "splitk_reduce") == NULL, "c3 at bucket 8: a splitk_reduce");
         cg_gen_free(o);
     } else {
         CHECK(0, "layers-splitk at bucket 8: %s", e.msg);
@@ -2380,7 +2387,16 @@ static void test_small_conv_choices(void)
         {"bench/specs/zoo-inception.yaml", "br1", 8, "conv2d_igemm", NULL},       /* 1x1 */
         {"bench/specs/zoo-inception.yaml", "down", 8, "conv2d_igemm_tc", NULL},   /* split */
         {"bench/specs/zoo-odd.yaml", "conv2", 64, "conv2d_igemm", NULL},
-        {"bench/specs/zoo-odd.yaml", "conv2", 1, "conv2d_igemm", NULL},
+        /* up to 8 images: winograd in small tiles for 3x3 and 5x5 stride-1 layers that igemm
+         * would split, where they give half the SMs a block (planner.small_winograd) */
+        {"bench/specs/zoo-odd.yaml", "conv2", 1, "conv2d_winograd", "_f2_m16n16c10_t8x4_x1"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 1, "conv2d_winograd", "_f2_m16n16c16_t8x4_x1"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 8, "conv2d_winograd", "_f2_m16n16c16_t8x4_x1"},
+        {"bench/specs/zoo-issue3x3.yaml", "conv3", 8, "conv2d_winograd", "_f2_m16n16c16_t8x4_x1"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 64, "conv2d_planes", NULL},        /* past 8 images */
+        {"bench/specs/zoo-k7pad.yaml", "conv4", 1, "conv2d_igemm", "_z14"},           /* 7x7: the split */
+        {"bench/specs/zoo-deep512.yaml", "conv2", 8, "conv2d_igemm_tc", "_z4"},       /* 604 M MACs, 3x3 */
+        {"bench/specs/zoo-deep512.yaml", "conv2", 1, "conv2d_winograd", NULL},
         /* direct's tile by bucket (templates/conv2d/direct.lua): 32 threads and 2 maps a thread
          * at one image; from two images the large batch's block, at most 2 maps a thread up to 8
          * images and 4 at 64, the map groups split until the grid has 2048 threads an SM; the

@@ -580,6 +580,58 @@ local function launch_blocks(k, batch)
   return n
 end
 
+-- Up to SMALL_WINOGRAD_MAX_BATCH images, an FP32 stride-1 layer of a 3x3 or 5x5 kernel
+-- (SMALL_WINOGRAD_K) whose small-batch rule would split igemm's or igemm_tc's reduction
+-- (at one image igemm's 32-pixel tiles; from two images small_split) takes
+-- conv2d_winograd, F(2x2, KxK), in small tiles instead: the first of SMALL_WINOGRAD that
+-- gives half the SMs a block (as small_split counts), its slices the deepest channel
+-- count the template accepts. One kernel where the split takes two (the partial sums
+-- and splitk_reduce), and (K+1)^2 products for the 4*K*K multiply-adds of 2x2 outputs.
+-- Not for a 3x3 layer of more than SMALL_WINOGRAD_MAX_MACS_3 multiply-adds at the
+-- bucket's images, where the tensor cores' split kept the lead. Measured on an H200
+-- (2026-11-30, bench/winograd-small-2026-11-30.log: `bench/latency.py --repeat 50`,
+-- whole networks against the binary before, same call): at one image zoo-5x5-c64 43.1
+-- -> 20.8 us, zoo-stem96 53.1 -> 39.5, zoo-vgg3x3 48.8 -> 36.2, zoo-awkward 74.0 ->
+-- 63.0, zoo-odd 32.6 -> 29.4, zoo-deep512 38.1 -> 36.0, zoo-vgg-same 53.7 -> 52.0,
+-- zoo-residual 36.4 -> 35.4, zoo-wide3x3 36.9 -> 37.9; at 8 images zoo-issue3x3 31.5 ->
+-- 21.9, zoo-residual 60.1 -> 50.8, zoo-vgg3x3 78.9 -> 67.8, zoo-5x5-c64 74.1 -> 64.6,
+-- zoo-k7pad 47.6 -> 40.2, zoo-vgg-same 107.7 -> 99.8, zoo-linear 33.9 -> 28.0, zoo-alex
+-- 67.4 -> 62.7, zoo-wide3x3 61.5 -> 57.3, zoo-squeeze 82.3 -> 82.8, zoo-stem96 123.4 ->
+-- 125.1, and zoo-deep512 81.7 -> 89.5: its 128 -> 256-map 3x3 layer on 16x16 maps, 604 M
+-- multiply-adds at 8 images against igemm_tc split 4 ways; the cap (set after that call,
+-- not timed again) gives that layer its previous kernel and no other measured one.
+planner.SMALL_WINOGRAD_K = { [3] = true, [5] = true }
+planner.SMALL_WINOGRAD_MAX_BATCH = 8
+planner.SMALL_WINOGRAD_MAX_MACS_3 = 512 * 1024 * 1024
+planner.SMALL_WINOGRAD = { { bm = 16, bn = 16, tm = 8, tn = 4 }, { bm = 8, bn = 16, tm = 8, tn = 4 } }
+
+local function small_winograd(l, spec, split_why)
+  if (l.batch or 1) > planner.SMALL_WINOGRAD_MAX_BATCH then return nil end
+  if (l.dtype and l.dtype ~= "f32") or (l.stride or 1) ~= 1 or not planner.SMALL_WINOGRAD_K[l.K] then return nil end
+  local g = common.conv_geom(l)
+  if l.K == 3 and (l.batch or 1) * l.M * g.CH * g.CW * l.C * 9 > planner.SMALL_WINOGRAD_MAX_MACS_3 then return nil end
+  local t = l.target or {}
+  local sms = (t.sms and t.sms > 0) and t.sms or planner.SPLIT_UNKNOWN_SMS
+  local T = import("conv2d_winograd")
+  for _, q in ipairs(planner.SMALL_WINOGRAD) do
+    local slices = {}
+    for _, d in ipairs(T.params) do if d.name == "cs" then slices = d.legal(l) end end
+    for _, cs in ipairs(slices) do
+      local given = { mt = 2, bm = q.bm, bn = q.bn, tm = q.tm, tn = q.tn, xg = 1, cs = cs }
+      local ok, p = pcall(resolve, T, "conv2d_winograd", l, given, nil)
+      local ok2, k = false, nil
+      if ok then ok2, k = pcall(T.kernel, l, p) end
+      local blocks = ok2 and launch_blocks(k, l.batch or 1)
+      if blocks and blocks >= sms * planner.SMALL_SPLIT_BLOCKS_PER_SM then
+        return { "conv2d_winograd", string.format("small batch: winograd F(2x2, %dx%d) in %dx%d tiles, %d channels a " ..
+          "slice (%d blocks), since the network is generated for %d image%s and igemm would %s%s",
+          l.K, l.K, q.bm, q.bn, cs, blocks, l.batch or 1, (l.batch or 1) == 1 and "" or "s", split_why, spec), given }
+      end
+    end
+  end
+  return nil
+end
+
 -- The rule above: nil (the large-batch choice stays) or { template, why, params }.
 local function small_split(l, spec)
   local tname, chosen
@@ -621,6 +673,8 @@ local function small_split(l, spec)
   local cols = common.fused_pool2(g) and 4 * g.OH * g.OW or g.CH * g.CW
   local mine = common.ceil_div(l.batch * cols, q.bn) * common.ceil_div(l.M, q.bm) * S
   if S == 1 or mine <= blocks then return nil end
+  local wino = small_winograd(l, spec, split_why)
+  if wino then return wino end
   local given = {}
   for key, v in pairs(q) do given[key] = v end
   given.split = S
@@ -773,7 +827,11 @@ function planner.small_conv(l)
     local ok, p = pcall(resolve, import("conv2d_igemm"), "conv2d_igemm", l, given, nil)
     if not ok then return nil end
     local S, split_why = planner.split_of(l, p)
-    if S > 1 then given.split = S end
+    if S > 1 then
+      local wino = small_winograd(l, spec, split_why)
+      if wino then return wino end
+      given.split = S
+    end
     return { "conv2d_igemm", string.format("small batch: igemm in 32-pixel tiles, since the network is generated " ..
       "for 1 image and direct is for layers with C <= %d and C*K*K <= %d (C = %d, C*K*K = %d)%s%s",
       planner.AUTO_SMALL_DIRECT_MAX_C, planner.AUTO_SMALL_DIRECT_MAX_CKK, l.C, ckk,
