@@ -1052,6 +1052,11 @@ int main(void)
          * fused pool at bucket 8, planes for a 3-channel layer at bucket 64 */
         emulate("tests/gpu/layers-small-tiles-wg.yaml", dir, 8);
         emulate("tests/gpu/layers-small-tiles-wg.yaml", dir, 64);
+        /* winograd in small tiles where igemm would split (planner.small_winograd): a pooled
+         * 3x3 layer in 8x16 tiles at bucket 1; at bucket 8 layers-splitk's padded 3x3 layers in
+         * 16x16 and 8x16 tiles beside the splits of its 1x1 and 2x2 layers */
+        emulate("tests/gpu/layers-small-tiles-wg.yaml", dir, 1);
+        emulate("tests/gpu/layers-splitk.yaml", dir, 8);
         /* concats whose branches write into their slices of the concat's output: the
          * bench's Inception block (three igemm branches, no concat kernel), and
          * layers-concat at bucket 1 (the whole-network kernel's conv phases writing
