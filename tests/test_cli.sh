@@ -53,6 +53,17 @@ $cg generate bench/specs/zoo-vgg-same.yaml -o "$t/arch0" >/dev/null 2>&1 && ! ls
   && ok || bad "the default target (48 KiB) holds no winograd default tile: $(ls "$t/arch0")"
 $cg generate specs/example-conv.yaml -o "$t/arch60" --arch 60 >/dev/null 2>"$t/e"; rc=$?
 [ $rc -eq 2 ] && grep -q "60 is below sm_75" "$t/e" && [ ! -e "$t/arch60" ] && ok || bad "--arch 60: exit $rc, $(cat "$t/e")"
+# --sms: the device's multiprocessors size the small-batch splits (the kernels' reasons name
+# them); out of range is exit 2 with nothing written
+$cg generate tests/gpu/layers-splitk.yaml --batch 1 --sms 132 -o "$t/sms" >/dev/null 2>"$t/e" &&
+  grep -q "under 8 for each of the target's 132 SMs" "$t/sms"/conv2d_igemm_*_z*.cu && ok ||
+  bad "generate --sms 132: $(cat "$t/e")"
+$cg generate tests/gpu/layers-splitk.yaml --batch 1 -o "$t/sms100" >/dev/null 2>&1 &&
+  grep -q "under 8 for each of an assumed 100 SMs" "$t/sms100"/conv2d_igemm_*_z*.cu && ok ||
+  bad "generate without --sms: no assumed 100 SMs"
+$cg generate specs/example-conv.yaml --sms 0 -o "$t/sms0" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 2 ] && grep -q -- "--sms expects an integer from 1 to 4096, got '0'" "$t/e" && [ ! -e "$t/sms0" ] && ok ||
+  bad "--sms 0: exit $rc, $(cat "$t/e")"
 # concurrent runs into one DIR: the manifest always names exactly the .cu files there
 d="$t/race"; racefail=0
 for i in 1 2 3 4 5 6 7 8 9 10 11 12; do

@@ -94,8 +94,20 @@ static int batch_target(const char *text, cg_target *t, int have_target, cg_err 
     return 0;
 }
 
+/* --sms N: the multiprocessors of the device the kernels are for, into target t
+ * (filled with the default target first when have_target is 0). */
+static int sms_target(const char *text, cg_target *t, int have_target, cg_err *e)
+{
+    long long n = 0;
+    int rc = cg_opt_int("--sms", text, 1, 4096, &n, e);
+    if (rc) return rc;
+    if (!have_target) cg_target_default(t);
+    t->sms = (int)n;
+    return 0;
+}
+
 static const char generate_usage[] =
-    "usage: convgen generate SPEC -o DIR [--arch LIST] [--batch N]\n"
+    "usage: convgen generate SPEC -o DIR [--arch LIST] [--batch N] [--sms N]\n"
     "\n"
     "Write one .cu file per kernel of SPEC and manifest.txt into DIR (created if\n"
     "missing). Kernels DIR's previous manifest named and this output lacks are\n"
@@ -106,15 +118,17 @@ static const char generate_usage[] =
     "                     or compute_90, comma-separated), e.g. the shared memory a JIT\n"
     "                     run on that GPU has; default: a conservative target (48 KiB)\n"
     BATCH_HELP
+    "  --sms N            the device's multiprocessors (small-batch splits and tiles are\n"
+    "                     sized to them, as a JIT run on that GPU sizes them); default: 100\n"
     "  -h, --help         this text\n";
 
 /* convgen generate SPEC -o DIR */
 int cg_cmd_generate(int argc, char **argv, cg_err *e)
 {
-    const char *spec_path = NULL, *dir = NULL, *arch_text = NULL, *batch_text = NULL;
+    const char *spec_path = NULL, *dir = NULL, *arch_text = NULL, *batch_text = NULL, *sms_text = NULL;
     const cg_opt opts[] = {{"-o", 1, &dir}, {"--output", 1, &dir}, {"--arch", 1, &arch_text},
-                           {"--batch", 1, &batch_text}};
-    int rc = cg_opts_parse(argc, argv, opts, 4, &spec_path, generate_usage, e);
+                           {"--batch", 1, &batch_text}, {"--sms", 1, &sms_text}};
+    int rc = cg_opts_parse(argc, argv, opts, 5, &spec_path, generate_usage, e);
     if (rc) return rc == CG_OPTS_HELP ? 0 : rc;
     if (!spec_path || !dir) {
         cg_fail(e, "generate needs SPEC and -o DIR");
@@ -124,9 +138,11 @@ int cg_cmd_generate(int argc, char **argv, cg_err *e)
     cg_target target;
     if (arch_text && (rc = arch_target(arch_text, archs, &narch, &target, e))) return rc;
     if (batch_text && (rc = batch_target(batch_text, &target, arch_text != NULL, e))) return rc;
+    if (sms_text && (rc = sms_target(sms_text, &target, arch_text || batch_text, e))) return rc;
     cg_spec *s;
     cg_gen_output *o;
-    if ((rc = load_generate(spec_path, arch_text || batch_text ? &target : NULL, NULL, 1, &s, &o, e))) return rc;
+    if ((rc = load_generate(spec_path, arch_text || batch_text || sms_text ? &target : NULL, NULL, 1, &s, &o, e)))
+        return rc;
     rc = cg_gen_write(o, dir, e) ? CG_EXIT_IO : 0;
     if (!rc) printf("%s: %d kernels written to %s\n", s->name, o->nkernels, dir);
     free_generate(s, o);

@@ -597,9 +597,9 @@ end
 -- 21.9, zoo-residual 60.1 -> 50.8, zoo-vgg3x3 78.9 -> 67.8, zoo-5x5-c64 74.1 -> 64.6,
 -- zoo-k7pad 47.6 -> 40.2, zoo-vgg-same 107.7 -> 99.8, zoo-linear 33.9 -> 28.0, zoo-alex
 -- 67.4 -> 62.7, zoo-wide3x3 61.5 -> 57.3, zoo-squeeze 82.3 -> 82.8, zoo-stem96 123.4 ->
--- 125.1, and zoo-deep512 81.7 -> 89.5: its 128 -> 256-map 3x3 layer on 16x16 maps, 604 M
--- multiply-adds at 8 images against igemm_tc split 4 ways; the cap (set after that call,
--- not timed again) gives that layer its previous kernel and no other measured one.
+-- 125.1, and zoo-deep512 81.7 -> 89.5: its two 3x3 layers of 604 M multiply-adds at 8
+-- images, which igemm_tc split on the card's 132 SMs; the cap (set after that call, not
+-- timed again) gives those two their previous kernels and no other measured layer.
 planner.SMALL_WINOGRAD_K = { [3] = true, [5] = true }
 planner.SMALL_WINOGRAD_MAX_BATCH = 8
 planner.SMALL_WINOGRAD_MAX_MACS_3 = 512 * 1024 * 1024
