@@ -159,6 +159,9 @@ $cg generate specs/example-conv.yaml -o "$t/r1" --output "$t/r2" >/dev/null 2>&1
 $cg run specs/ece408-2017.yaml --no-cache=1 >/dev/null 2>&1; [ $? -eq 2 ] && ok || bad "a flag with =value"
 $cg build specs/example-conv.yaml --arch sm_8x -o "$t/x.fatbin" >/dev/null 2>"$t/e"; rc=$?
 [ $rc -eq 2 ] && grep -q 'is not an arch number' "$t/e" && ok || bad "--arch sm_8x: $(cat "$t/e")"
+$cg build specs/example-conv.yaml --sms 5000 -o "$t/x.fatbin" >/dev/null 2>"$t/e"; rc=$?
+[ $rc -eq 2 ] && grep -q -- "--sms expects an integer from 1 to 4096, got '5000'" "$t/e" && [ ! -e "$t/x.fatbin" ] &&
+  ok || bad "build --sms 5000: exit $rc, $(cat "$t/e")"
 # the spec is read before the GPU is probed: a bad spec is exit 3 whatever the backend
 printf 'network: [\n' > "$t/broken.yaml"
 $cg run "$t/broken.yaml" --backend cuda >/dev/null 2>&1; [ $? -eq 3 ] && ok || bad "a bad spec with --backend cuda should exit 3"

@@ -94,6 +94,10 @@ static int batch_target(const char *text, cg_target *t, int have_target, cg_err 
     return 0;
 }
 
+#define SMS_HELP                                                                            \
+    "  --sms N            the device's multiprocessors (small-batch splits and tiles are\n"    \
+    "                     sized to them, as a JIT run on that GPU sizes them); default: 100\n"
+
 /* --sms N: the multiprocessors of the device the kernels are for, into target t
  * (filled with the default target first when have_target is 0). */
 static int sms_target(const char *text, cg_target *t, int have_target, cg_err *e)
@@ -118,8 +122,7 @@ static const char generate_usage[] =
     "                     or compute_90, comma-separated), e.g. the shared memory a JIT\n"
     "                     run on that GPU has; default: a conservative target (48 KiB)\n"
     BATCH_HELP
-    "  --sms N            the device's multiprocessors (small-batch splits and tiles are\n"
-    "                     sized to them, as a JIT run on that GPU sizes them); default: 100\n"
+    SMS_HELP
     "  -h, --help         this text\n";
 
 /* convgen generate SPEC -o DIR */
@@ -183,7 +186,7 @@ int cg_cmd_data(int argc, char **argv, cg_err *e)
 }
 
 static const char build_usage[] =
-    "usage: convgen build SPEC [--arch LIST] [--batch N] -o NET.fatbin|NET.cgb\n"
+    "usage: convgen build SPEC [--arch LIST] [--batch N] [--sms N] -o NET.fatbin|NET.cgb\n"
     "\n"
     "Compile every kernel of SPEC with NVRTC (the JIT's options) into one fat binary,\n"
     "packed by CUDA's fatbinary: a cubin per architecture plus PTX of the newest,\n"
@@ -196,6 +199,7 @@ static const char build_usage[] =
     "                     (default 75,80,86,89,90,100,120)\n"
     "  -o, --output FILE  the fat binary or (ending in .cgb) the bundle to write\n"
     BATCH_HELP
+    SMS_HELP
     "  --tuning FILE      the tuning record to apply (default: SPEC's .tuning.yaml if present;\n"
     "                     applied whatever device it was made on: a fat binary serves many)\n"
     "  --no-tuning        ignore any tuning record: the spec's and the templates' defaults\n"
@@ -244,9 +248,10 @@ static void print_errors(const cg_buf *log)
 int cg_cmd_build(int argc, char **argv, cg_err *e)
 {
     const char *spec_path = NULL, *out = NULL, *arch_text = NULL, *tuning = NULL, *no_tuning = NULL,
-               *batch_text = NULL;
+               *batch_text = NULL, *sms_text = NULL;
     const cg_opt opts[] = {{"-o", 1, &out},            {"--output", 1, &out},       {"--arch", 1, &arch_text},
-                           {"--tuning", 1, &tuning}, {"--no-tuning", 0, &no_tuning}, {"--batch", 1, &batch_text}};
+                           {"--tuning", 1, &tuning}, {"--no-tuning", 0, &no_tuning}, {"--batch", 1, &batch_text},
+                           {"--sms", 1, &sms_text}};
     int rc = cg_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, &spec_path, build_usage, e);
     if (rc) return rc == CG_OPTS_HELP ? 0 : rc;
     if (!spec_path || !out) {
@@ -257,6 +262,7 @@ int cg_cmd_build(int argc, char **argv, cg_err *e)
     cg_target target; /* what every chosen architecture allows */
     if ((rc = arch_target(arch_text, archs, &narch, &target, e))) return rc;
     if (batch_text && (rc = batch_target(batch_text, &target, 1, e))) return rc;
+    if (sms_text && (rc = sms_target(sms_text, &target, 1, e))) return rc;
     if (cg_check_output_file(out, e)) return CG_EXIT_USAGE;
     cg_spec *s;
     cg_gen_output *o;
