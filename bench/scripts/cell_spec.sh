@@ -6,7 +6,9 @@
 # auto_copy SPEC P: bench/compare.py's copy of SPEC at precision P less its layers' strategy
 # and params (compare.py --auto), written beside SPEC as .prec-P-NAME.yaml; prints its path,
 # which the caller removes. spec_check and spec_sanitize (below): the checks and sanitizer runs of one
-# spec, a line each. kernel_line (below): one layer's kernel checked and timed, summed up on a line.
+# spec, a line each, every run bounded by STEP_TIMEOUT seconds (default 120; a run past it is a
+# failure, "timed out": a sanitizer's racecheck of a 64-image run once took a whole 600-second
+# device call). kernel_line (below): one layer's kernel checked and timed, summed up on a line.
 cell_spec() {
   case $1 in
     */*) echo "$1" ;;
@@ -27,8 +29,12 @@ print(compare.precision_spec(sys.argv[1], sys.argv[2], True))" "$1" "$2" "$(dirn
 spec_check() {
   local log rc=0
   log=$(mktemp)
-  if "$1" check "$2" --random-input 1 --images "$3" >"$log" 2>&1; then echo "ok   check $2 $3"
-  else echo "FAIL check $2 $3"; grep -E "FAIL" "$log" | head -3; tail -3 "$log"; rc=1; fi
+  timeout "${STEP_TIMEOUT:-120}" "$1" check "$2" --random-input 1 --images "$3" >"$log" 2>&1
+  case $? in
+    0) echo "ok   check $2 $3" ;;
+    124) echo "FAIL check $2 $3: timed out after ${STEP_TIMEOUT:-120} s"; rc=1 ;;
+    *) echo "FAIL check $2 $3"; grep -E "FAIL" "$log" | head -3; tail -3 "$log"; rc=1 ;;
+  esac
   rm -f "$log"
   return $rc
 }
@@ -38,9 +44,13 @@ spec_sanitize() {
   local log tool rc=0
   log=$(mktemp)
   for tool in memcheck racecheck; do
-    if compute-sanitizer --tool "$tool" --error-exitcode 9 "$1" run "$2" --random-input 1 --images "$3" >"$log" 2>&1
-    then echo "ok   $tool $2 $3"
-    else echo "FAIL $tool $2 $3"; grep -m3 -E "ERROR|Invalid|hazard|error" "$log"; rc=1; fi
+    timeout "${STEP_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$1" run "$2" --random-input 1 \
+      --images "$3" >"$log" 2>&1
+    case $? in
+      0) echo "ok   $tool $2 $3" ;;
+      124) echo "FAIL $tool $2 $3: timed out after ${STEP_TIMEOUT:-120} s"; rc=1 ;;
+      *) echo "FAIL $tool $2 $3"; grep -m3 -E "ERROR|Invalid|hazard|error" "$log"; rc=1 ;;
+    esac
   done
   rm -f "$log"
   return $rc

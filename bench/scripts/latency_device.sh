@@ -12,7 +12,8 @@
 # Logs go to OUTDIR (default: the current directory). Environment: CHECKS (the
 # specs checked; default SPEC... and tests/gpu/layers-small-batch.yaml),
 # CHECK_BATCHES (default "1 7 64"), BATCHES (default 1,8,64,256,1000), REPEAT
-# (default 100), COMPILE_BATCHES (torch.compile's; default none).
+# (default 100), COMPILE_BATCHES (torch.compile's; default none), STEP_TIMEOUT (seconds a check or
+# sanitizer run may take, default 120: exit 124 past it, reported as a failure).
 set -u
 NEW=$1 BASE=$2 OUT=${3:-.}
 shift $(( $# >= 3 ? 3 : $# ))
@@ -22,7 +23,7 @@ nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
 fail=0
 for s in $CHECKS; do
   for b in ${CHECK_BATCHES:-1 7 64}; do
-    if "$NEW" check "$s" --random-input 1 --images "$b" --batch "$b" >"$OUT/check.log" 2>&1; then
+    if timeout "${STEP_TIMEOUT:-120}" "$NEW" check "$s" --random-input 1 --images "$b" --batch "$b" >"$OUT/check.log" 2>&1; then
       echo "check $s batch $b: ok ($(grep -c '' "$OUT/check.log") lines)"
     else
       echo "check $s batch $b: FAILED"; tail -5 "$OUT/check.log"; fail=1
@@ -32,7 +33,7 @@ done
 if command -v compute-sanitizer >/dev/null; then
   for s in specs/ece408-2018sp.yaml tests/gpu/layers-small-batch.yaml; do
     for tool in memcheck racecheck; do
-      compute-sanitizer --tool $tool --error-exitcode 9 "$NEW" run "$s" --backend cuda \
+      timeout "${STEP_TIMEOUT:-120}" compute-sanitizer --tool $tool --error-exitcode 9 "$NEW" run "$s" --backend cuda \
         --random-input 1 --images 3 --batch 8 >"$OUT/$tool.log" 2>&1
       echo "$tool $s batch 8 (3 images): exit $? ($(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log"))"
     done
