@@ -94,6 +94,17 @@ local function values(T, tname, l, given, index)
   return p, listing(T, l, p)
 end
 
+-- The legal values of template T's parameter `name` for layer l ({} where T has none).
+local function legal_values(T, name, l)
+  for _, d in ipairs(T.params) do if d.name == name then return d.legal(l) end end
+  return {}
+end
+
+-- The multiply-adds of conv layer l (geometry g) for `images` images.
+local function conv_macs(l, g, images)
+  return l.M * g.CH * g.CW * (l.C // g.G) * l.K * l.K * images
+end
+
 -- Resolve a template's parameters for one layer: every parameter the caller
 -- leaves out is searched, its default first, then its legal values in order,
 -- for the first combination the template's own cross-checks accept. So a layer
@@ -606,26 +617,27 @@ planner.SMALL_WINOGRAD_MAX_MACS_3 = 512 * 1024 * 1024
 planner.SMALL_WINOGRAD = { { bm = 16, bn = 16, tm = 8, tn = 4 }, { bm = 8, bn = 16, tm = 8, tn = 4 } }
 
 local function small_winograd(l, spec, split_why)
-  if (l.batch or 1) > planner.SMALL_WINOGRAD_MAX_BATCH then return nil end
-  if (l.dtype and l.dtype ~= "f32") or (l.stride or 1) ~= 1 or not planner.SMALL_WINOGRAD_K[l.K] then return nil end
-  local g = common.conv_geom(l)
-  if l.K == 3 and (l.batch or 1) * l.M * g.CH * g.CW * l.C * 9 > planner.SMALL_WINOGRAD_MAX_MACS_3 then return nil end
+  local n = l.batch or 1
+  if n > planner.SMALL_WINOGRAD_MAX_BATCH or (l.dtype and l.dtype ~= "f32") or (l.stride or 1) ~= 1
+      or not planner.SMALL_WINOGRAD_K[l.K] then return nil end
+  if l.K == 3 and conv_macs(l, common.conv_geom(l), n) > planner.SMALL_WINOGRAD_MAX_MACS_3 then return nil end
   local t = l.target or {}
   local sms = (t.sms and t.sms > 0) and t.sms or planner.SPLIT_UNKNOWN_SMS
   local T = import("conv2d_winograd")
+  local slices = legal_values(T, "cs", l)
   for _, q in ipairs(planner.SMALL_WINOGRAD) do
-    local slices = {}
-    for _, d in ipairs(T.params) do if d.name == "cs" then slices = d.legal(l) end end
     for _, cs in ipairs(slices) do
       local given = { mt = 2, bm = q.bm, bn = q.bn, tm = q.tm, tn = q.tn, xg = 1, cs = cs }
       local ok, p = pcall(resolve, T, "conv2d_winograd", l, given, nil)
       local ok2, k = false, nil
       if ok then ok2, k = pcall(T.kernel, l, p) end
-      local blocks = ok2 and launch_blocks(k, l.batch or 1)
-      if blocks and blocks >= sms * planner.SMALL_SPLIT_BLOCKS_PER_SM then
+      local blocks = ok2 and launch_blocks(k, n)
+      if blocks then
+        -- (the grid is the tile's, whatever the slice: one that fits settles the tile)
+        if blocks < sms * planner.SMALL_SPLIT_BLOCKS_PER_SM then break end
         return { "conv2d_winograd", string.format("small batch: winograd F(2x2, %dx%d) in %dx%d tiles, %d channels a " ..
           "slice (%d blocks), since the network is generated for %d image%s and igemm would %s%s",
-          l.K, l.K, q.bm, q.bn, cs, blocks, l.batch or 1, (l.batch or 1) == 1 and "" or "s", split_why, spec), given }
+          l.K, l.K, q.bm, q.bn, cs, blocks, n, n == 1 and "" or "s", split_why, spec), given }
       end
     end
   end
@@ -659,9 +671,7 @@ local function small_split(l, spec)
     -- the default slice depth may leave an odd number of slices (zoo-bigk's conv2:
     -- C*K*K = 1944 in 81 slices of 24): the legal depth whose split is widest (the
     -- first of the widest in the template's order)
-    local depths = {}
-    for _, d in ipairs(import(alt).params) do if d.name == "bk" then depths = d.legal(l) end end
-    for _, bk in ipairs(depths) do
+    for _, bk in ipairs(legal_values(import(alt), "bk", l)) do
       local ok4, q4 = pcall(resolve, import(alt), alt, l, { bk = bk }, nil)
       if ok4 then
         local S4, why4 = planner.split_of(l, q4, tc)
@@ -1683,7 +1693,7 @@ function planner.whole_phases(net, out, tensors, tensor_of, residuals, fused_by)
     if l.op == "conv" then
       local g = common.conv_geom(l)
       if (l.pool_pad or 0) > 0 or g.kind == "global_avg" or (g.kind ~= "none" and g.PK ~= g.PS) then return nil end
-      macs = macs + l.M * g.CH * g.CW * (l.C // g.G) * l.K * l.K * batch
+      macs = macs + conv_macs(l, g, batch)
       local r = residuals[l.name]
       if ol.fused_into and r then
         local others = {}
