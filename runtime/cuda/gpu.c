@@ -997,8 +997,13 @@ static int pdl_in_play(const cg_gpu *g, int skip, long long n)
  * clocks rising), then the median of CG_WHOLE_REPS each. (Timing each way in a run of its own
  * favoured the one measured second by several microseconds on an H200: the
  * first still paid the warm-up.) The host waits for the timings (once per count
- * of images). A whole kernel refused while being timed is left out. */
-static int measure_ways(cg_gpu *g, cg_gpu_set *st, int skip, long long n, unsigned ways, cg_gpu_times *t, cg_err *e)
+ * of images). A whole kernel refused while being timed is left out.
+ * refill (in_bytes > 0): a float input's tensor is the input kernel's output,
+ * whose bytes the memory plan lets later layers reuse, so each batch timed gets
+ * the staged input uploaded again first (outside its events); the pixels are a
+ * tensor of their own, never reused. */
+static int measure_ways(cg_gpu *g, cg_gpu_set *st, int skip, long long n, unsigned ways, int tin, size_t in_bytes,
+                        cg_gpu_times *t, cg_err *e)
 {
     cg_cu *cu = g->cu;
     double v[CG_WAYS][CG_WHOLE_REPS];
@@ -1007,6 +1012,7 @@ static int measure_ways(cg_gpu *g, cg_gpu_set *st, int skip, long long n, unsign
         for (int way = 0; way < CG_WAYS; way++) {
             if (!(ways >> way & 1)) continue;
             int ran = WAY_LAYERS;
+            if (in_bytes && CG_CU(e, cu->cuMemcpyHtoDAsync(st->tdev[tin], st->hin, in_bytes, st->stream))) return -1;
             if (CG_CU(e, cu->cuEventRecord(g->wev[0], st->stream)) || queue_batch(g, st, skip, n, way, &ran, t, e) ||
                 CG_CU(e, cu->cuEventRecord(g->wev[1], st->stream)) || CG_CU(e, cu->cuEventSynchronize(g->wev[1])))
                 return -1;
@@ -1170,8 +1176,12 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
     if ((way == WAY_WHOLE || (way < 0 && ways >> WAY_WHOLE & 1)) && ensure_scratch(g, st, e)) return -1;
     if (way < 0) {
         /* auto, first batch of n images: the ways timed on this batch's input,
-         * then its tensors poisoned again (the input is uint8, not poisoned) */
-        if (measure_ways(g, st, r->skip, n, ways, r->t, e) || poison_tensors(g, st, n, e)) return -1;
+         * then its tensors poisoned again (the input is uint8, not poisoned; a float
+         * input, whose bytes later layers may have reused, uploaded again) */
+        size_t refill = r->skip >= 0 ? in_bytes : 0;
+        if (measure_ways(g, st, r->skip, n, ways, r->tin, refill, r->t, e) || poison_tensors(g, st, n, e) ||
+            (refill && CG_CU(e, cu->cuMemcpyHtoDAsync(st->tdev[r->tin], st->hin, refill, st->stream))))
+            return -1;
         way = way_for(g, r->skip, n, &pick, &ways);
     }
     if (queue_batch(g, st, r->skip, n, way, &st->ran_way, r->t, e)) return -1;
