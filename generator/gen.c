@@ -517,14 +517,27 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
         cg_buf_free(&b);
         return cg_fail(e, "%s: kernel %s: grid res:CAP is the whole-network kernel's alone", tfile, k->kernel);
     }
+    /* optional: the host input it runs for (feed = "u8" or "f32": planner.pixel_twin) */
+    char feed[12] = "";
+    lua_getfield(L, -1, "feed");
+    if (!lua_isnil(L, -1)) {
+        const char *f = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "";
+        if ((strcmp(f, "u8") && strcmp(f, "f32")) || whole) {
+            lua_pop(L, 1);
+            cg_buf_free(&b);
+            return cg_fail(e, "%s: kernel %s: feed must be u8 or f32, on a per-layer kernel", tfile, k->kernel);
+        }
+        snprintf(feed, sizeof feed, " feed=%s", f);
+    }
+    lua_pop(L, 1);
     char extra[64] = "";
     if (whole) snprintf(extra, sizeof extra, scratch ? " whole=1 scratch=%lld" : " whole=1", scratch);
     size_t line_at = man->len;
     bad = bad || cg_buf_printf(man,
         "kernel %s layer=%s template=%s in=%s out=%s grid=%s,%s,%s block=%lld,%lld,%lld "
-        "shared=%lld weights=%s bias=%s args=%s%s%s%s%s\n",
+        "shared=%lld weights=%s bias=%s args=%s%s%s%s%s%s\n",
         k->kernel, k->layer, k->tpl, in, out, grid[0], grid[1], grid[2], block[0], block[1],
-        block[2], shared, weights, bias, args, pdl ? " pdl=1" : "", wdt[0] ? " wdtype=" : "", wdt, extra);
+        block[2], shared, weights, bias, args, pdl ? " pdl=1" : "", wdt[0] ? " wdtype=" : "", wdt, feed, extra);
     if (!bad && launch) {
         memset(launch, 0, sizeof *launch);
         for (int d = 0; d < 3; d++) {

@@ -744,7 +744,7 @@ static void emulate_alone(void *so, const char *spec_path, const cg_spec *sp, co
         /* its tensors: those written poisoned, those read from outside filled */
         int writes[CG_MAX_TENSORS] = {0};
         for (int k = 0; k < cg_manifest_layer_kernels(m); k++) {
-            if (p.kernel_unit[k] != u) continue;
+            if (p.kernel_unit[k] != u || !cg_manifest_feeds(&m->k[k], 1)) continue;
             for (int j = 0; j < m->k[k].nin; j++) {
                 int t = m->k[k].in[j], from = -2;
                 if (writes[t] || t == m->input) continue;
@@ -767,8 +767,10 @@ static void emulate_alone(void *so, const char *spec_path, const cg_spec *sp, co
                     memset(buf[t], 0xff, bytes);
             }
         }
+        /* (a unit reads its input as floats: of a first layer's twins, the one reading them) */
         for (int k = 0; k < cg_manifest_layer_kernels(m); k++)
-            if (p.kernel_unit[k] == u && !emu_run_kernel(so, spec_path, sp, m, fw, k, buf)) rc = -1;
+            if (p.kernel_unit[k] == u && cg_manifest_feeds(&m->k[k], 1) && !emu_run_kernel(so, spec_path, sp, m, fw, k, buf))
+                rc = -1;
         if (!rc && cg_cpu_unit(sp, fw, &p, u, images, (const float *const *)ext, ref, &e)) {
             CHECK(0, "%s: unit %d's reference: %s", spec_path, u, e.msg);
             rc = -1;
@@ -923,7 +925,10 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
         CHECK(so, "%s: the kernels do not link into one library: %s", spec_path, linked ? dlerror() : "g++ failed");
         ok_all = so != NULL;
     }
-    for (int k = 0; k < cg_manifest_layer_kernels(&m) && ok_all; k++) ok_all = emu_run_kernel(so, spec_path, &s, &m, &fw, k, buf);
+    /* the kernels the pixels run (a first layer's twin reading them, planner.pixel_twin:
+     * not input_u8 nor the twin reading its output) */
+    for (int k = 0; k < cg_manifest_layer_kernels(&m) && ok_all; k++)
+        if (cg_manifest_feeds(&m.k[k], 0)) ok_all = emu_run_kernel(so, spec_path, &s, &m, &fw, k, buf);
     /* every layer against the CPU reference */
     float *lo[CG_MAX_LAYERS] = {0};
     for (int i = 0; i < s.nlayers; i++) lo[i] = malloc((size_t)cg_layer_out_elems(&s.layers[i]) * images * sizeof(float));

@@ -1639,8 +1639,8 @@ static void test_tail_rule(void)
         {"fc-end", "  - {name: f1, op: fc, out: 12}\n  - {name: f2, op: fc, out: 7}\n", 1, 0,
          "fc_gemv f1; tail f2,predict"},
         {"fc-end", NULL, 0, 0, "fc_vec f1; fc_vec f2; argmax predict"},
-        /* ending in a conv: argmax at every batch */
-        {"conv-end", "  - {name: c1, op: conv, M: 3, K: 3}\n", 1, 0, "conv2d_direct c1; argmax predict"},
+        /* ending in a conv: argmax at every batch (the conv's pixel twin beside it, planner.pixel_twin) */
+        {"conv-end", "  - {name: c1, op: conv, M: 3, K: 3}\n", 1, 0, "conv2d_direct c1; conv2d_direct c1; argmax predict"},
     };
     cg_gen_output *o = malloc(sizeof *o);
     cg_manifest *m = malloc(sizeof *m);
@@ -1689,6 +1689,81 @@ static void test_tail_rule(void)
                                             : "int* __restrict__ pred, int n)") &&
                       strstr(gk->source, sm ? "then softmax and the prediction" : "then the prediction"),
                   "%s: the tail's header and arguments", want[i].name);
+        }
+        cg_gen_free(o);
+        free(s);
+    }
+    free(o), free(m);
+}
+
+/* The pixel twin (planner.pixel_twin): generated for a bucket, a first conv under
+ * conv2d_direct that alone reads the input comes twice after input_u8: reading the
+ * float input (feed=f32, as input_u8, which no feed then runs) and reading the
+ * pixels (feed=u8, the name's _px tag, the header saying so). Not at the large
+ * batch, not where a later layer reads the input too (a second conv of it), not
+ * for channel groups. */
+static void test_pixel_twin(void)
+{
+    static const struct {
+        const char *name, *layers;
+        int bucket;
+        const char *kernels; /* the first kernels: template[feed]<its input tensor */
+    } want[] = {
+        {"px", "  - {name: c1, op: conv, M: 4, K: 3, activation: relu, pool: max2}\n  - {name: f, op: fc, out: 10}\n",
+         1, "input_u8[f32]<pixels; conv2d_direct[f32]<input; conv2d_direct[u8]<pixels; tail<c1"},
+        {"px", NULL, 8, "input_u8[f32]<pixels; conv2d_direct[f32]<input; conv2d_direct[u8]<pixels; tail<c1"},
+        {"px", NULL, 0, "input_u8<pixels; conv2d_direct<input; fc_vec<c1"},
+        {"px-two", "  - {name: c1, op: conv, M: 2, K: 3, padding: same}\n"
+                   "  - {name: c2, op: conv, M: 2, K: 3, padding: same, input: input}\n"
+                   "  - {name: a, op: add, input: [c1, c2]}\n  - {name: f, op: fc, out: 10}\n",
+         1, "input_u8<pixels; conv2d_direct<input; conv2d_direct<input"},
+        {"px-groups", "  - {name: c1, op: conv, M: 4, K: 3, groups: 2}\n  - {name: f, op: fc, out: 10}\n", 1,
+         "input_u8<pixels; conv2d_direct<input; tail<c1"},
+    };
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_manifest *m = malloc(sizeof *m);
+    const char *layers = NULL;
+    for (size_t i = 0; o && m && i < sizeof want / sizeof *want; i++) {
+        if (want[i].layers) layers = want[i].layers;
+        char text[1024];
+        snprintf(text, sizeof text, "network: %s\ninput: {channels: 2, height: 8, width: 9}\nseed: 3\nlayers:\n%s",
+                 want[i].name, layers);
+        cg_spec *s = spec_text("px.yaml", text);
+        if (!s) continue;
+        cg_target tg;
+        cg_target_default(&tg);
+        tg.batch = want[i].bucket;
+        cg_err e = {""};
+        int rc = cg_generate_for(s, "x", &tg, o, &e);
+        if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, "px", m, &e);
+        CHECK(rc == 0, "%s at %d: %s", want[i].name, want[i].bucket, e.msg);
+        if (rc) {
+            free(s);
+            continue;
+        }
+        char got[512] = "";
+        size_t at = 0;
+        int n = strchr(want[i].kernels, '[') ? 4 : 3;
+        for (int k = 0; k < n && k < cg_manifest_layer_kernels(m) && at < sizeof got; k++) {
+            const cg_mkernel *mk = &m->k[k];
+            at += (size_t)snprintf(got + at, sizeof got - at, "%s%s%s<%s", k ? "; " : "", mk->tpl,
+                                   mk->feed == CG_FEED_U8 ? "[u8]" : mk->feed == CG_FEED_F32 ? "[f32]" : "",
+                                   m->t[mk->in[0]].name);
+        }
+        CHECK(!strcmp(got, want[i].kernels), "%s at bucket %d: '%s', want '%s'", want[i].name, want[i].bucket, got,
+              want[i].kernels);
+        if (n == 4 && cg_manifest_layer_kernels(m) > 2) {
+            /* the twins write one tensor, the pixel reader's name and header saying what it reads */
+            const cg_mkernel *f = &m->k[1], *u = &m->k[2];
+            const cg_gen_kernel *gk = NULL;
+            for (int k = 0; k < o->nkernels; k++)
+                if (!strcmp(o->k[k].kernel, u->name)) gk = &o->k[k];
+            CHECK(f->out == u->out && !strcmp(f->layer, u->layer) && strstr(u->name, "_pxs") &&
+                      !strncmp(u->name, f->name, strlen(f->name)),
+                  "%s: twins %s and %s", want[i].name, f->name, u->name);
+            CHECK(gk && strstr(gk->source, "reads the uint8 pixels itself") &&
+                      strstr(gk->source, "(const unsigned char* __restrict__ in,"),
+                  "%s: the twin's header and input type", want[i].name);
         }
         cg_gen_free(o);
         free(s);
@@ -2471,6 +2546,7 @@ int main(void)
     test_graph_manifest();
     test_concat_slices();
     test_tail_rule();
+    test_pixel_twin();
     test_residual_fusion();
     test_residual_shared_kernel();
     test_groups_refused();

@@ -279,6 +279,32 @@ static void test_wdtype(cg_manifest *m)
     CHECK_CONTAINS(e.msg, "t/manifest.txt:13: wdtype given twice");
 }
 
+/* The optional feed field (a first layer's twins, planner.pixel_twin): u8 or f32,
+ * the host input a per-layer kernel runs for; absent, either. A kernel reading
+ * the pixels may not be feed=f32 unless it is input_u8's; any other value, or the
+ * field twice, is refused at the record's origin:line. */
+static void test_feed(cg_manifest *m)
+{
+    cg_err e;
+    int rc = parse("pixels", "sum", "in,out,n feed=u8", m, &e);
+    CHECK(rc == 0, "feed=u8 on a kernel reading the pixels parses: %s", rc ? e.msg : "");
+    if (!rc) {
+        CHECK(m->k[2].feed == CG_FEED_U8 && m->k[1].feed == CG_FEED_ANY, "only k_add has a feed");
+        CHECK(cg_manifest_feeds(&m->k[2], 0) && !cg_manifest_feeds(&m->k[2], 1), "feed=u8: runs for pixels alone");
+        CHECK(cg_manifest_feeds(&m->k[1], 0) && cg_manifest_feeds(&m->k[1], 1), "no feed: runs for either input");
+    }
+    rc = parse("a,b", "sum", "in,in1,out,n feed=f32", m, &e);
+    CHECK(rc == 0 && !cg_manifest_feeds(&m->k[2], 0) && cg_manifest_feeds(&m->k[2], 1),
+          "feed=f32: runs for floats alone: %s", rc ? e.msg : "");
+    CHECK(parse("pixels", "sum", "in,out,n feed=f32", m, &e) != 0, "feed=f32 on a kernel reading the pixels refused");
+    CHECK_CONTAINS(e.msg, "t/manifest.txt:13: kernel k_add: feed=f32 on a kernel reading the pixels 'pixels'");
+    CHECK(parse("a,b", "sum", "in,in1,out,n feed=f16", m, &e) != 0, "feed=f16 refused");
+    CHECK_CONTAINS(e.msg, "t/manifest.txt:13: bad value for feed: 'f16'");
+    CHECK(parse("a,b", "sum", "in,in1,out,n feed=u8 feed=u8", m, &e) != 0, "feed twice refused");
+    CHECK_CONTAINS(e.msg, "t/manifest.txt:13: feed given twice");
+    CHECK(!strchr(e.msg, '\n'), "one line");
+}
+
 /* Weight placements: weights=arg:taps:N (reordered N taps x C x M for kernels
  * reducing a tap's channels at a time) parses with its N; N outside 1..4096, no
  * number, trailing text, or arg:taps for the bias is refused at the record's line.
@@ -551,6 +577,7 @@ int main(void)
     test_refusals(m);
     test_pdl(m);
     test_wdtype(m);
+    test_feed(m);
     test_places(m);
     test_whole(m);
     test_views(m);

@@ -473,7 +473,10 @@ int main(int argc, char **argv)
     FILE *f = fopen(spec_path, "w");
     CHECK(f && fputs(spec_text, f) >= 0 && fclose(f) == 0, "writing %s", spec_path);
     if (!hook_setup()) {
-        int nlk = cg_manifest_layer_kernels(&hk.m);
+        /* the per-layer kernels a batch of pixels runs (of a first layer's twins, the
+         * one reading them; no input kernel: planner.pixel_twin) */
+        int nlk = 0;
+        for (int k = 0; k < cg_manifest_layer_kernels(&hk.m); k++) nlk += cg_manifest_feeds(&hk.m.k[k], 0);
         tune_choice(nlk);
         record_taken(nlk);
         record_stale(nlk);

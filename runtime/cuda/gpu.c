@@ -771,6 +771,14 @@ static int input_kernel(const cg_gpu *g)
 
 int cg_gpu_takes_f32(const cg_gpu *g) { return input_kernel(g) >= 0; }
 
+/* Whether per-layer kernel i runs for a batch whose input skips kernel `skip`
+ * (a float input skips the input kernel; -1: the pixels): not the skipped one,
+ * and fed that input (feed=: a first layer's twins, planner.pixel_twin). */
+static int runs(const cg_gpu *g, int i, int skip)
+{
+    return i != skip && cg_manifest_feeds(&g->m->k[i], skip >= 0);
+}
+
 int cg_gpu_layers_kept(const cg_gpu *g, float *const *layer_out, cg_err *e)
 {
     for (int l = 0; layer_out && l < g->m->nlayers; l++)
@@ -854,7 +862,7 @@ static int queue_kernels(cg_gpu *g, cg_gpu_set *st, int skip, long long n, int e
             if (record(g, st, st->ev[g->mark[i]], external, e)) return -1;
             after_kernel = 0;
         }
-        if (i < g->nlk && i != skip) {
+        if (i < g->nlk && runs(g, i, skip)) {
             if (launch(g, st, i, n, st->stream, after_kernel && way == WAY_LAYERS, e)) return -1;
             after_kernel = 1;
         }
@@ -983,7 +991,7 @@ static int pdl_in_play(const cg_gpu *g, int skip, long long n)
     if (!g->pdl || g->pdl_always || !g->m->bucket) return 0;
     for (int i = 0, after_kernel = 0; i < g->nlk; i++) {
         if (g->mark[i] >= 0) after_kernel = 0;
-        if (i == skip) continue;
+        if (!runs(g, i, skip)) continue;
         if (pdl_launch(g, i, n, after_kernel)) return 1;
         after_kernel = 1;
     }
@@ -1225,7 +1233,7 @@ static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e
         while (g->mark[j] < 0) j++;
         if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->ev[g->mark[i]], st->ev[g->mark[j]]))) return -1;
         if (m->k[i].layer_index >= 0 && g->layers_timed) t->layer_ms[m->k[i].layer_index] += ms;
-        if (g->profile) prof_add(t, m->k[i].name, ms);
+        if (g->profile && runs(g, i, r->skip)) prof_add(t, m->k[i].name, ms);
     }
     if (CG_CU(e, cu->cuEventElapsedTime(&ms, st->up0, st->up1))) return -1;
     t->upload_ms += ms;
@@ -1362,7 +1370,7 @@ static int run_on_device(cg_gpu *g, const cg_gpu_input *in, int tin, int skip, l
             whole = rc == 0;
         }
         for (int i = 0, after_kernel = 0; i < g->nlk && !whole; i++) {
-            if (i == skip) continue;
+            if (!runs(g, i, skip)) continue;
             if (launch(g, st, i, b, s, after_kernel && way != WAY_PLAIN, e)) return -1;
             after_kernel = 1;
         }
@@ -1481,7 +1489,9 @@ static int download_floats(cg_gpu *g, cg_gpu_set *st, int t, float *dst, long lo
 
 /* cg_gpu_run_unit with g's context current: batch after batch through the
  * first stream set, its unit's tensors poisoned, its inputs uploaded, its
- * kernels launched in manifest order, its layers' tensors downloaded. */
+ * kernels launched in manifest order, its layers' tensors downloaded. A unit's
+ * inputs are the reference's floats: of a first layer's twins (feed=), the one
+ * reading the float input runs. */
 static int run_unit_current(cg_gpu *g, const cg_units *p, int u, long long n, const unsigned char *pixels,
                             const float *const *ext, float **out, cg_err *e)
 {
@@ -1490,7 +1500,7 @@ static int run_unit_current(cg_gpu *g, const cg_units *p, int u, long long n, co
     /* the tensors the unit reads from outside it (and where from), and those it writes */
     int reads[CG_MAX_TENSORS] = {0}, writes[CG_MAX_TENSORS] = {0};
     for (int k = 0; k < g->nlk; k++) {
-        if (p->kernel_unit[k] != u) continue;
+        if (p->kernel_unit[k] != u || !cg_manifest_feeds(&m->k[k], 1)) continue; /* (fed floats: runs(, , input)) */
         for (int j = 0; j < m->k[k].nin; j++)
             if (!writes[m->k[k].in[j]]) reads[m->k[k].in[j]] = 1;
         for (int j = 0; j < m->k[k].nout; j++) writes[m->k[k].outs[j]] = 1;
@@ -1532,7 +1542,7 @@ static int run_unit_current(cg_gpu *g, const cg_units *p, int u, long long n, co
                 rc = upload_floats(g, st, t, src[t] + (size_t)done * per, c, stage, e);
         }
         for (int k = 0; k < g->nlk && !rc; k++)
-            if (p->kernel_unit[k] == u) rc = launch(g, st, k, c, st->stream, 0, e);
+            if (p->kernel_unit[k] == u && cg_manifest_feeds(&m->k[k], 1)) rc = launch(g, st, k, c, st->stream, 0, e);
         if (!rc) rc = CG_CU(e, g->cu->cuStreamSynchronize(st->stream));
         for (int i = 0; i < m->nlayers && !rc; i++)
             if (p->unit[i] == u && p->kept[i] && out[i])

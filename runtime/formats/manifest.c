@@ -76,6 +76,11 @@ int cg_manifest_whole(const cg_manifest *m)
 
 int cg_manifest_layer_kernels(const cg_manifest *m) { return m->nkernels - (cg_manifest_whole(m) >= 0); }
 
+int cg_manifest_feeds(const cg_mkernel *k, int f32)
+{
+    return k->feed == CG_FEED_ANY || (k->feed == CG_FEED_F32) == (f32 != 0);
+}
+
 /* Next whitespace-separated word of *p into w (bounded); 0 if none. */
 static int word(const char **p, char *w, size_t cap)
 {
@@ -363,7 +368,7 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
                        origin, ln, k->name, m->k[whole].name);
     enum { F_LAYER = 1, F_TPL = 2, F_IN = 4, F_OUT = 8, F_GRID = 16, F_BLOCK = 32, F_SHARED = 64,
            F_W = 128, F_B = 256, F_ARGS = 512, F_ALL = 1023, F_PDL = 1024, F_WDT = 2048, /* optional: */
-           F_WHOLE = 4096, F_SCRATCH = 8192 };
+           F_WHOLE = 4096, F_SCRATCH = 8192, F_FEED = 16384 };
     int seen = 0;
     char w[CG_MAN_LINE];
     while (word(&rest, w, sizeof w)) {
@@ -434,6 +439,10 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
         } else if (!strcmp(key, "scratch")) {
             flag = F_SCRATCH;
             bad = parse_ll(val, 1, CG_MAX_SCRATCH, &k->scratch);
+        } else if (!strcmp(key, "feed")) {
+            flag = F_FEED;
+            bad = strcmp(val, "u8") && strcmp(val, "f32");
+            k->feed = !strcmp(val, "u8") ? CG_FEED_U8 : CG_FEED_F32;
         } else {
             return cg_fail(e, "%s:%d: unknown kernel field '%s'", origin, ln, key);
         }
@@ -444,6 +453,14 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
     if ((seen & F_ALL) != F_ALL) return cg_fail(e, "%s:%d: kernel record incomplete", origin, ln);
     /* what only the whole-network kernel may have, and what it must */
     const char *alone = !strcmp(k->layer, "*") ? "layer=*" : k->res_cap ? "grid=res:" : k->scratch ? "scratch=" : NULL;
+    if (k->whole && k->feed)
+        return cg_fail(e, "%s:%d: kernel %s: feed= is a per-layer kernel's (the whole-network kernel reads pixels)",
+                       origin, ln, k->name);
+    /* (the pixels are the uint8 tensor; the input record comes after the kernels) */
+    for (int j = 0; j < k->nin && k->feed == CG_FEED_F32; j++)
+        if (m->t[k->in[j]].dtype == CG_DT_U8 && strcmp(k->tpl, "input_u8"))
+            return cg_fail(e, "%s:%d: kernel %s: feed=f32 on a kernel reading the pixels '%s' (only input_u8's may)",
+                           origin, ln, k->name, m->t[k->in[j]].name);
     for (int i = 0; i < k->nargs && !alone; i++)
         if (k->args[i] >= CG_ARG_ROLES) alone = "arguments t:, w:, b: and scratch";
     if (!k->whole && alone)

@@ -65,6 +65,14 @@
  *                                 (spec layer LAYER's weights and bias, FP32, as the weights file
  *                                 lays them out, batch norms folded) and scratch; up to
  *                                 CG_MAX_ARGS arguments, all pointers but n
+ *          [feed=u8|f32]          optional, per-layer kernels only: the kernel runs only when
+ *                                 the host input is the uint8 pixels (u8) or floats (f32);
+ *                                 absent: either. A first layer generated twice
+ *                                 (templates/lib/planner.lua, planner.pixel_twin): its kernel
+ *                                 reading the pixels feed=u8, its kernel reading the float input
+ *                                 feed=f32 and the input kernel feed=f32 (a float input replaces
+ *                                 that kernel's output, so it never runs); feed=f32 on a kernel
+ *                                 reading a u8 tensor (the pixels) is refused but for input_u8's
  *          [scratch=BYTES]        optional, whole=1 only (0 < BYTES <= 1 GiB): a device buffer of
  *                                 that many bytes per stream set, zeroed once when allocated; the
  *                                 kernel leaves it zeroed when it ends (its counters back at 0)
@@ -113,6 +121,9 @@ typedef struct {
     long long mul, div; /* div == 0: the constant mul; else ceil(N*mul/div) */
 } cg_mdim;
 
+/* The host input a per-layer kernel runs for (feed=). */
+typedef enum { CG_FEED_ANY = 0, CG_FEED_U8, CG_FEED_F32 } cg_feed;
+
 /* The roles a kernel parameter may have (templates/lib/common.lua): CG_ARG_IN is
  * the first tensor of the record's `in` list, CG_ARG_IN1..CG_ARG_IN3 the second to
  * the fourth; CG_ARG_OUT the first of its `out` list, CG_ARG_OUT1 and CG_ARG_OUT2 the
@@ -159,6 +170,7 @@ typedef struct {
     int whole;          /* the whole-network kernel (whole=1) */
     long long res_cap;  /* grid x given as res:CAP (whole=1 only): CAP; grid[0] then holds CAP; else 0 */
     long long scratch;  /* bytes of its zeroed scratch buffer (scratch=; whole=1 only); 0: none */
+    cg_feed feed;       /* the host input it runs for (feed=); CG_FEED_ANY: either */
 } cg_mkernel;
 
 typedef struct {
@@ -187,6 +199,10 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
  * the whole-network kernel, which is the last when there is one (what walks the
  * kernels for per-layer work — the memory plan, events, profiles — stops there). */
 int cg_manifest_layer_kernels(const cg_manifest *m);
+/* Whether per-layer kernel k runs when the host input is floats (f32 != 0) or the
+ * uint8 pixels (f32 == 0): feed= absent, or naming that input. (A float input
+ * also skips the input kernel, which is feed=f32 where a twin reads the pixels.) */
+int cg_manifest_feeds(const cg_mkernel *k, int f32);
 /* The index of the whole-network kernel (whole=1), -1 when there is none. */
 int cg_manifest_whole(const cg_manifest *m);
 /* Evaluate a grid extent for n images. */

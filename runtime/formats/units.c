@@ -68,6 +68,12 @@ int cg_units_plan(const cg_spec *s, const cg_manifest *m, cg_units *p, cg_err *e
             parent[root(parent, k)] = root(parent, w);
         }
     }
+    /* a layer's kernels writing one tensor (a first layer's twins, one reading the
+     * pixels and one the float input: planner.pixel_twin) are one unit */
+    for (int k = 0; k < nlk; k++)
+        for (int w = 0; w < k; w++)
+            if (m->k[k].layer_index >= 0 && m->k[w].layer_index >= 0 && m->k[k].out == m->k[w].out)
+                parent[root(parent, k)] = root(parent, w);
     /* the kernels writing a concat's slices in place (views) and the concat's own kernel,
      * if it has one, are one unit: together they make the concat's tensor */
     for (int k = 0; k < nlk; k++) {

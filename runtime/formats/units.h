@@ -5,7 +5,9 @@
  *
  * A unit is one per-layer kernel of the manifest, joined with the kernels it
  * exchanges a tensor with that no spec layer holds (a split reduction's
- * partials, a conv's output before the pool kernel after it), so that every
+ * partials, a conv's output before the pool kernel after it) and with those
+ * writing its tensor too (a first layer's twins, feed=: a unit fed floats runs
+ * the one reading the float input), so that every
  * tensor a unit reads from outside is one the reference has: the network's
  * pixels, its float input (what the input kernel writes) or a layer's output.
  * A unit computes the spec layers whose tensors its kernels write, and those

@@ -21,6 +21,10 @@
 -- Channel groups (groups = G > 1): a map group lies in one channel group
 -- (maps_unroll divides M/G), reads its C/G channels from the input and its
 -- weights [M, C/G, K, K]; the patch is then read per channel, never hoisted.
+-- The network's pixels (l.pixels, the planner's pixel twin of a first layer): the
+-- input is uint8, each element read scaled as ops/input_u8.lua scales it
+-- (common.pixel_reader), a padded patch's outside still 0, so the layer needs no
+-- input kernel before it.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -352,7 +356,7 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
     const {{in_t}}* __restrict__ x = in + img * {{C * H * W}};
     const int o = iy0 * {{W}} + ix0;
 #define {{name}}_IN(p, q) ({{incond}})
-#define {{name}}_X(c, p, q) ({{name}}_IN(p, q) ? {{to_acc(xv .. "[o + (c) * " .. H * W .. " + (p) * " .. W .. " + (q)]")}} : 0.0f)
+#define {{name}}_X(c, p, q) ({{name}}_IN(p, q) ? {{to_acc(xv .. "[o + (c) * " .. H * W .. " + (p) * " .. W .. " + (q)]", "(c)")}} : 0.0f)
 % else
     const {{in_t}}* __restrict__ x = in + img * {{C * H * W}} + row * {{TR * S * W}} + col * {{TR * S}};
 % end
@@ -364,6 +368,9 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 % end
     (void)w_arg;
     (void)b_arg;
+% if px_decl ~= "" then
+{{px_decl}}
+% end
 % if hoist then
 
     // the {{C}}x{{PR}}x{{PC}} input patch, loaded once for all {{M}} maps
@@ -377,7 +384,7 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 % if padded then
                 v[c][p][q] = {{name}}_X(c, p, q);
 % else
-                v[c][p][q] = {{to_acc("x[c * " .. H * W .. " + p * " .. W .. " + q]")}};
+                v[c][p][q] = {{to_acc("x[c * " .. H * W .. " + p * " .. W .. " + q]", "c")}};
 % end
 % end
 % local groups = M // mu
@@ -415,7 +422,7 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 %     if padded then
                     v[p][q] = {{name}}_X({{c}}, p, q);
 %     else
-                    v[p][q] = {{to_acc(xv .. "[" .. c * H * W .. " + p * " .. W .. " + q]")}};
+                    v[p][q] = {{to_acc(xv .. "[" .. c * H * W .. " + p * " .. W .. " + q]", c)}};
 %     end
 %     ind = "            "
 %   end
@@ -500,10 +507,19 @@ function T.kernel(l, p)
   local slice = common.out_slice(l, fused)
   if slice then name = name .. slice.tag end
   local ty = common.types(l)
-  local std = common.std_args({ w_name = "w_arg", b_name = "b_arg", types = ty })
+  -- the pixels read scaled (the name says so and their scaling): uint8 in
+  local px_decl, px_read, hty = "", nil, ty
+  if l.pixels then
+    if g.G > 1 then error("conv2d_direct reads pixels in ungrouped layers only", 2) end
+    name = name .. "_px" .. common.pixel_tag(l.pixels)
+    px_decl, px_read = common.pixel_reader(l.pixels, ty.acc_t)
+    hty = setmetatable({ in_t = common.DTYPES.u8.c }, { __index = ty })
+  end
+  local std = common.std_args({ w_name = "w_arg", b_name = "b_arg", types = hty })
   local head, args = common.kernel_head(name, p.block, res and res.args(std) or std)
   local v = {
-    name = name, head = head,
+    name = name, head = head, px_decl = px_decl,
+    in_t = hty.in_t, to_acc = px_read or function(e) return ty.to_acc(e) end,
     block = p.block, mu = p.maps_unroll, cols = p.cols, unroll_groups = p.unroll_groups == 1, ms = p.ms,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, CKK = CKK, CG = CG, G = g.G, xv = g.G > 1 and "xg" or "x",
     TR = TR, TS = TS, PR = PR, PC = PC,

@@ -331,6 +331,55 @@ function common.add_half_prelude(k, l)
   return k
 end
 
+-- ---- the network's pixels read by a kernel ----
+--
+-- Images arrive as uint8 pixels, x = pixel * scale + offset (or, with the input's
+-- mean and std, pixel * a[c] + t[c] per channel). ops/input_u8.lua converts them
+-- in a kernel of its own; a first layer that reads its input element by element
+-- may read the pixels instead (planner: the pixel twin), through the converter
+-- below. px: { scale_text, offset_text, norm = { { factor_text, term_text } per
+-- channel } or nil, C }.
+
+-- The float32 bits of a scale or offset as 8 hex digits.
+local function f32_bits(text)
+  return string.format("%08x", string.unpack("<I4", string.pack("<f", tonumber(text))))
+end
+
+-- What a kernel's name carries of px: the scale's and offset's bits ("s3b808081o00000000"),
+-- and with a mean and std "_n" and a 32-bit FNV-1a hash of every factor's and term's bits,
+-- so two networks' kernels of one shape but other scaling never share a name (their
+-- sources linked into one program would clash).
+function common.pixel_tag(px)
+  local tag = string.format("s%so%s", f32_bits(px.scale_text), f32_bits(px.offset_text))
+  if not px.norm then return tag end
+  local h = 0x811c9dc5
+  for _, ft in ipairs(px.norm) do
+    for _, text in ipairs(ft) do
+      for ch in f32_bits(text):gmatch(".") do h = ((h ~ ch:byte()) * 0x01000193) & 0xffffffff end
+    end
+  end
+  return tag .. string.format("_n%08x", h)
+end
+
+-- For a kernel reading px: the declaration line its body opens with ("" without a
+-- mean and std; else the per-channel factors px_a and terms px_t) and a function(e, c)
+-- giving the acc_t value of pixel expression e of channel expression c.
+function common.pixel_reader(px, acc_t)
+  if not px.norm then
+    return "", function(e)
+      return string.format("fmaf((%s)(%s), %sf, %sf)", acc_t, e, px.scale_text, px.offset_text)
+    end
+  end
+  local a, t = {}, {}
+  for c, ft in ipairs(px.norm) do a[c], t[c] = ft[1] .. "f", ft[2] .. "f" end
+  local decl = string.format("    const %s px_a[%d] = { %s }, px_t[%d] = { %s };", acc_t, px.C,
+    table.concat(a, ", "), px.C, table.concat(t, ", "))
+  return decl, function(e, c)
+    if not c then error("pixels normalised per channel need the channel of each read", 2) end
+    return string.format("fmaf((%s)(%s), px_a[%s], px_t[%s])", acc_t, e, c, c)
+  end
+end
+
 -- `values` (a template's values table) with the types of common.types(l) added
 -- under their names (in_t, out_t, w_t, b_t, acc_t, to_acc, w_to_acc, from_acc),
 -- and common.vec_t as vec_t; returns values.

@@ -1116,6 +1116,29 @@ local function layer_inputs(l, prev)
 end
 planner.layer_inputs = layer_inputs
 
+-- The pixel twin: where the network is generated for a small batch (a bucket),
+-- its first layer is a conv whose kernel k (template conv2d_direct, ungrouped,
+-- bias, activation and any pool fused, no add or concat slice) reads the input
+-- tensor and no other layer reads it, the planner writes that kernel twice: k
+-- reading the float input input_u8 writes, and a twin reading the uint8 pixels
+-- and scaling each as it loads it (templates/conv2d/direct.lua, l.pixels). The
+-- manifest marks them feed=f32 (input_u8 and k) and feed=u8 (the twin): the
+-- runtime runs, for pixels, the twin without input_u8 (a launch and a pass over
+-- the input fewer), and for float input (cg_net_run's CG_INPUT_F32, check's
+-- isolated layers) k, the input copied where input_u8 would have written it.
+function planner.pixel_twin(net, l, k, inputs)
+  if not batch_of(net) or k.template ~= "conv2d_direct" or not k.fused or k.split or k.residual or k.out_slice then
+    return false
+  end
+  if (l.groups or 1) > 1 or #inputs ~= 1 or inputs[1] ~= "input" then return false end
+  for _, o in ipairs(net.layers) do
+    if o ~= l then
+      for _, name in ipairs(o.inputs or {}) do if name == "input" then return false end end
+    end
+  end
+  return true
+end
+
 -- The network's tail in one kernel (templates/ops/tail.lua): where the network
 -- is generated for at most TAIL_MAX_BATCH images (AUTO_GEMV_MAX_BATCH's cut) and
 -- ends in a fully connected layer, or in one and a softmax reading it, the fc,
@@ -1481,8 +1504,9 @@ function planner.build(net)
   local elems_in = net.C * net.H * net.W
   local shape_in = { net.C, net.H, net.W }
   tensor("pixels", "u8", elems_in, shape_in)
-  local prev = add("input_u8", { elems = elems_in, scale_text = net.scale_text, offset_text = net.offset_text,
-    norm = net.norm, C = net.C, HW = net.H * net.W }, nil, 0, "input", { "pixels" }, "input", shape_in).out
+  local input_k = add("input_u8", { elems = elems_in, scale_text = net.scale_text, offset_text = net.offset_text,
+    norm = net.norm, C = net.C, HW = net.H * net.W }, nil, 0, "input", { "pixels" }, "input", shape_in)
+  local prev = input_k.out
   -- the tensor each layer's output is: its name, but a folded batchnorm's is
   -- the conv's it was folded into, and a conv's whose add its kernel computes
   -- (and the batchnorm's folded into that conv) is the add's
@@ -1547,6 +1571,18 @@ function planner.build(net)
       k.chosen = why
       k.precision_line = planner.precision_line(l, k)
       k = reduce_split(k, l, i)
+      if planner.pixel_twin(net, l, k, inputs) then
+        -- the same kernel reading the pixels: the u8 feed runs it and neither
+        -- input_u8 nor k (planner.pixel_twin)
+        local pl = {}
+        for key, val in pairs(l) do pl[key] = val end
+        pl.pixels = { scale_text = net.scale_text, offset_text = net.offset_text, norm = net.norm, C = net.C }
+        tensors[k.out].premade = true
+        local tw = add(tname, pl, own or l.params, i, l.name, { "pixels" }, k.out, shape)
+        tw.chosen = why .. "; reads the uint8 pixels itself (the input kernel folded in)"
+        tw.precision_line = k.precision_line
+        input_k.feed, k.feed, tw.feed = "f32", "f32", "u8"
+      end
       if not k.fused then
         -- unfused epilogue: conv (+bias) at full size, then the pool (which applies
         -- the activation to what it reads), or the activation alone

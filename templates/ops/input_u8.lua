@@ -35,25 +35,6 @@ local source = engine.compile([[
 }
 ]], "input_u8")
 
--- The float32 bits of a scale or offset as 8 hex digits: the kernel's name
--- carries them, so two networks' input kernels of one size but other scaling
--- never share a name (their sources linked into one program would clash).
-local function bits(text)
-  return string.format("%08x", string.unpack("<I4", string.pack("<f", tonumber(text))))
-end
-
--- A 32-bit FNV-1a hash of the float32 bits of every per-channel factor and term,
--- as 8 hex digits: names the input kernel of a network with a mean and std.
-local function norm_bits(norm)
-  local h = 0x811c9dc5
-  for _, ft in ipairs(norm) do
-    for _, text in ipairs(ft) do
-      for ch in bits(text):gmatch(".") do h = ((h ~ ch:byte()) * 0x01000193) & 0xffffffff end
-    end
-  end
-  return string.format("%08x", h)
-end
-
 -- l: { elems = C*H*W, scale_text, offset_text, and with the input's mean and std
 -- norm = { { factor_text, term_text } per channel }, C, HW = H*W }
 function T.kernel(l, p)
@@ -63,10 +44,9 @@ function T.kernel(l, p)
   -- four pixels to a thread where the output has a 4-wide vector type (make_float4:
   -- FP32); with a mean and std, where the four lie in one channel
   local vec = (l.elems % 4 == 0 and out_t == "float" and (not l.norm or l.HW % 4 == 0)) and 4 or 1
-  local name = string.format("input_u8_e%d_b%d_s%so%s", l.elems, p.block, bits(l.scale_text), bits(l.offset_text))
+  local name = string.format("input_u8_e%d_b%d_%s", l.elems, p.block, common.pixel_tag(l))
   local sc, of, fa, fb = l.scale_text .. "f", l.offset_text .. "f", nil, nil
   if l.norm then
-    name = name .. "_n" .. norm_bits(l.norm)
     local a, t = {}, {}
     for c, ft in ipairs(l.norm) do a[c], t[c] = ft[1] .. "f", ft[2] .. "f" end
     sc, of, fa, fb = "a", "t", table.concat(a, ", "), table.concat(t, ", ")
