@@ -1713,6 +1713,10 @@ static void test_pixel_twin(void)
          1, "input_u8[f32]<pixels; conv2d_direct[f32]<input; conv2d_direct[u8]<pixels; tail<c1"},
         {"px", NULL, 8, "input_u8[f32]<pixels; conv2d_direct[f32]<input; conv2d_direct[u8]<pixels; tail<c1"},
         {"px", NULL, 0, "input_u8<pixels; conv2d_direct<input; fc_vec<c1"},
+        /* the spec's own strategy kept at bucket 8 (no rule's reason in the header) */
+        {"px-given", "  - {name: c1, op: conv, M: 8, K: 3, padding: 1, stride: 2, pool: avg2, strategy: direct}\n"
+                     "  - {name: f, op: fc, out: 10}\n",
+         8, "input_u8[f32]<pixels; conv2d_direct[f32]<input; conv2d_direct[u8]<pixels; tail<c1"},
         {"px-two", "  - {name: c1, op: conv, M: 2, K: 3, padding: same}\n"
                    "  - {name: c2, op: conv, M: 2, K: 3, padding: same, input: input}\n"
                    "  - {name: a, op: add, input: [c1, c2]}\n  - {name: f, op: fc, out: 10}\n",

@@ -1579,7 +1579,7 @@ function planner.build(net)
         pl.pixels = { scale_text = net.scale_text, offset_text = net.offset_text, norm = net.norm, C = net.C }
         tensors[k.out].premade = true
         local tw = add(tname, pl, own or l.params, i, l.name, { "pixels" }, k.out, shape)
-        tw.chosen = why .. "; reads the uint8 pixels itself (the input kernel folded in)"
+        tw.chosen = (why and (why .. "; ") or "") .. "reads the uint8 pixels itself (the input kernel folded in)"
         tw.precision_line = k.precision_line
         input_k.feed, k.feed, tw.feed = "f32", "f32", "u8"
       end
