@@ -67,10 +67,16 @@ end
 -- maps (M = 13, 17, 26: prime or twice a prime), the smallest divisor from 9 to
 -- 32 that fits: measured on an H100 (2026-11-26, bench/journal/2026-11.md), one map a
 -- thread ran 17 maps of a 3x3 layer 11.7x slower than 17.
+-- Whether d maps a thread fit the source budget and a fused pool's accumulators.
+local function mu_fits(l, d)
+  local CG = per_group(l)
+  local F = pool_side(l, 1)
+  return d * CG * l.K * l.K * 100 + 4096 <= 40 * 1024 and d * F * F <= 64
+end
+
 local function default_mu(l)
-  local CG, MG = per_group(l)
-  local ckk, F = CG * l.K * l.K, pool_side(l, 1)
-  local function fits(d) return d * ckk * 100 + 4096 <= 40 * 1024 and d * F * F <= 64 end
+  local _, MG = per_group(l)
+  local function fits(d) return mu_fits(l, d) end
   local best = 1
   for _, d in ipairs(common.divisors(MG, 8)) do
     if fits(d) then best = d end
@@ -94,14 +100,24 @@ local function small_tile(l)
   return l.batch == 1 or (small_batch(l) and l.dtype ~= nil and l.dtype ~= "f32")
 end
 
--- maps_unroll's one-image default: the smallest divisor of M from 2 (M
--- itself where it is prime), so that the map groups can be shared out over blocks.
+-- maps_unroll's one-image default: the smallest divisor of M from 2, so that the
+-- map groups can be shared out over blocks (ms). A prime M has no such divisor: it
+-- keeps its M maps a thread where they fit the source budget and one image's blocks
+-- of 32 threads reach the SMs; else one map a thread, which ms then shares out.
+-- (Before, a prime M was always M maps a thread: zoo-prime's 13-map 5x5 layer ran
+-- as 29 blocks of one warp at one image, its 23-map 3x3 layer, past the budget,
+-- fell back to one map a thread with the split its 23 maps had been given, none:
+-- 25 blocks for an H200's 132 SMs.)
 local function small_mu(l)
   local _, MG = per_group(l)
   for _, d in ipairs(common.divisors(MG, MG)) do
-    if d >= 2 then return d end
+    if d >= 2 and d < MG then return d end
   end
-  return MG
+  local g = common.conv_geom(l)
+  local outs = pool_side(l, 1) > 1 and g.OH * g.OW or g.CH * g.CW
+  local sms = (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132
+  if MG > 1 and mu_fits(l, MG) and common.ceil_div((l.batch or 1) * outs, 32) >= sms then return MG end
+  return 1
 end
 
 -- From two images to 64 (FP32) a thread keeps the large batch's block and at most
