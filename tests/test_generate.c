@@ -1603,6 +1603,29 @@ static void test_concat_slices(void)
     free(h), free(s), free(o), free(m);
 }
 
+/* Spec text `text` (named `path` in errors) generated for `bucket` images on the
+ * default target (cc: its compute capability where not 0) into o, its manifest parsed
+ * into m; the spec in *sp (the caller frees it). 0 when both went through. */
+static int generate_text(const char *path, const char *text, int bucket, int cc, cg_gen_output *o, cg_manifest *m,
+                         cg_spec **sp)
+{
+    *sp = spec_text(path, text);
+    if (!*sp) return -1;
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.batch = bucket;
+    if (cc) tg.cc = cc;
+    cg_err e = {""};
+    int rc = cg_generate_for(*sp, "x", &tg, o, &e);
+    if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, path, m, &e);
+    CHECK(rc == 0, "%s at %d images, cc %d: %s", path, bucket, cc, e.msg);
+    if (rc) {
+        free(*sp);
+        *sp = NULL;
+    }
+    return rc;
+}
+
 /* The network's end in fewer kernels. Generated for a small batch (buckets 1 to
  * 64), a last fc of at most planner.TAIL_MAX_OUT outputs and TAIL_MAX_WEIGHTS
  * weights and the softmax reading it are one kernel with the predictions
@@ -1650,20 +1673,8 @@ static void test_tail_rule(void)
         char text[1024];
         snprintf(text, sizeof text, "network: %s\ninput: {channels: 1, height: 4, width: 10}\nseed: 2\n%slayers:\n%s",
                  want[i].name, want[i].precision16 ? "precision: bf16\n" : "", layers);
-        cg_spec *s = spec_text("tail.yaml", text);
-        if (!s) continue;
-        cg_target tg;
-        cg_target_default(&tg);
-        tg.batch = want[i].bucket;
-        if (want[i].precision16) tg.cc = 80;
-        cg_err e = {""};
-        int rc = cg_generate_for(s, "x", &tg, o, &e);
-        if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, "tail", m, &e);
-        CHECK(rc == 0, "%s at %d: %s", want[i].name, want[i].bucket, e.msg);
-        if (rc) {
-            free(s);
-            continue;
-        }
+        cg_spec *s;
+        if (generate_text("tail.yaml", text, want[i].bucket, want[i].precision16 ? 80 : 0, o, m, &s)) continue;
         /* the kernels after input_u8 (and before the whole-network kernel): "template out,out; ..." */
         char got[512] = "";
         size_t at = 0;
@@ -1690,6 +1701,58 @@ static void test_tail_rule(void)
                       strstr(gk->source, sm ? "then softmax and the prediction" : "then the prediction"),
                   "%s: the tail's header and arguments", want[i].name);
         }
+        cg_gen_free(o);
+        free(s);
+    }
+    free(o), free(m);
+}
+
+/* The tail split over a cluster (ops/tail.lua split, tail.split_for): on sm_90, from 2
+ * to 8 images (bucket 8), a last fc of more than 16,384 weights (at most 32 outputs) is still the
+ * tail kernel, each image's reduction over the fewest blocks of a cluster (a power of
+ * two up to 8) that hold at most 65,536 weights each: grid z and the name's _sN say
+ * how many, the header why. Not at one image or bucket 64, not on sm_80, not past 8 x 65,536. */
+static void test_tail_split(void)
+{
+    static const struct {
+        int hw, out, bucket, cc;
+        const char *want; /* the last kernels' templates, and the tail's split */
+    } want[] = {
+        {50, 10, 8, 90, "tail s2"},       /* 25,000 weights */
+        {50, 10, 1, 90, "fc_gemv softmax"},
+        {100, 32, 8, 90, "tail s8"},     /* 320,000 */
+        {200, 10, 8, 90, "tail s8"},     /* 400,000 */
+        {300, 10, 8, 90, "fc_gemv softmax"}, /* 900,000: past 8 x 65,536 */
+        {50, 10, 64, 90, "fc_gemv softmax"},
+        {50, 10, 8, 80, "fc_gemv softmax"},
+        {40, 10, 1, 90, "tail s1"},       /* 16,000: one block */
+    };
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_manifest *m = malloc(sizeof *m);
+    for (size_t i = 0; o && m && i < sizeof want / sizeof *want; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "network: tsplit\ninput: {channels: 1, height: %d, width: %d}\nseed: 2\nlayers:\n"
+                 "  - {name: f, op: fc, out: %d, bias: true}\n  - {name: prob, op: softmax}\n",
+                 want[i].hw, want[i].hw, want[i].out);
+        cg_spec *s;
+        if (generate_text("tsplit.yaml", text, want[i].bucket, want[i].cc, o, m, &s)) continue;
+        char got[256] = "";
+        size_t at = 0;
+        for (int k = 1; k < cg_manifest_layer_kernels(m) && at < sizeof got; k++) {
+            const cg_mkernel *mk = &m->k[k];
+            at += (size_t)snprintf(got + at, sizeof got - at, "%s%s", k > 1 ? " " : "", mk->tpl);
+            if (!strcmp(mk->tpl, "tail")) {
+                at += (size_t)snprintf(got + at, sizeof got - at, " s%lld", mk->grid[2].mul);
+                const cg_gen_kernel *gk = layer_kernel(o, mk->layer, "tail");
+                int split = mk->grid[2].mul > 1;
+                CHECK(gk && (!split || (strstr(mk->name, "_s") && strstr(gk->source, "__cluster_dims__(1, 1, ") &&
+                                        strstr(gk->source, "an image's reduction over a cluster of"))),
+                      "%s: the split's name, cluster and header", mk->name);
+            }
+        }
+        CHECK(!strcmp(got, want[i].want), "%dx%d -> %d at bucket %d, sm_%d: '%s', want '%s'", want[i].hw, want[i].hw,
+              want[i].out, want[i].bucket, want[i].cc, got, want[i].want);
         cg_gen_free(o);
         free(s);
     }
@@ -1732,19 +1795,8 @@ static void test_pixel_twin(void)
         char text[1024];
         snprintf(text, sizeof text, "network: %s\ninput: {channels: 2, height: 8, width: 9}\nseed: 3\nlayers:\n%s",
                  want[i].name, layers);
-        cg_spec *s = spec_text("px.yaml", text);
-        if (!s) continue;
-        cg_target tg;
-        cg_target_default(&tg);
-        tg.batch = want[i].bucket;
-        cg_err e = {""};
-        int rc = cg_generate_for(s, "x", &tg, o, &e);
-        if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, "px", m, &e);
-        CHECK(rc == 0, "%s at %d: %s", want[i].name, want[i].bucket, e.msg);
-        if (rc) {
-            free(s);
-            continue;
-        }
+        cg_spec *s;
+        if (generate_text("px.yaml", text, want[i].bucket, 0, o, m, &s)) continue;
         char got[512] = "";
         size_t at = 0;
         int n = strchr(want[i].kernels, '[') ? 4 : 3;
@@ -2550,6 +2602,7 @@ int main(void)
     test_graph_manifest();
     test_concat_slices();
     test_tail_rule();
+    test_tail_split();
     test_pixel_twin();
     test_residual_fusion();
     test_residual_shared_kernel();

@@ -184,10 +184,12 @@ static void test_fc_tc_split(cg_nvrtc *nv)
 }
 
 /* fc_gemv's cluster split (sm_90 only): the default target refuses split=2 for
- * zoo-awkward's fc1 (45,000 inputs into 10 outputs); generated for 8 images on sm_90
+ * zoo-awkward's fc1 (45,000 inputs into 10 outputs); generated for one image on sm_90
  * its 10 blocks split 8 ways by default: the kernel declares its (1, 1, 8) cluster,
- * puts the split on grid z and compiles for sm_90 without spills. From 16 images on
- * its default block is 4 images x 4 outputs. */
+ * puts the split on grid z and compiles for sm_90 without spills. At 8 images the fc
+ * and the softmax after it are the tail kernel, each image's reduction split over a
+ * cluster of 8 (ops/tail.lua), which compiles likewise. From 16 images on gemv's
+ * default block is 4 images x 4 outputs. */
 static void test_gemv_split(cg_nvrtc *nv)
 {
     static cg_spec s;
@@ -205,18 +207,31 @@ static void test_gemv_split(cg_nvrtc *nv)
     CHECK(verdict == 1, "gemv's split refused on the default target (%d: %s)", verdict, e.msg);
     const char *said = why;
     CHECK_CONTAINS(said, "split=2 is not legal for fc_gemv");
-    if (generate_sm90(&s, 8, &o, "zoo-awkward")) return;
+    if (generate_sm90(&s, 1, &o, "zoo-awkward")) return;
     int found = 0;
     for (int k = 0; k < o.nkernels; k++) {
         const cg_gen_kernel *gk = &o.k[k];
         if (strncmp(gk->kernel, "fc_gemv_", 8)) continue;
         found++;
-        CHECK(!strcmp(gk->kernel, "fc_gemv_i45000o10_none_bias_b8r1t512_s8"), "gemv at 8 images: %s", gk->kernel);
+        CHECK(!strcmp(gk->kernel, "fc_gemv_i45000o10_none_bias_b1r1t512_s8"), "gemv at one image: %s", gk->kernel);
         CHECK_CONTAINS(gk->source, "__cluster_dims__(1, 1, 8) __launch_bounds__(512)");
-        CHECK_CONTAINS(gk->source, "launch:     grid (N*1/8, 10, 8)");
+        CHECK_CONTAINS(gk->source, "launch:     grid (N*1/1, 10, 8)");
         compiles_clean(nv, gk, 90);
     }
-    CHECK(found == 1, "one fc_gemv kernel at 8 images (%d)", found);
+    CHECK(found == 1, "one fc_gemv kernel at one image (%d)", found);
+    cg_gen_free(&o);
+    if (generate_sm90(&s, 8, &o, "zoo-awkward")) return;
+    found = 0;
+    for (int k = 0; k < o.nkernels; k++) {
+        const cg_gen_kernel *gk = &o.k[k];
+        if (strncmp(gk->kernel, "tail_", 5) && strncmp(gk->kernel, "fc_gemv_", 8)) continue;
+        found++;
+        CHECK(!strcmp(gk->kernel, "tail_i45000o10_none_bias_softmax_t512_s8"), "the tail at 8 images: %s", gk->kernel);
+        CHECK_CONTAINS(gk->source, "__cluster_dims__(1, 1, 8) __launch_bounds__(512)");
+        CHECK_CONTAINS(gk->source, "launch:     grid (N*1/1, 1, 8)");
+        compiles_clean(nv, gk, 90);
+    }
+    CHECK(found == 1, "one tail kernel, no fc_gemv, at 8 images (%d)", found);
     cg_gen_free(&o);
     if (generate_sm90(&s, 64, &o, "zoo-awkward")) return;
     found = 0;

@@ -202,37 +202,7 @@ local source = engine.compile([[
 #pragma unroll
         for (int wp = 1; wp < {{WARPS}}; wp++) s += part[wp][tid];
     }
-#if defined(CG_EMULATION)
-    // the CPU emulation (tests/test_emulate.c) runs a cluster's blocks one after another, its
-    // last rank first: ranks 1.. leave their sums in one static array, rank 0 adds them in
-    // rank order
-    static {{acc_t}} mine_emu[{{SPLIT}}][{{ROWS * IB}}];
-    if (rank != 0) {
-        if (tid < {{ROWS * IB}}) mine_emu[rank][tid] = s;
-        return;
-    }
-    if (tid < {{ROWS * IB}})
-        for (int r = 1; r < {{SPLIT}}; r++) s += mine_emu[r][tid];
-#else
-    // the cluster's reduction: ranks 1.. publish their sums, rank 0 adds them in rank
-    // order, and no block leaves while rank 0 still reads its shared memory
-    __shared__ {{acc_t}} mine[{{ROWS * IB}}];
-    if (tid < {{ROWS * IB}}) mine[tid] = s;
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-    if (rank == 0 && tid < {{ROWS * IB}}) {
-        const unsigned at = (unsigned)__cvta_generic_to_shared(&mine[tid]);
-#pragma unroll 1
-        for (int r = 1; r < {{SPLIT}}; r++) {
-            unsigned theirs;
-            {{acc_t}} x;
-            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(theirs) : "r"(at), "r"(r));
-% -- the partial sums are acc_t, FP32: ld.shared::cluster.f32 and "=f" read them
-            asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(x) : "r"(theirs) : "memory");
-            s += x;
-        }
-    }
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-#endif
+{{cluster_sum("s", ROWS * IB)}}
     if (rank == 0 && tid < {{ROWS * IB}}) {
         const int r = tid / {{IB}}, i = tid % {{IB}};
         const int go = o0 + r, gi = i0 + i;
@@ -275,6 +245,7 @@ function T.kernel(l, p)
     WARPS = common.ceil_div(p.threads, 32), V = V, CHUNKS = chunks, ITER = iter, SPLIT = split, CPS = cps,
     PARTIAL = cps % p.threads ~= 0 or chunks % cps ~= 0,
     UNROLL = math.min(iter, 8), bias = l.bias, FIELDS = F,
+    cluster_sum = function(var, n) return common.cluster_sum(ty.acc_t, var, n, split) end,
     VT = common.vec_t(ty.in_t, V),
     zero = common.is_half(ty.in_t) and (common.vec_t(ty.in_t, V) .. "{}")
       or V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",

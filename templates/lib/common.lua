@@ -560,6 +560,52 @@ function common.add_pdl(k, target)
   return k
 end
 
+-- ---- a reduction split over a thread-block cluster's blocks (sm_90) ----
+--
+-- The text after which, in a kernel whose `rank` is its block's rank in a
+-- (1, 1, split) cluster, rank 0's `var` (acc_t, in threads tid < n) holds the sum of
+-- every rank's `var` in rank order: ranks 1.. publish theirs in shared memory, rank 0
+-- adds them through distributed shared memory (mapa, ld.shared::cluster), a cluster
+-- barrier either side so that no block leaves while rank 0 still reads it. Ranks
+-- 1.. carry on past it with their own values (the caller lets rank 0 alone store).
+-- The CPU emulation (test_emulate, CG_EMULATION) runs a cluster's blocks one after
+-- another, its last rank first: there ranks 1.. leave their sums in one static array
+-- and return, rank 0 adds them in rank order. fc_gemv's and the tail's splits.
+function common.cluster_sum(acc_t, var, n, split)
+  local v = { acc_t = acc_t, var = var, n = n, split = split }
+  return (string.gsub([[
+#if defined(CG_EMULATION)
+    // the CPU emulation (tests/test_emulate.c) runs a cluster's blocks one after another, its
+    // last rank first: ranks 1.. leave their sums in one static array, rank 0 adds them in
+    // rank order
+    static $acc_t mine_emu[$split][$n];
+    if (rank != 0) {
+        if (tid < $n) mine_emu[rank][tid] = $var;
+        return;
+    }
+    if (tid < $n)
+        for (int r = 1; r < $split; r++) $var += mine_emu[r][tid];
+#else
+    // the cluster's reduction: ranks 1.. publish their sums, rank 0 adds them in rank
+    // order, and no block leaves while rank 0 still reads its shared memory
+    __shared__ $acc_t mine[$n];
+    if (tid < $n) mine[tid] = $var;
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+    if (rank == 0 && tid < $n) {
+        const unsigned at = (unsigned)__cvta_generic_to_shared(&mine[tid]);
+#pragma unroll 1
+        for (int r = 1; r < $split; r++) {
+            unsigned theirs;
+            $acc_t x;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(theirs) : "r"(at), "r"(r));
+            asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(x) : "r"(theirs) : "memory");
+            $var += x;
+        }
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif]], "%$([%w_]+)", function(k) return tostring(v[k]) end))
+end
+
 -- ---- the cost model: a template's optional T.cost(l, p) ----
 --
 -- A tuner measures a layer's candidates in the order of T.cost, cheapest first,

@@ -1150,12 +1150,15 @@ end
 -- takes a thread an output) and TAIL_MAX_WEIGHTS weights (64 KB: at an SM's share
 -- of L2 bandwidth, some 64 bytes a clock, about 1,000 cycles or 0.6 us, under the
 -- launch gap of either kernel it saves; ece408-2017's fc2, 5,000 weights, and
--- every shipped network's last fc fit, 5,000 to 1,600). FP32 tensors only. An
--- estimate, not yet measured on a GPU. Returns nil, or { fc = the fc layer,
--- softmax = the softmax layer or nil, why = the header's reason }.
+-- every shipped network's last fc fit, 5,000 to 1,600). FP32 tensors only. On sm_90,
+-- from 2 to 8 images, a larger fc shares each image's reduction over a cluster of up to
+-- 8 blocks (ops/tail.lua's split, tail.split_for: at most 65,536 weights a block), so
+-- a classifier reading a wide feature map (zoo-awkward's 45,000 inputs into 10) ends
+-- in one kernel too. Returns nil, or { fc = the fc layer, softmax = the softmax layer
+-- or nil, split = the blocks an image, why = the header's reason }.
 planner.TAIL_MAX_BATCH = planner.AUTO_GEMV_MAX_BATCH
 planner.TAIL_MAX_OUT = 32
-planner.TAIL_MAX_WEIGHTS = 16384
+planner.TAIL_MAX_WEIGHTS = import("tail").MAX_WEIGHTS
 
 function planner.tail_layers(net, batch, dt, final_out)
   if not batch or batch <= 0 or batch > planner.TAIL_MAX_BATCH or dt ~= "f32" then return nil end
@@ -1172,13 +1175,19 @@ function planner.tail_layers(net, batch, dt, final_out)
   -- an fc the tuning record chose a kernel for at this bucket runs that kernel (layer_choice)
   if fc.tuned then return nil end
   local IN = fc.C * fc.H * fc.W
-  if fc.out > planner.TAIL_MAX_OUT or IN * fc.out > planner.TAIL_MAX_WEIGHTS then return nil end
+  if fc.out > planner.TAIL_MAX_OUT then return nil end
+  local tail = import("tail")
+  local split = tail.split_for({ C = fc.C, H = fc.H, W = fc.W, out = fc.out, target = net.target, batch = batch })
+  if not split then return nil end
+  local room = split == 1 and string.format("at most %d", planner.TAIL_MAX_WEIGHTS)
+    or string.format("more than %d: an image's reduction over a cluster of %d blocks, at most %d weights each",
+      planner.TAIL_MAX_WEIGHTS, split, tail.SPLIT_WEIGHTS)
   local why = string.format("small batch: the network's tail (%s%s and the prediction) in one kernel, since " ..
     "the network is generated for %d image%s (at most %d) and the fc has %d outputs (at most %d) and %d " ..
-    "weights (at most %d)%s", fc.name, sm and (", " .. sm.name) or "", batch, batch == 1 and "" or "s",
-    planner.TAIL_MAX_BATCH, fc.out, planner.TAIL_MAX_OUT, IN * fc.out, planner.TAIL_MAX_WEIGHTS,
+    "weights (%s)%s", fc.name, sm and (", " .. sm.name) or "", batch, batch == 1 and "" or "s",
+    planner.TAIL_MAX_BATCH, fc.out, planner.TAIL_MAX_OUT, IN * fc.out, room,
     fc.strategy ~= "auto" and string.format("; the spec's strategy %s is for the large batch", fc.strategy) or "")
-  return { fc = fc, softmax = sm, why = why }
+  return { fc = fc, softmax = sm, split = split, why = why }
 end
 
 -- The kernels of a network and the tensors they thread. Every tensor has a

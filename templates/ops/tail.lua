@@ -27,6 +27,18 @@
 -- at one image 9.8 us against 11.0 with the three kernels (bench/RESULTS.md).
 -- Code size: the OUT outputs' accumulators and their FMAs unrolled once per
 -- vector (at most 32 x 4), the passes of a thread unrolled up to 4.
+--
+-- split > 1 (sm_90 and later, from 2 to SPLIT_MAX_BATCH images): an fc too large for one
+-- block an image (more than MAX_WEIGHTS weights) shares each image's reduction over the
+-- `split` blocks of a thread-block cluster along z, each reducing its range of the
+-- chunks as above for every output; rank 0 then adds the others' sums through
+-- distributed shared memory in rank order (a fixed order) and goes on to bias,
+-- activation, softmax and prediction. So a wide input into a few outputs
+-- (zoo-awkward's 45,000 -> 10 before its softmax) is one kernel where fc_gemv's
+-- split and the softmax were two. Measured on an H200 (bench/RESULTS.md, "Small
+-- batches: the tail split over a cluster"): at 8 images (64 blocks for 8 clusters)
+-- 1.4-2.8 us faster on 6 of 7 zoo networks; at one image its 8 blocks streamed the
+-- weights slower than fc_gemv's 80 (zoo-odd +2.0 us, zoo-awkward +0.9), hence from 2.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -47,9 +59,46 @@ local function default_threads(l)
   return t
 end
 
+-- At most this many weights for one block an image; a split's blocks at most
+-- SPLIT_WEIGHTS each (256 KB: about 2,000 cycles of an SM's share of L2 bandwidth);
+-- clusters of at most MAX_SPLIT blocks (the portable size); split only from
+-- SPLIT_MIN_BATCH images (one image's clusters are too few blocks to stream the
+-- weights) up to SPLIT_MAX_BATCH (a cluster an image re-reads every weight for each).
+T.MAX_WEIGHTS = 16384
+T.SPLIT_WEIGHTS = 65536
+T.MAX_SPLIT = 8
+T.SPLIT_MIN_BATCH = 2
+T.SPLIT_MAX_BATCH = 8
+
+local function cluster_ok(l)
+  local images = common.cost.images(l)
+  return l.target and l.target.cc and l.target.cc >= 90 and images >= T.SPLIT_MIN_BATCH and images <= T.SPLIT_MAX_BATCH
+end
+
+-- The blocks an image's reduction needs: 1 where its weights fit one block, else the
+-- fewest (a power of two) whose shares fit SPLIT_WEIGHTS where clusters may; nil where
+-- none does (the planner then keeps the separate kernels). l: { C, H, W, out, target, batch }.
+function T.split_for(l)
+  local weights = l.C * l.H * l.W * l.out
+  if weights <= T.MAX_WEIGHTS then return 1 end
+  if not cluster_ok(l) then return nil end
+  local s = 2
+  while s <= T.MAX_SPLIT do
+    if common.ceil_div(weights, s) <= T.SPLIT_WEIGHTS then return s end
+    s = s * 2
+  end
+  return nil
+end
+
 T.params = {
   { name = "threads", doc = "threads per block (an image), splitting the fc's reduction",
-    legal = function(_) return { 32, 64, 128, 256, 512 } end, default = default_threads },
+    legal = function(_) return { 32, 64, 128, 256, 512 } end, default = function(l)
+      if (T.split_for(l) or 1) > 1 then return 512 end
+      return default_threads(l)
+    end },
+  { name = "split", doc = "blocks of a cluster sharing an image's reduction (sm_90+, a few images)",
+    legal = function(l) return cluster_ok(l) and { 1, 2, 4, 8 } or { 1 } end,
+    default = function(l) return T.split_for(l) or 1 end },
 }
 
 function T.check(l, p)
@@ -59,6 +108,11 @@ function T.check(l, p)
   if common.half_dtype(l) then return "FP32 tensors only (16-bit networks keep the separate kernels)", nil end
   if p.threads > common.MAX_THREADS then
     return string.format("threads=%d: a block has at most %d", p.threads, common.MAX_THREADS), "threads"
+  end
+  local weights = l.C * l.H * l.W * l.out
+  if common.ceil_div(weights, p.split) > (p.split > 1 and T.SPLIT_WEIGHTS or T.MAX_WEIGHTS) then
+    return string.format("%d weights in %d block%s an image: at most %d a block", weights, p.split,
+      p.split > 1 and "s" or "", p.split > 1 and T.SPLIT_WEIGHTS or T.MAX_WEIGHTS), "split"
   end
   return nil
 end
@@ -71,7 +125,14 @@ local source = engine.compile([[
     __shared__ {{acc_t}} z[{{OUT}}];
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int img = blockIdx.x;
-    if (img >= n) return;
+    if (img >= n) return;   // (a cluster's blocks share their image: all of them, or none)
+% if SPLIT > 1 then
+    // this block's share of the {{CHUNKS}} chunks: [rank*{{CPS}}, rank*{{CPS}} + {{CPS}})
+    const int rank = blockIdx.z;   // == its rank in the (1, 1, {{SPLIT}}) cluster
+    const int cbeg = rank * {{CPS}};
+% else
+    const int cbeg = 0;
+% end
 % if not bias then
     (void)b;
 % end
@@ -79,12 +140,12 @@ local source = engine.compile([[
     {{acc_t}} acc[{{OUT}}];
 #pragma unroll
     for (int r = 0; r < {{OUT}}; r++) acc[r] = 0.0f;
-    // {{CHUNKS}} chunks of {{V}} a row, {{ITER}} a thread{{CHUNKS % THREADS ~= 0 and " (the last pass partial)" or ""}}
+    // {{CPS}} chunks of {{V}} a row, {{ITER}} a thread{{PARTIAL and " (the last pass partial)" or ""}}
 #pragma unroll {{UNROLL}}
     for (int it = 0; it < {{ITER}}; it++) {
-        const int c = tid + it * {{THREADS}};
-% if CHUNKS % THREADS ~= 0 then
-        if (c >= {{CHUNKS}}) continue;
+        const int c = cbeg + tid + it * {{THREADS}};
+% if PARTIAL then
+        if (c >= {{CHUNKS}} || c >= cbeg + {{CPS}}) continue;
 % end
         const {{VT}} xv = __ldg(xr + c);
 #pragma unroll
@@ -106,10 +167,17 @@ local source = engine.compile([[
         for (int r = 0; r < {{OUT}}; r++) part[warp][r] = acc[r];
     }
     __syncthreads();
+    {{acc_t}} s = 0.0f;
     if (tid < {{OUT}}) {
-        {{acc_t}} s = part[0][tid];
+        s = part[0][tid];
 #pragma unroll
         for (int wp = 1; wp < {{WARPS}}; wp++) s += part[wp][tid];
+    }
+% if SPLIT > 1 then
+{{cluster_sum("s", OUT)}}
+    if (rank != 0) return;
+% end
+    if (tid < {{OUT}}) {
         const {{acc_t}} v = {{act(bias and ("s + " .. w_to_acc("b[tid]")) or "s")}};
         out[(size_t)img * {{OUT}} + tid] = {{from_acc("v")}};
         z[tid] = v;
@@ -172,16 +240,19 @@ function T.kernel(l, p)
   local IN = l.C * l.H * l.W
   local V = width(l)
   local chunks = IN // V
-  local iter = common.ceil_div(chunks, p.threads)
+  local split = p.split or 1
+  local cps = common.ceil_div(chunks, split)
+  local iter = common.ceil_div(cps, p.threads)
   local ty = common.types(l)
-  local name = string.format("tail_i%do%d_%s%s%s_t%d", IN, l.out, l.act, l.bias and "_bias" or "",
-    l.softmax and "_softmax" or "", p.threads)
+  local name = string.format("tail_i%do%d_%s%s%s_t%d%s", IN, l.out, l.act, l.bias and "_bias" or "",
+    l.softmax and "_softmax" or "", p.threads, split > 1 and ("_s" .. split) or "")
   local args = common.std_args({ types = ty })
   local n_arg = table.remove(args)
   if l.softmax then args[#args + 1] = { "out1", ty.out_t, "prob" } end
   args[#args + 1] = { l.softmax and "out2" or "out1", "int", "pred" }
   args[#args + 1] = n_arg
-  local head, roles = common.kernel_head(name, p.threads, args)
+  local head, roles = common.kernel_head(name, p.threads, args,
+    split > 1 and string.format("__cluster_dims__(1, 1, %d)", split) or nil)
   local fields = V == 4 and { "x", "y", "z", "w" } or V == 2 and { "x", "y" } or { false }
   local F = {}
   for j, f in ipairs(fields) do
@@ -190,6 +261,8 @@ function T.kernel(l, p)
   local v = {
     head = head, IN = IN, OUT = l.out, THREADS = p.threads, WARPS = common.ceil_div(p.threads, 32), V = V,
     CHUNKS = chunks, ITER = iter, UNROLL = math.min(iter, 4), bias = l.bias, FIELDS = F,
+    SPLIT = split, CPS = cps, PARTIAL = cps % p.threads ~= 0 or chunks % cps ~= 0,
+    cluster_sum = function(var, n) return common.cluster_sum(ty.acc_t, var, n, split) end,
     VT = common.vec_t(ty.in_t, V), WVT = common.vec_t(ty.w_t, V), softmax = l.softmax and true or false, sm_layer = l.softmax or "",
     act = function(e) return common.act(l.act, e) end,
   }
@@ -197,12 +270,13 @@ function T.kernel(l, p)
     name = name,
     args = roles,
     source = source(common.typed(l, v)),
-    grid = { common.batch_dim(1, 1), 1, 1 },
+    grid = { common.batch_dim(1, 1), 1, split },
     block = { p.threads, 1, 1 }, shared = 0,
     weights = "arg", bias = l.bias and "arg" or "none",
     out_elems = l.out,
-    shape = string.format("%d -> %d%s%s, then %sthe prediction", IN, l.out, l.bias and ", bias" or "",
-      l.act ~= "none" and (", " .. l.act) or "", l.softmax and "softmax and " or ""),
+    shape = string.format("%d -> %d%s%s, then %sthe prediction%s", IN, l.out, l.bias and ", bias" or "",
+      l.act ~= "none" and (", " .. l.act) or "", l.softmax and "softmax and " or "",
+      split > 1 and string.format(" (an image's reduction over a cluster of %d blocks)", split) or ""),
     fused = true,
   }
 end
