@@ -1,6 +1,8 @@
 /* api_gpu.c — the public API on a GPU (make test-gpu): the CUDA backend gives
  * the CPU backend's predictions through cg_net_run; float input gives the
- * uint8 input's answers; device pointers on the caller's stream (and on the
+ * uint8 input's answers, at 300 images a batch and in the small buckets (1 and 8
+ * images a batch, where auto first times the launch ways on the batch and a first
+ * layer reads the pixels itself: planner.pixel_twin); device pointers on the caller's stream (and on the
  * legacy stream) give the host run's answers bit for bit, across several
  * batches; two networks on one device alternate; and a run queued on the
  * caller's stream overlaps a copy on another stream, shown by timings.
@@ -78,6 +80,22 @@ int main(int argc, char **argv)
           "float input: %g", max_diff(s_f32, s_gpu, ns));
     double total = 0;
     CHECK(cg_net_times(gpu, &total, NULL) == CG_STATUS_OK && total > 0, "kernel time %g ms", total);
+    /* the small buckets: floats and pixels through networks generated for 1 and 8 images */
+    for (int b = 1; b <= 8; b += 7) {
+        cg_net *small = NULL;
+        o.batch = b;
+        long long m = n < 20 ? n : 20;
+        CHECK(cg_net_open(spec, &o, &small) == CG_STATUS_OK, "cuda open, batch %d: %s", b, cg_net_error(small));
+        cg_input in_m = {CG_INPUT_U8, m, c, h, w, px}, fin_m = {CG_INPUT_F32, m, c, h, w, x};
+        if (!cg_net_error(small)[0]) {
+            CHECK(cg_net_run(small, &in_m, p_two, s_two) == CG_STATUS_OK && max_diff(s_two, s_cpu, (size_t)m * k) < 1e-5,
+                  "batch %d, pixels: %g from the CPU", b, max_diff(s_two, s_cpu, (size_t)m * k));
+            CHECK(cg_net_run(small, &fin_m, p_two, s_two) == CG_STATUS_OK && max_diff(s_two, s_cpu, (size_t)m * k) < 1e-5,
+                  "batch %d, floats: %g from the CPU", b, max_diff(s_two, s_cpu, (size_t)m * k));
+        }
+        cg_net_close(small);
+    }
+    o.batch = 0;
 
     /* device pointers: the driver's primary context is the one the backend uses */
     cg_cu *cu = NULL;
