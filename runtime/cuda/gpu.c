@@ -1500,7 +1500,7 @@ static int run_unit_current(cg_gpu *g, const cg_units *p, int u, long long n, co
     /* the tensors the unit reads from outside it (and where from), and those it writes */
     int reads[CG_MAX_TENSORS] = {0}, writes[CG_MAX_TENSORS] = {0};
     for (int k = 0; k < g->nlk; k++) {
-        if (p->kernel_unit[k] != u || !cg_manifest_feeds(&m->k[k], 1)) continue; /* (fed floats: runs(, , input)) */
+        if (p->kernel_unit[k] != u || !cg_manifest_feeds(&m->k[k], 1)) continue; /* (a unit is fed floats) */
         for (int j = 0; j < m->k[k].nin; j++)
             if (!writes[m->k[k].in[j]]) reads[m->k[k].in[j]] = 1;
         for (int j = 0; j < m->k[k].nout; j++) writes[m->k[k].outs[j]] = 1;

@@ -67,6 +67,9 @@ end
 -- maps (M = 13, 17, 26: prime or twice a prime), the smallest divisor from 9 to
 -- 32 that fits: measured on an H100 (2026-11-26, bench/journal/2026-11.md), one map a
 -- thread ran 17 maps of a 3x3 layer 11.7x slower than 17.
+-- The SMs to fill: the target's, else an H100's 132 (a fat binary serves many).
+local function target_sms(l) return (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132 end
+
 -- Whether d maps a thread fit the source budget and a fused pool's accumulators.
 local function mu_fits(l, d)
   local CG = per_group(l)
@@ -115,7 +118,7 @@ local function small_mu(l)
   end
   local g = common.conv_geom(l)
   local outs = pool_side(l, 1) > 1 and g.OH * g.OW or g.CH * g.CW
-  local sms = (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132
+  local sms = target_sms(l)
   if MG > 1 and mu_fits(l, MG) and common.ceil_div((l.batch or 1) * outs, 32) >= sms then return MG end
   return 1
 end
@@ -164,7 +167,7 @@ local function default_ms(l, given)
   local g = common.conv_geom(l)
   local outs = (F > 1 and g.OH * g.OW or g.CH * g.CW) // ((given and given.cols) or 1)
   local blocks = common.ceil_div(l.batch * outs, block)
-  local sms = (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132
+  local sms = target_sms(l)
   local want = small_tile(l) and sms or common.ceil_div(sms * T.SMALL_FILL_THREADS, block)
   local best = 1
   for _, d in ipairs(common.divisors(l.M // mu, 64)) do

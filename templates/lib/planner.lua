@@ -1154,8 +1154,9 @@ end
 -- from 2 to 8 images, a larger fc shares each image's reduction over a cluster of up to
 -- 8 blocks (ops/tail.lua's split, tail.split_for: at most 65,536 weights a block), so
 -- a classifier reading a wide feature map (zoo-awkward's 45,000 inputs into 10) ends
--- in one kernel too. Returns nil, or { fc = the fc layer, softmax = the softmax layer
--- or nil, split = the blocks an image, why = the header's reason }.
+-- in one kernel too (the template's default split, tail.split_for, is the one asked
+-- here). Returns nil, or { fc = the fc layer, softmax = the softmax layer or nil,
+-- why = the header's reason }.
 planner.TAIL_MAX_BATCH = planner.AUTO_GEMV_MAX_BATCH
 planner.TAIL_MAX_OUT = 32
 planner.TAIL_MAX_WEIGHTS = import("tail").MAX_WEIGHTS
@@ -1187,7 +1188,7 @@ function planner.tail_layers(net, batch, dt, final_out)
     "weights (%s)%s", fc.name, sm and (", " .. sm.name) or "", batch, batch == 1 and "" or "s",
     planner.TAIL_MAX_BATCH, fc.out, planner.TAIL_MAX_OUT, IN * fc.out, room,
     fc.strategy ~= "auto" and string.format("; the spec's strategy %s is for the large batch", fc.strategy) or "")
-  return { fc = fc, softmax = sm, split = split, why = why }
+  return { fc = fc, softmax = sm, why = why }
 end
 
 -- The kernels of a network and the tensors they thread. Every tensor has a

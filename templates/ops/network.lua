@@ -496,30 +496,21 @@ function T.kernel(l, p)
     end
     return weights[key]
   end
-  -- an element of tensor `name` at index expression idx (c: its channel where
-  -- the pixels are normalised per channel): the network's input is read as pixels
+  -- an element of tensor `name` at index expression idx: the network's input is
+  -- read as pixels, scaled as input_u8 scales them (common.pixel_reader; with a
+  -- mean and std, the channel taken from idx)
   local inp = l.input
+  local px_decl, px_read = common.pixel_reader(inp, acc_t)
   local consts = {}
   local function loader(name)
     if name ~= "input" then
       local t = tensor(name)
       return function(idx) return ty.to_acc(t .. "[" .. idx .. "]") end
     end
-    if inp.norm then
-      -- the per-channel factors and terms, declared once however many layers read the input
-      if #consts == 0 then
-        local a, t = {}, {}
-        for c, ft in ipairs(inp.norm) do a[c], t[c] = ft[1] .. "f", ft[2] .. "f" end
-        consts[1] = string.format("    const %s na[%d] = { %s }, nb[%d] = { %s };", acc_t, inp.C,
-          table.concat(a, ", "), inp.C, table.concat(t, ", "))
-      end
-      return function(idx)
-        local c = string.format("(((%s) / %d) %% %d)", idx, inp.HW, inp.C)
-        return string.format("fmaf((%s)px[%s], na[%s], nb[%s])", acc_t, idx, c, c)
-      end
-    end
+    -- the per-channel factors and terms, declared once however many layers read the input
+    if px_decl ~= "" and #consts == 0 then consts[1] = px_decl end
     return function(idx)
-      return string.format("fmaf((%s)px[%s], %sf, %sf)", acc_t, idx, inp.scale_text, inp.offset_text)
+      return px_read("px[" .. idx .. "]", inp.norm and string.format("(((%s) / %d) %% %d)", idx, inp.HW, inp.C))
     end
   end
 
