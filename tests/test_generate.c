@@ -1712,6 +1712,59 @@ static void test_tail_rule(void)
  * tail kernel, each image's reduction over the fewest blocks of a cluster (a power of
  * two up to 8) that hold at most 65,536 weights each: grid z and the name's _sN say
  * how many, the header why. Not at one image or bucket 64, not on sm_80, not past 8 x 65,536. */
+/* conv2d_planes' FP32 default fuses a 2x2 pool of stride 2 (fp=1) where that keeps the
+ * block's tile: the band's rows even (or the whole image) and as many blocks an SM
+ * (zoo-7x7-large's 55-row output in bands of 4): the conv kernel's name says _fp_pool2 and
+ * no pool kernel follows. Where the default band is odd (zoo-5x5-c64's 22 rows in bands
+ * of 11), rows given odd, or fp=0 given, the pool stays a kernel of its own. */
+static void test_planes_fused_pool(void)
+{
+    static const struct {
+        int c, hw, m, k;
+        const char *params, *want;
+    } want[] = {
+        {32, 61, 64, 7, "", "conv2d_planes_fp"},
+        {64, 26, 128, 5, "", "conv2d_planes pool"},
+        {32, 61, 64, 7, ", params: {rows: 3}", "conv2d_planes pool"},
+        {32, 61, 64, 7, ", params: {fp: 0}", "conv2d_planes pool"},
+        {32, 61, 64, 7, ", params: {rows: 2}", "conv2d_planes_fp"},
+    };
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_manifest *m = malloc(sizeof *m);
+    for (size_t i = 0; o && m && i < sizeof want / sizeof *want; i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "network: pfp\ninput: {channels: %d, height: %d, width: %d}\nseed: 2\nlayers:\n"
+                 "  - {name: c, op: conv, M: %d, K: %d, activation: relu, pool: max2, strategy: planes%s}\n"
+                 "  - {name: f, op: fc, out: 10}\n",
+                 want[i].c, want[i].hw, want[i].hw, want[i].m, want[i].k, want[i].params);
+        cg_spec *s = spec_text("pfp.yaml", text);
+        if (!s) continue;
+        cg_target tg; /* an H200 as the JIT sees it: sm_90 alone, as sm_90a */
+        cg_target_default(&tg);
+        tg.cc = 90, tg.sm90a = 1, tg.max_shared_optin = 227 * 1024, tg.sms = 132, tg.batch = 256;
+        cg_err e = {""};
+        int rc = cg_generate_for(s, "x", &tg, o, &e);
+        if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, "pfp.yaml", m, &e);
+        CHECK(rc == 0, "pfp.yaml (%s): %s", want[i].params, e.msg);
+        if (rc) {
+            free(s);
+            continue;
+        }
+        char got[256] = "";
+        size_t at = 0;
+        for (int k = 0; k < cg_manifest_layer_kernels(m) && at < sizeof got; k++)
+            if (!strcmp(m->k[k].layer, "c"))
+                at += (size_t)snprintf(got + at, sizeof got - at, "%s%s%s", at ? " " : "", m->k[k].tpl,
+                                       strstr(m->k[k].name, "_fp_pool2") ? "_fp" : "");
+        CHECK(!strcmp(got, want[i].want), "planes C%d %dx%d -> %d, K%d%s at 256 images: '%s', want '%s'", want[i].c,
+              want[i].hw, want[i].hw, want[i].m, want[i].k, want[i].params, got, want[i].want);
+        free(s);
+    }
+    free(o);
+    free(m);
+}
+
 static void test_tail_split(void)
 {
     static const struct {
@@ -2603,6 +2656,7 @@ int main(void)
     test_concat_slices();
     test_tail_rule();
     test_tail_split();
+    test_planes_fused_pool();
     test_pixel_twin();
     test_residual_fusion();
     test_residual_shared_kernel();

@@ -32,9 +32,13 @@
 -- to the running sum once they land (conv2d_igemm_tc's accuracy measure). Epilogue:
 -- bias, activation, stores from the accumulators; pools run as a kernel of their own
 -- after it, or (fp=1) a 2x2 pool of stride 2 is fused: the tile through shared memory,
--- then a pooled output a thread (fp=1 is no default: on an H100 it never won, 0-3 %
--- slower on ten of twelve pooled zoo layers with the same tile, 1.3-3x where its even
--- bands changed the tile: bench/journal/2026-11.md, 2026-11-27). Without sm_90a (the CPU
+-- then a pooled output a thread. fp=1 is the default where it keeps the tile (even
+-- bands, the same blocks an SM: default_fp32_fp): alone, the kernel was 0-3 % slower on
+-- an H100 (journal, 2026-11-27), but the network gains the pool kernel and its pass over
+-- the unpooled tensor: on an H200 at 10,000 images nine zoo networks 0-4.2 % faster,
+-- at 8-1,000 images up to 5 % (bench/RESULTS.md, "planes' fused pool by default").
+-- Where even bands change the tile (zoo-5x5-c64's 22 rows in bands of 11) it lost
+-- 1.3-3x, and stays off. Without sm_90a (the CPU
 -- emulation of test_emulate, a PTX build) each accumulator is a dot product of the same
 -- planes, table and staged weights by FMAs.
 --
@@ -179,6 +183,34 @@ bm_param.default = function(l, given)
   return bm_fp32(l, given)
 end
 
+-- fp's FP32 default: 1 where the layer has a 2x2 pool of stride 2 and fusing it changes
+-- neither the block's default band (rows, and the images a block) nor the blocks its
+-- shared memory lets an SM hold (the staged tile fits where the planes were), so the tile
+-- is the same and the pool kernel after it goes; else 0. With the tile kept, the fused
+-- pool cost 0-3 % more kernel time on an H100 at 10,000 images (journal, 2026-11-27),
+-- about what the pool kernel it saves costs; where even bands changed the tile it lost
+-- 1.3-3x (zoo-5x5-c64's 11-row bands), hence only where they do not.
+local function default_fp32_fp(l, given)
+  if given and given.fp ~= nil then return given.fp end
+  local g = common.conv_geom(l)
+  if not common.fused_pool2(g) then return 0 end
+  local rows = given and given.rows or default_rows(l, nil)
+  local ib = given and given.ib or default_ib(l, nil)
+  if rows < g.CH and rows % 2 == 1 then return 0 end
+  if not (given and given.rows) and default_rows(l, 1) ~= rows then return 0 end
+  if not (given and given.ib) and default_ib(l, 1) ~= ib then return 0 end
+  local p = { ib = ib, rows = rows, wgs = given and given.wgs or default_wgs(l, ib, rows),
+              bk = given and given.bk or 32, occ = 1 }
+  p.bm = given and given.bm or bm_fp32(l, given)
+  p.fp = 0
+  local s0 = shape(l, p)
+  p.fp = 1
+  local s1 = shape(l, p)
+  local cap = common.max_shared(l)
+  return (cap // s1.smem >= cap // s0.smem) and 1 or 0
+end
+
+
 T.params = {
   { name = "tr", quiet = true,
     doc = "16-bit tensors: 1 makes maps wgmma's M (64 a warpgroup) and the band's pixels its N, weights copied by "
@@ -219,7 +251,10 @@ T.params = {
     end },
   { name = "fp", doc = "1: a 2x2 pool of stride 2 fused into the epilogue (the tile through shared memory); 0: a pool kernel after",
     legal = function(_) return { 0, 1 } end,
-    default = function(l, given) return common.half_dtype(l) and half.default_fp(l, given) or 0 end },
+    default = function(l, given)
+      if common.half_dtype(l) then return half.default_fp(l, given) end
+      return default_fp32_fp(l, given)
+    end },
   { name = "po", quiet = true,
     doc = "16-bit tensors, tr=1: 1 stages the planes a channel slice at a time, the next while one multiplies; "
       .. "0 all of them before the first product",

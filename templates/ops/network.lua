@@ -30,6 +30,8 @@
 --            the inputs not written in place (a loop over each one's own elements): a conv writing a concat's input
 --            straight into its slice (a view, planner.concat_slices) stores at the
 --            concat's image stride
+-- Every product is an FP32 FMA: a tf32 network's layers get FP32's accuracy here, not
+-- TF32's rounding (auto weighs the two paths by time alone).
 -- The network's first layer reads the pixels and scales them as input_u8 does
 -- (no input kernel, no barrier for it). The last phase writes the predictions.
 --
