@@ -618,7 +618,7 @@ static void test_default_tiles(void)
         {"bench/specs/zoo-5x5-c64.yaml", "conv2", "conv2d_igemm_wg", "bm=64 bn=128 wgs=1 bk=16 occ=1"},
         {"bench/specs/zoo-k7pad.yaml", "conv4", "conv2d_planes", "ib=3 rows=9 wgs=2 bm=24 bk=32 occ=2"},
         {"bench/specs/zoo-alex.yaml", "conv3", "conv2d_planes", "ib=7 rows=3 wgs=1 bm=64 bk=32 occ=1"},
-        {"bench/specs/zoo-7x7-large.yaml", "conv2", "conv2d_planes", "ib=1 rows=4 wgs=2 bm=64 bk=32 occ=1"},
+        {"bench/specs/zoo-7x7-large.yaml", "conv2", "conv2d_planes", "ib=1 rows=4 wgs=4 bm=64 bk=32 occ=1"}, /* one block an SM: a warpgroup a tile */
         {"bench/specs/zoo-odd.yaml", "conv3", "conv2d_planes", "ib=1 rows=3 wgs=1 bm=56 bk=32 occ=3"},
     };
     for (size_t i = 0; s && o && i < sizeof wg / sizeof *wg; i++) {
@@ -942,8 +942,9 @@ static void test_planes_fp(void)
             if (!rc) cg_gen_free(o);
         }
     }
-    /* fp=1 given alone: the other defaults are chosen for it (even bands), not searched
-     * around fp=0's (zoo-5x5-c64's conv2 took bands of 22 rows and bm=16 that way) */
+    /* fp=1 given alone: the other defaults are chosen for it (even bands; 3 tiles, one block
+     * an SM: a warpgroup each), not searched around fp=0's (zoo-5x5-c64's conv2 took bands
+     * of 22 rows and bm=16 that way) */
     const char *c64 = "network: c64\ninput: {channels: 64, height: 26, width: 26}\nlayers:\n"
                       "  - {name: c, op: conv, M: 128, K: 5, activation: relu, pool: max2, bias: true, strategy: planes,\n"
                       "     params: {fp: 1}}\n  - {name: f, op: fc, out: 10}\n";
@@ -952,7 +953,7 @@ static void test_planes_fp(void)
         int rc = s && o && (cg_spec_parse("c64.yaml", c64, strlen(c64), s, &e) || cg_generate_for(s, "x", &tg, o, &e));
         const cg_gen_kernel *k = rc || !o ? NULL : conv_kernel(o, "c");
         const char *line = NULL;
-        CHECK(k && params_has(k, "ib=1 rows=8 wgs=2 bm=64 bk=32 occ=1 fp=1", &line), "fp=1 alone: %s",
+        CHECK(k && params_has(k, "ib=1 rows=8 wgs=3 bm=64 bk=32 occ=1 fp=1", &line), "fp=1 alone: %s",
               k ? (line ? line : "no params line") : e.msg);
         if (!rc && o) cg_gen_free(o);
     }
@@ -1712,22 +1713,25 @@ static void test_tail_rule(void)
  * tail kernel, each image's reduction over the fewest blocks of a cluster (a power of
  * two up to 8) that hold at most 65,536 weights each: grid z and the name's _sN say
  * how many, the header why. Not at one image or bucket 64, not on sm_80, not past 8 x 65,536. */
-/* conv2d_planes' FP32 default fuses a 2x2 pool of stride 2 (fp=1) where that keeps the
- * block's tile: the band's rows even (or the whole image) and as many blocks an SM
+/* conv2d_planes' FP32 defaults. The 2x2 pool of stride 2 fused (fp=1) where that keeps
+ * the block's tile: the band's rows even (or the whole image) and as many blocks an SM
  * (zoo-7x7-large's 55-row output in bands of 4): the conv kernel's name says _fp_pool2 and
  * no pool kernel follows. Where the default band is odd (zoo-5x5-c64's 22 rows in bands
- * of 11), rows given odd, or fp=0 given, the pool stays a kernel of its own. */
+ * of 11), rows given odd, or fp=0 given, the pool stays a kernel of its own. And a
+ * warpgroup a tile (_g4 for 4 tiles) where one block fills an SM's shared memory (both
+ * of those layers), two tiles a warpgroup (_g2) where two blocks fit (C16 48x48, K3). */
 static void test_planes_fused_pool(void)
 {
     static const struct {
         int c, hw, m, k;
         const char *params, *want;
     } want[] = {
-        {32, 61, 64, 7, "", "conv2d_planes_fp"},
-        {64, 26, 128, 5, "", "conv2d_planes pool"},
-        {32, 61, 64, 7, ", params: {rows: 3}", "conv2d_planes pool"},
-        {32, 61, 64, 7, ", params: {fp: 0}", "conv2d_planes pool"},
-        {32, 61, 64, 7, ", params: {rows: 2}", "conv2d_planes_fp"},
+        {32, 61, 64, 7, "", "conv2d_planes_fp_g4"},
+        {64, 26, 128, 5, "", "conv2d_planes_g4 pool"},
+        {32, 61, 64, 7, ", params: {rows: 3}", "conv2d_planes_g2 pool"},
+        {32, 61, 64, 7, ", params: {fp: 0}", "conv2d_planes_g4 pool"},
+        {32, 61, 64, 7, ", params: {rows: 2}", "conv2d_planes_fp_g2"},
+        {16, 50, 64, 3, "", "conv2d_planes_fp_g2"},
     };
     cg_gen_output *o = malloc(sizeof *o);
     cg_manifest *m = malloc(sizeof *m);
@@ -1755,8 +1759,13 @@ static void test_planes_fused_pool(void)
         size_t at = 0;
         for (int k = 0; k < cg_manifest_layer_kernels(m) && at < sizeof got; k++)
             if (!strcmp(m->k[k].layer, "c"))
-                at += (size_t)snprintf(got + at, sizeof got - at, "%s%s%s", at ? " " : "", m->k[k].tpl,
-                                       strstr(m->k[k].name, "_fp_pool2") ? "_fp" : "");
+            {
+                const char *g = strstr(m->k[k].name, "_g");
+                while (g && !(g[2] >= '1' && g[2] <= '4' && (g[3] == '_' || !g[3]))) g = strstr(g + 2, "_g");
+                at += (size_t)snprintf(got + at, sizeof got - at, "%s%s%s%s%.*s", at ? " " : "", m->k[k].tpl,
+                                       strstr(m->k[k].name, "_fp_pool2") ? "_fp" : "", g ? "_g" : "", g ? 1 : 0,
+                                       g ? g + 2 : "");
+            }
         CHECK(!strcmp(got, want[i].want), "planes C%d %dx%d -> %d, K%d%s at 256 images: '%s', want '%s'", want[i].c,
               want[i].hw, want[i].hw, want[i].m, want[i].k, want[i].params, got, want[i].want);
         free(s);

@@ -118,7 +118,25 @@ local function default_wgs(l, ib, r)
   return math.min(4, common.ceil_div(common.ceil_div(ib * r * d.g.CW, 64), 2))
 end
 
-local function shape(l, p)
+-- But a warpgroup a tile (up to four) where the block's shared memory leaves room for
+-- one block an SM and the registers allow it: there two tiles a warpgroup leave an SM
+-- 8 warps to hide the planes' loads behind. zoo-7x7-large's conv2 (C32 61x61, K7, M64:
+-- bands of 4 rows, 117 KB) at 1,000 images on an H200: 7.32 ms with two warpgroups,
+-- 6.59 with four (bench/RESULTS.md, "planes: a warpgroup a tile where one block fits").
+-- The block as given (ib, rows, bm, bk); nil where the rule does not apply.
+local shape
+local function wgs_one_block(l, ib, r, bm, bk)
+  local d = geometry(l)
+  local tt = common.ceil_div(ib * r * d.g.CW, 64)
+  local all = math.min(4, tt)
+  if all <= common.ceil_div(tt, 2) then return nil end
+  local s = shape(l, { ib = ib, rows = r, wgs = all, bm = bm, bk = bk, occ = 1, fp = 0 })
+  if 2 * (s.smem + 1024) <= common.max_shared(l) + 1024 then return nil end
+  if s.regs > REG_BUDGET or s.regs > common.reg_cap(l, s.threads, 1) then return nil end
+  return all
+end
+
+function shape(l, p)
   local s = geometry(l)
   local g = s.g
   s.threads = 128 * p.wgs
@@ -173,7 +191,9 @@ end
 local function default_wgs_given(l, given)
   if common.half_dtype(l) then return half.default_wgs(l) end
   local fp = given and given.fp
-  return default_wgs(l, default_ib(l, fp), default_rows(l, fp))
+  local ib, r = given and given.ib or default_ib(l, fp), given and given.rows or default_rows(l, fp)
+  local bm = given and given.bm or math.min(common.wgmma_rows_tile(l, common.ceil_div(l.M, 64)), 64)
+  return wgs_one_block(l, ib, r, bm, given and given.bk or 32) or default_wgs(l, default_ib(l, fp), default_rows(l, fp))
 end
 
 local bm_param = common.wgmma_bm_param()
