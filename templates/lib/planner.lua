@@ -481,7 +481,13 @@ planner.AUTO_SMALL_DIRECT_MAX_CKK_8 = 160
 -- not measured; fashion-resnet's 16 -> 16 3x3 layers (M < 32) under igemm's FFMA took its
 -- network from 61.2 to 63.5 us at 8 images, so they keep direct.
 planner.AUTO_SMALL_DIRECT_MAX_C_8 = 16
-planner.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4 }
+-- Four stages (three slices in flight, cp.async on sm_80+): a block of 8x32 at one image
+-- is one warp, its time a chain of slice loads; on an H200 (2026-11-30, against two stages,
+-- whole networks at one image, bench/scripts/ab_images.sh, log bench/igemm-stages-2026-11-30.log)
+-- 16 of 19 networks faster (ece408-2018fa 20.5 -> 19.1 us, zoo-inception 29.5 -> 27.1,
+-- zoo-alex 35.0 -> 32.5, zoo-issue3x3 14.8 -> 13.1), zoo-odd, zoo-squeeze and zoo-wide3x3
+-- 0.3-0.9 us slower (two rounds, about the rounds' spread).
+planner.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4, stages = 4 }
 
 -- Split reductions (conv2d_igemm's `split`): at one image a deep layer's small
 -- tiles are few (ResNet-18's 512-map 3x3 layer on 7x7 maps: 2 column tiles x 64
