@@ -88,13 +88,13 @@ fi
 expect 3 "layer 'conv2': the unrolled body makes 588 tile calls" specs/ece408-2018fa.yaml --layer conv2 --strategy direct
 # the configuration a layer gets at a small bucket when none is given is the network's kernel
 # there, less its split (a kernel is timed alone): zoo-k7pad's 7x7 conv4 at one image in igemm's
-# 32-pixel tiles (the network splits it 14 ways), zoo-awkward's 5x5 conv3 there in winograd's
+# 32-pixel tiles in four stages (the network splits it 14 ways), zoo-awkward's 5x5 conv3 there in winograd's
 # small tiles (planner.small_winograd: no split), at 1,100 (the large batch) in igemm's default
 # tiles and under the network's own template, planes (the fake driver's sm_90)
 fake=build/tests/fake
 if [ -e "$fake/libcuda.so.1" ]; then
   LD_LIBRARY_PATH=$fake $cg kernel bench/specs/zoo-k7pad.yaml --layer conv4 --batch 1 >"$t/o" 2>&1
-  grep -q "template conv2d_igemm, params bm=8 bn=32 bk=7 tm=2 tn=4 occ=1 stages=2$" "$t/o" && ok \
+  grep -q "template conv2d_igemm, params bm=8 bn=32 bk=7 tm=2 tn=4 occ=1 stages=4$" "$t/o" && ok \
     || bad "one image's default: $(head -2 "$t/o")"
   LD_LIBRARY_PATH=$fake $cg kernel bench/specs/zoo-awkward.yaml --layer conv3 --batch 1 >"$t/o" 2>&1
   grep -q "template conv2d_winograd, params mt=2 bm=16 bn=16 cs=11 tm=8 tn=4 xg=1 occ=1$" "$t/o" && ok \
