@@ -36,7 +36,7 @@
 -- bands, the same blocks an SM: default_fp32_fp): alone, the kernel was 0-3 % slower on
 -- an H100 (journal, 2026-11-27), but the network gains the pool kernel and its pass over
 -- the unpooled tensor: on an H200 at 10,000 images nine zoo networks 0-4.2 % faster,
--- at 8-1,000 images up to 5 % (bench/RESULTS.md, "planes' fused pool by default").
+-- at 8-1,000 images up to 5 % (bench/RESULTS.md, "planes: the fused pool by default, ...").
 -- Where even bands change the tile (zoo-5x5-c64's 22 rows in bands of 11) it lost
 -- 1.3-3x, and stays off. Without sm_90a (the CPU
 -- emulation of test_emulate, a PTX build) each accumulator is a dot product of the same
@@ -122,7 +122,8 @@ end
 -- one block an SM and the registers allow it: there two tiles a warpgroup leave an SM
 -- 8 warps to hide the planes' loads behind. zoo-7x7-large's conv2 (C32 61x61, K7, M64:
 -- bands of 4 rows, 117 KB) at 1,000 images on an H200: 7.32 ms with two warpgroups,
--- 6.59 with four (bench/RESULTS.md, "planes: a warpgroup a tile where one block fits").
+-- 6.59 with four (bench/RESULTS.md, "planes: the fused pool by default, a warpgroup a tile
+-- where one block fits").
 -- The block as given (ib, rows, bm, bk); nil where the rule does not apply.
 local shape
 local function wgs_one_block(l, ib, r, bm, bk)
@@ -187,7 +188,9 @@ local function default_ib(l, fp)
   return best or 1
 end
 
--- The default warpgroups under the defaults of ib and rows (for fp as given).
+-- The default warpgroups: a warpgroup a tile where wgs_one_block says so for the block
+-- as given (ib, rows, bm, bk; their defaults where not given), else default_wgs under the
+-- defaults of ib and rows (for fp as given).
 local function default_wgs_given(l, given)
   if common.half_dtype(l) then return half.default_wgs(l) end
   local fp = given and given.fp
@@ -229,7 +232,6 @@ local function default_fp32_fp(l, given)
   local cap = common.max_shared(l)
   return (cap // s1.smem >= cap // s0.smem) and 1 or 0
 end
-
 
 T.params = {
   { name = "tr", quiet = true,
