@@ -188,6 +188,13 @@ local function default_ib(l, fp)
   return best or 1
 end
 
+local bm_param = common.wgmma_bm_param()
+local bm_fp32 = bm_param.default
+bm_param.default = function(l, given)
+  if common.half_dtype(l) then return half.default_bm(l, given) end
+  return bm_fp32(l, given)
+end
+
 -- The default warpgroups: a warpgroup a tile where wgs_one_block says so for the block
 -- as given (ib, rows, bm, bk; their defaults where not given), else default_wgs under the
 -- defaults of ib and rows (for fp as given).
@@ -195,15 +202,7 @@ local function default_wgs_given(l, given)
   if common.half_dtype(l) then return half.default_wgs(l) end
   local fp = given and given.fp
   local ib, r = given and given.ib or default_ib(l, fp), given and given.rows or default_rows(l, fp)
-  local bm = given and given.bm or math.min(common.wgmma_rows_tile(l, common.ceil_div(l.M, 64)), 64)
-  return wgs_one_block(l, ib, r, bm, given and given.bk or 32) or default_wgs(l, default_ib(l, fp), default_rows(l, fp))
-end
-
-local bm_param = common.wgmma_bm_param()
-local bm_fp32 = bm_param.default
-bm_param.default = function(l, given)
-  if common.half_dtype(l) then return half.default_bm(l, given) end
-  return bm_fp32(l, given)
+  return wgs_one_block(l, ib, r, given and given.bm or bm_fp32(l, given), given and given.bk or 32) or default_wgs(l, default_ib(l, fp), default_rows(l, fp))
 end
 
 -- fp's FP32 default: 1 where the layer has a 2x2 pool of stride 2 and fusing it changes
