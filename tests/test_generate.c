@@ -1221,8 +1221,8 @@ static void test_split_rule(void)
         CHECK(0, "layers-splitk8-tc: %s", e.msg);
     }
     if (cg_spec_load("tests/gpu/layers-splitk.yaml", s, &e)) CHECK(0, "layers-splitk: %s", e.msg);
-    /* refusals: more parts than slices (c4: 1x1, C = 256 in 4 slices of 64), a split that leaves
-     * parts of no whole slices, a fused 2x2 pool */
+    /* refusals: more parts than slices (c4: 1x1, C = 256 in 4 slices of 64), a split whose
+     * last part has no slice; a fused 2x2 pool splits */
     char whybuf[512] = "", *why = whybuf;
     CHECK(cg_gen_check_one(s, 3, "conv2d_igemm", "bk=64,split=8", why, sizeof whybuf, &e) == 1, "split=8 of 4 slices");
     CHECK_CONTAINS(why, "split=8: more parts than the reduction C*K*K = 256 has slices of bk=64 (4)");
@@ -1240,8 +1240,13 @@ static void test_split_rule(void)
                                "  - {name: a, op: conv, M: 16, K: 3, strategy: igemm}\n"
                                "  - {name: b, op: conv, M: 8, K: 3, pool: max2, strategy: igemm}\n";
     if (cg_spec_parse("p.yaml", text, strlen(text), s, &e) == 0) {
-        CHECK(cg_gen_check_one(s, 0, "conv2d_igemm", "bm=16,bn=128,bk=9,tm=8,tn=8,split=2", why, sizeof whybuf, &e) == 1, "5 slices in 2");
-        CHECK_CONTAINS(why, "split=2 does not divide the 5 slices of bk=9 (C*K*K = 45) into whole slices");
+        /* a ragged split (5 slices in parts of 3 and 2) is legal; one whose last part
+         * would have no slice (5 in parts of 2, 2, 2 and -1) is not */
+        CHECK(cg_gen_check_one(s, 0, "conv2d_igemm", "bm=16,bn=128,bk=9,tm=8,tn=8,split=2", why, sizeof whybuf, &e) == 0,
+              "5 slices in 2: %s", why);
+        CHECK(cg_gen_check_one(s, 0, "conv2d_igemm", "bm=16,bn=128,bk=9,tm=8,tn=8,split=4", why, sizeof whybuf, &e) == 1,
+              "5 slices in 4");
+        CHECK_CONTAINS(why, "split=4 leaves its last part no slice: 5 slices of bk=9 (C*K*K = 45) in parts of 2");
         /* a fused 2x2 pool splits: the partials keep the GEMM columns, splitk_reduce pools */
         CHECK(cg_gen_check_one(s, 1, "conv2d_igemm", "bm=8,bn=32,bk=18,tm=2,tn=4,split=2", why, sizeof whybuf, &e) == 0,
               "pooled split: %s", why);

@@ -699,7 +699,8 @@ end
 
 -- The main loop of a template whose slices pass through registers (conv2d_winograd;
 -- conv2d_igemm before sm_80): lambdas fetch(s) (global -> registers), multiply(b)
--- (buffer b) and stash(b) (registers -> buffer b), over S slices, two buffers;
+-- (buffer b) and stash(b) (registers -> buffer b), over S slices (a number, or the name
+-- of a variable holding it: conv2d_igemm's ragged split), two buffers;
 -- `note`: a comment line first.
 function common.prefetch_loop(S, note)
   return (note and "// two buffers: the next slice is read into registers during the products\n    " or "") ..
@@ -707,10 +708,10 @@ function common.prefetch_loop(S, note)
     stash(0);
     __syncthreads();
 #pragma unroll 1
-    for (int s = 0; s < %d; s++) {
-        if (s + 1 < %d) fetch(s + 1);   // global loads in flight during the products
+    for (int s = 0; s < %s; s++) {
+        if (s + 1 < %s) fetch(s + 1);   // global loads in flight during the products
         multiply(s & 1);
-        if (s + 1 < %d) stash((s & 1) ^ 1);
+        if (s + 1 < %s) stash((s & 1) ^ 1);
         __syncthreads();
     }]], S, S, S)
 end

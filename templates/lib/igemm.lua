@@ -203,7 +203,7 @@ local function params(tc)
     legal = function(_) return { 2, 3, 4 } end,
     default = function(_) return 2 end }
   -- split > 1 (both templates): grid z cuts the reduction into `split` runs of whole
-  -- slices, each block's partial sums stored raw into a partials tensor that a
+  -- slices (the last run shorter where split does not divide the slices), each block's partial sums stored raw into a partials tensor that a
   -- kernel of its own (ops/splitk_reduce) sums in order; the planner chooses it for
   -- small batches (planner.split_of). Quiet: split=1 is left out of the
   -- "k=v" lists, so files generated before it stay as they were; no search:
@@ -301,7 +301,11 @@ local function shape(l, p, tc)
   s.WL = common.ceil_div(p.bk * p.bm, math.max(s.threads, 1))  -- weights each thread loads
   s.slices = common.ceil_div(s.R, p.bk)
   s.split = p.split or 1
-  s.SS = s.slices // s.split           -- slices of one block's part of the reduction
+  -- slices of one block's part of the reduction: every part SS but the last, LAST (fewer
+  -- where split does not divide the slices: a ragged split, zoo-awkward's 71 slices in 8 parts
+  -- of 9 and a last of 8)
+  s.SS = common.ceil_div(s.slices, s.split)
+  s.LAST = s.slices - (s.split - 1) * s.SS
   s.tail = s.free and s.R % p.bk ~= 0   -- the first slice is short: its first pad0 rows are zeros
   s.pad0 = s.tail and s.slices * p.bk - s.R or 0
   -- a free slice's offset table (and, with padding, its kernel rows and columns) in constant memory
@@ -371,9 +375,9 @@ local function check(l, p, tc)
       return string.format("split=%d: more parts than the reduction C*K*K = %d has slices of bk=%d (%d)",
         s.split, s.R, p.bk, s.slices), "split"
     end
-    if s.slices % s.split ~= 0 then
-      return string.format("split=%d does not divide the %d slices of bk=%d (C*K*K = %d) into whole slices",
-        s.split, s.slices, p.bk, s.R), "split"
+    if s.LAST < 1 then
+      return string.format("split=%d leaves its last part no slice: %d slices of bk=%d (C*K*K = %d) in parts of %d",
+        s.split, s.slices, p.bk, s.R, s.SS), "split"
     end
     if s.tail then
       return string.format("split=%d: the first slice is short (bk=%d does not divide C*K*K = %d)", s.split,
@@ -439,7 +443,12 @@ local source = engine.compile([=[
 // GEMM view: {{M}} maps x (N*{{COLS}}) columns, reduced over C*K*K = {{R}} in {{SLICES}} slices of {{BK}}
 // ({{slice_doc}}); block tile {{BM}}x{{BN}}, thread tile {{TM}}x{{TN}}, {{NT}} threads.
 % if SPLIT > 1 then
+% if LAST ~= SS then
+// Split {{SPLIT}} ways (grid z), ragged: block z reduces slices z*{{SS}} .. z*{{SS}} + {{SS - 1}} ({{LAST}} of them in the
+// last part, z = {{SPLIT - 1}}) and stores its raw partial
+% else
 // Split {{SPLIT}} ways (grid z): block z reduces slices z*{{S}} .. z*{{S}} + {{S - 1}} and stores its raw partial
+% end
 // sums (no bias, no activation) as part z of out = partials[{{SPLIT}}][n][{{M}}][{{COLS}}]; splitk_reduce adds them.
 %   if pooled then
 // The partials keep every GEMM column: a 2x2 pooling window's four conv outputs side by side; splitk_reduce pools.
@@ -513,7 +522,10 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
     const int m0 = blockIdx.y * {{BM}};
     const int total = n * {{COLS}};
 % if SPLIT > 1 then
-    const int s0 = blockIdx.z * {{S}};   // this block's first slice of the reduction
+    const int s0 = blockIdx.z * {{SS}};   // this block's first slice of the reduction
+%   if LAST ~= SS then
+    const int ns = blockIdx.z == {{SPLIT - 1}} ? {{LAST}} : {{SS}};   // and its count of slices (the last part's fewer)
+%   end
 % end
     (void)b_arg;
 
@@ -1276,11 +1288,11 @@ local function kernel(l, p, tc)
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
     BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn, ST = p.stages,
     mma = s.mma, tf32 = s.tf32, split = common.tf32x3_split(), tf32_round = common.tf32_round(),
-    tf32_round_emu = common.tf32_round_emu(), loop = common.prefetch_loop(s.SS),
+    tf32_round_emu = common.tf32_round_emu(), loop = common.prefetch_loop(s.LAST ~= s.SS and "ns" or s.SS),
     zero_cf = s.mma and common.tf32x3_zero("cf", s.FP, s.FM, 4) or "",
     mma_defs = common.tf32x3_mma_defs(s.half), half = s.half or false, narrow = s.narrow, cpasync = not s.narrow,
     KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
-    NT = s.threads, LC = s.LC, WL = s.WL, S = s.SS, SLICES = s.slices, SPLIT = s.split, COLS = s.COLS, P = s.P, OW = s.OW,
+    NT = s.threads, LC = s.LC, WL = s.WL, S = s.LAST ~= s.SS and "ns" or s.SS, SS = s.SS, LAST = s.LAST, SLICES = s.slices, SPLIT = s.split, COLS = s.COLS, P = s.P, OW = s.OW,
     smem = s.smem, pooled = s.pooled, bias = l.bias,
     whole = whole, SPC = (whole or s.free) and 1 or (l.K // (p.bk // l.K)),
     slice_doc = s.xt and string.format("%d rows each, staged column by column", p.bk)

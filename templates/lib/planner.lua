@@ -498,7 +498,8 @@ planner.SMALL_IGEMM = { bn = 32, tm = 2, tn = 4, stages = 4 }
 -- target's SMs SPLIT_WARPS_PER_SM warps each, while every part keeps at least
 -- SPLIT_MIN_DEPTH of the reduction and a whole number of slices; at one image, where no
 -- power of two divides the slices, the least other divisor that reaches the warps (else
--- the largest up to SPLIT_MAX); 1 where the tiles already give that many warps. A layer pooling 2x2 in the epilogue splits
+-- the largest up to SPLIT_MAX), and where none does, a ragged split (parts of
+-- ceil(slices / S) slices, the last shorter); 1 where the tiles already give that many warps. A layer pooling 2x2 in the epilogue splits
 -- too (its partials keep the GEMM columns, splitk_reduce pools). The SM count is the target's (a JIT's device),
 -- 100 where unknown (a fat binary, `generate` without a device). The thresholds
 -- are estimates, not yet timed on a GPU.
@@ -548,6 +549,22 @@ function planner.split_of(l, p, tc)
     -- H200: zoo-awkward 113.8 -> 72.9 us); from two images on small_split tries other slice
     -- depths instead.
     S = divisor_split(S, 3, planner.SPLIT_MAX)
+    if S == 1 then
+      -- no divisor either (a prime slice count: zoo-awkward's conv4, C*K*K = 639 in 71 slices
+      -- of 9, 144 one-warp blocks at one image): a ragged split, every part ceil(slices / S)
+      -- slices but the last, the least S up to SPLIT_MAX whose warps reach want (else the
+      -- largest), each part keeping SPLIT_MIN_DEPTH and the last at least one slice. Measured
+      -- on an H200 (bench/RESULTS.md, "One image: a ragged split"): zoo-awkward at one image
+      -- 51.9 -> 42.3 us (conv4 17.6 -> 8.9 + 2.4 for splitk_reduce; conv2's 17 slices in 9
+      -- and 8 another 1.2 us off)
+      for d = 2, planner.SPLIT_MAX do
+        local q = common.ceil_div(slices, d)
+        if slices - (d - 1) * q >= 1 and q * p.bk >= planner.SPLIT_MIN_DEPTH then
+          S = d
+          if warps * d >= want then break end
+        end
+      end
+    end
   end
   if S > 1 and warps * S < want then
     -- the powers of two stop short (a slice count with few factors of two: zoo-bigk's conv2
@@ -557,8 +574,10 @@ function planner.split_of(l, p, tc)
     S = divisor_split(S, S + 1, planner.SPLIT_MAX_WIDE)
   end
   if S == 1 then return 1, nil end
-  return S, string.format("split %d ways (C*K*K = %d in parts of %d): %d warp%s at %d image%s, under %d for " ..
-    "each of %s %d SMs", S, R, R // S, warps, warps == 1 and "" or "s", l.batch or 1, (l.batch or 1) == 1 and "" or "s",
+  local q = common.ceil_div(slices, S)
+  return S, string.format("split %d ways (C*K*K = %d in parts of %d%s): %d warp%s at %d image%s, under %d for " ..
+    "each of %s %d SMs", S, R, q * p.bk, slices % S ~= 0 and string.format(", the last %d", R - (S - 1) * q * p.bk) or "",
+    warps, warps == 1 and "" or "s", l.batch or 1, (l.batch or 1) == 1 and "" or "s",
     planner.SPLIT_WARPS_PER_SM, known and "the target's" or "an assumed", sms)
 end
 
@@ -633,6 +652,10 @@ local function small_winograd(l, spec, split_why)
   local slices = legal_values(T, "cs", l)
   for _, q in ipairs(planner.SMALL_WINOGRAD) do
     for _, cs in ipairs(slices) do
+      -- not one channel a slice where there are more (a prime C: zoo-awkward's 71-channel
+      -- conv4 at one image, 60.2 -> 72.5 us on an H200 under winograd with cs=1, where
+      -- igemm splits it ragged)
+      if cs == 1 and l.C > 1 then break end
       local given = { mt = 2, bm = q.bm, bn = q.bn, tm = q.tm, tn = q.tn, xg = 1, cs = cs }
       local ok, p = pcall(resolve, T, "conv2d_winograd", l, given, nil)
       local ok2, k = false, nil
