@@ -106,7 +106,8 @@ static const cg_mkernel *kernel_of(const cg_manifest *m, const char *name, const
  * splits by a divisor of its slice count (planner.split_of: 825 rows in 165 slices of
  * 5, 11 parts, splitk_reduce pooling), a prime slice count above SPLIT_MAX splits
  * ragged (639 rows in 71 slices of 9: 8 parts of 8 slices and a last of 7); at 256 images an fc whose vec tiles launch fewer blocks than half the SMs
- * (15,488 inputs into 10: 2 tiles x split 8) takes gemv, and one with enough keeps vec. */
+ * (15,488 inputs into 10: 2 tiles x split 8) takes gemv, and one with enough keeps vec;
+ * gemv's threads at 8 images and at one. */
 static void odd_splits_and_fc(void)
 {
     static cg_spec s;
@@ -133,6 +134,17 @@ static void odd_splits_and_fc(void)
               fc ? fc->tpl : "none");
         cg_gen_free(&o);
     }
+    /* gemv's threads: up to 1024 from two images (17,496 inputs: 4,374 chunks of 4, so 1024
+     * threads at 8 images), up to 512 at one image */
+    static const struct { int bucket; const char *part; } gemv_threads[] = {{8, "_b8r1t1024"}, {1, "_b1r1t512"}};
+    for (size_t i = 0; i < sizeof gemv_threads / sizeof *gemv_threads; i++)
+        if (!gen_for("specs/ece408-2018fa.yaml", gemv_threads[i].bucket, &s, &o, &m)) {
+            const cg_mkernel *fc = kernel_of(&m, "fc1", NULL);
+            CHECK(fc && !strcmp(fc->tpl, "fc_gemv") && strstr(fc->name, gemv_threads[i].part),
+                  "ece408-2018fa fc1 at bucket %d: %s, expected fc_gemv %s", gemv_threads[i].bucket,
+                  fc ? fc->name : "none", gemv_threads[i].part);
+            cg_gen_free(&o);
+        }
     if (!gen_for("bench/specs/zoo-mlp.yaml", 256, &s, &o, &m)) {
         const cg_mkernel *fc = kernel_of(&m, "fc2", NULL);
         CHECK(fc && !strcmp(fc->tpl, "fc_vec"), "zoo-mlp fc2 (2048 x 2048) at 256 images: %s, expected fc_vec",

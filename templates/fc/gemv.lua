@@ -74,10 +74,16 @@ local function default_rows(l)
 end
 
 -- threads' default: enough for every thread to hold about 8 chunks of a row or fewer.
--- (Up to 256 from MANY images on: its blocks are many.)
+-- (Up to 256 from MANY images on: its blocks are many; up to 1024 from 2 images below MANY,
+-- where a thread's chunks each carry ib images' products; 512 at one image.) Measured on an
+-- H200 (bench/RESULTS.md, "One image: a ragged split", whole networks): up to 1024 at 8 images
+-- took zoo-vgg3x3 66.5 -> 61.9 us and ece408-2018fa 42.4 -> 40.3; at one image it lost on 5
+-- of 7 networks (+1.0 to 1.5 us: zoo-7x7-large, zoo-awkward, zoo-odd, zoo-prime, whose narrow
+-- layers' cluster splits it halved) and won 1.0 on zoo-stem96.
 local function default_threads(l)
   local chunks, t = common.ceil_div(l.C * l.H * l.W, width(l)), 64
-  local most = common.cost.images(l) >= MANY and 256 or 512
+  local images = common.cost.images(l)
+  local most = images >= MANY and 256 or images > 1 and 1024 or 512
   while t < most and chunks > 8 * t do t = t * 2 end
   return t
 end
