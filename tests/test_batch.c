@@ -105,9 +105,10 @@ static const cg_mkernel *kernel_of(const cg_manifest *m, const char *name, const
 /* Small-batch rules for shapes the course networks lack: an odd C*K*K at one image
  * splits by a divisor of its slice count (planner.split_of: 825 rows in 165 slices of
  * 5, 11 parts, splitk_reduce pooling), a prime slice count above SPLIT_MAX splits
- * ragged (639 rows in 71 slices of 9: 8 parts of 8 slices and a last of 7); at 256 images an fc whose vec tiles launch fewer blocks than half the SMs
- * (15,488 inputs into 10: 2 tiles x split 8) takes gemv, and one with enough keeps vec;
- * gemv's threads at 8 images and at one. */
+ * ragged (639 rows in 71 slices of 9: 8 parts of 8 slices and a last of 7); at 256
+ * images an fc whose vec tiles launch fewer blocks than half the SMs (15,488 inputs
+ * into 10: 2 tiles x split 8) takes gemv, and one with enough keeps vec; gemv's
+ * threads at 8 images and at one. */
 static void odd_splits_and_fc(void)
 {
     static cg_spec s;

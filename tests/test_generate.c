@@ -1609,27 +1609,35 @@ static void test_concat_slices(void)
     free(h), free(s), free(o), free(m);
 }
 
-/* Spec text `text` (named `path` in errors) generated for `bucket` images on the
- * default target (cc: its compute capability where not 0) into o, its manifest parsed
- * into m; the spec in *sp (the caller frees it). 0 when both went through. */
-static int generate_text(const char *path, const char *text, int bucket, int cc, cg_gen_output *o, cg_manifest *m,
-                         cg_spec **sp)
+/* Spec text `text` (named `path` in errors) generated for target tg into o, its
+ * manifest parsed into m; the spec in *sp (the caller frees it). 0 when both went
+ * through. */
+static int generate_text_on(const char *path, const char *text, const cg_target *tg, cg_gen_output *o,
+                            cg_manifest *m, cg_spec **sp)
 {
     *sp = spec_text(path, text);
     if (!*sp) return -1;
-    cg_target tg;
-    cg_target_default(&tg);
-    tg.batch = bucket;
-    if (cc) tg.cc = cc;
     cg_err e = {""};
-    int rc = cg_generate_for(*sp, "x", &tg, o, &e);
+    int rc = cg_generate_for(*sp, "x", tg, o, &e);
     if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, path, m, &e);
-    CHECK(rc == 0, "%s at %d images, cc %d: %s", path, bucket, cc, e.msg);
+    CHECK(rc == 0, "%s at %d images, cc %d: %s", path, tg->batch, tg->cc, e.msg);
     if (rc) {
         free(*sp);
         *sp = NULL;
     }
     return rc;
+}
+
+/* The same for `bucket` images on the default target (cc: its compute capability
+ * where not 0). */
+static int generate_text(const char *path, const char *text, int bucket, int cc, cg_gen_output *o, cg_manifest *m,
+                         cg_spec **sp)
+{
+    cg_target tg;
+    cg_target_default(&tg);
+    tg.batch = bucket;
+    if (cc) tg.cc = cc;
+    return generate_text_on(path, text, &tg, o, m, sp);
 }
 
 /* The network's end in fewer kernels. Generated for a small batch (buckets 1 to
@@ -1747,19 +1755,11 @@ static void test_planes_fused_pool(void)
                  "  - {name: c, op: conv, M: %d, K: %d, activation: relu, pool: max2, strategy: planes%s}\n"
                  "  - {name: f, op: fc, out: 10}\n",
                  want[i].c, want[i].hw, want[i].hw, want[i].m, want[i].k, want[i].params);
-        cg_spec *s = spec_text("pfp.yaml", text);
-        if (!s) continue;
         cg_target tg; /* an H200 as the JIT sees it: sm_90 alone, as sm_90a */
         cg_target_default(&tg);
         tg.cc = 90, tg.sm90a = 1, tg.max_shared_optin = 227 * 1024, tg.sms = 132, tg.batch = 256;
-        cg_err e = {""};
-        int rc = cg_generate_for(s, "x", &tg, o, &e);
-        if (!rc) rc = cg_manifest_parse(o->manifest, o->manifest_len, "pfp.yaml", m, &e);
-        CHECK(rc == 0, "pfp.yaml (%s): %s", want[i].params, e.msg);
-        if (rc) {
-            free(s);
-            continue;
-        }
+        cg_spec *s;
+        if (generate_text_on("pfp.yaml", text, &tg, o, m, &s)) continue;
         char got[256] = "";
         size_t at = 0;
         for (int k = 0; k < cg_manifest_layer_kernels(m) && at < sizeof got; k++)

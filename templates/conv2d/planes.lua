@@ -201,8 +201,10 @@ end
 local function default_wgs_given(l, given)
   if common.half_dtype(l) then return half.default_wgs(l) end
   local fp = given and given.fp
-  local ib, r = given and given.ib or default_ib(l, fp), given and given.rows or default_rows(l, fp)
-  return wgs_one_block(l, ib, r, given and given.bm or bm_fp32(l, given), given and given.bk or 32) or default_wgs(l, default_ib(l, fp), default_rows(l, fp))
+  local dib, dr = default_ib(l, fp), default_rows(l, fp)
+  local ib, r = given and given.ib or dib, given and given.rows or dr
+  return wgs_one_block(l, ib, r, given and given.bm or bm_fp32(l, given), given and given.bk or 32)
+    or default_wgs(l, dib, dr)
 end
 
 -- fp's FP32 default: 1 where the layer has a 2x2 pool of stride 2 and fusing it changes

@@ -1283,16 +1283,18 @@ local function kernel(l, p, tc)
         l.K, g.pl, l.K, xlim, l.K)
     end
   end
+  -- the block's count of slices: a literal, or (a ragged split) the variable ns
+  local nslices = s.LAST ~= s.SS and "ns" or s.SS
   local v = {
     name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, R = s.R,
     BM = p.bm, BN = p.bn, BK = p.bk, TM = p.tm, TN = p.tn, ST = p.stages,
     mma = s.mma, tf32 = s.tf32, split = common.tf32x3_split(), tf32_round = common.tf32_round(),
-    tf32_round_emu = common.tf32_round_emu(), loop = common.prefetch_loop(s.LAST ~= s.SS and "ns" or s.SS),
+    tf32_round_emu = common.tf32_round_emu(), loop = common.prefetch_loop(nslices),
     zero_cf = s.mma and common.tf32x3_zero("cf", s.FP, s.FM, 4) or "",
     mma_defs = common.tf32x3_mma_defs(s.half), half = s.half or false, narrow = s.narrow, cpasync = not s.narrow,
     KP = s.KP, XR = s.XR, WR = s.WR, ER = s.ER, FP = s.FP, FM = s.FM, ETM = s.ETM, ETN = s.ETN,
-    NT = s.threads, LC = s.LC, WL = s.WL, S = s.LAST ~= s.SS and "ns" or s.SS, SS = s.SS, LAST = s.LAST, SLICES = s.slices, SPLIT = s.split, COLS = s.COLS, P = s.P, OW = s.OW,
+    NT = s.threads, LC = s.LC, WL = s.WL, S = nslices, SS = s.SS, LAST = s.LAST, SLICES = s.slices, SPLIT = s.split, COLS = s.COLS, P = s.P, OW = s.OW,
     smem = s.smem, pooled = s.pooled, bias = l.bias,
     whole = whole, SPC = (whole or s.free) and 1 or (l.K // (p.bk // l.K)),
     slice_doc = s.xt and string.format("%d rows each, staged column by column", p.bk)
