@@ -58,6 +58,9 @@
  * CG_EMULATE_IMAGES=N: over N images, at most 300, 3 by default);
  * CG_EMULATE_TIMES=1 prints each spec's CPU time (g++, and the emulation with the comparison).
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
+/* (no fortified longjmp: the fibers below jump between stacks, which its check takes
+ * for a jump into a frame that has returned) */
+#undef _FORTIFY_SOURCE
 #include "aot.h"
 #include "check.h"
 #include "cpu.h"
@@ -70,6 +73,7 @@
 
 #include <dlfcn.h>
 #include <glob.h>
+#include <setjmp.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -177,13 +181,17 @@ typedef struct {
     unsigned x, y, z;
 } emu_dim3;
 
-/* The threads of a block run as fibers (ucontext) on this thread, one after
- * another: each runs until it waits at a barrier or returns; a barrier (0: the
+/* The threads of a block run as fibers on this thread, one after another: each
+ * runs until it waits at a barrier or returns; a barrier (0: the
  * block's, 1 + w: warp w's) lets its waiters on when every thread of its block
  * or warp that has not returned has reached it (a returned thread drops out, as
  * on the GPU). Threads all waiting at barriers some never reach end the launch
  * with an error instead of hanging. Each fiber's stack has an inaccessible page
- * below it: an overflow faults instead of writing another thread's stack. */
+ * below it: an overflow faults instead of writing another thread's stack. A fiber
+ * starts by setcontext on its stack (makecontext); after that the scheduler and the
+ * fibers pass control by _setjmp/_longjmp, which save no signal mask: swapcontext's
+ * two system calls a switch were 60 % of the emulation's time (a barrier a slice and
+ * a shuffle's two each, for every thread). */
 #define FIB_MAX 1024
 #define FIB_STACK (256 * 1024)
 #define FIB_PAGE 4096
@@ -191,10 +199,11 @@ typedef struct {
  * block, then the grid's (-1 in the shim, a cooperative launch's only) */
 #define FIB_BARS (2 * FIB_MAX / 32 + 2)
 static struct {
-    ucontext_t ctx;
-    int wait, done;
+    ucontext_t ctx; /* the start */
+    jmp_buf jb;     /* where it waits */
+    int wait, done, started;
 } fib[FIB_MAX];
-static ucontext_t fib_main;
+static jmp_buf fib_main; /* the scheduler, fib_run */
 static char *fib_mem;
 static unsigned fib_cur, fib_bx, fib_total, fib_nb;
 static int fib_live[FIB_BARS], fib_arrived[FIB_BARS];
@@ -228,7 +237,7 @@ static void fib_sync(int shim_b)
         return;
     }
     fib[fib_cur].wait = b;
-    swapcontext(&fib[fib_cur].ctx, &fib_main);
+    if (!_setjmp(fib[fib_cur].jb)) _longjmp(fib_main, 1);
 }
 
 static void fib_entry(void)
@@ -249,6 +258,7 @@ static void fib_entry(void)
         int b = bars[i];
         if (--fib_live[b] > 0 && fib_arrived[b] == fib_live[b]) fib_release(b);
     }
+    _longjmp(fib_main, 1);
 }
 
 /* The fibers' stacks, once: 0, or -1 */
@@ -261,7 +271,7 @@ static int fib_init(void)
         if (mprotect(fib_mem + t * each, FIB_PAGE, PROT_NONE) || getcontext(&fib[t].ctx)) return -1;
         fib[t].ctx.uc_stack.ss_sp = fib_mem + t * each + FIB_PAGE;
         fib[t].ctx.uc_stack.ss_size = FIB_STACK;
-        fib[t].ctx.uc_link = &fib_main;
+        fib[t].ctx.uc_link = NULL; /* (fib_entry never returns: it jumps back to the scheduler) */
     }
     return 0;
 }
@@ -282,18 +292,23 @@ static int fib_run(unsigned nb, emu_dim3 first)
     }
     fib_live[nb * per] = (int)fib_total;
     for (unsigned t = 0; t < fib_total; t++) {
-        fib[t].wait = -1, fib[t].done = 0;
+        fib[t].wait = -1, fib[t].done = 0, fib[t].started = 0;
         makecontext(&fib[t].ctx, fib_entry, 0);
     }
-    for (unsigned left = fib_total; left > 0;) {
-        int ran = 0;
-        for (unsigned t = 0; t < fib_total; t++) {
+    for (volatile unsigned left = fib_total; left > 0;) {
+        volatile int ran = 0;
+        for (volatile unsigned t = 0; t < fib_total; t++) {
             if (fib[t].done || fib[t].wait >= 0) continue;
             fib_cur = t, ran = 1;
             *fib_tid = (emu_dim3){t % bx, 0, 0};
             *fib_bid = (emu_dim3){first.x + t / bx, first.y, first.z};
             *fib_xbase = t / bx * bx;
-            if (swapcontext(&fib_main, &fib[t].ctx)) return -1;
+            if (!_setjmp(fib_main)) {
+                if (fib[t].started) _longjmp(fib[t].jb, 1);
+                fib[t].started = 1;
+                setcontext(&fib[t].ctx);
+                return -1; /* (setcontext failed) */
+            }
             if (fib[t].done) left--;
         }
         if (!ran) {
