@@ -154,6 +154,36 @@ static void odd_splits_and_fc(void)
     }
 }
 
+/* The whole-network kernel's conv phases in units of several outputs along a row
+ * (templates/ops/network.lua, conv_tile): ece408-2018fa's conv2 (84 rows of 7 products,
+ * 27 columns) in units of 3; zoo-edge's 64 -> 1 1x1 layer on 6x16 (96 outputs, too few
+ * units for a quarter of the grid's threads) and ece408-2018fa's conv1 (7 rows) one output
+ * a unit. */
+static void whole_conv_tiles(void)
+{
+    static const struct { const char *spec, *layer, *unit; } want[] = {
+        {"specs/ece408-2018fa.yaml", "// ---- layer conv2:", "16 lanes a unit of 3 outputs along a row"},
+        {"specs/ece408-2018fa.yaml", "// ---- layer conv1:", "lanes a unit of 1 output along a row"},
+        {"bench/specs/zoo-edge.yaml", "// ---- layer conv3:", "lanes a unit of 1 output along a row"},
+    };
+    static cg_spec s;
+    static cg_gen_output o;
+    static cg_manifest m;
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        if (gen_for(want[i].spec, 1, &s, &o, &m)) continue;
+        const char *src = NULL;
+        for (int k = 0; k < o.nkernels; k++)
+            if (!strncmp(o.k[k].kernel, "network_b1_", 11)) src = o.k[k].source;
+        const char *at = src ? strstr(src, want[i].layer) : NULL;
+        const char *nl = at ? strchr(at, '\n') : NULL;
+        const char *unit = nl ? strstr(nl, want[i].unit) : NULL;
+        const char *next = nl ? strstr(nl, "// ---- layer") : NULL;
+        CHECK(unit && (!next || unit < next), "%s %s in the whole-network kernel at one image: want \"%s\"",
+              want[i].spec, want[i].layer, want[i].unit);
+        cg_gen_free(&o);
+    }
+}
+
 /* The bucket record: only the buckets themselves are accepted. */
 static void manifest_bucket(void)
 {
@@ -182,6 +212,7 @@ int main(void)
     buckets();
     small_choices();
     odd_splits_and_fc();
+    whole_conv_tiles();
     manifest_bucket();
     return cg_test_done("batch");
 }

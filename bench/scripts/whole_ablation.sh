@@ -15,7 +15,7 @@ mkdir -p "$OUT/specs"
 python3 - "$OUT/specs" <<'EOF'
 import re, sys
 out = sys.argv[1]
-for net in ["ece408-2017", "ece408-2018fa"]:
+for net in ["ece408-2017", "ece408-2018sp", "ece408-2018fa"]:
     s = open(f"specs/{net}.yaml").read()
     s = re.sub(r"^(weights|seed):.*\n", "", s, flags=re.M)
     head, layers = s.split("layers:\n", 1)

@@ -11,12 +11,14 @@
 -- both: the layers write in the same order.
 --
 -- The layers (the planner passes them as `phases`, planner.whole_phases):
---   conv     L lanes an output (a power of two up to 32 and the C/G*K rows,
---            chosen so that the grid's threads have work), each lane reducing
---            every L-th (channel, kernel row) with the row's K taps unrolled (a
---            load and an FMA a product), for each pool window; the lanes' sums
---            joined by a butterfly (a fixed order); bias, activation, the pool
---            and a residual add in the epilogue, as the per-layer kernels
+--   conv     units of TW outputs along a row (conv_tile: 1 to 4), L lanes a unit
+--            (a power of two up to 32 and the C/G*K rows, chosen so that the
+--            grid's threads have work), each lane reducing every L-th (channel,
+--            kernel row): the row's inputs under each pool window row loaded
+--            once for the unit's outputs and windows, its K weights once, the
+--            products unrolled; the lanes' sums joined by a butterfly (a fixed
+--            order); bias, activation, the pool and a residual add in the
+--            epilogue, as the per-layer kernels
 --   fc       a warp a (row, chunk of the reduction): vector loads of the row's
 --            weights (each read once) and the images' inputs; where a row is
 --            split into S chunks, the chunks' sums go to scratch and the warp
@@ -106,17 +108,21 @@ static __device__ __forceinline__ void {{name}}_sync(unsigned* bar)
 
 local conv_source = engine.compile([[
     // ---- layer {{layer}}: {{shape}}
-    //      {{L}} lanes an output ({{GPW}} outputs a warp), each reducing every {{L}}-th of the {{RR}} rows
-    //      (channel, kernel row) of {{K}} products, for each of the {{WIN}} pool windows
-    for (int g0 = gwarp * {{GPW}}; g0 < n * {{OUTS}}; g0 += nwarps * {{GPW}}) {
-        const int o = g0 + lane / {{L}}, sub = lane % {{L}};
-        const bool ok = o < n * {{OUTS}};
-        const int b = o / {{OUTS}}, m = (o / {{OH * OW}}) % {{M}}, oh = (o / {{OW}}) % {{OH}}, ow = o % {{OW}};
-        {{acc_t}} acc[{{WIN}}];
+    //      {{L}} lanes a unit of {{TW}} output{{TW > 1 and "s" or ""}} along a row ({{GPW}} units a warp), each lane reducing every
+    //      {{L}}-th of the {{RR}} rows (channel, kernel row): the row's {{NCOL}} inputs under each of the {{PK}} pool
+    //      window row{{PK > 1 and "s" or ""}} loaded once for the unit's {{TW}} x {{WIN}} windows, its {{K}} weights once
+    for (int g0 = gwarp * {{GPW}}; g0 < n * {{UNITS}}; g0 += nwarps * {{GPW}}) {
+        const int u = g0 + lane / {{L}}, sub = lane % {{L}};
+        const bool ok = u < n * {{UNITS}};
+        const int b = u / {{UNITS}}, m = (u / {{OH * OWT}}) % {{M}}, oh = (u / {{OWT}}) % {{OH}}, ow = (u % {{OWT}}) * {{TW}};
+        const int o = b * {{OUTS}} + (m * {{OH}} + oh) * {{OW}} + ow;   // the unit's first output
+        {{acc_t}} acc[{{TW}}][{{WIN}}];
 #pragma unroll
-        for (int j = 0; j < {{WIN}}; j++) acc[j] = 0.0f;
+        for (int t = 0; t < {{TW}}; t++)
+#pragma unroll
+            for (int j = 0; j < {{WIN}}; j++) acc[t][j] = 0.0f;
         if (ok) {
-            // the input's row and column under window (0, 0) and kernel tap (0, 0)
+            // the input's row and column under output ow, window (0, 0) and kernel tap (0, 0)
             const int ih0 = oh * {{PS * S}} - {{PT}}, iw0 = ow * {{PS * S}} - {{PL}};
             const int x0 = b * {{XE}}{{cbase}} + ih0 * {{W}} + iw0;
             const {{w_t}}* wm = {{w}} + m * {{RR * K}};
@@ -127,55 +133,91 @@ local conv_source = engine.compile([[
 % for q = 0, K - 1 do
                 const {{acc_t}} w{{q}} = {{w_to_acc("__ldg(wm + rr * " .. K .. " + " .. q .. ")")}};
 % end
-% for j, win in ipairs(wins) do
-                // window ({{win[1]}}, {{win[2]}})
+% for a = 0, PK - 1 do
+                {
+                    // window row {{a}}: input columns iw0 .. iw0 + {{NCOL - 1}}
 % if padded then
-                if (ih0 + p + {{win[1] * S}} >= 0 && ih0 + p + {{win[1] * S}} < {{H}}) {
+                    const bool rok = (unsigned)(ih0 + p + {{a * S}}) < {{H}}u;
+% end
+% for j = 0, NCOL - 1 do
+% if padded then
+                    const {{acc_t}} xv{{j}} = rok && (unsigned)(iw0 + {{j}}) < {{W}}u ? {{load("xr + " .. (a * S * W + j))}} : 0.0f;
+% else
+                    const {{acc_t}} xv{{j}} = {{load("xr + " .. (a * S * W + j))}};
+% end
+% end
+% for t = 0, TW - 1 do
+% for c = 0, PK - 1 do
 % for q = 0, K - 1 do
-                    if (iw0 + {{win[2] * S + q}} >= 0 && iw0 + {{win[2] * S + q}} < {{W}})
-                        acc[{{j - 1}}] = fmaf({{load("xr + " .. (win[1] * S * W + win[2] * S + q))}}, w{{q}}, acc[{{j - 1}}]);
+                    acc[{{t}}][{{a * PK + c}}] = fmaf(xv{{t * PS * S + c * S + q}}, w{{q}}, acc[{{t}}][{{a * PK + c}}]);
+% end
+% end
 % end
                 }
-% else
-% for q = 0, K - 1 do
-                acc[{{j - 1}}] = fmaf({{load("xr + " .. (win[1] * S * W + win[2] * S + q))}}, w{{q}}, acc[{{j - 1}}]);
-% end
-% end
 % end
             }
         }
 % if L > 1 then
 #pragma unroll
-        for (int j = 0; j < {{WIN}}; j++)
+        for (int t = 0; t < {{TW}}; t++)
 #pragma unroll
-            for (int s = {{L // 2}}; s > 0; s >>= 1) acc[j] += __shfl_xor_sync({{FULL}}, acc[j], s);
+            for (int j = 0; j < {{WIN}}; j++)
+#pragma unroll
+                for (int s = {{L // 2}}; s > 0; s >>= 1) acc[t][j] += __shfl_xor_sync({{FULL}}, acc[t][j], s);
 % end
         if (ok && sub == 0) {
-% if pool == "none" then
-            {{acc_t}} v = {{act("acc[0]" .. bias_term)}};
-% else
-            {{acc_t}} v = {{act("acc[0]" .. bias_term)}};
 #pragma unroll
-            for (int j = 1; j < {{WIN}}; j++) {
-                const {{acc_t}} u = {{act("acc[j]" .. bias_term)}};
-% if pool == "max" then
-                v = fmaxf(v, u);
+            for (int t = 0; t < {{TW}}; t++) {
+                const int oo = o + t;
+% if pool == "none" then
+                {{acc_t}} v = {{act("acc[t][0]" .. bias_term)}};
 % else
-                v += u;
+                {{acc_t}} v = {{act("acc[t][0]" .. bias_term)}};
+#pragma unroll
+                for (int j = 1; j < {{WIN}}; j++) {
+                    const {{acc_t}} u2 = {{act("acc[t][j]" .. bias_term)}};
+% if pool == "max" then
+                    v = fmaxf(v, u2);
+% else
+                    v += u2;
 % end
-            }
+                }
 % if pool == "avg" then
-            v *= {{1.0 / WIN}}f;
+                v *= {{1.0 / WIN}}f;
 % end
 % end
 % if residual then
-            // the add computed here: {{residual.n + 1}} tensors in order, this conv's at place {{residual.at}}, then {{residual.act}}
-            v = {{residual.expr}};
+                // the add computed here: {{residual.n + 1}} tensors in order, this conv's at place {{residual.at}}, then {{residual.act}}
+                v = {{residual.expr}};
 % end
-            {{out}}[{{ostore}}] = {{from_acc("v")}};
+                {{out}}[{{ostore}}] = {{from_acc("v")}};
+            }
         }
     }
 ]], "network")
+
+-- A conv phase's unit: TW outputs along a row (a divisor of the output's width, at most
+-- CONV_TILE_MAX), whose lanes load a kernel row's inputs once for all of them (NCOL
+-- values under each pool window row) and its K weights once: the loads a product fall
+-- from (WIN + 1) / WIN to about (NCOL + K) / (TW * WIN * K). Only for reductions of at
+-- least CONV_TILE_MIN_ROWS rows (a short one has few products a lane to share them), where
+-- the units at 32 lanes each still give a quarter of the grid's threads (TT) one, and while
+-- the unit's accumulators, inputs and weights stay within CONV_TILE_REGS registers.
+-- Measured on an H200 (bench/RESULTS.md, "The whole-network kernel's conv phases in
+-- tiles"): ece408-2018fa's conv2 (12 -> 24 maps, 7x7 on 33x33, 84 rows of 7 products)
+-- took 13.1 us as one output a unit (two loads a product), 7.7 in units of 3; zoo-edge's
+-- 64 -> 1 1x1 layer on 6x16 in units of 4 (24 units for 67,584 threads) cost 2.5 us.
+local CONV_TILE_MAX, CONV_TILE_MIN_ROWS, CONV_TILE_REGS = 4, 16, 64
+local function conv_tile(ly, g, RR, WIN, PK, PS, outs, TT)
+  if RR < CONV_TILE_MIN_ROWS then return 1 end
+  for tw = CONV_TILE_MAX, 2, -1 do
+    local ncol = (tw - 1) * PS * g.S + (PK - 1) * g.S + ly.K
+    if g.OW % tw == 0 and tw * WIN + ncol + ly.K <= CONV_TILE_REGS and 4 * (outs // tw) * math.min(32, RR) >= TT then
+      return tw
+    end
+  end
+  return 1
+end
 
 local fc_source = engine.compile([[
     // ---- layer {{layer}}: {{shape}}
@@ -561,20 +603,23 @@ function T.kernel(l, p)
       local Cg = ly.C // g.G
       local RR = Cg * ly.K
       local OUTS = ly.M * g.OH * g.OW
-      -- lanes an output: enough that the grid's threads have work, at most the rows
-      local L = 1
-      while L < 32 and L * 2 <= RR and B * OUTS * L < TT do L = L * 2 end
-      local wins = {}
       local PK, PS = 1, 1
       if g.kind == "max" or g.kind == "avg" then PK, PS = g.PK, g.PS end
-      for a = 0, PK - 1 do for c = 0, PK - 1 do wins[#wins + 1] = { a, c } end end
+      local WIN = PK * PK
+      -- outputs a unit (TW, along a row): conv_tile
+      local TW = conv_tile(ly, g, RR, WIN, PK, PS, B * OUTS, TT)
+      local NCOL = (TW - 1) * PS * g.S + (PK - 1) * g.S + ly.K
+      local UNITS = OUTS // TW
+      -- lanes a unit: enough that the grid's threads have work, at most the rows
+      local L = 1
+      while L < 32 and L * 2 <= RR and B * UNITS * L < TT do L = L * 2 end
       local bias_term = ly.bias and (" + " .. ty.w_to_acc(wptr(ly.name, "b") .. "[m]")) or ""
       local residual
       if ph.residual then
         local terms, k = {}, 0
         for j = 1, #ph.residual.others + 1 do
           if j == ph.residual.at then terms[j] = "v"
-          else k = k + 1; terms[j] = loader(ph.residual.others[k])("o") end
+          else k = k + 1; terms[j] = loader(ph.residual.others[k])("oo") end
         end
         residual = { n = #ph.residual.others, at = ph.residual.at, act = ph.residual.act,
           expr = common.act(ph.residual.act, table.concat(terms, " + ")) }
@@ -586,15 +631,15 @@ function T.kernel(l, p)
         ly.bias and ", bias" or "")
       -- output o of image b into a concat's slice (a view: its image stride the concat's)
       local ot = l.tensors[ph.out]
-      local ostore = "o"
+      local ostore = "oo"
       if ot and ot.view then
-        ostore = string.format("o + b * %d", l.tensors[ot.view].elems - OUTS)
+        ostore = string.format("oo + b * %d", l.tensors[ot.view].elems - OUTS)
         shape = shape .. ", into a slice of " .. ot.view
       end
       shapes[#shapes + 1] = ly.name .. ": " .. shape
       bodies[#bodies + 1] = conv_source(common.typed({}, {
         layer = ly.name, shape = shape, L = L, RR = RR, GPW = 32 // L, OUTS = OUTS, OH = g.OH, OW = g.OW, M = ly.M,
-        WIN = #wins, wins = wins, XE = ly.C * ly.H * ly.W,
+        WIN = WIN, PK = PK, TW = TW, OWT = g.OW // TW, UNITS = UNITS, NCOL = NCOL, XE = ly.C * ly.H * ly.W,
         cbase = g.G > 1 and string.format(" + (m / %d) * %d", ly.M // g.G, Cg * ly.H * ly.W) or "",
         w = wptr(ly.name, "w"), K = ly.K, PS = PS, S = g.S, PT = g.pt, PL = g.pl,
         padded = g.padded, H = ly.H, W = ly.W, load = loader(ph.ins[1]), FULL = FULL, pool = PK > 1 and g.kind or
