@@ -57,6 +57,8 @@
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket;
  * CG_EMULATE_IMAGES=N: over N images, at most 300, 3 by default);
  * CG_EMULATE_TIMES=1 prints each spec's CPU time (g++, and the emulation with the comparison).
+ * Before any spec the scheduler checks itself (scheduler_self_test: barriers and shuffles met,
+ * and threads stuck at barriers reported, not hung).
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
 /* (no fortified longjmp: the fibers below jump between stacks, which its check takes
  * for a jump into a frame that has returned) */
@@ -210,6 +212,7 @@ static int fib_live[FIB_BARS], fib_arrived[FIB_BARS];
 static emu_dim3 *fib_tid, *fib_bid; /* the library's threadIdx and blockIdx */
 static unsigned *fib_xbase;        /* the library's emu_xbase */
 static emu_any fib_k;
+static int fib_quiet; /* (the scheduler's self-test: a launch expected to be stuck says nothing) */
 static void *const *fib_a;
 static int fib_na, fib_n;
 
@@ -312,6 +315,7 @@ static int fib_run(unsigned nb, emu_dim3 first)
             if (fib[t].done) left--;
         }
         if (!ran) {
+            if (fib_quiet) return -1;
             printf("FAIL tests/test_emulate.c: block (%u, %u, %u)%s: %u threads wait at barriers not all of them reach\n",
                    first.x, first.y, first.z, nb > 1 ? " and the others of the cooperative launch" : "", left);
             return -1;
@@ -998,6 +1002,55 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
     cg_gen_free(&o);
 }
 
+/* The scheduler itself (fib_run): a block of 64 threads that meets at its barrier and at
+ * its warps' shuffles runs to the end with shared memory and shuffles as on a GPU (each
+ * thread the sum of its warp's mirrored inputs); a block whose threads wait at barriers not
+ * all of them reach (half a warp at __syncthreads, the other half at a shuffle) ends the
+ * launch with -1 instead of hanging. */
+static void scheduler_self_test(const char *dir)
+{
+    static const char src[] =
+        "extern \"C\" __global__ void emu_meet(const float* in, float* out, const float* w, const float* b, int n) {\n"
+        "  __shared__ float s[64]; const unsigned t = threadIdx.x;\n"
+        "  s[t] = in[t]; __syncthreads(); float v = s[63 - t];\n"
+        "  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+        "  out[t] = v; (void)w; (void)b; (void)n; }\n"
+        "extern \"C\" __global__ void emu_stuck(const float* in, float* out, const float* w, const float* b, int n) {\n"
+        "  if (threadIdx.x < 16) __syncthreads();\n"
+        "  else out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, in[threadIdx.x], 1);\n"
+        "  (void)w; (void)b; (void)n; }\n";
+    char cu[1100], obj[1100], so_path[1100], shim_path[1100];
+    snprintf(cu, sizeof cu, "%s/self.cu", dir);
+    snprintf(obj, sizeof obj, "%s/self.o", dir);
+    snprintf(so_path, sizeof so_path, "%s/self.so", dir);
+    snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
+    char *cc[] = {"g++", EMU_CXXFLAGS, "-c", "-include", shim_path, "-x", "c++", cu, "-o", obj, NULL};
+    char *ld[] = {"g++", "-shared", "-o", so_path, obj, NULL};
+    int built = write_text(cu, src, strlen(src)) == 0 && run_cmd(cc) == 0 && run_cmd(ld) == 0;
+    void *so = built ? dlopen(so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    CHECK(so != NULL, "the scheduler's self-test kernels do not build");
+    if (!so) return;
+    float in[64], out[64];
+    for (int t = 0; t < 64; t++) in[t] = (float)t, out[t] = NAN;
+    void *a[4] = {in, out, NULL, NULL};
+    emu_any meet = (emu_any)dlsym(so, "emu_meet"), stuck = (emu_any)dlsym(so, "emu_stuck");
+    int rc = meet ? emu_launch(so, meet, 1, 1, 1, 64, a, 4, 1, 0) : -1;
+    int same = rc == 0;
+    for (int t = 0; t < 64 && same; t++) {
+        /* thread t's warp (w) holds s[63 - t] for its 32 threads: 63 - 32w - 0 .. 63 - 32w - 31 */
+        int w = t / 32;
+        float want = 0;
+        for (int j = 0; j < 32; j++) want += (float)(63 - 32 * w - j);
+        same = out[t] == want;
+    }
+    CHECK(same, "the scheduler's barrier and shuffles: launch %d, thread 0 has %g", rc, (double)out[0]);
+    fib_quiet = 1;
+    rc = stuck ? emu_launch(so, stuck, 1, 1, 1, 32, a, 4, 1, 0) : 0;
+    fib_quiet = 0;
+    CHECK(rc == -1, "threads waiting at barriers not all of them reach: launch %d, not -1", rc);
+    dlclose(so);
+}
+
 int main(void)
 {
     signal(SIGILL, on_trap);
@@ -1020,6 +1073,7 @@ int main(void)
     char *pch[] = {"g++", EMU_CXXFLAGS, "-x", "c++-header", shim_path, "-o", gch_path, NULL};
     CHECK(run_cmd(pch) == 0 && mkdir(obj_dir, 0700) == 0, "the shim precompiled");
     CHECK(fib_init() == 0, "stacks for the emulated threads");
+    scheduler_self_test(dir);
     const char *one = getenv("CG_EMULATE_SPEC");
     const char *bucket = getenv("CG_EMULATE_BATCH");
     const char *count = getenv("CG_EMULATE_IMAGES");
