@@ -204,11 +204,13 @@ static struct {
     ucontext_t ctx; /* the start */
     jmp_buf jb;     /* where it waits */
     int wait, done, started;
+    int next; /* the next thread waiting at the same barrier, -1: none */
 } fib[FIB_MAX];
 static jmp_buf fib_main; /* the scheduler, fib_run */
 static char *fib_mem;
 static unsigned fib_cur, fib_bx, fib_total, fib_nb;
 static int fib_live[FIB_BARS], fib_arrived[FIB_BARS];
+static int fib_head[FIB_BARS]; /* each barrier's waiting threads, a list through fib[].next; -1: none */
 static emu_dim3 *fib_tid, *fib_bid; /* the library's threadIdx and blockIdx */
 static unsigned *fib_xbase;        /* the library's emu_xbase */
 static emu_any fib_k;
@@ -227,8 +229,8 @@ static int fib_bar(unsigned t, int b)
 static void fib_release(int b)
 {
     fib_arrived[b] = 0;
-    for (unsigned i = 0; i < fib_total; i++)
-        if (fib[i].wait == b) fib[i].wait = -1;
+    for (int i = fib_head[b]; i >= 0; i = fib[i].next) fib[i].wait = -1;
+    fib_head[b] = -1;
 }
 
 /* a thread at barrier b: the last to arrive goes on, the others wait */
@@ -240,6 +242,7 @@ static void fib_sync(int shim_b)
         return;
     }
     fib[fib_cur].wait = b;
+    fib[fib_cur].next = fib_head[b], fib_head[b] = (int)fib_cur;
     if (!_setjmp(fib[fib_cur].jb)) _longjmp(fib_main, 1);
 }
 
@@ -289,6 +292,7 @@ static int fib_run(unsigned nb, emu_dim3 first)
     fib_nb = nb, fib_total = nb * bx;
     memset(fib_live, 0, sizeof fib_live);
     memset(fib_arrived, 0, sizeof fib_arrived);
+    memset(fib_head, 0xff, sizeof fib_head);
     for (unsigned blk = 0; blk < nb; blk++) {
         fib_live[blk * per] = (int)bx;
         for (unsigned w = 0; w * 32 < bx; w++) fib_live[blk * per + 1 + w] = bx - w * 32 < 32 ? (int)(bx - w * 32) : 32;
