@@ -169,10 +169,8 @@ local conv_source = engine.compile([[
 #pragma unroll
             for (int t = 0; t < {{TW}}; t++) {
                 const int oo = o + t;
-% if pool == "none" then
                 {{acc_t}} v = {{act("acc[t][0]" .. bias_term)}};
-% else
-                {{acc_t}} v = {{act("acc[t][0]" .. bias_term)}};
+% if pool ~= "none" then
 #pragma unroll
                 for (int j = 1; j < {{WIN}}; j++) {
                     const {{acc_t}} u2 = {{act("acc[t][j]" .. bias_term)}};
@@ -208,15 +206,17 @@ local conv_source = engine.compile([[
 -- took 13.1 us as one output a unit (two loads a product), 7.7 in units of 3; zoo-edge's
 -- 64 -> 1 1x1 layer on 6x16 in units of 4 (24 units for 67,584 threads) cost 2.5 us.
 local CONV_TILE_MAX, CONV_TILE_MIN_ROWS, CONV_TILE_REGS = 4, 16, 64
+-- Returns TW and NCOL, the input columns a unit's lanes load under a pool window row.
 local function conv_tile(ly, g, RR, WIN, PK, PS, outs, TT)
-  if RR < CONV_TILE_MIN_ROWS then return 1 end
-  for tw = CONV_TILE_MAX, 2, -1 do
-    local ncol = (tw - 1) * PS * g.S + (PK - 1) * g.S + ly.K
-    if g.OW % tw == 0 and tw * WIN + ncol + ly.K <= CONV_TILE_REGS and 4 * (outs // tw) * math.min(32, RR) >= TT then
-      return tw
+  local function ncol(tw) return (tw - 1) * PS * g.S + (PK - 1) * g.S + ly.K end
+  if RR >= CONV_TILE_MIN_ROWS then
+    for tw = CONV_TILE_MAX, 2, -1 do
+      if g.OW % tw == 0 and tw * WIN + ncol(tw) + ly.K <= CONV_TILE_REGS and 4 * (outs // tw) * math.min(32, RR) >= TT then
+        return tw, ncol(tw)
+      end
     end
   end
-  return 1
+  return 1, ncol(1)
 end
 
 local fc_source = engine.compile([[
@@ -607,8 +607,7 @@ function T.kernel(l, p)
       if g.kind == "max" or g.kind == "avg" then PK, PS = g.PK, g.PS end
       local WIN = PK * PK
       -- outputs a unit (TW, along a row): conv_tile
-      local TW = conv_tile(ly, g, RR, WIN, PK, PS, B * OUTS, TT)
-      local NCOL = (TW - 1) * PS * g.S + (PK - 1) * g.S + ly.K
+      local TW, NCOL = conv_tile(ly, g, RR, WIN, PK, PS, B * OUTS, TT)
       local UNITS = OUTS // TW
       -- lanes a unit: enough that the grid's threads have work, at most the rows
       local L = 1
