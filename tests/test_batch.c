@@ -18,6 +18,10 @@ static void buckets(void)
               want[i]);
 }
 
+/* 1: gen_for builds for sm_90a (wgmma: the fc_mma and warpgroup templates), as
+ * `generate --arch 90` does; 0: plain sm_90. */
+static int gen_sm90a;
+
 /* Generate spec `path` for bucket `batch` (0: the large-batch kernels) on an
  * sm_90 target with 132 SMs, parsing the manifest into *m. */
 static int gen_for(const char *path, int batch, cg_spec *s, cg_gen_output *o, cg_manifest *m)
@@ -27,6 +31,7 @@ static int gen_for(const char *path, int batch, cg_spec *s, cg_gen_output *o, cg
     cg_target_default(&tg);
     tg.cc = 90, tg.sms = 132, tg.max_shared_optin = 227 * 1024;
     tg.batch = batch;
+    tg.sm90a = gen_sm90a;
     if (cg_spec_load(path, s, &e) || cg_generate_for(s, "test", &tg, o, &e) ||
         cg_manifest_parse(o->manifest, o->manifest_len, path, m, &e)) {
         CHECK(0, "%s, bucket %d: %s", path, batch, e.msg);
@@ -154,6 +159,30 @@ static void odd_splits_and_fc(void)
     }
 }
 
+/* Above gemv's buckets a spec's CUDA-core fc strategy gives way to fc_mma where auto would
+ * take it (ece408-2017's fc1, the spec's vec, at 256 and 1,024 images), the large batch keeps
+ * the spec's vec, and a tensor-core strategy the spec names stands (layers-fc-tc's fc_tc); sm_90a, as `generate --arch 90` builds. */
+static void spec_fc_above_gemv(void)
+{
+    static const struct { const char *spec, *layer, *tpl; int bucket; } want[] = {
+        {"specs/ece408-2017.yaml", "fc1", "fc_mma", 256},       {"specs/ece408-2017.yaml", "fc1", "fc_mma", 1024},
+        {"specs/ece408-2017.yaml", "fc1", "fc_vec", 0},         {"specs/ece408-2018fa.yaml", "fc1", "fc_mma", 1024},
+        {"tests/gpu/layers-fc-tc.yaml", "f2", "fc_tc", 256},
+    };
+    static cg_spec s;
+    static cg_gen_output o;
+    static cg_manifest m;
+    gen_sm90a = 1;
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        if (gen_for(want[i].spec, want[i].bucket, &s, &o, &m)) continue;
+        const cg_mkernel *fc = kernel_of(&m, want[i].layer, NULL);
+        CHECK(fc && !strcmp(fc->tpl, want[i].tpl), "%s %s at bucket %d: %s, expected %s", want[i].spec, want[i].layer,
+              want[i].bucket, fc ? fc->tpl : "none", want[i].tpl);
+        cg_gen_free(&o);
+    }
+    gen_sm90a = 0;
+}
+
 /* The whole-network kernel's conv phases in units of several outputs along a row
  * (templates/ops/network.lua, conv_tile): ece408-2018fa's conv2 (84 rows of 7 products,
  * 27 columns) in units of 3; zoo-edge's 64 -> 1 1x1 layer on 6x16 (96 outputs, too few
@@ -213,6 +242,7 @@ int main(void)
     small_choices();
     odd_splits_and_fc();
     whole_conv_tiles();
+    spec_fc_above_gemv();
     manifest_bucket();
     return cg_test_done("batch");
 }

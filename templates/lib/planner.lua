@@ -1082,6 +1082,20 @@ local function rule_choice(l)
     local _, why = planner.auto_fc(l)
     return "fc_gemv", why .. string.format("; the spec's strategy %s is for the large batch", l.strategy), {}
   end
+  -- Above gemv's buckets (256 and 1,024 images) a spec's CUDA-core fc strategy (vec,
+  -- tiled) is still a choice for the large batch: where auto's rule takes fc_mma at this
+  -- many images, fc_mma serves, with its own defaults (a tensor-core strategy the spec names
+  -- stands). On an H200 (2026-11-30, bench/compile-cells-256-1000-2026-11-30.log) ece408-2017's
+  -- fc1 (7,200 -> 500, the spec's vec) took 280 of the network's 325 us at 1,000 images,
+  -- where cuBLAS's FP32 GEMM took 153; with fc_mma the network took 187 against 327, and
+  -- 100-102 against 138 at 256 (bench/fc-mma-buckets-2026-11-30/).
+  if l.op == "fc" and (l.strategy == "vec" or l.strategy == "tiled") and l.batch
+      and l.batch > planner.AUTO_GEMV_MAX_BATCH then
+    local tc, tc_why = planner.auto_fc_tc(l)
+    if tc == "fc_mma" then
+      return tc, tc_why .. string.format("; the spec's strategy %s is for the large batch", l.strategy), {}
+    end
+  end
   if l.op == "fc" then return with_fc_split(l, "fc_" .. l.strategy, nil, nil) end
   return "conv2d_" .. l.strategy, nil
 end
