@@ -3,7 +3,8 @@
 # call's host latency (p50 <= p90 <= p99) and writes it to --json; bench/latency_embed
 # (cg_net_run one image at a time, as an embedding program calls it) runs on the CPU
 # backend and prints its percentiles; bench/latency.py --dry-run reads every shipped and
-# zoo spec and prints the convgen commands and PyTorch modules a GPU run would time.
+# zoo spec and prints the convgen commands and PyTorch modules a GPU run would time, and
+# bench/scripts/compile_cells.py --dry-run lists its cells.
 . "$(dirname "$0")/lib.sh"
 
 $cg run specs/ece408-2017.yaml --backend cpu --random-input 1 --images 2 --repeat 3 --json "$t/r.json" \
@@ -41,6 +42,16 @@ if command -v python3 >/dev/null; then
   grep -v '^network:' specs/example-conv.yaml >"$t/nonet.yaml"
   python3 bench/latency.py --dry-run --precision bf16 "$t/nonet.yaml" >/dev/null 2>"$t/de"; [ $? -eq 3 ] \
     && grep -q "no top-level 'network:' line" "$t/de" && ok || bad "bf16 without a network line: $(cat "$t/de")"
+  # bench/scripts/compile_cells.py: every shipped course network and zoo network, a cell a
+  # (network, batch), the workers' shares and the convgen commands; bad batches exit 2
+  python3 bench/scripts/compile_cells.py --dry-run --batches 1,256 --workers 4 >"$t/c" 2>"$t/ce"; rc=$?
+  nz=$(ls bench/specs/*.yaml | wc -l)
+  [ $rc -eq 0 ] && [ "$(grep -c '^cell ' "$t/c")" -eq $(( (nz + 3) * 2 )) ] && ok \
+    || bad "compile_cells.py --dry-run exit $rc, $(grep -c '^cell ' "$t/c") cells: $(cat "$t/ce")"
+  grep -q '^cell 3: ece408-2018sp batch 256, worker 3$' "$t/c" && grep -q -- '--images 256 --repeat 100' "$t/c" && ok \
+    || bad "compile_cells.py cells: $(head -3 "$t/c")"
+  python3 bench/scripts/compile_cells.py --dry-run --batches 8,x >/dev/null 2>&1; [ $? -eq 2 ] && ok \
+    || bad "compile_cells.py took batch x"
 else echo "skip: no python3 for bench/latency.py"; fi
 
 echo "test_latency: $pass passed, $fail failed"
