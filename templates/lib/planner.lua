@@ -600,6 +600,13 @@ end
 -- (between 100 and 131 blocks of wgmma tiles), which a split of igemm_tc loses to. So
 -- the rule switches only a choice that fills fewer than half the SMs.
 planner.SMALL_SPLIT_BLOCKS_PER_SM = 0.5
+-- But from SMALL_KEEP_PLANES.batch images a planes layer keeps its kernel from per_sm blocks
+-- an SM: on an H200 (2026-11-30, bench/small-keep-planes-2026-11-30/, three rounds of
+-- `ab_images.sh` against the split) zoo-residual at 64 images 147.0 -> 136.4 us (its two
+-- 64-map 3x3 layers on 16x16, 64 blocks each), zoo-issue3x3 46.9 -> 44.3 (64 blocks), zoo-bigk
+-- 78.4 -> 79.7 within its rounds' spread (77.6-80.4); at 8 images the same threshold lost
+-- (zoo-odd 40.3 -> 46.0, zoo-vgg3x3 61.8 -> 66.8), hence 64 images and up.
+planner.SMALL_KEEP_PLANES = { batch = 64, per_sm = 0.4 }
 
 -- The blocks kernel record k launches for `batch` images (its grid's x extent
 -- evaluated as the runtime evaluates "N*per/div").
@@ -685,7 +692,9 @@ local function small_split(l, spec)
   if not blocks then return nil end
   local known = l.target and l.target.sms and l.target.sms > 0
   local sms = known and l.target.sms or planner.SPLIT_UNKNOWN_SMS
-  if blocks >= sms * planner.SMALL_SPLIT_BLOCKS_PER_SM then return nil end
+  local keep = planner.SMALL_SPLIT_BLOCKS_PER_SM
+  if tname == "conv2d_planes" and l.batch >= planner.SMALL_KEEP_PLANES.batch then keep = planner.SMALL_KEEP_PLANES.per_sm end
+  if blocks >= sms * keep then return nil end
   local cc = l.target and l.target.cc or 75
   local tc = cc >= 80 and l.C >= planner.AUTO_TC_MIN_C and l.M >= planner.AUTO_TC_MIN_M
   local alt = tc and "conv2d_igemm_tc" or "conv2d_igemm"
