@@ -64,6 +64,8 @@ end
 -- clusters of at most MAX_SPLIT blocks (the portable size); split only from
 -- SPLIT_MIN_BATCH images (one image's clusters are too few blocks to stream the
 -- weights) up to SPLIT_MAX_BATCH (a cluster an image re-reads every weight for each).
+-- Up to 64 images instead was tried on an H200 (2026-11-30, the seven zoo networks it
+-- changes at 64 images, bench/tail-split-64-2026-11-30/): -1.0 to +3.5 us, no gain.
 T.MAX_WEIGHTS = 16384
 T.SPLIT_WEIGHTS = 65536
 T.MAX_SPLIT = 8
