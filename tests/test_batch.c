@@ -181,9 +181,9 @@ static void bucket_rules(void)
     gen_sm90a = 1;
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         if (gen_for(want[i].spec, want[i].bucket, &s, &o, &m)) continue;
-        const cg_mkernel *fc = kernel_of(&m, want[i].layer, NULL);
-        CHECK(fc && !strcmp(fc->tpl, want[i].tpl), "%s %s at bucket %d: %s, expected %s", want[i].spec, want[i].layer,
-              want[i].bucket, fc ? fc->tpl : "none", want[i].tpl);
+        const cg_mkernel *k = kernel_of(&m, want[i].layer, NULL);
+        CHECK(k && !strcmp(k->tpl, want[i].tpl), "%s %s at bucket %d: %s, expected %s", want[i].spec, want[i].layer,
+              want[i].bucket, k ? k->tpl : "none", want[i].tpl);
         cg_gen_free(&o);
     }
     gen_sm90a = 0;

@@ -693,7 +693,9 @@ local function small_split(l, spec)
   local known = l.target and l.target.sms and l.target.sms > 0
   local sms = known and l.target.sms or planner.SPLIT_UNKNOWN_SMS
   local keep = planner.SMALL_SPLIT_BLOCKS_PER_SM
-  if tname == "conv2d_planes" and l.batch >= planner.SMALL_KEEP_PLANES.batch then keep = planner.SMALL_KEEP_PLANES.per_sm end
+  if tname == "conv2d_planes" and l.batch >= planner.SMALL_KEEP_PLANES.batch then
+    keep = planner.SMALL_KEEP_PLANES.per_sm
+  end
   if blocks >= sms * keep then return nil end
   local cc = l.target and l.target.cc or 75
   local tc = cc >= 80 and l.C >= planner.AUTO_TC_MIN_C and l.M >= planner.AUTO_TC_MIN_M
