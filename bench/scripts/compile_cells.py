@@ -85,6 +85,21 @@ def worker(wid, cells, repeat, mode, inbox, outbox):
         outbox.put(("timed", wid, idx, res))
 
 
+def receive(outbox, procs):
+    """The next message from the workers; None once one of them has died without a word (a
+    crash or an out-of-memory kill would otherwise leave the main process waiting forever)."""
+    import queue
+    while True:
+        try:
+            return outbox.get(timeout=10)
+        except queue.Empty:
+            dead = [i for i, p in enumerate(procs) if not p.is_alive()]
+            if dead:
+                print(f"compile_cells.py: worker {dead[0]} ended (exit code {procs[dead[0]].exitcode}) "
+                      "with cells left", file=sys.stderr)
+                return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("specs", nargs="*")
@@ -143,7 +158,11 @@ def main():
     print(f"convgen warm-ups done in {time.time() - t0:.0f} s", flush=True)
     ready = 0
     while ready < nw:
-        msg = outbox.get()
+        msg = receive(outbox, procs)
+        if msg is None:
+            for p in procs:
+                p.kill()
+            return 1
         if msg[0] == "error":
             print(f"compile_cells.py: worker {msg[1]}: {msg[2]}", file=sys.stderr)
             for q in inboxes:
@@ -160,9 +179,13 @@ def main():
     rows = []
     for idx, path, b, spec, layers in cells:
         inboxes[idx % nw].put(idx)
-        msg = outbox.get()
-        while msg[0] != "timed":
-            msg = outbox.get()
+        msg = receive(outbox, procs)
+        while msg is not None and msg[0] != "timed":
+            msg = receive(outbox, procs)
+        if msg is None:
+            for p in procs:
+                p.kill()
+            return 1
         pt = msg[3]
         try:
             cg = latency.run_convgen(a.convgen, path, b, a.repeat)
