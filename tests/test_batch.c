@@ -189,6 +189,31 @@ static void bucket_rules(void)
     gen_sm90a = 0;
 }
 
+/* Why a small-batch layer is not direct, as its header says: past direct's bounds (zoo-awkward's
+ * conv4, C = 71), or within them but refused by direct's check (ece408-2018fa's conv2: C = 12,
+ * C*K*K = 588, whose unrolled body passes direct's budget). */
+static void small_conv_reason(void)
+{
+    static const struct { const char *spec, *kernel_part, *why; } want[] = {
+        {"specs/ece408-2018fa.yaml", "conv2d_igemm_c12m24k7",
+         "since the network is generated for 1 image and direct's check refuses the layer (the unrolled body makes"},
+        {"bench/specs/zoo-awkward.yaml", "conv2d_igemm_c71m144k3",
+         "direct is for layers with C <= 16 and C*K*K <= 1024 (C = 71, C*K*K = 639)"},
+    };
+    static cg_spec s;
+    static cg_gen_output o;
+    static cg_manifest m;
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        if (gen_for(want[i].spec, 1, &s, &o, &m)) continue;
+        const char *src = NULL;
+        for (int k = 0; k < o.nkernels; k++)
+            if (strstr(o.k[k].kernel, want[i].kernel_part)) src = o.k[k].source;
+        CHECK(src && strstr(src, want[i].why), "%s at one image: no kernel %s whose header says \"%s\"", want[i].spec,
+              want[i].kernel_part, want[i].why);
+        cg_gen_free(&o);
+    }
+}
+
 /* The whole-network kernel's conv phases in units of several outputs along a row
  * (templates/ops/network.lua, conv_tile): ece408-2018fa's conv2 (84 rows of 7 products,
  * 27 columns) in units of 3; zoo-edge's 64 -> 1 1x1 layer on 6x16 (96 outputs, too few
@@ -249,6 +274,7 @@ int main(void)
     odd_splits_and_fc();
     whole_conv_tiles();
     bucket_rules();
+    small_conv_reason();
     manifest_bucket();
     return cg_test_done("batch");
 }

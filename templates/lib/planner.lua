@@ -865,8 +865,12 @@ function planner.small_conv(l)
   end
   local wide = l.batch > 1 and ((l.stride or 1) > 1 or ckk > planner.AUTO_SMALL_DIRECT_MAX_CKK_8
     or (l.C >= planner.AUTO_SMALL_DIRECT_MAX_C_8 and l.K >= 3 and l.M >= planner.AUTO_TC_MIN_M))
-  if wide or l.C > planner.AUTO_SMALL_DIRECT_MAX_C or ckk > planner.AUTO_SMALL_DIRECT_MAX_CKK
-      or not pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, nil, nil) then
+  local within = l.C <= planner.AUTO_SMALL_DIRECT_MAX_C and ckk <= planner.AUTO_SMALL_DIRECT_MAX_CKK
+  local direct_ok, direct_err = true, nil
+  if not wide and within then
+    direct_ok, direct_err = pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, nil, nil)
+  end
+  if wide or not within or not direct_ok then
     -- deeper layers: igemm's small tiles at one image; from two images on, the
     -- large-batch choice (zoo-1x1's C = 64-256 1x1 layers under direct at 8 and
     -- 64 images ran 1.6x and 6x slower than their own strategies, on an H200)
@@ -882,10 +886,15 @@ function planner.small_conv(l)
       if wino then return wino end
       given.split = S
     end
+    -- why not direct: the layer is past its bounds, or within them its check refuses every
+    -- configuration (it unrolls C*K*K: ece408-2018fa's conv2, C*K*K = 588, passes its budget)
+    local not_direct = within
+      and string.format("direct's check refuses the layer (%s)",
+        type(direct_err) == "table" and direct_err.message or tostring(direct_err))
+      or string.format("direct is for layers with C <= %d and C*K*K <= %d (C = %d, C*K*K = %d)",
+        planner.AUTO_SMALL_DIRECT_MAX_C, planner.AUTO_SMALL_DIRECT_MAX_CKK, l.C, ckk)
     return { "conv2d_igemm", string.format("small batch: igemm in 32-pixel tiles, since the network is generated " ..
-      "for 1 image and direct is for layers with C <= %d and C*K*K <= %d (C = %d, C*K*K = %d)%s%s",
-      planner.AUTO_SMALL_DIRECT_MAX_C, planner.AUTO_SMALL_DIRECT_MAX_CKK, l.C, ckk,
-      split_why and ("; " .. split_why) or "", spec), given }
+      "for 1 image and %s%s%s", not_direct, split_why and ("; " .. split_why) or "", spec), given }
   end
   local planes64 = small_planes_64(l, spec)
   if planes64 then return planes64 end
