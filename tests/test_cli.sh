@@ -257,11 +257,17 @@ $cg run "$t/k1000.yaml" --backend cpu --random-input 2 --images 5 >"$t/o" 2>"$t/
 [ $rc -eq 0 ] && grep -q '^Correctness: - Model: k1000 (random input)' "$t/o" && ok \
   || bad "1000 classes on random input: exit $rc: $(cat "$t/e")"
 
-# a grouped layer past conv2d_direct's budgets: refused, naming direct as the one template for groups
+# a grouped layer whose channels a group x K x K pass conv2d_direct's unrolled budget (128 x 3 x 3):
+# direct loops over its channels (cl=1); one whose K x K alone passes it (21 x 21 taps) is refused,
+# naming direct as the one template for groups
 printf 'network: g\ninput: {channels: 256, height: 14, width: 14}\nlayers:\n  - {name: c, op: conv, M: 256, K: 3, padding: 1, groups: 2}\n  - {name: f, op: fc, out: 10}\n' >"$t/g2.yaml"
 $cg generate "$t/g2.yaml" -o "$t/g2" >"$t/o" 2>"$t/e"; rc=$?
-[ $rc -eq 3 ] && grep -q "g2.yaml:4:5: layer 'c': .*grouped layers (groups > 1) run on direct alone" "$t/e" && ! grep -q 'use strategy igemm' "$t/e" \
-  && ok || bad "grouped layer past direct's budget: exit $rc: $(cat "$t/e")"
+[ $rc -eq 0 ] && ls "$t/g2" | grep -q '^conv2d_direct_c256m256k3_h14w14_p1_g2_.*_cl\.cu$' && ok \
+  || bad "grouped layer past direct's unrolled budget: exit $rc: $(cat "$t/e") $(ls "$t/g2" 2>/dev/null)"
+printf 'network: g\ninput: {channels: 8, height: 24, width: 24}\nlayers:\n  - {name: c, op: conv, M: 8, K: 21, groups: 2}\n  - {name: f, op: fc, out: 10}\n' >"$t/g21.yaml"
+$cg generate "$t/g21.yaml" -o "$t/g21" >"$t/o" 2>"$t/e"; rc=$?
+[ $rc -eq 3 ] && grep -q "g21.yaml:4:5: layer 'c': .*grouped layers (groups > 1) run on direct alone" "$t/e" && ! grep -q 'use strategy igemm' "$t/e" \
+  && ok || bad "grouped layer past direct's budget, looped too: exit $rc: $(cat "$t/e")"
 
 echo "test_cli: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -146,7 +146,7 @@ static void test_one_layer(void)
               c.refused);
         CHECK(c.nreasons == 1 && !strcmp(c.reason[0].param, "maps_unroll") && c.reason[0].count == 416,
               "refusals grouped under maps_unroll: %d groups", c.nreasons);
-        CHECK(!strcmp(c.names, "block maps_unroll cols unroll_groups fuse ms"), "names: %s", c.names);
+        CHECK(!strcmp(c.names, "block maps_unroll cols unroll_groups fuse ms cl"), "names: %s", c.names);
         CHECK(!strcmp(c.c[0].params, "block=32 maps_unroll=1 cols=1 unroll_groups=0 fuse=1 ms=1"), "first: %s",
               c.c[0].params);
         CHECK(!strcmp(c.c[c.n - 1].params, "block=1024 maps_unroll=8 cols=2 unroll_groups=1 fuse=1 ms=1"), "last: %s",

@@ -79,13 +79,18 @@ if ! [ -e /dev/nvidia0 ]; then
   # the spec's params belong to its own strategy (conv1: direct, block=64 ...), not to igemm
   expect 4 "no CUDA driver" specs/ece408-2018fa.yaml --layer conv1 --strategy igemm --batch 64
   expect 4 "no CUDA driver" specs/ece408-2018fa.yaml --layer fc1 --strategy tiled --batch 64
+  expect 4 "no CUDA driver" specs/ece408-2018fa.yaml --layer conv2 --strategy direct --batch 1
   # the parameters --params leaves out are searched as a spec's are: maps_unroll=8 with cols=4
   # passes with fuse=0 (the pool left to its own kernel), and planes' fp=1 with occ=1
   expect 4 "no CUDA driver" specs/example-conv.yaml --layer conv1 --params maps_unroll=8,cols=4 --batch 64
   expect 4 "no CUDA driver" bench/specs/zoo-vgg-same.yaml --layer conv1_2 --strategy planes --params fp=1 --batch 64
 fi
-# a layer no configuration of the template suits is still refused, with the template's reason
-expect 3 "layer 'conv2': the unrolled body makes 588 tile calls" specs/ece408-2018fa.yaml --layer conv2 --strategy direct
+# a layer no configuration of the template suits is still refused, with the template's reason:
+# ece408-2018fa's conv2 (C*K*K = 588) under direct unrolled whole (cl=0); its channel loop
+# (cl=1, legal only where nothing unrolls whole) is what direct gives it without --params
+expect 3 "layer 'conv2': the unrolled body makes" specs/ece408-2018fa.yaml --layer conv2 --strategy direct --params cl=0
+expect 3 "cl=1: the layer's 6 x 5 x 5 products unroll whole" specs/ece408-2018sp.yaml --layer conv2 --strategy direct --params cl=1
+expect 3 "cl=1 is not legal for conv2d_direct on this layer" specs/example-conv.yaml --layer conv1 --params cl=1
 # the configuration a layer gets at a small bucket when none is given is the network's kernel
 # there, less its split (a kernel is timed alone): zoo-k7pad's 7x7 conv4 at one image in igemm's
 # 32-pixel tiles in four stages (the network splits it 14 ways), zoo-awkward's 5x5 conv3 there in winograd's

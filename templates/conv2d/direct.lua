@@ -21,6 +21,13 @@
 -- Channel groups (groups = G > 1): a map group lies in one channel group
 -- (maps_unroll divides M/G), reads its C/G channels from the input and its
 -- weights [M, C/G, K, K]; the patch is then read per channel, never hoisted.
+-- A layer whose channels x K x K cannot be unrolled whole within the budgets below
+-- (T.CALL_BUDGET, T.SOURCE_BUDGET, T.BODY_BUDGET even at one map a thread) loops over
+-- its channels instead (cl=1): one channel's patch and its K x K taps unrolled, the
+-- channel a run-time index of the input and the weights. cl=1 is legal only there, so
+-- every layer that unrolls whole keeps its kernel; it lets a grouped layer of many
+-- channels a group run (direct alone serves those) and a spec name direct for a deep
+-- layer. Not yet timed on a GPU against igemm, which `auto` takes for such layers.
 -- The network's pixels (l.pixels, the planner's pixel twin of a first layer): the
 -- input is uint8, each element read scaled as ops/input_u8.lua scales it
 -- (common.pixel_reader), a padded patch's outside still 0, so the layer needs no
@@ -70,11 +77,19 @@ end
 -- The SMs to fill: the target's, else an H100's 132 (a fat binary serves many).
 local function target_sms(l) return (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132 end
 
--- Whether d maps a thread fit the source budget and a fused pool's accumulators.
+-- Whether the layer's channels x K x K unroll whole at one map a thread (T.check's budgets,
+-- fused): where they do not, the kernel loops over its channels (cl=1).
+local function unrolls(l)
+  return not T.check(l, { block = 32, maps_unroll = 1, cols = 1, unroll_groups = 0, fuse = 1, ms = 1, cl = 0 })
+end
+
+-- Whether d maps a thread fit the source budget and a fused pool's accumulators (the taps
+-- of one channel where the kernel loops over channels).
 local function mu_fits(l, d)
   local CG = per_group(l)
   local F = pool_side(l, 1)
-  return d * CG * l.K * l.K * 100 + 4096 <= 40 * 1024 and d * F * F <= 64
+  local taps = unrolls(l) and CG * l.K * l.K or l.K * l.K
+  return d * taps * 100 + 4096 <= 40 * 1024 and d * F * F <= 64
 end
 
 local function default_mu(l)
@@ -202,6 +217,13 @@ T.params = {
   { name = "ms", tune = false, doc = "map splits: the map groups shared out over this many blocks (grid y); for small batches",
     legal = function(l) return common.divisors(l.M, 64) end,
     default = default_ms },
+  -- after ms, quiet (a header lists it only as cl=1), and legal only where the layer does
+  -- not unroll whole (T.check): a search reaches it only where every unrolled kernel was
+  -- refused, so every layer that resolved before resolves to the same kernel
+  { name = "cl", quiet = true,
+    doc = "1: a loop over the input channels, a channel's K x K taps unrolled (layers that do not unroll whole)",
+    legal = function(l) return per_group(l) > 1 and { 0, 1 } or { 0 } end,
+    default = function(_) return 0 end },
 }
 
 -- Most multiply-adds one thread's fully unrolled body may hold: code size and
@@ -237,6 +259,7 @@ local function naming(l, p)
     l.C, l.M, l.K, l.H, l.W, g.tag, fused and l.act or "none", pooled and g.pool_tag or "",
     l.bias and "_bias" or "", const and "wc" or "ws", p.block, p.maps_unroll, p.cols, p.unroll_groups, p.fuse)
   if p.ms > 1 then name = name .. "_ms" .. p.ms end
+  if p.cl == 1 then name = name .. "_cl" end
   return name, const, wbytes
 end
 
@@ -266,16 +289,29 @@ function T.check(l, p)
       p.maps_unroll, p.cols, p.maps_unroll * TR * TS), "maps_unroll"
   end
   local CKK = CG * l.K * l.K
+  if p.cl == 1 then
+    -- the loop only where nothing unrolls whole: one map a thread, one output, no split
+    local q = {}
+    for k, v in pairs(p) do q[k] = v end
+    q.cl, q.maps_unroll, q.cols, q.unroll_groups, q.ms = 0, 1, 1, 0, 1
+    if not T.check(l, q) then
+      return string.format("cl=1: the layer's %d x %d x %d products unroll whole (cl=0 fits the budgets at one map " ..
+        "a thread); the channel loop is for layers that do not", CG, l.K, l.K), "cl"
+    end
+  end
+  -- the taps one pass of the body unrolls: every channel's, or one channel's under the loop
+  local taps = p.cl == 1 and l.K * l.K or CKK
   -- what to use instead: igemm, except for a grouped layer, which only direct serves
   local instead = (l.groups or 1) > 1
       and "grouped layers (groups > 1) run on direct alone, so its channels per group x K x K must fit"
       or "use strategy igemm for this layer"
-  local body = p.maps_unroll * CKK * TR * TS * (p.unroll_groups == 1 and l.M // p.maps_unroll or 1)
-  local calls = p.maps_unroll * CKK * (p.unroll_groups == 1 and l.M // p.maps_unroll or 1)
+  local body = p.maps_unroll * taps * TR * TS * (p.unroll_groups == 1 and l.M // p.maps_unroll or 1)
+  local calls = p.maps_unroll * taps * (p.unroll_groups == 1 and l.M // p.maps_unroll or 1)
+  local what = p.cl == 1 and "K*K" or "C*K*K"
   if calls > T.CALL_BUDGET then
-    return string.format("the unrolled body makes %d tile calls (maps_unroll*C*K*K%s); the budget is %d, " ..
+    return string.format("the unrolled body makes %d tile calls (maps_unroll*%s%s); the budget is %d, " ..
       "so that the source stays under about 40 KB: %s",
-      calls, p.unroll_groups == 1 and "*groups" or "", T.CALL_BUDGET, instead), "maps_unroll"
+      calls, what, p.unroll_groups == 1 and "*groups" or "", T.CALL_BUDGET, instead), "maps_unroll"
   end
   local source = calls * (#naming(l, p) + 40) + 4096 + p.maps_unroll * p.cols * (60 + 24 * TR * TR)
   if source > T.SOURCE_BUDGET then
@@ -283,7 +319,7 @@ function T.check(l, p)
       "the budget is %d: %s", source, calls, T.SOURCE_BUDGET, instead), "maps_unroll"
   end
   if body > T.BODY_BUDGET then
-    return string.format("the unrolled body holds %d multiply-adds (maps_unroll*C*K*K*outputs%s); " ..
+    return string.format("the unrolled body holds %d multiply-adds (maps_unroll*" .. what .. "*outputs%s); " ..
       "the budget is %d, so that it compiles in seconds: %s",
       body, p.unroll_groups == 1 and "*groups" or "", T.BODY_BUDGET, instead), "maps_unroll"
   end
@@ -309,7 +345,7 @@ function T.cost(l, p)
   if pooled then OH, OW = g.OH, g.OW end
   local CG = per_group(l)
   local CKK, groups = CG * l.K * l.K, l.M // p.maps_unroll
-  local hoist = g.G == 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT)
+  local hoist = g.G == 1 and p.cl ~= 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT)
   local _, const = naming(l, p)
   local loads = CG * PR * PC * (hoist and 1 or groups)
   if not (const and (groups == 1 or p.unroll_groups == 1)) then loads = loads + l.M * CKK end
@@ -428,7 +464,33 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 % for m = 0, mu - 1 do
         {{acc_t}} a{{m}}[{{TR}}][{{TS}}] = {};
 % end
-% for c = 0, CG - 1 do
+% if cl then
+        // the {{CG}} channels in a loop (cl=1), a channel's {{K}}x{{K}} taps unrolled
+#pragma unroll 1
+        for (int c = 0; c < {{CG}}; c++) {
+            {{acc_t}} v[{{PR}}][{{PC}}];
+#pragma unroll
+            for (int p = 0; p < {{PR}}; p++)
+#pragma unroll
+                for (int q = 0; q < {{PC}}; q++)
+%   if padded then
+                    v[p][q] = {{name}}_X(c, p, q);
+%   else
+                    v[p][q] = {{to_acc(xv .. "[c * " .. H * W .. " + p * " .. W .. " + q]", "c")}};
+%   end
+%   for m = 0, mu - 1 do
+            // map g+{{m}}
+%     for p = 0, K - 1 do
+%       for q = 0, K - 1 do
+%         local wi = "c * " .. KK .. " + " .. (m * CKK + p * K + q)
+%         local wx = (groups > 1 and const) and ("W(g * " .. CKK .. " + " .. wi .. ")") or ("W(" .. wi .. ")")
+            {{name}}_fma<{{p}}, {{q}}>(a{{m}}, {{wx}}, v);
+%       end
+%     end
+%   end
+        }
+% end
+% for c = 0, cl and -1 or CG - 1 do
 %   local vc = hoist and ("v[" .. c .. "]") or "v"
 %   if not hoist then
         {
@@ -544,7 +606,9 @@ function T.kernel(l, p)
     TR = TR, TS = TS, PR = PR, PC = PC,
     P = OH * OW, TW = OW, OS = slice and slice.stride or l.M * OH * OW,
     -- a padded patch also keeps its bounds' predicates live: a smaller one is hoisted
-    pooled = pooled, hoist = g.G == 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT),
+    pooled = pooled,
+    hoist = g.G == 1 and p.cl ~= 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT),
+    cl = p.cl == 1, KK = l.K * l.K,
     S = g.S, pt = g.pt, pl = g.pl, padded = g.padded, incond = incond,
     pool_doc = not pooled and "" or g.max2 and "2x2 max, " or (g.kind .. " over " .. TR .. "x" .. TR .. ", "),
     maxtree = common.max_tree,

@@ -868,7 +868,8 @@ function planner.small_conv(l)
   local within = l.C <= planner.AUTO_SMALL_DIRECT_MAX_C and ckk <= planner.AUTO_SMALL_DIRECT_MAX_CKK
   local direct_ok, direct_err = true, nil
   if not wide and within then
-    direct_ok, direct_err = pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, nil, nil)
+    -- unrolled whole (cl=0): the channel loop is not timed against igemm here yet
+    direct_ok, direct_err = pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, { cl = 0 }, nil)
   end
   if wide or not within or not direct_ok then
     -- deeper layers: igemm's small tiles at one image; from two images on, the
