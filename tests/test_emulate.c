@@ -1142,6 +1142,9 @@ int main(void)
          * slices, its concat phases copying only the parts not written in place) */
         emulate("bench/specs/zoo-inception.yaml", dir, 0);
         emulate("tests/gpu/layers-concat.yaml", dir, 1);
+        /* direct's channel loop at one image (its one-image tile, the map groups split over
+         * blocks; a grouped layer in the loop) and the whole-network kernel over the same layers */
+        emulate("tests/gpu/layers-direct-loop.yaml", dir, 1);
     }
     char *rm[] = {"rm", "-rf", dir, NULL};
     run_cmd(rm);
