@@ -61,7 +61,7 @@ def worker(wid, cells, repeat, mode, inbox, outbox):
                 for _ in range(3):
                     cm(x)
             torch.cuda.synchronize()
-            built[idx] = (m, x, cm)
+            built[idx] = (cm, x, spec, layers, b)
             outbox.put(("compiled", wid, idx, time.time() - t0))
         except Exception as err:  # a compile that fails is reported, its cell left out
             outbox.put(("compiled", wid, idx, -1.0, f"{type(err).__name__}: {err}"))
@@ -74,14 +74,10 @@ def worker(wid, cells, repeat, mode, inbox, outbox):
         if idx not in built:
             outbox.put(("timed", wid, idx, None))
             continue
-        m, x, cm = built[idx]
-        res = {}
+        cm, x, spec, layers, b = built[idx]
+        res = t.measure(layers, spec, b, [])   # eager and its CUDA graph, as latency.py times them
         with torch.inference_mode():
-            res["eager"] = t.timed(lambda: m(x))
-            g, _ = t.graphed(m, x)
-            res["graph"] = t.timed(g.replay)
             res["compile"] = t.timed(lambda: cm(x))
-            del g
         outbox.put(("timed", wid, idx, res))
 
 

@@ -77,24 +77,31 @@ end
 -- The SMs to fill: the target's, else an H100's 132 (a fat binary serves many).
 local function target_sms(l) return (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132 end
 
--- Whether the layer's channels x K x K unroll whole at one map a thread (T.check's budgets,
--- fused): where they do not, the kernel loops over its channels (cl=1).
-local function unrolls(l)
-  return not T.check(l, { block = 32, maps_unroll = 1, cols = 1, unroll_groups = 0, fuse = 1, ms = 1, cl = 0 })
+-- Whether the layer's channels x K x K unroll whole at one map a thread, one output and no
+-- split (T.check's budgets for that block and fuse; by default 32 threads, fused): where they
+-- do not, the kernel loops over its channels (cl=1), and cl=1 is legal only there.
+local function unrolls(l, block, fuse)
+  return not T.check(l, { block = block or 32, maps_unroll = 1, cols = 1, unroll_groups = 0, fuse = fuse or 1,
+                          ms = 1, cl = 0 })
 end
 
--- Whether d maps a thread fit the source budget and a fused pool's accumulators (the taps
--- of one channel where the kernel loops over channels).
-local function mu_fits(l, d)
-  local CG = per_group(l)
+-- The taps a map's unrolled body holds: every channel's, or one channel's where the kernel
+-- loops over channels.
+local function map_taps(l)
+  return unrolls(l) and per_group(l) * l.K * l.K or l.K * l.K
+end
+
+-- Whether d maps a thread of `taps` taps each fit the source budget and a fused pool's
+-- accumulators.
+local function mu_fits(l, d, taps)
   local F = pool_side(l, 1)
-  local taps = unrolls(l) and CG * l.K * l.K or l.K * l.K
   return d * taps * 100 + 4096 <= 40 * 1024 and d * F * F <= 64
 end
 
 local function default_mu(l)
   local _, MG = per_group(l)
-  local function fits(d) return mu_fits(l, d) end
+  local taps = map_taps(l)
+  local function fits(d) return mu_fits(l, d, taps) end
   local best = 1
   for _, d in ipairs(common.divisors(MG, 8)) do
     if fits(d) then best = d end
@@ -134,7 +141,7 @@ local function small_mu(l)
   local g = common.conv_geom(l)
   local outs = pool_side(l, 1) > 1 and g.OH * g.OW or g.CH * g.CW
   local sms = target_sms(l)
-  if MG > 1 and mu_fits(l, MG) and common.ceil_div((l.batch or 1) * outs, 32) >= sms then return MG end
+  if MG > 1 and mu_fits(l, MG, map_taps(l)) and common.ceil_div((l.batch or 1) * outs, 32) >= sms then return MG end
   return 1
 end
 
@@ -289,15 +296,9 @@ function T.check(l, p)
       p.maps_unroll, p.cols, p.maps_unroll * TR * TS), "maps_unroll"
   end
   local CKK = CG * l.K * l.K
-  if p.cl == 1 then
-    -- the loop only where nothing unrolls whole: one map a thread, one output, no split
-    local q = {}
-    for k, v in pairs(p) do q[k] = v end
-    q.cl, q.maps_unroll, q.cols, q.unroll_groups, q.ms = 0, 1, 1, 0, 1
-    if not T.check(l, q) then
-      return string.format("cl=1: the layer's %d x %d x %d products unroll whole (cl=0 fits the budgets at one map " ..
-        "a thread); the channel loop is for layers that do not", CG, l.K, l.K), "cl"
-    end
+  if p.cl == 1 and unrolls(l, p.block, p.fuse) then
+    return string.format("cl=1: the layer's %d x %d x %d products unroll whole (cl=0 fits the budgets at one map " ..
+      "a thread); the channel loop is for layers that do not", CG, l.K, l.K), "cl"
   end
   -- the taps one pass of the body unrolls: every channel's, or one channel's under the loop
   local taps = p.cl == 1 and l.K * l.K or CKK
