@@ -22,6 +22,9 @@ static void buckets(void)
  * `generate --arch 90` does; 0: plain sm_90. */
 static int gen_sm90a;
 
+/* The compute capability gen_for builds for (90 unless a test sets another). */
+static int gen_cc = 90;
+
 /* Generate spec `path` for bucket `batch` (0: the large-batch kernels) on an
  * sm_90 target with 132 SMs, parsing the manifest into *m. */
 static int gen_for(const char *path, int batch, cg_spec *s, cg_gen_output *o, cg_manifest *m)
@@ -29,7 +32,7 @@ static int gen_for(const char *path, int batch, cg_spec *s, cg_gen_output *o, cg
     cg_err e = {""};
     cg_target tg;
     cg_target_default(&tg);
-    tg.cc = 90, tg.sms = 132, tg.max_shared_optin = 227 * 1024;
+    tg.cc = gen_cc, tg.sms = 132, tg.max_shared_optin = 227 * 1024;
     tg.batch = batch;
     tg.sm90a = gen_sm90a;
     if (cg_spec_load(path, s, &e) || cg_generate_for(s, "test", &tg, o, &e) ||
@@ -244,6 +247,52 @@ static void whole_conv_tiles(void)
     }
 }
 
+/* Weights loaded before the programmatic launch's wait (common.PDL_MARK): on sm_90 the
+ * wait follows the loads of weights named here and comes before the first read of the
+ * layer's input; fc_gemv prefetches from two images on and in blocks under 1,024 threads
+ * (at one image only its bias; ece408-2018fa's fc1 at 8 images has 1,024), the tail its
+ * first pass, direct a group staged once. No source keeps the mark; on sm_80 none has
+ * the wait. */
+static void weights_before_wait(void)
+{
+    static const struct { const char *spec; int bucket; const char *kernel, *before, *after; int pre; /* wpre[]: 1 wanted, 0 not, -1 either */ } want[] = {
+        {"specs/ece408-2017.yaml", 8, "fc_gemv_i7200o500", "wpre[it][r] = ", "reinterpret_cast<const float4*>(in", 1},
+        {"specs/ece408-2017.yaml", 1, "fc_gemv_i7200o500", "const float bpre = ", "reinterpret_cast<const float4*>(in", 0},
+        {"specs/ece408-2018fa.yaml", 8, "fc_gemv_i17496o160", "const float bpre = ", "reinterpret_cast<const float4*>(in", 0},
+        {"specs/ece408-2018sp.yaml", 1, "tail_i140o10", "wpre[r] = ", "__ldg(xr + c)", 1},
+        {"specs/ece408-2018sp.yaml", 1, "conv2d_direct_c6m16k5", "ws[i] = w_arg[blockIdx.y * 300 + i]", "= x[", -1},
+    };
+    static cg_spec s;
+    static cg_gen_output o;
+    static cg_manifest m;
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        if (gen_for(want[i].spec, want[i].bucket, &s, &o, &m)) continue;
+        const char *src = NULL;
+        for (int k = 0; k < o.nkernels; k++) {
+            if (!strncmp(o.k[k].kernel, want[i].kernel, strlen(want[i].kernel))) src = o.k[k].source;
+            CHECK(!strstr(o.k[k].source, "@@pdl-wait@@"), "%s: kernel %s keeps the prologue's mark", want[i].spec,
+                  o.k[k].kernel);
+        }
+        const char *before = src ? strstr(src, want[i].before) : NULL;
+        const char *wait = src ? strstr(src, "griddepcontrol.wait") : NULL;
+        const char *after = src ? strstr(src, want[i].after) : NULL;
+        CHECK(before && wait && after && before < wait && wait < after,
+              "%s at bucket %d, %s: want \"%s\" before the wait and \"%s\" after it", want[i].spec, want[i].bucket,
+              want[i].kernel, want[i].before, want[i].after);
+        CHECK(!src || want[i].pre < 0 || (strstr(src, "wpre[") != NULL) == want[i].pre, "%s at bucket %d, %s: weights prefetched: %s",
+              want[i].spec, want[i].bucket, want[i].kernel, want[i].pre ? "expected" : "not expected");
+        cg_gen_free(&o);
+    }
+    gen_cc = 80;
+    if (!gen_for("specs/ece408-2017.yaml", 8, &s, &o, &m)) {
+        for (int k = 0; k < o.nkernels; k++)
+            CHECK(!strstr(o.k[k].source, "griddepcontrol") && !strstr(o.k[k].source, "@@pdl-wait@@"),
+                  "sm_80: kernel %s has the wait or its mark", o.k[k].kernel);
+        cg_gen_free(&o);
+    }
+    gen_cc = 90;
+}
+
 /* The bucket record: only the buckets themselves are accepted. */
 static void manifest_bucket(void)
 {
@@ -275,6 +324,7 @@ int main(void)
     whole_conv_tiles();
     bucket_rules();
     small_conv_reason();
+    weights_before_wait();
     manifest_bucket();
     return cg_test_done("batch");
 }

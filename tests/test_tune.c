@@ -1737,10 +1737,23 @@ static void test_kernel_hash_prologue(void)
                                "    asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
                                "#endif\n    o[0] = 1.0f;\n}\n";
     static const char other[] = "// template: x\nextern \"C\" __global__ void k(float *o)\n{\n    o[0] = 2.0f;\n}\n";
-    char a[17], b[17], c[17];
+    /* the prologue where a template marked it (common.PDL_MARK), after a weight's load */
+    static const char plain_w[] = "// hash: 1\nextern \"C\" __global__ void k(const float *w, float *o)\n{\n"
+                                  "    const float v = w[0];\n    o[0] = v;\n}\n";
+    static const char marked[] = "// hash: 2\nextern \"C\" __global__ void k(const float *w, float *o)\n{\n"
+                                 "    const float v = w[0];\n"
+                                 "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900\n"
+                                 "    // programmatic dependent launch: the loads above read weights only, fetched while the\n"
+                                 "    // kernel before runs; now wait for it, then let the next one launch\n"
+                                 "    asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+                                 "    asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
+                                 "#endif\n    o[0] = v;\n}\n";
+    char a[17], b[17], c[17], d[17], f[17];
     cg_tune_kernel_hash(plain, a), cg_tune_kernel_hash(with, b), cg_tune_kernel_hash(other, c);
     CHECK(!strcmp(a, b), "the PDL prologue leaves the kernel hash as it was (%s, %s)", a, b);
     CHECK(strcmp(a, c) != 0, "another statement changes it");
+    cg_tune_kernel_hash(plain_w, d), cg_tune_kernel_hash(marked, f);
+    CHECK(!strcmp(d, f), "a prologue placed after the weights' loads leaves the hash as it was too (%s, %s)", d, f);
 }
 
 int main(void)

@@ -424,6 +424,13 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 % end
     (void)w_arg;
     (void)b_arg;
+% if staged_once then
+    // the block's one group of weights, staged before the wait (they depend on no kernel:
+    // fetched while the one before runs)
+    for (int i = threadIdx.x; i < {{mu * CKK}}; i += {{block}}) ws[i] = w_arg[blockIdx.y * {{M // ms * CKK}} + i];
+    __syncthreads();
+{{PDL_MARK}}
+% end
 % if px_decl ~= "" then
 {{px_decl}}
 % end
@@ -452,7 +459,7 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 % else
     for (int g = 0; g < {{M}}; g += {{mu}}) {
 % end
-% if not const then
+% if not const and not staged_once then
         __syncthreads();   // every thread is done with the previous group's weights
         for (int i = threadIdx.x; i < {{mu * CKK}}; i += {{block}}) ws[i] = w_arg[g * {{CKK}} + i];
         __syncthreads();
@@ -615,6 +622,8 @@ function T.kernel(l, p)
     maxtree = common.max_tree,
     pool_kind = g.kind, inv = string.format("%.9ef", 1.0 / (TR * TR)),
     const = const, bias = l.bias,
+    -- a block whose map loop runs once stages its weights before the programmatic launch's wait
+    staged_once = not const and l.M // p.ms == p.maps_unroll, PDL_MARK = common.PDL_MARK:sub(1, -2),
     wsym = name .. "_w", bsym = name .. "_b",
     bsrc = const and (name .. "_b") or "b_arg",
     actname = act,

@@ -35,6 +35,22 @@ T.doc = "matrix-vector product for a few images: the reduction split over a bloc
 
 local width = common.fc.width
 
+-- The weight vectors a thread loads before the programmatic launch's wait
+-- (common.PDL_MARK): its first passes' weights, ROWS vectors a pass, held in
+-- registers until the input arrives: at most PRE_VECTORS (8 x 4 floats, 32
+-- registers); none in blocks of PRE_MAX_THREADS or more, nor in blocks of one image.
+-- A block of 1,024 threads takes 32 registers a thread without them, half an SM's
+-- register file, and any more leave one block an SM where two fitted: zoo-vgg3x3's
+-- 21,632 -> 256 layer at 8 images took 46 registers with 2 vectors and the network
+-- 62.5 -> 65.1 us, ece408-2018fa 40.0 -> 42.1. At one image the networks ran as fast
+-- as without any prefetch or slower, where without the gemv's (the tail's and
+-- direct's kept) ece408-2017 took 8.6 us against 9.1, -2018sp 16.2 against 17.7,
+-- -2018fa 19.0 against 20.5; from 8 images it won (zoo-mlp at 8 images 29.8 -> 26.8,
+-- ece408-2018sp at 64 43.3 -> 40.5). An H200, 2026-11-30: bench/RESULTS.md, "Weights
+-- fetched before the programmatic launch's wait".
+T.PRE_VECTORS = 8
+T.PRE_MAX_THREADS = 1024
+
 -- The SMs to fill: the target's, else an H100's 132 (a fat binary serves many).
 local function sms(l) return (l.target and l.target.sms and l.target.sms > 0) and l.target.sms or 132 end
 
@@ -163,9 +179,26 @@ local source = engine.compile([[
 % else
     const int cbeg = 0;
 % end
-    // {{CPS}} chunks of {{V}} a row, {{ITER}} a thread (the last pass partial)
-#pragma unroll {{UNROLL}}
-    for (int it = 0; it < {{ITER}}; it++) {
+% if PRE > 0 then
+    // the weights of the first {{PRE}} pass{{PRE > 1 and "es" or ""}} and the bias, loaded before the wait (they
+    // depend on no kernel: fetched while the one before runs)
+    {{VT}} wpre[{{PRE}}][{{ROWS}}];
+#pragma unroll
+    for (int it = 0; it < {{PRE}}; it++) {
+        const int c = cbeg + tid + it * {{THREADS}};
+#pragma unroll
+        for (int r = 0; r < {{ROWS}}; r++)
+            wpre[it][r] = o0 + r < {{OUT}}{{PARTIAL and (" && c < " .. CHUNKS .. " && c < cbeg + " .. CPS) or ""}} ? reinterpret_cast<const {{VT}}*>(w + (o0 + r) * {{IN}})[c] : {{zero}};
+    }
+% end
+% if bias then
+    const {{acc_t}} bpre = tid < {{ROWS * IB}} && o0 + tid / {{IB}} < {{OUT}} ? {{w_to_acc("b[o0 + tid / " .. IB .. "]")}} : 0.0f;
+% end
+{{PDL_MARK}}
+    // {{CPS}} chunks of {{V}} a row, {{ITER}} a thread{{PARTIAL and " (the last pass partial)" or ""}}
+% for _, part in ipairs(PARTS) do
+#pragma unroll {{part.unroll}}
+    for (int it = {{part.from}}; it < {{part.to}}; it++) {
         const int c = cbeg + tid + it * {{THREADS}};
 % if PARTIAL then
         if (c >= {{CHUNKS}} || c >= cbeg + {{CPS}}) continue;   // (a predicate: the passes' loads still issue together)
@@ -173,7 +206,11 @@ local source = engine.compile([[
         {{VT}} xv[{{IB}}], wv[{{ROWS}}];
 #pragma unroll
         for (int r = 0; r < {{ROWS}}; r++)
+% if part.pre then
+            wv[r] = wpre[it][r];
+% else
             wv[r] = o0 + r < {{OUT}} ? reinterpret_cast<const {{VT}}*>(w + (o0 + r) * {{IN}})[c] : {{zero}};
+% end
 #pragma unroll
         for (int i = 0; i < {{IB}}; i++)
             xv[i] = i0 + i < n ? __ldg(reinterpret_cast<const {{VT}}*>(in + (size_t)(i0 + i) * {{IN}}) + c) : {{zero}};
@@ -186,6 +223,7 @@ local source = engine.compile([[
 % end
             }
     }
+% end
     // a warp's sums by butterfly, then the warps' partials in warp order
 #pragma unroll
     for (int r = 0; r < {{ROWS}}; r++)
@@ -212,7 +250,7 @@ local source = engine.compile([[
     if (rank == 0 && tid < {{ROWS * IB}}) {
         const int r = tid / {{IB}}, i = tid % {{IB}};
         const int go = o0 + r, gi = i0 + i;
-        if (go < {{OUT}} && gi < n) out[(size_t)gi * {{OUT}} + go] = {{from_acc(act(bias and ("s + " .. w_to_acc("b[go]")) or "s"))}};
+        if (go < {{OUT}} && gi < n) out[(size_t)gi * {{OUT}} + go] = {{from_acc(act(bias and "s + bpre" or "s"))}};
     }
 % else
     if (tid < {{ROWS * IB}}) {
@@ -221,7 +259,7 @@ local source = engine.compile([[
         {{acc_t}} s = part[0][tid];
 #pragma unroll
         for (int wp = 1; wp < {{WARPS}}; wp++) s += part[wp][tid];
-        if (go < {{OUT}} && gi < n) out[(size_t)gi * {{OUT}} + go] = {{from_acc(act(bias and ("s + " .. w_to_acc("b[go]")) or "s"))}};
+        if (go < {{OUT}} && gi < n) out[(size_t)gi * {{OUT}} + go] = {{from_acc(act(bias and "s + bpre" or "s"))}};
     }
 % end
 }
@@ -234,6 +272,11 @@ function T.kernel(l, p)
   local split = p.split or 1
   local cps = common.ceil_div(chunks, split)
   local iter = common.ceil_div(cps, p.threads)
+  -- the passes whose weights are loaded before the wait: at most PRE_VECTORS vectors a thread
+  local pre = (p.threads >= T.PRE_MAX_THREADS or p.ib == 1) and 0 or math.min(iter, T.PRE_VECTORS // p.rows)
+  local parts = {}
+  if pre > 0 then parts[1] = { from = 0, to = pre, unroll = pre, pre = true } end
+  if iter > pre then parts[#parts + 1] = { from = pre, to = iter, unroll = math.min(iter - pre, 8), pre = false } end
   local name = string.format("fc_gemv_i%do%d_%s%s_b%dr%dt%d%s", IN, l.out, l.act, l.bias and "_bias" or "",
     p.ib, p.rows, p.threads, split > 1 and ("_s" .. split) or "")
   local ty = common.types(l)
@@ -250,7 +293,8 @@ function T.kernel(l, p)
     head = head, IN = IN, OUT = l.out, IB = p.ib, ROWS = p.rows, THREADS = p.threads,
     WARPS = common.ceil_div(p.threads, 32), V = V, CHUNKS = chunks, ITER = iter, SPLIT = split, CPS = cps,
     PARTIAL = cps % p.threads ~= 0 or chunks % cps ~= 0,
-    UNROLL = math.min(iter, 8), bias = l.bias, FIELDS = F,
+    PRE = pre, PARTS = parts, PDL_MARK = common.PDL_MARK:sub(1, -2),
+    bias = l.bias, FIELDS = F,
     cluster_sum = function(var, n) return common.cluster_sum(ty.acc_t, var, n, split) end,
     VT = common.vec_t(ty.in_t, V),
     zero = common.is_half(ty.in_t) and (common.vec_t(ty.in_t, V) .. "{}")

@@ -543,11 +543,41 @@ function common.pdl(target)
   return target ~= nil and (target.cc or 0) >= common.PDL_CC
 end
 
+-- A kernel may read what no kernel writes (its weights and bias) before it waits:
+-- a template puts the line PDL_MARK where the wait goes, after loads of weights
+-- alone (no global store, no read of an activation above it). Launched early, its
+-- blocks fetch their weights while the kernel before still runs, and the tail of
+-- that kernel hides the fetch (fc_gemv and the tail at a few images: a layer whose
+-- time is the weights' fetch from L2). The prologue then goes there instead of at
+-- the top; without PDL the line is dropped.
+common.PDL_MARK = "    // @@pdl-wait@@\n"
+common.PDL_PROLOGUE_MARKED = table.concat({
+  "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900",
+  "    // programmatic dependent launch: the loads above read weights only, fetched while the",
+  "    // kernel before runs; now wait for it, then let the next one launch",
+  '    asm volatile("griddepcontrol.wait;" ::: "memory");',
+  '    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");',
+  "#endif",
+}, "\n") .. "\n"
+
 -- Kernel record k with the prologue put right after its body's opening brace
--- (the line "{" after the one declaration common.kernel_head writes) and
--- k.pdl = true, where `target` asks for it; k unchanged otherwise.
+-- (the line "{" after the one declaration common.kernel_head writes), or at the
+-- template's PDL_MARK where it has one, and k.pdl = true, where `target` asks for
+-- it; else k with its PDL_MARK line, if any, removed.
 function common.add_pdl(k, target)
-  if not common.pdl(target) then return k end
+  local at = k.source:find(common.PDL_MARK, 1, true)
+  if at and k.source:find(common.PDL_MARK, at + 1, true) then
+    error("kernel " .. tostring(k.name) .. ": more than one place marked for the launch prologue", 0)
+  end
+  if not common.pdl(target) then
+    if at then k.source = k.source:sub(1, at - 1) .. k.source:sub(at + #common.PDL_MARK) end
+    return k
+  end
+  if at then
+    k.source = k.source:sub(1, at - 1) .. common.PDL_PROLOGUE_MARKED .. k.source:sub(at + #common.PDL_MARK)
+    k.pdl = true
+    return k
+  end
   local src = k.source
   local decl = src:find('extern "C" __global__', 1, true)
   if not decl or src:find('extern "C" __global__', decl + 1, true) then

@@ -50,6 +50,11 @@ T.doc = "a small-batch network's last fc, its softmax and the prediction in one 
 -- gives each to a thread of the first warp.
 T.MAX_OUT = 32
 
+-- A thread loads its first pass's weights (a V-wide vector of each output's row)
+-- before the programmatic launch's wait (common.PDL_MARK) where the outputs are at
+-- most this many (16 x 4 floats: 64 registers).
+T.PRE_VECTORS = 16
+
 local width = common.fc.width
 
 -- threads' default: a thread for each chunk of the row (one pass), from 32 to 256.
@@ -142,9 +147,25 @@ local source = engine.compile([[
     {{acc_t}} acc[{{OUT}}];
 #pragma unroll
     for (int r = 0; r < {{OUT}}; r++) acc[r] = 0.0f;
+% if PRE then
+    // the first pass's weights and the bias, loaded before the wait (they depend on no
+    // kernel: fetched while the one before runs)
+    {{WVT}} wpre[{{OUT}}];
+    {
+        const int c = cbeg + tid;
+#pragma unroll
+        for (int r = 0; r < {{OUT}}; r++)
+            wpre[r] = {{PARTIAL and ("c < " .. CHUNKS .. " && c < cbeg + " .. CPS .. " ? ") or ""}}__ldg(reinterpret_cast<const {{WVT}}*>(w + r * {{IN}}) + c){{PARTIAL and (" : " .. zero) or ""}};
+    }
+% end
+% if bias then
+    const {{acc_t}} bpre = tid < {{OUT}} ? {{w_to_acc("b[tid]")}} : 0.0f;
+% end
+{{PDL_MARK}}
     // {{CPS}} chunks of {{V}} a row, {{ITER}} a thread{{PARTIAL and " (the last pass partial)" or ""}}
-#pragma unroll {{UNROLL}}
-    for (int it = 0; it < {{ITER}}; it++) {
+% for _, part in ipairs(PARTS) do
+#pragma unroll {{part.unroll}}
+    for (int it = {{part.from}}; it < {{part.to}}; it++) {
         const int c = cbeg + tid + it * {{THREADS}};
 % if PARTIAL then
         if (c >= {{CHUNKS}} || c >= cbeg + {{CPS}}) continue;
@@ -152,12 +173,17 @@ local source = engine.compile([[
         const {{VT}} xv = __ldg(xr + c);
 #pragma unroll
         for (int r = 0; r < {{OUT}}; r++) {
+% if part.pre then
+            const {{WVT}} wv = wpre[r];
+% else
             const {{WVT}} wv = __ldg(reinterpret_cast<const {{WVT}}*>(w + r * {{IN}}) + c);
+% end
 % for _, f in ipairs(FIELDS) do
             acc[r] = fmaf({{w_to_acc(f("wv"))}}, {{to_acc(f("xv"))}}, acc[r]);
 % end
         }
     }
+% end
     // each output: a warp's sums by butterfly, then the warps' partials in warp order
 #pragma unroll
     for (int r = 0; r < {{OUT}}; r++) {
@@ -180,7 +206,7 @@ local source = engine.compile([[
     if (rank != 0) return;
 % end
     if (tid < {{OUT}}) {
-        const {{acc_t}} v = {{act(bias and ("s + " .. w_to_acc("b[tid]")) or "s")}};
+        const {{acc_t}} v = {{act(bias and "s + bpre" or "s")}};
         out[(size_t)img * {{OUT}} + tid] = {{from_acc("v")}};
         z[tid] = v;
     }
@@ -245,6 +271,12 @@ function T.kernel(l, p)
   local split = p.split or 1
   local cps = common.ceil_div(chunks, split)
   local iter = common.ceil_div(cps, p.threads)
+  -- the first pass's weights loaded before the wait where they are at most PRE_VECTORS a thread
+  local pre = l.out <= T.PRE_VECTORS
+  local first = pre and 1 or 0
+  local parts = {}
+  if pre then parts[1] = { from = 0, to = 1, unroll = 1, pre = true } end
+  if iter > first then parts[#parts + 1] = { from = first, to = iter, unroll = math.min(iter - first, 4), pre = false } end
   local ty = common.types(l)
   local name = string.format("tail_i%do%d_%s%s%s_t%d%s", IN, l.out, l.act, l.bias and "_bias" or "",
     l.softmax and "_softmax" or "", p.threads, split > 1 and ("_s" .. split) or "")
@@ -262,7 +294,9 @@ function T.kernel(l, p)
   end
   local v = {
     head = head, IN = IN, OUT = l.out, THREADS = p.threads, WARPS = common.ceil_div(p.threads, 32), V = V,
-    CHUNKS = chunks, ITER = iter, UNROLL = math.min(iter, 4), bias = l.bias, FIELDS = F,
+    CHUNKS = chunks, ITER = iter, bias = l.bias, FIELDS = F,
+    PRE = pre, PARTS = parts, PDL_MARK = common.PDL_MARK:sub(1, -2),
+    zero = V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",
     SPLIT = split, CPS = cps, PARTIAL = cps % p.threads ~= 0 or chunks % cps ~= 0,
     cluster_sum = function(var, n) return common.cluster_sum(ty.acc_t, var, n, split) end,
     VT = common.vec_t(ty.in_t, V), WVT = common.vec_t(ty.w_t, V), softmax = l.softmax and true or false, sm_layer = l.softmax or "",
