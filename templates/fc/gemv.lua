@@ -197,12 +197,7 @@ local source = engine.compile([[
 {{PDL_MARK}}
     // {{CPS}} chunks of {{V}} a row, {{ITER}} a thread{{PARTIAL and " (the last pass partial)" or ""}}
 % for _, part in ipairs(PARTS) do
-#pragma unroll {{part.unroll}}
-    for (int it = {{part.from}}; it < {{part.to}}; it++) {
-        const int c = cbeg + tid + it * {{THREADS}};
-% if PARTIAL then
-        if (c >= {{CHUNKS}} || c >= cbeg + {{CPS}}) continue;   // (a predicate: the passes' loads still issue together)
-% end
+{{pass_loop(part)}}
         {{VT}} xv[{{IB}}], wv[{{ROWS}}];
 #pragma unroll
         for (int r = 0; r < {{ROWS}}; r++)
@@ -294,6 +289,7 @@ function T.kernel(l, p)
     WARPS = common.ceil_div(p.threads, 32), V = V, CHUNKS = chunks, ITER = iter, SPLIT = split, CPS = cps,
     PARTIAL = cps % p.threads ~= 0 or chunks % cps ~= 0,
     PRE = pre, PARTS = parts, PDL_MARK = common.PDL_MARK:sub(1, -2),
+    pass_loop = function(part) return common.fc.pass_loop(part, p.threads, chunks, cps, cps % p.threads ~= 0 or chunks % cps ~= 0) end,
     bias = l.bias, FIELDS = F,
     cluster_sum = function(var, n) return common.cluster_sum(ty.acc_t, var, n, split) end,
     VT = common.vec_t(ty.in_t, V),

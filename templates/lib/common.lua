@@ -1133,6 +1133,23 @@ end
 
 -- The record every fc kernel returns: its name, arguments, source and launch,
 -- weights and bias as arguments, l.out outputs an image, fused bias and activation.
+-- The opening of one run of a reduction's passes (fc_gemv and the tail): thread tid's
+-- chunk c of pass it in [part.from, part.to), the loop unrolled part.unroll times, and
+-- where the last pass is partial (partial) a chunk past the `chunks` chunks or past its
+-- block's share [cbeg, cbeg + cps) skipped. The caller writes the body and its "}".
+function common.fc.pass_loop(part, threads, chunks, cps, partial)
+  local lines = {
+    string.format("#pragma unroll %d", part.unroll),
+    string.format("    for (int it = %d; it < %d; it++) {", part.from, part.to),
+    string.format("        const int c = cbeg + tid + it * %d;", threads),
+  }
+  if partial then
+    lines[4] = string.format("        if (c >= %d || c >= cbeg + %d) continue;   // (a predicate: the passes' loads still issue together)",
+      chunks, cps)
+  end
+  return table.concat(lines, "\n")
+end
+
 function common.fc.record(l, name, args, source, grid, threads)
   return {
     name = name,

@@ -164,12 +164,7 @@ local source = engine.compile([[
 {{PDL_MARK}}
     // {{CPS}} chunks of {{V}} a row, {{ITER}} a thread{{PARTIAL and " (the last pass partial)" or ""}}
 % for _, part in ipairs(PARTS) do
-#pragma unroll {{part.unroll}}
-    for (int it = {{part.from}}; it < {{part.to}}; it++) {
-        const int c = cbeg + tid + it * {{THREADS}};
-% if PARTIAL then
-        if (c >= {{CHUNKS}} || c >= cbeg + {{CPS}}) continue;
-% end
+{{pass_loop(part)}}
         const {{VT}} xv = __ldg(xr + c);
 #pragma unroll
         for (int r = 0; r < {{OUT}}; r++) {
@@ -296,6 +291,7 @@ function T.kernel(l, p)
     head = head, IN = IN, OUT = l.out, THREADS = p.threads, WARPS = common.ceil_div(p.threads, 32), V = V,
     CHUNKS = chunks, ITER = iter, bias = l.bias, FIELDS = F,
     PRE = pre, PARTS = parts, PDL_MARK = common.PDL_MARK:sub(1, -2),
+    pass_loop = function(part) return common.fc.pass_loop(part, p.threads, chunks, cps, cps % p.threads ~= 0 or chunks % cps ~= 0) end,
     zero = V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",
     SPLIT = split, CPS = cps, PARTIAL = cps % p.threads ~= 0 or chunks % cps ~= 0,
     cluster_sum = function(var, n) return common.cluster_sum(ty.acc_t, var, n, split) end,
