@@ -180,8 +180,8 @@ local source = engine.compile([[
     const int cbeg = 0;
 % end
 % if PRE > 0 then
-    // the weights of the first {{PRE}} pass{{PRE > 1 and "es" or ""}} and the bias, loaded before the wait (they
-    // depend on no kernel: fetched while the one before runs)
+    // the weights of the first {{PRE}} pass{{PRE > 1 and "es" or ""}}{{bias and " and the bias" or ""}}, loaded before the wait
+    // (they depend on no kernel: fetched while the one before runs)
     {{VT}} wpre[{{PRE}}][{{ROWS}}];
 #pragma unroll
     for (int it = 0; it < {{PRE}}; it++) {
@@ -267,6 +267,7 @@ function T.kernel(l, p)
   local split = p.split or 1
   local cps = common.ceil_div(chunks, split)
   local iter = common.ceil_div(cps, p.threads)
+  local partial = cps % p.threads ~= 0 or chunks % cps ~= 0   -- the last pass partial
   -- the passes whose weights are loaded before the wait: at most PRE_VECTORS vectors a thread
   local pre = (p.threads >= T.PRE_MAX_THREADS or p.ib == 1) and 0 or math.min(iter, T.PRE_VECTORS // p.rows)
   local parts = {}
@@ -287,9 +288,9 @@ function T.kernel(l, p)
   local v = {
     head = head, IN = IN, OUT = l.out, IB = p.ib, ROWS = p.rows, THREADS = p.threads,
     WARPS = common.ceil_div(p.threads, 32), V = V, CHUNKS = chunks, ITER = iter, SPLIT = split, CPS = cps,
-    PARTIAL = cps % p.threads ~= 0 or chunks % cps ~= 0,
+    PARTIAL = partial,
     PRE = pre, PARTS = parts, PDL_MARK = common.PDL_MARK:sub(1, -2),
-    pass_loop = function(part) return common.fc.pass_loop(part, p.threads, chunks, cps, cps % p.threads ~= 0 or chunks % cps ~= 0) end,
+    pass_loop = function(part) return common.fc.pass_loop(part, p.threads, chunks, cps, partial) end,
     bias = l.bias, FIELDS = F,
     cluster_sum = function(var, n) return common.cluster_sum(ty.acc_t, var, n, split) end,
     VT = common.vec_t(ty.in_t, V),

@@ -1131,8 +1131,6 @@ function common.fc.width(l)
   return IN % 4 == 0 and 4 or IN % 2 == 0 and 2 or 1
 end
 
--- The record every fc kernel returns: its name, arguments, source and launch,
--- weights and bias as arguments, l.out outputs an image, fused bias and activation.
 -- The opening of one run of a reduction's passes (fc_gemv and the tail): thread tid's
 -- chunk c of pass it in [part.from, part.to), the loop unrolled part.unroll times, and
 -- where the last pass is partial (partial) a chunk past the `chunks` chunks or past its
@@ -1150,6 +1148,8 @@ function common.fc.pass_loop(part, threads, chunks, cps, partial)
   return table.concat(lines, "\n")
 end
 
+-- The record every fc kernel returns: its name, arguments, source and launch,
+-- weights and bias as arguments, l.out outputs an image, fused bias and activation.
 function common.fc.record(l, name, args, source, grid, threads)
   return {
     name = name,

@@ -148,8 +148,8 @@ local source = engine.compile([[
 #pragma unroll
     for (int r = 0; r < {{OUT}}; r++) acc[r] = 0.0f;
 % if PRE then
-    // the first pass's weights and the bias, loaded before the wait (they depend on no
-    // kernel: fetched while the one before runs)
+    // the first pass's weights{{bias and " and the bias" or ""}}, loaded before the wait (they depend
+    // on no kernel: fetched while the one before runs)
     {{WVT}} wpre[{{OUT}}];
     {
         const int c = cbeg + tid;
@@ -266,6 +266,7 @@ function T.kernel(l, p)
   local split = p.split or 1
   local cps = common.ceil_div(chunks, split)
   local iter = common.ceil_div(cps, p.threads)
+  local partial = cps % p.threads ~= 0 or chunks % cps ~= 0   -- the last pass partial
   -- the first pass's weights loaded before the wait where they are at most PRE_VECTORS a thread
   local pre = l.out <= T.PRE_VECTORS
   local first = pre and 1 or 0
@@ -291,9 +292,9 @@ function T.kernel(l, p)
     head = head, IN = IN, OUT = l.out, THREADS = p.threads, WARPS = common.ceil_div(p.threads, 32), V = V,
     CHUNKS = chunks, ITER = iter, bias = l.bias, FIELDS = F,
     PRE = pre, PARTS = parts, PDL_MARK = common.PDL_MARK:sub(1, -2),
-    pass_loop = function(part) return common.fc.pass_loop(part, p.threads, chunks, cps, cps % p.threads ~= 0 or chunks % cps ~= 0) end,
+    pass_loop = function(part) return common.fc.pass_loop(part, p.threads, chunks, cps, partial) end,
     zero = V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",
-    SPLIT = split, CPS = cps, PARTIAL = cps % p.threads ~= 0 or chunks % cps ~= 0,
+    SPLIT = split, CPS = cps, PARTIAL = partial,
     cluster_sum = function(var, n) return common.cluster_sum(ty.acc_t, var, n, split) end,
     VT = common.vec_t(ty.in_t, V), WVT = common.vec_t(ty.w_t, V), softmax = l.softmax and true or false, sm_layer = l.softmax or "",
     act = function(e) return common.act(l.act, e) end,
