@@ -12,7 +12,7 @@
 #define NATIVE_SIDE 28 /* Fashion-MNIST images without resize */
 
 static const char *const top_keys[] = {"network", "description", "input", "dataset",
-                                       "weights", "seed",        "layers", "precision", NULL};
+                                       "weights", "seed",        "layers", "precision", "precision_fallback", NULL};
 static const char *const input_keys[] = {"channels", "height", "width", "scale", "offset", "mean", "std", NULL};
 static const char *const dataset_keys[] = {"name", "resize", NULL};
 
@@ -139,6 +139,22 @@ static int read_weights(const cg_yctx *c, const cg_ynode *v, cg_spec *s)
 }
 
 /* Everything of a spec, in a fixed order so the first error is always the same. */
+/* `precision_fallback:` — fp32 or fp16, on a bf16 network: the precision a target
+ * without BF16 (below sm_80) is generated in instead of refusing the network. */
+static int read_fallback(const cg_yctx *c, const cg_ynode *v, cg_spec *s)
+{
+    cg_precision p;
+    if (cg_spec_read_precision(c, v, "in precision_fallback", &p)) return -1;
+    if (p != CG_PREC_FP32 && p != CG_PREC_FP16)
+        return cg_y_fail(c, v->pos, "precision_fallback %s: expected fp32 or fp16 (what a target without bf16 runs "
+                         "instead)", cg_precision_name(p));
+    if (s->precision != CG_PREC_BF16)
+        return cg_y_fail(c, v->pos, "precision_fallback applies to a network of precision bf16 (the precision a "
+                         "target below sm_80 refuses); this network's precision is %s", cg_precision_name(s->precision));
+    s->precision_fallback = 1 + (int)p;
+    return 0;
+}
+
 static int read_spec(const cg_yctx *c, const cg_ynode *root, cg_spec *s)
 {
     char what[128];
@@ -161,6 +177,8 @@ static int read_spec(const cg_yctx *c, const cg_ynode *root, cg_spec *s)
     if ((v = cg_y_get(root, "seed")) && cg_y_u64(c, v, "seed", "", &s->seed)) return -1;
     s->precision = CG_PREC_FP32;
     if ((v = cg_y_get(root, "precision")) && cg_spec_read_precision(c, v, "", &s->precision)) return -1;
+    s->precision_fallback = 0;
+    if ((v = cg_y_get(root, "precision_fallback")) && read_fallback(c, v, s)) return -1;
     v = cg_y_require(c, root, "layers", "at top level", NULL);
     return !v || cg_spec_read_layers(c, v, s) ? -1 : 0;
 }
@@ -222,6 +240,20 @@ const char *cg_precision_name(cg_precision p)
 const char *cg_precision_dtype(cg_precision p)
 {
     return p == CG_PREC_BF16 ? "bf16" : p == CG_PREC_FP16 ? "f16" : "f32";
+}
+
+cg_precision cg_layer_precision_on(const cg_layer *l, int cc)
+{
+    if (l->precision == CG_PREC_BF16 && cc < CG_BF16_MIN_CC && l->precision_fallback > 0)
+        return (cg_precision)(l->precision_fallback - 1);
+    return l->precision;
+}
+
+cg_precision cg_spec_precision_on(const cg_spec *s, int cc)
+{
+    if (s->precision == CG_PREC_BF16 && cc < CG_BF16_MIN_CC && s->precision_fallback > 0)
+        return (cg_precision)(s->precision_fallback - 1);
+    return s->precision;
 }
 
 const char *cg_act_name(cg_act a)

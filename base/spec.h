@@ -109,6 +109,10 @@ typedef struct {
      * position, or the layer's where it is inherited. */
     cg_precision precision;
     cg_pos precision_pos;
+    /* the network's `precision_fallback:`, the precision generated instead of bf16
+     * for a target without BF16 (below sm_80), as 1 + its cg_precision; 0: none (such
+     * a target refuses the layer; a zeroed, hand-built layer has none) */
+    int precision_fallback;
 } cg_layer;
 
 /* A conv layer's channel groups, at least 1. */
@@ -168,6 +172,10 @@ typedef struct {
     double mean[CG_INPUT_NORM_MAX], std[CG_INPUT_NORM_MAX];
     /* the network's `precision:` (default fp32), every layer's unless it writes its own */
     cg_precision precision;
+    /* `precision_fallback:` (fp32 or fp16; a bf16 network only): what a target below
+     * sm_80 runs instead of bf16, as 1 + its cg_precision; 0: none, such a target
+     * refuses the network */
+    int precision_fallback;
     /* the whole-network decisions of the tuning record applied (none from the spec
      * file), and that record's path for the notices about them */
     int nwhole_tuned;
@@ -190,6 +198,16 @@ const char *cg_precision_name(cg_precision p);
 /* The element type of the tensors a precision stores, as the manifest names it:
  * "f32" (fp32, tf32), "bf16" or "f16". */
 const char *cg_precision_dtype(cg_precision p);
+
+/* The lowest compute capability that runs bf16 (BF16 conversions and tensor cores). */
+#define CG_BF16_MIN_CC 80
+
+/* The precision layer l is generated in for a target of compute capability cc:
+ * its own, or its network's precision_fallback where the target cannot run bf16. */
+cg_precision cg_layer_precision_on(const cg_layer *l, int cc);
+
+/* The same for the network as a whole (s->precision). */
+cg_precision cg_spec_precision_on(const cg_spec *s, int cc);
 /* "none", "max", "avg" or "global_avg". */
 const char *cg_pool_name(const cg_layer *l);
 /* A conv layer's output before its pool (*ch x *cw) and after (*oh x *ow), from

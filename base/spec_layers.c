@@ -533,6 +533,7 @@ static int read_layer(const cg_yctx *c, const cg_ynode *item, cg_spec *s, int i,
     if (rc) return -1;
     /* precision: the network's unless the layer (conv or fc: their keys) writes its own */
     l->precision = s->precision, l->precision_pos = l->pos;
+    l->precision_fallback = s->precision_fallback;
     if ((v = cg_y_get(item, "precision"))) {
         if (cg_spec_read_precision(c, v, where, &l->precision)) return -1;
         l->precision_pos = v->pos;

@@ -72,7 +72,9 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
     set_str(L, "scale_text", t);
     float_text(s->offset, t);
     set_str(L, "offset_text", t);
-    set_str(L, "precision", cg_precision_name(s->precision));
+    /* the precision generated: the spec's, or its precision_fallback where the target cannot run bf16 */
+    set_str(L, "precision", cg_precision_name(cg_spec_precision_on(s, tg->cc)));
+    if (cg_spec_precision_on(s, tg->cc) != s->precision) set_str(L, "precision_asked", cg_precision_name(s->precision));
     if (s->norm) {
         /* x = pixel * (scale / std[c]) + (-mean[c] / std[c]): the input kernel's
          * factor and term per channel, as float literals */
@@ -127,7 +129,7 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
         lua_setfield(L, -2, "bias");
         set_str(L, "act", cg_act_name(l->act));
         set_str(L, "strategy", l->strategy);
-        set_str(L, "precision", cg_precision_name(l->precision));
+        set_str(L, "precision", cg_precision_name(cg_layer_precision_on(l, tg->cc)));
         set_int(L, "OC", l->OC);
         set_int(L, "OH", l->OH);
         set_int(L, "OW", l->OW);
@@ -633,6 +635,7 @@ static int take_result(cg_lua *h, const cg_spec *s, const char *regen, const cg_
     int bad = cg_buf_printf(&man, "convgen-manifest 1\nnetwork %s\ngenerator %s\nmax_batch %lld\n",
                             s->name, CG_VERSION, max_batch);
     if (!bad && tg && tg->batch > 0) bad = cg_buf_printf(&man, "bucket %d\n", tg->batch);
+    if (!bad && o->note[0]) bad = cg_buf_printf(&man, "# %s\n", o->note);
     lua_getfield(L, -1, "tensors");
     for (lua_Integer i = 1; !bad && lua_rawgeti(L, -1, i) == LUA_TTABLE; i++) {
         lua_getfield(L, -1, "name");
@@ -803,6 +806,11 @@ int cg_generate_for(const cg_spec *s, const char *regen_cmd, const cg_target *t,
     cg_target def;
     if (!t) cg_target_default(&def), t = &def;
     memset(out, 0, sizeof *out);
+    if (cg_spec_precision_on(s, t->cc) != s->precision)
+        snprintf(out->note, sizeof out->note,
+                 "precision %s generated in place of %s: the target is sm_%d, below bf16's sm_%d (the spec's "
+                 "precision_fallback)", cg_precision_name(cg_spec_precision_on(s, t->cc)),
+                 cg_precision_name(s->precision), t->cc, CG_BF16_MIN_CC);
     cg_lua *h;
     if (cg_lua_open(&h, NULL, e)) return -1;
     lua_State *L = cg_lua_state(h);

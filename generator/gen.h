@@ -29,6 +29,8 @@ typedef struct {
     size_t manifest_len;
     char hash[17];  /* hash of the manifest body and every kernel's code (headers aside):
                        identifies a build, however the spec's path was spelled */
+    char note[256]; /* "" or what the caller should tell the user: the precision generated in
+                       place of the spec's (precision_fallback); the manifest says it too */
 } cg_gen_output;
 
 /* ---- one layer at a time (templates/lib/planner.lua: candidates, check_one,

@@ -16,6 +16,7 @@
 #include "aot.h"
 #include "check.h"
 #include "gen.h"
+#include "manifest.h"
 #include "spec.h"
 
 /* Is arch one this run compiles for? (The default --arch list of aot.c.) */
@@ -299,6 +300,57 @@ static void test_half_refusals(void)
     }
 }
 
+/* precision_fallback: a bf16 network of auto layers with `precision_fallback: fp32`
+ * generates for sm_75 the FP32 kernels (no name in _bf16, no tensor in bf16), says so
+ * in the manifest and the output's note, and they compile for sm_75; for sm_80 it
+ * stays bf16, without the note. (A layer whose spec names a template the target
+ * cannot run, layers-bf16's igemm_tc, is refused for that as in any precision.) */
+static void test_half_fallback(cg_nvrtc *nv)
+{
+    static cg_spec s;
+    static cg_gen_output o;
+    static cg_manifest m;
+    static const char spec[] = "network: fb\ninput: {channels: 3, height: 16, width: 16}\nprecision: bf16\n"
+                               "precision_fallback: fp32\nlayers:\n"
+                               "  - {name: c1, op: conv, M: 32, K: 3, activation: relu}\n"
+                               "  - {name: c2, op: conv, M: 64, K: 3, activation: relu, pool: max2}\n"
+                               "  - {name: f1, op: fc, out: 10}\n  - {name: p, op: softmax}\n";
+    cg_err e = {""};
+    int rc = cg_spec_parse("fallback.yaml", spec, strlen(spec), &s, &e);
+    CHECK(rc == 0, "a bf16 network with a fallback: %s", e.msg);
+    if (rc) return;
+    for (int cc = 75; cc <= 80; cc += 5) {
+        cg_target t;
+        cg_target_default(&t);
+        t.cc = cc;
+        rc = cg_generate_for(&s, "test", &t, &o, &e);
+        CHECK(rc == 0, "generated for sm_%d: %s", cc, e.msg);
+        if (rc) continue;
+        int bf16 = 0;
+        for (int i = 0; i < o.nkernels; i++) {
+            bf16 += strstr(o.k[i].kernel, "_bf16") != NULL;
+            if (cc == 75) compiles_clean(nv, &o.k[i], 75);
+        }
+        CHECK(cc == 75 ? bf16 == 0 : bf16 >= 3, "sm_%d: %d of %d kernels in bf16", cc, bf16, o.nkernels);
+        CHECK((strstr(o.manifest, "\n# precision fp32 generated in place of bf16: the target is sm_75") != NULL) ==
+                  (cc == 75) && (o.note[0] != 0) == (cc == 75),
+              "sm_%d: the manifest's and the output's note: \"%s\"", cc, o.note);
+        rc = cg_manifest_parse(o.manifest, o.manifest_len, "test", &m, &e);
+        CHECK(rc == 0, "the manifest parses: %s", e.msg);
+        int tensors16 = 0;
+        for (int i = 0; !rc && i < m.ntensors; i++) tensors16 += m.t[i].dtype == CG_DT_BF16;
+        CHECK(rc || (cc == 75 ? tensors16 == 0 : tensors16 > 0), "sm_%d: %d tensors in bf16", cc, tensors16);
+        cg_gen_free(&o);
+        /* one layer alone, as the tuner and `convgen kernel` emit it: the same precision */
+        cg_gen_kernel k;
+        cg_kernel_launch l;
+        rc = cg_gen_emit_one_for(&s, &t, 1, NULL, NULL, &k, &l, &e);
+        CHECK(rc == 0 && (strstr(k.kernel, "_bf16") != NULL) == (cc != 75), "sm_%d: layer c2 alone: %s", cc,
+              rc ? e.msg : k.kernel);
+        if (!rc) cg_gen_kernel_free(&k);
+    }
+}
+
 int main(void)
 {
     cg_nvrtc *nv = NULL;
@@ -315,6 +367,7 @@ int main(void)
     test_gemv_split(nv);
     test_small_planes(nv);
     test_half_refusals();
+    test_half_fallback(nv);
     const char *all_env = getenv("CG_TEST_ALL_ARCHS");
     int all = all_env && !strcmp(all_env, "1");
 

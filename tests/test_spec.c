@@ -773,6 +773,38 @@ static void test_precision(void)
     expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\nprecison: tf32\n"
                 "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n",
                 "mem.yaml:3:1:", "unknown key 'precison' at top level (did you mean 'precision'?)");
+    /* precision_fallback: fp32 or fp16 on a bf16 network, every layer carrying it; the
+     * precision a target runs: the fallback below sm_80 only */
+    static const char fb[] = "network: t\ninput: {channels: 1, height: 8, width: 8}\nprecision: bf16\n"
+                             "precision_fallback: fp32\nlayers:\n  - {name: c1, op: conv, M: 2, K: 3}\n"
+                             "  - {name: p, op: softmax}\n";
+    rc = cg_spec_parse("mem.yaml", fb, strlen(fb), &spec, &err);
+    CHECK(rc == 0 && spec.precision_fallback == 1 + CG_PREC_FP32 && spec.layers[0].precision_fallback == 1 + CG_PREC_FP32,
+          "bf16 network with an fp32 fallback: %s", err.msg);
+    if (rc == 0) {
+        CHECK(cg_spec_precision_on(&spec, 75) == CG_PREC_FP32 && cg_layer_precision_on(&spec.layers[0], 75) == CG_PREC_FP32,
+              "fp32 on sm_75");
+        CHECK(cg_spec_precision_on(&spec, 80) == CG_PREC_BF16 && cg_layer_precision_on(&spec.layers[0], 90) == CG_PREC_BF16,
+              "bf16 from sm_80");
+    }
+    rc = cg_spec_parse("mem.yaml", half, strlen(half), &spec, &err);
+    CHECK(rc == 0 && spec.precision_fallback == 0 && cg_spec_precision_on(&spec, 75) == CG_PREC_FP16,
+          "no fallback written: none (an fp16 network runs fp16 on sm_75): %s", err.msg);
+    cg_layer zeroed;
+    memset(&zeroed, 0, sizeof zeroed);
+    zeroed.precision = CG_PREC_BF16;
+    CHECK(cg_layer_precision_on(&zeroed, 75) == CG_PREC_BF16, "a zeroed, hand-built layer has no fallback");
+    expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\nprecision_fallback: fp32\n"
+                "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n",
+                "mem.yaml:3:21:", "precision_fallback applies to a network of precision bf16 (the precision a target "
+                "below sm_80 refuses); this network's precision is fp32");
+    expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\nprecision: bf16\nprecision_fallback: tf32\n"
+                "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n",
+                "mem.yaml:4:21:", "precision_fallback tf32: expected fp32 or fp16 (what a target without bf16 runs instead)");
+    expect_text("network: t\ninput: {channels: 1, height: 8, width: 8}\nprecision: bf16\nprecision_fallback: fp33\n"
+                "layers:\n  - {name: c1, op: conv, M: 2, K: 3}\n",
+                "mem.yaml:4:21:", "unknown precision 'fp33' in precision_fallback (expected fp32, tf32, bf16 or fp16; did "
+                "you mean 'fp32'?)");
 }
 
 int main(void)

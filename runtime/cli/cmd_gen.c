@@ -34,6 +34,7 @@ static int load_generate(const char *spec_path, const cg_target *t, const char *
     int rc = cg_spec_load(spec_path, *s, e) ? CG_EXIT_INPUT : 0;
     if (!rc) rc = cg_exit_of(cg_tune_use(*s, tuning, no_tuning, &any, from_record, e));
     if (!rc && cg_generate_for(*s, regen, t, *o, e)) rc = CG_EXIT_INPUT;
+    if (!rc && (*o)->note[0]) printf("note: %s\n", (*o)->note);
     if (rc) free(*s), free(*o);
     return rc;
 }

@@ -191,10 +191,12 @@ static int upload(cg_cu *cu, CUdeviceptr *d, const void *p, size_t n, cg_err *e)
 }
 
 /* The 16-bit type a layer's kernels read and write (bf16 and fp16 networks:
- * tensors, weights and bias), or CG_W_F32 for FP32 tensors. */
-static cg_wdtype layer_wdtype(const cg_layer *l)
+ * tensors, weights and bias), or CG_W_F32 for FP32 tensors, on a device of
+ * compute capability cc (a bf16 layer's precision_fallback below sm_80). */
+static cg_wdtype layer_wdtype(const cg_layer *l, int cc)
 {
-    return l->precision == CG_PREC_BF16 ? CG_W_BF16 : l->precision == CG_PREC_FP16 ? CG_W_F16 : CG_W_F32;
+    const cg_precision p = cg_layer_precision_on(l, cc);
+    return p == CG_PREC_BF16 ? CG_W_BF16 : p == CG_PREC_FP16 ? CG_W_F16 : CG_W_F32;
 }
 
 /* upload() of count floats at p in type dt: narrowed to 16 bits (as the runtime
@@ -406,7 +408,7 @@ int cg_harness_layer_open(cg_harness_layer **out, const cg_spec *s, int layer, c
      * candidate of a tuner's search is compared with it */
     if (!layer_reference(h, 1, cg_layer_out_elems(l), e)) return -1;
     if (cg_cu_open(&h->cu, o->device, e)) return -1;
-    if (upload_as(h->cu, &h->in, h->hin, nin, layer_wdtype(l), e)) return -1;
+    if (upload_as(h->cu, &h->in, h->hin, nin, layer_wdtype(l, h->cu->cc), e)) return -1;
     h->flush_words = 2LL * (h->cu->l2_bytes > 0 ? h->cu->l2_bytes : 64 << 20) / 4;
     return upload(h->cu, &h->flush, NULL, (size_t)h->flush_words * 4, e);
 }
@@ -457,7 +459,7 @@ static int layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kerne
     }
     b.hout = h->hout;
     /* a 16-bit layer's kernel reads and writes 16-bit tensors and weights */
-    const cg_wdtype dt = layer_wdtype(l);
+    const cg_wdtype dt = layer_wdtype(l, b.cu->cc);
     const size_t osz = dt == CG_W_F32 ? 4 : 2;
     b.out16 = dt != CG_W_F32;
     if (!rc) rc = upload(b.cu, &b.out, NULL, (size_t)(n * kl->out_elems) * osz, e);

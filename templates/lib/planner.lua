@@ -1284,7 +1284,8 @@ function planner.half_target(net)
   local cc = net.target and net.target.cc or 75
   if dt == "bf16" and cc < 80 then
     fail(0, nil, string.format("precision bf16 needs sm_80 or newer (BF16 conversions and tensor cores); the " ..
-      "target is sm_%d (generate for --arch 80 or newer, or use fp16, tf32 or fp32)", cc))
+      "target is sm_%d (generate for --arch 80 or newer, use fp16, tf32 or fp32, or write precision_fallback: " ..
+      "fp32 or fp16 for such targets)", cc))
   end
   return dt
 end
