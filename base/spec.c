@@ -138,7 +138,6 @@ static int read_weights(const cg_yctx *c, const cg_ynode *v, cg_spec *s)
     return 0;
 }
 
-/* Everything of a spec, in a fixed order so the first error is always the same. */
 /* `precision_fallback:` — fp32 or fp16, on a bf16 network: the precision a target
  * without BF16 (below sm_80) is generated in instead of refusing the network. */
 static int read_fallback(const cg_yctx *c, const cg_ynode *v, cg_spec *s)
@@ -155,6 +154,7 @@ static int read_fallback(const cg_yctx *c, const cg_ynode *v, cg_spec *s)
     return 0;
 }
 
+/* Everything of a spec, in a fixed order so the first error is always the same. */
 static int read_spec(const cg_yctx *c, const cg_ynode *root, cg_spec *s)
 {
     char what[128];

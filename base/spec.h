@@ -208,6 +208,7 @@ cg_precision cg_layer_precision_on(const cg_layer *l, int cc);
 
 /* The same for the network as a whole (s->precision). */
 cg_precision cg_spec_precision_on(const cg_spec *s, int cc);
+
 /* "none", "max", "avg" or "global_avg". */
 const char *cg_pool_name(const cg_layer *l);
 /* A conv layer's output before its pool (*ch x *cw) and after (*oh x *ow), from

@@ -74,7 +74,6 @@ void cg_gen_push_net(lua_State *L, const cg_spec *s, const cg_target *tg)
     set_str(L, "offset_text", t);
     /* the precision generated: the spec's, or its precision_fallback where the target cannot run bf16 */
     set_str(L, "precision", cg_precision_name(cg_spec_precision_on(s, tg->cc)));
-    if (cg_spec_precision_on(s, tg->cc) != s->precision) set_str(L, "precision_asked", cg_precision_name(s->precision));
     if (s->norm) {
         /* x = pixel * (scale / std[c]) + (-mean[c] / std[c]): the input kernel's
          * factor and term per channel, as float literals */
