@@ -44,8 +44,8 @@ local width = common.fc.width
 -- 21,632 -> 256 layer at 8 images took 46 registers with 2 vectors and the network
 -- 62.5 -> 65.1 us, ece408-2018fa 40.0 -> 42.1. At one image the networks ran as fast
 -- as without any prefetch or slower, where without the gemv's (the tail's and
--- direct's kept) ece408-2017 took 8.6 us against 9.1, -2018sp 16.2 against 17.7,
--- -2018fa 19.0 against 20.5; from 8 images it won (zoo-mlp at 8 images 29.8 -> 26.8,
+-- direct's kept) ece408-2017 took 8.6 us against 9.1, -2018sp 16.2 against 17.8,
+-- -2018fa 18.9 against 20.5; from 8 images it won (zoo-mlp at 8 images 29.8 -> 26.8,
 -- ece408-2018sp at 64 43.3 -> 40.5). An H200, 2026-11-30: bench/RESULTS.md, "Weights
 -- fetched before the programmatic launch's wait".
 T.PRE_VECTORS = 8
