@@ -43,6 +43,14 @@ static int gen_for(const char *path, int batch, cg_spec *s, cg_gen_output *o, cg
     return 0;
 }
 
+/* The source of o's first kernel whose name starts with `prefix`, or NULL. */
+static const char *source_of(const cg_gen_output *o, const char *prefix)
+{
+    for (int k = 0; k < o->nkernels; k++)
+        if (!strncmp(o->k[k].kernel, prefix, strlen(prefix))) return o->k[k].source;
+    return NULL;
+}
+
 /* In a small bucket every fc layer is a gemv but the last, which with the softmax
  * and the predictions is one kernel (templates/ops/tail.lua), and shallow conv
  * layers direct (split over blocks where one image's outputs are few blocks), at
@@ -197,7 +205,7 @@ static void bucket_rules(void)
  * C*K*K = 588, whose unrolled body passes direct's budget). */
 static void small_conv_reason(void)
 {
-    static const struct { const char *spec, *kernel_part, *why; } want[] = {
+    static const struct { const char *spec, *kernel_prefix, *why; } want[] = {
         {"specs/ece408-2018fa.yaml", "conv2d_igemm_c12m24k7",
          "since the network is generated for 1 image and direct's check refuses the layer (the unrolled body makes"},
         {"bench/specs/zoo-awkward.yaml", "conv2d_igemm_c71m144k3",
@@ -208,11 +216,9 @@ static void small_conv_reason(void)
     static cg_manifest m;
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         if (gen_for(want[i].spec, 1, &s, &o, &m)) continue;
-        const char *src = NULL;
-        for (int k = 0; k < o.nkernels; k++)
-            if (strstr(o.k[k].kernel, want[i].kernel_part)) src = o.k[k].source;
+        const char *src = source_of(&o, want[i].kernel_prefix);
         CHECK(src && strstr(src, want[i].why), "%s at one image: no kernel %s whose header says \"%s\"", want[i].spec,
-              want[i].kernel_part, want[i].why);
+              want[i].kernel_prefix, want[i].why);
         cg_gen_free(&o);
     }
 }
@@ -234,9 +240,7 @@ static void whole_conv_tiles(void)
     static cg_manifest m;
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         if (gen_for(want[i].spec, 1, &s, &o, &m)) continue;
-        const char *src = NULL;
-        for (int k = 0; k < o.nkernels; k++)
-            if (!strncmp(o.k[k].kernel, "network_b1_", 11)) src = o.k[k].source;
+        const char *src = source_of(&o, "network_b1_");
         const char *at = src ? strstr(src, want[i].layer) : NULL;
         const char *nl = at ? strchr(at, '\n') : NULL;
         const char *unit = nl ? strstr(nl, want[i].unit) : NULL;
@@ -267,12 +271,10 @@ static void weights_before_wait(void)
     static cg_manifest m;
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         if (gen_for(want[i].spec, want[i].bucket, &s, &o, &m)) continue;
-        const char *src = NULL;
-        for (int k = 0; k < o.nkernels; k++) {
-            if (!strncmp(o.k[k].kernel, want[i].kernel, strlen(want[i].kernel))) src = o.k[k].source;
+        const char *src = source_of(&o, want[i].kernel);
+        for (int k = 0; k < o.nkernels; k++)
             CHECK(!strstr(o.k[k].source, "@@pdl-wait@@"), "%s: kernel %s keeps the prologue's mark", want[i].spec,
                   o.k[k].kernel);
-        }
         const char *before = src ? strstr(src, want[i].before) : NULL;
         const char *wait = src ? strstr(src, "griddepcontrol.wait") : NULL;
         const char *after = src ? strstr(src, want[i].after) : NULL;

@@ -476,16 +476,7 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
         // the {{CG}} channels in a loop (cl=1), a channel's {{K}}x{{K}} taps unrolled
 #pragma unroll 1
         for (int c = 0; c < {{CG}}; c++) {
-            {{acc_t}} v[{{PR}}][{{PC}}];
-#pragma unroll
-            for (int p = 0; p < {{PR}}; p++)
-#pragma unroll
-                for (int q = 0; q < {{PC}}; q++)
-%   if padded then
-                    v[p][q] = {{name}}_X(c, p, q);
-%   else
-                    v[p][q] = {{to_acc(xv .. "[c * " .. H * W .. " + p * " .. W .. " + q]", "c")}};
-%   end
+{{patch_load("c")}}
 %   for m = 0, mu - 1 do
             // map g+{{m}}
 %     for p = 0, K - 1 do
@@ -503,16 +494,7 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 %   if not hoist then
         {
             // channel {{c}}: its {{PR}}x{{PC}} patch
-            {{acc_t}} v[{{PR}}][{{PC}}];
-#pragma unroll
-            for (int p = 0; p < {{PR}}; p++)
-#pragma unroll
-                for (int q = 0; q < {{PC}}; q++)
-%     if padded then
-                    v[p][q] = {{name}}_X({{c}}, p, q);
-%     else
-                    v[p][q] = {{to_acc(xv .. "[" .. c * H * W .. " + p * " .. W .. " + q]", c)}};
-%     end
+{{patch_load(c)}}
 %     ind = "            "
 %   end
 %   for m = 0, mu - 1 do
@@ -604,11 +586,12 @@ function T.kernel(l, p)
     px_decl, px_read = common.pixel_reader(l.pixels, ty.acc_t)
     hty = setmetatable({ in_t = common.DTYPES.u8.c }, { __index = ty })
   end
+  local to_acc = px_read or function(e) return ty.to_acc(e) end
   local std = common.std_args({ w_name = "w_arg", b_name = "b_arg", types = hty })
   local head, args = common.kernel_head(name, p.block, res and res.args(std) or std)
   local v = {
     name = name, head = head, px_decl = px_decl,
-    in_t = hty.in_t, to_acc = px_read or function(e) return ty.to_acc(e) end,
+    in_t = hty.in_t, to_acc = to_acc,
     block = p.block, mu = p.maps_unroll, cols = p.cols, unroll_groups = p.unroll_groups == 1, ms = p.ms,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, CKK = CKK, CG = CG, G = g.G, xv = g.G > 1 and "xg" or "x",
     TR = TR, TS = TS, PR = PR, PC = PC,
@@ -622,6 +605,22 @@ function T.kernel(l, p)
     maxtree = common.max_tree,
     pool_kind = g.kind, inv = string.format("%.9ef", 1.0 / (TR * TR)),
     const = const, bias = l.bias,
+    -- one channel's patch into v[PR][PC]: channel c, a literal (the unrolled channels) or
+    -- the loop's "c" (cl=1)
+    patch_load = function(c)
+      local at = type(c) == "number" and tostring(c * l.H * l.W) or ("c * " .. l.H * l.W)
+      local xvar = g.G > 1 and "xg" or "x"
+      local load = g.padded and string.format("%s_X(%s, p, q)", name, c)
+        or to_acc(string.format("%s[%s + p * %d + q]", xvar, at, l.W), c)
+      return table.concat({
+        string.format("            %s v[%d][%d];", ty.acc_t, PR, PC),
+        "#pragma unroll",
+        string.format("            for (int p = 0; p < %d; p++)", PR),
+        "#pragma unroll",
+        string.format("                for (int q = 0; q < %d; q++)", PC),
+        "                    v[p][q] = " .. load .. ";",
+      }, "\n")
+    end,
     -- a block whose map loop runs once stages its weights before the programmatic launch's wait
     staged_once = not const and l.M // p.ms == p.maps_unroll, PDL_MARK = common.PDL_MARK:sub(1, -2),
     wsym = name .. "_w", bsym = name .. "_b",
