@@ -397,6 +397,8 @@ static CUresult f_MemcpyHtoDAsync(CUdeviceptr d, const void *s, size_t n, CUstre
     (void)x;
     after_kernel = 0;
     st.copies++;
+    st.htod_src = s;
+    st.htod_bytes = n;
     return f_MemcpyHtoD(d, s, n);
 }
 static CUresult f_MemcpyDtoHAsync(void *d, CUdeviceptr s, size_t n, CUstream x)

@@ -66,6 +66,9 @@ typedef struct {
      * A graph's replay calls nothing, so outputs are written when a count of
      * images is first captured */
     void (*on_launch)(const char *name, void **params);
+    /* cuMemcpyHtoDAsync: the host address and byte count of the last */
+    const void *htod_src;
+    size_t htod_bytes;
 } fake_cu_stats_t;
 
 fake_cu_stats_t *fake_cu_stats(void);

@@ -404,6 +404,36 @@ static void float_refill(const char *spec)
     CHECK(copies[1] - copies[0] == 2 * 31 + 1, "floats: %d copies, pixels %d", copies[1], copies[0]);
 }
 
+/* A batch's input of 1-64 KB (CG_INLINE_UPLOAD_MIN/MAX) goes up straight from the
+ * caller's memory: the driver carries a copy so small from pageable memory in the
+ * stream's commands, where one from the pinned staging waits on a copy engine (an H200
+ * took 4-6 us more of GPU time at one image of 4-5 KB). A tiny one (carried so from
+ * pinned memory too, and faster from there) and a large one (which the pipeline
+ * overlaps with the batch before) go up from the staging: 8 images of 144 bytes from the
+ * caller's array, 1 and 1,024 (147,456 bytes) from elsewhere. */
+static void uploads(const char *spec)
+{
+    static unsigned char many[1024 * 144];
+    memset(many, 7, sizeof many);
+    const long long counts[3] = {1, 8, 1024};
+    for (int c = 0; c < 3; c++) {
+        long long n = counts[c];
+        cg_net *net = open_net(spec, n, 0);
+        if (!net) return;
+        static int pred[1024];
+        static float scores[1024 * 10];
+        cg_input in = {CG_INPUT_U8, n, 1, 12, 12, n > 64 ? many : pixels};
+        st->htod_src = NULL;
+        cg_status rc = cg_net_run(net, &in, pred, scores);
+        const unsigned char *src = st->htod_src;
+        int from_caller = src >= (const unsigned char *)in.data && src < (const unsigned char *)in.data + n * 144;
+        CHECK(rc == CG_STATUS_OK && st->htod_bytes == (size_t)n * 144 && from_caller == (n == 8),
+              "%lld images: %s; last upload of %zu bytes from %s", n, cg_net_error(net), st->htod_bytes,
+              from_caller ? "the caller's array" : "elsewhere");
+        cg_net_close(net);
+    }
+}
+
 /* The manifest the CUDA backend generates for spec at `batch` images on the fake
  * device (the same target: cg_jit_target on the device as opened), into m. */
 static int backend_manifest(const char *spec, long long batch, cg_manifest *m)
@@ -932,6 +962,7 @@ int main(int argc, char **argv)
     whole(spec);
     launch_ways(spec);
     float_refill(spec);
+    uploads(spec);
     views();
     harness_bucket();
     char cmd[4300];
