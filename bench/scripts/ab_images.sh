@@ -10,7 +10,8 @@
 #    the baseline first) on CHECKS (default: every spec), eight at a time;
 # 3. ROUNDS rounds, each binary in turn on each spec: `convgen run SPEC --random-input 1
 #    --images IMAGES --batch IMAGES --repeat REPEAT (200) --json`; one line a run: round, spec,
-#    binary, GPU µs (total_s) and the launch way auto chose. OUTDIR/ab.txt.
+#    binary, GPU µs (total_s), the launch way auto chose and the host latency's p50 (µs, pixels
+#    in host memory to predictions in host memory). OUTDIR/ab.txt.
 set -u
 OUT=$1 SPECS=$2
 shift 2
@@ -31,7 +32,8 @@ for r in $(seq 1 "${ROUNDS:-3}"); do
     for cg in "$@"; do
       timeout 60 "$cg" run "$s" --random-input 1 --images "$B" --batch "$B" --repeat "${REPEAT:-200}" --json "$OUT/j.json" \
         >/dev/null 2>&1 && python3 -c "import json, sys; j = json.load(open(sys.argv[4]))
-print(sys.argv[1], sys.argv[2], sys.argv[3], '%.1f' % (j['total_s'] * 1e6), 'whole' if j.get('whole') else j.get('launch'))" \
+print(sys.argv[1], sys.argv[2], sys.argv[3], '%.1f' % (j['total_s'] * 1e6), 'whole' if j.get('whole') else j.get('launch'),
+      '%.1f' % (j['latency_ms']['p50'] * 1e3))" \
         "$r" "$s" "$cg" "$OUT/j.json" || echo "$r $s $cg FAILED"
     done
   done
