@@ -248,7 +248,8 @@ end
 -- nearest even; bf16 below sm_80 in integer arithmetic, bit for bit the same),
 -- __ldg of each, and the vector structs of common.vec_t with __ldg as one wide
 -- load. Each part once per translation unit (a fat binary's module holds every
--- kernel); test_emulate's shim defines CG_HALF_TYPES and the types and
+-- kernel). The functions are inline, not static: nvcc warns (#177) of every
+-- static one a kernel does not call; test_emulate's shim defines CG_HALF_TYPES and the types and
 -- conversions for the host.
 common.HALF_PRELUDE = [[
 #ifndef CG_HALF_TYPES
@@ -256,23 +257,23 @@ common.HALF_PRELUDE = [[
 // 16-bit floats: IEEE binary16 and bfloat16, as their bits
 struct __align__(2) __half { unsigned short x; };
 struct __align__(2) __nv_bfloat16 { unsigned short x; };
-static __device__ __forceinline__ float __half2float(const __half h)
+__device__ __forceinline__ float __half2float(const __half h)
 {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x));
     return f;
 }
-static __device__ __forceinline__ __half __float2half_rn(const float f)
+__device__ __forceinline__ __half __float2half_rn(const float f)
 {
     __half h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f));
     return h;
 }
-static __device__ __forceinline__ float __bfloat162float(const __nv_bfloat16 b)
+__device__ __forceinline__ float __bfloat162float(const __nv_bfloat16 b)
 {
     return __uint_as_float((unsigned)b.x << 16);
 }
-static __device__ __forceinline__ __nv_bfloat16 __float2bfloat16_rn(const float f)
+__device__ __forceinline__ __nv_bfloat16 __float2bfloat16_rn(const float f)
 {
     __nv_bfloat16 b;
 #if __CUDA_ARCH__ >= 800
@@ -284,13 +285,13 @@ static __device__ __forceinline__ __nv_bfloat16 __float2bfloat16_rn(const float 
 #endif
     return b;
 }
-static __device__ __forceinline__ __half __ldg(const __half* p)
+__device__ __forceinline__ __half __ldg(const __half* p)
 {
     __half h;
     h.x = __ldg(reinterpret_cast<const unsigned short*>(p));
     return h;
 }
-static __device__ __forceinline__ __nv_bfloat16 __ldg(const __nv_bfloat16* p)
+__device__ __forceinline__ __nv_bfloat16 __ldg(const __nv_bfloat16* p)
 {
     __nv_bfloat16 b;
     b.x = __ldg(reinterpret_cast<const unsigned short*>(p));
@@ -306,7 +307,7 @@ struct __align__(4) cg_bf16x2 { __nv_bfloat16 x, y; };
 struct __align__(8) cg_bf16x4 { __nv_bfloat16 x, y, z, w; };
 #ifdef __CUDA_ARCH__
 #define CG_HALF_LDG(T, U) \
-    static __device__ __forceinline__ T __ldg(const T* p) \
+    __device__ __forceinline__ T __ldg(const T* p) \
     { const U u = __ldg(reinterpret_cast<const U*>(p)); T t; memcpy(&t, &u, sizeof t); return t; }
 CG_HALF_LDG(cg_f16x2, unsigned)
 CG_HALF_LDG(cg_f16x4, uint2)
