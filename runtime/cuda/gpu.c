@@ -29,7 +29,7 @@
  * copy engine, whose completion the first kernel then waits for. On an H200
  * (2026-11-30, one image, bench/one-image-2026-11-30/): ece408-2018sp's 4,096 bytes
  * 16.6 -> 11.6 us of GPU time (medians), host p50 40.9 -> 34.5 us; ece408-2018fa's
- * 5,184 bytes 18.6 -> 14.4 and 43.0 -> 41.6; 15 zoo networks 12-39 % faster. From
+ * 5,184 bytes 18.6 -> 14.4 and 43.0 -> 41.6; 17 of 23 zoo networks 12-39 % faster. From
  * pinned memory copies of 784 and 1,024 bytes were carried so too (2,048 not), and
  * those of 784 bytes took 0.2-0.5 us more from pageable memory (ece408-2017 8.8 ->
  * 9.3): they stay on the staging. */
