@@ -410,26 +410,32 @@ static void float_refill(const char *spec)
  * took 4-6 us more of GPU time at one image of 4-5 KB). A tiny one (carried so from
  * pinned memory too, and faster from there) and a large one (which the pipeline
  * overlaps with the batch before) go up from the staging: 8 images of 144 bytes from the
- * caller's array, 1 and 1,024 (147,456 bytes) from elsewhere. */
+ * caller's array, 1 and 1,024 (147,456 bytes) from elsewhere; 8 images of floats (4,608
+ * bytes, into the input kernel's output) from the caller's floats. */
 static void uploads(const char *spec)
 {
     static unsigned char many[1024 * 144];
     memset(many, 7, sizeof many);
-    const long long counts[3] = {1, 8, 1024};
-    for (int c = 0; c < 3; c++) {
+    static float x[8 * 144];
+    for (int i = 0; i < 8 * 144; i++) x[i] = (float)(i % 97) / 97.0f;
+    const long long counts[4] = {1, 8, 1024, 8};
+    for (int c = 0; c < 4; c++) {
         long long n = counts[c];
+        int f32 = c == 3;
+        size_t per = f32 ? 144 * sizeof(float) : 144;
         cg_net *net = open_net(spec, n, 0);
         if (!net) return;
         static int pred[1024];
         static float scores[1024 * 10];
-        cg_input in = {CG_INPUT_U8, n, 1, 12, 12, n > 64 ? many : pixels};
+        cg_input in = {f32 ? CG_INPUT_F32 : CG_INPUT_U8, n, 1, 12, 12,
+                       f32 ? (const void *)x : n > 64 ? (const void *)many : (const void *)pixels};
         st->htod_src = NULL;
         cg_status rc = cg_net_run(net, &in, pred, scores);
         const unsigned char *src = st->htod_src;
-        int from_caller = src >= (const unsigned char *)in.data && src < (const unsigned char *)in.data + n * 144;
-        CHECK(rc == CG_STATUS_OK && st->htod_bytes == (size_t)n * 144 && from_caller == (n == 8),
-              "%lld images: %s; last upload of %zu bytes from %s", n, cg_net_error(net), st->htod_bytes,
-              from_caller ? "the caller's array" : "elsewhere");
+        int from_caller = src >= (const unsigned char *)in.data && src < (const unsigned char *)in.data + n * per;
+        CHECK(rc == CG_STATUS_OK && st->htod_bytes == (size_t)n * per && from_caller == (n == 8),
+              "%lld images of %s: %s; last upload of %zu bytes from %s", n, f32 ? "floats" : "pixels",
+              cg_net_error(net), st->htod_bytes, from_caller ? "the caller's array" : "elsewhere");
         cg_net_close(net);
     }
 }
