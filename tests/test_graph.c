@@ -381,27 +381,37 @@ static void pixel_feeds(const char *spec)
  * again, and the batch then run once more: 63 uploads more than for pixels (the
  * fake's memcpy counts; whole off, so the same two ways either way). Without it
  * the batches after the first read what the layers left there (on an H200, every
- * float-input run with overlapped launches gave other scores than the CPU's). */
+ * float-input run with overlapped launches gave other scores than the CPU's). At
+ * one image (576 bytes of floats) from the pinned staging; at 8 (4,608 bytes) from
+ * the caller's floats, as the batch's own upload (CG_INLINE_UPLOAD_MIN/MAX). */
 static cg_net *open_ways(const char *spec, long long batch, int whole, int pdl_always);
 static void float_refill(const char *spec)
 {
-    int copies[2] = {0, 0};
-    for (int f32 = 0; f32 < 2; f32++) {
-        cg_net *net = open_ways(spec, 1, 2, 0);
-        if (!net) return;
-        static float x[144];
-        for (int i = 0; i < 144; i++) x[i] = (float)i / 144.0f;
-        static int pred[1];
-        static float scores[10];
-        cg_input in = {f32 ? CG_INPUT_F32 : CG_INPUT_U8, 1, 1, 12, 12, f32 ? (const void *)x : (const void *)pixels};
-        int c0 = st->copies;
-        cg_status rc = cg_net_run(net, &in, pred, scores);
-        CHECK(rc == CG_STATUS_OK && !isnan(cg_net_gpu_times(net)->pdl_ms), "%s: %s, ways timed",
-              f32 ? "floats" : "pixels", cg_net_error(net));
-        copies[f32] = st->copies - c0;
-        cg_net_close(net);
+    static float x[8 * 144];
+    for (int i = 0; i < 8 * 144; i++) x[i] = (float)(i % 144) / 144.0f;
+    for (long long n = 1; n <= 8; n += 7) {
+        int copies[2] = {0, 0};
+        const void *last = NULL;
+        for (int f32 = 0; f32 < 2; f32++) {
+            cg_net *net = open_ways(spec, n, 2, 0);
+            if (!net) return;
+            static int pred[8];
+            static float scores[8 * 10];
+            cg_input in = {f32 ? CG_INPUT_F32 : CG_INPUT_U8, n, 1, 12, 12, f32 ? (const void *)x : (const void *)pixels};
+            int c0 = st->copies;
+            cg_status rc = cg_net_run(net, &in, pred, scores);
+            CHECK(rc == CG_STATUS_OK && !isnan(cg_net_gpu_times(net)->pdl_ms), "%lld images of %s: %s, ways timed", n,
+                  f32 ? "floats" : "pixels", cg_net_error(net));
+            copies[f32] = st->copies - c0;
+            last = st->htod_src;
+            cg_net_close(net);
+        }
+        const unsigned char *l = last, *xs = (const unsigned char *)x;
+        int from_caller = l >= xs && l < xs + sizeof x;
+        CHECK(copies[1] - copies[0] == 2 * 31 + 1 && from_caller == (n == 8),
+              "%lld images: floats %d copies, pixels %d; the floats' last upload from %s", n, copies[1], copies[0],
+              from_caller ? "the caller's array" : "elsewhere");
     }
-    CHECK(copies[1] - copies[0] == 2 * 31 + 1, "floats: %d copies, pixels %d", copies[1], copies[0]);
 }
 
 /* A batch's input of 1-64 KB (CG_INLINE_UPLOAD_MIN/MAX) goes up straight from the

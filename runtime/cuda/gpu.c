@@ -1021,10 +1021,11 @@ static int pdl_in_play(const cg_gpu *g, int skip, long long n)
  * of images). A whole kernel refused while being timed is left out.
  * refill (in_bytes > 0): a float input's tensor is the input kernel's output,
  * whose bytes the memory plan lets later layers reuse, so each batch timed gets
- * the staged input uploaded again first (outside its events); the pixels are a
- * tensor of their own, never reused. */
-static int measure_ways(cg_gpu *g, cg_gpu_set *st, int skip, long long n, unsigned ways, int tin, size_t in_bytes,
-                        cg_gpu_times *t, cg_err *e)
+ * the input uploaded again first from `from` (the staging, or the caller's memory
+ * for a small input; outside its events); the pixels are a tensor of their own,
+ * never reused. */
+static int measure_ways(cg_gpu *g, cg_gpu_set *st, int skip, long long n, unsigned ways, int tin,
+                        const unsigned char *from, size_t in_bytes, cg_gpu_times *t, cg_err *e)
 {
     cg_cu *cu = g->cu;
     double v[CG_WAYS][CG_WHOLE_REPS];
@@ -1033,7 +1034,7 @@ static int measure_ways(cg_gpu *g, cg_gpu_set *st, int skip, long long n, unsign
         for (int way = 0; way < CG_WAYS; way++) {
             if (!(ways >> way & 1)) continue;
             int ran = WAY_LAYERS;
-            if (in_bytes && CG_CU(e, cu->cuMemcpyHtoDAsync(st->tdev[tin], st->hin, in_bytes, st->stream))) return -1;
+            if (in_bytes && CG_CU(e, cu->cuMemcpyHtoDAsync(st->tdev[tin], from, in_bytes, st->stream))) return -1;
             if (CG_CU(e, cu->cuEventRecord(g->wev[0], st->stream)) || queue_batch(g, st, skip, n, way, &ran, t, e) ||
                 CG_CU(e, cu->cuEventRecord(g->wev[1], st->stream)) || CG_CU(e, cu->cuEventSynchronize(g->wev[1])))
                 return -1;
@@ -1172,23 +1173,24 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
     cg_cu *cu = g->cu;
     cg_gpu_set *st = &g->set[si];
     size_t in_bytes = (size_t)n * r->in_per;
+    /* the bytes uploaded (and uploaded again by auto's refills below): a small input as the
+     * caller holds it (CG_INLINE_UPLOAD_MIN/MAX), not staged; converted, tiny or large, the
+     * pinned staging */
+    const unsigned char *up = st->hin;
     double t0 = cg_now_ms();
     if (r->in_half != CG_DT_F32) {
         /* float images into a 16-bit input tensor: each element rounded to nearest even */
         const float *f = (const float *)r->src + (size_t)off * (r->in_per / 2);
         uint16_t *h = (uint16_t *)st->hin;
         for (size_t q = 0; q < in_bytes / 2; q++) h[q] = r->in_half == CG_DT_F16 ? cg_f32_to_f16(f[q]) : cg_f32_to_bf16(f[q]);
+    } else if (in_bytes > CG_INLINE_UPLOAD_MIN && in_bytes <= CG_INLINE_UPLOAD_MAX) {
+        up = r->src + (size_t)off * r->in_per;
     } else {
         copy_wide(st->hin, r->src + (size_t)off * r->in_per, in_bytes);
     }
     r->t->stage_ms += cg_now_ms() - t0;
     if (poison_tensors(g, st, n, e)) return -1;
     if (off == 0 && CG_CU(e, cu->cuEventRecord(g->first, st->stream))) return -1;
-    /* a small input as the caller holds it (CG_INLINE_UPLOAD_MIN/MAX; the staging keeps
-     * its copy for auto's refill below); converted, tiny or large, from the pinned staging */
-    const unsigned char *up = st->hin;
-    if (r->in_half == CG_DT_F32 && in_bytes > CG_INLINE_UPLOAD_MIN && in_bytes <= CG_INLINE_UPLOAD_MAX)
-        up = r->src + (size_t)off * r->in_per;
     if (CG_CU(e, cu->cuEventRecord(st->up0, st->stream)) ||
         CG_CU(e, cu->cuMemcpyHtoDAsync(st->tdev[r->tin], up, in_bytes, st->stream)) ||
         CG_CU(e, cu->cuEventRecord(st->up1, st->stream)))
@@ -1205,8 +1207,8 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
          * then its tensors poisoned again (the input is uint8, not poisoned; a float
          * input, whose bytes later layers may have reused, uploaded again) */
         size_t refill = r->skip >= 0 ? in_bytes : 0;
-        if (measure_ways(g, st, r->skip, n, ways, r->tin, refill, r->t, e) || poison_tensors(g, st, n, e) ||
-            (refill && CG_CU(e, cu->cuMemcpyHtoDAsync(st->tdev[r->tin], st->hin, refill, st->stream))))
+        if (measure_ways(g, st, r->skip, n, ways, r->tin, up, refill, r->t, e) || poison_tensors(g, st, n, e) ||
+            (refill && CG_CU(e, cu->cuMemcpyHtoDAsync(st->tdev[r->tin], up, refill, st->stream))))
             return -1;
         way = way_for(g, r->skip, n, &pick, &ways);
     }
