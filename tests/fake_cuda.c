@@ -375,10 +375,17 @@ static CUresult f_MemAllocHost(void **p, size_t n)
     *p = calloc(1, n ? n : 1);
     if (!*p) return CUDA_ERROR_OUT_OF_MEMORY;
     st.host_allocs++;
+    for (int i = 0; i < 64; i++)
+        if (!st.pinned[i]) {
+            st.pinned[i] = *p, st.pinned_bytes[i] = n;
+            break;
+        }
     return CUDA_SUCCESS;
 }
 static CUresult f_MemFreeHost(void *p)
 {
+    for (int i = 0; i < 64; i++)
+        if (st.pinned[i] == p) st.pinned[i] = NULL;
     free(p);
     return CUDA_SUCCESS;
 }

@@ -69,6 +69,9 @@ typedef struct {
     /* cuMemcpyHtoDAsync: the host address and byte count of the last */
     const void *htod_src;
     size_t htod_bytes;
+    /* cuMemAllocHost's live allocations (the first 64): where the pinned memory is */
+    const void *pinned[64];
+    size_t pinned_bytes[64];
 } fake_cu_stats_t;
 
 fake_cu_stats_t *fake_cu_stats(void);

@@ -450,6 +450,41 @@ static void uploads(const char *spec)
     }
 }
 
+/* Whether host address p lies in the fake's live pinned memory. */
+static int pinned(const void *p)
+{
+    const unsigned char *c = p;
+    for (int i = 0; i < 64; i++) {
+        const unsigned char *a = st->pinned[i];
+        if (a && c >= a && c < a + st->pinned_bytes[i]) return 1;
+    }
+    return 0;
+}
+
+/* A float input given to a bf16 network is converted to bf16 on the host: a small batch
+ * of it (8 images, 2,304 bytes) into pageable memory, uploaded from there as a small input
+ * is, one image (288 bytes) into the pinned staging. */
+static void half_uploads(const char *spec16)
+{
+    static float x[8 * 144];
+    for (int i = 0; i < 8 * 144; i++) x[i] = (float)(i % 89) / 89.0f;
+    for (long long n = 1; n <= 8; n += 7) {
+        cg_net *net = open_net(spec16, n, 0);
+        if (!net) return;
+        static int pred[8];
+        static float scores[8 * 10];
+        cg_input in = {CG_INPUT_F32, n, 1, 12, 12, x};
+        st->htod_src = NULL;
+        cg_status rc = cg_net_run(net, &in, pred, scores);
+        const unsigned char *src = st->htod_src, *xs = (const unsigned char *)x;
+        int from_caller = src >= xs && src < xs + sizeof x;
+        CHECK(rc == CG_STATUS_OK && st->htod_bytes == (size_t)n * 288 && src && !from_caller && pinned(src) == (n == 1),
+              "bf16, %lld images of floats: %s; last upload of %zu bytes from %s", n, cg_net_error(net),
+              st->htod_bytes, from_caller ? "the caller's array" : pinned(src) ? "pinned memory" : "pageable memory");
+        cg_net_close(net);
+    }
+}
+
 /* The manifest the CUDA backend generates for spec at `batch` images on the fake
  * device (the same target: cg_jit_target on the device as opened), into m. */
 static int backend_manifest(const char *spec, long long batch, cg_manifest *m)
@@ -979,6 +1014,14 @@ int main(int argc, char **argv)
     launch_ways(spec);
     float_refill(spec);
     uploads(spec);
+    {
+        /* the same network in bf16 */
+        char spec16[4200];
+        snprintf(spec16, sizeof spec16, "%s/graphnet16.yaml", getenv("CG_FAKE_CUDA_CHILD"));
+        FILE *f16 = fopen(spec16, "w");
+        CHECK(f16 && fprintf(f16, "precision: bf16\n%s", spec_text) > 0 && fclose(f16) == 0, "writing %s", spec16);
+        half_uploads(spec16);
+    }
     views();
     harness_bucket();
     char cmd[4300];

@@ -67,6 +67,8 @@ typedef struct {
     int ran_way;                      /* how the batch queued last ran: WAY_* */
     int graph_next;                   /* the slot the next capture takes */
     unsigned char *hin;               /* pinned: one batch of input pixels */
+    unsigned char *hsmall;            /* pageable, CG_INLINE_UPLOAD_MAX bytes: a small float input
+                                       * converted to the network's 16-bit input (allocated once needed) */
     unsigned char *hout;              /* pinned: one batch of every result downloaded */
     size_t hin_cap, hout_cap;         /* their bytes */
 } cg_gpu_set;
@@ -1174,16 +1176,19 @@ static int submit_batch(void *ctx, int si, long long off, long long n, cg_err *e
     cg_gpu_set *st = &g->set[si];
     size_t in_bytes = (size_t)n * r->in_per;
     /* the bytes uploaded (and uploaded again by auto's refills below): a small input as the
-     * caller holds it (CG_INLINE_UPLOAD_MIN/MAX), not staged; converted, tiny or large, the
-     * pinned staging */
+     * caller holds it (CG_INLINE_UPLOAD_MIN/MAX), not staged, or converted into hsmall; a
+     * tiny or large one the pinned staging */
     const unsigned char *up = st->hin;
     double t0 = cg_now_ms();
+    const int small = in_bytes > CG_INLINE_UPLOAD_MIN && in_bytes <= CG_INLINE_UPLOAD_MAX;
     if (r->in_half != CG_DT_F32) {
-        /* float images into a 16-bit input tensor: each element rounded to nearest even */
+        /* float images into a 16-bit input tensor: each element rounded to nearest even,
+         * a small batch into pageable memory (as a small input is uploaded from) */
         const float *f = (const float *)r->src + (size_t)off * (r->in_per / 2);
-        uint16_t *h = (uint16_t *)st->hin;
+        uint16_t *h = (uint16_t *)(small && st->hsmall ? st->hsmall : st->hin);
         for (size_t q = 0; q < in_bytes / 2; q++) h[q] = r->in_half == CG_DT_F16 ? cg_f32_to_f16(f[q]) : cg_f32_to_bf16(f[q]);
-    } else if (in_bytes > CG_INLINE_UPLOAD_MIN && in_bytes <= CG_INLINE_UPLOAD_MAX) {
+        up = (const unsigned char *)h;
+    } else if (small) {
         up = r->src + (size_t)off * r->in_per;
     } else {
         copy_wide(st->hin, r->src + (size_t)off * r->in_per, in_bytes);
@@ -1355,6 +1360,10 @@ static int plan_staging(cg_gpu *g, cg_gpu_runctx *r, long long n, int *pred, flo
         if (grow_pinned(g->cu, &st->hin, &st->hin_cap, in, e) ||
             grow_pinned(g->cu, &st->hout, &st->hout_cap, at, e))
             return -1;
+        /* a float input converted to 16 bits, of a batch small enough to go up from pageable memory */
+        if (r->in_half != CG_DT_F32 && in > CG_INLINE_UPLOAD_MIN && !st->hsmall &&
+            !(st->hsmall = malloc(CG_INLINE_UPLOAD_MAX)))
+            return cg_fail(e, "out of host memory for %d bytes of input staging", CG_INLINE_UPLOAD_MAX);
     }
     hc->alloc_ms += cg_now_ms() - t0;
     return 0;
@@ -1679,6 +1688,7 @@ void cg_gpu_close(cg_gpu *g)
             if (st->arena) cu->cuMemFree(st->arena);
             if (st->scratch) cu->cuMemFree(st->scratch);
             if (st->hin) cu->cuMemFreeHost(st->hin);
+            free(st->hsmall);
             if (st->hout) cu->cuMemFreeHost(st->hout);
         }
         if (g->first) cu->cuEventDestroy(g->first);
