@@ -242,18 +242,20 @@ const char *cg_precision_dtype(cg_precision p)
     return p == CG_PREC_BF16 ? "bf16" : p == CG_PREC_FP16 ? "f16" : "f32";
 }
 
+/* precision p, or fallback (1 + a cg_precision; 0: none) where p is bf16 and cc cannot run it */
+static cg_precision precision_on(cg_precision p, int fallback, int cc)
+{
+    return p == CG_PREC_BF16 && cc < CG_BF16_MIN_CC && fallback > 0 ? (cg_precision)(fallback - 1) : p;
+}
+
 cg_precision cg_layer_precision_on(const cg_layer *l, int cc)
 {
-    if (l->precision == CG_PREC_BF16 && cc < CG_BF16_MIN_CC && l->precision_fallback > 0)
-        return (cg_precision)(l->precision_fallback - 1);
-    return l->precision;
+    return precision_on(l->precision, l->precision_fallback, cc);
 }
 
 cg_precision cg_spec_precision_on(const cg_spec *s, int cc)
 {
-    if (s->precision == CG_PREC_BF16 && cc < CG_BF16_MIN_CC && s->precision_fallback > 0)
-        return (cg_precision)(s->precision_fallback - 1);
-    return s->precision;
+    return precision_on(s->precision, s->precision_fallback, cc);
 }
 
 const char *cg_act_name(cg_act a)

@@ -805,11 +805,12 @@ int cg_generate_for(const cg_spec *s, const char *regen_cmd, const cg_target *t,
     cg_target def;
     if (!t) cg_target_default(&def), t = &def;
     memset(out, 0, sizeof *out);
-    if (cg_spec_precision_on(s, t->cc) != s->precision)
+    const cg_precision gen_p = cg_spec_precision_on(s, t->cc);
+    if (gen_p != s->precision)
         snprintf(out->note, sizeof out->note,
                  "precision %s generated in place of %s: the target is sm_%d, below bf16's sm_%d (the spec's "
-                 "precision_fallback)", cg_precision_name(cg_spec_precision_on(s, t->cc)),
-                 cg_precision_name(s->precision), t->cc, CG_BF16_MIN_CC);
+                 "precision_fallback)", cg_precision_name(gen_p), cg_precision_name(s->precision), t->cc,
+                 CG_BF16_MIN_CC);
     cg_lua *h;
     if (cg_lua_open(&h, NULL, e)) return -1;
     lua_State *L = cg_lua_state(h);

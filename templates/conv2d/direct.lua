@@ -587,13 +587,14 @@ function T.kernel(l, p)
     hty = setmetatable({ in_t = common.DTYPES.u8.c }, { __index = ty })
   end
   local to_acc = px_read or function(e) return ty.to_acc(e) end
+  local xv = g.G > 1 and "xg" or "x"   -- the input pointer a channel group reads
   local std = common.std_args({ w_name = "w_arg", b_name = "b_arg", types = hty })
   local head, args = common.kernel_head(name, p.block, res and res.args(std) or std)
   local v = {
     name = name, head = head, px_decl = px_decl,
     in_t = hty.in_t, to_acc = to_acc,
     block = p.block, mu = p.maps_unroll, cols = p.cols, unroll_groups = p.unroll_groups == 1, ms = p.ms,
-    C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, CKK = CKK, CG = CG, G = g.G, xv = g.G > 1 and "xg" or "x",
+    C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, CKK = CKK, CG = CG, G = g.G, xv = xv,
     TR = TR, TS = TS, PR = PR, PC = PC,
     P = OH * OW, TW = OW, OS = slice and slice.stride or l.M * OH * OW,
     -- a padded patch also keeps its bounds' predicates live: a smaller one is hoisted
@@ -609,9 +610,8 @@ function T.kernel(l, p)
     -- the loop's "c" (cl=1)
     patch_load = function(c)
       local at = type(c) == "number" and tostring(c * l.H * l.W) or ("c * " .. l.H * l.W)
-      local xvar = g.G > 1 and "xg" or "x"
       local load = g.padded and string.format("%s_X(%s, p, q)", name, c)
-        or to_acc(string.format("%s[%s + p * %d + q]", xvar, at, l.W), c)
+        or to_acc(string.format("%s[%s + p * %d + q]", xv, at, l.W), c)
       return table.concat({
         string.format("            %s v[%d][%d];", ty.acc_t, PR, PC),
         "#pragma unroll",

@@ -294,8 +294,7 @@ function T.kernel(l, p)
     bias = l.bias, FIELDS = F,
     cluster_sum = function(var, n) return common.cluster_sum(ty.acc_t, var, n, split) end,
     VT = common.vec_t(ty.in_t, V),
-    zero = common.is_half(ty.in_t) and (common.vec_t(ty.in_t, V) .. "{}")
-      or V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",
+    zero = common.vec_zero(ty.in_t, V),
     act = function(e) return common.act(l.act, e) end,
   }
   return common.fc.record(l, name, args, source(common.typed(l, v)),

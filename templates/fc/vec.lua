@@ -274,7 +274,7 @@ function T.kernel(l, p)
   local VT = common.vec_t(ty.in_t, V)
   return common.fc.kernel(l, p, "vec", source, {
     V = V, VT = VT,
-    zero = common.is_half(ty.in_t) and "{}" or V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",
+    zero = common.vec_zero(ty.in_t, V),
     -- the V floats (1 or 2) of register slot s into rows k .. k+V-1 of shared array a
     -- (converted to acc_t)
     store = function(a, r)

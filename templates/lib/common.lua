@@ -229,6 +229,13 @@ function common.vec_t(ctype, width)
   error("no " .. width .. "-wide vector type of " .. ctype, 2)
 end
 
+-- A zero of common.vec_t(ctype, width) as a C expression (a 16-bit vector's struct
+-- value-initialized).
+function common.vec_zero(ctype, width)
+  if common.is_half(ctype) then return common.vec_t(ctype, width) .. "{}" end
+  return width == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or width == 2 and "make_float2(0.0f, 0.0f)" or "0.0f"
+end
+
 -- Whether C type `ctype` is one of the 16-bit floats (__half, __nv_bfloat16).
 function common.is_half(ctype) return HALF_VEC[ctype] ~= nil end
 

@@ -293,7 +293,7 @@ function T.kernel(l, p)
     CHUNKS = chunks, ITER = iter, bias = l.bias, FIELDS = F,
     PRE = pre, PARTS = parts, PDL_MARK = common.PDL_MARK:sub(1, -2),
     pass_loop = function(part) return common.fc.pass_loop(part, p.threads, chunks, cps, partial) end,
-    zero = V == 4 and "make_float4(0.0f, 0.0f, 0.0f, 0.0f)" or V == 2 and "make_float2(0.0f, 0.0f)" or "0.0f",
+    zero = common.vec_zero(ty.w_t, V),
     SPLIT = split, CPS = cps, PARTIAL = partial,
     cluster_sum = function(var, n) return common.cluster_sum(ty.acc_t, var, n, split) end,
     VT = common.vec_t(ty.in_t, V), WVT = common.vec_t(ty.w_t, V), softmax = l.softmax and true or false, sm_layer = l.softmax or "",
