@@ -600,7 +600,9 @@ __constant__ int {{name}}_pq[{{KK + BK}}] = {{pq}};
             const int c = col0 + 64 * ({{MT}} * wg + t) + 16 * wq + (lane >> 2) + 8 * h;
             if (c >= total) continue;
             const int img = c / {{P}}, at = c - img * {{P}};
+%   if OS == M * P or res then
             const int ob = img * {{M * P}} + at;   // the column's element of map 0
+%   end
 %   if OS == M * P then
             {{out_t}}* const o = out + ob;
 %   else
