@@ -375,6 +375,13 @@ static void pixel_feeds(const char *spec)
     cg_net_close(net);
 }
 
+/* Whether host address p lies in the n bytes from base. */
+static int within(const void *p, const void *base, size_t n)
+{
+    const unsigned char *c = p, *b = base;
+    return p && c >= b && c < b + n;
+}
+
 /* A float input lies in the input kernel's output, whose bytes later layers may
  * reuse (the pixels are a tensor of their own): when auto times the launch ways
  * on a batch of floats, each of the 2 x 31 batches timed gets the input uploaded
@@ -406,8 +413,7 @@ static void float_refill(const char *spec)
             last = st->htod_src;
             cg_net_close(net);
         }
-        const unsigned char *l = last, *xs = (const unsigned char *)x;
-        int from_caller = l >= xs && l < xs + sizeof x;
+        int from_caller = within(last, x, sizeof x);
         CHECK(copies[1] - copies[0] == 2 * 31 + 1 && from_caller == (n == 8),
               "%lld images: floats %d copies, pixels %d; the floats' last upload from %s", n, copies[1], copies[0],
               from_caller ? "the caller's array" : "elsewhere");
@@ -441,8 +447,7 @@ static void uploads(const char *spec)
                        f32 ? (const void *)x : n > 64 ? (const void *)many : (const void *)pixels};
         st->htod_src = NULL;
         cg_status rc = cg_net_run(net, &in, pred, scores);
-        const unsigned char *src = st->htod_src;
-        int from_caller = src >= (const unsigned char *)in.data && src < (const unsigned char *)in.data + n * per;
+        int from_caller = within(st->htod_src, in.data, n * per);
         CHECK(rc == CG_STATUS_OK && st->htod_bytes == (size_t)n * per && from_caller == (n == 8),
               "%lld images of %s: %s; last upload of %zu bytes from %s", n, f32 ? "floats" : "pixels",
               cg_net_error(net), st->htod_bytes, from_caller ? "the caller's array" : "elsewhere");
@@ -453,11 +458,8 @@ static void uploads(const char *spec)
 /* Whether host address p lies in the fake's live pinned memory. */
 static int pinned(const void *p)
 {
-    const unsigned char *c = p;
-    for (int i = 0; i < 64; i++) {
-        const unsigned char *a = st->pinned[i];
-        if (a && c >= a && c < a + st->pinned_bytes[i]) return 1;
-    }
+    for (int i = 0; i < 64; i++)
+        if (st->pinned[i] && within(p, st->pinned[i], st->pinned_bytes[i])) return 1;
     return 0;
 }
 
@@ -476,8 +478,8 @@ static void half_uploads(const char *spec16)
         cg_input in = {CG_INPUT_F32, n, 1, 12, 12, x};
         st->htod_src = NULL;
         cg_status rc = cg_net_run(net, &in, pred, scores);
-        const unsigned char *src = st->htod_src, *xs = (const unsigned char *)x;
-        int from_caller = src >= xs && src < xs + sizeof x;
+        const void *src = st->htod_src;
+        int from_caller = within(src, x, sizeof x);
         CHECK(rc == CG_STATUS_OK && st->htod_bytes == (size_t)n * 288 && src && !from_caller && pinned(src) == (n == 1),
               "bf16, %lld images of floats: %s; last upload of %zu bytes from %s", n, cg_net_error(net),
               st->htod_bytes, from_caller ? "the caller's array" : pinned(src) ? "pinned memory" : "pageable memory");
