@@ -58,6 +58,7 @@ local half = import("lib/planes_half")   -- 16-bit tensors: both operands by des
 local T = {}
 
 T.out_slice = true   -- common.out_slice: the output written into a concat's slice (FP32 and 16-bit)
+T.fuses_add = true   -- common.residual: an add computed in the epilogue (16-bit tr=0 alone; elsewhere the add runs after)
 
 T.doc = "implicit GEMM on warpgroup tensor cores (wgmma, 3xTF32; one TF32 product under precision tf32), A read from the padded input planes (whole images, or a band of rows) held in shared memory; sm_90 (as sm_90a)"
 
@@ -283,6 +284,11 @@ T.params = {
       .. "0 all of them before the first product",
     legal = function(l) return common.half_dtype(l) and { 0, 1 } or { 0 } end,
     default = function(_) return 0 end },
+  { name = "wr", quiet = true,
+    doc = "16-bit tensors, tr=0: 1 copies every tap's weights into shared memory once and issues all the products "
+      .. "back to back; 0 two slices' buffers, a barrier a slice",
+    legal = function(l) return common.half_dtype(l) and { 0, 1 } or { 0 } end,
+    default = function(l, given) return common.half_dtype(l) and half.default_wr(l, given) or 0 end },
 }
 
 -- The shape of the least block a layer may have (see T.check), worked out once a layer

@@ -887,13 +887,15 @@ function common.wgmma_rows_tile(l, r) return (l.M + 8 * r - 1) // (8 * r) * 8 en
 -- What conv2d_planes' kernels (FP32 and 16-bit) declare first: kernel `name` (with a
 -- concat slice's tag where the output is written into one: common.out_slice, `fused` as
 -- it takes it) on `threads` threads (`occ` blocks an SM), the standard arguments with
--- weights and bias named w_arg and b_arg, and the accumulator operands of nr registers.
+-- weights and bias named w_arg and b_arg (and an add's other operands where `res`, common.residual,
+-- is given: its tag before the slice's), and the accumulator operands of nr registers.
 -- Returns { name, slice, ty, head, args, dregs, douts }.
-function common.planes_prelude(l, name, fused, threads, occ, nr)
+function common.planes_prelude(l, name, fused, threads, occ, nr, res)
   local r = { slice = common.out_slice(l, fused), ty = common.types(l) }
+  name = res and (name .. res.tag) or name
   r.name = r.slice and (name .. r.slice.tag) or name
-  r.head, r.args = common.kernel_head(r.name, threads,
-    common.std_args({ types = r.ty, w_name = "w_arg", b_name = "b_arg" }), nil, occ)
+  local std = common.std_args({ types = r.ty, w_name = "w_arg", b_name = "b_arg" })
+  r.head, r.args = common.kernel_head(r.name, threads, res and res.args(std) or std, nil, occ)
   r.dregs, r.douts = common.wgmma_dregs(nr)
   return r
 end
@@ -950,11 +952,12 @@ end
 -- The 16-bit wgmma templates' lambda wgmma(d, da, db): d += A * B, one m64nNk16 product of
 -- `wt` (bf16 or f16) operands by no-swizzle descriptors (start address / 16, then the leading
 -- and stride offsets in 16 bytes), A transposed (MN-major) where trans_a is 1, into nr FP32
--- accumulators of type acc_t a thread; and d0, the shared memory `sm`'s start address / 16.
--- Lines of a kernel's body (under sm_90a), ending in a newline.
-function common.wgmma16_lambda(acc_t, nr, n, wt, trans_a)
+-- accumulators of type acc_t a thread; B likewise where trans_b is 1 (nil: 0); and d0, the
+-- shared memory `sm`'s start address / 16. Lines of a kernel's body (under sm_90a), ending in
+-- a newline.
+function common.wgmma16_lambda(acc_t, nr, n, wt, trans_a, trans_b)
   return wgmma_lambda_lines(acc_t, nr, n, string.format("k16.f32.%s.%s", wt, wt),
-    string.format("p, 1, 1, %d, 0", trans_a), "1", "")
+    string.format("p, 1, 1, %d, %d", trans_a, trans_b or 0), "1", "")
 end
 
 -- The same for TF32 operands (fc_mma's FP32 layers): wgmma(d, da, db, acc), one

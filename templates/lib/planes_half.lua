@@ -54,6 +54,16 @@
 -- of an even number of rows) the tile is staged as FP32 sums and each thread takes pooled
 -- outputs, so the conv output is never written.
 --
+-- wr=1 (tr=0, M a multiple of 8): every slice's weights resident. Before the planes, the
+-- block copies all K*K*C16/bk slices' weights by 16-byte cp.async (8 maps of one channel a
+-- copy, straight from the taps-reordered tensor) into [slice][channel group][map group][8
+-- channels][8 maps], B's MN-major (transposed) no-swizzle layout: the same offsets as tr=0's
+-- K-major buffers (channel groups bm*16 bytes apart, map groups 128), the core matrices
+-- transposed and wgmma told so. Then one barrier, and every tap's products are issued back to
+-- back, waited for once. With two buffers (wr=0) each slice ends in a wait for its products and
+-- a barrier: a layer of few channels and maps (ece408-2018fa's conv2, 16 padded channels into
+-- 24 maps: 4 small products a warpgroup a tap) spends its time there, not on the tensor cores.
+--
 -- po=1 (tr=1, two or more channel slices; no default yet: not timed on a GPU): the loop runs
 -- channel slice by channel slice, each tap in turn (slice s: channel slice s / K*K, tap
 -- s % K*K), and only the first channel slice's planes are staged before it. At a channel
@@ -126,9 +136,18 @@ function H.shape(l, p)
     -- needs where wgs does not divide TT (22 columns x 20 rows: 7 tiles, warpgroup 1 computes
     -- tiles 4 to 7; staged only up to tile 6's reach, wgmma read past the shared memory)
     s.NPIX = math.max(s.REAL, s.MT * p.wgs * 64 + (l.K - 1) * (s.PW + 1))
-    s.PB = 2 * s.WBUF                         -- the planes' first element, after two slices
     s.NR = p.bm // 2                          -- accumulators of one tile a thread
-    s.regs = s.MT * s.NR + 8 * s.WI + ADDRESSING
+    s.WR = p.wr == 1
+    if s.WR then
+      -- wr=1: every slice's weights resident, copied by cp.async (MG map groups of 8 a channel)
+      s.MG = p.bm // 8
+      s.PB = s.NS * s.WBUF
+      s.WC = common.ceil_div(s.NS * s.WU, s.threads)   -- copies a thread
+      s.regs = s.MT * s.NR + ADDRESSING
+    else
+      s.PB = 2 * s.WBUF                       -- the planes' first element, after two slices
+      s.regs = s.MT * s.NR + 8 * s.WI + ADDRESSING
+    end
   end
   s.PU = s.CG * s.NPIX                        -- plane units (8 channels of one pixel)
   -- po=1 (tr=1): the planes staged a channel slice at a time, the next slice's units held in
@@ -242,6 +261,22 @@ end
 
 function H.default_wgs(_) return 2 end
 
+-- wr's default: 1 under tr=0 where M is a multiple of 8 and the block (its other parameters as
+-- given, else their defaults) still fits with every tap's weights in shared memory, else 0. On an
+-- H200 in bf16 at 10,000 images (bench/scripts/planes_wr_device.sh; wr=0 / wr=1, ms): ece408-2018fa's
+-- conv2 (12 -> 24, 7x7: 49 slices) 1.86 / 1.14, zoo-k7pad's conv4 (20 -> 24, 7x7) 0.79 / 0.52,
+-- ece408-2018sp's conv2 (6 -> 16, 5x5) 1.49 / 1.26, zoo-linear's conv2 (16 -> 40, 3x3) 0.87 /
+-- 0.83; 3x3 layers of 32 channels (9 slices) level: 0.76 / 0.75, 1.20 / 1.20, 0.97 / 0.99.
+function H.default_wr(l, given)
+  if given and given.wr ~= nil then return given.wr end
+  if l.M % 8 ~= 0 or H.default_tr(l, given) ~= 0 then return 0 end
+  local p = { tr = 0, ib = 1, wr = 1, fp = 0, po = 0, occ = given and given.occ or 1,
+    wgs = given and given.wgs or H.default_wgs(l), bm = given and given.bm or H.default_bm(l, given) }
+  p.bk = given and given.bk or H.default_bk(l, given)
+  p.rows = given and given.rows or H.default_rows(l, given)
+  return H.check(l, p) == nil and 1 or 0
+end
+
 -- bk's default: base_bk, or under tr=1 half of it where the block (its other parameters as
 -- given, else their defaults) holds one block an SM at base_bk and two at half (the weight ring
 -- is TR_STAGES slices: half the slice, a quarter to a half less shared memory). On an H200 in
@@ -323,6 +358,11 @@ function H.check(l, p)
   end
   if p.fp == 1 and p.tr ~= 1 then return "fp=1: 16-bit planes fuses a pool with tr=1 only (tr=0: a pool kernel after)", "fp" end
   if p.po == 1 and p.tr ~= 1 then return "po=1: 16-bit planes overlaps the staging with tr=1 only", "po" end
+  if p.wr == 1 and p.tr == 1 then return "wr=1: 16-bit planes holds every slice's weights with tr=0 only", "wr" end
+  if p.wr == 1 and l.M % 8 ~= 0 then
+    return string.format("wr=1: weights are copied 8 maps (16 bytes) at a time: M=%d must be a multiple of 8", l.M),
+      "wr"
+  end
   if p.po == 1 and s.CS == 1 then
     return string.format("po=1: bk=%d takes all %d channels in one slice: nothing is staged while a slice multiplies",
       p.bk, s.C16), "po"
@@ -371,8 +411,13 @@ function H.check(l, p)
   local why2, blame2 = common.check_occ(l, p.occ, s.threads, s.regs, s.smem, "the accumulators")
   if why2 then return why2, blame2 end
   if s.smem > common.max_shared(l) then
-    return string.format("rows=%d: %d staged pixels of %d channels and two taps' weights need %d bytes of shared " ..
-      "memory; at most %d fit", p.rows, s.NPIX, s.C16, s.smem, common.max_shared(l)), "rows"
+    if s.WR and 2 * s.PB > common.max_shared(l) // 2 then
+      return string.format("wr=1: the %d taps' weights (%d channels x %d maps) need %d bytes of shared memory beside " ..
+        "the planes' %d; at most %d fit", s.KK, s.C16, p.bm, 2 * s.PB, 16 * s.PU, common.max_shared(l)), "wr"
+    end
+    return string.format("rows=%d: %d staged pixels of %d channels and %s weights need %d bytes of shared " ..
+      "memory; at most %d fit", p.rows, s.NPIX, s.C16, s.WR and "every tap's" or "two taps'", s.smem,
+      common.max_shared(l)), "rows"
   end
   return nil
 end
@@ -389,7 +434,7 @@ function H.cost(l, p)
   local tensor = seq * cols * p.bm * s.C16 * s.KK / (16 * common.cost.FMA_PER_CLOCK)
   -- (tr=1's weights go by cp.async, a copy an instruction where tr=0 loads and packs eight;
   -- po=1 stages the first channel slice's planes before the products, the others beside them)
-  local copy = seq * ((s.PO and s.SUN or s.PU) * 10 + s.NS * s.WU * (s.tr and 2 or 10)) / s.threads * (s.threads // 32) / 4
+  local copy = seq * ((s.PO and s.SUN or s.PU) * 10 + s.NS * s.WU * ((s.tr or s.WR) and 2 or 10)) / s.threads * (s.threads // 32) / 4
   return (tensor + copy) * common.cost.spills(squeezed)
 end
 
@@ -423,7 +468,7 @@ local prologue = engine.compile([=[
 % end
 
 {{put8}}
-% if tr then
+% if tr or WR then
 {{issue_first}}
 % end
     // the planes: unit u = (channel group u / {{NPIX}}, pixel u % {{NPIX}}), its 8 channels, loaded into v;
@@ -468,10 +513,17 @@ local source = engine.compile([=[
 // {{NB}} band{{NB > 1 and "s" or ""}} an image) in {{TT}} m64 tile{{TT > 1 and "s" or ""}} ({{WGS}} warpgroup{{WGS > 1 and "s" or ""}} of {{MT}}) x {{BM}} maps, reduced tap by tap
 // over {{C16}} channels ({{C16 - C}} of them zeros) in {{NS}} slices of {{BK}} (one tap's), k16 steps: wgmma.mma_async
 // m64n{{BM}}k16 {{wt}}, both operands by descriptor from shared memory. Shared memory ({{smem}} B), in elements:
+% if WR then
+// [0, {{PB}}) every slice's weights (wr=1), each [{{BK // 8}}][{{MG}}][8 channels][8 maps] (B transposed); from {{PB}}:
+// the planes, [{{CG}}][{{NPIX}} pixels][8 channels]
+% else
 // [0, {{PB}}) two slices' weights, each [{{BK // 8}}][{{BM // 8}}][8 maps][8 channels]; from {{PB}}: the planes,
 // [{{CG}}][{{NPIX}} pixels][8 channels]
+% end
 // ({{REAL}} pixels of {{ROWS_IN}} input rows x {{PW}} with the padding as zeros, then zeros).
-{{prologue}}    // a slice's weights: unit u = tid + {{NT}}*i is (channel group u / {{BM}}, map u % {{BM}}), 8 channels
+{{prologue}}
+% if not WR then
+    // a slice's weights: unit u = tid + {{NT}}*i is (channel group u / {{BM}}, map u % {{BM}}), 8 channels
     {{stage_t}} wr[{{WI}}][8];
     auto fetch_w = [&](int s) {
         const int tap = s / {{CS}}, c0 = (s - tap * {{CS}}) * {{BK}};
@@ -499,6 +551,7 @@ local source = engine.compile([=[
             put(sm + b * {{WBUF}} + (cg * {{BM // 8}} + m / 8) * 64 + (m % 8) * 8, wr[i]);
         }
     };
+% end
 
     // cf: the sum. Tile t of this warpgroup, register r: pixel 64*({{MT}}*wg + t) + 16*wq + lane/4 +
     // 8*((r >> 1) & 1) of the band, map 8*(r >> 2) + 2*(lane & 3) + (r & 1)
@@ -513,7 +566,9 @@ local source = engine.compile([=[
         const int ky = tap / {{K}}, kx = tap - ky * {{K}};
         const int shift = ky * {{PW}} + kx;   // the tap's pixels: the band's, moved on this far
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+% if not WR then
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+% end
         const unsigned long long da = d0 + {{adesc}} + cs * {{BK // 8 * NPIX}} + shift + {{MT}} * wg * 64;
         const unsigned long long db = d0 + {{bdesc}} + b * {{WBUF // 8}};
 #pragma unroll
@@ -534,7 +589,11 @@ local source = engine.compile([=[
                 {{acc_t}} v = 0.0f;
                 for (int c = 0; c < {{BK}}; c++)
                     v = fmaf({{to_acc("a[((cs * " .. BK // 8 .. " + (c >> 3)) * " .. NPIX .. " + p) * 8 + (c & 7)]")}},
+% if WR then
+                             {{w_to_acc("w[((c >> 3) * " .. MG .. " + (m >> 3)) * 64 + (c & 7) * 8 + (m & 7)]")}}, v);
+% else
                              {{w_to_acc("w[((c >> 3) * " .. BM // 8 .. " + (m >> 3)) * 64 + (m & 7) * 8 + (c & 7)]")}}, v);
+% end
                 cf[t][r] += v;
             }
 #endif
@@ -553,6 +612,21 @@ local source = engine.compile([=[
 #endif
     };
 
+% if WR then
+    // wr=1: every slice's weights copied (this thread's copies landed, then everyone's by the
+    // barrier), and the products of all {{NS}} slices issued back to back into one group
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
+    fence();
+    __syncthreads();
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
+#pragma unroll 1
+    for (int s = 0; s < {{NS}}; s++) multiply(s, s);
+    wait();
+% else
     fetch_w(0);
     stash_w(0);
     fence();
@@ -569,8 +643,9 @@ local source = engine.compile([=[
         wait();
         __syncthreads();
     }
+% end
 
-    // epilogue: {{bias and "bias, " or ""}}{{actname}}, stored from the accumulators where the pixel is an output
+    // epilogue: {{bias and "bias, " or ""}}{{actname}}{{res and ", the add" or ""}}, stored from the accumulators where the pixel is an output
 #pragma unroll
     for (int t = 0; t < {{MT}}; t++)
 #pragma unroll
@@ -579,6 +654,9 @@ local source = engine.compile([=[
             const int py = p / {{PW}}, px = p - py * {{PW}};
             if (p >= {{BPX}} || px >= {{CW}} || y0 + py >= {{CH}}) continue;
             {{out_t}}* const o = out + (long long)img * {{OS}} + (y0 + py) * {{CW}} + px;
+% if res then
+            const long long ro = (long long)img * {{M * COLS}} + (y0 + py) * {{CW}} + px;   // the add's other operands
+% end
 {{map_stores}}
         }
 }
@@ -786,6 +864,29 @@ local issue_src = engine.compile([=[
     }
 ]=], "conv2d_planes_half_issue")
 
+-- wr=1's weight copies, issued before the planes are staged: every slice's, 16-byte cp.async,
+-- zeros past C (M is a multiple of 8 and of no concern past the tile: m0 + 8 * mg < M tested).
+local issue_all_src = engine.compile([=[
+    // every slice's weights: copy u is slice u / {{WU}}, its channel (u % {{WU}}) / {{MG}} and maps
+    // 8*(u % {{MG}}) .. +7 of the tile, into [slice][channel group][map group][8 channels][8 maps]
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    const unsigned smw = (unsigned)__cvta_generic_to_shared(sm);
+#endif
+#pragma unroll 4
+    for (int u = tid; u < {{NS * WU}}; u += {{NT}}) {
+        const int s = u / {{WU}}, r = u - s * {{WU}};
+        const int tap = s / {{CS}}, c0 = (s - tap * {{CS}}) * {{BK}};
+        const int c = r / {{MG}}, mg = r - c * {{MG}};
+        const int d = s * {{WBUF}} + ((c >> 3) * {{MG}} + mg) * 64 + (c & 7) * 8;
+        const bool ok = {{wok}};
+        const {{w_t}}* const src = ok ? w_arg + tap * {{C * M}} + (c0 + c) * {{M}} + m0 + 8 * mg : w_arg;
+{{cp16}}
+    }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+]=], "conv2d_planes_half_issue_all")
+
 function H.kernel(l, p)
   local s = H.shape(l, p)
   local g = s.g
@@ -796,16 +897,19 @@ function H.kernel(l, p)
     p.rows < g.CH and string.format("r%d", p.rows) or "ri", p.bm, p.wgs)
     .. (p.bk ~= H.default_bk(l, p) and string.format("_k%d", p.bk) or "")
     .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.tr and "_tr" or "") .. (s.IB > 1 and ("_i" .. s.IB) or "") .. (s.pooled and "_fp" or "")
-    .. (s.PO and "_po" or "")
+    .. (s.PO and "_po" or "") .. (s.WR and "_wr" or "")
   -- the output written into a concat's slice (common.out_slice): its image stride
-  local pre = common.planes_prelude(l, name, fused, s.threads, p.occ, s.NR)
+  -- tr=0: an add computed in the epilogue (common.residual), its other operands read where the
+  -- accumulators are stored (tr=1's epilogue through shared memory takes none: the add runs after)
+  local res = not s.tr and common.residual(l, fused) or nil
+  local pre = common.planes_prelude(l, name, fused, s.threads, p.occ, s.NR, res)
   local slice, ty, head, args, dregs, douts = pre.slice, pre.ty, pre.head, pre.args, pre.dregs, pre.douts
   name = pre.name
   local mguard = l.M % p.bm ~= 0
   local wok = {}
-  if mguard then wok[#wok + 1] = string.format(s.tr and "m0 + 8 * mg < %d" or "m0 + m < %d", l.M) end
+  if mguard then wok[#wok + 1] = string.format((s.tr or s.WR) and "m0 + 8 * mg < %d" or "m0 + m < %d", l.M) end
   if s.C16 ~= l.C then wok[#wok + 1] = string.format("c0 + c < %d", l.C) end
-  if s.WU % s.threads ~= 0 and not s.tr then wok[#wok + 1] = string.format("u < %d", s.WU) end
+  if s.WU % s.threads ~= 0 and not s.tr and not s.WR then wok[#wok + 1] = string.format("u < %d", s.WU) end
   local v = {
     name = name, head = head,
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, C16 = s.C16, CG = s.CG,
@@ -825,7 +929,7 @@ function H.kernel(l, p)
     pooled = s.pooled, pool_kind = g.kind, OH = g.OH, OW = g.OW, PR = math.min(p.rows, g.CH) // 2,
     IB = s.IB, PH = s.PH,
     tr = s.tr, MR = s.MR, PG = s.PG, NP = s.NP, MG = s.MG, ST = TR_STAGES, EP = s.EP,
-    PO = s.PO, SUN = s.SUN, SU = s.SU,
+    PO = s.PO, SUN = s.SUN, SU = s.SU, WR = s.WR,
     -- tr=1: slice s's tap and channel slice (po=1: channel slice by channel slice, each tap in turn;
     -- else tap by tap)
     tapcs = s.PO and string.format("const int cs = s / %d, tap = s - cs * %d;", s.KK, s.KK)
@@ -836,8 +940,16 @@ function H.kernel(l, p)
     v.adesc, v.bdesc = common.wgmma_desc(p.bm), string.format("%s + %d", common.wgmma_desc(s.NPIX), s.PB // 8)
   end
   common.typed(l, v)
-  v.map_stores = common.wgmma_map_stores(p.bm, mguard and l.M, g.CH * g.CW, "t4",
-    function(r) return v.from_acc(v.act(r .. v.b)) end)
+  v.res = res ~= nil
+  v.map_stores = common.wgmma_map_stores(p.bm, mguard and l.M, g.CH * g.CW, "t4", function(r)
+    local e = v.act(r .. v.b)
+    if res then
+      local others = {}
+      for k = 1, res.n do others[k] = v.to_acc(string.format("__ldg(%s + ro + m * %d)", res.names[k], g.CH * g.CW)) end
+      e = res.sum(e, others)
+    end
+    return v.from_acc(e)
+  end)
   v.stage_t = v.in_t
   v.put8 = common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4))
   v.cp16 = common.cp_async16("            ", "smw + 2 * d", "sm + d", "src", "ok")
@@ -857,11 +969,11 @@ function H.kernel(l, p)
     if s.IB > 1 then L[#L + 1] = "        if (img + im >= n) continue;   // images past the batch" end
     return table.concat(L, "\n")
   end
-  v.issue_first = s.tr and issue_src(v) or ""
+  v.issue_first = (s.tr and issue_src(v)) or (s.WR and issue_all_src(v)) or ""
   v.N, v.TA = s.tr and s.NP or p.bm, s.tr and 1 or 0
   -- both kernels' wgmma(d, da, db) (A the planes and B the weights; tr=1: A the weights,
   -- transposed) and d0
-  v.wgmma_fn = common.wgmma16_lambda(v.acc_t, s.NR, v.N, v.wt, v.TA)
+  v.wgmma_fn = common.wgmma16_lambda(v.acc_t, s.NR, v.N, v.wt, v.TA, s.WR and 1 or 0)
   v.prologue = prologue(v)
   return {
     name = name,
@@ -877,6 +989,7 @@ function H.kernel(l, p)
       .. (slice and string.format(", into a slice of %d values an image", slice.stride) or ""),
     fused = fused,
     out_slice = slice ~= nil,
+    residual = res ~= nil,
   }
 end
 

@@ -288,6 +288,7 @@ planner.AUTO_TF32_MIN_M = 16
 planner.AUTO_TF32_PLANES_MIN_C = 12
 planner.AUTO_HALF_SMALL_C_MIN_CKK = 128
 planner.AUTO_HALF_PLANES_MIN_C = 12
+planner.AUTO_HALF_PLANES_MIN_COLS = 0.6   -- 16-bit planes, tr=0: conv output columns over the padded width
 -- First layers in 16 bits (C < 16 and C*K*K below AUTO_HALF_SMALL_C_MIN_CKK: images of 1 to 3
 -- channels) of AUTO_HALF_FIRST_MIN_M maps or more on sm_90a: igemm_wg, or igemm_tc where C*K*K <=
 -- AUTO_HALF_FIRST_TC_MAX_CKK (one 3x3 tap set of one channel: igemm_wg's k16 slice would be
@@ -355,6 +356,23 @@ function planner.auto_strategy(l)
       "(%s)", l.precision, l.C, planner.AUTO_TC_MIN_C, l.M, ph.TR_MIN_M, l.K, g16.CH, g16.CW,
       g16.CW >= ph.TR_MIN_CW and string.format("%d columns >= %d", g16.CW, ph.TR_MIN_CW)
         or string.format("%d columns: whole images stacked a block", g16.CW))
+  end
+  -- Then planes with pixels as wgmma's M (tr=0; its weights resident where they fit, wr) for
+  -- stride-1 layers of 16 to 63 maps (a multiple of 8: the weights' 16-byte copies) with K >= 2 and
+  -- no pool to fuse (igemm_wg fuses it, tr=0 does not), whose conv output fills at least
+  -- AUTO_HALF_PLANES_MIN_COLS of the padded width a band computes over. On an H200 in bf16 at
+  -- 10,000 images (bench/scripts/planes_wr_device.sh, single kernels, L2 flushed; planes /
+  -- igemm_wg, ms): zoo-residual's 32 -> 32 3x3 same on 32x32 1.20 / 1.59, zoo-inception's
+  -- 32 -> 24 3x3 same on 32x32 0.99 / 1.46, zoo-k7pad's 20 -> 24 7x7 on 9x9 padded to 15x15
+  -- 0.52 / 0.89, zoo-linear's 16 -> 40 3x3 on 26x26 0.83 / 0.82; zoo-bigk's 24 -> 48 9x9 on a
+  -- 7x7 output (7 of 15 columns) 1.25 / 0.97.
+  if half and wgmma_layer(l, g16) and l.K >= 2 and l.M >= planner.AUTO_TF32_MIN_M and l.M < ph.TR_MIN_M
+      and l.M % 8 == 0 and g16.kind == "none" and g16.CW >= planner.AUTO_HALF_PLANES_MIN_COLS * (l.W + g16.pl + g16.pr)
+      and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
+    return "conv2d_planes", string.format("auto: planes (pixels as wgmma's M), since precision is %s, the target " ..
+      "is sm_90 (built as sm_90a: wgmma), C = %d >= %d, %d <= M = %d < %d (a multiple of 8), K = %d >= 2, stride 1, " ..
+      "no pool and %d of the %d padded columns outputs", l.precision, l.C, planner.AUTO_TC_MIN_C,
+      planner.AUTO_TF32_MIN_M, l.M, ph.TR_MIN_M, l.K, g16.CW, l.W + g16.pl + g16.pr)
   end
   -- 16-bit layers of fewer than 16 channels (the course networks' second layers) on sm_90a,
   -- C*K*K >= AUTO_HALF_SMALL_C_MIN_CKK and M >= 16: planes where C >= AUTO_HALF_PLANES_MIN_C
