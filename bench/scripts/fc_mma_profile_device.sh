@@ -30,31 +30,7 @@ for item in ${LAYERS:-bench/specs/zoo-mlp.yaml\|fc2 specs/ece408-2017.yaml\|fc1}
       echo "ncu failed on $name"
     ncu -i "$out/$name.ncu-rep" --page details 2>&1 | grep -vE '^\s*-+\s*$' | head -220
     ncu -i "$out/$name.ncu-rep" --page source --print-source sass --csv 2>/dev/null >"$out/$name-sass.csv"
-    python3 - "$out/$name-sass.csv" <<'EOF'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1], newline="")))
-if not rows:
-    print("no source page"); sys.exit()
-head = rows[0]
-def col(*names):
-    for n in names:
-        for i, h in enumerate(head):
-            if h.strip().lower() == n.lower():
-                return i
-    return None
-src = col("Source")
-stall = col("Warp Stall Sampling (All Samples)", "Sampling Data (All)")
-if src is None or stall is None:
-    print("columns:", head[:30]); sys.exit()
-def num(s):
-    try: return float(s.replace(",", ""))
-    except ValueError: return 0.0
-body = [r for r in rows[1:] if len(r) > max(src, stall)]
-total = sum(num(r[stall]) for r in body) or 1
-print(f"SASS lines {len(body)}, stall samples {total:.0f}; the top twenty:")
-for r in sorted(body, key=lambda r: -num(r[stall]))[:20]:
-    print(f"  {100 * num(r[stall]) / total:5.1f}%  {r[src][:110]}")
-EOF
+    python3 "$(dirname "$0")/ncu_top_stalls.py" "$out/$name-sass.csv"
   fi
   rm -f "$c"
 done
