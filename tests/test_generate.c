@@ -2151,7 +2151,9 @@ static void test_half_small_c(void)
         "  - {name: a, op: conv, M: 12, K: 7, activation: tanh, pool: max2}\n"   /* 1 channel: direct */
         "  - {name: b, op: conv, M: 24, K: 7}\n"                                 /* 12 -> 24 on 33x33: planes */
         "  - {name: c, op: conv, M: 6, K: 5}\n"                                  /* 24 channels: the 16-bit rule */
-        "  - {name: d, op: conv, M: 16, K: 5}\n";                                /* 6 -> 16: igemm_wg */
+        "  - {name: d, op: conv, M: 16, K: 5}\n"                                 /* 6 -> 16, 5x5: planes, rows swept */
+        "  - {name: e, op: conv, M: 10, K: 1}\n"                                 /* 16 -> 10 (M < 16: FFMA) */
+        "  - {name: f, op: conv, M: 16, K: 4}\n";                                /* 10 -> 16, 4x4: igemm_wg */
     cg_target tg;
     int arch = 90;
     cg_aot_target(&arch, 1, &tg);
@@ -2165,11 +2167,16 @@ static void test_half_small_c(void)
     }
     if (sp && cg_generate_for(sp, "x", &tg, o, &e) == 0) {
         const cg_gen_kernel *a = conv_kernel(o, "a"), *b = conv_kernel(o, "b"), *d = conv_kernel(o, "d");
+        const cg_gen_kernel *f = conv_kernel(o, "f");
         CHECK(a && !strcmp(a->tpl, "conv2d_direct"), "bf16, 1 channel, 7x7: %s", a ? a->tpl : "none");
         CHECK(b && !strcmp(b->tpl, "conv2d_planes") && strstr(b->source, "C = 12 >= 12"),
               "bf16, 12 channels into 24 maps, 7x7: %s", b ? b->tpl : "none");
-        CHECK(d && !strcmp(d->tpl, "conv2d_igemm_wg") && strstr(d->source, "C = 6 < 16"),
-              "bf16, 6 channels into 16 maps, 5x5: %s", d ? d->tpl : "none");
+        /* fewer than 12 channels: planes where its rows are swept (K >= 5), else igemm_wg */
+        CHECK(d && !strcmp(d->tpl, "conv2d_planes") && strstr(d->source, "C = 6 < 16") && strstr(d->source, "rows swept")
+                  && strstr(d->kernel, "_sw"),
+              "bf16, 6 channels into 16 maps, 5x5: %s", d ? d->kernel : "none");
+        CHECK(f && !strcmp(f->tpl, "conv2d_igemm_wg") && strstr(f->source, "C = 10 < 16"),
+              "bf16, 10 channels into 16 maps, 4x4: %s", f ? f->tpl : "none");
         cg_gen_free(o);
     } else CHECK(0, "small-c.yaml: %s", e.msg);
     if (sp) {

@@ -48,8 +48,9 @@
 -- 16-bit tensors (precision bf16 or fp16) take lib/planes_half.lua's kernel instead: the
 -- band staged channels innermost, so that a kernel tap's A operand is the staged copy
 -- shifted and both operands go to wgmma by descriptor (stride 1; its header says more).
--- Its parameters are these: ib 1, bk the channels of a slice (a multiple of 16), fp 0; and tr
--- (16-bit only): which of maps and pixels is wgmma's M.
+-- Its parameters are these: ib 1, bk the channels of a slice (a multiple of 16), fp 0; and, 16-bit
+-- only, tr (which of maps and pixels is wgmma's M), po, wr (tr=0: every tap's weights resident)
+-- and sw (tr=0: the input rows swept, A loaded once into registers for a kernel row's K products).
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -200,7 +201,7 @@ end
 -- as given (ib, rows, bm, bk; their defaults where not given), else default_wgs under the
 -- defaults of ib and rows (for fp as given).
 local function default_wgs_given(l, given)
-  if common.half_dtype(l) then return half.default_wgs(l) end
+  if common.half_dtype(l) then return half.default_wgs(l, given) end
   local fp = given and given.fp
   local dib, dr = default_ib(l, fp), default_rows(l, fp)
   local ib, r = given and given.ib or dib, given and given.rows or dr
@@ -289,6 +290,11 @@ T.params = {
       .. "back to back; 0 two slices' buffers, a barrier a slice",
     legal = function(l) return common.half_dtype(l) and { 0, 1 } or { 0 } end,
     default = function(l, given) return common.half_dtype(l) and half.default_wr(l, given) or 0 end },
+  { name = "sw", quiet = true,
+    doc = "16-bit tensors, tr=0 and wr=1 on whole images: 1 sweeps the input columns, each kernel row's fragment "
+      .. "loaded once into registers for its K taps (ib images a warpgroup); 0 m64 tiles of the band's pixels",
+    legal = function(l) return common.half_dtype(l) and { 0, 1 } or { 0 } end,
+    default = function(l, given) return common.half_dtype(l) and half.default_sw(l, given) or 0 end },
 }
 
 -- The shape of the least block a layer may have (see T.check), worked out once a layer

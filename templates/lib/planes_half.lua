@@ -64,6 +64,24 @@
 -- a barrier: a layer of few channels and maps (ece408-2018fa's conv2, 16 padded channels into
 -- 24 maps: 4 small products a warpgroup a tap) spends its time there, not on the tensor cores.
 --
+-- sw=1 (tr=0, wr=1, whole images): the rows swept. Under tr=0 an m64n{bm}k16 product reads 2 KB
+-- of planes for bm maps, K*K of them a tile, and with few maps shared memory bounds the kernel
+-- (ece408-2018fa's conv2, 24 maps: the L1/shared pipe at 77 % of its peak, the tensor pipe at
+-- 35 %). Here a warpgroup's 64 rows are output columns (ib whole images of CW <= 64 columns each,
+-- ib*CW of them used) and it sweeps the input rows: at row yi it loads, for each kernel column kx,
+-- the pixels x + kx of row yi once into registers (ldmatrix, A of wgmma's register form) and
+-- multiplies them by the K taps (ky, kx), each adding to output row yi - ky: one load feeds K
+-- products. The K + 1 (even: K + 2) output rows in flight live in accumulator slots; a slot's
+-- first product overwrites it (scale-d 0). After a row's products the next row's fragments are
+-- loaded, then wgmma.wait_group 0, and output row yi - K + 1, whole now, is stored from its slot
+-- (a quad's lanes: consecutive columns). The sweep is unrolled by the slots (their registers named
+-- at compile time); rows past the padded height read its last row and are never stored. Two
+-- things did not work (an H200, bench/RESULTS.md): columns swept instead of rows stored each
+-- output column as 2-byte writes to 32 lines a warp (L2 at 81 % of its throughput, ece408-2018fa's
+-- conv2 1.97 ms), and waiting for the row before the last only (wait_group 1, K + 1 slots in
+-- flight) made ptxas serialize every product (C7514: accumulators read while products run).
+-- Weights as wr=1.
+--
 -- po=1 (tr=1, two or more channel slices; no default yet: not timed on a GPU): the loop runs
 -- channel slice by channel slice, each tap in turn (slice s: channel slice s / K*K, tap
 -- s % K*K), and only the first channel slice's planes are staged before it. At a channel
@@ -79,6 +97,7 @@ local common = import("lib/common")
 local H = {}
 
 local MAX_TILES = 4      -- m64 tiles of one warpgroup
+local SW_MAX_WGMMA = 512 -- sw=1: wgmma instructions the unrolled sweep may hold (compile time)
 local TR_STAGES = 4      -- tr=1: weight buffers in the ring (two slices copied ahead)
 local TR_MAX_N = 256     -- tr=1: wgmma's largest N, a warpgroup's pixels
 local REG_BUDGET = 232   -- accumulators, the next slice's weights and addressing a thread
@@ -118,6 +137,28 @@ function H.shape(l, p)
   -- tr=1: 8 maps of one channel, a cp.async copy)
   s.WU = p.bk * p.bm // 8
   s.WI = common.ceil_div(s.WU, s.threads)
+  if p.sw == 1 then
+    -- sw=1: ib whole images a warpgroup, wgs warpgroups a block (each its own images)
+    s.SW, s.WR, s.PO, s.tr = true, true, false, false
+    s.IBW = p.ib                              -- images a warpgroup: its m64 rows, ib*CW columns
+    s.IB = p.ib * p.wgs                       -- images a block (the prologue's)
+    s.RB, s.NB = g.CH, 1
+    s.S = l.K + 1 + (l.K % 2 == 0 and 1 or 0) -- accumulator slots, even (two fragment buffers alternate)
+    s.PHR = common.ceil_div(s.PH, s.S) * s.S  -- input rows swept: past PH the last one read, never stored
+    s.KS = s.C16 // 16                        -- k16 steps a tap
+    s.NR = p.bm // 2
+    s.MG = p.bm // 8
+    s.NPIX = s.IB * s.PH * s.PW
+    s.REAL = s.NPIX
+    s.PU = s.CG * s.NPIX
+    s.PB = s.NS * s.WBUF
+    s.smem = 2 * (s.PB + s.PU * 8)
+    -- (two columns' fragments and their addresses: ptxas took 238 registers for 8 slots of 12 and 7 x 4 fragment
+    -- registers a column, and spilled at 6 slots of 8 and 15 x 4)
+    s.regs = s.S * s.NR + 3 * l.K * s.KS * 4 + ADDRESSING
+    s.WGMMAS = s.S * s.KK * s.KS              -- wgmma instructions of the unrolled sweep
+    return s
+  end
   s.tr = p.tr == 1
   if s.tr then
     -- maps as wgmma's M: MR warpgroups over the block's bm maps (64 each), PG over its
@@ -238,6 +279,8 @@ end
 -- ib's default: stack_ib's where tr is 1, else 1.
 function H.default_ib(l, given)
   if given and given.ib then return given.ib end
+  -- sw=1: the whole images a warpgroup's 64 rows hold (up to 8)
+  if H.default_sw(l, given) == 1 then return math.max(1, math.min(8, 64 // common.conv_geom(l).CW)) end
   return H.default_tr(l, given) == 1 and stack_ib(l, given) or 1
 end
 
@@ -259,7 +302,32 @@ function H.default_bm(l, given)
   return common.wgmma_rows_tile(l, common.ceil_div(l.M, 128))
 end
 
-function H.default_wgs(_) return 2 end
+-- wgs' default: 2, or 1 under sw=1 (ece408-2018fa's conv2 0.865 ms with one warpgroup a block,
+-- 0.869 with two; ece408-2018sp's 0.328 / 0.364)
+function H.default_wgs(l, given)
+  if given and given.wgs then return given.wgs end
+  return H.default_sw(l, given) == 1 and 1 or 2
+end
+
+-- sw's default: 1 under tr=0 (as given, else its default) where K >= SW_MIN_K, wr is not given 0 and
+-- the sweep's block (one warpgroup of 64 // CW images, up to 8, the tile and slice as given, else
+-- their defaults) passes the check, else 0. On an H200 in bf16 at 10,000 images
+-- (bench/scripts/planes_wr_device.sh; planes tr=0 wr=1 / sw=1, ms): ece408-2018fa's conv2 (12 -> 24,
+-- 7x7) 1.138 / 0.865, ece408-2018sp's conv2 (6 -> 16, 5x5) 1.264 / 0.328 (igemm_wg 0.726); 3x3
+-- layers lost: zoo-residual's 32 -> 32 1.20 / 1.22-1.37, zoo-inception's 32 -> 24 0.99 / 1.24,
+-- zoo-linear's 16 -> 40 0.83 / 0.87 (three products a load, and a wait each row).
+H.SW_MIN_K = 5
+function H.default_sw(l, given)
+  if given and given.sw ~= nil then return given.sw end
+  if l.K < H.SW_MIN_K or (given and given.wr == 0) or l.M % 8 ~= 0 or H.default_tr(l, given) ~= 0 then return 0 end
+  local g = common.conv_geom(l)
+  if g.S ~= 1 or g.CW > 64 then return 0 end
+  local p = { tr = 0, wr = 1, sw = 1, fp = 0, po = 0, rows = g.CH, occ = given and given.occ or 1,
+    ib = given and given.ib or math.min(8, 64 // g.CW), wgs = given and given.wgs or 1,
+    bm = given and given.bm or H.default_bm(l, given) }
+  p.bk = given and given.bk or H.default_bk(l, given)
+  return H.check(l, p) == nil and 1 or 0
+end
 
 -- wr's default: 1 under tr=0 where M is a multiple of 8 and the block (its other parameters as
 -- given, else their defaults) still fits with every tap's weights in shared memory, else 0. On an
@@ -269,6 +337,7 @@ function H.default_wgs(_) return 2 end
 -- 0.83; 3x3 layers of 32 channels (9 slices) level: 0.76 / 0.75, 1.20 / 1.20, 0.97 / 0.99.
 function H.default_wr(l, given)
   if given and given.wr ~= nil then return given.wr end
+  if H.default_sw(l, given) == 1 then return 1 end   -- (the sweep reads the resident weights)
   if l.M % 8 ~= 0 or H.default_tr(l, given) ~= 0 then return 0 end
   local p = { tr = 0, ib = 1, wr = 1, fp = 0, po = 0, occ = given and given.occ or 1,
     wgs = given and given.wgs or H.default_wgs(l), bm = given and given.bm or H.default_bm(l, given) }
@@ -304,6 +373,7 @@ end
 -- width of 34) in bands of 15 computes 3 x 8 tiles an image, in bands of 11 3 x 6.
 function H.default_rows(l, given)
   local g = common.conv_geom(l)
+  if H.default_sw(l, given) == 1 then return g.CH end   -- sw=1: whole images
   if (given and given.ib or H.default_ib(l, given)) > 1 then return g.CH end   -- several whole images
   local bm, wgs = H.default_bm(l, given), 2
   if H.default_tr(l, given) == 1 then
@@ -346,7 +416,7 @@ function H.check(l, p)
     return string.format("16-bit planes reads a tap as the staged input shifted: stride 1 only (the layer's is %d)",
       g.S), nil
   end
-  if p.ib ~= 1 and p.tr ~= 1 then
+  if p.ib ~= 1 and p.tr ~= 1 and p.sw ~= 1 then
     return string.format("ib=%d: 16-bit planes with tr=0 holds one image's band a block", p.ib), "ib"
   end
   if p.ib > 1 and p.rows < g.CH then
@@ -359,6 +429,24 @@ function H.check(l, p)
   if p.fp == 1 and p.tr ~= 1 then return "fp=1: 16-bit planes fuses a pool with tr=1 only (tr=0: a pool kernel after)", "fp" end
   if p.po == 1 and p.tr ~= 1 then return "po=1: 16-bit planes overlaps the staging with tr=1 only", "po" end
   if p.wr == 1 and p.tr == 1 then return "wr=1: 16-bit planes holds every slice's weights with tr=0 only", "wr" end
+  if p.sw == 1 then
+    if p.tr == 1 or p.wr ~= 1 then return "sw=1: the column sweep is a tr=0 kernel reading every tap's weights (wr=1)", "sw" end
+    if p.fp == 1 or p.po == 1 then return "sw=1: no fused pool (fp) or staged slices (po)", "sw" end
+    if p.rows ~= g.CH then
+      return string.format("sw=1: a warpgroup's rows are whole images' (rows=%d, not %d)", p.rows, g.CH), "rows"
+    end
+    if p.ib * g.CW > 64 then
+      return string.format("sw=1: ib=%d images of %d output columns are more than a warpgroup's 64", p.ib, g.CW), "ib"
+    end
+    if s.regs > REG_BUDGET then
+      return string.format("sw=1: %d accumulator slots of %d and two columns' fragments need about %d registers a " ..
+        "thread; at most %d", s.S, s.NR, s.regs, REG_BUDGET), "bm"
+    end
+    if s.WGMMAS > SW_MAX_WGMMA then
+      return string.format("sw=1: the sweep unrolled holds %d products (%d slots x %d taps x %d k16 steps); at most %d " ..
+        "compile in a few seconds", s.WGMMAS, s.S, s.KK, s.KS, SW_MAX_WGMMA), "sw"
+    end
+  end
   if p.wr == 1 and l.M % 8 ~= 0 then
     return string.format("wr=1: weights are copied 8 maps (16 bytes) at a time: M=%d must be a multiple of 8", l.M),
       "wr"
@@ -372,7 +460,7 @@ function H.check(l, p)
     return string.format("fp=1: bands of %d rows would split pooling windows (an even number, or all %d)", p.rows, g.CH),
       "rows"
   end
-  if s.NPIX >= 16384 then
+  if s.NPIX >= 16384 and not s.SW then
     return string.format("%d staged pixels: a descriptor's leading offset holds fewer than 16384", s.NPIX), "rows"
   end
   if s.tr then
@@ -395,7 +483,7 @@ function H.check(l, p)
       return string.format("%d pixels a warpgroup need about %d registers a thread; at most %d", s.NP, s.regs,
         REG_BUDGET), "rows"
     end
-  else
+  elseif not s.SW then
     if s.MT > MAX_TILES then
       return string.format("rows=%d: %d pixels over the padded width are %d m64 tiles, %d a warpgroup over %d; at most %d",
         p.rows, s.BPX, s.TT, s.MT, p.wgs, MAX_TILES), "rows"
@@ -431,6 +519,13 @@ function H.cost(l, p)
   local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
   if conc == 0 then return math.huge end
   local cols = s.tr and s.NP * s.PG or 64 * s.MT * p.wgs
+  if s.SW then
+    -- sw=1: a block is ib*wgs whole images; a warpgroup's 64 rows times the columns swept
+    blocks = common.ceil_div(common.cost.images(l), s.IB) * common.ceil_div(l.M, p.bm)
+    seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
+    if conc == 0 then return math.huge end
+    cols = 64 * p.wgs * s.PHR
+  end
   local tensor = seq * cols * p.bm * s.C16 * s.KK / (16 * common.cost.FMA_PER_CLOCK)
   -- (tr=1's weights go by cp.async, a copy an instruction where tr=0 loads and packs eight;
   -- po=1 stages the first channel slice's planes before the products, the others beside them)
@@ -827,6 +922,137 @@ local source_tr = engine.compile([=[
 }
 ]=], "conv2d_planes_half_tr")
 
+-- sw=1's kernel (the header's sw paragraph).
+local source_sw = engine.compile([=[
+// GEMM view, swept by rows: a warpgroup's m64 rows are the output columns of its {{IBW}} image{{IBW > 1 and "s" or ""}} ({{IBW * CW}} of 64
+// used), wgmma's N the {{BM}} maps; the input rows are swept one at a time ({{PHR}} of them, past {{PH}} clamped): at
+// row yi each of the {{K}} kernel columns' A fragments (the staged columns x + kx of row yi, {{KS}} k16 step{{KS > 1 and "s" or ""}}) is loaded
+// once by ldmatrix and multiplied by the {{K}} taps (ky, kx), adding to output row yi - ky in accumulator slot
+// (yi - ky) % {{S}}: m64n{{BM}}k16 {{wt}}, A from registers, B (every tap's weights, resident, transposed) by descriptor.
+// Shared memory ({{smem}} B), in elements: [0, {{PB}}) the weights, [slice][{{BK // 8}}][{{MG}}][8 channels][8 maps];
+// from {{PB}}: the planes, [{{CG}}][{{NPIX}} pixels][8 channels] ({{IB}} whole padded image{{IB > 1 and "s" or ""}} of {{PH}}x{{PW}}).
+{{prologue}}
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+    __syncthreads();
+    (void)y0;
+
+    // this thread's two output columns (h = 0, 1: row 16*wq + g + 8*h of the warpgroup's 64) as an
+    // image of the block and a column of it: their outputs' offset, or -1 past the columns or the batch
+    long long ocol[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int r = 16 * wq + g + 8 * h, i = r / {{CW}}, x = r - i * {{CW}};
+        const int im = {{IBW}} * wg + i;
+        ocol[h] = (r < {{IBW * CW}} && img + im < n) ? (long long)(img + im) * {{OS}} + x : -1;
+    }
+    // output row o (0 <= o < {{CH}}) from slot d: {{bias and "bias, " or ""}}{{actname}}, stored where the column is live
+    // (lanes of one quad's neighbours: consecutive columns of a map)
+    auto store_row = [&](const {{acc_t}} (&d)[{{NR}}], int o) {
+        if (o < 0 || o >= {{CH}}) return;
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            if (ocol[h] < 0) continue;
+            {{out_t}}* const ob = out + ocol[h] + o * {{CW}};
+#pragma unroll
+            for (int j = 0; j < {{NR // 4}}; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int m = m0 + 8 * j + 2 * t4 + e;
+% if mguard then
+                    if (m >= {{M}}) continue;
+% end
+                    ob[m * {{COLS}}] = {{from_acc(act("d[4 * j + 2 * h + e]" .. bterm))}};
+                }
+        }
+    };
+
+    {{acc_t}} acc[{{S}}][{{NR}}];
+#pragma unroll
+    for (int u = 0; u < {{S}}; u++)
+#pragma unroll
+        for (int r = 0; r < {{NR}}; r++) acc[u][r] = 0.0f;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // ldmatrix's row for this lane (matrices: rows 0-7 and 8-15 of the warp's 16, channels 0-7 and
+    // 8-15 of a k16 step), as a shared address at input row 0, kernel column 0
+    const int lr = 16 * wq + (lane & 7) + 8 * ((lane >> 3) & 1);
+    const int lrc = lr < {{IBW * CW}} ? lr : 0;   // (rows past the images: any staged pixel, never stored)
+    const int li = lrc / {{CW}}, lx = lrc - li * {{CW}};
+    const unsigned abase = (unsigned)__cvta_generic_to_shared(sm + {{PB}}) +
+        16u * (unsigned)(({{IBW}} * wg + li) * {{PH * PW}} + lx + ((lane >> 4) & 1) * {{NPIX}});
+    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);
+    auto wgmma_rs = [](float (&d)[{{NR}}], const unsigned (&a)[4], unsigned long long db, int scale) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 5}}, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n{{BM}}k16.f32.{{wt}}.{{wt}} {{dregs}}, {%{{NR}}, %{{NR + 1}}, %{{NR + 2}}, %{{NR + 3}}}, %{{NR + 4}}, p, 1, 1, 1;\n}\n"
+            : {{douts}}
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale));
+    };
+    unsigned a[2][{{K}}][{{KS}}][4];   // two rows' fragments: the next one loading while this one's products run
+    // input row yi's fragments into f: kernel column kx's pixels x + kx, k16 step j (past the padded height: its last row)
+    auto load_a = [&](unsigned (&f)[{{K}}][{{KS}}][4], int yi) {
+        const unsigned ar = abase + 16u * (unsigned)((yi < {{PH}} ? yi : {{PH - 1}}) * {{PW}});
+#pragma unroll
+        for (int kx = 0; kx < {{K}}; kx++)
+#pragma unroll
+            for (int j = 0; j < {{KS}}; j++)
+                asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                    : "=r"(f[kx][j][0]), "=r"(f[kx][j][1]), "=r"(f[kx][j][2]), "=r"(f[kx][j][3])
+                    : "r"(ar + 16u * (unsigned)(kx + 2 * j * {{NPIX}})));
+    };
+    load_a(a[0], 0);
+#pragma unroll 1
+    for (int rb = 0; rb < {{PHR}}; rb += {{S}}) {
+#pragma unroll
+        for (int u = 0; u < {{S}}; u++) {
+            const int yi = rb + u;
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+            for (int kx = 0; kx < {{K}}; kx++)
+#pragma unroll
+                for (int ky = 0; ky < {{K}}; ky++)
+#pragma unroll
+                    for (int j = 0; j < {{KS}}; j++) {
+                        // tap (ky, kx), channels 16j..: slice (tap, 16j / {{BK}}), its channel group (16j % {{BK}}) / 8
+                        const int s = (ky * {{K}} + kx) * {{CS}} + (16 * j) / {{BK}};
+                        const unsigned long long db = d0 + {{bdesc}} + (s * {{WBUF}} + ((16 * j) % {{BK}}) / 8 * {{MG * 64}}) / 8;
+                        wgmma_rs(acc[(u - ky + {{S}}) % {{S}}], a[u & 1][kx][j], db, ky + kx + j > 0);
+                    }
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            load_a(a[(u + 1) & 1], yi + 1);
+            // every product in: output row yi - {{K - 1}} is whole (its slot's next product, row
+            // yi + {{S - K + 1}}'s, overwrites it); the accumulators are read only with nothing in flight
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            store_row(acc[(u - {{K - 1}} + {{S}}) % {{S}}], yi - {{K - 1}});
+        }
+    }
+#else
+    // without wgmma: each output row's sums by FMAs from the staged planes and weights, in FP32
+    const {{stage_t}}* const pl = sm + {{PB}};
+#pragma unroll 1
+    for (int o = 0; o < {{CH}}; o++) {
+#pragma unroll 1
+        for (int r = 0; r < {{NR}}; r++) {
+            const int row = 16 * wq + g + 8 * ((r >> 1) & 1), mm = 8 * (r >> 2) + 2 * t4 + (r & 1);
+            const int rc = row < {{IBW * CW}} ? row : 0, i = rc / {{CW}}, x = rc - i * {{CW}};
+            {{acc_t}} v = 0.0f;
+            for (int ky = 0; ky < {{K}}; ky++)
+                for (int kx = 0; kx < {{K}}; kx++)
+                    for (int c = 0; c < {{C16}}; c++) {
+                        const int px = (({{IBW}} * wg + i) * {{PH}} + o + ky) * {{PW}} + x + kx;
+                        const int s = (ky * {{K}} + kx) * {{CS}} + c / {{BK}}, cl = c % {{BK}};
+                        v = fmaf({{to_acc("pl[((c >> 3) * " .. NPIX .. " + px) * 8 + (c & 7)]")}},
+                                 {{w_to_acc("sm[s * " .. WBUF .. " + ((cl >> 3) * " .. MG .. " + (mm >> 3)) * 64 + (cl & 7) * 8 + (mm & 7)]")}}, v);
+                    }
+            acc[0][r] = v;
+        }
+        store_row(acc[0], o);
+    }
+#endif
+}
+]=], "conv2d_planes_half_sw")
+
 -- tr=1's weight copies: the lambda issue_w(s, b) (slice s's weights into ring buffer b,
 -- 16-byte cp.async, zeros past M or C), commit_w(), and the first TR_STAGES - 2 slices issued.
 local issue_src = engine.compile([=[
@@ -897,11 +1123,11 @@ function H.kernel(l, p)
     p.rows < g.CH and string.format("r%d", p.rows) or "ri", p.bm, p.wgs)
     .. (p.bk ~= H.default_bk(l, p) and string.format("_k%d", p.bk) or "")
     .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.tr and "_tr" or "") .. (s.IB > 1 and ("_i" .. s.IB) or "") .. (s.pooled and "_fp" or "")
-    .. (s.PO and "_po" or "") .. (s.WR and "_wr" or "")
+    .. (s.PO and "_po" or "") .. (s.SW and ("_sw" .. s.IBW) or s.WR and "_wr" or "")
   -- the output written into a concat's slice (common.out_slice): its image stride
   -- tr=0: an add computed in the epilogue (common.residual), its other operands read where the
   -- accumulators are stored (tr=1's epilogue through shared memory takes none: the add runs after)
-  local res = not s.tr and common.residual(l, fused) or nil
+  local res = not s.tr and not s.SW and common.residual(l, fused) or nil
   local pre = common.planes_prelude(l, name, fused, s.threads, p.occ, s.NR, res)
   local slice, ty, head, args, dregs, douts = pre.slice, pre.ty, pre.head, pre.args, pre.dregs, pre.douts
   name = pre.name
@@ -930,6 +1156,7 @@ function H.kernel(l, p)
     IB = s.IB, PH = s.PH,
     tr = s.tr, MR = s.MR, PG = s.PG, NP = s.NP, MG = s.MG, ST = TR_STAGES, EP = s.EP,
     PO = s.PO, SUN = s.SUN, SU = s.SU, WR = s.WR,
+    IBW = s.IBW, S = s.S, PHR = s.PHR, KS = s.KS,
     -- tr=1: slice s's tap and channel slice (po=1: channel slice by channel slice, each tap in turn;
     -- else tap by tap)
     tapcs = s.PO and string.format("const int cs = s / %d, tap = s - cs * %d;", s.KK, s.KK)
@@ -974,12 +1201,13 @@ function H.kernel(l, p)
   -- both kernels' wgmma(d, da, db) (A the planes and B the weights; tr=1: A the weights,
   -- transposed) and d0
   v.wgmma_fn = common.wgmma16_lambda(v.acc_t, s.NR, v.N, v.wt, v.TA, s.WR and 1 or 0)
+  v.bterm = v.b
   v.prologue = prologue(v)
   return {
     name = name,
     args = args,
-    source = (s.tr and source_tr or source)(v),
-    grid = { s.IB > 1 and common.batch_dim(1, s.IB) or common.batch_dim(s.NB, 1), common.ceil_div(l.M, p.bm), 1 },
+    source = ((s.SW and source_sw) or (s.tr and source_tr) or source)(v),
+    grid = { (s.IB > 1 or s.SW) and common.batch_dim(1, s.IB) or common.batch_dim(s.NB, 1), common.ceil_div(l.M, p.bm), 1 },
     block = { s.threads, 1, 1 },
     shared = s.smem,
     weights = string.format("arg:taps:%d", s.KK),

@@ -391,6 +391,14 @@ function planner.auto_strategy(l)
       return "conv2d_planes", string.format("auto: planes, %s, C = %d >= %d (a quarter or less of the 16 padded " ..
         "channels zeros), stride 1 and K = %d >= 2", why, l.C, planner.AUTO_HALF_PLANES_MIN_C, l.K)
     end
+    -- fewer channels: planes where its rows are swept (sw=1, K >= 5: a fragment loaded once feeds K
+    -- products, which pays for the padded channels); ece408-2018sp's conv2 (6 -> 16, 5x5) 0.328 ms
+    -- against igemm_wg's 0.726 (bench/scripts/planes_wr_device.sh, H200, bf16, 10,000 images)
+    if g16.S == 1 and ph.default_sw(l) == 1
+        and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
+      return "conv2d_planes", string.format("auto: planes (rows swept), %s, stride 1 and K = %d >= %d", why, l.K,
+        ph.SW_MIN_K)
+    end
     if pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
       return "conv2d_igemm_wg", "auto: igemm_wg, " .. why
     end
