@@ -71,7 +71,7 @@
 -- ib*CW of them used) and it sweeps the input rows: at row yi it loads, for each kernel column kx,
 -- the pixels x + kx of row yi once into registers (ldmatrix, A of wgmma's register form) and
 -- multiplies them by the K taps (ky, kx), each adding to output row yi - ky: one load feeds K
--- products. The K + 1 (even: K + 2) output rows in flight live in accumulator slots; a slot's
+-- products. The K + 1 (K + 2 where K is even) output rows in flight live in accumulator slots; a slot's
 -- first product overwrites it (scale-d 0). After a row's products the next row's fragments are
 -- loaded, then wgmma.wait_group 0, and output row yi - K + 1, whole now, is stored from its slot
 -- (a quad's lanes: consecutive columns). The sweep is unrolled by the slots (their registers named
@@ -153,8 +153,8 @@ function H.shape(l, p)
     s.PU = s.CG * s.NPIX
     s.PB = s.NS * s.WBUF
     s.smem = 2 * (s.PB + s.PU * 8)
-    -- (two columns' fragments and their addresses: ptxas took 238 registers for 8 slots of 12 and 7 x 4 fragment
-    -- registers a column, and spilled at 6 slots of 8 and 15 x 4)
+    -- (two rows' fragments and their addresses: ptxas took 238 registers for 8 slots of 12 and 7 x 4 fragment
+    -- registers a row, and spilled at 6 slots of 8 and 15 x 4)
     s.regs = s.S * s.NR + 3 * l.K * s.KS * 4 + ADDRESSING
     s.WGMMAS = s.S * s.KK * s.KS              -- wgmma instructions of the unrolled sweep
     return s
@@ -309,8 +309,8 @@ function H.default_wgs(l, given)
   return H.default_sw(l, given) == 1 and 1 or 2
 end
 
--- sw's default: 1 under tr=0 (as given, else its default) where K >= SW_MIN_K, wr is not given 0 and
--- the sweep's block (one warpgroup of 64 // CW images, up to 8, the tile and slice as given, else
+-- sw's default: 1 under tr=0 (as given, else its default) where K >= SW_MIN_K, wr is not given 0, rows
+-- are not given as a band and the sweep's block (one warpgroup of 64 // CW images, up to 8, the tile and slice as given, else
 -- their defaults) passes the check, else 0. On an H200 in bf16 at 10,000 images
 -- (bench/scripts/planes_wr_device.sh; planes tr=0 wr=1 / sw=1, ms): ece408-2018fa's conv2 (12 -> 24,
 -- 7x7) 1.138 / 0.865, ece408-2018sp's conv2 (6 -> 16, 5x5) 1.264 / 0.328 (igemm_wg 0.726); 3x3
@@ -321,8 +321,9 @@ function H.default_sw(l, given)
   if given and given.sw ~= nil then return given.sw end
   if l.K < H.SW_MIN_K or (given and given.wr == 0) or l.M % 8 ~= 0 or H.default_tr(l, given) ~= 0 then return 0 end
   local g = common.conv_geom(l)
-  if g.S ~= 1 or g.CW > 64 then return 0 end
-  local p = { tr = 0, wr = 1, sw = 1, fp = 0, po = 0, rows = g.CH, occ = given and given.occ or 1,
+  if g.S ~= 1 or g.CW > 64 or (given and given.rows and given.rows ~= g.CH) then return 0 end
+  local p = { tr = 0, wr = 1, sw = 1, fp = given and given.fp or 0, po = given and given.po or 0, rows = g.CH,
+    occ = given and given.occ or 1,
     ib = given and given.ib or math.min(8, 64 // g.CW), wgs = given and given.wgs or 1,
     bm = given and given.bm or H.default_bm(l, given) }
   p.bk = given and given.bk or H.default_bk(l, given)
@@ -430,7 +431,7 @@ function H.check(l, p)
   if p.po == 1 and p.tr ~= 1 then return "po=1: 16-bit planes overlaps the staging with tr=1 only", "po" end
   if p.wr == 1 and p.tr == 1 then return "wr=1: 16-bit planes holds every slice's weights with tr=0 only", "wr" end
   if p.sw == 1 then
-    if p.tr == 1 or p.wr ~= 1 then return "sw=1: the column sweep is a tr=0 kernel reading every tap's weights (wr=1)", "sw" end
+    if p.tr == 1 or p.wr ~= 1 then return "sw=1: the row sweep is a tr=0 kernel reading every tap's weights (wr=1)", "sw" end
     if p.fp == 1 or p.po == 1 then return "sw=1: no fused pool (fp) or staged slices (po)", "sw" end
     if p.rows ~= g.CH then
       return string.format("sw=1: a warpgroup's rows are whole images' (rows=%d, not %d)", p.rows, g.CH), "rows"
@@ -439,7 +440,7 @@ function H.check(l, p)
       return string.format("sw=1: ib=%d images of %d output columns are more than a warpgroup's 64", p.ib, g.CW), "ib"
     end
     if s.regs > REG_BUDGET then
-      return string.format("sw=1: %d accumulator slots of %d and two columns' fragments need about %d registers a " ..
+      return string.format("sw=1: %d accumulator slots of %d and two rows' fragments need about %d registers a " ..
         "thread; at most %d", s.S, s.NR, s.regs, REG_BUDGET), "bm"
     end
     if s.WGMMAS > SW_MAX_WGMMA then
@@ -949,7 +950,7 @@ local source_sw = engine.compile([=[
         ocol[h] = (r < {{IBW * CW}} && img + im < n) ? (long long)(img + im) * {{OS}} + x : -1;
     }
     // output row o (0 <= o < {{CH}}) from slot d: {{bias and "bias, " or ""}}{{actname}}, stored where the column is live
-    // (lanes of one quad's neighbours: consecutive columns of a map)
+    // (lanes 4 apart: consecutive columns of a map)
     auto store_row = [&](const {{acc_t}} (&d)[{{NR}}], int o) {
         if (o < 0 || o >= {{CH}}) return;
 #pragma unroll

@@ -269,6 +269,12 @@ end
 -- that cost is gone). Elsewhere the fp32 rule.
 planner.AUTO_TF32_MIN_C = 16
 planner.AUTO_TF32_MIN_M = 16
+-- 16-bit layers take the wgmma rules below (planes with pixels as M, igemm_wg) from 8 maps, a wgmma N
+-- of 8 or a 16-map tile with its last maps idle, where igemm's FFMA took them before: on an H200 in
+-- bf16 at 10,000 images (bench/scripts/planes_wr_device.sh, single kernels, L2 flushed; ms)
+-- zoo-inception's 32 -> 8 5x5 same on 32x32 7.17 under igemm, 3.13 igemm_wg, 1.34 planes (rows
+-- swept); zoo-k7pad's 32 -> 12 3x3 on 24x24 1.50 igemm, 0.58 igemm_wg (16-map tile), 0.63 planes.
+planner.AUTO_HALF_WG_MIN_M = 8
 -- First of all on an sm_90a target: planes, whose tf32 path rounds each operand once and
 -- issues one wgmma a step (3xTF32's three and the split gone), on stride-1 layers of
 -- K >= 2, C >= AUTO_TF32_PLANES_MIN_C (12: planes' offset table takes any C, unlike
@@ -366,13 +372,13 @@ function planner.auto_strategy(l)
   -- 32 -> 24 3x3 same on 32x32 0.99 / 1.46, zoo-k7pad's 20 -> 24 7x7 on 9x9 padded to 15x15
   -- 0.52 / 0.89, zoo-linear's 16 -> 40 3x3 on 26x26 0.83 / 0.82; zoo-bigk's 24 -> 48 9x9 on a
   -- 7x7 output (7 of 15 columns) 1.25 / 0.97.
-  if half and wgmma_layer(l, g16) and l.K >= 2 and l.M >= planner.AUTO_TF32_MIN_M and l.M < ph.TR_MIN_M
+  if half and wgmma_layer(l, g16) and l.K >= 2 and l.M >= planner.AUTO_HALF_WG_MIN_M and l.M < ph.TR_MIN_M
       and l.M % 8 == 0 and g16.kind == "none" and g16.CW >= planner.AUTO_HALF_PLANES_MIN_COLS * (l.W + g16.pl + g16.pr)
       and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
     return "conv2d_planes", string.format("auto: planes (pixels as wgmma's M), since precision is %s, the target " ..
       "is sm_90 (built as sm_90a: wgmma), C = %d >= %d, %d <= M = %d < %d (a multiple of 8), K = %d >= 2, stride 1, " ..
       "no pool and %d of the %d padded columns outputs", l.precision, l.C, planner.AUTO_TC_MIN_C,
-      planner.AUTO_TF32_MIN_M, l.M, ph.TR_MIN_M, l.K, g16.CW, l.W + g16.pl + g16.pr)
+      planner.AUTO_HALF_WG_MIN_M, l.M, ph.TR_MIN_M, l.K, g16.CW, l.W + g16.pl + g16.pr)
   end
   -- 16-bit layers of fewer than 16 channels (the course networks' second layers) on sm_90a,
   -- C*K*K >= AUTO_HALF_SMALL_C_MIN_CKK and M >= 16: planes where C >= AUTO_HALF_PLANES_MIN_C
@@ -420,11 +426,11 @@ function planner.auto_strategy(l)
     end
   end
   if half and wgmma_layer(l, g16, true)
-      and l.M >= planner.AUTO_TF32_MIN_M
+      and l.M >= planner.AUTO_HALF_WG_MIN_M
       and pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
     return "conv2d_igemm_wg", string.format("auto: igemm_wg, since precision is %s (one m64nNk16 product of " ..
       "16-bit operands), the target is sm_90 (built as sm_90a: wgmma), C = %d >= %d, M = %d >= %d " ..
-      "and a %dx%d conv output%s", l.precision, l.C, planner.AUTO_TC_MIN_C, l.M, planner.AUTO_TF32_MIN_M,
+      "and a %dx%d conv output%s", l.precision, l.C, planner.AUTO_TC_MIN_C, l.M, planner.AUTO_HALF_WG_MIN_M,
       g16.CH, g16.CW, g16.S > 1 and string.format(" (stride %d)", g16.S) or "")
   end
   if half and cc >= 80 and l.C >= planner.AUTO_TF32_MIN_C
@@ -983,6 +989,10 @@ planner.AUTO_FC_TC_MIN_BATCH = 1025
 -- 2.700, 0.340 / 0.812 on zoo-mlp's three; small batches not timed.
 planner.AUTO_FC_WG_MIN_BATCH = 1025
 planner.AUTO_FC_TC_MIN_OUT = 64
+-- 16-bit layers' bound instead (fc_mma: the images are wgmma's M, the outputs its N): on an H200 in
+-- bf16 at 10,000 images zoo-linear's 8,112 -> 32 layer took 0.087 ms under fc_mma, 0.541 under
+-- fc_wg and 1.525 under vec (bench/scripts/planes_wr_device.sh, single kernels, L2 flushed)
+planner.AUTO_FC_HALF_MIN_OUT = 32
 planner.AUTO_FC_TC_MIN_IN = 256
 
 -- FP32 fc layers on an sm_90a target take fc_mma (3xTF32, both operands copied by cp.async
@@ -1023,11 +1033,12 @@ function planner.auto_fc_tc(l)
   end
   if mma_min and (not min or mma_min < min) then min = mma_min end
   if not min then return nil end
-  if images < min or l.out < planner.AUTO_FC_TC_MIN_OUT or IN < planner.AUTO_FC_TC_MIN_IN then return nil end
+  local min_out = half and planner.AUTO_FC_HALF_MIN_OUT or planner.AUTO_FC_TC_MIN_OUT
+  if images < min or l.out < min_out or IN < planner.AUTO_FC_TC_MIN_IN then return nil end
   local cc = t.cc or 75
   local gen = images == math.huge and "the large batch" or string.format("%d images", images)
   local why = string.format("the network is generated for %s (at least %d), out = %d >= %d and %d inputs >= %d",
-    gen, min, l.out, planner.AUTO_FC_TC_MIN_OUT, IN, planner.AUTO_FC_TC_MIN_IN)
+    gen, min, l.out, min_out, IN, planner.AUTO_FC_TC_MIN_IN)
   if half then
     -- fc_mma first (both operands copied by cp.async, where the input size is a multiple of 8),
     -- else fc_wg (conv2d_igemm_wg's gather)
