@@ -50,7 +50,7 @@
 -- shifted and both operands go to wgmma by descriptor (stride 1; its header says more).
 -- Its parameters are these: ib 1, bk the channels of a slice (a multiple of 16), fp 0; and, 16-bit
 -- only, tr (which of maps and pixels is wgmma's M), po, wr (tr=0: every tap's weights resident)
--- and sw (tr=0: the input rows swept, A loaded once into registers for a kernel row's K products).
+-- and sw (tr=0: the input rows swept, A loaded once into registers for a kernel column's K products).
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -291,7 +291,7 @@ T.params = {
     legal = function(l) return common.half_dtype(l) and { 0, 1 } or { 0 } end,
     default = function(l, given) return common.half_dtype(l) and half.default_wr(l, given) or 0 end },
   { name = "sw", quiet = true,
-    doc = "16-bit tensors, tr=0 and wr=1 on whole images: 1 sweeps the input columns, each kernel row's fragment "
+    doc = "16-bit tensors, tr=0 and wr=1 on whole images: 1 sweeps the input rows, each kernel column's fragment "
       .. "loaded once into registers for its K taps (ib images a warpgroup); 0 m64 tiles of the band's pixels",
     legal = function(l) return common.half_dtype(l) and { 0, 1 } or { 0 } end,
     default = function(l, given) return common.half_dtype(l) and half.default_sw(l, given) or 0 end },

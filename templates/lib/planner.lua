@@ -363,8 +363,9 @@ function planner.auto_strategy(l)
       g16.CW >= ph.TR_MIN_CW and string.format("%d columns >= %d", g16.CW, ph.TR_MIN_CW)
         or string.format("%d columns: whole images stacked a block", g16.CW))
   end
-  -- Then planes with pixels as wgmma's M (tr=0; its weights resident where they fit, wr) for
-  -- stride-1 layers of 16 to 63 maps (a multiple of 8: the weights' 16-byte copies) with K >= 2 and
+  -- Then planes with pixels as wgmma's M (tr=0; its weights resident where they fit, wr; its rows
+  -- swept from K >= 5, sw) for stride-1 layers of AUTO_HALF_WG_MIN_M to 63 maps (a multiple of 8: the
+  -- weights' 16-byte copies) with K >= 2 and
   -- no pool to fuse (igemm_wg fuses it, tr=0 does not), whose conv output fills at least
   -- AUTO_HALF_PLANES_MIN_COLS of the padded width a band computes over. On an H200 in bf16 at
   -- 10,000 images (bench/scripts/planes_wr_device.sh, single kernels, L2 flushed; planes /
