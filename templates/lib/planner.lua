@@ -274,7 +274,14 @@ planner.AUTO_TF32_MIN_M = 16
 -- bf16 at 10,000 images (bench/scripts/planes_wr_device.sh, single kernels, L2 flushed; ms)
 -- zoo-inception's 32 -> 8 5x5 same on 32x32 7.17 under igemm, 3.13 igemm_wg, 1.34 planes (rows
 -- swept); zoo-k7pad's 32 -> 12 3x3 on 24x24 1.50 igemm, 0.58 igemm_wg (16-map tile), 0.63 planes.
+-- Under 16 maps only where C*K*K >= AUTO_HALF_SMALL_C_MIN_CKK: zoo-deep512's 512 -> 10 1x1 took 0.071
+-- under igemm_wg against 0.157, but zoo-linear's 40 -> 12 1x1 0.361 against igemm's 0.313.
 planner.AUTO_HALF_WG_MIN_M = 8
+-- Whether a 16-bit layer has the maps (and, under 16, the reduction) for those rules.
+local function half_wg_maps(l)
+  return l.M >= planner.AUTO_TF32_MIN_M
+    or (l.M >= planner.AUTO_HALF_WG_MIN_M and l.C * l.K * l.K >= planner.AUTO_HALF_SMALL_C_MIN_CKK)
+end
 -- First of all on an sm_90a target: planes, whose tf32 path rounds each operand once and
 -- issues one wgmma a step (3xTF32's three and the split gone), on stride-1 layers of
 -- K >= 2, C >= AUTO_TF32_PLANES_MIN_C (12: planes' offset table takes any C, unlike
@@ -373,7 +380,7 @@ function planner.auto_strategy(l)
   -- 32 -> 24 3x3 same on 32x32 0.99 / 1.46, zoo-k7pad's 20 -> 24 7x7 on 9x9 padded to 15x15
   -- 0.52 / 0.89, zoo-linear's 16 -> 40 3x3 on 26x26 0.83 / 0.82; zoo-bigk's 24 -> 48 9x9 on a
   -- 7x7 output (7 of 15 columns) 1.25 / 0.97.
-  if half and wgmma_layer(l, g16) and l.K >= 2 and l.M >= planner.AUTO_HALF_WG_MIN_M and l.M < ph.TR_MIN_M
+  if half and wgmma_layer(l, g16) and l.K >= 2 and half_wg_maps(l) and l.M < ph.TR_MIN_M
       and l.M % 8 == 0 and g16.kind == "none" and g16.CW >= planner.AUTO_HALF_PLANES_MIN_COLS * (l.W + g16.pl + g16.pr)
       and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
     return "conv2d_planes", string.format("auto: planes (pixels as wgmma's M), since precision is %s, the target " ..
@@ -427,7 +434,7 @@ function planner.auto_strategy(l)
     end
   end
   if half and wgmma_layer(l, g16, true)
-      and l.M >= planner.AUTO_HALF_WG_MIN_M
+      and half_wg_maps(l)
       and pcall(resolve, import("conv2d_igemm_wg"), "conv2d_igemm_wg", l, nil, nil) then
     return "conv2d_igemm_wg", string.format("auto: igemm_wg, since precision is %s (one m64nNk16 product of " ..
       "16-bit operands), the target is sm_90 (built as sm_90a: wgmma), C = %d >= %d, M = %d >= %d " ..
