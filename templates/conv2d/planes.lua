@@ -266,7 +266,13 @@ T.params = {
     default = default_wgs_given },
   bm_param,
   { name = "bk", doc = "reduction rows of one slice, a multiple of 8 (its products summed apart)",
-    legal = function(_) return { 32, 64, 16, 24, 48, 8, 128 } end,
+    -- (16-bit: the multiples of 16 that divide C rounded up to 16, the only ones its check takes; the tuner's
+    -- product of legal values stays under planner.CANDIDATE_CAP with wr and sw beside them: ece408-2018fa's
+    -- conv2 had 4.6 million combinations, and the first million, all tr=1, none of them legal)
+    legal = function(l)
+      if not common.half_dtype(l) then return { 32, 64, 16, 24, 48, 8, 128 } end
+      return half.legal_bk(l)
+    end,
     default = function(l, given) return common.half_dtype(l) and half.default_bk(l, given) or 32 end },
   { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
     legal = function(_) return { 3, 2, 1, 4 } end,
@@ -283,17 +289,17 @@ T.params = {
   { name = "po", quiet = true,
     doc = "16-bit tensors, tr=1: 1 stages the planes a channel slice at a time, the next while one multiplies; "
       .. "0 all of them before the first product",
-    legal = function(l) return common.half_dtype(l) and { 0, 1 } or { 0 } end,
+    legal = function(l) return (common.half_dtype(l) and half.legal_bk(l)[2]) and { 0, 1 } or { 0 } end,
     default = function(_) return 0 end },
   { name = "wr", quiet = true,
     doc = "16-bit tensors, tr=0: 1 copies every tap's weights into shared memory once and issues all the products "
       .. "back to back; 0 two slices' buffers, a barrier a slice",
-    legal = function(l) return common.half_dtype(l) and { 0, 1 } or { 0 } end,
+    legal = function(l) return (common.half_dtype(l) and l.M % 8 == 0) and { 0, 1 } or { 0 } end,
     default = function(l, given) return common.half_dtype(l) and half.default_wr(l, given) or 0 end },
   { name = "sw", quiet = true,
     doc = "16-bit tensors, tr=0 and wr=1 on whole images: 1 sweeps the input rows, each kernel column's fragment "
       .. "loaded once into registers for its K taps (ib images a warpgroup); 0 m64 tiles of the band's pixels",
-    legal = function(l) return common.half_dtype(l) and { 0, 1 } or { 0 } end,
+    legal = function(l) return (common.half_dtype(l) and half.sw_possible(l)) and { 0, 1 } or { 0 } end,
     default = function(l, given) return common.half_dtype(l) and half.default_sw(l, given) or 0 end },
 }
 

@@ -317,6 +317,21 @@ end
 -- layers lost: zoo-residual's 32 -> 32 1.20 / 1.22-1.37, zoo-inception's 32 -> 24 0.99 / 1.24,
 -- zoo-linear's 16 -> 40 0.83 / 0.87 (three products a load, and a wait each row).
 H.SW_MIN_K = 5
+
+-- The layers a sweep can take at all (its check asks more): stride 1, K >= 2, M a multiple of 8
+-- (the weights' 16-byte copies) and at most 64 output columns (a warpgroup's rows).
+function H.sw_possible(l)
+  local g = common.conv_geom(l)
+  return g.S == 1 and l.K >= 2 and l.M % 8 == 0 and g.CW <= 64
+end
+
+-- bk's values the check takes: multiples of 16 dividing C rounded up to 16, from {32, 64, 16, 128}.
+function H.legal_bk(l)
+  local v = {}
+  for _, bk in ipairs({ 32, 64, 16, 128 }) do if c16(l) % bk == 0 then v[#v + 1] = bk end end
+  return v
+end
+
 function H.default_sw(l, given)
   if given and given.sw ~= nil then return given.sw end
   if l.K < H.SW_MIN_K or (given and given.wr == 0) or l.M % 8 ~= 0 or H.default_tr(l, given) ~= 0 then return 0 end
