@@ -28,6 +28,18 @@ $cg kernel bench/specs/zoo-odd.yaml --layer conv3 --strategy igemm_tc --list --a
 n=$(sed -nE 's/^([0-9]+) candidates: 168960 combinations.*/\1/p' "$t/o")
 [ -n "$n" ] && [ "$n" -gt 0 ] && ! grep -q "^note:" "$t/o" && [ "$(grep -cE '^ +[0-9]+  bm=' "$t/o")" -eq "$n" ] \
   && ok || bad "tc --list --arch 90: $(head -3 "$t/o")"
+# 16-bit planes on a 12 -> 24 7x7 layer (ece408-2018fa's conv2 in bf16): its product of legal values
+# fits under the cap and holds candidates of both forms (wr's tiles and sw's sweep). With wr and sw
+# beside every bk, po and fp it was 4.6 million combinations, the first million all tr=1 and refused:
+# no candidate at all.
+printf 'network: half7\ninput: {channels: 12, height: 33, width: 33}\nprecision: bf16\nseed: 1\nlayers:\n  - {name: c2, op: conv, M: 24, K: 7}\n  - {name: f, op: fc, out: 10}\n  - {name: prob, op: softmax}\n' >"$t/half7.yaml"
+$cg kernel "$t/half7.yaml" --layer c2 --strategy planes --list --arch 90 >"$t/o" 2>"$t/e" && ok \
+  || bad "bf16 planes --list --arch 90: $(cat "$t/e")"
+n=$(sed -nE 's/^([0-9]+) candidates: [0-9]+ combinations.*/\1/p' "$t/o")
+# (sw is listed where it is not the layer's default, 1 here: sw=0 lines are the tiles, the rest the sweep)
+tiles=$(grep -cE '^ +[0-9]+  .* sw=0' "$t/o")
+[ -n "$n" ] && [ "$n" -gt 0 ] && ! grep -q "^note:" "$t/o" && [ "$tiles" -gt 0 ] && [ "$tiles" -lt "$n" ] \
+  && ok || bad "bf16 planes --list --arch 90: $(head -3 "$t/o")"
 # a 1x1 layer of 2,048 channels into 2,048 maps: igemm_tc's candidates were once past the
 # Lua budget (each check counted C's divisors up to 2,048)
 printf 'network: wide1x1\ninput: {channels: 2048, height: 2, width: 2}\nseed: 1\nlayers:\n  - {name: c1, op: conv, M: 2048, K: 1}\n  - {name: f, op: fc, out: 10}\n  - {name: prob, op: softmax}\n' >"$t/wide.yaml"
