@@ -2,7 +2,7 @@
 // spec:       specs/example-conv.yaml (network example-conv)
 // layer:      predict
 // shape:      1152 scores -> class index
-// template:   argmax (templates/ops/argmax.lua, hash 5ca08a5f940f0fea)
+// template:   argmax (templates/ops/argmax.lua, hash cf52e66d663a8ab7)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none

@@ -289,7 +289,8 @@ T.params = {
   { name = "po", quiet = true,
     doc = "16-bit tensors, tr=1: 1 stages the planes a channel slice at a time, the next while one multiplies; "
       .. "0 all of them before the first product",
-    legal = function(l) return (common.half_dtype(l) and half.legal_bk(l)[2]) and { 0, 1 } or { 0 } end,
+    -- (more than one slice of 16 channels needed: C over 16)
+    legal = function(l) return (common.half_dtype(l) and l.C > 16) and { 0, 1 } or { 0 } end,
     default = function(_) return 0 end },
   { name = "wr", quiet = true,
     doc = "16-bit tensors, tr=0: 1 copies every tap's weights into shared memory once and issues all the products "

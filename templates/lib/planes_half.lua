@@ -105,6 +105,9 @@ local ADDRESSING = 40
 
 local function c16(l) return common.ceil_div(l.C, 16) * 16 end
 
+-- The whole images a sweeping warpgroup's 64 rows hold by default (sw=1, up to 8).
+local function sw_images(l) return math.max(1, math.min(8, 64 // common.conv_geom(l).CW)) end
+
 -- What the layer and the band decide.
 function H.shape(l, p)
   local g = common.conv_geom(l)
@@ -183,7 +186,6 @@ function H.shape(l, p)
       -- wr=1: every slice's weights resident, copied by cp.async (MG map groups of 8 a channel)
       s.MG = p.bm // 8
       s.PB = s.NS * s.WBUF
-      s.WC = common.ceil_div(s.NS * s.WU, s.threads)   -- copies a thread
       s.regs = s.MT * s.NR + ADDRESSING
     else
       s.PB = 2 * s.WBUF                       -- the planes' first element, after two slices
@@ -280,7 +282,7 @@ end
 function H.default_ib(l, given)
   if given and given.ib then return given.ib end
   -- sw=1: the whole images a warpgroup's 64 rows hold (up to 8)
-  if H.default_sw(l, given) == 1 then return math.max(1, math.min(8, 64 // common.conv_geom(l).CW)) end
+  if H.default_sw(l, given) == 1 then return sw_images(l) end
   return H.default_tr(l, given) == 1 and stack_ib(l, given) or 1
 end
 
@@ -334,12 +336,13 @@ end
 
 function H.default_sw(l, given)
   if given and given.sw ~= nil then return given.sw end
-  if l.K < H.SW_MIN_K or (given and given.wr == 0) or l.M % 8 ~= 0 or H.default_tr(l, given) ~= 0 then return 0 end
+  if l.K < H.SW_MIN_K or not H.sw_possible(l) or (given and given.wr == 0) or H.default_tr(l, given) ~= 0 then
+    return 0
+  end
   local g = common.conv_geom(l)
-  if g.S ~= 1 or g.CW > 64 or (given and given.rows and given.rows ~= g.CH) then return 0 end
+  if given and given.rows and given.rows ~= g.CH then return 0 end
   local p = { tr = 0, wr = 1, sw = 1, fp = given and given.fp or 0, po = given and given.po or 0, rows = g.CH,
-    occ = given and given.occ or 1,
-    ib = given and given.ib or math.min(8, 64 // g.CW), wgs = given and given.wgs or 1,
+    occ = given and given.occ or 1, ib = given and given.ib or sw_images(l), wgs = given and given.wgs or 1,
     bm = given and given.bm or H.default_bm(l, given) }
   p.bk = given and given.bk or H.default_bk(l, given)
   return H.check(l, p) == nil and 1 or 0
@@ -980,7 +983,7 @@ local source_sw = engine.compile([=[
 % if mguard then
                     if (m >= {{M}}) continue;
 % end
-                    ob[m * {{COLS}}] = {{from_acc(act("d[4 * j + 2 * h + e]" .. bterm))}};
+                    ob[m * {{COLS}}] = {{from_acc(act("d[4 * j + 2 * h + e]" .. b))}};
                 }
         }
     };
@@ -1217,7 +1220,6 @@ function H.kernel(l, p)
   -- both kernels' wgmma(d, da, db) (A the planes and B the weights; tr=1: A the weights,
   -- transposed) and d0
   v.wgmma_fn = common.wgmma16_lambda(v.acc_t, s.NR, v.N, v.wt, v.TA, s.WR and 1 or 0)
-  v.bterm = v.b
   v.prologue = prologue(v)
   return {
     name = name,
