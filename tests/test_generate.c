@@ -2188,6 +2188,20 @@ static void test_half_small_c(void)
                   "fp32, 12 channels: an FFMA template (%s)", b ? b->tpl : "none");
             cg_gen_free(o);
         } else CHECK(0, "small-c.yaml in fp32: %s", e.msg);
+        /* tf32: planes' rows swept (sw=1, lib/planes_half.lua's kernel with FP32 units) on the 7x7 layer of
+         * 12 channels and, below planes' 12 channels, on the 6 -> 16 5x5 layer; the header says tf32 */
+        sp->precision = CG_PREC_TF32;
+        for (int l = 0; l < sp->nlayers; l++) sp->layers[l].precision = CG_PREC_TF32;
+        if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+            const cg_gen_kernel *b = conv_kernel(o, "b"), *d = conv_kernel(o, "d");
+            CHECK(b && !strcmp(b->tpl, "conv2d_planes") && strstr(b->kernel, "_sw2_tf32") && strstr(b->source, "k8.f32.tf32.tf32")
+                      && strstr(b->source, "\n// precision:  tf32\n"),
+                  "tf32, 12 channels into 24 maps, 7x7: %s", b ? b->kernel : "none");
+            CHECK(d && !strcmp(d->tpl, "conv2d_planes") && strstr(d->kernel, "_sw") && strstr(d->source, "C = 6 < 12")
+                      && strstr(d->source, "rows swept"),
+                  "tf32, 6 channels into 16 maps, 5x5: %s", d ? d->kernel : "none");
+            cg_gen_free(o);
+        } else CHECK(0, "small-c.yaml in tf32: %s", e.msg);
     }
     free(sp), free(o);
 }

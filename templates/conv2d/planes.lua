@@ -51,6 +51,8 @@
 -- Its parameters are these: ib 1, bk the channels of a slice (a multiple of 16), fp 0; and, 16-bit
 -- only, tr (which of maps and pixels is wgmma's M), po, wr (tr=0: every tap's weights resident)
 -- and sw (tr=0: the input rows swept, A loaded once into registers for a kernel column's K products).
+-- Under precision tf32, sw=1 takes that kernel too (its sweep with 4 FP32 channels a 16-byte unit and
+-- k8 steps; the default where its block fits and K >= 5, as in 16 bits); sw=0 is the kernel below.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -190,10 +192,16 @@ local function default_ib(l, fp)
   return best or 1
 end
 
+-- The layers and configurations lib/planes_half.lua's kernel computes: 16-bit tensors, and under
+-- precision tf32 the row sweep (sw=1, there by default where half.default_sw says so).
+local function half_sw(l, given) return half.tf32(l) and half.default_sw(l, given) == 1 end
+local function halfish(l, given) return common.half_dtype(l) ~= nil or half_sw(l, given) end
+local function half_kernel(l, p) return common.half_dtype(l) ~= nil or (half.tf32(l) and p.sw == 1) end
+
 local bm_param = common.wgmma_bm_param()
 local bm_fp32 = bm_param.default
 bm_param.default = function(l, given)
-  if common.half_dtype(l) then return half.default_bm(l, given) end
+  if halfish(l, given) then return half.default_bm(l, given) end
   return bm_fp32(l, given)
 end
 
@@ -201,7 +209,7 @@ end
 -- as given (ib, rows, bm, bk; their defaults where not given), else default_wgs under the
 -- defaults of ib and rows (for fp as given).
 local function default_wgs_given(l, given)
-  if common.half_dtype(l) then return half.default_wgs(l, given) end
+  if halfish(l, given) then return half.default_wgs(l, given) end
   local fp = given and given.fp
   local dib, dr = default_ib(l, fp), default_rows(l, fp)
   local ib, r = given and given.ib or dib, given and given.rows or dr
@@ -245,7 +253,7 @@ T.params = {
   { name = "ib", doc = "images a block (their planes in shared memory; their pixels the block's columns)",
     legal = function(_) return { 1, 2, 3, 4, 5, 6, 7, 8 } end,
     default = function(l, given)
-      if common.half_dtype(l) then return half.default_ib(l, given) end
+      if halfish(l, given) then return half.default_ib(l, given) end
       return default_ib(l, given and given.fp)
     end },
   { name = "rows", doc = "output rows a block (a band of one image; all of them: whole images)",
@@ -258,7 +266,7 @@ T.params = {
       return v
     end,
     default = function(l, given)
-      if common.half_dtype(l) then return half.default_rows(l, given) end
+      if halfish(l, given) then return half.default_rows(l, given) end
       return default_rows(l, given and given.fp)
     end },
   { name = "wgs", doc = "warpgroups (128 threads each) a block, the block's m64 tiles shared among them",
@@ -273,17 +281,17 @@ T.params = {
       if not common.half_dtype(l) then return { 32, 64, 16, 24, 48, 8, 128 } end
       return half.legal_bk(l)
     end,
-    default = function(l, given) return common.half_dtype(l) and half.default_bk(l, given) or 32 end },
+    default = function(l, given) return halfish(l, given) and half.default_bk(l, given) or 32 end },
   { name = "occ", doc = "blocks one SM must hold at once (__launch_bounds__): registers capped at the SM's / (occ*threads)",
     legal = function(_) return { 3, 2, 1, 4 } end,
     default = function(l, given)
-      if common.half_dtype(l) then return 1 end
+      if halfish(l, given) then return 1 end
       return ({ 3, 2, 1, 1 })[default_wgs_given(l, given)]
     end },
   { name = "fp", doc = "1: a 2x2 pool of stride 2 fused into the epilogue (the tile through shared memory); 0: a pool kernel after",
     legal = function(_) return { 0, 1 } end,
     default = function(l, given)
-      if common.half_dtype(l) then return half.default_fp(l, given) end
+      if halfish(l, given) then return half.default_fp(l, given) end
       return default_fp32_fp(l, given)
     end },
   { name = "po", quiet = true,
@@ -298,10 +306,10 @@ T.params = {
     legal = function(l) return (common.half_dtype(l) and l.M % 8 == 0) and { 0, 1 } or { 0 } end,
     default = function(l, given) return common.half_dtype(l) and half.default_wr(l, given) or 0 end },
   { name = "sw", quiet = true,
-    doc = "16-bit tensors, tr=0 and wr=1 on whole images: 1 sweeps the input rows, each kernel column's fragment "
-      .. "loaded once into registers for its K taps (ib images a warpgroup); 0 m64 tiles of the band's pixels",
-    legal = function(l) return (common.half_dtype(l) and half.sw_possible(l)) and { 0, 1 } or { 0 } end,
-    default = function(l, given) return common.half_dtype(l) and half.default_sw(l, given) or 0 end },
+    doc = "16-bit tensors (tr=0 and wr=1) and precision tf32, on whole images: 1 sweeps the input rows, each kernel "
+      .. "column's fragment loaded once into registers for its K taps (ib images a warpgroup); 0 m64 tiles of the band's pixels",
+    legal = function(l) return ((common.half_dtype(l) or half.tf32(l)) and half.sw_possible(l)) and { 0, 1 } or { 0 } end,
+    default = function(l, given) return (common.half_dtype(l) or half.tf32(l)) and half.default_sw(l, given) or 0 end },
 }
 
 -- The shape of the least block a layer may have (see T.check), worked out once a layer
@@ -320,7 +328,7 @@ end
 function T.check(l, p)
   local why_g = common.refuse_groups(l, "conv2d_planes")
   if why_g then return why_g, nil end
-  if common.half_dtype(l) then return half.check(l, p) end
+  if half_kernel(l, p) then return half.check(l, p) end
   local s = shape(l, p)
   local why0, blame0 = common.check_wgmma(l, p, "conv2d_planes", false, true)
   if why0 then return why0, blame0 end
@@ -372,7 +380,7 @@ end
 -- last tile included); or the fragment loads, about 16 instructions a tile a step for
 -- each warp, when that is longer; plus the planes' copy.
 function T.cost(l, p)
-  if common.half_dtype(l) then return half.cost(l, p) end
+  if half_kernel(l, p) then return half.cost(l, p) end
   local s = shape(l, p)
   local blocks = common.ceil_div(common.cost.images(l) * s.NB, p.ib) * common.ceil_div(l.M, p.bm)
   local seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
@@ -748,7 +756,7 @@ local source = engine.compile([=[
 local AORDER = "(g, t4), (g + 8, t4), (g, t4 + 4), (g + 8, t4 + 4)"
 
 function T.kernel(l, p)
-  if common.half_dtype(l) then return half.kernel(l, p) end
+  if half_kernel(l, p) then return half.kernel(l, p) end
   local s = shape(l, p)
   local g = s.g
   local fused = g.kind == "none" or s.pooled
@@ -809,6 +817,7 @@ function T.kernel(l, p)
       .. (slice and string.format(", into a slice of %d values an image", slice.stride) or ""),
     fused = fused,
     out_slice = slice ~= nil,
+    precision = (not s.x3) and "tf32" or nil,   -- (the header's precision line: one TF32 product)
   }
 end
 

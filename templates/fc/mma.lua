@@ -579,6 +579,7 @@ function T.kernel(l, p)
   end
   local rec = common.fc.record(l, name, args, source(v), { common.batch_dim(1, p.bm), v.OB, split }, threads)
   rec.shared = smem(l, p)
+  if m == "tf32" then rec.precision = "tf32" end   -- (the header's precision line: one TF32 product)
   return rec
 end
 

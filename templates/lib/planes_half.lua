@@ -14,19 +14,19 @@
 --
 -- Shared memory (16-byte units = 8 elements): two weight buffers of one slice each,
 -- [channel group bk/8][map group BM/8][8 maps][8 channels] (conv2d_igemm_wg's B layout:
--- the no-swizzle K-major core matrices), then the planes, [channel group C16/8][pixel
+-- the no-swizzle K-major core matrices), then the planes, [channel group CP/8][pixel
 -- NPIX][8 channels]: core matrices of 8 consecutive pixels x 8 channels are 128
 -- contiguous bytes, the next 8 pixels 128 bytes on (the stride offset), the next 8
--- channels NPIX * 16 bytes on (the leading offset). C16 is C rounded up to 16 (one k16
+-- channels NPIX * 16 bytes on (the leading offset). CP is C rounded up to 16 (one k16
 -- step takes two channel groups; the padding channels are zeros in planes and weights),
 -- NPIX the staged pixels: the band's input rows (with the padding as zeros) and, past
 -- them, zeros up to what the last m64 tile's widest tap reads.
 --
--- The loop runs over slices of bk channels of one tap (tap by tap, C16/bk slices each):
+-- The loop runs over slices of bk channels of one tap (tap by tap, CP/bk slices each):
 -- the planes and slice 0's weights staged; then for each slice, the next one's weights
 -- fetched into registers, bk/16 wgmma m64nBMk16 for each of the warpgroup's MT tiles
 -- issued on this slice's buffer, the fetched weights stored into the other buffer while
--- they run, then the wait and a barrier. (A whole tap a slice held C16*BM/threads
+-- they run, then the wait and a barrier. (A whole tap a slice held CP*BM/threads
 -- weights a thread in registers: 128 for 256 channels into 128 maps, which spilled.) Weights arrive reordered K*K x C x M
 -- (weights=arg:taps:K*K, as conv2d_igemm_wg's tap-by-tap slices). Epilogue: bias and
 -- activation from the accumulators, stored where the pixel is an output (no fused pool:
@@ -55,7 +55,7 @@
 -- outputs, so the conv output is never written.
 --
 -- wr=1 (tr=0, M a multiple of 8): every slice's weights resident. Before the planes, the
--- block copies all K*K*C16/bk slices' weights by 16-byte cp.async (8 maps of one channel a
+-- block copies all K*K*CP/bk slices' weights by 16-byte cp.async (8 maps of one channel a
 -- copy, straight from the taps-reordered tensor) into [slice][channel group][map group][8
 -- channels][8 maps], B's MN-major (transposed) no-swizzle layout: the same offsets as tr=0's
 -- K-major buffers (channel groups bm*16 bytes apart, map groups 128), the core matrices
@@ -75,12 +75,27 @@
 -- first product overwrites it (scale-d 0). After a row's products the next row's fragments are
 -- loaded, then wgmma.wait_group 0, and output row yi - K + 1, whole now, is stored from its slot
 -- (a quad's lanes: consecutive columns). The sweep is unrolled by the slots (their registers named
--- at compile time); rows past the padded height read its last row and are never stored. Two
+-- at compile time): a loop over whole groups of S rows, then the rows left unrolled apart (before,
+-- the last group swept rows past the padded height: 40 for 33 on ece408-2018fa's conv2). Two
 -- things did not work (an H200, bench/RESULTS.md): columns swept instead of rows stored each
 -- output column as 2-byte writes to 32 lines a warp (L2 at 81 % of its throughput, ece408-2018fa's
 -- conv2 1.97 ms), and waiting for the row before the last only (wait_group 1, K + 1 slots in
 -- flight) made ptxas serialize every product (C7514: accumulators read while products run).
--- Weights as wr=1.
+-- Weights as wr=1. Each kernel column's weight descriptors are made from a base hidden from ptxas
+-- (an empty asm): else it computes all K*K taps' descriptors once and holds them, two registers
+-- each, across the sweep (238 registers a thread on ece408-2018fa's conv2 in bf16, 178 without).
+-- Where two rows' fragments do not fit the registers (two k-steps a 7x7 tap), one buffer: the
+-- next row's fragments are loaded after the wait, and K slots suffice (the row stored is the one
+-- the next row's first product overwrites), the ldmatrix latency then in the sweep's path.
+--
+-- Precision tf32 (FP32 tensors, one TF32 product a step) runs this kernel too: a 16-byte unit is 4
+-- FP32 channels, a k8 step two units, so the planes' layout, ldmatrix's addresses and the fragment
+-- registers are the 16-bit ones (ldmatrix's 8x8 16-bit matrices are 8x4 FP32 ones, in TF32 A's
+-- register order); the planes and weights are rounded to TF32 (cvt.rna) as they are staged, and the
+-- weights go through registers into the K-major layout [slice][channel group][map group][8 maps][4
+-- channels] (tf32 wgmma takes no transposed operand). On an H200 at 10,000 images
+-- (bench/scripts/planes_sw_tf32_device.sh): ece408-2018fa's conv2 2.911 -> 2.258 ms, ece408-2018sp's
+-- (6 -> 16, 5x5) 0.403 against igemm's 0.934.
 --
 -- po=1 (tr=1, two or more channel slices; no default yet: not timed on a GPU): the loop runs
 -- channel slice by channel slice, each tap in turn (slice s: channel slice s / K*K, tap
@@ -97,24 +112,49 @@ local common = import("lib/common")
 local H = {}
 
 local MAX_TILES = 4      -- m64 tiles of one warpgroup
-local SW_MAX_WGMMA = 512 -- sw=1: wgmma instructions the unrolled sweep may hold (compile time)
+local SW_MAX_WGMMA = 1280 -- sw=1: wgmma instructions the unrolled sweep may hold (ptxas: 686 in 0.83 s, 1029 in 1.21 s)
 local TR_STAGES = 4      -- tr=1: weight buffers in the ring (two slices copied ahead)
 local TR_MAX_N = 256     -- tr=1: wgmma's largest N, a warpgroup's pixels
 local REG_BUDGET = 232   -- accumulators, the next slice's weights and addressing a thread
 local ADDRESSING = 40
 
-local function c16(l) return common.ceil_div(l.C, 16) * 16 end
+-- Precision tf32 (FP32 tensors, one TF32 product) takes sw=1's kernel alone (the sw paragraph
+-- below): there a 16-byte unit holds 4 channels (EU) and a k8 step 8 (KC), both operands'
+-- values rounded to TF32 (cvt.rna) when staged; B stays K-major (tf32 wgmma has no transposed
+-- operand), so the weights go through registers, not cp.async.
+local function tf32(l) return l.precision == "tf32" and not common.half_dtype(l) end
+local function eu(l) return tf32(l) and 4 or 8 end        -- elements of a 16-byte unit
+local function cpad(l) return common.ceil_div(l.C, 2 * eu(l)) * 2 * eu(l) end   -- C rounded up to a k-step
+H.tf32 = tf32
 
--- The whole images a sweeping warpgroup's 64 rows hold by default (sw=1, up to 8).
-local function sw_images(l) return math.max(1, math.min(8, 64 // common.conv_geom(l).CW)) end
+-- The whole images a sweeping warpgroup's 64 rows hold by default (sw=1): the most, up to 8, whose
+-- block (the tile and slice as given, else their defaults) fits the shared memory, down to half
+-- the rows used (zoo-k7pad's 20 -> 24 7x7 on 9x9 under tf32: 4 images of 9 columns, not 7, beside
+-- every tap's FP32 weights); the most where none fits (the check refuses it then).
+local function sw_images(l, given)
+  local g = common.conv_geom(l)
+  local top = math.max(1, math.min(8, 64 // g.CW))
+  local p = { sw = 1, tr = 0, rows = g.CH, wgs = given and given.wgs or 1,
+    bm = given and given.bm or H.default_bm(l, given), bk = given and given.bk or H.default_bk(l, given) }
+  for ib = top, 1, -1 do
+    if ib < top and ib * g.CW < 32 then break end
+    p.ib = ib
+    if H.shape(l, p).smem <= common.max_shared(l) then return ib end
+  end
+  return top
+end
 
 -- What the layer and the band decide.
 function H.shape(l, p)
   local g = common.conv_geom(l)
   local s = { g = g }
   s.PW = l.W + g.pl + g.pr                    -- a staged row: the padded input's width
-  s.C16 = c16(l)
-  s.CG = s.C16 // 8                           -- channel groups of 8 (16 bytes a pixel)
+  s.T32 = tf32(l)
+  s.EU = eu(l)                                -- elements a 16-byte unit (8; tf32 4)
+  s.KC = 2 * s.EU                             -- channels a k-step (k16; tf32 k8)
+  s.ES = 16 // s.EU                           -- bytes an element
+  s.CP = cpad(l)
+  s.CG = s.CP // s.EU                         -- channel groups of a unit (16 bytes a pixel)
   s.KK = l.K * l.K
   s.RB = p.rows                               -- output rows of a block (a band)
   s.NB = common.ceil_div(g.CH, p.rows)        -- bands of an image
@@ -133,12 +173,12 @@ function H.shape(l, p)
     s.BPX = (s.ROWS_IN - l.K + 1) * s.PW
   end
   s.REAL = s.ROWS_IN * s.PW                   -- staged pixels holding the input (or its padding)
-  s.CS = s.C16 // p.bk                        -- slices a tap
+  s.CS = s.CP // p.bk                        -- slices a tap
   s.NS = s.KK * s.CS                          -- slices
   s.WBUF = p.bk * p.bm                        -- elements of one slice's weights
   -- weight units a slice, 16 bytes each (tr=0: 8 channels of one map, through registers;
   -- tr=1: 8 maps of one channel, a cp.async copy)
-  s.WU = p.bk * p.bm // 8
+  s.WU = p.bk * p.bm // s.EU
   s.WI = common.ceil_div(s.WU, s.threads)
   if p.sw == 1 then
     -- sw=1: ib whole images a warpgroup, wgs warpgroups a block (each its own images)
@@ -146,20 +186,31 @@ function H.shape(l, p)
     s.IBW = p.ib                              -- images a warpgroup: its m64 rows, ib*CW columns
     s.IB = p.ib * p.wgs                       -- images a block (the prologue's)
     s.RB, s.NB = g.CH, 1
-    s.S = l.K + 1 + (l.K % 2 == 0 and 1 or 0) -- accumulator slots, even (two fragment buffers alternate)
-    s.PHR = common.ceil_div(s.PH, s.S) * s.S  -- input rows swept: past PH the last one read, never stored
-    s.KS = s.C16 // 16                        -- k16 steps a tap
+    s.KS = s.CP // s.KC                       -- k-steps a tap
     s.NR = p.bm // 2
     s.MG = p.bm // 8
+    -- AB fragment buffers: two (the next row's loaded while this row's products run) where the
+    -- registers allow, else one (loaded after the row's products are in). Accumulator slots: K,
+    -- or with two buffers K + 1 or K + 2, even (the buffers alternate across the unrolled rows).
+    -- (With each kernel column's weight descriptors made from an opaque base ptxas takes about 26
+    -- more than the accumulators and fragments: 178 for 8 slots of 12 and two buffers of 7 x 4 in
+    -- bf16, 166 for 7 slots and one buffer of 7 x 8 in tf32; before, holding all 49 taps'
+    -- descriptors, 238 for the first and 255 with spills for the second.)
+    local function regs(ab, slots) return slots * s.NR + ab * l.K * s.KS * 4 + ADDRESSING end
+    s.AB = regs(2, l.K + 1 + (l.K % 2 == 0 and 1 or 0)) <= REG_BUDGET and 2 or 1
+    s.S = s.AB == 2 and (l.K + 1 + (l.K % 2 == 0 and 1 or 0)) or l.K
+    s.regs = regs(s.AB, s.S)
+    -- the PH input rows swept in groups of S (a loop over PHF rows, the slots' registers named in
+    -- its unrolled body), then the RT rows left, unrolled apart: the last group had swept S rows
+    -- past the padded height (ece408-2018fa's conv2 in bf16: 40 rows for 33)
+    s.PHF = s.PH // s.S * s.S
+    s.RT = s.PH - s.PHF
     s.NPIX = s.IB * s.PH * s.PW
     s.REAL = s.NPIX
     s.PU = s.CG * s.NPIX
     s.PB = s.NS * s.WBUF
-    s.smem = 2 * (s.PB + s.PU * 8)
-    -- (two rows' fragments and their addresses: ptxas took 238 registers for 8 slots of 12 and 7 x 4 fragment
-    -- registers a row, and spilled at 6 slots of 8 and 15 x 4)
-    s.regs = s.S * s.NR + 3 * l.K * s.KS * 4 + ADDRESSING
-    s.WGMMAS = s.S * s.KK * s.KS              -- wgmma instructions of the unrolled sweep
+    s.smem = s.ES * (s.PB + s.PU * s.EU)
+    s.WGMMAS = (s.S + s.RT) * s.KK * s.KS     -- wgmma instructions of the unrolled sweep
     return s
   end
   s.tr = p.tr == 1
@@ -236,10 +287,10 @@ H.TR_STACK_MIN_CW = 8
 H.TR_STACK_PIX = 320   -- the tallest stack's computed pixels (3 images of 8x8, padded 10x10: 280)
 
 -- The slice the band and the stack are sized with: the most channels of 64, 32, 16 that
--- divide C16.
+-- divide CP.
 local function base_bk(l)
-  local C16 = c16(l)
-  for _, bk in ipairs({ 64, 32, 16 }) do if C16 % bk == 0 then return bk end end
+  local CP = cpad(l)
+  for _, bk in ipairs({ 64, 32, 16, 8 }) do if CP % bk == 0 and bk % (2 * eu(l)) == 0 then return bk end end
   return 16
 end
 
@@ -273,7 +324,7 @@ end
 function H.default_tr(l, given)
   if given and given.tr ~= nil then return given.tr end
   local g = common.conv_geom(l)
-  if g.S ~= 1 or l.M < H.TR_MIN_M or l.M % 8 ~= 0 then return 0 end
+  if tf32(l) or g.S ~= 1 or l.M < H.TR_MIN_M or l.M % 8 ~= 0 then return 0 end
   if g.CW >= H.TR_MIN_CW then return 1 end
   return (given and given.ib or stack_ib(l, given)) > 1 and 1 or 0
 end
@@ -282,7 +333,7 @@ end
 function H.default_ib(l, given)
   if given and given.ib then return given.ib end
   -- sw=1: the whole images a warpgroup's 64 rows hold (up to 8)
-  if H.default_sw(l, given) == 1 then return sw_images(l) end
+  if H.default_sw(l, given) == 1 then return sw_images(l, given) end
   return H.default_tr(l, given) == 1 and stack_ib(l, given) or 1
 end
 
@@ -319,6 +370,8 @@ end
 -- layers lost: zoo-residual's 32 -> 32 1.20 / 1.22-1.37, zoo-inception's 32 -> 24 0.99 / 1.24,
 -- zoo-linear's 16 -> 40 0.83 / 0.87 (three products a load, and a wait each row).
 H.SW_MIN_K = 5
+H.SW_MIN_BM = 16
+H.SW_TF32_MIN_USE = 0.75
 
 -- The layers a sweep can take at all (its check asks more): stride 1, K >= 2, M a multiple of 8
 -- (the weights' 16-byte copies) and at most 64 output columns (a warpgroup's rows).
@@ -327,25 +380,45 @@ function H.sw_possible(l)
   return g.S == 1 and l.K >= 2 and l.M % 8 == 0 and g.CW <= 64
 end
 
--- bk's values the check takes: multiples of 16 dividing C rounded up to 16, from {32, 64, 16, 128}.
+-- bk's values the check takes (16-bit): multiples of 16 dividing C rounded up to 16, from {32, 64, 16, 128}.
 function H.legal_bk(l)
   local v = {}
-  for _, bk in ipairs({ 32, 64, 16, 128 }) do if c16(l) % bk == 0 then v[#v + 1] = bk end end
+  for _, bk in ipairs({ 32, 64, 16, 128 }) do if cpad(l) % bk == 0 then v[#v + 1] = bk end end
   return v
 end
 
 function H.default_sw(l, given)
   if given and given.sw ~= nil then return given.sw end
-  if l.K < H.SW_MIN_K or not H.sw_possible(l) or (given and given.wr == 0) or H.default_tr(l, given) ~= 0 then
+  local t32 = tf32(l)
+  if l.K < H.SW_MIN_K or not H.sw_possible(l) or (given and given.wr == 0 and not t32) or H.default_tr(l, given) ~= 0 then
     return 0
   end
   local g = common.conv_geom(l)
   if given and given.rows and given.rows ~= g.CH then return 0 end
-  local p = { tr = 0, wr = 1, sw = 1, fp = given and given.fp or 0, po = given and given.po or 0, rows = g.CH,
-    occ = given and given.occ or 1, ib = given and given.ib or sw_images(l), wgs = given and given.wgs or 1,
+  local p = { tr = 0, wr = t32 and 0 or 1, sw = 1, fp = given and given.fp or 0, po = given and given.po or 0, rows = g.CH,
+    occ = given and given.occ or 1, ib = given and given.ib or sw_images(l, given), wgs = given and given.wgs or 1,
     bm = given and given.bm or H.default_bm(l, given) }
   p.bk = given and given.bk or H.default_bk(l, given)
-  return H.check(l, p) == nil and 1 or 0
+  -- tf32: only where the blocks (ib*wgs images each) fill the SMs: at 64 images ece408-2018fa's conv2
+  -- would be 32 blocks, and planes' tiles (192 blocks) or igemm's split serve it (not timed; the
+  -- 16-bit rule, older, has no such bound)
+  if t32 and common.ceil_div(common.cost.images(l), p.ib * p.wgs) < ((l.target and (l.target.sms or 0) > 0) and
+      l.target.sms or 100) then
+    return 0
+  end
+  -- and only on tiles of SW_MIN_BM maps or more: an m64n8 product a tap is too little work for a
+  -- row's wait (zoo-inception's 32 -> 8 5x5 same on 32x32, bf16: 1.318 ms swept against 1.106 in
+  -- tiles; 16 to 24 maps won 1.7-3.9x: bench/scripts/planes_sw_tf32_device.sh, H200, 10,000 images)
+  if p.bm < H.SW_MIN_BM then return 0 end
+  if H.check(l, p) ~= nil then return 0 end
+  -- tf32: only where H.SW_TF32_MIN_USE or more of a warpgroup's 64 rows are its images' columns: on
+  -- an H200 at 10,000 images the sweep won at 0.84 and 0.81 (ece408-2018fa's conv2 2.258 against the
+  -- tiles' 2.911 ms, ece408-2018sp's 0.403 against 0.884) and lost at 0.70 (zoo-k7pad's 20 -> 24 7x7
+  -- on 9x9, 5 images of 9 columns: 0.80 against 0.50, its 20 channels three k8 steps a tap)
+  -- (bench/scripts/planes_sw_tf32_device.sh; those sweeps ran whole groups of rows past the padded
+  -- height: 35, 30 and 16 rows for 33, 30 and 15)
+  if t32 and p.ib * g.CW / 64 < H.SW_TF32_MIN_USE then return 0 end
+  return 1
 end
 
 -- wr's default: 1 under tr=0 where M is a multiple of 8 and the block (its other parameters as
@@ -427,10 +500,13 @@ function H.default_rows(l, given)
 end
 
 function H.check(l, p)
-  local why0, blame0 = common.check_wgmma(l, p, "conv2d_planes", true)
+  local why0, blame0 = common.check_wgmma(l, p, "conv2d_planes", true, true)
   if why0 then return why0, blame0 end
   local s = H.shape(l, p)
   local g = s.g
+  if s.T32 and (p.sw ~= 1 or p.tr == 1 or p.wr == 1 or p.po == 1) then
+    return "precision tf32: planes' channels-innermost kernel is the row sweep alone (sw=1; tr, wr, po 0)", "sw"
+  end
   if g.S ~= 1 then
     return string.format("16-bit planes reads a tap as the staged input shifted: stride 1 only (the layer's is %d)",
       g.S), nil
@@ -441,15 +517,15 @@ function H.check(l, p)
   if p.ib > 1 and p.rows < g.CH then
     return string.format("ib=%d: several images a block need whole images (rows=%d, not %d)", p.ib, g.CH, p.rows), "ib"
   end
-  if p.bk % 16 ~= 0 or s.C16 % p.bk ~= 0 then
-    return string.format("bk=%d: a slice is a multiple of 16 channels dividing the %d (C rounded up to 16)", p.bk,
-      s.C16), "bk"
+  if p.bk % s.KC ~= 0 or s.CP % p.bk ~= 0 then
+    return string.format("bk=%d: a slice is a multiple of %d channels (a k-step) dividing the %d (C rounded up to %d)",
+      p.bk, s.KC, s.CP, s.KC), "bk"
   end
   if p.fp == 1 and p.tr ~= 1 then return "fp=1: 16-bit planes fuses a pool with tr=1 only (tr=0: a pool kernel after)", "fp" end
   if p.po == 1 and p.tr ~= 1 then return "po=1: 16-bit planes overlaps the staging with tr=1 only", "po" end
   if p.wr == 1 and p.tr == 1 then return "wr=1: 16-bit planes holds every slice's weights with tr=0 only", "wr" end
   if p.sw == 1 then
-    if p.tr == 1 or p.wr ~= 1 then return "sw=1: the row sweep is a tr=0 kernel reading every tap's weights (wr=1)", "sw" end
+    if p.tr == 1 or (p.wr ~= 1 and not s.T32) then return "sw=1: the row sweep is a tr=0 kernel reading every tap's weights (wr=1)", "sw" end
     if p.fp == 1 or p.po == 1 then return "sw=1: no fused pool (fp) or staged slices (po)", "sw" end
     if p.rows ~= g.CH then
       return string.format("sw=1: a warpgroup's rows are whole images' (rows=%d, not %d)", p.rows, g.CH), "rows"
@@ -458,12 +534,12 @@ function H.check(l, p)
       return string.format("sw=1: ib=%d images of %d output columns are more than a warpgroup's 64", p.ib, g.CW), "ib"
     end
     if s.regs > REG_BUDGET then
-      return string.format("sw=1: %d accumulator slots of %d and two rows' fragments need about %d registers a " ..
+      return string.format("sw=1: %d accumulator slots of %d and a row's fragments need about %d registers a " ..
         "thread; at most %d", s.S, s.NR, s.regs, REG_BUDGET), "bm"
     end
     if s.WGMMAS > SW_MAX_WGMMA then
-      return string.format("sw=1: the sweep unrolled holds %d products (%d slots x %d taps x %d k16 steps); at most %d " ..
-        "compile in a few seconds", s.WGMMAS, s.S, s.KK, s.KS, SW_MAX_WGMMA), "sw"
+      return string.format("sw=1: the sweep unrolled holds %d products (%d + %d rows x %d taps x %d k%d steps); at " ..
+        "most %d compile in a few seconds", s.WGMMAS, s.S, s.RT, s.KK, s.KS, s.KC, SW_MAX_WGMMA), "sw"
     end
   end
   if p.wr == 1 and l.M % 8 ~= 0 then
@@ -472,7 +548,7 @@ function H.check(l, p)
   end
   if p.po == 1 and s.CS == 1 then
     return string.format("po=1: bk=%d takes all %d channels in one slice: nothing is staged while a slice multiplies",
-      p.bk, s.C16), "po"
+      p.bk, s.CP), "po"
   end
   if p.fp == 1 and not common.fused_pool2(g) then return "fp=1: the layer has no 2x2 pool of stride 2 to fuse", "fp" end
   if p.fp == 1 and p.rows < g.CH and p.rows % 2 == 1 then
@@ -520,10 +596,10 @@ function H.check(l, p)
   if s.smem > common.max_shared(l) then
     if s.WR and 2 * s.PB > common.max_shared(l) // 2 then
       return string.format("wr=1: the %d taps' weights (%d channels x %d maps) need %d bytes of shared memory beside " ..
-        "the planes' %d; at most %d fit", s.KK, s.C16, p.bm, 2 * s.PB, 16 * s.PU, common.max_shared(l)), "wr"
+        "the planes' %d; at most %d fit", s.KK, s.CP, p.bm, 2 * s.PB, 16 * s.PU, common.max_shared(l)), "wr"
     end
     return string.format("rows=%d: %d staged pixels of %d channels and %s weights need %d bytes of shared " ..
-      "memory; at most %d fit", p.rows, s.NPIX, s.C16, s.WR and "every tap's" or "two taps'", s.smem,
+      "memory; at most %d fit", p.rows, s.NPIX, s.CP, s.WR and "every tap's" or "two taps'", s.smem,
       common.max_shared(l)), "rows"
   end
   return nil
@@ -543,9 +619,9 @@ function H.cost(l, p)
     blocks = common.ceil_div(common.cost.images(l), s.IB) * common.ceil_div(l.M, p.bm)
     seq, conc, squeezed = common.cost.spread(l, blocks, s.threads, s.regs, s.smem, p.occ)
     if conc == 0 then return math.huge end
-    cols = 64 * p.wgs * s.PHR
+    cols = 64 * p.wgs * s.PH
   end
-  local tensor = seq * cols * p.bm * s.C16 * s.KK / (16 * common.cost.FMA_PER_CLOCK)
+  local tensor = seq * cols * p.bm * s.CP * s.KK / ((s.T32 and 8 or 16) * common.cost.FMA_PER_CLOCK)
   -- (tr=1's weights go by cp.async, a copy an instruction where tr=0 loads and packs eight;
   -- po=1 stages the first channel slice's planes before the products, the others beside them)
   local copy = seq * ((s.PO and s.SUN or s.PU) * 10 + s.NS * s.WU * ((s.tr or s.WR) and 2 or 10)) / s.threads * (s.threads // 32) / 4
@@ -585,10 +661,10 @@ local prologue = engine.compile([=[
 % if tr or WR then
 {{issue_first}}
 % end
-    // the planes: unit u = (channel group u / {{NPIX}}, pixel u % {{NPIX}}), its 8 channels, loaded into v;
-    // it is stored at sm + {{PB}} + 8*u
+    // the planes: unit u = (channel group u / {{NPIX}}, pixel u % {{NPIX}}), its {{EU}} channels, loaded into v;
+    // it is stored at sm + {{PB}} + {{EU}}*u
     const {{in_t}}* const xb = in + (long long)img * {{C * H * W}};
-    auto load_unit = [&](int u, {{stage_t}} (&v)[8]) {
+    auto load_unit = [&](int u, {{stage_t}} (&v)[{{EU}}]) {
         const int cg = u / {{NPIX}}, p = u - cg * {{NPIX}};
 % if IB > 1 then
         // (pixel p: image p / {{PH * PW}} of the block's {{IB}}, its padded input's row and column)
@@ -602,9 +678,9 @@ local prologue = engine.compile([=[
         const {{in_t}}* const xi = xb;
 % end
 #pragma unroll
-        for (int e = 0; e < 8; e++) {
-            const int c = 8 * cg + e;
-% if C16 ~= C then
+        for (int e = 0; e < {{EU}}; e++) {
+            const int c = {{EU}} * cg + e;
+% if CP ~= C then
             v[e] = live && c < {{C}} ? __ldg(xi + c * {{H * W}} + iy * {{W}} + ix) : {{stage_t}}{0};
 % else
             v[e] = live ? __ldg(xi + c * {{H * W}} + iy * {{W}} + ix) : {{stage_t}}{0};
@@ -616,16 +692,16 @@ local prologue = engine.compile([=[
 % end
 #pragma unroll 4
     for (int u = tid; u < {{PO and SUN or PU}}; u += {{NT}}) {
-        {{stage_t}} v[8];
+        {{stage_t}} v[{{EU}}];
         load_unit(u, v);
-        put(sm + {{PB}} + u * 8, v);
+        put(sm + {{PB}} + u * {{EU}}, v);
     }
 ]=], "conv2d_planes_half_prologue")
 
 local source = engine.compile([=[
 // GEMM view: the band's {{BPX}} pixels ({{RB}} output row{{RB > 1 and "s" or ""}} of {{CH}} over the padded width {{PW}},
 // {{NB}} band{{NB > 1 and "s" or ""}} an image) in {{TT}} m64 tile{{TT > 1 and "s" or ""}} ({{WGS}} warpgroup{{WGS > 1 and "s" or ""}} of {{MT}}) x {{BM}} maps, reduced tap by tap
-// over {{C16}} channels ({{C16 - C}} of them zeros) in {{NS}} slices of {{BK}} (one tap's), k16 steps: wgmma.mma_async
+// over {{CP}} channels ({{CP - C}} of them zeros) in {{NS}} slices of {{BK}} (one tap's), k16 steps: wgmma.mma_async
 // m64n{{BM}}k16 {{wt}}, both operands by descriptor from shared memory. Shared memory ({{smem}} B), in elements:
 % if WR then
 // [0, {{PB}}) every slice's weights (wr=1), each [{{BK // 8}}][{{MG}}][8 channels][8 maps] (B transposed); from {{PB}}:
@@ -779,8 +855,8 @@ local source = engine.compile([=[
 -- tr=1's kernel (the header's last paragraph).
 local source_tr = engine.compile([=[
 // GEMM view, maps as wgmma's M: {{BM}} maps ({{MR}} warpgroup{{MR > 1 and "s" or ""}} of 64) x the band's {{BPX}} pixels ({{RB}} output row{{RB > 1 and "s" or ""}} of {{CH}}
-// over the padded width {{PW}}, {{NB}} band{{NB > 1 and "s" or ""}} an image; {{PG}} warpgroup{{PG > 1 and "s" or ""}} of {{NP}} pixels), reduced tap by tap over {{C16}} channels
-// ({{C16 - C}} of them zeros) in {{NS}} slices of {{BK}}, k16 steps: wgmma.mma_async m64n{{NP}}k16 {{wt}}, the weights (A,
+// over the padded width {{PW}}, {{NB}} band{{NB > 1 and "s" or ""}} an image; {{PG}} warpgroup{{PG > 1 and "s" or ""}} of {{NP}} pixels), reduced tap by tap over {{CP}} channels
+// ({{CP - C}} of them zeros) in {{NS}} slices of {{BK}}, k16 steps: wgmma.mma_async m64n{{NP}}k16 {{wt}}, the weights (A,
 // transposed: maps innermost) and the planes (B) by descriptor. Shared memory ({{smem}} B), in elements: [0, {{PB}})
 // a ring of {{ST}} slices' weights, each [{{BK // 8}}][{{MG}}][8 channels][8 maps]; from {{PB}}: the planes,
 // [{{CG}}][{{NPIX}} pixels][8 channels] ({{REAL}} pixels of {{ROWS_IN}} input rows x {{PW}} with the padding as zeros, then zeros).
@@ -944,12 +1020,19 @@ local source_tr = engine.compile([=[
 -- sw=1's kernel (the header's sw paragraph).
 local source_sw = engine.compile([=[
 // GEMM view, swept by rows: a warpgroup's m64 rows are the output columns of its {{IBW}} image{{IBW > 1 and "s" or ""}} ({{IBW * CW}} of 64
-// used), wgmma's N the {{BM}} maps; the input rows are swept one at a time ({{PHR}} of them, past {{PH}} clamped): at
-// row yi each of the {{K}} kernel columns' A fragments (the staged columns x + kx of row yi, {{KS}} k16 step{{KS > 1 and "s" or ""}}) is loaded
+// used), wgmma's N the {{BM}} maps; the input rows are swept one at a time ({{PH}} of them, {{PHF}} in groups of {{S}} and {{RT}} apart): at
+// row yi each of the {{K}} kernel columns' A fragments (the staged columns x + kx of row yi, {{KS}} k{{KC}} step{{KS > 1 and "s" or ""}}) is loaded
 // once by ldmatrix and multiplied by the {{K}} taps (ky, kx), adding to output row yi - ky in accumulator slot
-// (yi - ky) % {{S}}: m64n{{BM}}k16 {{wt}}, A from registers, B (every tap's weights, resident, transposed) by descriptor.
+// (yi - ky) % {{S}}: m64n{{BM}}k{{KC}} {{wt}}, A from registers, B (every tap's weights, resident{{T32 and ", K-major" or ", transposed"}}) by descriptor.
+% if T32 then
+// Precision tf32: both operands rounded to TF32 (cvt.rna) when staged. One fragment buffer: a row's loaded once its
+// products before are in.
+// Shared memory ({{smem}} B), in elements: [0, {{PB}}) the weights, [slice][{{BK // 4}}][{{MG}}][8 maps][4 channels];
+// from {{PB}}: the planes, [{{CG}}][{{NPIX}} pixels][4 channels] ({{IB}} whole padded image{{IB > 1 and "s" or ""}} of {{PH}}x{{PW}}).
+% else
 // Shared memory ({{smem}} B), in elements: [0, {{PB}}) the weights, [slice][{{BK // 8}}][{{MG}}][8 channels][8 maps];
 // from {{PB}}: the planes, [{{CG}}][{{NPIX}} pixels][8 channels] ({{IB}} whole padded image{{IB > 1 and "s" or ""}} of {{PH}}x{{PW}}).
+% end
 {{prologue}}
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("cp.async.wait_group 0;" ::: "memory");
@@ -994,8 +1077,8 @@ local source_sw = engine.compile([=[
 #pragma unroll
         for (int r = 0; r < {{NR}}; r++) acc[u][r] = 0.0f;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    // ldmatrix's row for this lane (matrices: rows 0-7 and 8-15 of the warp's 16, channels 0-7 and
-    // 8-15 of a k16 step), as a shared address at input row 0, kernel column 0
+    // ldmatrix's row for this lane (matrices: rows 0-7 and 8-15 of the warp's 16, the first and the
+    // second 16 bytes of a k-step's channels), as a shared address at input row 0, kernel column 0
     const int lr = 16 * wq + (lane & 7) + 8 * ((lane >> 3) & 1);
     const int lrc = lr < {{IBW * CW}} ? lr : 0;   // (rows past the images: any staged pixel, never stored)
     const int li = lrc / {{CW}}, lx = lrc - li * {{CW}};
@@ -1004,12 +1087,16 @@ local source_sw = engine.compile([=[
     const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);
     auto wgmma_rs = [](float (&d)[{{NR}}], const unsigned (&a)[4], unsigned long long db, int scale) {
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 5}}, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n{{BM}}k16.f32.{{wt}}.{{wt}} {{dregs}}, {%{{NR}}, %{{NR + 1}}, %{{NR + 2}}, %{{NR + 3}}}, %{{NR + 4}}, p, 1, 1, 1;\n}\n"
+            "wgmma.mma_async.sync.aligned.m64n{{BM}}{{kshape}} {{dregs}}, {%{{NR}}, %{{NR + 1}}, %{{NR + 2}}, %{{NR + 3}}}, %{{NR + 4}}, p, 1, 1{{T32 and "" or ", 1"}};\n}\n"
             : {{douts}}
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale));
     };
+% if AB == 2 then
     unsigned a[2][{{K}}][{{KS}}][4];   // two rows' fragments: the next one loading while this one's products run
-    // input row yi's fragments into f: kernel column kx's pixels x + kx, k16 step j (past the padded height: its last row)
+% else
+    unsigned a[1][{{K}}][{{KS}}][4];   // a row's fragments: the next row's loaded once this one's products are in
+% end
+    // input row yi's fragments into f: kernel column kx's pixels x + kx, k-step j (past the padded height: its last row)
     auto load_a = [&](unsigned (&f)[{{K}}][{{KS}}][4], int yi) {
         const unsigned ar = abase + 16u * (unsigned)((yi < {{PH}} ? yi : {{PH - 1}}) * {{PW}});
 #pragma unroll
@@ -1021,31 +1108,22 @@ local source_sw = engine.compile([=[
                     : "r"(ar + 16u * (unsigned)(kx + 2 * j * {{NPIX}})));
     };
     load_a(a[0], 0);
+% if PHF > 0 then
 #pragma unroll 1
-    for (int rb = 0; rb < {{PHR}}; rb += {{S}}) {
+    for (int rb = 0; rb < {{PHF}}; rb += {{S}}) {
 #pragma unroll
         for (int u = 0; u < {{S}}; u++) {
-            const int yi = rb + u;
-            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-            for (int kx = 0; kx < {{K}}; kx++)
-#pragma unroll
-                for (int ky = 0; ky < {{K}}; ky++)
-#pragma unroll
-                    for (int j = 0; j < {{KS}}; j++) {
-                        // tap (ky, kx), channels 16j..: slice (tap, 16j / {{BK}}), its channel group (16j % {{BK}}) / 8
-                        const int s = (ky * {{K}} + kx) * {{CS}} + (16 * j) / {{BK}};
-                        const unsigned long long db = d0 + {{bdesc}} + (s * {{WBUF}} + ((16 * j) % {{BK}}) / 8 * {{MG * 64}}) / 8;
-                        wgmma_rs(acc[(u - ky + {{S}}) % {{S}}], a[u & 1][kx][j], db, ky + kx + j > 0);
-                    }
-            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-            load_a(a[(u + 1) & 1], yi + 1);
-            // every product in: output row yi - {{K - 1}} is whole (its slot's next product, row
-            // yi + {{S - K + 1}}'s, overwrites it); the accumulators are read only with nothing in flight
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            store_row(acc[(u - {{K - 1}} + {{S}}) % {{S}}], yi - {{K - 1}});
-        }
+{{row_body}}        }
     }
+% end
+% if RT > 0 then
+    {   // the last {{RT}} row{{RT > 1 and "s" or ""}}, apart (the slots' and buffers' numbering goes on: {{PHF}} is a multiple of {{S}})
+        const int rb = {{PHF}};
+#pragma unroll
+        for (int u = 0; u < {{RT}}; u++) {
+{{row_body}}        }
+    }
+% end
 #else
     // without wgmma: each output row's sums by FMAs from the staged planes and weights, in FP32
     const {{stage_t}}* const pl = sm + {{PB}};
@@ -1058,11 +1136,11 @@ local source_sw = engine.compile([=[
             {{acc_t}} v = 0.0f;
             for (int ky = 0; ky < {{K}}; ky++)
                 for (int kx = 0; kx < {{K}}; kx++)
-                    for (int c = 0; c < {{C16}}; c++) {
+                    for (int c = 0; c < {{CP}}; c++) {
                         const int px = (({{IBW}} * wg + i) * {{PH}} + o + ky) * {{PW}} + x + kx;
                         const int s = (ky * {{K}} + kx) * {{CS}} + c / {{BK}}, cl = c % {{BK}};
-                        v = fmaf({{to_acc("pl[((c >> 3) * " .. NPIX .. " + px) * 8 + (c & 7)]")}},
-                                 {{w_to_acc("sm[s * " .. WBUF .. " + ((cl >> 3) * " .. MG .. " + (mm >> 3)) * 64 + (cl & 7) * 8 + (mm & 7)]")}}, v);
+                        v = fmaf({{to_acc("pl[((c / " .. EU .. ") * " .. NPIX .. " + px) * " .. EU .. " + (c % " .. EU .. ")]")}},
+                                 {{w_to_acc("sm[s * " .. WBUF .. " + " .. wemu .. "]")}}, v);
                     }
             acc[0][r] = v;
         }
@@ -1071,6 +1149,40 @@ local source_sw = engine.compile([=[
 #endif
 }
 ]=], "conv2d_planes_half_sw")
+
+-- sw=1: one input row yi = rb + u of the sweep (u its place in an unrolled group: the slots' and the
+-- fragment buffers' numbers), written into the kernel twice (the loop over whole groups, the rows left)
+local sw_row_src = engine.compile([=[
+            const int yi = rb + u;
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+            for (int kx = 0; kx < {{K}}; kx++) {
+                // kernel column kx's weights: its descriptors from a base ptxas cannot see through (else it holds
+                // every tap's {{KK * KS}} descriptors in registers across the sweep, 2 each)
+                unsigned long long dk = d0 + {{bdesc}} + kx * {{CS * WBUF // EU}};
+                asm volatile("" : "+l"(dk));
+#pragma unroll
+                for (int ky = 0; ky < {{K}}; ky++)
+#pragma unroll
+                    for (int j = 0; j < {{KS}}; j++) {
+                        // tap (ky, kx), channels {{KC}}j..: slice (tap, {{KC}}j / {{BK}}), its channel group ({{KC}}j % {{BK}}) / {{EU}}
+                        const unsigned long long db = dk + ky * {{K * CS * WBUF // EU}} + ({{KC}} * j) / {{BK}} * {{WBUF // EU}} +
+                            (({{KC}} * j) % {{BK}}) / {{EU}} * {{MG * 8}};
+                        wgmma_rs(acc[(u - ky + {{S}}) % {{S}}], a[{{AB == 2 and "u & 1" or "0"}}][kx][j], db, ky + kx + j > 0);
+                    }
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+% if AB == 2 then
+            load_a(a[(u + 1) & 1], yi + 1);
+% end
+            // every product in: output row yi - {{K - 1}} is whole (its slot's next product, row
+            // yi + {{S - K + 1}}'s, overwrites it); the accumulators are read only with nothing in flight
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+% if AB == 1 then
+            load_a(a[0], yi + 1);
+% end
+            store_row(acc[(u - {{K - 1}} + {{S}}) % {{S}}], yi - {{K - 1}});
+]=], "conv2d_planes_half_sw_row")
 
 -- tr=1's weight copies: the lambda issue_w(s, b) (slice s's weights into ring buffer b,
 -- 16-byte cp.async, zeros past M or C), commit_w(), and the first TR_STAGES - 2 slices issued.
@@ -1132,6 +1244,42 @@ local issue_all_src = engine.compile([=[
 #endif
 ]=], "conv2d_planes_half_issue_all")
 
+-- tf32 (sw=1): the lambdas rna(v) (v rounded to TF32: cvt.rna, or the CPU emulation's same rounding in C)
+-- and put(at, v) (four FP32 values rounded, one 16-byte store).
+local tf32_put_src = engine.compile([=[
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    auto rna = []({{acc_t}} v) { unsigned r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v)); return __uint_as_float(r); };
+#else
+    {{tf32_round_emu}}
+    auto rna = tf32r;
+#endif
+    // four FP32 values rounded to TF32, one 16-byte store
+    auto put = [&]({{acc_t}}* at, const {{acc_t}} (&v)[4]) {
+        *reinterpret_cast<{{vec_t(acc_t, 4)}}*>(at) = make_float4(rna(v[0]), rna(v[1]), rna(v[2]), rna(v[3]));
+    };
+]=], "conv2d_planes_half_tf32_put")
+
+local function tf32_put(v)
+  v.tf32_round_emu = common.tf32_round_emu()
+  return tf32_put_src(v)
+end
+
+-- tf32 (sw=1): every slice's weights, each rounded to TF32, through registers into B's K-major
+-- layout (tf32 wgmma reads no transposed operand, so no 16-byte copy of 8 maps serves).
+local weights_tf32_src = engine.compile([=[
+    // every slice's weights, rounded to TF32: element e is slice e / {{WBUF}}, its channel (e % {{WBUF}}) / {{BM}} and
+    // map e % {{BM}} of the tile, into [slice][channel group][map group][8 maps][4 channels] (zeros past C{{mguard and " or M" or ""}})
+#pragma unroll 4
+    for (int e = tid; e < {{NS * WBUF}}; e += {{NT}}) {
+        const int s = e / {{WBUF}}, r = e - s * {{WBUF}};
+        const int tap = s / {{CS}}, c0 = (s - tap * {{CS}}) * {{BK}};
+        const int c = r / {{BM}}, m = r - c * {{BM}};
+        const bool ok = {{wok}};
+        sm[s * {{WBUF}} + ((c >> 2) * {{MG}} + (m >> 3)) * 32 + (m & 7) * 4 + (c & 3)] =
+            ok ? rna(__ldg(w_arg + tap * {{C * M}} + (c0 + c) * {{M}} + m0 + m)) : 0.0f;
+    }
+]=], "conv2d_planes_half_weights_tf32")
+
 function H.kernel(l, p)
   local s = H.shape(l, p)
   local g = s.g
@@ -1142,7 +1290,7 @@ function H.kernel(l, p)
     p.rows < g.CH and string.format("r%d", p.rows) or "ri", p.bm, p.wgs)
     .. (p.bk ~= H.default_bk(l, p) and string.format("_k%d", p.bk) or "")
     .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.tr and "_tr" or "") .. (s.IB > 1 and ("_i" .. s.IB) or "") .. (s.pooled and "_fp" or "")
-    .. (s.PO and "_po" or "") .. (s.SW and ("_sw" .. s.IBW) or s.WR and "_wr" or "")
+    .. (s.PO and "_po" or "") .. (s.SW and ("_sw" .. s.IBW) or s.WR and "_wr" or "") .. (s.T32 and "_tf32" or "")
   -- the output written into a concat's slice (common.out_slice): its image stride
   -- tr=0: an add computed in the epilogue (common.residual), its other operands read where the
   -- accumulators are stored (tr=1's epilogue through shared memory takes none: the add runs after)
@@ -1153,11 +1301,11 @@ function H.kernel(l, p)
   local mguard = l.M % p.bm ~= 0
   local wok = {}
   if mguard then wok[#wok + 1] = string.format((s.tr or s.WR) and "m0 + 8 * mg < %d" or "m0 + m < %d", l.M) end
-  if s.C16 ~= l.C then wok[#wok + 1] = string.format("c0 + c < %d", l.C) end
+  if s.CP ~= l.C then wok[#wok + 1] = string.format("c0 + c < %d", l.C) end
   if s.WU % s.threads ~= 0 and not s.tr and not s.WR then wok[#wok + 1] = string.format("u < %d", s.WU) end
   local v = {
     name = name, head = head,
-    C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, C16 = s.C16, CG = s.CG,
+    C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, KK = s.KK, CP = s.CP, CG = s.CG,
     BM = p.bm, BK = p.bk, CS = s.CS, NS = s.NS, WGS = p.wgs, MT = s.MT, TT = s.TT, NT = s.threads, NR = s.NR,
     RB = s.RB, NB = s.NB, BPX = s.BPX, PW = s.PW, CH = g.CH, CW = g.CW, COLS = g.CH * g.CW,
     ROWS_IN = s.ROWS_IN, REAL = s.REAL, NPIX = s.NPIX, PU = s.PU, WU = s.WU, WI = s.WI, WBUF = s.WBUF, PB = s.PB,
@@ -1165,7 +1313,7 @@ function H.kernel(l, p)
     dregs = dregs, douts = douts,
     -- A: the planes (channel groups NPIX pixels apart), B: a weight buffer (groups BM/8 cores apart)
     adesc = string.format("%s + %d", common.wgmma_desc(s.NPIX), s.PB // 8), bdesc = common.wgmma_desc(p.bm),
-    wt = common.half_dtype(l) == "bf16" and "bf16" or "f16",
+    wt = s.T32 and "tf32" or common.half_dtype(l) == "bf16" and "bf16" or "f16",
     wok = #wok > 0 and table.concat(wok, " && ") or "true",
     bias = l.bias, mguard = mguard, actname = act,
     b = l.bias and (" + " .. ty.w_to_acc("__ldg(b_arg + m)")) or "",
@@ -1175,7 +1323,12 @@ function H.kernel(l, p)
     IB = s.IB, PH = s.PH,
     tr = s.tr, MR = s.MR, PG = s.PG, NP = s.NP, MG = s.MG, ST = TR_STAGES, EP = s.EP,
     PO = s.PO, SUN = s.SUN, SU = s.SU, WR = s.WR,
-    IBW = s.IBW, S = s.S, PHR = s.PHR, KS = s.KS,
+    IBW = s.IBW, S = s.S, PHF = s.PHF, RT = s.RT, KS = s.KS, AB = s.AB, EU = s.EU, KC = s.KC, T32 = s.T32,
+    -- sw=1's wgmma shape and types, and the CPU emulation's index of weight (slice s) channel cl, map mm
+    kshape = s.T32 and "k8.f32.tf32.tf32" or string.format("k16.f32.%s.%s", common.half_dtype(l) == "bf16" and "bf16" or "f16",
+      common.half_dtype(l) == "bf16" and "bf16" or "f16"),
+    wemu = s.T32 and string.format("((cl >> 2) * %d + (mm >> 3)) * 32 + (mm & 7) * 4 + (cl & 3)", s.MG or 0)
+      or string.format("((cl >> 3) * %d + (mm >> 3)) * 64 + (cl & 7) * 8 + (mm & 7)", s.MG or 0),
     -- tr=1: slice s's tap and channel slice (po=1: channel slice by channel slice, each tap in turn;
     -- else tap by tap)
     tapcs = s.PO and string.format("const int cs = s / %d, tap = s - cs * %d;", s.KK, s.KK)
@@ -1197,7 +1350,7 @@ function H.kernel(l, p)
     return v.from_acc(e)
   end)
   v.stage_t = v.in_t
-  v.put8 = common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4))
+  v.put8 = s.T32 and tf32_put(v) or common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4))
   v.cp16 = common.cp_async16("            ", "smw + 2 * d", "sm + d", "src", "ok")
   -- tr=1's epilogue: output i of the block's tile as map m, image im of the block (ib > 1), row py
   -- of R and column px of Wd; past M (a partial map tile) the loop ends, past the batch it skips
@@ -1215,12 +1368,18 @@ function H.kernel(l, p)
     if s.IB > 1 then L[#L + 1] = "        if (img + im >= n) continue;   // images past the batch" end
     return table.concat(L, "\n")
   end
-  v.issue_first = (s.tr and issue_src(v)) or (s.WR and issue_all_src(v)) or ""
+  if s.T32 then
+    local ok = { string.format("c0 + c < %d", l.C) }
+    if mguard then ok[#ok + 1] = string.format("m0 + m < %d", l.M) end
+    v.wok = table.concat(ok, " && ")
+  end
+  v.issue_first = (s.tr and issue_src(v)) or (s.T32 and weights_tf32_src(v)) or (s.WR and issue_all_src(v)) or ""
   v.N, v.TA = s.tr and s.NP or p.bm, s.tr and 1 or 0
   -- both kernels' wgmma(d, da, db) (A the planes and B the weights; tr=1: A the weights,
   -- transposed) and d0
   v.wgmma_fn = common.wgmma16_lambda(v.acc_t, s.NR, v.N, v.wt, v.TA, s.WR and 1 or 0)
   v.prologue = prologue(v)
+  if s.SW then v.row_body = sw_row_src(v) end
   return {
     name = name,
     args = args,
@@ -1236,6 +1395,7 @@ function H.kernel(l, p)
     fused = fused,
     out_slice = slice ~= nil,
     residual = res ~= nil,
+    precision = s.T32 and "tf32" or nil,   -- (the header's precision line: one TF32 product)
   }
 end
 

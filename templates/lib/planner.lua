@@ -337,6 +337,18 @@ function planner.auto_strategy(l)
         l.M, planner.AUTO_TF32_MIN_M, g.CH, g.CW,
         l.K == 3 and string.format(" (3x3: padded, C <= %d)", planner.AUTO_PLANES_3X3_MAX_C) or "")
     end
+    -- fewer channels: planes where its rows are swept (sw=1: a fragment loaded once feeds K products);
+    -- ece408-2018sp's conv2 (6 -> 16, 5x5) 0.403 ms against igemm's 0.934 and planes' tiles' 0.884
+    -- (bench/scripts/planes_sw_tf32_device.sh, H200, tf32, 10,000 images)
+    local ph = import("lib/planes_half")
+    if g.S == 1 and l.C < planner.AUTO_TF32_PLANES_MIN_C and ckk >= planner.AUTO_HALF_SMALL_C_MIN_CKK
+        and l.M >= planner.AUTO_TF32_MIN_M and g.CH * g.CW >= planner.AUTO_WG_MIN_OUT and ph.default_sw(l) == 1
+        and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
+      return "conv2d_planes", string.format("auto: planes (rows swept), since precision is tf32 (one TF32 product a " ..
+        "step), the target is sm_90 (built as sm_90a: wgmma), stride 1, C = %d < %d, C*K*K = %d >= %d, M = %d >= %d " ..
+        "and K = %d >= %d", l.C, planner.AUTO_TF32_PLANES_MIN_C, ckk, planner.AUTO_HALF_SMALL_C_MIN_CKK, l.M,
+        planner.AUTO_TF32_MIN_M, l.K, ph.SW_MIN_K)
+    end
   end
   if l.precision == "tf32" and cc >= 80 and l.C >= planner.AUTO_TF32_MIN_C and l.M >= planner.AUTO_TF32_MIN_M
       and pcall(resolve, import("conv2d_igemm_tc"), "conv2d_igemm_tc", l, nil, nil) then
