@@ -2153,7 +2153,8 @@ static void test_half_small_c(void)
         "  - {name: c, op: conv, M: 6, K: 5}\n"                                  /* 24 channels: the 16-bit rule */
         "  - {name: d, op: conv, M: 16, K: 5}\n"                                 /* 6 -> 16, 5x5: planes, rows swept */
         "  - {name: e, op: conv, M: 10, K: 1}\n"                                 /* 16 -> 10 (M < 16: FFMA) */
-        "  - {name: f, op: conv, M: 16, K: 4}\n";                                /* 10 -> 16, 4x4: igemm_wg */
+        "  - {name: f, op: conv, M: 16, K: 4}\n"                                 /* 10 -> 16, 4x4: igemm_wg */
+        "  - {name: g, op: conv, M: 8, K: 5, padding: same}\n";                  /* 16 -> 8, 5x5: planes' tiles */
     cg_target tg;
     int arch = 90;
     cg_aot_target(&arch, 1, &tg);
@@ -2177,6 +2178,10 @@ static void test_half_small_c(void)
               "bf16, 6 channels into 16 maps, 5x5: %s", d ? d->kernel : "none");
         CHECK(f && !strcmp(f->tpl, "conv2d_igemm_wg") && strstr(f->source, "C = 10 < 16"),
               "bf16, 10 channels into 16 maps, 4x4: %s", f ? f->tpl : "none");
+        /* 8 maps: planes' tiles, not the sweep (an m64n8 product a tap is too little for a row's wait) */
+        const cg_gen_kernel *gk = conv_kernel(o, "g");
+        CHECK(gk && !strcmp(gk->tpl, "conv2d_planes") && !strstr(gk->kernel, "_sw"),
+              "bf16, 16 channels into 8 maps, 5x5 same: %s", gk ? gk->kernel : "none");
         cg_gen_free(o);
     } else CHECK(0, "small-c.yaml: %s", e.msg);
     if (sp) {
@@ -2272,7 +2277,7 @@ static void test_half_wgmma(void)
     } else CHECK(0, "fp16.yaml: %s", e.msg);
     pl->nlayers = 2;
     CHECK(cg_generate_for(pl, "x", &tg, o, &e) != 0, "a strided 16-bit planes layer accepted");
-    CHECK_CONTAINS(e.msg, "16-bit planes reads a tap as the staged input shifted: stride 1 only");
+    CHECK_CONTAINS(e.msg, "planes' channels-innermost kernel reads a tap as the staged input shifted: stride 1 only");
     cg_target_default(&tg);
     tg.cc = 80;
     CHECK(cg_generate_for(sp, "x", &tg, o, &e) != 0, "igemm_wg on sm_80 accepted");

@@ -432,12 +432,7 @@ local source = engine.compile([=[
     (void)b_arg;
 % if not x3 then
     // precision tf32: v rounded to TF32 (to nearest, ties away from zero), as a float
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    auto rna = []({{acc_t}} v) { unsigned r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v)); return __uint_as_float(r); };
-#else
-    {{tf32_round_emu}}
-    auto rna = tf32r;
-#endif
+{{tf32_rna}}
 % end
 
     // the slice's weights: quad i of this thread is u = tid + {{NT}}*i, map u % {{BM}}, rows 4*(u / {{BM}}) .. +3
@@ -802,7 +797,7 @@ function T.kernel(l, p)
   -- the weights' stage (and the planes): FP32 values split into a TF32 part and its
   -- remainder (3xTF32) or rounded to TF32 (tf32), whatever the tensors hold: the accumulator's type
   v.stage_t = v.acc_t
-  v.tf32_round_emu = common.tf32_round_emu()
+  v.tf32_rna = common.tf32_rna_lambda()
   return {
     name = name,
     args = args,

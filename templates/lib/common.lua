@@ -797,6 +797,18 @@ function common.tf32_round_emu()
         };]]
 end
 
+-- The lines (indented four) defining the lambda `rna(v)`: v rounded to TF32 as a float, by
+-- cvt.rna.tf32.f32 under sm_90a, else (the CPU emulation) by common.tf32_round_emu's C.
+function common.tf32_rna_lambda()
+  return table.concat({
+    "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)",
+    "    auto rna = [](" .. common.ACC .. [[ v) { unsigned r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v)); return __uint_as_float(r); };]],
+    "#else",
+    "    " .. common.tf32_round_emu(),
+    "    auto rna = tf32r;",
+    "#endif" }, "\n")
+end
+
 -- C statements setting the accumulators d[fp][fm][4] to zero, the loops indented by
 -- `base` spaces (the pragmas in column 0).
 function common.tf32x3_zero(d, fp, fm, base)

@@ -286,8 +286,8 @@ H.TR_MIN_M = 64
 H.TR_STACK_MIN_CW = 8
 H.TR_STACK_PIX = 320   -- the tallest stack's computed pixels (3 images of 8x8, padded 10x10: 280)
 
--- The slice the band and the stack are sized with: the most channels of 64, 32, 16 that
--- divide CP.
+-- The slice the band and the stack are sized with: the most channels of 64, 32, 16 (and, under
+-- tf32, 8) that divide CP and are whole k-steps.
 local function base_bk(l)
   local CP = cpad(l)
   for _, bk in ipairs({ 64, 32, 16, 8 }) do if CP % bk == 0 and bk % (2 * eu(l)) == 0 then return bk end end
@@ -508,7 +508,7 @@ function H.check(l, p)
     return "precision tf32: planes' channels-innermost kernel is the row sweep alone (sw=1; tr, wr, po 0)", "sw"
   end
   if g.S ~= 1 then
-    return string.format("16-bit planes reads a tap as the staged input shifted: stride 1 only (the layer's is %d)",
+    return string.format("planes' channels-innermost kernel reads a tap as the staged input shifted: stride 1 only (the layer's is %d)",
       g.S), nil
   end
   if p.ib ~= 1 and p.tr ~= 1 and p.sw ~= 1 then
@@ -594,9 +594,9 @@ function H.check(l, p)
   local why2, blame2 = common.check_occ(l, p.occ, s.threads, s.regs, s.smem, "the accumulators")
   if why2 then return why2, blame2 end
   if s.smem > common.max_shared(l) then
-    if s.WR and 2 * s.PB > common.max_shared(l) // 2 then
+    if s.WR and s.ES * s.PB > common.max_shared(l) // 2 then
       return string.format("wr=1: the %d taps' weights (%d channels x %d maps) need %d bytes of shared memory beside " ..
-        "the planes' %d; at most %d fit", s.KK, s.CP, p.bm, 2 * s.PB, 16 * s.PU, common.max_shared(l)), "wr"
+        "the planes' %d; at most %d fit", s.KK, s.CP, p.bm, s.ES * s.PB, 16 * s.PU, common.max_shared(l)), "wr"
     end
     return string.format("rows=%d: %d staged pixels of %d channels and %s weights need %d bytes of shared " ..
       "memory; at most %d fit", p.rows, s.NPIX, s.CP, s.WR and "every tap's" or "two taps'", s.smem,
@@ -1085,7 +1085,7 @@ local source_sw = engine.compile([=[
     const unsigned abase = (unsigned)__cvta_generic_to_shared(sm + {{PB}}) +
         16u * (unsigned)(({{IBW}} * wg + li) * {{PH * PW}} + lx + ((lane >> 4) & 1) * {{NPIX}});
     const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);
-    auto wgmma_rs = [](float (&d)[{{NR}}], const unsigned (&a)[4], unsigned long long db, int scale) {
+    auto wgmma_rs = []({{acc_t}} (&d)[{{NR}}], const unsigned (&a)[4], unsigned long long db, int scale) {
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %{{NR + 5}}, 0;\n"
             "wgmma.mma_async.sync.aligned.m64n{{BM}}{{kshape}} {{dregs}}, {%{{NR}}, %{{NR + 1}}, %{{NR + 2}}, %{{NR + 3}}}, %{{NR + 4}}, p, 1, 1{{T32 and "" or ", 1"}};\n}\n"
             : {{douts}}
@@ -1247,12 +1247,7 @@ local issue_all_src = engine.compile([=[
 -- tf32 (sw=1): the lambdas rna(v) (v rounded to TF32: cvt.rna, or the CPU emulation's same rounding in C)
 -- and put(at, v) (four FP32 values rounded, one 16-byte store).
 local tf32_put_src = engine.compile([=[
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    auto rna = []({{acc_t}} v) { unsigned r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v)); return __uint_as_float(r); };
-#else
-    {{tf32_round_emu}}
-    auto rna = tf32r;
-#endif
+{{tf32_rna}}
     // four FP32 values rounded to TF32, one 16-byte store
     auto put = [&]({{acc_t}}* at, const {{acc_t}} (&v)[4]) {
         *reinterpret_cast<{{vec_t(acc_t, 4)}}*>(at) = make_float4(rna(v[0]), rna(v[1]), rna(v[2]), rna(v[3]));
@@ -1260,7 +1255,7 @@ local tf32_put_src = engine.compile([=[
 ]=], "conv2d_planes_half_tf32_put")
 
 local function tf32_put(v)
-  v.tf32_round_emu = common.tf32_round_emu()
+  v.tf32_rna = common.tf32_rna_lambda()
   return tf32_put_src(v)
 end
 
