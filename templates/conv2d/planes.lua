@@ -300,6 +300,14 @@ T.params = {
     -- (more than one slice of 16 channels needed: C over 16)
     legal = function(l) return (common.half_dtype(l) and l.C > 16) and { 0, 1 } or { 0 } end,
     default = function(_) return 0 end },
+  { name = "mn", quiet = true,
+    doc = "16-bit tensors, tr=1, 1x1 layers without padding: 1 stages the planes as they lie, pixels innermost "
+      .. "(wgmma's B transposed; 16-byte copies where the pixels align); 0 channels innermost",
+    legal = function(l)
+      local g = common.conv_geom(l)
+      return (common.half_dtype(l) and l.K == 1 and g.pt + g.pb + g.pl + g.pr == 0) and { 0, 1 } or { 0 }
+    end,
+    default = function(_) return 0 end },
   { name = "wr", quiet = true,
     doc = "16-bit tensors, tr=0: 1 copies every tap's weights into shared memory once and issues all the products "
       .. "back to back; 0 two slices' buffers, a barrier a slice",

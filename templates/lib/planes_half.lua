@@ -97,7 +97,16 @@
 -- (bench/scripts/planes_sw_tf32_device.sh): ece408-2018fa's conv2 2.911 -> 2.258 ms, ece408-2018sp's
 -- (6 -> 16, 5x5) 0.403 against igemm's 0.934.
 --
--- po=1 (tr=1, two or more channel slices; no default yet: not timed on a GPU): the loop runs
+-- mn=1 (tr=1, 1x1 layers without padding; no default: not yet run on a GPU): the planes staged as
+-- they lie in memory, pixels innermost, B's transposed (MN-major) layout [channel group][pixel
+-- group][8 channels][8 pixels]: the same 16-byte units apart as tr=1's channels-innermost planes
+-- (so the same descriptors, wgmma told of the transpose), each unit a row of 8 pixels of one
+-- channel, copied by 16-byte cp.async straight from the input where every 8 pixels' first lies on
+-- 16 bytes (H*W and the band's pixels multiples of 8), else gathered through registers. With no
+-- tap to shift (K = 1) nothing needs the channels innermost, and the staging is a plain copy where
+-- tr=1's builds each unit from 8 two-byte loads.
+--
+-- po=1 (tr=1, two or more channel slices; not a default: slower on every layer timed): the loop runs
 -- channel slice by channel slice, each tap in turn (slice s: channel slice s / K*K, tap
 -- s % K*K), and only the first channel slice's planes are staged before it. At a channel
 -- slice's first tap every thread loads its units of the next channel slice's planes into
@@ -150,6 +159,7 @@ function H.shape(l, p)
   local s = { g = g }
   s.PW = l.W + g.pl + g.pr                    -- a staged row: the padded input's width
   s.T32 = tf32(l)
+  s.MN = false                                -- mn=1 (tr=1 below): the planes pixels innermost
   s.EU = eu(l)                                -- elements a 16-byte unit (8; tf32 4)
   s.KC = 2 * s.EU                             -- channels a k-step (k16; tf32 k8)
   s.ES = 16 // s.EU                           -- bytes an element
@@ -225,6 +235,15 @@ function H.shape(l, p)
     s.PB = TR_STAGES * s.WBUF                 -- the planes' first element, after the ring
     s.NR = s.NP // 2                          -- accumulators a thread
     s.regs = s.NR + 2 * s.WI + ADDRESSING
+    -- mn=1: the planes pixels innermost (the header's mn paragraph), NPIX a whole number of 8-pixel
+    -- groups (PGN); FAST16: every group's first pixel on 16 bytes in the input (the image's pixels and
+    -- the band's a multiple of 8), so a group is one 16-byte copy
+    s.MN = p.mn == 1
+    if s.MN then
+      s.NPIX = common.ceil_div(s.NPIX, 8) * 8
+      s.PGN = s.NPIX // 8
+      s.FAST16 = (l.H * l.W) % 8 == 0 and (s.NB == 1 or (p.rows * l.W) % 8 == 0)
+    end
   else
     -- the widest tap of the last tile a warpgroup computes reads up to pixel 64*MT*wgs - 1 +
     -- (K-1)*PW + K-1: with wgs warpgroups of MT tiles each that is past the TT tiles the band
@@ -523,6 +542,12 @@ function H.check(l, p)
   end
   if p.fp == 1 and p.tr ~= 1 then return "fp=1: 16-bit planes fuses a pool with tr=1 only (tr=0: a pool kernel after)", "fp" end
   if p.po == 1 and p.tr ~= 1 then return "po=1: 16-bit planes overlaps the staging with tr=1 only", "po" end
+  if p.mn == 1 then
+    if p.tr ~= 1 or p.po == 1 then return "mn=1: the planes pixels innermost are tr=1's B, staged whole (po=0)", "mn" end
+    if l.K ~= 1 or g.pt + g.pb + g.pl + g.pr > 0 then
+      return string.format("mn=1: pixels innermost take no tap's shift: 1x1 layers without padding (K=%d)", l.K), "mn"
+    end
+  end
   if p.wr == 1 and p.tr == 1 then return "wr=1: 16-bit planes holds every slice's weights with tr=0 only", "wr" end
   if p.sw == 1 then
     if p.tr == 1 or (p.wr ~= 1 and not s.T32) then return "sw=1: the row sweep is a tr=0 kernel reading every tap's weights (wr=1)", "sw" end
@@ -661,6 +686,10 @@ local prologue = engine.compile([=[
 % if tr or WR then
 {{issue_first}}
 % end
+% if MN then
+    const {{in_t}}* const xb = in + (long long)img * {{C * H * W}};
+{{stage_mn}}
+% else
     // the planes: unit u = (channel group u / {{NPIX}}, pixel u % {{NPIX}}), its {{EU}} channels, loaded into v;
     // it is stored at sm + {{PB}} + {{EU}}*u
     const {{in_t}}* const xb = in + (long long)img * {{C * H * W}};
@@ -696,7 +725,53 @@ local prologue = engine.compile([=[
         load_unit(u, v);
         put(sm + {{PB}} + u * {{EU}}, v);
     }
+% end
 ]=], "conv2d_planes_half_prologue")
+
+-- mn=1's staging (the header's mn paragraph): unit u = (channel u / PGN, pixel group u % PGN), 8
+-- pixels of one channel, at sm + PB + ((channel group * PGN + pixel group) * 8 + channel % 8) * 8;
+-- the copies committed and awaited here (the weights' ring waits by its own group count).
+local stage_mn_src = engine.compile([=[
+    // the planes pixels innermost (mn=1): unit u = (channel u / {{PGN}}, pixel group u % {{PGN}}), 8 pixels of one
+    // channel, stored at sm + {{PB}} + ((channel group * {{PGN}} + pixel group) * 8 + channel % 8) * 8
+    // pixel p of the block: {{IB > 1 and ("image p / " .. H * W .. " of its " .. IB .. ", pixel p % " .. H * W) or "the band's"}}; live below {{REAL}}
+#pragma unroll 4
+    for (int u = tid; u < {{CP * PGN}}; u += {{NT}}) {
+        const int c = u / {{PGN}}, q = u - c * {{PGN}};
+        const int d = {{PB}} + (((c >> 3) * {{PGN}} + q) * 8 + (c & 7)) * 8;
+% if FAST16 then
+        const int p = 8 * q;
+%   if IB > 1 then
+        const int im = p / {{H * W}};
+        const bool ok = c < {{C}} && p < {{REAL}} && img + im < n;
+        const {{in_t}}* const src = ok ? xb + (long long)im * {{C * H * W}} + c * {{H * W}} + (p - im * {{H * W}}) : in;
+%   else
+        const bool ok = c < {{C}} && p < {{REAL}} && y0 * {{W}} + p < {{H * W}};
+        const {{in_t}}* const src = ok ? xb + c * {{H * W}} + y0 * {{W}} + p : in;
+%   end
+{{cp16}}
+% else
+        {{stage_t}} v[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++) {
+            const int p = 8 * q + e;
+%   if IB > 1 then
+            const int im = p / {{H * W}};
+            const bool live = c < {{C}} && p < {{REAL}} && img + im < n;
+            v[e] = live ? __ldg(xb + (long long)im * {{C * H * W}} + c * {{H * W}} + (p - im * {{H * W}})) : {{stage_t}}{0};
+%   else
+            const bool live = c < {{C}} && p < {{REAL}} && y0 * {{W}} + p < {{H * W}};
+            v[e] = live ? __ldg(xb + c * {{H * W}} + y0 * {{W}} + p) : {{stage_t}}{0};
+%   end
+        }
+        put(sm + d, v);
+% end
+    }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
+]=], "conv2d_planes_half_stage_mn")
 
 local source = engine.compile([=[
 // GEMM view: the band's {{BPX}} pixels ({{RB}} output row{{RB > 1 and "s" or ""}} of {{CH}} over the padded width {{PW}},
@@ -898,7 +973,7 @@ local source_tr = engine.compile([=[
             {{acc_t}} v = 0.0f;
             for (int c = 0; c < {{BK}}; c++)
                 v = fmaf({{w_to_acc("w[((c >> 3) * " .. MG .. " + (m >> 3)) * 64 + (c & 7) * 8 + (m & 7)]")}},
-                         {{to_acc("a[((cs * " .. BK // 8 .. " + (c >> 3)) * " .. NPIX .. " + p) * 8 + (c & 7)]")}}, v);
+                         {{to_acc(plane_at)}}, v);
             cf[r] += v;
         }
 #endif
@@ -1285,7 +1360,8 @@ function H.kernel(l, p)
     p.rows < g.CH and string.format("r%d", p.rows) or "ri", p.bm, p.wgs)
     .. (p.bk ~= H.default_bk(l, p) and string.format("_k%d", p.bk) or "")
     .. (p.occ > 1 and string.format("_o%d", p.occ) or "") .. (s.tr and "_tr" or "") .. (s.IB > 1 and ("_i" .. s.IB) or "") .. (s.pooled and "_fp" or "")
-    .. (s.PO and "_po" or "") .. (s.SW and ("_sw" .. s.IBW) or s.WR and "_wr" or "") .. (s.T32 and "_tf32" or "")
+    .. (s.PO and "_po" or "") .. (s.MN and "_mn" or "") .. (s.SW and ("_sw" .. s.IBW) or s.WR and "_wr" or "")
+    .. (s.T32 and "_tf32" or "")
   -- the output written into a concat's slice (common.out_slice): its image stride
   -- tr=0: an add computed in the epilogue (common.residual), its other operands read where the
   -- accumulators are stored (tr=1's epilogue through shared memory takes none: the add runs after)
@@ -1317,7 +1393,7 @@ function H.kernel(l, p)
     pooled = s.pooled, pool_kind = g.kind, OH = g.OH, OW = g.OW, PR = math.min(p.rows, g.CH) // 2,
     IB = s.IB, PH = s.PH,
     tr = s.tr, MR = s.MR, PG = s.PG, NP = s.NP, MG = s.MG, ST = TR_STAGES, EP = s.EP,
-    PO = s.PO, SUN = s.SUN, SU = s.SU, WR = s.WR,
+    PO = s.PO, SUN = s.SUN, SU = s.SU, WR = s.WR, MN = s.MN, PGN = s.PGN, FAST16 = s.FAST16,
     IBW = s.IBW, S = s.S, PHF = s.PHF, RT = s.RT, KS = s.KS, AB = s.AB, EU = s.EU, KC = s.KC, T32 = s.T32,
     -- sw=1's wgmma shape and types, and the CPU emulation's index of weight (slice s) channel cl, map mm
     kshape = s.T32 and "k8.f32.tf32.tf32" or string.format("k16.f32.%s.%s", common.half_dtype(l) == "bf16" and "bf16" or "f16",
@@ -1345,7 +1421,8 @@ function H.kernel(l, p)
     return v.from_acc(e)
   end)
   v.stage_t = v.in_t
-  v.put8 = s.T32 and tf32_put(v) or common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4))
+  v.put8 = s.T32 and tf32_put(v) or (s.MN and s.FAST16) and "    // (mn=1: every 8 pixels one 16-byte copy, no put)"
+    or common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4))
   v.cp16 = common.cp_async16("            ", "smw + 2 * d", "sm + d", "src", "ok")
   -- tr=1's epilogue: output i of the block's tile as map m, image im of the block (ib > 1), row py
   -- of R and column px of Wd; past M (a partial map tile) the loop ends, past the batch it skips
@@ -1372,7 +1449,11 @@ function H.kernel(l, p)
   v.N, v.TA = s.tr and s.NP or p.bm, s.tr and 1 or 0
   -- both kernels' wgmma(d, da, db) (A the planes and B the weights; tr=1: A the weights,
   -- transposed) and d0
-  v.wgmma_fn = common.wgmma16_lambda(v.acc_t, s.NR, v.N, v.wt, v.TA, s.WR and 1 or 0)
+  v.wgmma_fn = common.wgmma16_lambda(v.acc_t, s.NR, v.N, v.wt, v.TA, (s.WR or s.MN) and 1 or 0)
+  if s.MN then v.stage_mn = stage_mn_src(v) end
+  -- tr=1's CPU emulation: slice cs's channel c of band pixel p in the planes (a: their first element)
+  v.plane_at = s.MN and string.format("a[((cs * %d + (c >> 3)) * %d + (p & ~7)) * 8 + (c & 7) * 8 + (p & 7)]", p.bk // 8,
+    s.NPIX or 0) or string.format("a[((cs * %d + (c >> 3)) * %d + p) * 8 + (c & 7)]", p.bk // 8, s.NPIX or 0)
   v.prologue = prologue(v)
   if s.SW then v.row_body = sw_row_src(v) end
   return {
