@@ -5,8 +5,8 @@
 #
 #   bash bench/scripts/planes_po_device.sh CONVGEN
 #
-# 1. `convgen check` of tests/gpu/layers-planes-po-bf16-wg.yaml at 7, 64 and 1,000 images;
-#    compute-sanitizer memcheck and racecheck at 64 (SKIP_CHECKS=1 leaves them out).
+# 1. `convgen check` of tests/gpu/layers-planes-po-bf16-wg.yaml (CHECK_SPEC: another) at 7, 64 and
+#    1,000 images; compute-sanitizer memcheck and racecheck at 64 (SKIP_CHECKS=1 leaves them out).
 # 2. `convgen kernel` (checked on CHECK_IMAGES images, default 32, then timed with the L2 flushed,
 #    median of REPEAT, default 10) on the bf16 copies of LAYERS ("spec|layer", default the 16-bit
 #    planes layers of zoo-vgg-same, -wide3x3, -5x5-c64, -deep512 and -residual): the layer as auto
@@ -17,7 +17,7 @@ set -u
 cg=$1
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
-s=tests/gpu/layers-planes-po-bf16-wg.yaml
+s=${CHECK_SPEC:-tests/gpu/layers-planes-po-bf16-wg.yaml}
 if [ -z "${SKIP_CHECKS:-}" ]; then
   for b in 7 64 1000; do spec_check "$cg" "$s" "$b"; done
   spec_sanitize "$cg" "$s" 64
