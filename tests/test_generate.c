@@ -2141,6 +2141,49 @@ static void test_precision_tf32(void)
     free(ov), free(wg), free(sp[0]), free(sp[1]), free(o[0]), free(o[1]);
 }
 
+/* planes' mn=1 (tr=1 on a 16-bit 1x1 layer, the planes staged pixels innermost): the kernel is
+ * named so, copies 16-byte groups of pixels by cp.async where H*W is a multiple of 8 and gathers
+ * them through registers where it is not, and tells wgmma B is transposed; po=1 beside it, and a
+ * 3x3 layer, are refused with the reason. */
+static void test_planes_mn(void)
+{
+    static const char text[] =
+        "network: s\ninput: {channels: 32, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
+        "  - {name: a, op: conv, M: 64, K: 1, strategy: planes, params: {tr: 1, mn: 1, wgs: 2}}\n"   /* 256 pixels */
+        "  - {name: b, op: conv, M: 64, K: 3}\n"                                                     /* -> 14x14 */
+        "  - {name: c, op: conv, M: 64, K: 1, strategy: planes, params: {tr: 1, mn: 1, wgs: 1}}\n"; /* 196 pixels */
+    cg_target tg;
+    int arch = 90;
+    cg_aot_target(&arch, 1, &tg);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_spec *sp = spec_text("mn.yaml", text);
+    cg_err e = {""};
+    if (!o || !sp) {
+        CHECK(0, "allocation");
+        free(o), free(sp);
+        return;
+    }
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *a = conv_kernel(o, "a"), *c = conv_kernel(o, "c");
+        CHECK(a && strstr(a->kernel, "_tr_mn_bf16") && strstr(a->source, "planes pixels innermost") &&
+                  strstr(a->source, "cp.async.cg.shared.global") && !strstr(a->source, "put(sm + d, v);") &&
+                  strstr(a->source, "p, 1, 1, 1, 1;"),
+              "mn=1 on 16x16: 16-byte copies, A and B transposed (%s)", a ? a->kernel : "none");
+        CHECK(c && strstr(c->kernel, "_mn_bf16") && strstr(c->source, "planes pixels innermost") &&
+                  strstr(c->source, "put(sm + d, v);"),
+              "mn=1 on 14x14 (196 pixels): gathered through registers (%s)", c ? c->kernel : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "mn.yaml: %s", e.msg);
+    free(sp);
+    static const char po[] =
+        "network: s\ninput: {channels: 32, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
+        "  - {name: a, op: conv, M: 64, K: 1, strategy: planes, params: {tr: 1, mn: 1, po: 1, bk: 16}}\n";
+    sp = spec_text("mn-po.yaml", po);
+    CHECK(sp && cg_generate_for(sp, "x", &tg, o, &e) != 0, "mn=1 with po=1 accepted");
+    CHECK_CONTAINS(e.msg, "mn=1: the planes pixels innermost are tr=1's B, staged whole (po=0)");
+    free(sp), free(o);
+}
+
 /* 16-bit layers of fewer than 16 channels on sm_90a (the course networks' second layers):
  * planes where C >= 12 (C padded to 16), igemm_wg below that, and direct where C*K*K < 128;
  * under fp32 the same layers keep the FFMA templates. */
@@ -2671,6 +2714,7 @@ int main(void)
     test_small_conv_choices();
     test_half_wgmma();
     test_half_small_c();
+    test_planes_mn();
     test_precision_tf32();
     test_engine();
     test_arg_roles();
