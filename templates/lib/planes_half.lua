@@ -207,8 +207,9 @@ function H.shape(l, p)
     -- bf16, 166 for 7 slots and one buffer of 7 x 8 in tf32; before, holding all 49 taps'
     -- descriptors, 238 for the first and 255 with spills for the second.)
     local function regs(ab, slots) return slots * s.NR + ab * l.K * s.KS * 4 + ADDRESSING end
-    s.AB = regs(2, l.K + 1 + (l.K % 2 == 0 and 1 or 0)) <= REG_BUDGET and 2 or 1
-    s.S = s.AB == 2 and (l.K + 1 + (l.K % 2 == 0 and 1 or 0)) or l.K
+    local slots2 = l.K + 1 + (l.K % 2 == 0 and 1 or 0)   -- two buffers: an even count
+    s.AB = regs(2, slots2) <= REG_BUDGET and 2 or 1
+    s.S = s.AB == 2 and slots2 or l.K
     s.regs = regs(s.AB, s.S)
     -- the PH input rows swept in groups of S (a loop over PHF rows, the slots' registers named in
     -- its unrolled body), then the RT rows left, unrolled apart: the last group had swept S rows

@@ -323,6 +323,7 @@ planner.AUTO_HALF_FIRST_TC_MAX_CKK = 9
 
 function planner.auto_strategy(l)
   if (l.groups or 1) > 1 then return planner.grouped_strategy(l) end
+  local ph = import("lib/planes_half")   -- (planes' 16-bit and tf32 defaults: tr, sw)
   local ckk = l.C * l.K * l.K
   local cc = l.target and l.target.cc or 75
   if l.precision == "tf32" and l.target and l.target.sm90a then
@@ -340,7 +341,6 @@ function planner.auto_strategy(l)
     -- fewer channels: planes where its rows are swept (sw=1: a fragment loaded once feeds K products);
     -- ece408-2018sp's conv2 (6 -> 16, 5x5) 0.403 ms against igemm's 0.934 and planes' tiles' 0.884
     -- (bench/scripts/planes_sw_tf32_device.sh, H200, tf32, 10,000 images)
-    local ph = import("lib/planes_half")
     if g.S == 1 and l.C < planner.AUTO_TF32_PLANES_MIN_C and ckk >= planner.AUTO_HALF_SMALL_C_MIN_CKK
         and l.M >= planner.AUTO_TF32_MIN_M and g.CH * g.CW >= planner.AUTO_WG_MIN_OUT and ph.default_sw(l) == 1
         and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
@@ -373,7 +373,6 @@ function planner.auto_strategy(l)
   -- on one; on 8x8 outputs 1.5x with three images a block, where one lost
   -- (lib/planes_half.lua, H.default_tr).
   local half = l.precision == "bf16" or l.precision == "fp16"
-  local ph = import("lib/planes_half")
   if half and wgmma_layer(l, g16) and l.K >= 2 and ph.default_tr(l) == 1
       and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
     return "conv2d_planes", string.format("auto: planes (maps as wgmma's M), since precision is %s, the target " ..
