@@ -549,6 +549,7 @@ static int take_kernel(cg_lua *h, const cg_spec *s, const char *regen, const cg_
         snprintf(launch->weights, sizeof launch->weights, "%s", weights);
         snprintf(launch->bias, sizeof launch->bias, "%s", bias);
         snprintf(launch->args, sizeof launch->args, "%s", args);
+        snprintf(launch->wdtype, sizeof launch->wdtype, "%s", wdt);
         snprintf(launch->params, sizeof launch->params, "%s", params);
         snprintf(launch->record, sizeof launch->record, "%.*s", (int)(man->len - line_at - 1),
                  man->data + line_at);

@@ -52,6 +52,7 @@ typedef struct {
     int shared;                    /* dynamic shared memory, bytes */
     char weights[200], bias[200];  /* none | arg | arg:transposed | const:SYMBOL */
     char args[64];                 /* the kernel's parameters by role: "in,out,weights,bias,n" */
+    char wdtype[8];                /* the 16-bit type its weights and bias are read in ("bf16", "f16"); "": f32 */
     char params[CG_PARAMS_TEXT];   /* "k=v k=v", the template's declared order */
     long long in_elems, out_elems; /* per image */
     int fused;                     /* conv: 0 when activation and pooling are left to other kernels */

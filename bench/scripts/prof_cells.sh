@@ -7,7 +7,8 @@
 #
 # Default cells: the 44 of bench/RESULTS.md's "Every network at 1 to 1,000 images" table
 # below issue 30's 1.5x (2026-11-29), worst first. A spec named without a directory is
-# looked up in bench/specs/, then specs/.
+# looked up in bench/specs/, then specs/. PREC=bf16 (fp16, tf32): each spec's --auto copy at that
+# precision (bench/compare.py's, its layers' strategies and params left out) instead of the spec.
 set -u
 . "$(dirname "$0")/cell_spec.sh"
 cg=$1
@@ -23,8 +24,11 @@ nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
 fail=0
 for c in $cells; do
   s=$(cell_spec "${c%:*}") b=${c##*:}
-  echo "=== $s $b"
-  "$cg" run "$s" --random-input 1 --images "$b" --batch "$b" --repeat 20 --profile 2>&1 |
+  echo "=== $s $b ${PREC:-}"
+  r=$s
+  if [ -n "${PREC:-}" ]; then r=$(auto_copy "$s" "$PREC"); fi
+  "$cg" run "$r" --random-input 1 --images "$b" --batch "$b" --repeat "${REPEAT:-20}" --profile 2>&1 |
     grep -v '^Op Time' || fail=1
+  if [ "$r" != "$s" ]; then rm -f "$r"; fi
 done
 exit $fail

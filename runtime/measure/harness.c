@@ -465,8 +465,11 @@ static int layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kerne
     if (!rc) rc = upload(b.cu, &b.out, NULL, (size_t)(n * kl->out_elems) * osz, e);
     long long rows, fan_in; /* rows: the weights' first dimension */
     (void)cg_op_weights(l, &rows, &fan_in);
-    if (!rc) rc = place(&b, kl->weights, h->hw, h->nw, rows, dt, &b.w, e);
-    if (!rc && l->bias) rc = place(&b, kl->bias, h->hb, (size_t)rows, 1, dt, &b.b, e);
+    /* its weights and bias in the type the kernel reads them (wdtype=; absent: FP32, as
+     * conv2d_direct's __constant__ weights of a 16-bit layer are) */
+    const cg_wdtype wdt = !strcmp(kl->wdtype, "bf16") ? CG_W_BF16 : !strcmp(kl->wdtype, "f16") ? CG_W_F16 : CG_W_F32;
+    if (!rc) rc = place(&b, kl->weights, h->hw, h->nw, rows, wdt, &b.w, e);
+    if (!rc && l->bias) rc = place(&b, kl->bias, h->hb, (size_t)rows, 1, wdt, &b.b, e);
     for (int i = 0; !rc && i < 2; i++) rc = CG_CU(e, b.cu->cuEventCreate(&b.ev[i], CU_EVENT_DEFAULT));
     if (!rc && cg_args_parse(kl->args, b.roles, &b.nroles))
         rc = cg_fail(e, "kernel arguments '%s': not a list of roles (in, in1, in2, in3, out, out1, out2, weights, "

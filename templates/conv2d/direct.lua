@@ -577,7 +577,10 @@ function T.kernel(l, p)
   -- the output written into a concat's slice (common.out_slice): its image stride
   local slice = common.out_slice(l, fused)
   if slice then name = name .. slice.tag end
-  local ty = common.types(l)
+  -- a 16-bit layer's __constant__ weights and bias are FP32 (the manifest's wdtype f32): an FFMA
+  -- takes an FP32 constant as its operand, where a 16-bit one is a load and a widening per product
+  local lt = (const and common.half_dtype(l)) and setmetatable({ w_dtype = "f32" }, { __index = l }) or l
+  local ty = common.types(lt)
   -- the pixels read scaled (the name says so and their scaling): uint8 in
   local px_decl, px_read, hty = "", nil, ty
   if l.pixels then
@@ -639,7 +642,7 @@ function T.kernel(l, p)
   local k = {
     name = name,
     args = args,
-    source = source(common.typed(l, v)),
+    source = source(common.typed(lt, v)),
     grid = { common.batch_dim(OH * OW // p.cols, p.block), p.ms, 1 },
     block = { p.block, 1, 1 },
     shared = 0,   -- dynamic shared memory; the staged weights are static
@@ -651,6 +654,7 @@ function T.kernel(l, p)
     fused = fused,
     residual = res ~= nil,
     out_slice = slice ~= nil,
+    wdtype = lt ~= l and "f32" or nil,
   }
   if slice then k.shape = k.shape .. string.format(", into a slice of %d values an image", slice.stride) end
   return k

@@ -995,6 +995,19 @@ function common.cp_async16(ind, saddr, dst, src, ok)
     "#endif" }, "\n")
 end
 
+-- common.cp_async16's 8-byte copy (cp.async.ca: .cg copies 16 bytes alone); the same arguments.
+function common.cp_async8(ind, saddr, dst, src, ok)
+  return table.concat({
+    "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)",
+    string.format('%sasm volatile("cp.async.ca.shared.global [%%0], [%%1], 8, %%2;" :: "r"(%s), "l"(%s), "r"(%s ? 8 : 0)',
+      ind, saddr, src, ok),
+    ind .. '             : "memory");',
+    "#else",
+    string.format("%sif (%s) memcpy(%s, %s, 8);", ind, ok, dst, src),
+    string.format("%selse memset(%s, 0, 8);", ind, dst),
+    "#endif" }, "\n")
+end
+
 -- The lambda `put(at, v)` of a kernel staging 16-bit operands (type stage_t) for wgmma:
 -- eight values as they are, packed in pairs, one 16-byte store of vector type v4 at
 -- `at` (a line of its own in the kernel's body, indented four).

@@ -244,6 +244,9 @@ function H.shape(l, p)
       s.NPIX = common.ceil_div(s.NPIX, 8) * 8
       s.PGN = s.NPIX // 8
       s.FAST16 = (l.H * l.W) % 8 == 0 and (s.NB == 1 or (p.rows * l.W) % 8 == 0)
+      -- FAST8: not FAST16, but every 4 pixels' first on 8 bytes, so a group is two 8-byte copies
+      -- (zoo-1x1's 22x22 maps: the 2-byte gathers had bounded its mn=1 kernel, 3.07 ms on an H200)
+      s.FAST8 = not s.FAST16 and (l.H * l.W) % 4 == 0 and (s.NB == 1 or (p.rows * l.W) % 4 == 0)
     end
   else
     -- the widest tap of the last tile a warpgroup computes reads up to pixel 64*MT*wgs - 1 +
@@ -730,7 +733,8 @@ local prologue = engine.compile([=[
 ]=], "conv2d_planes_half_prologue")
 
 -- mn=1's staging (the header's mn paragraph): unit u = (channel u / PGN, pixel group u % PGN), 8
--- pixels of one channel, at sm + PB + ((channel group * PGN + pixel group) * 8 + channel % 8) * 8;
+-- pixels of one channel, at sm + PB + ((channel group * PGN + pixel group) * 8 + channel % 8) * 8
+-- (one 16-byte cp.async, FAST16; two 8-byte ones, FAST8; else eight 2-byte loads and a store);
 -- the copies committed and awaited here (the weights' ring waits by its own group count).
 local stage_mn_src = engine.compile([=[
     // the planes pixels innermost (mn=1): unit u = (channel u / {{PGN}}, pixel group u % {{PGN}}), 8 pixels of one
@@ -751,6 +755,20 @@ local stage_mn_src = engine.compile([=[
         const {{in_t}}* const src = ok ? xb + c * {{H * W}} + y0 * {{W}} + p : in;
 %   end
 {{cp16}}
+% elseif FAST8 then
+#pragma unroll
+        for (int hh = 0; hh < 2; hh++) {
+            const int p = 8 * q + 4 * hh;
+%   if IB > 1 then
+            const int im = p / {{H * W}};
+            const bool ok = c < {{C}} && p < {{REAL}} && img + im < n;
+            const {{in_t}}* const src = ok ? xb + (long long)im * {{C * H * W}} + c * {{H * W}} + (p - im * {{H * W}}) : in;
+%   else
+            const bool ok = c < {{C}} && p < {{REAL}} && y0 * {{W}} + p < {{H * W}};
+            const {{in_t}}* const src = ok ? xb + c * {{H * W}} + y0 * {{W}} + p : in;
+%   end
+{{cp8}}
+        }
 % else
         {{stage_t}} v[8];
 #pragma unroll
@@ -1077,6 +1095,23 @@ local source_tr = engine.compile([=[
     }
 % else
     {{out_t}}* const ob = out + (long long)img * {{OS}} + m0 * {{COLS}} + y0 * {{CW}};
+% if EV > 1 then
+    // {{EV}} consecutive outputs a thread, one {{EV}}-wide store (a row of {{CW}} is whole vectors; a warp's 2-byte
+    // stores had bounded 1x1 layers: zoo-1x1's 64 -> 256 on 22x22, STG.E.U16 among its top stalls)
+#pragma unroll 4
+    for (int i = tid; i < {{BM * IB * RB * CW // EV}}; i += {{NT}}) {
+{{unpack(RB, CW // EV, "row and vector of the row")}}
+%   if IB == 1 and NB * RB > CH then
+        if (y0 + py >= {{CH}}) continue;   // the last band's rows past the output
+%   end
+        const {{out_t}}* const e = es + m * {{EP}} + {{IB > 1 and ("(im * " .. PH .. " + py)") or "py"}} * {{PW}} + {{EV}} * px;
+        {{vec_t(out_t, EV)}} y;
+%   for k = 1, EV do
+        y.{{({ "x", "y", "z", "w" })[k]}} = e[{{k - 1}}];
+%   end
+        *reinterpret_cast<{{vec_t(out_t, EV)}}*>(ob + {{IB > 1 and ("im * " .. OS .. " + ") or ""}}m * {{COLS}} + py * {{CW}} + {{EV}} * px) = y;
+    }
+% else
 #pragma unroll 4
     for (int i = tid; i < {{BM * IB * RB * CW}}; i += {{NT}}) {
 {{unpack(RB, CW, "row and column")}}
@@ -1089,6 +1124,7 @@ local source_tr = engine.compile([=[
         ob[m * {{COLS}} + py * {{CW}} + px] = es[m * {{EP}} + py * {{PW}} + px];
 % end
     }
+% end
 % end
 }
 ]=], "conv2d_planes_half_tr")
@@ -1371,6 +1407,7 @@ function H.kernel(l, p)
   local slice, ty, head, args, dregs, douts = pre.slice, pre.ty, pre.head, pre.args, pre.dregs, pre.douts
   name = pre.name
   local mguard = l.M % p.bm ~= 0
+  local os_ = slice and slice.stride or (s.pooled and l.M * g.OH * g.OW or l.M * g.CH * g.CW)
   local wok = {}
   if mguard then wok[#wok + 1] = string.format((s.tr or s.WR) and "m0 + 8 * mg < %d" or "m0 + m < %d", l.M) end
   if s.CP ~= l.C then wok[#wok + 1] = string.format("c0 + c < %d", l.C) end
@@ -1390,11 +1427,14 @@ function H.kernel(l, p)
     bias = l.bias, mguard = mguard, actname = act,
     b = l.bias and (" + " .. ty.w_to_acc("__ldg(b_arg + m)")) or "",
     act = function(e) return common.act(act, e) end,
-    OS = slice and slice.stride or (s.pooled and l.M * g.OH * g.OW or l.M * g.CH * g.CW),
+    OS = os_,
+    -- tr=1's unpooled epilogue: outputs a store (4 or 2 where the rows and images are whole vectors)
+    EV = (s.tr and not s.pooled) and ((g.CW % 4 == 0 and os_ % 4 == 0) and 4 or (g.CW % 2 == 0 and os_ % 2 == 0) and 2
+      or 1) or 1,
     pooled = s.pooled, pool_kind = g.kind, OH = g.OH, OW = g.OW, PR = math.min(p.rows, g.CH) // 2,
     IB = s.IB, PH = s.PH,
     tr = s.tr, MR = s.MR, PG = s.PG, NP = s.NP, MG = s.MG, ST = TR_STAGES, EP = s.EP,
-    PO = s.PO, SUN = s.SUN, SU = s.SU, WR = s.WR, MN = s.MN, PGN = s.PGN, FAST16 = s.FAST16,
+    PO = s.PO, SUN = s.SUN, SU = s.SU, WR = s.WR, MN = s.MN, PGN = s.PGN, FAST16 = s.FAST16, FAST8 = s.FAST8,
     IBW = s.IBW, S = s.S, PHF = s.PHF, RT = s.RT, KS = s.KS, AB = s.AB, EU = s.EU, KC = s.KC, T32 = s.T32,
     -- sw=1's wgmma shape and types, and the CPU emulation's index of weight (slice s) channel cl, map mm
     kshape = s.T32 and "k8.f32.tf32.tf32" or string.format("k16.f32.%s.%s", common.half_dtype(l) == "bf16" and "bf16" or "f16",
@@ -1422,9 +1462,10 @@ function H.kernel(l, p)
     return v.from_acc(e)
   end)
   v.stage_t = v.in_t
-  v.put8 = s.T32 and tf32_put(v) or (s.MN and s.FAST16) and "    // (mn=1: every 8 pixels one 16-byte copy, no put)"
+  v.put8 = s.T32 and tf32_put(v) or (s.MN and (s.FAST16 or s.FAST8)) and "    // (mn=1: every 8 pixels one 16-byte copy or two 8-byte ones, no put)"
     or common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4))
   v.cp16 = common.cp_async16("            ", "smw + 2 * d", "sm + d", "src", "ok")
+  v.cp8 = common.cp_async8("            ", "smw + 2 * (d + 4 * hh)", "sm + d + 4 * hh", "src", "ok")
   -- tr=1's epilogue: output i of the block's tile as map m, image im of the block (ib > 1), row py
   -- of R and column px of Wd; past M (a partial map tile) the loop ends, past the batch it skips
   v.unpack = function(R, Wd, what)

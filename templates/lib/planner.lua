@@ -1350,8 +1350,8 @@ end
 -- 16-bit tensors the source opens with common.HALF_PRELUDE, the name (the
 -- function and every symbol named after it) ends in the type ("_bf16", "_f16"),
 -- the header's precision line says so and k.wdtype names its weights' type (the
--- manifest's wdtype=, which the runtime converts them to at load); k unchanged
--- for FP32 tensors.
+-- manifest's wdtype=, which the runtime converts them to at load; a template's own
+-- k.wdtype kept: conv2d_direct's FP32 __constant__ weights); k unchanged for FP32 tensors.
 function planner.half_kernel(k, l, precision)
   local dt = planner.dtype_of(precision)
   if dt == "f32" then return k end
@@ -1363,7 +1363,7 @@ function planner.half_kernel(k, l, precision)
   if k.bias:sub(1, 6) == "const:" then k.bias = k.bias:gsub(old, new) end
   k.precision_line = string.format("%s (%s tensors; FP32 arithmetic)", precision, dt)
   if k.weights ~= "none" or k.bias ~= "none" then
-    k.wdtype = common.types(l).w_t == "float" and "f32" or dt
+    k.wdtype = k.wdtype or (common.types(l).w_t == "float" and "f32" or dt)
   end
   return k
 end
@@ -1381,8 +1381,9 @@ function planner.precision_line(l, k)
       return string.format("%s (%s tensors, weights and bias; products on tensor cores, FP32 accumulation)",
         l.precision, planner.dtype_of(l.precision))
     end
-    return string.format("%s (%s tensors, weights and bias; %s computes its products in FP32)", l.precision,
-      planner.dtype_of(l.precision), k.template)
+    return string.format("%s (%s tensors%s; %s computes its products in FP32)", l.precision,
+      planner.dtype_of(l.precision), k.wdtype == "f32" and ", FP32 weights and bias" or ", weights and bias",
+      k.template)
   end
   if k.precision == l.precision then return l.precision end
   return string.format("fp32 (the layer asks %s; %s computes its products in FP32)", l.precision, k.template)
