@@ -2141,6 +2141,84 @@ static void test_precision_tf32(void)
     free(ov), free(wg), free(sp[0]), free(sp[1]), free(o[0]), free(o[1]);
 }
 
+/* 16-bit memory paths: auto gives direct the 3x3 first layers of 64 maps (and of 3 channels) and a
+ * deep layer of 3 maps (its channel loop), its __constant__ weights FP32 (no wdtype= in the
+ * manifest: the runtime uploads them as they are) and, at the large batch, 2 or 4 columns a thread
+ * stored in pairs where even; one column at 8 images; a 5x5 first layer keeps igemm_wg; input_u8
+ * and an add move four 16-bit elements at a time; planes' tr=1 with whole 8x8 images a block
+ * stores four outputs at a time. */
+static void test_half_memory(void)
+{
+    static const char text[] =
+        "network: s\ninput: {channels: 1, height: 34, width: 34}\nprecision: bf16\nlayers:\n"
+        "  - {name: a, op: conv, M: 64, K: 3}\n"                                    /* 1 -> 64, 32x32 */
+        "  - {name: b, op: conv, M: 3, K: 3, activation: tanh}\n"                   /* 64 -> 3, 30x30 */
+        "  - {name: c, op: conv, M: 32, K: 3, padding: same, activation: relu}\n"   /* 3 -> 32 */
+        "  - {name: d, op: conv, M: 32, K: 5, input: input}\n"                      /* 1 -> 32, 5x5 */
+        "  - {name: e, op: conv, M: 32, K: 3, padding: same, input: d}\n"
+        "  - {name: f, op: add, input: [e, d, c], activation: relu}\n"              /* 32x30x30 each */
+        "  - {name: h, op: fc, out: 10}\n";
+    static const char tr[] =
+        "network: t\ninput: {channels: 64, height: 8, width: 8}\nprecision: bf16\nlayers:\n"
+        "  - {name: a, op: conv, M: 128, K: 3, padding: same, strategy: planes, params: {tr: 1, ib: 3}}\n"
+        "  - {name: b, op: conv, M: 128, K: 3, padding: same, strategy: planes, params: {tr: 1, ib: 3}}\n"
+        "  - {name: c, op: add, input: [b, a]}\n"
+        "  - {name: d, op: fc, out: 10}\n";
+    cg_target tg;
+    int arch = 90;
+    cg_aot_target(&arch, 1, &tg);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_spec *sp = spec_text("mem.yaml", text), *st = spec_text("tr.yaml", tr);
+    cg_err e = {""};
+    if (!o || !sp || !st) {
+        CHECK(0, "allocation");
+        free(o), free(sp), free(st);
+        return;
+    }
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *a = conv_kernel(o, "a"), *b = conv_kernel(o, "b"), *c = conv_kernel(o, "c"),
+                            *d = conv_kernel(o, "d"),
+                            *in = layer_kernel(o, "input", "input_u8");
+        CHECK(a && !strcmp(a->tpl, "conv2d_direct") && strstr(a->source, "__constant__ float ") &&
+                  param(a->source, "cols") == 4 && strstr(a->source, "*reinterpret_cast<cg_bf16x2*>(y + ") &&
+                  strstr(a->source, "FP32 weights and bias"),
+              "1 -> 64 3x3 in bf16: direct, FP32 constant weights, 4 columns stored in pairs (%s)",
+              a ? a->kernel : "none");
+        CHECK(b && !strcmp(b->tpl, "conv2d_direct") && strstr(b->kernel, "_cl_bf16") && param(b->source, "cols") == 3 &&
+                  !strstr(b->source, "cg_bf16x2*"),
+              "64 -> 3 in bf16: direct's channel loop, 3 columns of 30, one output a store (%s)", b ? b->kernel : "none");
+        CHECK(c && !strcmp(c->tpl, "conv2d_direct") && param(c->source, "cols") == 3,
+              "3 -> 32 3x3 same in bf16: direct, 3 columns (%s)", c ? c->kernel : "none");
+        CHECK(d && !strcmp(d->tpl, "conv2d_igemm_wg"), "1 -> 32 5x5 in bf16: igemm_wg (%s)", d ? d->kernel : "none");
+        CHECK(in && strstr(in->source, "reinterpret_cast<cg_bf16x4*>(out)[i] = y;"),
+              "input_u8 into bf16: four pixels a thread (%s)", in ? in->kernel : "none");
+        const char *ka = a ? strstr(o->manifest, a->kernel) : NULL, *nl = ka ? strchr(ka, '\n') : NULL;
+        char line[1200] = "";
+        if (ka && nl) snprintf(line, sizeof line, "%.*s", (int)(nl - ka), ka);
+        CHECK(line[0] && !strstr(line, "wdtype="), "direct's FP32 constant weights: no wdtype in its manifest line: %s",
+              line);
+        cg_gen_free(o);
+    } else CHECK(0, "mem.yaml: %s", e.msg);
+    tg.batch = 8;
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *a = conv_kernel(o, "a");
+        CHECK(a && param(a->source, "cols") == 1 && !strstr(a->source, "cg_bf16x2*"),
+              "at 8 images: one column a thread (%s)", a ? a->kernel : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "mem.yaml at 8: %s", e.msg);
+    tg.batch = 0;
+    if (cg_generate_for(st, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *a = conv_kernel(o, "a");
+        CHECK(a && strstr(a->kernel, "_tr_i3_") && strstr(a->source, "*reinterpret_cast<cg_bf16x4*>(ob + im * "),
+              "planes tr=1, three 8x8 images a block: four outputs a store (%s)", a ? a->kernel : "none");
+        const cg_gen_kernel *c = layer_kernel(o, "c", "add");
+        CHECK(c && strstr(c->kernel, "_v4_") && strstr(c->source, "reinterpret_cast<const cg_bf16x4*>(in)[i]"),
+              "the bf16 add: four elements a thread (%s)", c ? c->kernel : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "tr.yaml: %s", e.msg);
+    free(sp), free(st), free(o);
+}
+
 /* planes' mn=1 (tr=1 on a 16-bit 1x1 layer, the planes staged pixels innermost): the kernel is
  * named so, copies 16-byte groups of pixels by cp.async where H*W is a multiple of 8 and gathers
  * them through registers where it is not, and tells wgmma B is transposed; po=1 beside it, and a
@@ -2151,7 +2229,9 @@ static void test_planes_mn(void)
         "network: s\ninput: {channels: 32, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
         "  - {name: a, op: conv, M: 64, K: 1, strategy: planes, params: {tr: 1, mn: 1, wgs: 2}}\n"   /* 256 pixels */
         "  - {name: b, op: conv, M: 64, K: 3}\n"                                                     /* -> 14x14 */
-        "  - {name: c, op: conv, M: 64, K: 1, strategy: planes, params: {tr: 1, mn: 1, wgs: 1}}\n"; /* 196 pixels */
+        "  - {name: c, op: conv, M: 64, K: 1, strategy: planes, params: {tr: 1, mn: 1, wgs: 1}}\n"   /* 196 pixels */
+        "  - {name: d, op: conv, M: 64, K: 2}\n"                                                     /* -> 13x13 */
+        "  - {name: e, op: conv, M: 64, K: 1, strategy: planes, params: {tr: 1, mn: 1, wgs: 1}}\n"; /* 169 pixels */
     cg_target tg;
     int arch = 90;
     cg_aot_target(&arch, 1, &tg);
@@ -2164,14 +2244,18 @@ static void test_planes_mn(void)
         return;
     }
     if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
-        const cg_gen_kernel *a = conv_kernel(o, "a"), *c = conv_kernel(o, "c");
+        const cg_gen_kernel *a = conv_kernel(o, "a"), *c = conv_kernel(o, "c"), *k5 = conv_kernel(o, "e");
         CHECK(a && strstr(a->kernel, "_tr_mn_bf16") && strstr(a->source, "planes pixels innermost") &&
                   strstr(a->source, "cp.async.cg.shared.global") && !strstr(a->source, "put(sm + d, v);") &&
                   strstr(a->source, "p, 1, 1, 1, 1;"),
               "mn=1 on 16x16: 16-byte copies, A and B transposed (%s)", a ? a->kernel : "none");
         CHECK(c && strstr(c->kernel, "_mn_bf16") && strstr(c->source, "planes pixels innermost") &&
-                  strstr(c->source, "put(sm + d, v);"),
-              "mn=1 on 14x14 (196 pixels): gathered through registers (%s)", c ? c->kernel : "none");
+                  strstr(c->source, "cp.async.ca.shared.global [%0], [%1], 8,") &&
+                  !strstr(c->source, "put(sm + d, v);"),
+              "mn=1 on 14x14 (196 pixels): two 8-byte copies a group of 8 (%s)", c ? c->kernel : "none");
+        CHECK(k5 && strstr(k5->kernel, "_mn_bf16") && strstr(k5->source, "put(sm + d, v);") &&
+                  !strstr(k5->source, "cp.async.ca.shared.global [%0], [%1], 8,"),
+              "mn=1 on 13x13 (169 pixels): gathered through registers (%s)", k5 ? k5->kernel : "none");
         cg_gen_free(o);
     } else CHECK(0, "mn.yaml: %s", e.msg);
     free(sp);
@@ -2715,6 +2799,7 @@ int main(void)
     test_half_wgmma();
     test_half_small_c();
     test_planes_mn();
+    test_half_memory();
     test_precision_tf32();
     test_engine();
     test_arg_roles();

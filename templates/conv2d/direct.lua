@@ -199,6 +199,23 @@ local function default_ms(l, given)
   return best
 end
 
+-- cols' default: 1; for a 16-bit layer at the large batch the largest divisor of the row up to 4
+-- whose accumulators fit a fused pool's tile (64 a thread: 2 columns under a 2x2 pool of 8 maps).
+-- On an H200 in bf16 at 10,000 images (bench/scripts/tr_store_device.sh EXTRA, ms, 1 column /
+-- more): zoo-5x5-c64's 1 -> 64 on 28x28 0.672 / 0.517 (2), zoo-vgg-same's 3 -> 64 same on 32x32
+-- 1.763 / 1.370 (2) / 0.888 (4), zoo-deep512's 1 -> 128 with its pool 0.655 / 0.512 (2),
+-- zoo-squeeze's 128 -> 3 (cl=1) 2.610 / 1.107 (4); FP32 layers were not timed and keep 1.
+local function default_cols(l, given)
+  if not common.half_dtype(l) or small_batch(l) then return 1 end
+  local F = pool_side(l, 1)
+  local mu = (given and given.maps_unroll) or mu_default(l)
+  local best = 1
+  for _, d in ipairs(common.divisors(row_len(l, 1), 4)) do
+    if mu * F * F * d <= 64 then best = d end
+  end
+  return best
+end
+
 -- Tunable parameters: the autotuner enumerates exactly `legal(layer)`.
 T.params = {
   { name = "block", doc = "threads per block",
@@ -212,7 +229,7 @@ T.params = {
     default = mu_default },
   { name = "cols", doc = "outputs (pooled outputs when pooling) per thread along a row; divides the row",
     legal = function(l) return common.divisors(row_len(l, 1), 8) end,
-    default = function(_) return 1 end },
+    default = default_cols },
   { name = "unroll_groups", doc = "1: unroll the loop over map groups too (weights become immediate operands)",
     legal = function(_) return { 0, 1 } end,
     default = function(_) return 0 end },
@@ -516,6 +533,7 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
         // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, {{res and "add, " or ""}}store
 % local guard = const and "" or "if (live) "
 % for m = 0, mu - 1 do
+%   local vals = {}
 %   for s = 0, cols - 1 do
 %     local val
 %     local b = bias and (" + B(g + " .. m .. ")") or ""
@@ -534,7 +552,12 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 %     else
 %       val = act(string.format("a%d[0][%d]", m, s) .. b)
 %     end
-        {{guard}}y[(g + {{m}}) * {{P}} + {{s}}] = {{from_acc(radd(val, "(g + " .. m .. ") * " .. P .. " + " .. s))}};
+%     vals[s] = from_acc(radd(val, "(g + " .. m .. ") * " .. P .. " + " .. s))
+%     if not pair then
+        {{guard}}y[(g + {{m}}) * {{P}} + {{s}}] = {{vals[s]}};
+%     elseif s % 2 == 1 then
+        {{guard}}*reinterpret_cast<{{vec_t(out_t, 2)}}*>(y + (g + {{m}}) * {{P}} + {{s - 1}}) = {{vec_t(out_t, 2)}}{ {{vals[s - 1]}}, {{vals[s]}} };
+%     end
 %   end
 % end
     }
@@ -600,6 +623,10 @@ function T.kernel(l, p)
     C = l.C, H = l.H, W = l.W, M = l.M, K = l.K, CKK = CKK, CG = CG, G = g.G, xv = xv,
     TR = TR, TS = TS, PR = PR, PC = PC,
     P = OH * OW, TW = OW, OS = slice and slice.stride or l.M * OH * OW,
+    -- 16-bit outputs two at a time (one 4-byte store) where a thread's columns, the rows, maps and
+    -- images keep every pair on 4 bytes
+    pair = common.is_half(ty.out_t) and p.cols % 2 == 0 and OW % 2 == 0 and (OH * OW) % 2 == 0
+      and (slice and slice.stride or l.M * OH * OW) % 2 == 0,
     -- a padded patch also keeps its bounds' predicates live: a smaller one is hoisted
     pooled = pooled,
     hoist = g.G == 1 and p.cl ~= 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT),

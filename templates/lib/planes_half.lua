@@ -1096,8 +1096,7 @@ local source_tr = engine.compile([=[
 % else
     {{out_t}}* const ob = out + (long long)img * {{OS}} + m0 * {{COLS}} + y0 * {{CW}};
 % if EV > 1 then
-    // {{EV}} consecutive outputs a thread, one {{EV}}-wide store (a row of {{CW}} is whole vectors; a warp's 2-byte
-    // stores had bounded 1x1 layers: zoo-1x1's 64 -> 256 on 22x22, STG.E.U16 among its top stalls)
+    // {{EV}} consecutive outputs a thread, one {{EV}}-wide store (a row of {{CW}} is whole vectors)
 #pragma unroll 4
     for (int i = tid; i < {{BM * IB * RB * CW // EV}}; i += {{NT}}) {
 {{unpack(RB, CW // EV, "row and vector of the row")}}
@@ -1428,9 +1427,13 @@ function H.kernel(l, p)
     b = l.bias and (" + " .. ty.w_to_acc("__ldg(b_arg + m)")) or "",
     act = function(e) return common.act(act, e) end,
     OS = os_,
-    -- tr=1's unpooled epilogue: outputs a store (4 or 2 where the rows and images are whole vectors)
-    EV = (s.tr and not s.pooled) and ((g.CW % 4 == 0 and os_ % 4 == 0) and 4 or (g.CW % 2 == 0 and os_ % 2 == 0) and 2
-      or 1) or 1,
+    -- tr=1's unpooled epilogue with whole images a block (ib > 1): outputs a store, 4 or 2 where the
+    -- rows and images are whole vectors. On an H200 in bf16 at 10,000 images (bench/scripts/
+    -- tr_store_device.sh) zoo-vgg-same's conv3_1 (8x8, three images a block) 1.288 -> 1.177 ms; on
+    -- bands of rows it was level or lost: 16x16 and 14x14 within 1.5 %, zoo-1x1's 22x22 (two outputs
+    -- a store) 3.05 -> 3.23, so bands store one output at a time
+    EV = (s.tr and not s.pooled and s.IB > 1) and ((g.CW % 4 == 0 and os_ % 4 == 0) and 4
+      or (g.CW % 2 == 0 and os_ % 2 == 0) and 2 or 1) or 1,
     pooled = s.pooled, pool_kind = g.kind, OH = g.OH, OW = g.OW, PR = math.min(p.rows, g.CH) // 2,
     IB = s.IB, PH = s.PH,
     tr = s.tr, MR = s.MR, PG = s.PG, NP = s.NP, MG = s.MG, ST = TR_STAGES, EP = s.EP,

@@ -318,8 +318,23 @@ planner.AUTO_HALF_PLANES_MIN_COLS = 0.6   -- 16-bit planes, tr=0: conv output co
 -- 10.18 / 11.12 under igemm_tc: direct's fused pool writes a quarter of the outputs, so a layer
 -- with a pool keeps direct unless C*K*K > AUTO_HALF_FIRST_TC_MAX_CKK (ece408-2017's 25 gained).
 -- Fewer maps (the course networks' 6 and 12) keep the rules below (not timed).
+-- Since 2026-12-01 direct reads FP32 __constant__ weights in 16-bit layers (a 16-bit one had been a
+-- load and a widening per product) and at the large batch computes up to 4 columns a thread (2
+-- under a 2x2 pool), storing them in pairs; it then beats those templates on first layers but
+-- for one tap set of one channel into fewer than AUTO_HALF_FIRST_DIRECT_MIN_M maps. On an H200 in
+-- bf16 at 10,000 images (bench/scripts/tr_store_device.sh EXTRA, single kernels, L2 flushed; direct
+-- / the template before, ms): zoo-squeeze's 1 -> 64 on 48x48 1.618 / 1.837 (igemm_tc),
+-- zoo-5x5-c64's 1 -> 64 on 28x28 0.517 / 0.784, zoo-1x1's 1 -> 64 on 24x24 0.368 / 0.431,
+-- zoo-vgg-same's 3 -> 64 same on 32x32 0.888 / 1.010 (igemm_wg), zoo-residual's 3 -> 32 same
+-- 0.458 / 0.546 (igemm_wg); but zoo-wide3x3's 1 -> 32 on 36x36 0.375 / 0.284 (igemm_tc). Larger or
+-- strided kernels stay with igemm_wg: in whole networks (bench/scripts/half_nets_device.sh, the same
+-- card and batch, per-kernel times) direct lost zoo-7x7-large's 1 -> 32 7x7 with its pool 10.95 /
+-- 7.32, zoo-k7pad's 3 -> 32 5x5 1.31 / 0.50, ece408-2017's 1 -> 50 5x5 with its pool 0.322 / 0.272
+-- and zoo-edge's 3 -> 64 3x3 of stride 3 0.464 / 0.257, so the rule asks K <= 3 and stride 1.
 planner.AUTO_HALF_FIRST_MIN_M = 32
 planner.AUTO_HALF_FIRST_TC_MAX_CKK = 9
+planner.AUTO_HALF_FIRST_DIRECT_MIN_M = 64
+planner.AUTO_HALF_FIRST_DIRECT_MAX_K = 3
 
 function planner.auto_strategy(l)
   if (l.groups or 1) > 1 then return planner.grouped_strategy(l) end
@@ -435,6 +450,13 @@ function planner.auto_strategy(l)
       "C*K*K = %d < %d and M = %d >= %d", l.precision, l.C, planner.AUTO_TC_MIN_C, ckk,
       planner.AUTO_HALF_SMALL_C_MIN_CKK, l.M, planner.AUTO_HALF_FIRST_MIN_M)
     local tc = ckk <= planner.AUTO_HALF_FIRST_TC_MAX_CKK
+    if l.K <= planner.AUTO_HALF_FIRST_DIRECT_MAX_K and g16.S == 1 and (not tc or l.M >= planner.AUTO_HALF_FIRST_DIRECT_MIN_M)
+        and pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, nil, nil) then
+      return "conv2d_direct", string.format("auto: direct, %s, K = %d <= %d, stride 1 and %s (FP32 constant " ..
+        "weights, columns in pairs)", why, l.K, planner.AUTO_HALF_FIRST_DIRECT_MAX_K,
+        tc and string.format("M = %d >= %d", l.M, planner.AUTO_HALF_FIRST_DIRECT_MIN_M)
+          or string.format("C*K*K = %d > %d", ckk, planner.AUTO_HALF_FIRST_TC_MAX_CKK))
+    end
     local order = tc and { "conv2d_igemm_tc", "conv2d_igemm_wg" } or { "conv2d_igemm_wg", "conv2d_igemm_tc" }
     local notes = { tc and string.format(" (C*K*K = %d <= %d: igemm_tc's slices)", ckk,
       planner.AUTO_HALF_FIRST_TC_MAX_CKK) or "", string.format(" (%s has no legal configuration)", order[1]:sub(8)) }
@@ -458,6 +480,18 @@ function planner.auto_strategy(l)
     return "conv2d_igemm_tc", string.format("auto: igemm_tc, since precision is %s (one m16n8k16 product a " ..
       "tile), the target has its tensor cores (sm_%d), C = %d >= %d and M = %d >= %d", l.precision, cc, l.C,
       planner.AUTO_TF32_MIN_C, l.M, planner.AUTO_TF32_MIN_M)
+  end
+  -- 16-bit layers of fewer maps than wgmma's rules take, and C*K*K >= AUTO_HALF_SMALL_C_MIN_CKK:
+  -- direct (its channel loop, cl=1, where the layer does not unroll whole), not igemm's FFMA tiles,
+  -- whose maps pad to the tile: on an H200 in bf16 at 10,000 images zoo-squeeze's 128 -> 3 3x3 on
+  -- 22x22 took 1.107 ms under direct with 4 columns a thread against igemm's 2.408
+  -- (bench/scripts/tr_store_device.sh EXTRA). (Shallower ones keep igemm: two such layers alike
+  -- would share direct's kernel and its __constant__ weights, which the planner refuses.)
+  if half and l.M < planner.AUTO_HALF_WG_MIN_M and ckk >= planner.AUTO_HALF_SMALL_C_MIN_CKK
+      and pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, nil, nil) then
+    return "conv2d_direct", string.format("auto: direct, since precision is %s, M = %d < %d (the maps of " ..
+      "wgmma's rules) and C*K*K = %d >= %d", l.precision, l.M, planner.AUTO_HALF_WG_MIN_M, ckk,
+      planner.AUTO_HALF_SMALL_C_MIN_CKK)
   end
   local planes, why = planes_rule(l)
   if planes then return planes, why end
