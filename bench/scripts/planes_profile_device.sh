@@ -49,6 +49,6 @@ for i, h in enumerate(head):
         print(f"  {h} = {vals[i]}")
 PY
   ncu -i "$out/$name.ncu-rep" --page source --print-source sass --csv 2>/dev/null >"$out/$name-sass.csv"
-  python3 "$(dirname "$0")/ncu_top_stalls.py" "$out/$name-sass.csv" | head -14
+  python3 "$(dirname "$0")/ncu_top_stalls.py" "$out/$name-sass.csv" | sed -n 1,14p
   rm -f "$c"
 done

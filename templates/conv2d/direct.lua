@@ -199,19 +199,30 @@ local function default_ms(l, given)
   return best
 end
 
+-- Largest input patch (floats, all channels) kept in registers across groups.
+local HOIST_LIMIT = 72
+local HOIST_LIMIT_PADDED = 64
+
 -- cols' default: 1; for a 16-bit layer at the large batch the largest divisor of the row up to 4
 -- whose accumulators fit a fused pool's tile (64 a thread: 2 columns under a 2x2 pool of 8 maps).
 -- On an H200 in bf16 at 10,000 images (bench/scripts/tr_store_device.sh EXTRA, ms, 1 column /
 -- more): zoo-5x5-c64's 1 -> 64 on 28x28 0.672 / 0.517 (2), zoo-vgg-same's 3 -> 64 same on 32x32
 -- 1.763 / 1.370 (2) / 0.888 (4), zoo-deep512's 1 -> 128 with its pool 0.655 / 0.512 (2),
 -- zoo-squeeze's 128 -> 3 (cl=1) 2.610 / 1.107 (4); FP32 layers were not timed and keep 1.
+-- Only where a thread's registers stay light: the patch of every channel hoisted (first layers), or
+-- the channel loop (cl=1) with at most 4 maps a thread; elsewhere ptxas spilled (a 24 -> 24 3x3 with
+-- 2 columns at sm_80, a 24 -> 24 5x5 channel loop of 8 maps with 4 at sm_120: test_kernels_compile).
 local function default_cols(l, given)
   if not common.half_dtype(l) or small_batch(l) then return 1 end
   local F = pool_side(l, 1)
   local mu = (given and given.maps_unroll) or mu_default(l)
+  local g = common.conv_geom(l)
+  local loop = not unrolls(l)
   local best = 1
   for _, d in ipairs(common.divisors(row_len(l, 1), 4)) do
-    if mu * F * F * d <= 64 then best = d end
+    local PR, PC = (F - 1) * g.S + l.K, (F * d - 1) * g.S + l.K
+    local hoisted = g.G == 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT)
+    if mu * F * F * d <= 64 and (hoisted or (loop and mu <= 4)) then best = d end
   end
   return best
 end
@@ -256,9 +267,6 @@ T.BODY_BUDGET = 2560
 -- Most unrolled tile calls (one source line each, about 80 bytes): the source size.
 T.CALL_BUDGET = 400
 
--- Largest input patch (floats, all channels) kept in registers across groups.
-local HOIST_LIMIT = 72
-local HOIST_LIMIT_PADDED = 64
 -- Most weights per group read straight from constant memory (see T.kernel).
 local CONST_GROUP_LIMIT = 256
 
