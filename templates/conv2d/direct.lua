@@ -608,9 +608,12 @@ function T.kernel(l, p)
   -- the output written into a concat's slice (common.out_slice): its image stride
   local slice = common.out_slice(l, fused)
   if slice then name = name .. slice.tag end
-  -- a 16-bit layer's __constant__ weights and bias are FP32 (the manifest's wdtype f32): an FFMA
-  -- takes an FP32 constant as its operand, where a 16-bit one is a load and a widening per product
-  local lt = (const and common.half_dtype(l)) and setmetatable({ w_dtype = "f32" }, { __index = l }) or l
+  -- a 16-bit layer's __constant__ weights and bias are FP32 (the manifest's wdtype f32) where every
+  -- channel's patch is hoisted (first layers): an FFMA takes an FP32 constant as its operand, where a
+  -- 16-bit one is a load and a widening per product. (Elsewhere they stay 16-bit: with FP32 ones
+  -- ptxas spilled a 24 -> 24 3x3 layer's kernel at sm_80, its patch reloaded a map group.)
+  local hoisted = g.G == 1 and p.cl ~= 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT)
+  local lt = (const and hoisted and common.half_dtype(l)) and setmetatable({ w_dtype = "f32" }, { __index = l }) or l
   local ty = common.types(lt)
   -- the pixels read scaled (the name says so and their scaling): uint8 in
   local px_decl, px_read, hty = "", nil, ty
@@ -637,7 +640,7 @@ function T.kernel(l, p)
       and (slice and slice.stride or l.M * OH * OW) % 2 == 0,
     -- a padded patch also keeps its bounds' predicates live: a smaller one is hoisted
     pooled = pooled,
-    hoist = g.G == 1 and p.cl ~= 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT),
+    hoist = hoisted,
     cl = p.cl == 1, KK = l.K * l.K,
     S = g.S, pt = g.pt, pl = g.pl, padded = g.padded, incond = incond,
     pool_doc = not pooled and "" or g.max2 and "2x2 max, " or (g.kind .. " over " .. TR .. "x" .. TR .. ", "),

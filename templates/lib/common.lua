@@ -979,34 +979,24 @@ function common.wgmma_tf32_lambda(acc_t, nr, n)
   return wgmma_lambda_lines(acc_t, nr, n, "k8.f32.tf32.tf32", "p, 1, 1", "acc", ", int acc")
 end
 
--- A 16-byte copy from global memory into shared memory as the 16-bit wgmma templates stage
--- their operands (fc_mma, planes' tr=1 weights): the lines (indented `ind`) of one cp.async
--- of `src` to shared address `saddr`, zero-filled where `ok` is false (a source size of 0),
--- and, without sm_90a (the CPU emulation), a memcpy to element pointer `dst` or zeros.
-function common.cp_async16(ind, saddr, dst, src, ok)
+-- A copy of `bytes` (16: cp.async.cg; 8: .ca, as .cg copies 16 bytes alone) from global memory
+-- into shared memory as the 16-bit wgmma templates stage their operands (fc_mma, planes' tr=1
+-- weights, mn=1's planes): the lines (indented `ind`) of one cp.async of `src` to shared address
+-- `saddr`, zero-filled where `ok` is false (a source size of 0), and, without sm_90a (the CPU
+-- emulation), a memcpy to element pointer `dst` or zeros.
+local function cp_async(bytes, ind, saddr, dst, src, ok)
   return table.concat({
     "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)",
-    string.format('%sasm volatile("cp.async.cg.shared.global [%%0], [%%1], 16, %%2;" :: "r"(%s), "l"(%s), "r"(%s ? 16 : 0)',
-      ind, saddr, src, ok),
+    string.format('%sasm volatile("cp.async.%s.shared.global [%%0], [%%1], %d, %%2;" :: "r"(%s), "l"(%s), "r"(%s ? %d : 0)',
+      ind, bytes == 16 and "cg" or "ca", bytes, saddr, src, ok, bytes),
     ind .. '             : "memory");',
     "#else",
-    string.format("%sif (%s) memcpy(%s, %s, 16);", ind, ok, dst, src),
-    string.format("%selse memset(%s, 0, 16);", ind, dst),
+    string.format("%sif (%s) memcpy(%s, %s, %d);", ind, ok, dst, src, bytes),
+    string.format("%selse memset(%s, 0, %d);", ind, dst, bytes),
     "#endif" }, "\n")
 end
-
--- common.cp_async16's 8-byte copy (cp.async.ca: .cg copies 16 bytes alone); the same arguments.
-function common.cp_async8(ind, saddr, dst, src, ok)
-  return table.concat({
-    "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)",
-    string.format('%sasm volatile("cp.async.ca.shared.global [%%0], [%%1], 8, %%2;" :: "r"(%s), "l"(%s), "r"(%s ? 8 : 0)',
-      ind, saddr, src, ok),
-    ind .. '             : "memory");',
-    "#else",
-    string.format("%sif (%s) memcpy(%s, %s, 8);", ind, ok, dst, src),
-    string.format("%selse memset(%s, 0, 8);", ind, dst),
-    "#endif" }, "\n")
-end
+function common.cp_async16(ind, saddr, dst, src, ok) return cp_async(16, ind, saddr, dst, src, ok) end
+function common.cp_async8(ind, saddr, dst, src, ok) return cp_async(8, ind, saddr, dst, src, ok) end
 
 -- The lambda `put(at, v)` of a kernel staging 16-bit operands (type stage_t) for wgmma:
 -- eight values as they are, packed in pairs, one 16-byte store of vector type v4 at

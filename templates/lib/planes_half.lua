@@ -746,27 +746,13 @@ local stage_mn_src = engine.compile([=[
         const int d = {{PB}} + (((c >> 3) * {{PGN}} + q) * 8 + (c & 7)) * 8;
 % if FAST16 then
         const int p = 8 * q;
-%   if IB > 1 then
-        const int im = p / {{H * W}};
-        const bool ok = c < {{C}} && p < {{REAL}} && img + im < n;
-        const {{in_t}}* const src = ok ? xb + (long long)im * {{C * H * W}} + c * {{H * W}} + (p - im * {{H * W}}) : in;
-%   else
-        const bool ok = c < {{C}} && p < {{REAL}} && y0 * {{W}} + p < {{H * W}};
-        const {{in_t}}* const src = ok ? xb + c * {{H * W}} + y0 * {{W}} + p : in;
-%   end
+{{mn_src("        ")}}
 {{cp16}}
 % elseif FAST8 then
 #pragma unroll
         for (int hh = 0; hh < 2; hh++) {
             const int p = 8 * q + 4 * hh;
-%   if IB > 1 then
-            const int im = p / {{H * W}};
-            const bool ok = c < {{C}} && p < {{REAL}} && img + im < n;
-            const {{in_t}}* const src = ok ? xb + (long long)im * {{C * H * W}} + c * {{H * W}} + (p - im * {{H * W}}) : in;
-%   else
-            const bool ok = c < {{C}} && p < {{REAL}} && y0 * {{W}} + p < {{H * W}};
-            const {{in_t}}* const src = ok ? xb + c * {{H * W}} + y0 * {{W}} + p : in;
-%   end
+{{mn_src("            ")}}
 {{cp8}}
         }
 % else
@@ -1469,6 +1455,20 @@ function H.kernel(l, p)
     or common.put8_lambda(v.stage_t, v.vec_t(v.acc_t, 4))
   v.cp16 = common.cp_async16("            ", "smw + 2 * d", "sm + d", "src", "ok")
   v.cp8 = common.cp_async8("            ", "smw + 2 * (d + 4 * hh)", "sm + d + 4 * hh", "src", "ok")
+  -- mn=1's copies: whether channel c's pixel p of the block is live, and its source (lines indented ind)
+  v.mn_src = function(ind)
+    local HW = l.H * l.W
+    local L = s.IB > 1 and {
+      string.format("const int im = p / %d;", HW),
+      string.format("const bool ok = c < %d && p < %d && img + im < n;", l.C, s.REAL or 0),
+      string.format("const %s* const src = ok ? xb + (long long)im * %d + c * %d + (p - im * %d) : in;", ty.in_t,
+        l.C * HW, HW, HW),
+    } or {
+      string.format("const bool ok = c < %d && p < %d && y0 * %d + p < %d;", l.C, s.REAL or 0, l.W, HW),
+      string.format("const %s* const src = ok ? xb + c * %d + y0 * %d + p : in;", ty.in_t, HW, l.W),
+    }
+    return ind .. table.concat(L, "\n" .. ind)
+  end
   -- tr=1's epilogue: output i of the block's tile as map m, image im of the block (ib > 1), row py
   -- of R and column px of Wd; past M (a partial map tile) the loop ends, past the batch it skips
   v.unpack = function(R, Wd, what)
