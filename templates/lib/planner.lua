@@ -318,8 +318,9 @@ planner.AUTO_HALF_PLANES_MIN_COLS = 0.6   -- 16-bit planes, tr=0: conv output co
 -- 10.18 / 11.12 under igemm_tc: direct's fused pool writes a quarter of the outputs, so a layer
 -- with a pool keeps direct unless C*K*K > AUTO_HALF_FIRST_TC_MAX_CKK (ece408-2017's 25 gained).
 -- Fewer maps (the course networks' 6 and 12) keep the rules below (not timed).
--- Since 2026-12-01 direct reads FP32 __constant__ weights in 16-bit layers (a 16-bit one had been a
--- load and a widening per product) and at the large batch computes up to 4 columns a thread (2
+-- Since 2026-12-01 direct reads FP32 __constant__ weights in 16-bit layers whose patch it hoists
+-- (a 16-bit one had been a load and a widening per product) and at the large batch computes up to
+-- 4 columns a thread (2
 -- under a 2x2 pool), storing them in pairs; it then beats those templates on first layers but
 -- for one tap set of one channel into fewer than AUTO_HALF_FIRST_DIRECT_MIN_M maps. On an H200 in
 -- bf16 at 10,000 images (bench/scripts/tr_store_device.sh EXTRA, single kernels, L2 flushed; direct
