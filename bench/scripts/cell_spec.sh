@@ -38,6 +38,18 @@ spec_check() {
   rm -f "$log"
   return $rc
 }
+# copies_check CONVGEN P NETWORK...: spec_check of each network's auto_copy at precision P at 7 and
+# 1,000 images (a network named as cell_spec takes it), the copy removed after; its status.
+copies_check() {
+  local cg=$1 p=$2 n c b rc=0
+  shift 2
+  for n in "$@"; do
+    c=$(auto_copy "$(cell_spec "$n")" "$p")
+    for b in 7 1000; do spec_check "$cg" "$c" "$b" || rc=1; done
+    rm -f "$c"
+  done
+  return $rc
+}
 # spec_sanitize CONVGEN SPEC IMAGES: `compute-sanitizer --tool T convgen run SPEC --random-input 1
 # --images IMAGES` for memcheck and racecheck, a line each; its status.
 spec_sanitize() {

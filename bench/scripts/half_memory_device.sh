@@ -17,11 +17,8 @@ export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
 P=${PREC:-bf16}
 if [ -z "${SKIP_CHECKS:-}" ]; then
-  for n in ${CHECKS:-zoo-residual zoo-vgg3x3 zoo-deep512 zoo-squeeze}; do
-    c=$(auto_copy "$(cell_spec "$n")" "$P")
-    for b in 7 1000; do spec_check "$cg" "$c" "$b"; done
-    rm -f "$c"
-  done
+  # shellcheck disable=SC2086  # the list is words
+  copies_check "$cg" "$P" ${CHECKS:-zoo-residual zoo-vgg3x3 zoo-deep512 zoo-squeeze}
 fi
 for item in ${FIRST:-zoo-squeeze\|conv1 zoo-1x1\|conv1 zoo-5x5-c64\|conv1 zoo-vgg3x3\|conv1 zoo-deep512\|conv1 \
 zoo-wide3x3\|conv1 zoo-issue3x3\|conv1 zoo-vgg-same\|conv1_1 zoo-residual\|stem}; do

@@ -13,11 +13,8 @@ shift 2
 out=${OUT:-.}
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$(mktemp -d)}
 P=${PREC:-bf16}
-for n in ${CHECKS:-}; do
-  c=$(auto_copy "$(cell_spec "$n")" "$P")
-  for b in 7 1000; do spec_check "$new" "$c" "$b"; done
-  rm -f "$c"
-done
+# shellcheck disable=SC2086  # the list is words
+copies_check "$new" "$P" ${CHECKS:-}
 cells=()
 for n in "$@"; do cells+=("$n:10000"); done
 PREC=$P REPEAT=${REPEAT:-5} bash "$(dirname "$0")/prof_cells.sh" "$new" "${cells[@]}" >"$out/nets-new.txt" 2>&1

@@ -19,11 +19,8 @@ if [ -z "${SKIP_CHECKS:-}" ]; then
   s=tests/gpu/layers-planes-mn-bf16-wg.yaml
   for b in 7 64 1000; do spec_check "$new" "$s" "$b"; done
   spec_sanitize "$new" "$s" 64
-  for n in ${NETS:-zoo-vgg-same zoo-wide3x3 zoo-1x1}; do
-    c=$(auto_copy "$(cell_spec "$n")" bf16)
-    for b in 7 1000; do spec_check "$new" "$c" "$b"; done
-    rm -f "$c"
-  done
+  # shellcheck disable=SC2086  # the list is words
+  copies_check "$new" bf16 ${NETS:-zoo-vgg-same zoo-wide3x3 zoo-1x1}
 fi
 for item in ${LAYERS:-zoo-vgg-same\|conv2_1 zoo-vgg-same\|conv3_1 zoo-wide3x3\|conv3 zoo-residual\|b2c1 zoo-vgg3x3\|conv3}; do
   IFS='|' read -r n l <<<"$item"

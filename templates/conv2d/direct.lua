@@ -203,6 +203,12 @@ end
 local HOIST_LIMIT = 72
 local HOIST_LIMIT_PADDED = 64
 
+-- Whether a thread's PR x PC patch of every channel is loaded once and kept in registers across
+-- the map groups (ungrouped layers without the channel loop, cl = 1, and within the limits above).
+local function hoists(l, g, PR, PC, cl)
+  return g.G == 1 and cl ~= 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT)
+end
+
 -- cols' default: 1; for a 16-bit layer at the large batch the largest divisor of the row up to 4
 -- whose accumulators fit a fused pool's tile (64 a thread: 2 columns under a 2x2 pool of 8 maps).
 -- On an H200 in bf16 at 10,000 images (bench/scripts/tr_store_device.sh EXTRA, ms, 1 column /
@@ -221,8 +227,7 @@ local function default_cols(l, given)
   local best = 1
   for _, d in ipairs(common.divisors(row_len(l, 1), 4)) do
     local PR, PC = (F - 1) * g.S + l.K, (F * d - 1) * g.S + l.K
-    local hoisted = g.G == 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT)
-    if mu * F * F * d <= 64 and (hoisted or (loop and mu <= 4)) then best = d end
+    if mu * F * F * d <= 64 and (hoists(l, g, PR, PC, 0) or (loop and mu <= 4)) then best = d end
   end
   return best
 end
@@ -371,7 +376,7 @@ function T.cost(l, p)
   if pooled then OH, OW = g.OH, g.OW end
   local CG = per_group(l)
   local CKK, groups = CG * l.K * l.K, l.M // p.maps_unroll
-  local hoist = g.G == 1 and p.cl ~= 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT)
+  local hoist = hoists(l, g, PR, PC, p.cl)
   local _, const = naming(l, p)
   local loads = CG * PR * PC * (hoist and 1 or groups)
   if not (const and (groups == 1 or p.unroll_groups == 1)) then loads = loads + l.M * CKK end
@@ -612,7 +617,7 @@ function T.kernel(l, p)
   -- channel's patch is hoisted (first layers): an FFMA takes an FP32 constant as its operand, where a
   -- 16-bit one is a load and a widening per product. (Elsewhere they stay 16-bit: with FP32 ones
   -- ptxas spilled a 24 -> 24 3x3 layer's kernel at sm_80, its patch reloaded a map group.)
-  local hoisted = g.G == 1 and p.cl ~= 1 and l.C * PR * PC <= (g.padded and HOIST_LIMIT_PADDED or HOIST_LIMIT)
+  local hoisted = hoists(l, g, PR, PC, p.cl)
   local lt = (const and hoisted and common.half_dtype(l)) and setmetatable({ w_dtype = "f32" }, { __index = l }) or l
   local ty = common.types(lt)
   -- the pixels read scaled (the name says so and their scaling): uint8 in

@@ -97,12 +97,14 @@
 -- (bench/scripts/planes_sw_tf32_device.sh): ece408-2018fa's conv2 2.911 -> 2.258 ms, ece408-2018sp's
 -- (6 -> 16, 5x5) 0.403 against igemm's 0.934.
 --
--- mn=1 (tr=1, 1x1 layers without padding; no default: not yet run on a GPU): the planes staged as
+-- mn=1 (tr=1, 1x1 layers without padding; no default: no faster than tr=1 on an H200, zoo-1x1's
+-- 64 -> 256 on 22x22 3.06 against 3.05 ms): the planes staged as
 -- they lie in memory, pixels innermost, B's transposed (MN-major) layout [channel group][pixel
 -- group][8 channels][8 pixels]: the same 16-byte units apart as tr=1's channels-innermost planes
 -- (so the same descriptors, wgmma told of the transpose), each unit a row of 8 pixels of one
 -- channel, copied by 16-byte cp.async straight from the input where every 8 pixels' first lies on
--- 16 bytes (H*W and the band's pixels multiples of 8), else gathered through registers. With no
+-- 16 bytes (H*W and the band's pixels multiples of 8), by two 8-byte ones where every 4 pixels'
+-- first lies on 8 bytes, else gathered through registers. With no
 -- tap to shift (K = 1) nothing needs the channels innermost, and the staging is a plain copy where
 -- tr=1's builds each unit from 8 two-byte loads.
 --
@@ -760,14 +762,8 @@ local stage_mn_src = engine.compile([=[
 #pragma unroll
         for (int e = 0; e < 8; e++) {
             const int p = 8 * q + e;
-%   if IB > 1 then
-            const int im = p / {{H * W}};
-            const bool live = c < {{C}} && p < {{REAL}} && img + im < n;
-            v[e] = live ? __ldg(xb + (long long)im * {{C * H * W}} + c * {{H * W}} + (p - im * {{H * W}})) : {{stage_t}}{0};
-%   else
-            const bool live = c < {{C}} && p < {{REAL}} && y0 * {{W}} + p < {{H * W}};
-            v[e] = live ? __ldg(xb + c * {{H * W}} + y0 * {{W}} + p) : {{stage_t}}{0};
-%   end
+{{mn_src("            ")}}
+            v[e] = ok ? __ldg(src) : {{stage_t}}{0};
         }
         put(sm + d, v);
 % end
@@ -1393,6 +1389,7 @@ function H.kernel(l, p)
   name = pre.name
   local mguard = l.M % p.bm ~= 0
   local os_ = slice and slice.stride or (s.pooled and l.M * g.OH * g.OW or l.M * g.CH * g.CW)
+  local wt = s.T32 and "tf32" or common.half_dtype(l) == "bf16" and "bf16" or "f16"   -- wgmma's operand type
   local wok = {}
   if mguard then wok[#wok + 1] = string.format((s.tr or s.WR) and "m0 + 8 * mg < %d" or "m0 + m < %d", l.M) end
   if s.CP ~= l.C then wok[#wok + 1] = string.format("c0 + c < %d", l.C) end
@@ -1407,7 +1404,7 @@ function H.kernel(l, p)
     dregs = dregs, douts = douts,
     -- A: the planes (channel groups NPIX pixels apart), B: a weight buffer (groups BM/8 cores apart)
     adesc = string.format("%s + %d", common.wgmma_desc(s.NPIX), s.PB // 8), bdesc = common.wgmma_desc(p.bm),
-    wt = s.T32 and "tf32" or common.half_dtype(l) == "bf16" and "bf16" or "f16",
+    wt = wt,
     wok = #wok > 0 and table.concat(wok, " && ") or "true",
     bias = l.bias, mguard = mguard, actname = act,
     b = l.bias and (" + " .. ty.w_to_acc("__ldg(b_arg + m)")) or "",
@@ -1426,8 +1423,7 @@ function H.kernel(l, p)
     PO = s.PO, SUN = s.SUN, SU = s.SU, WR = s.WR, MN = s.MN, PGN = s.PGN, FAST16 = s.FAST16, FAST8 = s.FAST8,
     IBW = s.IBW, S = s.S, PHF = s.PHF, RT = s.RT, KS = s.KS, AB = s.AB, EU = s.EU, KC = s.KC, T32 = s.T32,
     -- sw=1's wgmma shape and types, and the CPU emulation's index of weight (slice s) channel cl, map mm
-    kshape = s.T32 and "k8.f32.tf32.tf32" or string.format("k16.f32.%s.%s", common.half_dtype(l) == "bf16" and "bf16" or "f16",
-      common.half_dtype(l) == "bf16" and "bf16" or "f16"),
+    kshape = s.T32 and "k8.f32.tf32.tf32" or string.format("k16.f32.%s.%s", wt, wt),
     wemu = s.T32 and string.format("((cl >> 2) * %d + (mm >> 3)) * 32 + (mm & 7) * 4 + (cl & 3)", s.MG or 0)
       or string.format("((cl >> 3) * %d + (mm >> 3)) * 64 + (cl & 7) * 8 + (mm & 7)", s.MG or 0),
     -- tr=1: slice s's tap and channel slice (po=1: channel slice by channel slice, each tap in turn;
@@ -1460,11 +1456,11 @@ function H.kernel(l, p)
     local HW = l.H * l.W
     local L = s.IB > 1 and {
       string.format("const int im = p / %d;", HW),
-      string.format("const bool ok = c < %d && p < %d && img + im < n;", l.C, s.REAL or 0),
+      string.format("const bool ok = c < %d && p < %d && img + im < n;", l.C, s.REAL),
       string.format("const %s* const src = ok ? xb + (long long)im * %d + c * %d + (p - im * %d) : in;", ty.in_t,
         l.C * HW, HW, HW),
     } or {
-      string.format("const bool ok = c < %d && p < %d && y0 * %d + p < %d;", l.C, s.REAL or 0, l.W, HW),
+      string.format("const bool ok = c < %d && p < %d && y0 * %d + p < %d;", l.C, s.REAL, l.W, HW),
       string.format("const %s* const src = ok ? xb + c * %d + y0 * %d + p : in;", ty.in_t, HW, l.W),
     }
     return ind .. table.concat(L, "\n" .. ind)
