@@ -822,14 +822,15 @@ end
 -- four accumulators (common.ACC, FP32) of a C fragment, a and b the A and B fragments' registers.
 -- kind: nil for the m16n8k8 TF32 product; "bf16" or "f16" for m16n8k16 with
 -- operands of that type (A four registers of two elements, B two, FP32 accumulators).
-function common.tf32x3_mma_defs(kind)
+-- no_mma0: mma alone (a template that never starts a sum without reading its accumulators).
+function common.tf32x3_mma_defs(kind, no_mma0)
   local head = 'asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, '
   if kind then
     head = string.format('asm("mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32 {%%0, %%1, %%2, %%3}, ' ..
       '{%%4, %%5, %%6, %%7}, {%%8, %%9}, ', kind, kind)
   end
   local ab = '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1])'
-  return table.concat({
+  local defs = {
     "auto mma = [](" .. common.ACC .. " (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
     "            " .. head .. '{%0, %1, %2, %3};"',
     '                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : ' .. ab .. ");",
@@ -837,7 +838,9 @@ function common.tf32x3_mma_defs(kind)
     "        auto mma0 = [](" .. common.ACC .. " (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {",
     "            " .. head .. '{%10, %10, %10, %10};"',
     '                : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]) : ' .. ab .. ', "f"(0.0f));',
-    "        };" }, "\n")
+    "        };" }
+  if no_mma0 then defs = { defs[1], defs[2], defs[3], defs[4] } end
+  return table.concat(defs, "\n")
 end
 
 -- The tiled conv templates (conv2d_igemm, conv2d_winograd): the 2x2 pools
