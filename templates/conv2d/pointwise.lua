@@ -35,6 +35,8 @@ local common = import("lib/common")
 
 local T = {}
 
+T.out_slice = true   -- common.out_slice: the output written into a concat's slice
+
 T.doc = "1x1 convolution of 16-bit tensors as a plain matrix product over the images' pixels: operands copied "
   .. "by cp.async as they lie, mma.sync k16 (sm_80+)"
 
@@ -395,7 +397,7 @@ local source = engine.compile([=[
             const long long q = q0 + j;
             if (m0 + r >= {{M}} || q >= NP) continue;
             const long long img = q / {{P}};
-            {{out_t}}* const dst = out + (img * {{M}} + m0 + r) * {{P}} + (q - img * {{P}});
+            {{out_t}}* const dst = out + img * {{IMG}} + (m0 + r) * {{P}} + (q - img * {{P}});{{OSL and "   // a slice of a concat's output" or ""}}
             const {{out_t}}* const src = es + r * {{OS}} + j;
 % for o = 0, OB - 1, WB do
             *reinterpret_cast<{{WORD}}*>(reinterpret_cast<unsigned char*>(dst) + {{o}}) =
@@ -419,6 +421,9 @@ function T.kernel(l, p)
   local lay = layout(l, p)
   local name = string.format("conv2d_pointwise_c%dm%d_h%dw%d_%s%s_m%dp%dk%d_w%dx%d_s%d_r%dt%d_o%d", l.C, l.M, l.H,
     l.W, act, l.bias and "_bias" or "", p.bm, p.bp, p.bk, p.wm, p.wn, p.st, p.wr, p.tpb, p.occ)
+  -- the output written into a concat's slice (common.out_slice): its image stride
+  local slice = common.out_slice(l, ge.fused)
+  if slice then name = name .. slice.tag end
   local head, args = common.kernel_head(name, NT, common.std_args({ types = ty }), nil, p.occ)
   local WRES = p.wr == 1
   local WS = WRES and KP + 8 or p.bk + 8
@@ -431,6 +436,7 @@ function T.kernel(l, p)
     wdoc = WRES and string.format("the block's weights, [%d][%d]", p.bm, WS)
       or string.format("%d stages of [%d][%d] weights", p.st, p.bm, WS),
     WN = p.wn, WR = p.bm // p.wm, WC = p.bp // p.wn, FM = p.bm // p.wm // 16, FN = p.bp // p.wn // 8,
+    IMG = slice and slice.stride or l.M * ge.P, OSL = slice ~= nil,
     GX = ge.GX, GW = ge.GW, OB = OB, WB = math.min(OB, 16), WORD = WORD[math.min(OB, 16)],
     bias = l.bias, actname = act, act = function(e) return common.act(act, e) end,
     mma_defs = common.tf32x3_mma_defs(common.half_dtype(l) == "bf16" and "bf16" or "f16", true),
@@ -450,7 +456,9 @@ function T.kernel(l, p)
     shape = common.conv_shape(l, ge.g, act, false, l.M, l.H, l.W),
     fused = ge.fused,
     precision = l.precision,
+    out_slice = slice ~= nil,
   }
+  if slice then k.shape = k.shape .. string.format(", into a slice of %d values an image", slice.stride) end
   return k
 end
 

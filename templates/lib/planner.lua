@@ -389,6 +389,26 @@ function planner.auto_strategy(l)
   -- on one; on 8x8 outputs 1.5x with three images a block, where one lost
   -- (lib/planes_half.lua, H.default_tr).
   local half = l.precision == "bf16" or l.precision == "fp16"
+  -- First, 1x1 layers of stride 1 without padding or a pool to fuse, at the large batch: pointwise
+  -- (a plain matrix product over the images' pixels, both operands copied as they lie), where the
+  -- planes have an even number of pixels (runs of 2 or more: cp.async; odd planes load element by
+  -- element), C >= AUTO_TC_MIN_C and M >= AUTO_HALF_WG_MIN_M. On an H200 in bf16 at 10,000 images
+  -- (bench/scripts/pointwise_device.sh, single kernels, L2 flushed; pointwise / auto before, ms):
+  -- zoo-1x1's 64 -> 256 on 22x22 2.055 / 4.447 (igemm_wg), zoo-mobile's 32 -> 64 on 32x32 0.550 /
+  -- 1.053, 64 -> 128 on 16x16 0.346 / 0.716, 128 -> 256 on 8x8 0.281 / 0.561, zoo-stem96's 96 -> 40
+  -- on 24x24 0.652 / 0.680, zoo-linear's 40 -> 12 on 26x26 0.293 / 0.313 (igemm); but odd planes
+  -- (zoo-1x1's 128 -> 32 on 11x11 0.675 / 0.158, zoo-awkward's 144 -> 200 on 15x15 5.06 / 2.28) and
+  -- zoo-1x1's 256 -> 128 with its 2x2 pool (2.672 unpooled, then the pool kernel, against igemm_wg's
+  -- 1.946 with the pool fused). Smaller batches (buckets) not timed: they keep the rules below.
+  if half and cc >= 80 and l.K == 1 and g16.S == 1 and not g16.padded and g16.kind == "none"
+      and (l.H * l.W) % 2 == 0 and l.C >= planner.AUTO_TC_MIN_C and l.M >= planner.AUTO_HALF_WG_MIN_M
+      and not (l.batch and l.batch > 0)
+      and pcall(resolve, import("conv2d_pointwise"), "conv2d_pointwise", l, nil, nil) then
+    return "conv2d_pointwise", string.format("auto: pointwise, since precision is %s, the layer is 1x1 of stride 1 " ..
+      "without padding or a pool, its %dx%d planes have an even number of pixels, C = %d >= %d, M = %d >= %d and " ..
+      "the kernels are for the large batch (sm_%d: mma.sync k16, cp.async)", l.precision, l.H, l.W, l.C,
+      planner.AUTO_TC_MIN_C, l.M, planner.AUTO_HALF_WG_MIN_M, cc)
+  end
   if half and wgmma_layer(l, g16) and l.K >= 2 and ph.default_tr(l) == 1
       and pcall(resolve, import("conv2d_planes"), "conv2d_planes", l, nil, nil) then
     return "conv2d_planes", string.format("auto: planes (maps as wgmma's M), since precision is %s, the target " ..
