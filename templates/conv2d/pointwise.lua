@@ -258,7 +258,23 @@ local source = engine.compile([=[
     const int NI = (int)(left < {{TPB}} ? left : {{TPB}}) * {{KT}};
     // the warp's tile: rows wr0 .. +{{WR - 1}}, columns wc0 .. +{{WC - 1}}
     const int wr0 = (warp / {{WN}}) * {{WR}}, wc0 = (warp % {{WN}}) * {{WC}};
+% if FIXED then
+    // a thread's runs of {{GX}} columns, in the copies and the stores alike: column jx of a tile, rows rx + {{RSTEP}}k
+    const int jx = (tid % {{XJ}}) * {{GX}}, rx = tid / {{XJ}};
+% end
+% if bias then
+    // the bias of the thread's maps (rows wr0 + 16i + g and + 8), once
+    {{acc_t}} bv[{{FM}}][2];
+#pragma unroll
+    for (int i = 0; i < {{FM}}; i++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int m = m0 + wr0 + i * 16 + g + 8 * h;
+            bv[i][h] = m < {{M}} ? {{w_to_acc("__ldg(b + m)")}} : 0.0f;
+        }
+% else
     (void)b;
+% end
 
 % if WRES then
     // the block's weights, once: {{BM}} rows of {{KP}} channels (zeros past {{C}}) in runs of {{GW}}
@@ -288,6 +304,19 @@ local source = engine.compile([=[
 {{copy_w}}
         }
 % end
+% if FIXED then
+        // this thread's run: columns jx .. +{{GX - 1}} of planes rx, rx + {{RSTEP}}, ...: one image and pixel a stage
+        const long long q = q0 + jx;
+        const long long img = q / {{P}};
+        const {{in_t}}* const run = in + img * {{C * P}} + (q - img * {{P}});
+#pragma unroll
+        for (int r = rx; r < {{BK}}; r += {{RSTEP}}) {
+            const bool ok = k0 + r < {{C}} && q < NP;
+            const {{in_t}}* const src = ok ? run + (k0 + r) * {{P}} : in;
+            {{in_t}}* const dst = xd + r * {{XS}} + jx;
+{{copy_x}}
+        }
+% else
 #pragma unroll
         for (int u = tid; u < {{BK * BP // GX}}; u += {{NT}}) {
             const int r = u / {{BP // GX}}, j = (u % {{BP // GX}}) * {{GX}};
@@ -298,6 +327,7 @@ local source = engine.compile([=[
             {{in_t}}* const dst = xd + r * {{XS}} + j;
 {{copy_x}}
         }
+% end
     };
     auto commit = [&]() {
 #if __CUDA_ARCH__ >= 800
@@ -376,14 +406,12 @@ local source = engine.compile([=[
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int m = wr0 + i2 * 16 + g + 8 * h;
-% if bias then
-                const {{acc_t}} bv = m0 + m < {{M}} ? {{w_to_acc("__ldg(b + m0 + m)")}} : 0.0f;
-% end
 #pragma unroll
                 for (int j = 0; j < {{FN}}; j++) {
-                    const int q = wc0 + j * 8 + 2 * t4;
-                    es[m * {{OS}} + q] = {{from_acc(act("acc[i2][j][2 * h]" .. (bias and " + bv" or "")))}};
-                    es[m * {{OS}} + q + 1] = {{from_acc(act("acc[i2][j][2 * h + 1]" .. (bias and " + bv" or "")))}};
+                    {{vec_t(out_t, 2)}} v2;   // the pair of neighbouring columns, one store
+                    v2.x = {{from_acc(act("acc[i2][j][2 * h]" .. (bias and " + bv[i2][h]" or "")))}};
+                    v2.y = {{from_acc(act("acc[i2][j][2 * h + 1]" .. (bias and " + bv[i2][h]" or "")))}};
+                    *reinterpret_cast<{{vec_t(out_t, 2)}}*>(es + m * {{OS}} + wc0 + j * 8 + 2 * t4) = v2;
                     acc[i2][j][2 * h] = 0.0f;
                     acc[i2][j][2 * h + 1] = 0.0f;
                 }
@@ -391,6 +419,16 @@ local source = engine.compile([=[
         __syncthreads();
         // the tile out: runs of {{GX}} columns, {{OB}} bytes a store{{OB > 16 and " (in 16-byte words)" or ""}}
         const long long q0 = (t0 + i / {{KT}}) * {{BP}};
+% if FIXED then
+        const long long q = q0 + jx;
+        const long long img = q / {{P}};
+        {{out_t}}* const run = out + img * {{IMG}} + (q - img * {{P}});{{OSL and "   // a slice of a concat's output" or ""}}
+#pragma unroll
+        for (int r = rx; r < {{BM}}; r += {{RSTEP}}) {
+            if (m0 + r >= {{M}} || q >= NP) continue;
+            {{out_t}}* const dst = run + (m0 + r) * {{P}};
+            const {{out_t}}* const src = es + r * {{OS}} + jx;
+% else
 #pragma unroll
         for (int u = tid; u < {{BM * BP // GX}}; u += {{NT}}) {
             const int r = u / {{BP // GX}}, j = (u % {{BP // GX}}) * {{GX}};
@@ -399,6 +437,7 @@ local source = engine.compile([=[
             const long long img = q / {{P}};
             {{out_t}}* const dst = out + img * {{IMG}} + (m0 + r) * {{P}} + (q - img * {{P}});{{OSL and "   // a slice of a concat's output" or ""}}
             const {{out_t}}* const src = es + r * {{OS}} + j;
+% end
 % for o = 0, OB - 1, WB do
             *reinterpret_cast<{{WORD}}*>(reinterpret_cast<unsigned char*>(dst) + {{o}}) =
                 *reinterpret_cast<const {{WORD}}*>(reinterpret_cast<const unsigned char*>(src) + {{o}});
@@ -437,6 +476,8 @@ function T.kernel(l, p)
       or string.format("%d stages of [%d][%d] weights", p.st, p.bm, WS),
     WN = p.wn, WR = p.bm // p.wm, WC = p.bp // p.wn, FM = p.bm // p.wm // 16, FN = p.bp // p.wn // 8,
     IMG = slice and slice.stride or l.M * ge.P, OSL = slice ~= nil,
+    -- (a thread's runs keep one column where a tile's row of runs divides the threads)
+    XJ = p.bp // ge.GX, FIXED = NT % (p.bp // ge.GX) == 0, RSTEP = NT // math.max(1, p.bp // ge.GX),
     GX = ge.GX, GW = ge.GW, OB = OB, WB = math.min(OB, 16), WORD = WORD[math.min(OB, 16)],
     bias = l.bias, actname = act, act = function(e) return common.act(act, e) end,
     mma_defs = common.tf32x3_mma_defs(common.half_dtype(l) == "bf16" and "bf16" or "f16", true),
