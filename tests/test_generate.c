@@ -816,7 +816,8 @@ static void test_tc_short_slice(void)
 /* Every accepted candidate must generate: a configuration that check accepts and
  * kernel cannot emit is a failure the tuner meets as "compile-failed" (bk=8 under
  * a 9-wide kernel once divided by zero in conv2d_igemm_tc's slice arithmetic). For
- * every conv layer of a few specs and every conv template, for sm_90: each
+ * every conv layer of a few specs and every conv template (conv2d_pointwise alone on its 16-bit
+ * test network), for sm_90: each
  * parameter's every accepted value at least once, and every step-th candidate
  * (about 30 a template and layer: 60 took 384 s of make test's CPU time), emitted through one kept sandbox (cg_gen_emitter);
  * every 25th of them also emitted in a sandbox of its own, and the two sources must be
@@ -825,7 +826,11 @@ static void test_tc_short_slice(void)
 static void test_candidates_emit(void)
 {
     const char *specs[] = {"bench/specs/zoo-bigk.yaml", "bench/specs/zoo-odd.yaml", "bench/specs/zoo-resnet-stem.yaml",
-                           "specs/ece408-2018fa.yaml", "tests/gpu/layers-slices-tc.yaml", "tests/gpu/layers-slide.yaml"};
+                           "specs/ece408-2018fa.yaml", "tests/gpu/layers-slices-tc.yaml", "tests/gpu/layers-slide.yaml",
+                           "tests/gpu/layers-pointwise-bf16.yaml"};
+    /* a spec's one template, where it is there for that template alone (the others' 16-bit candidates
+     * would take another minute) */
+    const char *only[] = {NULL, NULL, NULL, NULL, NULL, NULL, "conv2d_pointwise"};
     cg_target tg;
     sm90_target(&tg);
     cg_spec *s = malloc(sizeof *s);
@@ -848,6 +853,7 @@ static void test_candidates_emit(void)
             /* the conv templates the tuner measures */
             const char *const *tpls = cg_tune_templates(&s->layers[li]);
             for (size_t t = 0; tpls[t]; t++) {
+                if (only[f] && strcmp(only[f], tpls[t])) continue;
                 cg_candidates c;
                 if (cg_gen_candidates_for(s, &tg, li, tpls[t], 0, 0, &c, &e)) {
                     CHECK(0, "%s layer %d %s: %s", specs[f], li, tpls[t], e.msg);
@@ -2219,6 +2225,65 @@ static void test_half_memory(void)
     free(sp), free(st), free(o);
 }
 
+/* conv2d_pointwise: auto gives it a 16-bit 1x1 layer of stride 1 without padding or a pool, on
+ * planes of an even number of pixels, at the large batch (runs of 4 pixels on 22x22: 8-byte copies;
+ * the weights resident, several tiles a block); a pooled 1x1 layer, one on odd planes (11x11) and
+ * the same layer at 8 images keep the rules before it; written for an fp32 network or a 3x3 layer it
+ * is refused with the reason. */
+static void test_pointwise(void)
+{
+    static const char text[] =
+        "network: s\ninput: {channels: 64, height: 22, width: 22}\nprecision: bf16\nlayers:\n"
+        "  - {name: a, op: conv, M: 128, K: 1, bias: true, activation: relu}\n"   /* 484 pixels: pointwise */
+        "  - {name: b, op: conv, M: 64, K: 1, pool: max2}\n"                      /* pooled: not */
+        "  - {name: c, op: conv, M: 32, K: 1}\n"                                  /* 11x11: not */
+        "  - {name: d, op: fc, out: 10}\n";
+    cg_target tg;
+    int arch = 90;
+    cg_aot_target(&arch, 1, &tg);
+    cg_gen_output *o = malloc(sizeof *o);
+    cg_spec *sp = spec_text("pw.yaml", text);
+    cg_err e = {""};
+    if (!o || !sp) {
+        CHECK(0, "allocation");
+        free(o), free(sp);
+        return;
+    }
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *a = conv_kernel(o, "a"), *b = conv_kernel(o, "b"), *c = conv_kernel(o, "c");
+        CHECK(a && !strcmp(a->tpl, "conv2d_pointwise") && strstr(a->source, "auto: pointwise") &&
+                  strstr(a->source, "cp.async.ca.shared.global [%0], [%1], 8,") && strstr(a->kernel, "_r1t") &&
+                  strstr(a->source, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") &&
+                  strstr(a->source, "products on tensor cores"),
+              "bf16 64 -> 128 1x1 on 22x22: pointwise, 8-byte runs, weights resident (%s)", a ? a->kernel : "none");
+        CHECK(b && strcmp(b->tpl, "conv2d_pointwise"), "a pooled 1x1 layer: not pointwise (%s)", b ? b->tpl : "none");
+        CHECK(c && strcmp(c->tpl, "conv2d_pointwise"), "a 1x1 layer on 11x11: not pointwise (%s)", c ? c->tpl : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "pw.yaml: %s", e.msg);
+    tg.batch = 8;
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *a = conv_kernel(o, "a");
+        CHECK(a && strcmp(a->tpl, "conv2d_pointwise"), "at 8 images: not pointwise (%s)", a ? a->tpl : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "pw.yaml at 8: %s", e.msg);
+    tg.batch = 0;
+    free(sp);
+    static const char f32[] =
+        "network: s\ninput: {channels: 16, height: 8, width: 8}\nlayers:\n"
+        "  - {name: a, op: conv, M: 16, K: 1, strategy: pointwise}\n";
+    sp = spec_text("pw-f32.yaml", f32);
+    CHECK(sp && cg_generate_for(sp, "x", &tg, o, &e) != 0, "pointwise accepted an fp32 layer");
+    CHECK_CONTAINS(e.msg, "conv2d_pointwise multiplies 16-bit inputs and weights of one type");
+    free(sp);
+    static const char k3[] =
+        "network: s\ninput: {channels: 16, height: 8, width: 8}\nprecision: fp16\nlayers:\n"
+        "  - {name: a, op: conv, M: 16, K: 3, strategy: pointwise}\n";
+    sp = spec_text("pw-k3.yaml", k3);
+    CHECK(sp && cg_generate_for(sp, "x", &tg, o, &e) != 0, "pointwise accepted a 3x3 layer");
+    CHECK_CONTAINS(e.msg, "conv2d_pointwise computes 1x1 convolutions of stride 1 without padding");
+    free(sp), free(o);
+}
+
 /* planes' mn=1 (tr=1 on a 16-bit 1x1 layer, the planes staged pixels innermost): the kernel is
  * named so, copies 16-byte groups of pixels by cp.async where H*W is a multiple of 8 and gathers
  * them through registers where it is not, and tells wgmma B is transposed; po=1 beside it, and a
@@ -2800,6 +2865,7 @@ int main(void)
     test_half_small_c();
     test_planes_mn();
     test_half_memory();
+    test_pointwise();
     test_precision_tf32();
     test_engine();
     test_arg_roles();

@@ -135,34 +135,46 @@ local function tile(l)
   return memo[l]
 end
 
+-- A parameter's legal values: `list` where the layer is one the template computes (a 16-bit 1x1
+-- layer: the tuner and the test of every candidate enumerate their product), else its first alone
+-- (the one combination, which check refuses with the reason).
+local function legal(list)
+  return function(l)
+    local ty = common.types(l)
+    if l.K == 1 and common.is_half(ty.in_t) then return list end
+    return { list[1] }
+  end
+end
+
 T.params = {
   { name = "bm", doc = "maps per block tile, a multiple of 16 a warp row",
-    legal = function(_) return { 128, 64, 32, 256, 16, 48, 96 } end,
+    legal = legal({ 128, 64, 32, 256, 16, 48, 96 }),
     default = function(l) return tile(l).bm end },
   { name = "bp", doc = "pixel columns (of the images' pixels in a row) per block tile",
-    legal = function(_) return { 128, 64, 256, 32 } end,
+    legal = legal({ 128, 64, 256, 32 }),
     default = function(l) return tile(l).bp end },
   { name = "wm", doc = "warps over the maps",
-    legal = function(_) return { 2, 1, 4 } end,
+    legal = legal({ 2, 1, 4 }),
     default = function(l) return tile(l).wm end },
   { name = "wn", doc = "warps over the pixel columns",
-    legal = function(_) return { 4, 2, 8, 1 } end,
+    legal = legal({ 4, 2, 8, 1 }),
     default = function(l) return tile(l).wn end },
   { name = "bk", doc = "channels a stage, a multiple of 16",
-    legal = function(_) return { 64, 32, 16, 128 } end,
+    legal = legal({ 64, 32, 16, 128 }),
     default = function(l) return tile(l).bk end },
   { name = "st", doc = "stages in the ring of shared-memory buffers (st - 1 copied ahead of the products)",
-    legal = function(_) return { 2, 3, 4, 6, 8 } end,
+    legal = legal({ 2, 3, 4, 6, 8 }),
     default = function(l) return tile(l).st end },
   { name = "wr", doc = "1: the block's weights copied once into shared memory; 0: a tile of them every stage",
-    legal = function(_) return { 1, 0 } end,
+    legal = legal({ 1, 0 }),
     default = function(l) return tile(l).wr end },
   { name = "tpb", doc = "column tiles a block computes one after another, the ring's copies running on across them",
-    legal = function(_) return { 1, 2, 3, 4, 6, 8, 12, 16, 24, 32 } end,
+    legal = legal({ 1, 2, 3, 4, 8, 16, 32 }),
     default = function(l) return tile(l).tpb end },
   common.occ_param({ 1, 2, 3 }),
 }
 T.params[#T.params].default = function(l) return tile(l).occ end
+T.params[#T.params].legal = legal({ 1, 2, 3 })
 
 function T.check(l, p)
   local t = l.target or {}
