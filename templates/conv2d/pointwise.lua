@@ -48,14 +48,30 @@ local function run_of(n)
   return 1
 end
 
--- The layer's geometry and element sizes: P pixels a plane, the runs of the input (GX) and
--- the weights' rows (GW), whether the kernel applies the activation (no pool to follow).
-local function geom(l)
+-- Whether the layer's pool is one the kernel may fuse: 2x2 windows of stride 2, max or average.
+local function poolable(g) return g.tiled_pool and g.PK == 2 end
+
+-- The layer's geometry and element sizes (configuration p: its fp; nil: unpooled): P pixels a
+-- plane, the runs of the input (GX) and the weights' rows (GW), whether the kernel applies the
+-- activation (no pool to follow, or the pool fused: pool), the epilogue tile's element size and
+-- row padding. Fused, a column tile is RP pairs of rows of one image (TP = 2*RP*W of its bp
+-- columns; the rest idle), TPI such tiles an image, and a run lies in one row pair: GX divides 2W.
+local function geom(l, p)
   local g = common.conv_geom(l)
   local t = common.types(l)
-  local osize = t.out_t == "float" and 4 or 2
-  return { g = g, P = l.H * l.W, GX = run_of(l.H * l.W), GW = run_of(l.C), fused = g.kind == "none",
-    osize = osize, OPAD = 16 // osize }
+  local pool = p ~= nil and p.fp == 1 and poolable(g)
+  local ge = { g = g, P = l.H * l.W, GX = run_of(l.H * l.W), GW = run_of(l.C), fused = g.kind == "none" or pool,
+    pool = pool, osize = t.out_t == "float" and 4 or 2 }
+  -- the epilogue tile: the output type, or FP32 where an average is taken of it (one rounding)
+  ge.esize = (pool and g.kind == "avg") and 4 or ge.osize
+  ge.OPAD = 16 // ge.esize
+  if pool then
+    ge.GX = math.min(ge.GX, run_of(2 * l.W))
+    ge.RP = p.bp // (2 * l.W)
+    ge.TP = 2 * ge.RP * l.W
+    ge.TPI = ge.RP > 0 and common.ceil_div(g.OH, ge.RP) or 0
+  end
+  return ge
 end
 
 -- threads of a block
@@ -74,16 +90,20 @@ local function kp(l, p) return common.ceil_div(l.C, p.bk) * p.bk end
 -- wr=0: a [bm][bk + 8] tile a stage of the ring), the ring's st stages of [bk][bp + 8] input
 -- values, the epilogue's [bm][bp + OPAD] tile (apart, so the ring's copies go on under it).
 local function layout(l, p)
-  local ge = geom(l)
+  local ge = geom(l, p)
   local w = p.wr == 1 and p.bm * (kp(l, p) + 8) or p.st * p.bm * (p.bk + 8)
   local x = p.st * p.bk * (p.bp + 8)
-  local e = p.bm * (p.bp + ge.OPAD) * ge.osize
+  local e = p.bm * (p.bp + ge.OPAD) * ge.esize
   return { w = w, x = x, e = e, bytes = (w + x) * 2 + e }
 end
 local function smem(l, p) return layout(l, p).bytes end
 
--- Column tiles of bp over the images' pixels at the cost model's batch.
-local function col_tiles(l, p) return common.ceil_div(common.cost.images(l) * geom(l).P, p.bp) end
+-- Column tiles of bp over the images' pixels (pool fused: TPI an image) at the cost model's batch.
+local function col_tiles(l, p)
+  local ge = geom(l, p)
+  if ge.pool then return common.cost.images(l) * math.max(ge.TPI, 1) end
+  return common.ceil_div(common.cost.images(l) * ge.P, p.bp)
+end
 
 -- The cost model (common.cost): each SM's share of the blocks, each block its tpb tiles, each
 -- tile the larger of its products (mma.sync at half wgmma's dense rate: 8 FP32 FMAs' worth a
@@ -91,7 +111,7 @@ local function col_tiles(l, p) return common.ceil_div(common.cost.images(l) * ge
 -- weights once a block (wr=1) or once a tile, plus the ring's fill once a block; blocks an SM
 -- holds at once overlap one another's latency.
 function T.cost(l, p)
-  local ge = geom(l)
+  local ge = geom(l, p)
   local MT = common.ceil_div(l.M, p.bm)
   local blocks = MT * common.ceil_div(col_tiles(l, p), p.tpb)
   local seq, conc = common.cost.spread(l, blocks, threads_of(p), regs(p), smem(l, p), p.occ)
@@ -99,7 +119,8 @@ function T.cost(l, p)
   local KP = kp(l, p)
   local tensor = p.bm * p.bp * KP / (8 * common.cost.FMA_PER_CLOCK)
   local wbytes = p.bm * KP * 2
-  local bytes = p.bp * KP * 2 + p.bm * p.bp * ge.osize + (p.wr == 1 and wbytes / p.tpb or wbytes)
+  local outs = ge.pool and p.bm * ge.TP // 4 or p.bm * p.bp
+  local bytes = p.bp * KP * 2 + outs * ge.osize + (p.wr == 1 and wbytes / p.tpb or wbytes)
   local tile = math.max(tensor, bytes / 64)
   return seq * (p.tpb * tile + common.cost.LATENCY * (1 + 4 / p.st)) / math.max(1, conc / 2)
 end
@@ -115,12 +136,22 @@ local function default_tile(l)
   local bm = l.M <= 16 and 16 or math.min(128, common.ceil_div(l.M, 32) * 32)
   local wm = bm >= 32 and 2 or 1
   local bk = math.min(64, common.ceil_div(l.C, 16) * 16)
-  local p = { bm = bm, bp = 128, wm = wm, wn = 8 // wm, bk = bk, st = 2, occ = 2, wr = 1, tpb = 1 }
+  local p = { bm = bm, bp = 128, wm = wm, wn = 8 // wm, bk = bk, st = 2, occ = 2, wr = 1, tpb = 1, fp = 1 }
   if regs(p) > common.reg_cap(l, threads_of(p), 2) then p.bp = 64 end
+  -- a fused pool's tile holds a pair of rows at least: bp up to 256 (a whole number of pairs)
+  if poolable(common.conv_geom(l)) then
+    while p.bp < 2 * l.W and p.bp < 256 do p.bp = p.bp * 2 end
+    if p.bp < 2 * l.W or accs(p) > 64 then p.fp, p.bp = 0, math.min(p.bp, 128) end
+    if regs(p) > common.reg_cap(l, threads_of(p), 2) then p.occ = 1 end
+  end
   if p.bm * (kp(l, p) + 8) * 2 > 64 * 1024 then p.wr = 0 end
   local stage = p.bk * (p.bp + 8) * 2
   p.st = math.max(2, math.min(8, common.ceil_div(T.RING_AHEAD, stage) + 1))
   while p.st > 2 and 2 * (smem(l, p) + 1024) > common.max_shared(l) + 1024 do p.st = p.st - 1 end
+  if p.occ == 2 and p.wr == 1 and 2 * (smem(l, p) + 1024) > common.max_shared(l) + 1024 then
+    p.wr = 0   -- resident weights that leave one block an SM: copied a stage at a time instead
+    while p.st > 2 and 2 * (smem(l, p) + 1024) > common.max_shared(l) + 1024 do p.st = p.st - 1 end
+  end
   if 2 * (smem(l, p) + 1024) > common.max_shared(l) + 1024 then p.occ = 1 end
   local t = l.target or {}
   local sms = (t.sms and t.sms > 0) and t.sms or 100
@@ -171,6 +202,10 @@ T.params = {
   { name = "tpb", doc = "column tiles a block computes one after another, the ring's copies running on across them",
     legal = legal({ 1, 2, 3, 4, 8, 16, 32 }),
     default = function(l) return tile(l).tpb end },
+  { name = "fp", doc = "1: a 2x2 pool of stride 2 computed in the epilogue (tiles of whole row pairs); 0: the conv "
+      .. "stored for the pool kernel",
+    legal = legal({ 1, 0 }),
+    default = function(l) return tile(l).fp end },
   common.occ_param({ 1, 2, 3 }),
 }
 T.params[#T.params].default = function(l) return tile(l).occ end
@@ -216,6 +251,9 @@ function T.check(l, p)
       p.wm * p.wn, accs(p)), "bp"
   end
   if p.tpb < 1 then return string.format("tpb=%d: a block computes one tile or more", p.tpb), "tpb" end
+  if p.fp == 1 and poolable(g) and p.bp < 2 * l.W then
+    return string.format("fp=1: a tile holds a pair of the %d-pixel rows at least (bp=%d < %d)", l.W, p.bp, 2 * l.W), "bp"
+  end
   if smem(l, p) > common.max_shared(l) then
     local lay = layout(l, p)
     return string.format("st=%d stages of %d x %d pixels, %s weights and the %d x %d epilogue tile need %d bytes " ..
@@ -256,7 +294,7 @@ local source = engine.compile([=[
     extern __shared__ {{vec_t(acc_t, 4)}} smem4[];
     {{in_t}}* const ws = reinterpret_cast<{{in_t}}*>(smem4);   // {{wdoc}}
     {{in_t}}* const xs = ws + {{WSZ}};   // {{ST}} stages of [{{BK}}][{{XS}}] input values
-    {{out_t}}* const es = reinterpret_cast<{{out_t}}*>(xs + {{XSZ}});   // the epilogue's [{{BM}}][{{OS}}]
+    {{e_t}}* const es = reinterpret_cast<{{e_t}}*>(xs + {{XSZ}});   // the epilogue's [{{BM}}][{{OS}}]
     const int tid = threadIdx.x;
     const int lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t4 = lane & 3;
@@ -264,9 +302,15 @@ local source = engine.compile([=[
     // t0 .. t0 + nt - 1 of {{BP}} columns, {{KT}} stage{{KT > 1 and "s" or ""}} of {{BK}} channels each
     const int bid = blockIdx.x + blockIdx.y * gridDim.x;
     const int m0 = (bid % {{MT}}) * {{BM}};
+% if not POOL then
     const long long NP = (long long)n * {{P}};
+% end
     const long long t0 = (long long)(bid / {{MT}}) * {{TPB}};
+% if POOL then
+    const long long left = (long long)n * {{TPI}} - t0;   // tiles of {{RP}} row pair{{RP > 1 and "s" or ""}}, {{TPI}} an image
+% else
     const long long left = (NP + {{BP - 1}}) / {{BP}} - t0;
+% end
     const int NI = (int)(left < {{TPB}} ? left : {{TPB}}) * {{KT}};
     // the warp's tile: rows wr0 .. +{{WR - 1}}, columns wc0 .. +{{WC - 1}}
     const int wr0 = (warp / {{WN}}) * {{WR}}, wc0 = (warp % {{WN}}) * {{WC}};
@@ -316,7 +360,34 @@ local source = engine.compile([=[
 {{copy_w}}
         }
 % end
+% if POOL then
+        // tile t: image t / {{TPI}}, row pairs from (t % {{TPI}}) * {{RP}}: columns j < jmax of its {{TP}} are its pixels
+        // pr0 * {{2 * W}} + j (the rest idle)
+        const long long t = t0 + i / {{KT}};
+        const long long img = t / {{TPI}};
+        const int pr0 = (int)(t - img * {{TPI}}) * {{RP}};
+        const int jmax = min({{TP}}, ({{OH}} - pr0) * {{2 * W}});
+        const {{in_t}}* const run = in + img * {{C * P}} + pr0 * {{2 * W}};
+        (void)q0;
 % if FIXED then
+#pragma unroll
+        for (int r = rx; r < {{BK}}; r += {{RSTEP}}) {
+            const bool ok = k0 + r < {{C}} && jx < jmax;
+            const {{in_t}}* const src = ok ? run + (k0 + r) * {{P}} + jx : in;
+            {{in_t}}* const dst = xd + r * {{XS}} + jx;
+{{copy_x}}
+        }
+% else
+#pragma unroll
+        for (int u = tid; u < {{BK * BP // GX}}; u += {{NT}}) {
+            const int r = u / {{BP // GX}}, j = (u % {{BP // GX}}) * {{GX}};
+            const bool ok = k0 + r < {{C}} && j < jmax;
+            const {{in_t}}* const src = ok ? run + (k0 + r) * {{P}} + j : in;
+            {{in_t}}* const dst = xd + r * {{XS}} + j;
+{{copy_x}}
+        }
+% end
+% elseif FIXED then
         // this thread's run: columns jx .. +{{GX - 1}} of planes rx, rx + {{RSTEP}}, ...: one image and pixel a stage
         const long long q = q0 + jx;
         const long long img = q / {{P}};
@@ -412,7 +483,7 @@ local source = engine.compile([=[
         }
         if (i % {{KT}} != {{KT - 1}}) continue;
 
-        // the tile's epilogue: {{bias and "bias, " or ""}}{{actname}}, rounded once, into es; the ring's copies go on
+        // the tile's epilogue: {{bias and "bias, " or ""}}{{actname}}{{e_t == "float" and " (FP32 for the average)" or ", rounded once,"}} into es; the ring's copies go on
 #pragma unroll
         for (int i2 = 0; i2 < {{FM}}; i2++)
 #pragma unroll
@@ -420,15 +491,33 @@ local source = engine.compile([=[
                 const int m = wr0 + i2 * 16 + g + 8 * h;
 #pragma unroll
                 for (int j = 0; j < {{FN}}; j++) {
-                    {{vec_t(out_t, 2)}} v2;   // the pair of neighbouring columns, one store
-                    v2.x = {{from_acc(act("acc[i2][j][2 * h]" .. (bias and " + bv[i2][h]" or "")))}};
-                    v2.y = {{from_acc(act("acc[i2][j][2 * h + 1]" .. (bias and " + bv[i2][h]" or "")))}};
-                    *reinterpret_cast<{{vec_t(out_t, 2)}}*>(es + m * {{OS}} + wc0 + j * 8 + 2 * t4) = v2;
+                    {{vec_t(e_t, 2)}} v2;   // the pair of neighbouring columns, one store
+                    v2.x = {{to_e(act("acc[i2][j][2 * h]" .. (bias and " + bv[i2][h]" or "")))}};
+                    v2.y = {{to_e(act("acc[i2][j][2 * h + 1]" .. (bias and " + bv[i2][h]" or "")))}};
+                    *reinterpret_cast<{{vec_t(e_t, 2)}}*>(es + m * {{OS}} + wc0 + j * 8 + 2 * t4) = v2;
                     acc[i2][j][2 * h] = 0.0f;
                     acc[i2][j][2 * h + 1] = 0.0f;
                 }
             }
         __syncthreads();
+% if POOL then
+        // the tile's {{RP}} pooled row{{RP > 1 and "s" or ""}} out: {{pool_kind}} of each 2x2 window, one output a thread
+        const long long t = t0 + i / {{KT}};
+        const long long img = t / {{TPI}};
+        const int pr0 = (int)(t - img * {{TPI}}) * {{RP}};
+#pragma unroll 1
+        for (int u = tid; u < {{BM * RP * OW}}; u += {{NT}}) {
+            const int r = u / {{RP * OW}}, e = u % {{RP * OW}}, py = e / {{OW}}, px = e % {{OW}};
+            if (m0 + r >= {{M}} || pr0 + py >= {{OH}}) continue;
+            const {{e_t}}* const s0 = es + r * {{OS}} + py * {{2 * W}} + 2 * px;
+% if pool_kind == "max" then
+            const {{acc_t}} v = fmaxf(fmaxf({{e_acc("s0[0]")}}, {{e_acc("s0[1]")}}), fmaxf({{e_acc("s0[" .. W .. "]")}}, {{e_acc("s0[" .. W + 1 .. "]")}}));
+% else
+            const {{acc_t}} v = (s0[0] + s0[1] + s0[{{W}}] + s0[{{W + 1}}]) * 0.25f;
+% end
+            out[img * {{IMG}} + (m0 + r) * {{OH * OW}} + (pr0 + py) * {{OW}} + px] = {{from_acc("v")}};{{OSL and "   // a slice of a concat's output" or ""}}
+        }
+% else
         // the tile out: runs of {{GX}} columns, {{OB}} bytes a store{{OB > 16 and " (in 16-byte words)" or ""}}
         const long long q0 = (t0 + i / {{KT}}) * {{BP}};
 % if FIXED then
@@ -455,6 +544,7 @@ local source = engine.compile([=[
                 *reinterpret_cast<const {{WORD}}*>(reinterpret_cast<const unsigned char*>(src) + {{o}});
 % end
         }
+% end
     }
 #if __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group 0;" ::: "memory");   // (only empty groups are left)
@@ -463,15 +553,19 @@ local source = engine.compile([=[
 ]=], "conv2d_pointwise")
 
 function T.kernel(l, p)
-  local ge = geom(l)
+  local ge = geom(l, p)
+  local g = ge.g
   local ty = common.types(l)
   local act = ge.fused and l.act or "none"
+  local OH, OW = l.H, l.W
+  if ge.pool then OH, OW = g.OH, g.OW end
   local NT = threads_of(p)
   local MT = common.ceil_div(l.M, p.bm)
   local KP = kp(l, p)
   local lay = layout(l, p)
-  local name = string.format("conv2d_pointwise_c%dm%d_h%dw%d_%s%s_m%dp%dk%d_w%dx%d_s%d_r%dt%d_o%d", l.C, l.M, l.H,
-    l.W, act, l.bias and "_bias" or "", p.bm, p.bp, p.bk, p.wm, p.wn, p.st, p.wr, p.tpb, p.occ)
+  local name = string.format("conv2d_pointwise_c%dm%d_h%dw%d_%s%s%s_m%dp%dk%d_w%dx%d_s%d_r%dt%d_o%d", l.C, l.M, l.H,
+    l.W, act, ge.pool and g.pool_tag or "", l.bias and "_bias" or "", p.bm, p.bp, p.bk, p.wm, p.wn, p.st, p.wr,
+    p.tpb, p.occ)
   -- the output written into a concat's slice (common.out_slice): its image stride
   local slice = common.out_slice(l, ge.fused)
   if slice then name = name .. slice.tag end
@@ -487,7 +581,11 @@ function T.kernel(l, p)
     wdoc = WRES and string.format("the block's weights, [%d][%d]", p.bm, WS)
       or string.format("%d stages of [%d][%d] weights", p.st, p.bm, WS),
     WN = p.wn, WR = p.bm // p.wm, WC = p.bp // p.wn, FM = p.bm // p.wm // 16, FN = p.bp // p.wn // 8,
-    IMG = slice and slice.stride or l.M * ge.P, OSL = slice ~= nil,
+    IMG = slice and slice.stride or l.M * OH * OW, OSL = slice ~= nil,
+    POOL = ge.pool, pool_kind = g.kind, RP = ge.RP, TP = ge.TP, TPI = ge.TPI, OH = OH, OW = OW, W = l.W,
+    e_t = ge.esize == 4 and "float" or ty.out_t,
+    to_e = function(e) return ge.esize == 4 and e or common.convert("float", ty.out_t, e) end,
+    e_acc = function(e) return common.convert(ty.out_t, "float", e) end,
     -- (a thread's runs keep one column where a tile's row of runs divides the threads)
     XJ = p.bp // ge.GX, FIXED = NT % (p.bp // ge.GX) == 0, RSTEP = NT // math.max(1, p.bp // ge.GX),
     GX = ge.GX, GW = ge.GW, OB = OB, WB = math.min(OB, 16), WORD = WORD[math.min(OB, 16)],
@@ -500,13 +598,13 @@ function T.kernel(l, p)
     name = name,
     args = args,
     source = source(common.typed(l, v)),
-    grid = { common.batch_dim(ge.P, p.bp * p.tpb), MT, 1 },
+    grid = { ge.pool and common.batch_dim(ge.TPI, p.tpb) or common.batch_dim(ge.P, p.bp * p.tpb), MT, 1 },
     block = { NT, 1, 1 },
     shared = smem(l, p),
     weights = "arg",
     bias = l.bias and "arg" or "none",
-    out_elems = l.M * ge.P,
-    shape = common.conv_shape(l, ge.g, act, false, l.M, l.H, l.W),
+    out_elems = l.M * OH * OW,
+    shape = common.conv_shape(l, g, act, ge.pool, l.M, OH, OW),
     fused = ge.fused,
     precision = l.precision,
     out_slice = slice ~= nil,
