@@ -2228,8 +2228,8 @@ static void test_half_memory(void)
 /* conv2d_pointwise: auto gives it a 16-bit 1x1 layer of stride 1 without padding or a pool, on
  * planes of an even number of pixels, at the large batch (runs of 4 pixels on 22x22: 8-byte copies;
  * the weights resident, several tiles a block); a pooled 1x1 layer, one on odd planes (11x11) and
- * the same layer at 8 images keep the rules before it; written for an fp32 network or a 3x3 layer it
- * is refused with the reason. */
+ * the same layer at 8 images keep the rules before it; written for the pooled layer it fuses the
+ * pool, for an fp32 network or a 3x3 layer it is refused with the reason. */
 static void test_pointwise(void)
 {
     static const char text[] =
@@ -2260,6 +2260,16 @@ static void test_pointwise(void)
         CHECK(c && strcmp(c->tpl, "conv2d_pointwise"), "a 1x1 layer on 11x11: not pointwise (%s)", c ? c->tpl : "none");
         cg_gen_free(o);
     } else CHECK(0, "pw.yaml: %s", e.msg);
+    /* written for the pooled layer: its 2x2 pool fused (tiles of whole row pairs) */
+    snprintf(sp->layers[1].strategy, sizeof sp->layers[1].strategy, "pointwise");
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *b = conv_kernel(o, "b");
+        CHECK(b && strstr(b->kernel, "conv2d_pointwise_c128m64_h22w22_none_pool2_") && strstr(b->source, "fp=1") &&
+                  strstr(b->source, "max of each 2x2 window"),
+              "pointwise written for a pooled layer: the pool fused (%s)", b ? b->kernel : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "pw.yaml, b pointwise: %s", e.msg);
+    snprintf(sp->layers[1].strategy, sizeof sp->layers[1].strategy, "auto");
     tg.batch = 8;
     if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
         const cg_gen_kernel *a = conv_kernel(o, "a");

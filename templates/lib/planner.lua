@@ -399,9 +399,11 @@ function planner.auto_strategy(l)
   -- on 24x24 0.652 / 0.680, zoo-linear's 40 -> 12 on 26x26 0.293 / 0.313 (igemm); but odd planes
   -- (zoo-1x1's 128 -> 32 on 11x11 0.675 / 0.158, zoo-awkward's 144 -> 200 on 15x15 5.06 / 2.28) and
   -- zoo-1x1's 256 -> 128 with its 2x2 pool (2.672 unpooled, then the pool kernel, against igemm_wg's
-  -- 1.946 with the pool fused). Smaller batches (buckets) not timed: they keep the rules below.
-  if half and cc >= 80 and l.K == 1 and g16.S == 1 and not g16.padded
-      and (g16.kind == "none" or (g16.tiled_pool and g16.PK == 2)) and (l.H * l.W) % 2 == 0 and l.C >= planner.AUTO_TC_MIN_C and l.M >= planner.AUTO_HALF_WG_MIN_M
+  -- 1.946 with the pool fused; 2.177 unpooled in the final kernel, 2.447 with the pool fused, fp=1,
+  -- its weights resident: zoo-1x1 5.58 ms against 4.49 with igemm_wg there). Smaller batches
+  -- (buckets) not timed: they keep the rules below.
+  if half and cc >= 80 and l.K == 1 and g16.S == 1 and not g16.padded and g16.kind == "none"
+      and (l.H * l.W) % 2 == 0 and l.C >= planner.AUTO_TC_MIN_C and l.M >= planner.AUTO_HALF_WG_MIN_M
       and not (l.batch and l.batch > 0)
       and pcall(resolve, import("conv2d_pointwise"), "conv2d_pointwise", l, nil, nil) then
     return "conv2d_pointwise", string.format("auto: pointwise, since precision is %s, the layer is 1x1 of stride 1 " ..
