@@ -168,9 +168,12 @@ build/bench/latency_embed: bench/latency_embed.c $(LIB_OBJ)
 	@mkdir -p build/bench
 	$(CC) $(CFLAGS) $< $(LIB_OBJ) $(LDLIBS) -o $@
 
-# the longest tests first (run-tests.sh starts them in the order given, two at a time):
+# the longest tests first, binaries and scripts alike, longest first by their wall time in
+# make test (run-tests.sh starts them in the order given, two at a time, then the rest):
 # the short ones then fill the other slot instead of one long test running alone at the end
-TEST_LONG := $(foreach t,test_kernels_compile test_generate test_emulate,$(filter build/tests/$(t),$(TEST_BIN)))
+TEST_SH   := $(wildcard tests/test_*.sh)
+TEST_LONG := $(foreach t,test_kernels_compile test_generate test_models.sh test_emulate test_tune.sh \
+               test_kernel.sh test_mpi.sh test_tune test_shapes,$(filter build/tests/$(t) tests/$(t),$(TEST_BIN) $(TEST_SH)))
 test-run: build/convgen lib $(MPI_BIN) $(TEST_BIN) $(FAKE_CUDA) build/bench/latency_embed
 	@tools/run-tests.sh $(TEST_LONG) $(filter-out $(TEST_LONG),$(TEST_BIN))
 

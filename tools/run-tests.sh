@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test binary given, then tests/test_*.sh, each under a time limit,
+# Runs every test given (a binary, or a tests/*.sh script, which runs under bash),
+# in the order given, then the tests/test_*.sh not given, each under a time limit,
 # CG_TEST_JOBS at a time (default 2: the CI machine's cores; 1 runs them one
 # after another). "[k/n] NAME" when a test starts; when it ends, its output
 # (less its "ok" lines), its counts and how long it took; last, one closing line
@@ -10,7 +11,12 @@ jobs=${CG_TEST_JOBS:-2}
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "run-tests.sh: CG_TEST_JOBS must be a positive integer" >&2; exit 2; }
 pass=0; fail=0
 scripts=()
-for s in tests/test_*.sh; do [ -e "$s" ] && scripts+=("$s"); done
+for s in tests/test_*.sh; do
+  [ -e "$s" ] || continue
+  given=0
+  for a in "$@"; do [ "$a" = "$s" ] && given=1; done
+  [ "$given" -eq 1 ] || scripts+=("$s")
+done
 total=$(( $# + ${#scripts[@]} )); k=0
 start=$SECONDS
 res=$(mktemp -d); trap 'rm -rf "$res"' EXIT
@@ -57,7 +63,9 @@ launch() { # name command...
   while [ "${#running[@]}" -ge "$jobs" ]; do sleep 0.2; reap; done
   start_one "$@"
 }
-for t in "$@"; do launch "$t" "$t"; done
+for t in "$@"; do
+  case $t in *.sh) launch "$t" bash "$t" ;; *) launch "$t" "$t" ;; esac
+done
 for s in ${scripts[@]+"${scripts[@]}"}; do launch "$s" bash "$s"; done
 while [ "${#running[@]}" -gt 0 ]; do sleep 0.2; reap; done
 wait
