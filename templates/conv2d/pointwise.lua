@@ -163,11 +163,7 @@ local function default_tile(l)
   return p
 end
 
-local memo = setmetatable({}, { __mode = "k" })
-local function tile(l)
-  if not memo[l] then memo[l] = default_tile(l) end
-  return memo[l]
-end
+local tile = common.per_layer(default_tile)
 
 -- A parameter's legal values: `list` where the layer is one the template computes (a 16-bit 1x1
 -- layer: the tuner and the test of every candidate enumerate their product), else its first alone
@@ -372,15 +368,7 @@ local source = engine.compile([=[
         const int jmax = min({{TP}}, ({{OH}} - pr0) * {{2 * W}});
         const {{in_t}}* const run = in + img * {{C * P}} + pr0 * {{2 * W}};
         (void)q0;
-% if FIXED then
-#pragma unroll
-        for (int r = rx; r < {{BK}}; r += {{RSTEP}}) {
-            const bool ok = k0 + r < {{C}} && jx < jmax;
-            const {{in_t}}* const src = ok ? run + (k0 + r) * {{P}} + jx : in;
-            {{in_t}}* const dst = xd + r * {{XS}} + jx;
-{{copy_x}}
-        }
-% else
+% if not FIXED then
 #pragma unroll
         for (int u = tid; u < {{BK * BP // GX}}; u += {{NT}}) {
             const int r = u / {{BP // GX}}, j = (u % {{BP // GX}}) * {{GX}};
@@ -395,14 +383,16 @@ local source = engine.compile([=[
         const long long q = q0 + jx;
         const long long img = q / {{P}};
         const {{in_t}}* const run = in + img * {{C * P}} + (q - img * {{P}});
+% end
+% if FIXED then
 #pragma unroll
         for (int r = rx; r < {{BK}}; r += {{RSTEP}}) {
-            const bool ok = k0 + r < {{C}} && q < NP;
-            const {{in_t}}* const src = ok ? run + (k0 + r) * {{P}} : in;
+            const bool ok = k0 + r < {{C}} && {{POOL and "jx < jmax" or "q < NP"}};
+            const {{in_t}}* const src = ok ? run + (k0 + r) * {{P}}{{POOL and " + jx" or ""}} : in;
             {{in_t}}* const dst = xd + r * {{XS}} + jx;
 {{copy_x}}
         }
-% else
+% elseif not POOL then
 #pragma unroll
         for (int u = tid; u < {{BK * BP // GX}}; u += {{NT}}) {
             const int r = u / {{BP // GX}}, j = (u % {{BP // GX}}) * {{GX}};

@@ -136,11 +136,7 @@ local function default_tile(l)
   return best
 end
 
-local memo = setmetatable({}, { __mode = "k" })
-local function tile(l)
-  if not memo[l] then memo[l] = default_tile(l) end
-  return memo[l]
-end
+local tile = common.per_layer(default_tile)
 
 -- split's default: 1, or where the default tile's blocks fill at most half the block slots
 -- of the card (the target's SMs, 100 when unknown, times the blocks an SM holds at once)

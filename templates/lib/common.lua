@@ -141,6 +141,16 @@ end
 
 function common.ceil_div(a, b) return (a + b - 1) // b end
 
+-- f(l) for layer table l, computed once a table (a template's default tile, which each
+-- parameter's default asks for): the cache holds its tables weakly.
+function common.per_layer(f)
+  local memo = setmetatable({}, { __mode = "k" })
+  return function(l)
+    if not memo[l] then memo[l] = f(l) end
+    return memo[l]
+  end
+end
+
 function common.contains(list, v)
   for _, x in ipairs(list) do if x == v then return true end end
   return false
