@@ -13,22 +13,26 @@
 -- operations, under the H200's BF16 ridge of about 220 operations a byte for C, M up to a few
 -- hundred, so they are bound by memory. The implicit-GEMM templates stage the input channels
 -- innermost from 2-byte gathers and store 2-byte outputs map by map; on an H200 in bf16 at
--- 10,000 images zoo-1x1's 64 -> 256 layer took 4.6 ms under igemm_wg and 3.06 under planes'
--- pixel-innermost copies (one 96 KB block an SM), against a bytes' floor near 0.65 ms
--- (bench/RESULTS.md, "16-bit memory paths"). Here a block of 128 x 128 takes about 57 KB and
--- 2-3 blocks share an SM, so each SM keeps several stages of copies in flight.
+-- 10,000 images zoo-1x1's 64 -> 256 layer took 4.46 ms under igemm_wg, against a bytes' floor
+-- near 0.65 ms; here 1.94 (bench/RESULTS.md, "1x1 layers of 16-bit tensors as one matrix product").
 --
--- Products: mma.sync.m16n8k16 (FP32 accumulators), A (weights) by ldmatrix.x4 from [bm][bk]
--- rows, B (input) by ldmatrix.x4.trans from [bk][bp] rows (two n8 tiles a load); rows padded by
--- 16 bytes so that ldmatrix's eight rows fall in distinct banks. A warp computes a (bm/wm) x
--- (bp/wn) tile. The loop: stages 0 .. st-2 copied first; for stage s: its copies awaited, a
--- barrier, stage s + st - 1 copied into the buffer stage s - 1 used, stage s's products.
--- Channels past C (C not a multiple of bk) and columns past the batch are zero-filled.
--- Epilogue (bias, activation, rounded once to the output type) into a [bm][bp] tile over the
--- ring, then each thread writes runs of pixels with one store each. A pooled layer leaves the
--- pool and the activation to the pool kernel after it (the conv + bias stored unpooled).
--- Without sm_80 (the CPU emulation of test_emulate) the copies are memcpy and the products FMAs
--- on the staged values, in FP32.
+-- A block keeps its map tile (bid % MT) and computes tpb column tiles one after another; wr=1
+-- copies its bm rows of weights once (zeros past C), wr=0 a [bm][bk] tile with every stage. The
+-- ring: stages (tile, channel slice) 0 .. st-2 copied first; for stage i: its copies awaited, a
+-- barrier, stage i + st - 1 copied into the buffer stage i - 1 used (the next tile's while this
+-- one's products and epilogue run), stage i's products. Products: mma.sync.m16n8k16 (FP32
+-- accumulators), A (weights) by ldmatrix.x4, B (input) by ldmatrix.x4.trans from [bk][bp] rows
+-- (two n8 tiles a load); rows padded by 16 bytes so that ldmatrix's eight rows fall in distinct
+-- banks. A warp computes a (bm/wm) x (bp/wn) tile. Channels past C and columns past the batch
+-- are zero-filled. After a tile's last stage, its epilogue (bias loaded once a block, activation,
+-- rounded once; a pair of neighbouring columns one store) goes into a [bm][bp] tile of its own,
+-- then each thread writes runs of pixels with one store each. Where a tile row's runs divide the
+-- threads, a thread's runs keep one column of the tile, so it finds their image and pixel once a
+-- stage. fp=1 fuses a 2x2 pool of stride 2: a column tile is then whole row pairs of one image,
+-- pooled from the epilogue tile (FP32 under an average) a window a thread; fp=0 stores the conv +
+-- bias unpooled and leaves the activation and the pool to the pool kernel. Without sm_80 (the CPU
+-- emulation of test_emulate) the copies are memcpy and the products FMAs on the staged values,
+-- in FP32.
 
 local engine = import("lib/engine")
 local common = import("lib/common")
