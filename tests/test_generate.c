@@ -2225,6 +2225,30 @@ static void test_half_memory(void)
     free(sp), free(st), free(o);
 }
 
+/* One test's sm_90a target (cg_aot_target's, as a fat binary's sm_90), its spec from text as
+ * file `path`, and an output record: 0, or -1 (a failed check; nothing left to free). */
+static int sm90a_case(const char *path, const char *text, cg_target *tg, cg_spec **sp, cg_gen_output **o)
+{
+    int arch = 90;
+    cg_aot_target(&arch, 1, tg);
+    *o = malloc(sizeof **o);
+    *sp = spec_text(path, text);
+    if (*o && *sp) return 0;
+    CHECK(0, "allocation");
+    free(*o), free(*sp);
+    return -1;
+}
+
+/* Spec text (as file `path`) that generating for target tg must refuse, with msg in the error. */
+static void expect_refusal(const cg_target *tg, cg_gen_output *o, const char *path, const char *text, const char *msg)
+{
+    cg_err e = {""};
+    cg_spec *sp = spec_text(path, text);
+    CHECK(sp && cg_generate_for(sp, "x", tg, o, &e) != 0, "%s: generated, where it should be refused", path);
+    CHECK_CONTAINS(e.msg, msg);
+    free(sp);
+}
+
 /* conv2d_pointwise: auto gives it a 16-bit 1x1 layer of stride 1 without padding or a pool, on
  * planes of an even number of pixels, at the large batch (runs of 4 pixels on 22x22: 8-byte copies;
  * the weights resident, several tiles a block); a pooled 1x1 layer, one on odd planes (11x11) and
@@ -2239,16 +2263,10 @@ static void test_pointwise(void)
         "  - {name: c, op: conv, M: 32, K: 1}\n"                                  /* 11x11: not */
         "  - {name: d, op: fc, out: 10}\n";
     cg_target tg;
-    int arch = 90;
-    cg_aot_target(&arch, 1, &tg);
-    cg_gen_output *o = malloc(sizeof *o);
-    cg_spec *sp = spec_text("pw.yaml", text);
+    cg_gen_output *o;
+    cg_spec *sp;
     cg_err e = {""};
-    if (!o || !sp) {
-        CHECK(0, "allocation");
-        free(o), free(sp);
-        return;
-    }
+    if (sm90a_case("pw.yaml", text, &tg, &sp, &o)) return;
     if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
         const cg_gen_kernel *a = conv_kernel(o, "a"), *b = conv_kernel(o, "b"), *c = conv_kernel(o, "c");
         CHECK(a && !strcmp(a->tpl, "conv2d_pointwise") && strstr(a->source, "auto: pointwise") &&
@@ -2281,17 +2299,12 @@ static void test_pointwise(void)
     static const char f32[] =
         "network: s\ninput: {channels: 16, height: 8, width: 8}\nlayers:\n"
         "  - {name: a, op: conv, M: 16, K: 1, strategy: pointwise}\n";
-    sp = spec_text("pw-f32.yaml", f32);
-    CHECK(sp && cg_generate_for(sp, "x", &tg, o, &e) != 0, "pointwise accepted an fp32 layer");
-    CHECK_CONTAINS(e.msg, "conv2d_pointwise multiplies 16-bit inputs and weights of one type");
-    free(sp);
+    expect_refusal(&tg, o, "pw-f32.yaml", f32, "conv2d_pointwise multiplies 16-bit inputs and weights of one type");
     static const char k3[] =
         "network: s\ninput: {channels: 16, height: 8, width: 8}\nprecision: fp16\nlayers:\n"
         "  - {name: a, op: conv, M: 16, K: 3, strategy: pointwise}\n";
-    sp = spec_text("pw-k3.yaml", k3);
-    CHECK(sp && cg_generate_for(sp, "x", &tg, o, &e) != 0, "pointwise accepted a 3x3 layer");
-    CHECK_CONTAINS(e.msg, "conv2d_pointwise computes 1x1 convolutions of stride 1 without padding");
-    free(sp), free(o);
+    expect_refusal(&tg, o, "pw-k3.yaml", k3, "conv2d_pointwise computes 1x1 convolutions of stride 1 without padding");
+    free(o);
 }
 
 /* planes' mn=1 (tr=1 on a 16-bit 1x1 layer, the planes staged pixels innermost): the kernel is
@@ -2308,16 +2321,10 @@ static void test_planes_mn(void)
         "  - {name: d, op: conv, M: 64, K: 2}\n"                                                     /* -> 13x13 */
         "  - {name: e, op: conv, M: 64, K: 1, strategy: planes, params: {tr: 1, mn: 1, wgs: 1}}\n"; /* 169 pixels */
     cg_target tg;
-    int arch = 90;
-    cg_aot_target(&arch, 1, &tg);
-    cg_gen_output *o = malloc(sizeof *o);
-    cg_spec *sp = spec_text("mn.yaml", text);
+    cg_gen_output *o;
+    cg_spec *sp;
     cg_err e = {""};
-    if (!o || !sp) {
-        CHECK(0, "allocation");
-        free(o), free(sp);
-        return;
-    }
+    if (sm90a_case("mn.yaml", text, &tg, &sp, &o)) return;
     if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
         const cg_gen_kernel *a = conv_kernel(o, "a"), *c = conv_kernel(o, "c"), *k5 = conv_kernel(o, "e");
         CHECK(a && strstr(a->kernel, "_tr_mn_bf16") && strstr(a->source, "planes pixels innermost") &&
@@ -2337,10 +2344,8 @@ static void test_planes_mn(void)
     static const char po[] =
         "network: s\ninput: {channels: 32, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
         "  - {name: a, op: conv, M: 64, K: 1, strategy: planes, params: {tr: 1, mn: 1, po: 1, bk: 16}}\n";
-    sp = spec_text("mn-po.yaml", po);
-    CHECK(sp && cg_generate_for(sp, "x", &tg, o, &e) != 0, "mn=1 with po=1 accepted");
-    CHECK_CONTAINS(e.msg, "mn=1: the planes pixels innermost are tr=1's B, staged whole (po=0)");
-    free(sp), free(o);
+    expect_refusal(&tg, o, "mn-po.yaml", po, "mn=1: the planes pixels innermost are tr=1's B, staged whole (po=0)");
+    free(o);
 }
 
 /* 16-bit layers of fewer than 16 channels on sm_90a (the course networks' second layers):
