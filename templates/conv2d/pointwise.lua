@@ -257,33 +257,26 @@ function T.check(l, p)
   if p.fp == 1 and poolable(g) and p.bp < 2 * l.W then
     return string.format("fp=1: a tile holds a pair of the %d-pixel rows at least (bp=%d < %d)", l.W, p.bp, 2 * l.W), "bp"
   end
-  if smem(l, p) > common.max_shared(l) then
-    local lay = layout(l, p)
+  local bytes = smem(l, p)
+  if bytes > common.max_shared(l) then
     return string.format("st=%d stages of %d x %d pixels, %s weights and the %d x %d epilogue tile need %d bytes " ..
       "of shared memory; at most %d fit", p.st, p.bk, p.bp, p.wr == 1 and "resident" or "staged", p.bm, p.bp,
-      lay.bytes, common.max_shared(l)), p.wr == 1 and "wr" or "st"
+      bytes, common.max_shared(l)), p.wr == 1 and "wr" or "st"
   end
-  why = common.check_occ(l, p.occ, NT, regs(p), smem(l, p), "the accumulators and fragments")
+  why = common.check_occ(l, p.occ, NT, regs(p), bytes, "the accumulators and fragments")
   if why then return why, "occ" end
   return nil
 end
 
--- The lines (indented `ind`) copying `bytes` (4, 8 or 16; 2: a plain load) from global
--- element pointer `src` to shared element pointer `dst`, zero where `ok` is false; without
--- sm_80 (the CPU emulation) a memcpy or zeros.
+-- The lines (indented `ind`) copying `bytes` (4, 8 or 16: common.cp_async under sm_80; 2: a plain
+-- load) from global element pointer `src` to shared element pointer `dst`, zero where `ok` is
+-- false; without sm_80 (the CPU emulation) a memcpy or zeros.
 local function copy(ind, bytes, dst, src, ok, elem)
   if bytes == 2 then
     return string.format("%sif (%s) %s[0] = %s[0]; else %s[0] = %s{};", ind, ok, dst, src, dst, elem)
   end
-  return table.concat({
-    "#if __CUDA_ARCH__ >= 800",
-    string.format('%sasm volatile("cp.async.%s.shared.global [%%0], [%%1], %d, %%2;" :: ' ..
-      '"r"((unsigned)__cvta_generic_to_shared(%s)), "l"(%s), "r"(%s ? %d : 0) : "memory");',
-      ind, bytes == 16 and "cg" or "ca", bytes, dst, src, ok, bytes),
-    "#else",
-    string.format("%sif (%s) memcpy(%s, %s, %d);", ind, ok, dst, src, bytes),
-    string.format("%selse memset(%s, 0, %d);", ind, dst, bytes),
-    "#endif" }, "\n")
+  return common.cp_async(bytes, ind, string.format("(unsigned)__cvta_generic_to_shared(%s)", dst), dst, src, ok,
+    "__CUDA_ARCH__ >= 800")
 end
 
 -- The type of a store of `bytes` (2 to 16): its bits copied as they are (the vector float types
@@ -350,7 +343,9 @@ local source = engine.compile([=[
     // input's {{BK}} planes of {{BP}} columns in runs of {{GX}} (a run lies in one image: {{GX}} divides {{P}})
     auto issue = [&](int i) {
         const int k0 = (i % {{KT}}) * {{BK}};
+% if not POOL then
         const long long q0 = (t0 + i / {{KT}}) * {{BP}};
+% end
         {{in_t}}* const xd = xs + (i % {{ST}}) * {{XSTAGE}};
 % if not WRES then
         {{in_t}}* const wd = ws + (i % {{ST}}) * {{WSTAGE}};
@@ -371,7 +366,6 @@ local source = engine.compile([=[
         const int pr0 = (int)(t - img * {{TPI}}) * {{RP}};
         const int jmax = min({{TP}}, ({{OH}} - pr0) * {{2 * W}});
         const {{in_t}}* const run = in + img * {{C * P}} + pr0 * {{2 * W}};
-        (void)q0;
 % if not FIXED then
 #pragma unroll
         for (int u = tid; u < {{BK * BP // GX}}; u += {{NT}}) {

@@ -992,14 +992,15 @@ function common.wgmma_tf32_lambda(acc_t, nr, n)
   return wgmma_lambda_lines(acc_t, nr, n, "k8.f32.tf32.tf32", "p, 1, 1", "acc", ", int acc")
 end
 
--- A copy of `bytes` (16: cp.async.cg; 8: .ca, as .cg copies 16 bytes alone) from global memory
+-- A copy of `bytes` (16: cp.async.cg; 8 or 4: .ca, as .cg copies 16 bytes alone) from global memory
 -- into shared memory as the 16-bit wgmma templates stage their operands (fc_mma, planes' tr=1
--- weights, mn=1's planes): the lines (indented `ind`) of one cp.async of `src` to shared address
--- `saddr`, zero-filled where `ok` is false (a source size of 0), and, without sm_90a (the CPU
--- emulation), a memcpy to element pointer `dst` or zeros.
-local function cp_async(bytes, ind, saddr, dst, src, ok)
+-- weights, mn=1's planes) and conv2d_pointwise its runs: the lines (indented `ind`) of one cp.async
+-- of `src` to shared address `saddr`, zero-filled where `ok` is false (a source size of 0), under
+-- the preprocessor condition `guard` (default: sm_90a, the wgmma templates' target), and, where it
+-- fails (the CPU emulation), a memcpy to element pointer `dst` or zeros.
+function common.cp_async(bytes, ind, saddr, dst, src, ok, guard)
   return table.concat({
-    "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)",
+    "#if " .. (guard or "defined(__CUDA_ARCH_FEAT_SM90_ALL)"),
     string.format('%sasm volatile("cp.async.%s.shared.global [%%0], [%%1], %d, %%2;" :: "r"(%s), "l"(%s), "r"(%s ? %d : 0)',
       ind, bytes == 16 and "cg" or "ca", bytes, saddr, src, ok, bytes),
     ind .. '             : "memory");',
@@ -1008,8 +1009,8 @@ local function cp_async(bytes, ind, saddr, dst, src, ok)
     string.format("%selse memset(%s, 0, %d);", ind, dst, bytes),
     "#endif" }, "\n")
 end
-function common.cp_async16(ind, saddr, dst, src, ok) return cp_async(16, ind, saddr, dst, src, ok) end
-function common.cp_async8(ind, saddr, dst, src, ok) return cp_async(8, ind, saddr, dst, src, ok) end
+function common.cp_async16(ind, saddr, dst, src, ok) return common.cp_async(16, ind, saddr, dst, src, ok) end
+function common.cp_async8(ind, saddr, dst, src, ok) return common.cp_async(8, ind, saddr, dst, src, ok) end
 
 -- The lambda `put(at, v)` of a kernel staging 16-bit operands (type stage_t) for wgmma:
 -- eight values as they are, packed in pairs, one 16-byte store of vector type v4 at
