@@ -1686,6 +1686,36 @@ function planner.build(net)
     return r
   end
 
+  -- A conv's kernels under template tname: one (add), or, for a template of several kernels
+  -- (T.parts: conv2d_fft), one a part in order, each reading the tensor the part before wrote
+  -- (<layer>.<part's tensor>, a tensor no layer holds), the last writing output_name. Returns the
+  -- last kernel, and every kernel made.
+  local function add_conv(tname, l, given, index, layer, inputs, output_name, shape)
+    local T = import(tname)
+    if not T.parts then
+      local k = add(tname, l, given, index, layer, inputs, output_name, shape)
+      return k, { k }
+    end
+    local k, kin, made = nil, inputs, {}
+    for j, part in ipairs(T.parts) do
+      l.part = part.part
+      local last = j == #T.parts
+      k = add(tname, l, given, index, layer, kin, last and output_name or (layer .. "." .. part.tensor),
+        last and shape or part.shape(l))
+      made[#made + 1] = k
+      kin = { k.out }
+    end
+    l.part = nil
+    return k, made
+  end
+  -- the chosen line and the precision line of every kernel a conv made
+  local function chosen(made, why, l)
+    for _, k in ipairs(made) do
+      k.chosen = why
+      k.precision_line = planner.precision_line(l, k)
+    end
+  end
+
   local batch = batch_of(net)
   for _, l in ipairs(net.layers) do
     if dt ~= "f32" then l.dtype = dt end
@@ -1716,9 +1746,9 @@ function planner.build(net)
       -- only), then the pool kernel with the activation
       local bare = planner.unpooled(l)
       local tname, why, own = layer_choice(bare, const_left)
-      local k = add(tname, bare, own or l.params, i, l.name, inputs, l.name .. ".conv", { l.M, bare.OH, bare.OW })
-      k.chosen = why
-      k.precision_line = planner.precision_line(l, k)
+      local k, made = add_conv(tname, bare, own or l.params, i, l.name, inputs, l.name .. ".conv",
+        { l.M, bare.OH, bare.OW })
+      chosen(made, why, l)
       k = reduce_split(k, bare, i)
       local g = common.conv_geom(l)
       add("pool", { C = l.M, H = g.CH, W = g.CW, kind = g.kind, PK = g.PK, PS = g.PS, PP = g.PP, act = l.act },
@@ -1754,11 +1784,11 @@ function planner.build(net)
           k = nil
         end
       end
+      local made = { k }
       if not k then
-        k = add(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
+        k, made = add_conv(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
       end
-      k.chosen = why
-      k.precision_line = planner.precision_line(l, k)
+      chosen(made, why, l)
       k = reduce_split(k, l, i)
       if planner.pixel_twin(net, l, k, inputs) then
         -- the same kernel reading the pixels: the u8 feed runs it and neither
@@ -2019,6 +2049,13 @@ local function setup(net, index, tname)
   return import(tname), tname, l
 end
 
+-- The parts of a template of several kernels, as words ("in, mul, out").
+local function parts_list(T)
+  local w = {}
+  for i, part in ipairs(T.parts) do w[i] = part.part end
+  return table.concat(w, ", ")
+end
+
 -- The template's cost estimate for one accepted configuration (T.cost, optional:
 -- nil without one); a number >= 0 (math.huge for "cannot run well"), else an error.
 local function cost_of(T, tname, l, p)
@@ -2053,6 +2090,12 @@ function planner.candidates(net, index, tname, cap)
   end
   local res = { template = name, names = names, total = total, examined = 0, refused = 0,
                 accepted = {}, reasons = {} }
+  if T.parts then
+    -- a template of several kernels: no candidate the harness (one kernel) can time
+    res.note = string.format("%s runs as %d kernels (%s): not timed alone; write strategy %s in the spec and time " ..
+      "the network (convgen run --profile)", name, #T.parts, parts_list(T), (name:gsub("^conv2d_", "")))
+    return res
+  end
   if total > cap then
     res.note = string.format("%d combinations, more than the cap of %d: only the first %d were examined",
       total, cap, cap)
@@ -2147,6 +2190,10 @@ end
 -- "input" and the layer's output ("<layer>.conv" when the epilogue is not fused).
 function planner.emit_one(net, index, tname, params)
   local T, name, l = setup(net, index, tname)
+  if T.parts then
+    fail(index, nil, string.format("%s runs as %d kernels (%s) and a kernel is timed alone here; generate " ..
+      "the network to run it (convgen run --profile times its kernels)", name, #T.parts, parts_list(T)))
+  end
   local p, listed = configure(T, name, l, net, index, params)
   local k = common.add_pdl(planner.half_kernel(T.kernel(l, p), l, net.precision), l.target or net.target)
   if k.split then

@@ -1,0 +1,697 @@
+-- conv2d_fft.lua — a stride-1 convolution of FP32 tensors through the discrete Fourier
+-- transform (`strategy: fft`), as three kernels a layer.
+--
+-- A valid correlation y[i][j] = sum_{a,b} x[i+a][j+b] w[a][b] over an input plane padded to
+-- HP x WP equals, for every output the layer keeps (i + a <= HP - 1), the circular one over
+-- FH x FW points where FH >= HP and FW >= WP. In the transformed domain that is a product at
+-- each frequency: Y(u,v) = X(u,v) * G(u,v), G(u,v) = sum_{a,b} w[a][b] e^{+2 pi i (ua/FH + vb/FW)}
+-- (the conjugate of the filter's transform: a correlation, not a convolution), and the sum
+-- over the channels stays a sum: Y[m](u,v) = sum_c X[c](u,v) G[m][c](u,v). So a layer of
+-- C x M x K x K multiply-adds a pixel becomes C x M complex multiply-adds a frequency: for
+-- zoo-7x7-large's 32 -> 64 7x7 layer on 61x61 inputs (a 64 x 64 transform) 17 times fewer
+-- operations, for zoo-5x5-c64's 64 -> 128 5x5 on 26x26 (32 x 32) 5.6 times fewer.
+-- The planes are real, so only the frequencies v = 0 .. FW/2 are kept (NV = FW/2 + 1; the
+-- others are their conjugates): NF = FH x NV frequencies an image.
+--
+-- The kernels (the planner runs them in order, `T.parts`; tensors <layer>.fx and <layer>.fy
+-- hold the transforms, NF x C and NF x M complex values an image, channel or map innermost):
+--   in   a block takes `cg` channels of one image: each thread transforms one input row
+--        (FW points, the padding's columns known zeros) into shared memory, then one column
+--        of frequencies v (FH points, the padding's rows known zeros) and stores the FH
+--        results, the block's channels side by side: fx[n][u][v][c].
+--   mul  a block takes `fg` frequencies and `bm` maps: it first computes the filters'
+--        transforms G for them from the weights as stored (M x C x K x K: K x K FMAs per
+--        frequency and row, then K complex products; the roots of unity a table in shared
+--        memory), then, for `ib` tiles of `bn` images, the product of each frequency's
+--        bn x C and C x bm complex matrices (the images' transforms staged `ck` channels at a
+--        time; a thread 4 images x 4 maps, 4 FMAs a complex product), stored as fy[n][u][v][m].
+--   out  a block takes `mg` maps of one image: each thread inverts one column of frequencies v
+--        (FH points, only the rows the layer keeps computed) into shared memory, then a pair of
+--        output rows at once (the two real rows as one complex transform: a + i b), scales by
+--        1 / (FH FW), adds the bias, applies the activation and a fused 2x2 pool of stride 2
+--        (max or average), and the block's maps leave as one contiguous run of the output.
+--        Other pools leave the epilogue unfused (conv + bias, then the pool kernel).
+-- Every transform is straight-line code the generator writes for its sizes (radix-2, the
+-- roots of unity literals, the known zeros of the padding and the outputs no one reads left
+-- out), so FH and FW are powers of two from 2 to 64. FP32 throughout: the error is the
+-- transforms' rounding, about log2(FH FW) units of FP32 (bench/RESULTS.md has the measured
+-- errors against the double reference).
+
+local engine = import("lib/engine")
+local common = import("lib/common")
+
+local T = {}
+
+T.doc = "FFT convolution: the planes' discrete Fourier transforms, a complex matrix product a frequency, the " ..
+  "inverse transform with bias, activation and pool (three kernels)"
+
+T.MAX_F = 64
+local NT = 256   -- threads of an `in` or `out` block
+
+local function pow2_at_least(n)
+  local f = 2
+  while f < n do f = f * 2 end
+  return f
+end
+
+-- The layer's transform sizes and what the inverse transform must produce.
+local function geom(l)
+  local g = common.conv_geom(l)
+  local ge = { g = g }
+  ge.HP, ge.WP = l.H + g.pt + g.pb, l.W + g.pl + g.pr
+  ge.FH, ge.FW = pow2_at_least(ge.HP), pow2_at_least(ge.WP)
+  ge.NV = ge.FW // 2 + 1
+  ge.NF = ge.FH * ge.NV
+  ge.pool = g.tiled_pool and g.PK == 2 and (g.PP or 0) == 0
+  ge.fused = ge.pool or g.kind == "none"
+  if ge.pool then ge.OH, ge.OW, ge.R, ge.RW = g.OH, g.OW, 2 * g.OH, 2 * g.OW
+  else ge.OH, ge.OW, ge.R, ge.RW = g.CH, g.CW, g.CH, g.CW end
+  ge.RP = common.ceil_div(ge.R, 2)   -- row pairs of the inverse row transform
+  return ge
+end
+T.geom = geom
+
+-- The kernels of a layer, in order (planner.lua runs a template with T.parts as one kernel a part,
+-- l.part naming it); the tensors between them are <layer>.<tensor>, of the shape given.
+T.parts = {
+  { part = "in", tensor = "fx", shape = function(l) return { geom(l).NF, l.C, 2 } end },
+  { part = "mul", tensor = "fy", shape = function(l) return { geom(l).NF, l.M, 2 } end },
+  { part = "out" },
+}
+
+-- ---- straight-line transforms ----
+-- A complex value is { re = e, im = e } with e a C expression of type float, or nil where that
+-- part is exactly zero; a value of nil is zero. `em` collects the lines.
+
+local function lit(x)
+  if x == math.floor(x) then return string.format("%.1ff", x) end
+  local s = string.format("%.9gf", x)
+  return x < 0 and ("(" .. s .. ")") or s
+end
+
+local function emitter(prefix, ind)
+  local em = { lines = {}, n = 0 }
+  function em.tmp(expr)
+    em.n = em.n + 1
+    local name = prefix .. em.n
+    em.lines[#em.lines + 1] = string.format("%sconst float %s = %s;", ind, name, expr)
+    return name
+  end
+  return em
+end
+
+local function neg(e) return e and ("(-" .. e .. ")") or nil end
+local function zero(z) return z == nil or (z.re == nil and z.im == nil) end
+local function value(re, im)
+  if re == nil and im == nil then return nil end
+  return { re = re, im = im }
+end
+
+local function part_sum(em, a, b)
+  if not a then return b end
+  if not b then return a end
+  return em.tmp(a .. " + " .. b)
+end
+
+local function part_diff(em, a, b)
+  if not b then return a end
+  if not a then return neg(b) end
+  return em.tmp(a .. " - " .. b)
+end
+
+local function cadd(em, a, b)
+  if zero(a) then return b end
+  if zero(b) then return a end
+  return value(part_sum(em, a.re, b.re), part_sum(em, a.im, b.im))
+end
+
+local function csub(em, a, b)
+  if zero(b) then return a end
+  if zero(a) then return value(neg(b.re), neg(b.im)) end
+  return value(part_diff(em, a.re, b.re), part_diff(em, a.im, b.im))
+end
+
+-- z * e^{sign 2 pi i k / n}
+local function twiddle(em, z, k, n, sign)
+  if zero(z) then return nil end
+  k = k % n
+  if k == 0 then return z end
+  if (4 * k) % n == 0 then
+    local q = (4 * k) // n                      -- quarter turns: i^q (sign +) or i^-q
+    local r = sign > 0 and q or (4 - q) % 4
+    if r == 1 then return value(neg(z.im), z.re) end
+    if r == 2 then return value(neg(z.re), neg(z.im)) end
+    return value(z.im, neg(z.re))
+  end
+  local th = sign * 2 * math.pi * k / n
+  local c, s = math.cos(th), math.sin(th)
+  local a, b = z.re, z.im
+  local re, im
+  if a and b then
+    re = em.tmp(string.format("%s * %s - %s * %s", lit(c), a, lit(s), b))
+    im = em.tmp(string.format("%s * %s + %s * %s", lit(s), a, lit(c), b))
+  elseif a then
+    re, im = em.tmp(lit(c) .. " * " .. a), em.tmp(lit(s) .. " * " .. a)
+  else
+    re, im = em.tmp(lit(-s) .. " * " .. b), em.tmp(lit(c) .. " * " .. b)
+  end
+  return value(re, im)
+end
+
+-- y[k] = sum_j x[j] e^{sign 2 pi i j k / n} for the k with need[k] (radix 2, decimation in
+-- time); xs[0 .. n-1] are values (nil: zero). Returns the table of y[k] (nil: zero).
+local function dft(em, xs, n, need, sign)
+  if n == 1 then return { [0] = xs[0] } end
+  local any = false
+  for j = 0, n - 1 do if not zero(xs[j]) then any = true break end end
+  if not any then return {} end
+  local h = n // 2
+  local ev, od, nh = {}, {}, {}
+  for j = 0, h - 1 do ev[j], od[j] = xs[2 * j], xs[2 * j + 1] end
+  for k = 0, n - 1 do if need[k] then nh[k % h] = true end end
+  local E = dft(em, ev, h, nh, sign)
+  local O = dft(em, od, h, nh, sign)
+  local ys, tw = {}, {}
+  for k = 0, n - 1 do
+    if need[k] then
+      local kk = k % h
+      if tw[kk] == nil then tw[kk] = twiddle(em, O[kk], kk, n, sign) or false end
+      local t = tw[kk] or nil
+      if k < h then ys[k] = cadd(em, E[kk], t) else ys[k] = csub(em, E[kk], t) end
+    end
+  end
+  return ys
+end
+T.dft = dft
+
+local function needs(lo, hi)
+  local t = {}
+  for k = lo, hi do t[k] = true end
+  return t
+end
+
+local function re_of(z) return z and z.re or "0.0f" end
+local function im_of(z) return z and z.im or "0.0f" end
+
+-- ---- parameters ----
+
+local function in_smem(l, p) local ge = geom(l); return p.cg * l.H * ge.NV * 8 end
+local function out_smem(l, p) local ge = geom(l); return p.mg * (ge.R * ge.NV * 8 + ge.OH * ge.OW * 4) end
+local function xs_row(p) return p.bn + 2 end   -- a staged channel's images, padded by 16 bytes
+local function twn(l) local ge = geom(l); local t = ge.FH + ge.FW; return t + t % 2 end
+local function mul_smem(l, p) return (twn(l) + p.fg * l.C * p.bm + p.ck * xs_row(p)) * 8 end
+local function mul_threads(p) return (p.bm // 4) * (p.bn // 4) end
+local function mul_regs(_) return 32 + 16 + 40 end
+
+-- Image tiles at the cost model's batch, and the blocks of `mul`.
+local function image_tiles(l, p) return common.ceil_div(common.cost.images(l), p.bn) end
+local function mul_blocks(l, p)
+  local ge = geom(l)
+  return common.ceil_div(image_tiles(l, p), p.ib) * common.ceil_div(ge.NF, p.fg) * common.ceil_div(l.M, p.bm)
+end
+
+local function largest_divisor(n, cap, ok)
+  local d = common.divisors(n, cap)
+  for i = #d, 1, -1 do if ok(d[i]) then return d[i] end end
+  return d[1]
+end
+
+-- The default tiles: `in` and `out` blocks of as many channels or maps (a divisor, up to 32) as
+-- leave two blocks an SM; `mul` 64 maps (M rounded up to 4 where fewer) by 64 images, one
+-- frequency a block, 32 channels staged at a time, and as many image tiles a block as leave
+-- four blocks an SM (the filters' transform is then computed once for every 4 .. 64 tiles).
+local function default_tile(l)
+  local ge = geom(l)
+  local half = (common.max_shared(l) - 1024) // 2
+  local p = {}
+  p.cg = largest_divisor(l.C, 32, function(d) return in_smem(l, { cg = d }) <= half end)
+  p.mg = largest_divisor(l.M, 32, function(d) return out_smem(l, { mg = d }) <= half end)
+  p.bm = math.min(64, common.ceil_div(l.M, 4) * 4)
+  p.bn = 64
+  p.fg = 1
+  p.ck = largest_divisor(l.C, 32, function() return true end)
+  while p.bm > 16 and mul_smem(l, p) > common.max_shared(l) do p.bm = p.bm // 2 end
+  local t = l.target or {}
+  local sms = (t.sms and t.sms > 0) and t.sms or 100
+  local tiles = image_tiles(l, p)
+  local others = common.ceil_div(ge.NF, p.fg) * common.ceil_div(l.M, p.bm)
+  p.ib = 1
+  for _, ib in ipairs({ 64, 32, 16, 8, 4, 2 }) do
+    if common.ceil_div(tiles, ib) * others >= 4 * sms then p.ib = ib break end
+  end
+  return p
+end
+
+local tile = common.per_layer(default_tile)
+
+-- A parameter's legal values: `list` where the layer is one the template computes, else its
+-- first alone (which check refuses with the reason).
+local function served(l)
+  local ty = common.types(l)
+  local g = common.conv_geom(l)
+  return ty.in_t == "float" and g.S == 1 and g.G == 1 and l.K >= 2
+end
+local function legal(list)
+  return function(l) if served(l) then return list(l) end return { list(l)[1] } end
+end
+local function divisors_desc(n)
+  local d, out = common.divisors(n, 32), {}
+  for i = #d, 1, -1 do out[#out + 1] = d[i] end
+  return out
+end
+
+T.params = {
+  { name = "cg", doc = "channels an `in` block transforms (a divisor of C, up to 32)",
+    legal = legal(function(l) return divisors_desc(l.C) end),
+    default = function(l) return tile(l).cg end },
+  { name = "mg", doc = "maps an `out` block inverts (a divisor of M, up to 32)",
+    legal = legal(function(l) return divisors_desc(l.M) end),
+    default = function(l) return tile(l).mg end },
+  { name = "bm", doc = "maps a `mul` block computes (a multiple of 4)",
+    legal = legal(function(l)
+      local list, r = { 64, 32, 128, 16 }, common.ceil_div(l.M, 4) * 4
+      if r < 128 and not common.contains(list, r) then list[#list + 1] = r end
+      return list
+    end),
+    default = function(l) return tile(l).bm end },
+  { name = "bn", doc = "images a `mul` tile (a multiple of 4)",
+    legal = legal(function() return { 64, 32, 16 } end),
+    default = function(l) return tile(l).bn end },
+  { name = "fg", doc = "frequencies a `mul` block (their filters' transforms computed once)",
+    legal = legal(function() return { 1, 2, 4 } end),
+    default = function(l) return tile(l).fg end },
+  { name = "ck", doc = "channels of the images' transforms staged at a time in `mul` (a divisor of C)",
+    legal = legal(function(l) return divisors_desc(l.C) end),
+    default = function(l) return tile(l).ck end },
+  { name = "ib", doc = "image tiles a `mul` block computes, one after another",
+    legal = legal(function() return { 1, 2, 4, 8, 16, 32, 64 } end),
+    default = function(l) return tile(l).ib end },
+}
+
+function T.check(l, p)
+  local ty = common.types(l)
+  local why = common.refuse_groups(l, "conv2d_fft")
+  if why then return why, nil end
+  local g = common.conv_geom(l)
+  if ty.in_t ~= "float" or ty.w_t ~= "float" or ty.out_t ~= "float" then
+    return "conv2d_fft computes FP32 tensors (precision fp32); write strategy auto", nil
+  end
+  if l.precision == "tf32" then
+    return "conv2d_fft computes in FP32; precision tf32 asks for TF32 products (write strategy auto)", nil
+  end
+  if g.S ~= 1 then
+    return string.format("conv2d_fft computes stride-1 convolutions; this layer has stride %d", g.S), nil
+  end
+  if l.K < 2 then return "conv2d_fft needs a kernel of 2x2 or more (a 1x1 layer is a plain matrix product)", nil end
+  local ge = geom(l)
+  if ge.FH > T.MAX_F or ge.FW > T.MAX_F then
+    return string.format("the padded %dx%d input needs a %dx%d transform; conv2d_fft writes transforms of up to " ..
+      "%d points a side", ge.HP, ge.WP, ge.FH, ge.FW, T.MAX_F), nil
+  end
+  if l.C % p.cg ~= 0 then return string.format("cg=%d does not divide C = %d", p.cg, l.C), "cg" end
+  if l.M % p.mg ~= 0 then return string.format("mg=%d does not divide M = %d", p.mg, l.M), "mg" end
+  if l.C % p.ck ~= 0 then return string.format("ck=%d does not divide C = %d", p.ck, l.C), "ck" end
+  if p.bm % 4 ~= 0 or p.bn % 4 ~= 0 then
+    return string.format("bm=%d, bn=%d: a thread computes 4 maps x 4 images (multiples of 4)", p.bm, p.bn), "bm"
+  end
+  if p.bm > common.ceil_div(l.M, 4) * 4 then
+    return string.format("bm=%d is more than the layer's %d maps (in fours)", p.bm, l.M), "bm"
+  end
+  local nt = mul_threads(p)
+  if nt > common.MAX_THREADS or nt < 32 then
+    return string.format("bm=%d x bn=%d: %d threads a `mul` block (32 to %d)", p.bm, p.bn, nt, common.MAX_THREADS), "bn"
+  end
+  local max = common.max_shared(l)
+  if in_smem(l, p) > max then
+    return string.format("cg=%d channels' row transforms need %d bytes of shared memory; at most %d fit", p.cg,
+      in_smem(l, p), max), "cg"
+  end
+  if out_smem(l, p) > max then
+    return string.format("mg=%d maps' column transforms and outputs need %d bytes of shared memory; at most %d fit",
+      p.mg, out_smem(l, p), max), "mg"
+  end
+  if mul_smem(l, p) > max then
+    return string.format("fg=%d frequencies of %d x %d filter transforms and %d staged channels need %d bytes of " ..
+      "shared memory; at most %d fit", p.fg, l.C, p.bm, p.ck, mul_smem(l, p), max), p.fg > 1 and "fg" or "bm"
+  end
+  return nil
+end
+
+-- The cost model (common.cost): the three kernels' bytes (the transforms written and read
+-- once, at 64 bytes a clock an SM from L2 and memory alike) and `mul`'s FMAs (4 a complex
+-- product, at the SM's FMA rate), plus the filters' transforms once a block.
+function T.cost(l, p)
+  local ge = geom(l)
+  local n = common.cost.images(l)
+  local sms = ((l.target or {}).sms or 0) > 0 and l.target.sms or 100
+  local fx, fy = ge.NF * l.C * 8, ge.NF * l.M * 8
+  local bytes = n * (l.C * l.H * l.W * 4 + 2 * fx + 2 * fy + l.M * ge.OH * ge.OW * 4)
+  local fmas = n * ge.NF * l.C * l.M * 4 + mul_blocks(l, p) * p.fg * l.C * p.bm * (l.K * l.K * 2 + l.K * 4)
+  local seq, conc = common.cost.spread(l, mul_blocks(l, p), mul_threads(p), mul_regs(p), mul_smem(l, p))
+  if conc == 0 then return math.huge end
+  return (bytes / 64 + fmas / common.cost.FMA_PER_CLOCK) / sms + seq * common.cost.LATENCY
+end
+
+-- ---- the kernels ----
+
+local source_in = engine.compile([=[
+{{head}}
+{
+    // in: n x {{C}} x {{H}} x {{W}}; out: n x {{NF}} x {{C}} complex ({{FH}} x {{NV}} frequencies, channels innermost)
+    extern __shared__ float4 smem4[];
+    float2* const rs = reinterpret_cast<float2*>(smem4);   // [{{CG}}][{{H}}][{{NV}}]: each input row's transform
+    const int tid = threadIdx.x;
+    const int img = blockIdx.x / {{CT}}, c0 = (blockIdx.x % {{CT}}) * {{CG}};
+    if (img >= n) return;
+    for (int t = tid; t < {{CG * H}}; t += {{NT}}) {
+        // row r of channel c0 + t / {{H}}: {{W}} values at columns {{PL}} .. {{PL + W - 1}} of {{FW}}
+        const float* const src = in + ((size_t)img * {{C}} + c0) * {{H * W}} + (size_t)t * {{W}};
+% for j = 0, W - 1 do
+        const float x{{j}} = src[{{j}}];
+% end
+{{row_lines}}
+        float2* const dst = rs + t * {{NV}};
+% for v = 0, NV - 1 do
+        dst[{{v}}] = make_float2({{row_re(v)}}, {{row_im(v)}});
+% end
+    }
+    __syncthreads();
+    float2* const fx = reinterpret_cast<float2*>(out);
+    for (int t = tid; t < {{CG * NV}}; t += {{NT}}) {
+        // frequency column v = t / {{CG}} of channel c0 + t % {{CG}}: {{H}} rows at {{PT}} .. {{PT + H - 1}} of {{FH}}
+        const int v = t / {{CG}}, cl = t - v * {{CG}};
+        const float2* const z = rs + cl * {{H * NV}} + v;
+{{col_lines}}
+        float2* const dst = fx + ((size_t)img * {{NF}} + v) * {{C}} + c0 + cl;
+% for u = 0, FH - 1 do
+        dst[{{u * NV * C}}] = make_float2({{col_re(u)}}, {{col_im(u)}});
+% end
+    }
+}
+]=], "conv2d_fft")
+
+local source_mul = engine.compile([=[
+{{head}}
+{
+    // in: n x {{NF}} x {{C}} complex; w: {{M}} x {{C}} x {{K}} x {{K}}; out: n x {{NF}} x {{M}} complex
+    extern __shared__ float4 smem4[];
+    float2* const tw = reinterpret_cast<float2*>(smem4);   // e^{+2 pi i k/{{FH}}}, then e^{+2 pi i k/{{FW}}}
+    float2* const gs = tw + {{TWN}};                        // [{{FG}}][{{C}}][{{BM}}]: the filters' transforms
+    float2* const xs = gs + {{FG * C * BM}};                // [{{CK}}][{{XS}}]: staged images' transforms
+    const float2* const fx = reinterpret_cast<const float2*>(in);
+    float2* const fy = reinterpret_cast<float2*>(out);
+    const int tid = threadIdx.x;
+    const int tx = tid % {{BM // 4}}, ty = tid / {{BM // 4}};
+    const int f0 = blockIdx.y * {{FG}}, m0 = blockIdx.z * {{BM}};
+    if (tid == 0) {
+% for k = 0, FH - 1 do
+        tw[{{k}}] = make_float2({{root(k, FH).c}}, {{root(k, FH).s}});
+% end
+% for k = 0, FW - 1 do
+        tw[{{FH + k}}] = make_float2({{root(k, FW).c}}, {{root(k, FW).s}});
+% end
+    }
+    __syncthreads();
+    // G[f][c][m] = sum_a e^{2 pi i u a/{{FH}}} sum_b e^{2 pi i v b/{{FW}}} w[m][c][a][b]
+    for (int t = tid; t < {{C * BM}}; t += {{NTM}}) {
+        const int ml = t % {{BM}}, c = t / {{BM}}, m = m0 + ml;
+        float wv[{{K * K}}];
+        const float* const wp = w + ((size_t)(m < {{M}} ? m : 0) * {{C}} + c) * {{K * K}};
+#pragma unroll
+        for (int i = 0; i < {{K * K}}; i++) wv[i] = m < {{M}} ? wp[i] : 0.0f;
+        for (int fi = 0; fi < {{FG}}; fi++) {
+            const int f = f0 + fi < {{NF}} ? f0 + fi : {{NF - 1}};
+            const int u = f / {{NV}}, v = f - u * {{NV}};
+            float gr = 0.0f, gi = 0.0f;
+#pragma unroll
+            for (int a = 0; a < {{K}}; a++) {
+                float sr = 0.0f, si = 0.0f;
+#pragma unroll
+                for (int b = 0; b < {{K}}; b++) {
+                    const float2 e = tw[{{FH}} + ((v * b) & {{FW - 1}})];
+                    sr = fmaf(wv[a * {{K}} + b], e.x, sr);
+                    si = fmaf(wv[a * {{K}} + b], e.y, si);
+                }
+                const float2 e = tw[(u * a) & {{FH - 1}}];
+                gr += e.x * sr - e.y * si;
+                gi += e.x * si + e.y * sr;
+            }
+            gs[(fi * {{C}} + c) * {{BM}} + ml] = make_float2(gr, gi);
+        }
+    }
+    for (int it = 0; it < {{IB}}; it++) {
+        const int n0 = (blockIdx.x * {{IB}} + it) * {{BN}};
+        if (n0 >= n) break;
+        for (int fi = 0; fi < {{FG}}; fi++) {
+            const int f = f0 + fi;
+            if (f >= {{NF}}) break;
+            float ar[4][4], ai[4][4];   // [image][map]
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) ar[j][i] = 0.0f, ai[j][i] = 0.0f;
+            for (int c0 = 0; c0 < {{C}}; c0 += {{CK}}) {
+                __syncthreads();   // the filters' transforms written; the last chunk's reads done
+                for (int t = tid; t < {{BN * CK}}; t += {{NTM}}) {
+                    const int cl = t % {{CK}}, j = t / {{CK}}, nn = n0 + j;
+                    xs[cl * {{XS}} + j] = nn < n ? fx[((size_t)nn * {{NF}} + f) * {{C}} + c0 + cl] : make_float2(0.0f, 0.0f);
+                }
+                __syncthreads();
+#pragma unroll 4
+                for (int cl = 0; cl < {{CK}}; cl++) {
+                    const float4* const xp = reinterpret_cast<const float4*>(xs + cl * {{XS}} + ty * 4);
+                    const float4* const gp = reinterpret_cast<const float4*>(gs + (fi * {{C}} + c0 + cl) * {{BM}} + tx * 4);
+                    const float4 x01 = xp[0], x23 = xp[1], g01 = gp[0], g23 = gp[1];
+                    const float xr[4] = { x01.x, x01.z, x23.x, x23.z }, xi[4] = { x01.y, x01.w, x23.y, x23.w };
+                    const float gr[4] = { g01.x, g01.z, g23.x, g23.z }, gi[4] = { g01.y, g01.w, g23.y, g23.w };
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+#pragma unroll
+                        for (int i = 0; i < 4; i++) {
+                            ar[j][i] = fmaf(xr[j], gr[i], ar[j][i]);
+                            ar[j][i] = fmaf(-xi[j], gi[i], ar[j][i]);
+                            ai[j][i] = fmaf(xr[j], gi[i], ai[j][i]);
+                            ai[j][i] = fmaf(xi[j], gr[i], ai[j][i]);
+                        }
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int nn = n0 + ty * 4 + j;
+                if (nn >= n) break;
+                float2* const dst = fy + ((size_t)nn * {{NF}} + f) * {{M}} + m0 + tx * 4;
+% if VEC then
+                if (m0 + tx * 4 < {{M}}) {
+                    reinterpret_cast<float4*>(dst)[0] = make_float4(ar[j][0], ai[j][0], ar[j][1], ai[j][1]);
+                    reinterpret_cast<float4*>(dst)[1] = make_float4(ar[j][2], ai[j][2], ar[j][3], ai[j][3]);
+                }
+% else
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    if (m0 + tx * 4 + i < {{M}}) dst[i] = make_float2(ar[j][i], ai[j][i]);
+% end
+            }
+        }
+    }
+}
+]=], "conv2d_fft")
+
+local source_out = engine.compile([=[
+{{head}}
+{
+    // in: n x {{NF}} x {{M}} complex; out: n x {{M}} x {{OH}} x {{OW}}
+    extern __shared__ float4 smem4[];
+    float2* const zs = reinterpret_cast<float2*>(smem4);      // [{{MG}}][{{R}}][{{NV}}]: rows' transforms
+    float* const os = reinterpret_cast<float*>(zs + {{MG * R * NV}});   // [{{MG}}][{{OH}}][{{OW}}]
+    const float2* const fy = reinterpret_cast<const float2*>(in);
+    const int tid = threadIdx.x;
+    const int img = blockIdx.x / {{MT}}, m0 = (blockIdx.x % {{MT}}) * {{MG}};
+    if (img >= n) return;
+    for (int t = tid; t < {{MG * NV}}; t += {{NT}}) {
+        // frequency column v = t / {{MG}} of map m0 + t % {{MG}}: rows 0 .. {{R - 1}} of {{FH}}
+        const int v = t / {{MG}}, ml = t - v * {{MG}};
+        const float2* const src = fy + ((size_t)img * {{NF}} + v) * {{M}} + m0 + ml;
+% for u = 0, FH - 1 do
+        const float2 y{{u}} = src[{{u * NV * M}}];
+% end
+{{col_lines}}
+        float2* const dst = zs + ml * {{R * NV}} + v;
+% for i = 0, R - 1 do
+        dst[{{i * NV}}] = make_float2({{col_re(i)}}, {{col_im(i)}});
+% end
+    }
+    __syncthreads();
+    for (int t = tid; t < {{MG * RP}}; t += {{NT}}) {
+        // rows 2p and 2p + 1 (p = t % {{RP}}) of map m0 + t / {{RP}} as one transform: a + i b
+        const int ml = t / {{RP}}, p = t - ml * {{RP}};
+        const float2* const za = zs + (ml * {{R}} + 2 * p) * {{NV}};
+% if R % 2 == 1 then
+        const float2* const zb = 2 * p + 1 < {{R}} ? za + {{NV}} : za;
+% else
+        const float2* const zb = za + {{NV}};
+% end
+{{row_lines}}
+% if bias then
+        const float bv = b[m0 + ml];
+% end
+% for j = 0, RW - 1 do
+        const float e{{j}} = {{act(epi(row_re(j)))}};
+        const float o{{j}} = {{act(epi(row_im(j)))}};
+% end
+% if POOL then
+        float* const dst = os + (ml * {{OH}} + p) * {{OW}};
+%   for q = 0, OW - 1 do
+%     if pool_kind == "max" then
+        dst[{{q}}] = fmaxf(fmaxf(e{{2 * q}}, e{{2 * q + 1}}), fmaxf(o{{2 * q}}, o{{2 * q + 1}}));
+%     else
+        dst[{{q}}] = ((e{{2 * q}} + e{{2 * q + 1}}) + (o{{2 * q}} + o{{2 * q + 1}})) * 0.25f;
+%     end
+%   end
+% else
+        float* const dst = os + (ml * {{OH}} + 2 * p) * {{OW}};
+%   for j = 0, OW - 1 do
+        dst[{{j}}] = e{{j}};
+%   end
+%   if R % 2 == 1 then
+        if (2 * p + 1 < {{R}}) {
+%   end
+%   for j = 0, OW - 1 do
+        dst[{{OW + j}}] = o{{j}};
+%   end
+%   if R % 2 == 1 then
+        }
+%   end
+% end
+    }
+    __syncthreads();
+    float* const dst = out + ((size_t)img * {{M}} + m0) * {{OH * OW}};
+    for (int t = tid; t < {{MG * OH * OW}}; t += {{NT}}) dst[t] = os[t];
+}
+]=], "conv2d_fft")
+
+local function root(k, n)
+  local th = 2 * math.pi * k / n
+  return { c = lit(math.cos(th)), s = lit(math.sin(th)) }
+end
+
+local function suffix(l, p, ge)
+  local g = ge.g
+  return string.format("c%dm%dk%d_h%dw%d%s_f%dx%d", l.C, l.M, l.K, l.H, l.W, g.tag, ge.FH, ge.FW), p
+end
+
+-- The `in` kernel: rows, then frequency columns.
+local function kernel_in(l, p, ge)
+  local name = string.format("conv2d_fft_in_%s_g%d", suffix(l, p, ge), p.cg)
+  local head, args = common.kernel_head(name, NT, common.std_args({ types = common.types(l) }))
+  -- the row transform: x_j at column pl + j, the rest zero; frequencies 0 .. NV-1
+  local em = emitter("r", "        ")
+  local xs = {}
+  for j = 0, l.W - 1 do xs[ge.g.pl + j] = value("x" .. j, nil) end
+  local rows = dft(em, xs, ge.FW, needs(0, ge.NV - 1), -1)
+  local row_lines = table.concat(em.lines, "\n")
+  local ec = emitter("q", "        ")
+  local zs = {}
+  for r = 0, l.H - 1 do
+    zs[ge.g.pt + r] = value(string.format("z[%d].x", r * ge.NV), string.format("z[%d].y", r * ge.NV))
+  end
+  local cols = dft(ec, zs, ge.FH, needs(0, ge.FH - 1), -1)
+  local v = {
+    head = head, C = l.C, H = l.H, W = l.W, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, CG = p.cg,
+    CT = l.C // p.cg, NT = NT, PL = ge.g.pl, PT = ge.g.pt,
+    row_lines = row_lines, col_lines = table.concat(ec.lines, "\n"),
+    row_re = function(k) return re_of(rows[k]) end, row_im = function(k) return im_of(rows[k]) end,
+    col_re = function(k) return re_of(cols[k]) end, col_im = function(k) return im_of(cols[k]) end,
+  }
+  return {
+    name = name, args = args, source = source_in(common.typed(l, v)),
+    grid = { common.batch_dim(l.C // p.cg, 1), 1, 1 }, block = { NT, 1, 1 }, shared = in_smem(l, p),
+    weights = "none", bias = "none", out_elems = ge.NF * l.C * 2,
+    shape = string.format("C=%d H=%d W=%d%s -> the planes' %dx%d transforms (%d frequencies x %d channels, complex)",
+      l.C, l.H, l.W, ge.g.conv_words, ge.FH, ge.FW, ge.NF, l.C),
+    fused = false, precision = l.precision,
+  }
+end
+
+local function kernel_mul(l, p, ge)
+  local name = string.format("conv2d_fft_mul_%s_m%dn%dk%d_f%d_i%d", suffix(l, p, ge), p.bm, p.bn, p.ck, p.fg, p.ib)
+  local nt = mul_threads(p)
+  local head, args = common.kernel_head(name, nt, common.std_args({ types = common.types(l) }))
+  local v = {
+    head = head, C = l.C, M = l.M, K = l.K, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, TWN = twn(l),
+    BM = p.bm, BN = p.bn, CK = p.ck, FG = p.fg, IB = p.ib, XS = xs_row(p), NTM = nt, root = root,
+    VEC = l.M % 4 == 0,
+  }
+  return {
+    name = name, args = args, source = source_mul(common.typed(l, v)),
+    grid = { common.batch_dim(1, p.bn * p.ib), common.ceil_div(ge.NF, p.fg), common.ceil_div(l.M, p.bm) },
+    block = { nt, 1, 1 }, shared = mul_smem(l, p),
+    weights = "arg", bias = "none", out_elems = ge.NF * l.M * 2,
+    shape = string.format("%d frequencies x C=%d -> M=%d (complex products with the %dx%d filters' transforms)",
+      ge.NF, l.C, l.M, l.K, l.K),
+    fused = false, precision = l.precision,
+  }
+end
+
+local function kernel_out(l, p, ge)
+  local g = ge.g
+  local act = ge.fused and l.act or "none"
+  local name = string.format("conv2d_fft_out_%s_%s%s%s_g%d", suffix(l, p, ge), act, ge.pool and g.pool_tag or "",
+    l.bias and "_bias" or "", p.mg)
+  local head, args = common.kernel_head(name, NT, common.std_args({ types = common.types(l) }))
+  -- the column transform: y_u for every u, rows 0 .. R-1
+  local ec = emitter("q", "        ")
+  local ys = {}
+  for u = 0, ge.FH - 1 do ys[u] = value("y" .. u .. ".x", "y" .. u .. ".y") end
+  local cols = dft(ec, ys, ge.FH, needs(0, ge.R - 1), 1)
+  -- the row pair's transform: S[v] = A[v] + i B[v] over all FW frequencies (A, B Hermitian)
+  local er = emitter("r", "        ")
+  local s = {}
+  local h = ge.FW // 2
+  for k = 0, ge.FW - 1 do
+    local a = function(q, part) return string.format("za[%d].%s", q, part) end
+    local b = function(q, part) return string.format("zb[%d].%s", q, part) end
+    if k == 0 or k == h then
+      s[k] = value(a(k, "x"), b(k, "x"))
+    elseif k < h then
+      s[k] = value(er.tmp(a(k, "x") .. " - " .. b(k, "y")), er.tmp(a(k, "y") .. " + " .. b(k, "x")))
+    else
+      local q = ge.FW - k
+      s[k] = value(er.tmp(a(q, "x") .. " + " .. b(q, "y")), er.tmp(b(q, "x") .. " - " .. a(q, "y")))
+    end
+  end
+  local rows = dft(er, s, ge.FW, needs(0, ge.RW - 1), 1)
+  local scale = lit(1 / (ge.FH * ge.FW))
+  local v = {
+    head = head, M = l.M, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, MG = p.mg, MT = l.M // p.mg, NT = NT,
+    R = ge.R, RP = ge.RP, RW = ge.RW, OH = ge.OH, OW = ge.OW, POOL = ge.pool, pool_kind = g.kind, bias = l.bias,
+    col_lines = table.concat(ec.lines, "\n"), row_lines = table.concat(er.lines, "\n"),
+    col_re = function(k) return re_of(cols[k]) end, col_im = function(k) return im_of(cols[k]) end,
+    row_re = function(k) return re_of(rows[k]) end, row_im = function(k) return im_of(rows[k]) end,
+    epi = function(e)
+      if l.bias then return string.format("fmaf(%s, %s, bv)", e, scale) end
+      return string.format("%s * %s", e, scale)
+    end,
+    act = function(e) return common.act(act, e) end,
+  }
+  return {
+    name = name, args = args, source = source_out(common.typed(l, v)),
+    grid = { common.batch_dim(l.M // p.mg, 1), 1, 1 }, block = { NT, 1, 1 }, shared = out_smem(l, p),
+    weights = "none", bias = l.bias and "arg" or "none", out_elems = l.M * ge.OH * ge.OW,
+    shape = string.format("the %dx%d transforms of M=%d maps -> the conv, K=%d%s%s -> %dx%dx%d", ge.FH, ge.FW, l.M,
+      l.K, g.conv_words, ge.fused and (ge.pool and (", " .. l.act .. ", " .. g.pool_words) or
+        (act ~= "none" and (", " .. act) or "")) or "", l.M, ge.OH, ge.OW),
+    fused = ge.fused, precision = l.precision,
+  }
+end
+
+-- The kernel of part l.part ("in", "mul" or "out"; the planner's T.parts).
+function T.kernel(l, p)
+  local ge = geom(l)
+  if l.part == "in" then return kernel_in(l, p, ge) end
+  if l.part == "mul" then return kernel_mul(l, p, ge) end
+  if l.part == "out" then return kernel_out(l, p, ge) end
+  error("conv2d_fft runs as three kernels (in, mul, out); the layer table names none (l.part = " ..
+    tostring(l.part) .. ")", 0)
+end
+
+return T
