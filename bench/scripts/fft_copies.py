@@ -6,8 +6,8 @@
 
 For each spec that has such a layer: a copy beside it, .fft-NAME.yaml (relative paths in it
 still resolve), every layer's strategy and params dropped (auto's choices, as compare.py
---auto drops them) and those layers given `strategy: fft`; one line "SPEC COPY LAYER,..." a
-spec. A layer is taken where it is a conv of stride 1 and one group with K >= MIN_K (default
+--auto drops them) and those layers given `strategy: fft` (and, with FFT_PARAMS="k=v,...",
+those parameters); one line "SPEC COPY LAYER,..." a spec. A layer is taken where it is a conv of stride 1 and one group with K >= MIN_K (default
 3), C >= 8, M >= 8 and a padded input of at most 64 x 64 (the largest transform the template
 writes). The caller removes the copies."""
 import os
@@ -18,6 +18,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import compare  # noqa: E402
 
 MIN_K = int(os.environ.get("MIN_K", "3"))
+PARAMS = os.environ.get("FFT_PARAMS", "")
+CHOICE = "strategy: fft" + (", params: {" + PARAMS.replace("=", ": ").replace(",", ", ") + "}" if PARAMS else "")
 
 
 def served(l):
@@ -36,10 +38,12 @@ def copy_text(path, layers):
         flow = re.match(r"\s*- *\{ *name: *([^,}\s]+)", line)
         if flow and flow.group(1) in layers:
             end = line.rfind("}")
-            line = line[:end].rstrip() + ", strategy: fft" + line[end:]
+            line = line[:end].rstrip() + ", " + CHOICE + line[end:]
         out.append(line)
         if block and block.group(2) in layers:
             out.append(block.group(1) + "  strategy: fft")
+            if PARAMS:
+                out.append(block.group(1) + "  params: {" + PARAMS.replace("=", ": ").replace(",", ", ") + "}")
     return "\n".join(out) + "\n"
 
 

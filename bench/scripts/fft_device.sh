@@ -56,3 +56,16 @@ while read -r spec copy layers; do
   done
 done <"$OUT/copies.txt" >"$OUT/prof.txt" 2>&1
 echo "profiles done $(date +%T)"
+# VARIANTS="k=v,... k=v,..." (optional): each networks' copy with those parameters on its fft
+# layers, profiled at PROFILE_BATCH; the fft kernels' times into OUTDIR/variants.txt.
+for v in ${VARIANTS:-}; do
+  FFT_PARAMS=$v python3 "$(dirname "$0")/fft_copies.py" ${SPECS:-specs/*.yaml bench/specs/*.yaml} |
+  while read -r spec copy layers; do
+    echo "== $v $spec ($layers)"
+    timeout 60 "$NEW" run "$copy" --random-input 1 --images "${PROFILE_BATCH:-1000}" --batch "${PROFILE_BATCH:-1000}" \
+      --profile --whole off </dev/null 2>&1 | grep -E "conv2d_fft|FAIL|rror"
+    rm -f "$copy"
+  done
+done >"$OUT/variants.txt" 2>&1
+[ -n "${VARIANTS:-}" ] && cat "$OUT/variants.txt"
+echo "variants done $(date +%T)"

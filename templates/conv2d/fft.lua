@@ -199,9 +199,11 @@ local function in_smem(l, p) local ge = geom(l); return p.cg * l.H * ge.NV * 8 e
 local function out_smem(l, p) local ge = geom(l); return p.mg * (ge.R * ge.NV * 8 + ge.OH * ge.OW * 4) end
 local function xs_row(p) return p.bn + 2 end   -- a staged channel's images, padded by 16 bytes
 local function twn(l) local ge = geom(l); local t = ge.FH + ge.FW; return t + t % 2 end
-local function mul_smem(l, p) return (twn(l) + p.fg * l.C * p.bm + p.ck * xs_row(p)) * 8 end
+local function cp(l, p) return common.ceil_div(l.C, p.ck) * p.ck end   -- C in whole chunks
+local function mul_smem(l, p) return (twn(l) + p.fg * cp(l, p) * p.bm + p.ck * xs_row(p)) * 8 end
 local function mul_threads(p) return (p.bm // 4) * (p.bn // 4) end
-local function mul_regs(_) return 32 + 16 + 40 end
+local function lpt(p) return common.ceil_div(p.bn * p.ck, mul_threads(p)) end   -- a step's loads a thread
+local function mul_regs(p) return 32 + 16 + 2 * lpt(p) + 40 end
 
 -- Image tiles at the cost model's batch, and the blocks of `mul`.
 local function image_tiles(l, p) return common.ceil_div(common.cost.images(l), p.bn) end
@@ -210,26 +212,36 @@ local function mul_blocks(l, p)
   return common.ceil_div(image_tiles(l, p), p.ib) * common.ceil_div(ge.NF, p.fg) * common.ceil_div(l.M, p.bm)
 end
 
-local function largest_divisor(n, cap, ok)
-  local d = common.divisors(n, cap)
-  for i = #d, 1, -1 do if ok(d[i]) then return d[i] end end
-  return d[1]
+-- Channel or map counts a block may take: up to 32, the layer's own where fewer, then the powers
+-- of two below it, largest first.
+local function counts(n)
+  local out = { math.min(n, 32) }
+  for _, v in ipairs({ 32, 16, 8, 4, 2, 1 }) do
+    if v < out[1] then out[#out + 1] = v end
+  end
+  return out
 end
 
--- The default tiles: `in` and `out` blocks of as many channels or maps (a divisor, up to 32) as
--- leave two blocks an SM; `mul` 64 maps (M rounded up to 4 where fewer) by 64 images, one
--- frequency a block, 32 channels staged at a time, and as many image tiles a block as leave
--- four blocks an SM (the filters' transform is then computed once for every 4 .. 64 tiles).
+-- The default tiles: `in` and `out` blocks of as many channels or maps (up to 32) as leave two
+-- blocks an SM; `mul` 64 maps (M rounded up to 4 where fewer) by 64 images, one frequency a
+-- block, 32 channels a step, and as many image tiles a block as leave four blocks an SM (the
+-- filters' transforms are then computed once for every 4 .. 64 tiles).
 local function default_tile(l)
   local ge = geom(l)
   local half = (common.max_shared(l) - 1024) // 2
   local p = {}
-  p.cg = largest_divisor(l.C, 32, function(d) return in_smem(l, { cg = d }) <= half end)
-  p.mg = largest_divisor(l.M, 32, function(d) return out_smem(l, { mg = d }) <= half end)
+  for _, v in ipairs(counts(l.C)) do
+    p.cg = v
+    if in_smem(l, p) <= half then break end
+  end
+  for _, v in ipairs(counts(l.M)) do
+    p.mg = v
+    if out_smem(l, p) <= half then break end
+  end
   p.bm = math.min(64, common.ceil_div(l.M, 4) * 4)
   p.bn = 64
   p.fg = 1
-  p.ck = largest_divisor(l.C, 32, function() return true end)
+  p.ck = math.min(32, l.C)
   while p.bm > 16 and mul_smem(l, p) > common.max_shared(l) do p.bm = p.bm // 2 end
   local t = l.target or {}
   local sms = (t.sms and t.sms > 0) and t.sms or 100
@@ -254,18 +266,13 @@ end
 local function legal(list)
   return function(l) if served(l) then return list(l) end return { list(l)[1] } end
 end
-local function divisors_desc(n)
-  local d, out = common.divisors(n, 32), {}
-  for i = #d, 1, -1 do out[#out + 1] = d[i] end
-  return out
-end
 
 T.params = {
-  { name = "cg", doc = "channels an `in` block transforms (a divisor of C, up to 32)",
-    legal = legal(function(l) return divisors_desc(l.C) end),
+  { name = "cg", doc = "channels an `in` block transforms (up to 32)",
+    legal = legal(function(l) return counts(l.C) end),
     default = function(l) return tile(l).cg end },
-  { name = "mg", doc = "maps an `out` block inverts (a divisor of M, up to 32)",
-    legal = legal(function(l) return divisors_desc(l.M) end),
+  { name = "mg", doc = "maps an `out` block inverts (up to 32)",
+    legal = legal(function(l) return counts(l.M) end),
     default = function(l) return tile(l).mg end },
   { name = "bm", doc = "maps a `mul` block computes (a multiple of 4)",
     legal = legal(function(l)
@@ -280,8 +287,8 @@ T.params = {
   { name = "fg", doc = "frequencies a `mul` block (their filters' transforms computed once)",
     legal = legal(function() return { 1, 2, 4 } end),
     default = function(l) return tile(l).fg end },
-  { name = "ck", doc = "channels of the images' transforms staged at a time in `mul` (a divisor of C)",
-    legal = legal(function(l) return divisors_desc(l.C) end),
+  { name = "ck", doc = "channels of the images' transforms a `mul` step stages (the last chunk zero past C)",
+    legal = legal(function(l) return counts(l.C) end),
     default = function(l) return tile(l).ck end },
   { name = "ib", doc = "image tiles a `mul` block computes, one after another",
     legal = legal(function() return { 1, 2, 4, 8, 16, 32, 64 } end),
@@ -308,9 +315,9 @@ function T.check(l, p)
     return string.format("the padded %dx%d input needs a %dx%d transform; conv2d_fft writes transforms of up to " ..
       "%d points a side", ge.HP, ge.WP, ge.FH, ge.FW, T.MAX_F), nil
   end
-  if l.C % p.cg ~= 0 then return string.format("cg=%d does not divide C = %d", p.cg, l.C), "cg" end
-  if l.M % p.mg ~= 0 then return string.format("mg=%d does not divide M = %d", p.mg, l.M), "mg" end
-  if l.C % p.ck ~= 0 then return string.format("ck=%d does not divide C = %d", p.ck, l.C), "ck" end
+  if p.cg > l.C then return string.format("cg=%d is more than the layer's %d channels", p.cg, l.C), "cg" end
+  if p.mg > l.M then return string.format("mg=%d is more than the layer's %d maps", p.mg, l.M), "mg" end
+  if p.ck > l.C then return string.format("ck=%d is more than the layer's %d channels", p.ck, l.C), "ck" end
   if p.bm % 4 ~= 0 or p.bn % 4 ~= 0 then
     return string.format("bm=%d, bn=%d: a thread computes 4 maps x 4 images (multiples of 4)", p.bm, p.bn), "bm"
   end
@@ -346,7 +353,7 @@ function T.cost(l, p)
   local sms = ((l.target or {}).sms or 0) > 0 and l.target.sms or 100
   local fx, fy = ge.NF * l.C * 8, ge.NF * l.M * 8
   local bytes = n * (l.C * l.H * l.W * 4 + 2 * fx + 2 * fy + l.M * ge.OH * ge.OW * 4)
-  local fmas = n * ge.NF * l.C * l.M * 4 + mul_blocks(l, p) * p.fg * l.C * p.bm * (l.K * l.K * 2 + l.K * 4)
+  local fmas = n * ge.NF * l.C * l.M * 4 + mul_blocks(l, p) * p.fg * cp(l, p) * p.bm * (l.K * l.K * 2 + l.K * 4)
   local seq, conc = common.cost.spread(l, mul_blocks(l, p), mul_threads(p), mul_regs(p), mul_smem(l, p))
   if conc == 0 then return math.huge end
   return (bytes / 64 + fmas / common.cost.FMA_PER_CLOCK) / sms + seq * common.cost.LATENCY
@@ -363,7 +370,12 @@ local source_in = engine.compile([=[
     const int tid = threadIdx.x;
     const int img = blockIdx.x / {{CT}}, c0 = (blockIdx.x % {{CT}}) * {{CG}};
     if (img >= n) return;
-    for (int t = tid; t < {{CG * H}}; t += {{NT}}) {
+% if RAGGED then
+    const int nc = {{C}} - c0 < {{CG}} ? {{C}} - c0 : {{CG}};   // the last block's channels: fewer
+% else
+    const int nc = {{CG}};
+% end
+    for (int t = tid; t < nc * {{H}}; t += {{NT}}) {
         // row r of channel c0 + t / {{H}}: {{W}} values at columns {{PL}} .. {{PL + W - 1}} of {{FW}}
         const float* const src = in + ((size_t)img * {{C}} + c0) * {{H * W}} + (size_t)t * {{W}};
 % for j = 0, W - 1 do
@@ -380,6 +392,9 @@ local source_in = engine.compile([=[
     for (int t = tid; t < {{CG * NV}}; t += {{NT}}) {
         // frequency column v = t / {{CG}} of channel c0 + t % {{CG}}: {{H}} rows at {{PT}} .. {{PT + H - 1}} of {{FH}}
         const int v = t / {{CG}}, cl = t - v * {{CG}};
+% if RAGGED then
+        if (cl >= nc) continue;
+% end
         const float2* const z = rs + cl * {{H * NV}} + v;
 {{col_lines}}
         float2* const dst = fx + ((size_t)img * {{NF}} + v) * {{C}} + c0 + cl;
@@ -396,8 +411,8 @@ local source_mul = engine.compile([=[
     // in: n x {{NF}} x {{C}} complex; w: {{M}} x {{C}} x {{K}} x {{K}}; out: n x {{NF}} x {{M}} complex
     extern __shared__ float4 smem4[];
     float2* const tw = reinterpret_cast<float2*>(smem4);   // e^{+2 pi i k/{{FH}}}, then e^{+2 pi i k/{{FW}}}
-    float2* const gs = tw + {{TWN}};                        // [{{FG}}][{{C}}][{{BM}}]: the filters' transforms
-    float2* const xs = gs + {{FG * C * BM}};                // [{{CK}}][{{XS}}]: staged images' transforms
+    float2* const gs = tw + {{TWN}};                        // [{{FG}}][{{CP}}][{{BM}}]: the filters' transforms
+    float2* const xs = gs + {{FG * CP * BM}};               // [{{CK}}][{{XS}}]: a step's images' transforms
     const float2* const fx = reinterpret_cast<const float2*>(in);
     float2* const fy = reinterpret_cast<float2*>(out);
     const int tid = threadIdx.x;
@@ -411,14 +426,29 @@ local source_mul = engine.compile([=[
         tw[{{FH + k}}] = make_float2({{root(k, FW).c}}, {{root(k, FW).s}});
 % end
     }
-    __syncthreads();
-    // G[f][c][m] = sum_a e^{2 pi i u a/{{FH}}} sum_b e^{2 pi i v b/{{FW}}} w[m][c][a][b]
-    for (int t = tid; t < {{C * BM}}; t += {{NTM}}) {
-        const int ml = t % {{BM}}, c = t / {{BM}}, m = m0 + ml;
-        float wv[{{K * K}}];
-        const float* const wp = w + ((size_t)(m < {{M}} ? m : 0) * {{C}} + c) * {{K * K}};
+    // the steps: image tile it, frequency fi, channel chunk ch ({{CK}} channels), in that order; each
+    // step's {{BN}} x {{CK}} values are loaded into registers during the step before
+    float2 pre[{{LPT}}];
+    const auto load = [&](int s) {
+        const int it = s / {{FG * NCH}}, r = s - it * {{FG * NCH}}, fi = r / {{NCH}}, ch = r - fi * {{NCH}};
+        const int n0 = (blockIdx.x * {{IB}} + it) * {{BN}}, f = f0 + fi;
 #pragma unroll
-        for (int i = 0; i < {{K * K}}; i++) wv[i] = m < {{M}} ? wp[i] : 0.0f;
+        for (int q = 0; q < {{LPT}}; q++) {
+            const int t = tid + q * {{NTM}}, cl = t % {{CK}}, c = ch * {{CK}} + cl, nn = n0 + t / {{CK}};
+            const bool ok = {{LPT * NTM > BN * CK and ("t < " .. BN * CK .. " && ") or ""}}nn < n && f < {{NF}}{{CRAG and (" && c < " .. C) or ""}};
+            pre[q] = ok ? fx[((size_t)nn * {{NF}} + f) * {{C}} + c] : make_float2(0.0f, 0.0f);
+        }
+    };
+    load(0);
+    __syncthreads();
+    // G[f][c][m] = sum_a e^{2 pi i u a/{{FH}}} sum_b e^{2 pi i v b/{{FW}}} w[m][c][a][b] (zero past C and M)
+    for (int t = tid; t < {{CP * BM}}; t += {{NTM}}) {
+        const int ml = t % {{BM}}, c = t / {{BM}}, m = m0 + ml;
+        const bool ok = m < {{M}} && c < {{C}};
+        float wv[{{K * K}}];
+        const float* const wp = w + ((size_t)(ok ? m : 0) * {{C}} + (ok ? c : 0)) * {{K * K}};
+#pragma unroll
+        for (int i = 0; i < {{K * K}}; i++) wv[i] = ok ? wp[i] : 0.0f;
         for (int fi = 0; fi < {{FG}}; fi++) {
             const int f = f0 + fi < {{NF}} ? f0 + fi : {{NF - 1}};
             const int u = f / {{NV}}, v = f - u * {{NV}};
@@ -436,45 +466,50 @@ local source_mul = engine.compile([=[
                 gr += e.x * sr - e.y * si;
                 gi += e.x * si + e.y * sr;
             }
-            gs[(fi * {{C}} + c) * {{BM}} + ml] = make_float2(gr, gi);
+            gs[(fi * {{CP}} + c) * {{BM}} + ml] = make_float2(gr, gi);
         }
     }
-    for (int it = 0; it < {{IB}}; it++) {
-        const int n0 = (blockIdx.x * {{IB}} + it) * {{BN}};
+    float ar[4][4], ai[4][4];   // [image][map]
+    for (int s = 0; s < {{STEPS}}; s++) {
+        const int it = s / {{FG * NCH}}, r = s - it * {{FG * NCH}}, fi = r / {{NCH}}, ch = r - fi * {{NCH}};
+        const int n0 = (blockIdx.x * {{IB}} + it) * {{BN}}, f = f0 + fi;
         if (n0 >= n) break;
-        for (int fi = 0; fi < {{FG}}; fi++) {
-            const int f = f0 + fi;
-            if (f >= {{NF}}) break;
-            float ar[4][4], ai[4][4];   // [image][map]
+        __syncthreads();   // the filters' transforms written; the step before done with xs
+#pragma unroll
+        for (int q = 0; q < {{LPT}}; q++) {
+            const int t = tid + q * {{NTM}};
+% if LPT * NTM > BN * CK then
+            if (t < {{BN * CK}})
+% end
+            xs[(t % {{CK}}) * {{XS}} + t / {{CK}}] = pre[q];
+        }
+        __syncthreads();
+        if (s + 1 < {{STEPS}}) load(s + 1);
+        if (ch == 0) {
 #pragma unroll
             for (int j = 0; j < 4; j++)
 #pragma unroll
                 for (int i = 0; i < 4; i++) ar[j][i] = 0.0f, ai[j][i] = 0.0f;
-            for (int c0 = 0; c0 < {{C}}; c0 += {{CK}}) {
-                __syncthreads();   // the filters' transforms written; the last chunk's reads done
-                for (int t = tid; t < {{BN * CK}}; t += {{NTM}}) {
-                    const int cl = t % {{CK}}, j = t / {{CK}}, nn = n0 + j;
-                    xs[cl * {{XS}} + j] = nn < n ? fx[((size_t)nn * {{NF}} + f) * {{C}} + c0 + cl] : make_float2(0.0f, 0.0f);
-                }
-                __syncthreads();
+        }
+        const float2* const gch = gs + (fi * {{CP}} + ch * {{CK}}) * {{BM}} + tx * 4;
 #pragma unroll 4
-                for (int cl = 0; cl < {{CK}}; cl++) {
-                    const float4* const xp = reinterpret_cast<const float4*>(xs + cl * {{XS}} + ty * 4);
-                    const float4* const gp = reinterpret_cast<const float4*>(gs + (fi * {{C}} + c0 + cl) * {{BM}} + tx * 4);
-                    const float4 x01 = xp[0], x23 = xp[1], g01 = gp[0], g23 = gp[1];
-                    const float xr[4] = { x01.x, x01.z, x23.x, x23.z }, xi[4] = { x01.y, x01.w, x23.y, x23.w };
-                    const float gr[4] = { g01.x, g01.z, g23.x, g23.z }, gi[4] = { g01.y, g01.w, g23.y, g23.w };
+        for (int cl = 0; cl < {{CK}}; cl++) {
+            const float4* const xp = reinterpret_cast<const float4*>(xs + cl * {{XS}} + ty * 4);
+            const float4* const gp = reinterpret_cast<const float4*>(gch + cl * {{BM}});
+            const float4 x01 = xp[0], x23 = xp[1], g01 = gp[0], g23 = gp[1];
+            const float xr[4] = { x01.x, x01.z, x23.x, x23.z }, xi[4] = { x01.y, x01.w, x23.y, x23.w };
+            const float gr[4] = { g01.x, g01.z, g23.x, g23.z }, gi[4] = { g01.y, g01.w, g23.y, g23.w };
 #pragma unroll
-                    for (int j = 0; j < 4; j++)
+            for (int j = 0; j < 4; j++)
 #pragma unroll
-                        for (int i = 0; i < 4; i++) {
-                            ar[j][i] = fmaf(xr[j], gr[i], ar[j][i]);
-                            ar[j][i] = fmaf(-xi[j], gi[i], ar[j][i]);
-                            ai[j][i] = fmaf(xr[j], gi[i], ai[j][i]);
-                            ai[j][i] = fmaf(xi[j], gr[i], ai[j][i]);
-                        }
+                for (int i = 0; i < 4; i++) {
+                    ar[j][i] = fmaf(xr[j], gr[i], ar[j][i]);
+                    ar[j][i] = fmaf(-xi[j], gi[i], ar[j][i]);
+                    ai[j][i] = fmaf(xr[j], gi[i], ai[j][i]);
+                    ai[j][i] = fmaf(xi[j], gr[i], ai[j][i]);
                 }
-            }
+        }
+        if (ch == {{NCH - 1}} && f < {{NF}}) {
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 const int nn = n0 + ty * 4 + j;
@@ -507,9 +542,17 @@ local source_out = engine.compile([=[
     const int tid = threadIdx.x;
     const int img = blockIdx.x / {{MT}}, m0 = (blockIdx.x % {{MT}}) * {{MG}};
     if (img >= n) return;
+% if RAGGED then
+    const int nm = {{M}} - m0 < {{MG}} ? {{M}} - m0 : {{MG}};   // the last block's maps: fewer
+% else
+    const int nm = {{MG}};
+% end
     for (int t = tid; t < {{MG * NV}}; t += {{NT}}) {
         // frequency column v = t / {{MG}} of map m0 + t % {{MG}}: rows 0 .. {{R - 1}} of {{FH}}
         const int v = t / {{MG}}, ml = t - v * {{MG}};
+% if RAGGED then
+        if (ml >= nm) continue;
+% end
         const float2* const src = fy + ((size_t)img * {{NF}} + v) * {{M}} + m0 + ml;
 % for u = 0, FH - 1 do
         const float2 y{{u}} = src[{{u * NV * M}}];
@@ -521,7 +564,7 @@ local source_out = engine.compile([=[
 % end
     }
     __syncthreads();
-    for (int t = tid; t < {{MG * RP}}; t += {{NT}}) {
+    for (int t = tid; t < nm * {{RP}}; t += {{NT}}) {
         // rows 2p and 2p + 1 (p = t % {{RP}}) of map m0 + t / {{RP}} as one transform: a + i b
         const int ml = t / {{RP}}, p = t - ml * {{RP}};
         const float2* const za = zs + (ml * {{R}} + 2 * p) * {{NV}};
@@ -565,7 +608,7 @@ local source_out = engine.compile([=[
     }
     __syncthreads();
     float* const dst = out + ((size_t)img * {{M}} + m0) * {{OH * OW}};
-    for (int t = tid; t < {{MG * OH * OW}}; t += {{NT}}) dst[t] = os[t];
+    for (int t = tid; t < nm * {{OH * OW}}; t += {{NT}}) dst[t] = os[t];
 }
 ]=], "conv2d_fft")
 
@@ -597,14 +640,14 @@ local function kernel_in(l, p, ge)
   local cols = dft(ec, zs, ge.FH, needs(0, ge.FH - 1), -1)
   local v = {
     head = head, C = l.C, H = l.H, W = l.W, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, CG = p.cg,
-    CT = l.C // p.cg, NT = NT, PL = ge.g.pl, PT = ge.g.pt,
+    CT = common.ceil_div(l.C, p.cg), RAGGED = l.C % p.cg ~= 0, NT = NT, PL = ge.g.pl, PT = ge.g.pt,
     row_lines = row_lines, col_lines = table.concat(ec.lines, "\n"),
     row_re = function(k) return re_of(rows[k]) end, row_im = function(k) return im_of(rows[k]) end,
     col_re = function(k) return re_of(cols[k]) end, col_im = function(k) return im_of(cols[k]) end,
   }
   return {
     name = name, args = args, source = source_in(common.typed(l, v)),
-    grid = { common.batch_dim(l.C // p.cg, 1), 1, 1 }, block = { NT, 1, 1 }, shared = in_smem(l, p),
+    grid = { common.batch_dim(common.ceil_div(l.C, p.cg), 1), 1, 1 }, block = { NT, 1, 1 }, shared = in_smem(l, p),
     weights = "none", bias = "none", out_elems = ge.NF * l.C * 2,
     shape = string.format("C=%d H=%d W=%d%s -> the planes' %dx%d transforms (%d frequencies x %d channels, complex)",
       l.C, l.H, l.W, ge.g.conv_words, ge.FH, ge.FW, ge.NF, l.C),
@@ -619,7 +662,8 @@ local function kernel_mul(l, p, ge)
   local v = {
     head = head, C = l.C, M = l.M, K = l.K, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, TWN = twn(l),
     BM = p.bm, BN = p.bn, CK = p.ck, FG = p.fg, IB = p.ib, XS = xs_row(p), NTM = nt, root = root,
-    VEC = l.M % 4 == 0,
+    VEC = l.M % 4 == 0, CP = cp(l, p), NCH = cp(l, p) // p.ck, CRAG = l.C % p.ck ~= 0, LPT = lpt(p),
+    STEPS = p.ib * p.fg * (cp(l, p) // p.ck),
   }
   return {
     name = name, args = args, source = source_mul(common.typed(l, v)),
@@ -662,7 +706,7 @@ local function kernel_out(l, p, ge)
   local rows = dft(er, s, ge.FW, needs(0, ge.RW - 1), 1)
   local scale = lit(1 / (ge.FH * ge.FW))
   local v = {
-    head = head, M = l.M, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, MG = p.mg, MT = l.M // p.mg, NT = NT,
+    head = head, M = l.M, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, MG = p.mg, MT = common.ceil_div(l.M, p.mg), RAGGED = l.M % p.mg ~= 0, NT = NT,
     R = ge.R, RP = ge.RP, RW = ge.RW, OH = ge.OH, OW = ge.OW, POOL = ge.pool, pool_kind = g.kind, bias = l.bias,
     col_lines = table.concat(ec.lines, "\n"), row_lines = table.concat(er.lines, "\n"),
     col_re = function(k) return re_of(cols[k]) end, col_im = function(k) return im_of(cols[k]) end,
@@ -675,7 +719,7 @@ local function kernel_out(l, p, ge)
   }
   return {
     name = name, args = args, source = source_out(common.typed(l, v)),
-    grid = { common.batch_dim(l.M // p.mg, 1), 1, 1 }, block = { NT, 1, 1 }, shared = out_smem(l, p),
+    grid = { common.batch_dim(common.ceil_div(l.M, p.mg), 1), 1, 1 }, block = { NT, 1, 1 }, shared = out_smem(l, p),
     weights = "none", bias = l.bias and "arg" or "none", out_elems = l.M * ge.OH * ge.OW,
     shape = string.format("the %dx%d transforms of M=%d maps -> the conv, K=%d%s%s -> %dx%dx%d", ge.FH, ge.FW, l.M,
       l.K, g.conv_words, ge.fused and (ge.pool and (", " .. l.act .. ", " .. g.pool_words) or
