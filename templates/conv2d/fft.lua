@@ -200,7 +200,11 @@ local function out_smem(l, p) local ge = geom(l); return p.mg * (ge.R * ge.NV * 
 local function xs_row(p) return p.bn + 2 end   -- a staged channel's images, padded by 16 bytes
 local function twn(l) local ge = geom(l); local t = ge.FH + ge.FW; return t + t % 2 end
 local function cp(l, p) return common.ceil_div(l.C, p.ck) * p.ck end   -- C in whole chunks
-local function mul_smem(l, p) return (twn(l) + p.fg * cp(l, p) * p.bm + p.ck * xs_row(p)) * 8 end
+-- Channels of weights staged at a time for the filters' transforms: as many as fit the images'
+-- staging buffer (one at least; the buffer grows to hold it).
+local function wc(l, p) return math.max(1, math.min(l.C, (p.ck * xs_row(p) * 8) // (p.bm * l.K * l.K * 4))) end
+local function xs_bytes(l, p) return math.max(p.ck * xs_row(p) * 8, p.bm * wc(l, p) * l.K * l.K * 4) end
+local function mul_smem(l, p) return twn(l) * 8 + p.fg * cp(l, p) * p.bm * 8 + xs_bytes(l, p) end
 local function mul_threads(p) return (p.bm // 4) * (p.bn // 4) end
 local function lpt(p) return common.ceil_div(p.bn * p.ck, mul_threads(p)) end   -- a step's loads a thread
 local function mul_regs(p) return 32 + 16 + 2 * lpt(p) + 40 end
@@ -224,8 +228,9 @@ end
 
 -- The default tiles: `in` and `out` blocks of as many channels or maps (up to 32) as leave two
 -- blocks an SM; `mul` 64 maps (M rounded up to 4 where fewer) by 64 images, one frequency a
--- block, 32 channels a step, and as many image tiles a block as leave four blocks an SM (the
--- filters' transforms are then computed once for every 4 .. 64 tiles).
+-- block, 32 channels a step, and as many image tiles a block as leave 16 blocks an SM (eight
+-- waves of two: the last wave's idle SMs a small part; the filters' transforms computed once
+-- for every 2 .. 64 tiles).
 local function default_tile(l)
   local ge = geom(l)
   local half = (common.max_shared(l) - 1024) // 2
@@ -249,7 +254,7 @@ local function default_tile(l)
   local others = common.ceil_div(ge.NF, p.fg) * common.ceil_div(l.M, p.bm)
   p.ib = 1
   for _, ib in ipairs({ 64, 32, 16, 8, 4, 2 }) do
-    if common.ceil_div(tiles, ib) * others >= 4 * sms then p.ib = ib break end
+    if common.ceil_div(tiles, ib) * others >= 16 * sms then p.ib = ib break end
   end
   return p
 end
@@ -441,32 +446,41 @@ local source_mul = engine.compile([=[
     };
     load(0);
     __syncthreads();
-    // G[f][c][m] = sum_a e^{2 pi i u a/{{FH}}} sum_b e^{2 pi i v b/{{FW}}} w[m][c][a][b] (zero past C and M)
-    for (int t = tid; t < {{CP * BM}}; t += {{NTM}}) {
-        const int ml = t % {{BM}}, c = t / {{BM}}, m = m0 + ml;
-        const bool ok = m < {{M}} && c < {{C}};
-        float wv[{{K * K}}];
-        const float* const wp = w + ((size_t)(ok ? m : 0) * {{C}} + (ok ? c : 0)) * {{K * K}};
+    // G[f][c][m] = sum_a e^{2 pi i u a/{{FH}}} sum_b e^{2 pi i v b/{{FW}}} w[m][c][a][b] (zero past C and M), from
+    // the weights of {{WC}} channel{{WC > 1 and "s" or ""}} at a time staged in xs (a map's run of them contiguous: coalesced loads)
+    float* const ws = reinterpret_cast<float*>(xs);   // [{{BM}}][{{WC * K * K}}]
+    for (int c0 = 0; c0 < {{CP}}; c0 += {{WC}}) {
+        __syncthreads();
+        for (int t = tid; t < {{BM * WC * K * K}}; t += {{NTM}}) {
+            const int ml = t / {{WC * K * K}}, e = t - ml * {{WC * K * K}}, m = m0 + ml, c = c0 + e / {{K * K}};
+            ws[t] = m < {{M}} && c < {{C}} ? w[((size_t)m * {{C}} + c0) * {{K * K}} + e] : 0.0f;
+        }
+        __syncthreads();
+        for (int t = tid; t < {{BM * WC}}; t += {{NTM}}) {
+            const int ml = t % {{BM}}, cc = t / {{BM}};
+% if CP % WC ~= 0 then
+            if (c0 + cc >= {{CP}}) continue;
+% end
+            const float* const wv = ws + ml * {{WC * K * K}} + cc * {{K * K}};
+            for (int fi = 0; fi < {{FG}}; fi++) {
+                const int f = f0 + fi < {{NF}} ? f0 + fi : {{NF - 1}};
+                const int u = f / {{NV}}, v = f - u * {{NV}};
+                float gr = 0.0f, gi = 0.0f;
 #pragma unroll
-        for (int i = 0; i < {{K * K}}; i++) wv[i] = ok ? wp[i] : 0.0f;
-        for (int fi = 0; fi < {{FG}}; fi++) {
-            const int f = f0 + fi < {{NF}} ? f0 + fi : {{NF - 1}};
-            const int u = f / {{NV}}, v = f - u * {{NV}};
-            float gr = 0.0f, gi = 0.0f;
+                for (int a = 0; a < {{K}}; a++) {
+                    float sr = 0.0f, si = 0.0f;
 #pragma unroll
-            for (int a = 0; a < {{K}}; a++) {
-                float sr = 0.0f, si = 0.0f;
-#pragma unroll
-                for (int b = 0; b < {{K}}; b++) {
-                    const float2 e = tw[{{FH}} + ((v * b) & {{FW - 1}})];
-                    sr = fmaf(wv[a * {{K}} + b], e.x, sr);
-                    si = fmaf(wv[a * {{K}} + b], e.y, si);
+                    for (int b = 0; b < {{K}}; b++) {
+                        const float2 e = tw[{{FH}} + ((v * b) & {{FW - 1}})];
+                        sr = fmaf(wv[a * {{K}} + b], e.x, sr);
+                        si = fmaf(wv[a * {{K}} + b], e.y, si);
+                    }
+                    const float2 e = tw[(u * a) & {{FH - 1}}];
+                    gr += e.x * sr - e.y * si;
+                    gi += e.x * si + e.y * sr;
                 }
-                const float2 e = tw[(u * a) & {{FH - 1}}];
-                gr += e.x * sr - e.y * si;
-                gi += e.x * si + e.y * sr;
+                gs[(fi * {{CP}} + c0 + cc) * {{BM}} + ml] = make_float2(gr, gi);
             }
-            gs[(fi * {{CP}} + c) * {{BM}} + ml] = make_float2(gr, gi);
         }
     }
     float ar[4][4], ai[4][4];   // [image][map]
@@ -662,7 +676,7 @@ local function kernel_mul(l, p, ge)
   local v = {
     head = head, C = l.C, M = l.M, K = l.K, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, TWN = twn(l),
     BM = p.bm, BN = p.bn, CK = p.ck, FG = p.fg, IB = p.ib, XS = xs_row(p), NTM = nt, root = root,
-    VEC = l.M % 4 == 0, CP = cp(l, p), NCH = cp(l, p) // p.ck, CRAG = l.C % p.ck ~= 0, LPT = lpt(p),
+    VEC = l.M % 4 == 0, CP = cp(l, p), WC = wc(l, p), NCH = cp(l, p) // p.ck, CRAG = l.C % p.ck ~= 0, LPT = lpt(p),
     STEPS = p.ib * p.fg * (cp(l, p) // p.ck),
   }
   return {
