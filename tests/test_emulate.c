@@ -426,6 +426,14 @@ static void *place(void *so, cg_place where, int wtaps, const char *sym, const c
     if (where == CG_PLACE_NONE || !t) return NULL;
     const float *src = t->data;
     float *tr = NULL;
+    if (where == CG_PLACE_ARG_FFT) {
+        /* conv2d_fft's weights: their transforms (FP32), as the runtime uploads them */
+        long long n = 0;
+        float *f = t->ndim == 4 ? cg_weights_fft(t->data, t->shape[0], t->shape[1], t->shape[2], CG_FFT_H(wtaps),
+                                                 CG_FFT_W(wtaps), &n)
+                                : NULL;
+        return *ok = f != NULL, *owned = 1, f;
+    }
     if (where == CG_PLACE_ARG_T || where == CG_PLACE_ARG_TAPS) {
         /* (rows x C x taps) -> (taps x C x rows); transposed: taps 1 */
         long long taps = where == CG_PLACE_ARG_TAPS ? wtaps : 1, c = t->count / (rows * taps);

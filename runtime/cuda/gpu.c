@@ -356,6 +356,26 @@ static int to_device(cg_gpu *g, const cg_tensor *t, int taps, cg_dtype dt, CUdev
     return rc;
 }
 
+/* weights=arg:fft:FHxFW: the conv weights' transforms (cg_weights_fft), FP32 pairs. */
+static int fft_to_device(cg_gpu *g, const cg_mkernel *k, const cg_tensor *t, CUdeviceptr *out, cg_err *e)
+{
+    if (t->ndim != 4 || t->shape[2] != t->shape[3] || k->wdtype != CG_DT_F32)
+        return cg_fail(e, "kernel '%s' (weights=arg:fft) reads FP32 weights of M x C x K x K; tensor '%s' is not",
+                       k->name, t->name);
+    long long count = 0;
+    float *f = cg_weights_fft(t->data, t->shape[0], t->shape[1], t->shape[2], CG_FFT_H(k->wtaps), CG_FFT_W(k->wtaps),
+                              &count);
+    if (!f) return cg_fail(e, "out of memory transforming '%s' (or its K past the transform's sides)", t->name);
+    const size_t n = (size_t)count * sizeof *f;
+    int rc = CG_CU(e, g->cu->cuMemAlloc(out, n));
+    if (!rc) {
+        g->owned[g->nowned++] = *out;
+        rc = CG_CU(e, g->cu->cuMemcpyHtoD(*out, f, n));
+    }
+    free(f);
+    return rc;
+}
+
 /* The whole-network kernel's w:LAYER and b:LAYER arguments: the layer's FP32
  * weights or bias as the weights hold them (batch norms folded by the caller),
  * the device copy of a per-layer kernel of that layer which takes exactly that
@@ -396,9 +416,9 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
             snprintf(name, sizeof name, "%s.%s", k->layer, b ? "bias" : "weight");
             const cg_tensor *t = cg_weights_find(w, name);
             if (!t) return cg_fail(e, "kernel '%s' needs tensor '%s', which the weights lack", k->name, name);
-            int rc = pl == CG_PLACE_CONST
-                         ? to_symbol(g, k->name, b ? k->bsym : k->wsym, t, k->wdtype, e)
-                         : to_device(g, t, cg_place_reorder(pl, b ? 0 : k->wtaps), k->wdtype,
+            int rc = pl == CG_PLACE_CONST    ? to_symbol(g, k->name, b ? k->bsym : k->wsym, t, k->wdtype, e)
+                     : pl == CG_PLACE_ARG_FFT ? fft_to_device(g, k, t, &g->wdev[i], e)
+                                              : to_device(g, t, cg_place_reorder(pl, b ? 0 : k->wtaps), k->wdtype,
                                      b ? &g->bdev[i] : &g->wdev[i], e);
             if (rc) return -1;
         }

@@ -270,6 +270,14 @@ int cg_place_parse(const char *s, cg_place *p, char *sym, size_t cap, int *taps)
         *p = CG_PLACE_ARG_TAPS;
         *taps = (int)n;
     }
+    else if (taps && strncmp(s, "arg:fft:", 8) == 0) {
+        char *end, *end2;
+        long fh = strtol(s + 8, &end, 10), fw = *end == 'x' ? strtol(end + 1, &end2, 10) : 0;
+        if (end == s + 8 || *end != 'x' || end2 == end + 1 || *end2) return -1;
+        if (fh < 2 || fw < 2 || fh > 1024 || fw > 1024 || (fh & (fh - 1)) || (fw & (fw - 1))) return -1;
+        *p = CG_PLACE_ARG_FFT;
+        *taps = CG_FFT_SIZES((int)fh, (int)fw);
+    }
     else if (strncmp(s, "const:", 6) == 0 && s[6] && strlen(s + 6) < cap) {
         *p = CG_PLACE_CONST;
         strcpy(sym, s + 6);
@@ -279,6 +287,7 @@ int cg_place_parse(const char *s, cg_place *p, char *sym, size_t cap, int *taps)
 
 int cg_place_reorder(cg_place p, int taps)
 {
+    /* (arg:fft is no reorder: cg_weights_fft) */
     return p == CG_PLACE_ARG_T ? 1 : p == CG_PLACE_ARG_TAPS ? taps : 0;
 }
 

@@ -105,8 +105,13 @@ typedef struct {
  * stored, e.g. M x C x K x K), as an argument transposed to (C*K*K) x M (first
  * dimension last: what reduction-major kernels read coalesced), or in a
  * __constant__ symbol of its module. */
-/* ARG_TAPS: an argument reordered taps-outermost (cg_weights_taps), its taps in cg_mkernel.wtaps */
-typedef enum { CG_PLACE_NONE, CG_PLACE_ARG, CG_PLACE_CONST, CG_PLACE_ARG_T, CG_PLACE_ARG_TAPS } cg_place;
+/* ARG_TAPS: an argument reordered taps-outermost (cg_weights_taps), its taps in cg_mkernel.wtaps;
+ * ARG_FFT: the weights' transforms (cg_weights_fft, weights=arg:fft:FHxFW), the sizes in
+ * cg_mkernel.wtaps as CG_FFT_SIZES (FH << 16 | FW) */
+typedef enum { CG_PLACE_NONE, CG_PLACE_ARG, CG_PLACE_CONST, CG_PLACE_ARG_T, CG_PLACE_ARG_TAPS, CG_PLACE_ARG_FFT } cg_place;
+#define CG_FFT_SIZES(fh, fw) ((fh) << 16 | (fw))
+#define CG_FFT_H(sizes) ((sizes) >> 16)
+#define CG_FFT_W(sizes) ((sizes) & 0xffff)
 
 typedef struct {
     char name[CG_NAME_MAX + 16];
@@ -163,7 +168,7 @@ typedef struct {
     int block[3];
     int shared;
     cg_place wplace, bplace;
-    int wtaps; /* weights=arg:taps:N: N (1 to 4096); else 0 */
+    int wtaps; /* weights=arg:taps:N: N (1 to 4096); arg:fft:FHxFW: CG_FFT_SIZES(FH, FW); else 0 */
     char wsym[160], bsym[160];
     int pdl; /* the source has the programmatic-dependent-launch prologue (pdl=1) */
     cg_dtype wdtype; /* the element type of its weights and bias in device memory (wdtype=; absent: f32) */
@@ -232,8 +237,9 @@ int cg_arg_input(cg_arg_role r);
  * reads nin tensors), -1 when there is none. */
 int cg_args_past_inputs(const cg_arg_role *roles, int n, int nin);
 /* A weights= or bias= value s: its placement into *p, a const: symbol into sym
- * (cap bytes), and, where taps is not NULL (the weights: arg:taps:N is refused
- * elsewhere), arg:taps:N's N into *taps. 0, or -1 for a value of no such form. */
+ * (cap bytes), and, where taps is not NULL (the weights: arg:taps:N and arg:fft:FHxFW
+ * are refused elsewhere), arg:taps:N's N or arg:fft's CG_FFT_SIZES(FH, FW) (each a
+ * power of two from 2 to 1024) into *taps. 0, or -1 for a value of no such form. */
 int cg_place_parse(const char *s, cg_place *p, char *sym, size_t cap, int *taps);
 /* The reorder an argument placement asks of the weights before upload, as
  * cg_weights_taps takes it: 0 none (arg, const:), 1 arg:transposed, taps for

@@ -222,6 +222,48 @@ float *cg_weights_taps(const float *p, long long rows, long long count, long lon
     return t;
 }
 
+float *cg_weights_fft(const float *w, long long M, long long C, long long K, int FH, int FW, long long *count)
+{
+    const int pow2 = FH >= 2 && FW >= 2 && FH <= 1024 && FW <= 1024 && !(FH & (FH - 1)) && !(FW & (FW - 1));
+    if (!pow2 || M < 1 || C < 1 || K < 1 || K > FH || K > FW) return NULL;
+    const long long NV = FW / 2 + 1, NF = FH * NV;
+    *count = NF * C * M * 2;
+    float *g = malloc((size_t)*count * sizeof *g);
+    /* e^{2 pi i k / F} for k < F, and a row's partial sums s[a][v] = sum_b w[a][b] e^{2 pi i v b / FW} */
+    double *ch = malloc((size_t)(FH + FW) * 2 * sizeof *ch), *s = malloc((size_t)(K * NV) * 2 * sizeof *s);
+    if (!g || !ch || !s) return free(g), free(ch), free(s), NULL;
+    double *cw = ch + 2 * FH;
+    const double pi = 3.14159265358979323846;
+    for (int k = 0; k < FH; k++) ch[2 * k] = cos(2 * pi * k / FH), ch[2 * k + 1] = sin(2 * pi * k / FH);
+    for (int k = 0; k < FW; k++) cw[2 * k] = cos(2 * pi * k / FW), cw[2 * k + 1] = sin(2 * pi * k / FW);
+    for (long long m = 0; m < M; m++)
+        for (long long c = 0; c < C; c++) {
+            const float *f = w + (m * C + c) * K * K;
+            for (long long a = 0; a < K; a++)
+                for (long long v = 0; v < NV; v++) {
+                    double re = 0, im = 0;
+                    for (long long b = 0; b < K; b++) {
+                        const long long t = (v * b) % FW;
+                        re += f[a * K + b] * cw[2 * t], im += f[a * K + b] * cw[2 * t + 1];
+                    }
+                    s[2 * (a * NV + v)] = re, s[2 * (a * NV + v) + 1] = im;
+                }
+            for (long long u = 0; u < FH; u++)
+                for (long long v = 0; v < NV; v++) {
+                    double re = 0, im = 0;
+                    for (long long a = 0; a < K; a++) {
+                        const long long t = (u * a) % FH;
+                        const double er = ch[2 * t], ei = ch[2 * t + 1], sr = s[2 * (a * NV + v)], si = s[2 * (a * NV + v) + 1];
+                        re += er * sr - ei * si, im += er * si + ei * sr;
+                    }
+                    float *out = g + 2 * (((u * NV + v) * C + c) * M + m);
+                    out[0] = (float)re, out[1] = (float)im;
+                }
+        }
+    free(ch), free(s);
+    return g;
+}
+
 uint16_t *cg_weights_narrowed(const float *p, long long count, cg_wdtype dtype)
 {
     if (dtype != CG_W_F16 && dtype != CG_W_BF16) return NULL;

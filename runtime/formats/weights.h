@@ -97,4 +97,13 @@ float *cg_weights_taps(const float *p, long long rows, long long count, long lon
  * weights read. NULL when out of memory or dtype is neither. */
 uint16_t *cg_weights_narrowed(const float *p, long long count, cg_wdtype dtype);
 
+/* A conv's M x C x K x K weights w as their transforms for conv2d_fft (manifest
+ * weights=arg:fft:FHxFW): for each of the FH x (FW/2 + 1) frequencies (u, v), channel
+ * c and map m, G = sum_{a,b} w[m][c][a][b] e^{+2 pi i (u a / FH + v b / FW)} (the
+ * conjugate of the filter's transform: a correlation), computed in double and
+ * stored as float pairs (re, im) at [(u (FW/2+1) + v) C + c] M + m. A malloc'd array
+ * of *count floats; NULL when out of memory or the sizes are out of range
+ * (K above FH or FW, FH or FW not a power of two from 2 to 1024). */
+float *cg_weights_fft(const float *w, long long M, long long C, long long K, int FH, int FW, long long *count);
+
 #endif

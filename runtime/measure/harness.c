@@ -223,6 +223,9 @@ static int place(bench *b, const char *where, const float *p, size_t count, long
     if (cg_place_parse(where, &pl, name, sizeof name, &taps)) return cg_fail(e, "unknown weight placement '%s'", where);
     if (pl == CG_PLACE_NONE) return 0;
     if (pl == CG_PLACE_ARG) return upload_as(b->cu, arg, p, count, dt, e);
+    if (pl == CG_PLACE_ARG_FFT)
+        return cg_fail(e, "weights=arg:fft: the kernel reads the weights' transforms, which only a network's run makes "
+                          "(conv2d_fft runs as three kernels and is not timed alone)");
     if (pl != CG_PLACE_CONST) {
         long long r = cg_place_reorder(pl, taps);
         float *t = cg_weights_taps(p, rows, (long long)count, r);

@@ -19,10 +19,11 @@
 --        (FW points, the padding's columns known zeros) into shared memory, then one column
 --        of frequencies v (FH points, the padding's rows known zeros) and stores the FH
 --        results, the block's channels side by side: fx[n][u][v][c].
---   mul  a block takes `fg` frequencies and `bm` maps: it first computes the filters'
---        transforms G for them from the weights as stored (M x C x K x K: K x K FMAs per
---        frequency and row, then K complex products; the roots of unity a table in shared
---        memory), then, for `ib` tiles of `bn` images, the product of each frequency's
+--   mul  a block takes `fg` frequencies and `bm` maps: it first copies their filters'
+--        transforms G into shared memory (the weights argument is G for every frequency,
+--        channel and map, NF x C x M complex: weights=arg:fft:FHxFW, which the runtime computes
+--        from the M x C x K x K weights in double once when it loads them, cg_weights_fft),
+--        then, for `ib` tiles of `bn` images, the product of each frequency's
 --        bn x C and C x bm complex matrices (the images' transforms staged `ck` channels at a
 --        time; a thread 4 images x 4 maps, 4 FMAs a complex product), stored as fy[n][u][v][m].
 --   out  a block takes `mg` maps of one image: each thread inverts one column of frequencies v
@@ -198,13 +199,8 @@ local function im_of(z) return z and z.im or "0.0f" end
 local function in_smem(l, p) local ge = geom(l); return p.cg * l.H * ge.NV * 8 end
 local function out_smem(l, p) local ge = geom(l); return p.mg * (ge.R * ge.NV * 8 + ge.OH * ge.OW * 4) end
 local function xs_row(p) return p.bn + 2 end   -- a staged channel's images, padded by 16 bytes
-local function twn(l) local ge = geom(l); local t = ge.FH + ge.FW; return t + t % 2 end
 local function cp(l, p) return common.ceil_div(l.C, p.ck) * p.ck end   -- C in whole chunks
--- Channels of weights staged at a time for the filters' transforms: as many as fit the images'
--- staging buffer (one at least; the buffer grows to hold it).
-local function wc(l, p) return math.max(1, math.min(l.C, (p.ck * xs_row(p) * 8) // (p.bm * l.K * l.K * 4))) end
-local function xs_bytes(l, p) return math.max(p.ck * xs_row(p) * 8, p.bm * wc(l, p) * l.K * l.K * 4) end
-local function mul_smem(l, p) return twn(l) * 8 + p.fg * cp(l, p) * p.bm * 8 + xs_bytes(l, p) end
+local function mul_smem(l, p) return (p.fg * cp(l, p) * p.bm + p.ck * xs_row(p)) * 8 end
 local function mul_threads(p) return (p.bm // 4) * (p.bn // 4) end
 local function lpt(p) return common.ceil_div(p.bn * p.ck, mul_threads(p)) end   -- a step's loads a thread
 local function mul_regs(p) return 32 + 16 + 2 * lpt(p) + 40 end
@@ -350,15 +346,16 @@ function T.check(l, p)
 end
 
 -- The cost model (common.cost): the three kernels' bytes (the transforms written and read
--- once, at 64 bytes a clock an SM from L2 and memory alike) and `mul`'s FMAs (4 a complex
--- product, at the SM's FMA rate), plus the filters' transforms once a block.
+-- once, the filters' transforms once a `mul` block, at 64 bytes a clock an SM from L2 and
+-- memory alike) and `mul`'s FMAs (4 a complex product, at the SM's FMA rate).
 function T.cost(l, p)
   local ge = geom(l)
   local n = common.cost.images(l)
   local sms = ((l.target or {}).sms or 0) > 0 and l.target.sms or 100
   local fx, fy = ge.NF * l.C * 8, ge.NF * l.M * 8
   local bytes = n * (l.C * l.H * l.W * 4 + 2 * fx + 2 * fy + l.M * ge.OH * ge.OW * 4)
-  local fmas = n * ge.NF * l.C * l.M * 4 + mul_blocks(l, p) * p.fg * cp(l, p) * p.bm * (l.K * l.K * 2 + l.K * 4)
+  local fmas = n * ge.NF * l.C * l.M * 4
+  bytes = bytes + mul_blocks(l, p) * p.fg * cp(l, p) * p.bm * 8   -- the filters' transforms, once a block
   local seq, conc = common.cost.spread(l, mul_blocks(l, p), mul_threads(p), mul_regs(p), mul_smem(l, p))
   if conc == 0 then return math.huge end
   return (bytes / 64 + fmas / common.cost.FMA_PER_CLOCK) / sms + seq * common.cost.LATENCY
@@ -415,22 +412,13 @@ local source_mul = engine.compile([=[
 {
     // in: n x {{NF}} x {{C}} complex; w: {{M}} x {{C}} x {{K}} x {{K}}; out: n x {{NF}} x {{M}} complex
     extern __shared__ float4 smem4[];
-    float2* const tw = reinterpret_cast<float2*>(smem4);   // e^{+2 pi i k/{{FH}}}, then e^{+2 pi i k/{{FW}}}
-    float2* const gs = tw + {{TWN}};                        // [{{FG}}][{{CP}}][{{BM}}]: the filters' transforms
+    float2* const gs = reinterpret_cast<float2*>(smem4);   // [{{FG}}][{{CP}}][{{BM}}]: the filters' transforms
     float2* const xs = gs + {{FG * CP * BM}};               // [{{CK}}][{{XS}}]: a step's images' transforms
     const float2* const fx = reinterpret_cast<const float2*>(in);
     float2* const fy = reinterpret_cast<float2*>(out);
     const int tid = threadIdx.x;
     const int tx = tid % {{BM // 4}}, ty = tid / {{BM // 4}};
     const int f0 = blockIdx.y * {{FG}}, m0 = blockIdx.z * {{BM}};
-    if (tid == 0) {
-% for k = 0, FH - 1 do
-        tw[{{k}}] = make_float2({{root(k, FH).c}}, {{root(k, FH).s}});
-% end
-% for k = 0, FW - 1 do
-        tw[{{FH + k}}] = make_float2({{root(k, FW).c}}, {{root(k, FW).s}});
-% end
-    }
     // the steps: image tile it, frequency fi, channel chunk ch ({{CK}} channels), in that order; each
     // step's {{BN}} x {{CK}} values are loaded into registers during the step before
     float2 pre[{{LPT}}];
@@ -446,42 +434,12 @@ local source_mul = engine.compile([=[
     };
     load(0);
     __syncthreads();
-    // G[f][c][m] = sum_a e^{2 pi i u a/{{FH}}} sum_b e^{2 pi i v b/{{FW}}} w[m][c][a][b] (zero past C and M), from
-    // the weights of {{WC}} channel{{WC > 1 and "s" or ""}} at a time staged in xs (a map's run of them contiguous: coalesced loads)
-    float* const ws = reinterpret_cast<float*>(xs);   // [{{BM}}][{{WC * K * K}}]
-    for (int c0 = 0; c0 < {{CP}}; c0 += {{WC}}) {
-        __syncthreads();
-        for (int t = tid; t < {{BM * WC * K * K}}; t += {{NTM}}) {
-            const int ml = t / {{WC * K * K}}, e = t - ml * {{WC * K * K}}, m = m0 + ml, c = c0 + e / {{K * K}};
-            ws[t] = m < {{M}} && c < {{C}} ? w[((size_t)m * {{C}} + c0) * {{K * K}} + e] : 0.0f;
-        }
-        __syncthreads();
-        for (int t = tid; t < {{BM * WC}}; t += {{NTM}}) {
-            const int ml = t % {{BM}}, cc = t / {{BM}};
-% if CP % WC ~= 0 then
-            if (c0 + cc >= {{CP}}) continue;
-% end
-            const float* const wv = ws + ml * {{WC * K * K}} + cc * {{K * K}};
-            for (int fi = 0; fi < {{FG}}; fi++) {
-                const int f = f0 + fi < {{NF}} ? f0 + fi : {{NF - 1}};
-                const int u = f / {{NV}}, v = f - u * {{NV}};
-                float gr = 0.0f, gi = 0.0f;
-#pragma unroll
-                for (int a = 0; a < {{K}}; a++) {
-                    float sr = 0.0f, si = 0.0f;
-#pragma unroll
-                    for (int b = 0; b < {{K}}; b++) {
-                        const float2 e = tw[{{FH}} + ((v * b) & {{FW - 1}})];
-                        sr = fmaf(wv[a * {{K}} + b], e.x, sr);
-                        si = fmaf(wv[a * {{K}} + b], e.y, si);
-                    }
-                    const float2 e = tw[(u * a) & {{FH - 1}}];
-                    gr += e.x * sr - e.y * si;
-                    gi += e.x * si + e.y * sr;
-                }
-                gs[(fi * {{CP}} + c0 + cc) * {{BM}} + ml] = make_float2(gr, gi);
-            }
-        }
+    // the block's filter transforms: w is G[f][c][m] = sum_{a,b} w[m][c][a][b] e^{2 pi i (u a/{{FH}} + v b/{{FW}})}
+    // ({{NF}} x {{C}} x {{M}} complex, made from the weights once when they are loaded); zero past C and M
+    const float2* const g = reinterpret_cast<const float2*>(w);
+    for (int t = tid; t < {{FG * CP * BM}}; t += {{NTM}}) {
+        const int ml = t % {{BM}}, c = (t / {{BM}}) % {{CP}}, f = f0 + t / {{CP * BM}}, m = m0 + ml;
+        gs[t] = m < {{M}} && c < {{C}} && f < {{NF}} ? g[((size_t)f * {{C}} + c) * {{M}} + m] : make_float2(0.0f, 0.0f);
     }
     float ar[4][4], ai[4][4];   // [image][map]
     for (int s = 0; s < {{STEPS}}; s++) {
@@ -626,11 +584,6 @@ local source_out = engine.compile([=[
 }
 ]=], "conv2d_fft")
 
-local function root(k, n)
-  local th = 2 * math.pi * k / n
-  return { c = lit(math.cos(th)), s = lit(math.sin(th)) }
-end
-
 local function suffix(l, p, ge)
   local g = ge.g
   return string.format("c%dm%dk%d_h%dw%d%s_f%dx%d", l.C, l.M, l.K, l.H, l.W, g.tag, ge.FH, ge.FW), p
@@ -674,16 +627,16 @@ local function kernel_mul(l, p, ge)
   local nt = mul_threads(p)
   local head, args = common.kernel_head(name, nt, common.std_args({ types = common.types(l) }))
   local v = {
-    head = head, C = l.C, M = l.M, K = l.K, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, TWN = twn(l),
-    BM = p.bm, BN = p.bn, CK = p.ck, FG = p.fg, IB = p.ib, XS = xs_row(p), NTM = nt, root = root,
-    VEC = l.M % 4 == 0, CP = cp(l, p), WC = wc(l, p), NCH = cp(l, p) // p.ck, CRAG = l.C % p.ck ~= 0, LPT = lpt(p),
+    head = head, C = l.C, M = l.M, K = l.K, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW,
+    BM = p.bm, BN = p.bn, CK = p.ck, FG = p.fg, IB = p.ib, XS = xs_row(p), NTM = nt,
+    VEC = l.M % 4 == 0, CP = cp(l, p), NCH = cp(l, p) // p.ck, CRAG = l.C % p.ck ~= 0, LPT = lpt(p),
     STEPS = p.ib * p.fg * (cp(l, p) // p.ck),
   }
   return {
     name = name, args = args, source = source_mul(common.typed(l, v)),
     grid = { common.batch_dim(1, p.bn * p.ib), common.ceil_div(ge.NF, p.fg), common.ceil_div(l.M, p.bm) },
     block = { nt, 1, 1 }, shared = mul_smem(l, p),
-    weights = "arg", bias = "none", out_elems = ge.NF * l.M * 2,
+    weights = string.format("arg:fft:%dx%d", ge.FH, ge.FW), bias = "none", out_elems = ge.NF * l.M * 2,
     shape = string.format("%d frequencies x C=%d -> M=%d (complex products with the %dx%d filters' transforms)",
       ge.NF, l.C, l.M, l.K, l.K),
     fused = false, precision = l.precision,
