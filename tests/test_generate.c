@@ -495,21 +495,29 @@ static void test_auto_rule(void)
         {"bench/specs/zoo-linear.yaml", "conv2", 75, "conv2d_igemm", "auto: igemm, since C = 16 > 3"},
         {"bench/specs/zoo-linear.yaml", "conv3", 90, "conv2d_igemm", "auto: igemm, since C = 40 > 3"},
         {"bench/specs/zoo-odd.yaml", "conv2", 90, "conv2d_igemm", "auto: igemm"},
-        {"bench/specs/zoo-odd.yaml", "conv3", 80, "conv2d_igemm_tc", "auto: igemm_tc"},
+        /* FP32 layers of large kernels, 4 or more times as many direct multiply-adds as the
+         * transform's complex products, at the large batch: fft on every target */
+        {"bench/specs/zoo-odd.yaml", "conv3", 80, "conv2d_fft",
+         "auto: fft, since precision is fp32, stride 1, K = 5 >= 5, C = 30 and M = 50 >= 16, the 25x25 padded input "
+         "fits a 32x32 transform and direct multiply-adds are 5.1 >= 4 times"},
         {"bench/specs/zoo-resnet-stem.yaml", "conv2", 90, "conv2d_igemm_tc", "auto: igemm_tc"},
         {"bench/specs/zoo-resnet-stem.yaml", "stem", 90, "conv2d_igemm", "auto: igemm, since C*K*K = 147 > 64"},
-        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 80, "conv2d_igemm_tc", "auto: igemm_tc"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 80, "conv2d_fft", "the 26x26 padded input fits a 32x32 transform"},
+        {"bench/specs/zoo-alex.yaml", "conv2", 80, "conv2d_igemm_tc", "auto: igemm_tc"},  /* 7x7 inputs: gain 2.1 */
         /* sm_90 alone (as sm_90a), C >= 16, M >= 16, K >= 2, C*K*K >= 256, stride 1, 9 pixels or more: planes */
-        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 90, "conv2d_planes",
-         "auto: planes, since the target is sm_90 (built as sm_90a: wgmma), C = 64 >= 16, M = 128 >= 16, K = 5 >= 2, "
-         "C*K*K = 1600 >= 256, stride 1, a 22x22 conv output\n"},
-        {"bench/specs/zoo-odd.yaml", "conv3", 90, "conv2d_planes", "C*K*K = 750 >= 256"},
-        {"bench/specs/zoo-k7pad.yaml", "conv4", 90, "conv2d_planes", "M = 24 >= 16, K = 7"},
+        {"bench/specs/zoo-alex.yaml", "conv2", 90, "conv2d_planes",
+         "auto: planes, since the target is sm_90 (built as sm_90a: wgmma), C = 48 >= 16, M = 96 >= 16, K = 5 >= 2, "
+         "C*K*K = 1200 >= 256, stride 1, a 7x7 conv output\n"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 90, "conv2d_fft", "5.6 >= 4 times the transform's complex products"},
+        {"bench/specs/zoo-odd.yaml", "conv3", 90, "conv2d_fft", "C = 30 and M = 50 >= 16"},
+        {"bench/specs/zoo-k7pad.yaml", "conv4", 90, "conv2d_fft", "K = 7 >= 5, C = 20 and M = 24 >= 16, the 15x15"},
+        {"bench/specs/zoo-inception.yaml", "br5", 90, "conv2d_igemm", "auto: igemm"},   /* M = 8 */
         {"bench/specs/zoo-k7pad.yaml", "conv2", 90, "conv2d_igemm", "auto: igemm"},        /* M = 12 */
         {"bench/specs/zoo-linear.yaml", "conv2", 90, "conv2d_igemm_tc", "auto: igemm_tc"}, /* C*K*K = 144 */
         {"bench/specs/zoo-1x1.yaml", "expand", 90, "conv2d_igemm_tc", "auto: igemm_tc"},          /* C*K*K = 64 */
         {"bench/specs/zoo-resnet-stem.yaml", "conv3", 90, "conv2d_igemm_tc", "auto: igemm_tc"},  /* stride 2 */
-        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 0, "conv2d_igemm", "auto: igemm"},
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 0, "conv2d_fft", "auto: fft"},
+        {"bench/specs/zoo-awkward.yaml", "conv3", 90, "conv2d_planes", "auto: planes"},   /* 64x64 transform: gain 2.7 */
         {"bench/specs/zoo-bigk.yaml", "conv3", 90, "conv2d_igemm_tc", "M = 96 >= 32"},  /* a 2x2 conv output */
         /* 3x3 outputs: winograd's 2x2 tiles would cover 16 outputs for 9, so igemm_tc (or igemm) */
         {"bench/specs/zoo-alex.yaml", "conv3", 80, "conv2d_igemm_tc",
@@ -570,20 +578,20 @@ static void test_auto_rule(void)
 static void test_default_tiles(void)
 {
     static const struct {
-        const char *spec, *layer, *params;
+        const char *spec, *layer, *params, *strategy; /* strategy: written in place of auto (fft's layers) */
     } want[] = {
-        {"bench/specs/zoo-awkward.yaml", "conv1", "block=256 maps_unroll=17 cols=1 "},
-        {"bench/specs/zoo-awkward.yaml", "conv2", "bm=40 bn=128 bk=16 tm=40 tn=4 "},
-        {"bench/specs/zoo-awkward.yaml", "conv3", "bm=40 bn=128 bk=16 tm=40 tn=4 "},
-        {"bench/specs/zoo-awkward.yaml", "conv4", "bm=48 bn=128 bk=16 tm=48 tn=4 "},
-        {"bench/specs/zoo-awkward.yaml", "conv5", "bm=64 bn=128 bk=24 tm=32 tn=8 "},
-        {"bench/specs/zoo-stem96.yaml", "squeeze", "bm=40 bn=128 bk=24 tm=40 tn=4 "},
-        {"bench/specs/zoo-stem96.yaml", "conv4", "bm=64 bn=128 bk=24 tm=32 tn=8 "},
-        {"bench/specs/zoo-prime.yaml", "conv1", "block=128 maps_unroll=13 cols=1 "},
-        {"bench/specs/zoo-prime.yaml", "conv2", "bm=24 bn=128 bk=9 tm=12 tn=8 "},
-        {"bench/specs/zoo-odd.yaml", "conv3", "bm=56 bn=128 bk=16 tm=56 tn=4 "},
-        {"bench/specs/zoo-bigk.yaml", "conv3", "bm=48 bn=128 bk=24 tm=48 tn=4 "},
-        {"bench/specs/zoo-1x1.yaml", "conv1", "block=256 maps_unroll=8 cols=1 "},
+        {"bench/specs/zoo-awkward.yaml", "conv1", "block=256 maps_unroll=17 cols=1 ", NULL},
+        {"bench/specs/zoo-awkward.yaml", "conv2", "bm=40 bn=128 bk=16 tm=40 tn=4 ", NULL},
+        {"bench/specs/zoo-awkward.yaml", "conv3", "bm=40 bn=128 bk=16 tm=40 tn=4 ", NULL},
+        {"bench/specs/zoo-awkward.yaml", "conv4", "bm=48 bn=128 bk=16 tm=48 tn=4 ", NULL},
+        {"bench/specs/zoo-awkward.yaml", "conv5", "bm=64 bn=128 bk=24 tm=32 tn=8 ", NULL},
+        {"bench/specs/zoo-stem96.yaml", "squeeze", "bm=40 bn=128 bk=24 tm=40 tn=4 ", NULL},
+        {"bench/specs/zoo-stem96.yaml", "conv4", "bm=64 bn=128 bk=24 tm=32 tn=8 ", "igemm_tc"},
+        {"bench/specs/zoo-prime.yaml", "conv1", "block=128 maps_unroll=13 cols=1 ", NULL},
+        {"bench/specs/zoo-prime.yaml", "conv2", "bm=24 bn=128 bk=9 tm=12 tn=8 ", NULL},
+        {"bench/specs/zoo-odd.yaml", "conv3", "bm=56 bn=128 bk=16 tm=56 tn=4 ", "igemm_tc"},
+        {"bench/specs/zoo-bigk.yaml", "conv3", "bm=48 bn=128 bk=24 tm=48 tn=4 ", NULL},
+        {"bench/specs/zoo-1x1.yaml", "conv1", "block=256 maps_unroll=8 cols=1 ", NULL},
     };
     int arch = 90;
     cg_target tg, tga;
@@ -594,7 +602,14 @@ static void test_default_tiles(void)
     cg_err e = {""};
     CHECK(s && o, "out of memory");
     for (size_t i = 0; s && o && i < sizeof want / sizeof *want; i++) {
-        if (cg_spec_load(want[i].spec, s, &e) || cg_generate_for(s, "x", &tg, o, &e)) {
+        if (cg_spec_load(want[i].spec, s, &e)) {
+            CHECK(0, "%s: %s", want[i].spec, e.msg);
+            continue;
+        }
+        for (int j = 0; want[i].strategy && j < s->nlayers; j++)
+            if (!strcmp(s->layers[j].name, want[i].layer))
+                snprintf(s->layers[j].strategy, sizeof s->layers[j].strategy, "%s", want[i].strategy);
+        if (cg_generate_for(s, "x", &tg, o, &e)) {
             CHECK(0, "%s: %s", want[i].spec, e.msg);
             continue;
         }
@@ -2307,6 +2322,96 @@ static void test_pointwise(void)
     free(o);
 }
 
+/* conv2d_fft: auto gives it an FP32 stride-1 layer of a large kernel whose direct multiply-adds
+ * are 4 or more times the transform's complex products (64 -> 128 5x5 on 26x26: 32 x 32, 5.6x), as
+ * three kernels (the planes' transforms, the products with the weights' transforms, which the
+ * runtime makes from the weights: weights=arg:fft, the inverse with bias, relu and the 2x2 pool)
+ * joined by tensors no layer holds; a 3x3 layer, one of 12 channels, one at 8 images and one in
+ * bf16 keep the rules before it; written for a strided layer, a bf16 one or a transform past 64
+ * points it is refused with the reason; the tuner gets no candidate it could time alone. */
+static void test_fft(void)
+{
+    static const char text[] =
+        "network: s\ninput: {channels: 64, height: 26, width: 26}\nlayers:\n"
+        "  - {name: a, op: conv, M: 128, K: 5, bias: true, activation: relu, pool: max2}\n"   /* 11x11: fft */
+        "  - {name: b, op: conv, M: 64, K: 3}\n"                                              /* 3x3: not */
+        "  - {name: c, op: conv, M: 16, K: 7, padding: 3}\n"                                  /* 9x9: fft */
+        "  - {name: d, op: conv, M: 12, K: 7, padding: 3}\n"                                  /* M = 12: not */
+        "  - {name: d2, op: conv, M: 32, K: 7, padding: 3}\n"                                 /* C = 12: not */
+        "  - {name: e, op: fc, out: 10}\n";
+    cg_target tg;
+    cg_gen_output *o;
+    cg_spec *sp;
+    cg_err e = {""};
+    if (sm90a_case("fft.yaml", text, &tg, &sp, &o)) return;
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        int parts = 0, order = 1;
+        const char *want[] = {"conv2d_fft_in_", "conv2d_fft_mul_", "conv2d_fft_out_"};
+        for (int i = 0; i < o->nkernels; i++)
+            if (!strcmp(o->k[i].layer, "a")) order = order && parts < 3 && strstr(o->k[i].kernel, want[parts]), parts++;
+        const cg_gen_kernel *a = conv_kernel(o, "a"), *b = conv_kernel(o, "b"), *c = conv_kernel(o, "c"),
+                            *d = conv_kernel(o, "d");
+        CHECK(parts == 3 && order && a && !strcmp(a->tpl, "conv2d_fft") && strstr(a->source, "auto: fft") &&
+                  strstr(a->kernel, "_f32x32_"),
+              "FP32 64 -> 128 5x5 on 26x26: fft's three kernels in order (%d, %s)", parts, a ? a->kernel : "none");
+        CHECK(strstr(o->manifest, "in=a.fx out=a.fy") && strstr(o->manifest, "weights=arg:fft:32x32") &&
+                  strstr(o->manifest, "in=a.fy out=a ") && strstr(o->manifest, "_relu_pool2_bias_"),
+              "fft: the transforms' tensors between its kernels, the weights' transforms, the pool fused");
+        CHECK(b && strcmp(b->tpl, "conv2d_fft"), "a 3x3 layer: not fft (%s)", b ? b->tpl : "none");
+        const cg_gen_kernel *d2 = conv_kernel(o, "d2");
+        CHECK(c && !strcmp(c->tpl, "conv2d_fft") && strstr(c->kernel, "_f16x16_"),
+              "64 -> 16 7x7 padded on 9x9: fft, a 16 x 16 transform (%s)", c ? c->kernel : "none");
+        CHECK(d && strcmp(d->tpl, "conv2d_fft"), "12 maps: not fft (%s)", d ? d->tpl : "none");
+        CHECK(d2 && strcmp(d2->tpl, "conv2d_fft"), "12 channels: not fft (%s)", d2 ? d2->tpl : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "fft.yaml: %s", e.msg);
+    tg.batch = 8;
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *a = conv_kernel(o, "a");
+        CHECK(a && strcmp(a->tpl, "conv2d_fft"), "at 8 images: not fft (%s)", a ? a->tpl : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "fft.yaml at 8: %s", e.msg);
+    tg.batch = 64;
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *a = conv_kernel(o, "a");
+        CHECK(a && !strcmp(a->tpl, "conv2d_fft"), "at 64 images: fft (%s)", a ? a->tpl : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "fft.yaml at 64: %s", e.msg);
+    tg.batch = 0;
+    free(sp);
+    sp = spec_text("fft-bf16-auto.yaml", "network: s\ninput: {channels: 64, height: 26, width: 26}\nprecision: bf16\n"
+                                         "layers:\n  - {name: a, op: conv, M: 128, K: 5}\n");
+    if (sp && cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *a = conv_kernel(o, "a");
+        CHECK(a && strcmp(a->tpl, "conv2d_fft"), "bf16: not fft (%s)", a ? a->tpl : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "fft.yaml in bf16: %s", e.msg);
+    free(sp);
+    static const char strided[] =
+        "network: s\ninput: {channels: 16, height: 20, width: 20}\nlayers:\n"
+        "  - {name: a, op: conv, M: 16, K: 5, stride: 2, strategy: fft}\n";
+    expect_refusal(&tg, o, "fft-s2.yaml", strided, "conv2d_fft computes stride-1 convolutions; this layer has stride 2");
+    static const char half[] =
+        "network: s\ninput: {channels: 16, height: 20, width: 20}\nprecision: bf16\nlayers:\n"
+        "  - {name: a, op: conv, M: 16, K: 5, strategy: fft}\n";
+    expect_refusal(&tg, o, "fft-bf16.yaml", half, "conv2d_fft computes FP32 tensors (precision fp32)");
+    static const char big[] =
+        "network: s\ninput: {channels: 4, height: 66, width: 20}\nlayers:\n"
+        "  - {name: a, op: conv, M: 16, K: 5, strategy: fft}\n";
+    expect_refusal(&tg, o, "fft-big.yaml", big, "the padded 66x20 input needs a 128x32 transform");
+    free(o);
+    /* the tuner: no candidate (three kernels are not timed alone), and the note says why */
+    cg_spec *s1 = spec_text("fft1.yaml", "network: s\ninput: {channels: 16, height: 20, width: 20}\nlayers:\n"
+                                         "  - {name: a, op: conv, M: 16, K: 5}\n");
+    char why[512];
+    CHECK(s1 && cg_gen_check_one(s1, 0, "conv2d_fft", "", why, sizeof why, &e) == 0, "fft accepts the layer: %s", why);
+    cg_gen_kernel k;
+    cg_kernel_launch kl;
+    CHECK(s1 && cg_gen_emit_one(s1, 0, "conv2d_fft", "", &k, &kl, &e) != 0, "fft: no kernel emitted alone");
+    CHECK_CONTAINS(e.msg, "conv2d_fft runs as 3 kernels (in, mul, out) and a kernel is timed alone here");
+    free(s1);
+}
+
 /* planes' mn=1 (tr=1 on a 16-bit 1x1 layer, the planes staged pixels innermost): the kernel is
  * named so, copies 16-byte groups of pixels by cp.async where H*W is a multiple of 8 and gathers
  * them through registers where it is not, and tells wgmma B is transposed; po=1 beside it, and a
@@ -2824,7 +2929,7 @@ static void test_small_conv_choices(void)
         {"bench/specs/zoo-5x5-c64.yaml", "conv2", 1, "conv2d_winograd", "_f2_m16n16c16_t8x4_x1"},
         {"bench/specs/zoo-5x5-c64.yaml", "conv2", 8, "conv2d_winograd", "_f2_m16n16c16_t8x4_x1"},
         {"bench/specs/zoo-issue3x3.yaml", "conv3", 8, "conv2d_winograd", "_f2_m16n16c16_t8x4_x1"},
-        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 64, "conv2d_planes", NULL},        /* past 8 images */
+        {"bench/specs/zoo-5x5-c64.yaml", "conv2", 64, "conv2d_fft", NULL},           /* 64 images: fft */
         {"bench/specs/zoo-k7pad.yaml", "conv4", 1, "conv2d_igemm", "_z14"},           /* 7x7: the split */
         {"bench/specs/zoo-deep512.yaml", "conv2", 8, "conv2d_igemm_tc", "_z4"},       /* 604 M MACs, 3x3 */
         {"bench/specs/zoo-deep512.yaml", "conv2", 1, "conv2d_winograd", NULL},
@@ -2881,6 +2986,7 @@ int main(void)
     test_planes_mn();
     test_half_memory();
     test_pointwise();
+    test_fft();
     test_precision_tf32();
     test_engine();
     test_arg_roles();

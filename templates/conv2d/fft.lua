@@ -90,12 +90,12 @@ local function lit(x)
   return x < 0 and ("(" .. s .. ")") or s
 end
 
-local function emitter(prefix, ind)
+local function emitter(prefix, ind, ctype)
   local em = { lines = {}, n = 0 }
   function em.tmp(expr)
     em.n = em.n + 1
     local name = prefix .. em.n
-    em.lines[#em.lines + 1] = string.format("%sconst float %s = %s;", ind, name, expr)
+    em.lines[#em.lines + 1] = string.format("%sconst %s %s = %s;", ind, ctype, name, expr)
     return name
   end
   return em
@@ -223,8 +223,9 @@ local function counts(n)
 end
 
 -- The default tiles: `in` and `out` blocks of as many channels or maps (up to 32) as leave two
--- blocks an SM; `mul` 64 maps (M rounded up to 4 where fewer) by 64 images, one frequency a
--- block, 32 channels a step, and as many image tiles a block as leave 16 blocks an SM (eight
+-- blocks an SM; `mul` 64 maps (M rounded up to 4 where fewer) by 32 images, one frequency a
+-- block, 16 channels a step (8, or C itself up to 24, where 16 does not divide C: no chunk half
+-- zeros), and as many image tiles a block as leave 16 blocks an SM (eight
 -- waves of two: the last wave's idle SMs a small part; the filters' transforms computed once
 -- for every 2 .. 64 tiles).
 local function default_tile(l)
@@ -240,9 +241,12 @@ local function default_tile(l)
     if out_smem(l, p) <= half then break end
   end
   p.bm = math.min(64, common.ceil_div(l.M, 4) * 4)
-  p.bn = 64
+  p.bn = 32
   p.fg = 1
-  p.ck = math.min(32, l.C)
+  p.ck = 16
+  for _, ck in ipairs({ 16, l.C <= 24 and l.C or 16, 8 }) do
+    if l.C % ck == 0 then p.ck = ck break end
+  end
   while p.bm > 16 and mul_smem(l, p) > common.max_shared(l) do p.bm = p.bm // 2 end
   local t = l.target or {}
   local sms = (t.sms and t.sms > 0) and t.sms or 100
@@ -262,7 +266,7 @@ local tile = common.per_layer(default_tile)
 local function served(l)
   local ty = common.types(l)
   local g = common.conv_geom(l)
-  return ty.in_t == "float" and g.S == 1 and g.G == 1 and l.K >= 2
+  return not common.is_half(ty.in_t) and g.S == 1 and g.G == 1 and l.K >= 2
 end
 local function legal(list)
   return function(l) if served(l) then return list(l) end return { list(l)[1] } end
@@ -283,7 +287,7 @@ T.params = {
     end),
     default = function(l) return tile(l).bm end },
   { name = "bn", doc = "images a `mul` tile (a multiple of 4)",
-    legal = legal(function() return { 64, 32, 16 } end),
+    legal = legal(function() return { 32, 64, 16 } end),
     default = function(l) return tile(l).bn end },
   { name = "fg", doc = "frequencies a `mul` block (their filters' transforms computed once)",
     legal = legal(function() return { 1, 2, 4 } end),
@@ -301,7 +305,7 @@ function T.check(l, p)
   local why = common.refuse_groups(l, "conv2d_fft")
   if why then return why, nil end
   local g = common.conv_geom(l)
-  if ty.in_t ~= "float" or ty.w_t ~= "float" or ty.out_t ~= "float" then
+  if common.is_half(ty.in_t) or common.is_half(ty.w_t) or common.is_half(ty.out_t) then
     return "conv2d_fft computes FP32 tensors (precision fp32); write strategy auto", nil
   end
   if l.precision == "tf32" then
@@ -367,8 +371,8 @@ local source_in = engine.compile([=[
 {{head}}
 {
     // in: n x {{C}} x {{H}} x {{W}}; out: n x {{NF}} x {{C}} complex ({{FH}} x {{NV}} frequencies, channels innermost)
-    extern __shared__ float4 smem4[];
-    float2* const rs = reinterpret_cast<float2*>(smem4);   // [{{CG}}][{{H}}][{{NV}}]: each input row's transform
+    extern __shared__ {{c4}} smem4[];
+    {{c2}}* const rs = reinterpret_cast<{{c2}}*>(smem4);   // [{{CG}}][{{H}}][{{NV}}]: each input row's transform
     const int tid = threadIdx.x;
     const int img = blockIdx.x / {{CT}}, c0 = (blockIdx.x % {{CT}}) * {{CG}};
     if (img >= n) return;
@@ -379,27 +383,27 @@ local source_in = engine.compile([=[
 % end
     for (int t = tid; t < nc * {{H}}; t += {{NT}}) {
         // row r of channel c0 + t / {{H}}: {{W}} values at columns {{PL}} .. {{PL + W - 1}} of {{FW}}
-        const float* const src = in + ((size_t)img * {{C}} + c0) * {{H * W}} + (size_t)t * {{W}};
+        const {{in_t}}* const src = in + ((size_t)img * {{C}} + c0) * {{H * W}} + (size_t)t * {{W}};
 % for j = 0, W - 1 do
-        const float x{{j}} = src[{{j}}];
+        const {{acc_t}} x{{j}} = {{to_acc("src[" .. j .. "]")}};
 % end
 {{row_lines}}
-        float2* const dst = rs + t * {{NV}};
+        {{c2}}* const dst = rs + t * {{NV}};
 % for v = 0, NV - 1 do
         dst[{{v}}] = make_float2({{row_re(v)}}, {{row_im(v)}});
 % end
     }
     __syncthreads();
-    float2* const fx = reinterpret_cast<float2*>(out);
+    {{c2}}* const fx = reinterpret_cast<{{c2}}*>(out);   // (FP32 transforms: the tensor is FP32)
     for (int t = tid; t < {{CG * NV}}; t += {{NT}}) {
         // frequency column v = t / {{CG}} of channel c0 + t % {{CG}}: {{H}} rows at {{PT}} .. {{PT + H - 1}} of {{FH}}
         const int v = t / {{CG}}, cl = t - v * {{CG}};
 % if RAGGED then
         if (cl >= nc) continue;
 % end
-        const float2* const z = rs + cl * {{H * NV}} + v;
+        const {{c2}}* const z = rs + cl * {{H * NV}} + v;
 {{col_lines}}
-        float2* const dst = fx + ((size_t)img * {{NF}} + v) * {{C}} + c0 + cl;
+        {{c2}}* const dst = fx + ((size_t)img * {{NF}} + v) * {{C}} + c0 + cl;
 % for u = 0, FH - 1 do
         dst[{{u * NV * C}}] = make_float2({{col_re(u)}}, {{col_im(u)}});
 % end
@@ -411,17 +415,17 @@ local source_mul = engine.compile([=[
 {{head}}
 {
     // in: n x {{NF}} x {{C}} complex; w: {{M}} x {{C}} x {{K}} x {{K}}; out: n x {{NF}} x {{M}} complex
-    extern __shared__ float4 smem4[];
-    float2* const gs = reinterpret_cast<float2*>(smem4);   // [{{FG}}][{{CP}}][{{BM}}]: the filters' transforms
-    float2* const xs = gs + {{FG * CP * BM}};               // [{{CK}}][{{XS}}]: a step's images' transforms
-    const float2* const fx = reinterpret_cast<const float2*>(in);
-    float2* const fy = reinterpret_cast<float2*>(out);
+    extern __shared__ {{c4}} smem4[];
+    {{c2}}* const gs = reinterpret_cast<{{c2}}*>(smem4);   // [{{FG}}][{{CP}}][{{BM}}]: the filters' transforms
+    {{c2}}* const xs = gs + {{FG * CP * BM}};               // [{{CK}}][{{XS}}]: a step's images' transforms
+    const {{c2}}* const fx = reinterpret_cast<const {{c2}}*>(in);
+    {{c2}}* const fy = reinterpret_cast<{{c2}}*>(out);
     const int tid = threadIdx.x;
     const int tx = tid % {{BM // 4}}, ty = tid / {{BM // 4}};
     const int f0 = blockIdx.y * {{FG}}, m0 = blockIdx.z * {{BM}};
     // the steps: image tile it, frequency fi, channel chunk ch ({{CK}} channels), in that order; each
     // step's {{BN}} x {{CK}} values are loaded into registers during the step before
-    float2 pre[{{LPT}}];
+    {{c2}} pre[{{LPT}}];
     const auto load = [&](int s) {
         const int it = s / {{FG * NCH}}, r = s - it * {{FG * NCH}}, fi = r / {{NCH}}, ch = r - fi * {{NCH}};
         const int n0 = (blockIdx.x * {{IB}} + it) * {{BN}}, f = f0 + fi;
@@ -436,12 +440,12 @@ local source_mul = engine.compile([=[
     __syncthreads();
     // the block's filter transforms: w is G[f][c][m] = sum_{a,b} w[m][c][a][b] e^{2 pi i (u a/{{FH}} + v b/{{FW}})}
     // ({{NF}} x {{C}} x {{M}} complex, made from the weights once when they are loaded); zero past C and M
-    const float2* const g = reinterpret_cast<const float2*>(w);
+    const {{c2}}* const g = reinterpret_cast<const {{c2}}*>(w);
     for (int t = tid; t < {{FG * CP * BM}}; t += {{NTM}}) {
         const int ml = t % {{BM}}, c = (t / {{BM}}) % {{CP}}, f = f0 + t / {{CP * BM}}, m = m0 + ml;
         gs[t] = m < {{M}} && c < {{C}} && f < {{NF}} ? g[((size_t)f * {{C}} + c) * {{M}} + m] : make_float2(0.0f, 0.0f);
     }
-    float ar[4][4], ai[4][4];   // [image][map]
+    {{acc_t}} ar[4][4], ai[4][4];   // [image][map]
     for (int s = 0; s < {{STEPS}}; s++) {
         const int it = s / {{FG * NCH}}, r = s - it * {{FG * NCH}}, fi = r / {{NCH}}, ch = r - fi * {{NCH}};
         const int n0 = (blockIdx.x * {{IB}} + it) * {{BN}}, f = f0 + fi;
@@ -463,14 +467,14 @@ local source_mul = engine.compile([=[
 #pragma unroll
                 for (int i = 0; i < 4; i++) ar[j][i] = 0.0f, ai[j][i] = 0.0f;
         }
-        const float2* const gch = gs + (fi * {{CP}} + ch * {{CK}}) * {{BM}} + tx * 4;
+        const {{c2}}* const gch = gs + (fi * {{CP}} + ch * {{CK}}) * {{BM}} + tx * 4;
 #pragma unroll 4
         for (int cl = 0; cl < {{CK}}; cl++) {
-            const float4* const xp = reinterpret_cast<const float4*>(xs + cl * {{XS}} + ty * 4);
-            const float4* const gp = reinterpret_cast<const float4*>(gch + cl * {{BM}});
-            const float4 x01 = xp[0], x23 = xp[1], g01 = gp[0], g23 = gp[1];
-            const float xr[4] = { x01.x, x01.z, x23.x, x23.z }, xi[4] = { x01.y, x01.w, x23.y, x23.w };
-            const float gr[4] = { g01.x, g01.z, g23.x, g23.z }, gi[4] = { g01.y, g01.w, g23.y, g23.w };
+            const {{c4}}* const xp = reinterpret_cast<const {{c4}}*>(xs + cl * {{XS}} + ty * 4);
+            const {{c4}}* const gp = reinterpret_cast<const {{c4}}*>(gch + cl * {{BM}});
+            const {{c4}} x01 = xp[0], x23 = xp[1], g01 = gp[0], g23 = gp[1];
+            const {{acc_t}} xr[4] = { x01.x, x01.z, x23.x, x23.z }, xi[4] = { x01.y, x01.w, x23.y, x23.w };
+            const {{acc_t}} gr[4] = { g01.x, g01.z, g23.x, g23.z }, gi[4] = { g01.y, g01.w, g23.y, g23.w };
 #pragma unroll
             for (int j = 0; j < 4; j++)
 #pragma unroll
@@ -486,11 +490,11 @@ local source_mul = engine.compile([=[
             for (int j = 0; j < 4; j++) {
                 const int nn = n0 + ty * 4 + j;
                 if (nn >= n) break;
-                float2* const dst = fy + ((size_t)nn * {{NF}} + f) * {{M}} + m0 + tx * 4;
+                {{c2}}* const dst = fy + ((size_t)nn * {{NF}} + f) * {{M}} + m0 + tx * 4;
 % if VEC then
                 if (m0 + tx * 4 < {{M}}) {
-                    reinterpret_cast<float4*>(dst)[0] = make_float4(ar[j][0], ai[j][0], ar[j][1], ai[j][1]);
-                    reinterpret_cast<float4*>(dst)[1] = make_float4(ar[j][2], ai[j][2], ar[j][3], ai[j][3]);
+                    reinterpret_cast<{{c4}}*>(dst)[0] = make_float4(ar[j][0], ai[j][0], ar[j][1], ai[j][1]);
+                    reinterpret_cast<{{c4}}*>(dst)[1] = make_float4(ar[j][2], ai[j][2], ar[j][3], ai[j][3]);
                 }
 % else
 #pragma unroll
@@ -507,10 +511,10 @@ local source_out = engine.compile([=[
 {{head}}
 {
     // in: n x {{NF}} x {{M}} complex; out: n x {{M}} x {{OH}} x {{OW}}
-    extern __shared__ float4 smem4[];
-    float2* const zs = reinterpret_cast<float2*>(smem4);      // [{{MG}}][{{R}}][{{NV}}]: rows' transforms
-    float* const os = reinterpret_cast<float*>(zs + {{MG * R * NV}});   // [{{MG}}][{{OH}}][{{OW}}]
-    const float2* const fy = reinterpret_cast<const float2*>(in);
+    extern __shared__ {{c4}} smem4[];
+    {{c2}}* const zs = reinterpret_cast<{{c2}}*>(smem4);      // [{{MG}}][{{R}}][{{NV}}]: rows' transforms
+    {{acc_t}}* const os = reinterpret_cast<{{acc_t}}*>(zs + {{MG * R * NV}});   // [{{MG}}][{{OH}}][{{OW}}]
+    const {{c2}}* const fy = reinterpret_cast<const {{c2}}*>(in);
     const int tid = threadIdx.x;
     const int img = blockIdx.x / {{MT}}, m0 = (blockIdx.x % {{MT}}) * {{MG}};
     if (img >= n) return;
@@ -525,12 +529,12 @@ local source_out = engine.compile([=[
 % if RAGGED then
         if (ml >= nm) continue;
 % end
-        const float2* const src = fy + ((size_t)img * {{NF}} + v) * {{M}} + m0 + ml;
+        const {{c2}}* const src = fy + ((size_t)img * {{NF}} + v) * {{M}} + m0 + ml;
 % for u = 0, FH - 1 do
-        const float2 y{{u}} = src[{{u * NV * M}}];
+        const {{c2}} y{{u}} = src[{{u * NV * M}}];
 % end
 {{col_lines}}
-        float2* const dst = zs + ml * {{R * NV}} + v;
+        {{c2}}* const dst = zs + ml * {{R * NV}} + v;
 % for i = 0, R - 1 do
         dst[{{i * NV}}] = make_float2({{col_re(i)}}, {{col_im(i)}});
 % end
@@ -539,22 +543,22 @@ local source_out = engine.compile([=[
     for (int t = tid; t < nm * {{RP}}; t += {{NT}}) {
         // rows 2p and 2p + 1 (p = t % {{RP}}) of map m0 + t / {{RP}} as one transform: a + i b
         const int ml = t / {{RP}}, p = t - ml * {{RP}};
-        const float2* const za = zs + (ml * {{R}} + 2 * p) * {{NV}};
+        const {{c2}}* const za = zs + (ml * {{R}} + 2 * p) * {{NV}};
 % if R % 2 == 1 then
-        const float2* const zb = 2 * p + 1 < {{R}} ? za + {{NV}} : za;
+        const {{c2}}* const zb = 2 * p + 1 < {{R}} ? za + {{NV}} : za;
 % else
-        const float2* const zb = za + {{NV}};
+        const {{c2}}* const zb = za + {{NV}};
 % end
 {{row_lines}}
 % if bias then
-        const float bv = b[m0 + ml];
+        const {{acc_t}} bv = {{w_to_acc("b[m0 + ml]")}};
 % end
 % for j = 0, RW - 1 do
-        const float e{{j}} = {{act(epi(row_re(j)))}};
-        const float o{{j}} = {{act(epi(row_im(j)))}};
+        const {{acc_t}} e{{j}} = {{act(epi(row_re(j)))}};
+        const {{acc_t}} o{{j}} = {{act(epi(row_im(j)))}};
 % end
 % if POOL then
-        float* const dst = os + (ml * {{OH}} + p) * {{OW}};
+        {{acc_t}}* const dst = os + (ml * {{OH}} + p) * {{OW}};
 %   for q = 0, OW - 1 do
 %     if pool_kind == "max" then
         dst[{{q}}] = fmaxf(fmaxf(e{{2 * q}}, e{{2 * q + 1}}), fmaxf(o{{2 * q}}, o{{2 * q + 1}}));
@@ -563,7 +567,7 @@ local source_out = engine.compile([=[
 %     end
 %   end
 % else
-        float* const dst = os + (ml * {{OH}} + 2 * p) * {{OW}};
+        {{acc_t}}* const dst = os + (ml * {{OH}} + 2 * p) * {{OW}};
 %   for j = 0, OW - 1 do
         dst[{{j}}] = e{{j}};
 %   end
@@ -579,8 +583,8 @@ local source_out = engine.compile([=[
 % end
     }
     __syncthreads();
-    float* const dst = out + ((size_t)img * {{M}} + m0) * {{OH * OW}};
-    for (int t = tid; t < nm * {{OH * OW}}; t += {{NT}}) dst[t] = os[t];
+    {{out_t}}* const dst = out + ((size_t)img * {{M}} + m0) * {{OH * OW}};
+    for (int t = tid; t < nm * {{OH * OW}}; t += {{NT}}) dst[t] = {{from_acc("os[t]")}};
 }
 ]=], "conv2d_fft")
 
@@ -594,19 +598,19 @@ local function kernel_in(l, p, ge)
   local name = string.format("conv2d_fft_in_%s_g%d", suffix(l, p, ge), p.cg)
   local head, args = common.kernel_head(name, NT, common.std_args({ types = common.types(l) }))
   -- the row transform: x_j at column pl + j, the rest zero; frequencies 0 .. NV-1
-  local em = emitter("r", "        ")
+  local em = emitter("r", "        ", common.ACC)
   local xs = {}
   for j = 0, l.W - 1 do xs[ge.g.pl + j] = value("x" .. j, nil) end
   local rows = dft(em, xs, ge.FW, needs(0, ge.NV - 1), -1)
   local row_lines = table.concat(em.lines, "\n")
-  local ec = emitter("q", "        ")
+  local ec = emitter("q", "        ", common.ACC)
   local zs = {}
   for r = 0, l.H - 1 do
     zs[ge.g.pt + r] = value(string.format("z[%d].x", r * ge.NV), string.format("z[%d].y", r * ge.NV))
   end
   local cols = dft(ec, zs, ge.FH, needs(0, ge.FH - 1), -1)
   local v = {
-    head = head, C = l.C, H = l.H, W = l.W, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, CG = p.cg,
+    head = head, c2 = common.vec_t(common.ACC, 2), c4 = common.vec_t(common.ACC, 4), C = l.C, H = l.H, W = l.W, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, CG = p.cg,
     CT = common.ceil_div(l.C, p.cg), RAGGED = l.C % p.cg ~= 0, NT = NT, PL = ge.g.pl, PT = ge.g.pt,
     row_lines = row_lines, col_lines = table.concat(ec.lines, "\n"),
     row_re = function(k) return re_of(rows[k]) end, row_im = function(k) return im_of(rows[k]) end,
@@ -627,7 +631,7 @@ local function kernel_mul(l, p, ge)
   local nt = mul_threads(p)
   local head, args = common.kernel_head(name, nt, common.std_args({ types = common.types(l) }))
   local v = {
-    head = head, C = l.C, M = l.M, K = l.K, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW,
+    head = head, c2 = common.vec_t(common.ACC, 2), c4 = common.vec_t(common.ACC, 4), C = l.C, M = l.M, K = l.K, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW,
     BM = p.bm, BN = p.bn, CK = p.ck, FG = p.fg, IB = p.ib, XS = xs_row(p), NTM = nt,
     VEC = l.M % 4 == 0, CP = cp(l, p), NCH = cp(l, p) // p.ck, CRAG = l.C % p.ck ~= 0, LPT = lpt(p),
     STEPS = p.ib * p.fg * (cp(l, p) // p.ck),
@@ -650,12 +654,12 @@ local function kernel_out(l, p, ge)
     l.bias and "_bias" or "", p.mg)
   local head, args = common.kernel_head(name, NT, common.std_args({ types = common.types(l) }))
   -- the column transform: y_u for every u, rows 0 .. R-1
-  local ec = emitter("q", "        ")
+  local ec = emitter("q", "        ", common.ACC)
   local ys = {}
   for u = 0, ge.FH - 1 do ys[u] = value("y" .. u .. ".x", "y" .. u .. ".y") end
   local cols = dft(ec, ys, ge.FH, needs(0, ge.R - 1), 1)
   -- the row pair's transform: S[v] = A[v] + i B[v] over all FW frequencies (A, B Hermitian)
-  local er = emitter("r", "        ")
+  local er = emitter("r", "        ", common.ACC)
   local s = {}
   local h = ge.FW // 2
   for k = 0, ge.FW - 1 do
@@ -673,7 +677,7 @@ local function kernel_out(l, p, ge)
   local rows = dft(er, s, ge.FW, needs(0, ge.RW - 1), 1)
   local scale = lit(1 / (ge.FH * ge.FW))
   local v = {
-    head = head, M = l.M, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, MG = p.mg, MT = common.ceil_div(l.M, p.mg), RAGGED = l.M % p.mg ~= 0, NT = NT,
+    head = head, c2 = common.vec_t(common.ACC, 2), c4 = common.vec_t(common.ACC, 4), M = l.M, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW, MG = p.mg, MT = common.ceil_div(l.M, p.mg), RAGGED = l.M % p.mg ~= 0, NT = NT,
     R = ge.R, RP = ge.RP, RW = ge.RW, OH = ge.OH, OW = ge.OW, POOL = ge.pool, pool_kind = g.kind, bias = l.bias,
     col_lines = table.concat(ec.lines, "\n"), row_lines = table.concat(er.lines, "\n"),
     col_re = function(k) return re_of(cols[k]) end, col_im = function(k) return im_of(cols[k]) end,

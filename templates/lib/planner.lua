@@ -337,6 +337,43 @@ planner.AUTO_HALF_FIRST_TC_MAX_CKK = 9
 planner.AUTO_HALF_FIRST_DIRECT_MIN_M = 64
 planner.AUTO_HALF_FIRST_DIRECT_MAX_K = 3
 
+-- FP32 layers of large kernels through the Fourier transform (conv2d_fft): a stride-1 layer of
+-- one group, K >= AUTO_FFT_MIN_K, C and M >= AUTO_FFT_MIN_CM, a padded input that a transform of
+-- up to 64 points a side holds, and AUTO_FFT_MIN_GAIN or more times as many multiply-adds done
+-- directly (K*K a conv output) as complex products (4 multiply-adds each) a frequency, at 64
+-- images or more. Measured on an H200 (bench/scripts/fft_device.sh, FP32, whole networks with
+-- and without the layers written fft, GPU us at 64 / 256 / 1,000 images): zoo-7x7-large's 32 ->
+-- 64 7x7 on 61x61 (gain 17.5) 537 -> 274, 2050 -> 915, 7763 -> 3358; zoo-5x5-c64's 64 -> 128
+-- 5x5 on 26x26 (5.6) 157 -> 123, 604 -> 417, 2253 -> 1484; zoo-bigk's 24 -> 48 9x9 on 15x15
+-- (6.9) 77 -> 51, 141 -> 110, 391 -> 337; zoo-k7pad's 20 -> 24 7x7 padded on 9x9 (6.9), zoo-odd's
+-- 30 -> 50 5x5 (5.1) and zoo-stem96's 40 -> 120 5x5 (6.6) 4-12 % faster. They lost where the gain
+-- was 3 or less (zoo-alex's 48 -> 96 5x5 on 7x7 inputs, zoo-inception's 32 -> 8 5x5, zoo-bigk's
+-- 6x6 on 7x7) or the channels few (ece408-2018fa's 12 -> 24 7x7: gain 4.2, 727 -> 851 us at
+-- 1,000 images; its transforms cost more than its products). 3x3 layers (gain 2-3.5) lost on
+-- every zoo network (planes and winograd run them on tensor cores or in fewer products).
+planner.AUTO_FFT_MIN_K = 5
+planner.AUTO_FFT_MIN_CM = 16
+planner.AUTO_FFT_MIN_GAIN = 4
+planner.AUTO_FFT_MIN_BATCH = 64
+function planner.auto_fft(l)
+  if l.op ~= "conv" or (l.groups or 1) > 1 or (l.precision and l.precision ~= "fp32") then return nil end
+  if (l.dtype or "f32") ~= "f32" or l.K < planner.AUTO_FFT_MIN_K then return nil end
+  if l.C < planner.AUTO_FFT_MIN_CM or l.M < planner.AUTO_FFT_MIN_CM then return nil end
+  if l.batch and l.batch > 0 and l.batch < planner.AUTO_FFT_MIN_BATCH then return nil end
+  local g = common.conv_geom(l)
+  if g.S ~= 1 then return nil end
+  local T = import("conv2d_fft")
+  local ge = T.geom(l)
+  if ge.FH > T.MAX_F or ge.FW > T.MAX_F then return nil end
+  local gain = l.K * l.K * g.CH * g.CW / (4 * ge.NF)
+  if gain < planner.AUTO_FFT_MIN_GAIN or not pcall(resolve, T, "conv2d_fft", l, nil, nil) then return nil end
+  return "conv2d_fft", string.format("auto: fft, since precision is fp32, stride 1, K = %d >= %d, C = %d and M = %d " ..
+    ">= %d, the %dx%d padded input fits a %dx%d transform and direct multiply-adds are %.1f >= %d times the " ..
+    "transform's complex products (4 each) at %s", l.K, planner.AUTO_FFT_MIN_K, l.C, l.M, planner.AUTO_FFT_MIN_CM,
+    ge.HP, ge.WP, ge.FH, ge.FW, gain, planner.AUTO_FFT_MIN_GAIN,
+    (l.batch and l.batch > 0) and string.format("%d images", l.batch) or "the large batch")
+end
+
 function planner.auto_strategy(l)
   if (l.groups or 1) > 1 then return planner.grouped_strategy(l) end
   local ph = import("lib/planes_half")   -- (planes' 16-bit and tf32 defaults: tr, sw)
@@ -1199,6 +1236,10 @@ local function rule_choice(l)
   -- grouped layers: the spec's strategy, or auto's, at every batch (small_conv's
   -- choices reduce over all channels)
   if l.op == "conv" and (l.groups or 1) > 1 and l.strategy == "auto" then return planner.auto_strategy(l) end
+  if l.op == "conv" and l.strategy == "auto" then
+    local t, why = planner.auto_fft(l)
+    if t then return t, why end
+  end
   if l.op == "conv" and (l.groups or 1) <= 1 and l.batch and l.batch > 0 and l.batch <= planner.AUTO_GEMV_MAX_BATCH then
     local d = planner.small_conv(l)
     if d then return d[1], d[2], d[3] end
