@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# fft_final_device.sh — on a GPU machine: the networks whose layers auto gives conv2d_fft, checked
+# and timed beside PyTorch FP32 (eager, CUDA graph, torch.compile reduce-overhead) and the binary
+# before the template.
+#
+#   bash bench/scripts/fft_final_device.sh NEW CUR OUTDIR
+#
+# 1. tests/gpu/layers-fft.yaml: `convgen check` at 7 and 300 images, compute-sanitizer memcheck and
+#    racecheck at 7;
+# 2. each network of SPECS checked (`check --random-input 1`) at 1, 7, 64 and 1,100 images;
+# 3. bench/scripts/compile_cells.py SPECS --batches BATCHES (64,256,1000) with NEW: OUTDIR/cells.txt;
+# 4. CUR at BATCHES and both binaries at 10,000 images (`run --random-input 1 --images B --batch B
+#    --repeat 20 --json`, GPU µs): OUTDIR/times.txt;
+# 5. NEW's per-kernel profile of each at 1,000 images: OUTDIR/prof.txt.
+set -u
+NEW=$1 CUR=$2 OUT=${3:-.}
+export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/cgcache} STEP_TIMEOUT=${STEP_TIMEOUT:-150}
+. "$(dirname "$0")/cell_spec.sh"
+SPECS=${SPECS:-"bench/specs/zoo-5x5-c64.yaml bench/specs/zoo-7x7-large.yaml bench/specs/zoo-bigk.yaml
+  bench/specs/zoo-k7pad.yaml bench/specs/zoo-odd.yaml bench/specs/zoo-stem96.yaml"}
+BATCHES=${BATCHES:-64,256,1000}
+nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
+mkdir -p "$OUT"
+for b in 7 300; do spec_check "$NEW" tests/gpu/layers-fft.yaml "$b"; done
+for tool in memcheck racecheck; do
+  timeout "$STEP_TIMEOUT" compute-sanitizer --tool "$tool" --error-exitcode 9 "$NEW" check tests/gpu/layers-fft.yaml \
+    --random-input 1 --images 7 >"$OUT/$tool.txt" 2>&1
+  echo "$tool layers-fft 7: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.txt" | tail -1)"
+done
+export -f spec_check
+for s in $SPECS; do for b in 1 7 64 1100; do echo "$s $b"; done; done |
+  xargs -P 6 -L 1 bash -c 'spec_check '"$NEW"' $0 $1' >"$OUT/checks.txt" 2>&1
+echo "checks: $(grep -c '^ok' "$OUT/checks.txt") ok, $(grep -c '^FAIL' "$OUT/checks.txt") failed $(date +%T)"
+grep -A4 '^FAIL' "$OUT/checks.txt" | head -20
+timeout 400 python3 -u "$(dirname "$0")/compile_cells.py" $SPECS --batches "$BATCHES" --workers 14 --repeat 50 \
+  --convgen "$NEW" >"$OUT/cells.txt" 2>&1
+echo "cells: exit $? $(date +%T)"
+grep "^|" "$OUT/cells.txt"
+for s in $SPECS; do
+  for b in $(echo "$BATCHES" | tr , ' ') 10000; do
+    for cg in "$CUR" "$NEW"; do
+      [ "$b" != 10000 ] && [ "$cg" = "$NEW" ] && continue   # (NEW's time at BATCHES: cells.txt)
+      timeout 120 "$cg" run "$s" --random-input 1 --images "$b" --batch "$b" --repeat 20 --json "$OUT/j.json" </dev/null \
+        >/dev/null 2>&1 && python3 -c "import json, sys; j = json.load(open(sys.argv[4]))
+print(sys.argv[1], sys.argv[2], sys.argv[3], '%.1f' % (j['total_s'] * 1e6))" "$b" "$s" "$cg" "$OUT/j.json" ||
+        echo "$b $s $cg FAILED"
+    done
+  done
+done >"$OUT/times.txt"
+cat "$OUT/times.txt"
+for s in $SPECS; do
+  echo "== $s 1000"
+  timeout 60 "$NEW" run "$s" --random-input 1 --images 1000 --batch 1000 --profile --whole off </dev/null 2>&1 |
+    grep -v "^Correct"
+done >"$OUT/prof.txt" 2>&1
+echo "profiles done $(date +%T)"
