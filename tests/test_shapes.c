@@ -46,6 +46,11 @@
  * no more than the small ones plus its gather and epilogue: 40 KB leaves room
  * for that twice over, and is far below any source that compiles for seconds. */
 #define SOURCE_MAX (40 * 1024)
+/* conv2d_fft's transforms are straight-line code (radix 2, every root of unity a literal) of at
+ * most 64 points a side, two a kernel: bounded by that design at about 110 KB (104 KB measured for
+ * 64 x 64 transforms with the epilogue of 54 output columns), and compiled by nvcc for sm_90 in
+ * under a second (bench/RESULTS.md). Its kernels are held to this bound and to COMPILE_MAX_S. */
+#define SOURCE_MAX_FFT (128 * 1024)
 #define COMPILE_MAX_S 3.0
 #define ARCH 90
 #define NRANDOM 100
@@ -346,21 +351,23 @@ int main(void)
             gen_failed++;
             continue;
         }
-        int convs = 0;
+        int convs = 0, fft = 0;
         for (int k = 0; k < o->nkernels; k++) {
             const cg_gen_kernel *gk = &o->k[k];
             if (strcmp(gk->layer, "conv")) continue;
             convs += !strncmp(gk->tpl, "conv2d_", 7);
+            fft |= !strcmp(gk->tpl, "conv2d_fft");
             if (x->strategy && !strncmp(gk->tpl, "conv2d_", 7))
                 CHECK(!strcmp(gk->tpl + 7, x->strategy), "shape %d (%s): template %s", i, d, gk->tpl);
             if (gk->source_len > largest) {
                 largest = gk->source_len;
                 snprintf(largest_name, sizeof largest_name, "%s", gk->kernel);
             }
-            if (gk->source_len > SOURCE_MAX) {
+            const size_t bound = !strcmp(gk->tpl, "conv2d_fft") ? SOURCE_MAX_FFT : SOURCE_MAX;
+            if (gk->source_len > bound) {
                 /* not compiled: a source this large is what the bound is there to refuse */
-                CHECK(0, "shape %d (%s): %s is %zu bytes of source, over %d", i, d, gk->kernel,
-                      gk->source_len, SOURCE_MAX);
+                CHECK(0, "shape %d (%s): %s is %zu bytes of source, over %zu", i, d, gk->kernel,
+                      gk->source_len, bound);
                 too_big++;
                 continue;
             }
@@ -371,7 +378,8 @@ int main(void)
             j->source = strdup(gk->source);
             CHECK(j->source != NULL, "out of memory");
         }
-        CHECK(convs == 1, "shape %d (%s): %d conv2d_* kernels for the conv layer", i, d, convs);
+        /* one conv kernel, or conv2d_fft's three (its transforms, the products, the inverse) */
+        CHECK(convs == (fft ? 3 : 1), "shape %d (%s): %d conv2d_* kernels for the conv layer", i, d, convs);
         cg_gen_free(o);
     }
     printf("note: %d of %d shapes tested%s, %d generated, %d kernels to compile, largest source %zu bytes (%s), "
@@ -379,7 +387,7 @@ int main(void)
            tested, NSHAPES, maxckk > 0 ? " (CG_SHAPES_MAXCKK)" : "", tested - gen_failed, njobs, largest,
            largest_name, now(CLOCK_MONOTONIC) - t0);
     CHECK(maxckk > 0 || tested == NSHAPES, "every shape tested");
-    CHECK(too_big == 0, "%d kernels over the %d-byte source bound", too_big, SOURCE_MAX);
+    CHECK(too_big == 0, "%d kernels over their source bound (%d bytes; conv2d_fft %d)", too_big, SOURCE_MAX, SOURCE_MAX_FFT);
 
     /* compile on two threads; one progress line per 10 shapes done */
     int done = 0, next_report = 10, left[NSHAPES] = {0};
