@@ -2264,6 +2264,22 @@ static void expect_refusal(const cg_target *tg, cg_gen_output *o, const char *pa
     free(sp);
 }
 
+/* The template that generating spec sp for target tg gives layer `layer`'s conv kernel, into tpl
+ * (cap bytes; "none" where the layer has no conv kernel); NULL where generating failed (tpl: why). */
+static const char *template_at(const cg_spec *sp, const cg_target *tg, cg_gen_output *o, const char *layer, char *tpl,
+                               size_t cap)
+{
+    cg_err e = {""};
+    if (cg_generate_for(sp, "x", tg, o, &e)) {
+        snprintf(tpl, cap, "%s", e.msg);
+        return NULL;
+    }
+    const cg_gen_kernel *k = conv_kernel(o, layer);
+    snprintf(tpl, cap, "%s", k ? k->tpl : "none");
+    cg_gen_free(o);
+    return tpl;
+}
+
 /* conv2d_pointwise: auto gives it a 16-bit 1x1 layer of stride 1 without padding or a pool, on
  * planes of an even number of pixels, at the large batch (runs of 4 pixels on 22x22: 8-byte copies;
  * the weights resident, several tiles a block); a pooled 1x1 layer, one on odd planes (11x11) and
@@ -2304,11 +2320,9 @@ static void test_pointwise(void)
     } else CHECK(0, "pw.yaml, b pointwise: %s", e.msg);
     snprintf(sp->layers[1].strategy, sizeof sp->layers[1].strategy, "auto");
     tg.batch = 8;
-    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
-        const cg_gen_kernel *a = conv_kernel(o, "a");
-        CHECK(a && strcmp(a->tpl, "conv2d_pointwise"), "at 8 images: not pointwise (%s)", a ? a->tpl : "none");
-        cg_gen_free(o);
-    } else CHECK(0, "pw.yaml at 8: %s", e.msg);
+    char tpl[256];
+    const char *t8 = template_at(sp, &tg, o, "a", tpl, sizeof tpl);
+    CHECK(t8 && strcmp(t8, "conv2d_pointwise"), "at 8 images: not pointwise (%s)", tpl);
     tg.batch = 0;
     free(sp);
     static const char f32[] =
@@ -2365,27 +2379,19 @@ static void test_fft(void)
         CHECK(d2 && strcmp(d2->tpl, "conv2d_fft"), "12 channels: not fft (%s)", d2 ? d2->tpl : "none");
         cg_gen_free(o);
     } else CHECK(0, "fft.yaml: %s", e.msg);
+    char tpl[256];
     tg.batch = 8;
-    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
-        const cg_gen_kernel *a = conv_kernel(o, "a");
-        CHECK(a && strcmp(a->tpl, "conv2d_fft"), "at 8 images: not fft (%s)", a ? a->tpl : "none");
-        cg_gen_free(o);
-    } else CHECK(0, "fft.yaml at 8: %s", e.msg);
+    const char *t = template_at(sp, &tg, o, "a", tpl, sizeof tpl);
+    CHECK(t && strcmp(t, "conv2d_fft"), "at 8 images: not fft (%s)", tpl);
     tg.batch = 64;
-    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
-        const cg_gen_kernel *a = conv_kernel(o, "a");
-        CHECK(a && !strcmp(a->tpl, "conv2d_fft"), "at 64 images: fft (%s)", a ? a->tpl : "none");
-        cg_gen_free(o);
-    } else CHECK(0, "fft.yaml at 64: %s", e.msg);
+    t = template_at(sp, &tg, o, "a", tpl, sizeof tpl);
+    CHECK(t && !strcmp(t, "conv2d_fft"), "at 64 images: fft (%s)", tpl);
     tg.batch = 0;
     free(sp);
     sp = spec_text("fft-bf16-auto.yaml", "network: s\ninput: {channels: 64, height: 26, width: 26}\nprecision: bf16\n"
                                          "layers:\n  - {name: a, op: conv, M: 128, K: 5}\n");
-    if (sp && cg_generate_for(sp, "x", &tg, o, &e) == 0) {
-        const cg_gen_kernel *a = conv_kernel(o, "a");
-        CHECK(a && strcmp(a->tpl, "conv2d_fft"), "bf16: not fft (%s)", a ? a->tpl : "none");
-        cg_gen_free(o);
-    } else CHECK(0, "fft.yaml in bf16: %s", e.msg);
+    t = sp ? template_at(sp, &tg, o, "a", tpl, sizeof tpl) : NULL;
+    CHECK(t && strcmp(t, "conv2d_fft") && strcmp(t, "none"), "bf16: not fft (%s)", tpl);
     free(sp);
     static const char strided[] =
         "network: s\ninput: {channels: 16, height: 20, width: 20}\nlayers:\n"

@@ -72,7 +72,11 @@ expect 2 "--arch goes with --list" specs/example-conv.yaml --layer conv1 --arch 
 expect 2 "--arch expects an integer from 30 to 999, got 'sm90'" specs/example-conv.yaml --layer conv1 --list --arch sm90
 expect 3 "no layer 'conv9' (layers: conv1)" specs/example-conv.yaml --layer conv9
 expect 3 "is a softmax" specs/ece408-2017.yaml --layer prob --list
-expect 3 "no template 'conv2d_fft' (templates/conv2d/fft.lua)" specs/example-conv.yaml --layer conv1 --strategy fft --list
+expect 3 "no template 'conv2d_nosuch' (templates/conv2d/nosuch.lua)" specs/example-conv.yaml --layer conv1 --strategy nosuch --list
+# conv2d_fft runs as three kernels: no candidate to time alone, and the list says why
+$cg kernel bench/specs/zoo-5x5-c64.yaml --layer conv2 --strategy fft --list >"$t/o" 2>"$t/e" &&
+  grep -qF "0 candidates" "$t/o" && grep -qF "conv2d_fft runs as 3 kernels (in, mul, out): not timed alone" "$t/o" &&
+  ok || bad "kernel --strategy fft --list: $(cat "$t/o" "$t/e")"
 expect 3 "layer 'conv2': Winograd serves kernels up to 7x7; this layer's is 9x9" bench/specs/zoo-bigk.yaml --layer conv2 --strategy winograd
 expect 3 "layer 'conv1': maps_unroll=8 with cols=4 needs 128 accumulators" specs/example-conv.yaml --layer conv1 --params maps_unroll=8,cols=4,fuse=1
 expect 3 "unknown parameter 'blok'" specs/example-conv.yaml --layer conv1 --params blok=64
