@@ -246,11 +246,14 @@ local function default_tile(l)
   end
   p.bm = math.min(64, common.ceil_div(l.M, 4) * 4)
   p.bn = 32
+  while mul_threads(p) < 32 do p.bn = p.bn * 2 end   -- (a warp at least: 64 or 128 images under 16 maps)
   p.fg = 1
   p.ck = 16
   for _, ck in ipairs({ 16, l.C <= 24 and l.C or 16, 8 }) do
     if l.C % ck == 0 then p.ck = ck break end
   end
+  -- at most 16 loads a thread a step (few maps, few threads: fewer channels a step)
+  while p.ck > 1 and common.ceil_div(p.bn * p.ck, mul_threads(p)) > 16 do p.ck = common.ceil_div(p.ck, 2) end
   while p.bm > 16 and mul_smem(l, p) > common.max_shared(l) do p.bm = p.bm // 2 end
   local t = l.target or {}
   local sms = (t.sms and t.sms > 0) and t.sms or 100
@@ -291,7 +294,7 @@ T.params = {
     end),
     default = function(l) return tile(l).bm end },
   { name = "bn", doc = "images a `mul` tile (a multiple of 4)",
-    legal = legal(function() return { 32, 64, 16 } end),
+    legal = legal(function() return { 32, 64, 16, 128 } end),
     default = function(l) return tile(l).bn end },
   { name = "fg", doc = "frequencies a `mul` block (their filters' transforms computed once)",
     legal = legal(function() return { 1, 2, 4 } end),
