@@ -2393,18 +2393,21 @@ static void test_fft(void)
     t = sp ? template_at(sp, &tg, o, "a", tpl, sizeof tpl) : NULL;
     CHECK(t && strcmp(t, "conv2d_fft") && strcmp(t, "none"), "bf16: not fft (%s)", tpl);
     free(sp);
-    static const char strided[] =
-        "network: s\ninput: {channels: 16, height: 20, width: 20}\nlayers:\n"
-        "  - {name: a, op: conv, M: 16, K: 5, stride: 2, strategy: fft}\n";
-    expect_refusal(&tg, o, "fft-s2.yaml", strided, "conv2d_fft computes stride-1 convolutions; this layer has stride 2");
-    static const char half[] =
-        "network: s\ninput: {channels: 16, height: 20, width: 20}\nprecision: bf16\nlayers:\n"
-        "  - {name: a, op: conv, M: 16, K: 5, strategy: fft}\n";
-    expect_refusal(&tg, o, "fft-bf16.yaml", half, "conv2d_fft computes FP32 tensors (precision fp32)");
-    static const char big[] =
-        "network: s\ninput: {channels: 4, height: 66, width: 20}\nlayers:\n"
-        "  - {name: a, op: conv, M: 16, K: 5, strategy: fft}\n";
-    expect_refusal(&tg, o, "fft-big.yaml", big, "the padded 66x20 input needs a 128x32 transform");
+    /* refused, with the reason: a strided layer, a bf16 one, one whose padded input needs 128 points */
+    static const struct { const char *path, *head, *layer, *msg; } refused[] = {
+        {"fft-s2.yaml", "channels: 16, height: 20, width: 20}\n", "M: 16, K: 5, stride: 2",
+         "conv2d_fft computes stride-1 convolutions; this layer has stride 2"},
+        {"fft-bf16.yaml", "channels: 16, height: 20, width: 20}\nprecision: bf16\n", "M: 16, K: 5",
+         "conv2d_fft computes FP32 tensors (precision fp32)"},
+        {"fft-big.yaml", "channels: 4, height: 66, width: 20}\n", "M: 16, K: 5",
+         "the padded 66x20 input needs a 128x32 transform"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        char spec[512];
+        snprintf(spec, sizeof spec, "network: s\ninput: {%slayers:\n  - {name: a, op: conv, %s, strategy: fft}\n",
+                 refused[i].head, refused[i].layer);
+        expect_refusal(&tg, o, refused[i].path, spec, refused[i].msg);
+    }
     free(o);
     /* the tuner: no candidate (three kernels are not timed alone), and the note says why */
     cg_spec *s1 = spec_text("fft1.yaml", "network: s\ninput: {channels: 16, height: 20, width: 20}\nlayers:\n"
