@@ -252,8 +252,10 @@ local function default_tile(l)
   for _, ck in ipairs({ 16, l.C <= 24 and l.C or 16, 8 }) do
     if l.C % ck == 0 then p.ck = ck break end
   end
-  -- at most 16 loads a thread a step (few maps, few threads: fewer channels a step)
-  while p.ck > 1 and common.ceil_div(p.bn * p.ck, mul_threads(p)) > 16 do p.ck = common.ceil_div(p.ck, 2) end
+  -- at most 16 loads a thread a step, 4 under 16 maps (few maps, few threads: fewer channels a
+  -- step; ptxas, given the block's threads alone, spilled a 3-map tile's 16)
+  local most = p.bm < 16 and 4 or 16
+  while p.ck > 1 and common.ceil_div(p.bn * p.ck, mul_threads(p)) > most do p.ck = common.ceil_div(p.ck, 2) end
   while p.bm > 16 and mul_smem(l, p) > common.max_shared(l) do p.bm = p.bm // 2 end
   local t = l.target or {}
   local sms = (t.sms and t.sms > 0) and t.sms or 100
