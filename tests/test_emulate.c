@@ -105,7 +105,7 @@ static const char shim[] =
     "struct alignas(16) float4 { float x, y, z, w; };\n"
     "struct alignas(8) float2 { float x, y; };\n"
     "struct alignas(8) int2 { int x, y; };\n"
-    "struct uchar4 { unsigned char x, y, z, w; };\n"
+    "struct alignas(4) uchar4 { unsigned char x, y, z, w; };\n"
 
     "static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }\n"
     "static inline float2 make_float2(float a, float b) { return {a, b}; }\n"
@@ -842,6 +842,51 @@ static void emulate_alone(void *so, const char *spec_path, const cg_spec *sp, co
     free(ext[0]), free(probs);
 }
 
+/* The input_u8 kernels against cg_cpu_input: on the buffers as allocated, and where the
+ * image size is not a multiple of 4 (or the plane size, with a mean and std) also with the
+ * pixels 1 byte, then the output 1 element, off their alignment, as a chunk of a batch
+ * that starts at an odd image has them: those take the scalar path (a vector access there
+ * traps). The outputs are poisoned first. */
+static void emu_check_input(void *so, const char *spec_path, const cg_spec *sp, const cg_manifest *m,
+                            const cg_weights *fw, void *const *buf)
+{
+    for (int k = 0; k < m->nkernels; k++) {
+        if (strcmp(m->k[k].tpl, "input_u8")) continue;
+        int t = m->k[k].outs[0];
+        size_t count = (size_t)m->t[t].elems * images, es = cg_dtype_size(m->t[t].dtype);
+        int flat = m->t[t].elems % 4 || (sp->norm && (sp->H * sp->W) % 4);
+        /* one rounding of the exact value: 2^-24 in float, 2^-9 (bf16) in 16 bits */
+        double tol = m->t[t].dtype == CG_DT_F32 ? 1e-6 : 4e-3;
+        float *want = malloc(count * sizeof(float)), *got = malloc(count * sizeof(float));
+        unsigned char *pin = malloc(count + 1), *pout = malloc((count + 1) * es);
+        if (!want || !got || !pin || !pout) {
+            CHECK(0, "%s: no memory", spec_path);
+            free(want), free(got), free(pin), free(pout);
+            return;
+        }
+        cg_cpu_input(sp, buf[m->input], images, want);
+        static const char *const how[] = {"", " (pixels off their alignment)", " (output off its alignment)"};
+        for (int off = 0; off <= 2 * flat; off++) {
+            void *b[CG_MAX_TENSORS];
+            memcpy(b, buf, sizeof b);
+            b[m->input] = pin + (off == 1);
+            b[t] = pout + (off == 2) * es;
+            memcpy(b[m->input], buf[m->input], count);
+            memset(pout, 0xff, (count + 1) * es); /* NaN in every dtype */
+            emu_run_kernel(so, spec_path, sp, m, fw, k, b);
+            emu_load(&m->t[t], b[t], got);
+            cg_harness_diff d;
+            cg_harness_compare(got, want, count, tol, &d);
+            CHECK(d.ok, "%s: %s%s: %lld unwritten, relative L2 error %.3g (tolerance %.3g)", spec_path, m->k[k].name,
+                  how[off], d.nonfinite, d.rel_l2, tol);
+            if (d.ok)
+                printf("ok %s: %s%s: relative L2 error %.2g against the double conversion\n", spec_path, m->k[k].name,
+                       how[off], d.rel_l2);
+        }
+        free(want), free(got), free(pin), free(pout);
+    }
+}
+
 static void emulate_one(const char *spec_path, const char *dir, int batch)
 {
     static cg_spec s;
@@ -960,6 +1005,7 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
         CHECK(so, "%s: the kernels do not link into one library: %s", spec_path, linked ? dlerror() : "g++ failed");
         ok_all = so != NULL;
     }
+    if (ok_all) emu_check_input(so, spec_path, &s, &m, &fw, buf);
     /* the kernels the pixels run (a first layer's twin reading them, planner.pixel_twin:
      * not input_u8 nor the twin reading its output) */
     for (int k = 0; k < cg_manifest_layer_kernels(&m) && ok_all; k++)

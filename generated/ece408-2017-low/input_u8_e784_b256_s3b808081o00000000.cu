@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2017-low.yaml (network ece408-2017-low)
 // layer:      input
 // shape:      784 bytes -> 784 floats, x = p * 0.00392156863 + 0.0
-// template:   input_u8 (templates/ops/input_u8.lua, hash 5f6c2f1590cbe343)
+// template:   input_u8 (templates/ops/input_u8.lua, hash 2d66ef261a10ab35)
 // params:     block=256
 // launch:     grid (N*196/256, 1, 1) where N = images, block (256, 1, 1), 0 B shared
 // weights:    none, bias none
@@ -14,7 +14,7 @@ input_u8_e784_b256_s3b808081o00000000(const unsigned char* __restrict__ in, floa
 {
     (void)w;
     (void)b;
-    const int i = blockIdx.x * 256 + threadIdx.x;   // one thread per 4 pixel(s)
+    const int i = blockIdx.x * 256 + threadIdx.x;   // one thread per 4 pixels
     if (i >= n * 196) return;
     const uchar4 p = reinterpret_cast<const uchar4*>(in)[i];
     reinterpret_cast<float4*>(out)[i] = make_float4(
