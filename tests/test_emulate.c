@@ -1172,6 +1172,9 @@ int main(void)
             for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) emulate_images(fc_specs[i], dir, 0, counts[j]);
             emulate_images(fc_specs[i], dir, cg_batch_bucket(300), 300);
         }
+        /* conv2d_fft's product over 70 images: two whole 32-image tiles and a partial one, so
+         * that every thread of a tile owns images that exist (3 images leave most idle) */
+        emulate_images("tests/gpu/layers-fft.yaml", dir, 0, 70);
         /* the whole-network kernel (templates/ops/network.lua), which the planner adds at
          * buckets of up to 8 images: layers-graph at bucket 1 (a residual add fused into a
          * conv, a standalone add of three tensors, a concat; three images in groups of

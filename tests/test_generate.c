@@ -2401,8 +2401,6 @@ static void test_fft(void)
          "conv2d_fft computes FP32 tensors (precision fp32)"},
         {"fft-big.yaml", "channels: 4, height: 66, width: 20}\n", "M: 16, K: 5",
          "the padded 66x20 input needs a 128x32 transform"},
-        {"fft-cm.yaml", "channels: 16, height: 20, width: 20}\n", "M: 16, K: 5, params: {cm: 2}",
-         "cm=2 is not legal for conv2d_fft on this layer"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         char spec[512];

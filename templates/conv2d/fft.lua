@@ -25,10 +25,13 @@
 --        from the M x C x K x K weights in double once when it loads them, cg_weights_fft),
 --        then, for `ib` tiles of `bn` images, the product of each frequency's
 --        bn x C and C x bm complex matrices (the images' transforms staged `ck` channels a step,
---        the next step's loaded into registers during this one; a thread 4 images x 4 maps),
---        stored as fy[n][u][v][m]. A complex multiply-add is three FMAs (`cm` 3: the sums of
---        re*re, im*im and (re+im)*(re+im) kept apart, y = (a - b) + i (s - a - b), the operands
---        staged as three planes) or four (`cm` 4: complex values staged as they are).
+--        the next step's loaded into registers during this one; a thread 4 images x 4 maps, 4
+--        FMAs a complex product), stored as fy[n][u][v][m]. Operands are staged as planes of
+--        real and imaginary parts, and a warp spans 8 map quads by 4 image quads: the kernel is
+--        bound by shared memory (Nsight Compute: L1 86 % busy, FMAs 64 %), and these took
+--        zoo-5x5-c64's product 0.932 -> 0.884 ms at 1,000 images on an H200. Three FMAs a
+--        complex product (Gauss's sums kept apart, a third plane staged) and 8 maps a thread
+--        were both slower there.
 --   out  a block takes `mg` maps of one image: each thread inverts one column of frequencies v
 --        (FH points, only the rows the layer keeps computed) into shared memory, then a pair of
 --        output rows at once (the two real rows as one complex transform: a + i b), scales by
@@ -204,19 +207,13 @@ local function im_of(z) return z and z.im or "0.0f" end
 
 local function in_smem(l, p) local ge = geom(l); return p.cg * l.H * ge.NV * 8 end
 local function out_smem(l, p) local ge = geom(l); return p.mg * (ge.R * ge.NV * 8 + ge.OH * ge.OW * 4) end
--- A staged channel's images, padded by 16 bytes: complex values (cm = 4), or floats of each of
--- the three planes (cm = 3).
-local function xs_row(p) return p.cm == 3 and p.bn + 4 or p.bn + 2 end
+local function xs_row(p) return p.bn + 4 end   -- a staged channel's images in a plane, padded by 16 bytes
 local function cp(l, p) return common.ceil_div(l.C, p.ck) * p.ck end   -- C in whole chunks
--- cm = 4: the filters' transforms and a step's images complex; cm = 3: three planes of floats
--- each (re, im, re + im)
-local function mul_smem(l, p)
-  if p.cm == 3 then return (p.fg * cp(l, p) * p.bm + p.ck * xs_row(p)) * 12 end
-  return (p.fg * cp(l, p) * p.bm + p.ck * xs_row(p)) * 8
-end
+-- the filters' transforms and a step's images in two planes of floats, re and im
+local function mul_smem(l, p) return (p.fg * cp(l, p) * p.bm + p.ck * xs_row(p)) * 8 end
 local function mul_threads(p) return (p.bm // 4) * (p.bn // 4) end
 local function lpt(p) return common.ceil_div(p.bn * p.ck, mul_threads(p)) end   -- a step's loads a thread
-local function mul_regs(p) return (p.cm == 3 and 48 or 32) + 16 + 2 * lpt(p) + 40 end
+local function mul_regs(p) return 32 + 16 + 2 * lpt(p) + 40 end
 
 -- Image tiles at the cost model's batch, and the blocks of `mul`.
 local function image_tiles(l, p) return common.ceil_div(common.cost.images(l), p.bn) end
@@ -257,7 +254,6 @@ local function default_tile(l)
   p.bn = 32
   while mul_threads(p) < 32 do p.bn = p.bn * 2 end   -- (a warp at least: 64 or 128 images under 16 maps)
   p.fg = 1
-  p.cm = 3
   p.ck = 16
   for _, ck in ipairs({ 16, l.C <= 24 and l.C or 16, 8 }) do
     if l.C % ck == 0 then p.ck = ck break end
@@ -317,10 +313,6 @@ T.params = {
   { name = "ib", doc = "image tiles a `mul` block computes, one after another",
     legal = legal(function() return { 1, 2, 4, 8, 16, 32, 64 } end),
     default = function(l) return tile(l).ib end },
-  { name = "cm", doc = "real products a complex multiply-add in `mul`: 3 (sums re*re, im*im and " ..
-      "(re+im)*(re+im) kept apart) or 4",
-    legal = legal(function() return { 3, 4 } end),
-    default = function(l) return tile(l).cm end },
 }
 
 function T.check(l, p)
@@ -381,7 +373,7 @@ function T.cost(l, p)
   local sms = ((l.target or {}).sms or 0) > 0 and l.target.sms or 100
   local fx, fy = ge.NF * l.C * 8, ge.NF * l.M * 8
   local bytes = n * (l.C * l.H * l.W * 4 + 2 * fx + 2 * fy + l.M * ge.OH * ge.OW * 4)
-  local fmas = n * ge.NF * l.C * l.M * p.cm
+  local fmas = n * ge.NF * l.C * l.M * 4
   bytes = bytes + mul_blocks(l, p) * p.fg * cp(l, p) * p.bm * 8   -- the filters' transforms, once a block
   local seq, conc = common.cost.spread(l, mul_blocks(l, p), mul_threads(p), mul_regs(p), mul_smem(l, p))
   if conc == 0 then return math.huge end
@@ -439,19 +431,20 @@ local source_mul = engine.compile([=[
 {
     // in: n x {{NF}} x {{C}} complex; w: {{M}} x {{C}} x {{K}} x {{K}}; out: n x {{NF}} x {{M}} complex
     extern __shared__ {{c4}} smem4[];
-% if CM3 then
-    // three real products a complex one: with a = sum xr gr, b = sum xi gi, s = sum (xr + xi)(gr + gi),
-    // y = (a - b) + i (s - a - b); the operands in three planes, re, im and re + im
-    {{acc_t}}* const gs = reinterpret_cast<{{acc_t}}*>(smem4);   // [{{FG}}][{{CP}}][3][{{BM}}]: the filters' transforms
-    {{acc_t}}* const xs = gs + {{FG * CP * 3 * BM}};               // [{{CK}}][3][{{XS}}]: a step's images' transforms
-% else
-    {{c2}}* const gs = reinterpret_cast<{{c2}}*>(smem4);   // [{{FG}}][{{CP}}][{{BM}}]: the filters' transforms
-    {{c2}}* const xs = gs + {{FG * CP * BM}};               // [{{CK}}][{{XS}}]: a step's images' transforms
-% end
+    // the operands staged in two planes of floats, re and im (a thread's four images or maps one
+    // 16-byte load a plane)
+    {{acc_t}}* const gs = reinterpret_cast<{{acc_t}}*>(smem4);   // [{{FG}}][{{CP}}][2][{{BM}}]: the filters' transforms
+    {{acc_t}}* const xs = gs + {{FG * CP * 2 * BM}};               // [{{CK}}][2][{{XS}}]: a step's images' transforms
     const {{c2}}* const fx = reinterpret_cast<const {{c2}}*>(in);
     {{c2}}* const fy = reinterpret_cast<{{c2}}*>(out);
     const int tid = threadIdx.x;
+    // a thread: 4 images (ty) x 4 maps (tx)
+% if WARP8 then
+    // a warp: 8 map quads x 4 image quads
+    const int tx = (tid / 32) % {{BM // 32}} * 8 + tid % 8, ty = tid / 32 / {{BM // 32}} * 4 + tid % 32 / 8;
+% else
     const int tx = tid % {{BM // 4}}, ty = tid / {{BM // 4}};
+% end
     const int f0 = blockIdx.y * {{FG}}, m0 = blockIdx.z * {{BM}};
     // the steps: image tile it, frequency fi, channel chunk ch ({{CK}} channels), in that order; each
     // step's {{BN}} x {{CK}} values are loaded into registers during the step before
@@ -473,19 +466,11 @@ local source_mul = engine.compile([=[
     const {{c2}}* const g = reinterpret_cast<const {{c2}}*>(w);
     for (int t = tid; t < {{FG * CP * BM}}; t += {{NTM}}) {
         const int ml = t % {{BM}}, c = (t / {{BM}}) % {{CP}}, f = f0 + t / {{CP * BM}}, m = m0 + ml;
-% if CM3 then
         const {{c2}} v = m < {{M}} && c < {{C}} && f < {{NF}} ? g[((size_t)f * {{C}} + c) * {{M}} + m] : make_float2(0.0f, 0.0f);
-        {{acc_t}}* const d = gs + (t / {{BM}}) * {{3 * BM}} + ml;
-        d[0] = v.x, d[{{BM}}] = v.y, d[{{2 * BM}}] = v.x + v.y;
-% else
-        gs[t] = m < {{M}} && c < {{C}} && f < {{NF}} ? g[((size_t)f * {{C}} + c) * {{M}} + m] : make_float2(0.0f, 0.0f);
-% end
+        {{acc_t}}* const d = gs + (t / {{BM}}) * {{2 * BM}} + ml;
+        d[0] = v.x, d[{{BM}}] = v.y;
     }
-% if CM3 then
-    {{acc_t}} pa[4][4], pb[4][4], ps[4][4];   // [image][map]
-% else
     {{acc_t}} ar[4][4], ai[4][4];   // [image][map]
-% end
     for (int s = 0; s < {{STEPS}}; s++) {
         const int it = s / {{FG * NCH}}, r = s - it * {{FG * NCH}}, fi = r / {{NCH}}, ch = r - fi * {{NCH}};
         const int n0 = (blockIdx.x * {{IB}} + it) * {{BN}}, f = f0 + fi;
@@ -495,16 +480,13 @@ local source_mul = engine.compile([=[
         for (int q = 0; q < {{LPT}}; q++) {
             const int t = tid + q * {{NTM}};
 % if LPT * NTM > BN * CK then
-            if (t < {{BN * CK}})
-% end
-% if CM3 then
-            {
-                {{acc_t}}* const d = xs + (t % {{CK}}) * {{3 * XS}} + t / {{CK}};
-                d[0] = pre[q].x, d[{{XS}}] = pre[q].y, d[{{2 * XS}}] = pre[q].x + pre[q].y;
-            }
+            if (t < {{BN * CK}}) {
 % else
-            xs[(t % {{CK}}) * {{XS}} + t / {{CK}}] = pre[q];
+            {
 % end
+                {{acc_t}}* const d = xs + (t % {{CK}}) * {{2 * XS}} + t / {{CK}};
+                d[0] = pre[q].x, d[{{XS}}] = pre[q].y;
+            }
         }
         __syncthreads();
         if (s + 1 < {{STEPS}}) load(s + 1);
@@ -512,44 +494,17 @@ local source_mul = engine.compile([=[
 #pragma unroll
             for (int j = 0; j < 4; j++)
 #pragma unroll
-% if CM3 then
-                for (int i = 0; i < 4; i++) pa[j][i] = 0.0f, pb[j][i] = 0.0f, ps[j][i] = 0.0f;
-% else
                 for (int i = 0; i < 4; i++) ar[j][i] = 0.0f, ai[j][i] = 0.0f;
-% end
         }
-% if CM3 then
-        const {{acc_t}}* const gch = gs + (fi * {{CP}} + ch * {{CK}}) * {{3 * BM}} + tx * 4;
+        const {{acc_t}}* const gch = gs + (fi * {{CP}} + ch * {{CK}}) * {{2 * BM}} + tx * 4;
 #pragma unroll 4
         for (int cl = 0; cl < {{CK}}; cl++) {
-            const {{acc_t}}* const xp = xs + cl * {{3 * XS}} + ty * 4;
-            const {{acc_t}}* const gp = gch + cl * {{3 * BM}};
-            const {{c4}} xr4 = *reinterpret_cast<const {{c4}}*>(xp), xi4 = *reinterpret_cast<const {{c4}}*>(xp + {{XS}}),
-                xs4 = *reinterpret_cast<const {{c4}}*>(xp + {{2 * XS}});
-            const {{c4}} gr4 = *reinterpret_cast<const {{c4}}*>(gp), gi4 = *reinterpret_cast<const {{c4}}*>(gp + {{BM}}),
-                gs4 = *reinterpret_cast<const {{c4}}*>(gp + {{2 * BM}});
-            const {{acc_t}} xr[4] = { xr4.x, xr4.y, xr4.z, xr4.w }, xi[4] = { xi4.x, xi4.y, xi4.z, xi4.w },
-                xa[4] = { xs4.x, xs4.y, xs4.z, xs4.w };
-            const {{acc_t}} gr[4] = { gr4.x, gr4.y, gr4.z, gr4.w }, gi[4] = { gi4.x, gi4.y, gi4.z, gi4.w },
-                ga[4] = { gs4.x, gs4.y, gs4.z, gs4.w };
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    pa[j][i] = fmaf(xr[j], gr[i], pa[j][i]);
-                    pb[j][i] = fmaf(xi[j], gi[i], pb[j][i]);
-                    ps[j][i] = fmaf(xa[j], ga[i], ps[j][i]);
-                }
-        }
-% else
-        const {{c2}}* const gch = gs + (fi * {{CP}} + ch * {{CK}}) * {{BM}} + tx * 4;
-#pragma unroll 4
-        for (int cl = 0; cl < {{CK}}; cl++) {
-            const {{c4}}* const xp = reinterpret_cast<const {{c4}}*>(xs + cl * {{XS}} + ty * 4);
-            const {{c4}}* const gp = reinterpret_cast<const {{c4}}*>(gch + cl * {{BM}});
-            const {{c4}} x01 = xp[0], x23 = xp[1], g01 = gp[0], g23 = gp[1];
-            const {{acc_t}} xr[4] = { x01.x, x01.z, x23.x, x23.z }, xi[4] = { x01.y, x01.w, x23.y, x23.w };
-            const {{acc_t}} gr[4] = { g01.x, g01.z, g23.x, g23.z }, gi[4] = { g01.y, g01.w, g23.y, g23.w };
+            const {{acc_t}}* const xp = xs + cl * {{2 * XS}} + ty * 4;
+            const {{acc_t}}* const gp = gch + cl * {{2 * BM}};
+            const {{c4}} xr4 = *reinterpret_cast<const {{c4}}*>(xp), xi4 = *reinterpret_cast<const {{c4}}*>(xp + {{XS}});
+            const {{c4}} gr4 = *reinterpret_cast<const {{c4}}*>(gp), gi4 = *reinterpret_cast<const {{c4}}*>(gp + {{BM}});
+            const {{acc_t}} xr[4] = { xr4.x, xr4.y, xr4.z, xr4.w }, xi[4] = { xi4.x, xi4.y, xi4.z, xi4.w };
+            const {{acc_t}} gr[4] = { gr4.x, gr4.y, gr4.z, gr4.w }, gi[4] = { gi4.x, gi4.y, gi4.z, gi4.w };
 #pragma unroll
             for (int j = 0; j < 4; j++)
 #pragma unroll
@@ -560,27 +515,21 @@ local source_mul = engine.compile([=[
                     ai[j][i] = fmaf(xi[j], gr[i], ai[j][i]);
                 }
         }
-% end
         if (ch == {{NCH - 1}} && f < {{NF}}) {
 #pragma unroll
             for (int j = 0; j < 4; j++) {
                 const int nn = n0 + ty * 4 + j;
                 if (nn >= n) break;
-% if CM3 then
-                {{acc_t}} ar[4], ai[4];
-#pragma unroll
-                for (int i = 0; i < 4; i++) ar[i] = pa[j][i] - pb[j][i], ai[i] = ps[j][i] - pa[j][i] - pb[j][i];
-% end
                 {{c2}}* const dst = fy + ((size_t)nn * {{NF}} + f) * {{M}} + m0 + tx * 4;
 % if VEC then
                 if (m0 + tx * 4 < {{M}}) {
-                    reinterpret_cast<{{c4}}*>(dst)[0] = make_float4({{yr(0)}}, {{yi(0)}}, {{yr(1)}}, {{yi(1)}});
-                    reinterpret_cast<{{c4}}*>(dst)[1] = make_float4({{yr(2)}}, {{yi(2)}}, {{yr(3)}}, {{yi(3)}});
+                    reinterpret_cast<{{c4}}*>(dst)[0] = make_float4(ar[j][0], ai[j][0], ar[j][1], ai[j][1]);
+                    reinterpret_cast<{{c4}}*>(dst)[1] = make_float4(ar[j][2], ai[j][2], ar[j][3], ai[j][3]);
                 }
 % else
 #pragma unroll
                 for (int i = 0; i < 4; i++)
-                    if (m0 + tx * 4 + i < {{M}}) dst[i] = make_float2({{yr("i")}}, {{yi("i")}});
+                    if (m0 + tx * 4 + i < {{M}}) dst[i] = make_float2(ar[j][i], ai[j][i]);
 % end
             }
         }
@@ -708,18 +657,14 @@ local function kernel_in(l, p, ge)
 end
 
 local function kernel_mul(l, p, ge)
-  local name = string.format("conv2d_fft_mul_%s_m%dn%dk%d_f%d_i%d%s", suffix(l, p, ge), p.bm, p.bn, p.ck, p.fg, p.ib,
-    p.cm == 3 and "_c3" or "")
+  local name = string.format("conv2d_fft_mul_%s_m%dn%dk%d_f%d_i%d", suffix(l, p, ge), p.bm, p.bn, p.ck, p.fg, p.ib)
   local nt = mul_threads(p)
   local head, args = common.kernel_head(name, nt, common.std_args({ types = common.types(l) }))
   local v = {
     head = head, c2 = common.vec_t(common.ACC, 2), c4 = common.vec_t(common.ACC, 4), C = l.C, M = l.M, K = l.K, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW,
     BM = p.bm, BN = p.bn, CK = p.ck, FG = p.fg, IB = p.ib, XS = xs_row(p), NTM = nt,
     VEC = l.M % 4 == 0, CP = cp(l, p), NCH = cp(l, p) // p.ck, CRAG = l.C % p.ck ~= 0, LPT = lpt(p),
-    STEPS = p.ib * p.fg * (cp(l, p) // p.ck), CM3 = p.cm == 3,
-    -- map i's sums of image j as the stored complex value
-    yr = function(i) return p.cm == 3 and string.format("ar[%s]", i) or string.format("ar[j][%s]", i) end,
-    yi = function(i) return p.cm == 3 and string.format("ai[%s]", i) or string.format("ai[j][%s]", i) end,
+    STEPS = p.ib * p.fg * (cp(l, p) // p.ck), WARP8 = p.bm % 32 == 0 and p.bn % 16 == 0,
   }
   return {
     name = name, args = args, source = source_mul(common.typed(l, v)),
