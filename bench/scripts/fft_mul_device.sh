@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# fft_cm3_device.sh — on a GPU machine: conv2d_fft's product kernel with three real products a
-# complex multiply-add (cm=3) and input_u8's four pixels a thread at every image size, checked,
-# sanitized and timed against the binary before them.
+# fft_mul_device.sh — on a GPU machine: conv2d_fft's product kernel (operands staged as planes,
+# warps of 8 map quads by 4 image quads) and input_u8's four pixels a thread at every image size,
+# checked, sanitized and timed against the binary before them.
 #
-#   bash bench/scripts/fft_cm3_device.sh NEW CUR OUTDIR
+#   bash bench/scripts/fft_mul_device.sh NEW CUR OUTDIR
 #
 # 1. `convgen check --random-input 1`: tests/gpu/layers-fft.yaml and layers-input-odd-bf16.yaml at
 #    7 and 300 images, layers-bn and layers-small-batch-pixels (odd image sizes with a mean and
 #    std) at 7, each network of SPECS at 1, 7, 64 and 1,100; compute-sanitizer memcheck and
 #    racecheck of layers-fft, layers-input-odd-bf16 and zoo-alex at 7 images: OUTDIR/checks.txt;
-# 2. VARIANTS (default "cm=4 cm=3,bn=64"): SPECS' layers of K >= 5 written `strategy: fft` with
-#    those parameters (bench/scripts/fft_copies.py), and with none, profiled at 1,000 images, the
-#    fft kernels' times: OUTDIR/variants.txt;
+# 2. VARIANTS (default "bn=64 ck=32"; "" for none): SPECS' layers of K >= 5 written `strategy: fft`
+#    with those parameters (bench/scripts/fft_copies.py), and with none, profiled at 1,000 images,
+#    the fft product kernels' times: OUTDIR/variants.txt;
 # 3. each network of SPECS under CUR and NEW at BATCHES (default "64 256 1000 10000"): `run
 #    --random-input 1 --images B --batch B --repeat 20 --json`, GPU µs a line: OUTDIR/times.txt;
 #    NEW's per-kernel profile at 1,000 images: OUTDIR/prof.txt.
@@ -34,7 +34,7 @@ for s in tests/gpu/layers-fft.yaml tests/gpu/layers-input-odd-bf16.yaml bench/sp
 done >>"$OUT/checks.txt" 2>&1
 echo "checks: $(grep -c '^ok' "$OUT/checks.txt") ok, $(grep -c '^FAIL' "$OUT/checks.txt") failed $(date +%T)"
 grep -A4 '^FAIL' "$OUT/checks.txt" | head -20
-for v in ${VARIANTS-cm=4 cm=3,bn=64} none; do
+for v in ${VARIANTS-bn=64 ck=32} ${VARIANTS-none}; do
   [ "$v" = none ] && v=""
   FFT_PARAMS=$v MIN_K=5 python3 "$(dirname "$0")/fft_copies.py" $SPECS |
   while read -r spec copy layers; do
