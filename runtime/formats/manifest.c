@@ -274,7 +274,7 @@ int cg_place_parse(const char *s, cg_place *p, char *sym, size_t cap, int *taps)
         char *end, *end2;
         long fh = strtol(s + 8, &end, 10), fw = *end == 'x' ? strtol(end + 1, &end2, 10) : 0;
         if (end == s + 8 || *end != 'x' || end2 == end + 1 || *end2) return -1;
-        if (fh < 2 || fw < 2 || fh > 1024 || fw > 1024 || (fh & (fh - 1)) || (fw & (fw - 1))) return -1;
+        if (fh < 2 || fw < 2 || fh > 1024 || fw > 1024) return -1;
         *p = CG_PLACE_ARG_FFT;
         *taps = CG_FFT_SIZES((int)fh, (int)fw);
     }

@@ -239,7 +239,7 @@ int cg_args_past_inputs(const cg_arg_role *roles, int n, int nin);
 /* A weights= or bias= value s: its placement into *p, a const: symbol into sym
  * (cap bytes), and, where taps is not NULL (the weights: arg:taps:N and arg:fft:FHxFW
  * are refused elsewhere), arg:taps:N's N or arg:fft's CG_FFT_SIZES(FH, FW) (each a
- * power of two from 2 to 1024) into *taps. 0, or -1 for a value of no such form. */
+ * size from 2 to 1024) into *taps. 0, or -1 for a value of no such form. */
 int cg_place_parse(const char *s, cg_place *p, char *sym, size_t cap, int *taps);
 /* The reorder an argument placement asks of the weights before upload, as
  * cg_weights_taps takes it: 0 none (arg, const:), 1 arg:transposed, taps for

@@ -224,8 +224,7 @@ float *cg_weights_taps(const float *p, long long rows, long long count, long lon
 
 float *cg_weights_fft(const float *w, long long M, long long C, long long K, int FH, int FW, long long *count)
 {
-    const int pow2 = FH >= 2 && FW >= 2 && FH <= 1024 && FW <= 1024 && !(FH & (FH - 1)) && !(FW & (FW - 1));
-    if (!pow2 || M < 1 || C < 1 || K < 1 || K > FH || K > FW) return NULL;
+    if (FH < 2 || FW < 2 || FH > 1024 || FW > 1024 || M < 1 || C < 1 || K < 1 || K > FH || K > FW) return NULL;
     const long long NV = FW / 2 + 1, NF = FH * NV;
     *count = NF * C * M * 2;
     float *g = malloc((size_t)*count * sizeof *g);

@@ -103,7 +103,7 @@ uint16_t *cg_weights_narrowed(const float *p, long long count, cg_wdtype dtype);
  * conjugate of the filter's transform: a correlation), computed in double and
  * stored as float pairs (re, im) at [(u (FW/2+1) + v) C + c] M + m. A malloc'd array
  * of *count floats; NULL when out of memory or the sizes are out of range
- * (K above FH or FW, FH or FW not a power of two from 2 to 1024). */
+ * (K above FH or FW, FH or FW outside 2 to 1024). */
 float *cg_weights_fft(const float *w, long long M, long long C, long long K, int FH, int FW, long long *count);
 
 #endif

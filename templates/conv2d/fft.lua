@@ -58,18 +58,27 @@ T.doc = "FFT convolution: the planes' discrete Fourier transforms, a complex mat
 T.MAX_F = 64
 local NT = 256   -- threads of an `in` or `out` block
 
-local function pow2_at_least(n)
-  local f = 2
-  while f < n do f = f * 2 end
-  return f
+-- The transform sizes the template writes: powers of two up to 64, and up to 32 a power of two
+-- times 3, 5 or 7 (6, 10, 12, 14, 20, 24, 28; the odd factor's stage a sum of 3 to 7 terms an
+-- output, so a 28-point kernel's source is about twice a 32-point one's: 94 KB for zoo-5x5-c64's
+-- `out`; a 56-point one's was 207 KB); the least of them at least n.
+local function size_at_least(n)
+  local best = math.huge
+  for _, r in ipairs({ 1, 3, 5, 7 }) do
+    local f = 2 * r
+    while f < n do f = f * 2 end
+    if f < best and (r == 1 or f <= 32) then best = f end
+  end
+  return best
 end
+T.size_at_least = size_at_least
 
 -- The layer's transform sizes and what the inverse transform must produce.
 local function geom(l)
   local g = common.conv_geom(l)
   local ge = { g = g }
   ge.HP, ge.WP = l.H + g.pt + g.pb, l.W + g.pl + g.pr
-  ge.FH, ge.FW = pow2_at_least(ge.HP), pow2_at_least(ge.WP)
+  ge.FH, ge.FW = size_at_least(ge.HP), size_at_least(ge.WP)
   ge.NV = ge.FW // 2 + 1
   ge.NF = ge.FH * ge.NV
   ge.pool = g.tiled_pool and g.PK == 2 and (g.PP or 0) == 0
@@ -168,13 +177,35 @@ local function twiddle(em, z, k, n, sign)
   return value(re, im)
 end
 
--- y[k] = sum_j x[j] e^{sign 2 pi i j k / n} for the k with need[k] (radix 2, decimation in
--- time); xs[0 .. n-1] are values (nil: zero). Returns the table of y[k] (nil: zero).
+-- y[k] = sum_j x[j] e^{sign 2 pi i j k / n} for the k with need[k] (decimation in time: radix 2
+-- while n is even, then radix p for n's least odd prime factor p, a sum of p terms an output);
+-- xs[0 .. n-1] are values (nil: zero). Returns the table of y[k] (nil: zero).
 local function dft(em, xs, n, need, sign)
   if n == 1 then return { [0] = xs[0] } end
   local any = false
   for j = 0, n - 1 do if not zero(xs[j]) then any = true break end end
   if not any then return {} end
+  if n % 2 == 1 then
+    local p = 3
+    while n % p ~= 0 do p = p + 2 end
+    local m = n // p
+    local subs, nm = {}, {}
+    for k = 0, n - 1 do if need[k] then nm[k % m] = true end end
+    for q = 0, p - 1 do
+      local part = {}
+      for j = 0, m - 1 do part[j] = xs[q + p * j] end
+      subs[q] = dft(em, part, m, nm, sign)
+    end
+    local ys = {}
+    for k = 0, n - 1 do
+      if need[k] then
+        local y
+        for q = 0, p - 1 do y = cadd(em, y, twiddle(em, subs[q][k % m], q * k, n, sign)) end
+        ys[k] = y
+      end
+    end
+    return ys
+  end
   local h = n // 2
   local ev, od, nh = {}, {}, {}
   for j = 0, h - 1 do ev[j], od[j] = xs[2 * j], xs[2 * j + 1] end
