@@ -177,52 +177,8 @@ local function twiddle(em, z, k, n, sign)
   return value(re, im)
 end
 
--- z times the real literal c, and i z
-local function rmul(em, z, c)
-  if zero(z) then return nil end
-  return value(z.re and em.tmp(lit(c) .. " * " .. z.re) or nil, z.im and em.tmp(lit(c) .. " * " .. z.im) or nil)
-end
-local function imul(z)
-  if zero(z) then return nil end
-  return value(neg(z.im), z.re)
-end
-
--- The DFT of odd prime size p, inputs paired: with a_j = x_j + x_{p-j} and b_j = x_j - x_{p-j},
--- y[k] = x_0 + A_k + i B_k and y[p-k] = x_0 + A_k - i B_k, A_k = sum_j cos(t_jk) a_j and
--- B_k = sum_j sin(t_jk) b_j (t_jk = sign 2 pi j k / p, j = 1 .. (p-1)/2): a quarter of the
--- products of the plain sum.
-local function prime_dft(em, xs, p, need, sign)
-  local a, b = {}, {}
-  for j = 1, (p - 1) // 2 do a[j], b[j] = cadd(em, xs[j], xs[p - j]), csub(em, xs[j], xs[p - j]) end
-  local ys, A, B = {}, {}, {}
-  for k = 0, p - 1 do
-    if need[k] then
-      local y = xs[0]
-      if k == 0 then
-        for j = 1, (p - 1) // 2 do y = cadd(em, y, a[j]) end
-      else
-        local kk = math.min(k, p - k)
-        if A[kk] == nil then
-          local sa, sb
-          for j = 1, (p - 1) // 2 do
-            local t = sign * 2 * math.pi * j * kk / p
-            sa = cadd(em, sa, rmul(em, a[j], math.cos(t)))
-            sb = cadd(em, sb, rmul(em, b[j], math.sin(t)))
-          end
-          A[kk], B[kk] = sa or false, imul(sb) or false
-        end
-        y = cadd(em, y, A[kk] or nil)
-        y = k == kk and cadd(em, y, B[kk] or nil) or csub(em, y, B[kk] or nil)
-      end
-      ys[k] = y
-    end
-  end
-  return ys
-end
-
 -- y[k] = sum_j x[j] e^{sign 2 pi i j k / n} for the k with need[k] (decimation in time: radix 2
--- while n is even, then radix p for n's least odd prime factor p, a sum of p terms an output, and
--- prime_dft where n is that prime);
+-- while n is even, then radix p for n's least odd prime factor p, a sum of p terms an output);
 -- xs[0 .. n-1] are values (nil: zero). Returns the table of y[k] (nil: zero).
 local function dft(em, xs, n, need, sign)
   if n == 1 then return { [0] = xs[0] } end
@@ -233,7 +189,6 @@ local function dft(em, xs, n, need, sign)
     local p = 3
     while n % p ~= 0 do p = p + 2 end
     local m = n // p
-    if m == 1 then return prime_dft(em, xs, p, need, sign) end
     local subs, nm = {}, {}
     for k = 0, n - 1 do if need[k] then nm[k % m] = true end end
     for q = 0, p - 1 do
@@ -699,20 +654,10 @@ local function suffix(l, p, ge)
   return string.format("c%dm%dk%d_h%dw%d%s_f%dx%d", l.C, l.M, l.K, l.H, l.W, g.tag, ge.FH, ge.FW), p
 end
 
--- The blocks of `bytes` of shared memory an SM holds, where that is 1 or 2 (nil where more): the
--- `in` and `out` kernels' second __launch_bounds__ figure, since ptxas, given the threads alone,
--- held zoo-5x5-c64's 28-point `out` (100 KB a block) to 80 registers and spilled 16 bytes.
-local function smem_blocks(l, bytes)
-  local b = (common.max_shared(l) + 1024) // (bytes + 1024)
-  if b <= 2 then return math.max(b, 1) end
-  return nil
-end
-
 -- The `in` kernel: rows, then frequency columns.
 local function kernel_in(l, p, ge)
   local name = string.format("conv2d_fft_in_%s_g%d", suffix(l, p, ge), p.cg)
-  local head, args = common.kernel_head(name, NT, common.std_args({ types = common.types(l) }), nil,
-    smem_blocks(l, in_smem(l, p)))
+  local head, args = common.kernel_head(name, NT, common.std_args({ types = common.types(l) }))
   -- the row transform: x_j at column pl + j, the rest zero; frequencies 0 .. NV-1
   local em = emitter("r", "        ", common.ACC)
   local xs = {}
@@ -768,8 +713,7 @@ local function kernel_out(l, p, ge)
   local act = ge.fused and l.act or "none"
   local name = string.format("conv2d_fft_out_%s_%s%s%s_g%d", suffix(l, p, ge), act, ge.pool and g.pool_tag or "",
     l.bias and "_bias" or "", p.mg)
-  local head, args = common.kernel_head(name, NT, common.std_args({ types = common.types(l) }), nil,
-    smem_blocks(l, out_smem(l, p)))
+  local head, args = common.kernel_head(name, NT, common.std_args({ types = common.types(l) }))
   -- the column transform: y_u for every u, rows 0 .. R-1
   local ec = emitter("q", "        ", common.ACC)
   local ys = {}
