@@ -391,7 +391,10 @@ int main(void)
     /* and one for wgmma (-wg: conv2d_igemm_wg, conv2d_planes) for sm_90 alone, built as sm_90a */
     int sm90 = 90;
     cg_aot_target(&sm90, 1, &wg_target);
+    /* CG_KERNELS_COMPILE_SPEC=TEXT: only the specs whose path holds TEXT (a quick rerun of one) */
+    const char *only = getenv("CG_KERNELS_COMPILE_SPEC");
     for (size_t i = 0; i < g.gl_pathc && outs; i++) {
+        if (only && *only && !strstr(g.gl_pathv[i], only)) continue;
         cg_spec spec;
         const int tc = strstr(g.gl_pathv[i], "-tc.yaml") != NULL || strstr(g.gl_pathv[i], "-tf32.yaml") != NULL ||
                        strstr(g.gl_pathv[i], "-bf16.yaml") != NULL || strstr(g.gl_pathv[i], "-fp16.yaml") != NULL,

@@ -38,14 +38,16 @@
 --        1 / (FH FW), adds the bias, applies the activation and a fused 2x2 pool of stride 2
 --        (max or average), and the block's maps leave as one contiguous run of the output.
 --        Other pools leave the epilogue unfused (conv + bias, then the pool kernel).
--- Every transform is straight-line code the generator writes for its sizes (radix-2, the
--- roots of unity literals, the known zeros of the padding and the outputs no one reads left
--- out), so FH and FW are powers of two from 2 to 64, and a kernel's source is bounded by two
--- 64-point transforms and their epilogue (about 110 KB; under a second to compile). FP32
--- throughout: the error is the transforms' rounding, about log2(FH FW) units of FP32 (1e-7 to
--- 3e-7 relative L2 measured against the double reference). On an H200 the products run at
--- 54-57 % of the FP32 FMA rate; zoo-7x7-large at 1,000 images 7.76 -> 3.30 ms (bench/RESULTS.md,
--- "FP32 convolutions of large kernels through the Fourier transform").
+-- Every transform is straight-line code the generator writes for its sizes (radix 2, then a
+-- radix-3, 5 or 7 stage summed directly, the roots of unity literals, the known zeros of the
+-- padding and the outputs no one reads left out), so FH and FW are powers of two from 2 to 64
+-- or, up to 32, a power of two times 3, 5 or 7 (size_at_least), and a kernel's source is bounded
+-- by two 64-point transforms and their epilogue (about 110 KB; a 28-point `out` 94 KB; under a
+-- second to compile). FP32 throughout: the error is the transforms' rounding, about log2(FH FW)
+-- units of FP32 (1e-7 to 3e-7 relative L2 measured against the double reference). On an H200
+-- zoo-7x7-large at 1,000 images 7.76 -> 3.24 ms, zoo-5x5-c64 (a 28-point transform where it had
+-- 32) 2.28 -> 1.28 ms (bench/RESULTS.md, "FP32 convolutions of large kernels through the Fourier
+-- transform" and "conv2d_fft's product from planes, transforms of 28 points").
 
 local engine = import("lib/engine")
 local common = import("lib/common")
@@ -691,6 +693,10 @@ local function kernel_mul(l, p, ge)
   local name = string.format("conv2d_fft_mul_%s_m%dn%dk%d_f%d_i%d", suffix(l, p, ge), p.bm, p.bn, p.ck, p.fg, p.ib)
   local nt = mul_threads(p)
   local head, args = common.kernel_head(name, nt, common.std_args({ types = common.types(l) }))
+  -- sm_100 and newer: at least one block an SM said too (NVRTC's ptxas, given the threads alone,
+  -- spilled 8 bytes of layers-fft's 24-map product for sm_120; sm_90's registers, as measured, unchanged)
+  head = head:gsub(" __launch_bounds__%(%d+%)", string.format("\n#if __CUDA_ARCH__ >= 1000\n" ..
+    "__launch_bounds__(%d, 1)\n#else\n__launch_bounds__(%d)\n#endif", nt, nt), 1)
   local v = {
     head = head, c2 = common.vec_t(common.ACC, 2), c4 = common.vec_t(common.ACC, 4), C = l.C, M = l.M, K = l.K, NV = ge.NV, NF = ge.NF, FH = ge.FH, FW = ge.FW,
     BM = p.bm, BN = p.bn, CK = p.ck, FG = p.fg, IB = p.ib, XS = xs_row(p), NTM = nt,
