@@ -9,6 +9,8 @@
 # spec, a line each, every run bounded by STEP_TIMEOUT seconds (default 120; a run past it is a
 # failure, "timed out": a sanitizer's racecheck of a 64-image run once took a whole 600-second
 # device call). kernel_line (below): one layer's kernel checked and timed, summed up on a line.
+# run_time and profile_1000 (below): a network's GPU time at a batch, a line; its kernels' times at
+# 1,000 images.
 cell_spec() {
   case $1 in
     */*) echo "$1" ;;
@@ -75,4 +77,24 @@ kernel_line() {
   shift 5
   "$cg" kernel "$sp" --layer "$l" --batch "$b" --repeat "${REPEAT:-10}" --check-images "$n" "$@" 2>&1 |
     grep -E 'template|params|median|WRONG|FAIL|convgen:' | tr '\n' ' ' | cut -c1-400
+}
+# run_time CONVGEN SPEC IMAGES JSON: `convgen run SPEC --random-input 1 --images IMAGES --batch
+# IMAGES --repeat REPEAT (default 20) --json JSON`, one line "IMAGES SPEC CONVGEN µs" (the GPU time,
+# total_s) or "IMAGES SPEC CONVGEN FAILED".
+run_time() {
+  timeout 120 "$1" run "$2" --random-input 1 --images "$3" --batch "$3" --repeat "${REPEAT:-20}" --json "$4" \
+    </dev/null >/dev/null 2>&1 && python3 -c "import json, sys; j = json.load(open(sys.argv[4]))
+print(sys.argv[3], sys.argv[2], sys.argv[1], '%.1f' % (j['total_s'] * 1e6))" "$1" "$2" "$3" "$4" ||
+    echo "$3 $2 $1 FAILED"
+}
+# profile_1000 CONVGEN SPEC...: "== SPEC 1000", then `convgen run SPEC --random-input 1 --images 1000
+# --batch 1000 --profile --whole off` (each kernel's time), for each SPEC.
+profile_1000() {
+  local cg=$1 s
+  shift
+  for s in "$@"; do
+    echo "== $s 1000"
+    timeout 60 "$cg" run "$s" --random-input 1 --images 1000 --batch 1000 --profile --whole off </dev/null 2>&1 |
+      grep -v "^Correct"
+  done
 }

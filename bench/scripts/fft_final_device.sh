@@ -40,17 +40,10 @@ for s in $SPECS; do
   for b in $(echo "$BATCHES" | tr , ' ') 10000; do
     for cg in "$CUR" "$NEW"; do
       [ "$b" != 10000 ] && [ "$cg" = "$NEW" ] && continue   # (NEW's time at BATCHES: cells.txt)
-      timeout 120 "$cg" run "$s" --random-input 1 --images "$b" --batch "$b" --repeat 20 --json "$OUT/j.json" </dev/null \
-        >/dev/null 2>&1 && python3 -c "import json, sys; j = json.load(open(sys.argv[4]))
-print(sys.argv[1], sys.argv[2], sys.argv[3], '%.1f' % (j['total_s'] * 1e6))" "$b" "$s" "$cg" "$OUT/j.json" ||
-        echo "$b $s $cg FAILED"
+      run_time "$cg" "$s" "$b" "$OUT/j.json"
     done
   done
 done >"$OUT/times.txt"
 cat "$OUT/times.txt"
-for s in $SPECS; do
-  echo "== $s 1000"
-  timeout 60 "$NEW" run "$s" --random-input 1 --images 1000 --batch 1000 --profile --whole off </dev/null 2>&1 |
-    grep -v "^Correct"
-done >"$OUT/prof.txt" 2>&1
+profile_1000 "$NEW" $SPECS >"$OUT/prof.txt" 2>&1
 echo "profiles done $(date +%T)"

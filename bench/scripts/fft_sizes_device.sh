@@ -33,16 +33,10 @@ echo "cells: $(date +%T)"
 grep "^|" "$OUT/cells.txt"
 for s in $SPECS; do
   for cg in "$CUR" "$NEW"; do
-    timeout 120 "$cg" run "$s" --random-input 1 --images 10000 --batch 10000 --repeat 20 --json "$OUT/j.json" </dev/null \
-      >/dev/null 2>&1 && python3 -c "import json, sys; j = json.load(open(sys.argv[3]))
-print(10000, sys.argv[1], sys.argv[2], '%.1f' % (j['total_s'] * 1e6))" "$s" "$cg" "$OUT/j.json" || echo "10000 $s $cg FAILED"
+    run_time "$cg" "$s" 10000 "$OUT/j.json"
   done
 done >"$OUT/times.txt"
 cat "$OUT/times.txt"
-for s in $SPECS; do
-  echo "== $s 1000"
-  timeout 60 "$NEW" run "$s" --random-input 1 --images 1000 --batch 1000 --profile --whole off </dev/null 2>&1 |
-    grep -v "^Correct"
-done >"$OUT/prof.txt" 2>&1
+profile_1000 "$NEW" $SPECS >"$OUT/prof.txt" 2>&1
 grep -E "== |conv2d_fft" "$OUT/prof.txt"
 echo "done $(date +%T)"
