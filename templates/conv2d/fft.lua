@@ -73,7 +73,6 @@ local function size_at_least(n)
   end
   return best
 end
-T.size_at_least = size_at_least
 
 -- The layer's transform sizes and what the inverse transform must produce.
 local function geom(l)
