@@ -2419,6 +2419,26 @@ static void test_fft(void)
     CHECK(s1 && cg_gen_emit_one(s1, 0, "conv2d_fft", "", &k, &kl, &e) != 0, "fft: no kernel emitted alone");
     CHECK_CONTAINS(e.msg, "conv2d_fft runs as 3 kernels (in, mul, out) and a kernel is timed alone here");
     free(s1);
+    /* the transform sizes: the least power of two, or up to 32 power of two times 3, 5 or 7, that
+     * holds the padded input (H x W here, K = 3, no padding) */
+    static const struct { int h, w; const char *sizes; } sized[] = {
+        {26, 26, "_f28x28_"}, {33, 9, "_f64x10_"}, {21, 15, "_f24x16_"}, {11, 5, "_f12x6_"},
+        {7, 29, "_f8x32_"}, {40, 13, "_f64x14_"}, {19, 3, "_f20x4_"},
+    };
+    for (size_t i = 0; i < sizeof sized / sizeof *sized; i++) {
+        char spec[256];
+        snprintf(spec, sizeof spec,
+                 "network: s\ninput: {channels: 4, height: %d, width: %d}\nlayers:\n"
+                 "  - {name: a, op: conv, M: 8, K: 3, strategy: fft}\n", sized[i].h, sized[i].w);
+        cg_spec *sz = spec_text("fft-size.yaml", spec);
+        cg_gen_output *go = calloc(1, sizeof *go);
+        int rc = sz && go ? cg_generate_for(sz, "x", NULL, go, &e) : -1;
+        const cg_gen_kernel *ka = rc == 0 ? conv_kernel(go, "a") : NULL;
+        CHECK(ka && strstr(ka->kernel, sized[i].sizes), "%dx%d: a %s transform (%s)", sized[i].h, sized[i].w,
+              sized[i].sizes, ka ? ka->kernel : e.msg);
+        if (rc == 0) cg_gen_free(go);
+        free(go), free(sz);
+    }
 }
 
 /* planes' mn=1 (tr=1 on a 16-bit 1x1 layer, the planes staged pixels innermost): the kernel is
