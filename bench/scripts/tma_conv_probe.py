@@ -11,9 +11,9 @@ PyTorch's cuDNN (bf16, channels-last; conv, bias, relu) is timed in the same pro
 Why channels-last. convgen's tensors are NCHW. There a tap's horizontal shift moves the box
 start in the innermost dimension by one pixel (2 bytes), and on an H200 (driver 580.159.04)
 every such copy, inside the image or not, stopped the kernel with "illegal instruction"
-(.dev/tmat2 in the history of this file: dims (w, c, h, n) or (w, h, c, n), swizzle none to
-128B; starts 0 and outer-dimension starts -1 and past the end were copied right, with zeros
-outside; any innermost start not on 8 elements faulted). With channels innermost, (c, w, h, n),
+(bench/scripts/tma_box_starts.cu: dims (w, c, h, n) or (w, h, c, n), swizzle none to 128B;
+outer-dimension starts -1 and past the end were copied right, with zeros outside; innermost
+starts on 16 bytes too, inside the tensor or not; any other innermost start faulted). With channels innermost, (c, w, h, n),
 the taps move only outer coordinates, which may lie outside the image: TMA writes zeros there,
 so padding costs nothing, and the box lands as wgmma's canonical K-major operand.
 
@@ -24,7 +24,9 @@ the weights [tap][map][channel]. Both come into a ring of ST stages on mbarriers
 of a producer warpgroup (which gives its registers to the others) issues the copies; NC
 consumer warpgroups each own 64*MW pixels and issue m64nBNMk16 wgmma from the stage, then
 release it. Persistent grid: the producer runs ahead into the next tile while the consumers
-store the last. Epilogue: bias, relu, pairs of bf16 maps stored into the NHWC output.
+store the last. Tags with ping_: two consumer warpgroups take the block's tiles in turn, one
+storing while the other multiplies. Epilogue: bias, relu, pairs of bf16 maps stored into the
+NHWC output. Figures: bench/RESULTS.md, "A TMA-fed wgmma convolution on channels-last bf16".
 
 Usage (device machine): python3 bench/scripts/tma_conv_probe.py [--batch 10000] [--out DIR]
   [--layers SUBSTR,...] [--no-torch]
@@ -93,8 +95,13 @@ conv(const __grid_constant__ CUtensorMap tX, const __grid_constant__ CUtensorMap
     extern __shared__ unsigned char smraw[];
     unsigned char *sm = (unsigned char *)(((uintptr_t)smraw + 1023) & ~(uintptr_t)1023);
     __shared__ __align__(8) uint64_t full[ST], empty[ST];
+    // PING: the CTA's tiles whose main loops have passed their last wait. A warpgroup starts a tile's waits
+    // only after the other has passed the previous tile's: a wait more than one phase of a stage ahead
+    // would see the parity of an old phase and pass at once (the first form of this probe hung so)
+    __shared__ volatile long long turn;
     const int tid = threadIdx.x, wg = tid / 128;
     if (tid == 0) {
+        turn = 0;
         for (int s = 0; s < ST; s++) {
             asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(sa(&full[s])));
             asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(sa(&empty[s])), "r"(PING ? 128 : NC * 128));
@@ -130,7 +137,10 @@ conv(const __grid_constant__ CUtensorMap tX, const __grid_constant__ CUtensorMap
         const int warp = (tid % 128) / 32, lane = tid % 32;
         for (long long t = blockIdx.x; t < TILES; t += gridDim.x, nth++) {
             if (PING && nth % 2 != wg) continue;
-            if (PING) it = nth * ITERS;
+            if (PING) {
+                it = nth * ITERS;
+                while (turn < nth) __nanosleep(32);
+            }
             int mt = (int)(t % MT); long long r = t / MT;
             int xt = (int)(r % XT); r /= XT; int yt = (int)(r % YT); int nt = (int)(r / YT);
             float d[MW][BNM / 2];
@@ -156,6 +166,7 @@ conv(const __grid_constant__ CUtensorMap tX, const __grid_constant__ CUtensorMap
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
                 if (i > 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(sa(&empty[(it - 1) % ST])) : "memory");
             }
+            if (PING && tid % 128 == 0) turn = nth + 1;
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(sa(&empty[(it - 1) % ST])) : "memory");
             // d[w][j]: pixel row warp*16 + lane/4 + 8*((j/2)%2) of block w, map (j/4)*8 + (lane%4)*2 + j%2
@@ -364,6 +375,7 @@ def main():
     ap.add_argument("--out", default="/tmp/tma_probe")
     ap.add_argument("--layers", default="")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--variants", default="", help="only tile shapes whose tag holds one of these substrings")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     layers = [l for l in LAYERS if not a.layers or any(s in l[0] for s in a.layers.split(","))]
@@ -374,6 +386,8 @@ def main():
             if v is None:
                 continue
             src, tag = v
+            if a.variants and not any(x in tag for x in a.variants.split(",")):
+                continue
             path = os.path.join(a.out, "l%d_%s.cu" % (li, tag))
             with open(path, "w") as f:
                 f.write(src)
