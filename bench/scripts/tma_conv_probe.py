@@ -29,7 +29,7 @@ storing while the other multiplies. Epilogue: bias, relu, pairs of bf16 maps sto
 NHWC output. Figures: bench/RESULTS.md, "A TMA-fed wgmma convolution on channels-last bf16".
 
 Usage (device machine): python3 bench/scripts/tma_conv_probe.py [--batch 10000] [--out DIR]
-  [--layers SUBSTR,...] [--no-torch]
+  [--layers SUBSTR,...] [--variants SUBSTR,...] [--no-torch] [--ncu]
 """
 import argparse, os, subprocess, sys, concurrent.futures as cf
 
@@ -45,6 +45,11 @@ LAYERS = [
     ("deep512 conv2", 128, 16, 16, 256, 3, 1),
     ("deep512 conv3", 256, 8, 8, 512, 3, 1),
     ("wide3x3 conv3", 64, 16, 16, 128, 3, 0),
+    # zoo-mlp's fully connected layers as 1x1 convolutions of 1x1 images: a matrix product whose rows
+    # are the images; 784 channels end in a chunk TMA fills out with zeros
+    ("mlp fc1", 784, 1, 1, 2048, 1, 0),
+    ("mlp fc2", 2048, 1, 1, 2048, 1, 0),
+    ("mlp fc3", 2048, 1, 1, 512, 1, 0),
 ]
 
 SRC = r'''
@@ -330,7 +335,7 @@ def tiles_for(layer):
     where one is smaller), the stage ring as deep as 200 KB of shared memory allows (at most 8)"""
     name, c, h, w, m, k, pad = layer
     ow, oh = w + 2 * pad - k + 1, h + 2 * pad - k + 1
-    bw = (ow + 7) // 8 * 8
+    bw = 1 if ow == 1 else (ow + 7) // 8 * 8
     out = []
     for bnm in sorted({min(m, 256), min(m, 128)}, reverse=True):
         for pix in (64, 128, 256):
@@ -353,8 +358,12 @@ def torch_baseline(layer, batch):
     import torch
     name, c, h, w, m, k, pad = layer
     torch.backends.cudnn.benchmark = True
-    x = torch.randn(batch, c, h, w, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
-    conv = torch.nn.Conv2d(c, m, k, padding=pad, bias=True).cuda().to(torch.bfloat16).to(memory_format=torch.channels_last)
+    if h == w == k == 1:   # a fully connected layer: cuBLAS through nn.Linear
+        x = torch.randn(batch, c, device="cuda", dtype=torch.bfloat16)
+        conv = torch.nn.Linear(c, m, bias=True).cuda().to(torch.bfloat16)
+    else:
+        x = torch.randn(batch, c, h, w, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+        conv = torch.nn.Conv2d(c, m, k, padding=pad, bias=True).cuda().to(torch.bfloat16).to(memory_format=torch.channels_last)
     flushbuf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     with torch.no_grad():
         for _ in range(3):
@@ -376,6 +385,8 @@ def main():
     ap.add_argument("--layers", default="")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--variants", default="", help="only tile shapes whose tag holds one of these substrings")
+    ap.add_argument("--ncu", action="store_true", help="run each variant under Nsight Compute (its first launch: speed of light, "
+                    "memory and compute workload, warp states) instead of alone")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     layers = [l for l in LAYERS if not a.layers or any(s in l[0] for s in a.layers.split(","))]
@@ -409,7 +420,7 @@ def main():
         if not a.no_torch:
             try:
                 ms = torch_baseline(layer, a.batch)
-                print("  cuDNN bf16 channels-last %.3f ms  %.1f TFLOP/s  %.1f %%" % (ms, fl / ms / 1e9, 100 * fl / ms / 1e9 / (PEAK_BF16 / 1e12)),
+                print("  PyTorch bf16 (cuDNN channels-last; cuBLAS for fc) %.3f ms  %.1f TFLOP/s  %.1f %%" % (ms, fl / ms / 1e9, 100 * fl / ms / 1e9 / (PEAK_BF16 / 1e12)),
                       flush=True)
             except Exception as exc:   # noqa: BLE001 (the probe goes on without the baseline)
                 print("  torch baseline failed: %s" % exc)
@@ -421,10 +432,16 @@ def main():
                 continue
             regs = [ln.strip() for ln in err.splitlines() if "registers" in ln or "spill" in ln]
             try:
-                r = subprocess.run([exe], capture_output=True, text=True, timeout=15)
+                cmd = [exe]
+                if a.ncu:
+                    cmd = ["ncu", "-k", "conv", "--launch-count", "1", "--section", "SpeedOfLight", "--section", "MemoryWorkloadAnalysis",
+                           "--section", "WarpStateStats", "--section", "ComputeWorkloadAnalysis", exe]
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=60 if a.ncu else 15)
                 res = r.stdout.replace("\n", " | ") + r.stderr[-600:]
             except subprocess.TimeoutExpired:
                 res = "timed out (hang?) "
+            if a.ncu:
+                res = "\n".join(ln for ln in r.stdout.splitlines() if not ln.startswith("==PROF=="))
             print("  %s: %s[%s]" % (job[1], res, "; ".join(regs[-2:])), flush=True)
 
 
