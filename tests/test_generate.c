@@ -331,7 +331,7 @@ static void test_arg_roles(void)
     int a = 1, a1 = 6, b = 2, w = 3, bias = 4, count = 5;
     void *argv[CG_MAX_ARGS], *in[2] = {&a, &a1}, *out[1] = {&b};
     cg_args_parse("n,bias,in", r, &n);
-    CHECK(cg_args_bind(r, n, in, 1, out, 1, &w, &bias, &count, argv) == 0, "bound");
+    CHECK(cg_args_bind(r, n, in, 1, out, 1, &w, &bias, &count, NULL, 0, argv) == 0, "bound");
     CHECK(argv[0] == &count && argv[1] == &bias && argv[2] == &a, "each argument bound by its role");
     /* further inputs: in1 is the second tensor of the kernel's list, in any position */
     CHECK(cg_args_parse("in1,out,in,n", r, &n) == 0 && n == 4 && r[0] == CG_ARG_IN1 && cg_arg_input(r[0]) == 1 &&
@@ -343,10 +343,10 @@ static void test_arg_roles(void)
     CHECK(cg_args_parse("in4,out", r, &n) != 0 && cg_args_parse("in1,in1", r, &n) != 0, "in4 and repeats refused");
     cg_args_parse("in1,out,in,n", r, &n);
     for (int i = 0; i < CG_MAX_ARGS; i++) argv[i] = NULL;
-    CHECK(cg_args_bind(r, n, in, 2, out, 1, &w, &bias, &count, argv) == 0, "two inputs bound");
+    CHECK(cg_args_bind(r, n, in, 2, out, 1, &w, &bias, &count, NULL, 0, argv) == 0, "two inputs bound");
     CHECK(argv[0] == &a1 && argv[1] == &b && argv[2] == &a && argv[3] == &count, "in1 bound to the second input");
     for (int i = 0; i < CG_MAX_ARGS; i++) argv[i] = NULL;
-    CHECK(cg_args_bind(r, n, in, 1, out, 1, &w, &bias, &count, argv) == -1 && !argv[0] && !argv[2],
+    CHECK(cg_args_bind(r, n, in, 1, out, 1, &w, &bias, &count, NULL, 0, argv) == -1 && !argv[0] && !argv[2],
           "in1 of a kernel with one input refused, nothing bound");
     CHECK(cg_args_past_inputs(r, n, 1) == 0 && cg_args_past_inputs(r, n, 2) == -1, "the role past the inputs");
     /* further outputs: out1 and out2, the second and third of the kernel's out list */
@@ -356,7 +356,7 @@ static void test_arg_roles(void)
     int o1 = 7, o2 = 8;
     void *outs[3] = {&b, &o1, &o2};
     for (int i = 0; i < CG_MAX_ARGS; i++) argv[i] = NULL;
-    CHECK(cg_args_bind(r, n, in, 1, outs, 3, &w, &bias, &count, argv) == 0 && argv[0] == &o2 && argv[2] == &b &&
+    CHECK(cg_args_bind(r, n, in, 1, outs, 3, &w, &bias, &count, NULL, 0, argv) == 0 && argv[0] == &o2 && argv[2] == &b &&
               argv[3] == &o1,
           "three outputs bound by role");
     CHECK(cg_args_past_outputs(r, n, 2) == 0 && cg_args_past_outputs(r, n, 3) == -1, "the role past the outputs");

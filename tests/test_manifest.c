@@ -14,12 +14,15 @@
  * grid res:CAP, layer=*, roles t:/w:/b:/scratch, up to CG_MAX_ARGS arguments)
  * parses, and each misuse is refused at its line. Weight placements, arg:taps:N
  * among them. Views (tensor ... view=PARENT:OFF: a concat's input written into
- * its slice) with their checks, cg_manifest_root and cg_manifest_gather. */
+ * its slice) with their checks, cg_manifest_root and cg_manifest_gather. Tensor
+ * maps (map: roles, test_maps) and cg_map_encode against a stand-in encoder. */
+#include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "cuda_api.h"
 #include "lua_host.h"
 #include "manifest.h"
 
@@ -61,7 +64,7 @@ static void test_inputs(cg_manifest *m)
         /* the launch binds the second input where in1 stands */
         int ta = 10, tb = 11, out = 12, count = 3;
         void *in[CG_MAX_INPUTS] = {&ta, &tb}, *outs[1] = {&out}, *argv[CG_MAX_ARGS];
-        CHECK(cg_args_bind(k->args, k->nargs, in, k->nin, outs, 1, NULL, NULL, &count, argv) == 0 &&
+        CHECK(cg_args_bind(k->args, k->nargs, in, k->nin, outs, 1, NULL, NULL, &count, NULL, 0, argv) == 0 &&
                   argv[0] == &tb && argv[1] == &ta && argv[2] == &out && argv[3] == &count,
               "in1 bound to b, in to a");
     }
@@ -90,11 +93,11 @@ static void test_outputs(cg_manifest *m)
         CHECK(m->k[1].nout == 1 && m->k[1].outs[0] == m->k[1].out, "a chain's kernel writes one");
         int ta = 10, o0 = 20, o1 = 21, o2 = 22, count = 3;
         void *in[CG_MAX_INPUTS] = {&ta}, *outs[CG_MAX_OUTPUTS] = {&o0, &o1, &o2}, *argv[CG_MAX_ARGS] = {0};
-        CHECK(cg_args_bind(k->args, k->nargs, in, k->nin, outs, k->nout, NULL, NULL, &count, argv) == 0 &&
+        CHECK(cg_args_bind(k->args, k->nargs, in, k->nin, outs, k->nout, NULL, NULL, &count, NULL, 0, argv) == 0 &&
                   argv[0] == &ta && argv[1] == &o0 && argv[4] == &o1 && argv[5] == &o2 && argv[6] == &count,
               "out, out1, out2 bound to sum, b, predict");
         argv[0] = NULL;
-        CHECK(cg_args_bind(k->args, k->nargs, in, k->nin, outs, 2, NULL, NULL, &count, argv) == -1 && !argv[0],
+        CHECK(cg_args_bind(k->args, k->nargs, in, k->nin, outs, 2, NULL, NULL, &count, NULL, 0, argv) == -1 && !argv[0],
               "out2 with two outputs: nothing bound");
     }
     /* the first output is the tensor a chain's next kernel reads: predict reads sum */
@@ -429,7 +432,7 @@ static void test_whole(cg_manifest *m)
         /* bound as a per-layer kernel: refused, nothing bound */
         void *argv[CG_MAX_ARGS] = {0}, *in[1] = {NULL}, *outs[1] = {NULL};
         int count = 1;
-        CHECK(cg_args_bind(k->args, k->nargs, in, 1, outs, 1, NULL, NULL, &count, argv) == -1 && !argv[9],
+        CHECK(cg_args_bind(k->args, k->nargs, in, 1, outs, 1, NULL, NULL, &count, NULL, 0, argv) == -1 && !argv[9],
               "cg_args_bind refuses the whole kernel's roles");
     }
     /* whole=0 is a plain kernel; scratch without an argument and the other way */
@@ -563,6 +566,199 @@ static void test_lua_roles(void)
     cg_lua_close(h);
 }
 
+/* A manifest whose kernel k_f (line 10) reads the bf16 input (784 an image) and writes h
+ * (2048 an image) with weights placed `wplace` (wdtype=bf16) and arguments `args`. */
+static int parse_f(const char *wplace, const char *args, cg_manifest *m, cg_err *e)
+{
+    char text[4096];
+    snprintf(text, sizeof text,
+             "convgen-manifest 1\nnetwork t\ngenerator 0\nmax_batch 100\n"
+             "tensor pixels u8 784\ntensor input bf16 784\ntensor h bf16 2048\ntensor o f32 2048\n"
+             "tensor predict i32 1\n"
+             "kernel k_f layer=f template=fc_x in=input out=h grid=N*1/128,16,1 block=384,1,1 "
+             "shared=100000 weights=%s bias=arg wdtype=bf16 args=%s\n"
+             "kernel k_o layer=o template=activation in=h out=o grid=N*8/1,1,1 block=256,1,1 "
+             "shared=0 weights=none bias=none args=in,out,weights,bias,n\n"
+             "kernel k_max layer=predict template=argmax in=o out=predict grid=N*1/128,1,1 block=128,1,1 "
+             "shared=0 weights=none bias=none args=in,out,weights,bias,n\n"
+             "input pixels\noutput o\npredict predict\nhash 0123456789abcdef\n",
+             wplace, args);
+    return cg_manifest_parse(text, strlen(text), "t/manifest.txt", m, e);
+}
+
+static CUresult fake_rc;
+static struct {
+    int calls;
+    CUtensorMapDataType type;
+    cuuint32_t rank;
+    void *addr;
+    cuuint64_t dims[5], strides[5];
+    cuuint32_t box[5], es[5];
+    CUtensorMapInterleave il;
+    CUtensorMapSwizzle swz;
+    CUtensorMapFloatOOBfill fill;
+} enc;
+static CUresult CUDAAPI fake_encode(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *addr,
+                                    const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                    const cuuint32_t *es, CUtensorMapInterleave il, CUtensorMapSwizzle swz,
+                                    CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill fill)
+{
+    (void)l2;
+    enc.calls++, enc.type = type, enc.rank = rank, enc.addr = addr, enc.il = il, enc.swz = swz, enc.fill = fill;
+    for (cuuint32_t d = 0; d < rank && d < 5; d++) {
+        enc.dims[d] = dims[d], enc.box[d] = box[d], enc.es[d] = es[d];
+        if (d + 1 < rank) enc.strides[d] = strides[d];
+    }
+    memset(map, 0xab, sizeof *map);
+    return fake_rc;
+}
+
+/* Tensor maps (role map:TARGET:DIMS:BOX:SWIZZLE): parsed with the kernel's
+ * other roles, bound in order by cg_args_bind, their geometry (dims, dense byte
+ * strides, box) for a batch, written back as the manifest wrote them, each
+ * misuse refused at the record's line; cg_map_encode hands the driver that
+ * geometry (a stand-in for cuTensorMapEncodeTiled) and says why where it cannot. */
+static void test_maps(cg_manifest *m)
+{
+    cg_err e;
+    const char *good = "map:in:784.n:64.128:128,map:weights:784.2048:64.256:128,bias,out,n";
+    int rc = parse_f("arg", good, m, &e);
+    CHECK(rc == 0, "a kernel with two tensor maps parses: %s", rc ? e.msg : "");
+    if (rc) return;
+    const cg_mkernel *k = &m->k[0];
+    CHECK(k->nmaps == 2 && k->nargs == 5 && k->args[0] == CG_ARG_MAP && k->argref[0] == 0 &&
+              k->args[1] == CG_ARG_MAP && k->argref[1] == 1 && k->args[2] == CG_ARG_BIAS,
+          "two maps, args in order: %d maps, %d args", k->nmaps, k->nargs);
+    const cg_mmap *a = &k->maps[0], *w = &k->maps[1];
+    CHECK(a->target == CG_ARG_IN && a->rank == 2 && a->dims[0] == 784 && a->dims[1] == 0 && a->box[0] == 64 &&
+              a->box[1] == 128 && a->swizzle == 128,
+          "the input's map: rank %d, dims %lld.%lld, box %d.%d, swizzle %d", a->rank, a->dims[0], a->dims[1],
+          a->box[0], a->box[1], a->swizzle);
+    CHECK(w->target == CG_ARG_WEIGHTS && w->dims[1] == 2048 && w->box[1] == 256, "the weights' map");
+    char txt[160];
+    cg_map_text(a, txt, sizeof txt);
+    CHECK(!strcmp(txt, "map:in:784.n:64.128:128"), "written back: %s", txt);
+    cg_map_text(w, txt, sizeof txt);
+    CHECK(!strcmp(txt, "map:weights:784.2048:64.256:128"), "written back: %s", txt);
+    uint64_t dims[CG_MAP_RANK], strides[CG_MAP_RANK];
+    uint32_t box[CG_MAP_RANK];
+    char why[160];
+    CHECK(cg_map_geometry(a, 2, 300, dims, strides, box, why, sizeof why) == 0 && dims[0] == 784 && dims[1] == 300 &&
+              strides[0] == 1568 && box[0] == 64 && box[1] == 128,
+          "geometry for 300 images: %llu x %llu, stride %llu", (unsigned long long)dims[0],
+          (unsigned long long)dims[1], (unsigned long long)strides[0]);
+    CHECK(cg_map_geometry(a, 2, (1LL << 32) + 1, dims, strides, box, why, sizeof why) == -1 &&
+              strstr(why, "dimension 1 of 4294967297"),
+          "2^32 + 1 images refused: %s", why);
+    CHECK(cg_map_geometry(a, 4, 300, dims, strides, box, why, sizeof why) == -1 &&
+              strstr(why, "a box row of 256 bytes"),
+          "f32 rows of 64 past a 128-byte swizzle refused: %s", why);
+    /* bound in order: the j-th map role the j-th encoded map */
+    int count = 7, x = 1, o = 2, b = 3, m0 = 4, m1 = 5;
+    void *in[1] = {&x}, *outs[1] = {&o}, *maps[2] = {&m0, &m1}, *argv[CG_MAX_ARGS] = {0};
+    CHECK(cg_args_bind(k->args, k->nargs, in, 1, outs, 1, NULL, &b, &count, maps, 2, argv) == 0 &&
+              argv[0] == &m0 && argv[1] == &m1 && argv[2] == &b && argv[3] == &o && argv[4] == &count,
+          "maps bound in order");
+    CHECK(cg_args_bind(k->args, k->nargs, in, 1, outs, 1, NULL, &b, &count, maps, 1, argv) == -1,
+          "a map role past the maps given refused");
+
+    /* refusals, each at line 10 with its reason */
+    static const struct {
+        const char *wplace, *args, *says;
+    } bad[] = {
+        {"arg", "map:bias:784.n:64.128:128,out,n", "its target is none of"},
+        {"arg", "map:in:784.n.3:64.128.1:128,out,n", "its dimensions are not"},
+        {"arg", "map:in:784.n:64:128,out,n", "its box is not 2 extents"},
+        {"arg", "map:in:784.n:64.300:128,out,n", "its box is not 2 extents of 1 to 256"},
+        {"arg", "map:in:784.n:64.128:16,out,n", "its swizzle is not 0, 32, 64 or 128"},
+        {"arg", "map:in:784:64:128,out,n", "a tensor's last dimension is its images (n)"},
+        {"arg", "map:weights:784.n:64.128:128,out,n", "weights have no images"},
+        {"arg", "map:in:392.n:64.128:128,out,n", "its dimensions hold 392 elements an image, 'input' 784"},
+        {"arg", "map:in:784.n:128.128:128,out,n", "a box row of 256 bytes"},
+        {"arg", "map:in:7.112.n:8.16.1:0,out,n", "dimension 1's stride of 14 bytes"},
+        {"arg", "map:in1:784.n:64.128:128,out,n", "the kernel reads 1 tensors"},
+        {"arg", "map:out1:2048.n:64.128:128,out,n", "the kernel writes 1 tensors"},
+        {"none", "map:weights:784.2048:64.256:128,out,n", "over weights not placed as an argument"},
+        {"arg", "map:in:784.n:64.8:0,map:in:784.n:64.8:0,map:in:784.n:64.8:0,map:in:784.n:64.8:0,"
+                "map:in:784.n:64.8:0,out,n", "more than 4 tensor maps"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = parse_f(bad[i].wplace, bad[i].args, m, &e);
+        CHECK(rc == -1 && strstr(e.msg, "t/manifest.txt:10: kernel k_f") && strstr(e.msg, bad[i].says),
+              "refused (%s): %s", bad[i].says, rc ? e.msg : "parsed");
+    }
+
+    /* cg_map_encode: the geometry handed to the driver, the base address as given */
+    rc = parse_f("arg", good, m, &e);
+    CHECK(rc == 0, "parsed again: %s", rc ? e.msg : "");
+    if (rc) return;
+    cg_cu cu;
+    memset(&cu, 0, sizeof cu);
+    CUtensorMap map;
+    rc = cg_map_encode(&cu, "k_f", a, CG_DT_BF16, 0x10000, 300, &map, &e);
+    CHECK(rc == -1 && strstr(e.msg, "kernel k_f takes a tensor map (map:in:784.n:64.128:128): the driver has no "
+                                    "cuTensorMapEncodeTiled"),
+          "no encoder: %s", rc ? e.msg : "encoded");
+    cu.cuTensorMapEncodeTiled = fake_encode;
+    fake_rc = CUDA_SUCCESS;
+    rc = cg_map_encode(&cu, "k_f", a, CG_DT_BF16, 0x10000, 300, &map, &e);
+    CHECK(rc == 0 && enc.calls == 1 && enc.type == CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 && enc.rank == 2 &&
+              enc.addr == (void *)0x10000 && enc.dims[0] == 784 && enc.dims[1] == 300 && enc.strides[0] == 1568 &&
+              enc.box[0] == 64 && enc.box[1] == 128 && enc.es[0] == 1 && enc.es[1] == 1 &&
+              enc.il == CU_TENSOR_MAP_INTERLEAVE_NONE && enc.swz == CU_TENSOR_MAP_SWIZZLE_128B &&
+              enc.fill == CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE && map.opaque[0] == 0xababababababababULL,
+          "encoded: %s", rc ? e.msg : "");
+    rc = cg_map_encode(&cu, "k_f", w, CG_DT_F16, 0x20000, 300, &map, &e);
+    CHECK(rc == 0 && enc.type == CU_TENSOR_MAP_DATA_TYPE_FLOAT16 && enc.dims[1] == 2048 && enc.box[1] == 256,
+          "the weights' map: no images in it: %s", rc ? e.msg : "");
+    rc = cg_map_encode(&cu, "k_f", a, CG_DT_BF16, 0x10008, 300, &map, &e);
+    CHECK(rc == -1 && strstr(e.msg, "not 16-byte aligned") && enc.calls == 2, "a misaligned base refused: %s",
+          rc ? e.msg : "encoded");
+    rc = cg_map_encode(&cu, "k_f", a, CG_DT_F32, 0x10000, 300, &map, &e);
+    CHECK(rc == -1 && strstr(e.msg, "a box row of 256 bytes") && enc.calls == 2,
+          "refused before the driver: %s", rc ? e.msg : "encoded");
+    fake_rc = CUDA_ERROR_INVALID_VALUE;
+    rc = cg_map_encode(&cu, "k_f", a, CG_DT_BF16, 0x10000, 300, &map, &e);
+    CHECK(rc == -1 && strstr(e.msg, "cuTensorMapEncodeTiled(kernel k_f, map:in:784.n:64.128:128, 300 images)") &&
+              strstr(e.msg, "CUDA error 1"), /* (no driver opened: the code as a number) */
+          "the driver's refusal named: %s", rc ? e.msg : "encoded");
+}
+
+/* common.map_role and kernel_head: a tensor map declared by value as cg_tmap under its
+ * name, its role string what the manifest reader takes back; a map without a name refused. */
+static void test_lua_maps(cg_manifest *m)
+{
+    cg_lua *h;
+    cg_err e;
+    int rc = cg_lua_open(&h, "templates", &e);
+    CHECK(rc == 0, "lua: %s", rc ? e.msg : "");
+    if (rc) return;
+    rc = cg_lua_import(h, "lib/common", &e);
+    lua_State *L = cg_lua_state(h);
+    if (!rc) {
+        lua_setglobal(L, "common");
+        const char *code = "local r = common.map_role('in', {784, 'n'}, {64, 128}, 128)\n"
+                           "local w = common.map_role('weights', {784, 2048}, {64, 256}, 128)\n"
+                           "local head, roles = common.kernel_head('k', 384, { { r, nil, 'tm_x' }, { w, nil, 'tm_w' },\n"
+                           "  { 'bias' }, { 'out' }, { 'n' } })\n"
+                           "local ok, err = pcall(common.kernel_head, 'k', 384, { { r } })\n"
+                           "return head, roles, err";
+        rc = luaL_loadstring(L, code) || lua_pcall(L, 0, 3, 0);
+        CHECK(rc == LUA_OK, "map roles through kernel_head: %s", rc ? lua_tostring(L, -1) : "");
+        if (rc == LUA_OK) {
+            const char *head = lua_tostring(L, -3), *roles = lua_tostring(L, -2), *err = lua_tostring(L, -1);
+            CHECK(head && strstr(head, "k(const __grid_constant__ cg_tmap tm_x, const __grid_constant__ cg_tmap tm_w,"),
+                  "maps by value: %s", head ? head : "(none)");
+            CHECK(roles && !strcmp(roles, "map:in:784.n:64.128:128,map:weights:784.2048:64.256:128,bias,out,n"),
+                  "roles: %s", roles ? roles : "(none)");
+            int prc = roles ? parse_f("arg", roles, m, &e) : -1;
+            CHECK(prc == 0 && m->k[0].nmaps == 2, "the manifest reader takes them back: %s", prc ? e.msg : "");
+            CHECK(err && strstr(err, "has no C name"), "a map without a name refused: %s", err ? err : "(none)");
+        }
+    }
+    cg_lua_close(h);
+}
+
 int main(void)
 {
     {
@@ -582,6 +778,8 @@ int main(void)
     test_whole(m);
     test_views(m);
     test_lua_roles();
+    test_maps(m);
+    test_lua_maps(m);
     free(m);
     return cg_test_done("test_manifest");
 }

@@ -1,11 +1,13 @@
 /* test_nvrtc.c — the driver loader's messages, and NVRTC: every supported arch
- * to cubin and PTX, ptxas numbers (spills), compile errors, arch choice. */
+ * to cubin and PTX, ptxas numbers (spills), compile errors, arch choice, a kernel
+ * taking a tensor map as the templates declare one. */
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "cuda_api.h"
+#include "lua_host.h"
 /* By path: with the Makefile's -I order, a bare "nvrtc.h" from tests/ finds
  * CUDA's own <nvrtc.h> (-I$(CUDA_HOME)/include comes before -Iruntime). */
 #include "../runtime/cuda/nvrtc.h"
@@ -276,6 +278,51 @@ static void test_spills_and_errors(cg_nvrtc *nv)
     cg_buf_free(&out), cg_buf_free(&log);
 }
 
+/* A kernel taking tensor maps as common.kernel_head declares them (templates/lib/common.lua:
+ * TMAP_TYPE by value, __grid_constant__) and copying a box with the bulk tensor copy
+ * engine on an mbarrier: NVRTC builds it for sm_90 (as sm_90a) without spills. */
+static void test_tensor_map_kernel(cg_nvrtc *nv)
+{
+    cg_lua *h;
+    cg_err e = {""};
+    if (cg_lua_open(&h, "templates", &e) || cg_lua_import(h, "lib/common", &e)) {
+        CHECK(0, "lua: %s", e.msg);
+        return;
+    }
+    lua_State *L = cg_lua_state(h);
+    lua_getfield(L, -1, "TMAP_TYPE");
+    const char *type = lua_tostring(L, -1);
+    char src[2048];
+    snprintf(src, sizeof src,
+             "%s\n"
+             "extern \"C\" __global__ void __launch_bounds__(128, 1)\n"
+             "box(const __grid_constant__ cg_tmap tm_in, float *out, int n)\n"
+             "{\n"
+             "    __shared__ __align__(1024) unsigned short s[64 * 128];\n"
+             "    __shared__ __align__(8) unsigned long long bar;\n"
+             "    unsigned b = (unsigned)__cvta_generic_to_shared(&bar), d = (unsigned)__cvta_generic_to_shared(s);\n"
+             "    if (threadIdx.x == 0) {\n"
+             "        asm volatile(\"mbarrier.init.shared::cta.b64 [%%0], 1;\" :: \"r\"(b));\n"
+             "        asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%%0], %%1;\" :: \"r\"(b), \"r\"(16384) : \"memory\");\n"
+             "        asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes \"\n"
+             "                     \"[%%0], [%%1, {%%2, %%3}], [%%4];\" :: \"r\"(d), \"l\"(&tm_in), \"r\"(0), \"r\"(blockIdx.x * 128), \"r\"(b)\n"
+             "                     : \"memory\");\n"
+             "    }\n"
+             "    __syncthreads();\n"
+             "    asm volatile(\"{\\n .reg .pred p;\\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%%0], 0;\\n @!p bra W;\\n}\" :: \"r\"(b) : \"memory\");\n"
+             "    if ((int)(blockIdx.x * 128 + threadIdx.x) < n) out[blockIdx.x * 128 + threadIdx.x] = s[threadIdx.x * 64];\n"
+             "}\n",
+             type ? type : "");
+    CHECK(type && strstr(type, "cg_tmap"), "common.TMAP_TYPE: %s", type ? type : "(none)");
+    cg_buf out, log;
+    cg_nvrtc_stats st;
+    int rc = cg_nvrtc_compile(nv, src, "box.cu", 90, 0, &out, &log, &st, &e);
+    CHECK(rc == 0 && out.len > 0 && st.spill_stores == 0, "a kernel taking a tensor map builds for sm_90a: %s",
+          rc ? e.msg : "");
+    if (!rc) cg_buf_free(&out), cg_buf_free(&log);
+    cg_lua_close(h);
+}
+
 static void test_pick_and_driver(cg_nvrtc *nv)
 {
     int n = 0, arch = 0, ptx = -1;
@@ -353,6 +400,7 @@ int main(void)
     test_all_archs(nv);
     test_spills_and_errors(nv);
     test_pick_and_driver(nv);
+    test_tensor_map_kernel(nv);
     cg_nvrtc_close(nv);
     return cg_test_done("nvrtc");
 }

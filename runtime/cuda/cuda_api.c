@@ -2,6 +2,7 @@
 #include "cuda_api.h"
 
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,4 +213,38 @@ void cg_cu_close(cg_cu *cu)
     /* libcuda stays loaded: unloading the driver library mid-process is not
      * supported by NVIDIA and gains nothing. */
     free(cu);
+}
+
+int cg_map_encode(cg_cu *cu, const char *kname, const cg_mmap *mp, cg_dtype dt, CUdeviceptr base, long long images,
+                  CUtensorMap *out, cg_err *e)
+{
+    char txt[160], why[160], what[400];
+    cg_map_text(mp, txt, sizeof txt);
+    if (!cu->cuTensorMapEncodeTiled)
+        return cg_fail(e, "kernel %s takes a tensor map (%s): the driver has no cuTensorMapEncodeTiled (CUDA 12.0 "
+                          "or newer needed)", kname, txt);
+    CUtensorMapDataType type;
+    switch (dt) {
+    case CG_DT_F32: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+    case CG_DT_F16: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+    case CG_DT_BF16: type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+    case CG_DT_U8: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
+    case CG_DT_I32: type = CU_TENSOR_MAP_DATA_TYPE_INT32; break;
+    default: return cg_fail(e, "kernel %s: tensor map %s over an unknown element type", kname, txt);
+    }
+    cuuint64_t dims[CG_MAP_RANK], strides[CG_MAP_RANK];
+    cuuint32_t box[CG_MAP_RANK], ones[CG_MAP_RANK] = {1, 1, 1, 1, 1};
+    if (cg_map_geometry(mp, cg_dtype_size(dt), images, dims, strides, box, why, sizeof why))
+        return cg_fail(e, "kernel %s: tensor map %s for %lld images: %s", kname, txt, images, why);
+    if (base % 16)
+        return cg_fail(e, "kernel %s: tensor map %s over memory not 16-byte aligned", kname, txt);
+    static const CUtensorMapSwizzle swz[] = {CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_SWIZZLE_32B,
+                                             CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_SWIZZLE_128B};
+    int si = mp->swizzle == 128 ? 3 : mp->swizzle == 64 ? 2 : mp->swizzle == 32 ? 1 : 0;
+    snprintf(what, sizeof what, "cuTensorMapEncodeTiled(kernel %s, %s, %lld images)", kname, txt, images);
+    return cg_cu_check(e, cu->cuTensorMapEncodeTiled(out, type, (cuuint32_t)mp->rank, (void *)(uintptr_t)base, dims,
+                                                     strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, swz[si],
+                                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                       what);
 }

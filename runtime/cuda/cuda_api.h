@@ -14,6 +14,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include "manifest.h"
 #include "util.h"
 
 /* X(name, version): every driver function the runtime uses. The struct field
@@ -82,7 +83,8 @@
  * older path (cuLaunchKernelEx, CUDA 11.8: launch attributes such as
  * programmatic stream serialization; without it cuLaunchKernel). */
 #define CG_CU_OPTIONAL_FUNCS(X)                                                                \
-    X(cuLaunchKernelEx, 11060)
+    X(cuLaunchKernelEx, 11060)                                                                 \
+    X(cuTensorMapEncodeTiled, 12000)
 
 #define CG_CU_FIELD_(name, ver) PFN_##name##_v##ver name;
 
@@ -126,5 +128,12 @@ int cg_cu_check(cg_err *e, CUresult r, const char *text);
 /* if (CG_CU(e, cu->cuMemAlloc(&p, n))) goto fail;
  *   -> "cuMemAlloc(&p, n): CUDA_ERROR_OUT_OF_MEMORY (out of memory)" */
 #define CG_CU(e, call) cg_cu_check((e), (call), #call)
+
+/* Encode kernel `kname`'s tensor map mp (manifest map: role) over the memory at base, of
+ * elements of type dt, for buffers of `images` images, into *out: cg_map_geometry's checks,
+ * then cuTensorMapEncodeTiled (no interleave, 256-byte L2 promotion, zeros past the tensor's
+ * edges), checked. A driver without it (before CUDA 12.0) is refused in words. 0 or -1. */
+int cg_map_encode(cg_cu *cu, const char *kname, const cg_mmap *mp, cg_dtype dt, CUdeviceptr base, long long images,
+                  CUtensorMap *out, cg_err *e);
 
 #endif

@@ -416,6 +416,16 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
             snprintf(name, sizeof name, "%s.%s", k->layer, b ? "bias" : "weight");
             const cg_tensor *t = cg_weights_find(w, name);
             if (!t) return cg_fail(e, "kernel '%s' needs tensor '%s', which the weights lack", k->name, name);
+            for (int j = 0; j < k->nmaps && !b; j++) {
+                if (k->maps[j].target != CG_ARG_WEIGHTS) continue;
+                long long per = 1;
+                for (int d = 0; d < k->maps[j].rank; d++) per *= k->maps[j].dims[d];
+                char txt[160];
+                cg_map_text(&k->maps[j], txt, sizeof txt);
+                if (per != t->count)
+                    return cg_fail(e, "kernel '%s': tensor map %s holds %lld elements, '%s' %lld", k->name, txt, per,
+                                   name, t->count);
+            }
             int rc = pl == CG_PLACE_CONST    ? to_symbol(g, k->name, b ? k->bsym : k->wsym, t, k->wdtype, e)
                      : pl == CG_PLACE_ARG_FFT ? fft_to_device(g, k, t, &g->wdev[i], e)
                                               : to_device(g, t, cg_place_reorder(pl, b ? 0 : k->wtaps), k->wdtype,
@@ -704,8 +714,19 @@ static int launch(cg_gpu *g, cg_gpu_set *st, int i, long long n, CUstream s, int
     for (int j = 0; j < k->nin; j++) in[j] = st->tdev[k->in[j]], inp[j] = &in[j];
     for (int j = 0; j < k->nout; j++) out[j] = st->tdev[k->outs[j]], outp[j] = &out[j];
     int nn = (int)n;
-    void *args[CG_MAX_ARGS];
-    if (cg_args_bind(k->args, k->nargs, inp, k->nin, outp, k->nout, &w, &b, &nn, args))
+    void *args[CG_MAX_ARGS], *mapp[CG_MAX_MAPS];
+    /* tensor maps over the set's buffers (a batch of g->batch images) or the weights; the
+     * launch copies them, so they live here */
+    CUtensorMap maps[CG_MAX_MAPS];
+    for (int j = 0; j < k->nmaps; j++) {
+        const cg_mmap *mp = &k->maps[j];
+        int ti = cg_arg_input(mp->target), to = cg_arg_output(mp->target);
+        CUdeviceptr base = ti >= 0 ? in[ti] : to >= 0 ? out[to] : w;
+        cg_dtype dt = ti >= 0 ? g->m->t[k->in[ti]].dtype : to >= 0 ? g->m->t[k->outs[to]].dtype : k->wdtype;
+        if (cg_map_encode(g->cu, k->name, mp, dt, base, g->batch, &maps[j], e)) return -1;
+        mapp[j] = &maps[j];
+    }
+    if (cg_args_bind(k->args, k->nargs, inp, k->nin, outp, k->nout, &w, &b, &nn, mapp, k->nmaps, args))
         return cg_fail(e, "kernel %s: an argument role names an input it does not read or an output it does not "
                           "write", k->name);
     unsigned gx = (unsigned)cg_mdim_eval(k->grid[0], n), gy = (unsigned)cg_mdim_eval(k->grid[1], n),

@@ -179,13 +179,18 @@ int cg_args_parse(const char *text, cg_arg_role *roles, int *n)
 }
 
 int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void *const *out, int nout, void *w,
-                 void *b, void *count, void **argv)
+                 void *b, void *count, void *const *maps, int nmaps, void **argv)
 {
     if (cg_args_past_inputs(roles, n, nin) >= 0 || cg_args_past_outputs(roles, n, nout) >= 0) return -1;
-    for (int i = 0; i < n; i++)
+    int nm = 0;
+    for (int i = 0; i < n; i++) {
+        if (roles[i] == CG_ARG_MAP && ++nm <= nmaps) continue;
         if ((int)roles[i] < 0 || roles[i] >= CG_ARG_ROLES) return -1;
+    }
+    nm = 0;
     for (int i = 0; i < n; i++) {
         switch (roles[i]) {
+        case CG_ARG_MAP: argv[i] = maps[nm++]; break;
         case CG_ARG_WEIGHTS: argv[i] = w; break;
         case CG_ARG_BIAS: argv[i] = b; break;
         case CG_ARG_N: argv[i] = count; break;
@@ -195,6 +200,117 @@ int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void
         default: argv[i] = in[cg_arg_input(roles[i])]; break; /* in, in1, in2, in3 */
         }
     }
+    return 0;
+}
+
+int cg_map_geometry(const cg_mmap *mp, size_t esize, long long images, uint64_t *dims, uint64_t *strides,
+                    uint32_t *box, char *why, size_t cap)
+{
+    uint64_t stride = esize;
+    for (int d = 0; d < mp->rank; d++) {
+        dims[d] = mp->dims[d] ? (uint64_t)mp->dims[d] : (uint64_t)images;
+        box[d] = (uint32_t)mp->box[d];
+        if (dims[d] < 1 || dims[d] > (1ULL << 32)) {
+            snprintf(why, cap, "dimension %d of %llu elements (1 to 2^32)", d, (unsigned long long)dims[d]);
+            return -1;
+        }
+        if (d > 0) {
+            strides[d - 1] = stride;
+            if (stride % 16 || stride >= (1ULL << 40)) {
+                snprintf(why, cap, "dimension %d's stride of %llu bytes (a multiple of 16 below 2^40)", d,
+                         (unsigned long long)stride);
+                return -1;
+            }
+        }
+        stride *= dims[d];
+    }
+    size_t row = (size_t)mp->box[0] * esize;
+    if (row % 16 || (mp->swizzle && row > (size_t)mp->swizzle)) {
+        snprintf(why, cap, "a box row of %zu bytes (a multiple of 16%s)", row,
+                 mp->swizzle ? ", at most the swizzle span" : "");
+        return -1;
+    }
+    return 0;
+}
+
+static const char *map_target_name(cg_arg_role r) { return r == CG_ARG_WEIGHTS ? "weights" : cg_arg_role_name(r); }
+
+void cg_map_text(const cg_mmap *mp, char *buf, size_t cap)
+{
+    size_t at = (size_t)snprintf(buf, cap, "map:%s:", map_target_name(mp->target));
+    for (int d = 0; d < mp->rank && at < cap; d++)
+        at += (size_t)(mp->dims[d] ? snprintf(buf + at, cap - at, "%s%lld", d ? "." : "", mp->dims[d])
+                                   : snprintf(buf + at, cap - at, "%sn", d ? "." : ""));
+    for (int d = 0; d < mp->rank && at < cap; d++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%d", d ? "." : ":", mp->box[d]);
+    if (at < cap) snprintf(buf + at, cap - at, ":%d", mp->swizzle);
+}
+
+/* The extents of a map role's DIMS or BOX field s (up to the next ':' or the end, '.'-separated): at
+ * most CG_MAP_RANK, each 1 to hi, or 'n' where n_ok (the last of DIMS: the images, stored as 0).
+ * Their count, or -1. *end: past the field. */
+static int map_extents(const char *s, const char **end, long long hi, int n_ok, long long *out)
+{
+    int k = 0;
+    for (;;) {
+        if (k >= CG_MAP_RANK) return -1;
+        if (n_ok && *s == 'n' && (s[1] == ':' || s[1] == '.' || !s[1])) {
+            out[k++] = 0;
+            s++;
+        } else {
+            char *e;
+            if (*s < '0' || *s > '9') return -1;
+            long long v = strtoll(s, &e, 10);
+            if (v < 1 || v > hi) return -1;
+            out[k++] = v;
+            s = e;
+        }
+        if (*s != '.') break;
+        s++;
+    }
+    for (int i = 0; i + 1 < k; i++)
+        if (!out[i]) return -1; /* n only last */
+    *end = s;
+    return k;
+}
+
+/* One role map:TARGET:DIMS:BOX:SWIZZLE (p, len bytes) into *mp: its syntax (what needs the
+ * kernel's tensors is checked once the record is read). 0, or -1 with a reason in why. */
+static int parse_map(const char *p, size_t len, cg_mmap *mp, char *why, size_t cap)
+{
+    char t[160];
+    if (len >= sizeof t) return snprintf(why, cap, "too long"), -1;
+    memcpy(t, p, len);
+    t[len] = 0;
+    const char *s = t + 4, *colon = strchr(s, ':');
+    memset(mp, 0, sizeof *mp);
+    mp->target = CG_ARG_ALL_ROLES;
+    for (int r = 0; r < CG_ARG_ROLES && colon; r++)
+        if (r != CG_ARG_BIAS && r != CG_ARG_N && strlen(role_names[r]) == (size_t)(colon - s) &&
+            !strncmp(s, role_names[r], (size_t)(colon - s)))
+            mp->target = (cg_arg_role)r;
+    if (mp->target == CG_ARG_ALL_ROLES)
+        return snprintf(why, cap, "its target is none of in, in1-in3, out, out1, out2, weights"), -1;
+    long long dims[CG_MAP_RANK], box[CG_MAP_RANK];
+    const char *e;
+    int nd = map_extents(colon + 1, &e, 1LL << 32, 1, dims);
+    if (nd < 1 || *e != ':')
+        return snprintf(why, cap, "its dimensions are not 1 to %d extents of 1 to 2^32 (the last may be n)",
+                        CG_MAP_RANK), -1;
+    int nb = map_extents(e + 1, &e, 256, 0, box);
+    if (nb != nd || *e != ':')
+        return snprintf(why, cap, "its box is not %d extents of 1 to 256", nd), -1;
+    if (strcmp(e + 1, "0") && strcmp(e + 1, "32") && strcmp(e + 1, "64") && strcmp(e + 1, "128"))
+        return snprintf(why, cap, "its swizzle is not 0, 32, 64 or 128"), -1;
+    mp->swizzle = atoi(e + 1);
+    mp->rank = nd;
+    for (int d = 0; d < nd; d++) {
+        mp->dims[d] = dims[d];
+        mp->box[d] = (int)box[d];
+    }
+    if ((mp->target == CG_ARG_WEIGHTS) != (dims[nd - 1] != 0))
+        return snprintf(why, cap, mp->target == CG_ARG_WEIGHTS ? "weights have no images (n)"
+                                                               : "a tensor's last dimension is its images (n)"), -1;
     return 0;
 }
 
@@ -225,6 +341,15 @@ static int parse_roles(const char *val, const cg_manifest *m, cg_mkernel *k, con
         for (int i = 0; i < CG_ARG_ROLES; i++)
             if (strlen(role_names[i]) == len && !strncmp(p, role_names[i], len)) r = i;
         if (len == 7 && !strncmp(p, "scratch", 7)) r = CG_ARG_SCRATCH;
+        if (len > 4 && !strncmp(p, "map:", 4)) {
+            char why[160];
+            if (k->nmaps >= CG_MAX_MAPS)
+                return cg_fail(e, "%s:%d: kernel %s takes more than %d tensor maps", origin, ln, k->name, CG_MAX_MAPS);
+            if (parse_map(p, len, &k->maps[k->nmaps], why, sizeof why))
+                return cg_fail(e, "%s:%d: kernel %s: argument '%.*s': %s", origin, ln, k->name, (int)len, p, why);
+            r = CG_ARG_MAP;
+            ref = k->nmaps++;
+        }
         if (r < 0 && len > 2 && p[1] == ':' && (p[0] == 't' || p[0] == 'w' || p[0] == 'b')) {
             char name[CG_NAME_MAX + 16];
             if (len - 2 >= sizeof name || !plain_name(p + 2, len - 2))
@@ -471,7 +596,40 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
             return cg_fail(e, "%s:%d: kernel %s: feed=f32 on a kernel reading the pixels '%s' (only input_u8's may)",
                            origin, ln, k->name, m->t[k->in[j]].name);
     for (int i = 0; i < k->nargs && !alone; i++)
-        if (k->args[i] >= CG_ARG_ROLES) alone = "arguments t:, w:, b: and scratch";
+        if (k->args[i] >= CG_ARG_ROLES && k->args[i] != CG_ARG_MAP) alone = "arguments t:, w:, b: and scratch";
+    if (k->whole && k->nmaps)
+        return cg_fail(e, "%s:%d: kernel %s: the whole-network kernel takes no tensor maps (map:)", origin, ln,
+                       k->name);
+    for (int j = 0; j < k->nmaps; j++) {
+        const cg_mmap *mp = &k->maps[j];
+        char txt[160];
+        cg_map_text(mp, txt, sizeof txt);
+        if (mp->target == CG_ARG_WEIGHTS) {
+            if (k->wplace != CG_PLACE_ARG && k->wplace != CG_PLACE_ARG_T)
+                return cg_fail(e, "%s:%d: kernel %s: %s over weights not placed as an argument (weights=arg or "
+                                  "arg:transposed)", origin, ln, k->name, txt);
+            continue;
+        }
+        int in = cg_arg_input(mp->target), out = cg_arg_output(mp->target);
+        if ((in >= 0 && in >= k->nin) || (out >= 0 && out >= k->nout))
+            return cg_fail(e, "%s:%d: kernel %s: %s: the kernel %s %d tensors", origin, ln, k->name, txt,
+                           in >= 0 ? "reads" : "writes", in >= 0 ? k->nin : k->nout);
+        const cg_mtensor *t = &m->t[in >= 0 ? k->in[in] : k->outs[out]];
+        long long per = 1;
+        for (int d = 0; d + 1 < mp->rank; d++) per *= mp->dims[d];
+        if (t->view)
+            return cg_fail(e, "%s:%d: kernel %s: %s over '%s', a view (its images lie a parent's image apart)", origin,
+                           ln, k->name, txt, t->name);
+        if (per != t->elems)
+            return cg_fail(e, "%s:%d: kernel %s: %s: its dimensions hold %lld elements an image, '%s' %lld", origin,
+                           ln, k->name, txt, per, t->name, t->elems);
+        uint64_t dims[CG_MAP_RANK], strides[CG_MAP_RANK];
+        uint32_t box[CG_MAP_RANK];
+        char why[160];
+        if (cg_map_geometry(mp, cg_dtype_size(t->dtype), 1, dims, strides, box, why, sizeof why))
+            return cg_fail(e, "%s:%d: kernel %s: %s over %s '%s': %s", origin, ln, k->name, txt,
+                           cg_dtype_get(t->dtype)->name, t->name, why);
+    }
     if (!k->whole && alone)
         return cg_fail(e, "%s:%d: kernel %s: %s belong to the whole-network kernel alone (whole=1)", origin, ln,
                        k->name, alone);

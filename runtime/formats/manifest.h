@@ -29,7 +29,12 @@
  *          bias=none|arg|const:SYMBOL
  *          args=ROLE,ROLE,...     the kernel's parameters in order, by role (in, in1, in2,
  *                                 in3, out, out1, out2, weights, bias, n): the runtime binds
- *                                 each by its role
+ *                                 each by its role; and up to CG_MAX_MAPS tensor maps,
+ *                                 map:TARGET:DIMS:BOX:SWIZZLE (cg_mmap): TARGET one of the
+ *                                 pointer roles above or weights, DIMS and BOX '.'-separated
+ *                                 extents innermost first (DIMS' last may be n, the images;
+ *                                 the others multiply to the target tensor's elements per
+ *                                 image), SWIZZLE 0, 32, 64 or 128, e.g. map:in:784.n:64.128:128
  *          `in` lists the tensors the kernel reads, 1 to CG_MAX_INPUTS (4), each a tensor
  *          declared above and none of the kernel's outputs (a chain's kernels read one);
  *          role `in` is the first, in1 the second, in2 the third, in3 the fourth, and a
@@ -86,6 +91,8 @@
 #ifndef CG_MANIFEST_H
 #define CG_MANIFEST_H
 #include "spec.h"
+
+#include <stdint.h>
 
 #define CG_MAX_TENSORS 512
 #define CG_MAN_KERNELS 256
@@ -144,8 +151,26 @@ typedef enum {
     CG_ARG_LWEIGHTS,              /* w:LAYER */
     CG_ARG_LBIAS,                 /* b:LAYER */
     CG_ARG_SCRATCH,               /* scratch */
+    CG_ARG_MAP,                   /* map:TARGET:DIMS:BOX:SWIZZLE (a per-layer kernel's: cg_mmap) */
     CG_ARG_ALL_ROLES
 } cg_arg_role;
+/* A kernel's tensor maps (role map:): at most CG_MAX_MAPS, each of 1 to CG_MAP_RANK dimensions. */
+#define CG_MAX_MAPS 4
+#define CG_MAP_RANK 5
+/* A tensor map the runtime encodes for the bulk tensor copy engine (cuTensorMapEncodeTiled) and
+ * passes by value (a 128-byte CUtensorMap, the kernel's `const __grid_constant__` parameter):
+ * over the memory of one of the kernel's tensors (target in, in1..in3, out, out1, out2) or its
+ * weights (weights: placement arg, as uploaded: f32, or wdtype=), dense, dims[0] innermost.
+ * dims[rank-1] == 0 stands for the images: the batch the runtime's buffers hold (a launch of n
+ * images reads and writes only the first n; a box past them lands garbage or zeros, which the
+ * kernel leaves unstored). Element type: the target tensor's dtype (weights: wdtype). */
+typedef struct {
+    cg_arg_role target; /* CG_ARG_IN..CG_ARG_OUT2 or CG_ARG_WEIGHTS */
+    int rank;           /* 1 to CG_MAP_RANK */
+    long long dims[CG_MAP_RANK]; /* elements, innermost first; the last 0: the images */
+    int box[CG_MAP_RANK];        /* the box a copy moves, 1 to 256 each */
+    int swizzle;                 /* 0, 32, 64 or 128: the shared-memory swizzle span in bytes */
+} cg_mmap;
 #define CG_MAX_ARGS 64
 /* The largest scratch= a whole-network kernel may ask for: 1 GiB. */
 #define CG_MAX_SCRATCH (1LL << 30)
@@ -176,6 +201,8 @@ typedef struct {
     long long res_cap;  /* grid x given as res:CAP (whole=1 only): CAP; grid[0] then holds CAP; else 0 */
     long long scratch;  /* bytes of its zeroed scratch buffer (scratch=; whole=1 only); 0: none */
     cg_feed feed;       /* the host input it runs for (feed=); CG_FEED_ANY: either */
+    cg_mmap maps[CG_MAX_MAPS]; /* its map: arguments in order (argref of a CG_ARG_MAP: the index) */
+    int nmaps;
 } cg_mkernel;
 
 typedef struct {
@@ -252,9 +279,19 @@ int cg_arg_output(cg_arg_role r);
 int cg_args_past_outputs(const cg_arg_role *roles, int n, int nout);
 /* The launch argument array for roles: each entry points at the value its role
  * names (in[0..nin): the inputs in list order, out[0..nout) the outputs, w, b:
- * device pointers; count: an int). -1 when a role names an input past nin or an
- * output past nout, or is one of the whole-network kernel's roles (nothing is bound). */
+ * device pointers; count: an int; maps[0..nmaps): the encoded tensor maps, the j-th
+ * map role the j-th). -1 when a role names an input past nin, an output past nout or a
+ * map past nmaps, or is one of the whole-network kernel's roles (nothing is bound). */
 int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void *const *out, int nout, void *w,
-                 void *b, void *count, void **argv);
+                 void *b, void *count, void *const *maps, int nmaps, void **argv);
+/* Tensor map mp's geometry for cuTensorMapEncodeTiled with elements of esize bytes and a
+ * batch of `images`: rank, dims, byte strides of dims 1.. (dense), box. The checks the driver
+ * would make come first, in words into why (cap bytes): a dimension past 2^32 elements, a
+ * stride not a multiple of 16 bytes or past 2^40, a box's row not a multiple of 16 bytes or
+ * wider than the swizzle span. 0, or -1 with why. */
+int cg_map_geometry(const cg_mmap *mp, size_t esize, long long images, uint64_t *dims, uint64_t *strides,
+                    uint32_t *box, char *why, size_t cap);
+/* The role text of map mp as the manifest writes it ("map:in:784.n:64.128:128"), into buf. */
+void cg_map_text(const cg_mmap *mp, char *buf, size_t cap);
 
 #endif

@@ -256,7 +256,7 @@ static int launch(bench *b, const cg_kernel_launch *kl, long long n, long long f
     cg_cu *cu = b->cu;
     int nn = (int)n;
     void *args[CG_MAX_ARGS], *in = &b->in, *out = &b->out;
-    if (cg_args_bind(b->roles, b->nroles, &in, 1, &out, 1, &b->w, &b->b, &nn, args))
+    if (cg_args_bind(b->roles, b->nroles, &in, 1, &out, 1, &b->w, &b->b, &nn, NULL, 0, args))
         return cg_fail(e, "kernel arguments: a role names an input or output past the first; the harness gives a "
                           "kernel one of each");
     unsigned g[3];

@@ -477,6 +477,11 @@ end
 --   weights  the layer's weights, where the record's `weights` says (arg, arg:transposed)
 --   bias     the layer's bias
 --   n        images in this launch (int)
+--   a tensor map, common.map_role(...): the bulk tensor copy engine's view of one of
+--            the above's memory (the runtime encodes it; manifest.h, cg_mmap), passed
+--            by value as `const __grid_constant__ cg_tmap NAME`; its entry names it
+--            ({ common.map_role(...), nil, "tm_in" }) and the source declares the type
+--            (common.TMAP_TYPE)
 -- An entry is { role, C type, C name }; the name has a default, and the type's
 -- default is the role's entry of the argument list's `types` (common.types;
 -- FP32 where the list has none), `int` for n.
@@ -486,6 +491,19 @@ common.ROLE_DEFAULTS = {
   in1 = { "in_t", "in1" }, in2 = { "in_t", "in2" }, in3 = { "in_t", "in3" },
   out1 = { "out_t", "out1" }, out2 = { "out_t", "out2" },
 }
+
+-- The role of a tensor map over `target` (in, in1..in3, out, out1, out2 or weights):
+-- dims and box lists of extents innermost first (dims' last "n" for a tensor's
+-- images: weights have none), swizzle 0, 32, 64 or 128 bytes. The runtime checks
+-- what the driver would (strides of 16 bytes, box rows within the swizzle, the
+-- dims' elements those of the tensor) when it reads the manifest.
+function common.map_role(target, dims, box, swizzle)
+  return string.format("map:%s:%s:%s:%d", target, table.concat(dims, "."), table.concat(box, "."), swizzle)
+end
+
+-- The kernel parameter type of a tensor map: as opaque as the driver's CUtensorMap
+-- (128 bytes, 128-aligned in CUDA 13's cuda.h), which NVRTC's sources cannot include.
+common.TMAP_TYPE = "struct __align__(128) cg_tmap { unsigned long long opaque[16]; };"
 
 -- The standard argument list (in, out, weights, bias, n), with its C names and
 -- types: opt.types (common.types of the layer) gives the element types,
@@ -512,9 +530,14 @@ function common.kernel_head(name, threads, args, attrs, min_blocks)
   for i, a in ipairs(args) do
     local role = a[1]
     local d = common.ROLE_DEFAULTS[role]
+    if type(role) == "string" and role:sub(1, 4) == "map:" then
+      if not a[3] then error("tensor map argument '" .. role .. "' has no C name", 2) end
+      d = { nil, a[3] }
+    end
     if not d then error("unknown kernel argument role '" .. tostring(role) .. "'", 2) end
     local ctype, cname = a[2] or (d[1] and types[d[1]] or "int"), a[3] or d[2]
-    if role == "n" then decl[i] = ctype .. " " .. cname
+    if role:sub(1, 4) == "map:" then decl[i] = "const __grid_constant__ cg_tmap " .. cname
+    elseif role == "n" then decl[i] = ctype .. " " .. cname
     elseif role:sub(1, 3) == "out" then decl[i] = ctype .. "* __restrict__ " .. cname
     else decl[i] = "const " .. ctype .. "* __restrict__ " .. cname end
     roles[i] = role
