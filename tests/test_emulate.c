@@ -57,7 +57,9 @@
  * runs: CG_EMULATE_SPEC=PATH emulates that spec alone (CG_EMULATE_BATCH=N: for N's bucket;
  * CG_EMULATE_IMAGES=N: over N images, at most 300, 3 by default);
  * CG_EMULATE_TIMES=1 prints each spec's CPU time (g++, and the emulation with the comparison).
- * Before any spec the scheduler checks itself (scheduler_self_test: barriers and shuffles met,
+ * Before any spec the emulated bulk tensor copy (common.tma_helpers() under CG_EMULATION, a
+ * kernel's tensor maps as the runner binds them, emu_map) copies boxes as an H200 does
+ * (tma_self_test), and the scheduler checks itself (scheduler_self_test: barriers and shuffles met,
  * and threads stuck at barriers reported, not hung).
  * Needs g++ (C++20), not a GPU or NVRTC; skipped without g++. */
 /* (no fortified longjmp: the fibers below jump between stacks, which its check takes
@@ -68,6 +70,7 @@
 #include "cpu.h"
 #include "isolate.h"
 #include "gen.h"
+#include "lua_host.h"
 #include "harness.h"
 #include "manifest.h"
 #include "units.h"
@@ -99,8 +102,23 @@ static int images = IMAGES_DEFAULT;
  * spec's kernels are linked into one), written by the scheduler below; a barrier
  * calls back into it (emu_sync: 0 the block's, 1 + w warp w's). __device__
  * functions are static, so that two kernels' helpers of one name stay apart. */
+/* A tensor map as the emulation hands it to a kernel (common.TMAP_TYPE's CG_EMULATION
+ * branch: cg_tmap a pointer to it): the buffer, dims and byte strides (innermost first,
+ * strides[0] the element size), the box, rank, swizzle span and element size. One text for
+ * the runner (emu_map) and the shim. */
+#define EMU_TMAP_STRUCT                                                                                             \
+    struct cg_tmap_emu {                                                                                           \
+        const unsigned char *base;                                                                                 \
+        long long dims[5], strides[5];                                                                             \
+        int box[5], rank, swizzle, esize;                                                                          \
+    }
+#define EMU_STR_(...) #__VA_ARGS__
+#define EMU_STR(...) EMU_STR_(__VA_ARGS__)
+EMU_TMAP_STRUCT;
+
 static const char shim[] =
     "#include <math.h>\n#include <string.h>\n"
+    EMU_STR(EMU_TMAP_STRUCT) ";\n#define __grid_constant__\n"
     "struct emu_dim3 { unsigned x, y, z; };\n"
     "struct alignas(16) float4 { float x, y, z, w; };\n"
     "struct alignas(8) float2 { float x, y; };\n"
@@ -658,6 +676,24 @@ static int emulate_whole(void *so, const char *spec_path, const cg_manifest *m, 
     return ok;
 }
 
+/* Tensor map mp over the memory at base (elements of esize bytes; a tensor's images: the
+ * `images` the emulation holds) as a kernel's emulation reads it: 0, or -1 where its
+ * geometry is refused (cg_map_geometry). */
+static int emu_map(const cg_mmap *mp, const void *base, size_t esize, struct cg_tmap_emu *t)
+{
+    uint64_t dims[CG_MAP_RANK], strides[CG_MAP_RANK];
+    uint32_t box[CG_MAP_RANK];
+    char why[160];
+    memset(t, 0, sizeof *t);
+    if (cg_map_geometry(mp, esize, images, dims, strides, box, why, sizeof why)) return -1;
+    t->base = base, t->rank = mp->rank, t->swizzle = mp->swizzle, t->esize = (int)esize;
+    for (int d = 0; d < mp->rank; d++) {
+        t->dims[d] = (long long)dims[d], t->box[d] = (int)box[d];
+        t->strides[d] = d ? (long long)strides[d - 1] : (long long)esize;
+    }
+    return 0;
+}
+
 /* Per-layer kernel k of m launched over the tensors in buf (`images` of them), its
  * weights and bias from fw placed as the manifest says. 0 when the library has
  * no such symbol; a failed launch is reported and counts as run. */
@@ -685,11 +721,21 @@ static int emu_run_kernel(void *so, const char *spec_path, const cg_spec *sp, co
     void *wa = place(so, mk->wplace, mk->wtaps, mk->wsym, tw, rows, mk->wdtype, &okw, &ownw);
     void *ba = place(so, mk->bplace, 0, mk->bsym, tb, rows, mk->wdtype, &okb, &ownb);
     CHECK(okw && okb, "%s: %s: weights not placed", spec_path, mk->name);
-    /* arguments by role: 2 to 7 pointers (inputs, outputs, weights, bias), then n */
+    /* arguments by role: 2 to 7 pointers (inputs, outputs, weights, bias, tensor maps), then n */
     void *a[7] = {0};
+    struct cg_tmap_emu maps[CG_MAX_MAPS];
     int na = mk->nargs - 1, std = na >= 2 && na <= 7 && mk->args[na] == CG_ARG_N;
     for (int i = 0; std && i < na; i++) {
         cg_arg_role role = mk->args[i];
+        if (role == CG_ARG_MAP) {
+            const cg_mmap *mp = &mk->maps[mk->argref[i]];
+            int j = cg_arg_input(mp->target), q = cg_arg_output(mp->target);
+            cg_dtype dt = j >= 0 ? m->t[mk->in[j]].dtype : q >= 0 ? m->t[mk->outs[q]].dtype : mk->wdtype;
+            std = emu_map(mp, j >= 0 ? buf[mk->in[j]] : q >= 0 ? buf[mk->outs[q]] : wa, cg_dtype_size(dt),
+                          &maps[mk->argref[i]]) == 0;
+            a[i] = &maps[mk->argref[i]];
+            continue;
+        }
         int j = cg_arg_input(role), q = cg_arg_output(role);
         std = role != CG_ARG_N && j < mk->nin && q < mk->nout;
         a[i] = j >= 0 ? buf[mk->in[j]] : q >= 0 ? buf[mk->outs[q]]
@@ -1112,6 +1158,82 @@ static void scheduler_self_test(const char *dir)
     dlclose(so);
 }
 
+/* The emulation's bulk tensor copy (common.tma_helpers() under CG_EMULATION, the map from
+ * emu_map) copying boxes (64, 8, 4, 1) of a channels-last tensor of 64 x 6 x 5 x 3 (bf16
+ * bits) from inside, before its first column and row and past its last, as tests/test_nvrtc.c
+ * copies them on an H200: each element where the 128-byte swizzle puts it, zeros outside. */
+static void tma_self_test(const char *dir)
+{
+    cg_lua *h;
+    cg_err e = {""};
+    if (cg_lua_open(&h, "templates", &e) || cg_lua_import(h, "lib/common", &e)) {
+        CHECK(0, "lua: %s", e.msg);
+        return;
+    }
+    lua_State *L = cg_lua_state(h);
+    lua_getfield(L, -1, "TMAP_TYPE");
+    lua_getfield(L, -2, "tma_helpers");
+    int rc = lua_pcall(L, 0, 1, 0);
+    CHECK(rc == LUA_OK, "common.tma_helpers(): %s", rc ? lua_tostring(L, -1) : "");
+    static char src[16384];
+    if (rc == LUA_OK)
+        snprintf(src, sizeof src,
+                 "%s\n%s\n"
+                 "extern \"C\" __global__ void emu_box(const __grid_constant__ cg_tmap tm, unsigned short* out, int n) {\n"
+                 "  __shared__ __align__(1024) unsigned short s[64 * 8 * 4];\n"
+                 "  __shared__ __align__(8) unsigned long long bar;\n"
+                 "  static const int at[5][3] = {{0, 0, 0}, {-1, -1, 1}, {-3, 2, 2}, {2, 3, 1}, {5, -2, 0}};\n"
+                 "  if (threadIdx.x == 0) { cg_mbar_init(&bar, 1); cg_mbar_fence_init(); }\n"
+                 "  __syncthreads();\n"
+                 "  if (threadIdx.x == 0) {\n"
+                 "    cg_mbar_expect_tx(&bar, 4096);\n"
+                 "    cg_tma_load_4d(s, CG_TMAP(tm), 0, at[n][0], at[n][1], at[n][2], &bar);\n"
+                 "  }\n"
+                 "  __syncthreads();\n"
+                 "  cg_mbar_wait(&bar, 0);\n"
+                 "  for (int i = threadIdx.x; i < 64 * 8 * 4; i += blockDim.x) out[i] = s[i];\n"
+                 "}\n",
+                 lua_tostring(L, -2), lua_tostring(L, -1));
+    cg_lua_close(h);
+    if (rc != LUA_OK) return;
+    char cu[1100], obj[1100], so_path[1100], shim_path[1100];
+    snprintf(cu, sizeof cu, "%s/tma.cu", dir);
+    snprintf(obj, sizeof obj, "%s/tma.o", dir);
+    snprintf(so_path, sizeof so_path, "%s/tma.so", dir);
+    snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
+    char *cc[] = {"g++", EMU_CXXFLAGS, "-c", "-include", shim_path, "-x", "c++", cu, "-o", obj, NULL};
+    char *ld[] = {"g++", "-shared", "-o", so_path, obj, NULL};
+    int built = write_text(cu, src, strlen(src)) == 0 && run_cmd(cc) == 0 && run_cmd(ld) == 0;
+    void *so = built ? dlopen(so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    CHECK(so != NULL, "the emulated bulk tensor copy's kernel does not build");
+    if (!so) return;
+    enum { C = 64, W = 6, H = 5, N = 3, BOX = 64 * 8 * 4 };
+    static unsigned short t[N * H * W * C], got[BOX];
+    for (int i = 0; i < N * H * W * C; i++) t[i] = (unsigned short)(i % 65521 + 1);
+    static const int at[5][3] = {{0, 0, 0}, {-1, -1, 1}, {-3, 2, 2}, {2, 3, 1}, {5, -2, 0}};
+    cg_mmap mp = {CG_ARG_IN, 4, {C, W, H, N}, {64, 8, 4, 1}, 128};
+    struct cg_tmap_emu map;
+    CHECK(emu_map(&mp, t, 2, &map) == 0 && map.strides[0] == 2 && map.strides[1] == 128 && map.strides[3] == 128 * W * H,
+          "the emulation's map: strides %lld, %lld, %lld", map.strides[0], map.strides[1], map.strides[3]);
+    emu_any fn = (emu_any)dlsym(so, "emu_box");
+    for (int k = 0; k < 5 && fn; k++) {
+        for (int i = 0; i < BOX; i++) got[i] = 0xffff;
+        void *a[2] = {&map, got};
+        rc = emu_launch(so, fn, 1, 1, 1, 128, a, 2, k, 0);
+        int wrong = 0;
+        for (int i = 0; i < BOX; i++) { /* element i of the box: channel, then column, then row */
+            int c = i % 64, x = at[k][0] + i / 64 % 8, y = at[k][1] + i / 512, n0 = at[k][2];
+            unsigned lb = (unsigned)i * 2, pb = lb ^ (((lb >> 7) & 7) << 4);
+            unsigned short want = x < 0 || x >= W || y < 0 || y >= H ? 0 : t[((n0 * H + y) * W + x) * C + c];
+            wrong += got[pb / 2] != want;
+        }
+        CHECK(rc == 0 && wrong == 0, "emulated box at (0, %d, %d, %d): launch %d, %d of %d elements wrong", at[k][0],
+              at[k][1], at[k][2], rc, wrong, BOX);
+    }
+    CHECK(fn != NULL, "emu_box: no symbol");
+    dlclose(so);
+}
+
 int main(void)
 {
     signal(SIGILL, on_trap);
@@ -1135,6 +1257,7 @@ int main(void)
     CHECK(run_cmd(pch) == 0 && mkdir(obj_dir, 0700) == 0, "the shim precompiled");
     CHECK(fib_init() == 0, "stacks for the emulated threads");
     scheduler_self_test(dir);
+    tma_self_test(dir);
     const char *one = getenv("CG_EMULATE_SPEC");
     const char *bucket = getenv("CG_EMULATE_BATCH");
     const char *count = getenv("CG_EMULATE_IMAGES");

@@ -324,7 +324,9 @@ static int tmap_source(char *src, size_t cap)
     return type ? 0 : -1;
 }
 
-/* NVRTC builds that kernel for sm_90 (as sm_90a) without spills. */
+/* NVRTC builds that kernel for sm_90 (as sm_90a) without spills; and one calling each of
+ * common.tma_helpers()'s copies (ranks 1 to 5) and mbarrier helpers, twice (their asm's
+ * labels local to each use). */
 static void test_tensor_map_kernel(cg_nvrtc *nv)
 {
     char src[4096];
@@ -336,6 +338,48 @@ static void test_tensor_map_kernel(cg_nvrtc *nv)
     CHECK(rc == 0 && out.len > 0 && st.spill_stores == 0, "a kernel taking a tensor map builds for sm_90a: %s",
           rc ? e.msg : "");
     if (!rc) cg_buf_free(&out), cg_buf_free(&log);
+    cg_lua *h;
+    if (cg_lua_open(&h, "templates", &e) || cg_lua_import(h, "lib/common", &e)) {
+        CHECK(0, "lua: %s", e.msg);
+        return;
+    }
+    lua_State *L = cg_lua_state(h);
+    lua_getfield(L, -1, "TMAP_TYPE");
+    lua_getfield(L, -2, "tma_helpers");
+    rc = lua_pcall(L, 0, 1, 0);
+    CHECK(rc == LUA_OK, "common.tma_helpers(): %s", rc ? lua_tostring(L, -1) : "");
+    if (rc == LUA_OK) {
+        static char all[16384];
+        snprintf(all, sizeof all,
+                 "%s\n%s\n"
+                 "extern \"C\" __global__ void __launch_bounds__(128, 1)\n"
+                 "ranks(const __grid_constant__ cg_tmap t1, const __grid_constant__ cg_tmap t5, float *out, int n)\n"
+                 "{\n"
+                 "    __shared__ __align__(1024) unsigned short s[8192];\n"
+                 "    __shared__ __align__(8) unsigned long long bar[2];\n"
+                 "    if (threadIdx.x == 0) { cg_mbar_init(bar, 1); cg_mbar_init(bar + 1, 1); cg_mbar_fence_init(); }\n"
+                 "    __syncthreads();\n"
+                 "    for (int k = 0; k < 2; k++) {\n"
+                 "        if (threadIdx.x == 0) {\n"
+                 "            cg_mbar_expect_tx(bar + k, 5 * 1024);\n"
+                 "            cg_tma_load_1d(s, CG_TMAP(t1), k, bar + k);\n"
+                 "            cg_tma_load_2d(s + 512, CG_TMAP(t1), k, 1, bar + k);\n"
+                 "            cg_tma_load_3d(s + 1024, CG_TMAP(t1), k, 1, 2, bar + k);\n"
+                 "            cg_tma_load_4d(s + 1536, CG_TMAP(t5), k, 1, 2, 3, bar + k);\n"
+                 "            cg_tma_load_5d(s + 2048, CG_TMAP(t5), k, 1, 2, 3, n, bar + k);\n"
+                 "        }\n"
+                 "        cg_mbar_wait(bar + k, 0);\n"
+                 "        out[k * 128 + threadIdx.x] = (float)s[threadIdx.x * 7];\n"
+                 "        if (k) cg_mbar_arrive(bar);\n"
+                 "    }\n"
+                 "}\n",
+                 lua_tostring(L, -2), lua_tostring(L, -1));
+        rc = cg_nvrtc_compile(nv, all, "ranks.cu", 90, 0, &out, &log, &st, &e);
+        CHECK(rc == 0 && out.len > 0, "the copies of ranks 1 to 5 and the mbarrier helpers build for sm_90a: %s",
+              rc ? e.msg : "");
+        if (!rc) cg_buf_free(&out), cg_buf_free(&log);
+    }
+    cg_lua_close(h);
 }
 
 /* With a GPU of cc 9.0 or newer: the runtime's cg_map_encode over a channels-last bf16

@@ -501,9 +501,107 @@ function common.map_role(target, dims, box, swizzle)
   return string.format("map:%s:%s:%s:%d", target, table.concat(dims, "."), table.concat(box, "."), swizzle)
 end
 
--- The kernel parameter type of a tensor map: as opaque as the driver's CUtensorMap
--- (128 bytes, 128-aligned in CUDA 13's cuda.h), which NVRTC's sources cannot include.
-common.TMAP_TYPE = "struct __align__(128) cg_tmap { unsigned long long opaque[16]; };"
+-- The kernel parameter type of a tensor map: on the GPU as opaque as the driver's
+-- CUtensorMap (128 bytes, 128-aligned in CUDA 13's cuda.h), which NVRTC's sources cannot
+-- include; CG_TMAP(t) the address the copies name. Under CG_EMULATION (tests/test_emulate.c)
+-- a pointer to the geometry the emulation's runner fills in (its shim's struct cg_tmap_emu:
+-- base, dims, byte strides, box, rank, swizzle, element size), CG_TMAP(t) t itself.
+common.TMAP_TYPE = [[
+#if defined(CG_EMULATION)
+typedef const struct cg_tmap_emu *cg_tmap;
+#define CG_TMAP(t) (t)
+#else
+struct __align__(128) cg_tmap { unsigned long long opaque[16]; };
+#define CG_TMAP(t) (&(t))
+#endif]]
+
+-- The helpers of a kernel feeding shared memory by the bulk tensor copy engine (after
+-- common.TMAP_TYPE): cg_tma_load_1d .. _5d(dst, CG_TMAP(tm), c0, .., bar) copies the box of
+-- map tm that starts at (c0, ..) (elements, innermost first; outside the tensor zeros) to
+-- shared memory at dst (aligned to the swizzle's 1,024, 512 or 256 bytes), completing
+-- its bytes on the mbarrier at bar; cg_mbar_init(bar, arrivals), cg_mbar_fence_init(),
+-- cg_mbar_expect_tx(bar, bytes) (one arrival, and the bytes the phase awaits),
+-- cg_mbar_arrive(bar) and cg_mbar_wait(bar, parity) (until the phase of that parity has
+-- completed). Under CG_EMULATION a copy is done when the call returns, element by element in
+-- the swizzle (the 16-byte chunk c of each 128-byte row r at c ^ (r % 8) for 128 bytes,
+-- c ^ (r / 2 % 4)... as address bits 4-6 ^ 7-9: bench/scripts/tma_box_starts.cu and
+-- tests/test_nvrtc.c checked it on an H200), and the mbarrier calls do nothing: a kernel's
+-- emulation orders its copies and their readers with __syncthreads().
+function common.tma_helpers()
+  local L = {
+    "#if defined(CG_EMULATION)",
+    "static inline void cg_tma_emu(void* dst, cg_tmap m, const int* c, int rank)",
+    "{",
+    "    if (rank != m->rank) __builtin_trap();   // (a copy of the wrong rank faults on the GPU too)",
+    "    long long total = 1;",
+    "    for (int d = 0; d < m->rank; d++) total *= m->box[d];",
+    "    const unsigned long long mask = m->swizzle ? (unsigned long long)(m->swizzle / 16 - 1) : 0;",
+    "    for (long long e = 0; e < total; e++) {",
+    "        long long r = e, off = 0;",
+    "        int out = 0;",
+    "        for (int d = 0; d < m->rank; d++) {",
+    "            const long long x = c[d] + r % m->box[d];",
+    "            r /= m->box[d];",
+    "            if (x < 0 || x >= m->dims[d]) out = 1;",
+    "            else off += x * m->strides[d];",
+    "        }",
+    "        const unsigned long long lb = (unsigned long long)e * m->esize, pb = lb ^ (((lb >> 7) & mask) << 4);",
+    "        unsigned char* const to = (unsigned char*)dst + pb;",
+    "        for (int b = 0; b < m->esize; b++) to[b] = out ? 0 : m->base[off + b];",
+    "    }",
+    "}",
+  }
+  local coords = { "c0", "c1", "c2", "c3", "c4" }
+  for r = 1, 5 do
+    local ps = {}
+    for d = 1, r do ps[d] = "int " .. coords[d] end
+    L[#L + 1] = string.format("static inline void cg_tma_load_%dd(void* dst, cg_tmap m, %s, unsigned long long* bar)",
+      r, table.concat(ps, ", "))
+    L[#L + 1] = string.format("{ (void)bar; const int c[%d] = { %s }; cg_tma_emu(dst, m, c, %d); }", r,
+      table.concat(coords, ", ", 1, r), r)
+  end
+  L[#L + 1] = "static inline void cg_mbar_init(unsigned long long*, int) {}"
+  L[#L + 1] = "static inline void cg_mbar_fence_init() {}"
+  L[#L + 1] = "static inline void cg_mbar_expect_tx(unsigned long long*, int) {}"
+  L[#L + 1] = "static inline void cg_mbar_arrive(unsigned long long*) {}"
+  L[#L + 1] = "static inline void cg_mbar_wait(unsigned long long*, int) {}"
+  L[#L + 1] = "#else"
+  L[#L + 1] = "__device__ __forceinline__ unsigned cg_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }"
+  for r = 1, 5 do
+    local ps, regs = {}, {}
+    for d = 1, r do ps[d] = "int " .. coords[d]; regs[d] = "%" .. (d + 1) end
+    local ins = {}
+    for d = 1, r do ins[d] = string.format('"r"(%s)', coords[d]) end
+    L[#L + 1] = string.format("__device__ __forceinline__ void cg_tma_load_%dd(void* dst, const cg_tmap* m, %s, "
+      .. "unsigned long long* bar)", r, table.concat(ps, ", "))
+    L[#L + 1] = "{"
+    L[#L + 1] = string.format('    asm volatile("cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes '
+      .. '[%%0], [%%1, {%s}], [%%%d];"', r, table.concat(regs, ", "), r + 2)
+    L[#L + 1] = string.format('                 :: "r"(cg_smem(dst)), "l"(m), %s, "r"(cg_smem(bar)) : "memory");',
+      table.concat(ins, ", "))
+    L[#L + 1] = "}"
+  end
+  L[#L + 1] = [[__device__ __forceinline__ void cg_mbar_init(unsigned long long* bar, int n)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(cg_smem(bar)), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cg_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void cg_mbar_expect_tx(unsigned long long* bar, int bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(cg_smem(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cg_mbar_arrive(unsigned long long* bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(cg_smem(bar)) : "memory");
+}
+__device__ __forceinline__ void cg_mbar_wait(unsigned long long* bar, int parity)
+{
+    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}\n"
+                 :: "r"(cg_smem(bar)), "r"(parity) : "memory");
+}
+#endif]]
+  return table.concat(L, "\n")
+end
 
 -- The standard argument list (in, out, weights, bias, n), with its C names and
 -- types: opt.types (common.types of the layer) gives the element types,
