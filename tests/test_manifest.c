@@ -662,6 +662,29 @@ static void test_maps(cg_manifest *m)
     CHECK(cg_args_bind(k->args, k->nargs, in, 1, outs, 1, NULL, &b, &count, maps, 1, argv) == -1,
           "a map role past the maps given refused");
 
+    /* the harness's parse of a kernel's roles, maps among them */
+    {
+        cg_arg_role r[CG_MAX_ARGS];
+        cg_mmap mm[CG_MAX_MAPS];
+        int nr = 0, nm = 0;
+        CHECK(cg_args_parse_maps(good, r, &nr, mm, &nm, why, sizeof why) == 0 && nr == 5 && nm == 2 &&
+                  r[0] == CG_ARG_MAP && r[1] == CG_ARG_MAP && r[2] == CG_ARG_BIAS && r[3] == CG_ARG_OUT &&
+                  r[4] == CG_ARG_N && mm[0].target == CG_ARG_IN && mm[1].target == CG_ARG_WEIGHTS && mm[1].box[1] == 256,
+              "cg_args_parse_maps: %d roles, %d maps", nr, nm);
+        CHECK(cg_args_parse_maps("in,map:out:2048.n:64.64:128,n", r, &nr, mm, &nm, why, sizeof why) == 0 && nr == 3 &&
+                  r[0] == CG_ARG_IN && r[1] == CG_ARG_MAP && r[2] == CG_ARG_N && nm == 1 && mm[0].target == CG_ARG_OUT,
+              "a map between plain roles");
+        CHECK(cg_args_parse_maps("in,out,n", r, &nr, mm, &nm, why, sizeof why) == 0 && nr == 3 && nm == 0,
+              "no maps");
+        CHECK(cg_args_parse_maps("in,map:in:784.n:64.128:7,n", r, &nr, mm, &nm, why, sizeof why) == -1 &&
+                  strstr(why, "its swizzle is not"),
+              "a bad map: %s", why);
+        CHECK(cg_args_parse_maps("in,t:x,n", r, &nr, mm, &nm, why, sizeof why) == -1 && strstr(why, "are not roles"),
+              "a whole kernel's role: %s", why);
+        CHECK(cg_args_parse_maps("in,out,", r, &nr, mm, &nm, why, sizeof why) == -1 && strstr(why, "trailing comma"),
+              "a trailing comma: %s", why);
+    }
+
     /* refusals, each at line 10 with its reason */
     static const struct {
         const char *wplace, *args, *says;

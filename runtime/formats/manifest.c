@@ -159,6 +159,47 @@ int cg_args_past_outputs(const cg_arg_role *roles, int n, int nout)
     return -1;
 }
 
+static int parse_map(const char *p, size_t len, cg_mmap *mp, char *why, size_t cap);
+
+int cg_args_parse_maps(const char *text, cg_arg_role *roles, int *n, cg_mmap *maps, int *nmaps, char *why,
+                       size_t cap)
+{
+    *n = *nmaps = 0;
+    char plain[8192];
+    size_t at = 0;
+    int order[CG_MAX_ARGS], np = 0; /* for each role, its map index or -1 */
+    for (const char *p = text;;) {
+        size_t len = strcspn(p, ",");
+        if (!len) return snprintf(why, cap, "an empty role"), -1;
+        if (np >= CG_MAX_ARGS) return snprintf(why, cap, "more than %d roles", CG_MAX_ARGS), -1;
+        if (len > 4 && !strncmp(p, "map:", 4)) {
+            if (*nmaps >= CG_MAX_MAPS) return snprintf(why, cap, "more than %d tensor maps", CG_MAX_MAPS), -1;
+            char w[160];
+            if (parse_map(p, len, &maps[*nmaps], w, sizeof w))
+                return snprintf(why, cap, "'%.*s': %s", (int)len, p, w), -1;
+            order[np++] = (*nmaps)++;
+        } else {
+            if (at + len + 2 >= sizeof plain) return snprintf(why, cap, "too long"), -1;
+            if (at) plain[at++] = ',';
+            memcpy(plain + at, p, len);
+            at += len;
+            order[np++] = -1;
+        }
+        p += len;
+        if (!*p) break;
+        if (!*++p) return snprintf(why, cap, "a trailing comma"), -1;
+    }
+    plain[at] = 0;
+    cg_arg_role pr[CG_MAX_ARGS];
+    int npr = 0;
+    if (at && cg_args_parse(plain, pr, &npr))
+        return snprintf(why, cap, "'%s' are not roles (in, in1, in2, in3, out, out1, out2, weights, bias, n, map:)",
+                        plain), -1;
+    for (int i = 0, j = 0; i < np; i++) roles[i] = order[i] >= 0 ? CG_ARG_MAP : pr[j++];
+    *n = np;
+    return 0;
+}
+
 int cg_args_parse(const char *text, cg_arg_role *roles, int *n)
 {
     *n = 0;

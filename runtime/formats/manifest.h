@@ -253,8 +253,14 @@ const cg_dtype_info *cg_dtype_get(cg_dtype t);
 int cg_dtype_parse(const char *name, cg_dtype *t);
 
 /* "in,out,weights,bias,n" into roles; -1 on an unknown or repeated role. Only the
- * per-layer roles (before CG_ARG_ROLES): t:, w:, b: and scratch are refused. */
+ * per-layer roles (before CG_ARG_ROLES): t:, w:, b: and scratch are refused, and map: roles
+ * (cg_args_parse_maps takes them). */
 int cg_args_parse(const char *text, cg_arg_role *roles, int *n);
+/* The same with map:TARGET:DIMS:BOX:SWIZZLE roles too, their syntax checked (what needs the
+ * kernel's tensors is the caller's: cg_map_geometry), each a CG_ARG_MAP into roles and its
+ * map into maps[*nmaps] (at most CG_MAX_MAPS). 0, or -1 with the reason in why (cap bytes). */
+int cg_args_parse_maps(const char *text, cg_arg_role *roles, int *n, cg_mmap *maps, int *nmaps, char *why,
+                       size_t cap);
 /* The role's name as the manifest writes it ("in1"). */
 const char *cg_arg_role_name(cg_arg_role r);
 /* The position in the kernel's input list a role names (in: 0, in1: 1, ...), -1

@@ -172,6 +172,10 @@ typedef struct {
     float *hout;
     cg_arg_role roles[CG_MAX_ARGS]; /* the kernel's parameters by role, parsed once */
     int nroles;
+    cg_mmap maps[CG_MAX_MAPS];      /* its tensor maps (roles map:), encoded at each launch */
+    int nmaps;
+    cg_dtype in_dt, out_dt, w_dt;   /* the element types of its input, output and weights */
+    long long cap;                  /* the images its input and output buffers hold */
     int out16; /* the output is 16-bit (a bf16 or fp16 layer) */
 } bench;
 
@@ -255,8 +259,17 @@ static int launch(bench *b, const cg_kernel_launch *kl, long long n, long long f
 {
     cg_cu *cu = b->cu;
     int nn = (int)n;
-    void *args[CG_MAX_ARGS], *in = &b->in, *out = &b->out;
-    if (cg_args_bind(b->roles, b->nroles, &in, 1, &out, 1, &b->w, &b->b, &nn, NULL, 0, args))
+    void *args[CG_MAX_ARGS], *in = &b->in, *out = &b->out, *mapp[CG_MAX_MAPS];
+    CUtensorMap maps[CG_MAX_MAPS];
+    for (int j = 0; j < b->nmaps; j++) {
+        const cg_mmap *mp = &b->maps[j];
+        int to = cg_arg_output(mp->target);
+        CUdeviceptr base = mp->target == CG_ARG_WEIGHTS ? b->w : to == 0 ? b->out : b->in;
+        cg_dtype dt = mp->target == CG_ARG_WEIGHTS ? b->w_dt : to == 0 ? b->out_dt : b->in_dt;
+        if (cg_map_encode(cu, "(the harness's)", mp, dt, base, b->cap, &maps[j], e)) return -1;
+        mapp[j] = &maps[j];
+    }
+    if (cg_args_bind(b->roles, b->nroles, &in, 1, &out, 1, &b->w, &b->b, &nn, mapp, b->nmaps, args))
         return cg_fail(e, "kernel arguments: a role names an input or output past the first; the harness gives a "
                           "kernel one of each");
     unsigned g[3];
@@ -474,9 +487,27 @@ static int layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kerne
     if (!rc) rc = place(&b, kl->weights, h->hw, h->nw, rows, wdt, &b.w, e);
     if (!rc && l->bias) rc = place(&b, kl->bias, h->hb, (size_t)rows, 1, wdt, &b.b, e);
     for (int i = 0; !rc && i < 2; i++) rc = CG_CU(e, b.cu->cuEventCreate(&b.ev[i], CU_EVENT_DEFAULT));
-    if (!rc && cg_args_parse(kl->args, b.roles, &b.nroles))
-        rc = cg_fail(e, "kernel arguments '%s': not a list of roles (in, in1, in2, in3, out, out1, out2, weights, "
-                        "bias, n)", kl->args);
+    char why[200];
+    if (!rc && cg_args_parse_maps(kl->args, b.roles, &b.nroles, b.maps, &b.nmaps, why, sizeof why))
+        rc = cg_fail(e, "kernel arguments '%s': %s", kl->args, why);
+    b.in_dt = b.out_dt = dt == CG_W_BF16 ? CG_DT_BF16 : dt == CG_W_F16 ? CG_DT_F16 : CG_DT_F32;
+    b.w_dt = wdt == CG_W_BF16 ? CG_DT_BF16 : wdt == CG_W_F16 ? CG_DT_F16 : CG_DT_F32;
+    b.cap = n;
+    for (int j = 0; !rc && j < b.nmaps; j++) {
+        const cg_mmap *mp = &b.maps[j];
+        int ti = cg_arg_input(mp->target), to = cg_arg_output(mp->target);
+        long long per = 1, want = ti == 0 ? kl->in_elems : kl->out_elems;
+        for (int d = 0; d < mp->rank; d++) per *= mp->dims[d] ? mp->dims[d] : 1;
+        char txt[160];
+        cg_map_text(mp, txt, sizeof txt);
+        if (ti > 0 || to > 0)
+            rc = cg_fail(e, "kernel arguments: %s: the harness gives a kernel one input and one output", txt);
+        else if (mp->target == CG_ARG_WEIGHTS ? per != (long long)h->nw : per != want)
+            rc = cg_fail(e, "kernel arguments: %s holds %lld elements %s, the layer's %s %lld", txt, per,
+                         mp->target == CG_ARG_WEIGHTS ? "in all" : "an image",
+                         mp->target == CG_ARG_WEIGHTS ? "weights" : ti == 0 ? "input" : "output",
+                         mp->target == CG_ARG_WEIGHTS ? (long long)h->nw : want);
+    }
     int past = rc ? -1 : cg_args_past_inputs(b.roles, b.nroles, 1);
     if (past >= 0)
         rc = cg_fail(e, "kernel arguments '%s': role %s names input %d; the harness gives a kernel one input",
