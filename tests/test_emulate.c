@@ -71,6 +71,7 @@
 #include "isolate.h"
 #include "gen.h"
 #include "lua_host.h"
+#include "tma_box.h"
 #include "harness.h"
 #include "manifest.h"
 #include "units.h"
@@ -1114,6 +1115,20 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
  * thread the sum of its warp's mirrored inputs); a block whose threads wait at barriers not
  * all of them reach (half a warp at __syncthreads, the other half at a shuffle) ends the
  * launch with -1 instead of hanging. */
+/* Source src built against the shim into DIR/STEM.so and opened; NULL where it fails. */
+static void *build_so(const char *dir, const char *stem, const char *src)
+{
+    char cu[1100], obj[1100], so_path[1100], shim_path[1100];
+    snprintf(cu, sizeof cu, "%s/%s.cu", dir, stem);
+    snprintf(obj, sizeof obj, "%s/%s.o", dir, stem);
+    snprintf(so_path, sizeof so_path, "%s/%s.so", dir, stem);
+    snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
+    char *cc[] = {"g++", EMU_CXXFLAGS, "-c", "-include", shim_path, "-x", "c++", cu, "-o", obj, NULL};
+    char *ld[] = {"g++", "-shared", "-o", so_path, obj, NULL};
+    int built = write_text(cu, src, strlen(src)) == 0 && run_cmd(cc) == 0 && run_cmd(ld) == 0;
+    return built ? dlopen(so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
+}
+
 static void scheduler_self_test(const char *dir)
 {
     static const char src[] =
@@ -1126,15 +1141,7 @@ static void scheduler_self_test(const char *dir)
         "  if (threadIdx.x < 16) __syncthreads();\n"
         "  else out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, in[threadIdx.x], 1);\n"
         "  (void)w; (void)b; (void)n; }\n";
-    char cu[1100], obj[1100], so_path[1100], shim_path[1100];
-    snprintf(cu, sizeof cu, "%s/self.cu", dir);
-    snprintf(obj, sizeof obj, "%s/self.o", dir);
-    snprintf(so_path, sizeof so_path, "%s/self.so", dir);
-    snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
-    char *cc[] = {"g++", EMU_CXXFLAGS, "-c", "-include", shim_path, "-x", "c++", cu, "-o", obj, NULL};
-    char *ld[] = {"g++", "-shared", "-o", so_path, obj, NULL};
-    int built = write_text(cu, src, strlen(src)) == 0 && run_cmd(cc) == 0 && run_cmd(ld) == 0;
-    void *so = built ? dlopen(so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    void *so = build_so(dir, "self", src);
     CHECK(so != NULL, "the scheduler's self-test kernels do not build");
     if (!so) return;
     float in[64], out[64];
@@ -1159,78 +1166,50 @@ static void scheduler_self_test(const char *dir)
 }
 
 /* The emulation's bulk tensor copy (common.tma_helpers() under CG_EMULATION, the map from
- * emu_map) copying boxes (64, 8, 4, 1) of a channels-last tensor of 64 x 6 x 5 x 3 (bf16
- * bits) from inside, before its first column and row and past its last, as tests/test_nvrtc.c
- * copies them on an H200: each element where the 128-byte swizzle puts it, zeros outside. */
+ * emu_map) copying the boxes of tests/tma_box.h from a channels-last tensor (bf16 bits), as
+ * tests/test_nvrtc.c copies them on an H200: each element where the 128-byte swizzle puts
+ * it, zeros outside. */
 static void tma_self_test(const char *dir)
 {
-    cg_lua *h;
-    cg_err e = {""};
-    if (cg_lua_open(&h, "templates", &e) || cg_lua_import(h, "lib/common", &e)) {
-        CHECK(0, "lua: %s", e.msg);
-        return;
-    }
-    lua_State *L = cg_lua_state(h);
-    lua_getfield(L, -1, "TMAP_TYPE");
-    lua_getfield(L, -2, "tma_helpers");
-    int rc = lua_pcall(L, 0, 1, 0);
-    CHECK(rc == LUA_OK, "common.tma_helpers(): %s", rc ? lua_tostring(L, -1) : "");
-    static char src[16384];
-    if (rc == LUA_OK)
-        snprintf(src, sizeof src,
-                 "%s\n%s\n"
-                 "extern \"C\" __global__ void emu_box(const __grid_constant__ cg_tmap tm, unsigned short* out, int n) {\n"
-                 "  __shared__ __align__(1024) unsigned short s[64 * 8 * 4];\n"
-                 "  __shared__ __align__(8) unsigned long long bar;\n"
-                 "  static const int at[5][3] = {{0, 0, 0}, {-1, -1, 1}, {-3, 2, 2}, {2, 3, 1}, {5, -2, 0}};\n"
-                 "  if (threadIdx.x == 0) { cg_mbar_init(&bar, 1); cg_mbar_fence_init(); }\n"
-                 "  __syncthreads();\n"
-                 "  if (threadIdx.x == 0) {\n"
-                 "    cg_mbar_expect_tx(&bar, 4096);\n"
-                 "    cg_tma_load_4d(s, CG_TMAP(tm), 0, at[n][0], at[n][1], at[n][2], &bar);\n"
-                 "  }\n"
-                 "  __syncthreads();\n"
-                 "  cg_mbar_wait(&bar, 0);\n"
-                 "  for (int i = threadIdx.x; i < 64 * 8 * 4; i += blockDim.x) out[i] = s[i];\n"
-                 "}\n",
-                 lua_tostring(L, -2), lua_tostring(L, -1));
-    cg_lua_close(h);
-    if (rc != LUA_OK) return;
-    char cu[1100], obj[1100], so_path[1100], shim_path[1100];
-    snprintf(cu, sizeof cu, "%s/tma.cu", dir);
-    snprintf(obj, sizeof obj, "%s/tma.o", dir);
-    snprintf(so_path, sizeof so_path, "%s/tma.so", dir);
-    snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
-    char *cc[] = {"g++", EMU_CXXFLAGS, "-c", "-include", shim_path, "-x", "c++", cu, "-o", obj, NULL};
-    char *ld[] = {"g++", "-shared", "-o", so_path, obj, NULL};
-    int built = write_text(cu, src, strlen(src)) == 0 && run_cmd(cc) == 0 && run_cmd(ld) == 0;
-    void *so = built ? dlopen(so_path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    static char code[12288], src[16384];
+    if (tma_code(code, sizeof code, 1)) return;
+    snprintf(src, sizeof src,
+             "%s"
+             "extern \"C\" __global__ void emu_box(const __grid_constant__ cg_tmap tm, unsigned short* out, int n) {\n"
+             "  __shared__ __align__(1024) unsigned short s[64 * 8 * 4];\n"
+             "  __shared__ __align__(8) unsigned long long bar;\n"
+             "  static const int at[5][3] = {{0, 0, 0}, {-1, -1, 1}, {-3, 2, 2}, {2, 3, 1}, {5, -2, 0}};\n"
+             "  if (threadIdx.x == 0) { cg_mbar_init(&bar, 1); cg_mbar_fence_init(); }\n"
+             "  __syncthreads();\n"
+             "  if (threadIdx.x == 0) {\n"
+             "    cg_mbar_expect_tx(&bar, 4096);\n"
+             "    cg_tma_load_4d(s, CG_TMAP(tm), 0, at[n][0], at[n][1], at[n][2], &bar);\n"
+             "  }\n"
+             "  __syncthreads();\n"
+             "  cg_mbar_wait(&bar, 0);\n"
+             "  for (int i = threadIdx.x; i < 64 * 8 * 4; i += blockDim.x) out[i] = s[i];\n"
+             "}\n",
+             code);
+    void *so = build_so(dir, "tma", src);
     CHECK(so != NULL, "the emulated bulk tensor copy's kernel does not build");
     if (!so) return;
-    enum { C = 64, W = 6, H = 5, N = 3, BOX = 64 * 8 * 4 };
-    static unsigned short t[N * H * W * C], got[BOX];
-    for (int i = 0; i < N * H * W * C; i++) t[i] = (unsigned short)(i % 65521 + 1);
-    static const int at[5][3] = {{0, 0, 0}, {-1, -1, 1}, {-3, 2, 2}, {2, 3, 1}, {5, -2, 0}};
-    cg_mmap mp = {CG_ARG_IN, 4, {C, W, H, N}, {64, 8, 4, 1}, 128};
+    static unsigned short t[TMA_N * TMA_H * TMA_W * TMA_C], got[TMA_BOX];
+    for (int i = 0; i < TMA_N * TMA_H * TMA_W * TMA_C; i++) t[i] = (unsigned short)(i % 65521 + 1);
+    cg_mmap mp = {CG_ARG_IN, 4, {TMA_C, TMA_W, TMA_H, TMA_N}, {64, 8, 4, 1}, 128};
     struct cg_tmap_emu map;
-    CHECK(emu_map(&mp, t, 2, &map) == 0 && map.strides[0] == 2 && map.strides[1] == 128 && map.strides[3] == 128 * W * H,
+    CHECK(emu_map(&mp, t, 2, &map) == 0 && map.strides[0] == 2 && map.strides[1] == 128 &&
+              map.strides[3] == 128 * TMA_W * TMA_H,
           "the emulation's map: strides %lld, %lld, %lld", map.strides[0], map.strides[1], map.strides[3]);
     emu_any fn = (emu_any)dlsym(so, "emu_box");
-    for (int k = 0; k < 5 && fn; k++) {
-        for (int i = 0; i < BOX; i++) got[i] = 0xffff;
-        void *a[2] = {&map, got};
-        rc = emu_launch(so, fn, 1, 1, 1, 128, a, 2, k, 0);
-        int wrong = 0;
-        for (int i = 0; i < BOX; i++) { /* element i of the box: channel, then column, then row */
-            int c = i % 64, x = at[k][0] + i / 64 % 8, y = at[k][1] + i / 512, n0 = at[k][2];
-            unsigned lb = (unsigned)i * 2, pb = lb ^ (((lb >> 7) & 7) << 4);
-            unsigned short want = x < 0 || x >= W || y < 0 || y >= H ? 0 : t[((n0 * H + y) * W + x) * C + c];
-            wrong += got[pb / 2] != want;
-        }
-        CHECK(rc == 0 && wrong == 0, "emulated box at (0, %d, %d, %d): launch %d, %d of %d elements wrong", at[k][0],
-              at[k][1], at[k][2], rc, wrong, BOX);
-    }
     CHECK(fn != NULL, "emu_box: no symbol");
+    for (int k = 0; k < 5 && fn; k++) {
+        for (int i = 0; i < TMA_BOX; i++) got[i] = 0xffff;
+        void *a[2] = {&map, got};
+        int rc = emu_launch(so, fn, 1, 1, 1, 128, a, 2, k, 0);
+        int wrong = tma_box_wrong(got, t, tma_starts[k][0], tma_starts[k][1], tma_starts[k][2]);
+        CHECK(rc == 0 && wrong == 0, "emulated box at (0, %d, %d, %d): launch %d, %d of %d elements wrong",
+              tma_starts[k][0], tma_starts[k][1], tma_starts[k][2], rc, wrong, TMA_BOX);
+    }
     dlclose(so);
 }
 

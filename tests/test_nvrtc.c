@@ -8,6 +8,7 @@
 #include "check.h"
 #include "cuda_api.h"
 #include "lua_host.h"
+#include "tma_box.h"
 /* By path: with the Makefile's -I order, a bare "nvrtc.h" from tests/ finds
  * CUDA's own <nvrtc.h> (-I$(CUDA_HOME)/include comes before -Iruntime). */
 #include "../runtime/cuda/nvrtc.h"
@@ -287,18 +288,10 @@ static void test_spills_and_errors(cg_nvrtc *nv)
  * it landed. Its source into src (cap bytes): 0, or -1 where Lua fails. */
 static int tmap_source(char *src, size_t cap)
 {
-    cg_lua *h;
-    cg_err e = {""};
-    if (cg_lua_open(&h, "templates", &e) || cg_lua_import(h, "lib/common", &e)) {
-        CHECK(0, "lua: %s", e.msg);
-        return -1;
-    }
-    lua_State *L = cg_lua_state(h);
-    lua_getfield(L, -1, "TMAP_TYPE");
-    const char *type = lua_tostring(L, -1);
-    CHECK(type && strstr(type, "cg_tmap"), "common.TMAP_TYPE: %s", type ? type : "(none)");
+    char type[1024];
+    if (tma_code(type, sizeof type, 0)) return -1;
     snprintf(src, cap,
-             "%s\n"
+             "%s"
              "extern \"C\" __global__ void __launch_bounds__(128, 1)\n"
              "box(const __grid_constant__ cg_tmap tm_in, unsigned short *out, int x0, int y0, int n0)\n"
              "{\n"
@@ -319,9 +312,8 @@ static int tmap_source(char *src, size_t cap)
              "    asm volatile(\"{\\n .reg .pred p;\\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%%0], 0;\\n @!p bra W;\\n}\" :: \"r\"(b) : \"memory\");\n"
              "    for (int i = threadIdx.x; i < 64 * 8 * 4; i += blockDim.x) out[i] = s[i];\n"
              "}\n",
-             type ? type : "");
-    cg_lua_close(h);
-    return type ? 0 : -1;
+             type);
+    return 0;
 }
 
 /* NVRTC builds that kernel for sm_90 (as sm_90a) without spills; and one calling each of
@@ -338,56 +330,44 @@ static void test_tensor_map_kernel(cg_nvrtc *nv)
     CHECK(rc == 0 && out.len > 0 && st.spill_stores == 0, "a kernel taking a tensor map builds for sm_90a: %s",
           rc ? e.msg : "");
     if (!rc) cg_buf_free(&out), cg_buf_free(&log);
-    cg_lua *h;
-    if (cg_lua_open(&h, "templates", &e) || cg_lua_import(h, "lib/common", &e)) {
-        CHECK(0, "lua: %s", e.msg);
-        return;
-    }
-    lua_State *L = cg_lua_state(h);
-    lua_getfield(L, -1, "TMAP_TYPE");
-    lua_getfield(L, -2, "tma_helpers");
-    rc = lua_pcall(L, 0, 1, 0);
-    CHECK(rc == LUA_OK, "common.tma_helpers(): %s", rc ? lua_tostring(L, -1) : "");
-    if (rc == LUA_OK) {
-        static char all[16384];
-        snprintf(all, sizeof all,
-                 "%s\n%s\n"
-                 "extern \"C\" __global__ void __launch_bounds__(128, 1)\n"
-                 "ranks(const __grid_constant__ cg_tmap t1, const __grid_constant__ cg_tmap t5, float *out, int n)\n"
-                 "{\n"
-                 "    __shared__ __align__(1024) unsigned short s[8192];\n"
-                 "    __shared__ __align__(8) unsigned long long bar[2];\n"
-                 "    if (threadIdx.x == 0) { cg_mbar_init(bar, 1); cg_mbar_init(bar + 1, 1); cg_mbar_fence_init(); }\n"
-                 "    __syncthreads();\n"
-                 "    for (int k = 0; k < 2; k++) {\n"
-                 "        if (threadIdx.x == 0) {\n"
-                 "            cg_mbar_expect_tx(bar + k, 5 * 1024);\n"
-                 "            cg_tma_load_1d(s, CG_TMAP(t1), k, bar + k);\n"
-                 "            cg_tma_load_2d(s + 512, CG_TMAP(t1), k, 1, bar + k);\n"
-                 "            cg_tma_load_3d(s + 1024, CG_TMAP(t1), k, 1, 2, bar + k);\n"
-                 "            cg_tma_load_4d(s + 1536, CG_TMAP(t5), k, 1, 2, 3, bar + k);\n"
-                 "            cg_tma_load_5d(s + 2048, CG_TMAP(t5), k, 1, 2, 3, n, bar + k);\n"
-                 "        }\n"
-                 "        cg_mbar_wait(bar + k, 0);\n"
-                 "        out[k * 128 + threadIdx.x] = (float)s[threadIdx.x * 7];\n"
-                 "        if (k) cg_mbar_arrive(bar);\n"
-                 "    }\n"
-                 "}\n",
-                 lua_tostring(L, -2), lua_tostring(L, -1));
-        rc = cg_nvrtc_compile(nv, all, "ranks.cu", 90, 0, &out, &log, &st, &e);
-        CHECK(rc == 0 && out.len > 0, "the copies of ranks 1 to 5 and the mbarrier helpers build for sm_90a: %s",
-              rc ? e.msg : "");
-        if (!rc) cg_buf_free(&out), cg_buf_free(&log);
-    }
-    cg_lua_close(h);
+    static char code[12288], all[16384];
+    if (tma_code(code, sizeof code, 1)) return;
+    snprintf(all, sizeof all,
+             "%s"
+             "extern \"C\" __global__ void __launch_bounds__(128, 1)\n"
+             "ranks(const __grid_constant__ cg_tmap t1, const __grid_constant__ cg_tmap t5, float *out, int n)\n"
+             "{\n"
+             "    __shared__ __align__(1024) unsigned short s[8192];\n"
+             "    __shared__ __align__(8) unsigned long long bar[2];\n"
+             "    if (threadIdx.x == 0) { cg_mbar_init(bar, 1); cg_mbar_init(bar + 1, 1); cg_mbar_fence_init(); }\n"
+             "    __syncthreads();\n"
+             "    for (int k = 0; k < 2; k++) {\n"
+             "        if (threadIdx.x == 0) {\n"
+             "            cg_mbar_expect_tx(bar + k, 5 * 1024);\n"
+             "            cg_tma_load_1d(s, CG_TMAP(t1), k, bar + k);\n"
+             "            cg_tma_load_2d(s + 512, CG_TMAP(t1), k, 1, bar + k);\n"
+             "            cg_tma_load_3d(s + 1024, CG_TMAP(t1), k, 1, 2, bar + k);\n"
+             "            cg_tma_load_4d(s + 1536, CG_TMAP(t5), k, 1, 2, 3, bar + k);\n"
+             "            cg_tma_load_5d(s + 2048, CG_TMAP(t5), k, 1, 2, 3, n, bar + k);\n"
+             "        }\n"
+             "        cg_mbar_wait(bar + k, 0);\n"
+             "        out[k * 128 + threadIdx.x] = (float)s[threadIdx.x * 7];\n"
+             "        if (k) cg_mbar_arrive(bar);\n"
+             "    }\n"
+             "}\n",
+             code);
+    rc = cg_nvrtc_compile(nv, all, "ranks.cu", 90, 0, &out, &log, &st, &e);
+    CHECK(rc == 0 && out.len > 0, "the copies of ranks 1 to 5 and the mbarrier helpers build for sm_90a: %s",
+          rc ? e.msg : "");
+    if (!rc) cg_buf_free(&out), cg_buf_free(&log);
 }
 
 /* With a GPU of cc 9.0 or newer: the runtime's cg_map_encode over a channels-last bf16
  * tensor (64 channels x 6 columns x 5 rows x 3 images, map:in:64.6.5.n:64.8.4.1:128, as a
- * convolution's input would be described), and the kernel above copying boxes that start
- * inside, before the first column and row (a 3x3 tap's padding) and past the last: each
- * element where the 128-byte swizzle puts it, zeros outside the tensor. (Passed on an H200,
- * driver 580.159.04, 2026-12-02: `./build/tests/test_nvrtc` there, 182 checks.) */
+ * convolution's input would be described), and the kernel above copying the boxes of
+ * tests/tma_box.h: each element where the 128-byte swizzle puts it, zeros outside the
+ * tensor. (Passed on an H200, driver 580.159.04, 2026-12-02: `./build/tests/test_nvrtc`
+ * there, 182 checks.) */
 static void test_tensor_map_launch(cg_cu *cu, cg_nvrtc *nv)
 {
     char src[4096];
@@ -399,10 +379,9 @@ static void test_tensor_map_launch(cg_cu *cu, cg_nvrtc *nv)
         CHECK(0, "%s", e.msg);
         return;
     }
-    enum { C = 64, W = 6, H = 5, N = 3, BOX = 64 * 8 * 4 };
-    static unsigned short h[N * H * W * C], got[BOX];
-    for (int i = 0; i < N * H * W * C; i++) h[i] = (unsigned short)(i % 65521 + 1);
-    cg_mmap mp = {CG_ARG_IN, 4, {C, W, H, 0}, {64, 8, 4, 1}, 128};
+    static unsigned short h[TMA_N * TMA_H * TMA_W * TMA_C], got[TMA_BOX];
+    for (int i = 0; i < TMA_N * TMA_H * TMA_W * TMA_C; i++) h[i] = (unsigned short)(i % 65521 + 1);
+    cg_mmap mp = {CG_ARG_IN, 4, {TMA_C, TMA_W, TMA_H, 0}, {64, 8, 4, 1}, 128};
     CUmodule mod = NULL;
     CUfunction fn = NULL;
     CUdeviceptr d = 0, o = 0;
@@ -410,26 +389,19 @@ static void test_tensor_map_launch(cg_cu *cu, cg_nvrtc *nv)
     int bad = CG_CU(&e, cu->cuModuleLoadData(&mod, img.data)) || CG_CU(&e, cu->cuModuleGetFunction(&fn, mod, "box")) ||
               CG_CU(&e, cu->cuMemAlloc(&d, sizeof h)) || CG_CU(&e, cu->cuMemAlloc(&o, sizeof got)) ||
               CG_CU(&e, cu->cuMemcpyHtoD(d, h, sizeof h)) ||
-              cg_map_encode(cu, "box", &mp, CG_DT_BF16, d, N, &map, &e);
+              cg_map_encode(cu, "box", &mp, CG_DT_BF16, d, TMA_N, &map, &e);
     CHECK(!bad, "tensor map set up: %s", e.msg);
-    static const int starts[][3] = {{0, 0, 0}, {-1, -1, 1}, {-3, 2, 2}, {2, 3, 1}, {5, -2, 0}};
-    for (size_t t = 0; t < sizeof starts / sizeof starts[0] && !bad; t++) {
-        int x0 = starts[t][0], y0 = starts[t][1], n0 = starts[t][2];
+    for (size_t t = 0; t < sizeof tma_starts / sizeof tma_starts[0] && !bad; t++) {
+        int x0 = tma_starts[t][0], y0 = tma_starts[t][1], n0 = tma_starts[t][2];
         void *args[] = {&map, &o, &x0, &y0, &n0};
-        if (CG_CU(&e, cu->cuMemsetD16Async(o, 0xffff, BOX, NULL)) ||
+        if (CG_CU(&e, cu->cuMemsetD16Async(o, 0xffff, TMA_BOX, NULL)) ||
             CG_CU(&e, cu->cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, NULL, args, NULL)) ||
             CG_CU(&e, cu->cuCtxSynchronize()) || CG_CU(&e, cu->cuMemcpyDtoH(got, o, sizeof got))) {
             CHECK(0, "box at (0, %d, %d, %d): %s", x0, y0, n0, e.msg);
             break;
         }
-        int wrong = 0;
-        for (int i = 0; i < BOX; i++) { /* element i of the box: channel, then column, then row */
-            int c = i % 64, x = x0 + i / 64 % 8, y = y0 + i / 512;
-            unsigned lb = (unsigned)i * 2, pb = lb ^ (((lb >> 7) & 7) << 4);
-            unsigned short want = x < 0 || x >= W || y < 0 || y >= H ? 0 : h[((n0 * H + y) * W + x) * C + c];
-            wrong += got[pb / 2] != want;
-        }
-        CHECK(wrong == 0, "box at (0, %d, %d, %d): %d of %d elements wrong", x0, y0, n0, wrong, BOX);
+        int wrong = tma_box_wrong(got, h, x0, y0, n0);
+        CHECK(wrong == 0, "box at (0, %d, %d, %d): %d of %d elements wrong", x0, y0, n0, wrong, TMA_BOX);
     }
     if (d) cu->cuMemFree(d);
     if (o) cu->cuMemFree(o);
