@@ -28,8 +28,12 @@ store the last. Tags with ping_: two consumer warpgroups take the block's tiles 
 storing while the other multiplies. Epilogue: bias, relu, pairs of bf16 maps stored into the
 NHWC output. Figures: bench/RESULTS.md, "A TMA-fed wgmma convolution on channels-last bf16".
 
+With --nchw the input comes NCHW, as convgen holds it, through a transpose kernel (to_nhwc,
+timed apart and summed with the conv), and the epilogue stores NCHW: what a template costs that
+changes no other layer (not yet run on a GPU).
+
 Usage (device machine): python3 bench/scripts/tma_conv_probe.py [--batch 10000] [--out DIR]
-  [--layers SUBSTR,...] [--variants SUBSTR,...] [--no-torch] [--ncu]
+  [--layers SUBSTR,...] [--variants SUBSTR,...] [--no-torch] [--ncu] [--nchw]
 """
 import argparse, os, subprocess, sys, concurrent.futures as cf
 
@@ -68,6 +72,8 @@ SRC = r'''
 #define CU(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { const char *s_; cuGetErrorString(r_, &s_); fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_); exit(2); } } while (0)
 
 constexpr int NIMG = @NIMG@, C = @C@, H = @H@, W = @W@, M = @M@, KS = @K@, PAD = @PAD@;
+// NCHW 1: the input comes NCHW (as convgen holds it) through to_nhwc, and the output is stored NCHW
+constexpr int NCHW = @NCHW@;
 constexpr int OH = H + 2 * PAD - KS + 1, OW = W + 2 * PAD - KS + 1;
 // PING 1: two consumer warpgroups, each on its own tile of PIX pixels, taking the CTA's tiles in turn, so that one
 // stores while the other multiplies; PING 0: NC warpgroups share each tile, 64*MW pixels each
@@ -181,7 +187,17 @@ conv(const __grid_constant__ CUtensorMap tX, const __grid_constant__ CUtensorMap
                 for (int h = 0; h < 2; h++) {
                     int p = (PING ? 0 : wg * WPIX) + w * 64 + warp * 16 + lane / 4 + 8 * h;
                     int x = xt * BW + p % BW, y = yt * BH + (p / BW) % BH, img = nt * BNI + p / (BW * BH);
-                    if (x < OW && y < OH && img < NIMG) {
+                    if (NCHW && x < OW && y < OH && img < NIMG) {
+                        // NCHW: the maps a plane apart; the 8 lanes of one lane%4 write 8 neighbouring pixels
+                        __nv_bfloat16 *o = out + (((long long)img * M + mt * BNM + (lane % 4) * 2) * OH + y) * OW + x;
+                        const float *bs = bias + mt * BNM + (lane % 4) * 2;
+#pragma unroll
+                        for (int j = 2 * h; j < BNM / 2; j += 4) {
+                            float2 bv = *(const float2 *)(bs + (j / 4) * 8);
+                            o[(long long)(j / 4) * 8 * OH * OW] = __float2bfloat16_rn(fmaxf(d[w][j] + bv.x, 0.f));
+                            o[((long long)(j / 4) * 8 + 1) * OH * OW] = __float2bfloat16_rn(fmaxf(d[w][j + 1] + bv.y, 0.f));
+                        }
+                    } else if (x < OW && y < OH && img < NIMG) {
                         __nv_bfloat16 *o = out + (((long long)img * OH + y) * OW + x) * M + mt * BNM + (lane % 4) * 2;
                         const float *bs = bias + mt * BNM + (lane % 4) * 2;
 #pragma unroll
@@ -193,6 +209,23 @@ conv(const __grid_constant__ CUtensorMap tX, const __grid_constant__ CUtensorMap
                     }
                 }
         }
+    }
+}
+
+// NCHW -> NHWC for one image's 32-pixel by 64-channel tile a block (C a multiple of 64): loads along the
+// pixels, stores along the channels, through shared memory
+__global__ void to_nhwc(const __nv_bfloat16 *__restrict__ src, __nv_bfloat16 *__restrict__ dst)
+{
+    __shared__ __nv_bfloat16 t[64][33];
+    const int HW = H * W, img = blockIdx.z, p0 = blockIdx.x * 32, c0 = blockIdx.y * 64;
+    for (int i = threadIdx.x; i < 64 * 32; i += blockDim.x) {
+        int c = i / 32, q = i % 32;
+        t[c][q] = p0 + q < HW ? src[((long long)img * C + c0 + c) * HW + p0 + q] : __float2bfloat16(0.f);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < 64 * 32; i += blockDim.x) {
+        int q = i / 64, c = i % 64;
+        if (p0 + q < HW) dst[((long long)img * HW + p0 + q) * C + c0 + c] = t[c][q];
     }
 }
 
@@ -227,7 +260,14 @@ int main()
     __nv_bfloat16 *din, *dw, *dout; float *db, *dfl;
     CK(cudaMalloc(&din, nin * 2)); CK(cudaMalloc(&dw, nw * 2)); CK(cudaMalloc(&dout, nout * 2)); CK(cudaMalloc(&db, M * 4));
     size_t nfl = 64u << 20; CK(cudaMalloc(&dfl, nfl * 4)); CK(cudaMemset(dfl, 0, nfl * 4));
-    fill<<<2048, 256>>>(din, nin, 777u);
+    __nv_bfloat16 *dnchw = nullptr;
+    dim3 tg((H * W + 31) / 32, C / 64, NIMG);
+    if (NCHW) {   // the input as convgen holds it, made channels-last by to_nhwc (timed apart below)
+        CK(cudaMalloc(&dnchw, nin * 2));
+        fill<<<2048, 256>>>(dnchw, nin, 777u);
+        CK(cudaGetLastError());
+        to_nhwc<<<tg, 256>>>(dnchw, din);
+    } else fill<<<2048, 256>>>(din, nin, 777u);
     CK(cudaGetLastError());
     CK(cudaMemcpy(hin.data(), din, nin * 2, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(dw, hw.data(), nw * 2, cudaMemcpyHostToDevice));
@@ -264,6 +304,7 @@ int main()
     for (int sIdx = 0; sIdx < 4000; sIdx++) {
         rng = rng * 1664525u + 1013904223u; size_t o = (sIdx < 8 ? (sIdx * (nout - 1) / 7) : (size_t)(((uint64_t)rng << 16 ^ rng) % nout));
         int m = (int)(o % M), x = (int)(o / M % OW), y = (int)(o / ((size_t)M * OW) % OH); size_t img = o / ((size_t)M * OW * OH);
+        size_t oi = NCHW ? ((img * M + m) * OH + y) * OW + x : o;   // where the kernel stored it
         double acc = hb[m], mag = fabs(hb[m]);
         for (int ky = 0; ky < KS; ky++) for (int kx = 0; kx < KS; kx++) {
             int iy = y + ky - PAD, ix = x + kx - PAD;
@@ -274,7 +315,7 @@ int main()
                 acc += p; mag += fabs(p);
             }
         }
-        double ref = acc > 0 ? acc : 0, got = __bfloat162float(ho[o]), err = fabs(got - ref);
+        double ref = acc > 0 ? acc : 0, got = __bfloat162float(ho[oi]), err = fabs(got - ref);
         double tol = fabs(ref) / 128.0 + mag * 1e-5 + 1e-6;   // one bf16 rounding of the stored value, fp32 sums
         if (!(err <= tol)) { if (bad < 5) fprintf(stderr, "  out[img %zu y %d x %d m %d] = %g, reference %g\n", img, y, x, m, got, ref); bad++; }
         maxe = std::max(maxe, err / (fabs(ref) + 1e-3));
@@ -292,6 +333,19 @@ int main()
     }
     std::sort(ts.begin(), ts.end());
     double med = (ts[4] + ts[5]) / 2, fl = 2.0 * NIMG * M * OH * OW * (double)C * KS * KS;
+    if (NCHW) {
+        std::vector<float> tt;
+        for (int rep = 0; rep < 13; rep++) {
+            flush<<<1024, 256>>>(dfl, nfl);
+            CK(cudaEventRecord(e0));
+            to_nhwc<<<tg, 256>>>(dnchw, din);
+            CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1)); CK(cudaGetLastError());
+            float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); if (rep >= 3) tt.push_back(ms);
+        }
+        std::sort(tt.begin(), tt.end());
+        double tmed = (tt[4] + tt[5]) / 2;
+        printf("to_nhwc: %.3f ms (%.0f GB/s)  with the conv: %.3f ms\n", tmed, 2.0 * nin * 2 / tmed / 1e6, tmed + med);
+    }
     printf("time: %.3f ms  %.1f TFLOP/s  %.1f %% of BF16 peak  (grid %d, %d threads, %d B shared, %lld tiles)\n", med,
            fl / med / 1e9, 100.0 * fl / med / 1e9 / (@PEAK@ / 1e12), grid, THREADS, smem, TILES);
     return bad || nan ? 1 : 0;
@@ -308,7 +362,7 @@ def wgmma(bnm):
             ' : %s : "l"(da), "l"(db), "r"(1));' % (n + 2, bnm, regs, n, n + 1, outs))
 
 
-def variant(layer, batch, bnm, mw, bw, bh, bni, st, ping=0):
+def variant(layer, batch, bnm, mw, bw, bh, bni, st, ping=0, nchw=0):
     name, c, h, w, m, k, pad = layer
     pix = bw * bh * bni
     nc = 2 if ping else pix // (64 * mw)
@@ -322,12 +376,14 @@ def variant(layer, batch, bnm, mw, bw, bh, bni, st, ping=0):
     rinc = min(240, (threads * entry - 128 * rdec) // (nc * 128) // 8 * 8)
     if mw * bnm // 2 + 40 > rinc:
         return None
-    subs = dict(NIMG=batch, C=c, H=h, W=w, M=m, K=k, PAD=pad, PING=ping, BNM=bnm, MW=mw, BW=bw, BH=bh, BNI=bni, ST=st,
+    if nchw and c % 64:
+        return None
+    subs = dict(NIMG=batch, C=c, H=h, W=w, M=m, K=k, PAD=pad, PING=ping, NCHW=nchw, BNM=bnm, MW=mw, BW=bw, BH=bh, BNI=bni, ST=st,
                 RDEC=rdec, RINC=rinc, WGMMA=wgmma(bnm), PEAK="%.1f" % PEAK_BF16)
     src = SRC
     for key, val in subs.items():
         src = src.replace("@%s@" % key, str(val))
-    return src, "%sn%d_mw%d_pix%dx%dx%d_st%d" % ("ping_" if ping else "", bnm, mw, bw, bh, bni, st)
+    return src, "%s%sn%d_mw%d_pix%dx%dx%d_st%d" % ("nchw_" if nchw else "", "ping_" if ping else "", bnm, mw, bw, bh, bni, st)
 
 
 def tiles_for(layer):
@@ -385,6 +441,9 @@ def main():
     ap.add_argument("--layers", default="")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--variants", default="", help="only tile shapes whose tag holds one of these substrings")
+    ap.add_argument("--nchw", action="store_true", help="the input NCHW as convgen holds it, made channels-last by a "
+                    "transpose kernel timed apart, and the output stored NCHW (a template that leaves the layers between "
+                    "as they are)")
     ap.add_argument("--ncu", action="store_true", help="run each variant under Nsight Compute (its first launch: speed of light, "
                     "memory and compute workload, warp states) instead of alone")
     a = ap.parse_args()
@@ -393,7 +452,7 @@ def main():
     jobs = []
     for li, layer in enumerate(layers):
         for t in tiles_for(layer):
-            v = variant(layer, a.batch, *t)
+            v = variant(layer, a.batch, *t, nchw=int(a.nchw))
             if v is None:
                 continue
             src, tag = v
