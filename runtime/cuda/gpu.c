@@ -418,8 +418,7 @@ static int upload_weights(cg_gpu *g, const cg_weights *w, cg_err *e)
             if (!t) return cg_fail(e, "kernel '%s' needs tensor '%s', which the weights lack", k->name, name);
             for (int j = 0; j < k->nmaps && !b; j++) {
                 if (k->maps[j].target != CG_ARG_WEIGHTS) continue;
-                long long per = 1;
-                for (int d = 0; d < k->maps[j].rank; d++) per *= k->maps[j].dims[d];
+                long long per = cg_map_elems(&k->maps[j]);
                 char txt[160];
                 cg_map_text(&k->maps[j], txt, sizeof txt);
                 if (per != t->count)

@@ -164,59 +164,40 @@ static int parse_map(const char *p, size_t len, cg_mmap *mp, char *why, size_t c
 int cg_args_parse_maps(const char *text, cg_arg_role *roles, int *n, cg_mmap *maps, int *nmaps, char *why,
                        size_t cap)
 {
-    *n = *nmaps = 0;
-    char plain[8192];
-    size_t at = 0;
-    int order[CG_MAX_ARGS], np = 0; /* for each role, its map index or -1 */
+    *n = 0;
+    if (nmaps) *nmaps = 0;
     for (const char *p = text;;) {
         size_t len = strcspn(p, ",");
+        int r = -1;
         if (!len) return snprintf(why, cap, "an empty role"), -1;
-        if (np >= CG_MAX_ARGS) return snprintf(why, cap, "more than %d roles", CG_MAX_ARGS), -1;
-        if (len > 4 && !strncmp(p, "map:", 4)) {
-            if (*nmaps >= CG_MAX_MAPS) return snprintf(why, cap, "more than %d tensor maps", CG_MAX_MAPS), -1;
+        if (*n >= CG_MAX_ARGS) return snprintf(why, cap, "more than %d roles", CG_MAX_ARGS), -1;
+        if (maps && len > 4 && !strncmp(p, "map:", 4)) {
             char w[160];
+            if (*nmaps >= CG_MAX_MAPS) return snprintf(why, cap, "more than %d tensor maps", CG_MAX_MAPS), -1;
             if (parse_map(p, len, &maps[*nmaps], w, sizeof w))
                 return snprintf(why, cap, "'%.*s': %s", (int)len, p, w), -1;
-            order[np++] = (*nmaps)++;
+            (*nmaps)++;
+            r = CG_ARG_MAP;
         } else {
-            if (at + len + 2 >= sizeof plain) return snprintf(why, cap, "too long"), -1;
-            if (at) plain[at++] = ',';
-            memcpy(plain + at, p, len);
-            at += len;
-            order[np++] = -1;
+            for (int i = 0; i < CG_ARG_ROLES; i++)
+                if (strlen(role_names[i]) == len && !strncmp(p, role_names[i], len)) r = i;
+            if (r < 0)
+                return snprintf(why, cap, "'%.*s': these are not roles (in, in1, in2, in3, out, out1, out2, weights, "
+                                          "bias, n%s)", (int)len, p, maps ? ", map:" : ""), -1;
+            for (int i = 0; i < *n; i++)
+                if ((int)roles[i] == r) return snprintf(why, cap, "'%.*s' given twice", (int)len, p), -1;
         }
+        roles[(*n)++] = (cg_arg_role)r;
         p += len;
-        if (!*p) break;
+        if (!*p) return 0;
         if (!*++p) return snprintf(why, cap, "a trailing comma"), -1;
     }
-    plain[at] = 0;
-    cg_arg_role pr[CG_MAX_ARGS];
-    int npr = 0;
-    if (at && cg_args_parse(plain, pr, &npr))
-        return snprintf(why, cap, "'%s' are not roles (in, in1, in2, in3, out, out1, out2, weights, bias, n, map:)",
-                        plain), -1;
-    for (int i = 0, j = 0; i < np; i++) roles[i] = order[i] >= 0 ? CG_ARG_MAP : pr[j++];
-    *n = np;
-    return 0;
 }
 
 int cg_args_parse(const char *text, cg_arg_role *roles, int *n)
 {
-    *n = 0;
-    const char *p = text;
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        int r = -1;
-        for (int i = 0; i < CG_ARG_ROLES; i++)
-            if (strlen(role_names[i]) == len && !strncmp(p, role_names[i], len)) r = i;
-        if (r < 0 || *n >= CG_MAX_ARGS) return -1;
-        for (int i = 0; i < *n; i++)
-            if ((int)roles[i] == r) return -1;
-        roles[(*n)++] = (cg_arg_role)r;
-        p += len;
-        if (*p == ',' && !*++p) return -1; /* a trailing comma */
-    }
-    return *n ? 0 : -1;
+    char why[200];
+    return cg_args_parse_maps(text, roles, n, NULL, NULL, why, sizeof why);
 }
 
 int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void *const *out, int nout, void *w,
@@ -272,6 +253,14 @@ int cg_map_geometry(const cg_mmap *mp, size_t esize, long long images, uint64_t 
         return -1;
     }
     return 0;
+}
+
+long long cg_map_elems(const cg_mmap *mp)
+{
+    long long per = 1;
+    for (int d = 0; d < mp->rank; d++)
+        if (mp->dims[d]) per *= mp->dims[d];
+    return per;
 }
 
 static const char *map_target_name(cg_arg_role r) { return r == CG_ARG_WEIGHTS ? "weights" : cg_arg_role_name(r); }
@@ -656,8 +645,7 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
             return cg_fail(e, "%s:%d: kernel %s: %s: the kernel %s %d tensors", origin, ln, k->name, txt,
                            in >= 0 ? "reads" : "writes", in >= 0 ? k->nin : k->nout);
         const cg_mtensor *t = &m->t[in >= 0 ? k->in[in] : k->outs[out]];
-        long long per = 1;
-        for (int d = 0; d + 1 < mp->rank; d++) per *= mp->dims[d];
+        long long per = cg_map_elems(mp);
         if (t->view)
             return cg_fail(e, "%s:%d: kernel %s: %s over '%s', a view (its images lie a parent's image apart)", origin,
                            ln, k->name, txt, t->name);

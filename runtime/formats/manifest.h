@@ -256,9 +256,10 @@ int cg_dtype_parse(const char *name, cg_dtype *t);
  * per-layer roles (before CG_ARG_ROLES): t:, w:, b: and scratch are refused, and map: roles
  * (cg_args_parse_maps takes them). */
 int cg_args_parse(const char *text, cg_arg_role *roles, int *n);
-/* The same with map:TARGET:DIMS:BOX:SWIZZLE roles too, their syntax checked (what needs the
- * kernel's tensors is the caller's: cg_map_geometry), each a CG_ARG_MAP into roles and its
- * map into maps[*nmaps] (at most CG_MAX_MAPS). 0, or -1 with the reason in why (cap bytes). */
+/* The same, the reason for a refusal in why (cap bytes); where maps is not NULL, with
+ * map:TARGET:DIMS:BOX:SWIZZLE roles too, their syntax checked (what needs the kernel's tensors
+ * is the caller's: cg_map_geometry), each a CG_ARG_MAP into roles and its map into
+ * maps[*nmaps] (at most CG_MAX_MAPS). 0, or -1. */
 int cg_args_parse_maps(const char *text, cg_arg_role *roles, int *n, cg_mmap *maps, int *nmaps, char *why,
                        size_t cap);
 /* The role's name as the manifest writes it ("in1"). */
@@ -297,6 +298,8 @@ int cg_args_bind(const cg_arg_role *roles, int n, void *const *in, int nin, void
  * wider than the swizzle span. 0, or -1 with why. */
 int cg_map_geometry(const cg_mmap *mp, size_t esize, long long images, uint64_t *dims, uint64_t *strides,
                     uint32_t *box, char *why, size_t cap);
+/* The elements map mp covers, its images aside: a tensor's elements an image, or the weights'. */
+long long cg_map_elems(const cg_mmap *mp);
 /* The role text of map mp as the manifest writes it ("map:in:784.n:64.128:128"), into buf. */
 void cg_map_text(const cg_mmap *mp, char *buf, size_t cap);
 

@@ -496,8 +496,7 @@ static int layer_run(cg_harness_layer *h, const cg_gen_kernel *k, const cg_kerne
     for (int j = 0; !rc && j < b.nmaps; j++) {
         const cg_mmap *mp = &b.maps[j];
         int ti = cg_arg_input(mp->target), to = cg_arg_output(mp->target);
-        long long per = 1, want = ti == 0 ? kl->in_elems : kl->out_elems;
-        for (int d = 0; d < mp->rank; d++) per *= mp->dims[d] ? mp->dims[d] : 1;
+        long long per = cg_map_elems(mp), want = ti == 0 ? kl->in_elems : kl->out_elems;
         char txt[160];
         cg_map_text(mp, txt, sizeof txt);
         if (ti > 0 || to > 0)
