@@ -635,9 +635,9 @@ static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, in
         char txt[160];
         cg_map_text(mp, txt, sizeof txt);
         if (mp->target == CG_ARG_WEIGHTS) {
-            if (k->wplace != CG_PLACE_ARG && k->wplace != CG_PLACE_ARG_T)
-                return cg_fail(e, "%s:%d: kernel %s: %s over weights not placed as an argument (weights=arg or "
-                                  "arg:transposed)", origin, ln, k->name, txt);
+            if (k->wplace != CG_PLACE_ARG && k->wplace != CG_PLACE_ARG_T && k->wplace != CG_PLACE_ARG_TAPS)
+                return cg_fail(e, "%s:%d: kernel %s: %s over weights not placed as an argument (weights=arg, "
+                                  "arg:transposed or arg:taps:N)", origin, ln, k->name, txt);
             continue;
         }
         int in = cg_arg_input(mp->target), out = cg_arg_output(mp->target);

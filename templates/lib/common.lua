@@ -507,12 +507,15 @@ end
 -- a pointer to the geometry the emulation's runner fills in (its shim's struct cg_tmap_emu:
 -- base, dims, byte strides, box, rank, swizzle, element size), CG_TMAP(t) t itself.
 common.TMAP_TYPE = [[
+#ifndef CG_TMAP_TYPE
+#define CG_TMAP_TYPE
 #if defined(CG_EMULATION)
 typedef const struct cg_tmap_emu *cg_tmap;
 #define CG_TMAP(t) (t)
 #else
 struct __align__(128) cg_tmap { unsigned long long opaque[16]; };
 #define CG_TMAP(t) (&(t))
+#endif
 #endif]]
 
 -- The helpers of a kernel feeding shared memory by the bulk tensor copy engine (after
@@ -529,6 +532,8 @@ struct __align__(128) cg_tmap { unsigned long long opaque[16]; };
 -- emulation orders its copies and their readers with __syncthreads().
 function common.tma_helpers()
   local L = {
+    "#ifndef CG_TMA_HELPERS",
+    "#define CG_TMA_HELPERS",
     "#if defined(CG_EMULATION)",
     "static inline void cg_tma_emu(void* dst, cg_tmap m, const int* c, int rank)",
     "{",
@@ -599,6 +604,7 @@ __device__ __forceinline__ void cg_mbar_wait(unsigned long long* bar, int parity
     asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}\n"
                  :: "r"(cg_smem(bar)), "r"(parity) : "memory");
 }
+#endif
 #endif]]
   return table.concat(L, "\n")
 end

@@ -374,6 +374,36 @@ function planner.auto_fft(l)
     (l.batch and l.batch > 0) and string.format("%d images", l.batch) or "the large batch")
 end
 
+-- 16-bit stride-1 layers of many channels through the bulk tensor copy engine (conv2d_tma: the input made
+-- channels-last, then wgmma from a ring of TMA-fed stages) where the target is sm_90a: C >= AUTO_TMA_MIN_C
+-- (a multiple of 8), M >= AUTO_TMA_MIN_M (a multiple of 8), K >= AUTO_TMA_MIN_K and a conv output of
+-- AUTO_TMA_MIN_OUT pixels or more, at the large batch. Measured on an H200 in bf16 at 10,000 images
+-- (bench/scripts/tma_template_device.sh, whole networks with and without these layers written tma, GPU
+-- ms of the layer's kernels, the transpose's included, against auto's before): zoo-vgg-same's 128 -> 128
+-- on 16x16 with its pool 1.53 / 1.83, 128 -> 256 on 8x8 0.71 / 1.17, 256 -> 256 on 8x8 with its pool
+-- 1.08 / 2.56; zoo-deep512's 128 -> 256 on 16x16 2.53 / 3.61 and 256 -> 512 on 8x8 1.98 / 5.05;
+-- zoo-wide3x3's 128 -> 128 on 14x14 with its pool 1.45 / 1.60. Not where C = 64 (zoo-wide3x3's 64 ->
+-- 128 on 16x16 valid 1.39 / 0.98, zoo-vgg3x3's on 28x28 2.95 / 2.72, zoo-5x5-c64's 5x5 5.21 / 4.29:
+-- the transpose and the shared memory's bandwidth (three quarters busy) eat the gain; zoo-vgg-same's
+-- C = 64 layers and zoo-squeeze's won 6-8 %), on 3x3 outputs (zoo-alex's 96 -> 128 0.17 / 0.13) or
+-- 1x1 kernels (zoo-1x1's 256 -> 128 on 22x22 3.37 / 1.95: two memory-bound passes).
+planner.AUTO_TMA_MIN_C = 128
+planner.AUTO_TMA_MIN_M = 64
+planner.AUTO_TMA_MIN_K = 3
+planner.AUTO_TMA_MIN_OUT = 64
+function planner.auto_tma(l)
+  if l.op ~= "conv" or (l.groups or 1) > 1 or not (l.precision == "bf16" or l.precision == "fp16") then return nil end
+  if not (l.target and l.target.sm90a) or (l.batch and l.batch > 0) then return nil end
+  local g = common.conv_geom(l)
+  if g.S ~= 1 or l.K < planner.AUTO_TMA_MIN_K or l.C < planner.AUTO_TMA_MIN_C or l.M < planner.AUTO_TMA_MIN_M
+      or l.C % 8 ~= 0 or l.M % 8 ~= 0 or g.CH * g.CW < planner.AUTO_TMA_MIN_OUT then return nil end
+  if not pcall(resolve, import("conv2d_tma"), "conv2d_tma", l, nil, nil) then return nil end
+  return "conv2d_tma", string.format("auto: tma, since precision is %s, the target is sm_90 (built as sm_90a: wgmma " ..
+    "and the bulk tensor copy engine), stride 1, C = %d >= %d, M = %d >= %d, K = %d >= %d, a %dx%d conv output and " ..
+    "the kernels are for the large batch", l.precision, l.C, planner.AUTO_TMA_MIN_C, l.M, planner.AUTO_TMA_MIN_M, l.K,
+    planner.AUTO_TMA_MIN_K, g.CH, g.CW)
+end
+
 function planner.auto_strategy(l)
   if (l.groups or 1) > 1 then return planner.grouped_strategy(l) end
   local ph = import("lib/planes_half")   -- (planes' 16-bit and tf32 defaults: tr, sw)
@@ -1238,6 +1268,8 @@ local function rule_choice(l)
   if l.op == "conv" and (l.groups or 1) > 1 and l.strategy == "auto" then return planner.auto_strategy(l) end
   if l.op == "conv" and l.strategy == "auto" then
     local t, why = planner.auto_fft(l)
+    if t then return t, why end
+    t, why = planner.auto_tma(l)
     if t then return t, why end
   end
   if l.op == "conv" and (l.groups or 1) <= 1 and l.batch and l.batch > 0 and l.batch <= planner.AUTO_GEMV_MAX_BATCH then
