@@ -97,7 +97,7 @@ expect_err "$base
     activaton: tanh
     strategy: direct" "bad.yaml:9:5: unknown key 'activaton'"
 expect_err "$base
-    strategy: gemm" "bad.yaml:9:15: unknown strategy 'gemm' for layer 'conv1' (known: auto, depthwise, direct, fft, igemm, igemm_tc, igemm_wg, planes, pointwise, slide, winograd)"
+    strategy: gemm" "bad.yaml:9:15: unknown strategy 'gemm' for layer 'conv1' (known: auto, depthwise, direct, fft, igemm, igemm_tc, igemm_wg, planes, pointwise, slide, tma, winograd)"
 expect_err "$base
   - name: fc1
     op: fc

@@ -2264,6 +2264,32 @@ static void expect_refusal(const cg_target *tg, cg_gen_output *o, const char *pa
     free(sp);
 }
 
+/* A template's refusals: each row's layer (on an input of `head`) written `strategy: strategy`, refused
+ * by generating for tg with the row's message. */
+typedef struct { const char *path, *head, *layer, *msg; } refusal;
+static void expect_refusals(const cg_target *tg, cg_gen_output *o, const char *strategy, const refusal *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char spec[512];
+        snprintf(spec, sizeof spec, "network: s\ninput: {%slayers:\n  - {name: a, op: conv, %s, strategy: %s}\n",
+                 rows[i].head, rows[i].layer, strategy);
+        expect_refusal(tg, o, rows[i].path, spec, rows[i].msg);
+    }
+}
+
+/* A template of several kernels (T.parts) has no kernel the tuner's harness could time alone: emitting
+ * layer 0 of spec `text` alone under tname is refused with msg. */
+static void expect_not_alone(const char *path, const char *text, const char *tname, const char *msg)
+{
+    cg_err e = {""};
+    cg_spec *s1 = spec_text(path, text);
+    cg_gen_kernel k;
+    cg_kernel_launch kl;
+    CHECK(s1 && cg_gen_emit_one(s1, 0, tname, "", &k, &kl, &e) != 0, "%s: no kernel emitted alone", tname);
+    CHECK_CONTAINS(e.msg, msg);
+    free(s1);
+}
+
 /* The template that generating spec sp for target tg gives layer `layer`'s conv kernel, into tpl
  * (cap bytes; "none" where the layer has no conv kernel); NULL where generating failed (tpl: why). */
 static const char *template_at(const cg_spec *sp, const cg_target *tg, cg_gen_output *o, const char *layer, char *tpl,
@@ -2278,6 +2304,103 @@ static const char *template_at(const cg_spec *sp, const cg_target *tg, cg_gen_ou
     snprintf(tpl, cap, "%s", k ? k->tpl : "none");
     cg_gen_free(o);
     return tpl;
+}
+
+/* conv2d_tma: auto gives it a 16-bit stride-1 layer of 128 channels or more, 64 maps or more, a 3x3
+ * or larger kernel and 64 output pixels or more on sm_90a at the large batch, as two kernels in order
+ * (the input made channels-last into <layer>.x, then the product from tensor maps over it and over
+ * the weights tap by tap, the 2x2 pool fused on 8-wide tiles); a 64-channel layer, a 1x1 layer, 3x3
+ * outputs, the same layers at 1,024 images and on sm_80 keep the rules before it; written for a layer
+ * it cannot compute it is refused with the reason; the tuner emits none of its kernels alone. */
+/* the product kernel of conv2d_tma for layer `layer` (after its channels-last copy), NULL where none */
+static const cg_gen_kernel *tma_kernel(const cg_gen_output *o, const char *layer)
+{
+    for (int i = 0; i < o->nkernels; i++)
+        if (!strcmp(o->k[i].layer, layer) && !strncmp(o->k[i].kernel, "conv2d_tma_c", 12)) return &o->k[i];
+    return NULL;
+}
+
+static void test_tma(void)
+{
+    static const char text[] =
+        "network: s\ninput: {channels: 128, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
+        "  - {name: a, op: conv, M: 128, K: 3, padding: 1, bias: true, activation: relu, pool: max2}\n" /* tma */
+        "  - {name: b, op: conv, M: 64, K: 3, padding: 1}\n"                                             /* tma */
+        "  - {name: c, op: conv, M: 64, K: 3, padding: 1}\n"                                             /* C = 64 */
+        "  - {name: d, op: conv, M: 128, K: 1}\n"                                                        /* 1x1 */
+        "  - {name: e, op: conv, M: 128, K: 3, padding: 1}\n"                                            /* 8x8 */
+        "  - {name: f, op: conv, M: 128, K: 3, padding: 1, pool: max2}\n"                               /* 8x8 */
+        "  - {name: g, op: conv, M: 64, K: 3}\n";                                                        /* 2x2 */
+    cg_target tg;
+    cg_gen_output *o;
+    cg_spec *sp;
+    cg_err e = {""};
+    if (sm90a_case("tma.yaml", text, &tg, &sp, &o)) return;
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        int parts = 0, order = 1;
+        const char *want[] = {"conv2d_tma_nhwc_", "conv2d_tma_c128m128k3_h16w16_p1_relu_pool2_bias_"};
+        for (int i = 0; i < o->nkernels; i++)
+            if (!strcmp(o->k[i].layer, "a")) order = order && parts < 2 && strstr(o->k[i].kernel, want[parts]), parts++;
+        const cg_gen_kernel *a = tma_kernel(o, "a"), *b = tma_kernel(o, "b"), *c = conv_kernel(o, "c"),
+                            *d = conv_kernel(o, "d"), *f = conv_kernel(o, "f"), *g = conv_kernel(o, "g");
+        CHECK(parts == 2 && order && a && !strcmp(a->tpl, "conv2d_tma") &&
+                  strstr(a->source, "auto: tma, since precision is bf16") && strstr(a->kernel, "_m128w2p0_8x16x2_"),
+              "128 -> 128 3x3 on 16x16 with a 2x2 pool: tma's two kernels, 8-wide tiles (%d, %s)", parts,
+              a ? a->kernel : "none");
+        CHECK(strstr(o->manifest, "in=input out=a.x ") && strstr(o->manifest, "in=a.x out=a ") &&
+                  strstr(o->manifest, "args=map:in:128.16.16.n:64.8.16.2:128,map:weights:128.128.9:64.64.1:128,bias,"
+                                      "out,n") &&
+                  strstr(o->manifest, "weights=arg:taps:9"),
+              "tma: the channels-last copy between its kernels, maps over it and the weights tap by tap");
+        CHECK(a && strstr(a->source, "cp.async.bulk.tensor.4d") && strstr(a->source, "setmaxnreg.inc") &&
+                  strstr(a->source, "m64n128k16.f32.bf16.bf16") && strstr(a->source, "__shfl_xor_sync"),
+              "the bulk copies, the producer's registers given up, one BF16 product, the pool across lanes");
+        CHECK(b && !strcmp(b->tpl, "conv2d_tma") && strstr(b->kernel, "_m64w2p0_8x8x4_"),
+              "128 -> 64 on 8x8: tma, 64-map tiles of four images (%s)", b ? b->kernel : "none");
+        CHECK(c && strcmp(c->tpl, "conv2d_tma"), "64 channels: not tma (%s)", c ? c->tpl : "none");
+        CHECK(d && strcmp(d->tpl, "conv2d_tma"), "a 1x1 layer: not tma (%s)", d ? d->tpl : "none");
+        CHECK(f && !strcmp(f->tpl, "conv2d_tma"), "8x8 outputs: tma (%s)", f ? f->tpl : "none");
+        CHECK(g && strcmp(g->tpl, "conv2d_tma"), "2x2 outputs: not tma (%s)", g ? g->tpl : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "tma.yaml: %s", e.msg);
+    char tpl[256];
+    tg.batch = 1024;
+    const char *t = template_at(sp, &tg, o, "a", tpl, sizeof tpl);
+    CHECK(t && strcmp(t, "conv2d_tma"), "at 1,024 images: not tma (%s)", tpl);
+    tg.batch = 0;
+    cg_target t80;
+    int arch = 80;
+    cg_aot_target(&arch, 1, &t80);
+    t = template_at(sp, &t80, o, "a", tpl, sizeof tpl);
+    CHECK(t && strcmp(t, "conv2d_tma"), "sm_80: not tma (%s)", tpl);
+    free(sp);
+    /* refused, with the reason */
+    static const refusal refused[] = {
+        {"tma-fp32.yaml", "channels: 64, height: 8, width: 8}\n", "M: 64, K: 3",
+         "conv2d_tma computes 16-bit tensors (precision bf16 or fp16)"},
+        {"tma-s2.yaml", "channels: 64, height: 8, width: 8}\nprecision: bf16\n", "M: 64, K: 3, stride: 2",
+         "conv2d_tma computes stride-1 convolutions; this layer has stride 2"},
+        {"tma-c32.yaml", "channels: 32, height: 8, width: 8}\nprecision: bf16\n", "M: 64, K: 3",
+         "C must be a multiple of 8 of at least 64 (C = 32)"},
+        {"tma-m12.yaml", "channels: 64, height: 8, width: 8}\nprecision: bf16\n", "M: 12, K: 3",
+         "M must be a multiple of 8 (M = 12)"},
+        {"tma-ping.yaml", "channels: 64, height: 8, width: 8}\nprecision: bf16\n",
+         "M: 64, K: 3, params: {ping: 1, mw: 1, bw: 8, bh: 8, bi: 2}",
+         "ping=1: a warpgroup takes the whole tile, so bw*bh*bi = 128 must be 64*mw = 64"},
+        {"tma-regs.yaml", "channels: 64, height: 8, width: 8}\nprecision: bf16\n",
+         "M: 256, K: 3, params: {bm: 256, mw: 2, ping: 0, bw: 8, bh: 8, bi: 4}",
+         "mw=2 x bm=256: 256 accumulators a thread"},
+    };
+    expect_refusals(&tg, o, "tma", refused, sizeof refused / sizeof *refused);
+    expect_refusal(&t80, o, "tma-sm80.yaml",
+                   "network: s\ninput: {channels: 64, height: 8, width: 8}\nprecision: bf16\nlayers:\n"
+                   "  - {name: a, op: conv, M: 64, K: 3, strategy: tma}\n",
+                   "conv2d_tma needs wgmma and the bulk tensor copy engine: sm_90 built as sm_90a (the target is sm_80)");
+    free(o);
+    /* the tuner: no candidate (two kernels are not timed alone), and the note says why */
+    expect_not_alone("tma1.yaml", "network: s\ninput: {channels: 64, height: 8, width: 8}\nprecision: fp16\n"
+                     "layers:\n  - {name: a, op: conv, M: 64, K: 3}\n",
+                     "conv2d_tma", "conv2d_tma runs as 2 kernels (nhwc, conv) and a kernel is timed alone here");
 }
 
 /* conv2d_pointwise: auto gives it a 16-bit 1x1 layer of stride 1 without padding or a pool, on
@@ -2394,7 +2517,7 @@ static void test_fft(void)
     CHECK(t && strcmp(t, "conv2d_fft") && strcmp(t, "none"), "bf16: not fft (%s)", tpl);
     free(sp);
     /* refused, with the reason: a strided layer, a bf16 one, one whose padded input needs 128 points */
-    static const struct { const char *path, *head, *layer, *msg; } refused[] = {
+    static const refusal refused[] = {
         {"fft-s2.yaml", "channels: 16, height: 20, width: 20}\n", "M: 16, K: 5, stride: 2",
          "conv2d_fft computes stride-1 convolutions; this layer has stride 2"},
         {"fft-bf16.yaml", "channels: 16, height: 20, width: 20}\nprecision: bf16\n", "M: 16, K: 5",
@@ -2402,23 +2525,16 @@ static void test_fft(void)
         {"fft-big.yaml", "channels: 4, height: 66, width: 20}\n", "M: 16, K: 5",
          "the padded 66x20 input needs a 128x20 transform"},
     };
-    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
-        char spec[512];
-        snprintf(spec, sizeof spec, "network: s\ninput: {%slayers:\n  - {name: a, op: conv, %s, strategy: fft}\n",
-                 refused[i].head, refused[i].layer);
-        expect_refusal(&tg, o, refused[i].path, spec, refused[i].msg);
-    }
+    expect_refusals(&tg, o, "fft", refused, sizeof refused / sizeof *refused);
     free(o);
     /* the tuner: no candidate (three kernels are not timed alone), and the note says why */
-    cg_spec *s1 = spec_text("fft1.yaml", "network: s\ninput: {channels: 16, height: 20, width: 20}\nlayers:\n"
-                                         "  - {name: a, op: conv, M: 16, K: 5}\n");
+    static const char fft1[] = "network: s\ninput: {channels: 16, height: 20, width: 20}\nlayers:\n"
+                               "  - {name: a, op: conv, M: 16, K: 5}\n";
+    cg_spec *s1 = spec_text("fft1.yaml", fft1);
     char why[512];
     CHECK(s1 && cg_gen_check_one(s1, 0, "conv2d_fft", "", why, sizeof why, &e) == 0, "fft accepts the layer: %s", why);
-    cg_gen_kernel k;
-    cg_kernel_launch kl;
-    CHECK(s1 && cg_gen_emit_one(s1, 0, "conv2d_fft", "", &k, &kl, &e) != 0, "fft: no kernel emitted alone");
-    CHECK_CONTAINS(e.msg, "conv2d_fft runs as 3 kernels (in, mul, out) and a kernel is timed alone here");
     free(s1);
+    expect_not_alone("fft1.yaml", fft1, "conv2d_fft", "conv2d_fft runs as 3 kernels (in, mul, out) and a kernel is timed alone here");
     /* the transform sizes: the least power of two, or up to 32 power of two times 3, 5 or 7, that
      * holds the padded input (H x W here, K = 3, no padding) */
     static const struct { int h, w; const char *sizes; } sized[] = {
@@ -2594,10 +2710,9 @@ static void test_half_wgmma(void)
         CHECK(c && strstr(c->source, "// weights:    arg:taps:9, bias none") && strstr(c->kernel, "_tr_fp_bf16") &&
                   strstr(c->source, "relu, max-pool 2x2 -> 128x8x8") && strstr(c->source, "fp=1"),
               "tap by tap, the pool fused: %s", c ? c->kernel : "none");
-        /* d: 8x8 outputs, three whole images a block (padded 10x10: 280 pixels) */
-        CHECK(d && !strcmp(d->tpl, "conv2d_planes") && strstr(d->kernel, "_tr_i3_bf16") &&
-                  strstr(d->source, "arg:taps:9") && strstr(d->source, "since precision is bf16"),
-              "d (8 columns): planes, three images a block (%s, %s)", d ? d->tpl : "none", d ? d->kernel : "");
+        /* d: 128 channels on 8x8 outputs: conv2d_tma (test_tma) */
+        CHECK(d && !strcmp(d->tpl, "conv2d_tma") && strstr(d->source, "auto: tma, since precision is bf16"),
+              "d (128 channels, 8x8): tma (%s, %s)", d ? d->tpl : "none", d ? d->kernel : "");
         CHECK(k && strstr(k->source, "// weights:    arg:transposed") && strstr(k->source, "kc=0 bk=48") &&
                   strstr(k->source, "_tab["),
               "48-deep slices of 64 channels: the offset table");
@@ -3016,6 +3131,7 @@ int main(void)
     test_half_memory();
     test_pointwise();
     test_fft();
+    test_tma();
     test_precision_tf32();
     test_engine();
     test_arg_roles();

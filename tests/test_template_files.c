@@ -160,7 +160,7 @@ static void test_lookup(void)
         for (int i = 0; i < n; i++) found += !strcmp(t[i], want);
     }
     if (d) closedir(d);
-    CHECK(files == 10 && n == files && found == files, "strategies: %d listed, %d files, %d matched", n, files, found);
+    CHECK(files == 11 && n == files && found == files, "strategies: %d listed, %d files, %d matched", n, files, found);
     free(s);
 }
 

@@ -95,7 +95,7 @@ static void test_signature(const cg_spec *s)
         for (struct dirent *de; d && (de = readdir(d));)
             on_disk += strlen(de->d_name) > 4 && !strcmp(de->d_name + strlen(de->d_name) - 4, ".lua");
         if (d) closedir(d);
-        CHECK(ok && !t[n] && n == (li ? 6 : 10) && on_disk == n, "%s templates: every file of %s (%d, %d on disk)",
+        CHECK(ok && !t[n] && n == (li ? 6 : 11) && on_disk == n, "%s templates: every file of %s (%d, %d on disk)",
               fam, folder, n, on_disk);
     }
     cg_layer sm = s->layers[0];

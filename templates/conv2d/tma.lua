@@ -136,6 +136,8 @@ T.params = {
     default = function(l) return tile(l).bi end },
   { name = "st", doc = "stages of the copy ring", legal = function() return { 4, 6, 8, 3, 5, 2 } end,
     default = function(l) return tile(l).st end },
+  { name = "rn", doc = "1: the producer warpgroup gives its registers to the consumers (setmaxnreg); 0: every " ..
+      "warpgroup keeps the launch's share", legal = function() return { 1, 0 } end, default = function() return 1 end },
 }
 
 function T.check(l, p)
@@ -176,9 +178,10 @@ function T.check(l, p)
   elseif s.PIX % (64 * p.mw) ~= 0 or s.NC < 1 or s.NC > 2 then
     return string.format("bw*bh*bi = %d pixels must be one or two warpgroups of 64*mw = %d", s.PIX, 64 * p.mw), "mw"
   end
-  if p.mw * s.NR + 40 > s.RINC then
+  local regs = p.rn == 1 and s.RINC or math.min(255, 65536 // s.threads) // 8 * 8
+  if p.mw * s.NR + 40 > regs then
     return string.format("mw=%d x bm=%d: %d accumulators a thread, more than the %d registers a consumer gets", p.mw,
-      p.bm, p.mw * s.NR, s.RINC), "mw"
+      p.bm, p.mw * s.NR, regs), "mw"
   end
   local max = common.max_shared(l)
   if s.smem > max then
@@ -338,7 +341,9 @@ local source_conv = engine.compile([=[
     __syncthreads();
     if (wg == {{NC}}) {
         // the producer warpgroup: its registers to the consumers; one thread issues the copies
+% if RN == 1 then
         asm volatile("setmaxnreg.dec.sync.aligned.u32 {{RDEC}};");
+% end
         if (tid == {{NC * 128}}) {
             long long it_s = 0;
             for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -354,7 +359,9 @@ local source_conv = engine.compile([=[
             }
         }
     } else {
+% if RN == 1 then
         asm volatile("setmaxnreg.inc.sync.aligned.u32 {{RINC}};");
+% end
 {{wgmma_fn}}
         long long it_s = 0, nth = 0;   // stage sequence number; the block's tile count
         for (long long t = blockIdx.x; t < tiles; t += gridDim.x, nth++) {
@@ -473,8 +480,9 @@ local function kernel_conv(l, p, g)
   local act = fused and l.act or "none"
   local ty = common.types(l)
   local wt = ty.w_t == "__half" and "f16" or "bf16"
-  local name = string.format("conv2d_tma_%s_%s%s%s_m%dw%dp%d_%dx%dx%d_s%d", tag(l, p, g), act,
-    pooled and g.pool_tag or "", l.bias and "_bias" or "", p.bm, p.mw, p.ping, p.bw, p.bh, p.bi, p.st)
+  local name = string.format("conv2d_tma_%s_%s%s%s_m%dw%dp%d_%dx%dx%d_s%d%s", tag(l, p, g), act,
+    pooled and g.pool_tag or "", l.bias and "_bias" or "", p.bm, p.mw, p.ping, p.bw, p.bh, p.bi, p.st,
+    p.rn == 0 and "_r0" or "")
   local KK = l.K * l.K
   local mx = common.map_role("in", { l.C, l.W, l.H, "n" }, { KC, p.bw, p.bh, p.bi }, 128)
   local mwr = common.map_role("weights", { l.M, l.C, KK }, { 64, KC, 1 }, 128)
@@ -488,7 +496,7 @@ local function kernel_conv(l, p, g)
   local CCH = common.ceil_div(l.C, KC)
   local v = {
     head = head, tmap_type = common.TMAP_TYPE, tma_helpers = common.tma_helpers(),
-    BM = p.bm, MW = p.mw, PING = p.ping, BW = p.bw, BH = p.bh, BI = p.bi, ST = p.st, PIX = s.PIX, NC = s.NC,
+    BM = p.bm, MW = p.mw, PING = p.ping, RN = p.rn, BW = p.bw, BH = p.bh, BI = p.bi, ST = p.st, PIX = s.PIX, NC = s.NC,
     WPIX = s.WPIX, NR = s.NR, RDEC = s.RDEC, RINC = s.RINC, A_BYTES = s.A_BYTES, STAGE = s.STAGE,
     MT = MT, XT = XT, YT = YT, KK = KK, CCH = CCH, KC = KC, ITERS = KK * CCH, M = l.M, CH = g.CH, CW = g.CW,
     MGUARD = l.M % p.bm ~= 0, OH = g.OH, OW = g.OW, AVG = g.kind == "avg",
