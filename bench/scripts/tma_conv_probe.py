@@ -30,7 +30,9 @@ NHWC output. Figures: bench/RESULTS.md, "A TMA-fed wgmma convolution on channels
 
 With --nchw the input comes NCHW, as convgen holds it, through a transpose kernel (to_nhwc,
 timed apart and summed with the conv), and the epilogue stores NCHW: what a template costs that
-changes no other layer (not yet run on a GPU).
+changes no other layer (on an H200: vgg-same conv2_1 0.831 ms, conv3_2 1.054, the one-element
+transpose 1.4 TB/s; bench/tma-template-2026-12-02/call2-probe-nchw.log; templates/conv2d/tma.lua
+is this form).
 
 Usage (device machine): python3 bench/scripts/tma_conv_probe.py [--batch 10000] [--out DIR]
   [--layers SUBSTR,...] [--variants SUBSTR,...] [--no-torch] [--ncu] [--nchw]
