@@ -62,9 +62,9 @@ local function shape(l, p)
   s.NC = p.ping == 1 and 2 or s.PIX // (64 * p.mw)
   s.WPIX = 64 * p.mw
   s.threads = s.NC * 128 + 128
-  local entry = math.min(255, 65536 // s.threads) // 8 * 8
+  s.ENTRY = math.min(255, 65536 // s.threads) // 8 * 8   -- registers a thread at launch
   s.RDEC = 40
-  s.RINC = math.min(240, (s.threads * entry - 128 * s.RDEC) // (s.NC * 128) // 8 * 8)
+  s.RINC = math.min(240, (s.threads * s.ENTRY - 128 * s.RDEC) // (s.NC * 128) // 8 * 8)
   s.NR = p.bm // 2
   s.A_BYTES = s.PIX * KC * 2
   s.B_BYTES = p.bm * KC * 2
@@ -73,12 +73,14 @@ local function shape(l, p)
   return s
 end
 
--- Whether the epilogue computes the layer's pool: a 2x2 max or average pool of stride 2 without padding,
--- over tiles 8 pixels wide and an even number of rows (a window's four values in a thread and its lane ^ 4).
+-- A 2x2 max or average pool of stride 2 without padding: one the epilogue can compute.
+local function pool2x2(g) return common.fused_pool2(g) and (g.PP or 0) == 0 end
+
+-- Whether the epilogue computes the layer's pool: pool2x2's, over tiles 8 pixels wide and an even
+-- number of rows (a window's four values in a thread and its lane ^ 4).
 function T.pool_fused(l, p, g)
   g = g or common.conv_geom(l)
-  return (g.kind == "max" or g.kind == "avg") and g.PK == 2 and g.PS == 2 and (g.PP or 0) == 0 and p.bw == 8 and
-    p.bh % 2 == 0
+  return pool2x2(g) and p.bw == 8 and p.bh % 2 == 0
 end
 
 local function pow2_at_least(n, cap)
@@ -92,7 +94,7 @@ end
 local function pixel_tile(g, pix)
   local bw = math.min(pow2_at_least(g.CW, 256), pix)
   -- a fused 2x2 pool: rows of 8 (T.pool_fused)
-  if (g.kind == "max" or g.kind == "avg") and g.PK == 2 and g.PS == 2 and (g.PP or 0) == 0 and g.CH >= 2 then bw = 8 end
+  if pool2x2(g) and g.CH >= 2 then bw = 8 end
   local bh = math.min(pow2_at_least(g.CH, 256), pix // bw)
   return bw, bh, pix // (bw * bh)
 end
@@ -179,7 +181,7 @@ function T.check(l, p)
   elseif s.PIX % (64 * p.mw) ~= 0 or s.NC < 1 or s.NC > 2 then
     return string.format("bw*bh*bi = %d pixels must be one or two warpgroups of 64*mw = %d", s.PIX, 64 * p.mw), "mw"
   end
-  local regs = p.rn == 1 and s.RINC or math.min(255, 65536 // s.threads) // 8 * 8
+  local regs = p.rn == 1 and s.RINC or s.ENTRY
   if p.mw * s.NR + 40 > regs then
     return string.format("mw=%d x bm=%d: %d accumulators a thread, more than the %d registers a consumer gets", p.mw,
       p.bm, p.mw * s.NR, regs), "mw"
@@ -433,12 +435,11 @@ local source_conv = engine.compile([=[
             for (int w = 0; w < {{MW}}; w++)
                 for (int r = 0; r < {{NR}}; r++) {
                     const int p = pbase + 64 * w + 16 * warp + lane / 4 + 8 * ((r >> 1) & 1);
-                    const int m = 8 * (r >> 2) + 2 * (lane & 3) + (r & 1);
+                    const int m = 8 * (r >> 2) + 2 * (lane & 3) + (r & 1), mb = m & 63;
                     {{acc_t}} v = 0.0f;
                     for (int c = 0; c < {{KC}}; c++) {
                         // element c of 128-byte row r in the swizzle: 16-byte chunk (c / 8) ^ (r % 8)
                         const int ai = p * 64 + (((c >> 3) ^ (p & 7)) << 3) + (c & 7);
-                        const int mb = m & 63;
                         const int bi = (m >> 6) * 4096 + c * 64 + (((mb >> 3) ^ (c & 7)) << 3) + (mb & 7);
                         v = fmaf({{to_acc("xa[ai]")}}, {{w_to_acc("wb[bi]")}}, v);
                     }
@@ -452,15 +453,15 @@ local source_conv = engine.compile([=[
 }
 ]=], "conv2d_tma")
 
-local function tag(l, p, g)
+local function tag(l, g)
   return string.format("c%dm%dk%d_h%dw%d%s", l.C, l.M, l.K, l.H, l.W, g.tag)
 end
 
-local function kernel_nhwc(l, p, g)
+local function kernel_nhwc(l, g)
   local PB, CB = 64, 64
   local PT, CT = common.ceil_div(l.H * l.W, PB), common.ceil_div(l.C, CB)
   local ty = common.types(l)
-  local name = string.format("conv2d_tma_nhwc_%s", tag(l, p, g))
+  local name = string.format("conv2d_tma_nhwc_%s", tag(l, g))
   local head, args = common.kernel_head(name, NT_T, { { "in" }, { "out" }, { "n" }, types = ty })
   local v = {
     head = head, PB = PB, CB = CB, PT = PT, CT = CT, HW = l.H * l.W, C = l.C, NT = NT_T,
@@ -481,7 +482,7 @@ local function kernel_conv(l, p, g)
   local act = fused and l.act or "none"
   local ty = common.types(l)
   local wt = ty.w_t == "__half" and "f16" or "bf16"
-  local name = string.format("conv2d_tma_%s_%s%s%s_m%dw%dp%d_%dx%dx%d_s%d%s", tag(l, p, g), act,
+  local name = string.format("conv2d_tma_%s_%s%s%s_m%dw%dp%d_%dx%dx%d_s%d%s", tag(l, g), act,
     pooled and g.pool_tag or "", l.bias and "_bias" or "", p.bm, p.mw, p.ping, p.bw, p.bh, p.bi, p.st,
     p.rn == 0 and "_r0" or "")
   local KK = l.K * l.K
@@ -524,7 +525,7 @@ local function kernel_conv(l, p, g)
       "&full[s]);", s.A_BYTES + j * 8192, j * 64, KC)
   end
   v.copies = table.concat(cp, "\n")
-  v.wgmma_fn = common.wgmma16_lambda(ty.acc_t, s.NR, p.bm, wt, 0, 1):gsub("    const unsigned long long d0[^\n]*\n", "")
+  v.wgmma_fn = common.wgmma16_lambda(ty.acc_t, s.NR, p.bm, wt, 0, 1, true)
   common.typed(l, v)
   v.epilogue = (pooled and source_epi_pool or source_epi)(v)
   return {
@@ -542,7 +543,7 @@ end
 -- The kernel of part l.part ("nhwc" or "conv"; the planner's T.parts).
 function T.kernel(l, p)
   local g = common.conv_geom(l)
-  if l.part == "nhwc" then return kernel_nhwc(l, p, g) end
+  if l.part == "nhwc" then return kernel_nhwc(l, g) end
   if l.part == "conv" then return kernel_conv(l, p, g) end
   error("conv2d_tma runs as two kernels (nhwc, conv); the layer table names none (l.part = " ..
     tostring(l.part) .. ")", 0)

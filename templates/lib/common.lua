@@ -1082,12 +1082,12 @@ function common.wgmma_map_stores(bm, guard_m, stride, t4, value)
 end
 
 -- A wgmma lambda's lines (under sm_90a, ending in a newline), with d0, the shared memory
--- `sm`'s start address / 16: `instr` the instruction's text after its accumulators and two
--- descriptors, `scale` the C expression of the scale-d predicate's operand, `extra` any
--- parameter after db.
-local function wgmma_lambda_lines(acc_t, nr, n, shape, instr, scale, extra)
+-- `sm`'s start address / 16 (not where no_base: a kernel making its descriptors from its own
+-- addresses): `instr` the instruction's text after its accumulators and two descriptors, `scale`
+-- the C expression of the scale-d predicate's operand, `extra` any parameter after db.
+local function wgmma_lambda_lines(acc_t, nr, n, shape, instr, scale, extra, no_base)
   local dregs, douts = common.wgmma_dregs(nr)
-  return table.concat({
+  local L = {
     "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)",
     "    const unsigned long long d0 = ((unsigned)__cvta_generic_to_shared(sm) >> 4);",
     string.format("    auto wgmma = [](%s (&d)[%d], unsigned long long da, unsigned long long db%s) {", acc_t, nr, extra),
@@ -1098,18 +1098,20 @@ local function wgmma_lambda_lines(acc_t, nr, n, shape, instr, scale, extra)
     string.format([[            : "l"(da), "l"(db), "r"(%s));]], scale),
     "    };",
     "#endif",
-    "" }, "\n")
+    "" }
+  if no_base then table.remove(L, 2) end
+  return table.concat(L, "\n")
 end
 
 -- The 16-bit wgmma templates' lambda wgmma(d, da, db): d += A * B, one m64nNk16 product of
 -- `wt` (bf16 or f16) operands by no-swizzle descriptors (start address / 16, then the leading
 -- and stride offsets in 16 bytes), A transposed (MN-major) where trans_a is 1, into nr FP32
--- accumulators of type acc_t a thread; B likewise where trans_b is 1 (nil: 0); and d0, the
--- shared memory `sm`'s start address / 16. Lines of a kernel's body (under sm_90a), ending in
--- a newline.
-function common.wgmma16_lambda(acc_t, nr, n, wt, trans_a, trans_b)
+-- accumulators of type acc_t a thread; B likewise where trans_b is 1 (nil: 0); and, unless
+-- no_base, d0, the shared memory `sm`'s start address / 16. Lines of a kernel's body (under
+-- sm_90a), ending in a newline.
+function common.wgmma16_lambda(acc_t, nr, n, wt, trans_a, trans_b, no_base)
   return wgmma_lambda_lines(acc_t, nr, n, string.format("k16.f32.%s.%s", wt, wt),
-    string.format("p, 1, 1, %d, %d", trans_a, trans_b or 0), "1", "")
+    string.format("p, 1, 1, %d, %d", trans_a, trans_b or 0), "1", "", no_base)
 end
 
 -- The same for TF32 operands (fc_mma's FP32 layers): wgmma(d, da, db, acc), one

@@ -392,11 +392,12 @@ planner.AUTO_TMA_MIN_M = 64
 planner.AUTO_TMA_MIN_K = 3
 planner.AUTO_TMA_MIN_OUT = 64
 function planner.auto_tma(l)
-  if l.op ~= "conv" or (l.groups or 1) > 1 or not (l.precision == "bf16" or l.precision == "fp16") then return nil end
+  if l.op ~= "conv" or not (l.precision == "bf16" or l.precision == "fp16") then return nil end
   if not (l.target and l.target.sm90a) or (l.batch and l.batch > 0) then return nil end
   local g = common.conv_geom(l)
-  if g.S ~= 1 or l.K < planner.AUTO_TMA_MIN_K or l.C < planner.AUTO_TMA_MIN_C or l.M < planner.AUTO_TMA_MIN_M
-      or l.C % 8 ~= 0 or l.M % 8 ~= 0 or g.CH * g.CW < planner.AUTO_TMA_MIN_OUT then return nil end
+  if l.K < planner.AUTO_TMA_MIN_K or l.C < planner.AUTO_TMA_MIN_C or l.M < planner.AUTO_TMA_MIN_M
+      or g.CH * g.CW < planner.AUTO_TMA_MIN_OUT then return nil end
+  -- (stride 1, one group, C and M multiples of 8: the template's check)
   if not pcall(resolve, import("conv2d_tma"), "conv2d_tma", l, nil, nil) then return nil end
   return "conv2d_tma", string.format("auto: tma, since precision is %s, the target is sm_90 (built as sm_90a: wgmma " ..
     "and the bulk tensor copy engine), stride 1, C = %d >= %d, M = %d >= %d, K = %d >= %d, a %dx%d conv output and " ..
