@@ -643,10 +643,19 @@ static int take_result(cg_lua *h, const cg_spec *s, const char *regen, const cg_
         lua_getfield(L, -3, "elems");
         lua_getfield(L, -4, "view");     /* a view of a concat's output (planner.concat_slices) */
         lua_getfield(L, -5, "view_off"); /* its first element in the concat's image */
+        lua_getfield(L, -6, "hwc");      /* channels-last: { C, H, W } (planner.hwc_handoffs) */
+        long long hwc[3] = {0, 0, 0};
+        for (int d = 0; d < 3 && lua_type(L, -1) == LUA_TTABLE; d++) {
+            lua_rawgeti(L, -1, d + 1);
+            hwc[d] = (long long)lua_tointeger(L, -1);
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
         bad = cg_buf_printf(&man, "tensor %s %s %lld", lua_tostring(L, -5), lua_tostring(L, -4),
                             (long long)lua_tointeger(L, -3)) ||
               (lua_type(L, -2) == LUA_TSTRING &&
                cg_buf_printf(&man, " view=%s:%lld", lua_tostring(L, -2), (long long)lua_tointeger(L, -1))) ||
+              (hwc[0] && cg_buf_printf(&man, " hwc=%lld.%lld.%lld", hwc[0], hwc[1], hwc[2])) ||
               cg_buf_printf(&man, "\n");
         lua_pop(L, 6);
     }

@@ -577,6 +577,14 @@ static void compare_layers(const char *spec_path, const char *label, const cg_sp
                 continue;
             }
         }
+        /* a channels-last tensor (hwc=): turned to C x H x W, as the runtime downloads it */
+        float *turned = m->t[t].hwc[0] ? malloc(count * sizeof(float)) : NULL;
+        if (turned) {
+            memcpy(turned, g, count * sizeof(float));
+            CHECK(cg_manifest_relayout(&m->t[t], turned, images, 1) == 0, "out of memory");
+            g = turned;
+        }
+        CHECK(!m->t[t].hwc[0] || turned, "out of memory");
         double num = 0, den = 0;
         size_t nan = 0;
         for (size_t j = 0; j < count; j++) {
@@ -584,6 +592,7 @@ static void compare_layers(const char *spec_path, const char *label, const cg_sp
             double d = (double)g[j] - ref[j];
             num += d * d, den += (double)ref[j] * ref[j];
         }
+        free(turned);
         free(wide);
         free(own);
         double rel = sqrt(num / (den > 0 ? den : 1));
@@ -764,9 +773,18 @@ static void emu_store(const cg_mtensor *t, const float *f, void *dst)
 {
     size_t count = (size_t)t->elems * images;
     uint16_t *h = dst;
+    /* a channels-last tensor (hwc=): the reference's C x H x W images turned, as the runtime uploads them */
+    float *turned = t->hwc[0] ? malloc(count * sizeof(float)) : NULL;
+    if (turned) {
+        memcpy(turned, f, count * sizeof(float));
+        CHECK(cg_manifest_relayout(t, turned, images, 0) == 0, "out of memory");
+        f = turned;
+    }
+    CHECK(!t->hwc[0] || turned, "out of memory");
     if (t->dtype == CG_DT_F32) memcpy(dst, f, count * sizeof(float));
     else
         for (size_t i = 0; i < count; i++) h[i] = t->dtype == CG_DT_F16 ? cg_f32_to_f16(f[i]) : cg_f32_to_bf16(f[i]);
+    free(turned);
 }
 static void emu_load(const cg_mtensor *t, const void *src, float *f)
 {
@@ -775,6 +793,8 @@ static void emu_load(const cg_mtensor *t, const void *src, float *f)
     if (t->dtype == CG_DT_F32) memcpy(f, src, count * sizeof(float));
     else
         for (size_t i = 0; i < count; i++) f[i] = t->dtype == CG_DT_F16 ? cg_f16_to_f32(h[i]) : cg_bf16_to_f32(h[i]);
+    /* a channels-last tensor: turned to C x H x W, as the runtime downloads it */
+    CHECK(cg_manifest_relayout(t, f, images, 1) == 0, "out of memory");
 }
 
 /* `convgen check`'s isolated pass on the emulated kernels (runtime/formats/units.h,

@@ -2357,6 +2357,19 @@ static void test_tma(void)
               "the bulk copies, the producer's registers given up, one BF16 product, the pool across lanes");
         CHECK(b && !strcmp(b->tpl, "conv2d_tma") && strstr(b->kernel, "_m64w2p0_8x8x4_"),
               "128 -> 64 on 8x8: tma, 64-map tiles of four images (%s)", b ? b->kernel : "none");
+        /* a hands its output to b channels-last, as e to f: no copy for b or f; b's, read by c, and f's,
+         * read by g (neither tma), stay C x H x W */
+        int nb = 0;
+        for (int i = 0; i < o->nkernels; i++) nb += !strcmp(o->k[i].layer, "b") || !strcmp(o->k[i].layer, "f");
+        CHECK(nb == 2 && a && strstr(a->kernel, "_hwc_bf16") && strstr(a->source, "cg_store_pair(o + 8 * q") &&
+                  strstr(a->source, "stored channels-last for the layer after") && b && !strstr(b->kernel, "_hwc") &&
+                  strstr(b->source, "from the layer before's channels-last output"),
+              "a stores channels-last, b reads it without a copy of its own (%d kernels for b and f)", nb);
+        CHECK(strstr(o->manifest, "\ntensor a bf16 8192 hwc=128.8.8\n") && strstr(o->manifest, "in=a out=b ") &&
+                  strstr(o->manifest, "\ntensor e bf16 8192 hwc=128.8.8\n") && strstr(o->manifest, "in=e out=f ") &&
+                  strstr(o->manifest, "\ntensor b bf16 4096\n") && strstr(o->manifest, "\ntensor f bf16 2048\n") &&
+                  !strstr(o->manifest, "b.x") && !strstr(o->manifest, "f.x"),
+              "the manifest: a and e channels-last (hwc=), b and f read them as they lie");
         CHECK(c && strcmp(c->tpl, "conv2d_tma"), "64 channels: not tma (%s)", c ? c->tpl : "none");
         CHECK(d && strcmp(d->tpl, "conv2d_tma"), "a 1x1 layer: not tma (%s)", d ? d->tpl : "none");
         CHECK(f && !strcmp(f->tpl, "conv2d_tma"), "8x8 outputs: tma (%s)", f ? f->tpl : "none");

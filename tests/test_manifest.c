@@ -244,6 +244,58 @@ static void test_views(cg_manifest *m)
     }
 }
 
+/* Channels-last tensors (hwc=C.H.W, planner.hwc_handoffs): parsed beside view= in either order;
+ * cg_manifest_relayout turns n images between H x W x C and C x H x W (and leaves any other tensor
+ * as it is); each misuse refused with one line at origin:line: a malformed or repeated value, extents
+ * whose product is not the tensor's elements, a view, the network's output. */
+static void test_hwc(cg_manifest *m)
+{
+    cg_err e;
+    int rc = parse_views("tensor a f32 4 hwc=1.2.2\ntensor b f32 6 hwc=3.1.2\n", "cat", "s", "s", m, &e);
+    CHECK(rc == 0, "hwc parses: %s", rc ? e.msg : "");
+    if (!rc) {
+        const cg_mtensor *a = &m->t[cg_manifest_tensor(m, "a")], *b = &m->t[cg_manifest_tensor(m, "b")];
+        const cg_mtensor *cat = &m->t[cg_manifest_tensor(m, "cat")];
+        CHECK(a->hwc[0] == 1 && a->hwc[1] == 2 && a->hwc[2] == 2 && b->hwc[0] == 3 && b->hwc[1] == 1 &&
+                  b->hwc[2] == 2 && !cat->hwc[0] && !a->view,
+              "a 1.2.2, b 3.1.2, cat C x H x W");
+        /* two images of b, C x H x W: image i, channel c, pixel p holds 100i + 10c + p */
+        float x[12], want[12];
+        for (int i = 0; i < 2; i++)
+            for (int c = 0; c < 3; c++)
+                for (int p = 0; p < 2; p++) x[i * 6 + c * 2 + p] = want[i * 6 + c * 2 + p] = (float)(100 * i + 10 * c + p);
+        CHECK(cg_manifest_relayout(b, x, 2, 0) == 0, "to channels-last");
+        CHECK(x[0] == 0 && x[1] == 10 && x[2] == 20 && x[3] == 1 && x[5] == 21 && x[6] == 100 && x[11] == 121,
+              "channels-last: pixel 0's three channels, then pixel 1's: %g %g %g %g", x[0], x[1], x[2], x[3]);
+        CHECK(cg_manifest_relayout(b, x, 2, 1) == 0 && !memcmp(x, want, sizeof x), "and back to C x H x W");
+        CHECK(cg_manifest_relayout(cat, x, 1, 1) == 0 && !memcmp(x, want, sizeof x), "a C x H x W tensor unchanged");
+    }
+    rc = parse_views("tensor a f32 4 view=cat:0 hwc=1.2.2\ntensor b f32 6\n", "cat", "s", "s", m, &e);
+    CHECK(rc != 0, "a channels-last view refused");
+    CHECK_CONTAINS(e.msg, "v/manifest.txt:7: tensor a: a view (view=) cannot be channels-last (hwc=)");
+    static const struct {
+        const char *decl, *msg;
+    } bad[] = {
+        {"tensor a f32 4 hwc=1.2\ntensor b f32 6\n", "v/manifest.txt:7: tensor a: bad 'hwc=1.2' (expected hwc=C.H.W once"},
+        {"tensor a f32 4 hwc=1.2.2x\ntensor b f32 6\n", "v/manifest.txt:7: tensor a: bad 'hwc=1.2.2x'"},
+        {"tensor a f32 4 hwc=0.2.2\ntensor b f32 6\n", "v/manifest.txt:7: tensor a: bad 'hwc=0.2.2'"},
+        {"tensor a f32 4\ntensor b f32 6 hwc=1.2.3 hwc=1.2.3\n", "v/manifest.txt:8: tensor b: bad 'hwc=1.2.3'"},
+        {"tensor a f32 4 hwc=2.2.2\ntensor b f32 6\n",
+         "v/manifest.txt:7: tensor a: hwc=2.2.2 is 8 elements an image, not its 4"},
+        {"tensor a f32 4 hwc=1.2.2 zz\ntensor b f32 6\n", "v/manifest.txt:7: unexpected 'zz'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        e.msg[0] = 0;
+        CHECK(parse_views(bad[i].decl, "cat", "s", "s", m, &e) != 0, "hwc case %zu refused", i);
+        CHECK_CONTAINS(e.msg, bad[i].msg);
+        CHECK(!strchr(e.msg, '\n'), "hwc case %zu: one line", i);
+    }
+    /* the network's output channels-last: a, with kr writing s */
+    rc = parse_views("tensor a f32 4 hwc=1.2.2\ntensor b f32 6\n", "cat", "s", "a", m, &e);
+    CHECK(rc != 0, "a channels-last output refused");
+    CHECK_CONTAINS(e.msg, "v/manifest.txt: the input, output and predictions are C x H x W, not channels-last (hwc=)");
+}
+
 /* The optional pdl field: 1 marks a kernel with the programmatic-dependent-launch
  * prologue, absent is 0; any other value, or the field twice, is refused at the
  * record's origin:line. */
@@ -800,6 +852,7 @@ int main(void)
     test_places(m);
     test_whole(m);
     test_views(m);
+    test_hwc(m);
     test_lua_roles();
     test_maps(m);
     test_lua_maps(m);

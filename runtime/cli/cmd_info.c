@@ -185,6 +185,8 @@ static void print_text(const cg_spec *s, const cg_manifest *m, int is_bundle, co
         /* a concat's input written straight into its slice of the concat's tensor (view=) */
         int t = i < m->nlayers && !strcmp(m->l[i].name, l->name) ? m->l[i].out : -1;
         if (t >= 0 && m->t[t].view) printf("; writes its slice of %s", m->t[m->t[t].parent].name);
+        /* handed to the next layer channels-last (hwc=) */
+        if (t >= 0 && m->t[t].hwc[0]) printf("; stores it channels-last for the next layer");
         if (l->op == CG_OP_CONV) {
             strategy_text(l, st, sizeof st);
             printf("; strategy %s%s", st, from_record && from_record[i] ? " (from the tuning record)" : "");
@@ -277,6 +279,7 @@ static void print_json(const cg_spec *s, const cg_manifest *m, int is_bundle, co
             fprintf(f, ", \"slice_of\": ");
             cg_json_str(f, m->t[m->t[t].parent].name);
         }
+        if (t >= 0 && m->t[t].hwc[0]) fprintf(f, ", \"channels_last\": true");
         fprintf(f, "}");
     }
     fprintf(f, "\n  ],\n  \"flops\": %.0f,\n  \"parameters\": %lld,\n  \"weights_bytes\": %lld\n}\n", flops, params,

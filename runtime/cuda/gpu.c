@@ -1325,6 +1325,10 @@ static int finish_batch(void *ctx, int si, long long off, long long n, cg_err *e
         } else {
             copy_wide(dl->dst + (size_t)off * per, src, (size_t)n * per);
         }
+        /* a channels-last tensor (hwc=): each image turned to C x H x W, as the reference lays it */
+        const cg_mtensor *wt = &m->t[dl->want];
+        if (wt->hwc[0] && cg_manifest_relayout(wt, (float *)dl->dst + (size_t)off * (size_t)wt->elems, n, 1))
+            return cg_fail(e, "out of host memory turning tensor %s to C x H x W", wt->name);
     }
     t->stage_ms += cg_now_ms() - t0;
     t->batches++;
@@ -1517,15 +1521,29 @@ static int upload_floats(cg_gpu *g, cg_gpu_set *st, int t, const float *src, lon
 {
     const cg_mtensor *mt = &g->m->t[t];
     size_t count = (size_t)b * (size_t)mt->elems;
+    float *hwc = NULL;
+    if (mt->hwc[0]) {
+        /* a channels-last tensor (hwc=): the reference's C x H x W images turned */
+        if ((hwc = malloc(count * sizeof *hwc))) memcpy(hwc, src, count * sizeof *hwc);
+        if (!hwc || cg_manifest_relayout(mt, hwc, b, 0)) {
+            free(hwc);
+            return cg_fail(e, "out of host memory turning tensor %s channels-last", mt->name);
+        }
+        src = hwc;
+    }
+    int rc;
     if (mt->dtype == CG_DT_F16 || mt->dtype == CG_DT_BF16) {
         uint16_t *h = stage;
         for (size_t q = 0; q < count; q++) h[q] = mt->dtype == CG_DT_F16 ? cg_f32_to_f16(src[q]) : cg_f32_to_bf16(src[q]);
-        return CG_CU(e, g->cu->cuMemcpyHtoD(st->tdev[t], h, count * 2));
+        rc = CG_CU(e, g->cu->cuMemcpyHtoD(st->tdev[t], h, count * 2));
+    } else if (mt->dtype != CG_DT_F32) {
+        rc = cg_fail(e, "tensor %s is %s: a unit's input from the reference must be a float tensor", mt->name,
+                     cg_dtype_get(mt->dtype)->name);
+    } else {
+        rc = CG_CU(e, g->cu->cuMemcpyHtoD(st->tdev[t], src, count * 4));
     }
-    if (mt->dtype != CG_DT_F32)
-        return cg_fail(e, "tensor %s is %s: a unit's input from the reference must be a float tensor", mt->name,
-                       cg_dtype_get(mt->dtype)->name);
-    return CG_CU(e, g->cu->cuMemcpyHtoD(st->tdev[t], src, count * 4));
+    free(hwc);
+    return rc;
 }
 
 /* Tensor t of set st, b images, into the floats at dst, widened from 16 bits
@@ -1547,12 +1565,16 @@ static int download_floats(cg_gpu *g, cg_gpu_set *st, int t, float *dst, long lo
             return 0;
         }
     } else if (mt->dtype == CG_DT_F32) {
-        return CG_CU(e, g->cu->cuMemcpyDtoH(dst, st->tdev[t], count * 4));
+        if (CG_CU(e, g->cu->cuMemcpyDtoH(dst, st->tdev[t], count * 4))) return -1;
     } else if (CG_CU(e, g->cu->cuMemcpyDtoH(stage, st->tdev[t], count * 2))) {
         return -1;
     }
     const uint16_t *h = stage;
-    for (size_t q = 0; q < count; q++) dst[q] = mt->dtype == CG_DT_F16 ? cg_f16_to_f32(h[q]) : cg_bf16_to_f32(h[q]);
+    for (size_t q = 0; mt->dtype != CG_DT_F32 && q < count; q++)
+        dst[q] = mt->dtype == CG_DT_F16 ? cg_f16_to_f32(h[q]) : cg_bf16_to_f32(h[q]);
+    /* a channels-last tensor (hwc=): each image turned to C x H x W, as the reference lays it */
+    if (cg_manifest_relayout(mt, dst, b, 1))
+        return cg_fail(e, "out of host memory turning tensor %s to C x H x W", mt->name);
     return 0;
 }
 

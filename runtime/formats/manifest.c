@@ -69,6 +69,25 @@ void cg_manifest_gather(const cg_manifest *m, int t, const void *src, long long 
         memmove((unsigned char *)dst + (size_t)i * per, (const unsigned char *)src + (size_t)i * stride + off, per);
 }
 
+int cg_manifest_relayout(const cg_mtensor *t, float *data, long long n, int to_chw)
+{
+    if (!t->hwc[0]) return 0;
+    const long long C = t->hwc[0], P = (long long)t->hwc[1] * t->hwc[2];
+    float *img = malloc((size_t)(C * P) * sizeof *img);
+    if (!img) return -1;
+    for (long long i = 0; i < n; i++) {
+        float *x = data + i * C * P;
+        memcpy(img, x, (size_t)(C * P) * sizeof *img);
+        for (long long c = 0; c < C; c++)
+            for (long long p = 0; p < P; p++) {
+                if (to_chw) x[c * P + p] = img[p * C + c];
+                else x[p * C + c] = img[c * P + p];
+            }
+    }
+    free(img);
+    return 0;
+}
+
 int cg_manifest_whole(const cg_manifest *m)
 {
     return m->nkernels > 0 && m->k[m->nkernels - 1].whole ? m->nkernels - 1 : -1;
@@ -518,6 +537,23 @@ static int parse_view(const char *a, const cg_manifest *m, cg_mtensor *t, const 
     return 0;
 }
 
+/* A tensor record's hwc=C.H.W (a, the word) for tensor t: three extents of at least 1
+ * whose product is t's elements, given once. */
+static int parse_hwc(const char *a, cg_mtensor *t, const char *origin, int ln, cg_err *e)
+{
+    long long d[3];
+    char tail;
+    if (t->hwc[0] || sscanf(a + 4, "%lld.%lld.%lld%c", &d[0], &d[1], &d[2], &tail) != 3 || d[0] < 1 || d[1] < 1 ||
+        d[2] < 1 || d[0] > CG_ELEMS_MAX || d[1] > CG_ELEMS_MAX || d[2] > CG_ELEMS_MAX)
+        return cg_fail(e, "%s:%d: tensor %s: bad '%s' (expected hwc=C.H.W once, each at least 1)", origin, ln, t->name,
+                       a);
+    if (d[0] * d[1] * d[2] != t->elems)
+        return cg_fail(e, "%s:%d: tensor %s: hwc=%lld.%lld.%lld is %lld elements an image, not its %lld", origin, ln,
+                       t->name, d[0], d[1], d[2], d[0] * d[1] * d[2], t->elems);
+    for (int i = 0; i < 3; i++) t->hwc[i] = (int)d[i];
+    return 0;
+}
+
 /* One "kernel" record: NAME then key=value fields, all required. */
 static int parse_kernel(const char *rest, cg_manifest *m, const char *origin, int ln, cg_err *e)
 {
@@ -757,7 +793,22 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
                 return cg_fail(e, "%s:%d: tensor '%s' declared twice", origin, ln, t->name);
             t->elems = el;
             t->view = 0, t->parent = 0, t->view_off = 0;
-            if (word(&rest, a, sizeof a) && parse_view(a, m, t, origin, ln, e)) return -1;
+            t->hwc[0] = t->hwc[1] = t->hwc[2] = 0;
+            /* view= first, hwc= anywhere (a word after them is the record's unexpected one) */
+            for (int opt = 0; opt < 2; opt++) {
+                const char *mark = rest;
+                if (!word(&rest, a, sizeof a)) break;
+                if (!strncmp(a, "hwc=", 4)) {
+                    if (parse_hwc(a, t, origin, ln, e)) return -1;
+                } else if (opt == 0) {
+                    if (parse_view(a, m, t, origin, ln, e)) return -1;
+                } else {
+                    rest = mark;
+                    break;
+                }
+            }
+            if (t->view && t->hwc[0])
+                return cg_fail(e, "%s:%d: tensor %s: a view (view=) cannot be channels-last (hwc=)", origin, ln, t->name);
             m->ntensors++;
         } else if (!strcmp(kw, "layer")) {
             if (m->nlayers >= CG_MAX_LAYERS) return cg_fail(e, "%s:%d: too many layers", origin, ln);
@@ -808,5 +859,7 @@ int cg_manifest_parse(const char *text, size_t len, const char *origin, cg_manif
     if (m->t[m->input].view || m->t[m->output].view || m->t[m->predict].view)
         return cg_fail(e, "%s: the input, output and predictions must be tensors of their own, not views (view=)",
                        origin);
+    if (m->t[m->input].hwc[0] || m->t[m->output].hwc[0] || m->t[m->predict].hwc[0])
+        return cg_fail(e, "%s: the input, output and predictions are C x H x W, not channels-last (hwc=)", origin);
     return 0;
 }

@@ -19,6 +19,12 @@
  *                               any kernel's input (a kernel reads its inputs' images back to back),
  *                               and no kernel both reads and writes one tensor's memory (a view's
  *                               parent and the view)
+ *          [hwc=C.H.W]          optional: the tensor's images are channels-last, H x W x C
+ *                               (C*H*W == ELEMS), where a layer's kernel hands its output to the
+ *                               next layer's in that layout (templates/lib/planner.lua,
+ *                               planner.hwc_handoffs); the runtime and the emulation turn such a
+ *                               tensor to and from C x H x W wherever floats meet the reference.
+ *                               No view is channels-last, nor the input, output or predictions
  *   layer NAME OP OUT_TENSOR [into=ADD]   spec layers in order (op conv|fc|softmax); into=:
  *                               the layer's output is no tensor of its own: the kernel of
  *                               conv NAME (or of the conv a batchnorm NAME folds into)
@@ -127,6 +133,7 @@ typedef struct {
     int view;           /* 1: a view (view=), no memory of its own; 0 (as zeroed): its own */
     int parent;         /* a view: the tensor it lies in (index) */
     long long view_off; /* a view: its first element in the parent's image */
+    int hwc[3];         /* channels-last (hwc=C.H.W): C, H, W; hwc[0] == 0: C x H x W as every other */
 } cg_mtensor;
 
 typedef struct {
@@ -246,6 +253,10 @@ int cg_manifest_root(const cg_manifest *m, int t);
  * cg_manifest_root(m, t) as they lie in memory (a view's slice of each, its own
  * images for any other tensor). dst may be src: the slices are gathered in place. */
 void cg_manifest_gather(const cg_manifest *m, int t, const void *src, long long n, void *dst);
+/* n images of floats of tensor t between its channels-last layout (hwc=) and C x H x W:
+ * to_chw != 0 from H x W x C to C x H x W, else the other way; in place (a scratch image
+ * allocated). 0, or -1 when out of memory; nothing done for a tensor that is not channels-last. */
+int cg_manifest_relayout(const cg_mtensor *t, float *data, long long n, int to_chw);
 size_t cg_dtype_size(cg_dtype t);
 /* The table's row of t (NULL outside the enum). */
 const cg_dtype_info *cg_dtype_get(cg_dtype t);

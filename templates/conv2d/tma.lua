@@ -51,10 +51,21 @@ T.doc = "implicit GEMM on warpgroup tensor cores fed by the bulk tensor copy eng
 local KC = 64          -- channels a step (one 128-byte swizzled row of 16-bit values)
 local NT_T = 256       -- threads of an nhwc block
 
+-- (skip_hwc: not made where the layer before hands its output over channels-last, l.hwc_in)
 T.parts = {
-  { part = "nhwc", tensor = "x", shape = function(l) return { l.H, l.W, l.C } end },
+  { part = "nhwc", tensor = "x", shape = function(l) return { l.H, l.W, l.C } end, skip_hwc = true },
   { part = "conv" },
 }
+
+-- Channels-last hand-offs (planner.hwc_handoffs): where a tma layer's output is read by a tma
+-- layer alone, the first stores it channels-last (l.hwc_out: pairs of maps in 4-byte stores) and
+-- the second reads it through its map as it lies (l.hwc_in), without its nhwc kernel. The epilogue
+-- must compute the whole layer (its pool fused, if any): T.hwc_out_ok.
+T.hwc = true
+function T.hwc_out_ok(l, p)
+  local g = common.conv_geom(l)
+  return g.kind == "none" or T.pool_fused(l, p, g)
+end
 
 -- The layer's tile: warpgroups, registers and shared memory of parameters p.
 local function shape(l, p)
@@ -204,7 +215,8 @@ function T.cost(l, p)
   local xt, yt = common.ceil_div(g.CW, p.bw), common.ceil_div(g.CH, p.bh)
   local tiles = common.ceil_div(l.M, p.bm) * xt * yt * common.ceil_div(n, p.bi)
   local macs = tiles * p.bm * p.bw * p.bh * p.bi * common.ceil_div(l.C, KC) * KC * l.K * l.K
-  local bytes = n * (2 * 2 * l.C * l.H * l.W + 2 * l.M * g.CH * g.CW)
+  -- (the transpose's read and write of the input, none where the layer before hands it channels-last)
+  local bytes = n * ((l.hwc_in and 0 or 2 * 2 * l.C * l.H * l.W) + 2 * l.M * g.CH * g.CW)
   return (macs / (4096 * 0.88) + bytes / 64) / sms
 end
 
@@ -262,6 +274,18 @@ local source_epi = engine.compile([=[
                     const int x = xt * {{BW}} + p % {{BW}}, y = yt * {{BH}} + p / {{BW}} % {{BH}};
                     const long long img = (long long)it * {{BI}} + p / {{BW * BH}};
                     if (x >= {{CW}} || y >= {{CH}} || img >= n) continue;
+% if HWC then
+                    {{out_t}}* const o = out + ((img * {{CH}} + y) * {{CW}} + x) * {{M}} + m0 + 2 * (lane & 3);
+#pragma unroll
+                    for (int q = 0; q < {{BM // 8}}; q++) {
+% if MGUARD then
+                        if (m0 + 8 * q + 2 * (lane & 3) >= {{M}}) continue;
+% end
+                        const {{acc_t}} v0 = d[w][4 * q + 2 * h]{{bias_term("m0 + 8 * q + 2 * (lane & 3)")}};
+                        const {{acc_t}} v1 = d[w][4 * q + 2 * h + 1]{{bias_term("m0 + 8 * q + 2 * (lane & 3) + 1")}};
+                        cg_store_pair(o + 8 * q, {{from_acc(act("v0"))}}, {{from_acc(act("v1"))}});
+                    }
+% else
                     {{out_t}}* const o = out + ((img * {{M}} + m0 + 2 * (lane & 3)) * {{CH}} + y) * {{CW}} + x;
 #pragma unroll
                     for (int q = 0; q < {{BM // 8}}; q++)
@@ -273,6 +297,7 @@ local source_epi = engine.compile([=[
                             const {{acc_t}} v = d[w][4 * q + 2 * h + e]{{bias_term("m0 + 8 * q + 2 * (lane & 3) + e")}};
                             o[(long long)(8 * q + e) * {{CH * CW}}] = {{from_acc(act("v"))}};
                         }
+% end
                 }
 ]=], "conv2d_tma")
 
@@ -286,9 +311,14 @@ local source_epi_pool = engine.compile([=[
                 const int x = xt * 8 + p % 8, y = yt * {{BH}} + p / 8 % {{BH}};
                 const long long img = (long long)it * {{BI}} + p / {{8 * BH}};
                 const bool keep = (lane & 4) == 0 && x / 2 < {{OW}} && y / 2 < {{OH}} && img < n;
+% if HWC then
+                {{out_t}}* const o = out + ((img * {{OH}} + y / 2) * {{OW}} + x / 2) * {{M}} + m0 + 2 * (lane & 3);
+% else
                 {{out_t}}* const o = out + ((img * {{M}} + m0 + 2 * (lane & 3)) * {{OH}} + y / 2) * {{OW}} + x / 2;
+% end
 #pragma unroll
-                for (int q = 0; q < {{BM // 8}}; q++)
+                for (int q = 0; q < {{BM // 8}}; q++) {
+                    {{acc_t}} vv[2];
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
                         const int m = m0 + 8 * q + 2 * (lane & 3) + e;
@@ -308,18 +338,45 @@ local source_epi_pool = engine.compile([=[
                         {{acc_t}} v = fmaxf(v0, v1);
                         v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
 % end
-% if MGUARD then
-                        if (keep && m < {{M}}) o[(long long)(8 * q + e) * {{OH * OW}}] = {{from_acc("v")}};
-% else
-                        if (keep) o[(long long)(8 * q + e) * {{OH * OW}}] = {{from_acc("v")}};
-% end
+                        vv[e] = v;
                     }
+% if HWC then
+% if MGUARD then
+                    if (keep && m0 + 8 * q + 2 * (lane & 3) < {{M}})
+% else
+                    if (keep)
+% end
+                        cg_store_pair(o + 8 * q, {{from_acc("vv[0]")}}, {{from_acc("vv[1]")}});
+% else
+#pragma unroll
+                    for (int e = 0; e < 2; e++)
+% if MGUARD then
+                        if (keep && m0 + 8 * q + 2 * (lane & 3) + e < {{M}})
+% else
+                        if (keep)
+% end
+                            o[(long long)(8 * q + e) * {{OH * OW}}] = {{from_acc("vv[e]")}};
+% end
+                }
             }
 ]=], "conv2d_tma")
 
 local source_conv = engine.compile([=[
 {{tmap_type}}
 {{tma_helpers}}
+% if HWC then
+#ifndef CG_STORE_PAIR
+#define CG_STORE_PAIR
+// two neighbouring maps of a pixel of a channels-last output: one 4-byte store
+template <typename T> __device__ __forceinline__ void cg_store_pair(T* at, const T a, const T b)
+{
+    const T pr[2] = {a, b};
+    unsigned u;
+    memcpy(&u, pr, 4);
+    *reinterpret_cast<unsigned*>(at) = u;
+}
+#endif
+% end
 // GEMM view: tiles of {{BM}} maps x {{PIX}} pixels ({{BW}} x {{BH}} x {{BI}} image{{BI > 1 and "s" or ""}}), {{MT}} x {{XT}} x {{YT}} an image
 // group, summed over {{KK}} taps x {{CCH}} chunks of {{KC}} channels ({{ITERS}} steps); stage: [{{PIX}} pixels][64 channels] then
 // {{BM // 64}} x [64 channels][64 maps], 128-byte rows in the 128-byte swizzle ({{STAGE}} B), {{ST}} stages.
@@ -479,12 +536,15 @@ local function kernel_conv(l, p, g)
   local s = shape(l, p)
   local pooled = T.pool_fused(l, p, g)
   local fused = g.kind == "none" or pooled
+  if l.hwc_out and not fused then
+    error("conv2d_tma stores channels-last only where its epilogue computes the whole layer (T.hwc_out_ok)", 0)
+  end
   local act = fused and l.act or "none"
   local ty = common.types(l)
   local wt = ty.w_t == "__half" and "f16" or "bf16"
-  local name = string.format("conv2d_tma_%s_%s%s%s_m%dw%dp%d_%dx%dx%d_s%d%s", tag(l, g), act,
+  local name = string.format("conv2d_tma_%s_%s%s%s_m%dw%dp%d_%dx%dx%d_s%d%s%s", tag(l, g), act,
     pooled and g.pool_tag or "", l.bias and "_bias" or "", p.bm, p.mw, p.ping, p.bw, p.bh, p.bi, p.st,
-    p.rn == 0 and "_r0" or "")
+    p.rn == 0 and "_r0" or "", l.hwc_out and "_hwc" or "")
   local KK = l.K * l.K
   local mx = common.map_role("in", { l.C, l.W, l.H, "n" }, { KC, p.bw, p.bh, p.bi }, 128)
   local mwr = common.map_role("weights", { l.M, l.C, KK }, { 64, KC, 1 }, 128)
@@ -501,7 +561,7 @@ local function kernel_conv(l, p, g)
     BM = p.bm, MW = p.mw, PING = p.ping, RN = p.rn, BW = p.bw, BH = p.bh, BI = p.bi, ST = p.st, PIX = s.PIX, NC = s.NC,
     WPIX = s.WPIX, NR = s.NR, RDEC = s.RDEC, RINC = s.RINC, A_BYTES = s.A_BYTES, STAGE = s.STAGE,
     MT = MT, XT = XT, YT = YT, KK = KK, CCH = CCH, KC = KC, ITERS = KK * CCH, M = l.M, CH = g.CH, CW = g.CW,
-    MGUARD = l.M % p.bm ~= 0, OH = g.OH, OW = g.OW, AVG = g.kind == "avg",
+    MGUARD = l.M % p.bm ~= 0, OH = g.OH, OW = g.OW, AVG = g.kind == "avg", HWC = l.hwc_out or false,
     adesc = common.wgmma_desc_swizzle(128),
     -- MN-major in the 128-byte swizzle: 64-map blocks 8,192 bytes apart (leading), 8-channel groups 1,024 (stride)
     bdesc = string.format("0x%xull", 1 << 62 | (1024 // 16) << 32 | (8192 // 16) << 16),
@@ -535,7 +595,9 @@ local function kernel_conv(l, p, g)
     weights = string.format("arg:taps:%d", KK), bias = l.bias and "arg" or "none",
     out_elems = pooled and l.M * g.OH * g.OW or l.M * g.CH * g.CW,
     shape = (pooled and common.conv_shape(l, g, act, true, l.M, g.OH, g.OW) or
-      common.conv_shape(l, g, act, false, l.M, g.CH, g.CW)) .. ", from the channels-last copy",
+      common.conv_shape(l, g, act, false, l.M, g.CH, g.CW)) ..
+      (l.hwc_in and ", from the layer before's channels-last output" or ", from the channels-last copy") ..
+      (l.hwc_out and ", stored channels-last for the layer after" or ""),
     fused = fused, precision = l.precision,
   }
 end

@@ -1615,6 +1615,34 @@ function planner.concat_slices(net, dt, final_out)
   return out
 end
 
+-- The channels-last hand-offs of net: by conv layer name, { T, tname, given } (its template,
+-- as choose(l) gives it, and the parameters given), where the layer's output is read by one
+-- layer alone, the next conv, and the templates of both can hand it over channels-last
+-- (T.hwc: the first stores it so, l.hwc_out, where T.hwc_out_ok; the second reads it as it lies,
+-- l.hwc_in, leaving out its parts marked skip_hwc). Only where no whole-network kernel is made
+-- (which writes every tensor C x H x W): above planner.WHOLE_MAX_BATCH images.
+function planner.hwc_handoffs(net, batch, choose)
+  local out = {}
+  if batch and batch <= planner.WHOLE_MAX_BATCH then return out end
+  local by_name, readers = graph_readers(net)
+  local function hands(l)
+    if l.op ~= "conv" or (l.pool_pad or 0) > 0 then return nil end
+    local tname, _, own = choose(l)
+    local T = import(tname)
+    if T.hwc then return T, tname, own or l.params end
+  end
+  local last = net.layers[#net.layers]
+  for i, q in ipairs(net.layers) do
+    local ins = q.inputs and #q.inputs > 0 and q.inputs or { i > 1 and net.layers[i - 1].name or "input" }
+    local p = #ins == 1 and by_name[ins[1]]
+    if p and p ~= last and readers[p.name] == 1 then
+      local T, tname, given = hands(p)
+      if T and hands(q) then out[p.name] = { T = T, tname = tname, given = given } end
+    end
+  end
+  return out
+end
+
 function planner.build(net)
   local out = { tensors = {}, layers = {}, kernels = {}, input = "pixels", predict = "predict" }
   local tensors = {}
@@ -1772,12 +1800,14 @@ function planner.build(net)
     end
     local k, kin, made = nil, inputs, {}
     for j, part in ipairs(T.parts) do
-      l.part = part.part
-      local last = j == #T.parts
-      k = add(tname, l, given, index, layer, kin, last and output_name or (layer .. "." .. part.tensor),
-        last and shape or part.shape(l))
-      made[#made + 1] = k
-      kin = { k.out }
+      if not (part.skip_hwc and l.hwc_in) then
+        l.part = part.part
+        local last = j == #T.parts
+        k = add(tname, l, given, index, layer, kin, last and output_name or (layer .. "." .. part.tensor),
+          last and shape or part.shape(l))
+        made[#made + 1] = k
+        kin = { k.out }
+      end
     end
     l.part = nil
     return k, made
@@ -1793,7 +1823,17 @@ function planner.build(net)
   local batch = batch_of(net)
   for _, l in ipairs(net.layers) do
     if dt ~= "f32" then l.dtype = dt end
+    l.batch = batch
   end
+  -- a conv layer's choice, asked once where no tuning record makes it depend on the constant
+  -- memory left (planner.hwc_handoffs asks first)
+  local rule_of = {}
+  local function choose(l, cl)
+    if l.tuned then return layer_choice(l, cl) end
+    rule_of[l] = rule_of[l] or table.pack(layer_choice(l, nil))
+    return rule_of[l][1], rule_of[l][2], rule_of[l][3]
+  end
+  local handoffs = planner.hwc_handoffs(net, batch, choose)
   local elems_in = net.C * net.H * net.W
   local shape_in = { net.C, net.H, net.W }
   tensor("pixels", "u8", elems_in, shape_in)
@@ -1828,7 +1868,7 @@ function planner.build(net)
       add("pool", { C = l.M, H = g.CH, W = g.CW, kind = g.kind, PK = g.PK, PS = g.PS, PP = g.PP, act = l.act },
         nil, i, l.name, { k.out }, l.name, shape)
     elseif l.op == "conv" then
-      local tname, why, own = layer_choice(l, const_left)
+      local tname, why, own = choose(l, const_left)
       local r = residuals[l.name]
       local k
       if r and import(tname).fuses_add then
@@ -1860,7 +1900,17 @@ function planner.build(net)
       end
       local made = { k }
       if not k then
+        -- a channels-last hand-off (planner.hwc_handoffs): stored so where the epilogue computes
+        -- the whole layer with the parameters it takes; read so where the layer before stored it so
+        local ho = handoffs[l.name]
+        l.hwc_out = ho and ho.tname == tname and ho.T.hwc_out_ok(l, resolve(ho.T, tname, l, own or l.params, i)) or nil
+        l.hwc_in = tensors[inputs[1]] and tensors[inputs[1]].hwc and true or nil
+        if l.hwc_in and not import(tname).hwc then
+          fail(i, nil, string.format("'%s' is channels-last, which %s does not read", inputs[1], tname))
+        end
         k, made = add_conv(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
+        if l.hwc_out then tensors[k.out].hwc = shape end
+        l.hwc_out, l.hwc_in = nil, nil
       end
       chosen(made, why, l)
       k = reduce_split(k, l, i)
