@@ -2307,11 +2307,15 @@ static const char *template_at(const cg_spec *sp, const cg_target *tg, cg_gen_ou
 }
 
 /* conv2d_tma: auto gives it a 16-bit stride-1 layer of 128 channels or more, 64 maps or more, a 3x3
- * or larger kernel and 64 output pixels or more on sm_90a at the large batch, as two kernels in order
- * (the input made channels-last into <layer>.x, then the product from tensor maps over it and over
- * the weights tap by tap, the 2x2 pool fused on 8-wide tiles); a 64-channel layer, a 1x1 layer, 3x3
- * outputs, the same layers at 1,024 images and on sm_80 keep the rules before it; written for a layer
- * it cannot compute it is refused with the reason; the tuner emits none of its kernels alone. */
+ * or larger kernel and 64 output pixels or more on sm_90a at the large batch, and then a layer of 64
+ * channels and maps or more next to such a layer (planner.tma_chains: one whose output only a tma
+ * layer reads, one that alone reads a tma layer's output); a tma layer whose output only the next
+ * tma layer reads hands it over channels-last (hwc=, no transpose kernel for the next). The first
+ * layer of a chain makes its input channels-last into <layer>.x, then the product from tensor maps
+ * over it and over the weights tap by tap, the 2x2 pool fused on 8-wide tiles. Layers of fewer maps
+ * or channels, a 64-channel, a 1x1 and a 6x6-output layer with no tma neighbour, the same network at
+ * 1,024 images and on sm_80 keep the rules before it; written for a layer it cannot compute it is
+ * refused with the reason; the tuner emits none of its kernels alone. */
 /* the product kernel of conv2d_tma for layer `layer` (after its channels-last copy), NULL where none */
 static const cg_gen_kernel *tma_kernel(const cg_gen_output *o, const char *layer)
 {
@@ -2323,57 +2327,69 @@ static const cg_gen_kernel *tma_kernel(const cg_gen_output *o, const char *layer
 static void test_tma(void)
 {
     static const char text[] =
-        "network: s\ninput: {channels: 128, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
+        "network: s\ninput: {channels: 64, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
+        "  - {name: z, op: conv, M: 128, K: 3, padding: 1}\n"                                            /* chain */
         "  - {name: a, op: conv, M: 128, K: 3, padding: 1, bias: true, activation: relu, pool: max2}\n" /* tma */
         "  - {name: b, op: conv, M: 64, K: 3, padding: 1}\n"                                             /* tma */
-        "  - {name: c, op: conv, M: 64, K: 3, padding: 1}\n"                                             /* C = 64 */
-        "  - {name: d, op: conv, M: 128, K: 1}\n"                                                        /* 1x1 */
-        "  - {name: e, op: conv, M: 128, K: 3, padding: 1}\n"                                            /* 8x8 */
-        "  - {name: f, op: conv, M: 128, K: 3, padding: 1, pool: max2}\n"                               /* 8x8 */
-        "  - {name: g, op: conv, M: 64, K: 3}\n";                                                        /* 2x2 */
+        "  - {name: c, op: conv, M: 64, K: 3, padding: 1}\n"                                             /* chain */
+        "  - {name: d, op: conv, M: 32, K: 1}\n"                                                         /* M = 32 */
+        "  - {name: e, op: conv, M: 64, K: 3, padding: 1}\n"                                             /* C = 32 */
+        "  - {name: f, op: conv, M: 64, K: 3, padding: 1}\n"                                             /* C = 64 */
+        "  - {name: g, op: conv, M: 40, K: 1}\n"                                                         /* M = 40 */
+        "  - {name: h, op: conv, M: 128, K: 3, padding: 1}\n"                                            /* C = 40 */
+        "  - {name: i, op: conv, M: 128, K: 1}\n"                                                        /* 1x1 */
+        "  - {name: j, op: conv, M: 64, K: 3}\n";                                                        /* 6x6 */
     cg_target tg;
     cg_gen_output *o;
     cg_spec *sp;
     cg_err e = {""};
     if (sm90a_case("tma.yaml", text, &tg, &sp, &o)) return;
     if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
-        int parts = 0, order = 1;
-        const char *want[] = {"conv2d_tma_nhwc_", "conv2d_tma_c128m128k3_h16w16_p1_relu_pool2_bias_"};
-        for (int i = 0; i < o->nkernels; i++)
-            if (!strcmp(o->k[i].layer, "a")) order = order && parts < 2 && strstr(o->k[i].kernel, want[parts]), parts++;
-        const cg_gen_kernel *a = tma_kernel(o, "a"), *b = tma_kernel(o, "b"), *c = conv_kernel(o, "c"),
-                            *d = conv_kernel(o, "d"), *f = conv_kernel(o, "f"), *g = conv_kernel(o, "g");
-        CHECK(parts == 2 && order && a && !strcmp(a->tpl, "conv2d_tma") &&
-                  strstr(a->source, "auto: tma, since precision is bf16") && strstr(a->kernel, "_m128w2p0_8x16x2_"),
-              "128 -> 128 3x3 on 16x16 with a 2x2 pool: tma's two kernels, 8-wide tiles (%d, %s)", parts,
-              a ? a->kernel : "none");
-        CHECK(strstr(o->manifest, "in=input out=a.x ") && strstr(o->manifest, "in=a.x out=a ") &&
+        int parts = 0, order = 1, na = 0;
+        const char *want[] = {"conv2d_tma_nhwc_", "conv2d_tma_c64m128k3_h16w16_p1_none_"};
+        for (int i = 0; i < o->nkernels; i++) {
+            if (!strcmp(o->k[i].layer, "z")) order = order && parts < 2 && strstr(o->k[i].kernel, want[parts]), parts++;
+            na += !strcmp(o->k[i].layer, "a") || !strcmp(o->k[i].layer, "b") || !strcmp(o->k[i].layer, "c");
+        }
+        const cg_gen_kernel *z = tma_kernel(o, "z"), *a = tma_kernel(o, "a"), *b = tma_kernel(o, "b"),
+                            *c = tma_kernel(o, "c");
+        CHECK(parts == 2 && order && z && strstr(z->kernel, "_hwc_bf16") &&
+                  strstr(z->source, "auto: tma, since precision is bf16") &&
+                  strstr(z->source, "its output goes to a, a tma layer, channels-last") &&
+                  strstr(z->source, "stored channels-last for the layer after"),
+              "64 -> 128 before a tma layer: tma's two kernels, its output channels-last (%d, %s)", parts,
+              z ? z->kernel : "none");
+        CHECK(na == 3 && a && strstr(a->source, "auto: tma, since precision is bf16") &&
+                  strstr(a->kernel, "_m128w2p0_8x16x2_") && strstr(a->kernel, "_hwc_bf16") &&
+                  strstr(a->source, "cg_store_pair(o + 8 * q") &&
+                  strstr(a->source, "from the layer before's channels-last output"),
+              "128 -> 128 3x3 on 16x16 with a 2x2 pool: one kernel reading z's output as it lies, 8-wide tiles, "
+              "storing channels-last (%d kernels for a, b and c; %s)", na, a ? a->kernel : "none");
+        CHECK(strstr(o->manifest, "in=input out=z.x ") && strstr(o->manifest, "in=z.x out=z ") &&
+                  strstr(o->manifest, "in=z out=a ") && strstr(o->manifest, "in=a out=b ") &&
+                  strstr(o->manifest, "in=b out=c ") &&
                   strstr(o->manifest, "args=map:in:128.16.16.n:64.8.16.2:128,map:weights:128.128.9:64.64.1:128,bias,"
                                       "out,n") &&
-                  strstr(o->manifest, "weights=arg:taps:9"),
-              "tma: the channels-last copy between its kernels, maps over it and the weights tap by tap");
-        CHECK(a && strstr(a->source, "cp.async.bulk.tensor.4d") && strstr(a->source, "setmaxnreg.inc") &&
-                  strstr(a->source, "m64n128k16.f32.bf16.bf16") && strstr(a->source, "__shfl_xor_sync"),
+                  strstr(o->manifest, "weights=arg:taps:9") && strstr(o->manifest, "\ntensor z bf16 32768 hwc=128.16.16\n") &&
+                  strstr(o->manifest, "\ntensor a bf16 8192 hwc=128.8.8\n") &&
+                  strstr(o->manifest, "\ntensor b bf16 4096 hwc=64.8.8\n") && strstr(o->manifest, "\ntensor c bf16 4096\n") &&
+                  !strstr(o->manifest, "a.x") && !strstr(o->manifest, "b.x") && !strstr(o->manifest, "c.x"),
+              "the manifest: one channels-last copy for the chain, z, a and b handed on (hwc=), c stored C x H x W "
+              "for d, maps over the tensors and the weights tap by tap");
+        CHECK(z && strstr(z->source, "cp.async.bulk.tensor.4d") && strstr(z->source, "setmaxnreg.inc") &&
+                  strstr(z->source, "m64n128k16.f32.bf16.bf16") && a && strstr(a->source, "__shfl_xor_sync"),
               "the bulk copies, the producer's registers given up, one BF16 product, the pool across lanes");
-        CHECK(b && !strcmp(b->tpl, "conv2d_tma") && strstr(b->kernel, "_m64w2p0_8x8x4_"),
+        CHECK(b && strstr(b->kernel, "_m64w2p0_8x8x4_") && strstr(b->kernel, "_hwc_bf16"),
               "128 -> 64 on 8x8: tma, 64-map tiles of four images (%s)", b ? b->kernel : "none");
-        /* a hands its output to b channels-last, as e to f: no copy for b or f; b's, read by c, and f's,
-         * read by g (neither tma), stay C x H x W */
-        int nb = 0;
-        for (int i = 0; i < o->nkernels; i++) nb += !strcmp(o->k[i].layer, "b") || !strcmp(o->k[i].layer, "f");
-        CHECK(nb == 2 && a && strstr(a->kernel, "_hwc_bf16") && strstr(a->source, "cg_store_pair(o + 8 * q") &&
-                  strstr(a->source, "stored channels-last for the layer after") && b && !strstr(b->kernel, "_hwc") &&
-                  strstr(b->source, "from the layer before's channels-last output"),
-              "a stores channels-last, b reads it without a copy of its own (%d kernels for b and f)", nb);
-        CHECK(strstr(o->manifest, "\ntensor a bf16 8192 hwc=128.8.8\n") && strstr(o->manifest, "in=a out=b ") &&
-                  strstr(o->manifest, "\ntensor e bf16 8192 hwc=128.8.8\n") && strstr(o->manifest, "in=e out=f ") &&
-                  strstr(o->manifest, "\ntensor b bf16 4096\n") && strstr(o->manifest, "\ntensor f bf16 2048\n") &&
-                  !strstr(o->manifest, "b.x") && !strstr(o->manifest, "f.x"),
-              "the manifest: a and e channels-last (hwc=), b and f read them as they lie");
-        CHECK(c && strcmp(c->tpl, "conv2d_tma"), "64 channels: not tma (%s)", c ? c->tpl : "none");
-        CHECK(d && strcmp(d->tpl, "conv2d_tma"), "a 1x1 layer: not tma (%s)", d ? d->tpl : "none");
-        CHECK(f && !strcmp(f->tpl, "conv2d_tma"), "8x8 outputs: tma (%s)", f ? f->tpl : "none");
-        CHECK(g && strcmp(g->tpl, "conv2d_tma"), "2x2 outputs: not tma (%s)", g ? g->tpl : "none");
+        CHECK(c && !strstr(c->kernel, "_hwc") && strstr(c->source, "it reads b, a tma layer's output, as it lies"),
+              "64 -> 64 after a tma layer: tma, read as it lies, stored C x H x W for a layer that is not (%s)",
+              c ? c->kernel : "none");
+        static const char *const others[] = {"d", "e", "f", "g", "h", "i", "j"};
+        for (size_t q = 0; q < sizeof others / sizeof *others; q++) {
+            const cg_gen_kernel *k = conv_kernel(o, others[q]);
+            CHECK(k && strcmp(k->tpl, "conv2d_tma"), "layer %s (32 or 40 maps or channels, or 64 channels, 1x1 or 6x6 "
+                  "outputs with no tma neighbour): not tma (%s)", others[q], k ? k->tpl : "none");
+        }
         cg_gen_free(o);
     } else CHECK(0, "tma.yaml: %s", e.msg);
     char tpl[256];

@@ -391,19 +391,36 @@ planner.AUTO_TMA_MIN_C = 128
 planner.AUTO_TMA_MIN_M = 64
 planner.AUTO_TMA_MIN_K = 3
 planner.AUTO_TMA_MIN_OUT = 64
+-- (a layer next to a tma layer, planner.tma_chains: C and M at least these, any kernel and output size)
+planner.AUTO_TMA_CHAIN_MIN_C = 64
+planner.AUTO_TMA_CHAIN_MIN_M = 64
+
+-- Whether layer l may be conv2d_tma under auto at all: 16-bit, sm_90a, the large batch, and the
+-- template's check (stride 1, one group, C and M multiples of 8).
+local function tma_serves(l)
+  if l.op ~= "conv" or not (l.precision == "bf16" or l.precision == "fp16") then return false end
+  if not (l.target and l.target.sm90a) or (l.batch and l.batch > 0) then return false end
+  return pcall(resolve, import("conv2d_tma"), "conv2d_tma", l, nil, nil)
+end
+
 function planner.auto_tma(l)
-  if l.op ~= "conv" or not (l.precision == "bf16" or l.precision == "fp16") then return nil end
-  if not (l.target and l.target.sm90a) or (l.batch and l.batch > 0) then return nil end
+  if l.op ~= "conv" then return nil end
   local g = common.conv_geom(l)
+  if l.tma_chain then
+    -- (planner.tma_chains checked tma_serves and the bounds)
+    return "conv2d_tma", string.format("auto: tma, since precision is %s, the target is sm_90 (built as sm_90a), " ..
+      "C = %d >= %d and M = %d >= %d, and %s", l.precision, l.C, planner.AUTO_TMA_CHAIN_MIN_C, l.M,
+      planner.AUTO_TMA_CHAIN_MIN_M, l.tma_chain)
+  end
   if l.K < planner.AUTO_TMA_MIN_K or l.C < planner.AUTO_TMA_MIN_C or l.M < planner.AUTO_TMA_MIN_M
       or g.CH * g.CW < planner.AUTO_TMA_MIN_OUT then return nil end
-  -- (stride 1, one group, C and M multiples of 8: the template's check)
-  if not pcall(resolve, import("conv2d_tma"), "conv2d_tma", l, nil, nil) then return nil end
+  if not tma_serves(l) then return nil end
   return "conv2d_tma", string.format("auto: tma, since precision is %s, the target is sm_90 (built as sm_90a: wgmma " ..
     "and the bulk tensor copy engine), stride 1, C = %d >= %d, M = %d >= %d, K = %d >= %d, a %dx%d conv output and " ..
     "the kernels are for the large batch", l.precision, l.C, planner.AUTO_TMA_MIN_C, l.M, planner.AUTO_TMA_MIN_M, l.K,
     planner.AUTO_TMA_MIN_K, g.CH, g.CW)
 end
+
 
 function planner.auto_strategy(l)
   if (l.groups or 1) > 1 then return planner.grouped_strategy(l) end
@@ -1543,6 +1560,49 @@ local function graph_readers(net)
   return by_name, readers, function(name) return alias[name] or name end
 end
 
+-- The layers auto also gives conv2d_tma for their neighbours (l.tma_chain, the reason): a conv layer
+-- of C >= AUTO_TMA_CHAIN_MIN_C and M >= AUTO_TMA_CHAIN_MIN_M written `auto` whose output only a
+-- tma layer reads (it then stores that output channels-last, planner.hwc_handoffs), or which alone
+-- reads a tma layer's output (it reads it as it lies, without its transpose); grown from the layers
+-- choose(l) gives conv2d_tma until no layer joins. Measured on an H200 in bf16 at 10,000 images
+-- (bench/RESULTS.md, "Channels-last hand-offs"; the layer's kernels, transpose included, against auto's
+-- before): output handed on: zoo-vgg-same's 64 -> 64 on 32x32 with its pool 2.36 / 2.59 and 64 -> 128
+-- on 16x16 0.71 / 1.09, zoo-wide3x3's 64 -> 128 on 14x14 0.86 / 0.98; input taken as it lies:
+-- zoo-residual's 64 -> 64 on 16x16 0.45 / 0.61, zoo-1x1's 256 -> 128 1x1 with its pool 0.86 / 1.95,
+-- zoo-alex's 128 -> 64 on 3x3 0.06 / 0.13. The channels-last store is what turns the C = 64 layers
+-- (their C x H x W store had cost zoo-wide3x3's 64 -> 128 1.21 ms, the channels-last one 0.68).
+function planner.tma_chains(net, choose)
+  local by_name, readers = graph_readers(net)
+  local tma, order = {}, {}
+  for i, l in ipairs(net.layers) do
+    if l.op == "conv" and (l.pool_pad or 0) == 0 then
+      tma[l.name] = choose(l) == "conv2d_tma"
+      -- the layer l alone reads: p, where l reads only p and nothing else reads p
+      local ins = l.inputs and #l.inputs > 0 and l.inputs or { i > 1 and net.layers[i - 1].name or "input" }
+      local p = #ins == 1 and by_name[ins[1]]
+      if p and p.op == "conv" and (p.pool_pad or 0) == 0 and readers[p.name] == 1 then order[#order + 1] = { p, l } end
+    end
+  end
+  local function joins(l, why)
+    if tma[l.name] or l.strategy ~= "auto" or l.tuned or l.C < planner.AUTO_TMA_CHAIN_MIN_C
+        or l.M < planner.AUTO_TMA_CHAIN_MIN_M or not tma_serves(l) then return false end
+    l.tma_chain, tma[l.name] = why, true
+    return true
+  end
+  local grown = true
+  while grown do
+    grown = false
+    for _, pq in ipairs(order) do
+      local p, q = pq[1], pq[2]
+      if tma[q.name] and joins(p, string.format("its output goes to %s, a tma layer, channels-last", q.name)) then
+        grown = true
+      end
+      if tma[p.name] and joins(q, string.format("it reads %s, a tma layer's output, as it lies (channels-last)",
+          p.name)) then grown = true end
+    end
+  end
+end
+
 -- The adds a conv's kernel may compute in its epilogue (the conv's strategy
 -- permitting, `fuses_add` of its template): by conv layer name, { add = the add
 -- layer, at = the conv's place among the add's inputs, others = the other
@@ -1833,6 +1893,10 @@ function planner.build(net)
     rule_of[l] = rule_of[l] or table.pack(layer_choice(l, nil))
     return rule_of[l][1], rule_of[l][2], rule_of[l][3]
   end
+  -- (tma: 16-bit layers at the large batch)
+  local half = false
+  for _, l in ipairs(net.layers) do half = half or l.precision == "bf16" or l.precision == "fp16" end
+  if half and not batch then planner.tma_chains(net, function(l) return layer_choice(l, nil) end) end
   local handoffs = planner.hwc_handoffs(net, batch, choose)
   local elems_in = net.C * net.H * net.W
   local shape_in = { net.C, net.H, net.W }
