@@ -2,7 +2,7 @@
 // spec:       specs/fashion-resnet.yaml (network fashion-resnet)
 // layer:      predict
 // shape:      10 scores -> class index
-// template:   argmax (templates/ops/argmax.lua, hash c1e42aae5cff12c7)
+// template:   argmax (templates/ops/argmax.lua, hash 682b18829ac30167)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none
