@@ -2332,13 +2332,14 @@ static void test_tma(void)
         "  - {name: a, op: conv, M: 128, K: 3, padding: 1, bias: true, activation: relu, pool: max2}\n" /* tma */
         "  - {name: b, op: conv, M: 64, K: 3, padding: 1}\n"                                             /* tma */
         "  - {name: c, op: conv, M: 64, K: 3, padding: 1}\n"                                             /* chain */
-        "  - {name: d, op: conv, M: 32, K: 1}\n"                                                         /* M = 32 */
-        "  - {name: e, op: conv, M: 64, K: 3, padding: 1}\n"                                             /* C = 32 */
+        "  - {name: d, op: conv, M: 24, K: 1}\n"                                                         /* M = 24 */
+        "  - {name: e, op: conv, M: 64, K: 3, padding: 1}\n"                                             /* C = 24 */
         "  - {name: f, op: conv, M: 64, K: 3, padding: 1}\n"                                             /* C = 64 */
-        "  - {name: g, op: conv, M: 40, K: 1}\n"                                                         /* M = 40 */
-        "  - {name: h, op: conv, M: 128, K: 3, padding: 1}\n"                                            /* C = 40 */
-        "  - {name: i, op: conv, M: 128, K: 1}\n"                                                        /* 1x1 */
-        "  - {name: j, op: conv, M: 64, K: 3}\n";                                                        /* 6x6 */
+        "  - {name: g, op: conv, M: 16, K: 1}\n"                                                         /* M = 16 */
+        "  - {name: h, op: conv, M: 128, K: 3, padding: 1}\n"                                            /* C = 16 */
+        "  - {name: i, op: conv, M: 128, K: 1}\n"                                                        /* pair */
+        "  - {name: j, op: conv, M: 64, K: 3}\n"                                                         /* pair */
+        "  - {name: k, op: conv, M: 32, K: 3}\n";                                                        /* reader */
     cg_target tg;
     cg_gen_output *o;
     cg_spec *sp;
@@ -2384,11 +2385,23 @@ static void test_tma(void)
         CHECK(c && !strstr(c->kernel, "_hwc") && strstr(c->source, "it reads b, a tma layer's output, as it lies"),
               "64 -> 64 after a tma layer: tma, read as it lies, stored C x H x W for a layer that is not (%s)",
               c ? c->kernel : "none");
-        static const char *const others[] = {"d", "e", "f", "g", "h", "i", "j"};
+        const cg_gen_kernel *i = tma_kernel(o, "i"), *j = tma_kernel(o, "j"), *k = tma_kernel(o, "k");
+        CHECK(i && strstr(i->kernel, "conv2d_tma_c128m128k1_") && strstr(i->kernel, "_hwc_bf16") &&
+                  strstr(i->source, "its output goes to j alone, which takes tma too, channels-last") && j &&
+                  strstr(j->kernel, "_hwc_bf16") && strstr(j->source, "it alone reads i's output, which takes tma too"),
+              "128 -> 128 1x1 whose output only a 128 -> 64 layer reads, neither next to a tma layer: a chain of "
+              "their own, i handing j its output channels-last (%s, %s)", i ? i->kernel : "none", j ? j->kernel : "none");
+        CHECK(k && strstr(k->kernel, "conv2d_tma_c64m32k3_") && !strstr(k->kernel, "_hwc") &&
+                  strstr(k->source, "it reads j, a tma layer's output, as it lies") &&
+                  strstr(o->manifest, "\ntensor i bf16 8192 hwc=128.8.8\n") &&
+                  strstr(o->manifest, "\ntensor j bf16 2304 hwc=64.6.6\n") && strstr(o->manifest, "\ntensor k f32 512\n"),
+              "64 -> 32 reading the pair's output: tma (32 maps are enough to read a tma layer's output), j handing "
+              "it channels-last, k stored C x H x W in FP32, the last layer (%s)", k ? k->kernel : "none");
+        static const char *const others[] = {"d", "e", "f", "g", "h"};
         for (size_t q = 0; q < sizeof others / sizeof *others; q++) {
             const cg_gen_kernel *k = conv_kernel(o, others[q]);
-            CHECK(k && strcmp(k->tpl, "conv2d_tma"), "layer %s (32 or 40 maps or channels, or 64 channels, 1x1 or 6x6 "
-                  "outputs with no tma neighbour): not tma (%s)", others[q], k ? k->tpl : "none");
+            CHECK(k && strcmp(k->tpl, "conv2d_tma"), "layer %s (16 or 24 maps or channels, or 64 channels next to no layer "
+                  "tma serves): not tma (%s)", others[q], k ? k->tpl : "none");
         }
         cg_gen_free(o);
     } else CHECK(0, "tma.yaml: %s", e.msg);

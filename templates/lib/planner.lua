@@ -391,9 +391,11 @@ planner.AUTO_TMA_MIN_C = 128
 planner.AUTO_TMA_MIN_M = 64
 planner.AUTO_TMA_MIN_K = 3
 planner.AUTO_TMA_MIN_OUT = 64
--- (a layer next to a tma layer, planner.tma_chains: C and M at least these, any kernel and output size)
+-- (a layer in a tma chain, planner.tma_chains: C and M at least these, any kernel and output size; M = 32
+-- since zoo-1x1's 128 -> 32 1x1 on 11x11, 0.208 ms in tma against igemm's 0.162, let the layer before it
+-- store channels-last: 0.869 ms with its pool, about 1.25 C x H x W)
 planner.AUTO_TMA_CHAIN_MIN_C = 64
-planner.AUTO_TMA_CHAIN_MIN_M = 64
+planner.AUTO_TMA_CHAIN_MIN_M = 32
 
 -- Whether layer l may be conv2d_tma under auto at all: 16-bit, sm_90a, the large batch, and the
 -- template's check (stride 1, one group, C and M multiples of 8).
@@ -1564,7 +1566,12 @@ end
 -- of C >= AUTO_TMA_CHAIN_MIN_C and M >= AUTO_TMA_CHAIN_MIN_M written `auto` whose output only a
 -- tma layer reads (it then stores that output channels-last, planner.hwc_handoffs), or which alone
 -- reads a tma layer's output (it reads it as it lies, without its transpose); grown from the layers
--- choose(l) gives conv2d_tma until no layer joins. Measured on an H200 in bf16 at 10,000 images
+-- choose(l) gives conv2d_tma, and from every two such layers of which the second alone reads the
+-- first's output, until no layer joins. Pairs on an H200 in bf16 at 10,000 images (bench/RESULTS.md,
+-- "Channels-last hand-offs"; whole networks against max-autotune in the same call): zoo-1x1's 64 ->
+-- 256 -> 128 1x1 layers 1.652 + 0.869 ms with the transpose's 0.375 against pointwise's and igemm's
+-- 1.934 + 1.936 (the network 4.48 -> 3.54 ms, 1.34x), zoo-alex's 96 -> 128 -> 64 on 3x3 (2.42 ->
+-- 2.38 ms), zoo-residual's 64 -> 64 pair on 16x16 (5.55 -> 5.31 ms). Measured on an H200 in bf16 at 10,000 images
 -- (bench/RESULTS.md, "Channels-last hand-offs"; the layer's kernels, transpose included, against auto's
 -- before): output handed on: zoo-vgg-same's 64 -> 64 on 32x32 with its pool 2.36 / 2.59 and 64 -> 128
 -- on 16x16 0.71 / 1.09, zoo-wide3x3's 64 -> 128 on 14x14 0.86 / 0.98; input taken as it lies:
@@ -1583,11 +1590,22 @@ function planner.tma_chains(net, choose)
       if p and p.op == "conv" and (p.pool_pad or 0) == 0 and readers[p.name] == 1 then order[#order + 1] = { p, l } end
     end
   end
+  local function may(l)
+    return not tma[l.name] and l.strategy == "auto" and not l.tuned and l.C >= planner.AUTO_TMA_CHAIN_MIN_C
+        and l.M >= planner.AUTO_TMA_CHAIN_MIN_M and tma_serves(l)
+  end
   local function joins(l, why)
-    if tma[l.name] or l.strategy ~= "auto" or l.tuned or l.C < planner.AUTO_TMA_CHAIN_MIN_C
-        or l.M < planner.AUTO_TMA_CHAIN_MIN_M or not tma_serves(l) then return false end
+    if not may(l) then return false end
     l.tma_chain, tma[l.name] = why, true
     return true
+  end
+  -- two such layers of which the second alone reads the first's output: a chain of their own
+  for _, pq in ipairs(order) do
+    local p, q = pq[1], pq[2]
+    if may(p) and may(q) then
+      joins(p, string.format("its output goes to %s alone, which takes tma too, channels-last", q.name))
+      joins(q, string.format("it alone reads %s's output, which takes tma too, as it lies (channels-last)", p.name))
+    end
   end
   local grown = true
   while grown do
