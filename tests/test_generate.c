@@ -2445,6 +2445,35 @@ static void test_tma(void)
                      "conv2d_tma", "conv2d_tma runs as 2 kernels (nhwc, conv) and a kernel is timed alone here");
 }
 
+/* conv2d_direct before a tma layer stores C x H x W, and the tma layer makes its channels-last copy:
+ * direct has no channels-last store (T.hwc_out_ok), since one (a thread's pixels, each pixel's maps in
+ * 8-byte stores M maps apart) ran 2.3-5x slower on an H200 than its own store and the copy together
+ * (bench/RESULTS.md, "Channels-last hand-offs"). */
+static void test_direct_hwc(void)
+{
+    static const char text[] =
+        "network: s\ninput: {channels: 3, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
+        "  - {name: a, op: conv, M: 64, K: 3, padding: 1, bias: true, activation: relu, pool: max2}\n"
+        "  - {name: b, op: conv, M: 128, K: 3, padding: 1}\n"
+        "  - {name: c, op: conv, M: 128, K: 3, padding: 1}\n";
+    cg_target tg;
+    cg_gen_output *o;
+    cg_spec *sp;
+    cg_err e = {""};
+    if (sm90a_case("dh.yaml", text, &tg, &sp, &o)) return;
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *a = conv_kernel(o, "a"), *b = tma_kernel(o, "b");
+        CHECK(a && !strcmp(a->tpl, "conv2d_direct") && !strstr(a->kernel, "_hwc") &&
+                  strstr(o->manifest, "\ntensor a bf16 4096\n") && b && strstr(o->manifest, " out=b.x ") &&
+                  strstr(b->kernel, "_hwc_bf16") && strstr(b->source, "from the channels-last copy"),
+              "direct 3 -> 64 before a chain: C x H x W, the chain's first layer making its copy (%s)",
+              a ? a->kernel : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "dh.yaml: %s", e.msg);
+    free(sp);
+    free(o);
+}
+
 /* conv2d_pointwise: auto gives it a 16-bit 1x1 layer of stride 1 without padding or a pool, on
  * planes of an even number of pixels, at the large batch (runs of 4 pixels on 22x22: 8-byte copies;
  * the weights resident, several tiles a block); a pooled 1x1 layer, one on odd planes (11x11) and
@@ -3174,6 +3203,7 @@ int main(void)
     test_pointwise();
     test_fft();
     test_tma();
+    test_direct_hwc();
     test_precision_tf32();
     test_engine();
     test_arg_roles();

@@ -393,7 +393,7 @@ planner.AUTO_TMA_MIN_K = 3
 planner.AUTO_TMA_MIN_OUT = 64
 -- (a layer in a tma chain, planner.tma_chains: C and M at least these, any kernel and output size; M = 32
 -- since zoo-1x1's 128 -> 32 1x1 on 11x11, 0.208 ms in tma against igemm's 0.162, let the layer before it
--- store channels-last: 0.869 ms with its pool, about 1.25 C x H x W)
+-- store channels-last: 0.869 ms with its pool, about 1.25 C x H x W by the two networks' times)
 planner.AUTO_TMA_CHAIN_MIN_C = 64
 planner.AUTO_TMA_CHAIN_MIN_M = 32
 
@@ -1695,27 +1695,28 @@ end
 
 -- The channels-last hand-offs of net: by conv layer name, { T, tname, given } (its template,
 -- as choose(l) gives it, and the parameters given), where the layer's output is read by one
--- layer alone, the next conv, and the templates of both can hand it over channels-last
--- (T.hwc: the first stores it so, l.hwc_out, where T.hwc_out_ok; the second reads it as it lies,
--- l.hwc_in, leaving out its parts marked skip_hwc). Only where no whole-network kernel is made
--- (which writes every tensor C x H x W): above planner.WHOLE_MAX_BATCH images.
+-- layer alone, the next conv, and the templates of both can hand it over channels-last (the
+-- first's T.hwc_out_ok: it stores it so, l.hwc_out, where that says its parameters allow; the
+-- second's T.hwc_in: it reads it as it lies, l.hwc_in, leaving out its parts marked skip_hwc).
+-- Only where no whole-network kernel is made (which writes every tensor C x H x W): above
+-- planner.WHOLE_MAX_BATCH images.
 function planner.hwc_handoffs(net, batch, choose)
   local out = {}
   if batch and batch <= planner.WHOLE_MAX_BATCH then return out end
   local by_name, readers = graph_readers(net)
-  local function hands(l)
+  local function hands(l, side)
     if l.op ~= "conv" or (l.pool_pad or 0) > 0 then return nil end
     local tname, _, own = choose(l)
     local T = import(tname)
-    if T.hwc then return T, tname, own or l.params end
+    if T[side] then return T, tname, own or l.params end
   end
   local last = net.layers[#net.layers]
   for i, q in ipairs(net.layers) do
     local ins = q.inputs and #q.inputs > 0 and q.inputs or { i > 1 and net.layers[i - 1].name or "input" }
     local p = #ins == 1 and by_name[ins[1]]
     if p and p ~= last and readers[p.name] == 1 then
-      local T, tname, given = hands(p)
-      if T and hands(q) then out[p.name] = { T = T, tname = tname, given = given } end
+      local T, tname, given = hands(p, "hwc_out_ok")
+      if T and hands(q, "hwc_in") then out[p.name] = { T = T, tname = tname, given = given } end
     end
   end
   return out
@@ -1987,7 +1988,7 @@ function planner.build(net)
         local ho = handoffs[l.name]
         l.hwc_out = ho and ho.tname == tname and ho.T.hwc_out_ok(l, resolve(ho.T, tname, l, own or l.params, i)) or nil
         l.hwc_in = tensors[inputs[1]] and tensors[inputs[1]].hwc and true or nil
-        if l.hwc_in and not import(tname).hwc then
+        if l.hwc_in and not import(tname).hwc_in then
           fail(i, nil, string.format("'%s' is channels-last, which %s does not read", inputs[1], tname))
         end
         k, made = add_conv(tname, l, own or l.params, i, l.name, inputs, l.name, shape)
@@ -1996,7 +1997,7 @@ function planner.build(net)
       end
       chosen(made, why, l)
       k = reduce_split(k, l, i)
-      if planner.pixel_twin(net, l, k, inputs) then
+      if planner.pixel_twin(net, l, k, inputs) and not tensors[k.out].hwc then
         -- the same kernel reading the pixels: the u8 feed runs it and neither
         -- input_u8 nor k (planner.pixel_twin)
         local pl = {}
