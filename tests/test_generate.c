@@ -2399,9 +2399,9 @@ static void test_tma(void)
               "it channels-last, k stored C x H x W in FP32, the last layer (%s)", k ? k->kernel : "none");
         static const char *const others[] = {"d", "e", "f", "g", "h"};
         for (size_t q = 0; q < sizeof others / sizeof *others; q++) {
-            const cg_gen_kernel *k = conv_kernel(o, others[q]);
-            CHECK(k && strcmp(k->tpl, "conv2d_tma"), "layer %s (16 or 24 maps or channels, or 64 channels next to no layer "
-                  "tma serves): not tma (%s)", others[q], k ? k->tpl : "none");
+            const cg_gen_kernel *ok = conv_kernel(o, others[q]);
+            CHECK(ok && strcmp(ok->tpl, "conv2d_tma"), "layer %s (16 or 24 maps or channels, or 64 channels next to no layer "
+                  "tma serves): not tma (%s)", others[q], ok ? ok->tpl : "none");
         }
         cg_gen_free(o);
     } else CHECK(0, "tma.yaml: %s", e.msg);
@@ -2422,8 +2422,10 @@ static void test_tma(void)
          "conv2d_tma computes 16-bit tensors (precision bf16 or fp16)"},
         {"tma-s2.yaml", "channels: 64, height: 8, width: 8}\nprecision: bf16\n", "M: 64, K: 3, stride: 2",
          "conv2d_tma computes stride-1 convolutions; this layer has stride 2"},
-        {"tma-c32.yaml", "channels: 32, height: 8, width: 8}\nprecision: bf16\n", "M: 64, K: 3",
-         "C must be a multiple of 8 of at least 64 (C = 32)"},
+        {"tma-c8.yaml", "channels: 8, height: 8, width: 8}\nprecision: bf16\n", "M: 64, K: 3",
+         "C must be a multiple of 8 of at least 16 (C = 8)"},
+        {"tma-c20.yaml", "channels: 20, height: 8, width: 8}\nprecision: bf16\n", "M: 64, K: 3",
+         "C must be a multiple of 8 of at least 16 (C = 20)"},
         {"tma-m12.yaml", "channels: 64, height: 8, width: 8}\nprecision: bf16\n", "M: 12, K: 3",
          "M must be a multiple of 8 (M = 12)"},
         {"tma-ping.yaml", "channels: 64, height: 8, width: 8}\nprecision: bf16\n",
@@ -2443,6 +2445,39 @@ static void test_tma(void)
     expect_not_alone("tma1.yaml", "network: s\ninput: {channels: 64, height: 8, width: 8}\nprecision: fp16\n"
                      "layers:\n  - {name: a, op: conv, M: 64, K: 3}\n",
                      "conv2d_tma", "conv2d_tma runs as 2 kernels (nhwc, conv) and a kernel is timed alone here");
+}
+
+/* conv2d_tma on fewer than 64 channels, written: 32 channels a step in rows of 64 bytes (the input's map
+ * and wgmma's A operand in the 64-byte swizzle), 16 in rows of 32 bytes (the 32-byte swizzle), 24 as a
+ * step of 32 (its last 8 zeros); the weights' boxes keep 128-byte rows of 64 maps, kc channels deep. */
+static void test_tma_narrow(void)
+{
+    static const char text[] =
+        "network: s\ninput: {channels: 32, height: 8, width: 8}\nprecision: bf16\nlayers:\n"
+        "  - {name: a, op: conv, M: 16, K: 3, padding: 1, strategy: tma}\n"
+        "  - {name: b, op: conv, M: 24, K: 3, padding: 1, strategy: tma}\n"
+        "  - {name: c, op: conv, M: 64, K: 3, padding: 1, strategy: tma}\n";
+    cg_target tg;
+    cg_gen_output *o;
+    cg_spec *sp;
+    cg_err e = {""};
+    if (sm90a_case("tn.yaml", text, &tg, &sp, &o)) return;
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        const cg_gen_kernel *a = tma_kernel(o, "a"), *b = tma_kernel(o, "b"), *c = tma_kernel(o, "c");
+        CHECK(a && strstr(a->source, "0x8000002000010000ull") && strstr(a->source, "chunks of 32 channels") &&
+                  strstr(o->manifest, "map:in:32.8.8.n:32.") && strstr(o->manifest, ":64,map:weights:16.32.9:64.32.1:128,"),
+              "32 channels: steps of 32, the 64-byte swizzle (layout 2, 512-byte atoms) for the input, 4,096-byte weight "
+              "boxes (%s)", a ? a->kernel : "none");
+        CHECK(b && strstr(b->source, "0xc000001000010000ull") && strstr(b->source, "chunks of 16 channels") &&
+                  strstr(o->manifest, "map:in:16.8.8.n:16.") && strstr(o->manifest, ":32,map:weights:24.16.9:64.16.1:128,"),
+              "16 channels: steps of 16, the 32-byte swizzle (layout 3, 256-byte atoms) (%s)", b ? b->kernel : "none");
+        CHECK(c && strstr(c->source, "0x8000002000010000ull") && strstr(o->manifest, "map:in:24.8.8.n:32.") &&
+                  strstr(c->source, "1 chunks of 32 channels"),
+              "24 channels: one step of 32, its last 8 channels the copy's zeros (%s)", c ? c->kernel : "none");
+        cg_gen_free(o);
+    } else CHECK(0, "tn.yaml: %s", e.msg);
+    free(sp);
+    free(o);
 }
 
 /* conv2d_direct before a tma layer stores C x H x W, and the tma layer makes its channels-last copy:
@@ -3204,6 +3239,7 @@ int main(void)
     test_fft();
     test_tma();
     test_direct_hwc();
+    test_tma_narrow();
     test_precision_tf32();
     test_engine();
     test_arg_roles();

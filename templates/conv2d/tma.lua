@@ -11,7 +11,9 @@
 -- operand as it lands. W_tap is the weights as the runtime places them for arg:taps
 -- (tap x channel x map, maps innermost): boxes of 64 maps x 64 channels, wgmma's
 -- MN-major ("transposed") operand in the same swizzle, one box per 64 maps of the tile.
--- Copies past C or M are zeros, so ragged channel chunks and map tiles add nothing.
+-- Copies past C or M are zeros, so ragged channel chunks and map tiles add nothing. A layer of 32
+-- or 16 channels or fewer steps 32 or 16 channels at a time, the input's rows 64 or 32 bytes in
+-- the swizzle of that width (kc_of: written `strategy: tma` only; auto's rules start at 64).
 --
 -- Why two kernels. convgen's tensors are NCHW, and TMA cannot move a box of an NCHW
 -- tensor a pixel sideways: any copy whose innermost start is not on 16 bytes stopped the
@@ -48,7 +50,10 @@ local T = {}
 T.doc = "implicit GEMM on warpgroup tensor cores fed by the bulk tensor copy engine (TMA): the input made " ..
   "channels-last, then wgmma from a ring of stages, a producer warpgroup; 16-bit, stride 1, sm_90 (as sm_90a)"
 
-local KC = 64          -- channels a step (one 128-byte swizzled row of 16-bit values)
+-- Channels a step: 64 (one 128-byte swizzled row of 16-bit values), or for layers of 32 or 16
+-- channels and fewer a row of 64 or 32 bytes in the swizzle of that width (the input's box and
+-- wgmma's A operand; the weights' boxes keep rows of 64 maps, 128 bytes, kc rows of channels).
+local function kc_of(l) return l.C <= 16 and 16 or l.C <= 32 and 32 or 64 end
 local NT_T = 256       -- threads of an nhwc block
 
 -- (skip_hwc: not made where the layer before hands its output over channels-last, l.hwc_in)
@@ -79,8 +84,9 @@ local function shape(l, p)
   s.RDEC = 40
   s.RINC = math.min(240, (s.threads * s.ENTRY - 128 * s.RDEC) // (s.NC * 128) // 8 * 8)
   s.NR = p.bm // 2
-  s.A_BYTES = s.PIX * KC * 2
-  s.B_BYTES = p.bm * KC * 2
+  s.KC = kc_of(l)
+  s.A_BYTES = s.PIX * s.KC * 2
+  s.B_BYTES = p.bm * s.KC * 2
   s.STAGE = s.A_BYTES + s.B_BYTES
   s.smem = p.st * s.STAGE + 1024
   return s
@@ -119,7 +125,7 @@ end
 local function default_tile(l)
   local g = common.conv_geom(l)
   local p = { st = 4, ping = 0, mw = 1 }
-  if l.C <= KC then
+  if l.C <= 64 then
     p.ping, p.mw = 1, 2
     p.bm = l.M <= 64 and 64 or 128
     p.st = p.bm == 64 and 8 or 6
@@ -171,9 +177,9 @@ function T.check(l, p)
   end
   local g = common.conv_geom(l)
   if g.S ~= 1 then return string.format("conv2d_tma computes stride-1 convolutions; this layer has stride %d", g.S), nil end
-  if l.C < KC or l.C % 8 ~= 0 then
-    return string.format("conv2d_tma reads 64 channels a step in rows of 16 bytes: C must be a multiple of 8 of at " ..
-      "least 64 (C = %d)", l.C), nil
+  if l.C < 16 or l.C % 8 ~= 0 then
+    return string.format("conv2d_tma reads 16, 32 or 64 channels a step in rows of 16 bytes: C must be a multiple " ..
+      "of 8 of at least 16 (C = %d)", l.C), nil
   end
   if l.M % 8 ~= 0 then
     return string.format("conv2d_tma's weight boxes need rows of 16 bytes: M must be a multiple of 8 (M = %d)", l.M), nil
@@ -216,7 +222,8 @@ function T.cost(l, p)
   local sms = ((l.target or {}).sms or 0) > 0 and l.target.sms or 132
   local xt, yt = common.ceil_div(g.CW, p.bw), common.ceil_div(g.CH, p.bh)
   local tiles = common.ceil_div(l.M, p.bm) * xt * yt * common.ceil_div(n, p.bi)
-  local macs = tiles * p.bm * p.bw * p.bh * p.bi * common.ceil_div(l.C, KC) * KC * l.K * l.K
+  local kc = kc_of(l)
+  local macs = tiles * p.bm * p.bw * p.bh * p.bi * common.ceil_div(l.C, kc) * kc * l.K * l.K
   -- (the transpose's read and write of the input, none where the layer before hands it channels-last)
   local bytes = n * ((l.hwc_in and 0 or 2 * 2 * l.C * l.H * l.W) + 2 * l.M * g.CH * g.CW)
   return (macs / (4096 * 0.88) + bytes / 64) / sms
@@ -380,8 +387,9 @@ template <typename T> __device__ __forceinline__ void cg_store_pair(T* at, const
 #endif
 % end
 // GEMM view: tiles of {{BM}} maps x {{PIX}} pixels ({{BW}} x {{BH}} x {{BI}} image{{BI > 1 and "s" or ""}}), {{MT}} x {{XT}} x {{YT}} an image
-// group, summed over {{KK}} taps x {{CCH}} chunks of {{KC}} channels ({{ITERS}} steps); stage: [{{PIX}} pixels][64 channels] then
-// {{BM // 64}} x [64 channels][64 maps], 128-byte rows in the 128-byte swizzle ({{STAGE}} B), {{ST}} stages.
+// group, summed over {{KK}} taps x {{CCH}} chunks of {{KC}} channels ({{ITERS}} steps); stage: [{{PIX}} pixels][{{KC}} channels]
+// ({{2 * KC}}-byte rows in the {{2 * KC}}-byte swizzle) then {{BM // 64}} x [{{KC}} channels][64 maps] (128-byte rows in the
+// 128-byte swizzle), {{STAGE}} B, {{ST}} stages.
 {{head}}
 {
     extern __shared__ {{vec_t(acc_t, 4)}} smem4[];   // (the stages from the first 1,024-byte boundary: the swizzle's atoms)
@@ -444,13 +452,13 @@ template <typename T> __device__ __forceinline__ void cg_store_pair(T* at, const
             for (int i = 0; i < {{ITERS}}; i++, it_s++) {
                 const int s = (int)(it_s % {{ST}});
                 cg_mbar_wait(&full[s], (int)((it_s / {{ST}}) & 1));
-                const unsigned long long da = {{adesc}} + ((cg_smem(sm + s * {{STAGE}}) + pbase * 128) >> 4);
+                const unsigned long long da = {{adesc}} + ((cg_smem(sm + s * {{STAGE}}) + pbase * {{2 * KC}}) >> 4);
                 const unsigned long long db = {{bdesc}} + ((cg_smem(sm + s * {{STAGE}} + {{A_BYTES}})) >> 4);
                 asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
                 for (int k = 0; k < {{KC // 16}}; k++)
 #pragma unroll
-                    for (int w = 0; w < {{MW}}; w++) wgmma(d[w], da + w * {{64 * 128 // 16}} + k * 2, db + k * {{16 * 128 // 16}});
+                    for (int w = 0; w < {{MW}}; w++) wgmma(d[w], da + w * {{64 * 2 * KC // 16}} + k * 2, db + k * {{16 * 128 // 16}});
                 asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
                 if (i > 0) cg_mbar_arrive(&empty[(it_s - 1) % {{ST}}]);
@@ -497,9 +505,10 @@ template <typename T> __device__ __forceinline__ void cg_store_pair(T* at, const
                     const int m = 8 * (r >> 2) + 2 * (lane & 3) + (r & 1), mb = m & 63;
                     {{acc_t}} v = 0.0f;
                     for (int c = 0; c < {{KC}}; c++) {
-                        // element c of 128-byte row r in the swizzle: 16-byte chunk (c / 8) ^ (r % 8)
-                        const int ai = p * 64 + (((c >> 3) ^ (p & 7)) << 3) + (c & 7);
-                        const int bi = (m >> 6) * 4096 + c * 64 + (((mb >> 3) ^ (c & 7)) << 3) + (mb & 7);
+                        // element c of {{2 * KC}}-byte row p in its swizzle: 16-byte chunk (c / 8) ^ (p / {{128 // (2 * KC)}} % {{KC // 8}});
+                        // of 128-byte row c of a weight box: chunk (mb / 8) ^ (c % 8)
+                        const int ai = p * {{KC}} + (((c >> 3) ^ ((p / {{128 // (2 * KC)}}) & {{KC // 8 - 1}})) << 3) + (c & 7);
+                        const int bi = (m >> 6) * {{64 * KC}} + c * 64 + (((mb >> 3) ^ (c & 7)) << 3) + (mb & 7);
                         v = fmaf({{to_acc("xa[ai]")}}, {{w_to_acc("wb[bi]")}}, v);
                     }
                     d[w][r] += v;
@@ -548,7 +557,8 @@ local function kernel_conv(l, p, g)
     pooled and g.pool_tag or "", l.bias and "_bias" or "", p.bm, p.mw, p.ping, p.bw, p.bh, p.bi, p.st,
     p.rn == 0 and "_r0" or "", l.hwc_out and "_hwc" or "")
   local KK = l.K * l.K
-  local mx = common.map_role("in", { l.C, l.W, l.H, "n" }, { KC, p.bw, p.bh, p.bi }, 128)
+  local KC = s.KC
+  local mx = common.map_role("in", { l.C, l.W, l.H, "n" }, { KC, p.bw, p.bh, p.bi }, 2 * KC)
   local mwr = common.map_role("weights", { l.M, l.C, KK }, { 64, KC, 1 }, 128)
   local list = { { mx, nil, "tm_x" }, { mwr, nil, "tm_w" } }
   if l.bias then list[#list + 1] = { "bias" } end
@@ -564,9 +574,9 @@ local function kernel_conv(l, p, g)
     WPIX = s.WPIX, NR = s.NR, RDEC = s.RDEC, RINC = s.RINC, A_BYTES = s.A_BYTES, STAGE = s.STAGE,
     MT = MT, XT = XT, YT = YT, KK = KK, CCH = CCH, KC = KC, ITERS = KK * CCH, M = l.M, CH = g.CH, CW = g.CW,
     MGUARD = l.M % p.bm ~= 0, OH = g.OH, OW = g.OW, AVG = g.kind == "avg", HWC = l.hwc_out or false,
-    adesc = common.wgmma_desc_swizzle(128),
-    -- MN-major in the 128-byte swizzle: 64-map blocks 8,192 bytes apart (leading), 8-channel groups 1,024 (stride)
-    bdesc = string.format("0x%xull", 1 << 62 | (1024 // 16) << 32 | (8192 // 16) << 16),
+    adesc = common.wgmma_desc_swizzle(2 * KC),
+    -- MN-major in the 128-byte swizzle: 64-map blocks 128*KC bytes apart (leading), 8-channel groups 1,024 (stride)
+    bdesc = string.format("0x%xull", 1 << 62 | (1024 // 16) << 32 | (128 * KC // 16) << 16),
     act = function(e) return common.act(act, e) end,
     bias_term = function(m) return l.bias and (" + " .. ty.w_to_acc("__ldg(b + " .. m .. ")")) or "" end,
   }
@@ -584,7 +594,7 @@ local function kernel_conv(l, p, g)
       "(int)(it * %d), &full[s]);", KC, p.bw, g.pl, p.bh, g.pt, p.bi) }
   for j = 0, p.bm // 64 - 1 do
     cp[#cp + 1] = string.format("                    cg_tma_load_3d(st + %d, CG_TMAP(tm_w), m0 + %d, cc * %d, tap, " ..
-      "&full[s]);", s.A_BYTES + j * 8192, j * 64, KC)
+      "&full[s]);", s.A_BYTES + j * 128 * KC, j * 64, KC)
   end
   v.copies = table.concat(cp, "\n")
   v.wgmma_fn = common.wgmma16_lambda(ty.acc_t, s.NR, p.bm, wt, 0, 1, true)
