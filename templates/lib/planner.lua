@@ -1590,19 +1590,20 @@ function planner.tma_chains(net, choose)
       if p and p.op == "conv" and (p.pool_pad or 0) == 0 and readers[p.name] == 1 then order[#order + 1] = { p, l } end
     end
   end
-  local function may(l)
+  local function may(l, min_m)
     return not tma[l.name] and l.strategy == "auto" and not l.tuned and l.C >= planner.AUTO_TMA_CHAIN_MIN_C
-        and l.M >= planner.AUTO_TMA_CHAIN_MIN_M and tma_serves(l)
+        and l.M >= (min_m or planner.AUTO_TMA_CHAIN_MIN_M) and tma_serves(l)
   end
   local function joins(l, why)
     if not may(l) then return false end
     l.tma_chain, tma[l.name] = why, true
     return true
   end
-  -- two such layers of which the second alone reads the first's output: a chain of their own
+  -- two such layers of AUTO_TMA_MIN_M maps or more of which the second alone reads the first's
+  -- output: a chain of their own
   for _, pq in ipairs(order) do
     local p, q = pq[1], pq[2]
-    if may(p) and may(q) then
+    if may(p, planner.AUTO_TMA_MIN_M) and may(q, planner.AUTO_TMA_MIN_M) then
       joins(p, string.format("its output goes to %s alone, which takes tma too, channels-last", q.name))
       joins(q, string.format("it alone reads %s's output, which takes tma too, as it lies (channels-last)", p.name))
     end
