@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """tma_copy.py — bench/compare.py's copy of a spec at a 16-bit precision (its layers' strategy and
 params dropped: auto's choices), with `strategy: tma` written on every conv layer conv2d_tma
-serves (stride 1, one group, C a multiple of 8 of at least 64, M a multiple of 8; the shapes from
-`convgen info --json`). Writes it beside SPEC as .tma-PRECISION-NAME.yaml and prints its path; the caller removes it.
+serves (stride 1, one group, C a multiple of 8 of at least 16, or of MIN_C where given, M a multiple
+of 8; the shapes from `convgen info --json`). Writes it beside SPEC as .tma-PRECISION-NAME.yaml and prints its path; the caller removes it.
 
 Usage: python3 bench/scripts/tma_copy.py CONVGEN SPEC PRECISION [MIN_C]
 """
@@ -14,7 +14,7 @@ import compare  # noqa: E402
 
 def main():
     cg, spec, prec = sys.argv[1], sys.argv[2], sys.argv[3]
-    min_c = int(sys.argv[4]) if len(sys.argv) > 4 else 64
+    min_c = int(sys.argv[4]) if len(sys.argv) > 4 else 16
     # the shapes from the spec as written (info's default target takes no 16-bit precision)
     info = json.loads(subprocess.run([cg, "info", spec, "--json"], check=True, capture_output=True, text=True).stdout)
     names = set()
@@ -23,7 +23,7 @@ def main():
             continue
         c, m = l["input"][0], l["tensors"][0]["shape"][0]
         p = l["parameters"]
-        if c >= max(64, min_c) and c % 8 == 0 and m % 8 == 0 and "stride=1" in p and "groups" not in p:
+        if c >= max(16, min_c) and c % 8 == 0 and m % 8 == 0 and "stride=1" in p and "groups" not in p:
             names.add(l["name"])
     # beside the spec as .tma-P-NAME.yaml (compare.py's own copy, .prec-P-NAME.yaml, may be in use)
     prec_copy, text = compare.precision_copy(spec, prec, True)
