@@ -863,9 +863,9 @@ static void test_candidates_emit(void)
             CHECK(0, "%s: %s", specs[f], e.msg);
             continue;
         }
-        static char seen_words[24][8192];
-        const char *seen_tpl[24];
-        int nseen = 0;
+        /* the values seen so far in this spec, as " template/name=value " words */
+        static char seen[65536];
+        snprintf(seen, sizeof seen, " ");
         for (int li = 0; li < s->nlayers; li++) {
             if (s->layers[li].op != CG_OP_CONV) continue;
             /* the conv templates the tuner measures */
@@ -877,20 +877,6 @@ static void test_candidates_emit(void)
                     CHECK(0, "%s layer %d %s: %s", specs[f], li, tpls[t], e.msg);
                     continue;
                 }
-                /* the values seen so far for this template in this spec, as "name=value " words */
-                char *seen = NULL;
-                for (int q = 0; q < nseen && !seen; q++)
-                    if (!strcmp(seen_tpl[q], tpls[t])) seen = seen_words[q];
-                if (!seen && nseen < (int)(sizeof seen_tpl / sizeof *seen_tpl)) {
-                    seen_tpl[nseen] = tpls[t];
-                    seen = seen_words[nseen++];
-                    snprintf(seen, sizeof seen_words[0], " ");
-                }
-                if (!seen) {
-                    CHECK(0, "%s: more than %zu templates", specs[f], sizeof seen_tpl / sizeof *seen_tpl);
-                    cg_candidates_free(&c);
-                    continue;
-                }
                 /* every value of every parameter once a template and spec, and about ten more configurations
                  * a template and layer (each value once a layer and thirty more took 4.5 of make test's CPU
                  * minutes, 6,163 candidates) */
@@ -900,9 +886,9 @@ static void test_candidates_emit(void)
                     char words[512];
                     snprintf(words, sizeof words, "%s", c.c[i].params);
                     for (char *w = strtok(words, " "); w; w = strtok(NULL, " ")) {
-                        char key[80];
-                        snprintf(key, sizeof key, " %s ", w);
-                        if (!strstr(seen, key) && strlen(seen) + strlen(key) < sizeof seen_words[0]) {
+                        char key[160];
+                        snprintf(key, sizeof key, " %s/%s ", tpls[t], w);
+                        if (!strstr(seen, key) && strlen(seen) + strlen(key) < sizeof seen) {
                             strcat(seen, key + 1);
                             fresh = 1;
                         }
@@ -2465,37 +2451,59 @@ static void test_tma(void)
                      "conv2d_tma", "conv2d_tma runs as 2 kernels (nhwc, conv) and a kernel is timed alone here");
 }
 
+/* Spec text (as file `path`) generated for sm_90a and its output handed to check; a spec that does
+ * not generate fails. */
+static void sm90a_generated(const char *path, const char *text, void (*check)(const cg_gen_output *o))
+{
+    cg_target tg;
+    cg_gen_output *o;
+    cg_spec *sp;
+    cg_err e = {""};
+    if (sm90a_case(path, text, &tg, &sp, &o)) return;
+    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
+        check(o);
+        cg_gen_free(o);
+    } else CHECK(0, "%s: %s", path, e.msg);
+    free(sp);
+    free(o);
+}
+
+static void tma_narrow_checks(const cg_gen_output *o)
+{
+    const cg_gen_kernel *a = tma_kernel(o, "a"), *b = tma_kernel(o, "b"), *c = tma_kernel(o, "c");
+    CHECK(a && strstr(a->source, "0x8000002000010000ull") && strstr(a->source, "chunks of 32 channels") &&
+              strstr(o->manifest, "map:in:32.8.8.n:32.") && strstr(o->manifest, ":64,map:weights:16.32.9:64.32.1:128,"),
+          "32 channels: steps of 32, the 64-byte swizzle (layout 2, 512-byte atoms) for the input, 4,096-byte weight "
+          "boxes (%s)", a ? a->kernel : "none");
+    CHECK(b && strstr(b->source, "0xc000001000010000ull") && strstr(b->source, "chunks of 16 channels") &&
+              strstr(o->manifest, "map:in:16.8.8.n:16.") && strstr(o->manifest, ":32,map:weights:24.16.9:64.16.1:128,"),
+          "16 channels: steps of 16, the 32-byte swizzle (layout 3, 256-byte atoms) (%s)", b ? b->kernel : "none");
+    CHECK(c && strstr(c->source, "0x8000002000010000ull") && strstr(o->manifest, "map:in:24.8.8.n:32.") &&
+              strstr(c->source, "1 chunks of 32 channels"),
+          "24 channels: one step of 32, its last 8 channels the copy's zeros (%s)", c ? c->kernel : "none");
+}
+
 /* conv2d_tma on fewer than 64 channels, written: 32 channels a step in rows of 64 bytes (the input's map
  * and wgmma's A operand in the 64-byte swizzle), 16 in rows of 32 bytes (the 32-byte swizzle), 24 as a
  * step of 32 (its last 8 zeros); the weights' boxes keep 128-byte rows of 64 maps, kc channels deep. */
 static void test_tma_narrow(void)
 {
-    static const char text[] =
-        "network: s\ninput: {channels: 32, height: 8, width: 8}\nprecision: bf16\nlayers:\n"
-        "  - {name: a, op: conv, M: 16, K: 3, padding: 1, strategy: tma}\n"
-        "  - {name: b, op: conv, M: 24, K: 3, padding: 1, strategy: tma}\n"
-        "  - {name: c, op: conv, M: 64, K: 3, padding: 1, strategy: tma}\n";
-    cg_target tg;
-    cg_gen_output *o;
-    cg_spec *sp;
-    cg_err e = {""};
-    if (sm90a_case("tn.yaml", text, &tg, &sp, &o)) return;
-    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
-        const cg_gen_kernel *a = tma_kernel(o, "a"), *b = tma_kernel(o, "b"), *c = tma_kernel(o, "c");
-        CHECK(a && strstr(a->source, "0x8000002000010000ull") && strstr(a->source, "chunks of 32 channels") &&
-                  strstr(o->manifest, "map:in:32.8.8.n:32.") && strstr(o->manifest, ":64,map:weights:16.32.9:64.32.1:128,"),
-              "32 channels: steps of 32, the 64-byte swizzle (layout 2, 512-byte atoms) for the input, 4,096-byte weight "
-              "boxes (%s)", a ? a->kernel : "none");
-        CHECK(b && strstr(b->source, "0xc000001000010000ull") && strstr(b->source, "chunks of 16 channels") &&
-                  strstr(o->manifest, "map:in:16.8.8.n:16.") && strstr(o->manifest, ":32,map:weights:24.16.9:64.16.1:128,"),
-              "16 channels: steps of 16, the 32-byte swizzle (layout 3, 256-byte atoms) (%s)", b ? b->kernel : "none");
-        CHECK(c && strstr(c->source, "0x8000002000010000ull") && strstr(o->manifest, "map:in:24.8.8.n:32.") &&
-                  strstr(c->source, "1 chunks of 32 channels"),
-              "24 channels: one step of 32, its last 8 channels the copy's zeros (%s)", c ? c->kernel : "none");
-        cg_gen_free(o);
-    } else CHECK(0, "tn.yaml: %s", e.msg);
-    free(sp);
-    free(o);
+    sm90a_generated("tn.yaml",
+                    "network: s\ninput: {channels: 32, height: 8, width: 8}\nprecision: bf16\nlayers:\n"
+                    "  - {name: a, op: conv, M: 16, K: 3, padding: 1, strategy: tma}\n"
+                    "  - {name: b, op: conv, M: 24, K: 3, padding: 1, strategy: tma}\n"
+                    "  - {name: c, op: conv, M: 64, K: 3, padding: 1, strategy: tma}\n",
+                    tma_narrow_checks);
+}
+
+static void direct_hwc_checks(const cg_gen_output *o)
+{
+    const cg_gen_kernel *a = conv_kernel(o, "a"), *b = tma_kernel(o, "b");
+    CHECK(a && !strcmp(a->tpl, "conv2d_direct") && !strstr(a->kernel, "_hwc") &&
+              strstr(o->manifest, "\ntensor a bf16 4096\n") && b && strstr(o->manifest, " out=b.x ") &&
+              strstr(b->kernel, "_hwc_bf16") && strstr(b->source, "from the channels-last copy"),
+          "direct 3 -> 64 before a chain: C x H x W, the chain's first layer making its copy (%s)",
+          a ? a->kernel : "none");
 }
 
 /* conv2d_direct before a tma layer stores C x H x W, and the tma layer makes its channels-last copy:
@@ -2504,27 +2512,12 @@ static void test_tma_narrow(void)
  * (bench/RESULTS.md, "Channels-last hand-offs"). */
 static void test_direct_hwc(void)
 {
-    static const char text[] =
-        "network: s\ninput: {channels: 3, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
-        "  - {name: a, op: conv, M: 64, K: 3, padding: 1, bias: true, activation: relu, pool: max2}\n"
-        "  - {name: b, op: conv, M: 128, K: 3, padding: 1}\n"
-        "  - {name: c, op: conv, M: 128, K: 3, padding: 1}\n";
-    cg_target tg;
-    cg_gen_output *o;
-    cg_spec *sp;
-    cg_err e = {""};
-    if (sm90a_case("dh.yaml", text, &tg, &sp, &o)) return;
-    if (cg_generate_for(sp, "x", &tg, o, &e) == 0) {
-        const cg_gen_kernel *a = conv_kernel(o, "a"), *b = tma_kernel(o, "b");
-        CHECK(a && !strcmp(a->tpl, "conv2d_direct") && !strstr(a->kernel, "_hwc") &&
-                  strstr(o->manifest, "\ntensor a bf16 4096\n") && b && strstr(o->manifest, " out=b.x ") &&
-                  strstr(b->kernel, "_hwc_bf16") && strstr(b->source, "from the channels-last copy"),
-              "direct 3 -> 64 before a chain: C x H x W, the chain's first layer making its copy (%s)",
-              a ? a->kernel : "none");
-        cg_gen_free(o);
-    } else CHECK(0, "dh.yaml: %s", e.msg);
-    free(sp);
-    free(o);
+    sm90a_generated("dh.yaml",
+                    "network: s\ninput: {channels: 3, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
+                    "  - {name: a, op: conv, M: 64, K: 3, padding: 1, bias: true, activation: relu, pool: max2}\n"
+                    "  - {name: b, op: conv, M: 128, K: 3, padding: 1}\n"
+                    "  - {name: c, op: conv, M: 128, K: 3, padding: 1}\n",
+                    direct_hwc_checks);
 }
 
 /* conv2d_pointwise: auto gives it a 16-bit 1x1 layer of stride 1 without padding or a pool, on

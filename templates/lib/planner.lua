@@ -1566,15 +1566,14 @@ end
 -- of C >= AUTO_TMA_CHAIN_MIN_C and M >= AUTO_TMA_CHAIN_MIN_M written `auto` whose output only a
 -- tma layer reads (it then stores that output channels-last, planner.hwc_handoffs), or which alone
 -- reads a tma layer's output (it reads it as it lies, without its transpose); grown from the layers
--- choose(l) gives conv2d_tma, and from every two such layers of which the second alone reads the
--- first's output, until no layer joins. Pairs on an H200 in bf16 at 10,000 images (bench/RESULTS.md,
--- "Channels-last hand-offs"; whole networks against max-autotune in the same call): zoo-1x1's 64 ->
+-- choose(l) gives conv2d_tma, and from every two such layers of AUTO_TMA_MIN_M maps or more of which
+-- the second alone reads the first's output, until no layer joins. Measured on an H200 in bf16 at
+-- 10,000 images (bench/RESULTS.md, "Channels-last hand-offs"). Pairs (whole networks): zoo-1x1's 64 ->
 -- 256 -> 128 1x1 layers 1.652 + 0.869 ms with the transpose's 0.375 against pointwise's and igemm's
--- 1.934 + 1.936 (the network 4.48 -> 3.54 ms, 1.34x), zoo-alex's 96 -> 128 -> 64 on 3x3 (2.42 ->
--- 2.38 ms), zoo-residual's 64 -> 64 pair on 16x16 (5.55 -> 5.31 ms). Measured on an H200 in bf16 at 10,000 images
--- (bench/RESULTS.md, "Channels-last hand-offs"; the layer's kernels, transpose included, against auto's
--- before): output handed on: zoo-vgg-same's 64 -> 64 on 32x32 with its pool 2.36 / 2.59 and 64 -> 128
--- on 16x16 0.71 / 1.09, zoo-wide3x3's 64 -> 128 on 14x14 0.86 / 0.98; input taken as it lies:
+-- 1.934 + 1.936 (the network 4.48 -> 3.54 ms, 1.34x max-autotune), zoo-alex's 96 -> 128 -> 64 on 3x3
+-- (2.42 -> 2.38 ms), zoo-residual's 64 -> 64 pair on 16x16 (5.55 -> 5.31 ms). Neighbours of tma layers
+-- (the layer's kernels, transpose included, against auto's before): output handed on: zoo-vgg-same's
+-- 64 -> 64 on 32x32 with its pool 2.36 / 2.59 and 64 -> 128 on 16x16 0.71 / 1.09, zoo-wide3x3's 64 -> 128 on 14x14 0.86 / 0.98; input taken as it lies:
 -- zoo-residual's 64 -> 64 on 16x16 0.45 / 0.61, zoo-1x1's 256 -> 128 1x1 with its pool 0.86 / 1.95,
 -- zoo-alex's 128 -> 64 on 3x3 0.06 / 0.13. The channels-last store is what turns the C = 64 layers
 -- (their C x H x W store had cost zoo-wide3x3's 64 -> 128 1.21 ms, the channels-last one 0.68).
@@ -1998,7 +1997,7 @@ function planner.build(net)
       end
       chosen(made, why, l)
       k = reduce_split(k, l, i)
-      if planner.pixel_twin(net, l, k, inputs) and not tensors[k.out].hwc then
+      if planner.pixel_twin(net, l, k, inputs) then
         -- the same kernel reading the pixels: the u8 feed runs it and neither
         -- input_u8 nor k (planner.pixel_twin)
         local pl = {}
