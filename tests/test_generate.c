@@ -2499,25 +2499,67 @@ static void test_tma_narrow(void)
 static void direct_hwc_checks(const cg_gen_output *o)
 {
     const cg_gen_kernel *a = conv_kernel(o, "a"), *b = tma_kernel(o, "b");
+    CHECK(a && !strcmp(a->tpl, "conv2d_direct") && strstr(a->kernel, "_hwc_bf16") &&
+              strstr(a->source, "extern __shared__") && strstr(a->source, "yo[i] = hs[") &&
+              strstr(o->manifest, "\ntensor a bf16 4096 hwc=64.8.8\n") && b && !strstr(o->manifest, " out=b.x ") &&
+              strstr(b->source, "from the layer before's channels-last output"),
+          "direct 3 -> 64 with its pool before a chain: stored channels-last through shared memory, read as it "
+          "lies (%s)", a ? a->kernel : "none");
+}
+
+static void direct_chw_checks(const cg_gen_output *o)
+{
+    const cg_gen_kernel *a = conv_kernel(o, "a"), *b = tma_kernel(o, "b");
     CHECK(a && !strcmp(a->tpl, "conv2d_direct") && !strstr(a->kernel, "_hwc") &&
               strstr(o->manifest, "\ntensor a bf16 4096\n") && b && strstr(o->manifest, " out=b.x ") &&
-              strstr(b->kernel, "_hwc_bf16") && strstr(b->source, "from the channels-last copy"),
-          "direct 3 -> 64 before a chain: C x H x W, the chain's first layer making its copy (%s)",
+              strstr(b->source, "from the channels-last copy"),
+          "direct with its maps split over blocks (ms=2): C x H x W, the tma layer making its copy (%s)",
           a ? a->kernel : "none");
 }
 
-/* conv2d_direct before a tma layer stores C x H x W, and the tma layer makes its channels-last copy:
- * direct has no channels-last store (T.hwc_out_ok), since one (a thread's pixels, each pixel's maps in
- * 8-byte stores M maps apart) ran 2.3-5x slower on an H200 than its own store and the copy together
- * (bench/RESULTS.md, "Channels-last hand-offs"). */
+static void direct_joins_checks(const cg_gen_output *o)
+{
+    const cg_gen_kernel *a = conv_kernel(o, "a"), *b = tma_kernel(o, "b");
+    CHECK(a && strstr(a->kernel, "_hwc_bf16") && b &&
+              strstr(b->source, "it alone reads a's output, which conv2d_direct stores channels-last") &&
+              !strstr(o->manifest, " out=b.x "),
+          "auto: 1 -> 64 direct, then a 64 -> 128 3x3 joins tma, reading it channels-last (%s, %s)",
+          a ? a->kernel : "none", b ? b->kernel : "none");
+}
+
+static void direct_5x5_checks(const cg_gen_output *o)
+{
+    const cg_gen_kernel *a = conv_kernel(o, "a"), *b = conv_kernel(o, "b");
+    CHECK(a && !strstr(a->kernel, "_hwc") && b && strcmp(b->tpl, "conv2d_tma"),
+          "auto: a 64 -> 128 5x5 after a direct layer does not join tma (%s, %s)", a ? a->kernel : "none",
+          b ? b->tpl : "none");
+}
+
+/* conv2d_direct before a tma layer that alone reads its output stores it channels-last (T.hwc_out_ok:
+ * the block's outputs staged in shared memory, copied out as one run), and the tma layer reads it as it
+ * lies; with its maps split over blocks (ms=2) it stores C x H x W and the tma layer makes its copy.
+ * Under auto a layer of 64 maps or more and K <= 3 that alone reads such a direct layer's output joins
+ * tma (planner.tma_chains); a 5x5 does not (it lost to planes on an H200 even without its copy). */
 static void test_direct_hwc(void)
 {
-    sm90a_generated("dh.yaml",
-                    "network: s\ninput: {channels: 3, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
-                    "  - {name: a, op: conv, M: 64, K: 3, padding: 1, bias: true, activation: relu, pool: max2}\n"
-                    "  - {name: b, op: conv, M: 128, K: 3, padding: 1}\n"
-                    "  - {name: c, op: conv, M: 128, K: 3, padding: 1}\n",
-                    direct_hwc_checks);
+    static const char head[] = "network: s\ninput: {channels: 3, height: 16, width: 16}\nprecision: bf16\nlayers:\n";
+    static const char tail[] = "  - {name: b, op: conv, M: 128, K: 3, padding: 1}\n"
+                               "  - {name: c, op: conv, M: 128, K: 3, padding: 1}\n";
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s%s", head,
+             "  - {name: a, op: conv, M: 64, K: 3, padding: 1, bias: true, activation: relu, pool: max2, "
+             "strategy: direct, params: {block: 128}}\n", tail);
+    sm90a_generated("dh.yaml", text, direct_hwc_checks);
+    snprintf(text, sizeof text, "%s%s%s", head,
+             "  - {name: a, op: conv, M: 64, K: 3, padding: 1, bias: true, activation: relu, pool: max2, "
+             "strategy: direct, params: {ms: 2}}\n", tail);
+    sm90a_generated("dc.yaml", text, direct_chw_checks);
+    static const char one[] = "network: s\ninput: {channels: 1, height: 20, width: 20}\nprecision: bf16\nlayers:\n"
+                              "  - {name: a, op: conv, M: 64, K: 3, activation: relu}\n";
+    snprintf(text, sizeof text, "%s  - {name: b, op: conv, M: 128, K: 3, activation: relu}\n", one);
+    sm90a_generated("dj.yaml", text, direct_joins_checks);
+    snprintf(text, sizeof text, "%s  - {name: b, op: conv, M: 128, K: 5, activation: relu}\n", one);
+    sm90a_generated("d5.yaml", text, direct_5x5_checks);
 }
 
 /* conv2d_pointwise: auto gives it a 16-bit 1x1 layer of stride 1 without padding or a pool, on

@@ -300,6 +300,24 @@ local function naming(l, p)
   return name, const, wbytes
 end
 
+-- A channels-last store for a conv2d_tma layer that alone reads the output (planner.hwc_handoffs,
+-- l.hwc_out): the block's outputs, every map of its block x cols pixels, staged in shared memory
+-- (a pixel's maps a row of M/2 pairs and one word more, so that a warp's pair stores fall in
+-- different banks), then copied out in 4-byte words: in channels-last order a block's pixels are
+-- one run of memory. Where the epilogue computes the whole layer (the pool fused), one block holds
+-- every map (ms = 1), maps come in pairs (M and maps_unroll even), 16-bit, one group, no add or
+-- slice, and the staging fits HWC_MAX_STAGE bytes (two blocks an SM). (Stores straight from the
+-- registers, a thread's pixels each M maps apart, ran 2.3-5x slower on an H200 than the C x H x W
+-- store and the tma layer's own channels-last copy together: bench/RESULTS.md, "Channels-last
+-- hand-offs".)
+T.HWC_MAX_STAGE = 100 * 1024
+local function hwc_stage(l, p) return p.block * p.cols * (l.M // 2 + 1) * 4 end
+function T.hwc_out_ok(l, p)
+  local _, fused = geom(l, p.fuse)
+  return fused and p.ms == 1 and l.M % 2 == 0 and p.maps_unroll % 2 == 0 and common.half_dtype(l) ~= nil
+    and per_group(l) == l.C and not l.residual and not l.out_slice and hwc_stage(l, p) <= T.HWC_MAX_STAGE
+end
+
 -- Most bytes of source: one unrolled tile call is a line of the kernel's name and
 -- about 40 bytes more, the rest of the kernel about 4 KB and the epilogue's lines.
 T.SOURCE_BUDGET = 40 * 1024
@@ -422,14 +440,22 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 {
     // thread -> (image, output row, first of {{cols}} output column(s)); {{P // cols}} threads per image
     const int idx = blockIdx.x * {{block}} + threadIdx.x;
-% if const then
+% if const and not hwc then
     if (idx >= n * {{P // cols}}) return;
     const int at = idx;
 % else
-    // threads past the batch still help stage weights, then store nothing
+    // threads past the batch still help stage {{hwc and "and store the block's outputs" or "weights"}}, then store nothing
     const bool live = idx < n * {{P // cols}};
     const int at = live ? idx : 0;
+%   if not const then
     __shared__ {{w_t}} ws[{{mu * CKK}}];
+%   end
+% end
+% if hwc then
+    // the block's outputs channels-last: thread t's column s at row s * {{block}} + t, {{SW}} words a row
+    // ({{M // 2}} pairs of maps and one word more: a warp's stores in different banks)
+    extern __shared__ {{vec_t(acc_t, 4)}} smem4[];
+    {{vec_t(out_t, 2)}}* __restrict__ hs = reinterpret_cast<{{vec_t(out_t, 2)}}*>(smem4);
 % end
     const int img = at / {{P // cols}};
     const int t = at - img * {{P // cols}};
@@ -446,7 +472,9 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 % else
     const {{in_t}}* __restrict__ x = in + img * {{C * H * W}} + row * {{TR * S * W}} + col * {{TR * S}};
 % end
+% if not hwc then
     {{out_t}}* __restrict__ y = out + img * {{OS}} + row * {{TW}} + col;
+% end
 % if res then
 %   for k = 1, res.n do
     const {{in_t}}* __restrict__ r{{k}} = {{res.names[k]}} + img * {{M * P}} + row * {{TW}} + col;   // the add's operand {{k}}
@@ -545,8 +573,10 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 
         // epilogue: {{pool_doc}}{{bias and "bias, " or ""}}{{actname}}, {{res and "add, " or ""}}store
 % local guard = const and "" or "if (live) "
+% local mvals = {}
 % for m = 0, mu - 1 do
 %   local vals = {}
+%   mvals[m] = vals
 %   for s = 0, cols - 1 do
 %     local val
 %     local b = bias and (" + B(g + " .. m .. ")") or ""
@@ -566,7 +596,11 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 %       val = act(string.format("a%d[0][%d]", m, s) .. b)
 %     end
 %     vals[s] = from_acc(radd(val, "(g + " .. m .. ") * " .. P .. " + " .. s))
-%     if not pair then
+%     if hwc then
+%       if m % 2 == 1 then
+        hs[({{s * block}} + threadIdx.x) * {{SW}} + g / 2 + {{(m - 1) // 2}}] = {{vec_t(out_t, 2)}}{ {{mvals[m - 1][s]}}, {{vals[s]}} };
+%       end
+%     elseif not pair then
         {{guard}}y[(g + {{m}}) * {{P}} + {{s}}] = {{vals[s]}};
 %     elseif s % 2 == 1 then
         {{guard}}*reinterpret_cast<{{vec_t(out_t, 2)}}*>(y + (g + {{m}}) * {{P}} + {{s - 1}}) = {{vec_t(out_t, 2)}}{ {{vals[s - 1]}}, {{vals[s]}} };
@@ -574,6 +608,18 @@ __device__ __forceinline__ void {{name}}_fma({{acc_t}} (&a)[{{TR}}][{{TS}}], {{a
 %   end
 % end
     }
+% if hwc then
+
+    // the block's {{block * cols}} pixels channels-last, one run of memory: copied out in pairs of maps
+    __syncthreads();
+    const int base = blockIdx.x * {{block * cols}};
+    const int cnt = min({{block * cols}}, n * {{P}} - base) * {{M // 2}};
+    {{vec_t(out_t, 2)}}* __restrict__ yo = reinterpret_cast<{{vec_t(out_t, 2)}}*>(out) + (size_t)base * {{M // 2}};
+    for (int i = threadIdx.x; i < cnt; i += {{block}}) {
+        const int j = i / {{M // 2}};
+        yo[i] = hs[((j % {{cols}}) * {{block}} + j / {{cols}}) * {{SW}} + i - j * {{M // 2}}];
+    }
+% end
 }
 #undef W
 % if padded then
@@ -606,6 +652,13 @@ function T.kernel(l, p)
   local CG = per_group(l)
   local CKK = CG * l.K * l.K
   local name, const, wbytes = naming(l, p)
+  if l.hwc_out then
+    if not T.hwc_out_ok(l, p) then
+      error("conv2d_direct stores channels-last only where T.hwc_out_ok holds (the pool fused, ms = 1, " ..
+        "maps in pairs, 16-bit, one group, the staging within " .. T.HWC_MAX_STAGE .. " bytes)", 0)
+    end
+    name = name .. "_hwc"
+  end
   local act = fused and l.act or "none"
   -- an add computed here (common.residual): its other operands read at the stored elements
   local res = common.residual(l, fused and not pooled)
@@ -674,6 +727,7 @@ function T.kernel(l, p)
     actname = act,
     act = function(e) return common.act(act, e) end,
     res = res or false,
+    hwc = l.hwc_out and true or false, SW = l.M // 2 + 1,
     -- e, the conv's value at element idx of the thread's outputs, with the add applied
     radd = function(e, idx)
       if not res then return e end
@@ -688,7 +742,8 @@ function T.kernel(l, p)
     source = source(common.typed(lt, v)),
     grid = { common.batch_dim(OH * OW // p.cols, p.block), p.ms, 1 },
     block = { p.block, 1, 1 },
-    shared = 0,   -- dynamic shared memory; the staged weights are static
+    -- dynamic shared memory: the channels-last staging (the staged weights are static)
+    shared = l.hwc_out and hwc_stage(l, p) or 0,
     const_bytes = const and wbytes or 0,
     weights = const and ("const:" .. v.wsym) or "arg",
     bias = (not l.bias) and "none" or (const and ("const:" .. v.bsym) or "arg"),
@@ -700,6 +755,7 @@ function T.kernel(l, p)
     wdtype = lt ~= l and "f32" or nil,
   }
   if slice then k.shape = k.shape .. string.format(", into a slice of %d values an image", slice.stride) end
+  if l.hwc_out then k.shape = k.shape .. ", stored channels-last for the layer after" end
   return k
 end
 

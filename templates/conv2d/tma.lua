@@ -66,8 +66,7 @@ T.parts = {
 -- layer alone, the first stores it channels-last (l.hwc_out: pairs of maps in 4-byte stores) and
 -- the second reads it through its map as it lies (l.hwc_in), without its nhwc kernel. The epilogue
 -- must compute the whole layer (its pool fused, if any): T.hwc_out_ok. (A template of another kind
--- may store for it where it declares T.hwc_out_ok; conv2d_direct's per-thread channels-last stores
--- ran 2.3-5x slower on an H200 than its own store and the nhwc kernel together, so it does not.)
+-- may store for it where it declares T.hwc_out_ok: conv2d_direct does, through shared memory.)
 T.hwc_in = true
 function T.hwc_out_ok(l, p)
   local g = common.conv_geom(l)

@@ -396,6 +396,10 @@ planner.AUTO_TMA_MIN_OUT = 64
 -- store channels-last: 0.869 ms with its pool, about 1.25 C x H x W by the two networks' times)
 planner.AUTO_TMA_CHAIN_MIN_C = 64
 planner.AUTO_TMA_CHAIN_MIN_M = 32
+-- (a layer that alone reads a conv2d_direct layer's output, which that stores channels-last, joins at
+-- K <= this: zoo-squeeze's 64 -> 128 3x3 on 46x46 with its pool ran 5.59 ms in tma against planes'
+-- 7.81 without the transpose's 1.56; zoo-5x5-c64's 5x5 4.72 against 4.29 even without its 0.51)
+planner.AUTO_TMA_DIRECT_MAX_K = 3
 
 -- Whether layer l may be conv2d_tma under auto at all: 16-bit, sm_90a, the large batch, and the
 -- template's check (stride 1, one group, C and M multiples of 8).
@@ -1605,6 +1609,19 @@ function planner.tma_chains(net, choose)
     if may(p, planner.AUTO_TMA_MIN_M) and may(q, planner.AUTO_TMA_MIN_M) then
       joins(p, string.format("its output goes to %s alone, which takes tma too, channels-last", q.name))
       joins(q, string.format("it alone reads %s's output, which takes tma too, as it lies (channels-last)", p.name))
+    end
+  end
+  -- a layer of K <= AUTO_TMA_DIRECT_MAX_K and AUTO_TMA_MIN_M maps or more that alone reads the output
+  -- of a layer auto gives conv2d_direct, which stores it channels-last (conv2d_direct's T.hwc_out_ok)
+  for _, pq in ipairs(order) do
+    local p, q = pq[1], pq[2]
+    if q.K <= planner.AUTO_TMA_DIRECT_MAX_K and may(q, planner.AUTO_TMA_MIN_M) then
+      local tname, _, own = choose(p)
+      local ok, pp = false, nil
+      if tname == "conv2d_direct" then ok, pp = pcall(resolve, import(tname), tname, p, own or p.params, nil) end
+      if ok and import(tname).hwc_out_ok(p, pp) then
+        joins(q, string.format("it alone reads %s's output, which conv2d_direct stores channels-last", p.name))
+      end
     end
   end
   local grown = true
