@@ -2535,6 +2535,64 @@ static void direct_5x5_checks(const cg_gen_output *o)
           b ? b->tpl : "none");
 }
 
+static void direct_pooled_checks(const cg_gen_output *o)
+{
+    const cg_gen_kernel *a = conv_kernel(o, "a");
+    CHECK(a && strstr(a->kernel, "_pool2_") && strstr(a->kernel, "_hwc_bf16") &&
+              strstr(o->manifest, " shared=133120 ") && !strstr(o->manifest, " out=b.x "),
+          "a pooled 1 -> 128 direct layer of 512 pooled pixels a block stages 133,120 bytes (within the "
+          "pooled limit) and stores channels-last (%s)", a ? a->kernel : "none");
+}
+
+static void direct_wide_checks(const cg_gen_output *o)
+{
+    const cg_gen_kernel *a = conv_kernel(o, "a");
+    CHECK(a && !strstr(a->kernel, "_hwc") && strstr(a->kernel, "x4g0f1_bf16") && strstr(o->manifest, " out=b.x "),
+          "an unpooled 3 -> 64 direct layer of four columns a thread (135,168 bytes of staging, over the "
+          "unpooled limit): C x H x W, the tma layer making its copy (%s)", a ? a->kernel : "none");
+}
+
+static void handoff32_checks(const cg_gen_output *o)
+{
+    const cg_gen_kernel *a = tma_kernel(o, "a"), *b = tma_kernel(o, "b");
+    CHECK(a && strstr(a->kernel, "conv2d_tma_c32m64k3_") && strstr(a->kernel, "_hwc_bf16") &&
+              strstr(a->source, "its output goes to b, a tma layer, channels-last") && b,
+          "auto: a 32 -> 64 3x3 whose output goes to a tma layer joins it (%s)", a ? a->kernel : "none");
+}
+
+static void handoff32_m32_checks(const cg_gen_output *o)
+{
+    const cg_gen_kernel *a = conv_kernel(o, "a");
+    CHECK(a && strcmp(a->tpl, "conv2d_tma"), "auto: a 32 -> 32 layer before a tma layer does not join (%s)",
+          a ? a->tpl : "none");
+}
+
+/* The staging's limits (conv2d_direct's HWC_MAX_STAGE and HWC_MAX_STAGE_POOLED: one block an SM pays
+ * off only where a fused pool makes four products a stored value), and 32-channel layers of 64 maps
+ * or more handing their output on to a tma layer (planner.AUTO_TMA_HANDOFF_MIN_C), not of 32 maps. */
+static void test_direct_hwc_limits(void)
+{
+    sm90a_generated("dp.yaml",
+                    "network: s\ninput: {channels: 1, height: 32, width: 32}\nprecision: bf16\nlayers:\n"
+                    "  - {name: a, op: conv, M: 128, K: 3, padding: 1, activation: relu, pool: max2}\n"
+                    "  - {name: b, op: conv, M: 256, K: 3, padding: 1}\n",
+                    direct_pooled_checks);
+    sm90a_generated("dw.yaml",
+                    "network: s\ninput: {channels: 3, height: 32, width: 32}\nprecision: bf16\nlayers:\n"
+                    "  - {name: a, op: conv, M: 64, K: 3, padding: 1, activation: relu, strategy: direct, "
+                    "params: {cols: 4}}\n"
+                    "  - {name: b, op: conv, M: 64, K: 3, padding: 1, strategy: tma}\n",
+                    direct_wide_checks);
+    static const char head[] = "network: s\ninput: {channels: 32, height: 16, width: 16}\nprecision: bf16\nlayers:\n";
+    static const char tail[] = "  - {name: b, op: conv, M: 128, K: 3, padding: 1, pool: max2}\n"
+                               "  - {name: c, op: conv, M: 128, K: 3, padding: 1}\n";
+    char text[512];
+    snprintf(text, sizeof text, "%s  - {name: a, op: conv, M: 64, K: 3, padding: 1, activation: relu}\n%s", head, tail);
+    sm90a_generated("h32.yaml", text, handoff32_checks);
+    snprintf(text, sizeof text, "%s  - {name: a, op: conv, M: 32, K: 3, padding: 1, activation: relu}\n%s", head, tail);
+    sm90a_generated("h32m.yaml", text, handoff32_m32_checks);
+}
+
 /* conv2d_direct before a tma layer that alone reads its output stores it channels-last (T.hwc_out_ok:
  * the block's outputs staged in shared memory, copied out as one run), and the tma layer reads it as it
  * lies; with its maps split over blocks (ms=2) it stores C x H x W and the tma layer makes its copy.
@@ -2835,11 +2893,12 @@ static void test_half_small_c(void)
  * the slice depth divides C and through the offset table (arg:transposed) where it
  * does not; planes with tr=0 takes 16-bit tensors through lib/planes_half.lua (both
  * operands by descriptor, the planes channels innermost, weights tap by tap) and
- * refuses a strided layer with the reason; on sm_80 the same layer is igemm_tc's. */
+ * refuses a strided layer with the reason; on sm_80 the same layer is igemm_tc's. (c has 24 channels:
+ * with 32 it would join d's tma, planner.AUTO_TMA_HANDOFF_MIN_C.) */
 static void test_half_wgmma(void)
 {
     static const char *text[2] = {
-        "network: h\ninput: {channels: 32, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
+        "network: h\ninput: {channels: 24, height: 16, width: 16}\nprecision: bf16\nlayers:\n"
         "  - {name: c, op: conv, M: 128, K: 3, padding: 1, activation: relu, pool: max2}\n"
         "  - {name: d, op: conv, M: 64, K: 3, padding: 1}\n"
         "  - {name: e, op: conv, M: 24, K: 3, strategy: igemm_wg, params: {bk: 48}}\n"
@@ -3292,6 +3351,7 @@ int main(void)
     test_fft();
     test_tma();
     test_direct_hwc();
+    test_direct_hwc_limits();
     test_tma_narrow();
     test_precision_tf32();
     test_engine();

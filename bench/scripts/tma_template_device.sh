@@ -5,7 +5,7 @@
 # layer of TMA_MIN_C channels or more conv2d_tma serves written `strategy: tma`; default 16, the
 # template's least): the copy checked at 64 images, then both profiled at IMAGES (default 10000)
 # images, each kernel's time (`convgen run --profile`). The layer networks: -tma-bf16-wg and -fp16-wg,
-# -tma-odd-bf16-wg, -tma-chain-bf16-wg and -tma-c32-bf16-wg (16- to 32-channel steps).
+# -tma-odd-bf16-wg, -tma-chain-bf16-wg, -tma-c32-bf16-wg (16- to 32-channel steps) and -direct-hwc-bf16-wg.
 #
 #   bash bench/scripts/tma_template_device.sh CONVGEN [NETWORK...]
 #
@@ -24,7 +24,7 @@ rc=0
 STEP_TIMEOUT=40 spec_check "$cg" tests/gpu/layers-tma-bf16-wg.yaml 7 || exit 1
 if [ "${SKIP_CHECKS:-0}" != 1 ]; then
   for s in tests/gpu/layers-tma-bf16-wg.yaml tests/gpu/layers-tma-fp16-wg.yaml tests/gpu/layers-tma-odd-bf16-wg.yaml \
-      tests/gpu/layers-tma-chain-bf16-wg.yaml tests/gpu/layers-tma-c32-bf16-wg.yaml; do
+      tests/gpu/layers-tma-chain-bf16-wg.yaml tests/gpu/layers-tma-c32-bf16-wg.yaml tests/gpu/layers-direct-hwc-bf16-wg.yaml; do
     for i in 7 64 1100; do spec_check "$cg" "$s" "$i" || rc=1; done
   done
   for tool in memcheck racecheck; do

@@ -306,16 +306,25 @@ end
 -- different banks), then copied out in 4-byte words: in channels-last order a block's pixels are
 -- one run of memory. Where the epilogue computes the whole layer (the pool fused), one block holds
 -- every map (ms = 1), maps come in pairs (M and maps_unroll even), 16-bit, one group, no add or
--- slice, and the staging fits HWC_MAX_STAGE bytes (two blocks an SM). (Stores straight from the
--- registers, a thread's pixels each M maps apart, ran 2.3-5x slower on an H200 than the C x H x W
--- store and the tma layer's own channels-last copy together: bench/RESULTS.md, "Channels-last
--- hand-offs".)
+-- slice, and the staging fits HWC_MAX_STAGE bytes (two blocks an SM), HWC_MAX_STAGE_POOLED with a
+-- pool fused (one block an SM, whose copy-out then waits on its products: four of them a stored
+-- value). On an H200 in bf16 at 10,000 images (bench/RESULTS.md, "conv2d_direct's channels-last
+-- store"), against the C x H x W store and the tma layer's copy: zoo-squeeze's 1 -> 64 on 46x46
+-- (67.6 KB) 1.393 ms against 1.629 + 1.563, zoo-1x1's (67.6 KB) 0.332 against 0.373 + 0.373,
+-- zoo-deep512's pooled 1 -> 128 (133 KB) 0.756 against 0.514 + 0.528; but zoo-vgg-same's unpooled
+-- 3 -> 64 of four columns a thread (135 KB) 1.863 against 0.890 + 0.739. (Stores straight from the
+-- registers, a thread's pixels each M maps apart, had run 2.3-5x slower: "Channels-last hand-offs".)
 T.HWC_MAX_STAGE = 100 * 1024
+T.HWC_MAX_STAGE_POOLED = 200 * 1024
 local function hwc_stage(l, p) return p.block * p.cols * (l.M // 2 + 1) * 4 end
+local function hwc_max(l, p)
+  local _, _, pooled = geom(l, p.fuse)
+  return pooled and T.HWC_MAX_STAGE_POOLED or T.HWC_MAX_STAGE
+end
 function T.hwc_out_ok(l, p)
   local _, fused = geom(l, p.fuse)
   return fused and p.ms == 1 and l.M % 2 == 0 and p.maps_unroll % 2 == 0 and common.half_dtype(l) ~= nil
-    and per_group(l) == l.C and not l.residual and not l.out_slice and hwc_stage(l, p) <= T.HWC_MAX_STAGE
+    and per_group(l) == l.C and not l.residual and not l.out_slice and hwc_stage(l, p) <= hwc_max(l, p)
 end
 
 -- Most bytes of source: one unrolled tile call is a line of the kernel's name and
@@ -655,7 +664,7 @@ function T.kernel(l, p)
   if l.hwc_out then
     if not T.hwc_out_ok(l, p) then
       error("conv2d_direct stores channels-last only where T.hwc_out_ok holds (the pool fused, ms = 1, " ..
-        "maps in pairs, 16-bit, one group, the staging within " .. T.HWC_MAX_STAGE .. " bytes)", 0)
+        "maps in pairs, 16-bit, one group, the staging within " .. hwc_max(l, p) .. " bytes)", 0)
     end
     name = name .. "_hwc"
   end

@@ -400,6 +400,11 @@ planner.AUTO_TMA_CHAIN_MIN_M = 32
 -- K <= this: zoo-squeeze's 64 -> 128 3x3 on 46x46 with its pool ran 5.59 ms in tma against planes'
 -- 7.81 without the transpose's 1.56; zoo-5x5-c64's 5x5 4.72 against 4.29 even without its 0.51)
 planner.AUTO_TMA_DIRECT_MAX_K = 3
+-- (a layer of K <= AUTO_TMA_DIRECT_MAX_K and AUTO_TMA_MIN_M maps or more whose output goes only to a tma
+-- layer joins from this many channels: zoo-wide3x3's 32 -> 64 3x3 on 34x34 with its pool, 0.444 ms
+-- copy + 1.049 in tma against planes' 1.730 and the next layer's copy 0.187. Not at M = 32:
+-- zoo-residual's 32 -> 32 on 32x32 1.595 ms in tma against planes' 1.194)
+planner.AUTO_TMA_HANDOFF_MIN_C = 32
 
 -- Whether layer l may be conv2d_tma under auto at all: 16-bit, sm_90a, the large batch, and the
 -- template's check (stride 1, one group, C and M multiples of 8).
@@ -1593,12 +1598,14 @@ function planner.tma_chains(net, choose)
       if p and p.op == "conv" and (p.pool_pad or 0) == 0 and readers[p.name] == 1 then order[#order + 1] = { p, l } end
     end
   end
-  local function may(l, min_m)
-    return not tma[l.name] and l.strategy == "auto" and not l.tuned and l.C >= planner.AUTO_TMA_CHAIN_MIN_C
+  local function may(l, min_m, min_c)
+    return not tma[l.name] and l.strategy == "auto" and not l.tuned and l.C >= (min_c or planner.AUTO_TMA_CHAIN_MIN_C)
         and l.M >= (min_m or planner.AUTO_TMA_CHAIN_MIN_M) and tma_serves(l)
   end
-  local function joins(l, why)
-    if not may(l) then return false end
+  local function joins(l, why, handing)
+    -- (a layer handing its output on channels-last may be narrower: AUTO_TMA_HANDOFF_MIN_C)
+    if not (may(l) or handing and l.K <= planner.AUTO_TMA_DIRECT_MAX_K
+        and may(l, planner.AUTO_TMA_MIN_M, planner.AUTO_TMA_HANDOFF_MIN_C)) then return false end
     l.tma_chain, tma[l.name] = why, true
     return true
   end
@@ -1629,7 +1636,7 @@ function planner.tma_chains(net, choose)
     grown = false
     for _, pq in ipairs(order) do
       local p, q = pq[1], pq[2]
-      if tma[q.name] and joins(p, string.format("its output goes to %s, a tma layer, channels-last", q.name)) then
+      if tma[q.name] and joins(p, string.format("its output goes to %s, a tma layer, channels-last", q.name), true) then
         grown = true
       end
       if tma[p.name] and joins(q, string.format("it reads %s, a tma layer's output, as it lies (channels-last)",
