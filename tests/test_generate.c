@@ -2567,9 +2567,20 @@ static void handoff32_m32_checks(const cg_gen_output *o)
           a ? a->tpl : "none");
 }
 
+static void first_direct_checks(const cg_gen_output *o)
+{
+    const cg_gen_kernel *a = conv_kernel(o, "a"), *b = tma_kernel(o, "b");
+    CHECK(a && !strcmp(a->tpl, "conv2d_direct") && strstr(a->kernel, "_hwc_bf16") &&
+              strstr(a->source, "its output goes to b alone, a tma layer, which direct stores channels-last") && b &&
+              strstr(b->kernel, "conv2d_tma_c32m64k3_") && !strstr(o->manifest, " out=b.x "),
+          "auto: a 1 -> 32 first layer (igemm_tc's otherwise) takes direct where the 32 -> 64 layer reading it "
+          "joins tma, handing it over channels-last (%s)", a ? a->kernel : "none");
+}
+
 /* The staging's limits (conv2d_direct's HWC_MAX_STAGE and HWC_MAX_STAGE_POOLED: one block an SM pays
  * off only where a fused pool makes four products a stored value), and 32-channel layers of 64 maps
- * or more handing their output on to a tma layer (planner.AUTO_TMA_HANDOFF_MIN_C), not of 32 maps. */
+ * or more handing their output on to a tma layer (planner.AUTO_TMA_HANDOFF_MIN_C), not of 32 maps; a
+ * first layer of 32 maps before such a layer takes direct to hand it its output (l.hwc_first). */
 static void test_direct_hwc_limits(void)
 {
     sm90a_generated("dp.yaml",
@@ -2591,6 +2602,13 @@ static void test_direct_hwc_limits(void)
     sm90a_generated("h32.yaml", text, handoff32_checks);
     snprintf(text, sizeof text, "%s  - {name: a, op: conv, M: 32, K: 3, padding: 1, activation: relu}\n%s", head, tail);
     sm90a_generated("h32m.yaml", text, handoff32_m32_checks);
+    sm90a_generated("fd.yaml",
+                    "network: s\ninput: {channels: 1, height: 20, width: 20}\nprecision: bf16\nlayers:\n"
+                    "  - {name: a, op: conv, M: 32, K: 3, activation: relu}\n"
+                    "  - {name: b, op: conv, M: 64, K: 3, activation: relu, pool: max2}\n"
+                    "  - {name: c, op: conv, M: 128, K: 3, padding: 1}\n"
+                    "  - {name: d, op: conv, M: 128, K: 3, padding: 1}\n",
+                    first_direct_checks);
 }
 
 /* conv2d_direct before a tma layer that alone reads its output stores it channels-last (T.hwc_out_ok:

@@ -336,6 +336,9 @@ planner.AUTO_HALF_FIRST_MIN_M = 32
 planner.AUTO_HALF_FIRST_TC_MAX_CKK = 9
 planner.AUTO_HALF_FIRST_DIRECT_MIN_M = 64
 planner.AUTO_HALF_FIRST_DIRECT_MAX_K = 3
+-- (and fewer maps, where a tma layer alone reads the output, which direct then stores channels-last
+-- (planner.tma_chains, l.hwc_first): zoo-wide3x3's 1 -> 32 on 36x36, 0.284 ms in igemm_tc, and the
+-- tma layer's copy of its output 0.444, against direct's 0.375 storing C x H x W)
 
 -- FP32 layers of large kernels through the Fourier transform (conv2d_fft): a stride-1 layer of
 -- one group, K >= AUTO_FFT_MIN_K, C and M >= AUTO_FFT_MIN_CM, a padded input that a transform of
@@ -569,11 +572,13 @@ function planner.auto_strategy(l)
       "C*K*K = %d < %d and M = %d >= %d", l.precision, l.C, planner.AUTO_TC_MIN_C, ckk,
       planner.AUTO_HALF_SMALL_C_MIN_CKK, l.M, planner.AUTO_HALF_FIRST_MIN_M)
     local tc = ckk <= planner.AUTO_HALF_FIRST_TC_MAX_CKK
-    if l.K <= planner.AUTO_HALF_FIRST_DIRECT_MAX_K and g16.S == 1 and (not tc or l.M >= planner.AUTO_HALF_FIRST_DIRECT_MIN_M)
+    if l.K <= planner.AUTO_HALF_FIRST_DIRECT_MAX_K and g16.S == 1
+        and (not tc or l.M >= planner.AUTO_HALF_FIRST_DIRECT_MIN_M or l.hwc_first)
         and pcall(resolve, import("conv2d_direct"), "conv2d_direct", l, nil, nil) then
       return "conv2d_direct", string.format("auto: direct, %s, K = %d <= %d, stride 1 and %s (FP32 constant " ..
         "weights, columns in pairs)", why, l.K, planner.AUTO_HALF_FIRST_DIRECT_MAX_K,
-        tc and string.format("M = %d >= %d", l.M, planner.AUTO_HALF_FIRST_DIRECT_MIN_M)
+        (tc and l.M < planner.AUTO_HALF_FIRST_DIRECT_MIN_M) and l.hwc_first
+          or tc and string.format("M = %d >= %d", l.M, planner.AUTO_HALF_FIRST_DIRECT_MIN_M)
           or string.format("C*K*K = %d > %d", ckk, planner.AUTO_HALF_FIRST_TC_MAX_CKK))
     end
     local order = tc and { "conv2d_igemm_tc", "conv2d_igemm_wg" } or { "conv2d_igemm_wg", "conv2d_igemm_tc" }
@@ -1602,6 +1607,13 @@ function planner.tma_chains(net, choose)
     return not tma[l.name] and l.strategy == "auto" and not l.tuned and l.C >= (min_c or planner.AUTO_TMA_CHAIN_MIN_C)
         and l.M >= (min_m or planner.AUTO_TMA_CHAIN_MIN_M) and tma_serves(l)
   end
+  -- whether choose(l) gives conv2d_direct with parameters that store channels-last (its T.hwc_out_ok)
+  local function direct_hands_off(l)
+    local tname, _, own = choose(l)
+    if tname ~= "conv2d_direct" then return false end
+    local ok, p = pcall(resolve, import(tname), tname, l, own or l.params, nil)
+    return ok and import(tname).hwc_out_ok(l, p)
+  end
   local function joins(l, why, handing)
     -- (a layer handing its output on channels-last may be narrower: AUTO_TMA_HANDOFF_MIN_C)
     if not (may(l) or handing and l.K <= planner.AUTO_TMA_DIRECT_MAX_K
@@ -1623,10 +1635,7 @@ function planner.tma_chains(net, choose)
   for _, pq in ipairs(order) do
     local p, q = pq[1], pq[2]
     if q.K <= planner.AUTO_TMA_DIRECT_MAX_K and may(q, planner.AUTO_TMA_MIN_M) then
-      local tname, _, own = choose(p)
-      local ok, pp = false, nil
-      if tname == "conv2d_direct" then ok, pp = pcall(resolve, import(tname), tname, p, own or p.params, nil) end
-      if ok and import(tname).hwc_out_ok(p, pp) then
+      if direct_hands_off(p) then
         joins(q, string.format("it alone reads %s's output, which conv2d_direct stores channels-last", p.name))
       end
     end
@@ -1641,6 +1650,15 @@ function planner.tma_chains(net, choose)
       end
       if tma[p.name] and joins(q, string.format("it reads %s, a tma layer's output, as it lies (channels-last)",
           p.name)) then grown = true end
+    end
+  end
+  -- a first layer whose output a tma layer alone reads takes direct, which stores it channels-last
+  -- (planner.auto_strategy's rule for first layers, l.hwc_first), where direct's parameters allow it
+  for _, pq in ipairs(order) do
+    local p, q = pq[1], pq[2]
+    if tma[q.name] and not tma[p.name] and p.strategy == "auto" and not p.tuned then
+      p.hwc_first = string.format("its output goes to %s alone, a tma layer, which direct stores channels-last", q.name)
+      if not direct_hands_off(p) then p.hwc_first = nil end
     end
   end
 end
