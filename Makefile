@@ -172,8 +172,8 @@ build/bench/latency_embed: bench/latency_embed.c $(LIB_OBJ)
 # make test (run-tests.sh starts them in the order given, two at a time, then the rest):
 # the short ones then fill the other slot instead of one long test running alone at the end
 TEST_SH   := $(wildcard tests/test_*.sh)
-TEST_LONG := $(foreach t,test_kernels_compile test_generate test_models.sh test_emulate test_tune.sh test_mpi.sh \
-               test_tune test_shapes,$(filter build/tests/$(t) tests/$(t),$(TEST_BIN) $(TEST_SH)))
+TEST_LONG := $(foreach t,test_kernels_compile test_generate test_models.sh test_emulate test_tune.sh test_shapes \
+               test_compare.sh test_mpi.sh,$(filter build/tests/$(t) tests/$(t),$(TEST_BIN) $(TEST_SH)))
 test-run: build/convgen lib $(MPI_BIN) $(TEST_BIN) $(FAKE_CUDA) build/bench/latency_embed
 	@tools/run-tests.sh $(TEST_LONG) $(filter-out $(TEST_LONG),$(TEST_BIN))
 

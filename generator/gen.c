@@ -1364,9 +1364,7 @@ static int take_check(extract_ctx *c, lua_State *L)
 int cg_gen_check_one_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
                          const char *params, char *why, size_t why_n, cg_err *e)
 {
-    check_out o = {why, why_n};
-    if (why_n) why[0] = 0;
-    return one_call(NULL, s, tg, layer, tpl, "check_one", params ? params : "", 0, 0, take_check, &o, NULL, e);
+    return cg_gen_check_one_with(NULL, s, tg, layer, tpl, params, why, why_n, e);
 }
 
 int cg_gen_check_one(const cg_spec *s, int layer, const char *tpl, const char *params, char *why,
@@ -1424,6 +1422,15 @@ void cg_gen_emitter_close(cg_gen_emitter *em)
     if (!em) return;
     cg_lua_close(em->h);
     free(em);
+}
+
+int cg_gen_check_one_with(cg_gen_emitter *em, const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
+                          const char *params, char *why, size_t why_n, cg_err *e)
+{
+    check_out o = {why, why_n};
+    if (why_n) why[0] = 0;
+    return one_call(em ? em->h : NULL, s, tg, layer, tpl, "check_one", params ? params : "", 0, 0, take_check, &o,
+                    NULL, e);
 }
 
 int cg_gen_emit_one_for(const cg_spec *s, const cg_target *tg, int layer, const char *tpl,

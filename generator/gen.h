@@ -113,8 +113,8 @@ int cg_gen_emit_one_for(const cg_spec *s, const cg_target *tg, int layer, const 
                         const char *params, cg_gen_kernel *out, cg_kernel_launch *launch, cg_err *e);
 void cg_gen_kernel_free(cg_gen_kernel *k);
 
-/* One Lua sandbox kept across emissions, the planner and templates imported once,
- * for a caller emitting many configurations in a row (the tuner's compile
+/* One Lua sandbox kept across emissions (and checks), the planner and templates imported
+ * once, for a caller emitting or checking many configurations in a row (the tuner's compile
  * batches, the tests): each cg_gen_emit_one_for opens a sandbox of its own, and
  * importing a large template costs more than emitting a kernel from it. Each
  * call still runs under its own instruction and time budget; what one call leaves
@@ -127,6 +127,10 @@ void cg_gen_emitter_close(cg_gen_emitter *em);
 /* cg_gen_emit_one_for through em (NULL: a sandbox of its own). */
 int cg_gen_emit_one_with(cg_gen_emitter *em, const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
                          const char *params, cg_gen_kernel *out, cg_kernel_launch *launch, cg_err *e);
+/* cg_gen_check_one_for through em (NULL: a sandbox of its own): a caller putting many
+ * configurations to the template's check one at a time. */
+int cg_gen_check_one_with(cg_gen_emitter *em, const cg_spec *s, const cg_target *tg, int layer, const char *tpl,
+                          const char *params, char *why, size_t why_n, cg_err *e);
 
 /* regen_cmd goes into each file header (see cg_regen_command). Generates for
  * the default target (cg_target_default). */

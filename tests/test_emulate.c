@@ -78,6 +78,7 @@
 #include "weights.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <setjmp.h>
 #include <math.h>
@@ -480,6 +481,85 @@ static void *place(void *so, cg_place where, int wtaps, const char *sym, const c
         return *ok = dst != NULL, NULL;
     }
     return data;
+}
+
+/* The fresh kernels of a spec (unit_of[k] 0 or 1; fresh of them) compiled as two units,
+ * one g++ each, both at once: SUB/unit0.cu and unit1.cu, each kernel under a #line naming
+ * its file (aot.c's write_unit); a kernel of a unit that compiles gets the unit's object
+ * (obj[k], built[k]). Where only one kernel is fresh, or a unit does not compile, its
+ * kernels are compiled one by one, two at a time, each to its obj[k] (kept for later
+ * specs). */
+static void group_units(const char *sub, const char *shim_path, const cg_manifest *m,
+                        const cg_gen_kernel *const *gks, const int *unit_of, int fresh, int *built,
+                        char (*obj)[1024])
+{
+    int unit_ok[2] = {0, 0};
+    if (fresh >= 2) {
+        pid_t pid[2] = {-1, -1};
+        char unit_obj[2][1024];
+        for (int u = 0; u < 2; u++) {
+            cg_buf tu;
+            cg_buf_init(&tu);
+            int bad = 0;
+            for (int k = 0; k < m->nkernels && !bad; k++) {
+                if (unit_of[k] != u) continue;
+                char *src = host_source(gks[k]->source);
+                bad = !src || cg_buf_printf(&tu, "#line 1 \"%s.cu\"\n%s\n", m->k[k].name, src);
+                free(src);
+            }
+            char cu[1100];
+            snprintf(cu, sizeof cu, "%.900s/unit%d.cu", sub, u);
+            snprintf(unit_obj[u], sizeof unit_obj[u], "%.900s/unit%d.o", sub, u);
+            int written = !bad && tu.data && !write_text(cu, tu.data, tu.len);
+            cg_buf_free(&tu);
+            char *argv[] = {"g++", EMU_CXXFLAGS, "-c", "-include", (char *)shim_path, "-x", "c++", cu, "-o", unit_obj[u], NULL};
+            pid[u] = written ? fork() : -1;
+            if (pid[u] == 0) {
+                /* (a unit that fails is compiled again kernel by kernel, which names the kernel) */
+                int null = open("/dev/null", O_WRONLY);
+                if (null >= 0) dup2(null, 2);
+                execvp(argv[0], argv);
+                _exit(127);
+            }
+        }
+        for (int u = 0; u < 2; u++) {
+            int st;
+            if (pid[u] > 0 && waitpid(pid[u], &st, 0) == pid[u]) unit_ok[u] = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+            if (!unit_ok[u]) continue;
+            for (int k = 0; k < m->nkernels; k++)
+                if (unit_of[k] == u) built[k] = 1, memcpy(obj[k], unit_obj[u], sizeof unit_obj[u]);
+        }
+    }
+    /* one by one: two g++ at a time, each kernel to its own (kept) object */
+    pid_t pid[CG_MAN_KERNELS];
+    int running = 0;
+    for (int k = 0; k <= m->nkernels; k++) {
+        /* wait for one when two run, and for all at the end */
+        while (running > 0 && (running >= 2 || k == m->nkernels)) {
+            int st;
+            pid_t done = wait(&st);
+            if (done < 0) break;
+            for (int j = 0; j < k; j++)
+                if (pid[j] == done) built[j] = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+            running--;
+        }
+        if (k == m->nkernels) break;
+        pid[k] = -1;
+        if (unit_of[k] < 0 || unit_ok[unit_of[k]]) continue;
+        char cu[1100];
+        snprintf(cu, sizeof cu, "%s/%s.cu", sub, m->k[k].name);
+        char *src = host_source(gks[k]->source);
+        int written = src && !write_text(cu, src, strlen(src));
+        free(src);
+        /* vector loads and stores off their alignment trap (SIGILL), as they fault on a GPU */
+        char *argv[] = {"g++", EMU_CXXFLAGS, "-c", "-include", (char *)shim_path, "-x", "c++", cu, "-o", obj[k], NULL};
+        pid[k] = written ? fork() : -1;
+        if (pid[k] == 0) {
+            execvp(argv[0], argv);
+            _exit(127);
+        }
+        if (pid[k] > 0) running++;
+    }
 }
 
 /* The kernel being emulated, for the trap handler: the kernels are built to
@@ -998,56 +1078,51 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
     unsigned char *px = buf[m.input];
     unsigned r = 4242;
     for (long long j = 0; j < m.t[m.input].elems * images; j++) px[j] = (unsigned char)((r = r * 1103515245u + 12345u) >> 24);
-    /* compile every kernel to an object first, two g++ at a time; an object is kept under
-     * the hash of its source less the header (whose comment lines name the spec), and a
-     * kernel of the same source in a later spec takes it again. The spec's kernels are
-     * then linked into one library. */
-    int ok_all = 1, running = 0;
+    /* compile the kernels to objects first: those of a source compiled before (an object is
+     * kept under the hash of its source less the header, whose comment lines name the spec)
+     * take its object again; the others in two units of several kernels each (group_units),
+     * two g++ at a time, as a fat binary's module joins a network's kernels: a g++ costs
+     * about 0.1 s of CPU before its first kernel (the precompiled shim, the assembler).
+     * The kernels of a unit that does not compile are compiled one by one, each to an
+     * object of its own, kept for later specs, and a kernel that fails alone is named. The
+     * spec's objects are then linked into one library. */
+    int ok_all = 1;
     /* each spec's library in a directory of its own: a path once loaded is not loaded again */
     static int serial;
     char sub[256];
     snprintf(sub, sizeof sub, "%s/%d", dir, serial++);
     CHECK(mkdir(sub, 0700) == 0, "%s: mkdir %s", spec_path, sub);
-    pid_t pid[CG_MAN_KERNELS];
     int built[CG_MAN_KERNELS] = {0};
     static char obj[CG_MAN_KERNELS][1024];
+    const cg_gen_kernel *gks[CG_MAN_KERNELS];
     char shim_path[1024];
     snprintf(shim_path, sizeof shim_path, "%s/shim.h", dir);
-    for (int k = 0; k <= m.nkernels; k++) {
-        /* wait for one when two run, and for all at the end */
-        while (running > 0 && (running >= 2 || k == m.nkernels)) {
-            int st;
-            pid_t done = wait(&st);
-            if (done < 0) break;
-            for (int j = 0; j < k; j++)
-                if (pid[j] == done) built[j] = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-            running--;
-        }
-        if (k == m.nkernels) break;
-        const cg_gen_kernel *gk = NULL;
+    int unit_of[CG_MAN_KERNELS]; /* -1: cached or no source; else 0 or 1 */
+    int fresh = 0;
+    for (int k = 0; k < m.nkernels; k++) {
+        gks[k] = NULL;
+        unit_of[k] = -1;
         for (int j = 0; j < o.nkernels; j++)
-            if (!strcmp(o.k[j].kernel, m.k[k].name)) gk = &o.k[j];
-        pid[k] = -1;
-        if (!gk) continue;
-        snprintf(obj[k], sizeof obj[k], "%s/obj/%s-%016llx.o", dir, m.k[k].name, body_hash(gk->source));
+            if (!strcmp(o.k[j].kernel, m.k[k].name)) gks[k] = &o.k[j];
+        if (!gks[k]) continue;
+        snprintf(obj[k], sizeof obj[k], "%s/obj/%s-%016llx.o", dir, m.k[k].name, body_hash(gks[k]->source));
         if (access(obj[k], F_OK) == 0) {
             built[k] = 1;
             continue;
         }
-        char cu[1024];
-        snprintf(cu, sizeof cu, "%s/%s.cu", sub, m.k[k].name);
-        char *src = host_source(gk->source);
-        int written = src && !write_text(cu, src, strlen(src));
-        free(src);
-        /* vector loads and stores off their alignment trap (SIGILL), as they fault on a GPU */
-        char *argv[] = {"g++", EMU_CXXFLAGS, "-c", "-include", shim_path, "-x", "c++", cu, "-o", obj[k], NULL};
-        pid[k] = written ? fork() : -1;
-        if (pid[k] == 0) {
-            execvp(argv[0], argv);
-            _exit(127);
-        }
-        if (pid[k] > 0) running++;
+        int twice = 0; /* (two layers of one kernel, e.g. two adds of one shape: compiled once) */
+        for (int j = 0; j < k && !twice; j++)
+            if (gks[j] && !strcmp(m.k[j].name, m.k[k].name)) twice = 1;
+        if (!twice) unit_of[k] = fresh++ % 2;
     }
+    group_units(sub, shim_path, &m, gks, unit_of, fresh, built, obj);
+    /* a kernel listed twice: its first listing's object */
+    for (int k = 0; k < m.nkernels; k++)
+        for (int j = 0; j < k && gks[k] && !built[k]; j++)
+            if (gks[j] && !strcmp(m.k[j].name, m.k[k].name) && built[j]) {
+                built[k] = 1;
+                snprintf(obj[k], sizeof obj[k], "%s", obj[j]);
+            }
     for (int k = 0; k < m.nkernels && ok_all; k++)
         if (!built[k]) {
             CHECK(0, "%s: kernel %s does not compile as C++", spec_path, m.k[k].name);
@@ -1060,7 +1135,8 @@ static void emulate_one(const char *spec_path, const char *dir, int batch)
     if (ok_all) {
         char *argv[CG_MAN_KERNELS + 8] = {"g++", "-shared", "-o", so_path};
         int na = 4;
-        /* (two layers of one kernel, e.g. two adds of one shape, list one object twice: once) */
+        /* (the kernels of a unit, or two layers of one kernel, e.g. two adds of one shape,
+         * list one object several times: once) */
         for (int k = 0; k < m.nkernels; k++) {
             int twice = 0;
             for (int j = 4; j < na && !twice; j++) twice = !strcmp(argv[j], obj[k]);

@@ -1523,7 +1523,9 @@ out:
 }
 
 /* Accepted configurations of tpl on layer li, counted by putting every
- * combination of the legal values to cg_gen_check_one. */
+ * combination of the legal values to the template's check one at a time
+ * (cg_gen_check_one, through one kept sandbox: a sandbox of each check's own
+ * took 57 of this test's 95 s). */
 static long long count_accepted(const cg_spec *s, int li, const char *tpl, long long *total)
 {
     char names[CG_MAX_PARAMS][CG_NAME_MAX];
@@ -1531,6 +1533,9 @@ static long long count_accepted(const cg_spec *s, int li, const char *tpl, long 
     int nv[CG_MAX_PARAMS];
     int np = legal_values(s, li, tpl, names, vals, nv);
     if (np <= 0) return -1;
+    cg_gen_emitter *em = NULL;
+    cg_err oe = {{0}};
+    if (cg_gen_emitter_open(&em, &oe)) return printf("note: %s\n", oe.msg), -1;
     int at[CG_MAX_PARAMS] = {0};
     long long accepted = 0;
     *total = 1;
@@ -1542,11 +1547,16 @@ static long long count_accepted(const cg_spec *s, int li, const char *tpl, long 
                      vals[i][at[i]]);
         char why[256];
         cg_err e = {{0}};
-        int rc = cg_gen_check_one(s, li, tpl, text, why, sizeof why, &e);
-        if (rc < 0) return printf("note: %s\n", e.msg), -1;
+        int rc = cg_gen_check_one_with(em, s, NULL, li, tpl, text, why, sizeof why, &e);
+        if (rc < 0) {
+            printf("note: %s\n", e.msg);
+            accepted = -1;
+            break;
+        }
         accepted += rc == 0;
         for (int i = np - 1; i >= 0 && ++at[i] == nv[i]; i--) at[i] = 0; /* last parameter fastest */
     }
+    cg_gen_emitter_close(em);
     return accepted;
 }
 
