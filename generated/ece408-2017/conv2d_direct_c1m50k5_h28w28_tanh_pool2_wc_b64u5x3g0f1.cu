@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2017.yaml (network ece408-2017)
 // layer:      conv1
 // shape:      C=1 H=28 W=28 -> M=50 K=5, tanh, max-pool 2x2 -> 50x12x12
-// template:   conv2d_direct (templates/conv2d/direct.lua, hash 2175a689841d8cc9)
+// template:   conv2d_direct (templates/conv2d/direct.lua, hash 25740dc4a3bb80b8)
 // params:     block=64 maps_unroll=5 cols=3 unroll_groups=0 fuse=1 ms=1
 // launch:     grid (N*48/64, 1, 1) where N = images, block (64, 1, 1), 0 B shared
 // weights:    const:conv2d_direct_c1m50k5_h28w28_tanh_pool2_wc_b64u5x3g0f1_w, bias none

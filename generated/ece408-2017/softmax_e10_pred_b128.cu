@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2017.yaml (network ece408-2017)
 // layer:      prob
 // shape:      10 features, and the prediction
-// template:   softmax (templates/ops/softmax.lua, hash 15ca2320152f4d00)
+// template:   softmax (templates/ops/softmax.lua, hash 591ebf5ded33bd2e)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none

@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa-low.yaml (network ece408-2018fa-low)
 // layer:      conv1
 // shape:      C=1 H=72 W=72 -> M=12 K=7, tanh, max-pool 2x2 -> 12x33x33
-// template:   conv2d_direct (templates/conv2d/direct.lua, hash 2175a689841d8cc9)
+// template:   conv2d_direct (templates/conv2d/direct.lua, hash 25740dc4a3bb80b8)
 // params:     block=64 maps_unroll=2 cols=3 unroll_groups=0 fuse=1 ms=1
 // launch:     grid (N*363/64, 1, 1) where N = images, block (64, 1, 1), 0 B shared
 // weights:    const:conv2d_direct_c1m12k7_h72w72_tanh_pool2_wc_b64u2x3g0f1_w, bias none

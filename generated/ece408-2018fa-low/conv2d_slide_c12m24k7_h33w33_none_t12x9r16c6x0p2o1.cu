@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa-low.yaml (network ece408-2018fa-low)
 // layer:      conv2
 // shape:      C=12 H=33 W=33 -> M=24 K=7 -> 24x27x27
-// template:   conv2d_slide (templates/conv2d/slide.lua, hash 551470d6424bf08f)
+// template:   conv2d_slide (templates/conv2d/slide.lua, hash 851bb6fab61703dd)
 // params:     tm=12 cols=9 rows=16 cs=6 xs=0 pf=2 occ=1
 // launch:     grid (N*27/16, 1, 1) where N = images, block (96, 1, 1), 28224 B shared
 // weights:    arg:transposed, bias none

@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018fa-low.yaml (network ece408-2018fa-low)
 // layer:      fc2
 // shape:      160 -> 10, bias
-// template:   fc_vec (templates/fc/vec.lua, hash 4affca3e30101fce), auto: vec (float4 loads for 160 inputs)
+// template:   fc_vec (templates/fc/vec.lua, hash 91a4a4d28054b284), auto: vec (float4 loads for 160 inputs)
 // params:     bm=128 bn=16 bk=16 tm=8 tn=4 split=1
 // launch:     grid (N*1/128, 1, 1) where N = images, block (64, 1, 1), 0 B shared
 // weights:    arg, bias arg

@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp-low.yaml (network ece408-2018sp-low)
 // layer:      conv1
 // shape:      C=1 H=64 W=64 -> M=6 K=5, tanh, max-pool 2x2 -> 6x30x30
-// template:   conv2d_direct (templates/conv2d/direct.lua, hash 2175a689841d8cc9)
+// template:   conv2d_direct (templates/conv2d/direct.lua, hash 25740dc4a3bb80b8)
 // params:     block=128 maps_unroll=3 cols=3 unroll_groups=1 fuse=1 ms=1
 // launch:     grid (N*300/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    const:conv2d_direct_c1m6k5_h64w64_tanh_pool2_wc_b128u3x3g1f1_w, bias none

@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp-low.yaml (network ece408-2018sp-low)
 // layer:      fc1
 // shape:      10816 -> 140, bias, tanh
-// template:   fc_vec (templates/fc/vec.lua, hash 4affca3e30101fce)
+// template:   fc_vec (templates/fc/vec.lua, hash 91a4a4d28054b284)
 // params:     bm=128 bn=32 bk=16 tm=8 tn=4 split=1
 // launch:     grid (N*1/128, 5, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    arg, bias arg

@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp.yaml (network ece408-2018sp)
 // layer:      conv2
 // shape:      C=6 H=30 W=30 -> M=16 K=5 -> 16x26x26
-// template:   conv2d_slide (templates/conv2d/slide.lua, hash 551470d6424bf08f)
+// template:   conv2d_slide (templates/conv2d/slide.lua, hash 851bb6fab61703dd)
 // params:     tm=8 cols=9 rows=16 cs=6 xs=0 pf=3 occ=1
 // launch:     grid (N*26/16, 1, 1) where N = images, block (96, 1, 1), 9600 B shared
 // weights:    arg:transposed, bias none

@@ -2,7 +2,7 @@
 // spec:       specs/ece408-2018sp.yaml (network ece408-2018sp)
 // layer:      input
 // shape:      4096 bytes -> 4096 floats, x = p * 0.00392156863 + 0.0
-// template:   input_u8 (templates/ops/input_u8.lua, hash bc7680e8900d3841)
+// template:   input_u8 (templates/ops/input_u8.lua, hash 64cbaa19646a0847)
 // params:     block=256
 // launch:     grid (N*1024/256, 1, 1) where N = images, block (256, 1, 1), 0 B shared
 // weights:    none, bias none

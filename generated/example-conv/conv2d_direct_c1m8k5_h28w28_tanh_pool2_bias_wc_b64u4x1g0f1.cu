@@ -2,7 +2,7 @@
 // spec:       specs/example-conv.yaml (network example-conv)
 // layer:      conv1
 // shape:      C=1 H=28 W=28 -> M=8 K=5, tanh, max-pool 2x2 -> 8x12x12
-// template:   conv2d_direct (templates/conv2d/direct.lua, hash 2175a689841d8cc9)
+// template:   conv2d_direct (templates/conv2d/direct.lua, hash 25740dc4a3bb80b8)
 // params:     block=64 maps_unroll=4 cols=1 unroll_groups=0 fuse=1 ms=1
 // launch:     grid (N*144/64, 1, 1) where N = images, block (64, 1, 1), 0 B shared
 // weights:    const:conv2d_direct_c1m8k5_h28w28_tanh_pool2_bias_wc_b64u4x1g0f1_w, bias const:conv2d_direct_c1m8k5_h28w28_tanh_pool2_bias_wc_b64u4x1g0f1_b

@@ -2,7 +2,7 @@
 // spec:       specs/fashion-resnet.yaml (network fashion-resnet)
 // layer:      stem_0
 // shape:      C=1 H=28 W=28 -> M=16 K=3 padding 1,1,1,1, relu -> 16x28x28
-// template:   conv2d_direct (templates/conv2d/direct.lua, hash 2175a689841d8cc9), auto: direct, since C = 1 <= 3 and C*K*K = 9 <= 64
+// template:   conv2d_direct (templates/conv2d/direct.lua, hash 25740dc4a3bb80b8), auto: direct, since C = 1 <= 3 and C*K*K = 9 <= 64
 // params:     block=256 maps_unroll=8 cols=1 unroll_groups=0 fuse=1 ms=1
 // launch:     grid (N*784/256, 1, 1) where N = images, block (256, 1, 1), 0 B shared
 // weights:    const:conv2d_direct_c1m16k3_h28w28_p1_relu_bias_wc_b256u8x1g0f1_w, bias const:conv2d_direct_c1m16k3_h28w28_p1_relu_bias_wc_b256u8x1g0f1_b

@@ -2,7 +2,7 @@
 // spec:       specs/fashion-resnet.yaml (network fashion-resnet)
 // layer:      layers_1_down_0
 // shape:      C=16 H=14 W=14 -> M=32 K=1 stride 2 -> 32x7x7; then an add of 2 tensors (the conv's at place 2), relu, in the epilogue
-// template:   conv2d_igemm (templates/conv2d/igemm.lua, hash b3ed1bc44a707fee), auto: igemm, since C = 16 > 3
+// template:   conv2d_igemm (templates/conv2d/igemm.lua, hash c3c48a7b8b8e2c24), auto: igemm, since C = 16 > 3
 // params:     bm=32 bn=128 bk=16 tm=8 tn=8 occ=1 stages=2
 // launch:     grid (N*49/128, 1, 1) where N = images, block (64, 1, 1), 20480 B shared
 // weights:    arg:transposed, bias arg

@@ -2,7 +2,7 @@
 // spec:       specs/fashion-resnet.yaml (network fashion-resnet)
 // layer:      layers_2_down_0
 // shape:      C=32 H=7 W=7 -> M=64 K=1 stride 2 -> 64x4x4; then an add of 2 tensors (the conv's at place 2), relu, in the epilogue
-// template:   conv2d_igemm (templates/conv2d/igemm.lua, hash b3ed1bc44a707fee), auto: igemm, since C = 32 > 3
+// template:   conv2d_igemm (templates/conv2d/igemm.lua, hash c3c48a7b8b8e2c24), auto: igemm, since C = 32 > 3
 // params:     bm=64 bn=128 bk=16 tm=8 tn=8 occ=1 stages=2
 // launch:     grid (N*16/128, 1, 1) where N = images, block (128, 1, 1), 24576 B shared
 // weights:    arg:transposed, bias arg

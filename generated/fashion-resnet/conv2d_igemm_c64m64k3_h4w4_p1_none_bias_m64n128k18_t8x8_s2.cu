@@ -2,7 +2,7 @@
 // spec:       specs/fashion-resnet.yaml (network fashion-resnet)
 // layer:      layers_2_conv2
 // shape:      C=64 H=4 W=4 -> M=64 K=3 padding 1,1,1,1 -> 64x4x4
-// template:   conv2d_igemm (templates/conv2d/igemm.lua, hash b3ed1bc44a707fee), auto: igemm, since winograd's default tile does not fit the target: two slices of 8 channels and the 16 products of a 32x32 tile need 66560 bytes of shared memory; at most 49152 fit
+// template:   conv2d_igemm (templates/conv2d/igemm.lua, hash c3c48a7b8b8e2c24), auto: igemm, since winograd's default tile does not fit the target: two slices of 8 channels and the 16 products of a 32x32 tile need 66560 bytes of shared memory; at most 49152 fit
 // params:     bm=64 bn=128 bk=18 tm=8 tn=8 occ=1 stages=2
 // launch:     grid (N*16/128, 1, 1) where N = images, block (128, 1, 1), 27648 B shared
 // weights:    arg:transposed, bias arg

@@ -316,7 +316,8 @@ end
 -- registers, a thread's pixels each M maps apart, had run 2.3-5x slower: "Channels-last hand-offs".)
 T.HWC_MAX_STAGE = 100 * 1024
 T.HWC_MAX_STAGE_POOLED = 200 * 1024
-local function hwc_stage(l, p) return p.block * p.cols * (l.M // 2 + 1) * 4 end
+local function hwc_row(l) return l.M // 2 + 1 end   -- 4-byte words a staged pixel
+local function hwc_stage(l, p) return p.block * p.cols * hwc_row(l) * 4 end
 local function hwc_max(l, p)
   local _, _, pooled = geom(l, p.fuse)
   return pooled and T.HWC_MAX_STAGE_POOLED or T.HWC_MAX_STAGE
@@ -736,7 +737,7 @@ function T.kernel(l, p)
     actname = act,
     act = function(e) return common.act(act, e) end,
     res = res or false,
-    hwc = l.hwc_out and true or false, SW = l.M // 2 + 1,
+    hwc = l.hwc_out and true or false, SW = hwc_row(l),
     -- e, the conv's value at element idx of the thread's outputs, with the add applied
     radd = function(e, idx)
       if not res then return e end

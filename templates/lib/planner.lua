@@ -417,6 +417,16 @@ local function tma_serves(l)
   return pcall(resolve, import("conv2d_tma"), "conv2d_tma", l, nil, nil)
 end
 
+-- Whether template tname stores layer l's output channels-last (its T.hwc_out_ok) with the parameters
+-- it resolves to (given: the spec's or a record's); false where it has no such store or no legal
+-- configuration (resolve's refusal is then add_conv's to report).
+local function stores_hwc(tname, l, given, index)
+  local T = import(tname)
+  if not T.hwc_out_ok then return false end
+  local ok, p = pcall(resolve, T, tname, l, given, index)
+  return ok and T.hwc_out_ok(l, p) or false
+end
+
 function planner.auto_tma(l)
   if l.op ~= "conv" then return nil end
   local g = common.conv_geom(l)
@@ -1610,9 +1620,7 @@ function planner.tma_chains(net, choose)
   -- whether choose(l) gives conv2d_direct with parameters that store channels-last (its T.hwc_out_ok)
   local function direct_hands_off(l)
     local tname, _, own = choose(l)
-    if tname ~= "conv2d_direct" then return false end
-    local ok, p = pcall(resolve, import(tname), tname, l, own or l.params, nil)
-    return ok and import(tname).hwc_out_ok(l, p)
+    return tname == "conv2d_direct" and stores_hwc(tname, l, own or l.params, nil)
   end
   local function joins(l, why, handing)
     -- (a layer handing its output on channels-last may be narrower: AUTO_TMA_HANDOFF_MIN_C)
@@ -1634,10 +1642,8 @@ function planner.tma_chains(net, choose)
   -- of a layer auto gives conv2d_direct, which stores it channels-last (conv2d_direct's T.hwc_out_ok)
   for _, pq in ipairs(order) do
     local p, q = pq[1], pq[2]
-    if q.K <= planner.AUTO_TMA_DIRECT_MAX_K and may(q, planner.AUTO_TMA_MIN_M) then
-      if direct_hands_off(p) then
-        joins(q, string.format("it alone reads %s's output, which conv2d_direct stores channels-last", p.name))
-      end
+    if q.K <= planner.AUTO_TMA_DIRECT_MAX_K and may(q, planner.AUTO_TMA_MIN_M) and direct_hands_off(p) then
+      joins(q, string.format("it alone reads %s's output, which conv2d_direct stores channels-last", p.name))
     end
   end
   local grown = true
@@ -1735,8 +1741,8 @@ function planner.concat_slices(net, dt, final_out)
   return out
 end
 
--- The channels-last hand-offs of net: by conv layer name, { T, tname, given } (its template,
--- as choose(l) gives it, and the parameters given), where the layer's output is read by one
+-- The channels-last hand-offs of net: by conv layer name, { tname } (its template, as
+-- choose(l) gives it), where the layer's output is read by one
 -- layer alone, the next conv, and the templates of both can hand it over channels-last (the
 -- first's T.hwc_out_ok: it stores it so, l.hwc_out, where that says its parameters allow; the
 -- second's T.hwc_in: it reads it as it lies, l.hwc_in, leaving out its parts marked skip_hwc).
@@ -1748,17 +1754,16 @@ function planner.hwc_handoffs(net, batch, choose)
   local by_name, readers = graph_readers(net)
   local function hands(l, side)
     if l.op ~= "conv" or (l.pool_pad or 0) > 0 then return nil end
-    local tname, _, own = choose(l)
-    local T = import(tname)
-    if T[side] then return T, tname, own or l.params end
+    local tname = choose(l)
+    if import(tname)[side] then return tname end
   end
   local last = net.layers[#net.layers]
   for i, q in ipairs(net.layers) do
     local ins = q.inputs and #q.inputs > 0 and q.inputs or { i > 1 and net.layers[i - 1].name or "input" }
     local p = #ins == 1 and by_name[ins[1]]
     if p and p ~= last and readers[p.name] == 1 then
-      local T, tname, given = hands(p, "hwc_out_ok")
-      if T and hands(q, "hwc_in") then out[p.name] = { T = T, tname = tname, given = given } end
+      local tname = hands(p, "hwc_out_ok")
+      if tname and hands(q, "hwc_in") then out[p.name] = { tname = tname } end
     end
   end
   return out
@@ -2028,7 +2033,7 @@ function planner.build(net)
         -- a channels-last hand-off (planner.hwc_handoffs): stored so where the epilogue computes
         -- the whole layer with the parameters it takes; read so where the layer before stored it so
         local ho = handoffs[l.name]
-        l.hwc_out = ho and ho.tname == tname and ho.T.hwc_out_ok(l, resolve(ho.T, tname, l, own or l.params, i)) or nil
+        l.hwc_out = ho and ho.tname == tname and stores_hwc(tname, l, own or l.params, i) or nil
         l.hwc_in = tensors[inputs[1]] and tensors[inputs[1]].hwc and true or nil
         if l.hwc_in and not import(tname).hwc_in then
           fail(i, nil, string.format("'%s' is channels-last, which %s does not read", inputs[1], tname))

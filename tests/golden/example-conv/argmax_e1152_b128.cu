@@ -2,7 +2,7 @@
 // spec:       specs/example-conv.yaml (network example-conv)
 // layer:      predict
 // shape:      1152 scores -> class index
-// template:   argmax (templates/ops/argmax.lua, hash f13dc3a23b0a20f3)
+// template:   argmax (templates/ops/argmax.lua, hash 5bca5ac3670f7991)
 // params:     block=128
 // launch:     grid (N*1/128, 1, 1) where N = images, block (128, 1, 1), 0 B shared
 // weights:    none, bias none
